@@ -1,0 +1,156 @@
+//! Chunk framing: length, CRC32C, kind, codec and the compressed payload.
+//!
+//! ```text
+//! file   = magic chunk*
+//! magic  = "JSCOPE" major:u8 minor:u8
+//! chunk  = body_len:u32le crc32c(body):u32le body
+//! body   = kind:u8 codec:u8 raw_len:varint payload
+//! ```
+
+use crate::varint::{put_u64, Cursor};
+use crate::FormatError;
+
+pub const MAGIC_PREFIX: &[u8; 6] = b"JSCOPE";
+pub const VERSION_MAJOR: u8 = 1;
+pub const VERSION_MINOR: u8 = 0;
+pub const MAGIC: [u8; 8] = [
+    b'J',
+    b'S',
+    b'C',
+    b'O',
+    b'P',
+    b'E',
+    VERSION_MAJOR,
+    VERSION_MINOR,
+];
+
+/// Bodies and payloads larger than this are refused as damage rather than allocated.
+pub const MAX_CHUNK_BYTES: usize = 64 << 20;
+const FRAME_BYTES: usize = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ChunkKind {
+    Header = 1,
+    Data = 2,
+}
+
+const CODEC_NONE: u8 = 0;
+const CODEC_ZSTD: u8 = 1;
+const ZSTD_LEVEL: i32 = 3;
+
+/// Compresses `payload` and frames it as one chunk.
+pub fn frame_chunk(kind: ChunkKind, payload: &[u8]) -> Vec<u8> {
+    let compressed = zstd::bulk::compress(payload, ZSTD_LEVEL).ok();
+    let (codec, data) = match &compressed {
+        Some(c) if c.len() < payload.len() => (CODEC_ZSTD, c.as_slice()),
+        _ => (CODEC_NONE, payload),
+    };
+    let mut body = Vec::with_capacity(data.len() + 12);
+    body.push(kind as u8);
+    body.push(codec);
+    put_u64(&mut body, payload.len() as u64);
+    body.extend_from_slice(data);
+    let mut out = Vec::with_capacity(body.len() + FRAME_BYTES);
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// A chunk whose frame and checksum are intact, payload decompressed.
+#[derive(Debug, Clone)]
+pub struct RawChunk {
+    pub kind: u8,
+    /// Byte offset of the chunk's frame in its file or stream.
+    pub offset: u64,
+    /// Length of the whole framed chunk, as stored.
+    pub stored_len: usize,
+    pub payload: Vec<u8>,
+}
+
+/// What `split_chunk` found at the start of a buffer.
+pub enum Split {
+    /// A complete chunk and the number of bytes it occupied.
+    Chunk(RawChunk),
+    /// More bytes are needed (at least this many in total).
+    NeedMore(usize),
+}
+
+/// Checks `magic` and returns the format version it names.
+pub fn check_magic(bytes: &[u8]) -> Result<(u8, u8), FormatError> {
+    if bytes.len() < MAGIC.len() {
+        return Err(FormatError::NotARecording(
+            "shorter than the 8-byte magic".into(),
+        ));
+    }
+    if &bytes[..6] != MAGIC_PREFIX {
+        return Err(FormatError::NotARecording("no JSCOPE magic".into()));
+    }
+    let (major, minor) = (bytes[6], bytes[7]);
+    if major != VERSION_MAJOR {
+        return Err(FormatError::UnsupportedVersion(major, minor));
+    }
+    Ok((major, minor))
+}
+
+/// Parses one framed chunk at the start of `buf` (which begins at `offset`).
+pub fn split_chunk(buf: &[u8], offset: u64) -> Result<Split, FormatError> {
+    if buf.len() < FRAME_BYTES {
+        return Ok(Split::NeedMore(FRAME_BYTES));
+    }
+    let body_len = u32::from_le_bytes(buf[0..4].try_into().expect("4 bytes")) as usize;
+    if body_len > MAX_CHUNK_BYTES || body_len < 3 {
+        return Err(FormatError::Malformed(format!(
+            "implausible chunk length {body_len}"
+        )));
+    }
+    let total = FRAME_BYTES + body_len;
+    if buf.len() < total {
+        return Ok(Split::NeedMore(total));
+    }
+    let crc = u32::from_le_bytes(buf[4..8].try_into().expect("4 bytes"));
+    let body = &buf[FRAME_BYTES..total];
+    if crc32c::crc32c(body) != crc {
+        return Err(FormatError::Checksum);
+    }
+    let payload = decode_body(body)?;
+    Ok(Split::Chunk(RawChunk {
+        kind: body[0],
+        offset,
+        stored_len: total,
+        payload,
+    }))
+}
+
+fn decode_body(body: &[u8]) -> Result<Vec<u8>, FormatError> {
+    let mut c = Cursor::new(&body[2..]);
+    let raw_len = c.u64()? as usize;
+    if raw_len > 4 * MAX_CHUNK_BYTES {
+        return Err(FormatError::Malformed(format!(
+            "implausible payload length {raw_len}"
+        )));
+    }
+    let data = c.bytes(body.len() - 2 - varint_len(raw_len as u64))?;
+    match body[1] {
+        CODEC_NONE => Ok(data.to_vec()),
+        CODEC_ZSTD => {
+            let out = zstd::bulk::decompress(data, raw_len)
+                .map_err(|e| FormatError::Malformed(format!("zstd: {e}")))?;
+            if out.len() != raw_len {
+                return Err(FormatError::Malformed("payload length mismatch".into()));
+            }
+            Ok(out)
+        }
+        other => Err(FormatError::Malformed(format!("unknown codec {other}"))),
+    }
+}
+
+fn varint_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}

@@ -1,0 +1,42 @@
+//! The jscope recording format, on disk and on the wire.
+//!
+//! A recording is an 8-byte magic followed by chunks. Each chunk is length-prefixed,
+//! CRC32C-checked and zstd-compressed; it holds records: dictionary entries (strings,
+//! classes, methods, threads, stacks) and events (samples, snapshots, counters) with
+//! per-thread delta timestamps. The first chunk holds the header. A reader keeps every
+//! chunk before the first damaged one. See docs/FORMAT.md for the byte-level layout.
+
+mod chunk;
+mod model;
+mod read;
+mod record;
+pub mod thread_state;
+mod varint;
+mod write;
+
+pub use chunk::{
+    check_magic, frame_chunk, split_chunk, ChunkKind, RawChunk, Split, MAGIC, MAX_CHUNK_BYTES,
+    VERSION_MAJOR, VERSION_MINOR,
+};
+pub use model::*;
+pub use read::{ChunkReader, Damage, Recording};
+pub use record::{decode_payload, Record};
+pub use thread_state::StateClass;
+pub use write::{encode_file_start, ChunkWriter};
+
+/// Why bytes could not be read as a recording or a chunk.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    #[error("not a jscope recording: {0}")]
+    NotARecording(String),
+    #[error("unsupported format version {0}.{1}")]
+    UnsupportedVersion(u8, u8),
+    #[error("checksum mismatch")]
+    Checksum,
+    #[error("record ends early")]
+    Truncated,
+    #[error("malformed: {0}")]
+    Malformed(String),
+    #[error("{0}")]
+    Io(String),
+}

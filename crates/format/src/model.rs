@@ -1,0 +1,161 @@
+//! The values a recording holds: header, dictionary entries and events.
+
+/// Who recorded, where, and how to turn ticks into time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Header {
+    pub agent_version: String,
+    pub pid: u32,
+    pub host: String,
+    pub command_line: String,
+    pub vm_name: String,
+    pub vm_vendor: String,
+    pub vm_version: String,
+    pub java_version: String,
+    pub os: String,
+    pub arch: String,
+    /// Unix epoch nanoseconds at `start_ticks`: the recording's wall-clock anchor.
+    pub start_wall_ns: u64,
+    /// Monotonic clock ticks at the start of the recording.
+    pub start_ticks: u64,
+    /// Ticks per second; 1_000_000_000 when ticks are CLOCK_MONOTONIC nanoseconds.
+    pub ticks_per_second: u64,
+    /// Sampling modes joined by `+`, e.g. `cpu+snapshot`.
+    pub modes: String,
+    pub interval_ns: u64,
+    pub max_depth: u32,
+    /// Further key/values; readers keep keys they do not know here.
+    pub extra: Vec<(String, String)>,
+}
+
+impl Header {
+    pub fn extra(&self, key: &str) -> Option<&str> {
+        self.extra
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// How a frame was executing when it was sampled, as far as the walker could tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum FrameKind {
+    /// A Java frame whose compilation tier is not known.
+    #[default]
+    Java = 0,
+    Interpreted = 1,
+    Compiled = 2,
+    Inlined = 3,
+    Native = 4,
+    /// The method could not be resolved (e.g. its class was unloaded).
+    Unknown = 5,
+}
+
+impl FrameKind {
+    pub fn from_u8(v: u8) -> FrameKind {
+        match v {
+            1 => FrameKind::Interpreted,
+            2 => FrameKind::Compiled,
+            3 => FrameKind::Inlined,
+            4 => FrameKind::Native,
+            0 => FrameKind::Java,
+            _ => FrameKind::Unknown,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Frame {
+    pub method: u32,
+    /// Bytecode index; -1 when unknown or native.
+    pub bci: i32,
+    /// Source line; 0 when unknown.
+    pub line: u32,
+    pub kind: FrameKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClassDef {
+    pub id: u32,
+    /// String id of the class name in Java notation, e.g. `java.lang.String`.
+    pub name: u32,
+    /// String id of the source file name; 0 when absent.
+    pub source_file: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MethodDef {
+    pub id: u32,
+    pub class: u32,
+    pub name: u32,
+    pub signature: u32,
+    pub modifiers: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ThreadDef {
+    pub id: u32,
+    pub java_id: i64,
+    /// Kernel thread id; 0 when unknown.
+    pub os_tid: u32,
+    pub name: String,
+    pub group: String,
+    /// Name of the thread group's parent group, as xdProf's JVMPI client reported it.
+    pub parent: String,
+    /// 1 for the first thread the agent saw start, 2 for the next, and so on.
+    pub start_order: u32,
+    pub daemon: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum SampleMode {
+    Cpu = 1,
+    Wall = 2,
+}
+
+impl SampleMode {
+    pub fn from_u8(v: u8) -> Option<SampleMode> {
+        match v {
+            1 => Some(SampleMode::Cpu),
+            2 => Some(SampleMode::Wall),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SampleMode::Cpu => "cpu",
+            SampleMode::Wall => "wall",
+        }
+    }
+}
+
+/// One signal-driven stack sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    pub thread: u32,
+    pub ticks: u64,
+    pub stack: u32,
+    pub mode: SampleMode,
+    /// The time this sample stands for (normally the interval).
+    pub weight_ns: u64,
+    /// JVMTI thread state bits; 0 when unknown.
+    pub state: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotThread {
+    pub thread: u32,
+    pub state: u32,
+    pub stack: u32,
+}
+
+/// All Java threads at one moment (xdProf).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub ticks: u64,
+    /// Achieved time since the previous snapshot; 0 for the first.
+    pub interval_ns: u64,
+    pub threads: Vec<SnapshotThread>,
+}

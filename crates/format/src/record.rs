@@ -1,0 +1,316 @@
+//! Records: the typed entries of a chunk payload, and their encoding.
+//!
+//! ```text
+//! payload = base_ticks:varint record*
+//! record  = tag:varint len:varint body[len]
+//! ```
+//! Readers skip records whose tag they do not know, so newer writers may add kinds.
+//! Timestamps are zigzag deltas from the previous timestamp on the same timeline in
+//! the same chunk: a sample's timeline is its thread, process-wide events share
+//! timeline 0. Every timeline starts from the chunk's `base_ticks`.
+
+use std::collections::HashMap;
+
+use crate::model::*;
+use crate::varint::{put_i64, put_str, put_u64, Cursor};
+use crate::FormatError;
+
+pub(crate) mod tag {
+    pub const HEADER: u64 = 1;
+    pub const STRING: u64 = 2;
+    pub const CLASS: u64 = 3;
+    pub const METHOD: u64 = 4;
+    pub const THREAD: u64 = 5;
+    pub const STACK: u64 = 6;
+    pub const SAMPLE: u64 = 16;
+    pub const SNAPSHOT: u64 = 17;
+    pub const COUNTERS: u64 = 18;
+    pub const END: u64 = 19;
+}
+
+/// One decoded record, with absolute timestamps.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Record {
+    Header(Header),
+    String {
+        id: u32,
+        value: String,
+    },
+    Class(ClassDef),
+    Method(MethodDef),
+    Thread(ThreadDef),
+    Stack {
+        id: u32,
+        frames: Vec<Frame>,
+    },
+    Sample(Sample),
+    Snapshot(Snapshot),
+    Counters {
+        ticks: u64,
+        values: Vec<(String, u64)>,
+    },
+    End {
+        ticks: u64,
+    },
+    /// A record kind this reader does not know; skipped.
+    Unknown {
+        tag: u64,
+    },
+}
+
+/// Turns absolute timestamps into per-timeline deltas (writer side).
+#[derive(Default)]
+pub(crate) struct DeltaEncoder {
+    base: u64,
+    last: HashMap<u32, u64>,
+}
+
+impl DeltaEncoder {
+    pub(crate) fn reset(&mut self, base: u64) {
+        self.base = base;
+        self.last.clear();
+    }
+
+    pub(crate) fn delta(&mut self, timeline: u32, ticks: u64) -> i64 {
+        let prev = self.last.insert(timeline, ticks).unwrap_or(self.base);
+        ticks.wrapping_sub(prev) as i64
+    }
+}
+
+/// Undoes `DeltaEncoder` (reader side).
+struct DeltaDecoder {
+    base: u64,
+    last: HashMap<u32, u64>,
+}
+
+impl DeltaDecoder {
+    fn absolute(&mut self, timeline: u32, delta: i64) -> u64 {
+        let prev = self.last.get(&timeline).copied().unwrap_or(self.base);
+        let ticks = prev.wrapping_add(delta as u64);
+        self.last.insert(timeline, ticks);
+        ticks
+    }
+}
+
+pub(crate) fn encode_header(out: &mut Vec<u8>, h: &Header) {
+    let pairs = header_pairs(h);
+    put_u64(out, pairs.len() as u64);
+    for (k, v) in &pairs {
+        put_str(out, k);
+        put_str(out, v);
+    }
+}
+
+fn header_pairs(h: &Header) -> Vec<(String, String)> {
+    let mut p: Vec<(String, String)> = [
+        ("agent_version", h.agent_version.clone()),
+        ("pid", h.pid.to_string()),
+        ("host", h.host.clone()),
+        ("command_line", h.command_line.clone()),
+        ("vm_name", h.vm_name.clone()),
+        ("vm_vendor", h.vm_vendor.clone()),
+        ("vm_version", h.vm_version.clone()),
+        ("java_version", h.java_version.clone()),
+        ("os", h.os.clone()),
+        ("arch", h.arch.clone()),
+        ("start_wall_ns", h.start_wall_ns.to_string()),
+        ("start_ticks", h.start_ticks.to_string()),
+        ("ticks_per_second", h.ticks_per_second.to_string()),
+        ("modes", h.modes.clone()),
+        ("interval_ns", h.interval_ns.to_string()),
+        ("max_depth", h.max_depth.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    p.extend(h.extra.iter().cloned());
+    p
+}
+
+fn decode_header(c: &mut Cursor) -> Result<Header, FormatError> {
+    let n = c.u64()?;
+    let mut h = Header::default();
+    for _ in 0..n {
+        let (k, v) = (c.string()?, c.string()?);
+        set_header_field(&mut h, k, v)?;
+    }
+    Ok(h)
+}
+
+fn set_header_field(h: &mut Header, k: String, v: String) -> Result<(), FormatError> {
+    fn num<T: std::str::FromStr>(k: &str, v: &str) -> Result<T, FormatError> {
+        v.parse()
+            .map_err(|_| FormatError::Malformed(format!("header field {k}={v:?} is not a number")))
+    }
+    match k.as_str() {
+        "agent_version" => h.agent_version = v,
+        "pid" => h.pid = num(&k, &v)?,
+        "host" => h.host = v,
+        "command_line" => h.command_line = v,
+        "vm_name" => h.vm_name = v,
+        "vm_vendor" => h.vm_vendor = v,
+        "vm_version" => h.vm_version = v,
+        "java_version" => h.java_version = v,
+        "os" => h.os = v,
+        "arch" => h.arch = v,
+        "start_wall_ns" => h.start_wall_ns = num(&k, &v)?,
+        "start_ticks" => h.start_ticks = num(&k, &v)?,
+        "ticks_per_second" => h.ticks_per_second = num(&k, &v)?,
+        "modes" => h.modes = v,
+        "interval_ns" => h.interval_ns = num(&k, &v)?,
+        "max_depth" => h.max_depth = num(&k, &v)?,
+        _ => h.extra.push((k, v)),
+    }
+    Ok(())
+}
+
+pub(crate) fn encode_frames(out: &mut Vec<u8>, frames: &[Frame]) {
+    put_u64(out, frames.len() as u64);
+    for f in frames {
+        put_u64(out, f.method.into());
+        put_i64(out, f.bci.into());
+        put_u64(out, f.line.into());
+        out.push(f.kind as u8);
+    }
+}
+
+pub(crate) fn encode_thread(out: &mut Vec<u8>, t: &ThreadDef) {
+    put_u64(out, t.id.into());
+    put_i64(out, t.java_id);
+    put_u64(out, t.os_tid.into());
+    put_str(out, &t.name);
+    put_str(out, &t.group);
+    put_str(out, &t.parent);
+    put_u64(out, t.start_order.into());
+    out.push(u8::from(t.daemon));
+}
+
+/// Decodes a whole chunk payload into records.
+pub fn decode_payload(payload: &[u8]) -> Result<Vec<Record>, FormatError> {
+    let mut c = Cursor::new(payload);
+    let base = c.u64()?;
+    let mut times = DeltaDecoder {
+        base,
+        last: HashMap::new(),
+    };
+    let mut out = Vec::new();
+    while !c.is_empty() {
+        let t = c.u64()?;
+        let len = usize::try_from(c.u64()?).map_err(|_| FormatError::Truncated)?;
+        let mut body = Cursor::new(c.bytes(len)?);
+        out.push(decode_record(t, &mut body, &mut times)?);
+    }
+    Ok(out)
+}
+
+fn decode_record(t: u64, c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Record, FormatError> {
+    Ok(match t {
+        tag::HEADER => Record::Header(decode_header(c)?),
+        tag::STRING => Record::String {
+            id: c.u32()?,
+            value: c.string()?,
+        },
+        tag::CLASS => Record::Class(ClassDef {
+            id: c.u32()?,
+            name: c.u32()?,
+            source_file: c.u32()?,
+        }),
+        tag::METHOD => Record::Method(MethodDef {
+            id: c.u32()?,
+            class: c.u32()?,
+            name: c.u32()?,
+            signature: c.u32()?,
+            modifiers: c.u32()?,
+        }),
+        tag::THREAD => Record::Thread(decode_thread(c)?),
+        tag::STACK => Record::Stack {
+            id: c.u32()?,
+            frames: decode_frames(c)?,
+        },
+        tag::SAMPLE => Record::Sample(decode_sample(c, times)?),
+        tag::SNAPSHOT => Record::Snapshot(decode_snapshot(c, times)?),
+        tag::COUNTERS => decode_counters(c, times)?,
+        tag::END => Record::End {
+            ticks: times.absolute(0, c.i64()?),
+        },
+        other => Record::Unknown { tag: other },
+    })
+}
+
+fn decode_thread(c: &mut Cursor) -> Result<ThreadDef, FormatError> {
+    Ok(ThreadDef {
+        id: c.u32()?,
+        java_id: c.i64()?,
+        os_tid: c.u32()?,
+        name: c.string()?,
+        group: c.string()?,
+        parent: c.string()?,
+        start_order: c.u32()?,
+        daemon: c.u8()? != 0,
+    })
+}
+
+fn decode_frames(c: &mut Cursor) -> Result<Vec<Frame>, FormatError> {
+    let n = c.u64()?;
+    let mut frames = Vec::with_capacity(n.min(4096) as usize);
+    for _ in 0..n {
+        let method = c.u32()?;
+        let bci = i32::try_from(c.i64()?)
+            .map_err(|_| FormatError::Malformed("bci out of range".into()))?;
+        let line = c.u32()?;
+        let kind = FrameKind::from_u8(c.u8()?);
+        frames.push(Frame {
+            method,
+            bci,
+            line,
+            kind,
+        });
+    }
+    Ok(frames)
+}
+
+fn decode_sample(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Sample, FormatError> {
+    let thread = c.u32()?;
+    let ticks = times.absolute(thread, c.i64()?);
+    let stack = c.u32()?;
+    let mode_byte = c.u8()?;
+    let mode = SampleMode::from_u8(mode_byte)
+        .ok_or_else(|| FormatError::Malformed(format!("unknown sample mode {mode_byte}")))?;
+    Ok(Sample {
+        thread,
+        ticks,
+        stack,
+        mode,
+        weight_ns: c.u64()?,
+        state: c.u32()?,
+    })
+}
+
+fn decode_snapshot(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Snapshot, FormatError> {
+    let ticks = times.absolute(0, c.i64()?);
+    let interval_ns = c.u64()?;
+    let n = c.u64()?;
+    let mut threads = Vec::with_capacity(n.min(65536) as usize);
+    for _ in 0..n {
+        threads.push(SnapshotThread {
+            thread: c.u32()?,
+            state: c.u32()?,
+            stack: c.u32()?,
+        });
+    }
+    Ok(Snapshot {
+        ticks,
+        interval_ns,
+        threads,
+    })
+}
+
+fn decode_counters(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Record, FormatError> {
+    let ticks = times.absolute(0, c.i64()?);
+    let n = c.u64()?;
+    let mut values = Vec::with_capacity(n.min(1024) as usize);
+    for _ in 0..n {
+        values.push((c.string()?, c.u64()?));
+    }
+    Ok(Record::Counters { ticks, values })
+}

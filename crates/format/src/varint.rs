@@ -1,0 +1,119 @@
+//! LEB128 variable-length integers and the byte cursor the decoders share.
+
+use crate::FormatError;
+
+pub(crate) fn put_u64(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Zigzag keeps small negative numbers (a bci of -1, a backwards time step) short.
+pub(crate) fn put_i64(out: &mut Vec<u8>, v: i64) {
+    put_u64(out, ((v << 1) ^ (v >> 63)) as u64);
+}
+
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_u64(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Reads primitives from a record body; every read is bounds-checked.
+pub(crate) struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Cursor { buf, pos: 0 }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    pub(crate) fn u64(&mut self) -> Result<u64, FormatError> {
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let b = *self.buf.get(self.pos).ok_or(FormatError::Truncated)?;
+            self.pos += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(FormatError::Malformed("varint longer than 10 bytes".into()))
+    }
+
+    pub(crate) fn u32(&mut self) -> Result<u32, FormatError> {
+        let v = self.u64()?;
+        u32::try_from(v).map_err(|_| FormatError::Malformed(format!("value {v} exceeds u32")))
+    }
+
+    pub(crate) fn i64(&mut self) -> Result<i64, FormatError> {
+        let v = self.u64()?;
+        Ok(((v >> 1) as i64) ^ -((v & 1) as i64))
+    }
+
+    pub(crate) fn u8(&mut self) -> Result<u8, FormatError> {
+        let b = *self.buf.get(self.pos).ok_or(FormatError::Truncated)?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8], FormatError> {
+        let end = self.pos.checked_add(n).ok_or(FormatError::Truncated)?;
+        let s = self.buf.get(self.pos..end).ok_or(FormatError::Truncated)?;
+        self.pos = end;
+        Ok(s)
+    }
+
+    pub(crate) fn string(&mut self) -> Result<String, FormatError> {
+        let n = self.u64()?;
+        let n = usize::try_from(n).map_err(|_| FormatError::Truncated)?;
+        let b = self.bytes(n)?;
+        String::from_utf8(b.to_vec())
+            .map_err(|_| FormatError::Malformed("string is not UTF-8".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_unsigned_and_signed_extremes() {
+        let mut out = Vec::new();
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+            put_u64(&mut out, v);
+        }
+        for v in [0i64, -1, 1, i64::MIN, i64::MAX] {
+            put_i64(&mut out, v);
+        }
+        let mut c = Cursor::new(&out);
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+            assert_eq!(c.u64().unwrap(), v);
+        }
+        for v in [0i64, -1, 1, i64::MIN, i64::MAX] {
+            assert_eq!(c.i64().unwrap(), v);
+        }
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn small_values_take_one_byte() {
+        let mut out = Vec::new();
+        put_u64(&mut out, 127);
+        put_i64(&mut out, -64);
+        assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn truncated_varint_is_an_error() {
+        let mut c = Cursor::new(&[0x80, 0x80]);
+        assert!(matches!(c.u64(), Err(FormatError::Truncated)));
+    }
+}

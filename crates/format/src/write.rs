@@ -1,0 +1,154 @@
+//! Writing: the file prelude and `ChunkWriter`, which buffers records for one chunk.
+
+use crate::chunk::{frame_chunk, ChunkKind, MAGIC};
+use crate::model::*;
+use crate::record::{encode_frames, encode_header, encode_thread, tag, DeltaEncoder};
+use crate::varint::{put_i64, put_str, put_u64};
+
+/// Magic and header chunk: the first bytes of every recording file and agent stream.
+pub fn encode_file_start(header: &Header) -> Vec<u8> {
+    let mut payload = Vec::new();
+    put_u64(&mut payload, header.start_ticks);
+    let mut body = Vec::new();
+    encode_header(&mut body, header);
+    put_record(&mut payload, tag::HEADER, &body);
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&frame_chunk(ChunkKind::Header, &payload));
+    out
+}
+
+fn put_record(out: &mut Vec<u8>, t: u64, body: &[u8]) {
+    put_u64(out, t);
+    put_u64(out, body.len() as u64);
+    out.extend_from_slice(body);
+}
+
+/// Accumulates the records of one data chunk.
+///
+/// The chunk's time base is the first timestamp written to it, so each chunk decodes
+/// on its own once the dictionaries it refers to are known.
+#[derive(Default)]
+pub struct ChunkWriter {
+    records: Vec<u8>,
+    body: Vec<u8>,
+    base: Option<u64>,
+    times: DeltaEncoder,
+}
+
+impl ChunkWriter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn push(&mut self, t: u64) {
+        put_record(&mut self.records, t, &self.body);
+        self.body.clear();
+    }
+
+    fn delta(&mut self, timeline: u32, ticks: u64) -> i64 {
+        if self.base.is_none() {
+            self.base = Some(ticks);
+            self.times.reset(ticks);
+        }
+        self.times.delta(timeline, ticks)
+    }
+
+    pub fn string(&mut self, id: u32, s: &str) {
+        put_u64(&mut self.body, id.into());
+        put_str(&mut self.body, s);
+        self.push(tag::STRING);
+    }
+
+    pub fn class(&mut self, c: &ClassDef) {
+        for v in [c.id, c.name, c.source_file] {
+            put_u64(&mut self.body, v.into());
+        }
+        self.push(tag::CLASS);
+    }
+
+    pub fn method(&mut self, m: &MethodDef) {
+        for v in [m.id, m.class, m.name, m.signature, m.modifiers] {
+            put_u64(&mut self.body, v.into());
+        }
+        self.push(tag::METHOD);
+    }
+
+    pub fn thread(&mut self, t: &ThreadDef) {
+        encode_thread(&mut self.body, t);
+        self.push(tag::THREAD);
+    }
+
+    pub fn stack(&mut self, id: u32, frames_top_first: &[Frame]) {
+        put_u64(&mut self.body, id.into());
+        encode_frames(&mut self.body, frames_top_first);
+        self.push(tag::STACK);
+    }
+
+    pub fn sample(&mut self, s: &Sample) {
+        let dt = self.delta(s.thread, s.ticks);
+        put_u64(&mut self.body, s.thread.into());
+        put_i64(&mut self.body, dt);
+        put_u64(&mut self.body, s.stack.into());
+        self.body.push(s.mode as u8);
+        put_u64(&mut self.body, s.weight_ns);
+        put_u64(&mut self.body, s.state.into());
+        self.push(tag::SAMPLE);
+    }
+
+    pub fn snapshot(&mut self, s: &Snapshot) {
+        let dt = self.delta(0, s.ticks);
+        put_i64(&mut self.body, dt);
+        put_u64(&mut self.body, s.interval_ns);
+        put_u64(&mut self.body, s.threads.len() as u64);
+        for t in &s.threads {
+            for v in [t.thread, t.state, t.stack] {
+                put_u64(&mut self.body, v.into());
+            }
+        }
+        self.push(tag::SNAPSHOT);
+    }
+
+    /// Cumulative counter totals (drops, failed walks by reason, ...) at `ticks`.
+    pub fn counters(&mut self, ticks: u64, values: &[(&str, u64)]) {
+        let dt = self.delta(0, ticks);
+        put_i64(&mut self.body, dt);
+        put_u64(&mut self.body, values.len() as u64);
+        for (name, v) in values {
+            put_str(&mut self.body, name);
+            put_u64(&mut self.body, *v);
+        }
+        self.push(tag::COUNTERS);
+    }
+
+    /// Marks a clean end of the recording.
+    pub fn end(&mut self, ticks: u64) {
+        let dt = self.delta(0, ticks);
+        put_i64(&mut self.body, dt);
+        self.push(tag::END);
+    }
+
+    /// Writes a record of a kind this crate does not define (for forward-compatibility tests
+    /// and for extensions); readers that do not know `tag` skip it.
+    pub fn raw_record(&mut self, tag: u64, body: &[u8]) {
+        put_record(&mut self.records, tag, body);
+    }
+
+    /// Uncompressed bytes buffered so far.
+    pub fn raw_len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Frames the buffered records as one chunk and resets the writer for the next.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let mut payload = Vec::with_capacity(self.records.len() + 10);
+        put_u64(&mut payload, self.base.unwrap_or(0));
+        payload.extend_from_slice(&self.records);
+        self.records.clear();
+        self.base = None;
+        frame_chunk(ChunkKind::Data, &payload)
+    }
+}

