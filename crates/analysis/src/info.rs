@@ -1,0 +1,374 @@
+//! What a recording holds and how well the sampling went.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use jscope_format::Recording;
+use serde::Serialize;
+
+use crate::stats::{mean, quantile};
+use crate::{select::count_mode, Mode};
+
+/// Distribution of achieved intervals, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IntervalStats {
+    pub count: usize,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl IntervalStats {
+    /// `None` when there is nothing to measure.
+    pub fn from_ns(mut values: Vec<u64>) -> Option<IntervalStats> {
+        values.sort_unstable();
+        let ms = |v: u64| v as f64 / 1e6;
+        Some(IntervalStats {
+            count: values.len(),
+            mean_ms: mean(&values)? / 1e6,
+            p50_ms: ms(quantile(&values, 0.5)?),
+            p99_ms: ms(quantile(&values, 0.99)?),
+            max_ms: ms(*values.last()?),
+        })
+    }
+}
+
+/// Achieved cpu sampling interval of one thread: the gaps between its
+/// consecutive cpu samples. Only meaningful for threads that stayed on cpu,
+/// so the median (robust to off-cpu gaps) is what to read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuThreadRate {
+    pub thread: String,
+    pub samples: u64,
+    pub gaps: IntervalStats,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CounterValue {
+    pub name: String,
+    pub value: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Info {
+    pub agent_version: String,
+    pub pid: u32,
+    pub host: String,
+    pub command_line: String,
+    pub vm_name: String,
+    pub vm_vendor: String,
+    pub vm_version: String,
+    pub java_version: String,
+    pub os: String,
+    pub arch: String,
+    pub start_unix_ns: u64,
+    /// ISO 8601, UTC.
+    pub start_utc: String,
+    pub modes: String,
+    pub requested_interval_ms: f64,
+    pub max_depth: u32,
+    pub extra: Vec<(String, String)>,
+    pub duration_s: f64,
+    pub ended_cleanly: bool,
+    pub chunks: u64,
+    pub skipped_records: u64,
+    pub threads: usize,
+    /// Stack samples per mode; snapshot counts one per thread per snapshot.
+    pub samples: BTreeMap<Mode, u64>,
+    pub snapshots: usize,
+    /// Samples whose stack has no frames.
+    pub empty_stacks: u64,
+    /// Counters naming dropped data (`*drop*`).
+    pub dropped: Vec<CounterValue>,
+    /// `walk.failed.<reason>` counters, by reason.
+    pub failed_walks: Vec<CounterValue>,
+    pub other_counters: Vec<CounterValue>,
+    /// Achieved time between snapshots (`Snapshot::interval_ns`).
+    pub snapshot_interval: Option<IntervalStats>,
+    /// Busiest threads' achieved cpu sampling intervals, most samples first.
+    pub cpu_rates: Vec<CpuThreadRate>,
+    pub damage: Option<String>,
+}
+
+/// How many threads [`Info::cpu_rates`] lists.
+const CPU_RATE_THREADS: usize = 10;
+/// Fewer samples than this give no useful gap statistics.
+const CPU_RATE_MIN_SAMPLES: usize = 10;
+
+impl Info {
+    pub fn of(rec: &Recording) -> Info {
+        let h = &rec.header;
+        let (dropped, failed_walks, other_counters) = split_counters(rec);
+        Info {
+            agent_version: h.agent_version.clone(),
+            pid: h.pid,
+            host: h.host.clone(),
+            command_line: h.command_line.clone(),
+            vm_name: h.vm_name.clone(),
+            vm_vendor: h.vm_vendor.clone(),
+            vm_version: h.vm_version.clone(),
+            java_version: h.java_version.clone(),
+            os: h.os.clone(),
+            arch: h.arch.clone(),
+            start_unix_ns: h.start_wall_ns,
+            start_utc: utc_iso8601(h.start_wall_ns),
+            modes: h.modes.clone(),
+            requested_interval_ms: h.interval_ns as f64 / 1e6,
+            max_depth: h.max_depth,
+            extra: h.extra.clone(),
+            duration_s: rec.duration_ns() as f64 / 1e9,
+            ended_cleanly: rec.end_ticks.is_some(),
+            chunks: rec.chunks,
+            skipped_records: rec.skipped_records,
+            threads: rec.threads.len(),
+            samples: Mode::ALL
+                .into_iter()
+                .map(|m| (m, count_mode(rec, m)))
+                .collect(),
+            snapshots: rec.snapshots.len(),
+            empty_stacks: count_empty_stacks(rec),
+            dropped,
+            failed_walks,
+            other_counters,
+            snapshot_interval: snapshot_intervals(rec),
+            cpu_rates: cpu_rates(rec),
+            damage: rec.damage.as_ref().map(|d| d.to_string()),
+        }
+    }
+}
+
+fn count_empty_stacks(rec: &Recording) -> u64 {
+    let signal = rec.samples.iter().map(|s| s.stack);
+    let snap = rec
+        .snapshots
+        .iter()
+        .flat_map(|s| s.threads.iter().map(|t| t.stack));
+    signal
+        .chain(snap)
+        .filter(|&id| rec.stack(id).is_empty())
+        .count() as u64
+}
+
+type Counters = Vec<CounterValue>;
+
+fn split_counters(rec: &Recording) -> (Counters, Counters, Counters) {
+    let (mut dropped, mut failed, mut other) = (vec![], vec![], vec![]);
+    for (name, &value) in &rec.counters {
+        if let Some(reason) = name.strip_prefix("walk.failed.") {
+            failed.push(CounterValue {
+                name: reason.to_string(),
+                value,
+            });
+        } else if name.contains("drop") {
+            dropped.push(CounterValue {
+                name: name.clone(),
+                value,
+            });
+        } else {
+            other.push(CounterValue {
+                name: name.clone(),
+                value,
+            });
+        }
+    }
+    (dropped, failed, other)
+}
+
+fn snapshot_intervals(rec: &Recording) -> Option<IntervalStats> {
+    // The first snapshot has no predecessor and says so with 0.
+    let gaps = rec
+        .snapshots
+        .iter()
+        .map(|s| s.interval_ns)
+        .filter(|&ns| ns > 0)
+        .collect();
+    IntervalStats::from_ns(gaps)
+}
+
+fn cpu_rates(rec: &Recording) -> Vec<CpuThreadRate> {
+    let mut ticks_by_thread: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for s in rec
+        .samples
+        .iter()
+        .filter(|s| s.mode == jscope_format::SampleMode::Cpu)
+    {
+        ticks_by_thread.entry(s.thread).or_default().push(s.ticks);
+    }
+    let mut rates: Vec<CpuThreadRate> = ticks_by_thread
+        .into_iter()
+        .filter(|(_, ticks)| ticks.len() >= CPU_RATE_MIN_SAMPLES)
+        .filter_map(|(thread, ticks)| cpu_rate(rec, thread, ticks))
+        .collect();
+    rates.sort_by(|a, b| {
+        b.samples
+            .cmp(&a.samples)
+            .then_with(|| a.thread.cmp(&b.thread))
+    });
+    rates.truncate(CPU_RATE_THREADS);
+    rates
+}
+
+fn cpu_rate(rec: &Recording, thread: u32, mut ticks: Vec<u64>) -> Option<CpuThreadRate> {
+    ticks.sort_unstable();
+    let gaps = ticks
+        .windows(2)
+        .map(|w| rec.ticks_to_ns(w[1]) - rec.ticks_to_ns(w[0]))
+        .collect();
+    Some(CpuThreadRate {
+        thread: rec
+            .threads
+            .get(&thread)
+            .map_or_else(|| format!("thread {thread}"), |t| t.name.clone()),
+        samples: ticks.len() as u64,
+        gaps: IntervalStats::from_ns(gaps)?,
+    })
+}
+
+/// Unix nanoseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn utc_iso8601(unix_ns: u64) -> String {
+    let secs = unix_ns / 1_000_000_000;
+    let millis = (unix_ns / 1_000_000) % 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), using
+/// 400-year eras (146097 days each) counted from 0000-03-01 so leap days fall
+/// at the end of each era-year.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+impl fmt::Display for Info {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_identity(f)?;
+        self.fmt_contents(f)?;
+        self.fmt_quality(f)
+    }
+}
+
+impl Info {
+    fn fmt_identity(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "jvm:        {} ({}), {}",
+            self.vm_name, self.vm_version, self.vm_vendor
+        )?;
+        writeln!(f, "java:       {}", self.java_version)?;
+        writeln!(
+            f,
+            "process:    pid {} on {} ({} {})",
+            self.pid, self.host, self.os, self.arch
+        )?;
+        writeln!(f, "command:    {}", self.command_line)?;
+        writeln!(f, "agent:      {}", self.agent_version)?;
+        writeln!(f, "started:    {}", self.start_utc)?;
+        writeln!(
+            f,
+            "settings:   modes {}, interval {}ms, max depth {}",
+            self.modes, self.requested_interval_ms, self.max_depth
+        )?;
+        for (k, v) in &self.extra {
+            writeln!(f, "{k}: {v}")?;
+        }
+        Ok(())
+    }
+
+    fn fmt_contents(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ending = if self.ended_cleanly {
+            "ended cleanly"
+        } else {
+            "no end record"
+        };
+        writeln!(f, "duration:   {:.3}s ({ending})", self.duration_s)?;
+        writeln!(
+            f,
+            "chunks:     {} ({} unknown records skipped)",
+            self.chunks, self.skipped_records
+        )?;
+        writeln!(f, "threads:    {}", self.threads)?;
+        for (mode, n) in &self.samples {
+            writeln!(f, "samples:    {n} {mode}")?;
+        }
+        writeln!(f, "snapshots:  {}", self.snapshots)?;
+        writeln!(f, "empty stacks: {}", self.empty_stacks)
+    }
+
+    fn fmt_quality(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt_counters(f, "dropped", &self.dropped)?;
+        fmt_counters(f, "failed walks", &self.failed_walks)?;
+        fmt_counters(f, "counters", &self.other_counters)?;
+        if let Some(s) = &self.snapshot_interval {
+            writeln!(f, "snapshot interval: {}", fmt_stats(s))?;
+        }
+        if !self.cpu_rates.is_empty() {
+            writeln!(
+                f,
+                "cpu sample gaps per thread (median is the achieved interval while on cpu):"
+            )?;
+        }
+        for r in &self.cpu_rates {
+            writeln!(
+                f,
+                "  {:<28} {:>7} samples, {}",
+                r.thread,
+                r.samples,
+                fmt_stats(&r.gaps)
+            )?;
+        }
+        if let Some(d) = &self.damage {
+            writeln!(f, "damage:     {d}")?;
+        }
+        Ok(())
+    }
+}
+
+fn fmt_stats(s: &IntervalStats) -> String {
+    format!(
+        "mean {:.3}ms, p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms over {}",
+        s.mean_ms, s.p50_ms, s.p99_ms, s.max_ms, s.count
+    )
+}
+
+fn fmt_counters(f: &mut fmt::Formatter<'_>, title: &str, counters: &[CounterValue]) -> fmt::Result {
+    if counters.is_empty() {
+        return writeln!(f, "{title}: none");
+    }
+    writeln!(f, "{title}:")?;
+    for c in counters {
+        writeln!(f, "  {:<40} {}", c.name, c.value)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates_match_known_days() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(
+            utc_iso8601(1_700_000_000_123_000_000),
+            "2023-11-14T22:13:20.123Z"
+        );
+    }
+}

@@ -1,0 +1,39 @@
+//! Analyses of a jscope [`Recording`](jscope_format::Recording).
+//!
+//! Every analysis starts from a [`Selection`]: which samples (cpu, wall or
+//! snapshot threads), of which threads, in which states and time window. The
+//! selected samples are then folded into one of the views:
+//!
+//! - [`hot_methods`]: self and total samples per method (a "top" table);
+//! - [`collapse`]: collapsed stacks, root first, the input of flame graphs;
+//! - [`call_graph`]: methods and caller→callee edges, with Graphviz output;
+//! - [`threads_at`]: every thread of the snapshot nearest a moment (xdProf's view);
+//! - [`Info`]: what a recording holds and how well sampling went.
+//!
+//! The views are plain data (serde-serialisable) with `Display` or `write_*`
+//! renderings, so binaries stay thin.
+
+mod callgraph;
+mod collapsed;
+mod error;
+mod glob;
+mod hot;
+mod info;
+mod labels;
+mod select;
+mod stats;
+mod threads;
+
+pub use callgraph::{call_graph, CallEdge, CallGraph, CallNode, DotOptions};
+pub use collapsed::{collapse, CollapseOptions, Collapsed};
+pub use error::AnalysisError;
+pub use glob::ThreadMatcher;
+pub use hot::{hot_methods, HotMethod, HotMethods};
+pub use info::{CounterValue, CpuThreadRate, Info, IntervalStats};
+pub use select::{parse_state, Mode, Selection, StackCounts, StackSample};
+pub use threads::{threads_at, FrameRow, ThreadRow, ThreadsView};
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod testutil;

@@ -1,0 +1,410 @@
+//! Expectations about every view, on recordings written with `ChunkWriter`
+//! and read back by `Recording::from_bytes`.
+
+use jscope_format::{Recording, SampleMode, StateClass};
+
+use crate::testutil::*;
+use crate::*;
+
+const MAIN: u32 = 1;
+const WORKER: u32 = 2;
+const SLEEPER: u32 = 3;
+
+/// main: 7 samples in Work.hot (via Main.run), 3 in Work.cold; worker: 2
+/// samples in Work.fib recursing 3 deep; sleeper: wall samples in Thread.sleep;
+/// two snapshots with a blocked thread.
+fn fixture() -> Recording {
+    let mut b = RecordingBuilder::new();
+    b.thread(MAIN, "main", "main", 1);
+    b.thread(WORKER, "pool-1-worker-1", "main", 4);
+    b.thread(SLEEPER, "sleeper", "system", 3);
+    let hot = b.stack(&[
+        ("demo.Work.hot", 12),
+        ("demo.Main.run", 30),
+        ("demo.Main.main", 5),
+    ]);
+    let cold = b.stack(&[
+        ("demo.Work.cold", 20),
+        ("demo.Main.run", 31),
+        ("demo.Main.main", 5),
+    ]);
+    let fib = b.stack(&[
+        ("demo.Work.fib", 40),
+        ("demo.Work.fib", 41),
+        ("demo.Work.fib", 41),
+        ("demo.Main.main", 9),
+    ]);
+    let sleep = b.stack(&[("java.lang.Thread.sleep", 0), ("demo.Sleeper.run", 7)]);
+    let blocked = b.stack(&[("demo.Lock.enter", 55), ("demo.Main.main", 9)]);
+    for i in 0..10 {
+        let stack = if i < 7 { hot } else { cold };
+        b.sample(SampleMode::Cpu, MAIN, 10 * i, stack, RUNNING);
+    }
+    b.cut();
+    b.sample(SampleMode::Cpu, WORKER, 200, fib, RUNNING);
+    b.sample(SampleMode::Cpu, WORKER, 210, fib, RUNNING);
+    for i in 0..4 {
+        b.sample(SampleMode::Wall, SLEEPER, 10 * i, sleep, ASLEEP);
+        b.sample(SampleMode::Wall, MAIN, 10 * i, hot, RUNNING);
+    }
+    b.snapshot(100, 0, &[(MAIN, RUNNING, hot), (SLEEPER, ASLEEP, sleep)]);
+    b.snapshot(
+        300,
+        200,
+        &[
+            (WORKER, BLOCKED, blocked),
+            (MAIN, RUNNING, cold),
+            (SLEEPER, ASLEEP, sleep),
+        ],
+    );
+    b.counters(&[
+        ("samples.dropped", 3),
+        ("walk.failed.not_walkable_java", 12),
+        ("buffers.flushed", 9),
+    ]);
+    b.build(Some(400))
+}
+
+fn select(mode: Option<Mode>) -> Selection {
+    Selection {
+        mode,
+        ..Selection::default()
+    }
+}
+
+#[test]
+fn default_selection_is_the_first_mode_with_samples() {
+    let rec = fixture();
+    assert_eq!(Mode::primary(&rec), Some(Mode::Cpu));
+    assert_eq!(select(None).samples(&rec).count(), 12);
+    assert_eq!(select(Some(Mode::Wall)).samples(&rec).count(), 8);
+}
+
+#[test]
+fn snapshot_threads_count_as_samples() {
+    let rec = fixture();
+    let samples: Vec<StackSample> = select(Some(Mode::Snapshot)).samples(&rec).collect();
+    assert_eq!(samples.len(), 5);
+    assert!(samples.iter().all(|s| s.mode == Mode::Snapshot));
+}
+
+#[test]
+fn selection_filters_by_thread_state_and_window() {
+    let rec = fixture();
+    let by_thread = Selection {
+        thread: Some(ThreadMatcher::new("worker")),
+        ..select(None)
+    };
+    assert_eq!(by_thread.samples(&rec).count(), 2);
+    let glob = Selection {
+        thread: Some(ThreadMatcher::new("m*n")),
+        ..select(Some(Mode::Wall))
+    };
+    assert_eq!(glob.samples(&rec).count(), 4);
+    let asleep = Selection {
+        states: vec![StateClass::Sleeping],
+        ..select(Some(Mode::Wall))
+    };
+    assert!(asleep.samples(&rec).all(|s| s.thread == SLEEPER));
+    assert_eq!(asleep.samples(&rec).count(), 4);
+    let blocked = Selection {
+        states: vec![parse_state("BLOCKED").unwrap()],
+        ..select(Some(Mode::Snapshot))
+    };
+    assert_eq!(
+        blocked.samples(&rec).map(|s| s.thread).collect::<Vec<_>>(),
+        vec![WORKER]
+    );
+    // Cpu samples of main are at 0,10,..,90 ms: [0.02s, 0.05s) holds 20, 30, 40.
+    let window = Selection {
+        from_s: Some(0.02),
+        to_s: Some(0.05),
+        ..select(None)
+    };
+    assert_eq!(window.samples(&rec).count(), 3);
+}
+
+#[test]
+fn bad_selection_inputs_are_errors() {
+    assert_eq!(
+        "gpu".parse::<Mode>(),
+        Err(AnalysisError::UnknownMode("gpu".into()))
+    );
+    assert!(matches!(
+        parse_state("dozing"),
+        Err(AnalysisError::UnknownState(_))
+    ));
+    let inverted = Selection {
+        from_s: Some(2.0),
+        to_s: Some(1.0),
+        ..Selection::default()
+    };
+    assert!(inverted.validate().is_err());
+}
+
+#[test]
+fn hot_methods_count_self_and_total_once_per_stack() {
+    let rec = fixture();
+    let sel = select(None);
+    let hot = hot_methods(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec));
+    assert_eq!(hot.samples, 12);
+    let row = |name: &str| {
+        hot.methods
+            .iter()
+            .find(|m| m.method == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(hot.methods[0].method, "demo.Work.hot");
+    assert_eq!(
+        (
+            row("demo.Work.hot").self_samples,
+            row("demo.Work.hot").total_samples
+        ),
+        (7, 7)
+    );
+    assert_eq!(
+        (
+            row("demo.Work.cold").self_samples,
+            row("demo.Work.cold").total_samples
+        ),
+        (3, 3)
+    );
+    assert_eq!(
+        (
+            row("demo.Main.main").self_samples,
+            row("demo.Main.main").total_samples
+        ),
+        (0, 12)
+    );
+    // fib recurses three deep in both of its samples: still 2, not 6.
+    assert_eq!(
+        (
+            row("demo.Work.fib").self_samples,
+            row("demo.Work.fib").total_samples
+        ),
+        (2, 2)
+    );
+    assert!((row("demo.Work.hot").self_percent - 58.333).abs() < 0.01);
+    assert!((row("demo.Main.main").total_percent - 100.0).abs() < 1e-9);
+}
+
+#[test]
+fn hot_methods_sort_by_self_then_total_and_serialise() {
+    let rec = fixture();
+    let sel = select(None);
+    let mut hot = hot_methods(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec));
+    let order: Vec<(u64, u64)> = hot
+        .methods
+        .iter()
+        .map(|m| (m.self_samples, m.total_samples))
+        .collect();
+    let mut sorted = order.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(order, sorted);
+    hot.truncate(2);
+    let json = serde_json::to_value(&hot).unwrap();
+    assert_eq!(json["mode"], "cpu");
+    assert_eq!(json["methods"].as_array().unwrap().len(), 2);
+    assert_eq!(json["methods"][1]["method"], "demo.Work.cold");
+    let text = hot.to_string();
+    assert!(text.starts_with("12 samples (cpu)"), "{text}");
+    assert!(text.contains("58.33%  demo.Work.hot"), "{text}");
+}
+
+#[test]
+fn collapsed_stacks_are_root_first_with_counts() {
+    let rec = fixture();
+    let sel = select(None);
+    let collapsed = collapse(&rec, &sel.stack_counts(&rec), CollapseOptions::default());
+    let mut out = Vec::new();
+    collapsed.write_to(&mut out).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "demo.Main.main;demo.Main.run;demo.Work.cold 3\n\
+         demo.Main.main;demo.Main.run;demo.Work.hot 7\n\
+         demo.Main.main;demo.Work.fib;demo.Work.fib;demo.Work.fib 2\n"
+    );
+    assert_eq!(collapsed.total(), 12);
+}
+
+#[test]
+fn collapsed_stacks_can_carry_lines_and_thread_roots() {
+    let rec = fixture();
+    let sel = select(Some(Mode::Wall));
+    let opts = CollapseOptions {
+        lines: true,
+        thread_roots: true,
+    };
+    let collapsed = collapse(&rec, &sel.stack_counts(&rec), opts);
+    let lines: Vec<String> = collapsed
+        .stacks
+        .iter()
+        .map(|(f, n)| format!("{} {n}", f.join(";")))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            "[main];demo.Main.main:5;demo.Main.run:30;demo.Work.hot:12 4",
+            "[sleeper];demo.Sleeper.run:7;java.lang.Thread.sleep 4",
+        ]
+    );
+}
+
+#[test]
+fn call_graph_has_nodes_and_deduplicated_edges() {
+    let rec = fixture();
+    let sel = select(None);
+    let g = call_graph(&rec, &sel.stack_counts(&rec));
+    assert_eq!(g.total, 12);
+    let idx = |label: &str| g.nodes.iter().position(|n| n.label == label).unwrap();
+    let edge = |a: &str, b: &str| {
+        g.edges
+            .iter()
+            .find(|e| e.caller == idx(a) && e.callee == idx(b))
+            .map(|e| e.samples)
+    };
+    assert_eq!(g.nodes[0].label, "demo.Main.main");
+    assert_eq!(edge("demo.Main.main", "demo.Main.run"), Some(10));
+    assert_eq!(edge("demo.Main.run", "demo.Work.hot"), Some(7));
+    assert_eq!(edge("demo.Main.run", "demo.Work.cold"), Some(3));
+    // The recursive self-call is one edge per stack.
+    assert_eq!(edge("demo.Work.fib", "demo.Work.fib"), Some(2));
+    assert_eq!(edge("demo.Work.hot", "demo.Main.run"), None);
+}
+
+#[test]
+fn call_graph_dot_weights_edges_and_drops_cold_nodes() {
+    let rec = fixture();
+    let sel = select(None);
+    let g = call_graph(&rec, &sel.stack_counts(&rec));
+    let mut out = Vec::new();
+    let opts = DotOptions {
+        node_min_percent: 20.0,
+        ..DotOptions::default()
+    };
+    g.write_dot(&opts, &mut out).unwrap();
+    let dot = String::from_utf8(out).unwrap();
+    assert!(dot.starts_with("digraph jscope {"), "{dot}");
+    assert!(dot.trim_end().ends_with('}'));
+    assert!(
+        dot.contains("label=\"demo.Work\\nhot\\nself 7 (58.3%)\\ntotal 7 (58.3%)\""),
+        "{dot}"
+    );
+    // cold (25%) stays, fib (16.7%) goes, and so do its edges.
+    assert!(dot.contains("\\ncold\\n"));
+    assert!(!dot.contains("fib"));
+    let hot_edge = dot
+        .lines()
+        .find(|l| l.contains("-> ") && l.contains("label=\"7\""))
+        .unwrap();
+    assert!(
+        hot_edge.contains("weight=7") && hot_edge.contains("penwidth=3.92"),
+        "{hot_edge}"
+    );
+}
+
+#[test]
+fn threads_view_shows_the_nearest_snapshot_in_start_order() {
+    let rec = fixture();
+    let view = threads_at(&rec, Some(0.25)).unwrap();
+    assert_eq!(view.snapshot_index, 1);
+    assert!((view.at_s - 0.3).abs() < 1e-9);
+    let names: Vec<&str> = view.threads.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, vec!["main", "sleeper", "pool-1-worker-1"]);
+    let worker = &view.threads[2];
+    assert_eq!(
+        (
+            worker.start_order,
+            worker.group.as_str(),
+            worker.parent.as_str()
+        ),
+        (4, "main", "system")
+    );
+    assert_eq!(worker.state, "blocked");
+    assert_eq!(worker.frames[0].method, "demo.Lock.enter");
+    assert_eq!(worker.frames[0].position, "Lock.java:55");
+    assert_eq!(worker.frames[0].line, 55);
+    let text = view.to_string();
+    assert!(
+        text.contains("    at demo.Lock.enter(Lock.java:55)"),
+        "{text}"
+    );
+    assert!(text.contains("\"sleeper\" #3 daemon sleeping"), "{text}");
+}
+
+#[test]
+fn threads_view_defaults_to_the_last_snapshot_and_needs_one() {
+    let rec = fixture();
+    assert_eq!(threads_at(&rec, None).unwrap().snapshot_index, 1);
+    assert_eq!(threads_at(&rec, Some(0.0)).unwrap().snapshot_index, 0);
+    let empty = RecordingBuilder::new().build(None);
+    assert_eq!(threads_at(&empty, None), Err(AnalysisError::NoSnapshots));
+}
+
+#[test]
+fn thread_status_carries_flags() {
+    let mut b = RecordingBuilder::new();
+    b.thread(1, "t", "main", 1);
+    let s = b.stack(&[("a.B.c", 1)]);
+    let flags = jscope_format::thread_state::SUSPENDED | jscope_format::thread_state::INTERRUPTED;
+    b.snapshot(1, 0, &[(1, BLOCKED | flags, s)]);
+    let view = threads_at(&b.build(None), None).unwrap();
+    assert_eq!(view.threads[0].status(), "blocked+suspended+interrupted");
+}
+
+#[test]
+fn info_summarises_contents_and_sampling_quality() {
+    let rec = fixture();
+    let info = Info::of(&rec);
+    assert_eq!(info.vm_version, "17.0.9+9");
+    assert_eq!(info.start_utc, "2023-11-14T22:13:20.000Z");
+    assert!((info.duration_s - 0.4).abs() < 1e-9);
+    assert!(info.ended_cleanly);
+    assert_eq!(info.samples[&Mode::Cpu], 12);
+    assert_eq!(info.samples[&Mode::Wall], 8);
+    assert_eq!(info.samples[&Mode::Snapshot], 5);
+    assert_eq!(
+        info.dropped,
+        vec![CounterValue {
+            name: "samples.dropped".into(),
+            value: 3
+        }]
+    );
+    assert_eq!(
+        info.failed_walks,
+        vec![CounterValue {
+            name: "not_walkable_java".into(),
+            value: 12
+        }]
+    );
+    let snap = info.snapshot_interval.as_ref().unwrap();
+    assert_eq!(snap.count, 1);
+    assert!((snap.mean_ms - 200.0).abs() < 1e-9);
+    // main's 10 cpu samples are 10ms apart; worker has too few to judge.
+    assert_eq!(info.cpu_rates.len(), 1);
+    assert!((info.cpu_rates[0].gaps.p50_ms - 10.0).abs() < 1e-9);
+    assert!(info.damage.is_none());
+    let text = info.to_string();
+    assert!(text.contains("samples:    12 cpu"), "{text}");
+    assert!(text.contains("not_walkable_java"), "{text}");
+}
+
+#[test]
+fn damaged_recordings_keep_what_came_before() {
+    let mut b = RecordingBuilder::new();
+    b.thread(1, "main", "main", 1);
+    let s = b.stack(&[("a.B.c", 1)]);
+    b.sample(SampleMode::Cpu, 1, 0, s, RUNNING);
+    b.cut();
+    b.sample(SampleMode::Cpu, 1, 10, s, RUNNING);
+    let mut bytes = b.bytes(Some(20));
+    let whole = bytes.len();
+    bytes.truncate(whole - 5);
+    let rec = Recording::from_bytes(&bytes).unwrap();
+    let info = Info::of(&rec);
+    assert_eq!(info.samples[&Mode::Cpu], 1);
+    assert!(!info.ended_cleanly);
+    let damage = info.damage.unwrap();
+    assert!(damage.contains("damaged at byte"), "{damage}");
+}

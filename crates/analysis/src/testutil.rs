@@ -1,0 +1,197 @@
+//! Builds real recordings with `ChunkWriter` for the unit tests.
+
+use std::collections::HashMap;
+
+use jscope_format::thread_state::{
+    ALIVE, BLOCKED_ON_MONITOR_ENTER, RUNNABLE, SLEEPING, WAITING, WAITING_WITH_TIMEOUT,
+};
+use jscope_format::*;
+
+pub const RUNNING: u32 = ALIVE | RUNNABLE;
+pub const BLOCKED: u32 = ALIVE | BLOCKED_ON_MONITOR_ENTER;
+pub const ASLEEP: u32 = ALIVE | WAITING | WAITING_WITH_TIMEOUT | SLEEPING;
+
+/// 1 tick = 1 µs, so tests also exercise the tick conversion.
+pub const TICKS_PER_SECOND: u64 = 1_000_000;
+pub const START: u64 = 5_000_000;
+
+/// Interns strings, classes and methods by name and writes them into one chunk
+/// ahead of the events, as the agent would.
+pub struct RecordingBuilder {
+    chunk: ChunkWriter,
+    strings: HashMap<String, u32>,
+    classes: HashMap<String, u32>,
+    methods: HashMap<String, u32>,
+    stacks: u32,
+    chunks: Vec<Vec<u8>>,
+}
+
+impl RecordingBuilder {
+    pub fn new() -> Self {
+        RecordingBuilder {
+            chunk: ChunkWriter::new(),
+            strings: HashMap::new(),
+            classes: HashMap::new(),
+            methods: HashMap::new(),
+            stacks: 0,
+            chunks: vec![],
+        }
+    }
+
+    fn string(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.strings.get(s) {
+            return id;
+        }
+        let id = self.strings.len() as u32 + 1;
+        self.chunk.string(id, s);
+        self.strings.insert(s.to_string(), id);
+        id
+    }
+
+    fn class(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.classes.get(name) {
+            return id;
+        }
+        let id = self.classes.len() as u32 + 1;
+        let simple = name.rsplit('.').next().unwrap_or(name);
+        let file = format!("{}.java", simple.split('$').next().unwrap_or(simple));
+        let (name_id, file_id) = (self.string(name), self.string(&file));
+        self.chunk.class(&ClassDef {
+            id,
+            name: name_id,
+            source_file: file_id,
+        });
+        self.classes.insert(name.to_string(), id);
+        id
+    }
+
+    /// `label` is `pkg.Class.method`.
+    pub fn method(&mut self, label: &str) -> u32 {
+        if let Some(&id) = self.methods.get(label) {
+            return id;
+        }
+        let (class, name) = label.rsplit_once('.').expect("label has a class");
+        let id = self.methods.len() as u32 + 1;
+        let (class, name, sig) = (self.class(class), self.string(name), self.string("()V"));
+        self.chunk.method(&MethodDef {
+            id,
+            class,
+            name,
+            signature: sig,
+            modifiers: 1,
+        });
+        self.methods.insert(label.to_string(), id);
+        id
+    }
+
+    /// Frames top first as (label, line).
+    pub fn stack(&mut self, frames: &[(&str, u32)]) -> u32 {
+        let frames: Vec<Frame> = frames
+            .iter()
+            .map(|&(label, line)| Frame {
+                method: self.method(label),
+                bci: 3,
+                line,
+                kind: FrameKind::Interpreted,
+            })
+            .collect();
+        self.stacks += 1;
+        self.chunk.stack(self.stacks, &frames);
+        self.stacks
+    }
+
+    pub fn thread(&mut self, id: u32, name: &str, group: &str, start_order: u32) {
+        self.chunk.thread(&ThreadDef {
+            id,
+            java_id: id as i64 + 100,
+            os_tid: 4000 + id,
+            name: name.to_string(),
+            group: group.to_string(),
+            parent: if group == "system" {
+                String::new()
+            } else {
+                "system".to_string()
+            },
+            start_order,
+            daemon: group == "system",
+        });
+    }
+
+    /// `at_ms` since the start.
+    pub fn sample(&mut self, mode: SampleMode, thread: u32, at_ms: u64, stack: u32, state: u32) {
+        let ticks = START + at_ms * TICKS_PER_SECOND / 1000;
+        self.chunk.sample(&Sample {
+            thread,
+            ticks,
+            stack,
+            mode,
+            weight_ns: 10_000_000,
+            state,
+        });
+    }
+
+    pub fn snapshot(&mut self, at_ms: u64, interval_ms: u64, threads: &[(u32, u32, u32)]) {
+        let threads = threads
+            .iter()
+            .map(|&(thread, state, stack)| SnapshotThread {
+                thread,
+                state,
+                stack,
+            })
+            .collect();
+        self.chunk.snapshot(&Snapshot {
+            ticks: START + at_ms * TICKS_PER_SECOND / 1000,
+            interval_ns: interval_ms * 1_000_000,
+            threads,
+        });
+    }
+
+    pub fn counters(&mut self, values: &[(&str, u64)]) {
+        self.chunk.counters(START, values);
+    }
+
+    /// Closes the current chunk; later records go into a new one.
+    pub fn cut(&mut self) {
+        if !self.chunk.is_empty() {
+            self.chunks.push(self.chunk.finish());
+        }
+    }
+
+    pub fn bytes(mut self, end_ms: Option<u64>) -> Vec<u8> {
+        if let Some(ms) = end_ms {
+            self.chunk.end(START + ms * TICKS_PER_SECOND / 1000);
+        }
+        self.cut();
+        let mut out = encode_file_start(&header());
+        for c in &self.chunks {
+            out.extend_from_slice(c);
+        }
+        out
+    }
+
+    pub fn build(self, end_ms: Option<u64>) -> Recording {
+        Recording::from_bytes(&self.bytes(end_ms)).expect("a readable recording")
+    }
+}
+
+pub fn header() -> Header {
+    Header {
+        agent_version: "0.1.0".into(),
+        pid: 4242,
+        host: "testhost".into(),
+        command_line: "java Main".into(),
+        vm_name: "OpenJDK 64-Bit Server VM".into(),
+        vm_vendor: "Eclipse Adoptium".into(),
+        vm_version: "17.0.9+9".into(),
+        java_version: "17.0.9".into(),
+        os: "Linux".into(),
+        arch: "amd64".into(),
+        start_wall_ns: 1_700_000_000_000_000_000,
+        start_ticks: START,
+        ticks_per_second: TICKS_PER_SECOND,
+        modes: "cpu+wall+snapshot".into(),
+        interval_ns: 10_000_000,
+        max_depth: 512,
+        extra: vec![("note".into(), "test".into())],
+    }
+}
