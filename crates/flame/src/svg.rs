@@ -1,0 +1,190 @@
+//! The static SVG renderer: one `<g>` per box with a `<title>` tooltip, no script.
+
+use crate::escape::{escape_xml, truncate_label};
+use crate::kind::{classify, colour, FrameKind};
+use crate::layout::{Frame, Label, Layout};
+use crate::{FlameGraph, Options};
+use std::fmt::Write;
+
+const PAD_X: f64 = 10.0;
+const FRAME_HEIGHT: u32 = 16;
+const FONT_SIZE: u32 = 12;
+/// Advance of one character of a monospace font, as a fraction of its size.
+const CHAR_WIDTH: f64 = 0.6 * FONT_SIZE as f64;
+const FONT_FAMILY: &str = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace";
+
+/// Renders the graph as a standalone SVG document.
+///
+/// Frames narrower than `o.min_width_px` are merged (see [`Options::min_width_px`]).
+pub fn render_svg(g: &FlameGraph, o: &Options) -> String {
+    let canvas = Canvas::new(g, o);
+    let layout = Layout::new(g, canvas.min_weight(o.min_width_px));
+    let mut out = String::with_capacity(256 + layout.frames.len() * 200);
+    canvas.write_header(&mut out, o, layout.max_depth);
+    if g.total() == 0 {
+        canvas.write_note(&mut out, "No samples");
+    }
+    for frame in &layout.frames {
+        canvas.write_frame(&mut out, g, o, frame, layout.max_depth);
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Maps sample units and depths to pixels.
+struct Canvas {
+    width: f64,
+    px_per_sample: f64,
+    frames_top: u32,
+    inverted: bool,
+    total: u64,
+}
+
+impl Canvas {
+    fn new(g: &FlameGraph, o: &Options) -> Canvas {
+        let width = f64::from(o.width_px.max(100));
+        let drawable = width - 2.0 * PAD_X;
+        Canvas {
+            width,
+            px_per_sample: drawable / g.total().max(1) as f64,
+            frames_top: if o.subtitle.is_empty() { 40 } else { 58 },
+            inverted: o.inverted,
+            total: g.total(),
+        }
+    }
+
+    fn min_weight(&self, min_width_px: f64) -> f64 {
+        min_width_px.max(0.0) / self.px_per_sample
+    }
+
+    fn height(&self, max_depth: u32) -> u32 {
+        self.frames_top + (max_depth + 1) * FRAME_HEIGHT + 12
+    }
+
+    fn y(&self, depth: u32, max_depth: u32) -> u32 {
+        let row = if self.inverted {
+            depth
+        } else {
+            max_depth - depth
+        };
+        self.frames_top + row * FRAME_HEIGHT
+    }
+
+    fn write_header(&self, out: &mut String, o: &Options, max_depth: u32) {
+        let (w, h) = (self.width, self.height(max_depth));
+        let _ = writeln!(
+            out,
+            r##"<?xml version="1.0" encoding="UTF-8" standalone="no"?>
+<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="{FONT_FAMILY}" font-size="{FONT_SIZE}">
+<style>text {{ fill: #000; pointer-events: none; }} g.f:hover rect {{ stroke: #000; stroke-width: 0.6; }}</style>
+<rect width="100%" height="100%" fill="#f6f6f4"/>
+<text x="{cx}" y="24" text-anchor="middle" font-size="17" font-weight="bold">{title}</text>"##,
+            cx = w / 2.0,
+            title = escape_xml(&o.title),
+        );
+        if !o.subtitle.is_empty() {
+            let _ = writeln!(
+                out,
+                r##"<text x="{cx}" y="43" text-anchor="middle" fill="#555">{subtitle}</text>"##,
+                cx = w / 2.0,
+                subtitle = escape_xml(&o.subtitle),
+            );
+        }
+    }
+
+    fn write_note(&self, out: &mut String, note: &str) {
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            self.width / 2.0,
+            self.frames_top + 40,
+            escape_xml(note)
+        );
+    }
+
+    fn write_frame(
+        &self,
+        out: &mut String,
+        g: &FlameGraph,
+        o: &Options,
+        f: &Frame,
+        max_depth: u32,
+    ) {
+        let (name, fill) = describe(g, f.label, o.min_width_px);
+        let x = PAD_X + f.x as f64 * self.px_per_sample;
+        let width = f.width as f64 * self.px_per_sample;
+        let y = self.y(f.depth, max_depth);
+        let tooltip = format!(
+            "{name} ({} {}, {})",
+            group_digits(f.width),
+            o.count_name,
+            percent(f.width, self.total)
+        );
+        let _ = write!(
+            out,
+            r#"<g class="f"><title>{}</title><rect x="{x:.2}" y="{y}" width="{width:.2}" height="{}" fill="{fill}" rx="2"/>"#,
+            escape_xml(&tooltip),
+            FRAME_HEIGHT - 1,
+        );
+        let max_chars = ((width - 6.0) / CHAR_WIDTH).max(0.0) as usize;
+        if let Some(label) = truncate_label(&name, max_chars) {
+            let _ = write!(
+                out,
+                r#"<text x="{:.2}" y="{}">{}</text>"#,
+                x + 3.0,
+                y + FRAME_HEIGHT - 4,
+                escape_xml(&label)
+            );
+        }
+        out.push_str("</g>\n");
+    }
+}
+
+/// The text and fill colour for a box.
+fn describe(g: &FlameGraph, label: Label, min_width_px: f64) -> (String, String) {
+    match label {
+        Label::Node(id) => {
+            let name = g.name(g.node(id).name);
+            let kind = if id == 0 {
+                FrameKind::Synthetic
+            } else {
+                classify(name)
+            };
+            (name.to_string(), colour(name, kind))
+        }
+        Label::Merged { count } => (
+            format!("[{count} frames narrower than {min_width_px} px]"),
+            colour("", FrameKind::Synthetic),
+        ),
+    }
+}
+
+fn percent(part: u64, total: u64) -> String {
+    format!("{:.2}%", 100.0 * part as f64 / total.max(1) as f64)
+}
+
+/// `1234567` as `1,234,567`, so large counts read at a glance.
+fn group_digits(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digits_group_in_threes() {
+        assert_eq!(group_digits(0), "0");
+        assert_eq!(group_digits(999), "999");
+        assert_eq!(group_digits(1000), "1,000");
+        assert_eq!(group_digits(1234567), "1,234,567");
+    }
+}
