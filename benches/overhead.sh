@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Profiler overhead, side by side in one run: the same Java workload without a
+# profiler, with jscope in several modes, and with JDK Flight Recorder. Each
+# configuration runs REPEAT times, interleaved, and the median elapsed time is
+# compared with the baseline's.
+#   bash benches/overhead.sh [REPEAT] [JAVA]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repeat=${1:-5}
+java=${2:-java}
+cargo build --release -q -p jscope-cli -p jscope-agent
+agent=$PWD/target/release/libjscope_agent.so
+out=target/bench-overhead
+rm -rf "$out" && mkdir -p "$out/classes"
+javac --release 17 -d "$out/classes" benches/java/Workload.java
+
+declare -A flags=(
+  [baseline]=""
+  [jscope-cpu-10ms]="-agentpath:$agent=mode=cpu,interval=10ms,file=$out/cpu10.jsc,quiet"
+  [jscope-cpu-1ms]="-agentpath:$agent=mode=cpu,interval=1ms,file=$out/cpu1.jsc,quiet"
+  [jscope-wall-10ms]="-agentpath:$agent=mode=wall,interval=10ms,file=$out/wall10.jsc,quiet"
+  [jscope-snapshot-100ms]="-agentpath:$agent=mode=snapshot,interval=100ms,file=$out/snap.jsc,quiet"
+  [jfr-profile]="-XX:StartFlightRecording=settings=profile,filename=$out/jfr.jfr"
+)
+order=(baseline jscope-cpu-10ms jscope-cpu-1ms jscope-wall-10ms jscope-snapshot-100ms jfr-profile)
+
+for ((i = 0; i < repeat; i++)); do
+  for name in "${order[@]}"; do
+    # shellcheck disable=SC2086
+    ms=$("$java" ${flags[$name]} -cp "$out/classes" Workload 2 300 2>/dev/null | awk '/elapsed_ms/ {print $2}')
+    echo "$name $ms" >> "$out/times.txt"
+  done
+done
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+base=$(awk '$1=="baseline" {print $2}' "$out/times.txt" | median)
+"$java" -version 2>&1 | head -1
+printf '%-24s %10s %8s\n' configuration median_ms ratio
+for name in "${order[@]}"; do
+  m=$(awk -v n="$name" '$1==n {print $2}' "$out/times.txt" | median)
+  printf '%-24s %10s %8.3f\n' "$name" "$m" "$(echo "$m / $base" | bc -l)"
+done
