@@ -38,5 +38,5 @@ base=$(awk '$1=="baseline" {print $2}' "$out/times.txt" | median)
 printf '%-24s %10s %8s\n' configuration median_ms ratio
 for name in "${order[@]}"; do
   m=$(awk -v n="$name" '$1==n {print $2}' "$out/times.txt" | median)
-  printf '%-24s %10s %8.3f\n' "$name" "$m" "$(echo "$m / $base" | bc -l)"
+  printf '%-24s %10s %8.3f\n' "$name" "$m" "$(awk -v a="$m" -v b="$base" 'BEGIN {print a / b}')"
 done
