@@ -1,0 +1,1 @@
+//! Class-file parsing, relocation and probe insertion (in progress).
