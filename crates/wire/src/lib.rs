@@ -1,0 +1,1 @@
+//! The agent-to-collector protocol (in progress).
