@@ -1,0 +1,100 @@
+//! Finding the agent library and spelling its option string.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::args::SamplingArgs;
+use crate::duration::agent_duration;
+
+pub const AGENT_FILE: &str = "libjscope_agent.so";
+pub const AGENT_ENV: &str = "JSCOPE_AGENT";
+
+/// `$JSCOPE_AGENT` when set, else the library next to the `jscope` executable,
+/// where `cargo build` and the release archive both put it.
+pub fn find_agent() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(AGENT_ENV) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            bail!("{AGENT_ENV}={} is not a file", path.display());
+        }
+        return absolute(&path);
+    }
+    let exe = std::env::current_exe().context("cannot locate the jscope executable")?;
+    let path = exe.with_file_name(AGENT_FILE);
+    if !path.is_file() {
+        bail!(
+            "agent library not found at {} (set {AGENT_ENV} to its path)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+pub fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("cannot resolve {}", path.display()))
+}
+
+/// The agent's option string for `sampling`, writing to `file`.
+pub fn agent_options(sampling: &SamplingArgs, file: &Path) -> Result<String> {
+    check_modes(&sampling.mode)?;
+    let file = file.to_str().context("the output path is not UTF-8")?;
+    if file.contains(',') {
+        // The agent splits its options at commas.
+        bail!("the output path must not contain a comma: {file}");
+    }
+    let mut options = vec![format!("mode={}", sampling.mode)];
+    if let Some(i) = sampling.interval {
+        options.push(format!("interval={}", agent_duration(i)));
+    }
+    if let Some(i) = sampling.snap_interval {
+        options.push(format!("snapinterval={}", agent_duration(i)));
+    }
+    if let Some(d) = sampling.depth {
+        options.push(format!("depth={d}"));
+    }
+    options.push(format!("file={file}"));
+    Ok(options.join(","))
+}
+
+/// Rejects bad modes here, where the error is one clear line, rather than in
+/// the JVM, which would run unprofiled.
+fn check_modes(modes: &str) -> Result<()> {
+    for name in modes.split('+') {
+        if !matches!(name, "cpu" | "wall" | "snapshot") {
+            bail!("unknown mode `{name}` (expected cpu, wall or snapshot, combined with +)");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn sampling(mode: &str) -> SamplingArgs {
+        SamplingArgs {
+            mode: mode.into(),
+            interval: Some(Duration::from_millis(5)),
+            snap_interval: None,
+            depth: Some(64),
+            output: "out.jsc".into(),
+        }
+    }
+
+    #[test]
+    fn options_carry_mode_interval_depth_and_file() {
+        let o = agent_options(&sampling("cpu+snapshot"), Path::new("/tmp/x.jsc")).unwrap();
+        assert_eq!(
+            o,
+            "mode=cpu+snapshot,interval=5000000ns,depth=64,file=/tmp/x.jsc"
+        );
+    }
+
+    #[test]
+    fn bad_modes_and_commas_are_refused() {
+        assert!(agent_options(&sampling("cpu+gpu"), Path::new("/tmp/x.jsc")).is_err());
+        assert!(agent_options(&sampling("cpu"), Path::new("/tmp/a,b.jsc")).is_err());
+    }
+}

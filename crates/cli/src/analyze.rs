@@ -1,0 +1,162 @@
+//! The commands that read a recording: report, collapsed, callgraph, threads, info.
+
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use jscope_analysis::{
+    call_graph, collapse, hot_methods, parse_state, threads_at, CallGraph, CollapseOptions,
+    DotOptions, Info, Mode, Selection, ThreadMatcher,
+};
+use jscope_format::Recording;
+use serde::Serialize;
+
+use crate::args::{
+    CallgraphArgs, CollapsedArgs, Format, InfoArgs, ReportArgs, SelectArgs, ThreadsArgs,
+};
+
+/// Reads a recording; damage is a warning, since everything before it is usable.
+pub fn load(path: &Path) -> Result<Recording> {
+    let rec =
+        Recording::read_file(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if let Some(damage) = &rec.damage {
+        eprintln!(
+            "jscope: warning: {} is {damage}; read up to there",
+            path.display()
+        );
+    }
+    Ok(rec)
+}
+
+pub fn selection(args: &SelectArgs) -> Result<Selection> {
+    let selection = Selection {
+        mode: args.mode.as_deref().map(str::parse::<Mode>).transpose()?,
+        thread: args.thread.as_deref().map(ThreadMatcher::new),
+        states: args
+            .state
+            .iter()
+            .map(|s| parse_state(s))
+            .collect::<Result<_, _>>()?,
+        from_s: args.from,
+        to_s: args.to,
+    };
+    selection.validate()?;
+    Ok(selection)
+}
+
+/// Runs `write` on buffered stdout and flushes, so a closed pipe surfaces as an error.
+fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    let mut out = BufWriter::new(io::stdout().lock());
+    write(&mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+fn print_json(value: &impl Serialize) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    with_stdout(|w| writeln!(w, "{text}"))
+}
+
+fn print_text(value: &impl std::fmt::Display) -> Result<()> {
+    with_stdout(|w| write!(w, "{value}"))
+}
+
+pub fn report(args: &ReportArgs) -> Result<()> {
+    let rec = load(&args.file)?;
+    let sel = selection(&args.select)?;
+    let mut hot = hot_methods(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec));
+    hot.truncate(args.top);
+    match args.format {
+        Format::Text => print_text(&hot),
+        Format::Json => print_json(&hot),
+    }
+}
+
+pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
+    let rec = load(&args.file)?;
+    let sel = selection(&args.select)?;
+    let opts = CollapseOptions {
+        lines: args.lines,
+        thread_roots: args.threads,
+    };
+    let stacks = collapse(&rec, &sel.stack_counts(&rec), opts);
+    with_stdout(|w| stacks.write_to(w))
+}
+
+pub fn callgraph(args: &CallgraphArgs) -> Result<()> {
+    let rec = load(&args.file)?;
+    let sel = selection(&args.select)?;
+    let graph = call_graph(&rec, &sel.stack_counts(&rec));
+    if args.dot {
+        let opts = DotOptions {
+            node_min_percent: args.node_min,
+            edge_min_percent: args.edge_min,
+            title: title_of(&args.file),
+        };
+        return with_stdout(|w| graph.write_dot(&opts, w));
+    }
+    match args.format.unwrap_or_default() {
+        Format::Text => with_stdout(|w| write_graph_text(&graph, args.node_min, w)),
+        Format::Json => print_json(&graph),
+    }
+}
+
+/// Each method above the threshold with the calls it makes, hottest first.
+fn write_graph_text(g: &CallGraph, node_min: f64, w: &mut dyn Write) -> io::Result<()> {
+    let pct = |n: u64| {
+        if g.total == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / g.total as f64
+        }
+    };
+    writeln!(w, "{} samples", g.total)?;
+    for (i, node) in g
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| pct(n.total_samples) >= node_min)
+    {
+        writeln!(
+            w,
+            "{:>6.2}% total {:>6.2}% self  {}",
+            pct(node.total_samples),
+            pct(node.self_samples),
+            node.label
+        )?;
+        for e in g.edges.iter().filter(|e| e.caller == i) {
+            writeln!(
+                w,
+                "          -> {:>6.2}%  {}",
+                pct(e.samples),
+                g.nodes[e.callee].label
+            )?;
+        }
+    }
+    Ok(())
+}
+
+pub fn threads(args: &ThreadsArgs) -> Result<()> {
+    let rec = load(&args.file)?;
+    let view = threads_at(&rec, args.at)?;
+    match args.format {
+        Format::Text => print_text(&view),
+        Format::Json => print_json(&view),
+    }
+}
+
+pub fn info(args: &InfoArgs) -> Result<()> {
+    let rec = load(&args.file)?;
+    let info = Info::of(&rec);
+    match args.format {
+        Format::Text => print_text(&info),
+        Format::Json => print_json(&info),
+    }
+}
+
+pub fn title_of(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}

@@ -1,0 +1,222 @@
+//! The command line, as clap derives it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::duration::{parse_duration, parse_seconds};
+
+/// jscope: sample Java stacks with a JVMTI agent and analyse the recordings.
+#[derive(Debug, Parser)]
+#[command(name = "jscope", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a Java program with the agent loaded from the start.
+    Record(RecordArgs),
+    /// Start recording in a running JVM (dynamic attach).
+    Attach(AttachArgs),
+    /// Stop a recording started with `jscope attach` and flush its file.
+    Stop(StopArgs),
+    /// Hot methods: self and total samples per method.
+    Report(ReportArgs),
+    /// Write a flame graph (interactive .html or static .svg).
+    Flame(FlameArgs),
+    /// Print collapsed stacks (`root;...;leaf count`) for other flame-graph tools.
+    Collapsed(CollapsedArgs),
+    /// Print the call graph: methods and caller -> callee edges.
+    Callgraph(CallgraphArgs),
+    /// Show every thread and its stack at one moment (snapshot mode).
+    Threads(ThreadsArgs),
+    /// Show what a recording holds and how well sampling went.
+    Info(InfoArgs),
+}
+
+/// What the agent samples and how often.
+#[derive(Debug, Args)]
+pub struct SamplingArgs {
+    /// Sampling modes: cpu, wall, snapshot, combined with `+` (e.g. cpu+snapshot).
+    #[arg(short, long, default_value = "cpu")]
+    pub mode: String,
+    /// Sampling interval of the cpu and wall samplers (e.g. 10ms, 500us, 1s); for
+    /// snapshot-only recordings, the snapshot interval.
+    #[arg(short, long, value_parser = parse_duration)]
+    pub interval: Option<std::time::Duration>,
+    /// Interval between snapshots when combined with cpu or wall (default 100ms).
+    #[arg(long, value_parser = parse_duration)]
+    pub snap_interval: Option<std::time::Duration>,
+    /// Maximum number of frames kept per stack.
+    #[arg(short, long)]
+    pub depth: Option<u32>,
+    /// Recording file to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  jscope record --mode cpu+snapshot -o app.jsc -- java -cp app.jar com.acme.Main"
+)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// The Java command line: the java executable first, then its arguments.
+    #[arg(last = true, required = true, value_name = "JAVA ARGS")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope attach 4242 --mode wall -o app.jsc --duration 30s")]
+pub struct AttachArgs {
+    /// Process id of the target JVM.
+    pub pid: u32,
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// Record for this long, then stop (Ctrl-C stops early). Without it, the
+    /// recording runs until `jscope stop PID` or the JVM exits.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// How long to wait for the JVM's attach listener.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub timeout: std::time::Duration,
+}
+
+#[derive(Debug, Args)]
+pub struct StopArgs {
+    /// Process id of the JVM recording.
+    pub pid: u32,
+    /// How long to wait for the JVM's attach listener.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub timeout: std::time::Duration,
+}
+
+/// Which samples an analysis looks at.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SelectArgs {
+    /// Sample source: cpu, wall or snapshot (default: the first the recording has).
+    #[arg(short, long)]
+    pub mode: Option<String>,
+    /// Threads whose name contains this, or matches it as a glob when it has * or ?.
+    #[arg(short, long, value_name = "NAME")]
+    pub thread: Option<String>,
+    /// Thread states to keep, comma-separated: runnable, blocked, waiting,
+    /// timed_waiting, sleeping, parked, native, terminated, new, unknown.
+    #[arg(short, long, value_name = "STATES", value_delimiter = ',')]
+    pub state: Vec<String>,
+    /// Only samples at or after this many seconds from the start.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub from: Option<f64>,
+    /// Only samples before this many seconds from the start.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub to: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  jscope report app.jsc --top 20 --thread worker --state runnable"
+)]
+pub struct ReportArgs {
+    /// The recording (.jsc) to read.
+    pub file: PathBuf,
+    /// Number of methods to list.
+    #[arg(short = 'n', long, default_value_t = 30)]
+    pub top: usize,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope flame app.jsc -o app.html --mode wall --thread main")]
+pub struct FlameArgs {
+    /// The recording (.jsc) to read.
+    pub file: PathBuf,
+    /// Output file; .svg gives a static SVG, anything else an HTML page.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Label frames with their line numbers.
+    #[arg(long)]
+    pub lines: bool,
+    /// Put each thread's name at the root of its stacks.
+    #[arg(long)]
+    pub threads: bool,
+    /// Draw icicles (roots at the top).
+    #[arg(long)]
+    pub inverted: bool,
+    /// Title of the graph (default: the file name).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Width of the image in pixels.
+    #[arg(long, default_value_t = 1200)]
+    pub width: u32,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope collapsed app.jsc --lines > app.collapsed")]
+pub struct CollapsedArgs {
+    /// The recording (.jsc) to read.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Label frames with their line numbers (`pkg.Class.method:123`).
+    #[arg(long)]
+    pub lines: bool,
+    /// Put each thread's name at the root of its stacks.
+    #[arg(long)]
+    pub threads: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope callgraph app.jsc --dot | dot -Tsvg > callgraph.svg")]
+pub struct CallgraphArgs {
+    /// The recording (.jsc) to read.
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Write Graphviz dot instead of text.
+    #[arg(long, conflicts_with = "format")]
+    pub dot: bool,
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Leave out methods on fewer than this percentage of samples.
+    #[arg(long, default_value_t = 0.5, value_name = "PERCENT")]
+    pub node_min: f64,
+    /// Leave out calls on fewer than this percentage of samples.
+    #[arg(long, default_value_t = 0.1, value_name = "PERCENT")]
+    pub edge_min: f64,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope threads app.jsc --at 12.5")]
+pub struct ThreadsArgs {
+    /// The recording (.jsc) to read.
+    pub file: PathBuf,
+    /// Seconds from the start; the nearest snapshot is shown (default: the last).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub at: Option<f64>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope info app.jsc --format json")]
+pub struct InfoArgs {
+    /// The recording (.jsc) to read.
+    pub file: PathBuf,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}

@@ -1,0 +1,61 @@
+//! `jscope attach` and `jscope stop`: load the agent into a running JVM.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::agent::{absolute, agent_options, find_agent};
+use crate::args::{AttachArgs, StopArgs};
+use crate::signals;
+
+pub fn attach(args: &AttachArgs) -> Result<()> {
+    let agent = find_agent()?;
+    // The agent opens the file from inside the JVM, whose working directory differs.
+    let file = absolute(&args.sampling.output)?;
+    let options = agent_options(&args.sampling, &file)?;
+    load(args.pid, args.timeout, &agent, &options)?;
+    eprintln!("jscope: recording pid {} to {}", args.pid, file.display());
+    let Some(duration) = args.duration else {
+        eprintln!("jscope: stop with `jscope stop {}`", args.pid);
+        return Ok(());
+    };
+    signals::catch_interrupts();
+    wait(duration);
+    load(args.pid, args.timeout, &agent, "stop")?;
+    eprintln!("jscope: stopped; recording written to {}", file.display());
+    Ok(())
+}
+
+pub fn stop(args: &StopArgs) -> Result<()> {
+    let agent = find_agent()?;
+    load(args.pid, args.timeout, &agent, "stop")?;
+    eprintln!("jscope: stopped the recording in pid {}", args.pid);
+    Ok(())
+}
+
+/// Sleeps for `duration` or until Ctrl-C, whichever comes first.
+fn wait(duration: Duration) {
+    let deadline = Instant::now() + duration;
+    while !signals::interrupted() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+}
+
+fn load(pid: u32, timeout: Duration, agent: &Path, options: &str) -> Result<()> {
+    let vm = jscope_attach::attach(pid, timeout)
+        .with_context(|| format!("cannot attach to pid {pid}"))?;
+    let code = vm
+        .load_agent(agent, options)
+        .with_context(|| format!("pid {pid} could not load {}", agent.display()))?;
+    if code != 0 {
+        bail!(
+            "the agent in pid {pid} refused `{options}` (code {code}; the JVM's stderr says why)"
+        );
+    }
+    Ok(())
+}

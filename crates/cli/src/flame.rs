@@ -1,0 +1,44 @@
+//! `jscope flame`: collapsed stacks drawn by jscope-flame.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use jscope_analysis::{collapse, CollapseOptions, Mode};
+use jscope_flame::{render_html, render_svg, FlameGraph, Options};
+
+use crate::analyze::{load, selection, title_of};
+use crate::args::FlameArgs;
+
+pub fn run(args: &FlameArgs) -> Result<()> {
+    let rec = load(&args.file)?;
+    let sel = selection(&args.select)?;
+    let counts = sel.stack_counts(&rec);
+    let opts = CollapseOptions {
+        lines: args.lines,
+        thread_roots: args.threads,
+    };
+    let mut graph = FlameGraph::new();
+    for (frames, n) in collapse(&rec, &counts, opts).stacks {
+        graph.add(&frames, n);
+    }
+    let mode = sel.mode_in(&rec).map_or("no", Mode::name);
+    let options = Options {
+        title: args.title.clone().unwrap_or_else(|| title_of(&args.file)),
+        subtitle: format!("{} {mode} samples", counts.total),
+        width_px: args.width,
+        inverted: args.inverted,
+        ..Options::default()
+    };
+    let page = if is_svg(&args.output) {
+        render_svg(&graph, &options)
+    } else {
+        render_html(&graph, &options)
+    };
+    std::fs::write(&args.output, page)
+        .with_context(|| format!("cannot write {}", args.output.display()))
+}
+
+fn is_svg(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+}

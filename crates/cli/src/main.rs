@@ -1,0 +1,83 @@
+//! The `jscope` binary: parses the command line and hands each command to the
+//! libraries. Errors are one `jscope: ...` line and exit code 1; a closed
+//! stdout (`jscope collapsed f | head`) is success.
+
+mod agent;
+mod analyze;
+mod args;
+mod attach;
+mod duration;
+mod flame;
+mod record;
+mod signals;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    match run(&cli.command) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("jscope: {}", one_line(&format!("{e:#}")));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Runs a command; the result is the process exit code.
+fn run(command: &Command) -> anyhow::Result<u8> {
+    match command {
+        Command::Record(a) => record::run(a).map(|code| code.clamp(0, 255) as u8),
+        Command::Attach(a) => attach::attach(a).map(|_| 0),
+        Command::Stop(a) => attach::stop(a).map(|_| 0),
+        Command::Report(a) => analyze::report(a).map(|_| 0),
+        Command::Flame(a) => flame::run(a).map(|_| 0),
+        Command::Collapsed(a) => analyze::collapsed(a).map(|_| 0),
+        Command::Callgraph(a) => analyze::callgraph(a).map(|_| 0),
+        Command::Threads(a) => analyze::threads(a).map(|_| 0),
+        Command::Info(a) => analyze::info(a).map(|_| 0),
+    }
+}
+
+/// Help and version go to stdout with success; anything else is a one-line
+/// error naming the problem, with exit code 1 like every other failure.
+fn usage_error(e: clap::Error) -> ExitCode {
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = write!(io::stdout(), "{e}");
+        return ExitCode::SUCCESS;
+    }
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let _ = write!(io::stderr(), "{e}");
+        return ExitCode::from(1);
+    }
+    let text = e.render().to_string();
+    let message = text.split("\n\nUsage:").next().unwrap_or(&text);
+    let message = message.trim().trim_start_matches("error: ");
+    eprintln!("jscope: {} (see jscope --help)", one_line(message));
+    ExitCode::from(1)
+}
+
+/// Joins a possibly multi-line message into one line.
+fn one_line(text: &str) -> String {
+    text.split('\n')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<io::Error>())
+        .any(|io| io.kind() == io::ErrorKind::BrokenPipe)
+}
