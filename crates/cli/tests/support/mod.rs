@@ -1,0 +1,181 @@
+//! Running the built `jscope` binary and making recordings for it to read.
+
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use jscope_format::thread_state::{ALIVE, RUNNABLE};
+use jscope_format::*;
+
+pub fn jscope_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_jscope"))
+}
+
+/// Runs `jscope ARGS` to completion.
+pub fn jscope(args: &[&str]) -> Output {
+    Command::new(jscope_bin())
+        .args(args)
+        .output()
+        .expect("run jscope")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `jscope ARGS`, asserts success and parses stdout as JSON.
+pub fn jscope_json(args: &[&str]) -> serde_json::Value {
+    let out = jscope(args);
+    assert!(
+        out.status.success(),
+        "jscope {args:?} failed: {}",
+        stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("jscope {args:?}: bad JSON ({e}): {}", stdout(&out)))
+}
+
+/// The `samples` and per-method rows of `jscope report ... --format json`.
+pub struct Report {
+    pub samples: u64,
+    pub json: serde_json::Value,
+}
+
+impl Report {
+    pub fn of(file: &Path, extra: &[&str]) -> Report {
+        let mut args = vec![
+            "report",
+            file.to_str().unwrap(),
+            "--format",
+            "json",
+            "--top",
+            "1000",
+        ];
+        args.extend_from_slice(extra);
+        let json = jscope_json(&args);
+        Report {
+            samples: json["samples"].as_u64().unwrap(),
+            json,
+        }
+    }
+
+    /// (self %, total %) of the first method whose label ends with `suffix`.
+    pub fn percent(&self, suffix: &str) -> Option<(f64, f64)> {
+        let m = self.json["methods"]
+            .as_array()?
+            .iter()
+            .find(|m| m["method"].as_str().is_some_and(|l| l.ends_with(suffix)))?;
+        Some((m["self_percent"].as_f64()?, m["total_percent"].as_f64()?))
+    }
+}
+
+/// Where the chunks of a synthetic recording start, for damaging it precisely.
+pub struct Synthetic {
+    pub bytes: Vec<u8>,
+    /// Byte offset of each data chunk (the header chunk excluded).
+    pub chunk_offsets: Vec<usize>,
+}
+
+/// A recording of one thread `main` with three data chunks of 10 cpu samples
+/// each: chunk 1 in `demo.App.first`, 2 in `demo.App.second`, 3 in `demo.App.third`.
+pub fn synthetic_recording() -> Synthetic {
+    let header = Header {
+        vm_name: "Synthetic VM".into(),
+        java_version: "17".into(),
+        start_ticks: 1_000,
+        ticks_per_second: 1_000_000_000,
+        modes: "cpu".into(),
+        interval_ns: 10_000_000,
+        ..Header::default()
+    };
+    let mut bytes = encode_file_start(&header);
+    let mut chunk_offsets = Vec::new();
+    let mut w = ChunkWriter::new();
+    define_dictionaries(&mut w);
+    for (i, method) in [(0u64, 3u32), (1, 4), (2, 5)] {
+        for n in 0..10 {
+            let ticks = 1_000 + (i * 10 + n) * 10_000_000;
+            w.sample(&Sample {
+                thread: 1,
+                ticks,
+                stack: method - 2,
+                mode: SampleMode::Cpu,
+                weight_ns: 10_000_000,
+                state: ALIVE | RUNNABLE,
+            });
+        }
+        if i == 2 {
+            w.end(1_000 + 30 * 10_000_000);
+        }
+        chunk_offsets.push(bytes.len());
+        bytes.extend_from_slice(&w.finish());
+    }
+    Synthetic {
+        bytes,
+        chunk_offsets,
+    }
+}
+
+fn define_dictionaries(w: &mut ChunkWriter) {
+    for (id, s) in [
+        (1, "demo.App"),
+        (2, "App.java"),
+        (3, "first"),
+        (4, "second"),
+        (5, "third"),
+        (6, "main"),
+        (7, "()V"),
+    ] {
+        w.string(id, s);
+    }
+    w.class(&ClassDef {
+        id: 1,
+        name: 1,
+        source_file: 2,
+    });
+    w.thread(&ThreadDef {
+        id: 1,
+        java_id: 1,
+        name: "main".into(),
+        group: "main".into(),
+        parent: "system".into(),
+        start_order: 1,
+        ..ThreadDef::default()
+    });
+    w.method(&MethodDef {
+        id: 1,
+        class: 1,
+        name: 6,
+        signature: 7,
+        modifiers: 9,
+    });
+    for m in 3..=5u32 {
+        w.method(&MethodDef {
+            id: m - 1,
+            class: 1,
+            name: m,
+            signature: 7,
+            modifiers: 1,
+        });
+        let frames = [
+            Frame {
+                method: m - 1,
+                bci: 4,
+                line: 10 * m,
+                kind: FrameKind::Compiled,
+            },
+            Frame {
+                method: 1,
+                bci: 1,
+                line: 3,
+                kind: FrameKind::Interpreted,
+            },
+        ];
+        w.stack(m - 2, &frames);
+    }
+}
