@@ -1,0 +1,141 @@
+//! Per-thread CPU-time timers for the cpu engine: one POSIX timer per thread on
+//! that thread's CPU-time clock, delivering SIGPROF to that very thread
+//! (SIGEV_THREAD_ID). Samples therefore follow CPU consumption and land wherever
+//! the thread is, not only at safepoints.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::signals::CPU_SIGNAL;
+
+/// The kernel's CPU-time clock id of thread `tid` (CPUCLOCK_SCHED, per thread),
+/// the same value pthread_getcpuclockid gives for the thread.
+pub fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
+    ((!(tid as libc::clockid_t)) << 3) | 6
+}
+
+/// The armed timers, by Linux thread id.
+pub struct CpuTimers {
+    interval: Duration,
+    timers: Mutex<HashMap<u32, usize>>,
+}
+
+impl CpuTimers {
+    pub fn new(interval: Duration) -> CpuTimers {
+        CpuTimers {
+            interval,
+            timers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, usize>> {
+        self.timers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts sampling thread `tid` every `interval` of its CPU time. A thread
+    /// that already has a timer keeps it.
+    pub fn arm(&self, tid: u32) -> std::io::Result<()> {
+        let mut timers = self.lock();
+        if timers.contains_key(&tid) {
+            return Ok(());
+        }
+        let timer = create_timer(tid)?;
+        if let Err(e) = set_timer(timer, self.interval) {
+            delete_timer(timer);
+            return Err(e);
+        }
+        timers.insert(tid, timer as usize);
+        Ok(())
+    }
+
+    /// Stops sampling thread `tid`.
+    pub fn disarm(&self, tid: u32) {
+        if let Some(timer) = self.lock().remove(&tid) {
+            delete_timer(timer as libc::timer_t);
+        }
+    }
+
+    pub fn disarm_all(&self) {
+        for (_, timer) in self.lock().drain() {
+            delete_timer(timer as libc::timer_t);
+        }
+    }
+
+    pub fn armed(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+fn create_timer(tid: u32) -> std::io::Result<libc::timer_t> {
+    // SAFETY: zeroed sigevent is valid; the fields used are set below.
+    let mut event: libc::sigevent = unsafe { std::mem::zeroed() };
+    event.sigev_notify = libc::SIGEV_THREAD_ID;
+    event.sigev_signo = CPU_SIGNAL;
+    event.sigev_notify_thread_id = tid as libc::c_int;
+    let mut timer: libc::timer_t = std::ptr::null_mut();
+    // SAFETY: valid clock id, event and out-pointer.
+    if unsafe { libc::timer_create(thread_cpu_clock(tid), &mut event, &mut timer) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(timer)
+}
+
+fn set_timer(timer: libc::timer_t, interval: Duration) -> std::io::Result<()> {
+    let period = libc::timespec {
+        tv_sec: interval.as_secs() as libc::time_t,
+        tv_nsec: interval.subsec_nanos() as _,
+    };
+    let spec = libc::itimerspec {
+        it_interval: period,
+        it_value: period,
+    };
+    // SAFETY: timer was created by timer_create; spec is valid.
+    if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn delete_timer(timer: libc::timer_t) {
+    // SAFETY: timer was created by timer_create and is deleted once.
+    unsafe { libc::timer_delete(timer) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::threads::gettid;
+
+    #[test]
+    fn clock_id_matches_pthread_getcpuclockid() {
+        let mut expected: libc::clockid_t = 0;
+        // SAFETY: the current thread and a valid out-pointer.
+        assert_eq!(
+            unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut expected) },
+            0
+        );
+        assert_eq!(thread_cpu_clock(gettid()), expected);
+    }
+
+    #[test]
+    fn timers_are_armed_once_per_thread_and_removed() {
+        let timers = CpuTimers::new(Duration::from_secs(3600));
+        // A SIGPROF before the hour is up would kill the test; an hour never comes.
+        let tid = gettid();
+        timers.arm(tid).unwrap();
+        timers.arm(tid).unwrap();
+        assert_eq!(timers.armed(), 1);
+        timers.disarm(tid);
+        assert_eq!(timers.armed(), 0);
+        timers.arm(tid).unwrap();
+        timers.disarm_all();
+        assert_eq!(timers.armed(), 0);
+    }
+
+    #[test]
+    fn arming_a_missing_thread_fails() {
+        let timers = CpuTimers::new(Duration::from_millis(10));
+        assert!(timers.arm(0x3fff_fff0).is_err());
+    }
+}

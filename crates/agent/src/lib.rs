@@ -1,0 +1,334 @@
+//! The jscope JVMTI agent: loaded into a JVM with `-agentpath:libjscope_agent.so=OPTIONS`
+//! or attached to a running one, it samples Java stacks (cpu, wall and snapshot
+//! engines) and writes a jscope recording. docs/AGENT.md describes the options.
+//!
+//! This module owns the entry points and the JVMTI callbacks. Every `extern "C"`
+//! function catches panics, so nothing ever unwinds into the JVM, and every
+//! failure to start becomes one `jscope: ` line on stderr while the JVM runs on.
+
+pub mod clock;
+pub mod cpu_timers;
+pub mod header;
+pub mod java_threads;
+pub mod jvm;
+pub mod options;
+pub mod recorder;
+pub mod ring;
+pub mod signals;
+pub mod snapshot;
+pub mod stopper;
+pub mod symbols;
+pub mod sys;
+pub mod threads;
+pub mod wall;
+pub mod writer;
+
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use jvm::{Jni, Jvmti, Vm};
+use options::Options;
+use recorder::{Hooks, Prepared, Recorder};
+
+const JNI_OK: sys::jint = 0;
+const JNI_ERR: sys::jint = -1;
+
+/// The agent's process-wide state.
+struct Agent {
+    jvmti: Option<Jvmti>,
+    callbacks_installed: bool,
+    /// Set by Agent_OnLoad, consumed by VMInit.
+    pending: Option<Prepared>,
+    recorder: Option<Recorder>,
+}
+
+static AGENT: Mutex<Agent> = Mutex::new(Agent {
+    jvmti: None,
+    callbacks_installed: false,
+    pending: None,
+    recorder: None,
+});
+
+/// What the JVMTI callbacks use; separate from AGENT so that callbacks fired while
+/// a recording starts (the agent's own threads attaching) never wait for it.
+static HOOKS: Mutex<Option<Arc<Hooks>>> = Mutex::new(None);
+
+fn agent() -> MutexGuard<'static, Agent> {
+    AGENT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn hooks() -> Option<Arc<Hooks>> {
+    HOOKS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn set_hooks(hooks: Option<Arc<Hooks>>) {
+    *HOOKS.lock().unwrap_or_else(|e| e.into_inner()) = hooks;
+}
+
+/// Prints the agent's one line on stderr.
+fn report(message: impl std::fmt::Display) {
+    eprintln!("jscope: {message}");
+}
+
+/// Runs `f`, turning a panic into a reported failure and `fallback`.
+fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => {
+            report(format!("internal error in {what}; profiling is disabled"));
+            fallback
+        }
+    }
+}
+
+fn option_text(options: *const c_char) -> String {
+    if options.is_null() {
+        return String::new();
+    }
+    // SAFETY: the JVM passes a NUL-terminated option string.
+    unsafe { CStr::from_ptr(options) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Loaded at JVM start. Always returns 0: a non-zero value would abort the JVM,
+/// and a profiler must never stop the application from running.
+#[no_mangle]
+pub extern "C" fn Agent_OnLoad(
+    vm: *mut sys::JavaVM,
+    options: *mut c_char,
+    _reserved: *mut c_void,
+) -> sys::jint {
+    guard("Agent_OnLoad", JNI_OK, || {
+        if let Err(message) = on_load(Vm(vm), &option_text(options)) {
+            report(message);
+        }
+        JNI_OK
+    })
+}
+
+fn on_load(vm: Vm, text: &str) -> Result<(), String> {
+    let options = Options::parse(text).map_err(|e| format!("{e}; profiling is disabled"))?;
+    if options.stop {
+        return Err(
+            "`stop` only applies to an agent attached to a running JVM; profiling is disabled"
+                .into(),
+        );
+    }
+    let jvmti = init_jvmti(vm)?;
+    let prepared = Prepared::new(options).map_err(|e| format!("{e}; profiling is disabled"))?;
+    let mut agent = agent();
+    for event in [sys::JVMTI_EVENT_VM_INIT, sys::JVMTI_EVENT_VM_DEATH] {
+        jvmti
+            .set_event(true, event)
+            .map_err(|e| format!("cannot enable VM events: {e}"))?;
+    }
+    agent.pending = Some(prepared);
+    Ok(())
+}
+
+/// The agent's JVMTI environment, created and given its capabilities and
+/// callbacks on first use.
+fn init_jvmti(vm: Vm) -> Result<Jvmti, String> {
+    let mut agent = agent();
+    let jvmti = match agent.jvmti {
+        Some(j) => j,
+        None => vm
+            .jvmti()
+            .ok_or("this JVM offers no JVMTI 1.2 environment")?,
+    };
+    agent.jvmti = Some(jvmti);
+    if !agent.callbacks_installed {
+        // Line numbers are optional: without them frames just lack lines.
+        let _ = jvmti.add_line_capabilities();
+        jvmti
+            .set_callbacks(&callbacks())
+            .map_err(|e| format!("cannot set JVMTI callbacks: {e}"))?;
+        agent.callbacks_installed = true;
+    }
+    Ok(jvmti)
+}
+
+fn callbacks() -> sys::jvmtiEventCallbacks {
+    // SAFETY: all-None callbacks are valid; the ones used are set below.
+    let mut cb: sys::jvmtiEventCallbacks = unsafe { std::mem::zeroed() };
+    cb.VMInit = Some(on_vm_init);
+    cb.VMDeath = Some(on_vm_death);
+    cb.ThreadStart = Some(on_thread_start);
+    cb.ThreadEnd = Some(on_thread_end);
+    cb.ClassPrepare = Some(on_class_prepare);
+    cb.ClassLoad = Some(on_class_load);
+    cb
+}
+
+/// Starts a prepared recording; prints the outcome.
+fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> Result<(), String> {
+    let (quiet, modes) = (prepared.options.quiet, prepared.options.modes.label());
+    let recorder = Recorder::start(vm, jvmti, jni, prepared, attached, set_hooks)
+        .map_err(|e| format!("{e}; profiling is disabled"))?;
+    if !quiet {
+        report(format!("recording {modes} to {}", recorder.path));
+    }
+    agent().recorder = Some(recorder);
+    Ok(())
+}
+
+/// Stops the running recording, if any; returns its file name.
+fn stop_recording() -> Option<(String, bool)> {
+    let mut recorder = agent().recorder.take()?;
+    set_hooks(None);
+    let complete = recorder.stop();
+    Some((recorder.path.clone(), complete))
+}
+
+unsafe extern "C" fn on_vm_init(
+    jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    _thread: sys::jthread,
+) {
+    guard("VMInit", (), || {
+        let Some(prepared) = agent().pending.take() else {
+            return;
+        };
+        let Some(vm) = java_vm(Jni(jni)) else {
+            return report("cannot find the JavaVM; profiling is disabled");
+        };
+        if let Err(message) = start(vm, Jvmti(jvmti), Jni(jni), prepared, false) {
+            report(message);
+        }
+    })
+}
+
+unsafe extern "C" fn on_vm_death(_jvmti: *mut sys::jvmtiEnv, _jni: *mut sys::JNIEnv) {
+    guard("VMDeath", (), || {
+        if let Some((path, false)) = stop_recording() {
+            report(format!(
+                "the writer did not finish in time; {path} may lack its end"
+            ));
+        }
+    })
+}
+
+unsafe extern "C" fn on_thread_start(
+    _jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    thread: sys::jthread,
+) {
+    guard("ThreadStart", (), || {
+        if let Some(hooks) = hooks() {
+            hooks.thread_started(Jni(jni), thread);
+        }
+    })
+}
+
+unsafe extern "C" fn on_thread_end(
+    _jvmti: *mut sys::jvmtiEnv,
+    _jni: *mut sys::JNIEnv,
+    _thread: sys::jthread,
+) {
+    guard("ThreadEnd", (), || {
+        if let Some(hooks) = hooks() {
+            hooks.thread_ended();
+        }
+    })
+}
+
+unsafe extern "C" fn on_class_prepare(
+    _jvmti: *mut sys::jvmtiEnv,
+    _jni: *mut sys::JNIEnv,
+    _thread: sys::jthread,
+    class: sys::jclass,
+) {
+    guard("ClassPrepare", (), || {
+        if let Some(hooks) = hooks() {
+            hooks.class_prepared(class);
+        }
+    })
+}
+
+/// Listened to only because AsyncGetCallTrace requires it; nothing to do.
+unsafe extern "C" fn on_class_load(
+    _jvmti: *mut sys::jvmtiEnv,
+    _jni: *mut sys::JNIEnv,
+    _thread: sys::jthread,
+    _class: sys::jclass,
+) {
+}
+
+/// The JavaVM a JNIEnv belongs to.
+fn java_vm(jni: Jni) -> Option<Vm> {
+    let mut vm = std::ptr::null_mut();
+    // SAFETY: jni is the calling thread's valid env.
+    let get = unsafe { (**jni.0).GetJavaVM? };
+    // SAFETY: valid env and out-pointer.
+    (unsafe { get(jni.0, &mut vm) } == 0 && !vm.is_null()).then_some(Vm(vm))
+}
+
+/// Dynamic attach: starts a recording in a running JVM, or with `stop` stops the
+/// running one and completes its file. Returns 0 on success.
+#[no_mangle]
+pub extern "C" fn Agent_OnAttach(
+    vm: *mut sys::JavaVM,
+    options: *mut c_char,
+    _reserved: *mut c_void,
+) -> sys::jint {
+    guard("Agent_OnAttach", JNI_ERR, || {
+        match on_attach(Vm(vm), &option_text(options)) {
+            Ok(()) => JNI_OK,
+            Err(message) => {
+                report(message);
+                JNI_ERR
+            }
+        }
+    })
+}
+
+fn on_attach(vm: Vm, text: &str) -> Result<(), String> {
+    let options = Options::parse(text).map_err(|e| e.to_string())?;
+    if options.stop {
+        return match stop_recording() {
+            Some((path, true)) => Ok(report_unless(
+                options.quiet,
+                format!("stopped; recording written to {path}"),
+            )),
+            Some((path, false)) => Err(format!(
+                "stopped, but the writer did not finish in time; {path} may lack its end"
+            )),
+            None => Err("no recording is running".into()),
+        };
+    }
+    if let Some(recorder) = &agent().recorder {
+        return Err(format!(
+            "already recording to {}; attach with `stop` first",
+            recorder.path
+        ));
+    }
+    let jvmti = init_jvmti(vm)?;
+    let jni = vm.get_env(sys::JNI_VERSION_1_6);
+    if jni.is_null() {
+        return Err("the attaching thread has no JNI environment".into());
+    }
+    let prepared = Prepared::new(options).map_err(|e| e.to_string())?;
+    jvmti
+        .set_event(true, sys::JVMTI_EVENT_VM_DEATH)
+        .map_err(|e| format!("cannot enable VM events: {e}"))?;
+    start(vm, jvmti, Jni(jni.cast()), prepared, true)
+}
+
+fn report_unless(quiet: bool, message: String) {
+    if !quiet {
+        report(message);
+    }
+}
+
+/// Called as the VM shuts down. VMDeath normally stopped the recording already;
+/// if not, the signal engines are silenced so nothing samples a dying VM.
+#[no_mangle]
+pub extern "C" fn Agent_OnUnload(_vm: *mut sys::JavaVM) {
+    guard("Agent_OnUnload", (), || {
+        set_hooks(None);
+        if let Some(recorder) = agent().recorder.as_mut() {
+            recorder.silence();
+        }
+    })
+}

@@ -1,0 +1,325 @@
+//! Parsing of the agent option string (`key=value,key,...`) into [`Options`].
+//!
+//! Pure code: no JVM needed, so every rule is unit-tested here.
+
+use std::time::Duration;
+
+/// Default sampling interval for the cpu and wall engines.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(10);
+/// Default interval between two snapshots of all threads.
+pub const DEFAULT_SNAP_INTERVAL: Duration = Duration::from_millis(100);
+/// Default maximum number of frames kept per stack.
+pub const DEFAULT_DEPTH: u32 = 256;
+/// Default number of threads signalled per wall-clock tick.
+pub const DEFAULT_WALL_THREADS: u32 = 16;
+/// Default output file name pattern.
+pub const DEFAULT_FILE: &str = "jscope-%p.jsc";
+
+/// Frames deeper than this are never walked: the ring's slots are sized by depth.
+pub const MAX_DEPTH: u32 = 2048;
+/// Intervals below this would make the agent the main load on the machine.
+pub const MIN_INTERVAL: Duration = Duration::from_micros(100);
+
+/// A problem with the option string; its Display is the one line printed on stderr.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum OptionsError {
+    #[error("unknown option `{0}`")]
+    UnknownKey(String),
+    #[error("option `{0}` needs a value (`{0}=...`)")]
+    MissingValue(String),
+    #[error("option `{0}` takes no value")]
+    UnexpectedValue(String),
+    #[error("unknown mode `{0}` (expected cpu, wall or snapshot, combined with `+`)")]
+    UnknownMode(String),
+    #[error("bad duration `{value}` for `{key}` (expected e.g. 10ms, 500us, 1s; at least 100us)")]
+    BadDuration { key: String, value: String },
+    #[error("bad number `{value}` for `{key}` (expected an integer from 1 to {max})")]
+    BadNumber {
+        key: String,
+        value: String,
+        max: u32,
+    },
+    #[error("empty file name")]
+    EmptyFile,
+}
+
+/// Which sampling engines run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Modes {
+    pub cpu: bool,
+    pub wall: bool,
+    pub snapshot: bool,
+}
+
+impl Modes {
+    /// The header's spelling, e.g. "cpu+snapshot".
+    pub fn label(&self) -> String {
+        let names = [
+            (self.cpu, "cpu"),
+            (self.wall, "wall"),
+            (self.snapshot, "snapshot"),
+        ];
+        let on: Vec<&str> = names
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, n)| *n)
+            .collect();
+        on.join("+")
+    }
+
+    /// True when a signal-driven engine needs the async stack walker.
+    pub fn signals(&self) -> bool {
+        self.cpu || self.wall
+    }
+}
+
+/// Everything the option string can set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    pub modes: Modes,
+    /// Interval of the cpu and wall engines.
+    pub interval: Duration,
+    /// Interval of the snapshot engine.
+    pub snap_interval: Duration,
+    /// File name pattern (%p and %t not yet expanded).
+    pub file: String,
+    pub depth: u32,
+    pub wall_threads: u32,
+    /// Stop a running recording instead of starting one (dynamic attach).
+    pub stop: bool,
+    /// No informational lines on stderr (errors are still printed).
+    pub quiet: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            modes: Modes {
+                cpu: true,
+                ..Modes::default()
+            },
+            interval: DEFAULT_INTERVAL,
+            snap_interval: DEFAULT_SNAP_INTERVAL,
+            file: DEFAULT_FILE.to_string(),
+            depth: DEFAULT_DEPTH,
+            wall_threads: DEFAULT_WALL_THREADS,
+            stop: false,
+            quiet: false,
+        }
+    }
+}
+
+impl Options {
+    /// Parses `key=value,...`; an empty or absent string gives the defaults.
+    pub fn parse(text: &str) -> Result<Options, OptionsError> {
+        let mut options = Options::default();
+        let mut interval = None;
+        let mut snap_interval = None;
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (key, value) = match item.split_once('=') {
+                Some((k, v)) => (k.trim(), Some(v.trim())),
+                None => (item, None),
+            };
+            match key {
+                "mode" => options.modes = parse_modes(need(key, value)?)?,
+                "interval" => interval = Some(parse_duration(key, need(key, value)?)?),
+                "snapinterval" => snap_interval = Some(parse_duration(key, need(key, value)?)?),
+                "file" => options.file = parse_file(need(key, value)?)?,
+                "depth" => options.depth = parse_number(key, need(key, value)?, MAX_DEPTH)?,
+                "wallthreads" => {
+                    options.wall_threads = parse_number(key, need(key, value)?, 1 << 16)?
+                }
+                "stop" => options.stop = flag(key, value)?,
+                "quiet" => options.quiet = flag(key, value)?,
+                _ => return Err(OptionsError::UnknownKey(key.to_string())),
+            }
+        }
+        options.apply_intervals(interval, snap_interval);
+        Ok(options)
+    }
+
+    /// `interval=` sets the snapshot interval too when snapshot is the only mode,
+    /// so `mode=snapshot,interval=50ms` means what it says.
+    fn apply_intervals(&mut self, interval: Option<Duration>, snap: Option<Duration>) {
+        if let Some(i) = interval {
+            self.interval = i;
+        }
+        let snapshot_only = !self.modes.signals();
+        self.snap_interval = match (snap, interval) {
+            (Some(s), _) => s,
+            (None, Some(i)) if snapshot_only => i,
+            _ => DEFAULT_SNAP_INTERVAL,
+        };
+    }
+}
+
+fn need<'a>(key: &str, value: Option<&'a str>) -> Result<&'a str, OptionsError> {
+    value.ok_or_else(|| OptionsError::MissingValue(key.to_string()))
+}
+
+fn flag(key: &str, value: Option<&str>) -> Result<bool, OptionsError> {
+    match value {
+        None | Some("true") | Some("1") => Ok(true),
+        Some("false") | Some("0") => Ok(false),
+        Some(_) => Err(OptionsError::UnexpectedValue(key.to_string())),
+    }
+}
+
+fn parse_modes(text: &str) -> Result<Modes, OptionsError> {
+    let mut modes = Modes::default();
+    for name in text.split('+').map(str::trim) {
+        match name {
+            "cpu" => modes.cpu = true,
+            "wall" => modes.wall = true,
+            "snapshot" => modes.snapshot = true,
+            _ => return Err(OptionsError::UnknownMode(name.to_string())),
+        }
+    }
+    Ok(modes)
+}
+
+/// Parses `10ms`, `500us`, `2s`, `100000ns`; a bare number is milliseconds.
+pub fn parse_duration(key: &str, text: &str) -> Result<Duration, OptionsError> {
+    let bad = || OptionsError::BadDuration {
+        key: key.to_string(),
+        value: text.to_string(),
+    };
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let nanos_per_unit: u64 = match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" | "" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return Err(bad()),
+    };
+    let d = Duration::from_nanos(n.checked_mul(nanos_per_unit).ok_or_else(bad)?);
+    if d < MIN_INTERVAL {
+        return Err(bad());
+    }
+    Ok(d)
+}
+
+fn parse_number(key: &str, text: &str, max: u32) -> Result<u32, OptionsError> {
+    let bad = || OptionsError::BadNumber {
+        key: key.to_string(),
+        value: text.to_string(),
+        max,
+    };
+    match text.parse::<u32>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(bad()),
+    }
+}
+
+fn parse_file(text: &str) -> Result<String, OptionsError> {
+    if text.is_empty() {
+        return Err(OptionsError::EmptyFile);
+    }
+    Ok(text.to_string())
+}
+
+/// Expands `%p` (pid) and `%t` (start time, yyyymmdd-hhmmss) in a file pattern;
+/// `%%` is a literal percent sign.
+pub fn expand_file_pattern(pattern: &str, pid: u32, start_time: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('p') => out.push_str(&pid.to_string()),
+            Some('t') => out.push_str(start_time),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_string_gives_cpu_defaults() {
+        let o = Options::parse("").unwrap();
+        assert_eq!(o, Options::default());
+        assert_eq!(o.modes.label(), "cpu");
+        assert_eq!(o.interval, Duration::from_millis(10));
+        assert_eq!(o.snap_interval, Duration::from_millis(100));
+        assert_eq!(o.file, "jscope-%p.jsc");
+    }
+
+    #[test]
+    fn modes_combine_with_plus() {
+        let o = Options::parse("mode=cpu+snapshot").unwrap();
+        assert!(o.modes.cpu && o.modes.snapshot && !o.modes.wall);
+        assert_eq!(o.modes.label(), "cpu+snapshot");
+        assert_eq!(Options::parse("mode=wall").unwrap().modes.label(), "wall");
+    }
+
+    #[test]
+    fn durations_take_units() {
+        let d = |s| parse_duration("interval", s);
+        assert_eq!(d("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(d("3ms"), Ok(Duration::from_millis(3)));
+        assert_eq!(d("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(d("500000ns"), Ok(Duration::from_micros(500)));
+        assert_eq!(d("7"), Ok(Duration::from_millis(7)));
+        assert!(d("10m").is_err());
+        assert!(d("ms").is_err());
+        assert!(d("10ns").is_err(), "below the minimum interval");
+    }
+
+    #[test]
+    fn interval_applies_to_snapshot_only_when_it_is_the_only_mode() {
+        let o = Options::parse("mode=snapshot,interval=50ms").unwrap();
+        assert_eq!(o.snap_interval, Duration::from_millis(50));
+        let o = Options::parse("mode=cpu+snapshot,interval=5ms").unwrap();
+        assert_eq!(o.interval, Duration::from_millis(5));
+        assert_eq!(o.snap_interval, Duration::from_millis(100));
+        let o = Options::parse("mode=cpu+snapshot,interval=5ms,snapinterval=1s").unwrap();
+        assert_eq!(o.snap_interval, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn all_keys_parse() {
+        let o = Options::parse("file=/tmp/x-%p.jsc, depth=64,wallthreads=4,quiet,stop").unwrap();
+        assert_eq!(o.file, "/tmp/x-%p.jsc");
+        assert_eq!(o.depth, 64);
+        assert_eq!(o.wall_threads, 4);
+        assert!(o.quiet && o.stop);
+    }
+
+    #[test]
+    fn bad_options_name_the_problem() {
+        let err = |s| Options::parse(s).unwrap_err().to_string();
+        assert_eq!(err("bogus=1"), "unknown option `bogus`");
+        assert_eq!(
+            err("mode=cpu+gpu"),
+            "unknown mode `gpu` (expected cpu, wall or snapshot, combined with `+`)"
+        );
+        assert!(err("depth=0").contains("bad number `0` for `depth`"));
+        assert!(err("depth=99999").contains("depth"));
+        assert_eq!(err("file"), "option `file` needs a value (`file=...`)");
+        assert_eq!(err("quiet=yes"), "option `quiet` takes no value");
+        assert!(err("interval=fast").starts_with("bad duration `fast`"));
+    }
+
+    #[test]
+    fn file_pattern_expands_pid_and_time() {
+        let f = expand_file_pattern("rec-%p-%t.jsc", 42, "20240102-030405");
+        assert_eq!(f, "rec-42-20240102-030405.jsc");
+        assert_eq!(expand_file_pattern("a%%b%q%", 1, "t"), "a%b%q%");
+    }
+}

@@ -1,0 +1,235 @@
+//! Interning for the writer: strings, classes, methods and stacks get dense ids
+//! from 1, and each new entry's dictionary record goes into the chunk being built
+//! right before the first record that refers to it.
+
+use std::collections::HashMap;
+
+use jscope_format::{ChunkWriter, ClassDef, Frame, FrameKind, MethodDef};
+
+use crate::jvm::{class_name_from_signature, line_of, MethodNames};
+
+/// What the writer keeps per jmethodID.
+#[derive(Debug, Clone)]
+struct MethodEntry {
+    /// Recording id; 0 when the method could not be resolved.
+    id: u32,
+    native: bool,
+    lines: Vec<(i64, u32)>,
+}
+
+/// The writer's dictionaries.
+#[derive(Default)]
+pub struct Symbols {
+    strings: HashMap<String, u32>,
+    classes: HashMap<String, u32>,
+    methods: HashMap<usize, MethodEntry>,
+    stacks: HashMap<Vec<(u32, i32)>, u32>,
+    defined_methods: u32,
+    unresolved: u64,
+}
+
+impl Symbols {
+    pub fn string(&mut self, out: &mut ChunkWriter, s: &str) -> u32 {
+        if let Some(&id) = self.strings.get(s) {
+            return id;
+        }
+        let id = self.strings.len() as u32 + 1;
+        self.strings.insert(s.to_string(), id);
+        out.string(id, s);
+        id
+    }
+
+    /// Classes are keyed by JVM signature and source file: two loaders' copies of
+    /// one class share an entry, which is what a profile reader wants.
+    fn class(&mut self, out: &mut ChunkWriter, signature: &str, source: Option<&str>) -> u32 {
+        let key = format!("{signature}\0{}", source.unwrap_or(""));
+        if let Some(&id) = self.classes.get(&key) {
+            return id;
+        }
+        let name = self.string(out, &class_name_from_signature(signature));
+        let source_file = source.map_or(0, |s| self.string(out, s));
+        let id = self.classes.len() as u32 + 1;
+        self.classes.insert(key, id);
+        out.class(&ClassDef {
+            id,
+            name,
+            source_file,
+        });
+        id
+    }
+
+    fn define_method(&mut self, out: &mut ChunkWriter, names: &MethodNames) -> u32 {
+        let class = self.class(out, &names.class_signature, names.source_file.as_deref());
+        let name = self.string(out, &names.name);
+        let signature = self.string(out, &names.signature);
+        self.defined_methods += 1;
+        let id = self.defined_methods;
+        out.method(&MethodDef {
+            id,
+            class,
+            name,
+            signature,
+            modifiers: names.modifiers,
+        });
+        id
+    }
+
+    /// The entry for jmethodID `key`, resolving it with `resolve` the first time.
+    /// `resolve` returns None when the method is gone (its class was unloaded);
+    /// such frames become frames of the unknown method 0.
+    fn method(
+        &mut self,
+        out: &mut ChunkWriter,
+        key: usize,
+        resolve: &mut dyn FnMut(usize) -> Option<MethodNames>,
+    ) -> &MethodEntry {
+        if !self.methods.contains_key(&key) {
+            let entry = match resolve(key) {
+                Some(names) => MethodEntry {
+                    id: self.define_method(out, &names),
+                    native: names.native,
+                    lines: names.lines,
+                },
+                None => {
+                    self.unresolved += 1;
+                    MethodEntry {
+                        id: 0,
+                        native: false,
+                        lines: Vec::new(),
+                    }
+                }
+            };
+            self.methods.insert(key, entry);
+        }
+        &self.methods[&key]
+    }
+
+    /// A frame for (jmethodID, bci) with its line and kind.
+    fn frame(
+        &mut self,
+        out: &mut ChunkWriter,
+        key: usize,
+        bci: i32,
+        resolve: &mut dyn FnMut(usize) -> Option<MethodNames>,
+    ) -> Frame {
+        let m = self.method(out, key, resolve);
+        let kind = match (m.id, m.native) {
+            (0, _) => FrameKind::Unknown,
+            (_, true) => FrameKind::Native,
+            _ => FrameKind::Java,
+        };
+        let bci = if kind == FrameKind::Java {
+            bci.max(-1)
+        } else {
+            -1
+        };
+        let line = if bci >= 0 {
+            line_of(&m.lines, bci as i64)
+        } else {
+            0
+        };
+        Frame {
+            method: m.id,
+            bci,
+            line,
+            kind,
+        }
+    }
+
+    /// The id of the stack made of `frames` (jmethodID, bci), top first.
+    pub fn stack(
+        &mut self,
+        out: &mut ChunkWriter,
+        frames: impl Iterator<Item = (usize, i32)>,
+        resolve: &mut dyn FnMut(usize) -> Option<MethodNames>,
+    ) -> u32 {
+        let frames: Vec<Frame> = frames
+            .map(|(key, bci)| self.frame(out, key, bci, resolve))
+            .collect();
+        let key: Vec<(u32, i32)> = frames.iter().map(|f| (f.method, f.bci)).collect();
+        if let Some(&id) = self.stacks.get(&key) {
+            return id;
+        }
+        let id = self.stacks.len() as u32 + 1;
+        self.stacks.insert(key, id);
+        out.stack(id, &frames);
+        id
+    }
+
+    /// Methods that could not be resolved so far.
+    pub fn unresolved(&self) -> u64 {
+        self.unresolved
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jscope_format::{encode_file_start, Header, Recording};
+
+    fn names(class: &str, method: &str) -> MethodNames {
+        MethodNames {
+            name: method.into(),
+            signature: "()V".into(),
+            modifiers: 1,
+            native: method == "sleep",
+            class_signature: format!("L{class};"),
+            source_file: Some("Demo.java".into()),
+            lines: vec![(0, 10), (5, 12)],
+        }
+    }
+
+    /// jmethodIDs 1..=3 are known methods; anything else behaves like an unloaded class.
+    fn resolver(calls: &mut u32) -> impl FnMut(usize) -> Option<MethodNames> + '_ {
+        move |key| {
+            *calls += 1;
+            match key {
+                1 => Some(names("demo/Hot", "spin")),
+                2 => Some(names("demo/Hot", "main")),
+                3 => Some(names("java/lang/Thread", "sleep")),
+                _ => None,
+            }
+        }
+    }
+
+    fn read(out: &mut ChunkWriter) -> Recording {
+        let mut bytes = encode_file_start(&Header::default());
+        bytes.extend(out.finish());
+        Recording::from_bytes(&bytes).unwrap()
+    }
+
+    #[test]
+    fn stacks_resolve_once_and_read_back_with_lines() {
+        let (mut symbols, mut out, mut calls) = (Symbols::default(), ChunkWriter::new(), 0);
+        let mut resolve = resolver(&mut calls);
+        let a = symbols.stack(&mut out, [(1, 6), (2, 0)].into_iter(), &mut resolve);
+        let b = symbols.stack(&mut out, [(1, 6), (2, 0)].into_iter(), &mut resolve);
+        let c = symbols.stack(&mut out, [(1, 1), (2, 0)].into_iter(), &mut resolve);
+        drop(resolve);
+        assert_eq!((a, b, c), (1, 1, 2));
+        assert_eq!(calls, 2, "each jmethodID is resolved once");
+        let rec = read(&mut out);
+        let top = rec.stack(a)[0];
+        assert_eq!(rec.frame_label(&top), "demo.Hot.spin:12");
+        assert_eq!(rec.frame_label(&rec.stack(c)[0]), "demo.Hot.spin:10");
+        assert_eq!(rec.stack(a)[1].line, 10);
+    }
+
+    #[test]
+    fn native_and_unloaded_methods_get_their_kinds() {
+        let (mut symbols, mut out, mut calls) = (Symbols::default(), ChunkWriter::new(), 0);
+        let mut resolve = resolver(&mut calls);
+        let id = symbols.stack(
+            &mut out,
+            [(3, -3), (99, 4), (2, 0)].into_iter(),
+            &mut resolve,
+        );
+        drop(resolve);
+        let rec = read(&mut out);
+        let frames = rec.stack(id);
+        assert_eq!(frames[0].kind, FrameKind::Native);
+        assert_eq!(rec.method_label(frames[0].method), "java.lang.Thread.sleep");
+        assert_eq!((frames[1].method, frames[1].kind), (0, FrameKind::Unknown));
+        assert_eq!(symbols.unresolved(), 1);
+    }
+}

@@ -1,0 +1,284 @@
+//! The writer thread: attached to the VM as a daemon (it calls JVMTI to resolve
+//! methods), it drains the sample ring and the snapshot queue, turns raw samples
+//! into recording records and writes a chunk at least every second or every MiB.
+//! Symbol resolution, compression and I/O all happen here, off the application's
+//! threads.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use jscope_format::{ChunkWriter, Sample, SampleMode, Snapshot, SnapshotThread, ThreadDef};
+
+use crate::clock;
+use crate::cpu_timers::CpuTimers;
+use crate::java_threads::{EnvMapper, ThreadFields};
+use crate::jvm::{Jni, Jvmti, MethodNames, Vm};
+use crate::ring::{CallFrame, SampleHeader};
+use crate::signals::{SignalShared, NOT_ATTACHED};
+use crate::snapshot::RawSnapshot;
+use crate::stopper::Stopper;
+use crate::symbols::Symbols;
+use crate::threads::{gettid, kernel_thread_name, ThreadTable};
+
+/// A chunk is written when it holds this much, or when FLUSH_EVERY has passed.
+const FLUSH_BYTES: usize = 1 << 20;
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// How often the writer looks for new samples.
+const POLL: Duration = Duration::from_millis(10);
+
+/// Everything the writer thread owns or shares.
+pub struct WriterConfig {
+    pub vm: Vm,
+    pub jvmti: Jvmti,
+    pub fields: ThreadFields,
+    pub table: Arc<ThreadTable>,
+    pub signals: Option<&'static SignalShared>,
+    pub timers: Option<Arc<CpuTimers>>,
+    pub snapshots: Receiver<RawSnapshot>,
+    pub snapshots_dropped: Arc<AtomicU64>,
+    pub file: File,
+    /// Set when the sources have stopped: drain what is left and finish.
+    pub stopper: Arc<Stopper>,
+    /// Set by the writer when the file is complete.
+    pub done: Arc<Stopper>,
+}
+
+/// Resolves a jmethodID with JVMTI; None when its class is gone.
+fn resolve_method(jvmti: Jvmti, jni: Jni) -> impl FnMut(usize) -> Option<MethodNames> {
+    move |key| jvmti.method_names(jni, key as crate::sys::jmethodID).ok()
+}
+
+struct Writer {
+    cfg: WriterConfig,
+    jni: Jni,
+    env_mapper: Option<EnvMapper>,
+    /// JNIEnvs that matched no live thread (it ended before the writer looked).
+    unmatched_envs: HashMap<usize, u32>,
+    chunk: ChunkWriter,
+    symbols: Symbols,
+    /// Revision of each thread definition already written.
+    emitted: HashMap<u32, u32>,
+    last_flush: Instant,
+    samples: u64,
+    snapshots: u64,
+    write_error: Option<std::io::Error>,
+}
+
+impl WriterConfig {
+    pub fn spawn(self) -> std::io::Result<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name("jscope-writer".into())
+            .spawn(move || {
+                let done = self.done.clone();
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(self)));
+                done.stop();
+            })
+    }
+}
+
+fn run(cfg: WriterConfig) {
+    cfg.table.mark_agent(gettid());
+    let Some(jni) = cfg.vm.attach_daemon("jscope-writer") else {
+        return;
+    };
+    if let Some(me) = cfg.jvmti.current_thread() {
+        cfg.table.mark_agent_java(cfg.fields.java_id(jni, me));
+        jni.delete_local(me);
+    }
+    let env_mapper = EnvMapper::calibrate(cfg.jvmti, jni, cfg.fields);
+    let vm = cfg.vm;
+    let mut writer = Writer {
+        cfg,
+        jni,
+        env_mapper,
+        unmatched_envs: HashMap::new(),
+        chunk: ChunkWriter::new(),
+        symbols: Symbols::default(),
+        emitted: HashMap::new(),
+        last_flush: Instant::now(),
+        samples: 0,
+        snapshots: 0,
+        write_error: None,
+    };
+    writer.run();
+    vm.detach();
+}
+
+impl Writer {
+    fn run(&mut self) {
+        loop {
+            let stopping = self.cfg.stopper.wait(POLL);
+            self.drain();
+            if stopping {
+                break;
+            }
+            if self.chunk.raw_len() >= FLUSH_BYTES || self.last_flush.elapsed() >= FLUSH_EVERY {
+                self.flush();
+            }
+        }
+        self.finish();
+    }
+
+    fn drain(&mut self) {
+        let jni = self.jni;
+        jni.with_local_frame(32, || {
+            while let Ok(snapshot) = self.cfg.snapshots.try_recv() {
+                self.on_snapshot(snapshot);
+            }
+            if let Some(signals) = self.cfg.signals {
+                while signals
+                    .ring
+                    .pop(|h, frames| self.on_sample(h, frames))
+                    .is_some()
+                {}
+            }
+        });
+    }
+
+    fn on_sample(&mut self, h: &SampleHeader, frames: &[CallFrame]) {
+        if h.num_frames == NOT_ATTACHED {
+            // Not a Java thread (GC, compiler, plain native): stop sampling it.
+            self.cfg.table.mark_not_java(h.tid);
+            if let Some(timers) = &self.cfg.timers {
+                timers.disarm(h.tid);
+            }
+            return;
+        }
+        if h.num_frames <= 0 || self.cfg.table.is_agent(h.tid) {
+            return; // failed walks are counted by the handler
+        }
+        let thread = self.thread_of(h.tid, h.env);
+        self.emit_thread(thread);
+        let mut resolve = resolve_method(self.cfg.jvmti, self.jni);
+        let raw = frames.iter().map(|f| (f.method as usize, f.lineno));
+        let stack = self.symbols.stack(&mut self.chunk, raw, &mut resolve);
+        let mode = if h.mode == 1 {
+            SampleMode::Cpu
+        } else {
+            SampleMode::Wall
+        };
+        let sample = Sample {
+            thread,
+            ticks: h.ticks,
+            stack,
+            mode,
+            weight_ns: h.weight_ns,
+            state: 0,
+        };
+        self.chunk.sample(&sample);
+        self.samples += 1;
+    }
+
+    /// The recording's thread id for Linux thread `tid`: known from ThreadStart or
+    /// a snapshot, else found through its JNIEnv, else named from /proc.
+    fn thread_of(&mut self, tid: u32, env: usize) -> u32 {
+        if let Some(order) = self.cfg.table.order_of_tid(tid) {
+            return order;
+        }
+        if let Some(&order) = self.unmatched_envs.get(&env) {
+            return order;
+        }
+        let found = self
+            .env_mapper
+            .and_then(|m| m.find(self.cfg.jvmti, self.jni, env));
+        match found {
+            Some((java_id, info)) => self.cfg.table.see(java_id, info, Some(tid)),
+            None => {
+                let order = self.cfg.table.see_anonymous(tid, kernel_thread_name(tid));
+                self.unmatched_envs.insert(env, order);
+                order
+            }
+        }
+    }
+
+    /// Writes the thread's definition if it is new or changed since last written.
+    fn emit_thread(&mut self, order: u32) {
+        let known = self.emitted.get(&order).copied().unwrap_or(0);
+        let Some(entry) = self.cfg.table.changed_since(order, known) else {
+            return;
+        };
+        self.chunk.thread(&ThreadDef {
+            id: order,
+            java_id: entry.java_id,
+            os_tid: entry.os_tid,
+            name: entry.info.name,
+            group: entry.info.group,
+            parent: entry.info.parent,
+            start_order: order,
+            daemon: entry.info.daemon,
+        });
+        self.emitted.insert(order, entry.revision);
+    }
+
+    fn on_snapshot(&mut self, raw: RawSnapshot) {
+        let mut threads = Vec::with_capacity(raw.threads.len());
+        for t in raw.threads {
+            self.emit_thread(t.order);
+            let mut resolve = resolve_method(self.cfg.jvmti, self.jni);
+            let stack = self
+                .symbols
+                .stack(&mut self.chunk, t.frames.into_iter(), &mut resolve);
+            threads.push(SnapshotThread {
+                thread: t.order,
+                state: t.state,
+                stack,
+            });
+        }
+        self.chunk.snapshot(&Snapshot {
+            ticks: raw.ticks,
+            interval_ns: raw.interval_ns,
+            threads,
+        });
+        self.snapshots += 1;
+    }
+
+    fn write_counters(&mut self) {
+        let mut values = self
+            .cfg
+            .signals
+            .map(|s| s.counter_values())
+            .unwrap_or_default();
+        values.push(("samples.written", self.samples));
+        values.push(("snapshots.written", self.snapshots));
+        values.push((
+            "snapshots.dropped",
+            self.cfg.snapshots_dropped.load(Ordering::Relaxed),
+        ));
+        values.push(("methods.unresolved", self.symbols.unresolved()));
+        self.chunk.counters(clock::monotonic_ns(), &values);
+    }
+
+    /// Writes the buffered records, with the current counters, as one chunk.
+    fn flush(&mut self) {
+        self.write_counters();
+        self.write_chunk();
+    }
+
+    fn write_chunk(&mut self) {
+        let bytes = self.chunk.finish();
+        self.last_flush = Instant::now();
+        if self.write_error.is_some() {
+            return; // the file is broken; keep draining so producers never block
+        }
+        if let Err(e) = self.cfg.file.write_all(&bytes) {
+            eprintln!(
+                "jscope: cannot write the recording: {e}; profiling data is lost from here on"
+            );
+            self.write_error = Some(e);
+        }
+    }
+
+    /// Final counters, the end record and the last chunk.
+    fn finish(&mut self) {
+        self.write_counters();
+        self.chunk.end(clock::monotonic_ns());
+        self.write_chunk();
+        let _ = self.cfg.file.sync_all();
+    }
+}
