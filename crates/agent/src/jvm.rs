@@ -165,6 +165,9 @@ impl Jni {
             let args = [sys::jvalue { l: key }];
             let result =
                 unsafe { (t.CallStaticObjectMethodA?)(self.0, system, get, args.as_ptr()) };
+            // A throwing getProperty returns null; the exception must be cleared
+            // before any other JNI call.
+            self.clear_exception();
             value = self.string_of(result);
             self.delete_local(result);
         }

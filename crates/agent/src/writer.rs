@@ -54,6 +54,38 @@ fn resolve_method(jvmti: Jvmti, jni: Jni) -> impl FnMut(usize) -> Option<MethodN
     move |key| jvmti.method_names(jni, key as crate::sys::jmethodID).ok()
 }
 
+/// Consecutive "not a Java thread" walk results per Linux thread. A thread not
+/// attached to the VM is struck out at once; one the walker calls "unknown, not
+/// Java" (-3: compiler and other hidden VM threads, or a native thread without a
+/// walkable Java frame) after STRIKE_OUT results in a row, since a Java thread in
+/// transition can give that code once.
+#[derive(Default)]
+struct Strikes {
+    by_tid: HashMap<u32, u32>,
+}
+
+const STRIKE_OUT: u32 = 3;
+const UNKNOWN_NOT_JAVA: i32 = -3;
+
+impl Strikes {
+    /// Counts a failed walk; true when the thread should no longer be sampled.
+    fn strike(&mut self, tid: u32, code: i32) -> bool {
+        match code {
+            NOT_ATTACHED => true,
+            UNKNOWN_NOT_JAVA => {
+                let n = self.by_tid.entry(tid).or_default();
+                *n += 1;
+                *n >= STRIKE_OUT
+            }
+            _ => false,
+        }
+    }
+
+    fn clear(&mut self, tid: u32) {
+        self.by_tid.remove(&tid);
+    }
+}
+
 struct Writer {
     cfg: WriterConfig,
     jni: Jni,
@@ -64,6 +96,7 @@ struct Writer {
     symbols: Symbols,
     /// Revision of each thread definition already written.
     emitted: HashMap<u32, u32>,
+    strikes: Strikes,
     last_flush: Instant,
     samples: u64,
     snapshots: u64,
@@ -101,6 +134,7 @@ fn run(cfg: WriterConfig) {
         chunk: ChunkWriter::new(),
         symbols: Symbols::default(),
         emitted: HashMap::new(),
+        strikes: Strikes::default(),
         last_flush: Instant::now(),
         samples: 0,
         snapshots: 0,
@@ -142,16 +176,17 @@ impl Writer {
     }
 
     fn on_sample(&mut self, h: &SampleHeader, frames: &[CallFrame]) {
-        if h.num_frames == NOT_ATTACHED {
-            // Not a Java thread (GC, compiler, plain native): stop sampling it.
-            self.cfg.table.mark_not_java(h.tid);
-            if let Some(timers) = &self.cfg.timers {
-                timers.disarm(h.tid);
+        if h.num_frames <= 0 {
+            // Failed walks are counted by the handler; here only threads that
+            // can never give a Java stack are dropped from sampling.
+            if self.strikes.strike(h.tid, h.num_frames) {
+                self.exclude(h.tid);
             }
             return;
         }
-        if h.num_frames <= 0 || self.cfg.table.is_agent(h.tid) {
-            return; // failed walks are counted by the handler
+        self.strikes.clear(h.tid);
+        if self.cfg.table.is_agent(h.tid) {
+            return;
         }
         let thread = self.thread_of(h.tid, h.env);
         self.emit_thread(thread);
@@ -173,6 +208,15 @@ impl Writer {
         };
         self.chunk.sample(&sample);
         self.samples += 1;
+    }
+
+    /// Stops sampling a thread that is not a Java thread (GC, compiler, VM-internal
+    /// or plain native threads).
+    fn exclude(&mut self, tid: u32) {
+        self.cfg.table.mark_not_java(tid);
+        if let Some(timers) = &self.cfg.timers {
+            timers.disarm(tid);
+        }
     }
 
     /// The recording's thread id for Linux thread `tid`: known from ThreadStart or
@@ -280,5 +324,31 @@ impl Writer {
         self.chunk.end(clock::monotonic_ns());
         self.write_chunk();
         let _ = self.cfg.file.sync_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unattached_threads_strike_out_at_once() {
+        let mut s = Strikes::default();
+        assert!(s.strike(1, NOT_ATTACHED));
+    }
+
+    #[test]
+    fn unknown_not_java_strikes_out_after_three_in_a_row() {
+        let mut s = Strikes::default();
+        assert!(!s.strike(2, UNKNOWN_NOT_JAVA));
+        assert!(!s.strike(2, UNKNOWN_NOT_JAVA));
+        s.clear(2);
+        assert!(!s.strike(2, UNKNOWN_NOT_JAVA));
+        assert!(!s.strike(2, UNKNOWN_NOT_JAVA));
+        assert!(s.strike(2, UNKNOWN_NOT_JAVA));
+        assert!(
+            !s.strike(3, -2),
+            "a GC in progress says nothing about the thread"
+        );
     }
 }
