@@ -285,7 +285,7 @@ impl Info {
             self.modes, self.requested_interval_ms, self.max_depth
         )?;
         for (k, v) in &self.extra {
-            writeln!(f, "{k}: {v}")?;
+            writeln!(f, "  {k}: {v}")?;
         }
         Ok(())
     }
@@ -346,12 +346,14 @@ fn fmt_stats(s: &IntervalStats) -> String {
     )
 }
 
+/// Lists the non-zero counters; zeros are the normal case and only add noise.
 fn fmt_counters(f: &mut fmt::Formatter<'_>, title: &str, counters: &[CounterValue]) -> fmt::Result {
-    if counters.is_empty() {
+    let nonzero: Vec<&CounterValue> = counters.iter().filter(|c| c.value != 0).collect();
+    if nonzero.is_empty() {
         return writeln!(f, "{title}: none");
     }
     writeln!(f, "{title}:")?;
-    for c in counters {
+    for c in nonzero {
         writeln!(f, "  {:<40} {}", c.name, c.value)?;
     }
     Ok(())

@@ -11,10 +11,11 @@ pub(crate) struct Labeler<'r> {
 
 impl Labeler<'_> {
     pub fn frame(&self, f: &Frame) -> String {
-        if self.lines {
-            self.rec.frame_label(f)
+        let method = method_label(self.rec, f.method);
+        if self.lines && f.line > 0 {
+            format!("{method}:{}", f.line)
         } else {
-            self.rec.method_label(f.method)
+            method
         }
     }
 
@@ -27,6 +28,35 @@ impl Labeler<'_> {
             .map(|f| self.frame(f))
             .collect()
     }
+}
+
+/// `pkg.Class.method`, with the run-specific address dropped from lambda
+/// classes (`Main$$Lambda$14.0x0000000800c03000` → `Main$$Lambda$14`, JDK 21+
+/// `Main$$Lambda/0x…` → `Main$$Lambda`), so the same code has the same label in
+/// every recording.
+pub(crate) fn method_label(rec: &Recording, method: u32) -> String {
+    let label = rec.method_label(method);
+    match hidden_class_suffix(&label) {
+        Some(range) => format!("{}{}", &label[..range.start], &label[range.end..]),
+        None => label,
+    }
+}
+
+/// The byte range of a `.0x<hex>` or `/0x<hex>` suffix that follows `$$Lambda`.
+fn hidden_class_suffix(label: &str) -> Option<std::ops::Range<usize>> {
+    let lambda = label.find("$$Lambda")? + "$$Lambda".len();
+    let rest = &label[lambda..];
+    let digits = rest
+        .bytes()
+        .take_while(|b| *b == b'$' || b.is_ascii_digit())
+        .count();
+    let start = lambda + digits;
+    let tail = &label[start..];
+    if !(tail.starts_with(".0x") || tail.starts_with("/0x")) {
+        return None;
+    }
+    let hex = tail[3..].bytes().take_while(u8::is_ascii_hexdigit).count();
+    Some(start..start + 3 + hex)
 }
 
 /// The source position in Java's stack-trace notation: `Foo.java:12`,
@@ -49,4 +79,30 @@ pub(crate) fn source_file(rec: &Recording, method: u32) -> Option<&str> {
     let c = rec.class(rec.method(method)?.class)?;
     let name = rec.string(c.source_file);
     (c.source_file != 0 && !name.is_empty()).then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hidden_class_suffix;
+
+    fn strip(label: &str) -> String {
+        match hidden_class_suffix(label) {
+            Some(r) => format!("{}{}", &label[..r.start], &label[r.end..]),
+            None => label.to_string(),
+        }
+    }
+
+    #[test]
+    fn lambda_addresses_are_dropped() {
+        assert_eq!(
+            strip("Main$$Lambda$14.0x0000000800c03000.run"),
+            "Main$$Lambda$14.run"
+        );
+        assert_eq!(
+            strip("a.Main$$Lambda/0x00007f047c000a08.run"),
+            "a.Main$$Lambda.run"
+        );
+        assert_eq!(strip("a.Main$$Lambda$3.run"), "a.Main$$Lambda$3.run");
+        assert_eq!(strip("a.Main.run"), "a.Main.run");
+    }
 }

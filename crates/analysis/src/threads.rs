@@ -7,7 +7,7 @@ use jscope_format::thread_state::{classify, INTERRUPTED, IN_NATIVE, SUSPENDED};
 use jscope_format::{Recording, Snapshot, SnapshotThread};
 use serde::Serialize;
 
-use crate::labels::source_position;
+use crate::labels::{method_label, source_position};
 use crate::AnalysisError;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -18,6 +18,8 @@ pub struct FrameRow {
     pub position: String,
     /// 0 when unknown.
     pub line: u32,
+    /// Bytecode index; -1 when unknown or native.
+    pub bci: i32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -115,9 +117,10 @@ fn frame_rows(rec: &Recording, stack: u32) -> Vec<FrameRow> {
     rec.stack(stack)
         .iter()
         .map(|f| FrameRow {
-            method: rec.method_label(f.method),
+            method: method_label(rec, f.method),
             position: source_position(rec, f),
             line: f.line,
+            bci: f.bci,
         })
         .collect()
 }
@@ -133,24 +136,7 @@ impl fmt::Display for ThreadsView {
             self.threads.len()
         )?;
         writeln!(f)?;
-        writeln!(
-            f,
-            "{:>5} {:>6}  {:<28} {:<12} {:<12} {:>7}  status",
-            "order", "id", "name", "parent", "group", "#frames"
-        )?;
-        for t in &self.threads {
-            writeln!(
-                f,
-                "{:>5} {:>6}  {:<28} {:<12} {:<12} {:>7}  {}",
-                t.start_order,
-                t.id,
-                t.name,
-                t.parent,
-                t.group,
-                t.frames.len(),
-                t.status()
-            )?;
-        }
+        self.fmt_table(f)?;
         for t in &self.threads {
             writeln!(f)?;
             let daemon = if t.daemon { " daemon" } else { "" };
@@ -166,5 +152,49 @@ impl fmt::Display for ThreadsView {
             }
         }
         Ok(())
+    }
+}
+
+impl ThreadsView {
+    /// xdProf's table: order, id, name, parent, group, #frames, status.
+    fn fmt_table(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = |title: &str, cell: fn(&ThreadRow) -> &str| {
+            self.threads
+                .iter()
+                .map(|t| cell(t).chars().count())
+                .chain([title.len()])
+                .max()
+                .unwrap_or(0)
+        };
+        let name_w = width("name", |t| &t.name);
+        let parent_w = width("parent", |t| or_dash(&t.parent));
+        let group_w = width("group", |t| or_dash(&t.group));
+        writeln!(
+            f,
+            "{:>5} {:>6}  {:<name_w$}  {:<parent_w$}  {:<group_w$}  {:>7}  status",
+            "order", "id", "name", "parent", "group", "#frames"
+        )?;
+        for t in &self.threads {
+            writeln!(
+                f,
+                "{:>5} {:>6}  {:<name_w$}  {:<parent_w$}  {:<group_w$}  {:>7}  {}",
+                t.start_order,
+                t.id,
+                t.name,
+                or_dash(&t.parent),
+                or_dash(&t.group),
+                t.frames.len(),
+                t.status()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() {
+        "-"
+    } else {
+        s
     }
 }
