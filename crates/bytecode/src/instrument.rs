@@ -1,0 +1,441 @@
+//! Probe insertion: an entry probe at offset 0, an exit probe before every return
+//! and a catch-all handler (appended, last in the exception table) that calls the
+//! throw probe and rethrows. Methods that cannot be rewritten safely are left as they
+//! are, with a [`Reason`].
+
+use std::collections::BTreeMap;
+
+use crate::class::{Attribute, ClassFile, ACC_STATIC};
+use crate::code::{CodeAttribute, ExceptionEntry};
+use crate::frames::{decode_stack_map, encode_stack_map, initial_locals, to_entries, Frame, VType};
+use crate::insn::{decode, op, Insn, Kind};
+use crate::layout::{Insertions, Layout};
+use crate::pool::{Constant, ConstantPool};
+use crate::tables::{relocate_line_numbers, relocate_local_variables};
+use crate::typeflow::{step, Context, State, Step};
+use crate::ClassError;
+
+/// The descriptor every probe method must have: it takes the method id.
+pub const PROBE_DESCRIPTOR: &str = "(I)V";
+
+/// The static probe methods the rewritten code calls, each `(I)V`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probes {
+    /// Internal name of the class holding the probes (`jscope/Trace`).
+    pub class: String,
+    pub enter: String,
+    pub exit: String,
+    pub exit_throw: String,
+}
+
+impl Default for Probes {
+    fn default() -> Self {
+        Probes {
+            class: "jscope/Trace".into(),
+            enter: "enter".into(),
+            exit: "exit".into(),
+            exit_throw: "exitThrow".into(),
+        }
+    }
+}
+
+/// Why a selected method was left unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// Abstract or native: no code to rewrite.
+    NoCode,
+    /// Uses jsr/ret (pre-Java-6 finally), whose subroutines this crate does not move.
+    Subroutines,
+    /// The rewritten code would exceed 65535 bytes.
+    CodeTooLarge,
+    /// max_stack would exceed 65535.
+    StackTooDeep,
+    /// The Code attribute or its tables do not parse, or an offset is not on an
+    /// instruction boundary.
+    MalformedCode,
+    /// A Code sub-attribute that holds code offsets this crate does not relocate.
+    UnrelocatableAttribute(String),
+    /// A constructor without exactly one call that initialises `this`.
+    ConstructorShape,
+    /// The type interpreter could not follow the code to build a needed frame.
+    Untypable { offset: u32 },
+    /// No room left in the constant pool for the probe references.
+    ConstantPoolFull,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Instrumented(u32),
+    Skipped(Reason),
+}
+
+/// What happened to one selected method.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MethodOutcome {
+    pub name: String,
+    pub descriptor: String,
+    pub outcome: Outcome,
+}
+
+/// The result of [`instrument`]: new class bytes when any method changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instrumented {
+    pub bytes: Option<Vec<u8>>,
+    /// One entry per method `select` chose, in class file order.
+    pub methods: Vec<MethodOutcome>,
+}
+
+/// Code sub-attributes with code offsets that are refused rather than relocated.
+const UNRELOCATABLE: [&str; 3] = [
+    "StackMap",
+    "RuntimeVisibleTypeAnnotations",
+    "RuntimeInvisibleTypeAnnotations",
+];
+
+/// Instruments every method for which `select(class, method, descriptor)` returns an
+/// id. Fails only when the class itself cannot be read or written.
+pub fn instrument(
+    class_bytes: &[u8],
+    select: impl Fn(&str, &str, &str) -> Option<u32>,
+    probes: &Probes,
+) -> Result<Instrumented, ClassError> {
+    let mut class = ClassFile::parse(class_bytes)?;
+    let class_name = class.name()?;
+    let mut methods = Vec::new();
+    let mut changed = false;
+    for index in 0..class.methods.len() {
+        let name = class.pool.utf8(class.methods[index].name_index)?;
+        let descriptor = class.pool.utf8(class.methods[index].descriptor_index)?;
+        let Some(id) = select(&class_name, &name, &descriptor) else {
+            continue;
+        };
+        let target = MethodTarget { class: &class_name, name: &name, descriptor: &descriptor, index, id };
+        let outcome = match instrument_method(&mut class, &target, probes) {
+            Ok(()) => {
+                changed = true;
+                Outcome::Instrumented(id)
+            }
+            Err(reason) => Outcome::Skipped(reason),
+        };
+        methods.push(MethodOutcome { name, descriptor, outcome });
+    }
+    let bytes = if changed { Some(class.to_bytes()?) } else { None };
+    Ok(Instrumented { bytes, methods })
+}
+
+struct MethodTarget<'a> {
+    class: &'a str,
+    name: &'a str,
+    descriptor: &'a str,
+    index: usize,
+    id: u32,
+}
+
+fn instrument_method(class: &mut ClassFile, m: &MethodTarget, probes: &Probes) -> Result<(), Reason> {
+    let code_at = code_attribute_index(class, m.index).ok_or(Reason::NoCode)?;
+    let code = CodeAttribute::parse(&class.methods[m.index].attributes[code_at].info)
+        .map_err(|_| Reason::MalformedCode)?;
+    let insns = decode(&code.code).map_err(|_| Reason::MalformedCode)?;
+    if insns.iter().any(|i| i.kind == Kind::Subroutine) {
+        return Err(Reason::Subroutines);
+    }
+    let analysis = MethodAnalysis::new(class, m, &code, &insns)?;
+    let snippets = ProbeSnippets::new(&mut class.pool, probes, m.id)?;
+    let rewritten = analysis.rewrite(&mut class.pool, &snippets)?;
+    class.methods[m.index].attributes[code_at].info =
+        rewritten.to_bytes().map_err(|_| Reason::CodeTooLarge)?;
+    Ok(())
+}
+
+fn code_attribute_index(class: &ClassFile, method: usize) -> Option<usize> {
+    class.methods[method]
+        .attributes
+        .iter()
+        .position(|a| class.pool.utf8(a.name_index).is_ok_and(|n| n == "Code"))
+}
+
+/// The probe calls as bytecode, for one method id.
+struct ProbeSnippets {
+    entry: Vec<u8>,
+    exit: Vec<u8>,
+    handler: Vec<u8>,
+}
+
+impl ProbeSnippets {
+    fn new(pool: &mut ConstantPool, probes: &Probes, id: u32) -> Result<Self, Reason> {
+        let full = |_| Reason::ConstantPoolFull;
+        let mut call = |name: &str| -> Result<Vec<u8>, Reason> {
+            let r = pool.add_method_ref(&probes.class, name, PROBE_DESCRIPTOR).map_err(full)?;
+            let mut out = push_int(id as i32, pool)?;
+            out.push(op::INVOKESTATIC);
+            out.extend_from_slice(&r.to_be_bytes());
+            Ok(out)
+        };
+        let entry = call(&probes.enter)?;
+        let exit = call(&probes.exit)?;
+        let mut handler = call(&probes.exit_throw)?;
+        handler.push(op::ATHROW);
+        Ok(ProbeSnippets { entry, exit, handler })
+    }
+}
+
+/// The shortest instruction that pushes `v`.
+fn push_int(v: i32, pool: &mut ConstantPool) -> Result<Vec<u8>, Reason> {
+    Ok(match v {
+        -1..=5 => vec![(op::ICONST_M1 as i32 + 1 + v) as u8],
+        -128..=127 => vec![op::BIPUSH, v as u8],
+        -32768..=32767 => {
+            let [hi, lo] = (v as i16).to_be_bytes();
+            vec![op::SIPUSH, hi, lo]
+        }
+        _ => {
+            let index = pool
+                .find_or_add(Constant::Integer(v))
+                .map_err(|_| Reason::ConstantPoolFull)?;
+            match u8::try_from(index) {
+                Ok(small) => vec![op::LDC, small],
+                Err(_) => {
+                    let [hi, lo] = index.to_be_bytes();
+                    vec![op::LDC_W, hi, lo]
+                }
+            }
+        }
+    })
+}
+
+/// Everything learnt from the original method before rewriting it.
+struct MethodAnalysis<'a> {
+    code: &'a CodeAttribute,
+    insns: &'a [Insn],
+    initial: Vec<VType>,
+    /// Decoded frames by old offset; None when the method carries no frames and
+    /// must not get any (class files before 50, or 50 relying on the old verifier).
+    frames: Option<BTreeMap<u32, Frame>>,
+    /// Old offset where the catch-all range starts (after super()/this() in constructors).
+    body_start: u32,
+    this_class: String,
+    attribute_names: Vec<String>,
+}
+
+impl<'a> MethodAnalysis<'a> {
+    fn new(
+        class: &ClassFile,
+        m: &MethodTarget,
+        code: &'a CodeAttribute,
+        insns: &'a [Insn],
+    ) -> Result<Self, Reason> {
+        let pool = &class.pool;
+        let attribute_names = code
+            .attributes
+            .iter()
+            .map(|a| pool.utf8(a.name_index))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| Reason::MalformedCode)?;
+        if let Some(name) = attribute_names.iter().find(|n| UNRELOCATABLE.contains(&n.as_str())) {
+            return Err(Reason::UnrelocatableAttribute(name.clone()));
+        }
+        let is_static = class.methods[m.index].access & ACC_STATIC != 0;
+        let initial = initial_locals(m.class, m.name, m.descriptor, is_static)
+            .ok_or(Reason::MalformedCode)?;
+        let stack_map = attribute_names.iter().position(|n| n == "StackMapTable");
+        let frames = match stack_map {
+            Some(i) => Some(decode_frames(&code.attributes[i].info, pool, &initial)?),
+            None if class.major >= 51 => Some(BTreeMap::new()),
+            None => None,
+        };
+        let mut analysis = MethodAnalysis {
+            code,
+            insns,
+            initial,
+            frames,
+            body_start: 0,
+            this_class: m.class.to_string(),
+            attribute_names,
+        };
+        if m.name == "<init>" && m.class != "java/lang/Object" {
+            analysis.body_start = analysis.find_this_initialised(pool)?;
+        }
+        Ok(analysis)
+    }
+
+    fn context<'p>(&'p self, pool: &'p ConstantPool) -> Context<'p> {
+        Context { code: &self.code.code, pool, this_class: &self.this_class }
+    }
+
+    fn start_state(&self) -> State {
+        State::from_frame(&self.initial, &[], usize::from(self.code.max_locals))
+    }
+
+    fn frame_state(&self, offset: u32) -> Option<State> {
+        let f = self.frames.as_ref()?.get(&offset)?;
+        Some(State::from_frame(&f.locals, &f.stack, usize::from(self.code.max_locals)))
+    }
+
+    /// The offset just after the one `invokespecial <init>` whose receiver is the
+    /// uninitialised `this`. With frames the whole method is walked, so a second such
+    /// call on another path is caught; without frames (old class files) the walk stops
+    /// at the first and refuses branches before it, as it cannot follow them.
+    fn find_this_initialised(&self, pool: &ConstantPool) -> Result<u32, Reason> {
+        let cx = self.context(pool);
+        let precise = self.frames.as_ref().is_some_and(|f| !f.is_empty());
+        let mut state = self.start_state();
+        let mut found = Vec::new();
+        for insn in self.insns {
+            if let Some(s) = self.frame_state(insn.offset) {
+                state = s;
+            }
+            let result = step(&mut state, insn, &cx).map_err(|u| Reason::Untypable { offset: u.offset })?;
+            if result == Step::InitThis {
+                found.push(insn.offset + insn.len);
+                if !precise {
+                    break;
+                }
+            }
+            if !precise && found.is_empty() && transfers_control(insn) {
+                return Err(Reason::ConstructorShape);
+            }
+        }
+        match found[..] {
+            [after] => Ok(after),
+            _ => Err(Reason::ConstructorShape),
+        }
+    }
+
+    /// The frame after the instruction ending at `offset`, from the nearest frame
+    /// before it: the straight-line walk the verifier itself does.
+    fn infer_frame(&self, offset: u32, pool: &ConstantPool) -> Result<Frame, Reason> {
+        let cx = self.context(pool);
+        let last = self.insns.partition_point(|i| i.offset < offset) - 1;
+        let from = self
+            .frames
+            .as_ref()
+            .and_then(|f| f.range(..=self.insns[last].offset).next_back())
+            .map_or(0, |(o, _)| *o);
+        let mut state = self.start_state();
+        for insn in self.insns.iter().filter(|i| i.offset >= from && i.offset <= self.insns[last].offset) {
+            if let Some(s) = self.frame_state(insn.offset) {
+                state = s;
+            }
+            step(&mut state, insn, &cx).map_err(|u| Reason::Untypable { offset: u.offset })?;
+        }
+        Ok(Frame { offset, locals: to_entries(&state.locals), stack: to_entries(&state.stack) })
+    }
+
+    fn rewrite(&self, pool: &mut ConstantPool, probes: &ProbeSnippets) -> Result<CodeAttribute, Reason> {
+        let ins = Insertions { entry: &probes.entry, before_return: &probes.exit, tail: &probes.handler };
+        let code_len = self.code.code.len() as u32;
+        let layout = Layout::compute(self.insns, code_len, &ins);
+        let new_code = layout.emit(self.insns, &self.code.code, &ins);
+        if new_code.len() > usize::from(u16::MAX) {
+            return Err(Reason::CodeTooLarge);
+        }
+        let exceptions = self.relocate_exceptions(&layout)?;
+        let attributes = self.relocate_attributes(&layout, pool)?;
+        let max_stack = self.code.max_stack.checked_add(1).ok_or(Reason::StackTooDeep)?.max(2);
+        Ok(CodeAttribute {
+            max_stack,
+            max_locals: self.code.max_locals,
+            code: new_code,
+            exceptions,
+            attributes,
+        })
+    }
+
+    /// The original rows moved, then the catch-all row last so the method's own
+    /// handlers keep priority.
+    fn relocate_exceptions(&self, layout: &Layout) -> Result<Vec<ExceptionEntry>, Reason> {
+        let map = |old: u16| -> Result<u16, Reason> {
+            if !layout.is_boundary(u32::from(old)) {
+                return Err(Reason::MalformedCode);
+            }
+            Ok(layout.new_offset(u32::from(old)) as u16)
+        };
+        let mut out = self
+            .code
+            .exceptions
+            .iter()
+            .map(|e| {
+                Ok(ExceptionEntry {
+                    start: map(e.start)?,
+                    end: map(e.end)?,
+                    handler: map(e.handler)?,
+                    catch_type: e.catch_type,
+                })
+            })
+            .collect::<Result<Vec<_>, Reason>>()?;
+        let end = layout.body_end as u16;
+        out.push(ExceptionEntry {
+            start: layout.new_offset(self.body_start) as u16,
+            end,
+            handler: end,
+            catch_type: 0,
+        });
+        Ok(out)
+    }
+
+    fn relocate_attributes(&self, layout: &Layout, pool: &mut ConstantPool) -> Result<Vec<Attribute>, Reason> {
+        let mut out = Vec::with_capacity(self.code.attributes.len() + 1);
+        for (attr, name) in self.code.attributes.iter().zip(&self.attribute_names) {
+            let info = match name.as_str() {
+                "LineNumberTable" => relocate_line_numbers(&attr.info, layout),
+                "LocalVariableTable" | "LocalVariableTypeTable" => {
+                    relocate_local_variables(&attr.info, layout)
+                }
+                "StackMapTable" => continue,
+                _ => Some(attr.info.clone()),
+            };
+            let info = info.ok_or(Reason::MalformedCode)?;
+            out.push(Attribute { name_index: attr.name_index, info });
+        }
+        if self.frames.is_some() {
+            let name_index = pool.add_utf8("StackMapTable").map_err(|_| Reason::ConstantPoolFull)?;
+            out.push(Attribute { name_index, info: self.stack_map(layout, pool)? });
+        }
+        Ok(out)
+    }
+
+    /// The old frames at their new offsets, frames for the targets that widening
+    /// created, and the catch-all handler's frame (no locals, a Throwable on the stack:
+    /// every local type is assignable to an absent one).
+    fn stack_map(&self, layout: &Layout, pool: &mut ConstantPool) -> Result<Vec<u8>, Reason> {
+        let mut frames = self.frames.clone().unwrap_or_default();
+        for fallthrough in layout.widened_fallthroughs(self.insns) {
+            if !frames.contains_key(&fallthrough) {
+                let frame = self.infer_frame(fallthrough, pool)?;
+                frames.insert(fallthrough, frame);
+            }
+        }
+        if !frames.values().all(|f| frame_offsets_valid(f, layout)) {
+            return Err(Reason::MalformedCode);
+        }
+        let mut moved: Vec<Frame> = frames.values().map(|f| f.relocated(|o| layout.new_offset(o))).collect();
+        moved.push(Frame {
+            offset: layout.body_end,
+            locals: vec![],
+            stack: vec![VType::Object("java/lang/Throwable".into())],
+        });
+        encode_stack_map(&moved, &self.initial, pool).map_err(|e| match e {
+            ClassError::ConstantPoolFull => Reason::ConstantPoolFull,
+            _ => Reason::CodeTooLarge,
+        })
+    }
+}
+
+fn decode_frames(info: &[u8], pool: &ConstantPool, initial: &[VType]) -> Result<BTreeMap<u32, Frame>, Reason> {
+    let frames = decode_stack_map(info, pool, initial).map_err(|_| Reason::MalformedCode)?;
+    Ok(frames.into_iter().map(|f| (f.offset, f)).collect())
+}
+
+/// A frame sits on an instruction, and so does every `new` it refers to.
+fn frame_offsets_valid(f: &Frame, layout: &Layout) -> bool {
+    let on_insn = |o: u32| layout.is_boundary(o) && o < layout.old_len();
+    on_insn(f.offset)
+        && f.locals.iter().chain(&f.stack).all(|v| match v {
+            VType::Uninit(o) => on_insn(*o),
+            _ => true,
+        })
+}
+
+fn transfers_control(insn: &Insn) -> bool {
+    matches!(insn.kind, Kind::Branch { .. } | Kind::TableSwitch { .. } | Kind::LookupSwitch { .. })
+}
