@@ -43,13 +43,15 @@ impl FlameGraph {
     /// The first malformed line stops parsing with its line number.
     pub fn from_collapsed(text: &str) -> Result<Self, ParseError> {
         let mut graph = FlameGraph::new();
+        // One buffer for all lines so each line is split exactly once.
+        let mut frames = Vec::new();
         for (index, line) in text.lines().enumerate() {
-            let fail = |kind| ParseError {
+            let count = parse_line(line, &mut frames).map_err(|kind| ParseError {
                 line: index + 1,
                 kind,
-            };
-            if let Some((stack, count)) = parse_line(line).map_err(fail)? {
-                graph.add(stack.split(';'), count);
+            })?;
+            if let Some(count) = count {
+                graph.add(&frames, count);
             }
         }
         Ok(graph)
@@ -67,7 +69,7 @@ impl FlameGraph {
             if id != ROOT {
                 path.push(self.name(self.node(id).name));
             }
-            self.write_line(&path, self.node(id).own, &mut out);
+            self.write_line(&path, self.self_weight(id), &mut out);
             let start = pending.len();
             pending.extend(self.children_of(id).map(|c| (c, path.len())));
             // Reverse name order on the stack pops children in name order.
@@ -92,32 +94,26 @@ impl FlameGraph {
     }
 }
 
-/// Splits one line into its stack and count; `Ok(None)` for a blank line.
-fn parse_line(line: &str) -> Result<Option<(&str, u64)>, ParseErrorKind> {
-    let line = line.trim_end_matches('\r');
-    if line.trim().is_empty() {
+/// Splits one line into `frames` and returns its count; `Ok(None)` for a blank line.
+fn parse_line<'a>(line: &'a str, frames: &mut Vec<&'a str>) -> Result<Option<u64>, ParseErrorKind> {
+    let line = line.trim_end();
+    if line.trim_start().is_empty() {
         return Ok(None);
     }
-    let (stack, count) = line
-        .trim_end()
-        .rsplit_once(' ')
-        .ok_or(ParseErrorKind::MissingCount)?;
+    let (stack, count) = line.rsplit_once(' ').ok_or(ParseErrorKind::MissingCount)?;
     let count = count
         .parse::<u64>()
         .map_err(|_| ParseErrorKind::InvalidCount(count.to_string()))?;
     let stack = stack.trim_end();
-    check_stack(stack)?;
-    Ok(Some((stack, count)))
-}
-
-fn check_stack(stack: &str) -> Result<(), ParseErrorKind> {
     if stack.is_empty() {
         return Err(ParseErrorKind::EmptyStack);
     }
-    match stack.split(';').position(str::is_empty) {
+    frames.clear();
+    frames.extend(stack.split(';'));
+    match frames.iter().position(|f| f.is_empty()) {
         Some(position) => Err(ParseErrorKind::EmptyFrame {
             index: position + 1,
         }),
-        None => Ok(()),
+        None => Ok(Some(count)),
     }
 }

@@ -56,7 +56,8 @@ struct PageData {
     names: Vec<Option<NameId>>,
     colours: Vec<String>,
     name_colour: Vec<u32>,
-    frames: Vec<[i64; 3]>,
+    /// (name index, depth, width); a negative name is minus a merged box's frame count.
+    frames: Vec<(i64, u32, u64)>,
 }
 
 impl PageData {
@@ -87,8 +88,7 @@ impl PageData {
                 // Merged boxes need no name: a negative index carries their count.
                 Label::Merged { count } => -(count as i64),
             };
-            data.frames
-                .push([name, i64::from(frame.depth), frame.width as i64]);
+            data.frames.push((name, frame.depth, frame.width));
         }
         data
     }
@@ -144,8 +144,8 @@ impl PageData {
             let _ = write!(out, "{i}");
         });
         out.push_str(r#"],"frames":["#);
-        join(&mut out, self.frames.iter().flatten(), |out, n| {
-            let _ = write!(out, "{n}");
+        join(&mut out, &self.frames, |out, (name, depth, width)| {
+            let _ = write!(out, "{name},{depth},{width}");
         });
         out.push_str("]}");
         out

@@ -1,10 +1,13 @@
 //! The flame graph's data: a prefix tree of frames built from weighted stacks.
 //!
-//! Frame names are interned once, and a node's children are found through one
-//! hash map keyed by (parent, name) so that adding a stack costs one lookup per
-//! frame no matter how wide the tree is.
+//! Frame names are interned once. Most nodes have a handful of children, found
+//! by walking a short sibling list; children of wide nodes (past
+//! [`LIST_LIMIT`]) are also indexed in one hash map keyed by (parent, name), so
+//! adding a stack costs about one cheap lookup per frame however wide the tree
+//! is, without paying for a hash map entry per node.
 
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 /// Index of a node in [`FlameGraph::nodes`]; the root is always 0.
 pub(crate) type NodeId = u32;
@@ -17,16 +20,20 @@ pub(crate) const ROOT: NodeId = 0;
 /// Sentinel for "no node" in the intrusive child lists.
 const NONE: NodeId = NodeId::MAX;
 
+/// Children beyond this many are looked up through the hash map instead of the list.
+const LIST_LIMIT: u32 = 8;
+
 /// One frame in the tree: a name reached through a particular path from the root.
 #[derive(Debug, Clone)]
 pub(crate) struct Node {
     pub(crate) name: NameId,
-    /// Weight of every stack passing through this node.
+    /// Weight of every stack passing through this node. The weight of stacks
+    /// ending here is not stored: it is the total less the children's, and
+    /// leaving it out keeps a node at 24 bytes for graphs of millions of frames.
     pub(crate) total: u64,
-    /// Weight of stacks that end exactly here.
-    pub(crate) own: u64,
     first_child: NodeId,
     next_sibling: NodeId,
+    child_count: u32,
 }
 
 /// Total and own ("self") weight of one node, as returned by [`FlameGraph::weight_at`].
@@ -50,9 +57,14 @@ pub struct FrameWeight {
 #[derive(Debug, Clone)]
 pub struct FlameGraph {
     pub(crate) nodes: Vec<Node>,
-    names: Vec<Box<str>>,
-    name_ids: FxHashMap<Box<str>, NameId>,
-    children: FxHashMap<(NodeId, NameId), NodeId>,
+    names: Vec<Arc<str>>,
+    name_ids: FxHashMap<Arc<str>, NameId>,
+    /// Children of nodes with more than [`LIST_LIMIT`] of them.
+    wide_children: FxHashMap<(NodeId, NameId), NodeId>,
+    /// Nodes of the previous stack below the root. Consecutive stacks usually
+    /// share a prefix (collapsed files are sorted, samples repeat), and one
+    /// string comparison against it is much cheaper than a lookup.
+    last_path: Vec<NodeId>,
 }
 
 impl Default for FlameGraph {
@@ -71,7 +83,8 @@ impl FlameGraph {
             nodes: Vec::new(),
             names: Vec::new(),
             name_ids: FxHashMap::default(),
-            children: FxHashMap::default(),
+            wide_children: FxHashMap::default(),
+            last_path: Vec::new(),
         };
         let root_name = graph.intern(Self::ROOT_NAME);
         graph.nodes.push(Node::new(root_name));
@@ -89,15 +102,30 @@ impl FlameGraph {
         if weight == 0 {
             return;
         }
+        self.add_weight(ROOT, weight);
         let mut node = ROOT;
-        self.nodes[ROOT as usize].total = self.nodes[ROOT as usize].total.saturating_add(weight);
+        let mut depth = 0;
+        let mut on_last_path = true;
         for frame in frames_root_first {
-            node = self.child_or_insert(node, frame.as_ref());
-            let n = &mut self.nodes[node as usize];
-            n.total = n.total.saturating_add(weight);
+            let frame = frame.as_ref();
+            match self.last_path.get(depth) {
+                Some(&cached) if on_last_path && self.node_name(cached) == frame => node = cached,
+                _ => {
+                    on_last_path = false;
+                    node = self.child_or_insert(node, frame);
+                    self.last_path.truncate(depth);
+                    self.last_path.push(node);
+                }
+            }
+            self.add_weight(node, weight);
+            depth += 1;
         }
-        let leaf = &mut self.nodes[node as usize];
-        leaf.own = leaf.own.saturating_add(weight);
+        self.last_path.truncate(depth);
+    }
+
+    fn add_weight(&mut self, node: NodeId, weight: u64) {
+        let n = &mut self.nodes[node as usize];
+        n.total = n.total.saturating_add(weight);
     }
 
     /// The weight of all stacks added so far.
@@ -120,13 +148,25 @@ impl FlameGraph {
         let mut node = ROOT;
         for frame in path {
             let name = *self.name_ids.get(frame.as_ref())?;
-            node = *self.children.get(&(node, name))?;
+            node = self.find_child(node, name)?;
         }
-        let n = &self.nodes[node as usize];
         Some(FrameWeight {
-            total: n.total,
-            self_weight: n.own,
+            total: self.nodes[node as usize].total,
+            self_weight: self.self_weight(node),
         })
+    }
+
+    /// Weight of the stacks ending at `id`: what its children do not account for.
+    pub(crate) fn self_weight(&self, id: NodeId) -> u64 {
+        let children: u64 = self
+            .children_of(id)
+            .map(|c| self.nodes[c as usize].total)
+            .sum();
+        self.nodes[id as usize].total.saturating_sub(children)
+    }
+
+    fn node_name(&self, id: NodeId) -> &str {
+        &self.names[self.nodes[id as usize].name as usize]
     }
 
     pub(crate) fn name(&self, id: NameId) -> &str {
@@ -147,15 +187,39 @@ impl FlameGraph {
 
     fn child_or_insert(&mut self, parent: NodeId, frame: &str) -> NodeId {
         let name = self.intern(frame);
-        if let Some(&child) = self.children.get(&(parent, name)) {
-            return child;
+        match self.find_child(parent, name) {
+            Some(child) => child,
+            None => self.insert_child(parent, name),
         }
+    }
+
+    fn find_child(&self, parent: NodeId, name: NameId) -> Option<NodeId> {
+        if self.nodes[parent as usize].child_count > LIST_LIMIT {
+            return self.wide_children.get(&(parent, name)).copied();
+        }
+        self.children_of(parent)
+            .find(|&c| self.nodes[c as usize].name == name)
+    }
+
+    fn insert_child(&mut self, parent: NodeId, name: NameId) -> NodeId {
         let child = NodeId::try_from(self.nodes.len()).expect("more than 4 billion frames");
         let mut node = Node::new(name);
-        node.next_sibling = self.nodes[parent as usize].first_child;
-        self.nodes[parent as usize].first_child = child;
+        let p = &mut self.nodes[parent as usize];
+        node.next_sibling = p.first_child;
+        p.first_child = child;
+        p.child_count += 1;
+        let count = p.child_count;
         self.nodes.push(node);
-        self.children.insert((parent, name), child);
+        if count == LIST_LIMIT + 1 {
+            // The list just became too long to scan: index all of it.
+            let all: Vec<NodeId> = self.children_of(parent).collect();
+            for c in all {
+                self.wide_children
+                    .insert((parent, self.nodes[c as usize].name), c);
+            }
+        } else if count > LIST_LIMIT {
+            self.wide_children.insert((parent, name), child);
+        }
         child
     }
 
@@ -164,8 +228,9 @@ impl FlameGraph {
             return id;
         }
         let id = NameId::try_from(self.names.len()).expect("more than 4 billion names");
-        self.names.push(name.into());
-        self.name_ids.insert(name.into(), id);
+        let shared: Arc<str> = name.into();
+        self.names.push(Arc::clone(&shared));
+        self.name_ids.insert(shared, id);
         id
     }
 }
@@ -175,9 +240,9 @@ impl Node {
         Node {
             name,
             total: 0,
-            own: 0,
             first_child: NONE,
             next_sibling: NONE,
+            child_count: 0,
         }
     }
 }

@@ -143,3 +143,12 @@ fn empty_graph_still_renders() {
     assert_eq!(data["total"], 0);
     assert_eq!(frames(&data), [("all".to_string(), 0, 0)]);
 }
+
+#[test]
+fn huge_weights_stay_unsigned() {
+    let mut g = FlameGraph::new();
+    g.add(["a"], u64::MAX);
+    let data = page_data(&render_html(&g, &Options::default()));
+    assert_eq!(data["total"].as_u64(), Some(u64::MAX));
+    assert_eq!(frames(&data)[1], ("a".to_string(), 1, u64::MAX));
+}

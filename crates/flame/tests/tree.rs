@@ -70,3 +70,37 @@ fn weights_saturate_instead_of_wrapping() {
     g.add(["a"], 5);
     assert_eq!(g.total(), u64::MAX);
 }
+
+#[test]
+fn consecutive_stacks_that_share_a_prefix_then_diverge() {
+    let mut g = FlameGraph::new();
+    g.add(["a", "b", "c"], 1);
+    g.add(["a", "b", "d"], 2);
+    g.add(["a", "b"], 4);
+    g.add(["a", "e", "c"], 8);
+    g.add(["a", "b", "c"], 16);
+    g.add(["b"], 32);
+    g.add(["a", "b", "c", "d"], 64);
+    assert_eq!(g.weight_at(["a"]), weight(95, 0));
+    assert_eq!(g.weight_at(["a", "b"]), weight(87, 4));
+    assert_eq!(g.weight_at(["a", "b", "c"]), weight(81, 17));
+    assert_eq!(g.weight_at(["a", "b", "c", "d"]), weight(64, 64));
+    assert_eq!(g.weight_at(["a", "b", "d"]), weight(2, 2));
+    assert_eq!(g.weight_at(["a", "e", "c"]), weight(8, 8));
+    assert_eq!(g.weight_at(["b"]), weight(32, 32));
+    assert_eq!(g.frame_count(), 8);
+}
+
+#[test]
+fn wide_nodes_find_children_among_hundreds() {
+    let mut g = FlameGraph::new();
+    for round in 1..=3 {
+        for i in 0..300 {
+            g.add(["main", &format!("f{i}")], round);
+        }
+    }
+    assert_eq!(g.frame_count(), 301);
+    for i in [0, 7, 8, 9, 299] {
+        assert_eq!(g.weight_at(["main", &format!("f{i}")]), weight(6, 6), "f{i}");
+    }
+}

@@ -173,7 +173,7 @@
       tipName: document.getElementById('tip-name'), tipWeight: document.getElementById('tip-weight'),
       empty: document.getElementById('empty'),
     };
-    const state = { zoom: 0, hit: null, rows: [], width: 0, pending: false };
+    const state = { zoom: 0, hit: null, rows: [], maxDepth: 0, pending: false };
     const minPx = Math.max(data.minWidthPx || 0, 1);
 
     if (g.total === 0) {
@@ -182,12 +182,16 @@
       return;
     }
 
-    function rowOf(depth) { return data.inverted ? depth : g.maxDepth - depth; }
+    // Rows span only the depths drawn, so a graph whose deep frames are all
+    // merged away does not leave a screen of empty rows above it.
+    function rowOf(depth) { return data.inverted ? depth : state.maxDepth - depth; }
 
     function draw() {
       state.pending = false;
       const width = el.canvas.clientWidth;
-      const height = (g.maxDepth + 1) * FRAME_HEIGHT;
+      const boxes = layoutBoxes(g, state.zoom, width, minPx, state.hit);
+      state.maxDepth = boxes.reduce(function (max, box) { return Math.max(max, box.depth); }, 0);
+      const height = (state.maxDepth + 1) * FRAME_HEIGHT;
       const ratio = window.devicePixelRatio || 1;
       el.canvas.style.height = height + 'px';
       el.canvas.width = Math.round(width * ratio);
@@ -197,11 +201,15 @@
       ctx.font = FONT;
       ctx.textBaseline = 'middle';
       const charWidth = ctx.measureText('MMMMMMMMMM').width / 10;
-      const boxes = layoutBoxes(g, state.zoom, width, minPx, state.hit);
       state.rows = [];
-      state.width = width;
       boxes.forEach(function (box) { paint(ctx, box, charWidth); addToRow(box); });
       state.rows.forEach(function (row) { row.sort(function (a, b) { return a.px - b.px; }); });
+    }
+
+    // A flame graph stands on its root: start with the root row in view.
+    function showRoot() {
+      const bottom = el.canvas.getBoundingClientRect().bottom;
+      if (!data.inverted && bottom > window.innerHeight) window.scrollBy(0, bottom - window.innerHeight + 8);
     }
 
     function paint(ctx, box, charWidth) {
@@ -233,7 +241,7 @@
       const rect = el.canvas.getBoundingClientRect();
       const x = clientX - rect.left;
       const row = Math.floor((clientY - rect.top) / FRAME_HEIGHT);
-      const depth = data.inverted ? row : g.maxDepth - row;
+      const depth = data.inverted ? row : state.maxDepth - row;
       const boxes = state.rows[depth];
       if (!boxes) return null;
       let lo = 0;
@@ -311,5 +319,6 @@
     window.addEventListener('resize', schedule);
     runSearch();
     draw();
+    showRoot();
   }
 })();
