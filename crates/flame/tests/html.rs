@@ -15,19 +15,14 @@ fn page_data(html: &str) -> Value {
 /// (name, depth, width) per frame, with merged boxes named "[n merged]".
 fn frames(data: &Value) -> Vec<(String, u64, u64)> {
     let names = data["names"].as_array().unwrap();
-    let flat: Vec<i64> = data["frames"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_i64().unwrap())
-        .collect();
+    let flat = data["frames"].as_array().unwrap();
     flat.chunks(3)
         .map(|f| {
-            let name = match f[0] {
+            let name = match f[0].as_i64().unwrap() {
                 n if n < 0 => format!("[{} merged]", -n),
                 n => names[n as usize].as_str().unwrap().to_string(),
             };
-            (name, f[1] as u64, f[2] as u64)
+            (name, f[1].as_u64().unwrap(), f[2].as_u64().unwrap())
         })
         .collect()
 }
