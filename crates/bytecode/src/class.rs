@@ -109,7 +109,9 @@ impl ClassFile {
 
     /// Finds an attribute of `attrs` by name.
     pub fn find_attribute<'a>(&self, attrs: &'a [Attribute], name: &str) -> Option<&'a Attribute> {
-        attrs.iter().find(|a| self.pool.utf8(a.name_index).is_ok_and(|n| n == name))
+        attrs
+            .iter()
+            .find(|a| self.pool.utf8(a.name_index).is_ok_and(|n| n == name))
     }
 }
 
@@ -144,7 +146,10 @@ pub(crate) fn parse_attributes(r: &mut Reader) -> Result<Vec<Attribute>, ClassEr
         .map(|_| {
             let name_index = r.u16()?;
             let len = r.u32()? as usize;
-            Ok(Attribute { name_index, info: r.take(len)?.to_vec() })
+            Ok(Attribute {
+                name_index,
+                info: r.take(len)?.to_vec(),
+            })
         })
         .collect()
 }
@@ -153,7 +158,10 @@ pub(crate) fn write_attributes(attrs: &[Attribute], out: &mut Vec<u8>) -> Result
     put_len16(out, attrs.len())?;
     for a in attrs {
         put_u16(out, a.name_index);
-        put_u32(out, u32::try_from(a.info.len()).map_err(|_| ClassError::TooLarge)?);
+        put_u32(
+            out,
+            u32::try_from(a.info.len()).map_err(|_| ClassError::TooLarge)?,
+        );
         out.extend_from_slice(&a.info);
     }
     Ok(())

@@ -25,7 +25,9 @@ pub struct CodeAttribute {
 impl CodeAttribute {
     /// Parses the body of a Code attribute (after its name and length).
     pub fn parse(info: &[u8]) -> Result<Self, ClassError> {
-        let bad = || ClassError::BadAttribute { name: "Code".into() };
+        let bad = || ClassError::BadAttribute {
+            name: "Code".into(),
+        };
         let mut r = Reader::new(info);
         let max_stack = r.u16()?;
         let max_locals = r.u16()?;
@@ -46,14 +48,23 @@ impl CodeAttribute {
         if r.remaining() != 0 {
             return Err(bad());
         }
-        Ok(CodeAttribute { max_stack, max_locals, code, exceptions, attributes })
+        Ok(CodeAttribute {
+            max_stack,
+            max_locals,
+            code,
+            exceptions,
+            attributes,
+        })
     }
 
     pub fn to_bytes(&self) -> Result<Vec<u8>, ClassError> {
         let mut out = Vec::with_capacity(self.code.len() + 32);
         put_u16(&mut out, self.max_stack);
         put_u16(&mut out, self.max_locals);
-        put_u32(&mut out, u32::try_from(self.code.len()).map_err(|_| ClassError::TooLarge)?);
+        put_u32(
+            &mut out,
+            u32::try_from(self.code.len()).map_err(|_| ClassError::TooLarge)?,
+        );
         out.extend_from_slice(&self.code);
         put_len16(&mut out, self.exceptions.len())?;
         for e in &self.exceptions {

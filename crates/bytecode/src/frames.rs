@@ -119,19 +119,26 @@ pub fn decode_stack_map(
     pool: &ConstantPool,
     initial: &[VType],
 ) -> Result<Vec<Frame>, ClassError> {
-    let bad = || ClassError::BadAttribute { name: "StackMapTable".into() };
+    let bad = || ClassError::BadAttribute {
+        name: "StackMapTable".into(),
+    };
     let mut r = Reader::new(info);
     let count = r.u16()?;
     let mut frames: Vec<Frame> = Vec::with_capacity(usize::from(count));
     let mut locals = initial.to_vec();
     for _ in 0..count {
-        let (delta, frame_locals, stack) = decode_frame(&mut r, pool, &locals).map_err(|_| bad())?;
+        let (delta, frame_locals, stack) =
+            decode_frame(&mut r, pool, &locals).map_err(|_| bad())?;
         let offset = match frames.last() {
             None => u32::from(delta),
             Some(prev) => prev.offset + u32::from(delta) + 1,
         };
         locals = frame_locals;
-        frames.push(Frame { offset, locals: locals.clone(), stack });
+        frames.push(Frame {
+            offset,
+            locals: locals.clone(),
+            stack,
+        });
     }
     if r.remaining() != 0 {
         return Err(bad());
@@ -141,12 +148,22 @@ pub fn decode_stack_map(
 
 type DecodedFrame = (u16, Vec<VType>, Vec<VType>);
 
-fn decode_frame(r: &mut Reader, pool: &ConstantPool, prev: &[VType]) -> Result<DecodedFrame, ClassError> {
+fn decode_frame(
+    r: &mut Reader,
+    pool: &ConstantPool,
+    prev: &[VType],
+) -> Result<DecodedFrame, ClassError> {
     let kind = r.u8()?;
-    let bad = || ClassError::BadAttribute { name: "StackMapTable".into() };
+    let bad = || ClassError::BadAttribute {
+        name: "StackMapTable".into(),
+    };
     Ok(match kind {
         0..=63 => (u16::from(kind), prev.to_vec(), vec![]),
-        64..=127 => (u16::from(kind - 64), prev.to_vec(), vec![read_vtype(r, pool)?]),
+        64..=127 => (
+            u16::from(kind - 64),
+            prev.to_vec(),
+            vec![read_vtype(r, pool)?],
+        ),
         247 => {
             let delta = r.u16()?;
             (delta, prev.to_vec(), vec![read_vtype(r, pool)?])
@@ -189,7 +206,11 @@ fn read_vtype(r: &mut Reader, pool: &ConstantPool) -> Result<VType, ClassError> 
         6 => VType::UninitThis,
         7 => VType::Object(pool.class_name(r.u16()?)?),
         8 => VType::Uninit(u32::from(r.u16()?)),
-        _ => return Err(ClassError::BadAttribute { name: "StackMapTable".into() }),
+        _ => {
+            return Err(ClassError::BadAttribute {
+                name: "StackMapTable".into(),
+            })
+        }
     })
 }
 
@@ -259,7 +280,11 @@ fn short_frame(out: &mut Vec<u8>, kind: u8, delta: u16) {
     put_u16(out, delta);
 }
 
-fn write_vtype_list(list: &[VType], pool: &mut ConstantPool, out: &mut Vec<u8>) -> Result<(), ClassError> {
+fn write_vtype_list(
+    list: &[VType],
+    pool: &mut ConstantPool,
+    out: &mut Vec<u8>,
+) -> Result<(), ClassError> {
     put_len16(out, list.len())?;
     list.iter().try_for_each(|v| write_vtype(v, pool, out))
 }
@@ -279,7 +304,10 @@ fn write_vtype(v: &VType, pool: &mut ConstantPool, out: &mut Vec<u8>) -> Result<
         }
         VType::Uninit(offset) => {
             out.push(8);
-            put_u16(out, u16::try_from(*offset).map_err(|_| ClassError::TooLarge)?);
+            put_u16(
+                out,
+                u16::try_from(*offset).map_err(|_| ClassError::TooLarge)?,
+            );
         }
     }
     Ok(())
@@ -320,7 +348,12 @@ mod tests {
         let (args, ret) = parse_method_descriptor("(IJ[[Ljava/lang/String;Z)[B").unwrap();
         assert_eq!(
             args,
-            vec![VType::Int, VType::Long, VType::Object("[[Ljava/lang/String;".into()), VType::Int]
+            vec![
+                VType::Int,
+                VType::Long,
+                VType::Object("[[Ljava/lang/String;".into()),
+                VType::Int
+            ]
         );
         assert_eq!(ret, Some(VType::Object("[B".into())));
         assert_eq!(parse_method_descriptor("()V"), Some((vec![], None)));

@@ -38,8 +38,15 @@ pub enum Kind {
     Plain,
     /// if*, goto or goto_w with its absolute target.
     Branch { opcode: u8, target: u32 },
-    TableSwitch { default: u32, low: i32, targets: Vec<u32> },
-    LookupSwitch { default: u32, pairs: Vec<(i32, u32)> },
+    TableSwitch {
+        default: u32,
+        low: i32,
+        targets: Vec<u32>,
+    },
+    LookupSwitch {
+        default: u32,
+        pairs: Vec<(i32, u32)>,
+    },
     /// ireturn .. return.
     Return,
     /// jsr, jsr_w or ret: subroutines, which this crate does not relocate.
@@ -77,22 +84,42 @@ fn decode_one(code: &[u8], pc: usize) -> Option<Insn> {
     let (len, kind) = match opcode {
         0x99..=0xa7 | op::IFNULL | op::IFNONNULL => {
             need(code, pc, 3)?;
-            (3, Kind::Branch { opcode, target: rel(pc, i32::from(be_i16(code, pc + 1)))? })
+            (
+                3,
+                Kind::Branch {
+                    opcode,
+                    target: rel(pc, i32::from(be_i16(code, pc + 1)))?,
+                },
+            )
         }
         op::GOTO_W => {
             need(code, pc, 5)?;
-            (5, Kind::Branch { opcode, target: rel(pc, be_i32(code, pc + 1))? })
+            (
+                5,
+                Kind::Branch {
+                    opcode,
+                    target: rel(pc, be_i32(code, pc + 1))?,
+                },
+            )
         }
         op::JSR | op::RET => (fixed_len(opcode)?, Kind::Subroutine),
         op::JSR_W => (5, Kind::Subroutine),
         op::TABLESWITCH => decode_table(code, pc)?,
         op::LOOKUPSWITCH => decode_lookup(code, pc)?,
         op::IRETURN..=op::RETURN => (1, Kind::Return),
-        op::WIDE => (if *code.get(pc + 1)? == op::IINC { 6 } else { 4 }, Kind::Plain),
+        op::WIDE => (
+            if *code.get(pc + 1)? == op::IINC { 6 } else { 4 },
+            Kind::Plain,
+        ),
         _ => (fixed_len(opcode)?, Kind::Plain),
     };
     need(code, pc, len)?;
-    Some(Insn { offset: pc as u32, len: len as u32, opcode, kind })
+    Some(Insn {
+        offset: pc as u32,
+        len: len as u32,
+        opcode,
+        kind,
+    })
 }
 
 fn need(code: &[u8], pc: usize, len: usize) -> Option<()> {
@@ -118,7 +145,14 @@ fn decode_table(code: &[u8], pc: usize) -> Option<(usize, Kind)> {
     let targets = (0..count)
         .map(|i| rel(pc, be_i32(code, base + 12 + 4 * i)))
         .collect::<Option<_>>()?;
-    Some((base + 12 + 4 * count - pc, Kind::TableSwitch { default, low, targets }))
+    Some((
+        base + 12 + 4 * count - pc,
+        Kind::TableSwitch {
+            default,
+            low,
+            targets,
+        },
+    ))
 }
 
 fn decode_lookup(code: &[u8], pc: usize) -> Option<(usize, Kind)> {
@@ -133,7 +167,10 @@ fn decode_lookup(code: &[u8], pc: usize) -> Option<(usize, Kind)> {
             Some((be_i32(code, at), rel(pc, be_i32(code, at + 4))?))
         })
         .collect::<Option<_>>()?;
-    Some((base + 8 + 8 * count - pc, Kind::LookupSwitch { default, pairs }))
+    Some((
+        base + 8 + 8 * count - pc,
+        Kind::LookupSwitch { default, pairs },
+    ))
 }
 
 /// Length of every fixed-size instruction; None for invalid opcodes.
@@ -181,7 +218,10 @@ pub fn invert_condition(opcode: u8) -> u8 {
 }
 
 pub fn is_conditional(opcode: u8) -> bool {
-    matches!(opcode, op::IFEQ..=op::IF_ACMPNE | op::IFNULL | op::IFNONNULL)
+    matches!(
+        opcode,
+        op::IFEQ..=op::IF_ACMPNE | op::IFNULL | op::IFNONNULL
+    )
 }
 
 #[cfg(test)]
@@ -211,7 +251,11 @@ mod tests {
         assert_eq!(insns[1].len, 23);
         assert_eq!(
             insns[1].kind,
-            Kind::TableSwitch { default: 21, low: 0, targets: vec![17, 19] }
+            Kind::TableSwitch {
+                default: 21,
+                low: 0,
+                targets: vec![17, 19]
+            }
         );
     }
 }

@@ -109,7 +109,13 @@ pub fn instrument(
         let Some(id) = select(&class_name, &name, &descriptor) else {
             continue;
         };
-        let target = MethodTarget { class: &class_name, name: &name, descriptor: &descriptor, index, id };
+        let target = MethodTarget {
+            class: &class_name,
+            name: &name,
+            descriptor: &descriptor,
+            index,
+            id,
+        };
         let outcome = match instrument_method(&mut class, &target, probes) {
             Ok(()) => {
                 changed = true;
@@ -117,9 +123,17 @@ pub fn instrument(
             }
             Err(reason) => Outcome::Skipped(reason),
         };
-        methods.push(MethodOutcome { name, descriptor, outcome });
+        methods.push(MethodOutcome {
+            name,
+            descriptor,
+            outcome,
+        });
     }
-    let bytes = if changed { Some(class.to_bytes()?) } else { None };
+    let bytes = if changed {
+        Some(class.to_bytes()?)
+    } else {
+        None
+    };
     Ok(Instrumented { bytes, methods })
 }
 
@@ -131,7 +145,11 @@ struct MethodTarget<'a> {
     id: u32,
 }
 
-fn instrument_method(class: &mut ClassFile, m: &MethodTarget, probes: &Probes) -> Result<(), Reason> {
+fn instrument_method(
+    class: &mut ClassFile,
+    m: &MethodTarget,
+    probes: &Probes,
+) -> Result<(), Reason> {
     let code_at = code_attribute_index(class, m.index).ok_or(Reason::NoCode)?;
     let code = CodeAttribute::parse(&class.methods[m.index].attributes[code_at].info)
         .map_err(|_| Reason::MalformedCode)?;
@@ -165,7 +183,9 @@ impl ProbeSnippets {
     fn new(pool: &mut ConstantPool, probes: &Probes, id: u32) -> Result<Self, Reason> {
         let full = |_| Reason::ConstantPoolFull;
         let mut call = |name: &str| -> Result<Vec<u8>, Reason> {
-            let r = pool.add_method_ref(&probes.class, name, PROBE_DESCRIPTOR).map_err(full)?;
+            let r = pool
+                .add_method_ref(&probes.class, name, PROBE_DESCRIPTOR)
+                .map_err(full)?;
             let mut out = push_int(id as i32, pool)?;
             out.push(op::INVOKESTATIC);
             out.extend_from_slice(&r.to_be_bytes());
@@ -175,7 +195,11 @@ impl ProbeSnippets {
         let exit = call(&probes.exit)?;
         let mut handler = call(&probes.exit_throw)?;
         handler.push(op::ATHROW);
-        Ok(ProbeSnippets { entry, exit, handler })
+        Ok(ProbeSnippets {
+            entry,
+            exit,
+            handler,
+        })
     }
 }
 
@@ -231,7 +255,10 @@ impl<'a> MethodAnalysis<'a> {
             .map(|a| pool.utf8(a.name_index))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| Reason::MalformedCode)?;
-        if let Some(name) = attribute_names.iter().find(|n| UNRELOCATABLE.contains(&n.as_str())) {
+        if let Some(name) = attribute_names
+            .iter()
+            .find(|n| UNRELOCATABLE.contains(&n.as_str()))
+        {
             return Err(Reason::UnrelocatableAttribute(name.clone()));
         }
         let is_static = class.methods[m.index].access & ACC_STATIC != 0;
@@ -259,7 +286,11 @@ impl<'a> MethodAnalysis<'a> {
     }
 
     fn context<'p>(&'p self, pool: &'p ConstantPool) -> Context<'p> {
-        Context { code: &self.code.code, pool, this_class: &self.this_class }
+        Context {
+            code: &self.code.code,
+            pool,
+            this_class: &self.this_class,
+        }
     }
 
     fn start_state(&self) -> State {
@@ -268,7 +299,11 @@ impl<'a> MethodAnalysis<'a> {
 
     fn frame_state(&self, offset: u32) -> Option<State> {
         let f = self.frames.as_ref()?.get(&offset)?;
-        Some(State::from_frame(&f.locals, &f.stack, usize::from(self.code.max_locals)))
+        Some(State::from_frame(
+            &f.locals,
+            &f.stack,
+            usize::from(self.code.max_locals),
+        ))
     }
 
     /// The offset just after the one `invokespecial <init>` whose receiver is the
@@ -284,7 +319,8 @@ impl<'a> MethodAnalysis<'a> {
             if let Some(s) = self.frame_state(insn.offset) {
                 state = s;
             }
-            let result = step(&mut state, insn, &cx).map_err(|u| Reason::Untypable { offset: u.offset })?;
+            let result =
+                step(&mut state, insn, &cx).map_err(|u| Reason::Untypable { offset: u.offset })?;
             if result == Step::InitThis {
                 found.push(insn.offset + insn.len);
                 if !precise {
@@ -312,17 +348,33 @@ impl<'a> MethodAnalysis<'a> {
             .and_then(|f| f.range(..=self.insns[last].offset).next_back())
             .map_or(0, |(o, _)| *o);
         let mut state = self.start_state();
-        for insn in self.insns.iter().filter(|i| i.offset >= from && i.offset <= self.insns[last].offset) {
+        for insn in self
+            .insns
+            .iter()
+            .filter(|i| i.offset >= from && i.offset <= self.insns[last].offset)
+        {
             if let Some(s) = self.frame_state(insn.offset) {
                 state = s;
             }
             step(&mut state, insn, &cx).map_err(|u| Reason::Untypable { offset: u.offset })?;
         }
-        Ok(Frame { offset, locals: to_entries(&state.locals), stack: to_entries(&state.stack) })
+        Ok(Frame {
+            offset,
+            locals: to_entries(&state.locals),
+            stack: to_entries(&state.stack),
+        })
     }
 
-    fn rewrite(&self, pool: &mut ConstantPool, probes: &ProbeSnippets) -> Result<CodeAttribute, Reason> {
-        let ins = Insertions { entry: &probes.entry, before_return: &probes.exit, tail: &probes.handler };
+    fn rewrite(
+        &self,
+        pool: &mut ConstantPool,
+        probes: &ProbeSnippets,
+    ) -> Result<CodeAttribute, Reason> {
+        let ins = Insertions {
+            entry: &probes.entry,
+            before_return: &probes.exit,
+            tail: &probes.handler,
+        };
         let code_len = self.code.code.len() as u32;
         let layout = Layout::compute(self.insns, code_len, &ins);
         let new_code = layout.emit(self.insns, &self.code.code, &ins);
@@ -331,7 +383,12 @@ impl<'a> MethodAnalysis<'a> {
         }
         let exceptions = self.relocate_exceptions(&layout)?;
         let attributes = self.relocate_attributes(&layout, pool)?;
-        let max_stack = self.code.max_stack.checked_add(1).ok_or(Reason::StackTooDeep)?.max(2);
+        let max_stack = self
+            .code
+            .max_stack
+            .checked_add(1)
+            .ok_or(Reason::StackTooDeep)?
+            .max(2);
         Ok(CodeAttribute {
             max_stack,
             max_locals: self.code.max_locals,
@@ -373,7 +430,11 @@ impl<'a> MethodAnalysis<'a> {
         Ok(out)
     }
 
-    fn relocate_attributes(&self, layout: &Layout, pool: &mut ConstantPool) -> Result<Vec<Attribute>, Reason> {
+    fn relocate_attributes(
+        &self,
+        layout: &Layout,
+        pool: &mut ConstantPool,
+    ) -> Result<Vec<Attribute>, Reason> {
         let mut out = Vec::with_capacity(self.code.attributes.len() + 1);
         for (attr, name) in self.code.attributes.iter().zip(&self.attribute_names) {
             let info = match name.as_str() {
@@ -385,11 +446,19 @@ impl<'a> MethodAnalysis<'a> {
                 _ => Some(attr.info.clone()),
             };
             let info = info.ok_or(Reason::MalformedCode)?;
-            out.push(Attribute { name_index: attr.name_index, info });
+            out.push(Attribute {
+                name_index: attr.name_index,
+                info,
+            });
         }
         if self.frames.is_some() {
-            let name_index = pool.add_utf8("StackMapTable").map_err(|_| Reason::ConstantPoolFull)?;
-            out.push(Attribute { name_index, info: self.stack_map(layout, pool)? });
+            let name_index = pool
+                .add_utf8("StackMapTable")
+                .map_err(|_| Reason::ConstantPoolFull)?;
+            out.push(Attribute {
+                name_index,
+                info: self.stack_map(layout, pool)?,
+            });
         }
         Ok(out)
     }
@@ -408,7 +477,10 @@ impl<'a> MethodAnalysis<'a> {
         if !frames.values().all(|f| frame_offsets_valid(f, layout)) {
             return Err(Reason::MalformedCode);
         }
-        let mut moved: Vec<Frame> = frames.values().map(|f| f.relocated(|o| layout.new_offset(o))).collect();
+        let mut moved: Vec<Frame> = frames
+            .values()
+            .map(|f| f.relocated(|o| layout.new_offset(o)))
+            .collect();
         moved.push(Frame {
             offset: layout.body_end,
             locals: vec![],
@@ -421,7 +493,11 @@ impl<'a> MethodAnalysis<'a> {
     }
 }
 
-fn decode_frames(info: &[u8], pool: &ConstantPool, initial: &[VType]) -> Result<BTreeMap<u32, Frame>, Reason> {
+fn decode_frames(
+    info: &[u8],
+    pool: &ConstantPool,
+    initial: &[VType],
+) -> Result<BTreeMap<u32, Frame>, Reason> {
     let frames = decode_stack_map(info, pool, initial).map_err(|_| Reason::MalformedCode)?;
     Ok(frames.into_iter().map(|f| (f.offset, f)).collect())
 }
@@ -437,5 +513,8 @@ fn frame_offsets_valid(f: &Frame, layout: &Layout) -> bool {
 }
 
 fn transfers_control(insn: &Insn) -> bool {
-    matches!(insn.kind, Kind::Branch { .. } | Kind::TableSwitch { .. } | Kind::LookupSwitch { .. })
+    matches!(
+        insn.kind,
+        Kind::Branch { .. } | Kind::TableSwitch { .. } | Kind::LookupSwitch { .. }
+    )
 }

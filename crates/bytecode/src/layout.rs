@@ -66,7 +66,9 @@ impl Layout {
     fn size(&self, insn: &Insn, i: usize, pos: u32) -> u32 {
         let pad = switch_padding(pos as usize) as u32;
         match &insn.kind {
-            Kind::Branch { opcode: op::GOTO_W, .. } => 5,
+            Kind::Branch {
+                opcode: op::GOTO_W, ..
+            } => 5,
             Kind::Branch { opcode, .. } if self.widened[i] => {
                 if is_conditional(*opcode) {
                     8
@@ -153,7 +155,11 @@ impl Layout {
         let disp = |target: u32| (i64::from(self.new_offset(target)) - i64::from(pos)) as i32;
         match &insn.kind {
             Kind::Branch { opcode, target } => self.emit_branch(*opcode, i, disp(*target), out),
-            Kind::TableSwitch { default, low, targets } => {
+            Kind::TableSwitch {
+                default,
+                low,
+                targets,
+            } => {
                 start_switch(out, op::TABLESWITCH, pos);
                 put_i32(out, disp(*default));
                 put_i32(out, *low);
@@ -207,7 +213,11 @@ mod tests {
 
     fn relocate(code: &[u8], entry: &[u8], before_return: &[u8]) -> (Vec<u8>, Layout) {
         let insns = decode(code).unwrap();
-        let ins = Insertions { entry, before_return, tail: &[] };
+        let ins = Insertions {
+            entry,
+            before_return,
+            tail: &[],
+        };
         let layout = Layout::compute(&insns, code.len() as u32, &ins);
         (layout.emit(&insns, code, &ins), layout)
     }
@@ -217,8 +227,15 @@ mod tests {
         // 0: iconst_0; 1: ifeq +4 (-> 5); 4: nop; 5: return
         let code = [0x03, 0x99, 0x00, 0x04, 0x00, op::RETURN];
         let (out, layout) = relocate(&code, &[0x00, 0x00], &[0x00]);
-        assert_eq!(layout.new_offset(5), 7, "group start, before the inserted nop");
-        assert_eq!(out, vec![0, 0, 0x03, 0x99, 0x00, 0x04, 0x00, 0x00, op::RETURN]);
+        assert_eq!(
+            layout.new_offset(5),
+            7,
+            "group start, before the inserted nop"
+        );
+        assert_eq!(
+            out,
+            vec![0, 0, 0x03, 0x99, 0x00, 0x04, 0x00, 0x00, op::RETURN]
+        );
     }
 
     #[test]
@@ -237,7 +254,11 @@ mod tests {
         assert_eq!(insns[2].len, 18);
         assert_eq!(
             insns[2].kind,
-            Kind::TableSwitch { default: 24, low: 0, targets: vec![24] }
+            Kind::TableSwitch {
+                default: 24,
+                low: 0,
+                targets: vec![24]
+            }
         );
     }
 
@@ -260,7 +281,13 @@ mod tests {
         assert_eq!(layout.widened_count(), 1);
         let insns = decode(&out).unwrap();
         let target = 32767 + 2 + 2;
-        assert_eq!(insns[1].kind, Kind::Branch { opcode: op::GOTO_W, target });
+        assert_eq!(
+            insns[1].kind,
+            Kind::Branch {
+                opcode: op::GOTO_W,
+                target
+            }
+        );
         assert_eq!(out[target as usize..], [0, 0, op::RETURN]);
     }
 
@@ -269,11 +296,25 @@ mod tests {
         let code = far_code(&[0x03, 0x99]);
         let (out, layout) = relocate(&code, &[], &[0, 0]);
         let insns = decode(&out).unwrap();
-        assert_eq!(insns[1].kind, Kind::Branch { opcode: 0x9a, target: 9 });
+        assert_eq!(
+            insns[1].kind,
+            Kind::Branch {
+                opcode: 0x9a,
+                target: 9
+            }
+        );
         let target = 32767 + 2 + 5;
-        assert_eq!(insns[2].kind, Kind::Branch { opcode: op::GOTO_W, target });
+        assert_eq!(
+            insns[2].kind,
+            Kind::Branch {
+                opcode: op::GOTO_W,
+                target
+            }
+        );
         assert_eq!(out[target as usize..], [0, 0, op::RETURN]);
-        let fall: Vec<u32> = layout.widened_fallthroughs(&decode(&code).unwrap()).collect();
+        let fall: Vec<u32> = layout
+            .widened_fallthroughs(&decode(&code).unwrap())
+            .collect();
         assert_eq!(fall, vec![4]);
     }
 }

@@ -16,14 +16,35 @@ pub enum Constant {
     Double(u64),
     Class(u16),
     String(u16),
-    FieldRef { class: u16, name_and_type: u16 },
-    MethodRef { class: u16, name_and_type: u16 },
-    InterfaceMethodRef { class: u16, name_and_type: u16 },
-    NameAndType { name: u16, descriptor: u16 },
-    MethodHandle { kind: u8, reference: u16 },
+    FieldRef {
+        class: u16,
+        name_and_type: u16,
+    },
+    MethodRef {
+        class: u16,
+        name_and_type: u16,
+    },
+    InterfaceMethodRef {
+        class: u16,
+        name_and_type: u16,
+    },
+    NameAndType {
+        name: u16,
+        descriptor: u16,
+    },
+    MethodHandle {
+        kind: u8,
+        reference: u16,
+    },
     MethodType(u16),
-    Dynamic { bootstrap: u16, name_and_type: u16 },
-    InvokeDynamic { bootstrap: u16, name_and_type: u16 },
+    Dynamic {
+        bootstrap: u16,
+        name_and_type: u16,
+    },
+    InvokeDynamic {
+        bootstrap: u16,
+        name_and_type: u16,
+    },
     Module(u16),
     Package(u16),
     /// Index 0 and the slot after a Long or Double: not addressable.
@@ -138,9 +159,18 @@ impl ConstantPool {
     /// Class, name and descriptor of a field, method or interface method reference.
     pub fn member_ref(&self, index: u16) -> Result<(String, String, String), ClassError> {
         match self.get(index)? {
-            Constant::FieldRef { class, name_and_type }
-            | Constant::MethodRef { class, name_and_type }
-            | Constant::InterfaceMethodRef { class, name_and_type } => {
+            Constant::FieldRef {
+                class,
+                name_and_type,
+            }
+            | Constant::MethodRef {
+                class,
+                name_and_type,
+            }
+            | Constant::InterfaceMethodRef {
+                class,
+                name_and_type,
+            } => {
                 let (name, desc) = self.name_and_type(*name_and_type)?;
                 Ok((self.class_name(*class)?, name, desc))
             }
@@ -184,12 +214,20 @@ impl ConstantPool {
         self.find_or_add(Constant::Class(name))
     }
 
-    pub fn add_method_ref(&mut self, class: &str, name: &str, desc: &str) -> Result<u16, ClassError> {
+    pub fn add_method_ref(
+        &mut self,
+        class: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<u16, ClassError> {
         let class = self.add_class(class)?;
         let name = self.add_utf8(name)?;
         let descriptor = self.add_utf8(desc)?;
         let name_and_type = self.find_or_add(Constant::NameAndType { name, descriptor })?;
-        self.find_or_add(Constant::MethodRef { class, name_and_type })
+        self.find_or_add(Constant::MethodRef {
+            class,
+            name_and_type,
+        })
     }
 }
 
@@ -206,14 +244,35 @@ fn parse_constant(r: &mut Reader, index: u16) -> Result<Constant, ClassError> {
         6 => Constant::Double(r.u64()?),
         7 => Constant::Class(r.u16()?),
         8 => Constant::String(r.u16()?),
-        9 => Constant::FieldRef { class: r.u16()?, name_and_type: r.u16()? },
-        10 => Constant::MethodRef { class: r.u16()?, name_and_type: r.u16()? },
-        11 => Constant::InterfaceMethodRef { class: r.u16()?, name_and_type: r.u16()? },
-        12 => Constant::NameAndType { name: r.u16()?, descriptor: r.u16()? },
-        15 => Constant::MethodHandle { kind: r.u8()?, reference: r.u16()? },
+        9 => Constant::FieldRef {
+            class: r.u16()?,
+            name_and_type: r.u16()?,
+        },
+        10 => Constant::MethodRef {
+            class: r.u16()?,
+            name_and_type: r.u16()?,
+        },
+        11 => Constant::InterfaceMethodRef {
+            class: r.u16()?,
+            name_and_type: r.u16()?,
+        },
+        12 => Constant::NameAndType {
+            name: r.u16()?,
+            descriptor: r.u16()?,
+        },
+        15 => Constant::MethodHandle {
+            kind: r.u8()?,
+            reference: r.u16()?,
+        },
         16 => Constant::MethodType(r.u16()?),
-        17 => Constant::Dynamic { bootstrap: r.u16()?, name_and_type: r.u16()? },
-        18 => Constant::InvokeDynamic { bootstrap: r.u16()?, name_and_type: r.u16()? },
+        17 => Constant::Dynamic {
+            bootstrap: r.u16()?,
+            name_and_type: r.u16()?,
+        },
+        18 => Constant::InvokeDynamic {
+            bootstrap: r.u16()?,
+            name_and_type: r.u16()?,
+        },
         19 => Constant::Module(r.u16()?),
         20 => Constant::Package(r.u16()?),
         _ => return Err(ClassError::UnknownConstantTag { tag, index }),
@@ -239,12 +298,30 @@ fn write_constant(c: &Constant, out: &mut Vec<u8>) {
         | Constant::MethodType(i)
         | Constant::Module(i)
         | Constant::Package(i) => put_u16(out, *i),
-        Constant::FieldRef { class: a, name_and_type: b }
-        | Constant::MethodRef { class: a, name_and_type: b }
-        | Constant::InterfaceMethodRef { class: a, name_and_type: b }
-        | Constant::NameAndType { name: a, descriptor: b }
-        | Constant::Dynamic { bootstrap: a, name_and_type: b }
-        | Constant::InvokeDynamic { bootstrap: a, name_and_type: b } => {
+        Constant::FieldRef {
+            class: a,
+            name_and_type: b,
+        }
+        | Constant::MethodRef {
+            class: a,
+            name_and_type: b,
+        }
+        | Constant::InterfaceMethodRef {
+            class: a,
+            name_and_type: b,
+        }
+        | Constant::NameAndType {
+            name: a,
+            descriptor: b,
+        }
+        | Constant::Dynamic {
+            bootstrap: a,
+            name_and_type: b,
+        }
+        | Constant::InvokeDynamic {
+            bootstrap: a,
+            name_and_type: b,
+        } => {
             put_u16(out, *a);
             put_u16(out, *b);
         }
@@ -271,7 +348,9 @@ pub fn decode_modified_utf8(bytes: &[u8]) -> Option<String> {
             }
             0xe0..=0xef => {
                 let (b1, b2) = (*bytes.get(i + 1)?, *bytes.get(i + 2)?);
-                let v = (u16::from(b & 0x0f) << 12) | (u16::from(b1 & 0x3f) << 6) | u16::from(b2 & 0x3f);
+                let v = (u16::from(b & 0x0f) << 12)
+                    | (u16::from(b1 & 0x3f) << 6)
+                    | u16::from(b2 & 0x3f);
                 (v, 3)
             }
             _ => return None,
@@ -317,7 +396,9 @@ mod tests {
 
     #[test]
     fn find_or_add_reuses_entries_and_skips_the_second_slot_of_longs() {
-        let mut pool = ConstantPool { entries: vec![Constant::Unusable] };
+        let mut pool = ConstantPool {
+            entries: vec![Constant::Unusable],
+        };
         let a = pool.add_class("a/B").unwrap();
         assert_eq!(pool.add_class("a/B").unwrap(), a);
         let long = pool.find_or_add(Constant::Long(7)).unwrap();

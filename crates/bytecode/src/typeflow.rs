@@ -35,7 +35,10 @@ impl State {
         if slots.len() < max_locals {
             slots.resize(max_locals, VType::Top);
         }
-        State { locals: slots, stack: to_slots(stack) }
+        State {
+            locals: slots,
+            stack: to_slots(stack),
+        }
     }
 
     fn push(&mut self, v: VType) {
@@ -106,7 +109,9 @@ pub enum Step {
 
 /// Applies one instruction to `state`.
 pub fn step(state: &mut State, insn: &Insn, cx: &Context) -> Result<Step, Untypable> {
-    let fail = Untypable { offset: insn.offset };
+    let fail = Untypable {
+        offset: insn.offset,
+    };
     step_inner(state, insn, cx).ok_or(fail)
 }
 
@@ -153,7 +158,9 @@ fn step_inner(s: &mut State, insn: &Insn, cx: &Context) -> Option<Step> {
         }
         0xbd => {
             s.pop_n(1)?;
-            s.push(VType::Object(array_of(&cx.pool.class_name(u16_at(1)).ok()?)));
+            s.push(VType::Object(array_of(
+                &cx.pool.class_name(u16_at(1)).ok()?,
+            )));
         }
         0xbe => {
             s.pop_n(1)?;
