@@ -21,6 +21,13 @@ pub fn run(args: &RecordArgs) -> Result<i32> {
         .args(&argv[1..])
         .status()
         .with_context(|| format!("cannot run {}", argv[0]))?;
+    if !file.exists() {
+        // The agent explains on java's stderr; say where to look.
+        eprintln!(
+            "jscope: warning: no recording was written to {} (see the agent's message above)",
+            file.display()
+        );
+    }
     Ok(exit_code(status))
 }
 

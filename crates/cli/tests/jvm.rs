@@ -398,3 +398,39 @@ fn attach_to_a_missing_process_is_a_one_line_error() {
         "{err}"
     );
 }
+
+#[test]
+fn record_forwards_stdio_and_exit_code() {
+    let _serial = serial();
+    for java in javas() {
+        let file = temp_dir(&format!("exit-jdk{}", java.major)).join("exit.jsc");
+        let cp = classes();
+        let args = [
+            "record",
+            "-o",
+            f(&file),
+            "--",
+            f(&java.bin),
+            "-cp",
+            f(&cp),
+            "Exit",
+            "7",
+        ];
+        let out = jscope(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(7),
+            "jdk {}: {}",
+            java.major,
+            stderr(&out)
+        );
+        assert_eq!(stdout(&out), "to stdout\n", "jdk {}", java.major);
+        assert!(stderr(&out).contains("to stderr\n"), "jdk {}", java.major);
+        let info = jscope_json(&["info", f(&file), "--format", "json"]);
+        assert_eq!(info["ended_cleanly"], true, "jdk {}: {info}", java.major);
+        assert!(
+            info["command_line"].as_str().unwrap().contains("Exit 7"),
+            "{info}"
+        );
+    }
+}

@@ -233,3 +233,17 @@ fn flame_writes_html_and_svg() {
         }
     }
 }
+
+#[test]
+fn record_with_a_missing_agent_is_a_one_line_error() {
+    let out = Command::new(jscope_bin())
+        .args(["record", "-o", "/tmp/never.jsc", "--", "java", "-version"])
+        .env("JSCOPE_AGENT", "/nonexistent/libjscope_agent.so")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "jscope: JSCOPE_AGENT=/nonexistent/libjscope_agent.so is not a file\n"
+    );
+}
