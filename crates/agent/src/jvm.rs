@@ -1,6 +1,11 @@
 //! Thin typed wrappers over the raw JavaVM, JNIEnv and jvmtiEnv function tables:
 //! each call checks its error code and frees what JVMTI allocated, so the rest of
 //! the agent never handles JVMTI memory by hand.
+//!
+//! The raw pointer arguments (jobject, jclass, jmethodID, ...) are JVM handles that
+//! callers received from the JVM; the agent never dereferences them itself, so the
+//! wrappers are not `unsafe fn`s.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr::null_mut;

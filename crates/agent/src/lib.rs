@@ -286,16 +286,7 @@ pub extern "C" fn Agent_OnAttach(
 fn on_attach(vm: Vm, text: &str) -> Result<(), String> {
     let options = Options::parse(text).map_err(|e| e.to_string())?;
     if options.stop {
-        return match stop_recording() {
-            Some((path, true)) => Ok(report_unless(
-                options.quiet,
-                format!("stopped; recording written to {path}"),
-            )),
-            Some((path, false)) => Err(format!(
-                "stopped, but the writer did not finish in time; {path} may lack its end"
-            )),
-            None => Err("no recording is running".into()),
-        };
+        return stop_from_attach(options.quiet);
     }
     if let Some(recorder) = &agent().recorder {
         return Err(format!(
@@ -315,9 +306,19 @@ fn on_attach(vm: Vm, text: &str) -> Result<(), String> {
     start(vm, jvmti, Jni(jni.cast()), prepared, true)
 }
 
-fn report_unless(quiet: bool, message: String) {
-    if !quiet {
-        report(message);
+/// `stop` through dynamic attach: stops the running recording and completes its file.
+fn stop_from_attach(quiet: bool) -> Result<(), String> {
+    match stop_recording() {
+        Some((path, true)) => {
+            if !quiet {
+                report(format!("stopped; recording written to {path}"));
+            }
+            Ok(())
+        }
+        Some((path, false)) => Err(format!(
+            "stopped, but the writer did not finish in time; {path} may lack its end"
+        )),
+        None => Err("no recording is running".into()),
     }
 }
 

@@ -110,8 +110,14 @@ impl Default for Options {
 }
 
 impl Options {
-    /// Parses `key=value,...`; an empty or absent string gives the defaults.
+    /// Parses `key=value,...`; an empty or absent string gives the defaults. One
+    /// pair of surrounding double quotes is ignored (attach tools pass them on).
     pub fn parse(text: &str) -> Result<Options, OptionsError> {
+        let text = text.trim();
+        let text = text
+            .strip_prefix('"')
+            .and_then(|t| t.strip_suffix('"'))
+            .unwrap_or(text);
         let mut options = Options::default();
         let mut interval = None;
         let mut snap_interval = None;
@@ -299,6 +305,12 @@ mod tests {
         assert_eq!(o.depth, 64);
         assert_eq!(o.wall_threads, 4);
         assert!(o.quiet && o.stop);
+    }
+
+    #[test]
+    fn surrounding_quotes_are_ignored() {
+        let o = Options::parse("\"mode=wall,depth=8\"").unwrap();
+        assert_eq!((o.modes.label().as_str(), o.depth), ("wall", 8));
     }
 
     #[test]

@@ -1,0 +1,435 @@
+//! The agent inside real JVMs: every test starts JVMs (each JDK that
+//! jscope_testkit::javas() finds, under -Xcheck:jni) on fixtures compiled during
+//! the run, and reads what the agent wrote with jscope_format::Recording.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use jscope_format::thread_state::{classify, StateClass};
+use jscope_format::{Recording, SampleMode};
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+
+const JVM_LIMIT: Duration = Duration::from_secs(60);
+
+fn classes() -> PathBuf {
+    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
+}
+
+/// `java -Xcheck:jni -agentpath:AGENT=OPTIONS -cp CLASSES MAIN ARGS...`, run to the end.
+fn run_with_agent(java: &Java, options: &str, main: &str, args: &[&str]) -> Output {
+    let mut cmd = Command::new(&java.bin);
+    cmd.arg("-Xcheck:jni")
+        .arg(format!("-agentpath:{}={options}", agent_path().display()))
+        .arg("-cp")
+        .arg(classes())
+        .arg(main)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    Child::spawn(&mut cmd).finish(JVM_LIMIT)
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn agent_lines(out: &Output) -> Vec<String> {
+    stderr_of(out)
+        .lines()
+        .filter(|l| l.starts_with("jscope: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Records `main` with `options` (plus a file in a fresh directory) and reads the
+/// recording back, checking what every run must satisfy.
+fn record(java: &Java, options: &str, main: &str, args: &[&str]) -> Recording {
+    let file = temp_dir(&format!("rec-{}-{main}", java.major)).join("out.jsc");
+    let out = run_with_agent(
+        java,
+        &format!("{options},file={}", file.display()),
+        main,
+        args,
+    );
+    let stderr = stderr_of(&out);
+    assert!(
+        out.status.success(),
+        "JDK {}: {main} failed: {stderr}",
+        java.major
+    );
+    assert!(
+        !stderr.contains("WARNING"),
+        "JDK {}: -Xcheck:jni complained: {stderr}",
+        java.major
+    );
+    let rec = Recording::read_file(&file)
+        .unwrap_or_else(|e| panic!("JDK {}: unreadable recording: {e}", java.major));
+    assert!(
+        rec.damage.is_none(),
+        "JDK {}: damaged recording: {:?}",
+        java.major,
+        rec.damage.map(|d| d.to_string())
+    );
+    assert!(
+        rec.end_ticks.is_some(),
+        "JDK {}: the recording has no end record",
+        java.major
+    );
+    assert!(
+        rec.header.java_version.starts_with(&java.major.to_string()),
+        "{:?}",
+        rec.header
+    );
+    rec
+}
+
+fn thread_name(rec: &Recording, id: u32) -> &str {
+    rec.thread(id).map_or("", |t| t.name.as_str())
+}
+
+fn top_label(rec: &Recording, stack: u32) -> String {
+    rec.stack(stack)
+        .first()
+        .map(|f| rec.method_label(f.method))
+        .unwrap_or_default()
+}
+
+fn stack_has(rec: &Recording, stack: u32, method: &str) -> bool {
+    rec.stack(stack)
+        .iter()
+        .any(|f| rec.method_label(f.method) == method)
+}
+
+/// The 1-based line of the fixture source that carries `marker`.
+fn fixture_line(file: &str, marker: &str) -> u32 {
+    let source = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(file),
+    )
+    .unwrap();
+    source
+        .lines()
+        .position(|l| l.contains(marker))
+        .expect("marker in fixture") as u32
+        + 1
+}
+
+#[test]
+fn bad_options_print_one_line_and_leave_the_exit_code_alone() {
+    for java in javas() {
+        for options in [
+            "bogus=1",
+            "mode=cpu+gpu",
+            "interval=fast",
+            "file=/nonexistent-dir/x/y.jsc",
+            "stop",
+        ] {
+            let out = run_with_agent(&java, options, "ExitCode", &[]);
+            assert_eq!(
+                out.status.code(),
+                Some(3),
+                "JDK {} with {options}: {}",
+                java.major,
+                stderr_of(&out)
+            );
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "fixture ran\n");
+            let lines = agent_lines(&out);
+            assert_eq!(
+                lines.len(),
+                1,
+                "JDK {} with {options}: {lines:?}",
+                java.major
+            );
+            assert!(lines[0].contains("profiling is disabled"), "{}", lines[0]);
+        }
+    }
+}
+
+#[test]
+fn quiet_good_options_print_nothing_and_keep_the_exit_code() {
+    for java in javas() {
+        let file = temp_dir("quiet").join("q.jsc");
+        let out = run_with_agent(
+            &java,
+            &format!("quiet,file={}", file.display()),
+            "ExitCode",
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(3));
+        assert_eq!(agent_lines(&out), Vec::<String>::new());
+        let rec = Recording::read_file(&file).unwrap();
+        assert!(
+            rec.end_ticks.is_some(),
+            "System.exit still completes the recording"
+        );
+    }
+}
+
+#[test]
+fn cpu_mode_finds_the_hot_method() {
+    for java in javas() {
+        let rec = record(&java, "mode=cpu,interval=5ms", "Spin", &["1500"]);
+        assert_eq!(rec.header.modes, "cpu");
+        assert_eq!(rec.header.interval_ns, 5_000_000);
+        let cpu: Vec<_> = rec
+            .samples
+            .iter()
+            .filter(|s| s.mode == SampleMode::Cpu)
+            .collect();
+        assert!(
+            cpu.len() >= 40,
+            "JDK {}: only {} cpu samples",
+            java.major,
+            cpu.len()
+        );
+        let in_hot = cpu
+            .iter()
+            .filter(|s| stack_has(&rec, s.stack, "Spin.hotLoop"))
+            .count();
+        let hot_on_top = cpu
+            .iter()
+            .filter(|s| top_label(&rec, s.stack) == "Spin.hotLoop")
+            .count();
+        assert!(
+            in_hot * 10 >= cpu.len() * 8,
+            "JDK {}: {in_hot} of {} samples in hotLoop",
+            java.major,
+            cpu.len()
+        );
+        assert!(
+            hot_on_top * 2 >= cpu.len(),
+            "JDK {}: hotLoop on top in {hot_on_top} of {}",
+            java.major,
+            cpu.len()
+        );
+        let main_samples = cpu
+            .iter()
+            .filter(|s| thread_name(&rec, s.thread) == "main")
+            .count();
+        assert!(
+            main_samples * 10 >= cpu.len() * 8,
+            "the spinning thread is main"
+        );
+        assert!(cpu.iter().all(|s| s.weight_ns == 5_000_000));
+        assert_eq!(rec.counters["samples.written"], rec.samples.len() as u64);
+        assert!(rec.counters["walk.ok"] >= rec.samples.len() as u64);
+        assert_eq!(rec.counters["samples.dropped"], 0);
+    }
+}
+
+#[test]
+fn snapshot_mode_names_threads_and_sees_the_blocked_one() {
+    let blocked_line = fixture_line("Blocked.java", "BLOCKED-HERE");
+    for java in javas() {
+        let rec = record(&java, "mode=snapshot,interval=50ms", "Blocked", &["1500"]);
+        assert_eq!(rec.header.modes, "snapshot");
+        assert!(
+            rec.snapshots.len() >= 10,
+            "JDK {}: {} snapshots",
+            java.major,
+            rec.snapshots.len()
+        );
+        assert_eq!(rec.snapshots[0].interval_ns, 0);
+        let intervals: Vec<u64> = rec.snapshots[1..].iter().map(|s| s.interval_ns).collect();
+        let mean = intervals.iter().sum::<u64>() / intervals.len() as u64;
+        assert!(intervals.iter().all(|i| *i > 0), "{intervals:?}");
+        assert!(
+            (40_000_000..150_000_000).contains(&mean),
+            "achieved intervals {intervals:?}"
+        );
+        let by_name = |name: &str| {
+            rec.threads
+                .values()
+                .find(|t| t.name == name)
+                .unwrap_or_else(|| panic!("no {name}"))
+        };
+        let (main, holder, waiter) = (by_name("main"), by_name("holder"), by_name("waiter"));
+        assert_eq!(main.start_order, 1, "main is first in GetAllThreads order");
+        assert!(holder.start_order < waiter.start_order);
+        assert_eq!(
+            (waiter.group.as_str(), waiter.parent.as_str(), waiter.daemon),
+            ("main", "system", false)
+        );
+        assert!(waiter.java_id > 0 && waiter.java_id != holder.java_id);
+
+        let blocked: Vec<_> = rec
+            .snapshots
+            .iter()
+            .flat_map(|s| &s.threads)
+            .filter(|t| t.thread == waiter.id && classify(t.state) == StateClass::Blocked)
+            .collect();
+        assert!(
+            blocked.len() >= 5,
+            "JDK {}: waiter blocked in {} snapshots",
+            java.major,
+            blocked.len()
+        );
+        let top = rec.stack(blocked[0].stack)[0];
+        assert_eq!(rec.method_label(top.method), "Blocked.waitForLock");
+        assert_eq!(
+            top.line, blocked_line,
+            "JDK {}: blocked at the synchronized line",
+            java.major
+        );
+        let holder_sleeping = rec
+            .snapshots
+            .iter()
+            .flat_map(|s| &s.threads)
+            .any(|t| t.thread == holder.id && classify(t.state) == StateClass::Sleeping);
+        assert!(holder_sleeping, "the lock holder sleeps");
+    }
+}
+
+#[test]
+fn wall_mode_sees_the_sleeper_that_cpu_mode_does_not() {
+    for java in javas() {
+        let rec = record(&java, "mode=cpu+wall", "SleepAndSpin", &["1500"]);
+        let count = |mode: SampleMode, thread: &str| {
+            rec.samples
+                .iter()
+                .filter(|s| s.mode == mode && thread_name(&rec, s.thread) == thread)
+                .count()
+        };
+        let (wall_sleeper, wall_spinner) = (
+            count(SampleMode::Wall, "sleeper"),
+            count(SampleMode::Wall, "spinner"),
+        );
+        let (cpu_sleeper, cpu_spinner) = (
+            count(SampleMode::Cpu, "sleeper"),
+            count(SampleMode::Cpu, "spinner"),
+        );
+        assert!(
+            wall_sleeper >= 30,
+            "JDK {}: {wall_sleeper} wall samples of the sleeper",
+            java.major
+        );
+        assert!(
+            wall_spinner >= 30,
+            "JDK {}: {wall_spinner} wall samples of the spinner",
+            java.major
+        );
+        assert!(
+            cpu_spinner >= 30,
+            "JDK {}: {cpu_spinner} cpu samples of the spinner",
+            java.major
+        );
+        assert!(
+            cpu_sleeper <= 1,
+            "JDK {}: a sleeping thread burns no CPU, got {cpu_sleeper}",
+            java.major
+        );
+        let sleeping_in_method = rec
+            .samples
+            .iter()
+            .filter(|s| s.mode == SampleMode::Wall && thread_name(&rec, s.thread) == "sleeper")
+            .all(|s| stack_has(&rec, s.stack, "SleepAndSpin.sleepForever"));
+        assert!(
+            sleeping_in_method,
+            "every wall sample of the sleeper is inside sleepForever"
+        );
+    }
+}
+
+/// `jcmd` beside the `java` launcher (found through PATH and symlinks).
+fn jcmd(java: &Java) -> PathBuf {
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(&java.bin))
+        .find(|p| p.exists());
+    let bin = if java.bin.components().count() > 1 {
+        Some(java.bin.clone())
+    } else {
+        on_path
+    };
+    let real = bin
+        .and_then(|b| b.canonicalize().ok())
+        .unwrap_or_else(|| java.bin.clone());
+    real.with_file_name("jcmd")
+}
+
+/// `jcmd PID JVMTI.agent_load AGENT "OPTIONS"`; jcmd's own parser would split
+/// unquoted `key=value` options, so they travel in double quotes.
+fn jcmd_load(java: &Java, pid: u32, options: &str) -> String {
+    let out = Command::new(jcmd(java))
+        .arg(pid.to_string())
+        .arg("JVMTI.agent_load")
+        .arg(agent_path())
+        .arg(format!("\"{options}\""))
+        .output()
+        .expect("run jcmd");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn attach_records_a_running_jvm_until_stop() {
+    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).exists()).collect();
+    assert!(!javas.is_empty(), "no JDK with jcmd found");
+    for java in javas {
+        let file = temp_dir("attach").join("attached.jsc");
+        let mut cmd = Command::new(&java.bin);
+        cmd.args(["-Xcheck:jni", "-XX:+EnableDynamicAgentLoading", "-cp"])
+            .arg(classes())
+            .args(["SleepAndSpin", "30000"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut jvm = Child::spawn(&mut cmd);
+        std::thread::sleep(Duration::from_millis(700));
+        let started = jcmd_load(
+            &java,
+            jvm.id(),
+            &format!("mode=cpu+wall+snapshot,file={}", file.display()),
+        );
+        assert!(
+            started.contains("return code: 0"),
+            "JDK {}: {started}",
+            java.major
+        );
+        let again = jcmd_load(&java, jvm.id(), "mode=cpu");
+        assert!(
+            !again.contains("return code: 0"),
+            "a second recording is refused: {again}"
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        let stopped = jcmd_load(&java, jvm.id(), "stop");
+        assert!(
+            stopped.contains("return code: 0"),
+            "JDK {}: {stopped}",
+            java.major
+        );
+        assert!(
+            jvm.wait_timeout(Duration::from_millis(100)).is_none(),
+            "the JVM keeps running after stop"
+        );
+
+        let rec = Recording::read_file(&file).unwrap();
+        assert!(
+            rec.end_ticks.is_some() && rec.damage.is_none(),
+            "stop completes the file"
+        );
+        assert_eq!(rec.header.pid, jvm.id());
+        assert_eq!(rec.header.extra("started_by"), Some("attach"));
+        let spinner_cpu = rec
+            .samples
+            .iter()
+            .filter(|s| s.mode == SampleMode::Cpu && thread_name(&rec, s.thread) == "spinner")
+            .count();
+        assert!(
+            spinner_cpu >= 20,
+            "JDK {}: {spinner_cpu} cpu samples of a thread that predates the attach",
+            java.major
+        );
+        let sleeper = rec
+            .threads
+            .values()
+            .find(|t| t.name == "sleeper")
+            .expect("sleeper known");
+        assert!(
+            sleeper.os_tid != 0,
+            "wall samples tie the pre-existing thread to its Linux id"
+        );
+        assert!(rec.snapshots.len() >= 5);
+    }
+}
