@@ -101,6 +101,10 @@ fn wide_nodes_find_children_among_hundreds() {
     }
     assert_eq!(g.frame_count(), 301);
     for i in [0, 7, 8, 9, 299] {
-        assert_eq!(g.weight_at(["main", &format!("f{i}")]), weight(6, 6), "f{i}");
+        assert_eq!(
+            g.weight_at(["main", &format!("f{i}")]),
+            weight(6, 6),
+            "f{i}"
+        );
     }
 }
