@@ -1,0 +1,363 @@
+//! The HTTP JSON API (documented in docs/API.md) and the embedded web UI.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use jscope_analysis::{parse_state, threads_at, DotOptions, Mode};
+use jscope_flame::{render_html, Options};
+use serde::Serialize;
+
+use crate::config::parse_duration;
+use crate::hot::HotMethodsListener;
+use crate::http::{Handler, Request, Response};
+use crate::ingest::StatsSnapshot;
+use crate::live::{LiveFigures, LiveState};
+use crate::query::{self, Query};
+use crate::store::{Store, StoredJvm};
+use crate::CollectorError;
+
+const INDEX_HTML: &str = include_str!("ui/index.html");
+const APP_JS: &str = include_str!("ui/app.js");
+const APP_CSS: &str = include_str!("ui/app.css");
+
+/// What the API reads from.
+pub struct ApiContext {
+    pub store: Arc<dyn Store>,
+    /// `None` when serving a recording file (no agents).
+    pub live: Option<Arc<LiveState>>,
+    pub hot: Option<Arc<HotMethodsListener>>,
+    pub stats: Option<Arc<dyn Fn() -> StatsSnapshot + Send + Sync>>,
+    pub token: Option<String>,
+}
+
+/// One row of the JVM list (xdProf's GUI, plus what a collector knows).
+#[derive(Debug, Clone, Serialize)]
+pub struct JvmSummary {
+    pub id: String,
+    pub pid: u32,
+    pub host: String,
+    pub address: String,
+    pub command_line: String,
+    pub vm: String,
+    pub java_version: String,
+    pub os: String,
+    pub agent_version: String,
+    pub modes: String,
+    pub labels: BTreeMap<String, String>,
+    /// `connected` or `gone`.
+    pub status: &'static str,
+    pub connected_since_ms: Option<u64>,
+    pub gone_since_ms: Option<u64>,
+    pub disconnect_reason: Option<String>,
+    pub samples_per_second: f64,
+    pub samples: u64,
+    /// Samples the agent dropped plus chunks lost on the way.
+    pub drops: u64,
+    pub dropped_samples: u64,
+    pub lost_chunks: u64,
+    pub chunks: u64,
+    pub last_seq: u64,
+    pub stored_bytes: u64,
+    pub stored_from_ms: Option<u64>,
+    pub stored_to_ms: Option<u64>,
+}
+
+fn ms(ns: u64) -> u64 {
+    ns / 1_000_000
+}
+
+fn summary(stored: Option<&StoredJvm>, live: Option<&LiveFigures>) -> Option<JvmSummary> {
+    let identity = live
+        .map(|l| (*l.identity).clone())
+        .or_else(|| stored.map(|s| s.identity.clone()))?;
+    let l = live.cloned();
+    let connected = l.as_ref().is_some_and(|l| l.connected);
+    let dropped = l.as_ref().map_or(0, |l| l.dropped_samples);
+    let lost = l.as_ref().map_or(0, |l| l.lost_chunks);
+    Some(JvmSummary {
+        id: identity.id,
+        pid: identity.pid,
+        host: identity.host,
+        address: identity.address,
+        command_line: identity.command_line,
+        vm: identity.vm,
+        java_version: identity.java_version,
+        os: identity.os,
+        agent_version: identity.agent_version,
+        modes: identity.modes,
+        labels: identity.labels.into_iter().collect(),
+        status: if connected { "connected" } else { "gone" },
+        connected_since_ms: l.as_ref().map(|l| ms(l.connected_since_ns)),
+        gone_since_ms: l.as_ref().and_then(|l| l.disconnected_ns).map(ms),
+        disconnect_reason: l.as_ref().and_then(|l| l.disconnect_reason.clone()),
+        samples_per_second: l.as_ref().map_or(0.0, |l| l.samples_per_second),
+        samples: l.as_ref().map_or(0, |l| l.samples),
+        drops: dropped + lost,
+        dropped_samples: dropped,
+        lost_chunks: lost,
+        chunks: l.as_ref().map_or(0, |l| l.chunks),
+        last_seq: l
+            .as_ref()
+            .map(|l| l.last_seq)
+            .or_else(|| stored.map(StoredJvm::last_seq))
+            .unwrap_or(0),
+        stored_bytes: stored.map_or(0, StoredJvm::bytes),
+        stored_from_ms: stored.and_then(StoredJvm::start_ns).map(ms),
+        stored_to_ms: stored.and_then(StoredJvm::end_ns).map(ms),
+    })
+}
+
+impl ApiContext {
+    /// Every JVM the store or the live state knows, connected ones first.
+    pub fn jvm_list(&self) -> Vec<JvmSummary> {
+        let stored: BTreeMap<String, StoredJvm> = self
+            .store
+            .jvms()
+            .into_iter()
+            .map(|j| (j.identity.id.clone(), j))
+            .collect();
+        let live: BTreeMap<String, LiveFigures> = self
+            .live
+            .as_ref()
+            .map(|l| {
+                l.figures()
+                    .into_iter()
+                    .map(|f| (f.identity.id.clone(), f))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let ids: std::collections::BTreeSet<&String> = stored.keys().chain(live.keys()).collect();
+        let mut out: Vec<JvmSummary> = ids
+            .into_iter()
+            .filter_map(|id| summary(stored.get(id), live.get(id)))
+            .collect();
+        out.sort_by(|a, b| (a.status, &a.id).cmp(&(b.status, &b.id)));
+        out
+    }
+
+    fn authorised(&self, req: &Request) -> bool {
+        let Some(want) = self.token.as_deref().filter(|t| !t.is_empty()) else {
+            return true;
+        };
+        let bearer = req
+            .authorization
+            .as_deref()
+            .and_then(|a| a.strip_prefix("Bearer "));
+        bearer == Some(want) || req.param("token") == Some(want)
+    }
+
+    pub fn handle(&self, req: &Request) -> Response {
+        let path = req.path.trim_end_matches('/');
+        match path {
+            "" | "/index.html" => return Response::bytes("text/html; charset=utf-8", INDEX_HTML),
+            "/app.js" => return Response::bytes("text/javascript; charset=utf-8", APP_JS),
+            "/app.css" => return Response::bytes("text/css; charset=utf-8", APP_CSS),
+            _ => {}
+        }
+        if !path.starts_with("/api/") {
+            return Response::error(404, "no such page");
+        }
+        if !self.authorised(req) {
+            return Response::error(401, "token required");
+        }
+        match self.route(path, req) {
+            Ok(r) => r,
+            Err(CollectorError::UnknownJvm(id)) => {
+                Response::error(404, &format!("unknown jvm {id:?}"))
+            }
+            Err(e @ (CollectorError::BadQuery(_) | CollectorError::BadDuration(_))) => {
+                Response::error(400, &e.to_string())
+            }
+            Err(e) => Response::error(500, &e.to_string()),
+        }
+    }
+
+    fn route(&self, path: &str, req: &Request) -> Result<Response, CollectorError> {
+        let parts: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
+        match parts.as_slice() {
+            ["jvms"] => Ok(Response::json(&self.jvm_list())),
+            ["jvms", id] => self.jvm(id),
+            ["jvms", id, "threads"] => self.threads(id, req),
+            ["jvms", id, "hot"] => self.live_hot(id, req),
+            ["flame"] => self.flame(req),
+            ["hot"] => {
+                let q = parse_query(req)?;
+                Ok(Response::json(&query::hot(&*self.store, &q, limit(req))?))
+            }
+            ["callgraph"] => self.callgraph(req),
+            ["stats"] => Ok(Response::json(&self.stats.as_ref().map(|s| s()))),
+            _ => Ok(Response::error(404, "no such endpoint")),
+        }
+    }
+
+    fn jvm(&self, id: &str) -> Result<Response, CollectorError> {
+        let row = self
+            .jvm_list()
+            .into_iter()
+            .find(|j| j.id == id)
+            .ok_or_else(|| CollectorError::UnknownJvm(id.to_string()))?;
+        let segments = self
+            .store
+            .jvms()
+            .into_iter()
+            .find(|j| j.identity.id == id)
+            .map(|j| j.segments)
+            .unwrap_or_default();
+        Ok(Response::json(
+            &serde_json::json!({ "jvm": row, "segments": segments }),
+        ))
+    }
+
+    /// Live threads when the JVM streams snapshots; else the stored snapshot nearest `at`.
+    fn threads(&self, id: &str, req: &Request) -> Result<Response, CollectorError> {
+        if req.param("at").is_none() {
+            if let Some(view) = self.live.as_ref().and_then(|l| l.threads(id)) {
+                return Ok(Response::json(&view));
+            }
+        }
+        let rec = self.store.read(id, None, None)?;
+        let at_s = req
+            .param("at")
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(|at_ms| (at_ms as f64 * 1e6 - rec.header.start_wall_ns as f64) / 1e9);
+        match threads_at(&rec, at_s) {
+            Ok(view) => Ok(Response::json(&view)),
+            Err(e) => Ok(Response::error(404, &e.to_string())),
+        }
+    }
+
+    fn live_hot(&self, id: &str, req: &Request) -> Result<Response, CollectorError> {
+        let mode = parse_mode(req)?;
+        if let Some(table) = self
+            .hot
+            .as_ref()
+            .and_then(|h| h.hot_methods(id, mode, limit(req)))
+        {
+            return Ok(Response::json(&table));
+        }
+        let q = Query {
+            jvms: vec![id.to_string()],
+            mode,
+            ..Query::default()
+        };
+        Ok(Response::json(&query::hot(&*self.store, &q, limit(req))?))
+    }
+
+    fn flame(&self, req: &Request) -> Result<Response, CollectorError> {
+        let q = parse_query(req)?;
+        let (graph, mode) = query::flame(&*self.store, &q)?;
+        match req.param("format").unwrap_or("json") {
+            "html" => {
+                let opts = Options {
+                    title: format!(
+                        "{} ({})",
+                        q.jvms.join(" + "),
+                        mode.map_or("no samples", Mode::name)
+                    ),
+                    subtitle: describe(&q),
+                    ..Options::default()
+                };
+                Ok(Response::bytes(
+                    "text/html; charset=utf-8",
+                    render_html(&graph, &opts),
+                ))
+            }
+            "collapsed" => Ok(Response::bytes(
+                "text/plain; charset=utf-8",
+                graph.to_collapsed(),
+            )),
+            "json" => Ok(Response::json(&serde_json::json!({
+                "mode": mode,
+                "samples": graph.total(),
+                "collapsed": graph.to_collapsed(),
+            }))),
+            other => Err(CollectorError::BadQuery(format!(
+                "unknown format {other:?}"
+            ))),
+        }
+    }
+
+    fn callgraph(&self, req: &Request) -> Result<Response, CollectorError> {
+        let q = parse_query(req)?;
+        let graph = query::callgraph(&*self.store, &q)?;
+        if req.param("format") == Some("dot") {
+            let mut out = Vec::new();
+            graph
+                .write_dot(&DotOptions::default(), &mut out)
+                .map_err(|e| CollectorError::BadQuery(e.to_string()))?;
+            return Ok(Response::bytes("text/vnd.graphviz", out));
+        }
+        Ok(Response::json(&graph))
+    }
+}
+
+fn describe(q: &Query) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = &q.thread {
+        parts.push(format!("threads {t}"));
+    }
+    if !q.states.is_empty() {
+        let s: Vec<String> = q.states.iter().map(|s| s.to_string()).collect();
+        parts.push(format!("states {}", s.join(",")));
+    }
+    parts.join(", ")
+}
+
+fn limit(req: &Request) -> usize {
+    req.param("limit")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100)
+}
+
+fn parse_mode(req: &Request) -> Result<Option<Mode>, CollectorError> {
+    req.param("mode")
+        .map(|m| {
+            m.parse::<Mode>()
+                .map_err(|e| CollectorError::BadQuery(e.to_string()))
+        })
+        .transpose()
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn parse_ms(req: &Request, name: &str) -> Result<Option<u64>, CollectorError> {
+    req.param(name)
+        .map(|v| {
+            v.parse::<u64>()
+                .map(|ms| ms.saturating_mul(1_000_000))
+                .map_err(|_| CollectorError::BadQuery(format!("{name} must be epoch milliseconds")))
+        })
+        .transpose()
+}
+
+/// `jvm` (repeatable or comma-separated), `from`/`to` (epoch ms) or `last` (e.g. 5m),
+/// `mode`, `thread`, `state` (repeatable), `lines`.
+pub fn parse_query(req: &Request) -> Result<Query, CollectorError> {
+    let mut from_ns = parse_ms(req, "from")?;
+    if let Some(last) = req.param("last") {
+        from_ns = Some(now_ns().saturating_sub(parse_duration(last)?.as_nanos() as u64));
+    }
+    let states = req
+        .params("state")
+        .iter()
+        .map(|s| parse_state(s).map_err(|e| CollectorError::BadQuery(e.to_string())))
+        .collect::<Result<_, _>>()?;
+    Ok(Query {
+        jvms: req.params("jvm"),
+        from_ns,
+        to_ns: parse_ms(req, "to")?,
+        mode: parse_mode(req)?,
+        thread: req.param("thread").map(str::to_string),
+        states,
+        lines: matches!(req.param("lines"), Some("1" | "true")),
+    })
+}
+
+pub(crate) fn handler(ctx: Arc<ApiContext>) -> Handler {
+    Arc::new(move |req| ctx.handle(req))
+}

@@ -1,0 +1,218 @@
+//! A small HTTP/1.1 server for the API and the UI: GET only, one request per
+//! connection, bounded request size and time, a thread per request up to a limit.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+const MAX_HEAD: u64 = 16 << 10;
+const MAX_CONCURRENT: usize = 64;
+
+/// A parsed request.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    pub authorization: Option<String>,
+}
+
+impl Request {
+    /// The first value of a query parameter.
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Every value of a repeated parameter, commas also separating values.
+    pub fn params(&self, name: &str) -> Vec<String> {
+        self.query
+            .iter()
+            .filter(|(k, _)| k == name)
+            .flat_map(|(_, v)| v.split(','))
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+pub struct Response {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn json(value: &impl serde::Serialize) -> Response {
+        Response {
+            status: 200,
+            content_type: "application/json",
+            body: serde_json::to_vec(value).expect("serialisable"),
+        }
+    }
+
+    pub fn error(status: u16, message: &str) -> Response {
+        Response {
+            status,
+            content_type: "application/json",
+            body: serde_json::to_vec(&serde_json::json!({ "error": message })).expect("json"),
+        }
+    }
+
+    pub fn bytes(content_type: &'static str, body: impl Into<Vec<u8>>) -> Response {
+        Response {
+            status: 200,
+            content_type,
+            body: body.into(),
+        }
+    }
+}
+
+pub type Handler = Arc<dyn Fn(&Request) -> Response + Send + Sync>;
+
+/// Serves until `stopping` is set and a connection wakes the loop.
+pub(crate) fn serve(listener: TcpListener, handler: Handler, stopping: Arc<AtomicBool>) {
+    let busy = Arc::new(AtomicUsize::new(0));
+    for stream in listener.incoming() {
+        if stopping.load(Ordering::SeqCst) {
+            break;
+        }
+        let Ok(stream) = stream else { continue };
+        if busy.load(Ordering::SeqCst) >= MAX_CONCURRENT {
+            let _ = respond(&stream, &Response::error(503, "busy"));
+            continue;
+        }
+        busy.fetch_add(1, Ordering::SeqCst);
+        let (handler, done) = (handler.clone(), busy.clone());
+        let spawned = thread::Builder::new()
+            .name("jscope-http".into())
+            .spawn(move || {
+                handle(stream, &handler);
+                done.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            // The closure (and its counter decrement) never ran.
+            busy.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+fn handle(stream: TcpStream, handler: &Handler) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
+    let response = match read_request(&stream) {
+        Some(req) if req.method == "GET" || req.method == "HEAD" => handler(&req),
+        Some(_) => Response::error(405, "only GET"),
+        None => Response::error(400, "bad request"),
+    };
+    let _ = respond(&stream, &response);
+}
+
+fn read_request(stream: &TcpStream) -> Option<Request> {
+    let mut r = BufReader::new(stream.take(MAX_HEAD));
+    let mut line = String::new();
+    r.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let target = parts.next()?;
+    let mut req = parse_target(target);
+    req.method = method;
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).ok()? == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("authorization") {
+                req.authorization = Some(v.trim().to_string());
+            }
+        }
+    }
+    Some(req)
+}
+
+/// Splits `/path?a=1&b=2` and percent-decodes the parts.
+pub fn parse_target(target: &str) -> Request {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let query = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect();
+    Request {
+        path: percent_decode(path),
+        query,
+        ..Request::default()
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%' && i + 2 < bytes.len())
+            .then(|| Some(hex(bytes[i + 1])? * 16 + hex(bytes[i + 2])?))
+            .flatten();
+        match (bytes[i], escaped) {
+            (_, Some(b)) => {
+                out.push(b);
+                i += 2;
+            }
+            (b'+', None) => out.push(b' '),
+            (b, None) => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+fn respond(mut stream: &TcpStream, r: &Response) -> std::io::Result<()> {
+    let reason = match r.status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        503 => "Service Unavailable",
+        _ => "Error",
+    };
+    let head = format!(
+        "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        r.status,
+        r.content_type,
+        r.body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(&r.body)?;
+    stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_split_and_decoded() {
+        let r = parse_target("/api/flame?jvm=a%2Cb&jvm=c&thread=pool+1&x=%zz&y=%4");
+        assert_eq!(r.path, "/api/flame");
+        assert_eq!(r.params("jvm"), ["a", "b", "c"]);
+        assert_eq!(r.param("thread"), Some("pool 1"));
+        assert_eq!(r.param("x"), Some("%zz"));
+        assert_eq!(r.param("y"), Some("%4"));
+        assert_eq!(r.param("none"), None);
+    }
+}

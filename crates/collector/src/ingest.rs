@@ -1,0 +1,503 @@
+//! The ingest server: one thread per agent connection (blocking I/O with timeouts), so
+//! a slow or broken client only ever holds up itself. Each connection: preamble, hello,
+//! accept/refuse, then chunks, validated and decoded once, passed to every plugin,
+//! and acknowledged after the plugins' `before_ack` (the store's fsync). Chunks that
+//! arrive together are acknowledged together, which batches the fsyncs.
+
+use std::collections::HashMap;
+use std::io::{BufReader, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::thread;
+use std::time::{Duration, SystemTime};
+
+use jscope_format::{decode_payload, split_chunk, ChunkKind, Record, Recording, Split};
+use jscope_wire::{
+    read_message, read_preamble, valid_stream_id, write_message, Accept, Hello, Message,
+    RefuseCode, WireError,
+};
+use serde::Serialize;
+
+use crate::jvm::{apply_dictionary, event_span, new_dictionary, Connection, JvmIdentity};
+use crate::listener::{Disconnect, Listeners, Trace};
+use crate::store::Store;
+use crate::ServerConfig;
+
+const SERVER_NAME: &str = concat!("jscope-collector ", env!("CARGO_PKG_VERSION"));
+
+/// Counters over the collector's lifetime.
+#[derive(Debug, Default)]
+pub struct IngestStats {
+    pub accepted: AtomicU64,
+    pub refused: AtomicU64,
+    pub dropped: AtomicU64,
+    pub active: AtomicUsize,
+    pub chunks: AtomicU64,
+    pub duplicate_chunks: AtomicU64,
+    pub bytes: AtomicU64,
+    pub samples: AtomicU64,
+}
+
+/// A point-in-time copy of [`IngestStats`].
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    pub connections_accepted: u64,
+    pub connections_refused: u64,
+    pub connections_dropped: u64,
+    pub connections_active: usize,
+    pub chunks: u64,
+    pub duplicate_chunks: u64,
+    pub bytes: u64,
+    pub samples: u64,
+}
+
+impl IngestStats {
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        StatsSnapshot {
+            connections_accepted: get(&self.accepted),
+            connections_refused: get(&self.refused),
+            connections_dropped: get(&self.dropped),
+            connections_active: self.active.load(Ordering::Relaxed),
+            chunks: get(&self.chunks),
+            duplicate_chunks: get(&self.duplicate_chunks),
+            bytes: get(&self.bytes),
+            samples: get(&self.samples),
+        }
+    }
+}
+
+/// A JVM's state that outlives its connections.
+struct JvmEntry {
+    dict: Arc<RwLock<Recording>>,
+    acked: Mutex<u64>,
+}
+
+pub(crate) struct Ingest {
+    cfg: ServerConfig,
+    store: Arc<dyn Store>,
+    listeners: Listeners,
+    jvms: Mutex<HashMap<String, Arc<JvmEntry>>>,
+    /// The connection streaming each stream id, to take over from a half-dead one.
+    active: Mutex<HashMap<String, (u64, TcpStream)>>,
+    next_conn: AtomicU64,
+    pub(crate) stats: IngestStats,
+    pub(crate) stopping: AtomicBool,
+}
+
+/// Why a session ended badly: the log line, and what to tell the client if anything.
+struct Failure {
+    line: String,
+    refuse: Option<RefuseCode>,
+}
+
+impl Failure {
+    fn lost(line: impl Into<String>) -> Failure {
+        Failure {
+            line: line.into(),
+            refuse: None,
+        }
+    }
+
+    fn refuse(code: RefuseCode, line: impl Into<String>) -> Failure {
+        Failure {
+            line: line.into(),
+            refuse: Some(code),
+        }
+    }
+}
+
+fn wire_failure(what: &str, e: WireError) -> Failure {
+    match e {
+        WireError::Idle => Failure::lost(format!("{what}: timed out")),
+        WireError::UnsupportedVersion(_) => {
+            Failure::refuse(RefuseCode::UnsupportedVersion, e.to_string())
+        }
+        WireError::FrameTooLarge { .. } => {
+            Failure::refuse(RefuseCode::Other, format!("{what}: {e}"))
+        }
+        e => Failure::lost(format!("{what}: {e}")),
+    }
+}
+
+/// Constant-time comparison, so the token cannot be guessed byte by byte from timing.
+fn same_token(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+impl Ingest {
+    pub(crate) fn new(cfg: ServerConfig, store: Arc<dyn Store>, listeners: Listeners) -> Ingest {
+        Ingest {
+            cfg,
+            store,
+            listeners,
+            jvms: Mutex::new(HashMap::new()),
+            active: Mutex::new(HashMap::new()),
+            next_conn: AtomicU64::new(1),
+            stats: IngestStats::default(),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    fn log(&self, line: String) {
+        self.cfg.log.line(&line);
+    }
+
+    /// Accepts connections until `stopping` is set (and a connection wakes it).
+    pub(crate) fn accept_loop(self: Arc<Self>, listener: TcpListener) {
+        for stream in listener.incoming() {
+            if self.stopping.load(Ordering::SeqCst) {
+                break;
+            }
+            match stream {
+                Ok(s) => self.clone().spawn(s),
+                Err(e) => self.log(format!("accept failed: {e}")),
+            }
+        }
+    }
+
+    fn spawn(self: Arc<Self>, stream: TcpStream) {
+        let Ok(peer) = stream.peer_addr() else { return };
+        if self.stats.active.load(Ordering::SeqCst) >= self.cfg.max_connections {
+            self.stats.refused.fetch_add(1, Ordering::Relaxed);
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+            let full = Message::Refuse {
+                code: RefuseCode::Full,
+                message: "collector at its connection limit".into(),
+            };
+            let _ = write_message(&mut &stream, &full);
+            self.log(format!(
+                "{peer}: refused: at the limit of {} connections",
+                self.cfg.max_connections
+            ));
+            return;
+        }
+        self.stats.active.fetch_add(1, Ordering::SeqCst);
+        let me = self.clone();
+        let spawned = thread::Builder::new()
+            .name("jscope-conn".into())
+            .stack_size(512 << 10)
+            .spawn(move || {
+                me.session(stream, peer);
+                me.stats.active.fetch_sub(1, Ordering::SeqCst);
+            });
+        if let Err(e) = spawned {
+            self.stats.active.fetch_sub(1, Ordering::SeqCst);
+            self.log(format!("{peer}: no thread for the connection: {e}"));
+        }
+    }
+
+    fn session(&self, stream: TcpStream, peer: SocketAddr) {
+        let conn_id = self.next_conn.fetch_add(1, Ordering::Relaxed);
+        let mut session = match self.handshake(&stream, peer, conn_id) {
+            Ok(s) => s,
+            Err(f) => {
+                self.stats.refused.fetch_add(1, Ordering::Relaxed);
+                if let Some(code) = f.refuse {
+                    let no = Message::Refuse {
+                        code,
+                        message: f.line.clone(),
+                    };
+                    let _ = write_message(&mut &stream, &no);
+                }
+                self.log(format!("{peer}: refused: {}", f.line));
+                return;
+            }
+        };
+        self.stats.accepted.fetch_add(1, Ordering::Relaxed);
+        self.log(format!(
+            "{peer}: connected jvm {} (pid {}), resuming after chunk {}",
+            session.conn.jvm.id, session.conn.jvm.pid, session.last_seen
+        ));
+        let why = match self.stream_chunks(&mut session, &stream) {
+            Ok(()) => Disconnect::Clean,
+            Err(f) => {
+                self.stats.dropped.fetch_add(1, Ordering::Relaxed);
+                self.log(format!(
+                    "{peer}: dropped jvm {}: {}",
+                    session.conn.jvm.id, f.line
+                ));
+                Disconnect::Lost(f.line)
+            }
+        };
+        self.listeners.disconnect(&session.conn, &why);
+        self.release(&session.conn.jvm.id, conn_id);
+        let _ = stream.shutdown(Shutdown::Both);
+    }
+
+    fn handshake(
+        &self,
+        stream: &TcpStream,
+        peer: SocketAddr,
+        conn_id: u64,
+    ) -> Result<Session, Failure> {
+        let io = |e: std::io::Error| Failure::lost(format!("socket: {e}"));
+        stream
+            .set_read_timeout(Some(self.cfg.stall_timeout))
+            .map_err(io)?;
+        stream
+            .set_write_timeout(Some(self.cfg.stall_timeout))
+            .map_err(io)?;
+        stream.set_nodelay(true).map_err(io)?;
+        let mut reader = BufReader::with_capacity(64 << 10, stream.try_clone().map_err(io)?);
+        read_preamble(&mut reader).map_err(|e| wire_failure("preamble", e))?;
+        let hello = match read_message(&mut reader, self.cfg.max_frame) {
+            Ok(Message::Hello(h)) => h,
+            Ok(other) => {
+                return Err(Failure::refuse(
+                    RefuseCode::BadHello,
+                    format!("expected hello, got {}", other.name()),
+                ))
+            }
+            Err(e) => return Err(wire_failure("hello", e)),
+        };
+        let header = self.check_hello(&hello)?;
+        self.claim(&hello.stream, conn_id, stream)?;
+        let entry = self.jvm_entry(&hello.stream, &header).map_err(|e| {
+            self.release(&hello.stream, conn_id);
+            Failure::refuse(RefuseCode::Other, e)
+        })?;
+        let acked = *entry.acked.lock().expect("acked lock");
+        let identity = JvmIdentity::from_header(
+            &hello.stream,
+            &header,
+            &peer.ip().to_string(),
+            &hello.labels,
+        );
+        let conn = Connection {
+            jvm: Arc::new(identity),
+            peer,
+            connected_at: SystemTime::now(),
+            header_bytes: hello.header.into(),
+            dict: entry.dict.clone(),
+            resumed_after: acked,
+        };
+        if let Err(e) = self.listeners.connect(&conn) {
+            self.release(&conn.jvm.id, conn_id);
+            return Err(Failure::refuse(RefuseCode::Other, e.to_string()));
+        }
+        let accept = Message::Accept(Accept {
+            acked,
+            max_frame: self.cfg.max_frame,
+            server: SERVER_NAME.into(),
+        });
+        if let Err(e) = write_message(&mut &*stream, &accept) {
+            self.listeners
+                .disconnect(&conn, &Disconnect::Lost(e.to_string()));
+            self.release(&conn.jvm.id, conn_id);
+            return Err(Failure::lost(format!("writing accept: {e}")));
+        }
+        Ok(Session {
+            reader,
+            conn,
+            entry,
+            last_seen: acked,
+        })
+    }
+
+    fn check_hello(&self, hello: &Hello) -> Result<jscope_format::Header, Failure> {
+        let want = self.cfg.token.as_deref().unwrap_or("");
+        if !want.is_empty() && !same_token(want, &hello.token) {
+            return Err(Failure::refuse(
+                RefuseCode::BadToken,
+                "wrong or missing token",
+            ));
+        }
+        if !valid_stream_id(&hello.stream) {
+            return Err(Failure::refuse(
+                RefuseCode::BadHello,
+                format!("invalid stream id {:?}", hello.stream),
+            ));
+        }
+        if hello.next_seq == 0 {
+            return Err(Failure::refuse(
+                RefuseCode::BadHello,
+                "next_seq must be at least 1",
+            ));
+        }
+        match Recording::from_bytes(&hello.header) {
+            Ok(rec) if rec.chunks == 1 && rec.damage.is_none() => Ok(rec.header),
+            Ok(_) => Err(Failure::refuse(
+                RefuseCode::BadHello,
+                "header bytes hold more than magic and header chunk",
+            )),
+            Err(e) => Err(Failure::refuse(
+                RefuseCode::BadHello,
+                format!("recording header: {e}"),
+            )),
+        }
+    }
+
+    /// Registers this connection for its stream, shutting down an older one (an agent
+    /// that reconnects after a network failure must not wait for the old one to time out).
+    fn claim(&self, stream_id: &str, conn_id: u64, tcp: &TcpStream) -> Result<(), Failure> {
+        for _ in 0..100 {
+            {
+                let mut active = self.active.lock().expect("active lock");
+                match active.get(stream_id) {
+                    Some((_, old)) => {
+                        let _ = old.shutdown(Shutdown::Both);
+                    }
+                    None => {
+                        let clone = tcp.try_clone().map_err(|e| Failure::lost(e.to_string()))?;
+                        active.insert(stream_id.to_string(), (conn_id, clone));
+                        return Ok(());
+                    }
+                }
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        Err(Failure::refuse(
+            RefuseCode::Busy,
+            format!("stream {stream_id} is busy"),
+        ))
+    }
+
+    fn release(&self, stream_id: &str, conn_id: u64) {
+        let mut active = self.active.lock().expect("active lock");
+        if active.get(stream_id).is_some_and(|(id, _)| *id == conn_id) {
+            active.remove(stream_id);
+        }
+    }
+
+    /// The JVM's lasting state: from memory, else from the store, else new.
+    fn jvm_entry(
+        &self,
+        stream_id: &str,
+        header: &jscope_format::Header,
+    ) -> Result<Arc<JvmEntry>, String> {
+        if let Some(e) = self.jvms.lock().expect("jvms lock").get(stream_id) {
+            return Ok(e.clone());
+        }
+        let (acked, dict) = match self.store.resume(stream_id).map_err(|e| e.to_string())? {
+            Some(s) => (s.acked, s.dict),
+            None => (0, new_dictionary(header)),
+        };
+        let entry = Arc::new(JvmEntry {
+            dict: Arc::new(RwLock::new(dict)),
+            acked: Mutex::new(acked),
+        });
+        let mut jvms = self.jvms.lock().expect("jvms lock");
+        Ok(jvms.entry(stream_id.to_string()).or_insert(entry).clone())
+    }
+
+    fn stream_chunks(&self, s: &mut Session, stream: &TcpStream) -> Result<(), Failure> {
+        let mut idle = Duration::ZERO;
+        let mut pending = false;
+        loop {
+            if pending && s.reader.buffer().is_empty() {
+                self.commit(s, stream)?;
+                pending = false;
+            }
+            match read_message(&mut s.reader, self.cfg.max_frame) {
+                Ok(Message::Chunk { seq, chunk }) => {
+                    idle = Duration::ZERO;
+                    self.chunk(s, seq, &chunk)?;
+                    pending = true;
+                }
+                Ok(Message::Bye) => return self.commit(s, stream),
+                Ok(other) => {
+                    return Err(Failure::lost(format!("unexpected {} frame", other.name())))
+                }
+                Err(WireError::Idle) => {
+                    idle += self.cfg.stall_timeout;
+                    if idle >= self.cfg.idle_timeout || self.stopping.load(Ordering::SeqCst) {
+                        return Err(Failure::lost(format!("idle for {}s", idle.as_secs())));
+                    }
+                }
+                Err(WireError::Closed) => {
+                    return Err(Failure::lost("connection closed without bye"))
+                }
+                Err(e) => return Err(Failure::lost(e.to_string())),
+            }
+        }
+    }
+
+    fn chunk(&self, s: &mut Session, seq: u64, bytes: &[u8]) -> Result<(), Failure> {
+        if seq <= s.last_seen {
+            self.stats.duplicate_chunks.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let records =
+            decode_chunk(bytes).map_err(|why| Failure::lost(format!("chunk {seq}: {why}")))?;
+        apply_dictionary(&mut s.conn.dict.write().expect("dict lock"), &records);
+        let trace = Trace {
+            seq,
+            chunk: bytes,
+            records: &records,
+            lost_before: seq - s.last_seen - 1,
+            span_ns: event_span(&s.conn.jvm, &records),
+            received: SystemTime::now(),
+        };
+        self.listeners
+            .data(&s.conn, &trace)
+            .map_err(|e| Failure::lost(e.to_string()))?;
+        s.last_seen = seq;
+        self.count(bytes.len(), &records);
+        Ok(())
+    }
+
+    fn count(&self, bytes: usize, records: &[Record]) {
+        let samples: u64 = records
+            .iter()
+            .map(|r| match r {
+                Record::Sample(_) => 1,
+                Record::Snapshot(s) => s.threads.len() as u64,
+                _ => 0,
+            })
+            .sum();
+        self.stats.chunks.fetch_add(1, Ordering::Relaxed);
+        self.stats.bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.stats.samples.fetch_add(samples, Ordering::Relaxed);
+    }
+
+    /// Makes everything seen durable, then acknowledges it.
+    fn commit(&self, s: &mut Session, stream: &TcpStream) -> Result<(), Failure> {
+        self.listeners
+            .before_ack(&s.conn)
+            .map_err(|e| Failure::lost(e.to_string()))?;
+        *s.entry.acked.lock().expect("acked lock") = s.last_seen;
+        let mut w = stream;
+        write_message(&mut w, &Message::Ack { seq: s.last_seen })
+            .and_then(|_| w.flush().map_err(WireError::from))
+            .map_err(|e| Failure::lost(format!("writing ack: {e}")))
+    }
+
+    /// Closes every agent connection (at shutdown).
+    pub(crate) fn disconnect_all(&self) {
+        for (_, tcp) in self.active.lock().expect("active lock").values() {
+            let _ = tcp.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+struct Session {
+    reader: BufReader<TcpStream>,
+    conn: Connection,
+    entry: Arc<JvmEntry>,
+    /// Highest sequence number passed to the plugins.
+    last_seen: u64,
+}
+
+/// Checks that `bytes` are exactly one intact data chunk and decodes its records.
+fn decode_chunk(bytes: &[u8]) -> Result<Vec<Record>, String> {
+    let raw = match split_chunk(bytes, 0) {
+        Ok(Split::Chunk(c)) => c,
+        Ok(Split::NeedMore(n)) => {
+            return Err(format!("incomplete chunk ({} of {n} bytes)", bytes.len()))
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    if raw.stored_len != bytes.len() {
+        return Err("trailing bytes after the chunk".into());
+    }
+    if raw.kind != ChunkKind::Data as u8 {
+        return Err(format!("chunk kind {} is not data", raw.kind));
+    }
+    decode_payload(&raw.payload).map_err(|e| e.to_string())
+}

@@ -1,0 +1,124 @@
+//! Who is on the other end of a stream: the JVM's identity (xdProf's header line) and
+//! the per-connection view that plugins receive.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+use jscope_format::{Header, Record, Recording};
+use serde::{Deserialize, Serialize};
+
+/// A JVM as the collector knows it: its stream id and the identity from its header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JvmIdentity {
+    /// The stream id the agent chose; names the JVM in the API and on disk.
+    pub id: String,
+    pub pid: u32,
+    pub host: String,
+    /// The agent's address as the collector saw it.
+    pub address: String,
+    pub command_line: String,
+    /// `vm_name vm_version vm_vendor`.
+    pub vm: String,
+    pub java_version: String,
+    /// `os arch`.
+    pub os: String,
+    pub agent_version: String,
+    pub modes: String,
+    pub interval_ns: u64,
+    /// Unix epoch ns at `start_ticks`.
+    pub start_wall_ns: u64,
+    pub start_ticks: u64,
+    pub ticks_per_second: u64,
+    pub labels: Vec<(String, String)>,
+}
+
+impl JvmIdentity {
+    pub fn from_header(id: &str, h: &Header, address: &str, labels: &[(String, String)]) -> Self {
+        JvmIdentity {
+            id: id.to_string(),
+            pid: h.pid,
+            host: h.host.clone(),
+            address: address.to_string(),
+            command_line: h.command_line.clone(),
+            vm: join_present(&[&h.vm_name, &h.vm_version, &h.vm_vendor]),
+            java_version: h.java_version.clone(),
+            os: join_present(&[&h.os, &h.arch]),
+            agent_version: h.agent_version.clone(),
+            modes: h.modes.clone(),
+            interval_ns: h.interval_ns,
+            start_wall_ns: h.start_wall_ns,
+            start_ticks: h.start_ticks,
+            ticks_per_second: h.ticks_per_second,
+            labels: labels.to_vec(),
+        }
+    }
+
+    /// Unix epoch nanoseconds of an agent clock reading.
+    pub fn wall_ns(&self, ticks: u64) -> u64 {
+        let rel = ticks.saturating_sub(self.start_ticks) as u128;
+        let ns = match self.ticks_per_second {
+            0 | 1_000_000_000 => rel,
+            tps => rel * 1_000_000_000 / tps as u128,
+        };
+        self.start_wall_ns.saturating_add(ns as u64)
+    }
+}
+
+fn join_present(parts: &[&str]) -> String {
+    let present: Vec<&str> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
+    present.join(" ")
+}
+
+/// One agent connection, as every plugin sees it.
+pub struct Connection {
+    pub jvm: Arc<JvmIdentity>,
+    pub peer: SocketAddr,
+    pub connected_at: SystemTime,
+    /// Magic and header chunk, as the agent sent them.
+    pub header_bytes: Arc<[u8]>,
+    /// The JVM's dictionaries (strings, classes, methods, threads, stacks) and last
+    /// counters, kept current by the ingest before plugins see a chunk; the live-state
+    /// plugin also keeps the latest snapshot in `snapshots`. Shared across this JVM's
+    /// connections.
+    pub dict: Arc<RwLock<Recording>>,
+    /// Highest sequence number that was durable when this connection started.
+    pub resumed_after: u64,
+}
+
+/// The events of a chunk's records, as wall-clock span (first, last) in epoch ns.
+pub fn event_span(jvm: &JvmIdentity, records: &[Record]) -> Option<(u64, u64)> {
+    let ticks = records.iter().filter_map(|r| match r {
+        Record::Sample(s) => Some(s.ticks),
+        Record::Snapshot(s) => Some(s.ticks),
+        _ => None,
+    });
+    let (lo, hi) = ticks.fold((u64::MAX, 0), |(lo, hi), t| (lo.min(t), hi.max(t)));
+    (lo <= hi).then(|| (jvm.wall_ns(lo), jvm.wall_ns(hi)))
+}
+
+/// Adds a chunk's dictionary entries, counters and end to `dict`; events are left out
+/// so that the dictionary stays small however long the JVM runs.
+pub fn apply_dictionary(dict: &mut Recording, records: &[Record]) {
+    for r in records {
+        match r {
+            Record::String { .. }
+            | Record::Class(_)
+            | Record::Method(_)
+            | Record::Thread(_)
+            | Record::Stack { .. }
+            | Record::Counters { .. }
+            | Record::End { .. } => dict.apply(r.clone()),
+            _ => {}
+        }
+    }
+}
+
+/// An empty dictionary for a JVM with this header.
+pub fn new_dictionary(header: &Header) -> Recording {
+    Recording {
+        header: header.clone(),
+        strings: vec![String::new()],
+        ..Recording::default()
+    }
+}

@@ -1,0 +1,93 @@
+//! Plugins (xdProf's `ServerListener`): one instance sees every JVM's connect, data
+//! and disconnect. The store, the live state and the hot-methods analysis are all
+//! plugins; more can be registered with `ServerConfig`-independent `Listeners::add`.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use jscope_format::Record;
+
+use crate::jvm::Connection;
+
+/// One chunk received from an agent.
+pub struct Trace<'a> {
+    pub seq: u64,
+    /// The framed chunk exactly as the agent sent it.
+    pub chunk: &'a [u8],
+    /// Its records, decoded once for all plugins (timestamps absolute).
+    pub records: &'a [Record],
+    /// Chunks the agent never delivered between the previous one and this.
+    pub lost_before: u64,
+    /// Wall-clock span of the chunk's samples and snapshots, epoch ns.
+    pub span_ns: Option<(u64, u64)>,
+    pub received: SystemTime,
+}
+
+/// Why a connection ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Disconnect {
+    /// The agent said goodbye.
+    Clean,
+    /// The connection broke, timed out or misbehaved; the text says how.
+    Lost(String),
+}
+
+/// A plugin failed; the ingest drops the connection without acknowledging.
+#[derive(Debug, thiserror::Error)]
+#[error("{plugin}: {message}")]
+pub struct ListenerError {
+    pub plugin: &'static str,
+    pub message: String,
+}
+
+/// An analysis tool attached to the collector. Calls for one connection come from
+/// that connection's thread, in order; calls for different JVMs come concurrently.
+pub trait ServerListener: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    fn on_connect(&self, _c: &Connection) -> Result<(), ListenerError> {
+        Ok(())
+    }
+
+    fn on_data(&self, c: &Connection, t: &Trace) -> Result<(), ListenerError>;
+
+    /// Called before the ingest acknowledges the chunks passed to `on_data` so far: a
+    /// plugin that stores data makes it durable here.
+    fn before_ack(&self, _c: &Connection) -> Result<(), ListenerError> {
+        Ok(())
+    }
+
+    fn on_disconnect(&self, _c: &Connection, _why: &Disconnect) {}
+}
+
+/// The registered plugins, called in registration order.
+#[derive(Clone, Default)]
+pub struct Listeners {
+    all: Vec<Arc<dyn ServerListener>>,
+}
+
+impl Listeners {
+    pub fn add(&mut self, l: Arc<dyn ServerListener>) {
+        self.all.push(l);
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.all.iter().map(|l| l.name()).collect()
+    }
+
+    pub(crate) fn connect(&self, c: &Connection) -> Result<(), ListenerError> {
+        self.all.iter().try_for_each(|l| l.on_connect(c))
+    }
+
+    pub(crate) fn data(&self, c: &Connection, t: &Trace) -> Result<(), ListenerError> {
+        self.all.iter().try_for_each(|l| l.on_data(c, t))
+    }
+
+    pub(crate) fn before_ack(&self, c: &Connection) -> Result<(), ListenerError> {
+        self.all.iter().try_for_each(|l| l.before_ack(c))
+    }
+
+    pub(crate) fn disconnect(&self, c: &Connection, why: &Disconnect) {
+        self.all.iter().for_each(|l| l.on_disconnect(c, why))
+    }
+}

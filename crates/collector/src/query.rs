@@ -1,0 +1,191 @@
+//! Queries over stored data: flame graphs, hot methods and call graphs over a time
+//! range, for one JVM or several merged, filtered by thread and state. Each JVM's data
+//! goes through `jscope-analysis` exactly as a recording file would.
+
+use std::collections::HashMap;
+
+use jscope_analysis::{
+    call_graph, collapse, hot_methods, CallEdge, CallGraph, CallNode, CollapseOptions, HotMethod,
+    HotMethods, Mode, Selection, StackCounts, ThreadMatcher,
+};
+use jscope_flame::FlameGraph;
+use jscope_format::{Recording, StateClass};
+
+use crate::store::Store;
+use crate::CollectorError;
+
+/// What to look at.
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    pub jvms: Vec<String>,
+    /// Epoch ns, inclusive.
+    pub from_ns: Option<u64>,
+    /// Epoch ns, exclusive.
+    pub to_ns: Option<u64>,
+    pub mode: Option<Mode>,
+    /// Substring or glob of thread names.
+    pub thread: Option<String>,
+    pub states: Vec<StateClass>,
+    /// Frame labels with `:line`.
+    pub lines: bool,
+}
+
+impl Query {
+    fn selection(&self, rec: &Recording) -> Selection {
+        let start = rec.header.start_wall_ns as f64;
+        let rel = |ns: u64| (ns as f64 - start) / 1e9;
+        Selection {
+            mode: self.mode,
+            thread: self.thread.as_deref().map(ThreadMatcher::new),
+            states: self.states.clone(),
+            from_s: self.from_ns.map(rel),
+            to_s: self.to_ns.map(rel),
+        }
+    }
+
+    /// Reads each JVM's data and counts the selected samples.
+    fn counted(
+        &self,
+        store: &dyn Store,
+    ) -> Result<Vec<(Recording, Option<Mode>, StackCounts)>, CollectorError> {
+        if self.jvms.is_empty() {
+            return Err(CollectorError::BadQuery("no jvm selected".into()));
+        }
+        let mut out = Vec::new();
+        for id in &self.jvms {
+            let rec = store.read(id, self.from_ns, self.to_ns)?;
+            let sel = self.selection(&rec);
+            let counts = sel.stack_counts(&rec);
+            let mode = sel.mode_in(&rec);
+            out.push((rec, mode, counts));
+        }
+        Ok(out)
+    }
+}
+
+/// A flame graph over the selected samples of every JVM of the query, merged.
+pub fn flame(store: &dyn Store, q: &Query) -> Result<(FlameGraph, Option<Mode>), CollectorError> {
+    let mut graph = FlameGraph::new();
+    let mut mode = None;
+    let opts = CollapseOptions {
+        lines: q.lines,
+        thread_roots: false,
+    };
+    for (rec, m, counts) in q.counted(store)? {
+        mode = mode.or(m);
+        for (frames, n) in collapse(&rec, &counts, opts).stacks {
+            graph.add(frames, n);
+        }
+    }
+    Ok((graph, mode))
+}
+
+/// Hot methods over the selected samples of every JVM of the query, merged by name.
+pub fn hot(store: &dyn Store, q: &Query, limit: usize) -> Result<HotMethods, CollectorError> {
+    let mut merged: HashMap<String, (u64, u64)> = HashMap::new();
+    let (mut total, mut mode) = (0, None);
+    for (rec, m, counts) in q.counted(store)? {
+        mode = mode.or(m);
+        total += counts.total;
+        for h in hot_methods(&rec, m, &counts).methods {
+            let e = merged.entry(h.method).or_default();
+            e.0 += h.self_samples;
+            e.1 += h.total_samples;
+        }
+    }
+    let pct = |n: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / total as f64
+        }
+    };
+    let mut methods: Vec<HotMethod> = merged
+        .into_iter()
+        .map(|(method, (s, t))| HotMethod {
+            method,
+            self_samples: s,
+            total_samples: t,
+            self_percent: pct(s),
+            total_percent: pct(t),
+        })
+        .collect();
+    methods.sort_by(|a, b| {
+        (b.self_samples, b.total_samples)
+            .cmp(&(a.self_samples, a.total_samples))
+            .then_with(|| a.method.cmp(&b.method))
+    });
+    methods.truncate(limit);
+    Ok(HotMethods {
+        mode,
+        samples: total,
+        methods,
+    })
+}
+
+/// The call graph of every JVM of the query, merged by method label.
+pub fn callgraph(store: &dyn Store, q: &Query) -> Result<CallGraph, CollectorError> {
+    let mut nodes: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut edges: HashMap<(String, String), u64> = HashMap::new();
+    let mut total = 0;
+    for (rec, _, counts) in q.counted(store)? {
+        let g = call_graph(&rec, &counts);
+        total += g.total;
+        for n in &g.nodes {
+            let e = nodes.entry(n.label.clone()).or_default();
+            e.0 += n.self_samples;
+            e.1 += n.total_samples;
+        }
+        for e in &g.edges {
+            let key = (
+                g.nodes[e.caller].label.clone(),
+                g.nodes[e.callee].label.clone(),
+            );
+            *edges.entry(key).or_default() += e.samples;
+        }
+    }
+    Ok(assemble(total, nodes, edges))
+}
+
+fn assemble(
+    total: u64,
+    nodes: HashMap<String, (u64, u64)>,
+    edges: HashMap<(String, String), u64>,
+) -> CallGraph {
+    let mut nodes: Vec<CallNode> = nodes
+        .into_iter()
+        .map(|(label, (s, t))| CallNode {
+            label,
+            self_samples: s,
+            total_samples: t,
+        })
+        .collect();
+    nodes.sort_by(|a, b| {
+        b.total_samples
+            .cmp(&a.total_samples)
+            .then_with(|| a.label.cmp(&b.label))
+    });
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.label.as_str(), i))
+        .collect();
+    let mut edges: Vec<CallEdge> = edges
+        .into_iter()
+        .map(|((a, b), samples)| CallEdge {
+            caller: index[a.as_str()],
+            callee: index[b.as_str()],
+            samples,
+        })
+        .collect();
+    edges.sort_by(|a, b| {
+        b.samples
+            .cmp(&a.samples)
+            .then((a.caller, a.callee).cmp(&(b.caller, b.callee)))
+    });
+    CallGraph {
+        total,
+        nodes,
+        edges,
+    }
+}

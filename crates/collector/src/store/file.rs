@@ -1,0 +1,486 @@
+//! The embedded store: a directory per JVM holding segment files in the recording
+//! format and an index.
+//!
+//! ```text
+//! DATA/jvms/<stream id>/header.jsc          the agent's magic and header chunk
+//! DATA/jvms/<stream id>/seg-<first seq>.jsc segments (see segment.rs)
+//! DATA/jvms/<stream id>/index.json          identity, labels, segments and time ranges
+//! ```
+//! A chunk is acknowledged only after `sync` (fdatasync); the index is rewritten
+//! atomically when a segment starts or ends. At start-up every segment the index does
+//! not list as closed is read up to its first damage, the torn tail cut off, and its
+//! range recomputed, so a kill -9 loses nothing that was acknowledged.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use jscope_format::Recording;
+
+use super::segment::{self, merge_span};
+use super::{Retained, SegmentInfo, Store, StoredJvm, StreamStatus};
+use crate::jvm::{new_dictionary, JvmIdentity};
+use crate::CollectorError;
+
+const HEADER_FILE: &str = "header.jsc";
+const INDEX_FILE: &str = "index.json";
+
+pub struct FileStore {
+    root: PathBuf,
+    segment_bytes: u64,
+    segment_age: Duration,
+    jvms: Mutex<BTreeMap<String, Arc<Mutex<JvmFiles>>>>,
+}
+
+struct JvmFiles {
+    dir: PathBuf,
+    info: StoredJvm,
+    open: Option<OpenSegment>,
+    /// A connection is streaming into this JVM (retention leaves it alone).
+    active: bool,
+}
+
+struct OpenSegment {
+    file: File,
+    path: PathBuf,
+    started: Instant,
+    dirty: bool,
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+impl FileStore {
+    /// Opens (creating if needed) a store under `root` and recovers what it holds.
+    pub fn open(
+        root: &Path,
+        segment_bytes: u64,
+        segment_age: Duration,
+    ) -> Result<FileStore, CollectorError> {
+        let jvms_dir = root.join("jvms");
+        std::fs::create_dir_all(&jvms_dir).map_err(CollectorError::io(&jvms_dir))?;
+        let mut jvms = BTreeMap::new();
+        for entry in std::fs::read_dir(&jvms_dir).map_err(CollectorError::io(&jvms_dir))? {
+            let dir = entry.map_err(CollectorError::io(&jvms_dir))?.path();
+            if let Some(jf) = JvmFiles::recover(&dir)? {
+                jvms.insert(jf.info.identity.id.clone(), Arc::new(Mutex::new(jf)));
+            }
+        }
+        Ok(FileStore {
+            root: root.to_path_buf(),
+            segment_bytes,
+            segment_age,
+            jvms: Mutex::new(jvms),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn get(&self, stream: &str) -> Result<Arc<Mutex<JvmFiles>>, CollectorError> {
+        self.jvms
+            .lock()
+            .expect("store lock")
+            .get(stream)
+            .cloned()
+            .ok_or_else(|| CollectorError::UnknownJvm(stream.to_string()))
+    }
+
+    fn get_or_create(
+        &self,
+        jvm: &JvmIdentity,
+        header: &[u8],
+    ) -> Result<Arc<Mutex<JvmFiles>>, CollectorError> {
+        let mut map = self.jvms.lock().expect("store lock");
+        if let Some(jf) = map.get(&jvm.id) {
+            return Ok(jf.clone());
+        }
+        let dir = self.root.join("jvms").join(&jvm.id);
+        let jf = JvmFiles::create(&dir, jvm, header)?;
+        let jf = Arc::new(Mutex::new(jf));
+        map.insert(jvm.id.clone(), jf.clone());
+        Ok(jf)
+    }
+
+    fn needs_new_segment(&self, jf: &JvmFiles, seq: u64) -> bool {
+        let (Some(open), Some(last)) = (&jf.open, jf.info.segments.last()) else {
+            return true;
+        };
+        seq != last.last_seq + 1
+            || last.bytes >= self.segment_bytes
+            || open.started.elapsed() >= self.segment_age
+    }
+}
+
+impl JvmFiles {
+    fn create(dir: &Path, jvm: &JvmIdentity, header: &[u8]) -> Result<JvmFiles, CollectorError> {
+        std::fs::create_dir_all(dir).map_err(CollectorError::io(dir))?;
+        write_atomic(&dir.join(HEADER_FILE), header)?;
+        let jf = JvmFiles {
+            dir: dir.to_path_buf(),
+            info: StoredJvm {
+                identity: jvm.clone(),
+                segments: Vec::new(),
+            },
+            open: None,
+            active: false,
+        };
+        jf.write_index()?;
+        Ok(jf)
+    }
+
+    /// Loads a JVM directory, rescanning every segment not known to be closed.
+    fn recover(dir: &Path) -> Result<Option<JvmFiles>, CollectorError> {
+        let Ok(header) = std::fs::read(dir.join(HEADER_FILE)) else {
+            return Ok(None);
+        };
+        let Some(id) = dir.file_name().and_then(|n| n.to_str()) else {
+            return Ok(None);
+        };
+        let indexed = read_index(dir);
+        let identity = match &indexed {
+            Some(ix) => ix.identity.clone(),
+            None => identity_from_header(id, &header)?,
+        };
+        let known: BTreeMap<String, SegmentInfo> = indexed
+            .map(|ix| {
+                ix.segments
+                    .into_iter()
+                    .map(|s| (s.file.clone(), s))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut segments = Vec::new();
+        for (first_seq, name) in segment_files(dir)? {
+            let path = dir.join(&name);
+            let trusted = known
+                .get(&name)
+                .filter(|s| s.closed && file_len(&path) == Some(s.bytes));
+            match trusted {
+                Some(s) => segments.push(s.clone()),
+                None => segments.extend(recover_segment(&path, &name, first_seq, &identity)?),
+            }
+        }
+        let jf = JvmFiles {
+            dir: dir.to_path_buf(),
+            info: StoredJvm { identity, segments },
+            open: None,
+            active: false,
+        };
+        jf.write_index()?;
+        Ok(Some(jf))
+    }
+
+    fn write_index(&self) -> Result<(), CollectorError> {
+        let json = serde_json::to_vec_pretty(&self.info).expect("index serialises");
+        write_atomic(&self.dir.join(INDEX_FILE), &json)
+    }
+
+    fn header_bytes(&self) -> Result<Vec<u8>, CollectorError> {
+        let path = self.dir.join(HEADER_FILE);
+        std::fs::read(&path).map_err(CollectorError::io(path))
+    }
+
+    fn start_segment(&mut self, seq: u64, dict: &Recording) -> Result<(), CollectorError> {
+        self.close_segment()?;
+        let name = segment::file_name(seq);
+        let path = self.dir.join(&name);
+        let file = segment::create(&path, &self.header_bytes()?, &segment::encode_prelude(dict))?;
+        let bytes = file.metadata().map_err(CollectorError::io(&path))?.len();
+        self.info.segments.push(SegmentInfo {
+            file: name,
+            first_seq: seq,
+            last_seq: seq - 1,
+            bytes,
+            start_ns: None,
+            end_ns: None,
+            created_ns: now_ns(),
+            closed: false,
+        });
+        self.open = Some(OpenSegment {
+            file,
+            path,
+            started: Instant::now(),
+            dirty: false,
+        });
+        self.write_index()
+    }
+
+    fn append(
+        &mut self,
+        seq: u64,
+        chunk: &[u8],
+        span: Option<(u64, u64)>,
+    ) -> Result<(), CollectorError> {
+        let open = self.open.as_mut().expect("a segment is open");
+        let meta = self.info.segments.last_mut().expect("open segment listed");
+        if let Err(e) = open.file.write_all(chunk) {
+            // Cut any partial write so the segment stays a clean sequence of chunks.
+            let _ = open.file.set_len(meta.bytes);
+            return Err(CollectorError::io(&open.path)(e));
+        }
+        meta.last_seq = seq;
+        meta.bytes += chunk.len() as u64;
+        let merged = merge_span(meta.start_ns.zip(meta.end_ns), span);
+        (meta.start_ns, meta.end_ns) = (merged.map(|s| s.0), merged.map(|s| s.1));
+        open.dirty = true;
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<(), CollectorError> {
+        if let Some(open) = self.open.as_mut().filter(|o| o.dirty) {
+            open.file
+                .sync_data()
+                .map_err(CollectorError::io(&open.path))?;
+            open.dirty = false;
+        }
+        Ok(())
+    }
+
+    fn close_segment(&mut self) -> Result<(), CollectorError> {
+        if self.open.is_none() {
+            return Ok(());
+        }
+        self.sync()?;
+        self.open = None;
+        if let Some(last) = self.info.segments.last_mut() {
+            last.closed = true;
+        }
+        self.write_index()
+    }
+
+    /// Deletes closed segments that ended before `cutoff`; true when nothing is left.
+    fn retain(&mut self, cutoff: u64, out: &mut Retained) -> Result<bool, CollectorError> {
+        let (old, keep): (Vec<_>, Vec<_>) = self
+            .info
+            .segments
+            .drain(..)
+            .partition(|s| s.closed && s.end_ns.unwrap_or(s.created_ns) < cutoff);
+        self.info.segments = keep;
+        for s in &old {
+            let path = self.dir.join(&s.file);
+            std::fs::remove_file(&path).map_err(CollectorError::io(&path))?;
+            out.segments_deleted += 1;
+            out.bytes_freed += s.bytes;
+        }
+        if !old.is_empty() {
+            self.write_index()?;
+        }
+        Ok(self.info.segments.is_empty() && !self.active)
+    }
+}
+
+fn recover_segment(
+    path: &Path,
+    name: &str,
+    first_seq: u64,
+    jvm: &JvmIdentity,
+) -> Result<Option<SegmentInfo>, CollectorError> {
+    let scanned = match segment::scan(path, jvm)? {
+        Some(s) if s.chunks > 0 => s,
+        // Created but never acknowledged into: nothing to keep.
+        _ => {
+            std::fs::remove_file(path).map_err(CollectorError::io(path))?;
+            return Ok(None);
+        }
+    };
+    if scanned.valid_len < scanned.file_len {
+        segment::truncate(path, scanned.valid_len)?;
+    }
+    Ok(Some(SegmentInfo {
+        file: name.to_string(),
+        first_seq,
+        last_seq: first_seq + scanned.chunks - 1,
+        bytes: scanned.valid_len,
+        start_ns: scanned.span_ns.map(|s| s.0),
+        end_ns: scanned.span_ns.map(|s| s.1),
+        created_ns: now_ns(),
+        closed: true,
+    }))
+}
+
+fn identity_from_header(id: &str, header: &[u8]) -> Result<JvmIdentity, CollectorError> {
+    let rec = Recording::from_bytes(header)?;
+    Ok(JvmIdentity::from_header(id, &rec.header, "", &[]))
+}
+
+fn read_index(dir: &Path) -> Option<StoredJvm> {
+    let bytes = std::fs::read(dir.join(INDEX_FILE)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn file_len(path: &Path) -> Option<u64> {
+    std::fs::metadata(path).ok().map(|m| m.len())
+}
+
+/// Segment files of a JVM directory, by first sequence number.
+fn segment_files(dir: &Path) -> Result<Vec<(u64, String)>, CollectorError> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(CollectorError::io(dir))? {
+        let name = entry.map_err(CollectorError::io(dir))?.file_name();
+        let name = name.to_string_lossy().into_owned();
+        if let Some(seq) = segment::first_seq_of(&name) {
+            out.push((seq, name));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Writes a file so that a crash leaves either the old or the new content.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CollectorError> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp).map_err(CollectorError::io(&tmp))?;
+    f.write_all(bytes).map_err(CollectorError::io(&tmp))?;
+    f.sync_all().map_err(CollectorError::io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(CollectorError::io(path))?;
+    segment::sync_dir(path.parent().expect("file in a directory"))
+}
+
+impl Store for FileStore {
+    fn resume(&self, stream: &str) -> Result<Option<StreamStatus>, CollectorError> {
+        let Ok(jf) = self.get(stream) else {
+            return Ok(None);
+        };
+        let jf = jf.lock().expect("jvm lock");
+        let acked = jf.info.last_seq();
+        let dict = match jf.info.segments.last() {
+            Some(last) => {
+                segment::scan(&jf.dir.join(&last.file), &jf.info.identity)?.map(|s| s.dict)
+            }
+            None => None,
+        };
+        let dict = match dict {
+            Some(d) => d,
+            None => new_dictionary(&Recording::from_bytes(&jf.header_bytes()?)?.header),
+        };
+        Ok(Some(StreamStatus { acked, dict }))
+    }
+
+    fn open(
+        &self,
+        jvm: &JvmIdentity,
+        header: &[u8],
+        _next_seq: u64,
+        _dict: &Recording,
+    ) -> Result<(), CollectorError> {
+        // Segments start lazily at the first chunk, so a connection that sends
+        // nothing leaves no empty file behind.
+        let jf = self.get_or_create(jvm, header)?;
+        let mut jf = jf.lock().expect("jvm lock");
+        jf.close_segment()?;
+        jf.active = true;
+        if jf.info.identity != *jvm {
+            jf.info.identity = jvm.clone();
+            jf.write_index()?;
+        }
+        Ok(())
+    }
+
+    fn append(
+        &self,
+        stream: &str,
+        seq: u64,
+        chunk: &[u8],
+        span_ns: Option<(u64, u64)>,
+        dict: &Recording,
+    ) -> Result<(), CollectorError> {
+        let jf = self.get(stream)?;
+        let mut jf = jf.lock().expect("jvm lock");
+        if seq <= jf.info.last_seq() {
+            return Ok(());
+        }
+        if self.needs_new_segment(&jf, seq) {
+            jf.start_segment(seq, dict)?;
+        }
+        jf.append(seq, chunk, span_ns)
+    }
+
+    fn sync(&self, stream: &str) -> Result<(), CollectorError> {
+        self.get(stream)?.lock().expect("jvm lock").sync()
+    }
+
+    fn close(&self, stream: &str) -> Result<(), CollectorError> {
+        let jf = self.get(stream)?;
+        let mut jf = jf.lock().expect("jvm lock");
+        jf.active = false;
+        jf.close_segment()
+    }
+
+    fn jvms(&self) -> Vec<StoredJvm> {
+        let all: Vec<_> = self
+            .jvms
+            .lock()
+            .expect("store lock")
+            .values()
+            .cloned()
+            .collect();
+        all.iter()
+            .map(|jf| jf.lock().expect("jvm lock").info.clone())
+            .collect()
+    }
+
+    fn read(
+        &self,
+        stream: &str,
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+    ) -> Result<Recording, CollectorError> {
+        let (dir, names) = {
+            let jf = self.get(stream)?;
+            let jf = jf.lock().expect("jvm lock");
+            let names: Vec<String> = jf
+                .info
+                .segments
+                .iter()
+                .filter(|s| overlaps(s, from_ns, to_ns))
+                .map(|s| s.file.clone())
+                .collect();
+            (jf.dir.clone(), names)
+        };
+        if names.is_empty() {
+            let mut rec = Recording::from_bytes(
+                &std::fs::read(dir.join(HEADER_FILE)).map_err(CollectorError::io(&dir))?,
+            )?;
+            rec.damage = None;
+            return Ok(rec);
+        }
+        let mut rec = None;
+        for name in names {
+            rec = Some(segment::read_into(rec, &dir.join(name))?);
+        }
+        Ok(rec.expect("at least one segment"))
+    }
+
+    fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError> {
+        let mut out = Retained::default();
+        let mut map = self.jvms.lock().expect("store lock");
+        let mut emptied = Vec::new();
+        for (id, jf) in map.iter() {
+            let mut jf = jf.lock().expect("jvm lock");
+            if jf.retain(cutoff_ns, &mut out)? {
+                std::fs::remove_dir_all(&jf.dir).map_err(CollectorError::io(&jf.dir))?;
+                emptied.push(id.clone());
+            }
+        }
+        for id in emptied {
+            map.remove(&id);
+            out.jvms_deleted += 1;
+        }
+        Ok(out)
+    }
+}
+
+fn overlaps(s: &SegmentInfo, from: Option<u64>, to: Option<u64>) -> bool {
+    let (Some(start), Some(end)) = (s.start_ns, s.end_ns) else {
+        return false;
+    };
+    from.is_none_or(|f| end >= f) && to.is_none_or(|t| start <= t)
+}

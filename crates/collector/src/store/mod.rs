@@ -1,0 +1,175 @@
+//! Storage behind a trait, so that a distributed backend can replace the embedded one
+//! without touching ingest or queries. The ingest asks a store where a stream resumes
+//! and writes through [`StoreListener`]; queries read through [`Store::read`].
+
+mod file;
+mod recording;
+mod segment;
+
+use std::sync::Arc;
+
+use jscope_format::Recording;
+use serde::{Deserialize, Serialize};
+
+pub use file::FileStore;
+pub use recording::RecordingStore;
+
+use crate::jvm::{Connection, JvmIdentity};
+use crate::listener::{Disconnect, ListenerError, ServerListener, Trace};
+use crate::CollectorError;
+
+/// Where a stream stands in a store.
+pub struct StreamStatus {
+    /// Highest durable sequence number.
+    pub acked: u64,
+    /// The stream's dictionaries as stored, so a collector restarted mid-stream can
+    /// still resolve the ids of the chunks that follow.
+    pub dict: Recording,
+}
+
+/// One stored piece of a JVM's stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentInfo {
+    pub file: String,
+    pub first_seq: u64,
+    /// `first_seq - 1` while the segment holds no chunk.
+    pub last_seq: u64,
+    pub bytes: u64,
+    /// Wall-clock span of the events stored, epoch ns.
+    pub start_ns: Option<u64>,
+    pub end_ns: Option<u64>,
+    /// Epoch ns when the segment was started.
+    pub created_ns: u64,
+    /// No more chunks will be added.
+    pub closed: bool,
+}
+
+/// A JVM in the store's index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredJvm {
+    pub identity: JvmIdentity,
+    pub segments: Vec<SegmentInfo>,
+}
+
+impl StoredJvm {
+    pub fn start_ns(&self) -> Option<u64> {
+        self.segments.iter().filter_map(|s| s.start_ns).min()
+    }
+
+    pub fn end_ns(&self) -> Option<u64> {
+        self.segments.iter().filter_map(|s| s.end_ns).max()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.segments.iter().map(|s| s.bytes).sum()
+    }
+
+    pub fn last_seq(&self) -> u64 {
+        self.segments.iter().map(|s| s.last_seq).max().unwrap_or(0)
+    }
+}
+
+/// What retention removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Retained {
+    pub segments_deleted: usize,
+    pub jvms_deleted: usize,
+    pub bytes_freed: u64,
+}
+
+/// A place to keep streams. Calls for one stream never overlap (one connection per
+/// stream at a time); calls for different streams may run concurrently.
+pub trait Store: Send + Sync {
+    /// Where `stream` stands, or `None` when the store has never seen it.
+    fn resume(&self, stream: &str) -> Result<Option<StreamStatus>, CollectorError>;
+
+    /// Starts appending for a new connection. `dict` is what the stream's earlier
+    /// chunks declared; stored pieces must stay readable on their own.
+    fn open(
+        &self,
+        jvm: &JvmIdentity,
+        header: &[u8],
+        next_seq: u64,
+        dict: &Recording,
+    ) -> Result<(), CollectorError>;
+
+    /// Adds chunk `seq`. A sequence number above the last plus one means the agent lost
+    /// the chunks in between. Not yet durable: see `sync`.
+    fn append(
+        &self,
+        stream: &str,
+        seq: u64,
+        chunk: &[u8],
+        span_ns: Option<(u64, u64)>,
+        dict: &Recording,
+    ) -> Result<(), CollectorError>;
+
+    /// Makes every appended chunk survive a crash of the collector or the machine.
+    fn sync(&self, stream: &str) -> Result<(), CollectorError>;
+
+    /// The connection ended.
+    fn close(&self, stream: &str) -> Result<(), CollectorError>;
+
+    /// The index: every stored JVM with its pieces and time ranges.
+    fn jvms(&self) -> Vec<StoredJvm>;
+
+    /// The stream's data covering `[from_ns, to_ns]` (epoch ns; `None` = unbounded) as
+    /// one recording. It may hold more than the range; callers select.
+    fn read(
+        &self,
+        stream: &str,
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+    ) -> Result<Recording, CollectorError>;
+
+    /// Deletes data that ended before `cutoff_ns` (epoch ns).
+    fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError>;
+}
+
+/// Registers a store as a plugin: it sees the chunks like every other analysis, and
+/// `before_ack` is where acknowledged data becomes durable.
+pub struct StoreListener {
+    store: Arc<dyn Store>,
+}
+
+impl StoreListener {
+    pub fn new(store: Arc<dyn Store>) -> StoreListener {
+        StoreListener { store }
+    }
+}
+
+fn failed(e: CollectorError) -> ListenerError {
+    ListenerError {
+        plugin: "store",
+        message: e.to_string(),
+    }
+}
+
+impl ServerListener for StoreListener {
+    fn name(&self) -> &'static str {
+        "store"
+    }
+
+    fn on_connect(&self, c: &Connection) -> Result<(), ListenerError> {
+        let dict = c.dict.read().expect("dict lock");
+        self.store
+            .open(&c.jvm, &c.header_bytes, c.resumed_after + 1, &dict)
+            .map_err(failed)
+    }
+
+    fn on_data(&self, c: &Connection, t: &Trace) -> Result<(), ListenerError> {
+        let dict = c.dict.read().expect("dict lock");
+        self.store
+            .append(&c.jvm.id, t.seq, t.chunk, t.span_ns, &dict)
+            .map_err(failed)
+    }
+
+    fn before_ack(&self, c: &Connection) -> Result<(), ListenerError> {
+        self.store.sync(&c.jvm.id).map_err(failed)
+    }
+
+    fn on_disconnect(&self, c: &Connection, _why: &Disconnect) {
+        // A failed close leaves the segment open; recovery at the next start closes it.
+        let _ = self.store.close(&c.jvm.id);
+    }
+}

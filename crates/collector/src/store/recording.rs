@@ -1,0 +1,112 @@
+//! A read-only store over one recording file, so `jscope view FILE` serves the same
+//! UI and API as a collector.
+
+use std::path::{Path, PathBuf};
+
+use jscope_format::Recording;
+
+use super::{Retained, SegmentInfo, Store, StoredJvm, StreamStatus};
+use crate::jvm::{event_span, JvmIdentity};
+use crate::CollectorError;
+
+pub struct RecordingStore {
+    path: PathBuf,
+    jvm: StoredJvm,
+}
+
+fn read_only() -> CollectorError {
+    CollectorError::BadQuery("a recording file is read-only".into())
+}
+
+impl RecordingStore {
+    pub fn open(path: &Path) -> Result<RecordingStore, CollectorError> {
+        let rec = Recording::read_file(path)?;
+        let id = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "recording".into());
+        let identity = JvmIdentity::from_header(&id, &rec.header, &rec.header.host, &[]);
+        let span = span_of(&identity, &rec);
+        let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        let segment = SegmentInfo {
+            file: path.display().to_string(),
+            first_seq: 1,
+            last_seq: rec.chunks.saturating_sub(1),
+            bytes,
+            start_ns: span.map(|s| s.0),
+            end_ns: span.map(|s| s.1),
+            created_ns: identity.start_wall_ns,
+            closed: true,
+        };
+        Ok(RecordingStore {
+            path: path.to_path_buf(),
+            jvm: StoredJvm {
+                identity,
+                segments: vec![segment],
+            },
+        })
+    }
+}
+
+fn span_of(jvm: &JvmIdentity, rec: &Recording) -> Option<(u64, u64)> {
+    let records: Vec<jscope_format::Record> = rec
+        .samples
+        .iter()
+        .map(|s| jscope_format::Record::Sample(*s))
+        .chain(
+            rec.snapshots
+                .iter()
+                .map(|s| jscope_format::Record::Snapshot(s.clone())),
+        )
+        .collect();
+    event_span(jvm, &records)
+}
+
+impl Store for RecordingStore {
+    fn resume(&self, _stream: &str) -> Result<Option<StreamStatus>, CollectorError> {
+        Err(read_only())
+    }
+
+    fn open(&self, _: &JvmIdentity, _: &[u8], _: u64, _: &Recording) -> Result<(), CollectorError> {
+        Err(read_only())
+    }
+
+    fn append(
+        &self,
+        _: &str,
+        _: u64,
+        _: &[u8],
+        _: Option<(u64, u64)>,
+        _: &Recording,
+    ) -> Result<(), CollectorError> {
+        Err(read_only())
+    }
+
+    fn sync(&self, _: &str) -> Result<(), CollectorError> {
+        Err(read_only())
+    }
+
+    fn close(&self, _: &str) -> Result<(), CollectorError> {
+        Ok(())
+    }
+
+    fn jvms(&self) -> Vec<StoredJvm> {
+        vec![self.jvm.clone()]
+    }
+
+    fn read(
+        &self,
+        stream: &str,
+        _: Option<u64>,
+        _: Option<u64>,
+    ) -> Result<Recording, CollectorError> {
+        if stream != self.jvm.identity.id {
+            return Err(CollectorError::UnknownJvm(stream.to_string()));
+        }
+        Ok(Recording::read_file(&self.path)?)
+    }
+
+    fn retain(&self, _: u64) -> Result<Retained, CollectorError> {
+        Ok(Retained::default())
+    }
+}
