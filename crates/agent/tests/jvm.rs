@@ -403,6 +403,14 @@ fn attach_records_a_running_jvm_until_stop() {
             jvm.wait_timeout(Duration::from_millis(100)).is_none(),
             "the JVM keeps running after stop"
         );
+        let _ = jvm.0.kill();
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut jvm.0.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert!(
+            !stderr.contains("WARNING"),
+            "JDK {}: -Xcheck:jni complained: {stderr}",
+            java.major
+        );
 
         let rec = Recording::read_file(&file).unwrap();
         assert!(
@@ -431,5 +439,65 @@ fn attach_records_a_running_jvm_until_stop() {
             "wall samples tie the pre-existing thread to its Linux id"
         );
         assert!(rec.snapshots.len() >= 5);
+    }
+}
+
+#[test]
+fn attach_stop_completes_a_command_line_recording_and_a_new_attach_records_again() {
+    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).exists()).collect();
+    assert!(!javas.is_empty(), "no JDK with jcmd found");
+    for java in javas {
+        let dir = temp_dir("restart");
+        let mut cmd = Command::new(&java.bin);
+        cmd.arg("-XX:+EnableDynamicAgentLoading")
+            .arg(format!(
+                "-agentpath:{}=quiet,mode=cpu,file={}/first-%p.jsc",
+                agent_path().display(),
+                dir.display()
+            ))
+            .arg("-cp")
+            .arg(classes())
+            .args(["SleepAndSpin", "30000"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut jvm = Child::spawn(&mut cmd);
+        std::thread::sleep(Duration::from_millis(1000));
+        assert!(jcmd_load(&java, jvm.id(), "stop").contains("return code: 0"));
+        let first = Recording::read_file(&dir.join(format!("first-{}.jsc", jvm.id()))).unwrap();
+        assert!(
+            first.end_ticks.is_some(),
+            "JDK {}: stop completes a -agentpath recording",
+            java.major
+        );
+        assert!(!first.samples.is_empty());
+
+        let second = dir.join("second.jsc");
+        let started = jcmd_load(
+            &java,
+            jvm.id(),
+            &format!("quiet,mode=wall,file={}", second.display()),
+        );
+        assert!(
+            started.contains("return code: 0"),
+            "JDK {}: {started}",
+            java.major
+        );
+        std::thread::sleep(Duration::from_millis(800));
+        assert!(jcmd_load(&java, jvm.id(), "stop").contains("return code: 0"));
+        assert!(
+            !jcmd_load(&java, jvm.id(), "stop").contains("return code: 0"),
+            "nothing left to stop"
+        );
+        let second = Recording::read_file(&second).unwrap();
+        assert!(second.end_ticks.is_some());
+        assert_eq!(second.header.modes, "wall");
+        assert!(second
+            .samples
+            .iter()
+            .any(|s| thread_name(&second, s.thread) == "sleeper"));
+        assert!(
+            jvm.wait_timeout(Duration::from_millis(50)).is_none(),
+            "the JVM runs on"
+        );
     }
 }
