@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use jscope_bytecode::insn::{self, op, Kind};
-use jscope_bytecode::{ClassFile, CodeAttribute};
+use jscope_bytecode::{ClassFile, CodeAttribute, Probes};
 use jscope_testkit::{compile_fixtures, javas, temp_dir, Java};
 use support::{instrument_tree, run_java, text, TreeReport};
 

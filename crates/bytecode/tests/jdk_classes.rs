@@ -7,9 +7,9 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use jscope_bytecode::frames::{decode_stack_map, encode_stack_map, initial_locals};
-use jscope_bytecode::{insn, ClassFile, CodeAttribute};
+use jscope_bytecode::{insn, ClassFile, CodeAttribute, Probes};
 use jscope_testkit::{compile_fixtures, javas, temp_dir, Java};
-use support::{class_files, instrument_class, run_java, text, TreeReport};
+use support::{class_files, instrument_class, instrument_tree, run_java, text, TreeReport};
 
 /// Package directories with a spread of shapes: collections and streams (lambdas,
 /// switches), core lang and invoke (constructors, intrinsics), the XML parser (huge
@@ -114,7 +114,7 @@ fn jdk_classes_instrument_and_reparse() {
         let mut report = TreeReport::default();
         for file in class_files(&dir) {
             let bytes = std::fs::read(&file).unwrap();
-            if let Some(out) = instrument_class(&bytes, &mut report, &file) {
+            if let Some(out) = instrument_class(&bytes, &mut report, &file, &Probes::default()) {
                 let class = ClassFile::parse(&out).unwrap();
                 assert_eq!(class.to_bytes().unwrap(), out);
                 check_methods_round_trip(&class, &file);
@@ -139,4 +139,92 @@ fn jdk_classes_instrument_and_reparse() {
         }
         assert!(report.instrumented > 5000);
     }
+}
+
+/// The running JDK's own java.util, java.util.stream, java.util.regex, java.util.function
+/// and java.time, instrumented and patched into java.base: the VM boots on them and
+/// runs a program under -Xverify:all with the same results, and the probes fire.
+#[test]
+fn instrumented_jdk_classes_boot_the_jvm() {
+    let driver = compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jdkdriver"));
+    let probe = compile_jdk_probe();
+    for java in javas() {
+        let dumped = dump_packages(&java, JVM_PACKAGES);
+        let patch = temp_dir(&format!("jdk{}-patch", java.major));
+        let report = instrument_tree(&dumped, &patch, |_| true, &jdk_probes());
+        copy_probe(&probe, &patch);
+        eprintln!("JDK {}: patched {} classes, {} methods", java.major, report.classes_changed, report.instrumented);
+        assert!(report.instrumented > 5000, "{report:?}");
+        let cp = driver.to_str().unwrap();
+        let plain = run_java(&java, &["-Xverify:all", "-cp", cp, "UseJdk"]);
+        let patch_arg = format!("--patch-module=java.base={}", patch.display());
+        let traced = run_java(&java, &["-Xverify:all", &patch_arg, "-cp", cp, "UseJdk"]);
+        let (plain_out, traced_out) = (text(&plain.stdout), text(&traced.stdout));
+        assert!(traced.status.success(), "JDK {}: {}", java.major, text(&traced.stderr));
+        let results = |s: &str| s.lines().filter(|l| l.starts_with("RESULT")).map(String::from).collect::<Vec<_>>();
+        assert_eq!(results(&plain_out).len(), 6, "{plain_out}");
+        assert_eq!(results(&plain_out), results(&traced_out));
+        assert!(plain_out.contains("PROBE none"));
+        let counts = probe_counts(&traced_out);
+        eprintln!("JDK {}: probe counts {counts:?}", java.major);
+        assert!(counts[0] > 10_000 && counts[1] > 10_000, "{counts:?}");
+        // Calls still open in this and other threads at the time of the read.
+        assert!(counts[0] >= counts[1] + counts[2]);
+        assert!(counts[0] - counts[1] - counts[2] < 100, "{counts:?}");
+    }
+}
+
+const JVM_PACKAGES: &[&str] = &[
+    "java.base/java/util",
+    "java.base/java/util/stream",
+    "java.base/java/util/regex",
+    "java.base/java/util/function",
+    "java.base/java/time",
+    "java.base/java/time/format",
+];
+
+fn jdk_probes() -> Probes {
+    Probes { class: "java/util/JscopeProbe".into(), ..Probes::default() }
+}
+
+fn dump_packages(java: &Java, packages: &[&str]) -> PathBuf {
+    let tool = compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jrt"));
+    let out = temp_dir(&format!("jdk{}-packages", java.major));
+    let mut args = vec!["-cp", tool.to_str().unwrap(), "DumpJrt", out.to_str().unwrap(), "100000"];
+    args.extend(packages);
+    let run = run_java(java, &args);
+    assert!(run.status.success(), "DumpJrt failed: {}", text(&run.stderr));
+    out
+}
+
+/// javac --release cannot compile into java.base, so this one is built by hand.
+fn compile_jdk_probe() -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jdkprobe");
+    let out = temp_dir("jdk-probe");
+    let status = std::process::Command::new(javac())
+        .arg(format!("--patch-module=java.base={}", src.display()))
+        .arg("-d")
+        .arg(&out)
+        .arg(src.join("java/util/JscopeProbe.java"))
+        .status()
+        .expect("javac");
+    assert!(status.success());
+    out
+}
+
+fn javac() -> PathBuf {
+    match std::env::var_os("JAVA_HOME") {
+        Some(home) => Path::new(&home).join("bin/javac"),
+        None => PathBuf::from("javac"),
+    }
+}
+
+fn copy_probe(probe: &Path, patch: &Path) {
+    let name = "java/util/JscopeProbe.class";
+    std::fs::copy(probe.join(name), patch.join(name)).unwrap();
+}
+
+fn probe_counts(stdout: &str) -> Vec<u64> {
+    let line = stdout.lines().find(|l| l.starts_with("PROBE [")).unwrap_or_else(|| panic!("{stdout}"));
+    line[7..line.len() - 1].split(", ").map(|v| v.parse().unwrap()).collect()
 }

@@ -52,7 +52,12 @@ impl TreeReport {
 
 /// Instruments every method of every class under `src` (except those `keep`
 /// rejects, which are copied as they are) into the same layout under `dst`.
-pub fn instrument_tree(src: &Path, dst: &Path, keep: impl Fn(&Path) -> bool) -> TreeReport {
+pub fn instrument_tree(
+    src: &Path,
+    dst: &Path,
+    keep: impl Fn(&Path) -> bool,
+    probes: &Probes,
+) -> TreeReport {
     let mut report = TreeReport::default();
     for file in class_files(src) {
         let bytes = std::fs::read(&file).unwrap();
@@ -62,14 +67,19 @@ pub fn instrument_tree(src: &Path, dst: &Path, keep: impl Fn(&Path) -> bool) -> 
             std::fs::write(&target, &bytes).unwrap();
             continue;
         }
-        let out = instrument_class(&bytes, &mut report, &file);
+        let out = instrument_class(&bytes, &mut report, &file, probes);
         std::fs::write(&target, out.as_deref().unwrap_or(&bytes)).unwrap();
     }
     report
 }
 
 /// Instruments all methods of one class, recording ids and reasons in `report`.
-pub fn instrument_class(bytes: &[u8], report: &mut TreeReport, file: &Path) -> Option<Vec<u8>> {
+pub fn instrument_class(
+    bytes: &[u8],
+    report: &mut TreeReport,
+    file: &Path,
+    probes: &Probes,
+) -> Option<Vec<u8>> {
     let next = std::cell::RefCell::new(Vec::new());
     let result = instrument(
         bytes,
@@ -78,7 +88,7 @@ pub fn instrument_class(bytes: &[u8], report: &mut TreeReport, file: &Path) -> O
             ids.push(format!("{class}.{method}{desc}"));
             Some((report.ids.len() + ids.len() - 1) as u32)
         },
-        &Probes::default(),
+        probes,
     )
     .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     report.ids.extend(next.into_inner());
