@@ -3,6 +3,7 @@
 use crate::escape::{escape_xml, truncate_label};
 use crate::kind::{classify, colour, FrameKind};
 use crate::layout::{Frame, Label, Layout};
+use crate::tree::ROOT;
 use crate::{FlameGraph, Options};
 use std::fmt::Write;
 
@@ -145,7 +146,7 @@ fn describe(g: &FlameGraph, label: Label, min_width_px: f64) -> (String, String)
     match label {
         Label::Node(id) => {
             let name = g.name(g.node(id).name);
-            let kind = if id == 0 {
+            let kind = if id == ROOT {
                 FrameKind::Synthetic
             } else {
                 classify(name)
