@@ -501,3 +501,42 @@ fn attach_stop_completes_a_command_line_recording_and_a_new_attach_records_again
         );
     }
 }
+
+#[test]
+fn samples_in_classes_that_get_unloaded_leave_a_complete_recording() {
+    for java in javas() {
+        let rec = record(
+            &java,
+            "mode=cpu+wall+snapshot,interval=1ms,snapinterval=20ms",
+            "Unload",
+            &["1500"],
+        );
+        let payload = rec
+            .samples
+            .iter()
+            .filter(|s| stack_has(&rec, s.stack, "Payload.burn"))
+            .count();
+        assert!(
+            payload >= 20,
+            "JDK {}: {payload} samples in the unloadable class",
+            java.major
+        );
+        let unresolved = rec.counters["methods.unresolved"];
+        let sampled = rec.samples.iter().map(|s| s.stack);
+        let snapped = rec
+            .snapshots
+            .iter()
+            .flat_map(|s| &s.threads)
+            .map(|t| t.stack);
+        let unknown_frames = sampled
+            .chain(snapped)
+            .flat_map(|id| rec.stack(id))
+            .filter(|f| f.kind == jscope_format::FrameKind::Unknown)
+            .count();
+        assert_eq!(
+            unknown_frames > 0,
+            unresolved > 0,
+            "unresolved methods show as unknown frames"
+        );
+    }
+}
