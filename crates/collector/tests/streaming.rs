@@ -1,0 +1,166 @@
+//! Several simulated agents streaming at once; their data shows up in the API under
+//! the right identity, live and stored.
+
+mod common;
+
+use std::thread;
+use std::time::Duration;
+
+use common::*;
+use jscope_testkit::{temp_dir, wait_until};
+
+const CHUNKS: u64 = 5;
+
+#[test]
+fn several_agents_stream_at_once_and_keep_their_identity() {
+    let (server, _log) = start(&temp_dir("collector-streaming"), |_| {});
+    let agents_addr = server.agents_addr().unwrap();
+    let http = server.http_addr().unwrap();
+    let pids = [4101u32, 4102, 4103];
+    let mut sims: Vec<SimJvm> = pids
+        .iter()
+        .map(|&p| SimJvm::new(p, &format!("com.acme.Main{p} --port {p}")))
+        .collect();
+    let streams: Vec<String> = sims.iter().map(|s| s.stream.clone()).collect();
+    let mut clients: Vec<_> = thread::scope(|scope| {
+        let handles: Vec<_> = sims
+            .iter_mut()
+            .map(|sim| {
+                scope.spawn(move || {
+                    let mut c = sim.connect(agents_addr, 1);
+                    assert_eq!(c.accept().acked, 0);
+                    for seq in 1..=CHUNKS {
+                        c.send(seq, &sim.chunk()).unwrap();
+                    }
+                    assert_eq!(
+                        c.wait_for_ack(CHUNKS, Duration::from_secs(10)).unwrap(),
+                        CHUNKS
+                    );
+                    c
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+
+    let list = get_json(http, "/api/jvms");
+    let rows = list.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for (pid, stream) in pids.iter().zip(&streams) {
+        let row = rows
+            .iter()
+            .find(|r| r["id"] == stream.as_str())
+            .expect("jvm listed");
+        assert_eq!(row["pid"], *pid);
+        assert_eq!(
+            row["command_line"],
+            format!("com.acme.Main{pid} --port {pid}")
+        );
+        assert_eq!(row["address"], "127.0.0.1");
+        assert_eq!(row["vm"], "OpenJDK 64-Bit Server VM 17.0.9 Test");
+        assert_eq!(row["os"], "Linux amd64");
+        assert_eq!(row["status"], "connected");
+        assert_eq!(
+            row["samples"],
+            CHUNKS * SNAPSHOTS_PER_CHUNK * THREADS as u64
+        );
+        assert_eq!(row["last_seq"], CHUNKS);
+        assert!(row["samples_per_second"].as_f64().unwrap() > 0.0);
+    }
+
+    // Live threads of one JVM: xdProf's thread table and the stack with line numbers.
+    let threads = get_json(http, &format!("/api/jvms/{}/threads", streams[1]));
+    let t = threads["threads"].as_array().unwrap();
+    let names: Vec<&str> = t.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["main", "worker-2", "worker-3"]);
+    assert_eq!(t[0]["state"], "runnable");
+    assert_eq!(t[1]["state"], "waiting");
+    assert_eq!(t[0]["frames"][0]["method"], "com.acme.App4102.work");
+    assert_eq!(t[0]["frames"][0]["line"], 42);
+
+    // The running hot-methods table.
+    let hot = get_json(http, &format!("/api/jvms/{}/hot", streams[0]));
+    assert_eq!(
+        hot["samples"],
+        CHUNKS * SNAPSHOTS_PER_CHUNK * THREADS as u64
+    );
+    assert_eq!(hot["methods"][0]["method"], "com.acme.App4101.main");
+    assert_eq!(
+        hot["methods"][0]["self_samples"],
+        CHUNKS * SNAPSHOTS_PER_CHUNK * 2
+    );
+
+    // A flame graph over two JVMs merged, from the store, filtered by thread.
+    let q = format!(
+        "/api/flame?jvm={}&jvm={}&format=collapsed&thread=main",
+        streams[0], streams[2]
+    );
+    let (status, body) = http_get(http, &q);
+    assert_eq!(status, 200);
+    let per_jvm = CHUNKS * SNAPSHOTS_PER_CHUNK;
+    assert!(
+        body.contains(&format!(
+            "com.acme.App4101.main;com.acme.App4101.work {per_jvm}"
+        )),
+        "{body}"
+    );
+    assert!(
+        body.contains(&format!(
+            "com.acme.App4103.main;com.acme.App4103.work {per_jvm}"
+        )),
+        "{body}"
+    );
+    assert!(!body.contains("App4102"), "{body}");
+    let (status, html) = http_get(http, &format!("/api/flame?jvm={}&format=html", streams[0]));
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("<canvas") || html.contains("<svg"),
+        "flame page"
+    );
+    let graph = get_json(
+        http,
+        &format!("/api/callgraph?jvm={}&state=waiting", streams[0]),
+    );
+    assert_eq!(graph["total"], CHUNKS * SNAPSHOTS_PER_CHUNK * 2);
+
+    // Agents leave: the list says so.
+    for c in clients.drain(..) {
+        assert_eq!(c.finish(Duration::from_secs(5)).unwrap(), CHUNKS);
+    }
+    assert!(wait_until(Duration::from_secs(5), || {
+        let list = get_json(http, "/api/jvms");
+        list.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["status"] == "gone")
+    }));
+    let stats = get_json(http, "/api/stats");
+    assert_eq!(stats["chunks"], 3 * CHUNKS);
+    server.shutdown();
+}
+
+#[test]
+fn a_reconnecting_agent_resumes_without_duplicates() {
+    let (server, _log) = start(&temp_dir("collector-resume"), |_| {});
+    let addr = server.agents_addr().unwrap();
+    let mut sim = SimJvm::new(4200, "com.acme.Resume");
+    let chunks: Vec<Vec<u8>> = (0..6).map(|_| sim.chunk()).collect();
+    let mut c = sim.connect(addr, 1);
+    for seq in 1..=3 {
+        c.send(seq, &chunks[seq as usize - 1]).unwrap();
+    }
+    c.wait_for_ack(3, Duration::from_secs(5)).unwrap();
+    drop(c); // the connection breaks without a goodbye
+    let mut c = sim.connect(addr, 2);
+    assert_eq!(c.accept().acked, 3);
+    // A careless client resends chunk 3; it is acknowledged but not stored twice.
+    for seq in 3..=6 {
+        c.send(seq, &chunks[seq as usize - 1]).unwrap();
+    }
+    assert_eq!(c.finish(Duration::from_secs(5)).unwrap(), 6);
+    let rec = server.api().store.read(&sim.stream, None, None).unwrap();
+    assert_eq!(rec.snapshots.len() as u64, 6 * SNAPSHOTS_PER_CHUNK);
+    let stats = server.stats().unwrap();
+    assert_eq!((stats.chunks, stats.duplicate_chunks), (6, 1));
+    server.shutdown();
+}
