@@ -208,7 +208,7 @@ pub fn invert_condition(opcode: u8) -> u8 {
         op::IFNONNULL => op::IFNULL,
         // ifeq/ifne, iflt/ifge, ... come in pairs starting at an even opcode (0x99 is odd).
         o => {
-            if (o - op::IFEQ) % 2 == 0 {
+            if (o - op::IFEQ) & 1 == 0 {
                 o + 1
             } else {
                 o - 1

@@ -469,9 +469,8 @@ impl<'a> MethodAnalysis<'a> {
     fn stack_map(&self, layout: &Layout, pool: &mut ConstantPool) -> Result<Vec<u8>, Reason> {
         let mut frames = self.frames.clone().unwrap_or_default();
         for fallthrough in layout.widened_fallthroughs(self.insns) {
-            if !frames.contains_key(&fallthrough) {
-                let frame = self.infer_frame(fallthrough, pool)?;
-                frames.insert(fallthrough, frame);
+            if let std::collections::btree_map::Entry::Vacant(slot) = frames.entry(fallthrough) {
+                slot.insert(self.infer_frame(fallthrough, pool)?);
             }
         }
         if !frames.values().all(|f| frame_offsets_valid(f, layout)) {

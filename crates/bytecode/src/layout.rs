@@ -199,7 +199,7 @@ impl Layout {
 
 fn start_switch(out: &mut Vec<u8>, opcode: u8, pos: u32) {
     out.push(opcode);
-    out.extend(std::iter::repeat_n(0, switch_padding(pos as usize)));
+    out.resize(out.len() + switch_padding(pos as usize), 0);
 }
 
 fn put_i32(out: &mut Vec<u8>, v: i32) {

@@ -150,7 +150,7 @@ fn step_inner(s: &mut State, insn: &Insn, cx: &Context) -> Option<Step> {
         op::IRETURN..=0xb0 => s.pop_n(1)?,
         op::RETURN => {}
         0xb2..=0xb5 => field_op(s, o, cx, u16_at(1))?,
-        0xb6..=0xb9 | 0xba => return invoke(s, o, cx, u16_at(1)),
+        0xb6..=0xba => return invoke(s, o, cx, u16_at(1)),
         op::NEW => s.push(VType::Uninit(insn.offset)),
         0xbc => {
             s.pop_n(1)?;
@@ -241,8 +241,8 @@ fn arithmetic(s: &mut State, o: u8) -> Option<()> {
     let (pops, result) = match o {
         0x60..=0x73 => (2, by_kind[usize::from(o - 0x60) % 4].clone()),
         0x74..=0x77 => (1, by_kind[usize::from(o - 0x74)].clone()),
-        0x78..=0x7d => (2, if o % 2 == 0 { VType::Int } else { VType::Long }),
-        _ => (2, if o % 2 == 0 { VType::Int } else { VType::Long }),
+        // Shifts, and/or/xor: even opcodes are the int forms.
+        _ => (2, if o & 1 == 0 { VType::Int } else { VType::Long }),
     };
     s.pop_n(pops)?;
     s.push(result);

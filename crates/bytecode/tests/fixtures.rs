@@ -83,9 +83,8 @@ fn instrumented() -> &'static (PathBuf, TreeReport) {
     static OUT: OnceLock<(PathBuf, TreeReport)> = OnceLock::new();
     OUT.get_or_init(|| {
         let out = temp_dir("fixture-instrumented");
-        let report = instrument_tree(plain_classes(), &out, |p| {
-            !p.ends_with("jscope/Trace.class")
-        });
+        let keep = |p: &Path| !p.ends_with("jscope/Trace.class");
+        let report = instrument_tree(plain_classes(), &out, keep, &Probes::default());
         (out, report)
     })
 }

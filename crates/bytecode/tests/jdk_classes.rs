@@ -153,15 +153,28 @@ fn instrumented_jdk_classes_boot_the_jvm() {
         let patch = temp_dir(&format!("jdk{}-patch", java.major));
         let report = instrument_tree(&dumped, &patch, |_| true, &jdk_probes());
         copy_probe(&probe, &patch);
-        eprintln!("JDK {}: patched {} classes, {} methods", java.major, report.classes_changed, report.instrumented);
+        eprintln!(
+            "JDK {}: patched {} classes, {} methods",
+            java.major, report.classes_changed, report.instrumented
+        );
         assert!(report.instrumented > 5000, "{report:?}");
         let cp = driver.to_str().unwrap();
         let plain = run_java(&java, &["-Xverify:all", "-cp", cp, "UseJdk"]);
         let patch_arg = format!("--patch-module=java.base={}", patch.display());
         let traced = run_java(&java, &["-Xverify:all", &patch_arg, "-cp", cp, "UseJdk"]);
         let (plain_out, traced_out) = (text(&plain.stdout), text(&traced.stdout));
-        assert!(traced.status.success(), "JDK {}: {}", java.major, text(&traced.stderr));
-        let results = |s: &str| s.lines().filter(|l| l.starts_with("RESULT")).map(String::from).collect::<Vec<_>>();
+        assert!(
+            traced.status.success(),
+            "JDK {}: {}",
+            java.major,
+            text(&traced.stderr)
+        );
+        let results = |s: &str| {
+            s.lines()
+                .filter(|l| l.starts_with("RESULT"))
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(results(&plain_out).len(), 6, "{plain_out}");
         assert_eq!(results(&plain_out), results(&traced_out));
         assert!(plain_out.contains("PROBE none"));
@@ -184,16 +197,29 @@ const JVM_PACKAGES: &[&str] = &[
 ];
 
 fn jdk_probes() -> Probes {
-    Probes { class: "java/util/JscopeProbe".into(), ..Probes::default() }
+    Probes {
+        class: "java/util/JscopeProbe".into(),
+        ..Probes::default()
+    }
 }
 
 fn dump_packages(java: &Java, packages: &[&str]) -> PathBuf {
     let tool = compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jrt"));
     let out = temp_dir(&format!("jdk{}-packages", java.major));
-    let mut args = vec!["-cp", tool.to_str().unwrap(), "DumpJrt", out.to_str().unwrap(), "100000"];
+    let mut args = vec![
+        "-cp",
+        tool.to_str().unwrap(),
+        "DumpJrt",
+        out.to_str().unwrap(),
+        "100000",
+    ];
     args.extend(packages);
     let run = run_java(java, &args);
-    assert!(run.status.success(), "DumpJrt failed: {}", text(&run.stderr));
+    assert!(
+        run.status.success(),
+        "DumpJrt failed: {}",
+        text(&run.stderr)
+    );
     out
 }
 
@@ -225,6 +251,12 @@ fn copy_probe(probe: &Path, patch: &Path) {
 }
 
 fn probe_counts(stdout: &str) -> Vec<u64> {
-    let line = stdout.lines().find(|l| l.starts_with("PROBE [")).unwrap_or_else(|| panic!("{stdout}"));
-    line[7..line.len() - 1].split(", ").map(|v| v.parse().unwrap()).collect()
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("PROBE ["))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    line[7..line.len() - 1]
+        .split(", ")
+        .map(|v| v.parse().unwrap())
+        .collect()
 }
