@@ -14,7 +14,7 @@ echo
 echo
 "$jscope" report "$out/shop.jsc" --mode cpu --top 15
 echo
-"$jscope" threads "$out/shop.jsc"
+"$jscope" threads "$out/shop.jsc" --at 2.5
 "$jscope" flame "$out/shop.jsc" --mode cpu -o "$out/shop-flame.html"
 "$jscope" callgraph "$out/shop.jsc" --dot > "$out/shop-callgraph.dot"
 echo
