@@ -88,6 +88,20 @@ impl Prepared {
     }
 }
 
+impl Prepared {
+    /// Writes the magic and the header chunk (needs the live VM for its properties).
+    fn write_header(&mut self, jvmti: Jvmti, jni: Jni, attached: bool) -> Result<(), StartError> {
+        let header = header::build(jvmti, jni, &self.options, self.start, &self.path, attached);
+        let bytes = jscope_format::encode_file_start(&header);
+        self.file
+            .write_all(&bytes)
+            .map_err(|source| StartError::Write {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
+
 /// What the JVMTI callbacks need while a recording runs.
 pub struct Hooks {
     jvmti: Jvmti,
@@ -155,24 +169,18 @@ impl Recorder {
         vm: Vm,
         jvmti: Jvmti,
         jni: Jni,
-        prepared: Prepared,
+        mut prepared: Prepared,
         attached: bool,
         install_hooks: impl Fn(Option<Arc<Hooks>>),
     ) -> Result<Recorder, StartError> {
+        let fields = ThreadFields::lookup(jni).ok_or(StartError::NoThreadFields)?;
+        prepared.write_header(jvmti, jni, attached)?;
         let Prepared {
             options,
             path,
-            mut file,
-            start,
+            file,
+            ..
         } = prepared;
-        let fields = ThreadFields::lookup(jni).ok_or(StartError::NoThreadFields)?;
-        let header = header::build(jvmti, jni, &options, start, &path, attached);
-        let write_err = |source| StartError::Write {
-            path: path.clone(),
-            source,
-        };
-        file.write_all(&jscope_format::encode_file_start(&header))
-            .map_err(write_err)?;
 
         let table = Arc::new(ThreadTable::default());
         register_live_threads(jvmti, jni, fields, &table);
