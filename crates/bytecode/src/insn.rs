@@ -102,7 +102,8 @@ fn decode_one(code: &[u8], pc: usize) -> Option<Insn> {
                 },
             )
         }
-        op::JSR | op::RET => (fixed_len(opcode)?, Kind::Subroutine),
+        op::JSR => (3, Kind::Subroutine),
+        op::RET => (2, Kind::Subroutine),
         op::JSR_W => (5, Kind::Subroutine),
         op::TABLESWITCH => decode_table(code, pc)?,
         op::LOOKUPSWITCH => decode_lookup(code, pc)?,

@@ -86,7 +86,20 @@ pub struct ConstantPool {
     entries: Vec<Constant>,
 }
 
+impl Default for ConstantPool {
+    fn default() -> Self {
+        ConstantPool::new()
+    }
+}
+
 impl ConstantPool {
+    /// An empty pool, for building classes from scratch.
+    pub fn new() -> Self {
+        ConstantPool {
+            entries: vec![Constant::Unusable],
+        }
+    }
+
     pub(crate) fn parse(r: &mut Reader) -> Result<Self, ClassError> {
         let count = r.u16()?;
         let mut entries = vec![Constant::Unusable];
