@@ -56,6 +56,8 @@ function loadHash() {
   ui.tab = h.get("tab") || "jvms";
   ui.jvm = h.get("jvm");
   ui.thread = h.has("thread") ? Number(h.get("thread")) : null;
+  // `pause=1` freezes the threads view after its first load (for linking a moment).
+  ui.pauseAfterLoad = h.get("pause") === "1";
 }
 
 function showTab(name) {
@@ -145,6 +147,10 @@ async function loadThreads() {
     tr.onclick = () => { ui.thread = t.id; saveHash(); showStack(view); };
   });
   showStack(view);
+  if (ui.pauseAfterLoad) {
+    ui.pauseAfterLoad = false;
+    togglePause();
+  }
 }
 
 function showStack(view) {
@@ -237,6 +243,7 @@ async function refresh() {
     await loadJvms();
     if (ui.tab === "threads") await loadThreads();
     if (ui.tab === "hot") await loadHot();
+    if (ui.tab === "flame" && !$("#flame-frame").getAttribute("src") && ui.jvm) drawFlame();
   } catch (e) {
     status("error: " + e.message);
   }
