@@ -11,7 +11,7 @@ use crate::frames::{decode_stack_map, encode_stack_map, initial_locals, to_entri
 use crate::insn::{decode, op, Insn, Kind};
 use crate::layout::{Insertions, Layout};
 use crate::pool::{Constant, ConstantPool};
-use crate::tables::{relocate_line_numbers, relocate_local_variables};
+use crate::tables::{relocate_line_numbers, relocate_local_variables, relocate_type_annotations};
 use crate::typeflow::{step, Context, State, Step};
 use crate::ClassError;
 
@@ -85,12 +85,9 @@ pub struct Instrumented {
     pub methods: Vec<MethodOutcome>,
 }
 
-/// Code sub-attributes with code offsets that are refused rather than relocated.
-const UNRELOCATABLE: [&str; 3] = [
-    "StackMap",
-    "RuntimeVisibleTypeAnnotations",
-    "RuntimeInvisibleTypeAnnotations",
-];
+/// Code sub-attributes with code offsets that are refused rather than relocated: the
+/// CLDC preverifier's StackMap (never loaded by a current JDK in a way that matters).
+const UNRELOCATABLE: [&str; 1] = ["StackMap"];
 
 /// Instruments every method for which `select(class, method, descriptor)` returns an
 /// id. Fails only when the class itself cannot be read or written.
@@ -441,6 +438,9 @@ impl<'a> MethodAnalysis<'a> {
                 "LineNumberTable" => relocate_line_numbers(&attr.info, layout),
                 "LocalVariableTable" | "LocalVariableTypeTable" => {
                     relocate_local_variables(&attr.info, layout)
+                }
+                "RuntimeVisibleTypeAnnotations" | "RuntimeInvisibleTypeAnnotations" => {
+                    relocate_type_annotations(&attr.info, layout)
                 }
                 "StackMapTable" => continue,
                 _ => Some(attr.info.clone()),

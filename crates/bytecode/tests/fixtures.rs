@@ -246,3 +246,70 @@ fn big_loop_needed_wide_branches_only_after_instrumenting() {
     // The loop's back edge and the forward branch over the block, at least.
     assert!(wide >= 2, "only {wide} goto_w");
 }
+
+/// (target type, offset) of the offset-carrying type annotations in `info`, and the
+/// start of every local-variable target range. Handles what javac emits in code.
+fn type_annotation_offsets(info: &[u8]) -> Vec<(u8, u16)> {
+    let u16_at = |at: usize| u16::from_be_bytes([info[at], info[at + 1]]);
+    let mut out = Vec::new();
+    let mut at = 2;
+    for _ in 0..u16_at(0) {
+        let target = info[at];
+        at += 1;
+        match target {
+            0x40 | 0x41 => {
+                for _ in 0..u16_at(at) {
+                    out.push((target, u16_at(at + 2)));
+                    at += 6;
+                }
+                at += 2;
+            }
+            0x43..=0x46 => {
+                out.push((target, u16_at(at)));
+                at += 2;
+            }
+            0x47..=0x4b => {
+                out.push((target, u16_at(at)));
+                at += 3;
+            }
+            other => panic!("unexpected target {other:#x}"),
+        }
+        at += 1 + 2 * usize::from(info[at]) + 2; // type path, type index
+        let pairs = u16_at(at);
+        at += 2 + 5 * usize::from(pairs); // name + 's' const: all Tag values are strings
+    }
+    assert_eq!(at, info.len());
+    out
+}
+
+/// Opcode at each annotated offset of `use`'s code, per annotation.
+fn annotated_opcodes(path: &Path) -> Vec<(u8, u8)> {
+    let class = ClassFile::parse(&std::fs::read(path).unwrap()).unwrap();
+    let m = class
+        .methods
+        .iter()
+        .find(|m| class.pool.utf8(m.name_index).unwrap() == "use")
+        .unwrap();
+    let code =
+        CodeAttribute::parse(&class.find_attribute(&m.attributes, "Code").unwrap().info).unwrap();
+    let attr = class
+        .find_attribute(&code.attributes, "RuntimeVisibleTypeAnnotations")
+        .unwrap();
+    type_annotation_offsets(&attr.info)
+        .into_iter()
+        .map(|(target, offset)| (target, code.code[usize::from(offset)]))
+        .collect()
+}
+
+#[test]
+fn type_annotations_in_code_follow_their_instructions() {
+    let before = annotated_opcodes(&plain_classes().join("fixtures/Annotated.class"));
+    let after = annotated_opcodes(&instrumented().0.join("fixtures/Annotated.class"));
+    // new, instanceof and checkcast, plus the local variable's first instruction.
+    let targets: Vec<u8> = before.iter().map(|(t, _)| *t).collect();
+    for t in [0x40, 0x43, 0x44, 0x47] {
+        assert!(targets.contains(&t), "javac emitted {targets:x?}");
+    }
+    assert_eq!(before, after);
+    assert!(after.contains(&(0x44, op::NEW)));
+}

@@ -1,5 +1,5 @@
 //! Hand-built classes for the shapes javac never emits: subroutines, class files
-//! without stack maps, type annotations in code, ids that need the constant pool.
+//! without stack maps, CLDC stack maps, ids that need the constant pool.
 
 use jscope_bytecode::frames::{decode_stack_map, VType};
 use jscope_bytecode::insn::{self, op, Kind};
@@ -222,17 +222,21 @@ fn ids_beyond_sipush_are_loaded_from_the_constant_pool() {
 }
 
 #[test]
-fn type_annotations_in_code_are_refused() {
+fn cldc_stack_maps_are_refused() {
     let mut m = method("f", "()V", &[op::RETURN]);
-    m.extra.push(("RuntimeVisibleTypeAnnotations", vec![0, 0]));
-    let bytes = class(61, vec![m]);
-    let (_, result) = outcomes(&bytes, 1);
-    assert_eq!(
-        result,
-        [Outcome::Skipped(Reason::UnrelocatableAttribute(
-            "RuntimeVisibleTypeAnnotations".into()
-        ))]
-    );
+    m.extra.push(("StackMap", vec![0, 0]));
+    let (_, result) = outcomes(&class(61, vec![m]), 1);
+    let expected = Reason::UnrelocatableAttribute("StackMap".into());
+    assert_eq!(result, [Outcome::Skipped(expected)]);
+}
+
+#[test]
+fn malformed_type_annotations_in_code_are_refused() {
+    let mut m = method("f", "()V", &[op::RETURN]);
+    m.extra
+        .push(("RuntimeVisibleTypeAnnotations", vec![0, 1, 0x10, 0, 0]));
+    let (_, result) = outcomes(&class(61, vec![m]), 1);
+    assert_eq!(result, [Outcome::Skipped(Reason::MalformedCode)]);
 }
 
 #[test]
