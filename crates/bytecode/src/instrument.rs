@@ -61,6 +61,8 @@ pub enum Reason {
     Untypable { offset: u32 },
     /// No room left in the constant pool for the probe references.
     ConstantPoolFull,
+    /// The class is the probe class itself: probing it would recurse forever.
+    ProbeClass,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +102,7 @@ pub fn instrument(
     let class_name = class.name()?;
     let mut methods = Vec::new();
     let mut changed = false;
+    let mut refs = None;
     for index in 0..class.methods.len() {
         let name = class.pool.utf8(class.methods[index].name_index)?;
         let descriptor = class.pool.utf8(class.methods[index].descriptor_index)?;
@@ -113,7 +116,12 @@ pub fn instrument(
             index,
             id,
         };
-        let outcome = match instrument_method(&mut class, &target, probes) {
+        let result = if class_name == probes.class {
+            Err(Reason::ProbeClass)
+        } else {
+            instrument_method(&mut class, &target, probes, &mut refs)
+        };
+        let outcome = match result {
             Ok(()) => {
                 changed = true;
                 Outcome::Instrumented(id)
@@ -146,6 +154,7 @@ fn instrument_method(
     class: &mut ClassFile,
     m: &MethodTarget,
     probes: &Probes,
+    refs: &mut Option<ProbeRefs>,
 ) -> Result<(), Reason> {
     let code_at = code_attribute_index(class, m.index).ok_or(Reason::NoCode)?;
     let code = CodeAttribute::parse(&class.methods[m.index].attributes[code_at].info)
@@ -155,7 +164,11 @@ fn instrument_method(
         return Err(Reason::Subroutines);
     }
     let analysis = MethodAnalysis::new(class, m, &code, &insns)?;
-    let snippets = ProbeSnippets::new(&mut class.pool, probes, m.id)?;
+    let refs = match refs {
+        Some(r) => *r,
+        None => *refs.insert(ProbeRefs::new(&mut class.pool, probes)?),
+    };
+    let snippets = ProbeSnippets::new(&mut class.pool, refs, m.id)?;
     let rewritten = analysis.rewrite(&mut class.pool, &snippets)?;
     class.methods[m.index].attributes[code_at].info =
         rewritten.to_bytes().map_err(|_| Reason::CodeTooLarge)?;
@@ -169,6 +182,28 @@ fn code_attribute_index(class: &ClassFile, method: usize) -> Option<usize> {
         .position(|a| class.pool.utf8(a.name_index).is_ok_and(|n| n == "Code"))
 }
 
+/// Constant pool indices of the three probe methods, resolved once per class.
+#[derive(Clone, Copy)]
+struct ProbeRefs {
+    enter: u16,
+    exit: u16,
+    exit_throw: u16,
+}
+
+impl ProbeRefs {
+    fn new(pool: &mut ConstantPool, probes: &Probes) -> Result<Self, Reason> {
+        let mut method = |name: &str| {
+            pool.add_method_ref(&probes.class, name, PROBE_DESCRIPTOR)
+                .map_err(|_| Reason::ConstantPoolFull)
+        };
+        Ok(ProbeRefs {
+            enter: method(&probes.enter)?,
+            exit: method(&probes.exit)?,
+            exit_throw: method(&probes.exit_throw)?,
+        })
+    }
+}
+
 /// The probe calls as bytecode, for one method id.
 struct ProbeSnippets {
     entry: Vec<u8>,
@@ -177,24 +212,19 @@ struct ProbeSnippets {
 }
 
 impl ProbeSnippets {
-    fn new(pool: &mut ConstantPool, probes: &Probes, id: u32) -> Result<Self, Reason> {
-        let full = |_| Reason::ConstantPoolFull;
-        let mut call = |name: &str| -> Result<Vec<u8>, Reason> {
-            let r = pool
-                .add_method_ref(&probes.class, name, PROBE_DESCRIPTOR)
-                .map_err(full)?;
-            let mut out = push_int(id as i32, pool)?;
+    fn new(pool: &mut ConstantPool, refs: ProbeRefs, id: u32) -> Result<Self, Reason> {
+        let push = push_int(id as i32, pool)?;
+        let call = |method: u16| {
+            let mut out = push.clone();
             out.push(op::INVOKESTATIC);
-            out.extend_from_slice(&r.to_be_bytes());
-            Ok(out)
+            out.extend_from_slice(&method.to_be_bytes());
+            out
         };
-        let entry = call(&probes.enter)?;
-        let exit = call(&probes.exit)?;
-        let mut handler = call(&probes.exit_throw)?;
+        let mut handler = call(refs.exit_throw);
         handler.push(op::ATHROW);
         Ok(ProbeSnippets {
-            entry,
-            exit,
+            entry: call(refs.enter),
+            exit: call(refs.exit),
             handler,
         })
     }

@@ -268,3 +268,40 @@ fn garbage_is_an_error_not_a_panic() {
         "JDK 26 class files are not read"
     );
 }
+
+#[test]
+fn the_probe_class_is_never_instrumented() {
+    let bytes = class(61, vec![method("enter", "(I)V", &[op::RETURN])]);
+    let probes = Probes {
+        class: "T".into(),
+        ..Probes::default()
+    };
+    let result = instrument(&bytes, |_, _, _| Some(1), &probes).unwrap();
+    assert_eq!(
+        result.methods[0].outcome,
+        Outcome::Skipped(Reason::ProbeClass)
+    );
+    assert_eq!(result.bytes, None);
+}
+
+#[test]
+fn probe_references_are_shared_by_all_methods_of_a_class() {
+    let bytes = class(
+        61,
+        vec![
+            method("f", "()V", &[op::RETURN]),
+            method("g", "()V", &[op::RETURN]),
+        ],
+    );
+    let before = ClassFile::parse(&bytes).unwrap().pool.len();
+    let result = instrument(
+        &bytes,
+        |_, m, _| Some(if m == "f" { 1 } else { 2 }),
+        &Probes::default(),
+    )
+    .unwrap();
+    let after = ClassFile::parse(&result.bytes.unwrap()).unwrap();
+    // Class + its name, three names, one descriptor, three NameAndTypes, three
+    // Methodrefs, and the StackMapTable attribute name and Throwable class + name.
+    assert_eq!(after.pool.len() - before, 2 + 3 + 1 + 3 + 3 + 1 + 2);
+}
