@@ -9,7 +9,11 @@ const SAMPLES: u64 = 2_000_000;
 const CHUNK_BYTES: usize = 1 << 20;
 
 fn header() -> Header {
-    Header { ticks_per_second: 1_000_000_000, modes: "cpu".into(), ..Default::default() }
+    Header {
+        ticks_per_second: 1_000_000_000,
+        modes: "cpu".into(),
+        ..Default::default()
+    }
 }
 
 /// A realistic mix: 16 threads, 500 distinct stacks, 10 ms interval with jitter.
@@ -49,7 +53,19 @@ fn main() {
     assert_eq!(rec.samples.len() as u64, SAMPLES);
     let per_s = |d: std::time::Duration| SAMPLES as f64 / d.as_secs_f64() / 1e6;
     println!("samples:            {SAMPLES}");
-    println!("encode:             {:.1} M samples/s ({:?})", per_s(enc), enc);
-    println!("decode:             {:.1} M samples/s ({:?})", per_s(dec), dec);
-    println!("size:               {} bytes, {:.2} bytes/sample", bytes.len(), bytes.len() as f64 / SAMPLES as f64);
+    println!(
+        "encode:             {:.1} M samples/s ({:?})",
+        per_s(enc),
+        enc
+    );
+    println!(
+        "decode:             {:.1} M samples/s ({:?})",
+        per_s(dec),
+        dec
+    );
+    println!(
+        "size:               {} bytes, {:.2} bytes/sample",
+        bytes.len(),
+        bytes.len() as f64 / SAMPLES as f64
+    );
 }

@@ -100,7 +100,7 @@ pub fn split_chunk(buf: &[u8], offset: u64) -> Result<Split, FormatError> {
         return Ok(Split::NeedMore(FRAME_BYTES));
     }
     let body_len = u32::from_le_bytes(buf[0..4].try_into().expect("4 bytes")) as usize;
-    if body_len > MAX_CHUNK_BYTES || body_len < 3 {
+    if !(3..=MAX_CHUNK_BYTES).contains(&body_len) {
         return Err(FormatError::Malformed(format!(
             "implausible chunk length {body_len}"
         )));

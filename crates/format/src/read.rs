@@ -169,7 +169,7 @@ impl Recording {
         let records = decode_payload(&chunk.payload)?;
         match records.into_iter().next() {
             Some(Record::Header(h)) => {
-                self.header = h;
+                self.header = *h;
                 Ok(())
             }
             _ => Err(FormatError::NotARecording(

@@ -31,7 +31,7 @@ pub(crate) mod tag {
 /// One decoded record, with absolute timestamps.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
-    Header(Header),
+    Header(Box<Header>),
     String {
         id: u32,
         value: String,
@@ -205,7 +205,7 @@ pub fn decode_payload(payload: &[u8]) -> Result<Vec<Record>, FormatError> {
 
 fn decode_record(t: u64, c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Record, FormatError> {
     Ok(match t {
-        tag::HEADER => Record::Header(decode_header(c)?),
+        tag::HEADER => Record::Header(Box::new(decode_header(c)?)),
         tag::STRING => Record::String {
             id: c.u32()?,
             value: c.string()?,
