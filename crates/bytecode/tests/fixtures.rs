@@ -178,6 +178,7 @@ fn check_counts(counts: &HashMap<u32, (u64, u64, u64)>, report: &TreeReport, maj
     expect("fixtures/Recursion.dive(I)I", (17, 0, 17));
     expect("fixtures/Recursion.catchHalfway(I)I", (6, 6, 0));
     expect("fixtures/Recursion.factorial(J)J", (1, 1, 0));
+    expect("fixtures/Recursion.spinAtStart([I)I", (1, 1, 0));
     expect("fixtures/Switches.dense(I)I", (7, 7, 0));
     expect("fixtures/Resources.finallyReturns()I", (1, 1, 0));
     expect("fixtures/Resources.rethrow(I)V", (2, 1, 1));
