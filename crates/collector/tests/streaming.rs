@@ -164,3 +164,30 @@ fn a_reconnecting_agent_resumes_without_duplicates() {
     assert_eq!((stats.chunks, stats.duplicate_chunks), (6, 1));
     server.shutdown();
 }
+
+#[test]
+fn view_serves_the_same_api_over_one_recording_file() {
+    let dir = temp_dir("collector-view");
+    let mut sim = SimJvm::new(4300, "com.acme.FromFile");
+    let mut bytes = sim.header_bytes();
+    for _ in 0..3 {
+        bytes.extend(sim.chunk());
+    }
+    let file = dir.join("shop.jsc");
+    std::fs::write(&file, bytes).unwrap();
+    let server = jscope_collector::view(&file, "127.0.0.1:0").unwrap();
+    let http = server.http_addr().unwrap();
+    let list = get_json(http, "/api/jvms");
+    assert_eq!(list[0]["id"], "shop");
+    assert_eq!(list[0]["pid"], 4300);
+    assert_eq!(list[0]["status"], "gone");
+    let threads = get_json(http, "/api/jvms/shop/threads");
+    assert_eq!(threads["snapshots"], 3 * SNAPSHOTS_PER_CHUNK);
+    assert_eq!(threads["threads"][0]["frames"][0]["line"], 42);
+    let hot = get_json(http, "/api/jvms/shop/hot");
+    assert_eq!(hot["samples"], 3 * SNAPSHOTS_PER_CHUNK * THREADS as u64);
+    let flame = get_json(http, "/api/flame?jvm=shop");
+    assert_eq!(flame["samples"], 3 * SNAPSHOTS_PER_CHUNK * THREADS as u64);
+    assert_eq!(http_get(http, "/api/jvms/nope/threads").0, 404);
+    server.shutdown();
+}
