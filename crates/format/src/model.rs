@@ -159,3 +159,65 @@ pub struct Snapshot {
     pub interval_ns: u64,
     pub threads: Vec<SnapshotThread>,
 }
+
+/// What a method probe saw (exact tracing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum TraceKind {
+    Enter = 0,
+    Exit = 1,
+    /// The method left by throwing.
+    Throw = 2,
+}
+
+impl TraceKind {
+    pub fn from_u8(v: u8) -> Option<TraceKind> {
+        match v {
+            0 => Some(TraceKind::Enter),
+            1 => Some(TraceKind::Exit),
+            2 => Some(TraceKind::Throw),
+            _ => None,
+        }
+    }
+}
+
+/// One method entry or exit on one thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceEvent {
+    pub kind: TraceKind,
+    pub method: u32,
+    pub ticks: u64,
+    /// On entries: calls of untraced methods since the previous traced event on this
+    /// thread (JPMT), so analysis can correct for perturbation. 0 on exits.
+    pub untraced: u32,
+    /// Thread CPU time in ns at this event, when the batch carries CPU time; else 0.
+    pub cpu_ns: u64,
+}
+
+/// Consecutive trace events of one thread, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TraceBatch {
+    pub thread: u32,
+    pub has_cpu: bool,
+    pub events: Vec<TraceEvent>,
+}
+
+/// Caller→callee totals of one thread over an interval (aggregate tracing mode, JX).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CallPair {
+    /// 0 when the callee was called from untraced code.
+    pub caller: u32,
+    pub callee: u32,
+    pub calls: u64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CallAggregate {
+    pub thread: u32,
+    /// End of the interval the totals cover; totals of successive records add up.
+    pub ticks: u64,
+    pub pairs: Vec<CallPair>,
+}

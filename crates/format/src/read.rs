@@ -104,6 +104,9 @@ pub struct Recording {
     pub stacks: Vec<Option<Vec<Frame>>>,
     pub samples: Vec<Sample>,
     pub snapshots: Vec<Snapshot>,
+    /// Exact-tracing events, batch by batch in recording order.
+    pub traces: Vec<TraceBatch>,
+    pub call_aggregates: Vec<CallAggregate>,
     /// The last value seen of each counter.
     pub counters: BTreeMap<String, u64>,
     /// Set when the recording ended cleanly.
@@ -204,6 +207,8 @@ impl Recording {
             Record::Snapshot(s) => self.snapshots.push(s),
             Record::Counters { values, .. } => self.counters.extend(values),
             Record::End { ticks } => self.end_ticks = Some(ticks),
+            Record::Trace(b) => self.traces.push(b),
+            Record::CallAggregate(a) => self.call_aggregates.push(a),
             Record::Header(_) | Record::Unknown { .. } => self.skipped_records += 1,
         }
     }
@@ -282,7 +287,14 @@ impl Recording {
     fn last_event_ticks(&self) -> u64 {
         let s = self.samples.iter().map(|s| s.ticks).max().unwrap_or(0);
         let n = self.snapshots.iter().map(|s| s.ticks).max().unwrap_or(0);
-        s.max(n).max(self.header.start_ticks)
+        let t = self
+            .traces
+            .iter()
+            .filter_map(|b| b.events.last())
+            .map(|e| e.ticks)
+            .max()
+            .unwrap_or(0);
+        s.max(n).max(t).max(self.header.start_ticks)
     }
 }
 

@@ -26,6 +26,8 @@ pub(crate) mod tag {
     pub const SNAPSHOT: u64 = 17;
     pub const COUNTERS: u64 = 18;
     pub const END: u64 = 19;
+    pub const TRACE: u64 = 20;
+    pub const CALL_AGGREGATE: u64 = 21;
 }
 
 /// One decoded record, with absolute timestamps.
@@ -52,6 +54,8 @@ pub enum Record {
     End {
         ticks: u64,
     },
+    Trace(TraceBatch),
+    CallAggregate(CallAggregate),
     /// A record kind this reader does not know; skipped.
     Unknown {
         tag: u64,
@@ -233,6 +237,8 @@ fn decode_record(t: u64, c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Rec
         tag::END => Record::End {
             ticks: times.absolute(0, c.i64()?),
         },
+        tag::TRACE => Record::Trace(decode_trace(c, times)?),
+        tag::CALL_AGGREGATE => Record::CallAggregate(decode_aggregate(c, times)?),
         other => Record::Unknown { tag: other },
     })
 }
@@ -313,4 +319,107 @@ fn decode_counters(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Record, F
         values.push((c.string()?, c.u64()?));
     }
     Ok(Record::Counters { ticks, values })
+}
+
+const TRACE_HAS_CPU: u8 = 1;
+
+/// Trace events are the highest-volume records: each costs a varint of
+/// `method << 2 | kind`, a varint time delta within the batch, and on entries the
+/// untraced-call count.
+pub(crate) fn encode_trace(out: &mut Vec<u8>, b: &TraceBatch, first_dt: i64) {
+    put_u64(out, b.thread.into());
+    put_i64(out, first_dt);
+    out.push(if b.has_cpu { TRACE_HAS_CPU } else { 0 });
+    put_u64(out, b.events.len() as u64);
+    let (mut prev, mut prev_cpu) = (b.events.first().map_or(0, |e| e.ticks), 0u64);
+    for e in &b.events {
+        put_u64(out, (u64::from(e.method) << 2) | e.kind as u64);
+        put_u64(out, e.ticks.wrapping_sub(prev));
+        prev = e.ticks;
+        if e.kind == TraceKind::Enter {
+            put_u64(out, e.untraced.into());
+        }
+        if b.has_cpu {
+            put_i64(out, e.cpu_ns.wrapping_sub(prev_cpu) as i64);
+            prev_cpu = e.cpu_ns;
+        }
+    }
+}
+
+fn decode_trace(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<TraceBatch, FormatError> {
+    let thread = c.u32()?;
+    let mut ticks = times.absolute(thread, c.i64()?);
+    let has_cpu = c.u8()? & TRACE_HAS_CPU != 0;
+    let n = c.u64()?;
+    let mut events = Vec::with_capacity(n.min(1 << 20) as usize);
+    let mut cpu = 0u64;
+    for _ in 0..n {
+        let head = c.u64()?;
+        let kind = TraceKind::from_u8((head & 3) as u8)
+            .ok_or_else(|| FormatError::Malformed("unknown trace event kind 3".into()))?;
+        let method = u32::try_from(head >> 2)
+            .map_err(|_| FormatError::Malformed("method id exceeds u32".into()))?;
+        ticks = ticks.wrapping_add(c.u64()?);
+        let untraced = if kind == TraceKind::Enter {
+            c.u32()?
+        } else {
+            0
+        };
+        if has_cpu {
+            cpu = cpu.wrapping_add(c.i64()? as u64);
+        }
+        events.push(TraceEvent {
+            kind,
+            method,
+            ticks,
+            untraced,
+            cpu_ns: if has_cpu { cpu } else { 0 },
+        });
+    }
+    times.last.insert(thread, ticks);
+    Ok(TraceBatch {
+        thread,
+        has_cpu,
+        events,
+    })
+}
+
+pub(crate) fn encode_aggregate(out: &mut Vec<u8>, a: &CallAggregate, dt: i64) {
+    put_u64(out, a.thread.into());
+    put_i64(out, dt);
+    put_u64(out, a.pairs.len() as u64);
+    for p in &a.pairs {
+        put_u64(out, p.caller.into());
+        put_u64(out, p.callee.into());
+        for v in [p.calls, p.total_ns, p.min_ns, p.max_ns] {
+            put_u64(out, v);
+        }
+    }
+}
+
+fn decode_aggregate(
+    c: &mut Cursor,
+    times: &mut DeltaDecoder,
+) -> Result<CallAggregate, FormatError> {
+    let thread = c.u32()?;
+    let ticks = times.absolute(thread, c.i64()?);
+    let n = c.u64()?;
+    let mut pairs = Vec::with_capacity(n.min(1 << 16) as usize);
+    for _ in 0..n {
+        let (caller, callee) = (c.u32()?, c.u32()?);
+        let (calls, total_ns, min_ns, max_ns) = (c.u64()?, c.u64()?, c.u64()?, c.u64()?);
+        pairs.push(CallPair {
+            caller,
+            callee,
+            calls,
+            total_ns,
+            min_ns,
+            max_ns,
+        });
+    }
+    Ok(CallAggregate {
+        thread,
+        ticks,
+        pairs,
+    })
 }

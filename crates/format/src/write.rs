@@ -2,7 +2,9 @@
 
 use crate::chunk::{frame_chunk, ChunkKind, MAGIC};
 use crate::model::*;
-use crate::record::{encode_frames, encode_header, encode_thread, tag, DeltaEncoder};
+use crate::record::{
+    encode_aggregate, encode_frames, encode_header, encode_thread, encode_trace, tag, DeltaEncoder,
+};
 use crate::varint::{put_i64, put_str, put_u64};
 
 /// Magic and header chunk: the first bytes of every recording file and agent stream.
@@ -118,6 +120,25 @@ impl ChunkWriter {
             put_u64(&mut self.body, *v);
         }
         self.push(tag::COUNTERS);
+    }
+
+    /// Method entries and exits of one thread, in order. The thread's timeline moves
+    /// to the batch's last event.
+    pub fn trace(&mut self, b: &TraceBatch) {
+        let (Some(first), Some(last)) = (b.events.first(), b.events.last()) else {
+            return;
+        };
+        let dt = self.delta(b.thread, first.ticks);
+        encode_trace(&mut self.body, b, dt);
+        self.times.delta(b.thread, last.ticks);
+        self.push(tag::TRACE);
+    }
+
+    /// Caller→callee totals of one thread (aggregate tracing).
+    pub fn call_aggregate(&mut self, a: &CallAggregate) {
+        let dt = self.delta(a.thread, a.ticks);
+        encode_aggregate(&mut self.body, a, dt);
+        self.push(tag::CALL_AGGREGATE);
     }
 
     /// Marks a clean end of the recording.

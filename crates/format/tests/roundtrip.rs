@@ -263,3 +263,90 @@ fn random_corruption_never_panics() {
         let _ = Recording::from_bytes(&bytes[..cut.max(bytes.len() / 2)]);
     }
 }
+
+#[test]
+fn trace_batches_and_call_aggregates_round_trip() {
+    let ev = |kind, method, ticks, untraced, cpu_ns| TraceEvent {
+        kind,
+        method,
+        ticks,
+        untraced,
+        cpu_ns,
+    };
+    let batch = TraceBatch {
+        thread: 3,
+        has_cpu: true,
+        events: vec![
+            ev(TraceKind::Enter, 7, 1_000, 0, 50),
+            ev(TraceKind::Enter, 8, 1_400, 12, 90),
+            ev(TraceKind::Throw, 8, 2_000, 0, 80),
+            ev(TraceKind::Exit, 7, 9_000, 0, 700),
+        ],
+    };
+    let agg = CallAggregate {
+        thread: 3,
+        ticks: 10_000,
+        pairs: vec![CallPair {
+            caller: 7,
+            callee: 8,
+            calls: 5,
+            total_ns: 900,
+            min_ns: 100,
+            max_ns: 300,
+        }],
+    };
+    let mut out = encode_file_start(&header());
+    let mut w = ChunkWriter::new();
+    w.trace(&batch);
+    w.sample(&Sample {
+        thread: 3,
+        ticks: 9_500,
+        stack: 0,
+        mode: SampleMode::Cpu,
+        weight_ns: 1,
+        state: 0,
+    });
+    w.call_aggregate(&agg);
+    out.extend(w.finish());
+    let r = Recording::from_bytes(&out).unwrap();
+    assert_eq!(r.traces, vec![batch]);
+    assert_eq!(r.call_aggregates, vec![agg]);
+    assert_eq!(
+        r.samples[0].ticks, 9_500,
+        "the thread's timeline continues after the batch"
+    );
+}
+
+#[test]
+fn a_traced_call_costs_few_bytes_after_compression() {
+    let mut w = ChunkWriter::new();
+    let mut events = Vec::new();
+    let mut t = 0u64;
+    for i in 0..100_000u32 {
+        t += 40 + u64::from(i % 3);
+        events.push(TraceEvent {
+            kind: TraceKind::Enter,
+            method: 5 + i % 4,
+            ticks: t,
+            untraced: 0,
+            cpu_ns: 0,
+        });
+        t += 25;
+        events.push(TraceEvent {
+            kind: TraceKind::Exit,
+            method: 5 + i % 4,
+            ticks: t,
+            untraced: 0,
+            cpu_ns: 0,
+        });
+    }
+    for chunk in events.chunks(4096) {
+        w.trace(&TraceBatch {
+            thread: 1,
+            has_cpu: false,
+            events: chunk.to_vec(),
+        });
+    }
+    let bytes = w.finish().len();
+    assert!(bytes < 100_000 * 4, "{bytes} bytes for 100000 calls");
+}
