@@ -44,6 +44,9 @@ pub struct JvmSummary {
     pub os: String,
     pub agent_version: String,
     pub modes: String,
+    /// When the agent's recording started (epoch ms): `--from`/`--to` of the CLI
+    /// count seconds from here.
+    pub started_ms: u64,
     pub labels: BTreeMap<String, String>,
     /// `connected` or `gone`.
     pub status: &'static str,
@@ -86,6 +89,7 @@ fn summary(stored: Option<&StoredJvm>, live: Option<&LiveFigures>) -> Option<Jvm
         os: identity.os,
         agent_version: identity.agent_version,
         modes: identity.modes,
+        started_ms: ms(identity.start_wall_ns),
         labels: identity.labels.into_iter().collect(),
         status: if connected { "connected" } else { "gone" },
         connected_since_ms: l.as_ref().map(|l| ms(l.connected_since_ns)),
@@ -180,6 +184,7 @@ impl ApiContext {
             ["jvms", id] => self.jvm(id),
             ["jvms", id, "threads"] => self.threads(id, req),
             ["jvms", id, "hot"] => self.live_hot(id, req),
+            ["jvms", id, "recording"] => self.recording(id, req),
             ["flame"] => self.flame(req),
             ["hot"] => {
                 let q = parse_query(req)?;
@@ -242,6 +247,13 @@ impl ApiContext {
             ..Query::default()
         };
         Ok(Response::json(&query::hot(&*self.store, &q, limit(req))?))
+    }
+
+    /// The stored data of one JVM as a recording file, for `jscope report --collector`.
+    fn recording(&self, id: &str, req: &Request) -> Result<Response, CollectorError> {
+        let q = parse_query(req)?;
+        let bytes = self.store.raw(id, q.from_ns, q.to_ns)?;
+        Ok(Response::bytes("application/octet-stream", bytes))
     }
 
     fn flame(&self, req: &Request) -> Result<Response, CollectorError> {

@@ -117,3 +117,49 @@ fn every_segment_reads_on_its_own_and_retention_deletes_old_ones() {
     assert!(store.jvms().is_empty());
     assert!(!dir.join("jvms").join(&sim.stream).exists());
 }
+
+#[test]
+fn raw_bytes_of_several_segments_read_as_one_recording_and_a_reader_changes_nothing() {
+    let dir = temp_dir("store-raw");
+    let mut sim = SimJvm::new(7002, "com.acme.Raw");
+    let id = JvmIdentity::from_header(&sim.stream, &sim.header, "127.0.0.1", &[]);
+    let mut dict = new_dictionary(&sim.header);
+    // One chunk per segment, so the raw bytes join three segments.
+    let store = FileStore::open(&dir, 1, Duration::from_secs(3600)).unwrap();
+    store.open(&id, &sim.header_bytes(), 1, &dict).unwrap();
+    append(&store, &mut sim, &id, &mut dict, 1..=3);
+    // A writer is halfway through chunk 4 of the open segment.
+    let seg = dir
+        .join("jvms")
+        .join(&sim.stream)
+        .join("seg-000000000003.jsc");
+    let half = sim.chunk();
+    OpenOptions::new()
+        .append(true)
+        .open(&seg)
+        .unwrap()
+        .write_all(&half[..half.len() / 2])
+        .unwrap();
+    let torn_len = std::fs::metadata(&seg).unwrap().len();
+
+    let reader = FileStore::open_read_only(&dir).unwrap();
+    let raw = reader.raw(&sim.stream, None, None).unwrap();
+    let rec = Recording::from_bytes(&raw).unwrap();
+    assert!(rec.damage.is_none(), "torn tail left out: {:?}", rec.damage);
+    assert_eq!(rec.snapshots.len() as u64, 3 * SNAPSHOTS_PER_CHUNK);
+    assert_eq!(rec.header.pid, 7002);
+    let stack = rec.snapshots.last().unwrap().threads[0].stack;
+    assert_eq!(
+        rec.frame_label(&rec.stack(stack)[0]),
+        "com.acme.App7002.work:42"
+    );
+    let read = reader.read(&sim.stream, None, None).unwrap();
+    assert_eq!(read.snapshots.len(), rec.snapshots.len());
+    assert_eq!(
+        std::fs::metadata(&seg).unwrap().len(),
+        torn_len,
+        "a reader repairs nothing"
+    );
+    assert!(reader.retain(u64::MAX).is_err(), "a reader deletes nothing");
+    assert!(FileStore::open_read_only(&dir.join("nope")).is_err());
+}

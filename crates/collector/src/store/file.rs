@@ -33,6 +33,9 @@ pub struct FileStore {
     segment_bytes: u64,
     segment_age: Duration,
     jvms: Mutex<BTreeMap<String, Arc<Mutex<JvmFiles>>>>,
+    /// Opened by a reader (`jscope report --data`) next to a running collector:
+    /// nothing on disk is changed, not even a torn tail.
+    read_only: bool,
 }
 
 struct JvmFiles {
@@ -65,19 +68,71 @@ impl FileStore {
     ) -> Result<FileStore, CollectorError> {
         let jvms_dir = root.join("jvms");
         std::fs::create_dir_all(&jvms_dir).map_err(CollectorError::io(&jvms_dir))?;
+        let mut store = FileStore::load(root, true)?;
+        (store.segment_bytes, store.segment_age) = (segment_bytes, segment_age);
+        Ok(store)
+    }
+
+    /// Opens a store for reading only, e.g. while a collector is writing to it:
+    /// segments are read up to their last intact chunk and nothing is repaired.
+    pub fn open_read_only(root: &Path) -> Result<FileStore, CollectorError> {
+        let jvms_dir = root.join("jvms");
+        if !jvms_dir.is_dir() {
+            return Err(CollectorError::Io {
+                path: jvms_dir,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "not a jscope data directory",
+                ),
+            });
+        }
+        FileStore::load(root, false)
+    }
+
+    fn load(root: &Path, repair: bool) -> Result<FileStore, CollectorError> {
+        let jvms_dir = root.join("jvms");
         let mut jvms = BTreeMap::new();
         for entry in std::fs::read_dir(&jvms_dir).map_err(CollectorError::io(&jvms_dir))? {
             let dir = entry.map_err(CollectorError::io(&jvms_dir))?.path();
-            if let Some(jf) = JvmFiles::recover(&dir)? {
+            if let Some(jf) = JvmFiles::recover(&dir, repair)? {
                 jvms.insert(jf.info.identity.id.clone(), Arc::new(Mutex::new(jf)));
             }
         }
         Ok(FileStore {
             root: root.to_path_buf(),
-            segment_bytes,
-            segment_age,
+            segment_bytes: u64::MAX,
+            segment_age: Duration::MAX,
             jvms: Mutex::new(jvms),
+            read_only: !repair,
         })
+    }
+
+    fn writable(&self) -> Result<(), CollectorError> {
+        if self.read_only {
+            return Err(CollectorError::BadQuery(
+                "the store is open read-only".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The segment files of `stream` that cover `[from_ns, to_ns]`, in order.
+    fn covering(
+        &self,
+        stream: &str,
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+    ) -> Result<(PathBuf, Vec<String>), CollectorError> {
+        let jf = self.get(stream)?;
+        let jf = jf.lock().expect("jvm lock");
+        let names = jf
+            .info
+            .segments
+            .iter()
+            .filter(|s| overlaps(s, from_ns, to_ns))
+            .map(|s| s.file.clone())
+            .collect();
+        Ok((jf.dir.clone(), names))
     }
 
     pub fn root(&self) -> &Path {
@@ -136,8 +191,9 @@ impl JvmFiles {
         Ok(jf)
     }
 
-    /// Loads a JVM directory, rescanning every segment not known to be closed.
-    fn recover(dir: &Path) -> Result<Option<JvmFiles>, CollectorError> {
+    /// Loads a JVM directory, rescanning every segment not known to be closed; with
+    /// `repair`, torn tails are cut and the index rewritten.
+    fn recover(dir: &Path, repair: bool) -> Result<Option<JvmFiles>, CollectorError> {
         let Ok(header) = std::fs::read(dir.join(HEADER_FILE)) else {
             return Ok(None);
         };
@@ -165,7 +221,9 @@ impl JvmFiles {
                 .filter(|s| s.closed && file_len(&path) == Some(s.bytes));
             match trusted {
                 Some(s) => segments.push(s.clone()),
-                None => segments.extend(recover_segment(&path, &name, first_seq, &identity)?),
+                None => {
+                    segments.extend(recover_segment(&path, &name, first_seq, &identity, repair)?)
+                }
             }
         }
         let jf = JvmFiles {
@@ -174,7 +232,9 @@ impl JvmFiles {
             open: None,
             active: false,
         };
-        jf.write_index()?;
+        if repair {
+            jf.write_index()?;
+        }
         Ok(Some(jf))
     }
 
@@ -282,16 +342,19 @@ fn recover_segment(
     name: &str,
     first_seq: u64,
     jvm: &JvmIdentity,
+    repair: bool,
 ) -> Result<Option<SegmentInfo>, CollectorError> {
     let scanned = match segment::scan(path, jvm)? {
         Some(s) if s.chunks > 0 => s,
         // Created but never acknowledged into: nothing to keep.
         _ => {
-            std::fs::remove_file(path).map_err(CollectorError::io(path))?;
+            if repair {
+                std::fs::remove_file(path).map_err(CollectorError::io(path))?;
+            }
             return Ok(None);
         }
     };
-    if scanned.valid_len < scanned.file_len {
+    if repair && scanned.valid_len < scanned.file_len {
         segment::truncate(path, scanned.valid_len)?;
     }
     Ok(Some(SegmentInfo {
@@ -371,6 +434,7 @@ impl Store for FileStore {
         _next_seq: u64,
         _dict: &Recording,
     ) -> Result<(), CollectorError> {
+        self.writable()?;
         // Segments start lazily at the first chunk, so a connection that sends
         // nothing leaves no empty file behind.
         let jf = self.get_or_create(jvm, header)?;
@@ -392,6 +456,7 @@ impl Store for FileStore {
         span_ns: Option<(u64, u64)>,
         dict: &Recording,
     ) -> Result<(), CollectorError> {
+        self.writable()?;
         let jf = self.get(stream)?;
         let mut jf = jf.lock().expect("jvm lock");
         if seq <= jf.info.last_seq() {
@@ -433,18 +498,7 @@ impl Store for FileStore {
         from_ns: Option<u64>,
         to_ns: Option<u64>,
     ) -> Result<Recording, CollectorError> {
-        let (dir, names) = {
-            let jf = self.get(stream)?;
-            let jf = jf.lock().expect("jvm lock");
-            let names: Vec<String> = jf
-                .info
-                .segments
-                .iter()
-                .filter(|s| overlaps(s, from_ns, to_ns))
-                .map(|s| s.file.clone())
-                .collect();
-            (jf.dir.clone(), names)
-        };
+        let (dir, names) = self.covering(stream, from_ns, to_ns)?;
         if names.is_empty() {
             let mut rec = Recording::from_bytes(
                 &std::fs::read(dir.join(HEADER_FILE)).map_err(CollectorError::io(&dir))?,
@@ -459,7 +513,26 @@ impl Store for FileStore {
         Ok(rec.expect("at least one segment"))
     }
 
+    fn raw(
+        &self,
+        stream: &str,
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+    ) -> Result<Vec<u8>, CollectorError> {
+        let (dir, names) = self.covering(stream, from_ns, to_ns)?;
+        let mut out = Vec::new();
+        for name in &names {
+            segment::raw_into(&mut out, &dir.join(name))?;
+        }
+        if out.is_empty() {
+            let path = dir.join(HEADER_FILE);
+            out = std::fs::read(&path).map_err(CollectorError::io(&path))?;
+        }
+        Ok(out)
+    }
+
     fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError> {
+        self.writable()?;
         let mut out = Retained::default();
         let mut map = self.jvms.lock().expect("store lock");
         let mut emptied = Vec::new();

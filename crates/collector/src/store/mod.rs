@@ -122,6 +122,15 @@ pub trait Store: Send + Sync {
         to_ns: Option<u64>,
     ) -> Result<Recording, CollectorError>;
 
+    /// The same data as `read`, as the bytes of one recording file (what
+    /// `GET /api/jvms/{id}/recording` sends and `jscope report --collector` reads).
+    fn raw(
+        &self,
+        stream: &str,
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+    ) -> Result<Vec<u8>, CollectorError>;
+
     /// Deletes data that ended before `cutoff_ns` (epoch ns).
     fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError>;
 }

@@ -106,6 +106,13 @@ impl Store for RecordingStore {
         Ok(Recording::read_file(&self.path)?)
     }
 
+    fn raw(&self, stream: &str, _: Option<u64>, _: Option<u64>) -> Result<Vec<u8>, CollectorError> {
+        if stream != self.jvm.identity.id {
+            return Err(CollectorError::UnknownJvm(stream.to_string()));
+        }
+        std::fs::read(&self.path).map_err(CollectorError::io(&self.path))
+    }
+
     fn retain(&self, _: u64) -> Result<Retained, CollectorError> {
         Ok(Retained::default())
     }

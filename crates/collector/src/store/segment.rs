@@ -149,3 +149,32 @@ pub(crate) fn read_into(rec: Option<Recording>, path: &Path) -> Result<Recording
     }
     Ok(rec)
 }
+
+/// Appends a segment to `out` so that `out` stays one recording file: the whole
+/// segment when `out` is empty, else only what follows its header (the prelude
+/// restates the dictionaries, which a reader applies again harmlessly). A torn tail
+/// (a chunk being appended right now) is left out.
+pub(crate) fn raw_into(out: &mut Vec<u8>, path: &Path) -> Result<(), CollectorError> {
+    let bytes = std::fs::read(path).map_err(CollectorError::io(path))?;
+    let mut body_start = None;
+    let mut end = None;
+    for (i, chunk) in ChunkReader::new(&bytes)?.enumerate() {
+        if decode_payload(&chunk.payload).is_err() {
+            break;
+        }
+        if i == 1 {
+            body_start = Some(chunk.offset as usize);
+        }
+        end = Some(chunk.offset as usize + chunk.stored_len);
+    }
+    let Some(end) = end else {
+        return Ok(());
+    };
+    let start = if out.is_empty() {
+        0
+    } else {
+        body_start.unwrap_or(end)
+    };
+    out.extend_from_slice(&bytes[start..end]);
+    Ok(())
+}
