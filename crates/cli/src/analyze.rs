@@ -3,29 +3,26 @@
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use jscope_analysis::{
     call_graph, collapse, hot_methods, parse_state, threads_at, CallGraph, CollapseOptions,
     DotOptions, Info, Mode, Selection, ThreadMatcher,
 };
-use jscope_format::Recording;
 use serde::Serialize;
 
 use crate::args::{
-    CallgraphArgs, CollapsedArgs, Format, InfoArgs, ReportArgs, SelectArgs, ThreadsArgs,
+    CallgraphArgs, CollapsedArgs, Format, InfoArgs, ReportArgs, SelectArgs, SourceArgs, ThreadsArgs,
 };
+use crate::source::{self, Loaded, Window};
 
-/// Reads a recording; damage is a warning, since everything before it is usable.
-pub fn load(path: &Path) -> Result<Recording> {
-    let rec =
-        Recording::read_file(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if let Some(damage) = &rec.damage {
-        eprintln!(
-            "jscope: warning: {} is {damage}; read up to there",
-            path.display()
-        );
-    }
-    Ok(rec)
+/// Reads the recording of a command: a file or a collector's JVM, fetching only the
+/// `--from`/`--to` window of collector data.
+pub fn load(file: Option<&Path>, src: &SourceArgs, sel: Option<&SelectArgs>) -> Result<Loaded> {
+    let window = sel.map_or_else(Window::default, |s| Window {
+        from_s: s.from,
+        to_s: s.to,
+    });
+    source::load(file, src, window)
 }
 
 pub fn selection(args: &SelectArgs) -> Result<Selection> {
@@ -62,7 +59,7 @@ fn print_text(value: &impl std::fmt::Display) -> Result<()> {
 }
 
 pub fn report(args: &ReportArgs) -> Result<()> {
-    let rec = load(&args.file)?;
+    let rec = load(args.file.as_deref(), &args.source, Some(&args.select))?.rec;
     let sel = selection(&args.select)?;
     let mut hot = hot_methods(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec));
     hot.truncate(args.top);
@@ -73,7 +70,7 @@ pub fn report(args: &ReportArgs) -> Result<()> {
 }
 
 pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
-    let rec = load(&args.file)?;
+    let rec = load(args.file.as_deref(), &args.source, Some(&args.select))?.rec;
     let sel = selection(&args.select)?;
     let opts = CollapseOptions {
         lines: args.lines,
@@ -84,14 +81,14 @@ pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
 }
 
 pub fn callgraph(args: &CallgraphArgs) -> Result<()> {
-    let rec = load(&args.file)?;
+    let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
     let graph = call_graph(&rec, &sel.stack_counts(&rec));
     if args.dot {
         let opts = DotOptions {
             node_min_percent: args.node_min,
             edge_min_percent: args.edge_min,
-            title: title_of(&args.file),
+            title,
         };
         return with_stdout(|w| graph.write_dot(&opts, w));
     }
@@ -137,7 +134,7 @@ fn write_graph_text(g: &CallGraph, node_min: f64, w: &mut dyn Write) -> io::Resu
 }
 
 pub fn threads(args: &ThreadsArgs) -> Result<()> {
-    let rec = load(&args.file)?;
+    let rec = load(args.file.as_deref(), &args.source, None)?.rec;
     let view = threads_at(&rec, args.at)?;
     match args.format {
         Format::Text => print_text(&view),
@@ -146,7 +143,7 @@ pub fn threads(args: &ThreadsArgs) -> Result<()> {
 }
 
 pub fn info(args: &InfoArgs) -> Result<()> {
-    let rec = load(&args.file)?;
+    let rec = load(args.file.as_deref(), &args.source, None)?.rec;
     let info = Info::of(&rec);
     match args.format {
         Format::Text => print_text(&info),

@@ -34,6 +34,10 @@ pub enum Command {
     Threads(ThreadsArgs),
     /// Show what a recording holds and how well sampling went.
     Info(InfoArgs),
+    /// Run a collector: agents stream to it, it stores their data and serves a web UI.
+    Serve(ServeArgs),
+    /// Serve the collector's web UI over one recording file.
+    View(ViewArgs),
 }
 
 /// What the agent samples and how often.
@@ -94,6 +98,25 @@ pub struct StopArgs {
     pub timeout: std::time::Duration,
 }
 
+/// Collector data instead of a recording file.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SourceArgs {
+    /// Read a collector's data directory (`jscope serve --data DIR`); safe while
+    /// the collector runs.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["file", "collector"])]
+    pub data: Option<PathBuf>,
+    /// Read from a running collector, e.g. http://127.0.0.1:7080.
+    #[arg(long, value_name = "URL", conflicts_with = "file")]
+    pub collector: Option<String>,
+    /// The collector's JVM to analyse: its id, or a pid (the newest JVM with it).
+    /// Needed when the collector holds more than one.
+    #[arg(long, value_name = "ID|PID")]
+    pub jvm: Option<String>,
+    /// The collector's token (`jscope serve --token`).
+    #[arg(long, value_name = "TOKEN", requires = "collector")]
+    pub token: Option<String>,
+}
+
 /// Which samples an analysis looks at.
 #[derive(Debug, Args, Clone, Default)]
 pub struct SelectArgs {
@@ -127,8 +150,11 @@ pub enum Format {
     after_help = "Example:\n  jscope report app.jsc --top 20 --thread worker --state runnable"
 )]
 pub struct ReportArgs {
-    /// The recording (.jsc) to read.
-    pub file: PathBuf,
+    /// The recording (.jsc) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Number of methods to list.
     #[arg(short = 'n', long, default_value_t = 30)]
     pub top: usize,
@@ -141,8 +167,11 @@ pub struct ReportArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope flame app.jsc -o app.html --mode wall --thread main")]
 pub struct FlameArgs {
-    /// The recording (.jsc) to read.
-    pub file: PathBuf,
+    /// The recording (.jsc) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Output file; .svg gives a static SVG, anything else an HTML page.
     #[arg(short, long)]
     pub output: PathBuf,
@@ -168,8 +197,11 @@ pub struct FlameArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope collapsed app.jsc --lines > app.collapsed")]
 pub struct CollapsedArgs {
-    /// The recording (.jsc) to read.
-    pub file: PathBuf,
+    /// The recording (.jsc) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
     #[command(flatten)]
     pub select: SelectArgs,
     /// Label frames with their line numbers (`pkg.Class.method:123`).
@@ -183,8 +215,11 @@ pub struct CollapsedArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope callgraph app.jsc --dot | dot -Tsvg > callgraph.svg")]
 pub struct CallgraphArgs {
-    /// The recording (.jsc) to read.
-    pub file: PathBuf,
+    /// The recording (.jsc) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
     #[command(flatten)]
     pub select: SelectArgs,
     /// Write Graphviz dot instead of text.
@@ -203,8 +238,11 @@ pub struct CallgraphArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope threads app.jsc --at 12.5")]
 pub struct ThreadsArgs {
-    /// The recording (.jsc) to read.
-    pub file: PathBuf,
+    /// The recording (.jsc) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Seconds from the start; the nearest snapshot is shown (default: the last).
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub at: Option<f64>,
@@ -215,8 +253,43 @@ pub struct ThreadsArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope info app.jsc --format json")]
 pub struct InfoArgs {
-    /// The recording (.jsc) to read.
-    pub file: PathBuf,
+    /// The recording (.jsc) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  jscope serve --data /var/lib/jscope --retention 7d\n  java -agentpath:libjscope_agent.so=collector=127.0.0.1:7000 -jar app.jar"
+)]
+pub struct ServeArgs {
+    /// Where agents connect. A non-loopback address needs --token.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7000")]
+    pub agents: String,
+    /// Where the web UI and HTTP API listen. A non-loopback address needs --token.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7080")]
+    pub http: String,
+    /// Directory of the stored data (created if needed).
+    #[arg(long, value_name = "DIR", default_value = "jscope-data")]
+    pub data: PathBuf,
+    /// Delete stored data older than this (e.g. 12h, 7d); default: keep everything.
+    #[arg(long, value_name = "DURATION")]
+    pub retention: Option<String>,
+    /// Token agents and HTTP clients must present.
+    #[arg(long)]
+    pub token: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope view app.jsc --http 127.0.0.1:7081")]
+pub struct ViewArgs {
+    /// The recording (.jsc) to show.
+    pub file: PathBuf,
+    /// Where the web UI listens.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7080")]
+    pub http: String,
 }

@@ -6,11 +6,12 @@ use anyhow::{Context, Result};
 use jscope_analysis::{collapse, CollapseOptions, Mode};
 use jscope_flame::{render_html, render_svg, FlameGraph, Options};
 
-use crate::analyze::{load, selection, title_of};
+use crate::analyze::{load, selection};
 use crate::args::FlameArgs;
+use crate::source::Loaded;
 
 pub fn run(args: &FlameArgs) -> Result<()> {
-    let rec = load(&args.file)?;
+    let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
     let counts = sel.stack_counts(&rec);
     let opts = CollapseOptions {
@@ -23,7 +24,7 @@ pub fn run(args: &FlameArgs) -> Result<()> {
     }
     let mode = sel.mode_in(&rec).map_or("no", Mode::name);
     let options = Options {
-        title: args.title.clone().unwrap_or_else(|| title_of(&args.file)),
+        title: args.title.clone().unwrap_or(title),
         subtitle: format!("{} {mode} samples", counts.total),
         width_px: args.width,
         inverted: args.inverted,

@@ -9,7 +9,10 @@ mod attach;
 mod duration;
 mod flame;
 mod record;
+mod remote;
+mod serve;
 mod signals;
+mod source;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -46,6 +49,8 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Callgraph(a) => analyze::callgraph(a).map(|_| 0),
         Command::Threads(a) => analyze::threads(a).map(|_| 0),
         Command::Info(a) => analyze::info(a).map(|_| 0),
+        Command::Serve(a) => serve::serve(a).map(|_| 0),
+        Command::View(a) => serve::view(a).map(|_| 0),
     }
 }
 

@@ -1,0 +1,70 @@
+//! `jscope serve` and `jscope view`: thin wrappers over jscope_collector's `serve`
+//! and `view`. They print where to connect, then run until Ctrl-C.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::thread;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use jscope_collector::{parse_duration, ServerConfig, ServerHandle};
+
+use crate::args::{ServeArgs, ViewArgs};
+use crate::signals;
+
+pub fn serve(args: &ServeArgs) -> Result<()> {
+    let retention = args.retention.as_deref().map(parse_duration).transpose()?;
+    let cfg = ServerConfig {
+        agents: args.agents.clone(),
+        http: Some(args.http.clone()),
+        data: args.data.clone(),
+        retention,
+        token: args.token.clone().filter(|t| !t.is_empty()),
+        ..ServerConfig::default()
+    };
+    signals::catch_interrupts();
+    let handle = jscope_collector::serve(cfg).context("cannot start the collector")?;
+    if let Some(addr) = handle.agents_addr() {
+        say(&format!(
+            "agents: collector={addr} (data in {})",
+            args.data.display()
+        ));
+    }
+    announce_ui(handle.http_addr(), args.token.as_deref());
+    run_until_interrupted(handle);
+    Ok(())
+}
+
+pub fn view(args: &ViewArgs) -> Result<()> {
+    signals::catch_interrupts();
+    let handle = jscope_collector::view(&args.file, &args.http)
+        .with_context(|| format!("cannot serve {}", args.file.display()))?;
+    announce_ui(handle.http_addr(), None);
+    run_until_interrupted(handle);
+    Ok(())
+}
+
+fn announce_ui(addr: Option<SocketAddr>, token: Option<&str>) {
+    if let Some(addr) = addr {
+        let query = token
+            .filter(|t| !t.is_empty())
+            .map(|t| format!("?token={t}"))
+            .unwrap_or_default();
+        say(&format!("UI: http://{addr}/{query}"));
+    }
+}
+
+/// One line on stdout, flushed at once: scripts and tests wait for it.
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "jscope: {line}");
+    let _ = out.flush();
+}
+
+fn run_until_interrupted(handle: ServerHandle) {
+    while !signals::interrupted() {
+        thread::sleep(Duration::from_millis(100));
+    }
+    say("stopping");
+    handle.shutdown();
+}

@@ -1,0 +1,223 @@
+//! Where an analysis command reads its recording: a file, a collector's data
+//! directory (`--data DIR`) or a running collector (`--collector URL`). Collector
+//! data is turned into one `Recording` of the chosen JVM, so every command runs the
+//! same analysis code on it as on a file.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use jscope_collector::{FileStore, Store};
+use jscope_format::Recording;
+use serde::Deserialize;
+
+use crate::args::SourceArgs;
+use crate::remote::Collector;
+
+/// A recording ready for analysis, and what to call it in titles.
+pub struct Loaded {
+    pub rec: Recording,
+    pub title: String,
+}
+
+/// Seconds from the JVM's start, as `--from`/`--to` give them; collector data
+/// outside this window is not fetched (the selection then cuts exactly).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Window {
+    pub from_s: Option<f64>,
+    pub to_s: Option<f64>,
+}
+
+/// One JVM a collector knows, as far as choosing one needs.
+#[derive(Debug, Clone, Deserialize)]
+pub struct JvmRow {
+    pub id: String,
+    pub pid: u32,
+    pub command_line: String,
+    #[serde(default)]
+    pub status: String,
+    pub started_ms: u64,
+}
+
+pub fn load(file: Option<&Path>, src: &SourceArgs, window: Window) -> Result<Loaded> {
+    match (file, &src.data, &src.collector) {
+        (Some(path), None, None) => load_file(path),
+        (None, Some(dir), None) => load_data_dir(dir, src.jvm.as_deref(), window),
+        (None, None, Some(url)) => {
+            let c = Collector::new(url, src.token.clone())?;
+            load_remote(&c, src.jvm.as_deref(), window)
+        }
+        (None, None, None) => bail!("give a recording FILE, --data DIR or --collector URL"),
+        _ => bail!("give only one of a recording FILE, --data DIR and --collector URL"),
+    }
+}
+
+/// Reads a recording; damage is a warning, since everything before it is usable.
+fn load_file(path: &Path) -> Result<Loaded> {
+    let rec =
+        Recording::read_file(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if let Some(damage) = &rec.damage {
+        eprintln!(
+            "jscope: warning: {} is {damage}; read up to there",
+            path.display()
+        );
+    }
+    Ok(Loaded {
+        rec,
+        title: crate::analyze::title_of(path),
+    })
+}
+
+/// Epoch ns of a window bound, for a JVM whose recording started at `started_ns`.
+fn epoch_ns(started_ns: u64, seconds: Option<f64>) -> Option<u64> {
+    seconds.map(|s| started_ns.saturating_add((s * 1e9) as u64))
+}
+
+fn load_data_dir(dir: &Path, want: Option<&str>, window: Window) -> Result<Loaded> {
+    // Read-only: a collector may be writing to the directory right now.
+    let store = FileStore::open_read_only(dir)
+        .with_context(|| format!("cannot open collector data {}", dir.display()))?;
+    let rows: Vec<JvmRow> = store
+        .jvms()
+        .into_iter()
+        .map(|j| JvmRow {
+            id: j.identity.id,
+            pid: j.identity.pid,
+            command_line: j.identity.command_line,
+            status: String::new(),
+            started_ms: j.identity.start_wall_ns / 1_000_000,
+        })
+        .collect();
+    let jvm = choose(&rows, want)?;
+    let started = jvm.started_ms * 1_000_000;
+    let rec = store
+        .read(
+            &jvm.id,
+            epoch_ns(started, window.from_s),
+            epoch_ns(started, window.to_s),
+        )
+        .with_context(|| format!("cannot read JVM {} from {}", jvm.id, dir.display()))?;
+    Ok(Loaded {
+        rec,
+        title: title_of_jvm(jvm),
+    })
+}
+
+fn load_remote(c: &Collector, want: Option<&str>, window: Window) -> Result<Loaded> {
+    let rows: Vec<JvmRow> = serde_json::from_slice(&c.get("/api/jvms")?)
+        .with_context(|| format!("{} did not answer a JVM list", c.base()))?;
+    let jvm = choose(&rows, want)?;
+    let started = jvm.started_ms * 1_000_000;
+    let mut path = format!("/api/jvms/{}/recording?", encode(&jvm.id));
+    if let Some(ns) = epoch_ns(started, window.from_s) {
+        path += &format!("from={}&", ns / 1_000_000);
+    }
+    if let Some(ns) = epoch_ns(started, window.to_s) {
+        // `to` is exclusive in ms; round up so the last partial ms is kept.
+        path += &format!("to={}&", ns.div_ceil(1_000_000));
+    }
+    let bytes = c.get(path.trim_end_matches(['?', '&']))?;
+    let mut rec = Recording::from_bytes(&bytes)
+        .with_context(|| format!("{} sent an unreadable recording", c.base()))?;
+    if let Some(damage) = rec.damage.take() {
+        eprintln!("jscope: warning: the collector's data is {damage}; read up to there");
+    }
+    Ok(Loaded {
+        rec,
+        title: title_of_jvm(jvm),
+    })
+}
+
+fn title_of_jvm(jvm: &JvmRow) -> String {
+    let main = jvm.command_line.split_whitespace().next().unwrap_or("");
+    format!("{main} (pid {})", jvm.pid).trim_start().to_string()
+}
+
+/// The JVM named by `want` (a stream id, or a pid: the newest JVM with it), or the
+/// only one there is.
+pub fn choose<'a>(rows: &'a [JvmRow], want: Option<&str>) -> Result<&'a JvmRow> {
+    let Some(want) = want else {
+        return match rows {
+            [only] => Ok(only),
+            [] => bail!("the collector holds no JVM"),
+            _ => bail!(
+                "the collector holds {} JVMs; choose one with --jvm ID|PID: {}",
+                rows.len(),
+                listing(rows)
+            ),
+        };
+    };
+    if let Some(row) = rows.iter().find(|r| r.id == want) {
+        return Ok(row);
+    }
+    let by_pid = want.parse::<u32>().ok().and_then(|pid| {
+        rows.iter()
+            .filter(|r| r.pid == pid)
+            .max_by_key(|r| (r.status == "connected", r.started_ms))
+    });
+    by_pid.with_context(|| format!("no JVM with id or pid {want}; known: {}", listing(rows)))
+}
+
+fn listing(rows: &[JvmRow]) -> String {
+    let all: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} (pid {})", r.id, r.pid))
+        .collect();
+    if all.is_empty() {
+        "none".into()
+    } else {
+        all.join(", ")
+    }
+}
+
+/// Percent-encodes a path segment (stream ids are host-pid-start, but hosts vary).
+fn encode(segment: &str) -> String {
+    segment
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, pid: u32, status: &str, started_ms: u64) -> JvmRow {
+        JvmRow {
+            id: id.into(),
+            pid,
+            command_line: "com.acme.Main arg".into(),
+            status: status.into(),
+            started_ms,
+        }
+    }
+
+    #[test]
+    fn a_jvm_is_chosen_by_id_or_by_pid_newest_first() {
+        let rows = [
+            row("h-10-1", 10, "gone", 1),
+            row("h-10-2", 10, "gone", 2),
+            row("h-11-1", 11, "connected", 1),
+        ];
+        assert_eq!(choose(&rows, Some("h-10-1")).unwrap().id, "h-10-1");
+        assert_eq!(choose(&rows, Some("10")).unwrap().id, "h-10-2");
+        assert_eq!(choose(&rows, Some("11")).unwrap().id, "h-11-1");
+        let e = choose(&rows, Some("12")).unwrap_err().to_string();
+        assert!(e.contains("h-11-1 (pid 11)"), "{e}");
+        let e = choose(&rows, None).unwrap_err().to_string();
+        assert!(e.contains("3 JVMs") && e.contains("--jvm"), "{e}");
+        assert_eq!(choose(&rows[2..], None).unwrap().id, "h-11-1");
+        assert!(choose(&[], None).is_err());
+    }
+
+    #[test]
+    fn titles_and_ids_in_urls() {
+        assert_eq!(title_of_jvm(&row("x", 5, "", 0)), "com.acme.Main (pid 5)");
+        assert_eq!(encode("my host-1"), "my%20host-1");
+        assert_eq!(epoch_ns(1_000, Some(1.5)), Some(1_500_001_000));
+    }
+}
