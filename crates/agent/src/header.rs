@@ -83,7 +83,12 @@ fn extra(options: &Options, file: &str, attached: bool) -> Vec<(String, String)>
         ("wall_signal", signal_name(WALL_SIGNAL).to_string()),
         ("clock", "CLOCK_MONOTONIC".to_string()),
     ];
-    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    let mut extra: Vec<(String, String)> =
+        pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    if let Some(c) = &options.collector {
+        extra.push(("collector".to_string(), c.addr.clone()));
+    }
+    extra
 }
 
 fn signal_name(signo: libc::c_int) -> &'static str {

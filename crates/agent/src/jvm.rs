@@ -237,6 +237,13 @@ impl Jni {
         unsafe { (self.table().NewGlobalRef.expect("JNI NewGlobalRef"))(self.0, object) }
     }
 
+    pub fn delete_global(&self, object: sys::jobject) {
+        if !object.is_null() {
+            // SAFETY: object is a global reference created by new_global.
+            unsafe { (self.table().DeleteGlobalRef.expect("JNI DeleteGlobalRef"))(self.0, object) };
+        }
+    }
+
     /// Runs `f` inside a fresh local reference frame so that references it creates
     /// on a long-lived native thread are freed when it returns.
     pub fn with_local_frame<R>(&self, capacity: i32, f: impl FnOnce() -> R) -> R {

@@ -14,6 +14,7 @@ pub mod jvm;
 pub mod options;
 pub mod recorder;
 pub mod ring;
+pub mod sender;
 pub mod signals;
 pub mod snapshot;
 pub mod stopper;
@@ -167,18 +168,19 @@ fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> 
     let recorder = Recorder::start(vm, jvmti, jni, prepared, attached, set_hooks)
         .map_err(|e| format!("{e}; profiling is disabled"))?;
     if !quiet {
-        report(format!("recording {modes} to {}", recorder.path));
+        report(format!("recording {modes} to {}", recorder.destination));
     }
     agent().recorder = Some(recorder);
     Ok(())
 }
 
-/// Stops the running recording, if any; returns its file name.
+/// Stops the running recording, if any; returns where it went and whether the
+/// writer finished in time.
 fn stop_recording() -> Option<(String, bool)> {
     let mut recorder = agent().recorder.take()?;
     set_hooks(None);
     let complete = recorder.stop();
-    Some((recorder.path.clone(), complete))
+    Some((recorder.destination.clone(), complete))
 }
 
 unsafe extern "C" fn on_vm_init(
@@ -291,7 +293,7 @@ fn on_attach(vm: Vm, text: &str) -> Result<(), String> {
     if let Some(recorder) = &agent().recorder {
         return Err(format!(
             "already recording to {}; attach with `stop` first",
-            recorder.path
+            recorder.destination
         ));
     }
     let jvmti = init_jvmti(vm)?;

@@ -12,8 +12,13 @@ pub const DEFAULT_SNAP_INTERVAL: Duration = Duration::from_millis(100);
 pub const DEFAULT_DEPTH: u32 = 256;
 /// Default number of threads signalled per wall-clock tick.
 pub const DEFAULT_WALL_THREADS: u32 = 16;
-/// Default output file name pattern.
+/// Default output file name pattern (used unless only a collector is asked for).
 pub const DEFAULT_FILE: &str = "jscope-%p.jsc";
+/// Default bound of the chunks kept for the collector until it acknowledges them.
+pub const DEFAULT_BUFFER: usize = 16 << 20;
+/// Smaller resend buffers could not hold one chunk.
+pub const MIN_BUFFER: usize = 4 << 10;
+pub const MAX_BUFFER: usize = 1 << 30;
 
 /// Frames deeper than this are never walked: the ring's slots are sized by depth.
 pub const MAX_DEPTH: u32 = 2048;
@@ -41,6 +46,14 @@ pub enum OptionsError {
     },
     #[error("empty file name")]
     EmptyFile,
+    #[error("bad collector address `{0}` (expected HOST:PORT)")]
+    BadCollector(String),
+    #[error("bad size `{value}` for `{key}` (expected e.g. 512k, 16m; from 4k to 1g)")]
+    BadSize { key: String, value: String },
+    #[error("bad labels `{0}` (expected key:value;key:value)")]
+    BadLabels(String),
+    #[error("option `{0}` only applies with `collector=HOST:PORT`")]
+    NeedsCollector(String),
 }
 
 /// Which sampling engines run.
@@ -73,6 +86,18 @@ impl Modes {
     }
 }
 
+/// Where and how to stream chunks to a collector (`collector=HOST:PORT`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CollectorOptions {
+    /// `HOST:PORT`, resolved when connecting.
+    pub addr: String,
+    /// Empty when the collector needs none.
+    pub token: String,
+    pub labels: Vec<(String, String)>,
+    /// Bytes of chunks kept until acknowledged; beyond it chunks are dropped.
+    pub buffer: usize,
+}
+
 /// Everything the option string can set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
@@ -81,8 +106,9 @@ pub struct Options {
     pub interval: Duration,
     /// Interval of the snapshot engine.
     pub snap_interval: Duration,
-    /// File name pattern (%p and %t not yet expanded).
-    pub file: String,
+    /// File name pattern (%p and %t not yet expanded) when given; see [`Options::file_pattern`].
+    pub file: Option<String>,
+    pub collector: Option<CollectorOptions>,
     pub depth: u32,
     pub wall_threads: u32,
     /// Stop a running recording instead of starting one (dynamic attach).
@@ -100,7 +126,8 @@ impl Default for Options {
             },
             interval: DEFAULT_INTERVAL,
             snap_interval: DEFAULT_SNAP_INTERVAL,
-            file: DEFAULT_FILE.to_string(),
+            file: None,
+            collector: None,
             depth: DEFAULT_DEPTH,
             wall_threads: DEFAULT_WALL_THREADS,
             stop: false,
@@ -121,6 +148,7 @@ impl Options {
         let mut options = Options::default();
         let mut interval = None;
         let mut snap_interval = None;
+        let mut link = LinkOptions::default();
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v.trim())),
@@ -130,7 +158,11 @@ impl Options {
                 "mode" => options.modes = parse_modes(need(key, value)?)?,
                 "interval" => interval = Some(parse_duration(key, need(key, value)?)?),
                 "snapinterval" => snap_interval = Some(parse_duration(key, need(key, value)?)?),
-                "file" => options.file = parse_file(need(key, value)?)?,
+                "file" => options.file = Some(parse_file(need(key, value)?)?),
+                "collector" => link.addr = Some(parse_collector(need(key, value)?)?),
+                "token" => link.token = Some(need(key, value)?.to_string()),
+                "labels" => link.labels = Some(parse_labels(need(key, value)?)?),
+                "buffer" => link.buffer = Some(parse_size(key, need(key, value)?)?),
                 "depth" => options.depth = parse_number(key, need(key, value)?, MAX_DEPTH)?,
                 "wallthreads" => {
                     options.wall_threads = parse_number(key, need(key, value)?, 1 << 16)?
@@ -141,7 +173,18 @@ impl Options {
             }
         }
         options.apply_intervals(interval, snap_interval);
+        options.collector = link.finish()?;
         Ok(options)
+    }
+
+    /// The file to write: the one given, else the default unless the chunks go to a
+    /// collector only.
+    pub fn file_pattern(&self) -> Option<&str> {
+        match (&self.file, &self.collector) {
+            (Some(file), _) => Some(file),
+            (None, Some(_)) => None,
+            (None, None) => Some(DEFAULT_FILE),
+        }
     }
 
     /// `interval=` sets the snapshot interval too when snapshot is the only mode,
@@ -156,6 +199,37 @@ impl Options {
             (None, Some(i)) if snapshot_only => i,
             _ => DEFAULT_SNAP_INTERVAL,
         };
+    }
+}
+
+/// The collector options as given, checked together once all are known.
+#[derive(Default)]
+struct LinkOptions {
+    addr: Option<String>,
+    token: Option<String>,
+    labels: Option<Vec<(String, String)>>,
+    buffer: Option<usize>,
+}
+
+impl LinkOptions {
+    fn finish(self) -> Result<Option<CollectorOptions>, OptionsError> {
+        let Some(addr) = self.addr else {
+            let stray = [
+                ("token", self.token.is_some()),
+                ("labels", self.labels.is_some()),
+                ("buffer", self.buffer.is_some()),
+            ];
+            return match stray.iter().find(|(_, given)| *given) {
+                Some((key, _)) => Err(OptionsError::NeedsCollector(key.to_string())),
+                None => Ok(None),
+            };
+        };
+        Ok(Some(CollectorOptions {
+            addr,
+            token: self.token.unwrap_or_default(),
+            labels: self.labels.unwrap_or_default(),
+            buffer: self.buffer.unwrap_or(DEFAULT_BUFFER),
+        }))
     }
 }
 
@@ -228,6 +302,55 @@ fn parse_file(text: &str) -> Result<String, OptionsError> {
     Ok(text.to_string())
 }
 
+/// Checks `HOST:PORT` (a bracketed IPv6 host included) without resolving it: name
+/// resolution could block, and the JVM must not wait for it.
+fn parse_collector(text: &str) -> Result<String, OptionsError> {
+    let bad = || OptionsError::BadCollector(text.to_string());
+    let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;
+    match port.parse::<u16>() {
+        Ok(p) if p != 0 && !host.is_empty() => Ok(text.to_string()),
+        _ => Err(bad()),
+    }
+}
+
+/// Parses `key:value;key:value` (an empty string is no labels).
+fn parse_labels(text: &str) -> Result<Vec<(String, String)>, OptionsError> {
+    let bad = || OptionsError::BadLabels(text.to_string());
+    text.split(';')
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| match l.split_once(':') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().into(), v.trim().into())),
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
+/// Parses a byte size: `65536`, `512k`, `16m`, `1g` (powers of 1024).
+pub fn parse_size(key: &str, text: &str) -> Result<usize, OptionsError> {
+    let bad = || OptionsError::BadSize {
+        key: key.to_string(),
+        value: text.to_string(),
+    };
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: usize = digits.parse().map_err(|_| bad())?;
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" => 10,
+        "m" | "mb" => 20,
+        "g" | "gb" => 30,
+        _ => return Err(bad()),
+    };
+    let bytes = n.checked_mul(1 << shift).ok_or_else(bad)?;
+    if !(MIN_BUFFER..=MAX_BUFFER).contains(&bytes) {
+        return Err(bad());
+    }
+    Ok(bytes)
+}
+
 /// Expands `%p` (pid) and `%t` (start time, yyyymmdd-hhmmss) in a file pattern;
 /// `%%` is a literal percent sign.
 pub fn expand_file_pattern(pattern: &str, pid: u32, start_time: &str) -> String {
@@ -263,7 +386,58 @@ mod tests {
         assert_eq!(o.modes.label(), "cpu");
         assert_eq!(o.interval, Duration::from_millis(10));
         assert_eq!(o.snap_interval, Duration::from_millis(100));
-        assert_eq!(o.file, "jscope-%p.jsc");
+        assert_eq!(o.file_pattern(), Some("jscope-%p.jsc"));
+        assert_eq!(o.collector, None);
+    }
+
+    #[test]
+    fn collector_options_parse_together() {
+        let o = Options::parse(
+            "collector=127.0.0.1:7000,token=s3cret,buffer=512k,labels=app:shop; env : prod",
+        )
+        .unwrap();
+        let c = o.collector.clone().unwrap();
+        assert_eq!(c.addr, "127.0.0.1:7000");
+        assert_eq!(c.token, "s3cret");
+        assert_eq!(c.buffer, 512 << 10);
+        assert_eq!(
+            c.labels,
+            [("app".into(), "shop".into()), ("env".into(), "prod".into())]
+        );
+        assert_eq!(o.file_pattern(), None, "a collector alone writes no file");
+        let both = Options::parse("collector=[::1]:7000,file=x.jsc").unwrap();
+        assert_eq!(both.file_pattern(), Some("x.jsc"));
+        assert_eq!(both.collector.unwrap().buffer, DEFAULT_BUFFER);
+    }
+
+    #[test]
+    fn sizes_take_k_m_g() {
+        let s = |t| parse_size("buffer", t);
+        assert_eq!(s("65536"), Ok(65536));
+        assert_eq!(s("16m"), Ok(16 << 20));
+        assert_eq!(s("1G"), Ok(1 << 30));
+        assert_eq!(s("4k"), Ok(4096));
+        assert!(s("1k").is_err(), "below the minimum");
+        assert!(s("2g").is_err(), "above the maximum");
+        assert!(s("16x").is_err());
+        assert!(s("m").is_err());
+    }
+
+    #[test]
+    fn bad_collector_options_name_the_problem() {
+        let err = |s| Options::parse(s).unwrap_err().to_string();
+        assert_eq!(
+            err("collector=localhost"),
+            "bad collector address `localhost` (expected HOST:PORT)"
+        );
+        assert!(err("collector=:7000").starts_with("bad collector address"));
+        assert!(err("collector=h:99999").starts_with("bad collector address"));
+        assert_eq!(
+            err("token=x"),
+            "option `token` only applies with `collector=HOST:PORT`"
+        );
+        assert!(err("collector=h:1,labels=novalue").starts_with("bad labels"));
+        assert!(err("collector=h:1,buffer=lots").starts_with("bad size `lots`"));
     }
 
     #[test]
@@ -301,7 +475,7 @@ mod tests {
     #[test]
     fn all_keys_parse() {
         let o = Options::parse("file=/tmp/x-%p.jsc, depth=64,wallthreads=4,quiet,stop").unwrap();
-        assert_eq!(o.file, "/tmp/x-%p.jsc");
+        assert_eq!(o.file_pattern(), Some("/tmp/x-%p.jsc"));
         assert_eq!(o.depth, 64);
         assert_eq!(o.wall_threads, 4);
         assert!(o.quiet && o.stop);

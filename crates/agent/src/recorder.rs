@@ -1,12 +1,12 @@
 //! One recording from start to stop: opens the file, wires the engines chosen by
-//! the options to the writer, and tears everything down within bounded waits.
+//! the options to the writer (and the writer to the collector's sender), and tears
+//! everything down within bounded waits.
 
 use std::fs::File;
 use std::io::Write;
 use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::cpu_timers::CpuTimers;
@@ -15,6 +15,7 @@ use crate::java_threads::{describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, JvmtiError, Vm};
 use crate::options::{expand_file_pattern, Options};
 use crate::ring::SampleRing;
+use crate::sender::{self, CollectorLink};
 use crate::signals::{self, SignalShared};
 use crate::snapshot::SnapshotSampler;
 use crate::stopper::Stopper;
@@ -23,9 +24,12 @@ use crate::wall::WallSampler;
 use crate::writer::WriterConfig;
 use crate::{clock, sys};
 
-/// How long stopping waits for the snapshot sampler and for the writer.
+/// How long stopping waits for the samplers, the writer and the sender. The
+/// sender bounds its own final delivery by sender::FINAL_WAIT; this is a backstop
+/// for a sender stuck in a network call, so a dead collector never holds the exit.
 const SAMPLER_STOP_WAIT: Duration = Duration::from_secs(2);
 const WRITER_STOP_WAIT: Duration = Duration::from_secs(5);
+const SENDER_STOP_WAIT: Duration = Duration::from_millis(2500);
 /// Bytes of frame storage the sample ring may take.
 const RING_FRAME_BYTES: usize = 8 << 20;
 /// Raw snapshots waiting for the writer before the sampler drops new ones.
@@ -60,8 +64,9 @@ pub enum StartError {
 /// (between Agent_OnLoad and VMInit).
 pub struct Prepared {
     pub options: Options,
-    pub path: String,
-    file: File,
+    /// The expanded file name; None when the chunks go to a collector only.
+    pub path: Option<String>,
+    file: Option<File>,
     start: StartTime,
 }
 
@@ -70,15 +75,20 @@ impl Prepared {
     /// before the application starts.
     pub fn new(options: Options) -> Result<Prepared, StartError> {
         let start = StartTime::now();
-        let path = expand_file_pattern(
-            &options.file,
-            std::process::id(),
-            &clock::file_stamp(start.wall_ns),
-        );
-        let file = File::create(&path).map_err(|source| StartError::File {
-            path: path.clone(),
-            source,
-        })?;
+        let path = options.file_pattern().map(|pattern| {
+            expand_file_pattern(
+                pattern,
+                std::process::id(),
+                &clock::file_stamp(start.wall_ns),
+            )
+        });
+        let file = match &path {
+            Some(path) => Some(File::create(path).map_err(|source| StartError::File {
+                path: path.clone(),
+                source,
+            })?),
+            None => None,
+        };
         Ok(Prepared {
             options,
             path,
@@ -86,19 +96,54 @@ impl Prepared {
             start,
         })
     }
-}
 
-impl Prepared {
-    /// Writes the magic and the header chunk (needs the live VM for its properties).
-    fn write_header(&mut self, jvmti: Jvmti, jni: Jni, attached: bool) -> Result<(), StartError> {
-        let header = header::build(jvmti, jni, &self.options, self.start, &self.path, attached);
+    /// Where the chunks go, for the agent's messages: the file, the collector or both.
+    pub fn destination(&self) -> String {
+        let collector = self.options.collector.as_ref().map(|c| c.addr.as_str());
+        match (&self.path, collector) {
+            (Some(path), None) => path.clone(),
+            (None, Some(addr)) => format!("collector {addr}"),
+            (Some(path), Some(addr)) => format!("{path} and collector {addr}"),
+            (None, None) => "nowhere".to_string(),
+        }
+    }
+
+    /// Builds the header (needs the live VM for its properties) and writes the
+    /// magic and header chunk to the file; returns them for the collector's hello.
+    fn write_header(
+        &mut self,
+        jvmti: Jvmti,
+        jni: Jni,
+        attached: bool,
+    ) -> Result<(jscope_format::Header, Vec<u8>), StartError> {
+        let path = self.path.as_deref().unwrap_or("");
+        let header = header::build(jvmti, jni, &self.options, self.start, path, attached);
         let bytes = jscope_format::encode_file_start(&header);
-        self.file
-            .write_all(&bytes)
-            .map_err(|source| StartError::Write {
-                path: self.path.clone(),
+        if let Some(file) = &mut self.file {
+            file.write_all(&bytes).map_err(|source| StartError::Write {
+                path: path.to_string(),
                 source,
-            })
+            })?;
+        }
+        Ok((header, bytes))
+    }
+
+    /// The collector link and its sender thread's state, when a collector is asked for.
+    fn collector(
+        &self,
+        header: &jscope_format::Header,
+        bytes: Vec<u8>,
+        table: &Arc<ThreadTable>,
+    ) -> Option<(CollectorLink, sender::Sender)> {
+        let options = self.options.collector.as_ref()?;
+        let stream = jscope_wire::stream_id_for(header);
+        Some(sender::link(
+            options,
+            bytes,
+            stream,
+            self.options.quiet,
+            table.clone(),
+        ))
     }
 }
 
@@ -141,14 +186,16 @@ impl Hooks {
 /// A running recording.
 pub struct Recorder {
     jvmti: Jvmti,
-    pub path: String,
+    /// The file and/or collector the chunks go to, for messages.
+    pub destination: String,
     pub hooks: Arc<Hooks>,
     signals: Option<&'static SignalShared>,
     samplers_stop: Arc<Stopper>,
-    snapshot_done: Option<Arc<Stopper>>,
-    wall: Option<JoinHandle<()>>,
+    /// Set by each sampler thread (snapshot, wall) when it has left the VM.
+    samplers_done: Vec<Arc<Stopper>>,
     writer_stop: Arc<Stopper>,
     writer_done: Arc<Stopper>,
+    sender_done: Option<Arc<Stopper>>,
 }
 
 /// JVMTI events a running recording listens to (VMInit/VMDeath are managed by
@@ -174,15 +221,12 @@ impl Recorder {
         install_hooks: impl Fn(Option<Arc<Hooks>>),
     ) -> Result<Recorder, StartError> {
         let fields = ThreadFields::lookup(jni).ok_or(StartError::NoThreadFields)?;
-        prepared.write_header(jvmti, jni, attached)?;
-        let Prepared {
-            options,
-            path,
-            file,
-            ..
-        } = prepared;
-
+        let (header, header_bytes) = prepared.write_header(jvmti, jni, attached)?;
         let table = Arc::new(ThreadTable::default());
+        let (link, sender) = prepared.collector(&header, header_bytes, &table).unzip();
+        let destination = prepared.destination();
+        let Prepared { options, file, .. } = prepared;
+
         register_live_threads(jvmti, jni, fields, &table);
         let signals = if options.modes.signals() {
             Some(start_signals(vm, &options)?)
@@ -227,27 +271,42 @@ impl Recorder {
             snapshots: rx,
             snapshots_dropped: snapshots_dropped.clone(),
             file,
+            collector: link,
             stopper: writer_stop.clone(),
             done: writer_done.clone(),
         };
         let mut recorder = Recorder {
             jvmti,
-            path,
+            destination,
             hooks,
             signals,
             samplers_stop: samplers_stop.clone(),
-            snapshot_done: None,
-            wall: None,
+            samplers_done: Vec::new(),
             writer_stop,
             writer_done,
+            sender_done: None,
         };
         // From here on a failure must stop what already runs, which stop() does.
-        if let Err(e) = recorder.spawn_threads(vm, &options, writer, tx, snapshots_dropped) {
+        let spawned = recorder
+            .spawn_sender(sender)
+            .and_then(|()| recorder.spawn_threads(vm, &options, writer, tx, snapshots_dropped));
+        if let Err(e) = spawned {
             recorder.stop();
             install_hooks(None);
             return Err(e);
         }
         Ok(recorder)
+    }
+
+    /// Starts the sender first, so the writer's first chunk finds it running.
+    fn spawn_sender(&mut self, sender: Option<sender::Sender>) -> Result<(), StartError> {
+        let Some(sender) = sender else {
+            return Ok(());
+        };
+        let done = Arc::new(Stopper::default());
+        sender.spawn(done.clone()).map_err(StartError::Thread)?;
+        self.sender_done = Some(done);
+        Ok(())
     }
 
     fn spawn_threads(
@@ -276,17 +335,23 @@ impl Recorder {
                 dropped: snapshots_dropped,
             };
             sampler.spawn().map_err(StartError::Thread)?;
-            self.snapshot_done = Some(done);
+            self.samplers_done.push(done);
         }
         if let (true, Some(shared)) = (options.modes.wall, self.signals) {
+            let done = Arc::new(Stopper::default());
             let wall = WallSampler {
+                vm,
+                jvmti: self.jvmti,
+                fields,
                 shared,
                 table,
                 stopper: self.samplers_stop.clone(),
+                done: done.clone(),
                 interval: options.interval,
                 budget: options.wall_threads as usize,
             };
-            self.wall = Some(wall.spawn().map_err(StartError::Thread)?);
+            wall.spawn().map_err(StartError::Thread)?;
+            self.samplers_done.push(done);
         }
         Ok(())
     }
@@ -301,23 +366,27 @@ impl Recorder {
         }
     }
 
-    /// Stops every engine, lets the writer drain and finish the file, and waits
-    /// for it at most a few seconds. Returns false if the writer did not finish
-    /// in time (the file then lacks its end record).
+    /// Stops every engine, lets the writer drain and finish the file, lets the
+    /// sender deliver the last chunks, and waits for each at most a few seconds.
+    /// Returns false if the writer did not finish in time (the file then lacks its
+    /// end record). The sampler threads are attached to the VM, so they are waited
+    /// for with a deadline rather than joined.
     pub fn stop(&mut self) -> bool {
         for event in RECORDING_EVENTS {
             let _ = self.jvmti.set_event(false, event);
         }
         self.silence();
         self.samplers_stop.stop();
-        if let Some(wall) = self.wall.take() {
-            let _ = wall.join(); // not attached to the VM; its sleep ends on stop
-        }
-        if let Some(done) = &self.snapshot_done {
-            done.wait(SAMPLER_STOP_WAIT);
+        let deadline = std::time::Instant::now() + SAMPLER_STOP_WAIT;
+        for done in &self.samplers_done {
+            done.wait_until(deadline);
         }
         self.writer_stop.stop();
-        self.writer_done.wait(WRITER_STOP_WAIT)
+        let complete = self.writer_done.wait(WRITER_STOP_WAIT);
+        if let Some(done) = &self.sender_done {
+            done.wait(SENDER_STOP_WAIT);
+        }
+        complete
     }
 }
 

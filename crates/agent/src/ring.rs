@@ -42,6 +42,8 @@ pub struct SampleHeader {
     pub env: usize,
     /// Time this sample stands for.
     pub weight_ns: u64,
+    /// JVMTI thread state bits as the handler knew them (0 when unknown).
+    pub state: u32,
 }
 
 struct Slot {

@@ -10,6 +10,8 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::Once;
 
+use jscope_format::thread_state::{ALIVE, RUNNABLE};
+
 use crate::jvm::Vm;
 use crate::ring::{CallFrame, SampleHeader, SampleRing};
 use crate::{clock, sys, threads};
@@ -75,6 +77,47 @@ pub fn walk_counter(num_frames: i32) -> usize {
 const DROPPED: usize = 14;
 const RECEIVED: usize = 15;
 
+/// Slots of [`WallStates`]; a power of two well above the threads signalled per tick.
+const WALL_STATE_SLOTS: usize = 4096;
+
+/// Thread states handed from the wall sampler to the signal handler, one slot per
+/// Linux thread id (direct-mapped by `tid % WALL_STATE_SLOTS`). Each slot packs the
+/// tid and the state into one atomic word, so the handler reads both consistently
+/// without a lock; two tids sharing a slot only cost a sample its state.
+pub struct WallStates {
+    slots: Box<[AtomicU64]>,
+}
+
+impl Default for WallStates {
+    fn default() -> Self {
+        WallStates {
+            slots: (0..WALL_STATE_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+}
+
+impl WallStates {
+    fn slot(&self, tid: u32) -> &AtomicU64 {
+        &self.slots[tid as usize % WALL_STATE_SLOTS]
+    }
+
+    /// Called by the wall sampler right before it signals `tid`.
+    pub fn set(&self, tid: u32, state: u32) {
+        let word = (u64::from(tid) << 32) | u64::from(state);
+        self.slot(tid).store(word, Ordering::Release);
+    }
+
+    /// The state last set for `tid`, or 0 (unknown). Async-signal-safe.
+    pub fn get(&self, tid: u32) -> u32 {
+        let word = self.slot(tid).load(Ordering::Acquire);
+        if (word >> 32) as u32 == tid {
+            word as u32
+        } else {
+            0
+        }
+    }
+}
+
 /// State the handler reads; one per recording, leaked so a late signal never
 /// sees freed memory.
 pub struct SignalShared {
@@ -85,6 +128,7 @@ pub struct SignalShared {
     cpu_weight_ns: u64,
     /// Time a wall sample stands for; the wall sampler updates it every tick.
     pub wall_weight_ns: AtomicU64,
+    pub wall_states: WallStates,
     active: AtomicBool,
 }
 
@@ -97,6 +141,7 @@ impl SignalShared {
             counters: std::array::from_fn(|_| AtomicU64::new(0)),
             cpu_weight_ns,
             wall_weight_ns: AtomicU64::new(0),
+            wall_states: WallStates::default(),
             active: AtomicBool::new(true),
         }
     }
@@ -122,9 +167,15 @@ impl SignalShared {
     /// Walks the current thread's stack into a ring slot. Called from the handler.
     fn sample(&self, signo: c_int, ucontext: *mut c_void) {
         self.count(RECEIVED);
-        let (mode, weight) = match signo {
-            CPU_SIGNAL => (1, self.cpu_weight_ns),
-            _ => (2, self.wall_weight_ns.load(Ordering::Relaxed)),
+        let tid = threads::gettid();
+        // A CPU-time timer fires only while its thread runs on a CPU.
+        let (mode, weight, state) = match signo {
+            CPU_SIGNAL => (1, self.cpu_weight_ns, ALIVE | RUNNABLE),
+            _ => (
+                2,
+                self.wall_weight_ns.load(Ordering::Relaxed),
+                self.wall_states.get(tid),
+            ),
         };
         let Some(mut claim) = self.ring.try_claim() else {
             self.count(DROPPED);
@@ -138,12 +189,13 @@ impl SignalShared {
         };
         self.count(walk_counter(num_frames));
         let header = SampleHeader {
-            tid: threads::gettid(),
+            tid,
             mode,
             num_frames,
             ticks: clock::monotonic_ns(),
             env: env as usize,
             weight_ns: weight,
+            state,
         };
         claim.publish(header);
     }
@@ -221,6 +273,19 @@ fn install(signo: c_int) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wall_states_belong_to_their_thread() {
+        let states = WallStates::default();
+        assert_eq!(states.get(42), 0, "nothing set yet");
+        states.set(42, 0x45);
+        assert_eq!(states.get(42), 0x45);
+        let sharing = 42 + WALL_STATE_SLOTS as u32;
+        assert_eq!(states.get(sharing), 0, "same slot, other thread");
+        states.set(sharing, 5);
+        assert_eq!(states.get(42), 0, "overwritten: unknown, never wrong");
+        assert_eq!(states.get(sharing), 5);
+    }
 
     #[test]
     fn walk_results_map_to_their_counters() {

@@ -1,8 +1,11 @@
 //! Interning for the writer: strings, classes, methods and stacks get dense ids
 //! from 1, and each new entry's dictionary record goes into the chunk being built
-//! right before the first record that refers to it.
+//! right before the first record that refers to it. Every entry is also kept so
+//! that the whole dictionary can be declared again ([`Symbols::declare_all`]) for a
+//! collector that lost a chunk.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use jscope_format::{ChunkWriter, ClassDef, Frame, FrameKind, MethodDef};
 
@@ -20,12 +23,48 @@ struct MethodEntry {
 /// The writer's dictionaries.
 #[derive(Default)]
 pub struct Symbols {
-    strings: HashMap<String, u32>,
+    strings: HashMap<Arc<str>, u32>,
     classes: HashMap<String, u32>,
     methods: HashMap<usize, MethodEntry>,
     stacks: HashMap<Vec<(u32, i32)>, u32>,
-    defined_methods: u32,
     unresolved: u64,
+    /// Every entry declared so far, in id order (id = index + 1).
+    string_list: Vec<Arc<str>>,
+    class_list: Vec<ClassDef>,
+    method_list: Vec<MethodDef>,
+    stack_list: Vec<Vec<Frame>>,
+}
+
+/// Splits a stream of records into chunks of about `limit` uncompressed bytes.
+pub struct ChunkCutter {
+    out: ChunkWriter,
+    chunks: Vec<Vec<u8>>,
+    limit: usize,
+}
+
+impl ChunkCutter {
+    pub fn new(limit: usize) -> ChunkCutter {
+        ChunkCutter {
+            out: ChunkWriter::new(),
+            chunks: Vec::new(),
+            limit,
+        }
+    }
+
+    /// Writes records with `write`; starts a new chunk once this one is full.
+    pub fn record(&mut self, write: impl FnOnce(&mut ChunkWriter)) {
+        write(&mut self.out);
+        if self.out.raw_len() >= self.limit {
+            self.chunks.push(self.out.finish());
+        }
+    }
+
+    pub fn finish(mut self) -> Vec<Vec<u8>> {
+        if !self.out.is_empty() {
+            self.chunks.push(self.out.finish());
+        }
+        self.chunks
+    }
 }
 
 impl Symbols {
@@ -33,9 +72,11 @@ impl Symbols {
         if let Some(&id) = self.strings.get(s) {
             return id;
         }
-        let id = self.strings.len() as u32 + 1;
-        self.strings.insert(s.to_string(), id);
-        out.string(id, s);
+        let id = self.string_list.len() as u32 + 1;
+        let s: Arc<str> = Arc::from(s);
+        self.strings.insert(s.clone(), id);
+        out.string(id, &s);
+        self.string_list.push(s);
         id
     }
 
@@ -48,13 +89,15 @@ impl Symbols {
         }
         let name = self.string(out, &class_name_from_signature(signature));
         let source_file = source.map_or(0, |s| self.string(out, s));
-        let id = self.classes.len() as u32 + 1;
+        let id = self.class_list.len() as u32 + 1;
         self.classes.insert(key, id);
-        out.class(&ClassDef {
+        let def = ClassDef {
             id,
             name,
             source_file,
-        });
+        };
+        out.class(&def);
+        self.class_list.push(def);
         id
     }
 
@@ -62,15 +105,16 @@ impl Symbols {
         let class = self.class(out, &names.class_signature, names.source_file.as_deref());
         let name = self.string(out, &names.name);
         let signature = self.string(out, &names.signature);
-        self.defined_methods += 1;
-        let id = self.defined_methods;
-        out.method(&MethodDef {
+        let id = self.method_list.len() as u32 + 1;
+        let def = MethodDef {
             id,
             class,
             name,
             signature,
             modifiers: names.modifiers,
-        });
+        };
+        out.method(&def);
+        self.method_list.push(def);
         id
     }
 
@@ -150,10 +194,32 @@ impl Symbols {
         if let Some(&id) = self.stacks.get(&key) {
             return id;
         }
-        let id = self.stacks.len() as u32 + 1;
+        let id = self.stack_list.len() as u32 + 1;
         self.stacks.insert(key, id);
         out.stack(id, &frames);
+        self.stack_list.push(frames);
         id
+    }
+
+    /// Whether jmethodID `key`, already seen in a stack, is a native method.
+    pub fn is_native(&self, key: usize) -> bool {
+        self.methods.get(&key).is_some_and(|m| m.native)
+    }
+
+    /// Declares every entry again, each after the entries it refers to.
+    pub fn declare_all(&self, out: &mut ChunkCutter) {
+        for (i, s) in self.string_list.iter().enumerate() {
+            out.record(|w| w.string(i as u32 + 1, s));
+        }
+        for c in &self.class_list {
+            out.record(|w| w.class(c));
+        }
+        for m in &self.method_list {
+            out.record(|w| w.method(m));
+        }
+        for (i, frames) in self.stack_list.iter().enumerate() {
+            out.record(|w| w.stack(i as u32 + 1, frames));
+        }
     }
 
     /// Methods that could not be resolved so far.
@@ -231,5 +297,39 @@ mod tests {
         assert_eq!(rec.method_label(frames[0].method), "java.lang.Thread.sleep");
         assert_eq!((frames[1].method, frames[1].kind), (0, FrameKind::Unknown));
         assert_eq!(symbols.unresolved(), 1);
+        assert!(symbols.is_native(3) && !symbols.is_native(2) && !symbols.is_native(99));
+    }
+
+    #[test]
+    fn declare_all_alone_defines_what_earlier_chunks_did() {
+        let (mut symbols, mut out, mut calls) = (Symbols::default(), ChunkWriter::new(), 0);
+        let mut resolve = resolver(&mut calls);
+        let a = symbols.stack(&mut out, [(1, 6), (2, 0)].into_iter(), &mut resolve);
+        let first = out.finish();
+        let b = symbols.stack(&mut out, [(3, -3), (2, 0)].into_iter(), &mut resolve);
+        drop(resolve);
+        let second = out.finish();
+        let mut cut = ChunkCutter::new(64);
+        symbols.declare_all(&mut cut);
+        let dictionary = cut.finish();
+        assert!(dictionary.len() > 1, "a small limit cuts several chunks");
+
+        let mut full = encode_file_start(&Header::default());
+        full.extend(first.iter().chain(&second));
+        let full = Recording::from_bytes(&full).unwrap();
+        let mut resent = encode_file_start(&Header::default());
+        resent.extend(dictionary.concat());
+        let resent = Recording::from_bytes(&resent).unwrap();
+        assert!(resent.damage.is_none());
+        for id in [a, b] {
+            assert_eq!(resent.stack(id), full.stack(id));
+            let labels = |r: &Recording| -> Vec<String> {
+                r.stack(id).iter().map(|f| r.frame_label(f)).collect()
+            };
+            assert_eq!(labels(&resent), labels(&full));
+        }
+        assert_eq!(resent.strings, full.strings);
+        assert_eq!(resent.methods, full.methods);
+        assert_eq!(resent.classes, full.classes);
     }
 }

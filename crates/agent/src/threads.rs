@@ -122,6 +122,14 @@ impl ThreadTable {
         self.lock().by_tid.get(&tid).copied()
     }
 
+    /// The Java id of the thread known to run as Linux thread `tid`.
+    pub fn java_id_of_tid(&self, tid: u32) -> Option<i64> {
+        let inner = self.lock();
+        let order = *inner.by_tid.get(&tid)?;
+        let java_id = inner.entries[order as usize - 1].java_id;
+        (java_id != 0).then_some(java_id)
+    }
+
     pub fn order_of_java_id(&self, java_id: i64) -> Option<u32> {
         self.lock().by_java_id.get(&java_id).copied()
     }
@@ -226,6 +234,10 @@ mod tests {
         assert_eq!(t.order_of_tid(300), Some(2));
         assert_eq!(t.order_of_tid(100), Some(1));
         assert_eq!(t.order_of_java_id(20), Some(2));
+        assert_eq!(t.java_id_of_tid(300), Some(20));
+        assert_eq!(t.java_id_of_tid(301), None);
+        t.see_anonymous(301, "GC Thread#0".into());
+        assert_eq!(t.java_id_of_tid(301), None, "no Java thread behind it");
     }
 
     #[test]

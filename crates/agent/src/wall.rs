@@ -2,25 +2,83 @@
 //! tgkill to up to `budget` threads, round-robin over the process's threads minus
 //! the agent's own and those known not to be Java threads, whatever their state,
 //! so sleeping and blocked threads are sampled too.
+//!
+//! Just before signalling a thread it reads the thread's JVMTI state and leaves it
+//! in the handler's [`WallStates`](crate::signals::WallStates) slot, so wall samples
+//! say whether the thread was running, sleeping, waiting or blocked. JVMTI needs
+//! the caller attached to the VM, so this thread is an attached daemon.
 
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::java_threads::ThreadFields;
+use crate::jvm::{Jni, Jvmti, Vm};
 use crate::signals::{SignalShared, WALL_SIGNAL};
 use crate::stopper::Stopper;
+use crate::sys;
 use crate::threads::{gettid, process_tids, ThreadTable};
 
 /// How often the thread list is re-read from /proc.
 const RELIST_EVERY: Duration = Duration::from_millis(200);
 
 pub struct WallSampler {
+    pub vm: Vm,
+    pub jvmti: Jvmti,
+    pub fields: ThreadFields,
     pub shared: &'static SignalShared,
     pub table: Arc<ThreadTable>,
     pub stopper: Arc<Stopper>,
+    /// Set when the thread has left the VM.
+    pub done: Arc<Stopper>,
     pub interval: Duration,
     pub budget: usize,
+}
+
+/// Global references to the live Java threads, by Java id, so the sampler can ask
+/// JVMTI for the state of the thread behind a Linux id.
+#[derive(Default)]
+struct ThreadRefs {
+    by_java_id: HashMap<i64, sys::jthread>,
+}
+
+impl ThreadRefs {
+    /// Brings the set up to date with GetAllThreads: new threads get a global
+    /// reference, threads that ended lose theirs.
+    fn refresh(&mut self, jvmti: Jvmti, jni: Jni, fields: ThreadFields) {
+        jni.with_local_frame(64, || {
+            let Ok(threads) = jvmti.all_threads() else {
+                return;
+            };
+            jni.ensure_local_capacity(threads.len() + 64);
+            let mut live = HashMap::with_capacity(threads.len());
+            for t in threads {
+                let java_id = fields.java_id(jni, t);
+                let global = match self.by_java_id.remove(&java_id) {
+                    Some(g) => g,
+                    None => jni.new_global(t),
+                };
+                live.insert(java_id, global);
+                jni.delete_local(t);
+            }
+            self.release(jni);
+            self.by_java_id = live;
+        });
+    }
+
+    /// JVMTI state bits of Java thread `java_id`, 0 when unknown.
+    fn state(&self, jvmti: Jvmti, java_id: i64) -> u32 {
+        self.by_java_id
+            .get(&java_id)
+            .map_or(0, |t| jvmti.thread_state(*t))
+    }
+
+    fn release(&mut self, jni: Jni) {
+        for (_, global) in self.by_java_id.drain() {
+            jni.delete_global(global);
+        }
+    }
 }
 
 /// The round-robin position over a changing list of threads.
@@ -48,14 +106,34 @@ fn sample_weight(interval: Duration, threads: usize, budget: usize) -> u64 {
 }
 
 impl WallSampler {
-    pub fn spawn(self) -> std::io::Result<JoinHandle<()>> {
+    pub fn spawn(self) -> std::io::Result<()> {
         std::thread::Builder::new()
             .name("jscope-wall".into())
-            .spawn(move || self.run())
+            .spawn(move || {
+                let done = self.done.clone();
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run()));
+                done.stop();
+            })
+            .map(drop)
     }
 
     fn run(self) {
+        // Marked before attaching so the ThreadStart callback skips this thread.
         self.table.mark_agent(gettid());
+        let Some(jni) = self.vm.attach_daemon("jscope-wall") else {
+            return;
+        };
+        if let Some(me) = self.jvmti.current_thread() {
+            self.table.mark_agent_java(self.fields.java_id(jni, me));
+            jni.delete_local(me);
+        }
+        let mut refs = ThreadRefs::default();
+        self.sample_until_stopped(jni, &mut refs);
+        refs.release(jni);
+        self.vm.detach();
+    }
+
+    fn sample_until_stopped(&self, jni: Jni, refs: &mut ThreadRefs) {
         // SAFETY: getpid cannot fail.
         let pid = unsafe { libc::getpid() };
         let mut robin = RoundRobin::default();
@@ -66,12 +144,18 @@ impl WallSampler {
             next = (next + self.interval).max(Instant::now());
             if listed_at.map_or(true, |t| t.elapsed() >= RELIST_EVERY) {
                 tids = process_tids();
+                refs.refresh(self.jvmti, jni, self.fields);
                 listed_at = Some(Instant::now());
             }
             self.table.retain_sampleable(&mut tids);
             let weight = sample_weight(self.interval, tids.len(), self.budget);
             self.shared.wall_weight_ns.store(weight, Ordering::Relaxed);
             for tid in robin.next(&tids, self.budget) {
+                let state = self
+                    .table
+                    .java_id_of_tid(tid)
+                    .map_or(0, |id| refs.state(self.jvmti, id));
+                self.shared.wall_states.set(tid, state);
                 // SAFETY: signalling a thread of this process; a thread that has
                 // exited meanwhile makes tgkill fail with ESRCH, which is harmless.
                 unsafe { libc::syscall(libc::SYS_tgkill, pid, tid as libc::c_int, WALL_SIGNAL) };

@@ -1,8 +1,9 @@
 //! The writer thread: attached to the VM as a daemon (it calls JVMTI to resolve
 //! methods), it drains the sample ring and the snapshot queue, turns raw samples
-//! into recording records and writes a chunk at least every second or every MiB.
-//! Symbol resolution, compression and I/O all happen here, off the application's
-//! threads.
+//! into recording records and writes a chunk at least every second or every MiB,
+//! to the file and/or to the collector's sender. Symbol resolution, compression and
+//! file I/O all happen here, off the application's threads; network I/O happens on
+//! the sender thread, so a slow collector never holds the writer.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use jscope_format::thread_state::IN_NATIVE;
 use jscope_format::{ChunkWriter, Sample, SampleMode, Snapshot, SnapshotThread, ThreadDef};
 
 use crate::clock;
@@ -20,11 +22,12 @@ use crate::cpu_timers::CpuTimers;
 use crate::java_threads::{EnvMapper, ThreadFields};
 use crate::jvm::{Jni, Jvmti, MethodNames, Vm};
 use crate::ring::{CallFrame, SampleHeader};
+use crate::sender::CollectorLink;
 use crate::signals::{SignalShared, NOT_ATTACHED};
 use crate::snapshot::RawSnapshot;
 use crate::stopper::Stopper;
-use crate::symbols::Symbols;
-use crate::threads::{gettid, kernel_thread_name, ThreadTable};
+use crate::symbols::{ChunkCutter, Symbols};
+use crate::threads::{gettid, kernel_thread_name, ThreadEntry, ThreadTable};
 
 /// A chunk is written when it holds this much, or when FLUSH_EVERY has passed.
 const FLUSH_BYTES: usize = 1 << 20;
@@ -42,7 +45,9 @@ pub struct WriterConfig {
     pub timers: Option<Arc<CpuTimers>>,
     pub snapshots: Receiver<RawSnapshot>,
     pub snapshots_dropped: Arc<AtomicU64>,
-    pub file: File,
+    /// None when the chunks go to a collector only.
+    pub file: Option<File>,
+    pub collector: Option<CollectorLink>,
     /// Set when the sources have stopped: drain what is left and finish.
     pub stopper: Arc<Stopper>,
     /// Set by the writer when the file is complete.
@@ -198,13 +203,16 @@ impl Writer {
         } else {
             SampleMode::Wall
         };
+        let top_native = frames
+            .first()
+            .is_some_and(|f| self.symbols.is_native(f.method as usize));
         let sample = Sample {
             thread,
             ticks: h.ticks,
             stack,
             mode,
             weight_ns: h.weight_ns,
-            state: 0,
+            state: sample_state(mode, h.state, top_native),
         };
         self.chunk.sample(&sample);
         self.samples += 1;
@@ -247,17 +255,8 @@ impl Writer {
         let Some(entry) = self.cfg.table.changed_since(order, known) else {
             return;
         };
-        self.chunk.thread(&ThreadDef {
-            id: order,
-            java_id: entry.java_id,
-            os_tid: entry.os_tid,
-            name: entry.info.name,
-            group: entry.info.group,
-            parent: entry.info.parent,
-            start_order: order,
-            daemon: entry.info.daemon,
-        });
         self.emitted.insert(order, entry.revision);
+        self.chunk.thread(&thread_def(entry));
     }
 
     fn on_snapshot(&mut self, raw: RawSnapshot) {
@@ -295,6 +294,9 @@ impl Writer {
             self.cfg.snapshots_dropped.load(Ordering::Relaxed),
         ));
         values.push(("methods.unresolved", self.symbols.unresolved()));
+        if let Some(link) = &self.cfg.collector {
+            values.extend(link.stats.values());
+        }
         self.chunk.counters(clock::monotonic_ns(), &values);
     }
 
@@ -307,10 +309,21 @@ impl Writer {
     fn write_chunk(&mut self) {
         let bytes = self.chunk.finish();
         self.last_flush = Instant::now();
+        self.write_file(&bytes);
+        if let Some(mut link) = self.cfg.collector.take() {
+            link.offer(bytes, || self.dictionary_chunks());
+            self.cfg.collector = Some(link);
+        }
+    }
+
+    fn write_file(&mut self, bytes: &[u8]) {
+        let Some(file) = &mut self.cfg.file else {
+            return;
+        };
         if self.write_error.is_some() {
             return; // the file is broken; keep draining so producers never block
         }
-        if let Err(e) = self.cfg.file.write_all(&bytes) {
+        if let Err(e) = file.write_all(bytes) {
             eprintln!(
                 "jscope: cannot write the recording: {e}; profiling data is lost from here on"
             );
@@ -318,12 +331,53 @@ impl Writer {
         }
     }
 
-    /// Final counters, the end record and the last chunk.
+    /// The whole dictionary as chunks, for a collector that lost one: strings,
+    /// classes, methods and stacks, then the threads written so far.
+    fn dictionary_chunks(&self) -> Vec<Vec<u8>> {
+        let mut cut = ChunkCutter::new(FLUSH_BYTES);
+        self.symbols.declare_all(&mut cut);
+        for &order in self.emitted.keys() {
+            if let Some(entry) = self.cfg.table.changed_since(order, 0) {
+                cut.record(|w| w.thread(&thread_def(entry)));
+            }
+        }
+        cut.finish()
+    }
+
+    /// Final counters, the end record and the last chunk; dropping the collector
+    /// link afterwards tells the sender that nothing more comes.
     fn finish(&mut self) {
         self.write_counters();
         self.chunk.end(clock::monotonic_ns());
         self.write_chunk();
-        let _ = self.cfg.file.sync_all();
+        if let Some(file) = &self.cfg.file {
+            let _ = file.sync_all();
+        }
+        self.cfg.collector = None;
+    }
+}
+
+fn thread_def(entry: ThreadEntry) -> ThreadDef {
+    ThreadDef {
+        id: entry.order,
+        java_id: entry.java_id,
+        os_tid: entry.os_tid,
+        name: entry.info.name,
+        group: entry.info.group,
+        parent: entry.info.parent,
+        start_order: entry.order,
+        daemon: entry.info.daemon,
+    }
+}
+
+/// A sample's JVMTI state bits. The handler knows a cpu sample's thread was on a
+/// CPU (alive and runnable) and a wall sample's state as the wall sampler read it
+/// just before signalling; a cpu sample whose top frame is a native method is
+/// running native code.
+fn sample_state(mode: SampleMode, handler_state: u32, top_native: bool) -> u32 {
+    match mode {
+        SampleMode::Cpu if top_native => handler_state | IN_NATIVE,
+        _ => handler_state,
     }
 }
 
@@ -349,6 +403,22 @@ mod tests {
         assert!(
             !s.strike(3, -2),
             "a GC in progress says nothing about the thread"
+        );
+    }
+
+    #[test]
+    fn cpu_samples_in_native_methods_are_native() {
+        use jscope_format::thread_state::{classify, ALIVE, RUNNABLE, SLEEPING, WAITING};
+        use jscope_format::StateClass;
+        let on_cpu = ALIVE | RUNNABLE;
+        let cpu = |native| classify(sample_state(SampleMode::Cpu, on_cpu, native));
+        assert_eq!(cpu(false), StateClass::Runnable);
+        assert_eq!(cpu(true), StateClass::Native);
+        let sleeping = ALIVE | WAITING | SLEEPING;
+        assert_eq!(
+            sample_state(SampleMode::Wall, sleeping, true),
+            sleeping,
+            "a wall sample keeps what JVMTI said"
         );
     }
 }

@@ -329,6 +329,45 @@ fn wall_mode_sees_the_sleeper_that_cpu_mode_does_not() {
             sleeping_in_method,
             "every wall sample of the sleeper is inside sleepForever"
         );
+        let classes = |mode: SampleMode, thread: &str| -> Vec<StateClass> {
+            rec.samples
+                .iter()
+                .filter(|s| s.mode == mode && thread_name(&rec, s.thread) == thread)
+                .map(|s| classify(s.state))
+                .collect()
+        };
+        let share = |states: &[StateClass], class: StateClass| {
+            states.iter().filter(|c| **c == class).count() as f64 / states.len().max(1) as f64
+        };
+        let sleeper = classes(SampleMode::Wall, "sleeper");
+        let spinner = classes(SampleMode::Wall, "spinner");
+        assert!(
+            share(&sleeper, StateClass::Sleeping) >= 0.8,
+            "JDK {}: wall samples of the sleeper should be sleeping: {sleeper:?}",
+            java.major
+        );
+        assert!(
+            share(&spinner, StateClass::Runnable) >= 0.8,
+            "JDK {}: wall samples of the spinner should be runnable: {spinner:?}",
+            java.major
+        );
+        let cpu = classes(SampleMode::Cpu, "spinner");
+        assert!(
+            cpu.iter()
+                .all(|c| *c == StateClass::Runnable || *c == StateClass::Native),
+            "JDK {}: cpu samples run on a CPU: {cpu:?}",
+            java.major
+        );
+        let (runnable, native) = (
+            share(&cpu, StateClass::Runnable),
+            share(&cpu, StateClass::Native),
+        );
+        // The spinner calls System.identityHashCode, a native method, in its loop.
+        assert!(
+            runnable >= 0.3 && runnable + native == 1.0,
+            "JDK {}: cpu samples {runnable} runnable, {native} native",
+            java.major
+        );
     }
 }
 

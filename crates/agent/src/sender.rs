@@ -1,0 +1,555 @@
+//! The collector transport (`collector=HOST:PORT`): a sender thread that streams the
+//! writer's chunks to a collector with `jscope_wire`, and the writer's end of it.
+//!
+//! The writer never waits for the network: it offers each finished chunk through a
+//! bounded queue and moves on (a full queue drops the chunk and counts it). The sender
+//! keeps chunks in a bounded [`Outbox`] until the collector acknowledges them,
+//! connects with backoff while the collector is away, and resends what was not
+//! acknowledged after a reconnection.
+//!
+//! A chunk may declare dictionary entries (strings, methods, stacks, threads) that
+//! later chunks use, so losing one would orphan what follows. After any drop the
+//! stream is out of sync: the sender drops further data chunks until the writer has
+//! sent a *resync*, chunks declaring the whole dictionary again, and resumes from
+//! there. The file never holds resync chunks.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use jscope_wire::{ClientConfig, Outbox, Pushed, WireClient, WireError, DEFAULT_MAX_FRAME};
+
+use crate::options::CollectorOptions;
+use crate::stopper::Stopper;
+use crate::threads::{gettid, ThreadTable};
+
+/// Chunks waiting between writer and sender; one a second is the normal rate, so
+/// this covers the longest a network call can hold the sender.
+pub const QUEUE_CHUNKS: usize = 32;
+/// How often the sender looks for acknowledgements when no chunk arrives.
+const TICK: Duration = Duration::from_millis(50);
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Bounds every write and the wait for the collector's answer to the hello.
+const IO_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long the sender tries to deliver and get acknowledged what is left at the end.
+pub const FINAL_WAIT: Duration = Duration::from_secs(2);
+
+/// What the writer hands to the sender.
+pub enum Outgoing {
+    /// One chunk, byte for byte as written to the file.
+    Data(Vec<u8>),
+    /// Chunks declaring every dictionary entry written so far, in dependency order.
+    Resync(Vec<Vec<u8>>),
+}
+
+/// The transport's counters, written into the recording with the agent's others.
+#[derive(Default)]
+pub struct SenderStats {
+    chunks_sent: AtomicU64,
+    bytes_sent: AtomicU64,
+    chunks_acked: AtomicU64,
+    chunks_dropped: AtomicU64,
+    bytes_dropped: AtomicU64,
+    reconnects: AtomicU64,
+    resyncs: AtomicU64,
+}
+
+impl SenderStats {
+    pub fn values(&self) -> Vec<(&'static str, u64)> {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        vec![
+            ("collector.chunks_sent", get(&self.chunks_sent)),
+            ("collector.bytes_sent", get(&self.bytes_sent)),
+            ("collector.chunks_acked", get(&self.chunks_acked)),
+            ("collector.chunks_dropped", get(&self.chunks_dropped)),
+            ("collector.bytes_dropped", get(&self.bytes_dropped)),
+            ("collector.reconnects", get(&self.reconnects)),
+            ("collector.resyncs", get(&self.resyncs)),
+        ]
+    }
+
+    fn dropped(&self, bytes: usize) {
+        self.chunks_dropped.fetch_add(1, Ordering::Relaxed);
+        self.bytes_dropped
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    fn sent(&self, bytes: usize) {
+        self.chunks_sent.fetch_add(1, Ordering::Relaxed);
+        self.bytes_sent.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+}
+
+/// The writer's end of the transport.
+pub struct CollectorLink {
+    tx: SyncSender<Outgoing>,
+    /// Set (by either side) when the collector's copy needs the dictionary again.
+    resync: Arc<AtomicBool>,
+    pub stats: Arc<SenderStats>,
+    /// False once the sender is gone; nothing is offered after that.
+    alive: bool,
+}
+
+impl CollectorLink {
+    /// Hands a finished chunk to the sender without blocking. `dictionary` builds
+    /// the resync chunks; it runs only when a resync is due.
+    pub fn offer(&mut self, chunk: Vec<u8>, dictionary: impl FnOnce() -> Vec<Vec<u8>>) {
+        if !self.alive {
+            return;
+        }
+        if self.resync.swap(false, Ordering::AcqRel) && !self.send(Outgoing::Resync(dictionary())) {
+            // Without the dictionary this chunk could refer to entries the collector
+            // lacks, so it waits for the next resync too.
+            self.resync.store(true, Ordering::Release);
+            self.stats.dropped(chunk.len());
+            return;
+        }
+        let len = chunk.len();
+        if !self.send(Outgoing::Data(chunk)) {
+            self.resync.store(true, Ordering::Release);
+            self.stats.dropped(len);
+        }
+    }
+
+    fn send(&mut self, message: Outgoing) -> bool {
+        match self.tx.try_send(message) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => false,
+            Err(TrySendError::Disconnected(_)) => {
+                self.alive = false;
+                false
+            }
+        }
+    }
+}
+
+/// Reconnection delays: doubling from BACKOFF_MIN to BACKOFF_MAX, reset on success.
+#[derive(Debug)]
+struct Backoff {
+    delay: Duration,
+    next: Instant,
+}
+
+impl Backoff {
+    fn new(now: Instant) -> Backoff {
+        Backoff {
+            delay: BACKOFF_MIN,
+            next: now,
+        }
+    }
+
+    fn due(&self, now: Instant) -> bool {
+        now >= self.next
+    }
+
+    fn failed(&mut self, now: Instant) {
+        self.next = now + self.delay;
+        self.delay = (self.delay * 2).min(BACKOFF_MAX);
+    }
+
+    fn reset(&mut self, now: Instant) {
+        self.delay = BACKOFF_MIN;
+        self.next = now;
+    }
+}
+
+/// Whether the collector's copy of the stream can take the next data chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamSync {
+    InSync,
+    /// A chunk was dropped; data waits for a resync, which has been asked for
+    /// when `requested`.
+    Lost {
+        requested: bool,
+    },
+}
+
+/// The sender thread's state.
+pub struct Sender {
+    cfg: ClientConfig,
+    /// Magic and header chunk, sent in every hello.
+    header: Vec<u8>,
+    rx: Receiver<Outgoing>,
+    outbox: Outbox,
+    buffer: usize,
+    /// The largest chunk frame the collector takes (from its last Accept).
+    max_frame: u32,
+    last_seq: u64,
+    sync: StreamSync,
+    resync: Arc<AtomicBool>,
+    stats: Arc<SenderStats>,
+    client: Option<WireClient>,
+    backoff: Backoff,
+    connected_once: bool,
+    /// Set after a refusal that retrying cannot fix (bad token, bad hello).
+    gave_up: bool,
+    quiet: bool,
+    told_unreachable: bool,
+    table: Arc<ThreadTable>,
+}
+
+/// Creates the link and the (not yet started) sender for one recording.
+pub fn link(
+    options: &CollectorOptions,
+    header: Vec<u8>,
+    stream: String,
+    quiet: bool,
+    table: Arc<ThreadTable>,
+) -> (CollectorLink, Sender) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE_CHUNKS);
+    let resync = Arc::new(AtomicBool::new(false));
+    let stats = Arc::new(SenderStats::default());
+    let mut cfg = ClientConfig::new(options.addr.clone(), stream);
+    cfg.token = options.token.clone();
+    cfg.labels = options.labels.clone();
+    cfg.connect_timeout = CONNECT_TIMEOUT;
+    cfg.io_timeout = IO_TIMEOUT;
+    let writer_end = CollectorLink {
+        tx,
+        resync: resync.clone(),
+        stats: stats.clone(),
+        alive: true,
+    };
+    let sender = Sender {
+        cfg,
+        header,
+        rx,
+        outbox: Outbox::new(options.buffer),
+        buffer: options.buffer,
+        max_frame: DEFAULT_MAX_FRAME,
+        last_seq: 0,
+        sync: StreamSync::InSync,
+        resync,
+        stats,
+        client: None,
+        backoff: Backoff::new(Instant::now()),
+        connected_once: false,
+        gave_up: false,
+        quiet,
+        told_unreachable: false,
+        table,
+    };
+    (writer_end, sender)
+}
+
+impl Sender {
+    /// Runs the sender on its own thread (not attached to the VM: it never calls
+    /// into Java). `done` is set when it has finished.
+    pub fn spawn(self, done: Arc<Stopper>) -> std::io::Result<JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name("jscope-sender".into())
+            .spawn(move || {
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run()));
+                done.stop();
+            })
+    }
+
+    /// Until the writer hangs up: take chunks, talk to the collector. Then deliver
+    /// what is left within FINAL_WAIT.
+    fn run(mut self) {
+        self.table.mark_agent(gettid());
+        loop {
+            match self.rx.recv_timeout(TICK) {
+                Ok(message) => self.take(message),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            while let Ok(message) = self.rx.try_recv() {
+                self.take(message);
+            }
+            self.ask_for_resync_when_room();
+            self.pump();
+        }
+        self.finish(Instant::now() + FINAL_WAIT);
+    }
+
+    fn take(&mut self, message: Outgoing) {
+        match (message, self.sync) {
+            (Outgoing::Data(chunk), StreamSync::InSync) => {
+                if !self.push(chunk) {
+                    self.sync = StreamSync::Lost { requested: false };
+                }
+            }
+            (Outgoing::Data(chunk), StreamSync::Lost { .. }) => self.stats.dropped(chunk.len()),
+            (Outgoing::Resync(chunks), _) => self.take_resync(chunks),
+        }
+    }
+
+    /// A resync counts only whole: once one of its chunks is dropped, the rest
+    /// would be of no use and are dropped too.
+    fn take_resync(&mut self, chunks: Vec<Vec<u8>>) {
+        let mut whole = true;
+        for chunk in chunks {
+            if whole {
+                whole = self.push(chunk);
+            } else {
+                self.stats.dropped(chunk.len());
+            }
+        }
+        self.sync = if whole {
+            self.stats.resyncs.fetch_add(1, Ordering::Relaxed);
+            StreamSync::InSync
+        } else {
+            StreamSync::Lost { requested: false }
+        };
+    }
+
+    /// Queues a chunk for the collector; false when it was dropped (and counted).
+    fn push(&mut self, chunk: Vec<u8>) -> bool {
+        let len = chunk.len();
+        if self.gave_up || len as u64 + 8 > self.max_frame as u64 {
+            self.stats.dropped(len);
+            return false;
+        }
+        match self.outbox.push(chunk) {
+            Pushed::Queued(seq) => {
+                self.last_seq = seq;
+                true
+            }
+            Pushed::Dropped => {
+                self.stats.dropped(len);
+                false
+            }
+        }
+    }
+
+    /// A resync is asked for only once half the buffer is free, so that a collector
+    /// that stays away does not make the writer rebuild the dictionary every second.
+    fn ask_for_resync_when_room(&mut self) {
+        if self.sync == (StreamSync::Lost { requested: false })
+            && !self.gave_up
+            && self.outbox.bytes() <= self.buffer / 2
+        {
+            self.resync.store(true, Ordering::Release);
+            self.sync = StreamSync::Lost { requested: true };
+        }
+    }
+
+    /// Connects when due, sends what is unsent, collects acknowledgements.
+    fn pump(&mut self) {
+        if self.client.is_none() && !self.connect(Instant::now()) {
+            return;
+        }
+        if let Err(e) = self.exchange() {
+            self.lost_connection(e);
+        }
+    }
+
+    fn connect(&mut self, now: Instant) -> bool {
+        if self.gave_up || !self.backoff.due(now) {
+            return false;
+        }
+        match WireClient::connect(&self.cfg, &self.header, self.outbox.next_seq()) {
+            Ok(client) => {
+                self.connected(client);
+                true
+            }
+            Err(WireError::Refused { code, message }) if !code.is_transient() => {
+                crate::report(format!(
+                    "collector {} refused the stream ({code}: {message}); streaming stopped",
+                    self.cfg.addr
+                ));
+                self.give_up();
+                false
+            }
+            Err(e) => {
+                self.lost_connection(e);
+                false
+            }
+        }
+    }
+
+    fn connected(&mut self, client: WireClient) {
+        let accept = client.accept();
+        self.outbox.resume(accept.acked);
+        self.max_frame = accept.max_frame;
+        self.note_acked(accept.acked);
+        if self.connected_once {
+            self.stats.reconnects.fetch_add(1, Ordering::Relaxed);
+        }
+        self.connected_once = true;
+        self.backoff.reset(Instant::now());
+        self.client = Some(client);
+    }
+
+    fn give_up(&mut self) {
+        self.gave_up = true;
+        self.client = None;
+        // Nothing will ever take these chunks; the memory goes back.
+        self.outbox = Outbox::new(0);
+    }
+
+    fn lost_connection(&mut self, e: WireError) {
+        self.client = None;
+        self.backoff.failed(Instant::now());
+        if !self.quiet && !self.told_unreachable {
+            self.told_unreachable = true;
+            crate::report(format!(
+                "collector {}: {e}; keeping up to {} bytes of chunks and retrying",
+                self.cfg.addr, self.buffer
+            ));
+        }
+    }
+
+    /// Sends every chunk not yet sent on this connection, then reads acknowledgements.
+    fn exchange(&mut self) -> Result<(), WireError> {
+        let Some(client) = self.client.as_mut() else {
+            return Ok(());
+        };
+        while let Some((seq, chunk)) = self.outbox.next_unsent() {
+            client.send(seq, chunk)?;
+            self.stats.sent(chunk.len());
+            self.outbox.mark_sent(seq);
+        }
+        let acked = client.poll_acks()?;
+        self.note_acked(acked);
+        Ok(())
+    }
+
+    fn note_acked(&mut self, acked: u64) {
+        self.outbox.ack(acked);
+        self.stats.chunks_acked.fetch_max(acked, Ordering::Relaxed);
+    }
+
+    /// The end of the recording: one more connection attempt if none is open, the
+    /// rest sent, the final acknowledgement awaited and a goodbye, all before
+    /// `deadline`. Whatever is still unacknowledged then is lost.
+    fn finish(mut self, deadline: Instant) {
+        if self.outbox.is_empty() && self.client.is_none() {
+            return;
+        }
+        if self.client.is_none() && !self.gave_up {
+            self.backoff.reset(Instant::now());
+            let left = deadline.saturating_duration_since(Instant::now());
+            self.cfg.connect_timeout = self.cfg.connect_timeout.min(left);
+            self.cfg.io_timeout = self.cfg.io_timeout.min(left);
+            self.connect(Instant::now());
+        }
+        if let Err(e) = self.exchange() {
+            self.lost_connection(e);
+        }
+        let Some(mut client) = self.client.take() else {
+            return;
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Ok(acked) = client.wait_for_ack(self.last_seq, left) {
+            self.note_acked(acked);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if let Ok(acked) = client.finish(left.min(Duration::from_millis(200))) {
+            self.note_acked(acked);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_to_its_cap_and_resets() {
+        let t0 = Instant::now();
+        let mut b = Backoff::new(t0);
+        assert!(b.due(t0));
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            b.failed(t0);
+            waits.push(b.next - t0);
+        }
+        let ms: Vec<u128> = waits.iter().map(|d| d.as_millis()).collect();
+        assert_eq!(ms, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+        assert!(!b.due(t0));
+        b.reset(t0);
+        assert!(b.due(t0));
+        b.failed(t0);
+        assert_eq!(b.next - t0, BACKOFF_MIN);
+    }
+
+    fn test_sender(buffer: usize) -> (CollectorLink, Sender) {
+        let options = CollectorOptions {
+            addr: "127.0.0.1:1".into(),
+            token: String::new(),
+            labels: Vec::new(),
+            buffer,
+        };
+        link(&options, Vec::new(), "s".into(), true, Arc::default())
+    }
+
+    /// Drains what the writer offered into the sender, as its loop does.
+    fn deliver(sender: &mut Sender) {
+        while let Ok(m) = sender.rx.try_recv() {
+            sender.take(m);
+        }
+        sender.ask_for_resync_when_room();
+    }
+
+    #[test]
+    fn a_drop_holds_back_data_until_a_resync_gets_through() {
+        let (mut writer, mut sender) = test_sender(1000);
+        let no_dictionary = || -> Vec<Vec<u8>> { panic!("no resync is due") };
+        writer.offer(vec![1; 600], no_dictionary);
+        writer.offer(vec![2; 600], no_dictionary);
+        deliver(&mut sender);
+        assert_eq!(sender.outbox.len(), 1, "the second chunk does not fit");
+        assert_eq!(sender.sync, StreamSync::Lost { requested: false });
+        assert!(
+            !sender.resync.load(Ordering::Acquire),
+            "no resync while the buffer is more than half full"
+        );
+        sender.outbox.ack(1);
+        writer.offer(vec![3; 10], no_dictionary);
+        deliver(&mut sender);
+        assert_eq!(
+            sender.outbox.len(),
+            0,
+            "data after a drop waits for the resync"
+        );
+        assert!(sender.resync.load(Ordering::Acquire));
+        let mut built = 0;
+        writer.offer(vec![4; 10], || {
+            built += 1;
+            vec![vec![9; 100], vec![8; 100]]
+        });
+        deliver(&mut sender);
+        assert_eq!(built, 1);
+        assert_eq!(sender.sync, StreamSync::InSync);
+        let queued: Vec<u8> = (2..=4)
+            .map(|seq| {
+                sender.outbox.ack(seq - 1);
+                sender.outbox.next_unsent().unwrap().1[0]
+            })
+            .collect();
+        assert_eq!(queued, [9, 8, 4], "resync chunks first, then the data");
+        let stats: std::collections::HashMap<_, _> = writer.stats.values().into_iter().collect();
+        assert_eq!(stats["collector.chunks_dropped"], 2);
+        assert_eq!(stats["collector.bytes_dropped"], 610);
+        assert_eq!(stats["collector.resyncs"], 1);
+    }
+
+    #[test]
+    fn a_full_queue_drops_at_the_writer_and_resyncs_before_the_next_chunk() {
+        let (mut writer, mut sender) = test_sender(1 << 20);
+        for i in 0..QUEUE_CHUNKS + 1 {
+            writer.offer(vec![i as u8; 10], || panic!("not yet"));
+        }
+        assert_eq!(writer.stats.chunks_dropped.load(Ordering::Relaxed), 1);
+        deliver(&mut sender);
+        writer.offer(vec![77; 10], || vec![vec![66; 10]]);
+        deliver(&mut sender);
+        assert_eq!(sender.outbox.len(), QUEUE_CHUNKS + 2);
+        assert_eq!(sender.sync, StreamSync::InSync);
+    }
+
+    #[test]
+    fn a_sender_that_is_gone_is_not_offered_anything() {
+        let (mut writer, sender) = test_sender(1 << 20);
+        drop(sender);
+        writer.offer(vec![1], || panic!("no resync for nobody"));
+        assert!(!writer.alive);
+        writer.offer(vec![2], || panic!("no resync for nobody"));
+    }
+}
