@@ -10,6 +10,9 @@
 //! - [`threads_at`]: every thread of the snapshot nearest a moment (xdProf's view);
 //! - [`Info`]: what a recording holds and how well sampling went.
 //!
+//! Exact-tracing recordings (method entries and exits) are analysed by [`trace`]:
+//! call trees, call statistics and exports.
+//!
 //! The views are plain data (serde-serialisable) with `Display` or `write_*`
 //! renderings, so binaries stay thin.
 
@@ -23,6 +26,7 @@ mod labels;
 mod select;
 mod stats;
 mod threads;
+pub mod trace;
 
 pub use callgraph::{call_graph, CallEdge, CallGraph, CallNode, DotOptions};
 pub use collapsed::{collapse, CollapseOptions, Collapsed};

@@ -1,0 +1,181 @@
+//! Exact-tracing analysis: call trees and call statistics from trace batches.
+//!
+//! The stack algorithm (JaViz) runs per thread over entries and exits; it feeds
+//! either a [`CallTree`] (compact pre-order arrays per thread, threads linked to the
+//! `Thread.start` call that started them, one virtual root per JVM) or streaming
+//! [`TraceStats`] (per method and per caller→callee pair, no tree kept). Methods
+//! hidden by [`TraceOptions::hide`] vanish: their callees attach to the nearest
+//! visible caller and their own time counts as that caller's self time.
+//! Overhead correction (JPMT, JX) subtracts the header's `trace.probe_cost_ns` for
+//! each traced call (two probes) and each untraced call counted inside a call.
+//! Aggregate-mode recordings go through [`aggregate_stats`]. See docs/TRACE-API.md.
+
+mod aggregate;
+mod engine;
+mod export;
+mod histogram;
+mod read;
+mod render;
+mod stats;
+mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use jscope_format::{Recording, TraceBatch};
+use serde::Serialize;
+
+pub use aggregate::aggregate_stats;
+pub use engine::{Anomalies, Call, CallSink, CLOSED_BY_MISMATCH, THREW, UNFINISHED};
+pub use read::{scan_bytes, scan_file, scan_recording, TraceError};
+pub use render::TreeView;
+pub use stats::{fmt_ns, MethodStats, PairStats, SortKey};
+pub use tree::{CallTree, Node, NodeRef, ThreadTree};
+
+use engine::{Clock, MethodClasses, StackEngine};
+use stats::StatsSink;
+use tree::TreeSink;
+
+use crate::ThreadMatcher;
+
+/// How trace events are read.
+#[derive(Debug, Clone, Default)]
+pub struct TraceOptions {
+    /// Methods to leave out, by `pkg.Class.method` label: a substring, or a glob
+    /// with `*` and `?` that must match the whole label.
+    pub hide: Vec<ThreadMatcher>,
+    /// Cost of one probe in ns; defaults to the header's `trace.probe_cost_ns`.
+    pub probe_cost_ns: Option<f64>,
+}
+
+impl TraceOptions {
+    /// The probe cost to correct with, if any.
+    pub fn probe_cost(&self, rec: &Recording) -> Option<f64> {
+        self.probe_cost_ns.or_else(|| {
+            rec.header
+                .extra("trace.probe_cost_ns")
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|c| c.is_finite() && *c >= 0.0)
+        })
+    }
+}
+
+/// Method and caller→callee statistics of a recording.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TraceStats {
+    /// True when built from call aggregates: no self time, stddev or percentiles.
+    pub aggregate_mode: bool,
+    /// False when some method had more than 4096 calls: its percentiles come from a
+    /// log-linear histogram and are within 0.4%.
+    pub percentiles_exact: bool,
+    pub events: u64,
+    pub calls: u64,
+    pub probe_cost_ns: Option<f64>,
+    pub anomalies: Anomalies,
+    pub methods: Vec<MethodStats>,
+    /// Sorted by total time, largest first.
+    pub pairs: Vec<PairStats>,
+}
+
+/// Feeds batches to an engine created from the first batch's recording, so one
+/// code path serves streamed and decoded recordings.
+struct Feeder<S> {
+    sink: Option<S>,
+    engine: Option<StackEngine<S>>,
+    options: TraceOptions,
+}
+
+impl<S: CallSink> Feeder<S> {
+    fn new(sink: S, options: &TraceOptions) -> Self {
+        Feeder {
+            sink: Some(sink),
+            engine: None,
+            options: options.clone(),
+        }
+    }
+
+    fn engine(&mut self, rec: &Recording) -> &mut StackEngine<S> {
+        let (sink, options) = (&mut self.sink, &self.options);
+        self.engine.get_or_insert_with(|| {
+            let classes = MethodClasses::new(options.hide.clone());
+            let cost = options.probe_cost(rec).unwrap_or(0.0);
+            let sink = sink.take().expect("the sink moves into the engine once");
+            StackEngine::new(sink, Clock::of(rec), classes, cost)
+        })
+    }
+
+    fn batch(&mut self, rec: &Recording, b: &TraceBatch) {
+        self.engine(rec).batch(rec, b);
+    }
+
+    fn finish(mut self, rec: &Recording) -> StackEngine<S> {
+        self.engine(rec);
+        let mut engine = self.engine.expect("created above");
+        engine.finish();
+        engine
+    }
+}
+
+fn events<S>(e: &StackEngine<S>) -> u64 {
+    e.threads.values().map(|t| t.events).sum()
+}
+
+impl TraceStats {
+    /// Statistics of a decoded recording: from its trace events, or from its call
+    /// aggregates when it has no trace events.
+    pub fn of(rec: &Recording, options: &TraceOptions) -> TraceStats {
+        let mut feeder = Feeder::new(StatsSink::default(), options);
+        scan_recording(rec, |r, b| feeder.batch(r, b));
+        Self::finish(feeder, rec, options)
+    }
+
+    /// Statistics streamed from a recording's bytes (trace batches are not kept);
+    /// returns the recording without its traces, for its header and damage.
+    pub fn from_bytes(
+        bytes: &[u8],
+        options: &TraceOptions,
+    ) -> Result<(TraceStats, Recording), TraceError> {
+        let mut feeder = Feeder::new(StatsSink::default(), options);
+        let rec = scan_bytes(bytes, |r, b| feeder.batch(r, b))?;
+        Ok((Self::finish(feeder, &rec, options), rec))
+    }
+
+    fn finish(feeder: Feeder<StatsSink>, rec: &Recording, options: &TraceOptions) -> TraceStats {
+        let engine = feeder.finish(rec);
+        let n = events(&engine);
+        if n == 0 && !rec.call_aggregates.is_empty() {
+            return aggregate_stats(rec);
+        }
+        let mut stats = engine.sink.finish(rec, engine.anomalies, n);
+        stats.probe_cost_ns = options.probe_cost(rec);
+        stats
+    }
+}
+
+impl CallTree {
+    /// The call tree of a decoded recording.
+    pub fn of(rec: &Recording, options: &TraceOptions) -> CallTree {
+        let mut feeder = Feeder::new(TreeSink::default(), options);
+        scan_recording(rec, |r, b| feeder.batch(r, b));
+        Self::finish(feeder, rec, options)
+    }
+
+    /// The call tree streamed from a recording's bytes (batches are not kept, only
+    /// the nodes); returns the recording without its traces too.
+    pub fn from_bytes(
+        bytes: &[u8],
+        options: &TraceOptions,
+    ) -> Result<(CallTree, Recording), TraceError> {
+        let mut feeder = Feeder::new(TreeSink::default(), options);
+        let rec = scan_bytes(bytes, |r, b| feeder.batch(r, b))?;
+        Ok((Self::finish(feeder, &rec, options), rec))
+    }
+
+    fn finish(feeder: Feeder<TreeSink>, rec: &Recording, options: &TraceOptions) -> CallTree {
+        let engine = feeder.finish(rec);
+        let cost = options.probe_cost(rec);
+        engine
+            .sink
+            .finish(rec, &engine.threads, engine.anomalies, cost)
+    }
+}

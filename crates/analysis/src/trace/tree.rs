@@ -1,0 +1,340 @@
+//! Call trees: per thread, the calls in pre-order in one compact array; threads
+//! started by a traced `Thread.start` grafted under that call (JaViz); every other
+//! thread's root calls under one virtual root for the JVM.
+
+use std::collections::HashMap;
+
+use jscope_format::Recording;
+use serde::Serialize;
+
+use super::engine::{Anomalies, Call, CallSink, ThreadStack, THREAD_START_LABEL};
+
+/// One call. Times are ns since the recording's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Node {
+    pub method: u32,
+    /// 0 for a thread's root calls.
+    pub depth: u32,
+    /// Calls inside this one; they follow it in the thread's array.
+    pub descendants: u32,
+    /// [`UNFINISHED`](super::UNFINISHED), [`THREW`](super::THREW),
+    /// [`CLOSED_BY_MISMATCH`](super::CLOSED_BY_MISMATCH).
+    pub flags: u8,
+    pub enter_ns: u64,
+    pub exit_ns: u64,
+    pub self_ns: u64,
+    pub corrected_ns: u64,
+    pub corrected_self_ns: u64,
+}
+
+impl Node {
+    pub fn duration_ns(&self) -> u64 {
+        self.exit_ns - self.enter_ns
+    }
+}
+
+/// Where a node is: thread index in [`CallTree::threads`] and node index in its array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct NodeRef {
+    pub thread: usize,
+    pub node: usize,
+}
+
+/// One thread's calls in pre-order: a node's children follow it, each after the
+/// previous child's descendants.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadTree {
+    pub thread: u32,
+    pub name: String,
+    pub events: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    pub nodes: Vec<Node>,
+    /// The `Thread.start` call this thread was linked to, if any.
+    pub started_by: Option<NodeRef>,
+}
+
+impl ThreadTree {
+    /// Indices of the thread's root calls.
+    pub fn roots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.siblings_from(0, self.nodes.len())
+    }
+
+    /// Indices of the direct children of node `i`.
+    pub fn children(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
+        let end = i + 1 + self.nodes[i].descendants as usize;
+        self.siblings_from(i + 1, end)
+    }
+
+    fn siblings_from(&self, start: usize, end: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut next = start;
+        std::iter::from_fn(move || {
+            if next >= end {
+                return None;
+            }
+            let i = next;
+            next += 1 + self.nodes[i].descendants as usize;
+            Some(i)
+        })
+    }
+}
+
+/// The dynamic call tree of one JVM's recording.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallTree {
+    pub pid: u32,
+    pub command_line: String,
+    /// Threads in the order of their first trace event.
+    pub threads: Vec<ThreadTree>,
+    /// Threads grafted under a `Thread.start` call.
+    pub grafts: Vec<(NodeRef, usize)>,
+    /// `pkg.Class.method` by method id.
+    pub labels: Vec<String>,
+    pub probe_cost_ns: Option<f64>,
+    pub anomalies: Anomalies,
+    pub events: u64,
+    /// Where reading stopped early, if it did.
+    pub damage: Option<String>,
+}
+
+/// The tree-building sink of the stack algorithm.
+#[derive(Default)]
+pub(crate) struct TreeSink {
+    threads: Vec<Vec<Node>>,
+}
+
+impl CallSink for TreeSink {
+    #[inline]
+    fn enter(&mut self, thread: u32, method: u32, enter_ns: u64, depth: u32) -> u32 {
+        let t = thread as usize;
+        if self.threads.len() <= t {
+            self.threads.resize_with(t + 1, Vec::new);
+        }
+        let nodes = &mut self.threads[t];
+        nodes.push(Node {
+            method,
+            depth,
+            descendants: 0,
+            flags: 0,
+            enter_ns,
+            exit_ns: enter_ns,
+            self_ns: 0,
+            corrected_ns: 0,
+            corrected_self_ns: 0,
+        });
+        (nodes.len() - 1) as u32
+    }
+
+    #[inline]
+    fn exit(&mut self, c: &Call) {
+        let nodes = &mut self.threads[c.thread_index as usize];
+        let len = nodes.len();
+        let slot = c.slot as usize;
+        let n = &mut nodes[slot];
+        n.exit_ns = c.exit_ns;
+        n.descendants = (len - slot - 1) as u32;
+        n.flags = c.flags;
+        n.self_ns = c.self_ns;
+        n.corrected_ns = c.corrected_ns;
+        n.corrected_self_ns = c.corrected_self_ns;
+    }
+}
+
+impl TreeSink {
+    pub(crate) fn finish(
+        mut self,
+        rec: &Recording,
+        threads: &HashMap<u32, ThreadStack>,
+        anomalies: Anomalies,
+        probe_cost_ns: Option<f64>,
+    ) -> CallTree {
+        let mut trees: Vec<(u32, ThreadTree)> = threads
+            .iter()
+            .map(|(&id, t)| (t.index, self.thread_tree(rec, id, t)))
+            .collect();
+        trees.sort_by_key(|(i, _)| *i);
+        let mut tree = CallTree {
+            pid: rec.header.pid,
+            command_line: rec.header.command_line.clone(),
+            threads: trees.into_iter().map(|(_, t)| t).collect(),
+            grafts: vec![],
+            labels: labels(rec),
+            probe_cost_ns,
+            anomalies,
+            events: threads.values().map(|t| t.events).sum(),
+            damage: rec.damage.as_ref().map(|d| d.to_string()),
+        };
+        tree.link_started_threads();
+        tree
+    }
+
+    fn thread_tree(&mut self, rec: &Recording, id: u32, t: &ThreadStack) -> ThreadTree {
+        let nodes = self
+            .threads
+            .get_mut(t.index as usize)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        ThreadTree {
+            thread: id,
+            name: rec
+                .thread(id)
+                .map_or_else(|| format!("thread-{id}"), |d| d.name.clone()),
+            events: t.events,
+            first_ns: t.first_ns.unwrap_or(0),
+            last_ns: t.last_ns,
+            nodes,
+            started_by: None,
+        }
+    }
+}
+
+fn labels(rec: &Recording) -> Vec<String> {
+    (0..rec.methods.len() as u32)
+        .map(|id| rec.method_label(id))
+        .collect()
+}
+
+/// A traced `Thread.start` call, a candidate parent for a new thread.
+struct StartCall {
+    at: NodeRef,
+    enter_ns: u64,
+    exit_ns: u64,
+    used: bool,
+}
+
+impl CallTree {
+    pub fn node(&self, r: NodeRef) -> &Node {
+        &self.threads[r.thread].nodes[r.node]
+    }
+
+    pub fn label(&self, method: u32) -> &str {
+        self.labels
+            .get(method as usize)
+            .map_or("[unknown]", String::as_str)
+    }
+
+    /// Visible calls in the tree.
+    pub fn calls(&self) -> usize {
+        self.threads.iter().map(|t| t.nodes.len()).sum()
+    }
+
+    /// Children of a call: its own callees, then the root calls of threads it started.
+    pub fn children(&self, r: NodeRef) -> Vec<NodeRef> {
+        let t = &self.threads[r.thread];
+        let mut out: Vec<NodeRef> = t
+            .children(r.node)
+            .map(|node| NodeRef {
+                thread: r.thread,
+                node,
+            })
+            .collect();
+        for &(_, b) in self.grafts.iter().filter(|(at, _)| *at == r) {
+            out.extend(self.thread_roots(b));
+        }
+        out
+    }
+
+    pub fn thread_roots(&self, thread: usize) -> impl Iterator<Item = NodeRef> + '_ {
+        self.threads[thread]
+            .roots()
+            .map(move |node| NodeRef { thread, node })
+    }
+
+    /// The virtual root's children: root calls of every thread not started by a
+    /// traced `Thread.start`, in order of entry.
+    pub fn virtual_root_children(&self) -> Vec<NodeRef> {
+        let mut out: Vec<NodeRef> = (0..self.threads.len())
+            .filter(|&t| self.threads[t].started_by.is_none())
+            .flat_map(|t| self.thread_roots(t))
+            .collect();
+        out.sort_by_key(|&r| (self.node(r).enter_ns, r.thread));
+        out
+    }
+
+    /// The caller of a call: the enclosing call on its thread, or the
+    /// `Thread.start` call for a started thread's roots; None under the virtual root.
+    pub fn parent(&self, r: NodeRef) -> Option<NodeRef> {
+        let t = &self.threads[r.thread];
+        let depth = t.nodes[r.node].depth;
+        if depth == 0 {
+            return t.started_by;
+        }
+        (0..r.node)
+            .rev()
+            .find(|&i| t.nodes[i].depth == depth - 1)
+            .map(|node| NodeRef {
+                thread: r.thread,
+                node,
+            })
+    }
+
+    /// Finds the call of a method, the `n`th in pre-order over the threads.
+    pub fn find(&self, label: &str, n: usize) -> Option<NodeRef> {
+        self.threads
+            .iter()
+            .enumerate()
+            .flat_map(|(ti, t)| {
+                (0..t.nodes.len()).map(move |i| NodeRef {
+                    thread: ti,
+                    node: i,
+                })
+            })
+            .filter(|&r| self.label(self.node(r).method) == label)
+            .nth(n)
+    }
+
+    /// JaViz's start/run linking: a thread whose first event falls inside a
+    /// traced `Thread.start` call of another thread is that call's child; a thread
+    /// whose first event comes after the call returned takes the oldest start call
+    /// not yet linked (the start queue), since `start` often returns before `run`.
+    fn link_started_threads(&mut self) {
+        let mut starts = self.start_calls();
+        let mut order: Vec<usize> = (0..self.threads.len())
+            .filter(|&t| !self.threads[t].nodes.is_empty())
+            .collect();
+        order.sort_by_key(|&t| (self.threads[t].first_ns, t));
+        for b in order {
+            if let Some(k) = pick_start(&starts, b, self.threads[b].first_ns) {
+                starts[k].used = true;
+                self.threads[b].started_by = Some(starts[k].at);
+                self.grafts.push((starts[k].at, b));
+            }
+        }
+    }
+
+    fn start_calls(&self) -> Vec<StartCall> {
+        let is_start: Vec<bool> = self
+            .labels
+            .iter()
+            .map(|l| l == THREAD_START_LABEL)
+            .collect();
+        let mut out = vec![];
+        for (ti, t) in self.threads.iter().enumerate() {
+            for (i, n) in t.nodes.iter().enumerate() {
+                if is_start.get(n.method as usize) == Some(&true) {
+                    out.push(StartCall {
+                        at: NodeRef {
+                            thread: ti,
+                            node: i,
+                        },
+                        enter_ns: n.enter_ns,
+                        exit_ns: n.exit_ns,
+                        used: false,
+                    });
+                }
+            }
+        }
+        out.sort_by_key(|s| (s.enter_ns, s.at.thread));
+        out
+    }
+}
+
+/// The start call a thread first seen at `first_ns` belongs to. Start calls that
+/// began strictly earlier only, so two threads can never start each other.
+fn pick_start(starts: &[StartCall], thread: usize, first_ns: u64) -> Option<usize> {
+    let open = |s: &StartCall| !s.used && s.at.thread != thread && s.enter_ns < first_ns;
+    starts
+        .iter()
+        .position(|s| open(s) && first_ns <= s.exit_ns)
+        .or_else(|| starts.iter().position(open))
+}
