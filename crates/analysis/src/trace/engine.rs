@@ -35,7 +35,7 @@ pub struct Anomalies {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Call {
     pub thread: u32,
-    /// Dense index of the thread, in order of its first trace event.
+    /// Dense index of the thread, in order of its first batch in the recording.
     pub thread_index: u32,
     pub method: u32,
     /// The nearest visible caller's method id; 0 at a thread's root.

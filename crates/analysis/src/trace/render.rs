@@ -19,16 +19,21 @@ pub struct TreeView {
     pub min_duration_ns: u64,
 }
 
+impl TreeView {
+    fn shows(&self, thread_name: &str) -> bool {
+        match &self.thread {
+            Some(m) => m.matches(thread_name),
+            None => true,
+        }
+    }
+}
+
 impl CallTree {
     /// The virtual root, then each call indented by two spaces per level:
     /// `method [thread] caller=C call=T return=T duration=D self=S` plus the
     /// overhead-corrected times when a probe cost is known and flags.
     pub fn write_text(&self, view: &TreeView, out: &mut dyn Write) -> io::Result<()> {
-        let shown: Vec<bool> = self
-            .threads
-            .iter()
-            .map(|t| view.thread.as_ref().map_or(true, |m| m.matches(&t.name)))
-            .collect();
+        let shown: Vec<bool> = self.threads.iter().map(|t| view.shows(&t.name)).collect();
         self.write_root_line(&shown, out)?;
         let mut stack: Vec<(NodeRef, usize, Option<u32>)> = self
             .top_calls(&shown)
@@ -58,10 +63,9 @@ impl CallTree {
     fn top_calls(&self, shown: &[bool]) -> Vec<NodeRef> {
         let mut out: Vec<NodeRef> = (0..self.threads.len())
             .filter(|&t| shown[t])
-            .filter(|&t| {
-                self.threads[t]
-                    .started_by
-                    .map_or(true, |s| !shown[s.thread])
+            .filter(|&t| match self.threads[t].started_by {
+                Some(s) => !shown[s.thread],
+                None => true,
             })
             .flat_map(|t| self.thread_roots(t))
             .collect();

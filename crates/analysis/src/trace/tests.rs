@@ -366,3 +366,291 @@ fn tree_text_shows_each_call_with_caller_thread_times_and_self() {
         "depth 3 hides Worker.work; the 10 µs start and dispatch are under 20 µs"
     );
 }
+
+fn one_two_three_ms() -> TraceRec {
+    let mut r = TraceRec::new();
+    r.enter(1, "demo.App.main", 0);
+    let mut at = 100;
+    for ms in [1, 2, 3] {
+        r.enter(1, "demo.App.sleep", at);
+        r.exit(1, "demo.App.sleep", at + ms * 1000);
+        at += ms * 1000 + 100;
+    }
+    r.exit(1, "demo.App.main", at);
+    r
+}
+
+#[test]
+fn a_method_taking_one_two_and_three_ms_has_the_expected_spread() {
+    let stats = TraceStats::of(&one_two_three_ms().recording(), &TraceOptions::default());
+    let m = stats.method("demo.App.sleep").unwrap();
+    assert_eq!(
+        (m.calls, m.total_ns, m.min_ns, m.max_ns),
+        (3, 6 * MS, MS, 3 * MS)
+    );
+    assert!((m.mean_ns - 2e6).abs() < 1.0, "{}", m.mean_ns);
+    let population_sd = (2.0f64 / 3.0).sqrt() * 1e6; // 0.816 ms
+    assert!(
+        (m.stddev_ns.unwrap() - population_sd).abs() < 1.0,
+        "{:?}",
+        m.stddev_ns
+    );
+    assert_eq!(
+        (m.p50_ns, m.p90_ns, m.p99_ns),
+        (Some(2 * MS), Some(3 * MS), Some(3 * MS))
+    );
+    assert!(stats.percentiles_exact);
+    let main = stats.method("demo.App.main").unwrap();
+    assert_eq!(main.self_ns, Some(400 * US));
+}
+
+#[test]
+fn sorting_orders_methods_by_the_chosen_column() {
+    let mut stats = TraceStats::of(&recursion().recording(), &TraceOptions::default());
+    let order = |s: &TraceStats| {
+        s.methods
+            .iter()
+            .map(|m| m.method.clone())
+            .collect::<Vec<_>>()
+    };
+    stats.sort(SortKey::Calls);
+    assert_eq!(order(&stats), ["demo.App.fact", "demo.App.main"]);
+    stats.sort(SortKey::Total);
+    assert_eq!(order(&stats), ["demo.App.main", "demo.App.fact"]);
+    stats.sort(SortKey::SelfTime);
+    assert_eq!(order(&stats), ["demo.App.fact", "demo.App.main"]);
+    assert_eq!("stddev".parse::<SortKey>(), Ok(SortKey::Stddev));
+    assert!("speed".parse::<SortKey>().is_err());
+}
+
+#[test]
+fn hidden_methods_pass_their_callees_to_the_nearest_visible_caller() {
+    let mut r = TraceRec::new();
+    r.enter(1, "demo.App.main", 0);
+    r.enter(1, "java.util.ArrayList.forEach", 10);
+    r.enter(1, "demo.App.visit", 20);
+    r.exit(1, "demo.App.visit", 30);
+    r.enter(1, "demo.App.visit", 40);
+    r.exit(1, "demo.App.visit", 60);
+    r.exit(1, "java.util.ArrayList.forEach", 70);
+    r.exit(1, "demo.App.main", 80);
+    let rec = r.recording();
+    let options = TraceOptions {
+        hide: vec![ThreadMatcher::new("java.util.*")],
+        probe_cost_ns: None,
+    };
+    let tree = CallTree::of(&rec, &options);
+    assert_eq!(
+        shape(&tree, 0),
+        [
+            "demo.App.main@0 0..80 self 50",
+            "demo.App.visit@1 20..30 self 10",
+            "demo.App.visit@1 40..60 self 20",
+        ]
+    );
+    let stats = TraceStats::of(&rec, &options);
+    assert_eq!(
+        stats.pair("demo.App.main", "demo.App.visit").unwrap().calls,
+        2
+    );
+    assert!(stats.method("java.util.ArrayList.forEach").is_none());
+}
+
+#[test]
+fn overhead_correction_subtracts_two_probes_per_traced_call_and_one_per_untraced() {
+    let mut r = TraceRec::new().probe_cost("100");
+    r.enter(1, "demo.App.main", 0);
+    r.event(1, TraceKind::Enter, "demo.App.a", 10, 5); // 5 untraced calls in main before a
+    r.event(1, TraceKind::Enter, "demo.App.b", 20, 3); // 3 in a before b
+    r.exit(1, "demo.App.b", 30);
+    r.exit(1, "demo.App.a", 40);
+    r.exit(1, "demo.App.main", 50);
+    let rec = r.recording();
+    let tree = CallTree::of(&rec, &TraceOptions::default());
+    assert_eq!(tree.probe_cost_ns, Some(100.0));
+    let n = &tree.threads[0].nodes;
+    // main: 2 traced calls inside (4 probes) + 8 untraced = 1200 ns.
+    assert_eq!(n[0].corrected_ns, 50 * US - 1200);
+    // a: b (2 probes) + 3 untraced = 500 ns.
+    assert_eq!(n[1].corrected_ns, 30 * US - 500);
+    assert_eq!(n[2].corrected_ns, 10 * US);
+    // Self times: what remains after the corrected children.
+    assert_eq!(n[0].corrected_self_ns, (50 * US - 1200) - (30 * US - 500));
+    assert_eq!(n[1].corrected_self_ns, (30 * US - 500) - 10 * US);
+    let stats = TraceStats::of(&rec, &TraceOptions::default());
+    let main = stats.method("demo.App.main").unwrap();
+    assert_eq!(main.corrected_total_ns, Some(50 * US - 1200));
+    assert_eq!(main.total_ns, 50 * US);
+    assert_eq!(stats.probe_cost_ns, Some(100.0));
+}
+
+#[test]
+fn streaming_from_bytes_gives_the_same_results_as_a_decoded_recording() {
+    let mut r = started_threads();
+    r.cut(); // spread over several chunks
+    r.enter(1, "demo.App.late", 2000);
+    r.exit(1, "demo.App.late", 2500);
+    let bytes = r.bytes();
+    let rec = Recording::from_bytes(&bytes).unwrap();
+    let options = TraceOptions::default();
+    let (streamed, rest) = TraceStats::from_bytes(&bytes, &options).unwrap();
+    assert!(rest.traces.is_empty(), "batches are not kept");
+    assert_eq!(rest.methods.len(), rec.methods.len());
+    let mut decoded = TraceStats::of(&rec, &options);
+    let mut streamed = streamed;
+    for s in [&mut decoded, &mut streamed] {
+        s.sort(SortKey::Total);
+        s.pairs
+            .sort_by(|a, b| (&a.caller, &a.callee).cmp(&(&b.caller, &b.callee)));
+    }
+    assert_eq!(streamed, decoded);
+    let (tree, _) = CallTree::from_bytes(&bytes, &options).unwrap();
+    assert_eq!(tree, CallTree::of(&rec, &options));
+}
+
+#[test]
+fn a_torn_recording_is_analysed_up_to_the_damage() {
+    let mut r = recursion();
+    r.cut();
+    r.enter(1, "demo.App.later", 200);
+    r.exit(1, "demo.App.later", 300);
+    let bytes = r.bytes();
+    let torn = &bytes[..bytes.len() - 3];
+    let (stats, rec) = TraceStats::from_bytes(torn, &TraceOptions::default()).unwrap();
+    assert!(rec.damage.is_some());
+    assert_eq!(stats.calls, 4);
+    assert!(stats.method("demo.App.later").is_none());
+    let (tree, _) = CallTree::from_bytes(torn, &TraceOptions::default()).unwrap();
+    assert!(tree.damage.unwrap().starts_with("damaged at byte"));
+}
+
+#[test]
+fn aggregate_recordings_give_per_pair_and_per_method_totals_without_percentiles() {
+    let mut r = TraceRec::new();
+    let (main, work) = (r.method("demo.App.main"), r.method("demo.App.work"));
+    let pair = |caller, callee, calls, total_ns, min_ns, max_ns| CallPair {
+        caller,
+        callee,
+        calls,
+        total_ns,
+        min_ns,
+        max_ns,
+    };
+    for (thread, ticks, pairs) in [
+        (
+            1,
+            START + 1000,
+            vec![
+                pair(0, main, 1, 900, 900, 900),
+                pair(main, work, 3, 600, 100, 300),
+            ],
+        ),
+        (1, START + 2000, vec![pair(main, work, 1, 50, 50, 50)]),
+        (2, START + 2000, vec![pair(0, work, 2, 1000, 400, 600)]),
+    ] {
+        r.w.call_aggregate(&CallAggregate {
+            thread,
+            ticks,
+            pairs,
+        });
+    }
+    let stats = TraceStats::of(&r.recording(), &TraceOptions::default());
+    assert!(stats.aggregate_mode);
+    let w = stats.method("demo.App.work").unwrap();
+    assert_eq!(
+        (w.calls, w.total_ns, w.min_ns, w.max_ns),
+        (6, 1650, 50, 600)
+    );
+    assert_eq!((w.self_ns, w.stddev_ns, w.p50_ns), (None, None, None));
+    let p = stats.pair("demo.App.main", "demo.App.work").unwrap();
+    assert_eq!((p.calls, p.total_ns, p.min_ns, p.max_ns), (4, 650, 50, 300));
+    assert!(stats.to_string().starts_with("aggregate-mode recording"));
+}
+
+#[test]
+fn chrome_export_is_json_with_one_complete_event_per_call_nested_per_thread() {
+    let tree = CallTree::of(&started_threads().recording(), &TraceOptions::default());
+    let mut out = vec![];
+    tree.write_chrome(&mut out).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let complete: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(complete.len(), tree.calls());
+    let main = complete
+        .iter()
+        .find(|e| e["name"] == "demo.App.main")
+        .unwrap();
+    assert_eq!(
+        (main["ts"].as_f64(), main["dur"].as_f64()),
+        (Some(0.0), Some(1000.0))
+    );
+    assert_eq!(main["pid"], 77);
+    // Per thread, every event lies within the previous events it overlaps.
+    for tid in [1, 2, 3, 4] {
+        let mut open: Vec<(f64, f64)> = vec![];
+        for e in complete.iter().filter(|e| e["tid"] == tid) {
+            let (ts, end) = (
+                e["ts"].as_f64().unwrap(),
+                e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap(),
+            );
+            open.retain(|&(_, e_end)| e_end > ts);
+            if let Some(&(p_ts, p_end)) = open.last() {
+                assert!(p_ts <= ts && end <= p_end, "{e}");
+            }
+            open.push((ts, end));
+        }
+    }
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["main", "Signal Dispatcher", "worker-1", "worker-2"]);
+    let flows = events
+        .iter()
+        .filter(|e| e["ph"] == "s" || e["ph"] == "f")
+        .count();
+    assert_eq!(flows, 4, "a start and a finish per started thread");
+}
+
+#[test]
+fn collapsed_export_weights_paths_by_self_time() {
+    let tree = CallTree::of(&recursion().recording(), &TraceOptions::default());
+    let mut out = vec![];
+    tree.write_collapsed(&mut out).unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "demo.App.main 40000\n\
+         demo.App.main;demo.App.fact 30000\n\
+         demo.App.main;demo.App.fact;demo.App.fact 25000\n\
+         demo.App.main;demo.App.fact;demo.App.fact;demo.App.fact 5000\n"
+    );
+}
+
+#[test]
+fn statistics_text_has_a_row_per_method_and_per_pair() {
+    let text =
+        TraceStats::of(&one_two_three_ms().recording(), &TraceOptions::default()).to_string();
+    assert!(text.starts_with("8 events, 4 calls\n"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.ends_with("  demo.App.sleep"))
+        .unwrap();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        &cols[..10],
+        [
+            "3",
+            "6.000ms",
+            "6.000ms",
+            "1.000ms",
+            "3.000ms",
+            "2.000ms",
+            "816.497us",
+            "2.000ms",
+            "3.000ms",
+            "3.000ms"
+        ]
+    );
+    assert!(text.contains("  demo.App.main -> demo.App.sleep"), "{text}");
+}

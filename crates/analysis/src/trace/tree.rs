@@ -84,7 +84,7 @@ impl ThreadTree {
 pub struct CallTree {
     pub pid: u32,
     pub command_line: String,
-    /// Threads in the order of their first trace event.
+    /// Threads in the order of their first trace event (then by id).
     pub threads: Vec<ThreadTree>,
     /// Threads grafted under a `Thread.start` call.
     pub grafts: Vec<(NodeRef, usize)>,
@@ -148,15 +148,15 @@ impl TreeSink {
         anomalies: Anomalies,
         probe_cost_ns: Option<f64>,
     ) -> CallTree {
-        let mut trees: Vec<(u32, ThreadTree)> = threads
+        let mut trees: Vec<ThreadTree> = threads
             .iter()
-            .map(|(&id, t)| (t.index, self.thread_tree(rec, id, t)))
+            .map(|(&id, t)| self.thread_tree(rec, id, t))
             .collect();
-        trees.sort_by_key(|(i, _)| *i);
+        trees.sort_by_key(|t| (t.first_ns, t.thread));
         let mut tree = CallTree {
             pid: rec.header.pid,
             command_line: rec.header.command_line.clone(),
-            threads: trees.into_iter().map(|(_, t)| t).collect(),
+            threads: trees,
             grafts: vec![],
             labels: labels(rec),
             probe_cost_ns,
