@@ -88,6 +88,7 @@ fn extra(options: &Options, file: &str, attached: bool) -> Vec<(String, String)>
     if let Some(c) = &options.collector {
         extra.push(("collector".to_string(), c.addr.clone()));
     }
+    extra.extend(crate::trace::header_extra(&options.trace));
     extra
 }
 

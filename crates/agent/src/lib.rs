@@ -21,6 +21,7 @@ pub mod stopper;
 pub mod symbols;
 pub mod sys;
 pub mod threads;
+pub mod trace;
 pub mod wall;
 pub mod writer;
 
@@ -159,14 +160,28 @@ fn callbacks() -> sys::jvmtiEventCallbacks {
     cb.ThreadEnd = Some(on_thread_end);
     cb.ClassPrepare = Some(on_class_prepare);
     cb.ClassLoad = Some(on_class_load);
+    cb.ClassFileLoadHook = Some(trace::hook::on_class_file_load);
     cb
 }
 
 /// Starts a prepared recording; prints the outcome.
 fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> Result<(), String> {
-    let (quiet, modes) = (prepared.options.quiet, prepared.options.modes.label());
-    let recorder = Recorder::start(vm, jvmti, jni, prepared, attached, set_hooks)
+    let (quiet, mut modes) = (prepared.options.quiet, prepared.options.modes.label());
+    let trace = prepared.options.trace.clone();
+    let mut recorder = Recorder::start(vm, jvmti, jni, prepared, attached, set_hooks)
         .map_err(|e| format!("{e}; profiling is disabled"))?;
+    if trace.enabled() {
+        if let Err(e) = trace::start(jvmti, jni, &trace) {
+            set_hooks(None);
+            recorder.stop();
+            return Err(format!("cannot start tracing: {e}; profiling is disabled"));
+        }
+        modes = if modes.is_empty() {
+            "trace".into()
+        } else {
+            format!("{modes}+trace")
+        };
+    }
     if !quiet {
         report(format!("recording {modes} to {}", recorder.destination));
     }
@@ -179,6 +194,7 @@ fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> 
 fn stop_recording() -> Option<(String, bool)> {
     let mut recorder = agent().recorder.take()?;
     set_hooks(None);
+    stop_tracing(None);
     let complete = recorder.stop();
     Some((recorder.destination.clone(), complete))
 }
@@ -236,14 +252,15 @@ unsafe extern "C" fn on_thread_end(
 }
 
 unsafe extern "C" fn on_class_prepare(
-    _jvmti: *mut sys::jvmtiEnv,
-    _jni: *mut sys::JNIEnv,
+    jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
     _thread: sys::jthread,
     class: sys::jclass,
 ) {
     guard("ClassPrepare", (), || {
         if let Some(hooks) = hooks() {
             hooks.class_prepared(class);
+            trace::class_prepared(Jvmti(jvmti), Jni(jni), class);
         }
     })
 }
@@ -288,7 +305,13 @@ pub extern "C" fn Agent_OnAttach(
 fn on_attach(vm: Vm, text: &str) -> Result<(), String> {
     let options = Options::parse(text).map_err(|e| e.to_string())?;
     if options.stop {
+        // The application runs on: give the traced classes their own code back.
+        let jni = Jni(vm.get_env(sys::JNI_VERSION_1_6).cast());
+        stop_tracing((!jni.0.is_null()).then_some(jni));
         return stop_from_attach(options.quiet);
+    }
+    if options.trace.stop || (options.trace.enabled() && agent().recorder.is_some()) {
+        return trace_from_attach(vm, &options);
     }
     if let Some(recorder) = &agent().recorder {
         return Err(format!(
@@ -306,6 +329,43 @@ fn on_attach(vm: Vm, text: &str) -> Result<(), String> {
         .set_event(true, sys::JVMTI_EVENT_VM_DEATH)
         .map_err(|e| format!("cannot enable VM events: {e}"))?;
     start(vm, jvmti, Jni(jni.cast()), prepared, true)
+}
+
+/// Silences the probes before the writer's last drain. At VM death the classes
+/// keep their probes (restoring them would only slow the exit).
+fn stop_tracing(restore_with: Option<Jni>) {
+    let jvmti = agent().jvmti;
+    if let (Some(jvmti), Some(_)) = (jvmti, trace::session()) {
+        let _ = trace::stop(jvmti, restore_with, restore_with.is_some());
+    }
+}
+
+/// `trace=...` on a running recording starts tracing or changes its filters;
+/// `tracestop` stops tracing and removes the probes, the recording runs on.
+fn trace_from_attach(vm: Vm, options: &Options) -> Result<(), String> {
+    if agent().recorder.is_none() {
+        return Err("no recording is running; attach with `trace=...` alone to start one".into());
+    }
+    let jvmti = init_jvmti(vm)?;
+    let jni = Jni(vm.get_env(sys::JNI_VERSION_1_6).cast());
+    if jni.0.is_null() {
+        return Err("the attaching thread has no JNI environment".into());
+    }
+    let result = if options.trace.stop {
+        trace::stop(jvmti, Some(jni), true)
+    } else {
+        trace::start(jvmti, jni, &options.trace)
+    };
+    result.map_err(|e| format!("tracing: {e}"))?;
+    if !options.quiet {
+        let what = if options.trace.stop {
+            "stopped"
+        } else {
+            "now follows the new filters"
+        };
+        report(format!("tracing {what}"));
+    }
+    Ok(())
 }
 
 /// `stop` through dynamic attach: stops the running recording and completes its file.

@@ -54,6 +54,9 @@ pub enum OptionsError {
     BadLabels(String),
     #[error("option `{0}` only applies with `collector=HOST:PORT`")]
     NeedsCollector(String),
+    /// A tracing option (crate::trace) with its own message.
+    #[error("{0}")]
+    Trace(String),
 }
 
 /// Which sampling engines run.
@@ -115,6 +118,8 @@ pub struct Options {
     pub stop: bool,
     /// No informational lines on stderr (errors are still printed).
     pub quiet: bool,
+    /// Exact method tracing (`trace=`, `traceconfig=`, ...; see crate::trace).
+    pub trace: crate::trace::TraceOptions,
 }
 
 impl Default for Options {
@@ -132,6 +137,7 @@ impl Default for Options {
             wall_threads: DEFAULT_WALL_THREADS,
             stop: false,
             quiet: false,
+            trace: Default::default(),
         }
     }
 }
@@ -149,13 +155,17 @@ impl Options {
         let mut interval = None;
         let mut snap_interval = None;
         let mut link = LinkOptions::default();
+        let mut mode_given = false;
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v.trim())),
                 None => (item, None),
             };
             match key {
-                "mode" => options.modes = parse_modes(need(key, value)?)?,
+                "mode" => {
+                    options.modes = parse_modes(need(key, value)?)?;
+                    mode_given = true;
+                }
                 "interval" => interval = Some(parse_duration(key, need(key, value)?)?),
                 "snapinterval" => snap_interval = Some(parse_duration(key, need(key, value)?)?),
                 "file" => options.file = Some(parse_file(need(key, value)?)?),
@@ -169,8 +179,14 @@ impl Options {
                 }
                 "stop" => options.stop = flag(key, value)?,
                 "quiet" => options.quiet = flag(key, value)?,
+                k if crate::trace::TraceOptions::owns(k) => {
+                    options.trace.set(k, value).map_err(OptionsError::Trace)?
+                }
                 _ => return Err(OptionsError::UnknownKey(key.to_string())),
             }
+        }
+        if options.trace.enabled() && !mode_given {
+            options.modes = Modes::default(); // tracing alone: no sampling unless asked
         }
         options.apply_intervals(interval, snap_interval);
         options.collector = link.finish()?;

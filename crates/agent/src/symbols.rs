@@ -118,6 +118,12 @@ impl Symbols {
         id
     }
 
+    /// Defines a method known by name rather than by jmethodID (a traced method:
+    /// the tracer names its probe ids itself); returns its recording id.
+    pub fn define(&mut self, out: &mut ChunkWriter, names: &MethodNames) -> u32 {
+        self.define_method(out, names)
+    }
+
     /// The entry for jmethodID `key`, resolving it with `resolve` the first time.
     /// `resolve` returns None when the method is gone (its class was unloaded);
     /// such frames become frames of the unknown method 0.

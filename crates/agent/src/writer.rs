@@ -106,6 +106,8 @@ struct Writer {
     samples: u64,
     snapshots: u64,
     write_error: Option<std::io::Error>,
+    /// Exact tracing's events waiting in the threads' rings (crate::trace).
+    trace: crate::trace::drain::TraceDrain,
 }
 
 impl WriterConfig {
@@ -144,6 +146,7 @@ fn run(cfg: WriterConfig) {
         samples: 0,
         snapshots: 0,
         write_error: None,
+        trace: Default::default(),
     };
     writer.run();
     vm.detach();
@@ -177,7 +180,21 @@ impl Writer {
                     .is_some()
                 {}
             }
+            self.drain_traces();
         });
+    }
+
+    /// Trace events of every thread, each batch under its recording thread.
+    fn drain_traces(&mut self) {
+        for raw in self.trace.take() {
+            let thread = match raw.thread {
+                Some(t) => t,
+                None => self.thread_of(raw.tid, raw.env),
+            };
+            self.emit_thread(thread);
+            self.trace
+                .write(&raw, thread, &mut self.chunk, &mut self.symbols);
+        }
     }
 
     fn on_sample(&mut self, h: &SampleHeader, frames: &[CallFrame]) {
@@ -294,6 +311,7 @@ impl Writer {
             self.cfg.snapshots_dropped.load(Ordering::Relaxed),
         ));
         values.push(("methods.unresolved", self.symbols.unresolved()));
+        values.extend(self.trace.counter_values());
         if let Some(link) = &self.cfg.collector {
             values.extend(link.stats.values());
         }

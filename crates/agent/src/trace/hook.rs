@@ -1,0 +1,188 @@
+//! The ClassFileLoadHook: for each class loaded or retransformed while tracing is
+//! on, the filters pick methods, the registry gives them probe ids and the
+//! bytecode crate inserts the probes. A class the rewriter cannot read is left as
+//! it is and counted; so is each method it refuses.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_uchar, CStr};
+use std::sync::atomic::Ordering;
+
+use jscope_bytecode::{instrument, ClassFile, Outcome};
+
+use super::filter::is_library;
+use super::probe::LIBRARY_BIT;
+use super::registry::{self, ProbeMethod};
+use super::{jvm_ext, session, Session};
+use crate::jvm::Jvmti;
+use crate::sys;
+
+/// Classes never given probes. java.lang.Object: its constructor runs for every
+/// allocation and C2 crashed (JDK 17, SIGSEGV in find_instance_klass while
+/// compiling an instrumented `Object.<init>` after retransformation).
+const NEVER_TRACED: [&str; 1] = ["java/lang/Object"];
+
+const ACC_NATIVE: u16 = 0x0100;
+const ACC_ABSTRACT: u16 = 0x0400;
+
+/// The JVMTI callback (installed by lib.rs with the others).
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn on_class_file_load(
+    jvmti: *mut sys::jvmtiEnv,
+    _jni: *mut sys::JNIEnv,
+    _class_being_redefined: sys::jclass,
+    _loader: sys::jobject,
+    name: *const c_char,
+    _protection_domain: sys::jobject,
+    class_data_len: sys::jint,
+    class_data: *const c_uchar,
+    new_class_data_len: *mut sys::jint,
+    new_class_data: *mut *mut c_uchar,
+) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let Some(session) = session() else {
+            return;
+        };
+        if name.is_null() || class_data.is_null() || class_data_len <= 0 {
+            return; // hidden classes have no name and are never traced
+        }
+        // SAFETY: the JVM passes a NUL-terminated name and class_data_len bytes.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };
+        let Some(new_bytes) = rewrite(&session, &name, bytes) else {
+            return;
+        };
+        if let Some(mem) = jvm_ext::allocate_copy(Jvmti(jvmti), &new_bytes) {
+            // SAFETY: the JVM passes valid out-pointers and frees `mem` itself.
+            unsafe {
+                *new_class_data = mem;
+                *new_class_data_len = new_bytes.len() as sys::jint;
+            }
+        }
+    }));
+}
+
+/// The instrumented class file, or None to leave the class unchanged.
+pub fn rewrite(session: &Session, internal_name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+    if internal_name == session.probes.class
+        || internal_name.starts_with("jscope/")
+        || NEVER_TRACED.contains(&internal_name)
+    {
+        return None;
+    }
+    let dotted = internal_name.replace('/', ".");
+    let with_subclasses = session.has_subclass_rules();
+    if !with_subclasses && !session.may_trace_class(&dotted) {
+        return None;
+    }
+    let class = match ClassFile::parse(bytes) {
+        Ok(c) => c,
+        Err(_) => {
+            session
+                .counters
+                .class_errors
+                .fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+    };
+    if with_subclasses {
+        session.learn_ancestry(&dotted, &class);
+    }
+    let ids = select_methods(session, &class, &dotted);
+    if ids.is_empty() {
+        return None;
+    }
+    let select = |_: &str, method: &str, desc: &str| {
+        ids.get(&(method.to_string(), desc.to_string())).copied()
+    };
+    let result = match instrument(bytes, select, &session.probes) {
+        Ok(r) => r,
+        Err(_) => {
+            session
+                .counters
+                .class_errors
+                .fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+    };
+    count(session, &result.methods);
+    if result.bytes.is_some() {
+        session.instrumented(&dotted);
+    }
+    result.bytes
+}
+
+fn count(session: &Session, methods: &[jscope_bytecode::MethodOutcome]) {
+    let c = &session.counters;
+    let done = methods
+        .iter()
+        .filter(|m| matches!(m.outcome, Outcome::Instrumented(_)))
+        .count() as u64;
+    c.methods_instrumented.fetch_add(done, Ordering::Relaxed);
+    c.methods_skipped
+        .fetch_add(methods.len() as u64 - done, Ordering::Relaxed);
+    if done > 0 {
+        c.classes_instrumented.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Probe ids of the methods of `class` the filters select, keyed by (name,
+/// descriptor); abstract and native methods have no code to probe.
+fn select_methods(
+    session: &Session,
+    class: &ClassFile,
+    dotted: &str,
+) -> HashMap<(String, String), u32> {
+    let mut ids = HashMap::new();
+    let Ok(internal) = class.name() else {
+        return ids;
+    };
+    let source_file = source_file(class);
+    let library_bit = if is_library(dotted) { LIBRARY_BIT } else { 0 };
+    let filters = session.filters();
+    let extends = |base: &str| session.extends(dotted, base);
+    for m in &class.methods {
+        if m.access & (ACC_NATIVE | ACC_ABSTRACT) != 0 {
+            continue;
+        }
+        let (Ok(name), Ok(descriptor)) = (
+            class.pool.utf8(m.name_index),
+            class.pool.utf8(m.descriptor_index),
+        ) else {
+            continue;
+        };
+        if !filters.traces(dotted, &name, &extends) {
+            continue;
+        }
+        let index = registry::index_of(ProbeMethod {
+            class: internal.clone(),
+            name: name.clone(),
+            descriptor: descriptor.clone(),
+            access: m.access,
+            source_file: source_file.clone(),
+        });
+        ids.insert((name, descriptor), index | library_bit);
+    }
+    ids
+}
+
+fn source_file(class: &ClassFile) -> Option<String> {
+    let attr = class.find_attribute(&class.attributes, "SourceFile")?;
+    let index = u16::from_be_bytes([*attr.info.first()?, *attr.info.get(1)?]);
+    class.pool.utf8(index).ok()
+}
+
+/// Dotted names of the direct superclass and interfaces of `class`.
+pub fn direct_supers(class: &ClassFile) -> Vec<String> {
+    let mut supers = Vec::new();
+    if class.super_class != 0 {
+        if let Ok(s) = class.pool.class_name(class.super_class) {
+            supers.push(s.replace('/', "."));
+        }
+    }
+    for i in &class.interfaces {
+        if let Ok(s) = class.pool.class_name(*i) {
+            supers.push(s.replace('/', "."));
+        }
+    }
+    supers
+}

@@ -1,0 +1,484 @@
+//! Exact method tracing (issue 4): bytecode probes in the methods the filters
+//! select, inserted by a ClassFileLoadHook at load time and by
+//! RetransformClasses for classes already loaded; tracing starts, stops or changes
+//! its filters on a running JVM the same way.
+//!
+//! - [`filter`]: include/exclude rules, `exclude-library`, `subclasses-of`.
+//! - [`probe_class`]: the synthesised `jscope/Trace` class bound to Rust natives.
+//! - [`probe`]: the natives' hot path and the per-thread rings.
+//! - [`hook`]: the ClassFileLoadHook; [`registry`]: probe ids and their names.
+//! - [`drain`]: the writer's side, rings to TraceBatch records.
+
+pub mod drain;
+pub mod filter;
+pub mod hook;
+pub mod jvm_ext;
+pub mod probe;
+pub mod probe_class;
+pub mod registry;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard};
+
+use jscope_bytecode::{ClassFile, Probes};
+
+use crate::jvm::{Jni, Jvmti};
+use crate::sys;
+use filter::{FilterError, Filters};
+
+/// The tracing part of the agent options.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TraceOptions {
+    /// `trace=PATTERN[;PATTERN...]`.
+    pub patterns: Option<String>,
+    /// `traceconfig=FILE`.
+    pub config: Option<String>,
+    /// `tracecpu`: every event also carries the thread's CPU time.
+    pub cpu: bool,
+    /// `tracestop` (attach): stop tracing, keep the recording running.
+    pub stop: bool,
+    /// `tracebuffer=N`: events a thread may have waiting for the writer.
+    pub buffer: Option<usize>,
+}
+
+impl TraceOptions {
+    /// True for the option keys this module owns.
+    pub fn owns(key: &str) -> bool {
+        matches!(
+            key,
+            "trace" | "traceconfig" | "tracecpu" | "tracestop" | "tracebuffer"
+        )
+    }
+
+    /// Applies one `key[=value]`; the error is the message of the agent's line.
+    pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
+        let need = || value.ok_or_else(|| format!("option `{key}` needs a value (`{key}=...`)"));
+        let flag = || match value {
+            None | Some("true") | Some("1") => Ok(true),
+            Some("false") | Some("0") => Ok(false),
+            Some(_) => Err(format!("option `{key}` takes no value")),
+        };
+        match key {
+            "trace" => {
+                let v = need()?;
+                Filters::parse_option(v).map_err(|e| e.to_string())?;
+                self.patterns = Some(v.to_string());
+            }
+            "traceconfig" => self.config = Some(need()?.to_string()),
+            "tracecpu" => self.cpu = flag()?,
+            "tracestop" => self.stop = flag()?,
+            "tracebuffer" => {
+                let v = need()?;
+                let n = v
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| (64..=1 << 24).contains(n));
+                self.buffer = Some(n.ok_or_else(|| {
+                    format!("bad number `{v}` for `tracebuffer` (64 to 16777216 events)")
+                })?);
+            }
+            _ => return Err(format!("unknown option `{key}`")),
+        }
+        Ok(())
+    }
+
+    /// True when tracing was asked for.
+    pub fn enabled(&self) -> bool {
+        self.patterns.is_some() || self.config.is_some()
+    }
+
+    /// The filters: the config file's rules, then the option's patterns.
+    pub fn filters(&self) -> Result<Filters, FilterError> {
+        let mut filters = match &self.config {
+            Some(path) => Filters::read_config(path)?,
+            None => Filters::default(),
+        };
+        if let Some(p) = &self.patterns {
+            filters.extend(Filters::parse_option(p)?);
+        }
+        Ok(filters)
+    }
+}
+
+/// Header keys describing tracing, with the measured probe cost (JX).
+pub fn header_extra(options: &TraceOptions) -> Vec<(String, String)> {
+    if !options.enabled() {
+        return Vec::new();
+    }
+    let mut pairs = vec![
+        (
+            "trace.probe_cost_ns".to_string(),
+            probe::measure_probe_cost(options.cpu).to_string(),
+        ),
+        ("trace.cpu".to_string(), options.cpu.to_string()),
+        (
+            "trace.untraced".to_string(),
+            "library calls made by library methods under exclude-library".to_string(),
+        ),
+    ];
+    if let Some(p) = &options.patterns {
+        pairs.push(("trace.patterns".to_string(), p.clone()));
+    }
+    if let Some(c) = &options.config {
+        pairs.push(("trace.config".to_string(), c.clone()));
+    }
+    pairs
+}
+
+/// Why tracing could not start or change.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error(transparent)]
+    Filters(#[from] FilterError),
+    #[error(transparent)]
+    ProbeClass(#[from] probe_class::ProbeClassError),
+    #[error("JVMTI refused tracing: {0}")]
+    Jvmti(#[from] crate::jvm::JvmtiError),
+    #[error("tracing is not running")]
+    NotRunning,
+}
+
+#[derive(Default)]
+pub struct Counters {
+    pub classes_instrumented: AtomicU64,
+    pub methods_instrumented: AtomicU64,
+    pub methods_skipped: AtomicU64,
+    pub class_errors: AtomicU64,
+    pub retransform_errors: AtomicU64,
+}
+
+/// One tracing session: what the hook and the callbacks consult.
+pub struct Session {
+    pub probes: Probes,
+    filters: RwLock<Filters>,
+    /// Dotted class -> its direct superclass and interfaces, learnt when
+    /// `subclasses-of` rules need them.
+    ancestry: Mutex<HashMap<String, Vec<String>>>,
+    /// Dotted names of the classes given probes, to undo them on stop.
+    instrumented: Mutex<HashSet<String>>,
+    pub counters: Counters,
+}
+
+impl Session {
+    fn new(filters: Filters) -> Session {
+        Session {
+            probes: Probes::default(),
+            filters: RwLock::new(filters),
+            ancestry: Mutex::default(),
+            instrumented: Mutex::default(),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn filters(&self) -> RwLockReadGuard<'_, Filters> {
+        self.filters.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn has_subclass_rules(&self) -> bool {
+        self.filters().subclass_roots().next().is_some()
+    }
+
+    pub fn may_trace_class(&self, dotted: &str) -> bool {
+        self.filters()
+            .may_trace_class(dotted, &|base| self.extends(dotted, base))
+    }
+
+    /// Whether `class` descends from `base` as far as the ancestry learnt so far shows.
+    pub fn extends(&self, class: &str, base: &str) -> bool {
+        let ancestry = self.ancestry.lock().unwrap_or_else(|e| e.into_inner());
+        let mut todo = vec![class.to_string()];
+        let mut seen = HashSet::new();
+        while let Some(c) = todo.pop() {
+            for s in ancestry.get(&c).into_iter().flatten() {
+                if s == base {
+                    return true;
+                }
+                if seen.insert(s.clone()) {
+                    todo.push(s.clone());
+                }
+            }
+        }
+        false
+    }
+
+    pub fn learn_ancestry(&self, dotted: &str, class: &ClassFile) {
+        self.learn(dotted, hook::direct_supers(class));
+    }
+
+    fn learn(&self, dotted: &str, supers: Vec<String>) {
+        self.ancestry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(dotted.to_string(), supers);
+    }
+
+    pub fn instrumented(&self, dotted: &str) {
+        self.lock_instrumented().insert(dotted.to_string());
+    }
+
+    fn lock_instrumented(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.instrumented.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn counter_values(&self) -> Vec<(&'static str, u64)> {
+        let c = &self.counters;
+        vec![
+            (
+                "trace.classes_instrumented",
+                c.classes_instrumented.load(Ordering::Relaxed),
+            ),
+            (
+                "trace.methods_instrumented",
+                c.methods_instrumented.load(Ordering::Relaxed),
+            ),
+            (
+                "trace.methods_skipped",
+                c.methods_skipped.load(Ordering::Relaxed),
+            ),
+            ("trace.class_errors", c.class_errors.load(Ordering::Relaxed)),
+            (
+                "trace.retransform_errors",
+                c.retransform_errors.load(Ordering::Relaxed),
+            ),
+        ]
+    }
+}
+
+static SESSION: RwLock<Option<Arc<Session>>> = RwLock::new(None);
+/// The probe class, defined once per process (a second definition would fail).
+static PROBE_CLASS: OnceLock<usize> = OnceLock::new();
+/// Counters of the last session, still reported after it stopped.
+static LAST: Mutex<Option<Arc<Session>>> = Mutex::new(None);
+
+pub fn session() -> Option<Arc<Session>> {
+    SESSION.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn set_session(s: Option<Arc<Session>>) {
+    *SESSION.write().unwrap_or_else(|e| e.into_inner()) = s;
+}
+
+/// Starts tracing: probe class, hook, then probes into the loaded classes the
+/// filters select. Runs on a Java thread (VMInit's or the attach listener).
+pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), TraceError> {
+    let filters = options.filters()?;
+    if session().is_some() {
+        return retarget(jvmti, jni, filters);
+    }
+    jvm_ext::add_capabilities(jvmti)?;
+    install_probe_class(jvmti, jni)?;
+    probe::begin_session(
+        options.cpu,
+        filters.exclude_library,
+        options.buffer.unwrap_or(probe::RING_EVENTS),
+    );
+    let session = Arc::new(Session::new(filters));
+    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.clone());
+    set_session(Some(session.clone()));
+    jvm_ext::set_class_hook(jvmti, true)?;
+    retransform_matching(jvmti, jni, &session, &HashSet::new());
+    Ok(())
+}
+
+fn install_probe_class(jvmti: Jvmti, jni: Jni) -> Result<(), TraceError> {
+    if PROBE_CLASS.get().is_none() {
+        let class = probe_class::install(jvmti, jni, &Probes::default())?;
+        let _ = PROBE_CLASS.set(class as usize);
+    }
+    Ok(())
+}
+
+/// New filters on a running session: classes that gain or lose probes are
+/// retransformed (their running frames keep the code they started with).
+fn retarget(jvmti: Jvmti, jni: Jni, filters: Filters) -> Result<(), TraceError> {
+    let session = session().ok_or(TraceError::NotRunning)?;
+    probe::set_exclude_library(filters.exclude_library);
+    *session.filters.write().unwrap_or_else(|e| e.into_inner()) = filters;
+    let before = std::mem::take(&mut *session.lock_instrumented());
+    retransform_matching(jvmti, jni, &session, &before);
+    Ok(())
+}
+
+/// Stops tracing: probes go silent at once (what they recorded stays for the
+/// writer); with `restore`, instrumented classes get their original code back.
+pub fn stop(jvmti: Jvmti, jni: Option<Jni>, restore: bool) -> Result<(), TraceError> {
+    let session = session().ok_or(TraceError::NotRunning)?;
+    probe::end_session();
+    let _ = jvm_ext::set_class_hook(jvmti, false);
+    set_session(None);
+    if let (true, Some(jni)) = (restore, jni) {
+        let before = std::mem::take(&mut *session.lock_instrumented());
+        retransform_loaded(jvmti, jni, &session, |dotted| before.contains(dotted));
+    }
+    Ok(())
+}
+
+/// Retransforms the loaded classes the filters may select, plus those in `also`.
+fn retransform_matching(jvmti: Jvmti, jni: Jni, session: &Session, also: &HashSet<String>) {
+    if session.has_subclass_rules() {
+        learn_loaded_ancestry(jvmti, jni, session);
+    }
+    retransform_loaded(jvmti, jni, session, |dotted| {
+        also.contains(dotted) || session.may_trace_class(dotted)
+    });
+}
+
+/// Loaded classes retransformed at once per batch; a failing batch is retried
+/// class by class so one bad class does not keep the others uninstrumented.
+const RETRANSFORM_BATCH: usize = 256;
+
+fn retransform_loaded(jvmti: Jvmti, jni: Jni, session: &Session, wanted: impl Fn(&str) -> bool) {
+    jni.with_local_frame(64, || {
+        let Ok(classes) = jvmti.loaded_classes() else {
+            return;
+        };
+        jni.ensure_local_capacity(classes.len() + 64);
+        let chosen: Vec<sys::jclass> = classes
+            .iter()
+            .copied()
+            .filter(|&c| {
+                dotted_name(jvmti, c).is_some_and(|n| !n.starts_with("jscope.") && wanted(&n))
+                    && jvm_ext::is_modifiable(jvmti, c)
+            })
+            .collect();
+        for batch in chosen.chunks(RETRANSFORM_BATCH) {
+            if jvm_ext::retransform(jvmti, batch).is_err() {
+                for c in batch {
+                    if jvm_ext::retransform(jvmti, &[*c]).is_err() {
+                        session
+                            .counters
+                            .retransform_errors
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        for c in classes {
+            jni.delete_local(c);
+        }
+    });
+}
+
+/// `java.util.Map$Entry` for an object class; None for arrays and primitives.
+fn dotted_name(jvmti: Jvmti, class: sys::jclass) -> Option<String> {
+    let sig = jvm_ext::class_signature(jvmti, class)?;
+    let inner = sig.strip_prefix('L')?.strip_suffix(';')?;
+    Some(inner.replace('/', "."))
+}
+
+/// Superclasses and interfaces of every loaded class, so `subclasses-of` can
+/// select classes loaded before tracing started.
+fn learn_loaded_ancestry(jvmti: Jvmti, jni: Jni, session: &Session) {
+    jni.with_local_frame(64, || {
+        let Ok(classes) = jvmti.loaded_classes() else {
+            return;
+        };
+        jni.ensure_local_capacity(classes.len() + 64);
+        for c in classes {
+            learn_class_ancestry(jvmti, jni, session, c);
+            jni.delete_local(c);
+        }
+    });
+}
+
+fn learn_class_ancestry(jvmti: Jvmti, jni: Jni, session: &Session, class: sys::jclass) {
+    let Some(name) = dotted_name(jvmti, class) else {
+        return;
+    };
+    let mut supers = Vec::new();
+    let sup = jvm_ext::superclass(jni, class);
+    if !sup.is_null() {
+        supers.extend(dotted_name(jvmti, sup));
+        jni.delete_local(sup);
+    }
+    for i in jvm_ext::interfaces(jvmti, class) {
+        supers.extend(dotted_name(jvmti, i));
+        jni.delete_local(i);
+    }
+    session.learn(&name, supers);
+}
+
+/// ClassPrepare: a class whose ancestry was unknown when its bytes were hooked
+/// (a superclass loaded after it) and that `subclasses-of` selects is
+/// retransformed now that its whole hierarchy is loaded.
+pub fn class_prepared(jvmti: Jvmti, jni: Jni, class: sys::jclass) {
+    let Some(session) = session() else {
+        return;
+    };
+    if !session.has_subclass_rules() {
+        return;
+    }
+    let Some(name) = dotted_name(jvmti, class) else {
+        return;
+    };
+    if session.lock_instrumented().contains(&name) {
+        return;
+    }
+    learn_class_ancestry(jvmti, jni, &session, class);
+    let selected = session
+        .filters()
+        .subclass_roots()
+        .any(|root| session.extends(&name, root));
+    if selected
+        && jvm_ext::is_modifiable(jvmti, class)
+        && jvm_ext::retransform(jvmti, &[class]).is_err()
+    {
+        session
+            .counters
+            .retransform_errors
+            .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Counters for the recording (the current or last session's, and the probes').
+pub fn counter_values() -> Vec<(&'static str, u64)> {
+    let Some(session) = LAST.lock().unwrap_or_else(|e| e.into_inner()).clone() else {
+        return Vec::new();
+    };
+    let mut values = session.counter_values();
+    values.extend(probe::counter_values());
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_options_parse_and_validate() {
+        let mut o = TraceOptions::default();
+        assert!(!o.enabled());
+        o.set("trace", Some("demo.*#run;!demo.Secret")).unwrap();
+        o.set("tracecpu", None).unwrap();
+        o.set("tracebuffer", Some("4096")).unwrap();
+        assert!(o.enabled() && o.cpu);
+        assert_eq!(o.buffer, Some(4096));
+        assert_eq!(o.filters().unwrap().rules.len(), 2);
+        assert!(o.set("trace", Some(";")).is_err());
+        assert!(o.set("tracebuffer", Some("1")).is_err());
+        assert!(o.set("tracecpu", Some("yes")).is_err());
+        assert!(TraceOptions::owns("traceconfig") && !TraceOptions::owns("tracex"));
+    }
+
+    #[test]
+    fn config_file_rules_come_before_option_patterns() {
+        let path = std::env::temp_dir().join(format!("jscope-trace-{}.conf", std::process::id()));
+        std::fs::write(&path, "exclude demo.Shop close\nexclude-library\n").unwrap();
+        let mut o = TraceOptions::default();
+        o.set("traceconfig", Some(path.to_str().unwrap())).unwrap();
+        o.set("trace", Some("demo.*")).unwrap();
+        let f = o.filters().unwrap();
+        let none = |_: &str| false;
+        assert!(f.exclude_library);
+        assert!(!f.traces("demo.Shop", "close", &none));
+        assert!(f.traces("demo.Shop", "open", &none));
+        std::fs::remove_file(&path).unwrap();
+        o.config = Some("/nonexistent/trace.conf".into());
+        assert!(o
+            .filters()
+            .unwrap_err()
+            .to_string()
+            .contains("cannot read trace config"));
+    }
+}

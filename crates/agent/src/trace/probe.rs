@@ -1,0 +1,449 @@
+//! The probes' hot path: the native bodies of `jscope/Trace.enter/exit/exitThrow`.
+//!
+//! Each Java thread owns a [`ThreadRing`], a single-producer single-consumer ring
+//! of raw events that the writer thread drains; the thread itself keeps a shadow
+//! stack (repairs missing exits, decides `exclude-library`) and the JPMT counter of
+//! calls it did not record. Nothing here locks or allocates except the first event
+//! of a thread in a session (registering its ring).
+
+use std::cell::{RefCell, UnsafeCell};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::clock;
+use crate::sys;
+use crate::threads::gettid;
+
+/// Bit 30 of a probe id marks a library (JDK) method; the rest is the index into
+/// the probe registry. Bit 31 is left clear so ids stay positive Java ints.
+pub const LIBRARY_BIT: u32 = 1 << 30;
+pub const INDEX_MASK: u32 = LIBRARY_BIT - 1;
+/// Marks a shadow-stack entry whose enter was recorded.
+const RECORDED: u32 = 1 << 31;
+
+pub const KIND_ENTER: u32 = 0;
+pub const KIND_EXIT: u32 = 1;
+pub const KIND_THROW: u32 = 2;
+
+/// One probe hit as the application thread stores it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawEvent {
+    pub ticks: u64,
+    /// Thread CPU ns when the session records CPU time, else 0.
+    pub cpu: u64,
+    /// `index << 2 | kind`.
+    pub head: u32,
+    /// On enters: calls not recorded since the previous recorded event.
+    pub untraced: u32,
+}
+
+/// Events one thread may have waiting for the writer before new ones are dropped.
+pub const RING_EVENTS: usize = 1 << 16;
+
+/// A thread's events on their way to the writer: the thread writes slots and then
+/// publishes `head`; the writer reads up to `head` and then publishes `tail`.
+pub struct ThreadRing {
+    slots: Box<[UnsafeCell<RawEvent>]>,
+    head: AtomicUsize,
+    tail: AtomicUsize,
+    pub tid: u32,
+    /// The thread's JNIEnv, which the writer maps to the Java thread.
+    pub env: usize,
+    /// Set when the thread is gone: once drained the ring is forgotten.
+    pub ended: AtomicBool,
+    pub dropped: AtomicU64,
+}
+
+// SAFETY: a slot is written only by the owning thread before `head` is released
+// past it, and read only by the writer after acquiring that `head`; the writer
+// releases `tail` only after it has read the slots, so the two never overlap.
+unsafe impl Sync for ThreadRing {}
+
+impl ThreadRing {
+    pub fn new(capacity: usize, tid: u32, env: usize) -> ThreadRing {
+        let capacity = capacity.next_power_of_two();
+        ThreadRing {
+            slots: (0..capacity).map(|_| UnsafeCell::default()).collect(),
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+            tid,
+            env,
+            ended: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Producer side; false (and counted) when the writer has fallen behind.
+    #[inline]
+    fn push(&self, e: RawEvent) -> bool {
+        let head = self.head.load(Ordering::Relaxed);
+        if head - self.tail.load(Ordering::Acquire) >= self.slots.len() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        // SAFETY: see the Sync impl; this slot is not readable by the writer yet.
+        unsafe { *self.slots[head & (self.slots.len() - 1)].get() = e };
+        self.head.store(head + 1, Ordering::Release);
+        true
+    }
+
+    /// Consumer side: hands every published event to `f`, oldest first.
+    pub fn drain(&self, mut f: impl FnMut(&RawEvent)) -> usize {
+        let tail = self.tail.load(Ordering::Relaxed);
+        let head = self.head.load(Ordering::Acquire);
+        for i in tail..head {
+            // SAFETY: see the Sync impl; slots below `head` are published.
+            f(unsafe { &*self.slots[i & (self.slots.len() - 1)].get() });
+        }
+        self.tail.store(head, Ordering::Release);
+        head - tail
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.head.load(Ordering::Acquire) == self.tail.load(Ordering::Relaxed)
+    }
+}
+
+/// What a tracing session tells the probes; 0 means tracing is off.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+static WITH_CPU: AtomicBool = AtomicBool::new(false);
+static EXCLUDE_LIBRARY: AtomicBool = AtomicBool::new(false);
+static RING_CAPACITY: AtomicUsize = AtomicUsize::new(RING_EVENTS);
+/// Exits whose enter this thread never saw (tracing began inside the call).
+static UNMATCHED_EXITS: AtomicU64 = AtomicU64::new(0);
+/// Enters without exit closed by an outer exit (see `Local::exit`).
+static REPAIRED: AtomicU64 = AtomicU64::new(0);
+static THREADS: AtomicU32 = AtomicU32::new(0);
+static DROPPED_ENDED: AtomicU64 = AtomicU64::new(0);
+
+/// Rings of the current session, for the writer.
+static RINGS: Mutex<Vec<Arc<ThreadRing>>> = Mutex::new(Vec::new());
+
+/// Switches the probes on for a new session with these settings.
+pub fn begin_session(with_cpu: bool, exclude_library: bool, ring_capacity: usize) {
+    WITH_CPU.store(with_cpu, Ordering::Relaxed);
+    EXCLUDE_LIBRARY.store(exclude_library, Ordering::Relaxed);
+    RING_CAPACITY.store(ring_capacity, Ordering::Relaxed);
+    rings().clear();
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    GENERATION.store(NEXT.fetch_add(1, Ordering::Relaxed), Ordering::Release);
+}
+
+/// Switches the probes off; events already in rings stay for the writer.
+pub fn end_session() {
+    GENERATION.store(0, Ordering::Release);
+}
+
+pub fn set_exclude_library(on: bool) {
+    EXCLUDE_LIBRARY.store(on, Ordering::Relaxed);
+}
+
+pub fn rings() -> std::sync::MutexGuard<'static, Vec<Arc<ThreadRing>>> {
+    RINGS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether the current session's events carry thread CPU time.
+pub fn with_cpu() -> bool {
+    WITH_CPU.load(Ordering::Relaxed)
+}
+
+/// Drops the rings of ended threads that hold nothing more, keeping their drop
+/// counts.
+pub fn forget_ended(rings: &mut Vec<Arc<ThreadRing>>) {
+    rings.retain(|r| {
+        let gone = r.ended.load(Ordering::Acquire) && r.is_empty();
+        if gone {
+            DROPPED_ENDED.fetch_add(r.dropped.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        !gone
+    });
+}
+
+/// Events dropped by threads whose rings were forgotten.
+pub fn dropped_by_ended() -> u64 {
+    DROPPED_ENDED.load(Ordering::Relaxed)
+}
+
+/// Process-wide probe counters as (name, value).
+pub fn counter_values() -> [(&'static str, u64); 3] {
+    [
+        (
+            "trace.unmatched_exits",
+            UNMATCHED_EXITS.load(Ordering::Relaxed),
+        ),
+        ("trace.repaired_enters", REPAIRED.load(Ordering::Relaxed)),
+        ("trace.threads", THREADS.load(Ordering::Relaxed).into()),
+    ]
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer; the calling thread's CPU clock always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// One thread's probe state in one session.
+pub struct Local {
+    ring: Arc<ThreadRing>,
+    generation: u64,
+    /// JPMT: calls not recorded since the previous recorded event.
+    untraced: u32,
+    /// Probe ids of the open calls, `RECORDED` set on those whose enter was written.
+    stack: Vec<u32>,
+    with_cpu: bool,
+}
+
+impl Local {
+    pub fn new(ring: Arc<ThreadRing>, generation: u64, with_cpu: bool) -> Local {
+        Local {
+            ring,
+            generation,
+            untraced: 0,
+            stack: Vec::with_capacity(256),
+            with_cpu,
+        }
+    }
+
+    #[inline]
+    fn emit(&mut self, id: u32, kind: u32, untraced: u32) {
+        let cpu = if self.with_cpu { thread_cpu_ns() } else { 0 };
+        self.ring.push(RawEvent {
+            ticks: clock::monotonic_ns(),
+            cpu,
+            head: ((id & INDEX_MASK) << 2) | kind,
+            untraced,
+        });
+    }
+
+    /// A method entry. Under `exclude-library` a library method called by a
+    /// library method is not recorded, only counted (JaViz).
+    #[inline]
+    pub fn enter(&mut self, id: u32, exclude_library: bool) {
+        let caller_is_library = self.stack.last().is_some_and(|e| e & LIBRARY_BIT != 0);
+        if exclude_library && id & LIBRARY_BIT != 0 && caller_is_library {
+            self.untraced = self.untraced.saturating_add(1);
+            self.stack.push(id);
+            return;
+        }
+        let untraced = std::mem::take(&mut self.untraced);
+        self.stack.push(id | RECORDED);
+        self.emit(id, KIND_ENTER, untraced);
+    }
+
+    /// A method exit (`kind` exit or throw). Open calls above the matching entry
+    /// never saw their exit (a constructor that threw before `super()` returned,
+    /// where no handler may cover the code): they are closed as thrown here, so
+    /// the recorded events always nest.
+    #[inline]
+    pub fn exit(&mut self, id: u32, kind: u32) {
+        match self.stack.pop() {
+            Some(top) if top & !RECORDED == id => {
+                if top & RECORDED != 0 {
+                    self.emit(id, kind, 0);
+                }
+            }
+            Some(top) => {
+                self.stack.push(top);
+                self.exit_repairing(id, kind);
+            }
+            None => {
+                UNMATCHED_EXITS.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    #[cold]
+    fn exit_repairing(&mut self, id: u32, kind: u32) {
+        let Some(pos) = self.stack.iter().rposition(|e| e & !RECORDED == id) else {
+            UNMATCHED_EXITS.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        while self.stack.len() > pos + 1 {
+            let open = self.stack.pop().unwrap_or(0);
+            REPAIRED.fetch_add(1, Ordering::Relaxed);
+            if open & RECORDED != 0 {
+                self.emit(open & !RECORDED, KIND_THROW, 0);
+            }
+        }
+        self.exit(id, kind);
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.ring.ended.store(true, Ordering::Release);
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this thread's state for the current session, creating it (and
+/// registering a ring) on the thread's first event of the session.
+#[inline]
+fn with_local(env: *mut sys::JNIEnv, f: impl FnOnce(&mut Local)) {
+    let generation = GENERATION.load(Ordering::Acquire);
+    if generation == 0 {
+        return;
+    }
+    let _ = LOCAL.try_with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return;
+        };
+        match slot.as_mut() {
+            Some(local) if local.generation == generation => f(local),
+            _ => {
+                let local = slot.insert(new_local(env, generation));
+                f(local)
+            }
+        }
+    });
+}
+
+#[cold]
+fn new_local(env: *mut sys::JNIEnv, generation: u64) -> Local {
+    let ring = Arc::new(ThreadRing::new(
+        RING_CAPACITY.load(Ordering::Relaxed),
+        gettid(),
+        env as usize,
+    ));
+    rings().push(ring.clone());
+    THREADS.fetch_add(1, Ordering::Relaxed);
+    Local::new(ring, generation, WITH_CPU.load(Ordering::Relaxed))
+}
+
+/// `jscope/Trace.enter(int)`.
+pub unsafe extern "C" fn native_enter(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
+    let _ = std::panic::catch_unwind(|| {
+        let exclude = EXCLUDE_LIBRARY.load(Ordering::Relaxed);
+        with_local(env, |l| l.enter(id as u32, exclude));
+    });
+}
+
+/// `jscope/Trace.exit(int)`.
+pub unsafe extern "C" fn native_exit(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
+    let _ = std::panic::catch_unwind(|| with_local(env, |l| l.exit(id as u32, KIND_EXIT)));
+}
+
+/// `jscope/Trace.exitThrow(int)`.
+pub unsafe extern "C" fn native_exit_throw(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    id: sys::jint,
+) {
+    let _ = std::panic::catch_unwind(|| with_local(env, |l| l.exit(id as u32, KIND_THROW)));
+}
+
+/// The agent's own cost of one probe (timestamp, shadow stack, ring store) in ns,
+/// measured on a private ring: JX's error correction subtracts it per event. The
+/// JNI transition into the probe is not included (see docs/AGENT.md).
+pub fn measure_probe_cost(with_cpu: bool) -> u64 {
+    const CALLS: u32 = 20_000;
+    let ring = Arc::new(ThreadRing::new(2 * CALLS as usize, 0, 0));
+    let mut best = u64::MAX;
+    for _ in 0..3 {
+        let mut local = Local::new(ring.clone(), 1, with_cpu);
+        let start = clock::monotonic_ns();
+        for i in 0..CALLS {
+            local.enter(i & 1023, false);
+            local.exit(i & 1023, KIND_EXIT);
+        }
+        let spent = clock::monotonic_ns() - start;
+        best = best.min(spent / (2 * u64::from(CALLS)));
+        ring.drain(|_| {});
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local(capacity: usize) -> (Local, Arc<ThreadRing>) {
+        let ring = Arc::new(ThreadRing::new(capacity, 1, 2));
+        (Local::new(ring.clone(), 1, false), ring)
+    }
+
+    fn events(ring: &ThreadRing) -> Vec<(u32, u32, u32)> {
+        let mut v = Vec::new();
+        ring.drain(|e| v.push((e.head >> 2, e.head & 3, e.untraced)));
+        v
+    }
+
+    #[test]
+    fn nested_calls_record_in_order_with_rising_times() {
+        let (mut l, ring) = local(64);
+        l.enter(1, false);
+        l.enter(2, false);
+        l.exit(2, KIND_EXIT);
+        l.exit(1, KIND_THROW);
+        let mut ticks = Vec::new();
+        ring.drain(|e| ticks.push(e.ticks));
+        assert!(ticks.windows(2).all(|w| w[0] <= w[1]));
+        l.enter(3, false);
+        l.exit(3, KIND_EXIT);
+        assert_eq!(events(&ring), [(3, 0, 0), (3, 1, 0)]);
+    }
+
+    #[test]
+    fn library_calls_from_library_code_are_counted_not_recorded() {
+        let (mut l, ring) = local(64);
+        let lib = |i| i | LIBRARY_BIT;
+        l.enter(1, true); // app
+        l.enter(lib(2), true); // library called by app: recorded
+        l.enter(lib(3), true); // library called by library: counted
+        l.enter(lib(4), true);
+        l.exit(lib(4), KIND_EXIT);
+        l.exit(lib(3), KIND_EXIT);
+        l.enter(5, true); // app callback from library: recorded, carries the count
+        l.exit(5, KIND_EXIT);
+        l.exit(lib(2), KIND_EXIT);
+        l.exit(1, KIND_EXIT);
+        assert_eq!(
+            events(&ring),
+            [
+                (1, 0, 0),
+                (2, 0, 0),
+                (5, 0, 2),
+                (5, 1, 0),
+                (2, 1, 0),
+                (1, 1, 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_exit_is_closed_as_thrown_and_stray_exits_are_dropped() {
+        let (mut l, ring) = local(64);
+        l.enter(1, false);
+        l.enter(2, false); // a constructor whose exit never comes
+        l.exit(1, KIND_EXIT);
+        l.exit(7, KIND_EXIT); // entered before tracing began
+        assert_eq!(events(&ring), [(1, 0, 0), (2, 0, 0), (2, 2, 0), (1, 1, 0)]);
+    }
+
+    #[test]
+    fn a_full_ring_drops_and_counts() {
+        let (mut l, ring) = local(4);
+        for _ in 0..3 {
+            l.enter(1, false);
+            l.exit(1, KIND_EXIT);
+        }
+        assert_eq!(ring.dropped.load(Ordering::Relaxed), 2);
+        assert_eq!(events(&ring).len(), 4);
+        l.enter(1, false);
+        assert_eq!(events(&ring).len(), 1, "room again once drained");
+    }
+
+    #[test]
+    fn probe_cost_is_measured() {
+        let ns = measure_probe_cost(false);
+        assert!(ns > 0 && ns < 10_000, "{ns}");
+    }
+}

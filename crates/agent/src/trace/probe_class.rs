@@ -1,0 +1,134 @@
+//! The probe class `jscope/Trace`: synthesised at run time with the bytecode
+//! crate's class writer (three `public static native (I)V` methods, no code, so no
+//! javac and no files), defined in the bootstrap loader so every class can see it,
+//! and bound to the Rust probes with RegisterNatives.
+
+use std::ffi::c_void;
+
+use jscope_bytecode::{ClassFile, ConstantPool, Member, Probes, PROBE_DESCRIPTOR};
+
+use super::jvm_ext;
+use super::probe;
+use crate::jvm::{Jni, Jvmti};
+use crate::sys;
+
+const ACC_PUBLIC: u16 = 0x0001;
+const ACC_STATIC: u16 = 0x0008;
+const ACC_FINAL: u16 = 0x0010;
+const ACC_SUPER: u16 = 0x0020;
+const ACC_NATIVE: u16 = 0x0100;
+
+/// Why the probe class could not be installed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeClassError {
+    #[error("cannot build the probe class: {0}")]
+    Build(#[from] jscope_bytecode::ClassError),
+    #[error("cannot define the probe class {0} in the bootstrap loader")]
+    Define(String),
+    #[error("cannot bind the probe natives of {0}")]
+    Natives(String),
+}
+
+/// The class file of the probe class (Java 8 format; natives need no stack maps).
+pub fn class_bytes(probes: &Probes) -> Result<Vec<u8>, jscope_bytecode::ClassError> {
+    let mut pool = ConstantPool::new();
+    let this_class = pool.add_class(&probes.class)?;
+    let super_class = pool.add_class("java/lang/Object")?;
+    let descriptor_index = pool.add_utf8(PROBE_DESCRIPTOR)?;
+    let mut methods = Vec::new();
+    for name in [&probes.enter, &probes.exit, &probes.exit_throw] {
+        methods.push(Member {
+            access: ACC_PUBLIC | ACC_STATIC | ACC_NATIVE,
+            name_index: pool.add_utf8(name)?,
+            descriptor_index,
+            attributes: Vec::new(),
+        });
+    }
+    ClassFile {
+        minor: 0,
+        major: 52,
+        pool,
+        access: ACC_PUBLIC | ACC_FINAL | ACC_SUPER,
+        this_class,
+        super_class,
+        interfaces: Vec::new(),
+        fields: Vec::new(),
+        methods,
+        attributes: Vec::new(),
+    }
+    .to_bytes()
+}
+
+/// Defines the probe class, binds its natives and lets every named module read
+/// the bootstrap loader's unnamed module it lives in (instrumented JDK classes in
+/// java.base and friends must be allowed to call it). Returns a global reference.
+pub fn install(jvmti: Jvmti, jni: Jni, probes: &Probes) -> Result<sys::jclass, ProbeClassError> {
+    let bytes = class_bytes(probes)?;
+    let class = jvm_ext::define_boot_class(jni, &probes.class, &bytes);
+    if class.is_null() {
+        return Err(ProbeClassError::Define(probes.class.clone()));
+    }
+    bind_natives(jni, class, probes)?;
+    let global = jni.new_global(class);
+    read_from_all_modules(jvmti, jni, class);
+    jni.delete_local(class);
+    Ok(global)
+}
+
+fn bind_natives(jni: Jni, class: sys::jclass, probes: &Probes) -> Result<(), ProbeClassError> {
+    let names: Vec<std::ffi::CString> = [&probes.enter, &probes.exit, &probes.exit_throw]
+        .iter()
+        .map(|n| std::ffi::CString::new(n.as_str()).unwrap_or_default())
+        .collect();
+    let functions: [*mut c_void; 3] = [
+        probe::native_enter as *mut c_void,
+        probe::native_exit as *mut c_void,
+        probe::native_exit_throw as *mut c_void,
+    ];
+    let methods: Vec<_> = names
+        .iter()
+        .zip(functions)
+        .map(|(n, f)| (n.as_c_str(), c"(I)V", f))
+        .collect();
+    if jvm_ext::register_natives(jni, class, &methods) {
+        Ok(())
+    } else {
+        Err(ProbeClassError::Natives(probes.class.clone()))
+    }
+}
+
+/// Modules defined later (application layers) are not covered; their classes
+/// fail with IllegalAccessError only if instrumented, which docs/AGENT.md notes.
+fn read_from_all_modules(jvmti: Jvmti, jni: Jni, class: sys::jclass) {
+    let target = jvm_ext::module_of(jni, class);
+    if target.is_null() {
+        return; // JDK 8: no modules, nothing to open
+    }
+    for module in jvm_ext::all_modules(jvmti) {
+        jvm_ext::add_module_reads(jvmti, module, target);
+        jni.delete_local(module);
+    }
+    jni.delete_local(target);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_class_parses_back_with_three_static_natives() {
+        let bytes = class_bytes(&Probes::default()).unwrap();
+        let class = ClassFile::parse(&bytes).unwrap();
+        assert_eq!(class.name().unwrap(), "jscope/Trace");
+        let names: Vec<String> = class
+            .methods
+            .iter()
+            .map(|m| class.pool.utf8(m.name_index).unwrap())
+            .collect();
+        assert_eq!(names, ["enter", "exit", "exitThrow"]);
+        assert!(class
+            .methods
+            .iter()
+            .all(|m| m.access == ACC_PUBLIC | ACC_STATIC | ACC_NATIVE));
+    }
+}
