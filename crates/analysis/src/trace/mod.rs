@@ -152,6 +152,46 @@ impl TraceStats {
     }
 }
 
+/// Builds the tree and the statistics together.
+#[derive(Default)]
+struct TreeAndStats {
+    tree: TreeSink,
+    stats: StatsSink,
+}
+
+impl CallSink for TreeAndStats {
+    #[inline]
+    fn enter(&mut self, thread: u32, method: u32, enter_ns: u64, depth: u32) -> u32 {
+        self.tree.enter(thread, method, enter_ns, depth)
+    }
+
+    #[inline]
+    fn exit(&mut self, call: &Call) {
+        self.tree.exit(call);
+        self.stats.exit(call);
+    }
+}
+
+/// The call tree and the statistics in one pass over a recording's bytes (the
+/// events are decoded once), and the recording without its traces.
+pub fn analyse_bytes(
+    bytes: &[u8],
+    options: &TraceOptions,
+) -> Result<(CallTree, TraceStats, Recording), TraceError> {
+    let mut feeder = Feeder::new(TreeAndStats::default(), options);
+    let rec = scan_bytes(bytes, |r, b| feeder.batch(r, b))?;
+    let engine = feeder.finish(&rec);
+    let cost = options.probe_cost(&rec);
+    let n = events(&engine);
+    let both = engine.sink;
+    let tree = both
+        .tree
+        .finish(&rec, &engine.threads, engine.anomalies, cost);
+    let mut stats = both.stats.finish(&rec, engine.anomalies, n);
+    stats.probe_cost_ns = cost;
+    Ok((tree, stats, rec))
+}
+
 impl CallTree {
     /// The call tree of a decoded recording.
     pub fn of(rec: &Recording, options: &TraceOptions) -> CallTree {

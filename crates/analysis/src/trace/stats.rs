@@ -133,7 +133,14 @@ impl std::hash::Hasher for PairHasher {
         }
     }
     fn write_u64(&mut self, v: u64) {
-        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        // murmur3's finaliser: caller and callee bits reach every bit of the hash,
+        // which the table needs in both its low (index) and high (tag) bits.
+        let mut h = v;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        self.0 = h ^ (h >> 33);
     }
 }
 

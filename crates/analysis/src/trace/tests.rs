@@ -506,6 +506,12 @@ fn streaming_from_bytes_gives_the_same_results_as_a_decoded_recording() {
     assert_eq!(streamed, decoded);
     let (tree, _) = CallTree::from_bytes(&bytes, &options).unwrap();
     assert_eq!(tree, CallTree::of(&rec, &options));
+    let (tree2, mut stats2, _) = analyse_bytes(&bytes, &options).unwrap();
+    stats2.sort(SortKey::Total);
+    stats2
+        .pairs
+        .sort_by(|a, b| (&a.caller, &a.callee).cmp(&(&b.caller, &b.callee)));
+    assert_eq!((tree2, stats2), (tree, decoded));
 }
 
 #[test]

@@ -1,0 +1,197 @@
+//! Call trees and call statistics over a generated 100 M-event trace recording.
+//! Run: `cargo bench -p jscope-analysis --bench trace` (JSCOPE_BENCH_EVENTS=N to
+//! change the size). The recording is built in memory with `ChunkWriter`: 8
+//! threads, 2,000 methods each calling one of 8 others, random nesting up to 24 deep, batches of 1,024
+//! events, chunks of about 1 MiB before compression, as the agent writes them.
+
+use std::time::{Duration, Instant};
+
+use jscope_analysis::trace::{analyse_bytes, scan_bytes, CallTree, TraceOptions, TraceStats};
+use jscope_format::*;
+
+const THREADS: u32 = 8;
+const METHODS: u32 = 2_000;
+const MAX_DEPTH: usize = 24;
+const BATCH: usize = 1024;
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// xorshift64: fast, deterministic.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// One thread's random walk through calls.
+struct Walker {
+    thread: u32,
+    stack: Vec<u32>,
+    ticks: u64,
+    rng: Rng,
+}
+
+impl Walker {
+    fn event(&mut self) -> TraceEvent {
+        let r = self.rng.next();
+        self.ticks += 20 + r % 200;
+        let enter = self.stack.is_empty() || (self.stack.len() < MAX_DEPTH && r & (1 << 40) != 0);
+        if enter {
+            // Each method calls one of 8 callees, as code has a fixed call graph.
+            let caller = u64::from(self.stack.last().copied().unwrap_or(0));
+            let method = 1 + ((caller * 7919 + (r >> 8) % 8) % u64::from(METHODS)) as u32;
+            self.stack.push(method);
+            TraceEvent {
+                kind: TraceKind::Enter,
+                method,
+                ticks: self.ticks,
+                untraced: ((r >> 50) % 3) as u32,
+                cpu_ns: 0,
+            }
+        } else {
+            let method = self.stack.pop().expect("not empty");
+            TraceEvent {
+                kind: TraceKind::Exit,
+                method,
+                ticks: self.ticks,
+                untraced: 0,
+                cpu_ns: 0,
+            }
+        }
+    }
+}
+
+fn dictionaries(w: &mut ChunkWriter) {
+    w.string(1, "bench.Code");
+    w.class(&ClassDef {
+        id: 1,
+        name: 1,
+        source_file: 0,
+    });
+    for id in 1..=METHODS {
+        w.string(1 + id, &format!("m{id}"));
+        w.method(&MethodDef {
+            id,
+            class: 1,
+            name: 1 + id,
+            signature: 0,
+            modifiers: 1,
+        });
+    }
+    for id in 1..=THREADS {
+        w.thread(&ThreadDef {
+            id,
+            name: format!("worker-{id}"),
+            start_order: id,
+            ..Default::default()
+        });
+    }
+}
+
+fn generate(events: u64) -> Vec<u8> {
+    let header = Header {
+        ticks_per_second: 1_000_000_000,
+        modes: "trace".into(),
+        extra: vec![("trace.probe_cost_ns".into(), "9".into())],
+        ..Default::default()
+    };
+    let mut out = encode_file_start(&header);
+    let mut w = ChunkWriter::new();
+    dictionaries(&mut w);
+    let mut walkers: Vec<Walker> = (1..=THREADS)
+        .map(|t| Walker {
+            thread: t,
+            stack: vec![],
+            ticks: 1_000,
+            rng: Rng(0x9e37_79b9 * u64::from(t)),
+        })
+        .collect();
+    let mut written = 0;
+    while written < events {
+        for walker in &mut walkers {
+            let n = BATCH.min((events - written) as usize);
+            let batch = TraceBatch {
+                thread: walker.thread,
+                has_cpu: false,
+                events: (0..n).map(|_| walker.event()).collect(),
+            };
+            written += n as u64;
+            w.trace(&batch);
+            if w.raw_len() >= CHUNK_BYTES {
+                out.extend(w.finish());
+            }
+        }
+    }
+    out.extend(w.finish());
+    out
+}
+
+fn rate(events: u64, d: Duration) -> String {
+    format!(
+        "{:.1} M events/s ({:.2} s)",
+        events as f64 / d.as_secs_f64() / 1e6,
+        d.as_secs_f64()
+    )
+}
+
+fn main() {
+    let events: u64 = std::env::var("JSCOPE_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000_000);
+    let t = Instant::now();
+    let bytes = generate(events);
+    println!(
+        "generated {events} events in {:.1} s: {} MiB, {:.2} bytes/event",
+        t.elapsed().as_secs_f64(),
+        bytes.len() >> 20,
+        bytes.len() as f64 / events as f64
+    );
+    let options = TraceOptions::default();
+
+    let t = Instant::now();
+    let mut seen = 0u64;
+    scan_bytes(&bytes, |_, b| seen += b.events.len() as u64).expect("readable");
+    println!("decode only: {}", rate(seen, t.elapsed()));
+
+    let t = Instant::now();
+    let (stats, _) = TraceStats::from_bytes(&bytes, &options).expect("readable");
+    let stats_time = t.elapsed();
+    assert_eq!(stats.events, events);
+    println!(
+        "stats:       {} -> {} calls, {} methods, {} pairs",
+        rate(events, stats_time),
+        stats.calls,
+        stats.methods.len(),
+        stats.pairs.len()
+    );
+
+    let t = Instant::now();
+    let (tree, _) = CallTree::from_bytes(&bytes, &options).expect("readable");
+    let tree_time = t.elapsed();
+    assert_eq!(tree.events, events);
+    println!(
+        "tree:        {} -> {} nodes in {} threads",
+        rate(events, tree_time),
+        tree.calls(),
+        tree.threads.len()
+    );
+    println!(
+        "separately:  tree + stats {:.2} s",
+        (stats_time + tree_time).as_secs_f64()
+    );
+    drop(tree);
+
+    let t = Instant::now();
+    let (tree, stats, _) = analyse_bytes(&bytes, &options).expect("readable");
+    let both = t.elapsed();
+    assert_eq!((tree.events, stats.events), (events, events));
+    println!(
+        "one pass:    tree + stats {} (target: 15 s for 100 M events)",
+        rate(events, both)
+    );
+}
