@@ -38,6 +38,12 @@ pub enum Command {
     Serve(ServeArgs),
     /// Serve the collector's web UI over one recording file.
     View(ViewArgs),
+    /// Call tree of an exact-tracing recording (threads linked to their Thread.start).
+    Tree(crate::trace::TreeArgs),
+    /// Per-method and caller -> callee call statistics of a tracing recording.
+    Stats(crate::trace::StatsArgs),
+    /// Export a tracing recording as Chrome/Perfetto trace JSON or collapsed stacks.
+    Export(crate::trace::ExportArgs),
 }
 
 /// What the agent samples and how often.

@@ -13,6 +13,7 @@ mod remote;
 mod serve;
 mod signals;
 mod source;
+mod trace;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -51,6 +52,9 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Info(a) => analyze::info(a).map(|_| 0),
         Command::Serve(a) => serve::serve(a).map(|_| 0),
         Command::View(a) => serve::view(a).map(|_| 0),
+        Command::Tree(a) => trace::tree(a).map(|_| 0),
+        Command::Stats(a) => trace::stats(a).map(|_| 0),
+        Command::Export(a) => trace::export(a).map(|_| 0),
     }
 }
 
