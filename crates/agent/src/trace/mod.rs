@@ -114,7 +114,8 @@ pub fn header_extra(options: &TraceOptions) -> Vec<(String, String)> {
         ("trace.cpu".to_string(), options.cpu.to_string()),
         (
             "trace.untraced".to_string(),
-            "library calls made by library methods under exclude-library".to_string(),
+            "library calls not made directly by application code, under exclude-library"
+                .to_string(),
         ),
     ];
     if let Some(p) = &options.patterns {

@@ -220,12 +220,13 @@ impl Local {
         });
     }
 
-    /// A method entry. Under `exclude-library` a library method called by a
-    /// library method is not recorded, only counted (JaViz).
+    /// A method entry. Under `exclude-library` a library method is recorded only
+    /// when the innermost instrumented caller is application code (JaViz); called
+    /// from a library method or from uninstrumented code it is only counted.
     #[inline]
     pub fn enter(&mut self, id: u32, exclude_library: bool) {
-        let caller_is_library = self.stack.last().is_some_and(|e| e & LIBRARY_BIT != 0);
-        if exclude_library && id & LIBRARY_BIT != 0 && caller_is_library {
+        let caller_is_app = self.stack.last().is_some_and(|e| e & LIBRARY_BIT == 0);
+        if exclude_library && id & LIBRARY_BIT != 0 && !caller_is_app {
             self.untraced = self.untraced.saturating_add(1);
             self.stack.push(id);
             return;
@@ -395,6 +396,8 @@ mod tests {
     fn library_calls_from_library_code_are_counted_not_recorded() {
         let (mut l, ring) = local(64);
         let lib = |i| i | LIBRARY_BIT;
+        l.enter(lib(9), true); // library called from uninstrumented code: counted
+        l.exit(lib(9), KIND_EXIT);
         l.enter(1, true); // app
         l.enter(lib(2), true); // library called by app: recorded
         l.enter(lib(3), true); // library called by library: counted
@@ -408,7 +411,7 @@ mod tests {
         assert_eq!(
             events(&ring),
             [
-                (1, 0, 0),
+                (1, 0, 1),
                 (2, 0, 0),
                 (5, 0, 2),
                 (5, 1, 0),

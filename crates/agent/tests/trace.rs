@@ -1,0 +1,337 @@
+//! Exact method tracing inside real JVMs (JDK 17, and 25 when testkit finds it),
+//! all under -Xverify:all: exact events of a known call structure, durations of
+//! sleeping methods, thread CPU time, `exclude-library`, `subclasses-of`, tracing
+//! every class of a real program (javac included) without changing its output,
+//! and tracing started, changed and stopped through dynamic attach.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use jscope_format::{Recording, TraceEvent, TraceKind};
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+
+const JVM_LIMIT: Duration = Duration::from_secs(240);
+
+fn classes() -> PathBuf {
+    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/trace_fixtures"))
+}
+
+fn java_command(java: &Java, options: Option<&str>, main: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(&java.bin);
+    cmd.arg("-Xverify:all");
+    if let Some(options) = options {
+        cmd.arg(format!("-agentpath:{}={options}", agent_path().display()));
+    }
+    cmd.arg("-cp")
+        .arg(classes())
+        .arg(main)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn run(java: &Java, options: Option<&str>, main: &str, args: &[&str]) -> Output {
+    let out = Child::spawn(&mut java_command(java, options, main, args)).finish(JVM_LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && !stderr.contains("VerifyError") && !stderr.contains("Exception"),
+        "JDK {}: {main} with {options:?} failed: {stderr}",
+        java.major
+    );
+    out
+}
+
+/// Runs `main` traced with `options` (plus a fresh file) and reads the recording.
+fn record(
+    java: &Java,
+    name: &str,
+    options: &str,
+    main: &str,
+    args: &[&str],
+) -> (Recording, Output) {
+    let file = temp_dir(&format!("trace-{name}-{}", java.major)).join("out.jsc");
+    let options = format!("{options},file={}", file.display());
+    let out = run(java, Some(&options), main, args);
+    let rec = Recording::read_file(&file).expect("readable recording");
+    assert!(
+        rec.damage.is_none() && rec.end_ticks.is_some(),
+        "JDK {}: incomplete recording",
+        java.major
+    );
+    (rec, out)
+}
+
+/// Each thread's events (by thread name), in recording order.
+fn events_by_thread(rec: &Recording) -> BTreeMap<String, Vec<TraceEvent>> {
+    let mut out: BTreeMap<String, Vec<TraceEvent>> = BTreeMap::new();
+    for batch in &rec.traces {
+        let name = rec.thread(batch.thread).map_or("?", |t| t.name.as_str());
+        out.entry(name.to_string())
+            .or_default()
+            .extend(&batch.events);
+    }
+    out
+}
+
+/// One completed call: (method label, enter event, exit event).
+type Call = (String, TraceEvent, TraceEvent);
+
+/// Pairs enters with exits, asserting that every exit closes the innermost open call.
+fn calls(rec: &Recording, events: &[TraceEvent]) -> Vec<Call> {
+    let mut open: Vec<TraceEvent> = Vec::new();
+    let mut done = Vec::new();
+    for e in events {
+        if e.kind == TraceKind::Enter {
+            open.push(*e);
+            continue;
+        }
+        let enter = open
+            .pop()
+            .unwrap_or_else(|| panic!("exit without enter: {e:?}"));
+        assert_eq!(
+            enter.method,
+            e.method,
+            "exit of {} closes {}",
+            rec.method_label(e.method),
+            rec.method_label(enter.method)
+        );
+        assert!(e.ticks >= enter.ticks);
+        done.push((rec.method_label(e.method), enter, *e));
+    }
+    assert!(open.is_empty(), "calls never closed: {open:?}");
+    done
+}
+
+/// (enters, normal exits, exits by exception) per method label.
+fn counts(calls: &[Call]) -> BTreeMap<String, (u32, u32, u32)> {
+    let mut out: BTreeMap<String, (u32, u32, u32)> = BTreeMap::new();
+    for (label, _, exit) in calls {
+        let c = out.entry(label.clone()).or_default();
+        c.0 += 1;
+        match exit.kind {
+            TraceKind::Throw => c.2 += 1,
+            _ => c.1 += 1,
+        }
+    }
+    out
+}
+
+fn counter(rec: &Recording, name: &str) -> u64 {
+    *rec.counters
+        .get(name)
+        .unwrap_or_else(|| panic!("no counter {name}: {:?}", rec.counters))
+}
+
+#[test]
+fn a_known_call_structure_gives_exactly_its_events() {
+    for java in javas() {
+        let (rec, out) = record(&java, "calls", "trace=TraceCalls", "TraceCalls", &[]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "fib 55 caught 1\n");
+        let threads = events_by_thread(&rec);
+        assert_eq!(threads.len(), 2, "JDK {}: {:?}", java.major, threads.keys());
+        let main = counts(&calls(&rec, &threads["main"]));
+        let expected: BTreeMap<String, (u32, u32, u32)> = [
+            ("TraceCalls.main", (1, 1, 0)),
+            ("TraceCalls.fib", (177, 177, 0)),
+            ("TraceCalls.catcher", (1, 1, 0)),
+            ("TraceCalls.thrower", (4, 0, 4)),
+            ("TraceCalls.spawn", (1, 1, 0)),
+            ("TraceCalls.sleepMs", (3, 3, 0)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        assert_eq!(main, expected, "JDK {}", java.major);
+        let worker = counts(&calls(&rec, &threads["traced-worker"]));
+        assert_eq!(worker["TraceCalls.worker"], (1, 1, 0));
+        assert_eq!(worker["TraceCalls.leaf"], (2, 2, 0));
+        assert!(rec
+            .traces
+            .iter()
+            .flat_map(|b| &b.events)
+            .all(|e| e.untraced == 0));
+        for name in [
+            "trace.events_dropped",
+            "trace.unmatched_exits",
+            "trace.repaired_enters",
+        ] {
+            assert_eq!(counter(&rec, name), 0, "{name}");
+        }
+        assert_eq!(counter(&rec, "trace.events_written"), 2 * (187 + 3));
+        let cost: u64 = rec
+            .header
+            .extra("trace.probe_cost_ns")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(cost > 0 && cost < 5_000, "probe cost {cost} ns");
+    }
+}
+
+#[test]
+fn sleeping_methods_get_their_durations() {
+    for java in javas() {
+        let (rec, _) = record(
+            &java,
+            "sleep",
+            "trace=TraceCalls#sleepMs,tracecpu",
+            "TraceCalls",
+            &[],
+        );
+        let threads = events_by_thread(&rec);
+        let sleeps = calls(&rec, &threads["main"]);
+        assert_eq!(sleeps.len(), 3);
+        assert!(rec.traces.iter().all(|b| b.has_cpu));
+        for (i, (_, enter, exit)) in sleeps.iter().enumerate() {
+            let ms = (i + 1) as u64 * 1_000_000;
+            let wall = rec.ticks_to_ns(exit.ticks) - rec.ticks_to_ns(enter.ticks);
+            assert!(
+                wall >= ms && wall < ms + 4_000_000,
+                "JDK {}: sleepMs({}) took {wall} ns",
+                java.major,
+                i + 1
+            );
+            let cpu = exit.cpu_ns - enter.cpu_ns;
+            assert!(
+                cpu > 0 && cpu < wall / 2,
+                "a sleeping thread uses little CPU: {cpu} of {wall} ns"
+            );
+        }
+    }
+}
+
+#[test]
+fn exclude_library_records_only_library_calls_made_by_the_application() {
+    for java in javas() {
+        let config = temp_dir(&format!("trace-lib-{}", java.major)).join("trace.conf");
+        std::fs::write(
+            &config,
+            "exclude-library\ninclude LibCalls *\ninclude java.util.* *\n",
+        )
+        .unwrap();
+        let (rec, out) = record(
+            &java,
+            "lib",
+            &format!("traceconfig={}", config.display()),
+            "LibCalls",
+            &[],
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "first 0 last 19\n");
+        let threads = events_by_thread(&rec);
+        let main = &threads["main"];
+        calls(&rec, main); // still nested
+        let mut open: Vec<String> = Vec::new();
+        let mut library_calls = 0;
+        for e in main {
+            let label = rec.method_label(e.method);
+            if e.kind != TraceKind::Enter {
+                open.pop();
+                continue;
+            }
+            if label.starts_with("java.") {
+                let caller = open.last().map(String::as_str).unwrap_or("");
+                assert!(
+                    caller.starts_with("LibCalls."),
+                    "JDK {}: {label} recorded under {caller}",
+                    java.major
+                );
+                library_calls += 1;
+            }
+            open.push(label);
+        }
+        assert!(
+            library_calls >= 3,
+            "ArrayList.<init>, add, Collections.sort, get..."
+        );
+        let callbacks: Vec<u32> = main
+            .iter()
+            .filter(|e| {
+                e.kind == TraceKind::Enter && rec.method_label(e.method) == "LibCalls.byValue"
+            })
+            .map(|e| e.untraced)
+            .collect();
+        assert!(!callbacks.is_empty());
+        assert!(
+            callbacks[0] > 0,
+            "the sort's own calls before the first callback are counted: {callbacks:?}"
+        );
+        let untraced: u64 = main.iter().map(|e| u64::from(e.untraced)).sum();
+        assert!(untraced > callbacks.len() as u64, "{untraced}");
+    }
+}
+
+#[test]
+fn subclasses_of_selects_a_class_and_its_descendants() {
+    for java in javas() {
+        let config = temp_dir(&format!("trace-sub-{}", java.major)).join("trace.conf");
+        std::fs::write(&config, "subclasses-of Shapes$Shape area\n").unwrap();
+        let (rec, out) = record(
+            &java,
+            "sub",
+            &format!("traceconfig={}", config.display()),
+            "Shapes",
+            &[],
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "total 115\n");
+        let main = counts(&calls(&rec, &events_by_thread(&rec)["main"]));
+        let labels: Vec<&str> = main.keys().map(String::as_str).collect();
+        assert_eq!(
+            labels,
+            [
+                "Shapes$BigSquare.area",
+                "Shapes$Circle.area",
+                "Shapes$Square.area"
+            ],
+            "JDK {}",
+            java.major
+        );
+        assert_eq!(
+            main["Shapes$Square.area"],
+            (2, 2, 0),
+            "BigSquare's super.area() and Square(2)"
+        );
+    }
+}
+
+#[test]
+fn tracing_every_class_keeps_a_real_programs_output() {
+    for java in javas() {
+        let work = temp_dir(&format!("trace-all-work-{}", java.major));
+        let plain = run(
+            &java,
+            None,
+            "Workload",
+            &[work.join("plain").to_str().unwrap()],
+        );
+        let (rec, traced) = record(
+            &java,
+            "all",
+            "trace=*",
+            "Workload",
+            &[work.join("traced").to_str().unwrap()],
+        );
+        let expected = String::from_utf8_lossy(&plain.stdout);
+        assert_eq!(
+            String::from_utf8_lossy(&traced.stdout),
+            expected,
+            "JDK {}",
+            java.major
+        );
+        if java.major == 17 {
+            assert!(expected.contains("javac rc=0 classes=48"), "{expected}");
+        }
+        assert!(counter(&rec, "trace.classes_instrumented") > 1000);
+        assert!(counter(&rec, "trace.methods_instrumented") > 10_000);
+        assert_eq!(counter(&rec, "trace.class_errors"), 0);
+        assert_eq!(counter(&rec, "trace.retransform_errors"), 0);
+        assert!(counter(&rec, "trace.events_written") > 100_000);
+        let traced_jdk = rec.traces.iter().flat_map(|b| &b.events).any(|e| {
+            rec.method_label(e.method)
+                .starts_with("java.util.regex.Pattern.")
+        });
+        assert!(traced_jdk, "JDK methods are traced too");
+    }
+}
