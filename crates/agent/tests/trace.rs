@@ -335,3 +335,95 @@ fn tracing_every_class_keeps_a_real_programs_output() {
         assert!(traced_jdk, "JDK methods are traced too");
     }
 }
+
+/// `jcmd` beside the `java` launcher (found through PATH and symlinks).
+fn jcmd(java: &Java) -> PathBuf {
+    let bin = if java.bin.components().count() > 1 {
+        Some(java.bin.clone())
+    } else {
+        std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .map(|dir| dir.join(&java.bin))
+            .find(|p| p.exists())
+    };
+    let real = bin
+        .and_then(|b| b.canonicalize().ok())
+        .unwrap_or_else(|| java.bin.clone());
+    real.with_file_name("jcmd")
+}
+
+/// Loads the agent into `pid` with `options` (quoted: jcmd would split them).
+fn attach(java: &Java, pid: u32, options: &str) {
+    let out = Command::new(jcmd(java))
+        .arg(pid.to_string())
+        .arg("JVMTI.agent_load")
+        .arg(agent_path())
+        .arg(format!("\"{options}\""))
+        .output()
+        .expect("run jcmd");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("return code: 0"),
+        "attach `{options}`: {text}"
+    );
+}
+
+#[test]
+fn attach_starts_changes_and_stops_tracing_in_a_running_jvm() {
+    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).exists()).collect();
+    assert!(!javas.is_empty(), "no JDK with jcmd found");
+    for java in javas {
+        let file = temp_dir("trace-attach").join("attached.jsc");
+        let mut cmd = java_command(&java, None, "Loop", &[]);
+        let mut jvm = Child::spawn(&mut cmd);
+        let mut ready = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(jvm.0.stdout.as_mut().unwrap()),
+            &mut ready,
+        )
+        .unwrap();
+        assert_eq!(ready, "ready\n");
+        attach(
+            &java,
+            jvm.id(),
+            &format!("trace=Loop#a,file={}", file.display()),
+        );
+        std::thread::sleep(Duration::from_millis(400));
+        attach(&java, jvm.id(), "trace=Loop#b");
+        std::thread::sleep(Duration::from_millis(400));
+        attach(&java, jvm.id(), "tracestop");
+        std::thread::sleep(Duration::from_millis(500));
+        attach(&java, jvm.id(), "stop");
+        drop(jvm);
+        let rec = Recording::read_file(&file).unwrap();
+        assert!(rec.end_ticks.is_some());
+        let events = &events_by_thread(&rec)["main"];
+        let calls = calls(&rec, events);
+        let ticks_of = |label: &str| -> Vec<u64> {
+            calls
+                .iter()
+                .filter(|c| c.0 == label)
+                .map(|c| c.1.ticks)
+                .collect()
+        };
+        let (a, b) = (ticks_of("Loop.a"), ticks_of("Loop.b"));
+        assert_eq!(a.len() + b.len(), calls.len(), "only a and b are traced");
+        assert!(
+            a.len() > 50 && b.len() > 50,
+            "JDK {}: a {} b {}",
+            java.major,
+            a.len(),
+            b.len()
+        );
+        assert!(
+            a.iter().max() < b.iter().min(),
+            "the new filters replace the old ones"
+        );
+        let quiet_ns = rec.end_ticks.unwrap() - events.last().unwrap().ticks;
+        assert!(
+            quiet_ns > 300_000_000,
+            "no events after tracestop ({quiet_ns} ns before the end)"
+        );
+    }
+}
