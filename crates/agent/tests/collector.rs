@@ -1,0 +1,514 @@
+//! The agent's `collector=HOST:PORT` transport against a small collector that runs
+//! in the test process: it speaks the real protocol (jscope_wire's read_message and
+//! write_message), keeps every chunk it receives by sequence number and acknowledges
+//! it. Real JVMs (each JDK jscope_testkit::javas() finds) run fixtures compiled during
+//! the test run; what the collector received is decoded with jscope_format.
+
+use std::collections::BTreeMap;
+use std::io::{BufReader, BufWriter, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use jscope_format::Recording;
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_wire::{
+    read_message, read_preamble, stream_id_for, write_message, Accept, Hello, Message, RefuseCode,
+    DEFAULT_MAX_FRAME,
+};
+
+const JVM_LIMIT: Duration = Duration::from_secs(60);
+
+fn classes() -> PathBuf {
+    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
+}
+
+/// What the test collector has received.
+#[derive(Default)]
+struct Received {
+    hellos: Vec<Hello>,
+    chunks: BTreeMap<u64, Vec<u8>>,
+    byes: usize,
+}
+
+/// A minimal collector: accepts agents, checks the token, stores and acknowledges
+/// chunks. Stops accepting when dropped.
+struct TestCollector {
+    addr: SocketAddr,
+    token: String,
+    received: Arc<Mutex<Received>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl TestCollector {
+    fn start(token: &str) -> TestCollector {
+        Self::on(TcpListener::bind("127.0.0.1:0").unwrap(), token)
+    }
+
+    fn on(listener: TcpListener, token: &str) -> TestCollector {
+        let collector = TestCollector {
+            addr: listener.local_addr().unwrap(),
+            token: token.to_string(),
+            received: Arc::default(),
+            stop: Arc::default(),
+        };
+        listener.set_nonblocking(true).unwrap();
+        let (received, stop, token) = (
+            collector.received.clone(),
+            collector.stop.clone(),
+            collector.token.clone(),
+        );
+        std::thread::spawn(move || accept_loop(listener, token, received, stop));
+        collector
+    }
+
+    fn addr(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// The stream as a recording file would hold it: the hello's header bytes, then
+    /// every chunk in sequence order. Also checks the sequence has no gap.
+    fn stream_bytes(&self) -> Vec<u8> {
+        let r = self.received.lock().unwrap();
+        let hello = r.hellos.first().expect("the agent said hello");
+        let seqs: Vec<u64> = r.chunks.keys().copied().collect();
+        let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
+        assert_eq!(seqs, expected, "chunks numbered from 1 without gaps");
+        let mut bytes = hello.header.clone();
+        for chunk in r.chunks.values() {
+            bytes.extend_from_slice(chunk);
+        }
+        bytes
+    }
+
+    fn recording(&self) -> Recording {
+        let rec = Recording::from_bytes(&self.stream_bytes()).expect("the stream decodes");
+        assert!(rec.damage.is_none(), "damaged stream: {:?}", rec.damage);
+        rec
+    }
+
+    fn hello(&self) -> Hello {
+        self.received.lock().unwrap().hellos[0].clone()
+    }
+}
+
+impl Drop for TestCollector {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    token: String,
+    received: Arc<Mutex<Received>>,
+    stop: Arc<AtomicBool>,
+) {
+    while !stop.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((socket, _)) => {
+                let (received, token) = (received.clone(), token.clone());
+                std::thread::spawn(move || {
+                    let _ = serve(socket, &token, &received);
+                });
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// One agent connection: handshake, then chunks until bye or hang-up.
+fn serve(
+    socket: TcpStream,
+    token: &str,
+    received: &Mutex<Received>,
+) -> Result<(), jscope_wire::WireError> {
+    socket.set_nonblocking(false)?;
+    let mut reader = BufReader::new(socket.try_clone()?);
+    let mut writer = BufWriter::new(socket);
+    read_preamble(&mut reader)?;
+    let Message::Hello(hello) = read_message(&mut reader, DEFAULT_MAX_FRAME)? else {
+        return Ok(());
+    };
+    if hello.token != token {
+        let refuse = Message::Refuse {
+            code: RefuseCode::BadToken,
+            message: "wrong token".into(),
+        };
+        write_message(&mut writer, &refuse)?;
+        writer.flush()?;
+        return Ok(());
+    }
+    let acked = {
+        let mut r = received.lock().unwrap();
+        r.hellos.push(hello);
+        r.chunks.keys().last().copied().unwrap_or(0)
+    };
+    let accept = Message::Accept(Accept {
+        acked,
+        max_frame: DEFAULT_MAX_FRAME,
+        server: "agent-test-collector".into(),
+    });
+    write_message(&mut writer, &accept)?;
+    writer.flush()?;
+    loop {
+        let ack = match read_message(&mut reader, DEFAULT_MAX_FRAME)? {
+            Message::Chunk { seq, chunk } => {
+                received.lock().unwrap().chunks.entry(seq).or_insert(chunk);
+                seq
+            }
+            Message::Bye => {
+                let mut r = received.lock().unwrap();
+                r.byes += 1;
+                r.chunks.keys().last().copied().unwrap_or(0)
+            }
+            _ => return Ok(()),
+        };
+        write_message(&mut writer, &Message::Ack { seq: ack })?;
+        writer.flush()?;
+    }
+}
+
+/// `java -agentpath:AGENT=OPTIONS -cp CLASSES MAIN ARGS...` in `dir`, not yet waited for.
+fn start_jvm(java: &Java, options: &str, dir: &Path, main: &str, args: &[&str]) -> Child {
+    let mut cmd = Command::new(&java.bin);
+    cmd.current_dir(dir)
+        .arg("-Xcheck:jni")
+        .arg(format!("-agentpath:{}={options}", agent_path().display()))
+        .arg("-cp")
+        .arg(classes())
+        .arg(main)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    Child::spawn(&mut cmd)
+}
+
+fn agent_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("jscope: "))
+        .map(str::to_string)
+        .collect()
+}
+
+fn assert_ran(java: &Java, out: &Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "JDK {}: the fixture failed: {stderr}",
+        java.major
+    );
+    assert!(
+        !stderr.contains("WARNING"),
+        "JDK {}: -Xcheck:jni complained: {stderr}",
+        java.major
+    );
+}
+
+fn thread_name(rec: &Recording, id: u32) -> &str {
+    rec.thread(id).map_or("", |t| t.name.as_str())
+}
+
+/// Every sample and snapshot refers only to threads, stacks and methods the
+/// recording defines: nothing was orphaned by a lost chunk.
+fn assert_no_orphans(rec: &Recording) {
+    let defined_stack = |id: u32| rec.stacks.get(id as usize).is_some_and(Option::is_some);
+    let snapshot_refs = rec
+        .snapshots
+        .iter()
+        .flat_map(|s| &s.threads)
+        .map(|t| (t.thread, t.stack));
+    let refs: Vec<(u32, u32)> = rec
+        .samples
+        .iter()
+        .map(|s| (s.thread, s.stack))
+        .chain(snapshot_refs)
+        .collect();
+    for (thread, stack) in refs {
+        assert!(rec.thread(thread).is_some(), "thread {thread} undefined");
+        assert!(defined_stack(stack), "stack {stack} undefined");
+        for f in rec.stack(stack) {
+            assert!(
+                f.method == 0 || rec.method(f.method).is_some(),
+                "method {} undefined",
+                f.method
+            );
+        }
+    }
+}
+
+#[test]
+fn the_stream_carries_exactly_the_file_with_identity_token_and_labels() {
+    for java in javas() {
+        let collector = TestCollector::start("sesame");
+        let dir = temp_dir(&format!("stream-{}", java.major));
+        let file = dir.join("both.jsc");
+        let options = format!(
+            "mode=cpu+wall,interval=5ms,collector={},token=sesame,labels=app:fixture;run:1,file={}",
+            collector.addr(),
+            file.display()
+        );
+        let jvm = start_jvm(&java, &options, &dir, "SleepAndSpin", &["1500"]);
+        let pid = jvm.id();
+        let out = jvm.finish(JVM_LIMIT);
+        assert_ran(&java, &out);
+
+        let file_bytes = std::fs::read(&file).unwrap();
+        let stream = collector.stream_bytes();
+        assert!(
+            stream == file_bytes,
+            "JDK {}: the stream ({} bytes) differs from the file ({} bytes)",
+            java.major,
+            stream.len(),
+            file_bytes.len()
+        );
+        let rec = collector.recording();
+        assert!(
+            rec.end_ticks.is_some(),
+            "the final chunk reached the collector"
+        );
+        assert_eq!(rec.header.pid, pid);
+        assert!(rec.header.java_version.starts_with(&java.major.to_string()));
+        assert!(rec.header.command_line.contains("SleepAndSpin"));
+        assert!(!rec.header.host.is_empty() && !rec.header.os.is_empty());
+        assert_eq!(
+            rec.header.extra("collector"),
+            Some(collector.addr().as_str())
+        );
+        let spinner = rec
+            .samples
+            .iter()
+            .filter(|s| thread_name(&rec, s.thread) == "spinner")
+            .count();
+        assert!(
+            spinner >= 30,
+            "JDK {}: {spinner} spinner samples",
+            java.major
+        );
+        assert_eq!(rec.counters["collector.chunks_dropped"], 0);
+        assert!(rec.counters["collector.chunks_acked"] >= 1);
+
+        let hello = collector.hello();
+        assert_eq!(hello.token, "sesame");
+        assert_eq!(hello.stream, stream_id_for(&rec.header));
+        assert_eq!(hello.next_seq, 1);
+        let labels: Vec<(&str, &str)> = hello
+            .labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(labels, [("app", "fixture"), ("run", "1")]);
+        assert_eq!(
+            collector.received.lock().unwrap().byes,
+            1,
+            "a clean goodbye"
+        );
+    }
+}
+
+#[test]
+fn a_collector_alone_gets_the_recording_and_no_file_is_written() {
+    for java in javas() {
+        let collector = TestCollector::start("");
+        let dir = temp_dir(&format!("nofile-{}", java.major));
+        let options = format!("mode=cpu,collector={}", collector.addr());
+        let out = start_jvm(&java, &options, &dir, "Spin", &["1000"]).finish(JVM_LIMIT);
+        assert_ran(&java, &out);
+        let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert!(files.is_empty(), "JDK {}: wrote {files:?}", java.major);
+        assert_eq!(
+            agent_lines(&out),
+            [format!(
+                "jscope: recording cpu to collector {}",
+                collector.addr()
+            )]
+        );
+        let rec = collector.recording();
+        assert!(rec.end_ticks.is_some());
+        assert_eq!(rec.header.extra("file"), Some(""));
+        assert!(
+            rec.samples.len() >= 30,
+            "JDK {}: {} samples",
+            java.major,
+            rec.samples.len()
+        );
+    }
+}
+
+#[test]
+fn a_jvm_started_before_its_collector_delivers_everything_once_it_comes_up() {
+    for java in javas() {
+        // A port nobody listens on yet.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = temp_dir(&format!("late-{}", java.major));
+        let options = format!("mode=cpu+snapshot,interval=5ms,collector=127.0.0.1:{port}");
+        let jvm = start_jvm(&java, &options, &dir, "SleepAndSpin", &["4000"]);
+        std::thread::sleep(Duration::from_millis(2000));
+        let collector = TestCollector::on(TcpListener::bind(("127.0.0.1", port)).unwrap(), "");
+        let out = jvm.finish(JVM_LIMIT);
+        assert_ran(&java, &out);
+        let lines = agent_lines(&out);
+        assert_eq!(lines.len(), 2, "JDK {}: {lines:?}", java.major);
+        assert!(
+            lines[1].to_lowercase().contains("connection refused") && lines[1].contains("retrying"),
+            "one line says the collector is away: {lines:?}"
+        );
+
+        let rec = collector.recording();
+        assert!(rec.end_ticks.is_some());
+        assert_eq!(rec.counters["collector.chunks_dropped"], 0);
+        assert_eq!(rec.counters["collector.reconnects"], 0, "one connection");
+        let first_second = rec
+            .samples
+            .iter()
+            .filter(|s| rec.ticks_to_ns(s.ticks) < 1_000_000_000)
+            .count();
+        assert!(
+            first_second >= 20,
+            "JDK {}: {first_second} samples from the first second, buffered while the collector was away",
+            java.major
+        );
+        assert!(rec.snapshots.len() >= 30);
+    }
+}
+
+/// How long a short JVM run takes with `options` (plus a file).
+fn time_exit(java: &Java, options: &str) -> (Duration, Output, Recording) {
+    let dir = temp_dir(&format!("exit-{}", java.major));
+    let file = dir.join("exit.jsc");
+    let options = format!("{options}mode=cpu+wall,file={}", file.display());
+    let started = Instant::now();
+    let out = start_jvm(&java, &options, &dir, "ExitCode", &[]).finish(JVM_LIMIT);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(3), "the fixture's own exit code");
+    let rec = Recording::read_file(&file).unwrap();
+    assert!(rec.end_ticks.is_some(), "the file is complete");
+    (took, out, rec)
+}
+
+#[test]
+fn an_absent_or_silent_collector_does_not_hold_the_jvm_exit() {
+    for java in javas() {
+        let (baseline, _, _) = time_exit(&java, "");
+        // Accepts connections into its backlog and never answers a hello.
+        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+        let absent_port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cases = [
+            ("silent", silent.local_addr().unwrap().to_string()),
+            ("absent", format!("127.0.0.1:{absent_port}")),
+        ];
+        for (what, addr) in cases {
+            let (took, out, rec) = time_exit(&java, &format!("collector={addr},"));
+            assert!(
+                took < baseline + Duration::from_secs(3),
+                "JDK {}: a {what} collector held the exit: {took:?} against {baseline:?} without",
+                java.major
+            );
+            let lines = agent_lines(&out);
+            assert!(lines.len() <= 2, "JDK {} {what}: {lines:?}", java.major);
+            assert_eq!(rec.counters["collector.chunks_acked"], 0);
+        }
+    }
+}
+
+#[test]
+fn a_refused_token_is_reported_once_and_the_file_still_completes() {
+    for java in javas() {
+        let collector = TestCollector::start("right");
+        let dir = temp_dir(&format!("refused-{}", java.major));
+        let file = dir.join("r.jsc");
+        let options = format!(
+            "quiet,mode=cpu,collector={},token=wrong,file={}",
+            collector.addr(),
+            file.display()
+        );
+        let out = start_jvm(&java, &options, &dir, "Spin", &["1500"]).finish(JVM_LIMIT);
+        assert_ran(&java, &out);
+        let lines = agent_lines(&out);
+        assert_eq!(lines.len(), 1, "JDK {}: {lines:?}", java.major);
+        assert!(
+            lines[0].contains("refused") && lines[0].contains("wrong token"),
+            "{lines:?}"
+        );
+        let rec = Recording::read_file(&file).unwrap();
+        assert!(rec.end_ticks.is_some() && rec.samples.len() >= 30);
+        assert_eq!(rec.counters["collector.chunks_acked"], 0);
+        assert!(collector.received.lock().unwrap().chunks.is_empty());
+    }
+}
+
+#[test]
+fn a_full_buffer_drops_whole_chunks_and_a_resync_keeps_the_rest_readable() {
+    for java in javas() {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = temp_dir(&format!("drops-{}", java.major));
+        let file = dir.join("all.jsc");
+        // cpu samples make chunks of 1 to 2 KiB a second, so a 4 KiB buffer is
+        // full after about three seconds. TwoPhases.second starts at 4.5 s, while
+        // the collector is still away (it comes up at 5.5 s and the agent's backoff
+        // reaches it at about 6.5 s): the chunk that first declares second() and
+        // its stacks is dropped, and later chunks use them again.
+        let options = format!(
+            "quiet,mode=cpu,interval=1ms,buffer=4k,collector=127.0.0.1:{port},file={}",
+            file.display()
+        );
+        let jvm = start_jvm(&java, &options, &dir, "TwoPhases", &["4500", "5500"]);
+        std::thread::sleep(Duration::from_millis(5500));
+        let collector = TestCollector::on(TcpListener::bind(("127.0.0.1", port)).unwrap(), "");
+        let out = jvm.finish(JVM_LIMIT);
+        assert_ran(&java, &out);
+
+        let rec = collector.recording();
+        let full = Recording::read_file(&file).unwrap();
+        assert!(rec.end_ticks.is_some() && full.end_ticks.is_some());
+        assert!(
+            rec.counters["collector.chunks_dropped"] >= 2,
+            "JDK {}: {:?}",
+            java.major,
+            rec.counters
+        );
+        assert!(rec.counters["collector.resyncs"] >= 1);
+        assert_no_orphans(&rec);
+        let late = |r: &Recording| -> Vec<(u64, String)> {
+            r.samples
+                .iter()
+                .filter(|s| r.ticks_to_ns(s.ticks) > 8_000_000_000)
+                .map(|s| {
+                    let frames = r.stack(s.stack).iter().map(|f| r.frame_label(f));
+                    (s.ticks, frames.collect::<Vec<_>>().join(";"))
+                })
+                .collect()
+        };
+        let (streamed, written) = (late(&rec), late(&full));
+        assert!(
+            streamed.len() >= 100 && streamed == written,
+            "JDK {}: after the resync the stream has the file's samples, frames resolved ({} against {})",
+            java.major,
+            streamed.len(),
+            written.len()
+        );
+        assert!(streamed
+            .iter()
+            .all(|(_, stack)| stack.contains("TwoPhases.second")));
+        assert!(
+            rec.samples.len() < full.samples.len(),
+            "the file keeps what the stream lost"
+        );
+    }
+}
