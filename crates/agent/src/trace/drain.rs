@@ -36,6 +36,8 @@ pub struct TraceDrain {
     threads: HashMap<usize, u32>,
     written: u64,
     has_cpu: bool,
+    /// Probe ticks to recording ticks, refreshed at each take.
+    clock: Option<probe::TickMapper>,
 }
 
 impl TraceDrain {
@@ -43,6 +45,7 @@ impl TraceDrain {
     /// forgotten once empty.
     pub fn take(&mut self) -> Vec<RawBatch> {
         self.has_cpu = probe::with_cpu();
+        self.clock = Some(probe::TickMapper::now());
         let mut rings = probe::rings();
         let mut out = Vec::new();
         for ring in rings.iter() {
@@ -78,7 +81,7 @@ impl TraceDrain {
             .map(|e| TraceEvent {
                 kind: TraceKind::from_u8((e.head & 3) as u8).unwrap_or(TraceKind::Throw),
                 method: self.method_id(e.head >> 2, out, symbols),
-                ticks: e.ticks,
+                ticks: self.clock.map_or(e.ticks, |c| c.ns(e.ticks)),
                 untraced: e.untraced,
                 cpu_ns: e.cpu,
             })

@@ -113,6 +113,15 @@ pub fn header_extra(options: &TraceOptions) -> Vec<(String, String)> {
         ),
         ("trace.cpu".to_string(), options.cpu.to_string()),
         (
+            "trace.clock".to_string(),
+            if probe::uses_tsc() {
+                "TSC mapped to CLOCK_MONOTONIC"
+            } else {
+                "CLOCK_MONOTONIC"
+            }
+            .to_string(),
+        ),
+        (
             "trace.untraced".to_string(),
             "library calls not made directly by application code, under exclude-library"
                 .to_string(),
