@@ -82,6 +82,7 @@ fn extra(options: &Options, file: &str, attached: bool) -> Vec<(String, String)>
         ("cpu_signal", signal_name(CPU_SIGNAL).to_string()),
         ("wall_signal", signal_name(WALL_SIGNAL).to_string()),
         ("clock", "CLOCK_MONOTONIC".to_string()),
+        ("addresses", host_addresses().join(" ")),
     ];
     let mut extra: Vec<(String, String)> =
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
@@ -111,6 +112,49 @@ pub fn command_line() -> Option<String> {
     (!args.is_empty()).then(|| args.join(" "))
 }
 
+/// The machine's non-loopback IP addresses, from the interfaces (no name lookup,
+/// which could block): with the host name, they say where the JVM runs.
+pub fn host_addresses() -> Vec<String> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; the list is freed below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut cursor = list;
+    // SAFETY: getifaddrs returned a valid linked list, alive until freeifaddrs.
+    while let Some(entry) = unsafe { cursor.as_ref() } {
+        if let Some(ip) = unsafe { ip_of(entry.ifa_addr) } {
+            if !ip.is_loopback() && !out.contains(&ip.to_string()) {
+                out.push(ip.to_string());
+            }
+        }
+        cursor = entry.ifa_next;
+    }
+    // SAFETY: the list came from getifaddrs and is not used after this.
+    unsafe { libc::freeifaddrs(list) };
+    out
+}
+
+/// The IP address in a socket address, for the IPv4 and IPv6 families.
+///
+/// # Safety
+/// `addr` is null or points at a socket address as large as its family says.
+unsafe fn ip_of(addr: *const libc::sockaddr) -> Option<std::net::IpAddr> {
+    let family = i32::from(addr.as_ref()?.sa_family);
+    match family {
+        libc::AF_INET => {
+            let v4 = &*(addr as *const libc::sockaddr_in);
+            Some(std::net::Ipv4Addr::from(u32::from_be(v4.sin_addr.s_addr)).into())
+        }
+        libc::AF_INET6 => {
+            let v6 = &*(addr as *const libc::sockaddr_in6);
+            Some(std::net::Ipv6Addr::from(v6.sin6_addr.s6_addr).into())
+        }
+        _ => None,
+    }
+}
+
 pub fn host_name() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: buf is writable for its length.
@@ -130,6 +174,21 @@ mod tests {
         let cmd = command_line().unwrap();
         let exe = std::env::args().next().unwrap();
         assert!(cmd.starts_with(&exe), "{cmd}");
+    }
+
+    #[test]
+    fn addresses_include_the_one_used_to_reach_other_machines() {
+        let addresses = host_addresses();
+        for a in &addresses {
+            let ip: std::net::IpAddr = a.parse().unwrap();
+            assert!(!ip.is_loopback(), "{a}");
+        }
+        // Connecting a UDP socket sends nothing; it only picks the route's source.
+        let socket = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+        if socket.connect("198.51.100.1:9").is_ok() {
+            let local = socket.local_addr().unwrap().ip().to_string();
+            assert!(addresses.contains(&local), "{local} in {addresses:?}");
+        }
     }
 
     #[test]

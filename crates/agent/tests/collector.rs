@@ -275,6 +275,8 @@ fn the_stream_carries_exactly_the_file_with_identity_token_and_labels() {
         assert!(rec.header.java_version.starts_with(&java.major.to_string()));
         assert!(rec.header.command_line.contains("SleepAndSpin"));
         assert!(!rec.header.host.is_empty() && !rec.header.os.is_empty());
+        let addresses = rec.header.extra("addresses").expect("the host's addresses");
+        assert_eq!(addresses, jscope_agent::header::host_addresses().join(" "));
         assert_eq!(
             rec.header.extra("collector"),
             Some(collector.addr().as_str())
