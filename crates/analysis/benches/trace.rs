@@ -4,7 +4,7 @@
 //! threads, 2,000 methods each calling one of 8 others, random nesting up to 24 deep, batches of 1,024
 //! events, chunks of about 1 MiB before compression, as the agent writes them.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use jscope_analysis::trace::{analyse_bytes, scan_bytes, CallTree, TraceOptions, TraceStats};
 use jscope_format::*;
@@ -130,12 +130,34 @@ fn generate(events: u64) -> Vec<u8> {
     out
 }
 
-fn rate(events: u64, d: Duration) -> String {
-    format!(
-        "{:.1} M events/s ({:.2} s)",
-        events as f64 / d.as_secs_f64() / 1e6,
-        d.as_secs_f64()
-    )
+/// CPU seconds this process has used (user + system), from /proc/self/stat, so the
+/// figures can be read apart from the load other processes put on the machine.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit(')').next().unwrap_or("");
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of stat; 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Runs `f` and prints its wall time, rate and CPU time.
+fn timed<T>(name: &str, events: u64, f: impl FnOnce() -> T) -> T {
+    let (t, cpu) = (Instant::now(), cpu_seconds());
+    let out = f();
+    let (wall, cpu) = (t.elapsed(), cpu_seconds() - cpu);
+    println!(
+        "{name:<22} {:>6.2} s wall, {:>6.2} s cpu, {:>6.1} M events/s",
+        wall.as_secs_f64(),
+        cpu,
+        events as f64 / wall.as_secs_f64() / 1e6
+    );
+    out
 }
 
 fn main() {
@@ -143,6 +165,9 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000_000);
+    // e.g. JSCOPE_BENCH_ONLY=onepass to time one phase.
+    let only = std::env::var("JSCOPE_BENCH_ONLY").unwrap_or_default();
+    let run = |phase: &str| only.is_empty() || only == phase;
     let t = Instant::now();
     let bytes = generate(events);
     println!(
@@ -152,46 +177,37 @@ fn main() {
         bytes.len() as f64 / events as f64
     );
     let options = TraceOptions::default();
-
-    let t = Instant::now();
-    let mut seen = 0u64;
-    scan_bytes(&bytes, |_, b| seen += b.events.len() as u64).expect("readable");
-    println!("decode only: {}", rate(seen, t.elapsed()));
-
-    let t = Instant::now();
-    let (stats, _) = TraceStats::from_bytes(&bytes, &options).expect("readable");
-    let stats_time = t.elapsed();
-    assert_eq!(stats.events, events);
-    println!(
-        "stats:       {} -> {} calls, {} methods, {} pairs",
-        rate(events, stats_time),
-        stats.calls,
-        stats.methods.len(),
-        stats.pairs.len()
-    );
-
-    let t = Instant::now();
-    let (tree, _) = CallTree::from_bytes(&bytes, &options).expect("readable");
-    let tree_time = t.elapsed();
-    assert_eq!(tree.events, events);
-    println!(
-        "tree:        {} -> {} nodes in {} threads",
-        rate(events, tree_time),
-        tree.calls(),
-        tree.threads.len()
-    );
-    println!(
-        "separately:  tree + stats {:.2} s",
-        (stats_time + tree_time).as_secs_f64()
-    );
-    drop(tree);
-
-    let t = Instant::now();
-    let (tree, stats, _) = analyse_bytes(&bytes, &options).expect("readable");
-    let both = t.elapsed();
-    assert_eq!((tree.events, stats.events), (events, events));
-    println!(
-        "one pass:    tree + stats {} (target: 15 s for 100 M events)",
-        rate(events, both)
-    );
+    if run("decode") {
+        let mut seen = 0u64;
+        timed("decode only", events, || {
+            scan_bytes(&bytes, |_, b| seen += b.events.len() as u64).expect("readable")
+        });
+        assert_eq!(seen, events);
+    }
+    if run("stats") {
+        let (stats, _) = timed("stats", events, || {
+            TraceStats::from_bytes(&bytes, &options).expect("readable")
+        });
+        assert_eq!(stats.events, events);
+        println!(
+            "  {} calls, {} methods, {} pairs",
+            stats.calls,
+            stats.methods.len(),
+            stats.pairs.len()
+        );
+    }
+    if run("tree") {
+        let (tree, _) = timed("tree", events, || {
+            CallTree::from_bytes(&bytes, &options).expect("readable")
+        });
+        assert_eq!(tree.events, events);
+        println!("  {} nodes in {} threads", tree.calls(), tree.threads.len());
+    }
+    if run("onepass") {
+        let (tree, stats, _) = timed("tree + stats, one pass", events, || {
+            analyse_bytes(&bytes, &options).expect("readable")
+        });
+        assert_eq!((tree.events, stats.events), (events, events));
+        println!("  target: 15 s for 100 M events");
+    }
 }

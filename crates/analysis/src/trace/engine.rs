@@ -309,8 +309,7 @@ impl<S: CallSink> Run<'_, S> {
             .pop()
             .expect("pop is only called on a non-empty stack");
         let duration = at.saturating_sub(f.enter_ns);
-        let overhead = self.cost * (2 * f.traced_inside + f.untraced_inside) as f64;
-        let corrected = (duration as f64 - overhead).max(0.0).round() as u64;
+        let corrected = self.corrected(duration, &f);
         if f.hidden {
             fold_hidden(&mut t.frames, &f);
             return;
@@ -336,6 +335,19 @@ impl<S: CallSink> Run<'_, S> {
             p.traced_inside += 1 + f.traced_inside;
             p.untraced_inside += f.untraced_at_enter + f.untraced_inside;
         }
+    }
+}
+
+impl<S> Run<'_, S> {
+    /// The duration minus the probes inside the call, rounded to the ns.
+    #[inline]
+    fn corrected(&self, duration: u64, f: &Frame) -> u64 {
+        if self.cost == 0.0 {
+            return duration;
+        }
+        let overhead = self.cost * (2 * f.traced_inside + f.untraced_inside) as f64;
+        // Adding 0.5 before truncating rounds without a libm call per call.
+        ((duration as f64 - overhead).max(0.0) + 0.5) as u64
     }
 }
 
