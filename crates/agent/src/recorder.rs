@@ -15,7 +15,7 @@ use crate::java_threads::{describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, JvmtiError, Vm};
 use crate::options::{expand_file_pattern, Options};
 use crate::ring::SampleRing;
-use crate::sender::{self, CollectorLink};
+use crate::sender::{self, CollectorLink, SenderStats};
 use crate::signals::{self, SignalShared};
 use crate::snapshot::SnapshotSampler;
 use crate::stopper::Stopper;
@@ -24,12 +24,10 @@ use crate::wall::WallSampler;
 use crate::writer::WriterConfig;
 use crate::{clock, sys};
 
-/// How long stopping waits for the samplers, the writer and the sender. The
-/// sender bounds its own final delivery by sender::FINAL_WAIT; this is a backstop
-/// for a sender stuck in a network call, so a dead collector never holds the exit.
+/// How long stopping waits for the samplers and the writer (the sender's wait is
+/// sender::wait_for_sender's).
 const SAMPLER_STOP_WAIT: Duration = Duration::from_secs(2);
 const WRITER_STOP_WAIT: Duration = Duration::from_secs(5);
-const SENDER_STOP_WAIT: Duration = Duration::from_millis(2500);
 /// Bytes of frame storage the sample ring may take.
 const RING_FRAME_BYTES: usize = 8 << 20;
 /// Raw snapshots waiting for the writer before the sampler drops new ones.
@@ -195,7 +193,8 @@ pub struct Recorder {
     samplers_done: Vec<Arc<Stopper>>,
     writer_stop: Arc<Stopper>,
     writer_done: Arc<Stopper>,
-    sender_done: Option<Arc<Stopper>>,
+    /// The sender's finish flag and counters, when streaming to a collector.
+    sender: Option<(Arc<Stopper>, Arc<SenderStats>)>,
 }
 
 /// JVMTI events a running recording listens to (VMInit/VMDeath are managed by
@@ -224,6 +223,7 @@ impl Recorder {
         let (header, header_bytes) = prepared.write_header(jvmti, jni, attached)?;
         let table = Arc::new(ThreadTable::default());
         let (link, sender) = prepared.collector(&header, header_bytes, &table).unzip();
+        let stats = link.as_ref().map(|l| l.stats.clone());
         let destination = prepared.destination();
         let Prepared { options, file, .. } = prepared;
 
@@ -284,11 +284,11 @@ impl Recorder {
             samplers_done: Vec::new(),
             writer_stop,
             writer_done,
-            sender_done: None,
+            sender: None,
         };
         // From here on a failure must stop what already runs, which stop() does.
         let spawned = recorder
-            .spawn_sender(sender)
+            .spawn_sender(sender, stats)
             .and_then(|()| recorder.spawn_threads(vm, &options, writer, tx, snapshots_dropped));
         if let Err(e) = spawned {
             recorder.stop();
@@ -299,13 +299,17 @@ impl Recorder {
     }
 
     /// Starts the sender first, so the writer's first chunk finds it running.
-    fn spawn_sender(&mut self, sender: Option<sender::Sender>) -> Result<(), StartError> {
-        let Some(sender) = sender else {
+    fn spawn_sender(
+        &mut self,
+        sender: Option<sender::Sender>,
+        stats: Option<Arc<SenderStats>>,
+    ) -> Result<(), StartError> {
+        let (Some(sender), Some(stats)) = (sender, stats) else {
             return Ok(());
         };
         let done = Arc::new(Stopper::default());
         sender.spawn(done.clone()).map_err(StartError::Thread)?;
-        self.sender_done = Some(done);
+        self.sender = Some((done, stats));
         Ok(())
     }
 
@@ -383,8 +387,8 @@ impl Recorder {
         }
         self.writer_stop.stop();
         let complete = self.writer_done.wait(WRITER_STOP_WAIT);
-        if let Some(done) = &self.sender_done {
-            done.wait(SENDER_STOP_WAIT);
+        if let Some((done, stats)) = &self.sender {
+            sender::wait_for_sender(done, stats);
         }
         complete
     }

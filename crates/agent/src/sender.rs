@@ -37,6 +37,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const IO_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long the sender tries to deliver and get acknowledged what is left at the end.
 pub const FINAL_WAIT: Duration = Duration::from_secs(2);
+/// How long stopping waits for a sender that is connected (it bounds itself by
+/// FINAL_WAIT; this is the backstop for one stuck in a network call), and for one
+/// that is not: that one can only be trying to connect, and a collector that is up
+/// answers within milliseconds.
+const STOP_WAIT_CONNECTED: Duration = Duration::from_millis(2500);
+const STOP_WAIT_UNCONNECTED: Duration = Duration::from_millis(500);
 
 /// What the writer hands to the sender.
 pub enum Outgoing {
@@ -56,6 +62,8 @@ pub struct SenderStats {
     bytes_dropped: AtomicU64,
     reconnects: AtomicU64,
     resyncs: AtomicU64,
+    /// True while a connection to the collector is open.
+    connected: AtomicBool,
 }
 
 impl SenderStats {
@@ -70,6 +78,10 @@ impl SenderStats {
             ("collector.reconnects", get(&self.reconnects)),
             ("collector.resyncs", get(&self.resyncs)),
         ]
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Acquire)
     }
 
     fn dropped(&self, bytes: usize) {
@@ -374,17 +386,20 @@ impl Sender {
         self.connected_once = true;
         self.backoff.reset(Instant::now());
         self.client = Some(client);
+        self.stats.connected.store(true, Ordering::Release);
     }
 
     fn give_up(&mut self) {
         self.gave_up = true;
         self.client = None;
+        self.stats.connected.store(false, Ordering::Release);
         // Nothing will ever take these chunks; the memory goes back.
         self.outbox = Outbox::new(0);
     }
 
     fn lost_connection(&mut self, e: WireError) {
         self.client = None;
+        self.stats.connected.store(false, Ordering::Release);
         self.backoff.failed(Instant::now());
         if !self.quiet && !self.told_unreachable {
             self.told_unreachable = true;
@@ -443,12 +458,57 @@ impl Sender {
         if let Ok(acked) = client.finish(left.min(Duration::from_millis(200))) {
             self.note_acked(acked);
         }
+        self.stats.connected.store(false, Ordering::Release);
+    }
+}
+
+/// Waits for the sender to finish at the end of a recording: up to
+/// STOP_WAIT_CONNECTED while it is connected and delivering, but only
+/// STOP_WAIT_UNCONNECTED while it is still trying to connect, so a collector that
+/// accepts connections and never answers costs the JVM's exit half a second.
+/// Returns true if the sender finished.
+pub fn wait_for_sender(done: &Stopper, stats: &SenderStats) -> bool {
+    let start = Instant::now();
+    loop {
+        let limit = if stats.is_connected() {
+            STOP_WAIT_CONNECTED
+        } else {
+            STOP_WAIT_UNCONNECTED
+        };
+        let step = (start + limit).min(Instant::now() + TICK);
+        if done.wait_until(step) {
+            return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stopping_waits_long_only_for_a_connected_sender() {
+        let (done, stats) = (Stopper::default(), SenderStats::default());
+        let start = Instant::now();
+        assert!(!wait_for_sender(&done, &stats));
+        let waited = start.elapsed();
+        assert!(
+            (STOP_WAIT_UNCONNECTED..STOP_WAIT_UNCONNECTED + TICK * 4).contains(&waited),
+            "{waited:?}"
+        );
+        stats.connected.store(true, Ordering::Release);
+        let start = Instant::now();
+        assert!(!wait_for_sender(&done, &stats));
+        assert!(start.elapsed() >= STOP_WAIT_CONNECTED);
+        done.stop();
+        assert!(
+            wait_for_sender(&done, &stats),
+            "a finished sender is not waited for"
+        );
+    }
 
     #[test]
     fn backoff_doubles_to_its_cap_and_resets() {

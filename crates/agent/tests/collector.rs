@@ -34,13 +34,20 @@ struct Received {
     byes: usize,
 }
 
-/// A minimal collector: accepts agents, checks the token, stores and acknowledges
-/// chunks. Stops accepting when dropped.
+/// A minimal collector: accepts agents, checks the token, stores and (unless
+/// mute) acknowledges chunks. Stops accepting when dropped.
 struct TestCollector {
     addr: SocketAddr,
-    token: String,
     received: Arc<Mutex<Received>>,
     stop: Arc<AtomicBool>,
+}
+
+/// How the test collector treats an agent.
+#[derive(Clone)]
+struct Policy {
+    token: String,
+    /// False for a collector that takes chunks and never acknowledges them.
+    acks: bool,
 }
 
 impl TestCollector {
@@ -49,19 +56,22 @@ impl TestCollector {
     }
 
     fn on(listener: TcpListener, token: &str) -> TestCollector {
+        let policy = Policy {
+            token: token.to_string(),
+            acks: true,
+        };
+        Self::with(listener, policy)
+    }
+
+    fn with(listener: TcpListener, policy: Policy) -> TestCollector {
         let collector = TestCollector {
             addr: listener.local_addr().unwrap(),
-            token: token.to_string(),
             received: Arc::default(),
             stop: Arc::default(),
         };
         listener.set_nonblocking(true).unwrap();
-        let (received, stop, token) = (
-            collector.received.clone(),
-            collector.stop.clone(),
-            collector.token.clone(),
-        );
-        std::thread::spawn(move || accept_loop(listener, token, received, stop));
+        let (received, stop) = (collector.received.clone(), collector.stop.clone());
+        std::thread::spawn(move || accept_loop(listener, policy, received, stop));
         collector
     }
 
@@ -103,16 +113,16 @@ impl Drop for TestCollector {
 
 fn accept_loop(
     listener: TcpListener,
-    token: String,
+    policy: Policy,
     received: Arc<Mutex<Received>>,
     stop: Arc<AtomicBool>,
 ) {
     while !stop.load(Ordering::Acquire) {
         match listener.accept() {
             Ok((socket, _)) => {
-                let (received, token) = (received.clone(), token.clone());
+                let (received, policy) = (received.clone(), policy.clone());
                 std::thread::spawn(move || {
-                    let _ = serve(socket, &token, &received);
+                    let _ = serve(socket, &policy, &received);
                 });
             }
             Err(_) => std::thread::sleep(Duration::from_millis(10)),
@@ -123,7 +133,7 @@ fn accept_loop(
 /// One agent connection: handshake, then chunks until bye or hang-up.
 fn serve(
     socket: TcpStream,
-    token: &str,
+    policy: &Policy,
     received: &Mutex<Received>,
 ) -> Result<(), jscope_wire::WireError> {
     socket.set_nonblocking(false)?;
@@ -133,7 +143,7 @@ fn serve(
     let Message::Hello(hello) = read_message(&mut reader, DEFAULT_MAX_FRAME)? else {
         return Ok(());
     };
-    if hello.token != token {
+    if hello.token != policy.token {
         let refuse = Message::Refuse {
             code: RefuseCode::BadToken,
             message: "wrong token".into(),
@@ -167,8 +177,10 @@ fn serve(
             }
             _ => return Ok(()),
         };
-        write_message(&mut writer, &Message::Ack { seq: ack })?;
-        writer.flush()?;
+        if policy.acks {
+            write_message(&mut writer, &Message::Ack { seq: ack })?;
+            writer.flush()?;
+        }
     }
 }
 
@@ -397,7 +409,7 @@ fn time_exit(java: &Java, options: &str) -> (Duration, Output, Recording) {
 }
 
 #[test]
-fn an_absent_or_silent_collector_does_not_hold_the_jvm_exit() {
+fn an_absent_silent_or_mute_collector_does_not_hold_the_jvm_exit() {
     for java in javas() {
         let (baseline, _, _) = time_exit(&java, "");
         // Accepts connections into its backlog and never answers a hello.
@@ -407,14 +419,25 @@ fn an_absent_or_silent_collector_does_not_hold_the_jvm_exit() {
             .local_addr()
             .unwrap()
             .port();
+        // Takes the stream and never acknowledges a chunk.
+        let mute = TestCollector::with(
+            TcpListener::bind("127.0.0.1:0").unwrap(),
+            Policy {
+                token: String::new(),
+                acks: false,
+            },
+        );
+        // The agent waits up to 0.5 s for a sender still connecting and up to
+        // 2.5 s for one connected and waiting for acknowledgements.
         let cases = [
-            ("silent", silent.local_addr().unwrap().to_string()),
-            ("absent", format!("127.0.0.1:{absent_port}")),
+            ("silent", silent.local_addr().unwrap().to_string(), 1500),
+            ("absent", format!("127.0.0.1:{absent_port}"), 1500),
+            ("mute", mute.addr(), 3000),
         ];
-        for (what, addr) in cases {
+        for (what, addr, limit_ms) in cases {
             let (took, out, rec) = time_exit(&java, &format!("collector={addr},"));
             assert!(
-                took < baseline + Duration::from_secs(3),
+                took < baseline + Duration::from_millis(limit_ms),
                 "JDK {}: a {what} collector held the exit: {took:?} against {baseline:?} without",
                 java.major
             );
@@ -422,6 +445,10 @@ fn an_absent_or_silent_collector_does_not_hold_the_jvm_exit() {
             assert!(lines.len() <= 2, "JDK {} {what}: {lines:?}", java.major);
             assert_eq!(rec.counters["collector.chunks_acked"], 0);
         }
+        assert!(
+            mute.recording().end_ticks.is_some(),
+            "the mute collector got every chunk, the last one too"
+        );
     }
 }
 
