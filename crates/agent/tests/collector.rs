@@ -400,7 +400,7 @@ fn time_exit(java: &Java, options: &str) -> (Duration, Output, Recording) {
     let file = dir.join("exit.jsc");
     let options = format!("{options}mode=cpu+wall,file={}", file.display());
     let started = Instant::now();
-    let out = start_jvm(&java, &options, &dir, "ExitCode", &[]).finish(JVM_LIMIT);
+    let out = start_jvm(java, &options, &dir, "ExitCode", &[]).finish(JVM_LIMIT);
     let took = started.elapsed();
     assert_eq!(out.status.code(), Some(3), "the fixture's own exit code");
     let rec = Recording::read_file(&file).unwrap();
