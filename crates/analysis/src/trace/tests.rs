@@ -344,6 +344,27 @@ fn started_threads_hang_under_their_start_call_and_the_rest_under_the_virtual_ro
 }
 
 #[test]
+fn a_start_call_whose_thread_never_shows_up_does_not_capture_a_later_thread() {
+    let mut r = TraceRec::new();
+    r.thread(1, "main", 1);
+    r.thread(2, "task", 2);
+    // A JDK thread started before main; its code is not traced.
+    r.enter(1, "java.lang.Thread.start", 10);
+    r.exit(1, "java.lang.Thread.start", 20);
+    r.enter(1, "demo.App.main", 100);
+    r.enter(1, "java.lang.Thread.start", 200);
+    r.exit(1, "java.lang.Thread.start", 220);
+    r.exit(1, "demo.App.main", 1000);
+    r.enter(2, "demo.App.task", 300); // after start returned
+    r.exit(2, "demo.App.task", 310);
+    let tree = CallTree::of(&r.recording(), &TraceOptions::default());
+    let task = tree.thread_roots(1).next().unwrap();
+    assert_eq!(tree.threads[1].name, "task");
+    assert_eq!(tree.parent(task), tree.find("java.lang.Thread.start", 1));
+    assert_eq!(tree.grafts.len(), 1);
+}
+
+#[test]
 fn tree_text_shows_each_call_with_caller_thread_times_and_self() {
     let tree = CallTree::of(&started_threads().recording(), &TraceOptions::default());
     let mut out = vec![];

@@ -285,8 +285,12 @@ impl CallTree {
 
     /// JaViz's start/run linking: a thread whose first event falls inside a
     /// traced `Thread.start` call of another thread is that call's child; a thread
-    /// whose first event comes after the call returned takes the oldest start call
-    /// not yet linked (the start queue), since `start` often returns before `run`.
+    /// whose first event comes after the call returned (`start` often returns before
+    /// `run` begins) takes the latest start call before it not yet linked. JaViz
+    /// took the oldest (a queue), but start calls whose thread never produces a
+    /// traced event (JDK threads, untraced `run` methods) would then capture
+    /// unrelated threads; the latest one is wrong only in the order of siblings
+    /// when several starts precede their threads' first events.
     fn link_started_threads(&mut self) {
         let mut starts = self.start_calls();
         let mut order: Vec<usize> = (0..self.threads.len())
@@ -329,12 +333,13 @@ impl CallTree {
     }
 }
 
-/// The start call a thread first seen at `first_ns` belongs to. Start calls that
-/// began strictly earlier only, so two threads can never start each other.
+/// The start call a thread first seen at `first_ns` belongs to (`starts` sorted by
+/// entry). Start calls that began strictly earlier only, so two threads can never
+/// start each other.
 fn pick_start(starts: &[StartCall], thread: usize, first_ns: u64) -> Option<usize> {
     let open = |s: &StartCall| !s.used && s.at.thread != thread && s.enter_ns < first_ns;
     starts
         .iter()
         .position(|s| open(s) && first_ns <= s.exit_ns)
-        .or_else(|| starts.iter().position(open))
+        .or_else(|| starts.iter().rposition(open))
 }

@@ -1,0 +1,138 @@
+//! `jscope tree`, `stats` and `export` on recordings the agent wrote while tracing
+//! a real JVM (each JDK testkit finds, under -Xverify:all): the fixture's known call
+//! structure comes out as exact counts, the started thread hangs under the traced
+//! `Thread.start` of the method that started it, and the sleeps have their durations.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use serde_json::Value;
+use support::*;
+
+fn classes() -> PathBuf {
+    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/trace_fixtures"))
+}
+
+/// Runs TracedApp with the application and `Thread.start` traced; returns the file.
+fn trace_run(java: &Java) -> PathBuf {
+    let file = temp_dir(&format!("trace-jvm-{}", java.major)).join("app.jsc");
+    let agent = format!(
+        "-agentpath:{}=trace=TracedApp;java.lang.Thread#start,file={}",
+        agent_path().display(),
+        file.display()
+    );
+    let mut cmd = Command::new(&java.bin);
+    cmd.args(["-Xverify:all", &agent, "-cp"])
+        .arg(classes())
+        .arg("TracedApp")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = Child::spawn(&mut cmd).finish(Duration::from_secs(120));
+    assert!(
+        out.status.success(),
+        "JDK {}: {}",
+        java.major,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "depth 3 rescued true\n"
+    );
+    file
+}
+
+fn method<'a>(stats: &'a Value, label: &str) -> &'a Value {
+    stats["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["method"] == label)
+        .unwrap_or_else(|| panic!("no {label} in {stats}"))
+}
+
+fn ms(v: &Value) -> f64 {
+    v.as_f64().unwrap() / 1e6
+}
+
+fn assert_stats(java: &Java, file: &Path) {
+    let stats = jscope_json(&[
+        "stats",
+        file.to_str().unwrap(),
+        "--format",
+        "json",
+        "-n",
+        "1000",
+    ]);
+    let calls = |label: &str| method(&stats, label)["calls"].as_u64().unwrap();
+    // depth(3) on main and depth(2) on the task thread: 4 + 3 calls.
+    assert_eq!(calls("TracedApp.depth"), 7, "JDK {}", java.major);
+    assert_eq!(calls("TracedApp.fail"), 2);
+    assert_eq!(method(&stats, "TracedApp.fail")["threw"], 2);
+    assert_eq!(method(&stats, "TracedApp.rescue")["threw"], 0);
+    assert_eq!((calls("TracedApp.main"), calls("TracedApp.task")), (1, 1));
+    let pause = method(&stats, "TracedApp.pause");
+    assert_eq!(pause["calls"], 3);
+    assert!(
+        ms(&pause["min_ns"]) >= 1.0 && ms(&pause["max_ns"]) >= 3.0,
+        "{pause}"
+    );
+    // Sleeps overshoot a little, never undershoot: mean 2 ms plus scheduling noise.
+    assert!((2.0..4.0).contains(&ms(&pause["mean_ns"])), "{pause}");
+    assert!((2.0..4.0).contains(&ms(&pause["p50_ns"])), "{pause}");
+    assert_eq!(stats["anomalies"]["unmatched_exits"], 0);
+    assert_eq!(stats["anomalies"]["mismatched_exits"], 0);
+    assert!(
+        stats["probe_cost_ns"].as_f64().unwrap() > 0.0,
+        "the agent measures it"
+    );
+}
+
+/// The task thread's root call is the next line after the `Thread.start` that
+/// `launch` made, one level deeper.
+fn assert_tree(java: &Java, file: &Path) {
+    let out = jscope(&["tree", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| {
+            l.trim_start()
+                .starts_with("java.lang.Thread.start [main] caller=TracedApp.launch ")
+        })
+        .unwrap_or_else(|| panic!("JDK {}: no start call in\n{text}", java.major));
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let task = lines[start + 1];
+    assert!(
+        task.trim_start()
+            .starts_with("TracedApp.task [traced-task] caller=java.lang.Thread.start "),
+        "JDK {}:\n{text}",
+        java.major
+    );
+    assert_eq!(indent(task), indent(lines[start]) + 2, "{text}");
+    assert!(lines[0].starts_with("[virtual root] jvm pid "), "{text}");
+}
+
+fn assert_chrome(file: &Path) {
+    let stats = jscope_json(&["stats", file.to_str().unwrap(), "--format", "json"]);
+    let out = jscope(&["export", file.to_str().unwrap(), "--format", "chrome"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("Chrome trace JSON");
+    let events = json["traceEvents"].as_array().unwrap();
+    let complete = events.iter().filter(|e| e["ph"] == "X").count() as u64;
+    assert_eq!(complete, stats["calls"].as_u64().unwrap());
+}
+
+#[test]
+fn a_traced_jvm_gives_exact_counts_a_linked_thread_and_sleep_durations() {
+    for java in javas() {
+        let file = trace_run(&java);
+        assert_stats(&java, &file);
+        assert_tree(&java, &file);
+        assert_chrome(&file);
+    }
+}
