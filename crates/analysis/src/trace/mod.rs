@@ -9,6 +9,45 @@
 //! Overhead correction (JPMT, JX) subtracts the header's `trace.probe_cost_ns` for
 //! each traced call (two probes) and each untraced call counted inside a call.
 //! Aggregate-mode recordings go through [`aggregate_stats`]. See docs/TRACE-API.md.
+//!
+//! ```
+//! use jscope_analysis::trace::{CallTree, TraceOptions, TraceStats};
+//! use jscope_format::*;
+//!
+//! // A recording where `main` calls `work` three times, taking 1, 2 and 3 ms.
+//! let mut w = ChunkWriter::new();
+//! w.string(1, "demo.App");
+//! w.string(2, "main");
+//! w.string(3, "work");
+//! w.class(&ClassDef { id: 1, name: 1, source_file: 0 });
+//! w.method(&MethodDef { id: 1, class: 1, name: 2, signature: 0, modifiers: 9 });
+//! w.method(&MethodDef { id: 2, class: 1, name: 3, signature: 0, modifiers: 9 });
+//! let ev = |kind, method, ms: u64| TraceEvent { kind, method, ticks: ms * 1_000_000, untraced: 0, cpu_ns: 0 };
+//! let mut events = vec![ev(TraceKind::Enter, 1, 0)];
+//! let mut at = 0;
+//! for ms in [1, 2, 3] {
+//!     events.push(ev(TraceKind::Enter, 2, at));
+//!     events.push(ev(TraceKind::Exit, 2, at + ms));
+//!     at += ms;
+//! }
+//! events.push(ev(TraceKind::Exit, 1, at + 1));
+//! w.trace(&TraceBatch { thread: 1, has_cpu: false, events });
+//! let header = Header { ticks_per_second: 1_000_000_000, ..Default::default() };
+//! let mut bytes = encode_file_start(&header);
+//! bytes.extend(w.finish());
+//!
+//! let (stats, _) = TraceStats::from_bytes(&bytes, &TraceOptions::default()).unwrap();
+//! let work = stats.method("demo.App.work").unwrap();
+//! assert_eq!((work.calls, work.total_ns, work.p50_ns), (3, 6_000_000, Some(2_000_000)));
+//! assert!((work.stddev_ns.unwrap() - 816_496.6).abs() < 1.0);
+//! assert_eq!(stats.pair("demo.App.main", "demo.App.work").unwrap().calls, 3);
+//!
+//! let (tree, _) = CallTree::from_bytes(&bytes, &TraceOptions::default()).unwrap();
+//! let main = tree.virtual_root_children()[0];
+//! assert_eq!(tree.label(tree.node(main).method), "demo.App.main");
+//! assert_eq!(tree.children(main).len(), 3);
+//! assert_eq!(tree.node(main).self_ns, 1_000_000);
+//! ```
 
 mod aggregate;
 mod engine;
