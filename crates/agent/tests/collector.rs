@@ -541,3 +541,110 @@ fn a_full_buffer_drops_whole_chunks_and_a_resync_keeps_the_rest_readable() {
         );
     }
 }
+
+/// `jcmd` beside the `java` launcher (found through PATH and symlinks).
+fn jcmd(java: &Java) -> PathBuf {
+    let bin = if java.bin.components().count() > 1 {
+        java.bin.clone()
+    } else {
+        std::env::var_os("PATH")
+            .iter()
+            .flat_map(std::env::split_paths)
+            .map(|dir| dir.join(&java.bin))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| java.bin.clone())
+    };
+    bin.canonicalize().unwrap_or(bin).with_file_name("jcmd")
+}
+
+/// Loads the agent into `pid` with jcmd; returns jcmd's output.
+fn jcmd_load(java: &Java, pid: u32, options: &str) -> String {
+    let out = Command::new(jcmd(java))
+        .arg(pid.to_string())
+        .arg("JVMTI.agent_load")
+        .arg(agent_path())
+        .arg(format!("\"{options}\""))
+        .output()
+        .expect("run jcmd");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Names of the threads of process `pid`, from /proc.
+fn thread_names(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|dir| {
+            dir.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+                .map(|n| n.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn attach_streams_until_stop_and_the_agent_threads_leave() {
+    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).exists()).collect();
+    assert!(!javas.is_empty(), "no JDK with jcmd found");
+    for java in javas {
+        let collector = TestCollector::start("");
+        let dir = temp_dir(&format!("attach-stream-{}", java.major));
+        let mut cmd = Command::new(&java.bin);
+        cmd.current_dir(&dir)
+            .args(["-XX:+EnableDynamicAgentLoading", "-cp"])
+            .arg(classes())
+            .args(["SleepAndSpin", "30000"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut jvm = Child::spawn(&mut cmd);
+        std::thread::sleep(Duration::from_millis(700));
+        let options = format!("mode=cpu+wall,collector={}", collector.addr());
+        let started = jcmd_load(&java, jvm.id(), &options);
+        assert!(
+            started.contains("return code: 0"),
+            "JDK {}: {started}",
+            java.major
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        let running = thread_names(jvm.id());
+        for name in ["jscope-sender", "jscope-wall", "jscope-writer"] {
+            assert!(running.iter().any(|n| n == name), "{name} in {running:?}");
+        }
+        let stopped = jcmd_load(&java, jvm.id(), "stop");
+        assert!(
+            stopped.contains("return code: 0"),
+            "JDK {}: {stopped}",
+            java.major
+        );
+
+        let rec = collector.recording();
+        assert!(rec.end_ticks.is_some(), "stop delivers the last chunk");
+        assert_eq!(rec.header.extra("started_by"), Some("attach"));
+        assert_eq!(rec.header.pid, jvm.id());
+        let sleeping = rec
+            .samples
+            .iter()
+            .filter(|s| thread_name(&rec, s.thread) == "sleeper")
+            .filter(|s| {
+                jscope_format::thread_state::classify(s.state)
+                    == jscope_format::StateClass::Sleeping
+            })
+            .count();
+        assert!(
+            sleeping >= 10,
+            "JDK {}: {sleeping} sleeping wall samples of a thread that predates the attach",
+            java.major
+        );
+        let gone = jscope_testkit::wait_until(Duration::from_secs(2), || {
+            let names = thread_names(jvm.id());
+            !names.iter().any(|n| n.starts_with("jscope-"))
+        });
+        assert!(gone, "agent threads left: {:?}", thread_names(jvm.id()));
+        assert!(
+            std::fs::read_dir(&dir).unwrap().next().is_none(),
+            "no file without file="
+        );
+        assert!(
+            jvm.wait_timeout(Duration::from_millis(50)).is_none(),
+            "the JVM runs on"
+        );
+    }
+}
