@@ -204,6 +204,75 @@ fn sleeping_methods_get_their_durations() {
 }
 
 #[test]
+fn aggregate_mode_keeps_caller_callee_totals_per_thread() {
+    for java in javas() {
+        let (rec, _) = record(&java, "agg", "trace=TraceCalls,traceagg", "TraceCalls", &[]);
+        assert!(rec.traces.is_empty(), "no events in aggregate mode");
+        let mut totals: BTreeMap<(String, String, String), (u64, u64, u64, u64)> = BTreeMap::new();
+        for agg in &rec.call_aggregates {
+            let thread = rec
+                .thread(agg.thread)
+                .map_or("?", |t| t.name.as_str())
+                .to_string();
+            for p in &agg.pairs {
+                let caller = if p.caller == 0 {
+                    "-".to_string()
+                } else {
+                    rec.method_label(p.caller)
+                };
+                let t = totals
+                    .entry((thread.clone(), caller, rec.method_label(p.callee)))
+                    .or_insert((0, 0, u64::MAX, 0));
+                t.0 += p.calls;
+                t.1 += p.total_ns;
+                t.2 = t.2.min(p.min_ns);
+                t.3 = t.3.max(p.max_ns);
+            }
+        }
+        let calls: BTreeMap<(&str, &str, &str), u64> = totals
+            .iter()
+            .map(|((t, a, b), v)| ((t.as_str(), a.as_str(), b.as_str()), v.0))
+            .collect();
+        let expected: BTreeMap<(&str, &str, &str), u64> = [
+            (("main", "-", "TraceCalls.main"), 1),
+            (("main", "TraceCalls.main", "TraceCalls.fib"), 1),
+            (("main", "TraceCalls.fib", "TraceCalls.fib"), 176),
+            (("main", "TraceCalls.main", "TraceCalls.catcher"), 1),
+            (("main", "TraceCalls.catcher", "TraceCalls.thrower"), 1),
+            (("main", "TraceCalls.thrower", "TraceCalls.thrower"), 3),
+            (("main", "TraceCalls.main", "TraceCalls.spawn"), 1),
+            (("main", "TraceCalls.main", "TraceCalls.sleepMs"), 3),
+            (("traced-worker", "-", "TraceCalls.worker"), 1),
+            (("traced-worker", "TraceCalls.worker", "TraceCalls.leaf"), 2),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(calls, expected, "JDK {}", java.major);
+        let sleeps = totals[&(
+            "main".into(),
+            "TraceCalls.main".into(),
+            "TraceCalls.sleepMs".into(),
+        )];
+        assert!(
+            sleeps.1 >= 6_000_000 && sleeps.1 < 14_000_000,
+            "total {}",
+            sleeps.1
+        );
+        assert!(
+            sleeps.2 >= 1_000_000 && sleeps.2 < 4_000_000,
+            "min {}",
+            sleeps.2
+        );
+        assert!(
+            sleeps.3 >= 3_000_000 && sleeps.3 < 7_000_000,
+            "max {}",
+            sleeps.3
+        );
+        assert!(counter(&rec, "trace.pairs_written") >= 10);
+    }
+}
+
+#[test]
 fn exclude_library_records_only_library_calls_made_by_the_application() {
     for java in javas() {
         let config = temp_dir(&format!("trace-lib-{}", java.major)).join("trace.conf");

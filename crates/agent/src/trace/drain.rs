@@ -6,24 +6,36 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use jscope_format::{ChunkWriter, TraceBatch, TraceEvent, TraceKind};
+use std::time::{Duration, Instant};
 
+use jscope_format::{CallAggregate, CallPair, ChunkWriter, TraceBatch, TraceEvent, TraceKind};
+
+use super::aggregate::{self, PairKey, PairTotals};
 use super::probe::{self, RawEvent};
 use super::registry;
+use crate::clock;
 use crate::symbols::Symbols;
 
 /// Events per TraceBatch record, so no record grows without bound.
 const BATCH_EVENTS: usize = 8192;
 
-/// One thread's events taken from its ring.
+/// What one thread produced since the last take.
 pub struct RawBatch {
     pub tid: u32,
     pub env: usize,
-    /// The recording thread, once known for this ring.
+    /// The recording thread, once known for this ring or table.
     pub thread: Option<u32>,
-    ring: usize,
-    pub events: Vec<RawEvent>,
+    source: usize,
+    payload: Payload,
 }
+
+enum Payload {
+    Events(Vec<RawEvent>),
+    Pairs(Vec<(PairKey, PairTotals)>),
+}
+
+/// Aggregate totals are taken this often (and once more when tracing stops).
+const AGGREGATE_EVERY: Duration = Duration::from_secs(1);
 
 /// The writer's tracing state for one recording.
 #[derive(Default)]
@@ -38,6 +50,8 @@ pub struct TraceDrain {
     has_cpu: bool,
     /// Probe ticks to recording ticks, refreshed at each take.
     clock: Option<probe::TickMapper>,
+    last_aggregate: Option<Instant>,
+    pairs_written: u64,
 }
 
 impl TraceDrain {
@@ -46,8 +60,9 @@ impl TraceDrain {
     pub fn take(&mut self) -> Vec<RawBatch> {
         self.has_cpu = probe::with_cpu();
         self.clock = Some(probe::TickMapper::now());
-        let mut rings = probe::rings();
         let mut out = Vec::new();
+        self.take_aggregates(&mut out);
+        let mut rings = probe::rings();
         for ring in rings.iter() {
             let mut events = Vec::new();
             ring.drain(|e| events.push(*e));
@@ -57,8 +72,8 @@ impl TraceDrain {
                     tid: ring.tid,
                     env: ring.env,
                     thread: self.threads.get(&key).copied(),
-                    ring: key,
-                    events: chunk.to_vec(),
+                    source: key,
+                    payload: Payload::Events(chunk.to_vec()),
                 });
             }
         }
@@ -74,9 +89,88 @@ impl TraceDrain {
         out: &mut ChunkWriter,
         symbols: &mut Symbols,
     ) {
-        self.threads.insert(raw.ring, thread);
+        self.threads.insert(raw.source, thread);
+        match &raw.payload {
+            Payload::Events(events) => self.write_events(events, thread, out, symbols),
+            Payload::Pairs(pairs) => self.write_pairs(pairs, thread, out, symbols),
+        }
+    }
+
+    /// Every thread's aggregate totals, once per AGGREGATE_EVERY and whenever
+    /// the session has stopped (so the writer's last drain gets the rest). A new
+    /// table is handed over at once, even empty, so that its thread is named
+    /// while it surely lives.
+    fn take_aggregates(&mut self, out: &mut Vec<RawBatch>) {
+        let due = !probe::session_running()
+            || self
+                .last_aggregate
+                .map_or(true, |t| t.elapsed() >= AGGREGATE_EVERY);
+        if due {
+            self.last_aggregate = Some(Instant::now());
+        }
+        let mut tables = aggregate::tables();
+        for table in tables.iter() {
+            let key = Arc::as_ptr(table) as usize;
+            let known = self.threads.contains_key(&key);
+            let pairs = if due { table.take() } else { Vec::new() };
+            if pairs.is_empty() && known {
+                continue;
+            }
+            out.push(RawBatch {
+                tid: table.tid,
+                env: table.env,
+                thread: self.threads.get(&key).copied(),
+                source: key,
+                payload: Payload::Pairs(pairs),
+            });
+        }
+        if due {
+            aggregate::forget_ended(&mut tables);
+        }
+    }
+
+    fn write_pairs(
+        &mut self,
+        pairs: &[(PairKey, PairTotals)],
+        thread: u32,
+        out: &mut ChunkWriter,
+        symbols: &mut Symbols,
+    ) {
+        if pairs.is_empty() {
+            return; // only the thread was named
+        }
+        let clock = self.clock.unwrap_or_else(probe::TickMapper::now);
+        let pairs = pairs
+            .iter()
+            .map(|&((caller, callee), t)| CallPair {
+                caller: if caller == 0 {
+                    0
+                } else {
+                    self.method_id(caller, out, symbols)
+                },
+                callee: self.method_id(callee, out, symbols),
+                calls: t.calls,
+                total_ns: clock.duration_ns(t.total),
+                min_ns: clock.duration_ns(t.min),
+                max_ns: clock.duration_ns(t.max),
+            })
+            .collect::<Vec<_>>();
+        self.pairs_written += pairs.len() as u64;
+        out.call_aggregate(&CallAggregate {
+            thread,
+            ticks: clock::monotonic_ns(),
+            pairs,
+        });
+    }
+
+    fn write_events(
+        &mut self,
+        raw: &[RawEvent],
+        thread: u32,
+        out: &mut ChunkWriter,
+        symbols: &mut Symbols,
+    ) {
         let events = raw
-            .events
             .iter()
             .map(|e| TraceEvent {
                 kind: TraceKind::from_u8((e.head & 3) as u8).unwrap_or(TraceKind::Throw),
@@ -91,7 +185,7 @@ impl TraceDrain {
             has_cpu: self.has_cpu,
             events,
         });
-        self.written += raw.events.len() as u64;
+        self.written += raw.len() as u64;
     }
 
     fn method_id(&mut self, index: u32, out: &mut ChunkWriter, symbols: &mut Symbols) -> u32 {
@@ -115,6 +209,7 @@ impl TraceDrain {
             .sum();
         let mut values = vec![
             ("trace.events_written", self.written),
+            ("trace.pairs_written", self.pairs_written),
             ("trace.events_dropped", dropped + probe::dropped_by_ended()),
         ];
         values.extend(session);

@@ -9,6 +9,7 @@
 //! - [`hook`]: the ClassFileLoadHook; [`registry`]: probe ids and their names.
 //! - [`drain`]: the writer's side, rings to TraceBatch records.
 
+pub mod aggregate;
 pub mod drain;
 pub mod filter;
 pub mod hook;
@@ -36,6 +37,8 @@ pub struct TraceOptions {
     pub config: Option<String>,
     /// `tracecpu`: every event also carries the thread's CPU time.
     pub cpu: bool,
+    /// `traceagg`: per-thread caller→callee totals instead of events (JX).
+    pub aggregate: bool,
     /// `tracestop` (attach): stop tracing, keep the recording running.
     pub stop: bool,
     /// `tracebuffer=N`: events a thread may have waiting for the writer.
@@ -47,7 +50,7 @@ impl TraceOptions {
     pub fn owns(key: &str) -> bool {
         matches!(
             key,
-            "trace" | "traceconfig" | "tracecpu" | "tracestop" | "tracebuffer"
+            "trace" | "traceconfig" | "tracecpu" | "traceagg" | "tracestop" | "tracebuffer"
         )
     }
 
@@ -67,6 +70,7 @@ impl TraceOptions {
             }
             "traceconfig" => self.config = Some(need()?.to_string()),
             "tracecpu" => self.cpu = flag()?,
+            "traceagg" => self.aggregate = flag()?,
             "tracestop" => self.stop = flag()?,
             "tracebuffer" => {
                 let v = need()?;
@@ -112,6 +116,15 @@ pub fn header_extra(options: &TraceOptions) -> Vec<(String, String)> {
             probe::measure_probe_cost(options.cpu).to_string(),
         ),
         ("trace.cpu".to_string(), options.cpu.to_string()),
+        (
+            "trace.mode".to_string(),
+            if options.aggregate {
+                "aggregate"
+            } else {
+                "events"
+            }
+            .to_string(),
+        ),
         (
             "trace.clock".to_string(),
             if probe::uses_tsc() {
@@ -281,6 +294,7 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
     probe::begin_session(
         options.cpu,
         filters.exclude_library,
+        options.aggregate,
         options.buffer.unwrap_or(probe::RING_EVENTS),
     );
     let session = Arc::new(Session::new(filters));
@@ -461,6 +475,8 @@ mod tests {
         assert!(!o.enabled());
         o.set("trace", Some("demo.*#run;!demo.Secret")).unwrap();
         o.set("tracecpu", None).unwrap();
+        o.set("traceagg", None).unwrap();
+        assert!(o.aggregate);
         o.set("tracebuffer", Some("4096")).unwrap();
         assert!(o.enabled() && o.cpu);
         assert_eq!(o.buffer, Some(4096));

@@ -10,6 +10,7 @@ use std::cell::{RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::aggregate::{self, ThreadAgg};
 use crate::clock;
 use crate::sys;
 use crate::threads::gettid;
@@ -64,7 +65,7 @@ impl ThreadRing {
     pub fn new(capacity: usize, tid: u32, env: usize) -> ThreadRing {
         let capacity = capacity.next_power_of_two();
         ThreadRing {
-            slots: (0..capacity).map(|_| UnsafeCell::default()).collect(),
+            slots: zeroed_slots(capacity),
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
             tid,
@@ -105,10 +106,26 @@ impl ThreadRing {
     }
 }
 
+/// A zeroed slot array: calloc'd, so pages are committed only once a busy thread
+/// writes into them (an idle thread's ring costs almost nothing).
+fn zeroed_slots(n: usize) -> Box<[UnsafeCell<RawEvent>]> {
+    let layout = std::alloc::Layout::array::<UnsafeCell<RawEvent>>(n).expect("ring size");
+    // SAFETY: the layout is non-empty (n >= 1); all-zero bytes are a valid
+    // RawEvent; the box takes ownership of exactly this allocation.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<UnsafeCell<RawEvent>>();
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n))
+    }
+}
+
 /// What a tracing session tells the probes; 0 means tracing is off.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static WITH_CPU: AtomicBool = AtomicBool::new(false);
 static EXCLUDE_LIBRARY: AtomicBool = AtomicBool::new(false);
+static AGGREGATE: AtomicBool = AtomicBool::new(false);
 static RING_CAPACITY: AtomicUsize = AtomicUsize::new(RING_EVENTS);
 /// Exits whose enter this thread never saw (tracing began inside the call).
 static UNMATCHED_EXITS: AtomicU64 = AtomicU64::new(0);
@@ -128,8 +145,10 @@ static DROPPED_ENDED: AtomicU64 = AtomicU64::new(0);
 static RINGS: Mutex<Vec<Arc<ThreadRing>>> = Mutex::new(Vec::new());
 
 /// Switches the probes on for a new session with these settings.
-pub fn begin_session(with_cpu: bool, exclude_library: bool, ring_capacity: usize) {
+pub fn begin_session(with_cpu: bool, exclude_library: bool, aggregate: bool, ring_capacity: usize) {
     WITH_CPU.store(with_cpu, Ordering::Relaxed);
+    AGGREGATE.store(aggregate, Ordering::Relaxed);
+    aggregate::tables().clear();
     EXCLUDE_LIBRARY.store(exclude_library, Ordering::Relaxed);
     RING_CAPACITY.store(ring_capacity, Ordering::Relaxed);
     rings().clear();
@@ -144,6 +163,11 @@ pub fn begin_session(with_cpu: bool, exclude_library: bool, ring_capacity: usize
 /// Switches the probes off; events already in rings stay for the writer.
 pub fn end_session() {
     GENERATION.store(0, Ordering::Release);
+}
+
+/// True while a session's probes record.
+pub fn session_running() -> bool {
+    GENERATION.load(Ordering::Acquire) != 0
 }
 
 pub fn set_exclude_library(on: bool) {
@@ -268,6 +292,15 @@ impl TickMapper {
         }
     }
 
+    /// A duration in probe ticks as ns.
+    pub fn duration_ns(&self, ticks: u64) -> u64 {
+        if self.tsc {
+            (ticks as f64 * self.rate) as u64
+        } else {
+            ticks
+        }
+    }
+
     pub fn ns(&self, ticks: u64) -> u64 {
         if !self.tsc {
             return ticks;
@@ -287,21 +320,37 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// An open call on the shadow stack.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    /// Probe id, with `RECORDED` when its enter was written.
+    id: u32,
+    /// Entry ticks (aggregate mode only).
+    start: u64,
+}
+
 /// One thread's probe state in one session.
 pub struct Local {
     ring: Arc<ThreadRing>,
+    /// Aggregate mode: caller→callee totals instead of events.
+    agg: Option<Arc<ThreadAgg>>,
     generation: u64,
     /// JPMT: calls not recorded since the previous recorded event.
     untraced: u32,
-    /// Probe ids of the open calls, `RECORDED` set on those whose enter was written.
-    stack: Vec<u32>,
+    stack: Vec<Open>,
     with_cpu: bool,
 }
 
 impl Local {
-    pub fn new(ring: Arc<ThreadRing>, generation: u64, with_cpu: bool) -> Local {
+    pub fn new(
+        ring: Arc<ThreadRing>,
+        agg: Option<Arc<ThreadAgg>>,
+        generation: u64,
+        with_cpu: bool,
+    ) -> Local {
         Local {
             ring,
+            agg,
             generation,
             untraced: 0,
             stack: Vec::with_capacity(256),
@@ -325,15 +374,23 @@ impl Local {
     /// from a library method or from uninstrumented code it is only counted.
     #[inline]
     pub fn enter(&mut self, id: u32, exclude_library: bool) {
-        let caller_is_app = self.stack.last().is_some_and(|e| e & LIBRARY_BIT == 0);
+        let caller_is_app = self.stack.last().is_some_and(|e| e.id & LIBRARY_BIT == 0);
         if exclude_library && id & LIBRARY_BIT != 0 && !caller_is_app {
             self.untraced = self.untraced.saturating_add(1);
-            self.stack.push(id);
+            self.stack.push(Open { id, start: 0 });
             return;
         }
         let untraced = std::mem::take(&mut self.untraced);
-        self.stack.push(id | RECORDED);
-        self.emit(id, KIND_ENTER, untraced);
+        let start = if self.agg.is_some() {
+            now()
+        } else {
+            self.emit(id, KIND_ENTER, untraced);
+            0
+        };
+        self.stack.push(Open {
+            id: id | RECORDED,
+            start,
+        });
     }
 
     /// A method exit (`kind` exit or throw). Open calls above the matching entry
@@ -343,9 +400,9 @@ impl Local {
     #[inline]
     pub fn exit(&mut self, id: u32, kind: u32) {
         match self.stack.pop() {
-            Some(top) if top & !RECORDED == id => {
-                if top & RECORDED != 0 {
-                    self.emit(id, kind, 0);
+            Some(top) if top.id & !RECORDED == id => {
+                if top.id & RECORDED != 0 {
+                    self.record_exit(top, kind);
                 }
             }
             Some(top) => {
@@ -358,17 +415,31 @@ impl Local {
         }
     }
 
+    #[inline]
+    fn record_exit(&mut self, open: Open, kind: u32) {
+        let Some(agg) = &self.agg else {
+            return self.emit(open.id, kind, 0);
+        };
+        let caller = self
+            .stack
+            .iter()
+            .rev()
+            .find(|o| o.id & RECORDED != 0)
+            .map_or(0, |o| o.id & INDEX_MASK);
+        agg.add(caller, open.id & INDEX_MASK, now().wrapping_sub(open.start));
+    }
+
     #[cold]
     fn exit_repairing(&mut self, id: u32, kind: u32) {
-        let Some(pos) = self.stack.iter().rposition(|e| e & !RECORDED == id) else {
+        let Some(pos) = self.stack.iter().rposition(|e| e.id & !RECORDED == id) else {
             UNMATCHED_EXITS.fetch_add(1, Ordering::Relaxed);
             return;
         };
         while self.stack.len() > pos + 1 {
-            let open = self.stack.pop().unwrap_or(0);
+            let Some(open) = self.stack.pop() else { break };
             REPAIRED.fetch_add(1, Ordering::Relaxed);
-            if open & RECORDED != 0 {
-                self.emit(open & !RECORDED, KIND_THROW, 0);
+            if open.id & RECORDED != 0 {
+                self.record_exit(open, KIND_THROW);
             }
         }
         self.exit(id, kind);
@@ -378,6 +449,9 @@ impl Local {
 impl Drop for Local {
     fn drop(&mut self) {
         self.ring.ended.store(true, Ordering::Release);
+        if let Some(agg) = &self.agg {
+            agg.ended.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -415,8 +489,13 @@ fn new_local(env: *mut sys::JNIEnv, generation: u64) -> Local {
         env as usize,
     ));
     rings().push(ring.clone());
+    let agg = AGGREGATE.load(Ordering::Relaxed).then(|| {
+        let agg = Arc::new(ThreadAgg::new(gettid(), env as usize));
+        aggregate::tables().push(agg.clone());
+        agg
+    });
     THREADS.fetch_add(1, Ordering::Relaxed);
-    Local::new(ring, generation, WITH_CPU.load(Ordering::Relaxed))
+    Local::new(ring, agg, generation, WITH_CPU.load(Ordering::Relaxed))
 }
 
 /// `jscope/Trace.enter(int)`.
@@ -450,7 +529,7 @@ pub fn measure_probe_cost(with_cpu: bool) -> u64 {
     let ring = Arc::new(ThreadRing::new(2 * CALLS as usize, 0, 0));
     let mut best = u64::MAX;
     for _ in 0..3 {
-        let mut local = Local::new(ring.clone(), 1, with_cpu);
+        let mut local = Local::new(ring.clone(), None, 1, with_cpu);
         let start = clock::monotonic_ns();
         for i in 0..CALLS {
             local.enter(i & 1023, false);
@@ -469,7 +548,7 @@ mod tests {
 
     fn local(capacity: usize) -> (Local, Arc<ThreadRing>) {
         let ring = Arc::new(ThreadRing::new(capacity, 1, 2));
-        (Local::new(ring.clone(), 1, false), ring)
+        (Local::new(ring.clone(), None, 1, false), ring)
     }
 
     fn events(ring: &ThreadRing) -> Vec<(u32, u32, u32)> {
