@@ -66,5 +66,6 @@ fn method_row(rec: &Recording, id: u32, p: &PairAcc) -> MethodStats {
         corrected_total_ns: None,
         corrected_self_ns: None,
         threw: 0,
+        cpu_ns: None,
     }
 }

@@ -50,6 +50,8 @@ pub struct Call {
     /// Duration minus the probe cost of every traced and untraced call inside it.
     pub corrected_ns: u64,
     pub corrected_self_ns: u64,
+    /// Thread CPU time spent in the call, when the agent recorded CPU time.
+    pub cpu_ns: Option<u64>,
     pub flags: u8,
 }
 
@@ -65,6 +67,16 @@ pub trait CallSink {
     fn enter(&mut self, thread_index: u32, method: u32, enter_ns: u64, depth: u32) -> u32;
     /// A visible call has finished.
     fn exit(&mut self, call: &Call);
+}
+
+/// Stands for "no CPU time": the event's batch did not carry it.
+const NO_CPU: u64 = u64::MAX;
+
+/// When an event happened: ns since the start, and thread CPU ns or `NO_CPU`.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stamp {
+    ns: u64,
+    cpu: u64,
 }
 
 /// Nanoseconds since the recording's start, from ticks.
@@ -148,6 +160,7 @@ struct Frame {
     caller: u32,
     slot: u32,
     enter_ns: u64,
+    enter_cpu: u64,
     untraced_at_enter: u64,
     /// Durations of the visible calls directly inside (through hidden frames).
     child_ns: u64,
@@ -165,6 +178,7 @@ pub(crate) struct ThreadStack {
     frames: Vec<Frame>,
     pub(crate) first_ns: Option<u64>,
     pub(crate) last_ns: u64,
+    last_cpu: u64,
     pub(crate) events: u64,
 }
 
@@ -205,7 +219,8 @@ impl<S: CallSink> StackEngine<S> {
             thread: b.thread,
         };
         for e in &b.events {
-            run.event(rec, t, e);
+            let cpu = if b.has_cpu { e.cpu_ns } else { NO_CPU };
+            run.event(rec, t, e, cpu);
         }
     }
 
@@ -223,7 +238,10 @@ impl<S: CallSink> StackEngine<S> {
             run.thread = id;
             let n = t.frames.len() as u64;
             run.anomalies.unfinished += n;
-            let at = t.last_ns;
+            let at = Stamp {
+                ns: t.last_ns,
+                cpu: t.last_cpu,
+            };
             while !t.frames.is_empty() {
                 run.pop(t, at, UNFINISHED);
             }
@@ -243,10 +261,13 @@ struct Run<'a, S> {
 
 impl<S: CallSink> Run<'_, S> {
     #[inline]
-    fn event(&mut self, rec: &Recording, t: &mut ThreadStack, e: &TraceEvent) {
-        let at = self.clock.ns(e.ticks);
-        t.first_ns.get_or_insert(at);
-        t.last_ns = at;
+    fn event(&mut self, rec: &Recording, t: &mut ThreadStack, e: &TraceEvent, cpu: u64) {
+        let at = Stamp {
+            ns: self.clock.ns(e.ticks),
+            cpu,
+        };
+        t.first_ns.get_or_insert(at.ns);
+        (t.last_ns, t.last_cpu) = (at.ns, cpu);
         t.events += 1;
         match e.kind {
             TraceKind::Enter => self.enter(rec, t, e, at),
@@ -256,13 +277,13 @@ impl<S: CallSink> Run<'_, S> {
     }
 
     #[inline]
-    fn enter(&mut self, rec: &Recording, t: &mut ThreadStack, e: &TraceEvent, at: u64) {
+    fn enter(&mut self, rec: &Recording, t: &mut ThreadStack, e: &TraceEvent, at: Stamp) {
         let hidden = self.classes.bits(rec, e.method) & HIDDEN != 0;
         let (depth, caller) = t.frames.last().map_or((0, 0), Frame::inner_position);
         let slot = if hidden {
             0
         } else {
-            self.sink.enter(t.index, e.method, at, depth)
+            self.sink.enter(t.index, e.method, at.ns, depth)
         };
         t.frames.push(Frame {
             method: e.method,
@@ -270,7 +291,8 @@ impl<S: CallSink> Run<'_, S> {
             depth,
             caller,
             slot,
-            enter_ns: at,
+            enter_ns: at.ns,
+            enter_cpu: at.cpu,
             untraced_at_enter: e.untraced.into(),
             child_ns: 0,
             child_corrected_ns: 0,
@@ -280,7 +302,7 @@ impl<S: CallSink> Run<'_, S> {
     }
 
     #[inline]
-    fn exit(&mut self, t: &mut ThreadStack, method: u32, at: u64, flags: u8) {
+    fn exit(&mut self, t: &mut ThreadStack, method: u32, at: Stamp, flags: u8) {
         match t.frames.last() {
             Some(top) if top.method == method => self.pop(t, at, flags),
             _ => self.exit_below_top(t, method, at, flags),
@@ -289,7 +311,7 @@ impl<S: CallSink> Run<'_, S> {
 
     /// The exit's method is not on top: close the frames above it (their exits were
     /// lost), or ignore the exit when its method is not open at all.
-    fn exit_below_top(&mut self, t: &mut ThreadStack, method: u32, at: u64, flags: u8) {
+    fn exit_below_top(&mut self, t: &mut ThreadStack, method: u32, at: Stamp, flags: u8) {
         let Some(pos) = t.frames.iter().rposition(|f| f.method == method) else {
             self.anomalies.unmatched_exits += 1;
             return;
@@ -303,12 +325,12 @@ impl<S: CallSink> Run<'_, S> {
     }
 
     /// Pops the top frame, reports it when visible and folds it into its parent.
-    fn pop(&mut self, t: &mut ThreadStack, at: u64, flags: u8) {
+    fn pop(&mut self, t: &mut ThreadStack, at: Stamp, flags: u8) {
         let f = t
             .frames
             .pop()
             .expect("pop is only called on a non-empty stack");
-        let duration = at.saturating_sub(f.enter_ns);
+        let duration = at.ns.saturating_sub(f.enter_ns);
         let corrected = self.corrected(duration, &f);
         if f.hidden {
             fold_hidden(&mut t.frames, &f);
@@ -322,10 +344,11 @@ impl<S: CallSink> Run<'_, S> {
             depth: f.depth,
             slot: f.slot,
             enter_ns: f.enter_ns,
-            exit_ns: at,
+            exit_ns: at.ns,
             self_ns: duration.saturating_sub(f.child_ns),
             corrected_ns: corrected,
             corrected_self_ns: corrected.saturating_sub(f.child_corrected_ns),
+            cpu_ns: cpu_between(f.enter_cpu, at.cpu),
             flags,
         };
         self.sink.exit(&call);
@@ -360,6 +383,10 @@ fn fold_hidden(frames: &mut [Frame], f: &Frame) {
         p.traced_inside += 1 + f.traced_inside;
         p.untraced_inside += f.untraced_at_enter + f.untraced_inside;
     }
+}
+
+fn cpu_between(enter: u64, exit: u64) -> Option<u64> {
+    (enter != NO_CPU && exit != NO_CPU).then(|| exit.saturating_sub(enter))
 }
 
 impl Frame {

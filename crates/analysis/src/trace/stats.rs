@@ -66,6 +66,8 @@ pub struct MethodStats {
     pub corrected_self_ns: Option<u64>,
     /// Calls that left by throwing.
     pub threw: u64,
+    /// Thread CPU time of the calls, when the agent recorded it (`tracecpu`).
+    pub cpu_ns: Option<u64>,
 }
 
 /// Calls of `callee` made directly by `caller` (0 = from untraced code or a root).
@@ -94,6 +96,7 @@ struct MethodAcc {
     corrected_total: u64,
     corrected_self: u64,
     threw: u64,
+    cpu: Option<u64>,
     durations: Durations,
 }
 
@@ -191,6 +194,9 @@ impl MethodAcc {
         self.corrected_total += c.corrected_ns;
         self.corrected_self += c.corrected_self_ns;
         self.threw += u64::from(c.flags & THREW != 0);
+        if let Some(cpu) = c.cpu_ns {
+            *self.cpu.get_or_insert(0) += cpu;
+        }
         // Welford: stable for long runs of similar durations.
         let delta = d as f64 - self.mean;
         self.mean += delta / self.calls as f64;
@@ -215,6 +221,7 @@ impl MethodAcc {
             corrected_total_ns: Some(self.corrected_total),
             corrected_self_ns: Some(self.corrected_self),
             threw: self.threw,
+            cpu_ns: self.cpu,
         }
     }
 }
@@ -336,13 +343,13 @@ impl fmt::Display for TraceStats {
         self.write_summary(f)?;
         writeln!(
             f,
-            "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12}  method",
-            "calls", "total", "self", "min", "max", "mean", "stddev", "p50", "p90", "p99", "total(corr)", "self(corr)"
+            "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>12}  method",
+            "calls", "total", "self", "min", "max", "mean", "stddev", "p50", "p90", "p99", "total(corr)", "self(corr)", "cpu"
         )?;
         for m in &self.methods {
             writeln!(
                 f,
-                "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12}  {}",
+                "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>12}  {}",
                 m.calls,
                 fmt_ns(m.total_ns as f64),
                 opt(m.self_ns),
@@ -355,6 +362,7 @@ impl fmt::Display for TraceStats {
                 opt(m.p99_ns),
                 opt(m.corrected_total_ns),
                 opt(m.corrected_self_ns),
+                opt(m.cpu_ns),
                 m.method
             )?;
         }

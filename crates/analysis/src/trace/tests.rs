@@ -681,3 +681,34 @@ fn statistics_text_has_a_row_per_method_and_per_pair() {
     );
     assert!(text.contains("  demo.App.main -> demo.App.sleep"), "{text}");
 }
+
+#[test]
+fn thread_cpu_time_is_summed_per_method_when_the_agent_recorded_it() {
+    let mut r = TraceRec::new();
+    let (main, work) = (r.method("demo.App.main"), r.method("demo.App.work"));
+    let ev = |kind, method, at_us: u64, cpu_ns| TraceEvent {
+        kind,
+        method,
+        ticks: START + at_us,
+        untraced: 0,
+        cpu_ns,
+    };
+    r.pending.push(TraceBatch {
+        thread: 1,
+        has_cpu: true,
+        events: vec![
+            ev(TraceKind::Enter, main, 0, 1_000),
+            ev(TraceKind::Enter, work, 10, 6_000),
+            ev(TraceKind::Exit, work, 30, 21_000),
+            ev(TraceKind::Enter, work, 31, 21_500),
+            ev(TraceKind::Exit, work, 35, 23_500),
+            ev(TraceKind::Exit, main, 40, 27_000),
+        ],
+    });
+    r.enter(2, "demo.App.other", 50); // a batch without CPU time
+    r.exit(2, "demo.App.other", 60);
+    let stats = TraceStats::of(&r.recording(), &TraceOptions::default());
+    assert_eq!(stats.method("demo.App.work").unwrap().cpu_ns, Some(17_000));
+    assert_eq!(stats.method("demo.App.main").unwrap().cpu_ns, Some(26_000));
+    assert_eq!(stats.method("demo.App.other").unwrap().cpu_ns, None);
+}
