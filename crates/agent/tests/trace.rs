@@ -203,35 +203,52 @@ fn sleeping_methods_get_their_durations() {
     }
 }
 
+/// (thread name, caller label or "-", callee label).
+type PairLabel = (String, String, String);
+
+/// Calls, total, min and max ns of a pair over all CallAggregate records.
+#[derive(Debug, Clone, Copy)]
+struct Totals {
+    calls: u64,
+    total: u64,
+    min: u64,
+    max: u64,
+}
+
+fn aggregate_totals(rec: &Recording) -> BTreeMap<PairLabel, Totals> {
+    let mut totals: BTreeMap<PairLabel, Totals> = BTreeMap::new();
+    for agg in &rec.call_aggregates {
+        let thread = rec.thread(agg.thread).map_or("?", |t| t.name.as_str());
+        for p in &agg.pairs {
+            let caller = match p.caller {
+                0 => "-".to_string(),
+                id => rec.method_label(id),
+            };
+            let key = (thread.to_string(), caller, rec.method_label(p.callee));
+            let t = totals.entry(key).or_insert(Totals {
+                calls: 0,
+                total: 0,
+                min: u64::MAX,
+                max: 0,
+            });
+            t.calls += p.calls;
+            t.total += p.total_ns;
+            t.min = t.min.min(p.min_ns);
+            t.max = t.max.max(p.max_ns);
+        }
+    }
+    totals
+}
+
 #[test]
 fn aggregate_mode_keeps_caller_callee_totals_per_thread() {
     for java in javas() {
         let (rec, _) = record(&java, "agg", "trace=TraceCalls,traceagg", "TraceCalls", &[]);
         assert!(rec.traces.is_empty(), "no events in aggregate mode");
-        let mut totals: BTreeMap<(String, String, String), (u64, u64, u64, u64)> = BTreeMap::new();
-        for agg in &rec.call_aggregates {
-            let thread = rec
-                .thread(agg.thread)
-                .map_or("?", |t| t.name.as_str())
-                .to_string();
-            for p in &agg.pairs {
-                let caller = if p.caller == 0 {
-                    "-".to_string()
-                } else {
-                    rec.method_label(p.caller)
-                };
-                let t = totals
-                    .entry((thread.clone(), caller, rec.method_label(p.callee)))
-                    .or_insert((0, 0, u64::MAX, 0));
-                t.0 += p.calls;
-                t.1 += p.total_ns;
-                t.2 = t.2.min(p.min_ns);
-                t.3 = t.3.max(p.max_ns);
-            }
-        }
+        let totals = aggregate_totals(&rec);
         let calls: BTreeMap<(&str, &str, &str), u64> = totals
             .iter()
-            .map(|((t, a, b), v)| ((t.as_str(), a.as_str(), b.as_str()), v.0))
+            .map(|((t, a, b), v)| ((t.as_str(), a.as_str(), b.as_str()), v.calls))
             .collect();
         let expected: BTreeMap<(&str, &str, &str), u64> = [
             (("main", "-", "TraceCalls.main"), 1),
@@ -253,21 +270,10 @@ fn aggregate_mode_keeps_caller_callee_totals_per_thread() {
             "TraceCalls.main".into(),
             "TraceCalls.sleepMs".into(),
         )];
-        assert!(
-            sleeps.1 >= 6_000_000 && sleeps.1 < 14_000_000,
-            "total {}",
-            sleeps.1
-        );
-        assert!(
-            sleeps.2 >= 1_000_000 && sleeps.2 < 4_000_000,
-            "min {}",
-            sleeps.2
-        );
-        assert!(
-            sleeps.3 >= 3_000_000 && sleeps.3 < 7_000_000,
-            "max {}",
-            sleeps.3
-        );
+        let ms = 1_000_000;
+        assert!((6 * ms..14 * ms).contains(&sleeps.total), "{sleeps:?}");
+        assert!((ms..4 * ms).contains(&sleeps.min), "{sleeps:?}");
+        assert!((3 * ms..7 * ms).contains(&sleeps.max), "{sleeps:?}");
         assert!(counter(&rec, "trace.pairs_written") >= 10);
     }
 }

@@ -25,6 +25,11 @@ const ACC_NATIVE: u16 = 0x0100;
 const ACC_ABSTRACT: u16 = 0x0400;
 
 /// The JVMTI callback (installed by lib.rs with the others).
+///
+/// # Safety
+/// Called by the JVM only, with the pointers the JVMTI specification describes:
+/// a NUL-terminated `name` (or null), `class_data_len` readable bytes at
+/// `class_data`, and writable out-pointers.
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn on_class_file_load(
     jvmti: *mut sys::jvmtiEnv,

@@ -499,7 +499,7 @@ fn new_local(env: *mut sys::JNIEnv, generation: u64) -> Local {
 }
 
 /// `jscope/Trace.enter(int)`.
-pub unsafe extern "C" fn native_enter(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
+pub extern "C" fn native_enter(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
     let _ = std::panic::catch_unwind(|| {
         let exclude = EXCLUDE_LIBRARY.load(Ordering::Relaxed);
         with_local(env, |l| l.enter(id as u32, exclude));
@@ -507,16 +507,12 @@ pub unsafe extern "C" fn native_enter(env: *mut sys::JNIEnv, _class: sys::jclass
 }
 
 /// `jscope/Trace.exit(int)`.
-pub unsafe extern "C" fn native_exit(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
+pub extern "C" fn native_exit(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
     let _ = std::panic::catch_unwind(|| with_local(env, |l| l.exit(id as u32, KIND_EXIT)));
 }
 
 /// `jscope/Trace.exitThrow(int)`.
-pub unsafe extern "C" fn native_exit_throw(
-    env: *mut sys::JNIEnv,
-    _class: sys::jclass,
-    id: sys::jint,
-) {
+pub extern "C" fn native_exit_throw(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
     let _ = std::panic::catch_unwind(|| with_local(env, |l| l.exit(id as u32, KIND_THROW)));
 }
 
