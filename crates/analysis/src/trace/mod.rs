@@ -191,6 +191,29 @@ impl TraceStats {
     }
 }
 
+/// Runs the stack algorithm over a decoded recording into your own sink: every
+/// finished call, in the order calls finish per thread, with the same numbers the
+/// tree and the statistics get. Returns the sink and what did not fit the stacks.
+pub fn replay<S: CallSink>(rec: &Recording, options: &TraceOptions, sink: S) -> (S, Anomalies) {
+    let mut feeder = Feeder::new(sink, options);
+    scan_recording(rec, |r, b| feeder.batch(r, b));
+    let engine = feeder.finish(rec);
+    (engine.sink, engine.anomalies)
+}
+
+/// [`replay`] streamed from a recording's bytes; also returns the recording
+/// without its traces.
+pub fn replay_bytes<S: CallSink>(
+    bytes: &[u8],
+    options: &TraceOptions,
+    sink: S,
+) -> Result<(S, Anomalies, Recording), TraceError> {
+    let mut feeder = Feeder::new(sink, options);
+    let rec = scan_bytes(bytes, |r, b| feeder.batch(r, b))?;
+    let engine = feeder.finish(&rec);
+    Ok((engine.sink, engine.anomalies, rec))
+}
+
 /// Builds the tree and the statistics together.
 #[derive(Default)]
 struct TreeAndStats {

@@ -712,3 +712,49 @@ fn thread_cpu_time_is_summed_per_method_when_the_agent_recorded_it() {
     assert_eq!(stats.method("demo.App.main").unwrap().cpu_ns, Some(26_000));
     assert_eq!(stats.method("demo.App.other").unwrap().cpu_ns, None);
 }
+
+/// Collects (method label, depth, duration in µs) of every finished call.
+struct Collect<'a> {
+    rec: &'a Recording,
+    calls: Vec<(String, u32, u64)>,
+}
+
+impl CallSink for Collect<'_> {
+    fn enter(&mut self, _thread: u32, _method: u32, _enter_ns: u64, _depth: u32) -> u32 {
+        0
+    }
+
+    fn exit(&mut self, call: &Call) {
+        let label = self.rec.method_label(call.method);
+        self.calls
+            .push((label, call.depth, call.duration_ns() / US));
+    }
+}
+
+#[test]
+fn replay_hands_every_finished_call_to_a_custom_sink() {
+    let bytes = recursion().bytes();
+    let rec = Recording::from_bytes(&bytes).unwrap();
+    let sink = Collect {
+        rec: &rec,
+        calls: vec![],
+    };
+    let (sink, anomalies) = replay(&rec, &TraceOptions::default(), sink);
+    let want: Vec<(String, u32, u64)> = [
+        ("demo.App.fact", 3, 5),
+        ("demo.App.fact", 2, 30),
+        ("demo.App.fact", 1, 60),
+        ("demo.App.main", 0, 100),
+    ]
+    .iter()
+    .map(|&(m, d, us)| (m.to_string(), d, us))
+    .collect();
+    assert_eq!(sink.calls, want);
+    assert_eq!(anomalies, Anomalies::default());
+    let sink = Collect {
+        rec: &rec,
+        calls: vec![],
+    };
+    let (streamed, _, _) = replay_bytes(&bytes, &TraceOptions::default(), sink).unwrap();
+    assert_eq!(streamed.calls, want);
+}
