@@ -11,6 +11,9 @@ use std::time::Duration;
 
 use jscope_testkit::Child;
 
+pub mod cdp;
+pub mod ui;
+
 pub struct Served {
     pub child: Child,
     /// Where agents connect (serve only).

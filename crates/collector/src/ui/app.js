@@ -205,11 +205,168 @@ async function buildCallGraph() {
     cell(tr, n.label);
     tr.onclick = () => focusNode(graph.nodes.indexOf(n));
   });
+  drawCallGraph(graph, Number($("#cg-max").value) || 40);
   if (graph.nodes.length) focusNode(0);
+}
+
+// ---- Call graph drawing: a layered SVG built from the JSON ----
+const SVG_NS = "http://www.w3.org/2000/svg";
+const CG = { rowGap: 90, nodeH: 38, gap: 18, margin: 20, minShare: 0.005, edgeMinShare: 0.001 };
+
+function svgEl(name, attrs, parent) {
+  const el = document.createElementNS(SVG_NS, name);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+  if (parent) parent.appendChild(el);
+  return el;
+}
+
+// `pkg.Class.method` -> `Class.method`: the full name is in the tooltip.
+function shortLabel(label) {
+  const parts = label.split(".");
+  return parts.length > 2 ? parts.slice(-2).join(".") : label;
+}
+
+// The hottest `max` nodes above the share threshold (nodes come hottest first).
+function keptNodes(g, max) {
+  const keep = [];
+  g.nodes.forEach((n, i) => {
+    if (keep.length < max && g.total && n.total_samples / g.total >= CG.minShare) keep.push(i);
+  });
+  return keep;
+}
+
+// Layer of each kept node: breadth-first distance from the roots (kept nodes no kept
+// node calls). Cycles unreachable from a root start again from their hottest node.
+function assignLayers(kept, g) {
+  const inKept = new Set(kept);
+  const edges = g.edges.filter((e) => inKept.has(e.caller) && inKept.has(e.callee) && e.caller !== e.callee &&
+    e.samples / g.total >= CG.edgeMinShare);
+  const called = new Set(edges.map((e) => e.callee));
+  const layer = new Map();
+  let frontier = kept.filter((i) => !called.has(i));
+  if (!frontier.length && kept.length) frontier = [kept[0]];
+  frontier.forEach((i) => layer.set(i, 0));
+  for (;;) {
+    while (frontier.length) {
+      const next = [];
+      for (const i of frontier) {
+        for (const e of edges) {
+          if (e.caller === i && !layer.has(e.callee)) {
+            layer.set(e.callee, layer.get(i) + 1);
+            next.push(e.callee);
+          }
+        }
+      }
+      frontier = next;
+    }
+    const rest = kept.filter((i) => !layer.has(i));
+    if (!rest.length) return { layer, edges };
+    layer.set(rest[0], 0);
+    frontier = [rest[0]];
+  }
+}
+
+// x, y, width of each node: rows by layer, each row ordered by the mean x of the
+// node's callers in the rows above (barycentre), then centred.
+function placeNodes(kept, g, layer, edges) {
+  const rows = [];
+  kept.forEach((i) => (rows[layer.get(i)] = rows[layer.get(i)] || []).push(i));
+  const pos = new Map();
+  const width = (i) => Math.min(280, Math.max(160, shortLabel(g.nodes[i].label).length * 6.8 + 16)) +
+    Math.round(120 * g.nodes[i].total_samples / g.total);
+  rows.forEach((row, depth) => {
+    const centre = (i) => {
+      const xs = edges.filter((e) => e.callee === i && pos.has(e.caller)).map((e) => pos.get(e.caller).x + pos.get(e.caller).w / 2);
+      return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Infinity;
+    };
+    row.sort((a, b) => centre(a) - centre(b) || a - b);
+    let x = 0;
+    for (const i of row) {
+      const w = width(i);
+      pos.set(i, { x, y: CG.margin + depth * CG.rowGap, w });
+      x += w + CG.gap;
+    }
+  });
+  const rowWidth = (row) => row.reduce((s, i) => s + pos.get(i).w + CG.gap, -CG.gap);
+  const total = Math.max(0, ...rows.map(rowWidth));
+  rows.forEach((row) => {
+    const shift = CG.margin + (total - rowWidth(row)) / 2;
+    row.forEach((i) => (pos.get(i).x += shift));
+  });
+  return { pos, width: total + 2 * CG.margin + 80, height: rows.length * CG.rowGap + CG.margin };
+}
+
+// Yellow for little self time to red for the most.
+function nodeColour(selfShare) {
+  const t = Math.min(1, selfShare);
+  return "hsl(" + Math.round(50 - 50 * t) + ", 90%, " + Math.round(88 - 30 * t) + "%)";
+}
+
+function pct(n, total) {
+  return total ? (100 * n / total).toFixed(1) + "%" : "0%";
+}
+
+function drawEdge(svg, g, e, pos, layer) {
+  const a = pos.get(e.caller), b = pos.get(e.callee);
+  let d;
+  if (layer.get(e.callee) > layer.get(e.caller)) {
+    const x1 = a.x + a.w / 2, y1 = a.y + CG.nodeH, x2 = b.x + b.w / 2, y2 = b.y;
+    d = `M${x1},${y1} C${x1},${y1 + 40} ${x2},${y2 - 40} ${x2},${y2}`;
+  } else {
+    // Back or sideways call (recursion through others): loop around on the right.
+    const x1 = a.x + a.w, y1 = a.y + CG.nodeH / 2, x2 = b.x + b.w, y2 = b.y + CG.nodeH / 2;
+    d = `M${x1},${y1} C${x1 + 70},${y1} ${x2 + 70},${y2} ${x2},${y2}`;
+  }
+  const share = e.samples / g.total;
+  const path = svgEl("path", {
+    d, class: "cg-edge", "stroke-width": (1 + 9 * share).toFixed(2), "marker-end": "url(#cg-arrow)",
+    "data-caller": e.caller, "data-callee": e.callee,
+  }, svg);
+  svgEl("title", {}, path).textContent = g.nodes[e.caller].label + " \u2192 " + g.nodes[e.callee].label +
+    ": " + e.samples + " samples (" + pct(e.samples, g.total) + ")";
+}
+
+function drawNode(svg, g, i, p) {
+  const n = g.nodes[i];
+  const box = svgEl("g", { class: "cg-node", "data-index": i, transform: `translate(${p.x},${p.y})` }, svg);
+  svgEl("rect", {
+    width: p.w, height: CG.nodeH, rx: 4, fill: nodeColour(n.self_samples / g.total),
+    "stroke-width": (1 + 4 * n.total_samples / g.total).toFixed(2),
+  }, box);
+  const name = svgEl("text", { x: 6, y: 15, class: "cg-name" }, box);
+  name.textContent = shortLabel(n.label);
+  const figures = svgEl("text", { x: 6, y: 31, class: "cg-figures" }, box);
+  figures.textContent = pct(n.total_samples, g.total) + " total, " + pct(n.self_samples, g.total) + " self";
+  svgEl("title", {}, box).textContent = n.label + "\n" + n.total_samples + " samples total, " + n.self_samples + " self";
+  box.onclick = () => focusNode(i);
+}
+
+function drawCallGraph(g, max) {
+  const host = $("#cg-graph");
+  const kept = keptNodes(g, max);
+  if (!kept.length) {
+    host.replaceChildren();
+    host.textContent = "no samples in this range";
+    return;
+  }
+  const { layer, edges } = assignLayers(kept, g);
+  const { pos, width, height } = placeNodes(kept, g, layer, edges);
+  const svg = svgEl("svg", { width, height, viewBox: `0 0 ${width} ${height}`, id: "cg-svg" });
+  const marker = svgEl("marker", {
+    id: "cg-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 9, markerHeight: 9, markerUnits: "userSpaceOnUse", orient: "auto-start-reverse",
+  }, svgEl("defs", {}, svg));
+  svgEl("path", { d: "M0,0 L10,5 L0,10 z", fill: "#546e7a" }, marker);
+  edges.forEach((e) => drawEdge(svg, g, e, pos, layer));
+  kept.forEach((i) => drawNode(svg, g, i, pos.get(i)));
+  host.replaceChildren(svg);
+  $("#cg-info").textContent = kept.length + " of " + g.nodes.length + " methods, " + edges.length + " calls, " + g.total + " samples";
 }
 
 function focusNode(i) {
   $("#cg-focus").textContent = graph.nodes[i].label;
+  document.querySelectorAll("#cg-graph .cg-node").forEach((n) => n.classList.toggle("focus", Number(n.dataset.index) === i));
+  document.querySelectorAll("#cg-graph .cg-edge").forEach((e) =>
+    e.classList.toggle("focus", Number(e.dataset.caller) === i || Number(e.dataset.callee) === i));
   const side = (edges, pick) => edges.map((e) => ({ n: e.samples, label: graph.nodes[pick(e)].label, i: pick(e) }));
   const callers = side(graph.edges.filter((e) => e.callee === i), (e) => e.caller);
   const callees = side(graph.edges.filter((e) => e.caller === i), (e) => e.callee);
@@ -244,6 +401,7 @@ async function refresh() {
     if (ui.tab === "threads") await loadThreads();
     if (ui.tab === "hot") await loadHot();
     if (ui.tab === "flame" && !$("#flame-frame").getAttribute("src") && ui.jvm) drawFlame();
+    if (ui.tab === "callgraph" && !graph && ui.jvm) await buildCallGraph();
   } catch (e) {
     status("error: " + e.message);
   }
@@ -256,6 +414,7 @@ function start() {
   $("#pause").onclick = togglePause;
   $("#flame-go").onclick = drawFlame;
   $("#cg-go").onclick = () => buildCallGraph().catch((e) => status("error: " + e.message));
+  $("#cg-max").onchange = () => graph && drawCallGraph(graph, Number($("#cg-max").value) || 40);
   $("#hot-mode").onchange = loadHot;
   showTab(ui.tab);
   setInterval(refresh, 1000);
