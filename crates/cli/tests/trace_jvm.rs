@@ -17,11 +17,11 @@ fn classes() -> PathBuf {
     compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/trace_fixtures"))
 }
 
-/// Runs TracedApp with the application and `Thread.start` traced; returns the file.
-fn trace_run(java: &Java) -> PathBuf {
+/// Runs TracedApp with the agent's `options` plus a fresh file; returns the file.
+fn trace_run(java: &Java, options: &str) -> PathBuf {
     let file = temp_dir(&format!("trace-jvm-{}", java.major)).join("app.jsc");
     let agent = format!(
-        "-agentpath:{}=trace=TracedApp;java.lang.Thread#start,file={}",
+        "-agentpath:{}={options},file={}",
         agent_path().display(),
         file.display()
     );
@@ -130,9 +130,33 @@ fn assert_chrome(file: &Path) {
 #[test]
 fn a_traced_jvm_gives_exact_counts_a_linked_thread_and_sleep_durations() {
     for java in javas() {
-        let file = trace_run(&java);
+        let file = trace_run(&java, "trace=TracedApp;java.lang.Thread#start");
         assert_stats(&java, &file);
         assert_tree(&java, &file);
         assert_chrome(&file);
+    }
+}
+
+#[test]
+fn an_aggregate_mode_jvm_gives_exact_counts_and_says_what_is_missing() {
+    for java in javas() {
+        let file = trace_run(&java, "trace=TracedApp,traceagg");
+        let stats = jscope_json(&["stats", file.to_str().unwrap(), "--format", "json"]);
+        assert_eq!(stats["aggregate_mode"], true);
+        let calls = |label: &str| method(&stats, label)["calls"].as_u64().unwrap();
+        assert_eq!(calls("TracedApp.depth"), 7, "JDK {}", java.major);
+        assert_eq!((calls("TracedApp.fail"), calls("TracedApp.task")), (2, 1));
+        let pause = method(&stats, "TracedApp.pause");
+        assert_eq!(pause["calls"], 3);
+        assert!(
+            ms(&pause["min_ns"]) >= 1.0 && ms(&pause["max_ns"]) >= 3.0,
+            "{pause}"
+        );
+        assert!(
+            pause["p50_ns"].is_null() && pause["self_ns"].is_null(),
+            "{pause}"
+        );
+        let text = stdout(&jscope(&["stats", file.to_str().unwrap()]));
+        assert!(text.starts_with("aggregate-mode recording: "), "{text}");
     }
 }
