@@ -152,14 +152,35 @@ pub fn workspace_root() -> PathBuf {
 }
 
 /// The agent library built beside the test binaries.
+///
+/// `cargo test` builds the agent into `target/<profile>/deps/` but, unlike
+/// `cargo build`, does not copy it up beside the `jscope` binary, where `jscope record`
+/// looks for it. So the fresher `deps` copy is moved up first (atomically, by rename),
+/// and every test sees the agent built from the sources under test.
 pub fn agent_path() -> PathBuf {
     let p = target_dir().join("libjscope_agent.so");
+    refresh_from_deps(&p);
     assert!(
         p.exists(),
         "{} is missing: build the agent first (`cargo build -p jscope-agent`, or run the whole `cargo test --workspace`)",
         p.display()
     );
     p
+}
+
+fn refresh_from_deps(uplifted: &Path) {
+    let built = target_dir().join("deps/libjscope_agent.so");
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let Some(built_at) = modified(&built) else {
+        return;
+    };
+    if modified(uplifted).is_some_and(|at| at >= built_at) {
+        return;
+    }
+    let tmp = uplifted.with_extension(format!("so.{}", std::process::id()));
+    if std::fs::copy(&built, &tmp).is_ok() {
+        let _ = std::fs::rename(&tmp, uplifted);
+    }
 }
 
 /// A fresh, empty directory under `target/jscope-test/`, unique per call.
