@@ -2,9 +2,10 @@
 
 /// Values kept exactly per method before switching to the histogram.
 const EXACT_LIMIT: usize = 4096;
-/// Values buffered before they go into the histogram together: one method's
-/// buckets are then hot in cache, instead of one cache miss per call when many
-/// methods' histograms are in use (the difference is 3x on 100 M events).
+/// Bucket indices buffered before they go into the histogram together: one
+/// method's buckets are then hot in cache, instead of one cache miss per call when
+/// many methods' histograms are in use (the difference is 3x on 100 M events).
+/// Indices fit in u16, so 2,000 methods' buffers stay within a core's L2 cache.
 const PENDING: usize = 256;
 /// Sub-buckets per power of two: 2^7, so a bucket is at most 1/128 of its value wide.
 const SUB_BITS: u32 = 7;
@@ -19,8 +20,8 @@ const BUCKETS: usize = ((64 - SUB_BITS as usize) * SUB as usize) + SUB as usize;
 pub(crate) struct Durations {
     exact: Vec<u64>,
     buckets: Option<Box<[u64]>>,
-    /// Once spilled: values not yet in `buckets`.
-    pending: Vec<u64>,
+    /// Once spilled: bucket indices not yet counted in `buckets`.
+    pending: Vec<u16>,
     count: u64,
 }
 
@@ -30,7 +31,7 @@ impl Durations {
         self.count += 1;
         match &mut self.buckets {
             Some(_) => {
-                self.pending.push(v);
+                self.pending.push(bucket(v) as u16);
                 if self.pending.len() >= PENDING {
                     self.flush();
                 }
@@ -42,8 +43,8 @@ impl Durations {
 
     fn flush(&mut self) {
         if let Some(b) = &mut self.buckets {
-            for &v in &self.pending {
-                b[bucket(v)] += 1;
+            for &i in &self.pending {
+                b[usize::from(i)] += 1;
             }
         }
         self.pending.clear();
@@ -116,6 +117,11 @@ fn representative(i: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bucket_indices_fit_the_pending_buffer() {
+        assert!(BUCKETS <= usize::from(u16::MAX) + 1);
+    }
 
     #[test]
     fn buckets_are_contiguous_and_narrow() {
