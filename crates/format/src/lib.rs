@@ -7,6 +7,7 @@
 //! chunk before the first damaged one. See docs/FORMAT.md for the byte-level layout.
 
 mod chunk;
+mod events;
 mod model;
 mod read;
 mod record;
@@ -18,6 +19,7 @@ pub use chunk::{
     check_magic, frame_chunk, split_chunk, ChunkKind, RawChunk, Split, MAGIC, MAX_CHUNK_BYTES,
     VERSION_MAJOR, VERSION_MINOR,
 };
+pub use events::{JvmEvent, UserEventDef, UserEventKind};
 pub use model::*;
 pub use read::{ChunkReader, Damage, Recording};
 pub use record::{decode_payload, Record};

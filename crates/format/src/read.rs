@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::chunk::{check_magic, split_chunk, ChunkKind, RawChunk, Split, MAGIC};
+use crate::events::{JvmEvent, UserEventDef};
 use crate::model::*;
 use crate::record::{decode_payload, Record};
 use crate::FormatError;
@@ -107,6 +108,10 @@ pub struct Recording {
     /// Exact-tracing events, batch by batch in recording order.
     pub traces: Vec<TraceBatch>,
     pub call_aggregates: Vec<CallAggregate>,
+    /// JVM events in recording order.
+    pub events: Vec<JvmEvent>,
+    /// User event names by id.
+    pub user_events: Vec<Option<UserEventDef>>,
     /// The last value seen of each counter.
     pub counters: BTreeMap<String, u64>,
     /// Set when the recording ended cleanly.
@@ -209,6 +214,8 @@ impl Recording {
             Record::End { ticks } => self.end_ticks = Some(ticks),
             Record::Trace(b) => self.traces.push(b),
             Record::CallAggregate(a) => self.call_aggregates.push(a),
+            Record::Event(e) => self.events.push(e),
+            Record::UserEventDef(d) => put(&mut self.user_events, d.id, d),
             Record::Header(_) | Record::Unknown { .. } => self.skipped_records += 1,
         }
     }
@@ -294,7 +301,8 @@ impl Recording {
             .map(|e| e.ticks)
             .max()
             .unwrap_or(0);
-        s.max(n).max(t).max(self.header.start_ticks)
+        let e = self.events.iter().map(JvmEvent::ticks).max().unwrap_or(0);
+        s.max(n).max(t).max(e).max(self.header.start_ticks)
     }
 }
 

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 
+use crate::events::{self, decode_event, JvmEvent, UserEventDef};
 use crate::model::*;
 use crate::varint::{put_i64, put_str, put_u64, Cursor};
 use crate::FormatError;
@@ -56,6 +57,8 @@ pub enum Record {
     },
     Trace(TraceBatch),
     CallAggregate(CallAggregate),
+    Event(JvmEvent),
+    UserEventDef(UserEventDef),
     /// A record kind this reader does not know; skipped.
     Unknown {
         tag: u64,
@@ -239,6 +242,13 @@ fn decode_record(t: u64, c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Rec
         },
         tag::TRACE => Record::Trace(decode_trace(c, times)?),
         tag::CALL_AGGREGATE => Record::CallAggregate(decode_aggregate(c, times)?),
+        events::tag::USER_EVENT_DEF => Record::UserEventDef(UserEventDef {
+            id: c.u32()?,
+            name: c.u32()?,
+        }),
+        t if events::tag::is_event(t) => {
+            Record::Event(decode_event(t, c, &mut |th, d| times.absolute(th, d))?)
+        }
         other => Record::Unknown { tag: other },
     })
 }

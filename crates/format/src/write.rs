@@ -1,6 +1,7 @@
 //! Writing: the file prelude and `ChunkWriter`, which buffers records for one chunk.
 
 use crate::chunk::{frame_chunk, ChunkKind, MAGIC};
+use crate::events::{self, encode_event, JvmEvent, UserEventDef};
 use crate::model::*;
 use crate::record::{
     encode_aggregate, encode_frames, encode_header, encode_thread, encode_trace, tag, DeltaEncoder,
@@ -139,6 +140,20 @@ impl ChunkWriter {
         let dt = self.delta(a.thread, a.ticks);
         encode_aggregate(&mut self.body, a, dt);
         self.push(tag::CALL_AGGREGATE);
+    }
+
+    /// A JVM event (thread, monitor, GC, allocation, ..., user event).
+    pub fn event(&mut self, e: &JvmEvent) {
+        let dt = self.delta(e.timeline(), e.ticks());
+        let t = encode_event(&mut self.body, e, dt);
+        self.push(t);
+    }
+
+    /// Declares a user event's name.
+    pub fn user_event_def(&mut self, d: &UserEventDef) {
+        put_u64(&mut self.body, d.id.into());
+        put_u64(&mut self.body, d.name.into());
+        self.push(events::tag::USER_EVENT_DEF);
     }
 
     /// Marks a clean end of the recording.

@@ -350,3 +350,108 @@ fn a_traced_call_costs_few_bytes_after_compression() {
     let bytes = w.finish().len();
     assert!(bytes < 100_000 * 4, "{bytes} bytes for 100000 calls");
 }
+
+#[test]
+fn every_jvm_event_kind_round_trips_on_its_timeline() {
+    use JvmEvent::*;
+    let events = vec![
+        ThreadStart {
+            thread: 2,
+            ticks: 100,
+            parent: 1,
+        },
+        MonitorBlocked {
+            thread: 2,
+            ticks: 150,
+            duration_ns: 5_000,
+            class: 4,
+            object: 77,
+            owner: 1,
+            stack: 3,
+        },
+        MonitorWait {
+            thread: 2,
+            ticks: 9_000,
+            duration_ns: 10,
+            class: 4,
+            object: 77,
+            timeout_ms: 50,
+            timed_out: true,
+            stack: 3,
+        },
+        Park {
+            thread: 1,
+            ticks: 120,
+            duration_ns: 9,
+            blocker_class: 0,
+            timeout_ns: 0,
+            stack: 2,
+        },
+        Gc {
+            ticks: 130,
+            duration_ns: 1_000_000,
+        },
+        Alloc {
+            thread: 1,
+            ticks: 140,
+            class: 5,
+            size: 1 << 20,
+            stack: 2,
+            object: 9,
+            allocated_total: 3 << 20,
+        },
+        ObjectFree {
+            ticks: 190,
+            object: 9,
+            allocated_total: 8 << 20,
+        },
+        ClassLoad {
+            thread: 1,
+            ticks: 200,
+            class: 5,
+        },
+        ClassUnload {
+            ticks: 300,
+            class: 5,
+        },
+        Compiled {
+            ticks: 310,
+            method: 8,
+            code_size: 512,
+        },
+        CompiledUnload {
+            ticks: 320,
+            method: 8,
+        },
+        User {
+            thread: 2,
+            ticks: 9_100,
+            event: 1,
+            kind: UserEventKind::Begin,
+            value: -42,
+        },
+        User {
+            thread: 2,
+            ticks: 9_200,
+            event: 1,
+            kind: UserEventKind::End,
+            value: i64::MIN,
+        },
+        ThreadEnd {
+            thread: 2,
+            ticks: 9_300,
+        },
+    ];
+    let mut out = encode_file_start(&header());
+    let mut w = ChunkWriter::new();
+    w.string(1, "request");
+    w.user_event_def(&UserEventDef { id: 1, name: 1 });
+    for e in &events {
+        w.event(e);
+    }
+    out.extend(w.finish());
+    let r = Recording::from_bytes(&out).unwrap();
+    assert_eq!(r.events, events);
+    assert_eq!(r.user_events[1], Some(UserEventDef { id: 1, name: 1 }));
+    assert!(r.damage.is_none());
+}
