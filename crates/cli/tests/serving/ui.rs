@@ -75,7 +75,7 @@ pub fn check_threads_pause(
     );
     // Let a request that was in flight when Pause was clicked settle.
     std::thread::sleep(Duration::from_millis(1500));
-    let frozen = b.html("#tab-threads");
+    let frozen = threads_view(b);
     let api_before = served.json(&format!("/api/jvms/{}/threads", jvm.id))["at_s"].clone();
     more();
     let api_after = served.json(&format!("/api/jvms/{}/threads", jvm.id))["at_s"].clone();
@@ -83,7 +83,7 @@ pub fn check_threads_pause(
     // Several refresh periods (1 s) pass with newer data on the server.
     let until = Instant::now() + Duration::from_millis(3000);
     while Instant::now() < until {
-        assert_eq!(b.html("#tab-threads"), frozen, "the paused view is frozen");
+        assert_eq!(threads_view(b), frozen, "the paused view is frozen");
         std::thread::sleep(Duration::from_millis(250));
     }
     assert!(b.html("#pause").contains(">Resume<"));
@@ -98,6 +98,15 @@ pub fn check_threads_pause(
     );
     b.wait_for(&resumed, Duration::from_secs(20));
     assert!(b.html("#pause").contains(">Pause<"));
+}
+
+/// What the threads view shows of the JVM (the JVM picker, which tracks the JVM
+/// list, is not part of it).
+fn threads_view(b: &mut Browser) -> String {
+    ["#threads-info", "#threads", "#stack"]
+        .iter()
+        .map(|s| b.html(s))
+        .collect()
 }
 
 /// The flame graph tab draws the JVM's stored samples.
