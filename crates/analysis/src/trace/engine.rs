@@ -183,7 +183,7 @@ pub(crate) struct ThreadStack {
 }
 
 /// Runs the stack algorithm over trace batches and feeds a sink.
-pub struct StackEngine<S> {
+pub(crate) struct StackEngine<S> {
     pub(crate) sink: S,
     pub(crate) threads: HashMap<u32, ThreadStack>,
     pub(crate) anomalies: Anomalies,
@@ -234,7 +234,11 @@ impl<S: CallSink> StackEngine<S> {
             cost: self.probe_cost_ns,
             thread: 0,
         };
-        for (&id, t) in self.threads.iter_mut() {
+        // In thread order, so results never depend on the hash map's order.
+        let mut ids: Vec<u32> = self.threads.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let t = self.threads.get_mut(&id).expect("id taken from the map");
             run.thread = id;
             let n = t.frames.len() as u64;
             run.anomalies.unfinished += n;
