@@ -13,12 +13,16 @@
 //! Exact-tracing recordings (method entries and exits) are analysed by [`trace`]:
 //! call trees, call statistics and exports.
 //!
+//! JVM events (monitors, waits, GC, allocations, object ages, user events) are
+//! analysed by [`events`]: event rows, reports and event trees.
+//!
 //! The views are plain data (serde-serialisable) with `Display` or `write_*`
 //! renderings, so binaries stay thin.
 
 mod callgraph;
 mod collapsed;
 mod error;
+pub mod events;
 mod glob;
 mod hot;
 mod info;

@@ -1,0 +1,628 @@
+//! Event analysis over recordings written with `ChunkWriter`, as the agent writes them.
+
+use jscope_format::*;
+
+use super::*;
+use crate::ThreadMatcher;
+
+/// 1 tick = 1 µs, so the tick conversion is exercised.
+const TPS: u64 = 1_000_000;
+const START: u64 = 7_000_000;
+
+fn at_ms(ms: u64) -> u64 {
+    START + ms * TPS / 1000
+}
+
+/// Dictionaries for a small program: classes, methods, stacks, two workers.
+struct Builder {
+    w: ChunkWriter,
+    strings: Vec<String>,
+    stacks: u32,
+}
+
+impl Builder {
+    fn new() -> Builder {
+        let mut b = Builder {
+            w: ChunkWriter::new(),
+            strings: vec![String::new()],
+            stacks: 0,
+        };
+        for (id, name) in [(1, "main"), (2, "worker-1"), (3, "worker-2")] {
+            b.w.thread(&ThreadDef {
+                id,
+                name: name.into(),
+                start_order: id,
+                ..Default::default()
+            });
+        }
+        b
+    }
+
+    fn string(&mut self, s: &str) -> u32 {
+        if let Some(i) = self.strings.iter().position(|x| x == s) {
+            return i as u32;
+        }
+        self.strings.push(s.to_string());
+        let id = self.strings.len() as u32 - 1;
+        self.w.string(id, s);
+        id
+    }
+
+    /// Class ids equal their name's string id.
+    fn class(&mut self, name: &str) -> u32 {
+        let id = self.string(name);
+        self.w.class(&ClassDef {
+            id,
+            name: id,
+            source_file: 0,
+        });
+        id
+    }
+
+    /// Method ids equal their name's string id; `label` is `pkg.Class.method`.
+    fn method(&mut self, label: &str) -> u32 {
+        let (class, name) = label.rsplit_once('.').unwrap();
+        let class = self.class(class);
+        let id = self.string(label);
+        let name = self.string(name);
+        self.w.method(&MethodDef {
+            id,
+            class,
+            name,
+            signature: 0,
+            modifiers: 1,
+        });
+        id
+    }
+
+    /// Frames top first as (label, line).
+    fn stack(&mut self, frames: &[(&str, u32)]) -> u32 {
+        let frames: Vec<Frame> = frames
+            .iter()
+            .map(|&(l, line)| Frame {
+                method: self.method(l),
+                bci: 1,
+                line,
+                kind: FrameKind::Java,
+            })
+            .collect();
+        self.stacks += 1;
+        self.w.stack(self.stacks, &frames);
+        self.stacks
+    }
+
+    fn user_def(&mut self, id: u32, name: &str) {
+        let name = self.string(name);
+        self.w.user_event_def(&UserEventDef { id, name });
+    }
+
+    fn build(mut self, end_ms: u64) -> Recording {
+        self.w.end(at_ms(end_ms));
+        let header = Header {
+            start_ticks: START,
+            ticks_per_second: TPS,
+            ..Default::default()
+        };
+        let mut bytes = encode_file_start(&header);
+        bytes.extend(self.w.finish());
+        Recording::from_bytes(&bytes).unwrap()
+    }
+}
+
+const MS: u64 = 1_000_000;
+
+/// JPMT's shared counter: two workers block on one `demo.Counter` at `increment`;
+/// main waits on a lock object with and without a timeout; a worker parks.
+fn contention() -> Recording {
+    let mut b = Builder::new();
+    let counter = b.class("demo.Counter");
+    let lock = b.class("java.lang.Object");
+    let sync = b.class("java.util.concurrent.locks.ReentrantLock$NonfairSync");
+    let inc = b.stack(&[("demo.Counter.increment", 12), ("demo.Worker.run", 30)]);
+    let other = b.stack(&[("demo.Counter.get", 20), ("demo.Main.main", 8)]);
+    let wait = b.stack(&[("java.lang.Object.wait", 0), ("demo.Main.awaitDone", 44)]);
+    let park = b.stack(&[
+        ("jdk.internal.misc.Unsafe.park", 0),
+        ("demo.Worker.run", 33),
+    ]);
+    for (i, (thread, d)) in [(2, 3), (3, 5), (2, 7), (3, 1)].into_iter().enumerate() {
+        b.w.event(&JvmEvent::MonitorBlocked {
+            thread,
+            ticks: at_ms(10 * i as u64),
+            duration_ns: d * MS,
+            class: counter,
+            object: 77,
+            owner: 5 - thread,
+            stack: inc,
+        });
+    }
+    b.w.event(&JvmEvent::MonitorBlocked {
+        thread: 1,
+        ticks: at_ms(50),
+        duration_ns: 2 * MS,
+        class: counter,
+        object: 77,
+        owner: 2,
+        stack: other,
+    });
+    for (ms, timeout_ms, timed_out) in [(60, 100, true), (70, 0, false), (80, 50, false)] {
+        b.w.event(&JvmEvent::MonitorWait {
+            thread: 1,
+            ticks: at_ms(ms),
+            duration_ns: 4 * MS,
+            class: lock,
+            object: 9,
+            timeout_ms,
+            timed_out,
+            stack: wait,
+        });
+    }
+    b.w.event(&JvmEvent::Park {
+        thread: 3,
+        ticks: at_ms(90),
+        duration_ns: 6 * MS,
+        blocker_class: sync,
+        timeout_ns: 0,
+        stack: park,
+    });
+    b.build(1000)
+}
+
+#[test]
+fn most_contended_monitor_names_its_class_sites_and_times() {
+    let r = lock_report(&contention(), &EventFilter::default());
+    assert_eq!(r.monitors.len(), 1);
+    let m = &r.monitors[0];
+    assert_eq!(m.class, "demo.Counter");
+    assert_eq!(
+        (m.count, m.total_ns, m.max_ns, m.objects),
+        (5, 18 * MS, 7 * MS, 1)
+    );
+    assert_eq!(m.sites[0].site, "demo.Counter.increment:12");
+    assert_eq!((m.sites[0].count, m.sites[0].total_ns), (4, 16 * MS));
+    assert_eq!(
+        m.sites[0].stack,
+        ["demo.Counter.increment:12", "demo.Worker.run:30"]
+    );
+    assert_eq!(m.sites[1].site, "demo.Counter.get:20");
+}
+
+#[test]
+fn waits_count_timeouts_and_parks_name_the_blocker() {
+    let r = lock_report(&contention(), &EventFilter::default());
+    let w = &r.waits[0];
+    assert_eq!(w.class, "java.lang.Object");
+    assert_eq!(
+        (w.count, w.total_ns, w.with_timeout, w.timed_out),
+        (3, 12 * MS, 2, 1)
+    );
+    assert_eq!(w.sites[0].site, "java.lang.Object.wait");
+    let p = &r.parks[0];
+    assert_eq!(
+        p.blocker,
+        "java.util.concurrent.locks.ReentrantLock$NonfairSync"
+    );
+    assert_eq!((p.count, p.total_ns), (1, 6 * MS));
+}
+
+#[test]
+fn filters_select_by_type_thread_method_and_window() {
+    let rec = contention();
+    let by = |f: EventFilter| f.rows(&rec).len();
+    assert_eq!(by(EventFilter::default()), 9);
+    let types = EventType::parse_list("locks").unwrap();
+    assert_eq!(
+        by(EventFilter {
+            types,
+            ..Default::default()
+        }),
+        9
+    );
+    let wait = vec![EventType::Wait];
+    assert_eq!(
+        by(EventFilter {
+            types: wait,
+            ..Default::default()
+        }),
+        3
+    );
+    let thread = Some(ThreadMatcher::new("worker-2"));
+    assert_eq!(
+        by(EventFilter {
+            thread,
+            ..Default::default()
+        }),
+        3
+    );
+    let method = Some(ThreadMatcher::new("demo.Worker.run"));
+    assert_eq!(
+        by(EventFilter {
+            method,
+            ..Default::default()
+        }),
+        5
+    );
+    let window = EventFilter {
+        from_s: Some(0.010),
+        to_s: Some(0.060),
+        ..Default::default()
+    };
+    assert_eq!(by(window), 4);
+    assert!(EventType::parse_list("nonsense").is_err());
+    assert_eq!("blocked".parse::<EventType>().unwrap(), EventType::Monitor);
+}
+
+#[test]
+fn rows_carry_type_dependent_values_and_write_as_columns() {
+    let rec = contention();
+    let rows = EventFilter::default().rows(&rec);
+    let first = &rows[0];
+    assert_eq!(
+        (first.kind, first.thread, first.duration_ns, first.value),
+        (EventType::Monitor, 2, 3 * MS, 3)
+    );
+    assert_eq!(
+        (first.subject.as_str(), first.site.as_str()),
+        ("demo.Counter", "demo.Counter.increment:12")
+    );
+    let timed_out = rows.iter().find(|r| r.timed_out == Some(true)).unwrap();
+    assert_eq!((timed_out.value, timed_out.time_s), (100, 0.060));
+    let mut text = Vec::new();
+    write_rows(&rows[..1], RowFormat::Text, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert_eq!(
+        text,
+        "# time_s thread duration_ns value type thread_name subject site\n\
+         0.000000000 2 3000000 3 monitor worker-1 demo.Counter demo.Counter.increment:12\n"
+    );
+    let mut csv = Vec::new();
+    write_rows(&rows[5..6], RowFormat::Csv, &mut csv).unwrap();
+    assert_eq!(
+        String::from_utf8(csv).unwrap().lines().nth(1).unwrap(),
+        "0.060000000,1,4000000,100,wait,main,java.lang.Object,java.lang.Object.wait"
+    );
+}
+
+#[test]
+fn gc_pauses_and_their_share_of_wall_time() {
+    let mut b = Builder::new();
+    for (ms, d) in [(100, 10), (400, 30), (700, 20)] {
+        b.w.event(&JvmEvent::Gc {
+            ticks: at_ms(ms),
+            duration_ns: d * MS,
+        });
+    }
+    let rec = b.build(2000);
+    let r = gc_report(&rec, &EventFilter::default());
+    assert_eq!(
+        (r.count, r.total_ns, r.max_ns, r.mean_ns, r.wall_ns),
+        (3, 60 * MS, 30 * MS, 20 * MS, 2000 * MS)
+    );
+    assert!((r.wall_percent - 3.0).abs() < 1e-9, "{}", r.wall_percent);
+    assert_eq!(r.pauses[1].time_s, 0.4);
+    // Thread filters do not hide GC; the window cuts both the pauses and the wall time.
+    let f = EventFilter {
+        thread: Some(ThreadMatcher::new("main")),
+        from_s: Some(0.3),
+        to_s: Some(0.8),
+        ..Default::default()
+    };
+    let r = gc_report(&rec, &f);
+    assert_eq!((r.count, r.total_ns, r.wall_ns), (2, 50 * MS, 500 * MS));
+    assert!((r.wall_percent - 10.0).abs() < 1e-9);
+}
+
+/// `demo.Gen.fill` allocates byte[] (big) and `demo.Gen.name` allocates Strings;
+/// objects 1..=4 are tracked and 1..=3 freed.
+fn allocations() -> Recording {
+    let mut b = Builder::new();
+    let bytes = b.class("byte[]");
+    let string = b.class("java.lang.String");
+    let fill = b.stack(&[("demo.Gen.fill", 21), ("demo.Gen.run", 10)]);
+    let fill2 = b.stack(&[("demo.Gen.fill", 21), ("demo.Main.main", 5)]);
+    let name = b.stack(&[("demo.Gen.name", 30), ("demo.Gen.run", 11)]);
+    let mut total = 0;
+    let allocs = [
+        (1, bytes, 4096, fill, 1),
+        (2, bytes, 8192, fill2, 2),
+        (3, string, 24, name, 3),
+        (2, string, 24, name, 4),
+        (3, string, 24, name, 0),
+    ];
+    for (i, (thread, class, size, stack, object)) in allocs.into_iter().enumerate() {
+        total += size;
+        b.w.event(&JvmEvent::Alloc {
+            thread,
+            ticks: at_ms(i as u64),
+            class,
+            size,
+            stack,
+            object,
+            allocated_total: total,
+        });
+    }
+    // Frees: object 1 after 2 ms and 100 KB, 2 after 500 us and 0 bytes, 3 after 3 s.
+    for (object, us, since) in [
+        (1, 2_000, 100 * 1024),
+        (2, 1_500, 0),
+        (3, 3_002_000, 5 << 20),
+    ] {
+        let born_total: u64 = allocs[..object as usize].iter().map(|a| a.2).sum();
+        b.w.event(&JvmEvent::ObjectFree {
+            ticks: START + us,
+            object,
+            allocated_total: born_total + since,
+        });
+    }
+    b.build(4000)
+}
+
+#[test]
+fn allocation_by_site_class_and_stack() {
+    let rec = allocations();
+    let site = alloc_report(&rec, &EventFilter::default(), AllocBy::Site);
+    assert_eq!((site.bytes, site.count), (12_360, 5));
+    assert_eq!(site.rows[0].key, "demo.Gen.fill:21");
+    assert_eq!(
+        (
+            site.rows[0].bytes,
+            site.rows[0].count,
+            site.rows[0].top_class.as_str()
+        ),
+        (12_288, 2, "byte[]")
+    );
+    assert!((site.rows[0].percent - 12_288.0 * 100.0 / 12_360.0).abs() < 1e-9);
+    let class = alloc_report(&rec, &EventFilter::default(), AllocBy::Class);
+    assert_eq!(
+        class
+            .rows
+            .iter()
+            .map(|r| (r.key.as_str(), r.bytes, r.count))
+            .collect::<Vec<_>>(),
+        [("byte[]", 12_288, 2), ("java.lang.String", 72, 3)]
+    );
+    let stack = alloc_report(&rec, &EventFilter::default(), AllocBy::Stack);
+    assert_eq!(stack.rows.len(), 3);
+    assert_eq!(
+        stack.rows[0].stack,
+        ["demo.Gen.fill:21", "demo.Main.main:5"]
+    );
+    let workers = EventFilter {
+        thread: Some(ThreadMatcher::new("worker-*")),
+        ..Default::default()
+    };
+    assert_eq!(
+        alloc_report(&rec, &workers, AllocBy::Class).bytes,
+        8192 + 24 + 24 + 24
+    );
+}
+
+#[test]
+fn object_ages_in_time_and_bytes_by_class() {
+    let rec = allocations();
+    let r = age_report(&rec, &EventFilter::default());
+    assert_eq!((r.freed, r.live), (3, 1));
+    let bytes = r.rows.iter().find(|x| x.class == "byte[]").unwrap();
+    assert_eq!((bytes.freed, bytes.live), (2, 0));
+    // Object 1 lived 2 ms (allocated at 0 ms), object 2 lived 0.5 ms (allocated at 1 ms).
+    assert_eq!(bytes.by_ns, [0, 0, 0, 1, 1, 0, 0, 0, 0]);
+    assert_eq!((bytes.p50_ns, bytes.max_ns), (Some(500_000), Some(2 * MS)));
+    assert_eq!(bytes.by_bytes, [1, 0, 0, 1, 0, 0, 0, 0]);
+    assert_eq!(bytes.max_bytes, Some(100 * 1024));
+    let strings = r
+        .rows
+        .iter()
+        .find(|x| x.class == "java.lang.String")
+        .unwrap();
+    assert_eq!((strings.freed, strings.live), (1, 1));
+    assert_eq!(strings.by_ns[7], 1, "3 s is in <10s");
+    assert_eq!(strings.by_bytes[4], 1, "5 MB is in <10MB");
+    // The free rows carry the age too.
+    let frees = EventFilter {
+        types: vec![EventType::Free],
+        ..Default::default()
+    }
+    .rows(&rec);
+    assert_eq!(
+        frees
+            .iter()
+            .map(|r| (r.duration_ns, r.value))
+            .collect::<Vec<_>>(),
+        [(500_000, 0), (2 * MS, 100 * 1024), (3_000 * MS, 5 << 20)]
+    );
+    assert_eq!(frees[1].subject, "byte[]");
+}
+
+#[test]
+fn user_events_count_and_intervals() {
+    let mut b = Builder::new();
+    b.user_def(1, "request");
+    b.user_def(2, "phase");
+    // Instants 10, 20, 40, 80 and 160 ms apart (times 0, 10, 30, 70, 150, 310).
+    for ms in [0, 10, 30, 70, 150, 310] {
+        b.w.event(&JvmEvent::User {
+            thread: 2,
+            ticks: at_ms(ms),
+            event: 1,
+            kind: UserEventKind::Instant,
+            value: ms as i64,
+        });
+    }
+    for (ms, kind) in [
+        (5, UserEventKind::Begin),
+        (9, UserEventKind::End),
+        (50, UserEventKind::Begin),
+        (56, UserEventKind::End),
+    ] {
+        b.w.event(&JvmEvent::User {
+            thread: 1,
+            ticks: at_ms(ms),
+            event: 2,
+            kind,
+            value: 0,
+        });
+    }
+    let rec = b.build(1000);
+    let r = user_report(&rec, &EventFilter::default());
+    let req = &r.rows[1];
+    assert_eq!(req.name, "request");
+    assert_eq!((req.count, req.instants, req.value_sum), (6, 6, 570));
+    assert_eq!(
+        (req.interval_min_ns, req.interval_max_ns),
+        (Some(10 * MS), Some(160 * MS))
+    );
+    assert_eq!(req.interval_mean_ns, Some(62.0 * MS as f64));
+    assert_eq!(
+        (req.interval_p50_ns, req.interval_p99_ns),
+        (Some(40 * MS), Some(160 * MS))
+    );
+    let phase = &r.rows[0];
+    assert_eq!(
+        (phase.name.as_str(), phase.count, phase.begins, phase.ends),
+        ("phase", 2, 2, 2)
+    );
+    assert_eq!(
+        (
+            phase.interval_min_ns,
+            phase.scoped_max_ns,
+            phase.scoped_mean_ns
+        ),
+        (Some(45 * MS), Some(6 * MS), Some(5.0 * MS as f64))
+    );
+    let user = EventFilter {
+        types: vec![EventType::User],
+        ..Default::default()
+    }
+    .rows(&rec);
+    assert_eq!(user.len(), 10);
+    let end = user.iter().find(|r| r.user_kind == Some("end")).unwrap();
+    assert_eq!((end.subject.as_str(), end.duration_ns), ("phase", 4 * MS));
+}
+
+#[test]
+fn events_nest_into_traced_invocations() {
+    let mut b = Builder::new();
+    let main = b.method("demo.Main.main");
+    let work = b.method("demo.Main.work");
+    let counter = b.class("demo.Counter");
+    let stack = b.stack(&[("demo.Main.work", 7)]);
+    let ev = |kind, method, ms: u64| TraceEvent {
+        kind,
+        method,
+        ticks: at_ms(ms),
+        untraced: 0,
+        cpu_ns: 0,
+    };
+    let events = vec![
+        ev(TraceKind::Enter, main, 0),
+        ev(TraceKind::Enter, work, 10),
+        ev(TraceKind::Exit, work, 20),
+        ev(TraceKind::Enter, work, 30),
+        ev(TraceKind::Exit, work, 40),
+        ev(TraceKind::Exit, main, 50),
+    ];
+    b.w.trace(&TraceBatch {
+        thread: 1,
+        has_cpu: false,
+        events,
+    });
+    let blocked = |ms| JvmEvent::MonitorBlocked {
+        thread: 1,
+        ticks: at_ms(ms),
+        duration_ns: MS,
+        class: counter,
+        object: 1,
+        owner: 2,
+        stack,
+    };
+    b.w.event(&blocked(12));
+    b.w.event(&blocked(25));
+    b.w.event(&blocked(60));
+    b.w.event(&JvmEvent::Gc {
+        ticks: at_ms(15),
+        duration_ns: MS,
+    });
+    let rec = b.build(100);
+    let tree = event_tree(&rec, &EventFilter::default());
+    assert_eq!(tree.basis, TreeBasis::Traced);
+    let gc = &tree.threads[0];
+    assert_eq!((gc.thread, gc.loose.len()), (0, 1));
+    let main_thread = &tree.threads[1];
+    assert_eq!(main_thread.name, "main");
+    let root = &main_thread.roots[0];
+    assert_eq!(root.label, "demo.Main.main");
+    assert_eq!(
+        root.events.iter().map(|e| e.ns).collect::<Vec<_>>(),
+        [25 * MS],
+        "between the two calls of work"
+    );
+    assert_eq!(
+        root.children.len(),
+        1,
+        "the second work call holds no event"
+    );
+    assert_eq!(
+        (root.children[0].label.as_str(), root.children[0].start_ns),
+        ("demo.Main.work", 10 * MS)
+    );
+    assert_eq!(root.children[0].events[0].ns, 12 * MS);
+    assert_eq!(main_thread.loose.len(), 1, "after main returned");
+    let text = tree.to_string();
+    assert!(
+        text.contains("thread main (#1)\n  demo.Main.main [0.000000s +50.0"),
+        "{text}"
+    );
+    assert!(text.contains("    demo.Main.work [0.010000s"), "{text}");
+    assert!(
+        text.contains("      * 0.012000s monitor demo.Counter"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_traces_events_nest_into_sample_intervals() {
+    let mut b = Builder::new();
+    let s1 = b.stack(&[("demo.Worker.step", 3), ("demo.Worker.run", 9)]);
+    let s2 = b.stack(&[("demo.Worker.idle", 4), ("demo.Worker.run", 10)]);
+    for (ms, stack) in [(0, s1), (10, s2), (20, s1)] {
+        b.w.sample(&Sample {
+            thread: 2,
+            ticks: at_ms(ms),
+            stack,
+            mode: SampleMode::Cpu,
+            weight_ns: 10 * MS,
+            state: 0,
+        });
+    }
+    b.user_def(1, "tick");
+    for ms in [3, 5, 14, 25] {
+        b.w.event(&JvmEvent::User {
+            thread: 2,
+            ticks: at_ms(ms),
+            event: 1,
+            kind: UserEventKind::Instant,
+            value: 0,
+        });
+    }
+    let rec = b.build(30);
+    let tree = event_tree(&rec, &EventFilter::default());
+    assert_eq!(tree.basis, TreeBasis::Sampled);
+    let t = &tree.threads[0];
+    let spans: Vec<(&str, usize)> = t
+        .roots
+        .iter()
+        .map(|n| (n.label.as_str(), n.events.len()))
+        .collect();
+    assert_eq!(
+        spans,
+        [
+            ("demo.Worker.step:3", 2),
+            ("demo.Worker.idle:4", 1),
+            ("demo.Worker.step:3", 1)
+        ]
+    );
+    assert_eq!(
+        t.roots[1].stack,
+        ["demo.Worker.run:10", "demo.Worker.idle:4"]
+    );
+}
