@@ -3,6 +3,9 @@
 //! goes through `jscope-analysis` exactly as a recording file would.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread;
 
 use jscope_analysis::{
     call_graph, collapse, hot_methods, CallEdge, CallGraph, CallNode, CollapseOptions, HotMethod,
@@ -43,23 +46,47 @@ impl Query {
         }
     }
 
-    /// Reads each JVM's data and counts the selected samples.
-    fn counted(
+    /// Reads each JVM's data, counts the selected samples and hands them to
+    /// `per_jvm`, on up to one thread per core; `merge` gets each result in the
+    /// calling thread. Each worker holds one JVM's recording at a time, so memory
+    /// stays bounded however many JVMs are merged.
+    fn each_jvm<T: Send>(
         &self,
         store: &dyn Store,
-    ) -> Result<Vec<(Recording, Option<Mode>, StackCounts)>, CollectorError> {
+        per_jvm: impl Fn(&Recording, Option<Mode>, &StackCounts) -> T + Sync,
+        mut merge: impl FnMut(T),
+    ) -> Result<(), CollectorError> {
         if self.jvms.is_empty() {
             return Err(CollectorError::BadQuery("no jvm selected".into()));
         }
-        let mut out = Vec::new();
-        for id in &self.jvms {
-            let rec = store.read(id, self.from_ns, self.to_ns)?;
-            let sel = self.selection(&rec);
-            let counts = sel.stack_counts(&rec);
-            let mode = sel.mode_in(&rec);
-            out.push((rec, mode, counts));
-        }
-        Ok(out)
+        let next = AtomicUsize::new(0);
+        let workers = thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(self.jvms.len());
+        let (tx, rx) = mpsc::channel();
+        thread::scope(|scope| {
+            for _ in 0..workers {
+                let (tx, next, per_jvm) = (tx.clone(), &next, &per_jvm);
+                scope.spawn(move || loop {
+                    let Some(id) = self.jvms.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        return;
+                    };
+                    let one = store.read(id, self.from_ns, self.to_ns).map(|rec| {
+                        let sel = self.selection(&rec);
+                        per_jvm(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec))
+                    });
+                    let failed = one.is_err();
+                    if tx.send(one).is_err() || failed {
+                        return;
+                    }
+                });
+            }
+            drop(tx);
+            for one in rx {
+                merge(one?);
+            }
+            Ok(())
+        })
     }
 }
 
@@ -71,12 +98,16 @@ pub fn flame(store: &dyn Store, q: &Query) -> Result<(FlameGraph, Option<Mode>),
         lines: q.lines,
         thread_roots: false,
     };
-    for (rec, m, counts) in q.counted(store)? {
-        mode = mode.or(m);
-        for (frames, n) in collapse(&rec, &counts, opts).stacks {
-            graph.add(frames, n);
-        }
-    }
+    q.each_jvm(
+        store,
+        |rec, m, counts| (m, collapse(rec, counts, opts)),
+        |(m, collapsed)| {
+            mode = mode.or(m);
+            for (frames, n) in collapsed.stacks {
+                graph.add(frames, n);
+            }
+        },
+    )?;
     Ok((graph, mode))
 }
 
@@ -84,15 +115,19 @@ pub fn flame(store: &dyn Store, q: &Query) -> Result<(FlameGraph, Option<Mode>),
 pub fn hot(store: &dyn Store, q: &Query, limit: usize) -> Result<HotMethods, CollectorError> {
     let mut merged: HashMap<String, (u64, u64)> = HashMap::new();
     let (mut total, mut mode) = (0, None);
-    for (rec, m, counts) in q.counted(store)? {
-        mode = mode.or(m);
-        total += counts.total;
-        for h in hot_methods(&rec, m, &counts).methods {
-            let e = merged.entry(h.method).or_default();
-            e.0 += h.self_samples;
-            e.1 += h.total_samples;
-        }
-    }
+    q.each_jvm(
+        store,
+        |rec, m, counts| (m, counts.total, hot_methods(rec, m, counts).methods),
+        |(m, n, methods)| {
+            mode = mode.or(m);
+            total += n;
+            for h in methods {
+                let e = merged.entry(h.method).or_default();
+                e.0 += h.self_samples;
+                e.1 += h.total_samples;
+            }
+        },
+    )?;
     let pct = |n: u64| {
         if total == 0 {
             0.0
@@ -128,22 +163,25 @@ pub fn callgraph(store: &dyn Store, q: &Query) -> Result<CallGraph, CollectorErr
     let mut nodes: HashMap<String, (u64, u64)> = HashMap::new();
     let mut edges: HashMap<(String, String), u64> = HashMap::new();
     let mut total = 0;
-    for (rec, _, counts) in q.counted(store)? {
-        let g = call_graph(&rec, &counts);
-        total += g.total;
-        for n in &g.nodes {
-            let e = nodes.entry(n.label.clone()).or_default();
-            e.0 += n.self_samples;
-            e.1 += n.total_samples;
-        }
-        for e in &g.edges {
-            let key = (
-                g.nodes[e.caller].label.clone(),
-                g.nodes[e.callee].label.clone(),
-            );
-            *edges.entry(key).or_default() += e.samples;
-        }
-    }
+    q.each_jvm(
+        store,
+        |rec, _, counts| call_graph(rec, counts),
+        |g| {
+            total += g.total;
+            for n in &g.nodes {
+                let e = nodes.entry(n.label.clone()).or_default();
+                e.0 += n.self_samples;
+                e.1 += n.total_samples;
+            }
+            for e in &g.edges {
+                let key = (
+                    g.nodes[e.caller].label.clone(),
+                    g.nodes[e.callee].label.clone(),
+                );
+                *edges.entry(key).or_default() += e.samples;
+            }
+        },
+    )?;
     Ok(assemble(total, nodes, edges))
 }
 
