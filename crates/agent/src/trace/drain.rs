@@ -18,6 +18,12 @@ use crate::symbols::Symbols;
 
 /// Events per TraceBatch record, so no record grows without bound.
 const BATCH_EVENTS: usize = 8192;
+/// Batches taken from one ring per drain, so a chunk stays near the writer's
+/// flush size however far behind a thread is (its ring bounds what waits).
+const BATCHES_PER_TAKE: usize = 64;
+/// Once tracing has stopped, the writer's last drains take this many batches per
+/// ring (2 Mi events); whatever is left then is counted as dropped.
+const FINAL_BATCHES: usize = 256;
 
 /// What one thread produced since the last take.
 pub struct RawBatch {
@@ -51,6 +57,8 @@ pub struct TraceDrain {
     /// Probe ticks to recording ticks, refreshed at each take.
     clock: Option<probe::TickMapper>,
     last_aggregate: Option<Instant>,
+    /// (probe index, method id) of the last lookup.
+    last_method: (u32, u32),
     pairs_written: u64,
 }
 
@@ -63,17 +71,24 @@ impl TraceDrain {
         let mut out = Vec::new();
         self.take_aggregates(&mut out);
         let mut rings = probe::rings();
+        let batches = if probe::session_running() {
+            BATCHES_PER_TAKE
+        } else {
+            FINAL_BATCHES
+        };
         for ring in rings.iter() {
-            let mut events = Vec::new();
-            ring.drain(|e| events.push(*e));
             let key = Arc::as_ptr(ring) as usize;
-            for chunk in events.chunks(BATCH_EVENTS) {
+            for _ in 0..batches {
+                let mut events = Vec::with_capacity(BATCH_EVENTS);
+                if ring.drain_max(BATCH_EVENTS, |e| events.push(*e)) == 0 {
+                    break;
+                }
                 out.push(RawBatch {
                     tid: ring.tid,
                     env: ring.env,
                     thread: self.threads.get(&key).copied(),
                     source: key,
-                    payload: Payload::Events(chunk.to_vec()),
+                    payload: Payload::Events(events),
                 });
             }
         }
@@ -189,11 +204,19 @@ impl TraceDrain {
     }
 
     fn method_id(&mut self, index: u32, out: &mut ChunkWriter, symbols: &mut Symbols) -> u32 {
-        if let Some(&id) = self.methods.get(&index) {
-            return id;
+        // Consecutive events are mostly of the same method (its enter and exit).
+        if self.last_method.0 == index && index != 0 {
+            return self.last_method.1;
         }
-        let id = registry::method(index).map_or(0, |m| symbols.define(out, &m.names()));
-        self.methods.insert(index, id);
+        let id = match self.methods.get(&index) {
+            Some(&id) => id,
+            None => {
+                let id = registry::method(index).map_or(0, |m| symbols.define(out, &m.names()));
+                self.methods.insert(index, id);
+                id
+            }
+        };
+        self.last_method = (index, id);
         id
     }
 
@@ -203,9 +226,10 @@ impl TraceDrain {
         if session.is_empty() {
             return Vec::new(); // tracing was never used in this process
         }
+        let stopped = !probe::session_running();
         let dropped: u64 = probe::rings()
             .iter()
-            .map(|r| r.dropped.load(Ordering::Relaxed))
+            .map(|r| r.dropped.load(Ordering::Relaxed) + if stopped { r.pending() } else { 0 })
             .sum();
         let mut values = vec![
             ("trace.events_written", self.written),

@@ -90,15 +90,29 @@ impl ThreadRing {
     }
 
     /// Consumer side: hands every published event to `f`, oldest first.
-    pub fn drain(&self, mut f: impl FnMut(&RawEvent)) -> usize {
+    pub fn drain(&self, f: impl FnMut(&RawEvent)) -> usize {
+        self.drain_max(usize::MAX, f)
+    }
+
+    /// Consumer side: hands at most `max` published events to `f`, oldest first.
+    pub fn drain_max(&self, max: usize, mut f: impl FnMut(&RawEvent)) -> usize {
         let tail = self.tail.load(Ordering::Relaxed);
-        let head = self.head.load(Ordering::Acquire);
+        let head = self
+            .head
+            .load(Ordering::Acquire)
+            .min(tail.saturating_add(max));
         for i in tail..head {
             // SAFETY: see the Sync impl; slots below `head` are published.
             f(unsafe { &*self.slots[i & (self.slots.len() - 1)].get() });
         }
         self.tail.store(head, Ordering::Release);
         head - tail
+    }
+
+    /// Published events not drained yet.
+    pub fn pending(&self) -> u64 {
+        let head = self.head.load(Ordering::Acquire);
+        head.saturating_sub(self.tail.load(Ordering::Relaxed)) as u64
     }
 
     pub fn is_empty(&self) -> bool {
