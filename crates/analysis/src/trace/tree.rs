@@ -34,7 +34,7 @@ impl Node {
 }
 
 /// Where a node is: thread index in [`CallTree::threads`] and node index in its array.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct NodeRef {
     pub thread: usize,
     pub node: usize,
@@ -86,7 +86,7 @@ pub struct CallTree {
     pub command_line: String,
     /// Threads in the order of their first trace event (then by id).
     pub threads: Vec<ThreadTree>,
-    /// Threads grafted under a `Thread.start` call.
+    /// Threads grafted under a `Thread.start` call, sorted by the call.
     pub grafts: Vec<(NodeRef, usize)>,
     /// `pkg.Class.method` by method id.
     pub labels: Vec<String>,
@@ -228,7 +228,8 @@ impl CallTree {
                 node,
             })
             .collect();
-        for &(_, b) in self.grafts.iter().filter(|(at, _)| *at == r) {
+        let first = self.grafts.partition_point(|(at, _)| *at < r);
+        for &(_, b) in self.grafts[first..].iter().take_while(|(at, _)| *at == r) {
             out.extend(self.thread_roots(b));
         }
         out
@@ -304,6 +305,7 @@ impl CallTree {
                 self.grafts.push((starts[k].at, b));
             }
         }
+        self.grafts.sort_unstable();
     }
 
     fn start_calls(&self) -> Vec<StartCall> {
