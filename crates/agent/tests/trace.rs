@@ -172,6 +172,40 @@ fn a_known_call_structure_gives_exactly_its_events() {
 }
 
 #[test]
+fn count_untraced_gives_each_entry_the_calls_since_the_previous_event() {
+    for java in javas() {
+        let config = temp_dir(&format!("trace-count-{}", java.major)).join("trace.conf");
+        let rules =
+            "count-untraced TraceCalls\ninclude TraceCalls catcher\ninclude TraceCalls sleepMs\n";
+        std::fs::write(&config, rules).unwrap();
+        let options = format!("traceconfig={}", config.display());
+        let (rec, _) = record(&java, "count", &options, "TraceCalls", &[]);
+        let threads = events_by_thread(&rec);
+        assert_eq!(
+            threads.keys().collect::<Vec<_>>(),
+            ["main"],
+            "JDK {}",
+            java.major
+        );
+        let enters: Vec<(String, u32)> = threads["main"]
+            .iter()
+            .filter(|e| e.kind == TraceKind::Enter)
+            .map(|e| (rec.method_label(e.method), e.untraced))
+            .collect();
+        let expected = [
+            ("TraceCalls.catcher", 1 + 177), // main, then fib(10)'s calls
+            ("TraceCalls.sleepMs", 4 + 1),   // thrower 4 times, spawn
+            ("TraceCalls.sleepMs", 0),
+            ("TraceCalls.sleepMs", 0),
+        ]
+        .map(|(m, n)| (m.to_string(), n));
+        assert_eq!(enters, expected, "JDK {}", java.major);
+        assert_eq!(counter(&rec, "trace.methods_instrumented"), 2);
+        assert_eq!(counter(&rec, "trace.methods_counting"), 7);
+    }
+}
+
+#[test]
 fn sleeping_methods_get_their_durations() {
     for java in javas() {
         let (rec, _) = record(

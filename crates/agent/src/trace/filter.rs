@@ -83,6 +83,9 @@ pub struct Filters {
     /// JaViz: a library method is traced only when traced application code calls it
     /// directly; deeper library calls are counted as untraced.
     pub exclude_library: bool,
+    /// JPMT's untraced-call counter: in classes matching these, every method the
+    /// rules do not trace gets a count-only probe.
+    pub count_untraced: Vec<Glob>,
 }
 
 /// Dotted-name prefixes of the Java platform's own classes (the "library" of
@@ -148,9 +151,11 @@ impl Filters {
             ["include" | "includemethod", c, m] => self.rules.push(rule(false, c, m)),
             ["exclude" | "excludemethod", c, m] => self.rules.push(rule(true, c, m)),
             ["exclude-library"] => self.exclude_library = true,
+            ["count-untraced"] => self.count_untraced.push(Glob::new("*")),
+            ["count-untraced", c] => self.count_untraced.push(Glob::new(c)),
             ["subclasses-of", c] => self.rules.push(subclasses(c, "*")),
             ["subclasses-of", c, m] => self.rules.push(subclasses(c, m)),
-            [word, ..] => return Err(format!("cannot read `{line}` (`{word}`: expected include CLASS METHOD, exclude CLASS METHOD, exclude-library or subclasses-of CLASS [METHOD])")),
+            [word, ..] => return Err(format!("cannot read `{line}` (`{word}`: expected include CLASS METHOD, exclude CLASS METHOD, exclude-library, count-untraced [CLASS] or subclasses-of CLASS [METHOD])")),
         }
         Ok(())
     }
@@ -160,6 +165,12 @@ impl Filters {
     pub fn extend(&mut self, other: Filters) {
         self.rules.extend(other.rules);
         self.exclude_library |= other.exclude_library;
+        self.count_untraced.extend(other.count_untraced);
+    }
+
+    /// Whether the untraced methods of `class` (dotted) get count-only probes.
+    pub fn counts_class(&self, class: &str) -> bool {
+        self.count_untraced.iter().any(|g| g.matches(class))
     }
 
     /// Whether any method of `class` (dotted) may be traced: a cheap test before a
@@ -284,6 +295,14 @@ mod tests {
         assert!(!f.traces("demo.Other", "run", &none));
         assert!(f.may_trace_class("demo.Impl", &extends_base));
         assert_eq!(f.subclass_roots().collect::<Vec<_>>(), ["demo.Base"]);
+    }
+
+    #[test]
+    fn count_untraced_names_the_classes_it_counts_in() {
+        let f = Filters::parse_config("count-untraced demo.*\ninclude demo.Shop buy").unwrap();
+        assert!(f.counts_class("demo.Shop") && !f.counts_class("java.util.List"));
+        let all = Filters::parse_config("count-untraced").unwrap();
+        assert!(all.counts_class("java.util.List"));
     }
 
     #[test]

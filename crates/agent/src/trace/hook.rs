@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use jscope_bytecode::{instrument, ClassFile, Outcome};
 
 use super::filter::is_library;
-use super::probe::LIBRARY_BIT;
+use super::probe::{COUNT_BIT, LIBRARY_BIT};
 use super::registry::{self, ProbeMethod};
 use super::{jvm_ext, session, Session};
 use crate::jvm::Jvmti;
@@ -76,7 +76,7 @@ pub fn rewrite(session: &Session, internal_name: &str, bytes: &[u8]) -> Option<V
     }
     let dotted = internal_name.replace('/', ".");
     let with_subclasses = session.has_subclass_rules();
-    if !with_subclasses && !session.may_trace_class(&dotted) {
+    if !with_subclasses && !session.wants_class(&dotted) {
         return None;
     }
     let class = match ClassFile::parse(bytes) {
@@ -122,7 +122,13 @@ fn count(session: &Session, methods: &[jscope_bytecode::MethodOutcome]) {
         .iter()
         .filter(|m| matches!(m.outcome, Outcome::Instrumented(_)))
         .count() as u64;
-    c.methods_instrumented.fetch_add(done, Ordering::Relaxed);
+    let counting = methods
+        .iter()
+        .filter(|m| m.outcome == Outcome::Instrumented(COUNT_BIT))
+        .count() as u64;
+    c.methods_instrumented
+        .fetch_add(done - counting, Ordering::Relaxed);
+    c.methods_counting.fetch_add(counting, Ordering::Relaxed);
     c.methods_skipped
         .fetch_add(methods.len() as u64 - done, Ordering::Relaxed);
     if done > 0 {
@@ -144,6 +150,7 @@ fn select_methods(
     let source_file = source_file(class);
     let library_bit = if is_library(dotted) { LIBRARY_BIT } else { 0 };
     let filters = session.filters();
+    let counts = filters.counts_class(dotted);
     let extends = |base: &str| session.extends(dotted, base);
     for m in &class.methods {
         if m.access & (ACC_NATIVE | ACC_ABSTRACT) != 0 {
@@ -156,6 +163,9 @@ fn select_methods(
             continue;
         };
         if !filters.traces(dotted, &name, &extends) {
+            if counts {
+                ids.insert((name, descriptor), COUNT_BIT);
+            }
             continue;
         }
         let index = registry::index_of(ProbeMethod {

@@ -136,7 +136,8 @@ pub fn header_extra(options: &TraceOptions) -> Vec<(String, String)> {
         ),
         (
             "trace.untraced".to_string(),
-            "library calls not made directly by application code, under exclude-library"
+            "calls of methods with count-only probes (count-untraced) and library calls \
+             not made directly by application code (exclude-library)"
                 .to_string(),
         ),
     ];
@@ -167,6 +168,8 @@ pub struct Counters {
     pub classes_instrumented: AtomicU64,
     pub methods_instrumented: AtomicU64,
     pub methods_skipped: AtomicU64,
+    /// Methods given count-only probes (`count-untraced`).
+    pub methods_counting: AtomicU64,
     pub class_errors: AtomicU64,
     pub retransform_errors: AtomicU64,
 }
@@ -200,6 +203,11 @@ impl Session {
 
     pub fn has_subclass_rules(&self) -> bool {
         self.filters().subclass_roots().next().is_some()
+    }
+
+    /// Whether `class` may get probes of either kind (trace or count).
+    pub fn wants_class(&self, dotted: &str) -> bool {
+        self.filters().counts_class(dotted) || self.may_trace_class(dotted)
     }
 
     pub fn may_trace_class(&self, dotted: &str) -> bool {
@@ -254,6 +262,10 @@ impl Session {
             (
                 "trace.methods_instrumented",
                 c.methods_instrumented.load(Ordering::Relaxed),
+            ),
+            (
+                "trace.methods_counting",
+                c.methods_counting.load(Ordering::Relaxed),
             ),
             (
                 "trace.methods_skipped",
@@ -344,7 +356,7 @@ fn retransform_matching(jvmti: Jvmti, jni: Jni, session: &Session, also: &HashSe
         learn_loaded_ancestry(jvmti, jni, session);
     }
     retransform_loaded(jvmti, jni, session, |dotted| {
-        also.contains(dotted) || session.may_trace_class(dotted)
+        also.contains(dotted) || session.wants_class(dotted)
     });
 }
 

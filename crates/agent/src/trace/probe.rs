@@ -18,7 +18,10 @@ use crate::threads::gettid;
 /// Bit 30 of a probe id marks a library (JDK) method; the rest is the index into
 /// the probe registry. Bit 31 is left clear so ids stay positive Java ints.
 pub const LIBRARY_BIT: u32 = 1 << 30;
-pub const INDEX_MASK: u32 = LIBRARY_BIT - 1;
+/// Bit 29 marks a count-only probe (`count-untraced`): its calls only raise the
+/// thread's untraced counter.
+pub const COUNT_BIT: u32 = 1 << 29;
+pub const INDEX_MASK: u32 = COUNT_BIT - 1;
 /// Marks a shadow-stack entry whose enter was recorded.
 const RECORDED: u32 = 1 << 31;
 
@@ -388,6 +391,10 @@ impl Local {
     /// from a library method or from uninstrumented code it is only counted.
     #[inline]
     pub fn enter(&mut self, id: u32, exclude_library: bool) {
+        if id & COUNT_BIT != 0 {
+            self.untraced = self.untraced.saturating_add(1);
+            return;
+        }
         let caller_is_app = self.stack.last().is_some_and(|e| e.id & LIBRARY_BIT == 0);
         if exclude_library && id & LIBRARY_BIT != 0 && !caller_is_app {
             self.untraced = self.untraced.saturating_add(1);
@@ -413,6 +420,9 @@ impl Local {
     /// the recorded events always nest.
     #[inline]
     pub fn exit(&mut self, id: u32, kind: u32) {
+        if id & COUNT_BIT != 0 {
+            return;
+        }
         match self.stack.pop() {
             Some(top) if top.id & !RECORDED == id => {
                 if top.id & RECORDED != 0 {
@@ -619,6 +629,20 @@ mod tests {
         l.exit(1, KIND_EXIT);
         l.exit(7, KIND_EXIT); // entered before tracing began
         assert_eq!(events(&ring), [(1, 0, 0), (2, 0, 0), (2, 2, 0), (1, 1, 0)]);
+    }
+
+    #[test]
+    fn count_only_probes_raise_the_untraced_counter_and_nothing_else() {
+        let (mut l, ring) = local(64);
+        for _ in 0..3 {
+            l.enter(COUNT_BIT, false);
+            l.exit(COUNT_BIT, KIND_EXIT);
+        }
+        l.enter(COUNT_BIT, false);
+        l.exit(COUNT_BIT, KIND_THROW);
+        l.enter(1, false);
+        l.exit(1, KIND_EXIT);
+        assert_eq!(events(&ring), [(1, 0, 4), (1, 1, 0)]);
     }
 
     #[test]
