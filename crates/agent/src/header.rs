@@ -90,6 +90,7 @@ fn extra(options: &Options, file: &str, attached: bool) -> Vec<(String, String)>
         extra.push(("collector".to_string(), c.addr.clone()));
     }
     extra.extend(crate::trace::header_extra(&options.trace));
+    extra.extend(crate::events::header_extra(&options.events));
     extra
 }
 

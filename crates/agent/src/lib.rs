@@ -8,6 +8,7 @@
 
 pub mod clock;
 pub mod cpu_timers;
+pub mod events;
 pub mod header;
 pub mod java_threads;
 pub mod jvm;
@@ -161,6 +162,7 @@ fn callbacks() -> sys::jvmtiEventCallbacks {
     cb.ClassPrepare = Some(on_class_prepare);
     cb.ClassLoad = Some(on_class_load);
     cb.ClassFileLoadHook = Some(trace::hook::on_class_file_load);
+    events::callbacks::install(&mut cb);
     cb
 }
 
@@ -168,6 +170,7 @@ fn callbacks() -> sys::jvmtiEventCallbacks {
 fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> Result<(), String> {
     let (quiet, mut modes) = (prepared.options.quiet, prepared.options.modes.label());
     let trace = prepared.options.trace.clone();
+    let (events, depth) = (prepared.options.events.clone(), prepared.options.depth);
     let mut recorder = Recorder::start(vm, jvmti, jni, prepared, attached, set_hooks)
         .map_err(|e| format!("{e}; profiling is disabled"))?;
     if trace.enabled() {
@@ -180,6 +183,19 @@ fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> 
             "trace".into()
         } else {
             format!("{modes}+trace")
+        };
+    }
+    if !events.kinds.is_empty() {
+        if let Err(e) = events::start(jvmti, jni, &events, depth) {
+            set_hooks(None);
+            stop_tracing(None);
+            recorder.stop();
+            return Err(format!("cannot record events: {e}; profiling is disabled"));
+        }
+        modes = if modes.is_empty() {
+            "events".into()
+        } else {
+            format!("{modes}+events")
         };
     }
     if !quiet {
@@ -195,6 +211,9 @@ fn stop_recording() -> Option<(String, bool)> {
     let mut recorder = agent().recorder.take()?;
     set_hooks(None);
     stop_tracing(None);
+    if let Some(jvmti) = agent().jvmti {
+        events::stop(jvmti);
+    }
     let complete = recorder.stop();
     Some((recorder.destination.clone(), complete))
 }
@@ -235,18 +254,20 @@ unsafe extern "C" fn on_thread_start(
     guard("ThreadStart", (), || {
         if let Some(hooks) = hooks() {
             hooks.thread_started(Jni(jni), thread);
+            events::callbacks::thread_started(jni, thread);
         }
     })
 }
 
 unsafe extern "C" fn on_thread_end(
     _jvmti: *mut sys::jvmtiEnv,
-    _jni: *mut sys::JNIEnv,
-    _thread: sys::jthread,
+    jni: *mut sys::JNIEnv,
+    thread: sys::jthread,
 ) {
     guard("ThreadEnd", (), || {
         if let Some(hooks) = hooks() {
             hooks.thread_ended();
+            events::callbacks::thread_ended(jni, thread);
         }
     })
 }
@@ -265,13 +286,15 @@ unsafe extern "C" fn on_class_prepare(
     })
 }
 
-/// Listened to only because AsyncGetCallTrace requires it; nothing to do.
+/// Listened to because AsyncGetCallTrace requires it; recorded when class
+/// events are asked for.
 unsafe extern "C" fn on_class_load(
-    _jvmti: *mut sys::jvmtiEnv,
-    _jni: *mut sys::JNIEnv,
-    _thread: sys::jthread,
-    _class: sys::jclass,
+    jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    thread: sys::jthread,
+    class: sys::jclass,
 ) {
+    events::callbacks::class_loaded(jvmti, jni, thread, class);
 }
 
 /// The JavaVM a JNIEnv belongs to.

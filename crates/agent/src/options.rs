@@ -57,6 +57,9 @@ pub enum OptionsError {
     /// A tracing option (crate::trace) with its own message.
     #[error("{0}")]
     Trace(String),
+    /// An events option (crate::events) with its own message.
+    #[error("{0}")]
+    Events(String),
 }
 
 /// Which sampling engines run.
@@ -120,6 +123,8 @@ pub struct Options {
     pub quiet: bool,
     /// Exact method tracing (`trace=`, `traceconfig=`, ...; see crate::trace).
     pub trace: crate::trace::TraceOptions,
+    /// JVM and user events (`events=`, `allocrate=`, ...; see crate::events).
+    pub events: crate::events::EventOptions,
 }
 
 impl Default for Options {
@@ -138,6 +143,7 @@ impl Default for Options {
             stop: false,
             quiet: false,
             trace: Default::default(),
+            events: Default::default(),
         }
     }
 }
@@ -156,11 +162,21 @@ impl Options {
         let mut snap_interval = None;
         let mut link = LinkOptions::default();
         let mut mode_given = false;
+        // `events=gc,alloc`: the kinds after the first are bare items.
+        let mut in_events = false;
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (key, value) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v.trim())),
                 None => (item, None),
             };
+            let continues_events = std::mem::replace(&mut in_events, key == "events")
+                && value.is_none()
+                && crate::events::EventOptions::continues_list(key);
+            if continues_events {
+                in_events = true;
+                options.events.add_kind(key).map_err(OptionsError::Events)?;
+                continue;
+            }
             match key {
                 "mode" => {
                     options.modes = parse_modes(need(key, value)?)?;
@@ -179,6 +195,9 @@ impl Options {
                 }
                 "stop" => options.stop = flag(key, value)?,
                 "quiet" => options.quiet = flag(key, value)?,
+                k if crate::events::EventOptions::owns(k) => {
+                    options.events.set(k, value).map_err(OptionsError::Events)?
+                }
                 k if crate::trace::TraceOptions::owns(k) => {
                     options.trace.set(k, value).map_err(OptionsError::Trace)?
                 }

@@ -124,6 +124,21 @@ impl Symbols {
         self.define_method(out, names)
     }
 
+    /// The id of the class with JVM signature `signature` (an event's class).
+    pub fn class_id(&mut self, out: &mut ChunkWriter, signature: &str) -> u32 {
+        self.class(out, signature, None)
+    }
+
+    /// The recording id of jmethodID `key` (0 when it cannot be resolved).
+    pub fn method_id(
+        &mut self,
+        out: &mut ChunkWriter,
+        key: usize,
+        resolve: &mut dyn FnMut(usize) -> Option<MethodNames>,
+    ) -> u32 {
+        self.method(out, key, resolve).id
+    }
+
     /// The entry for jmethodID `key`, resolving it with `resolve` the first time.
     /// `resolve` returns None when the method is gone (its class was unloaded);
     /// such frames become frames of the unknown method 0.

@@ -108,6 +108,8 @@ struct Writer {
     write_error: Option<std::io::Error>,
     /// Exact tracing's events waiting in the threads' rings (crate::trace).
     trace: crate::trace::drain::TraceDrain,
+    /// JVM and user events waiting in their queues (crate::events).
+    events: crate::events::drain::EventDrain,
 }
 
 impl WriterConfig {
@@ -147,6 +149,7 @@ fn run(cfg: WriterConfig) {
         snapshots: 0,
         write_error: None,
         trace: Default::default(),
+        events: Default::default(),
     };
     writer.run();
     vm.detach();
@@ -181,6 +184,7 @@ impl Writer {
                 {}
             }
             self.drain_traces();
+            self.drain_events();
         });
     }
 
@@ -194,6 +198,30 @@ impl Writer {
             self.emit_thread(thread);
             self.trace
                 .write(&raw, thread, &mut self.chunk, &mut self.symbols);
+        }
+    }
+
+    /// JVM and user events, each on its thread's timeline (agent threads' own
+    /// are left out, as their samples are).
+    fn drain_events(&mut self) {
+        let taken = self.events.take();
+        self.events.write_defs(&mut self.chunk, &mut self.symbols);
+        for e in taken {
+            let thread = match e.thread() {
+                None => 0,
+                Some((tid, _, _)) if self.cfg.table.is_agent(tid) => continue,
+                Some((tid, env, java_id)) => {
+                    let t = match self.cfg.table.order_of_java_id(java_id) {
+                        Some(t) if java_id != 0 => t,
+                        _ => self.thread_of(tid, env),
+                    };
+                    self.emit_thread(t);
+                    t
+                }
+            };
+            let vm = (self.cfg.jvmti, self.jni);
+            self.events
+                .write(e, thread, vm, &mut self.chunk, &mut self.symbols);
         }
     }
 
@@ -312,6 +340,7 @@ impl Writer {
         ));
         values.push(("methods.unresolved", self.symbols.unresolved()));
         values.extend(self.trace.counter_values());
+        values.extend(self.events.counter_values());
         if let Some(link) = &self.cfg.collector {
             values.extend(link.stats.values());
         }

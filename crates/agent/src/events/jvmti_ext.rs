@@ -1,0 +1,149 @@
+//! The JVMTI and JNI calls only events need (capabilities, stacks, tags, object
+//! classes), wrapped like `crate::jvm`: each checks its result and frees what
+//! JVMTI allocated.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use std::ffi::CStr;
+use std::ptr::null_mut;
+
+use super::options::Kinds;
+use crate::jvm::{Jni, Jvmti, JvmtiError};
+use crate::sys;
+
+/// Bit of `can_generate_sampled_allocation_events` in jvmtiCapabilities (JDK 11+;
+/// the generated bindings predate its setter).
+const CAN_SAMPLE_ALLOCATIONS_BIT: usize = 43;
+
+fn check(code: sys::jvmtiError) -> Result<(), JvmtiError> {
+    if code == sys::JVMTI_ERROR_NONE {
+        Ok(())
+    } else {
+        Err(JvmtiError(code))
+    }
+}
+
+fn ti(jvmti: Jvmti) -> &'static sys::jvmtiInterface_1_ {
+    // SAFETY: a jvmtiEnv points at the VM's function table, which lives forever.
+    unsafe { &**jvmti.0 }
+}
+
+fn ni(jni: Jni) -> &'static sys::JNINativeInterface_ {
+    // SAFETY: a JNIEnv points at the VM's function table, which lives forever.
+    unsafe { &**jni.0 }
+}
+
+/// The capabilities the chosen kinds need (HotSpot grants them in the live phase
+/// too, so attaching works).
+pub fn add_capabilities(jvmti: Jvmti, kinds: Kinds, object_ages: bool) -> Result<(), JvmtiError> {
+    // SAFETY: an all-zero capabilities struct is valid.
+    let mut caps: sys::jvmtiCapabilities = unsafe { std::mem::zeroed() };
+    if kinds.contains(Kinds::MONITORS) || kinds.contains(Kinds::WAITS) {
+        caps.set_can_generate_monitor_events(1);
+        caps.set_can_tag_objects(1);
+    }
+    if kinds.contains(Kinds::GC) {
+        caps.set_can_generate_garbage_collection_events(1);
+    }
+    if kinds.contains(Kinds::ALLOC) {
+        caps._bitfield_1.set_bit(CAN_SAMPLE_ALLOCATIONS_BIT, true);
+        if object_ages {
+            caps.set_can_tag_objects(1);
+            caps.set_can_generate_object_free_events(1);
+        }
+    }
+    if kinds.contains(Kinds::JIT) {
+        caps.set_can_generate_compiled_method_load_events(1);
+    }
+    let add = ti(jvmti).AddCapabilities.expect("JVMTI AddCapabilities");
+    // SAFETY: valid env and struct.
+    check(unsafe { add(jvmti.0, &caps) })
+}
+
+pub fn set_heap_sampling_interval(jvmti: Jvmti, bytes: u32) -> Result<(), JvmtiError> {
+    let f = ti(jvmti)
+        .SetHeapSamplingInterval
+        .ok_or(JvmtiError(sys::JVMTI_ERROR_NOT_AVAILABLE))?;
+    // SAFETY: valid env.
+    check(unsafe { f(jvmti.0, bytes.min(i32::MAX as u32) as sys::jint) })
+}
+
+/// The calling thread's stack, top first, as (jmethodID, bci) with bci -1 for
+/// native frames.
+pub fn current_stack(jvmti: Jvmti, depth: u32) -> Vec<(usize, i32)> {
+    let Some(get) = ti(jvmti).GetStackTrace else {
+        return Vec::new();
+    };
+    // SAFETY: jvmtiFrameInfo is plain data; zero is a valid value.
+    let mut frames: Vec<sys::jvmtiFrameInfo> = vec![unsafe { std::mem::zeroed() }; depth as usize];
+    let mut n = 0;
+    // SAFETY: valid env, a null thread means the current one, the buffer holds
+    // `depth` frames.
+    let code = unsafe {
+        get(
+            jvmti.0,
+            null_mut(),
+            0,
+            depth as sys::jint,
+            frames.as_mut_ptr(),
+            &mut n,
+        )
+    };
+    if check(code).is_err() {
+        return Vec::new();
+    }
+    frames
+        .iter()
+        .take(n.max(0) as usize)
+        .map(|f| (f.method as usize, f.location as i32))
+        .collect()
+}
+
+/// The JVM signature of a class (`[B`, `Ljava/lang/String;`).
+pub fn class_signature(jvmti: Jvmti, class: sys::jclass) -> Option<String> {
+    let mut sig = null_mut();
+    let f = ti(jvmti).GetClassSignature?;
+    // SAFETY: valid env, class reference and out-pointer.
+    check(unsafe { f(jvmti.0, class, &mut sig, null_mut()) }).ok()?;
+    // SAFETY: JVMTI returns a NUL-terminated string, freed right after.
+    let s = unsafe { CStr::from_ptr(sig) }
+        .to_string_lossy()
+        .into_owned();
+    jvmti.deallocate(sig.cast());
+    Some(s)
+}
+
+/// The signature of an object's class.
+pub fn object_class_signature(jvmti: Jvmti, jni: Jni, object: sys::jobject) -> Option<String> {
+    if object.is_null() {
+        return None;
+    }
+    let f = ni(jni).GetObjectClass?;
+    // SAFETY: valid env and object reference.
+    let class = unsafe { f(jni.0, object) };
+    if class.is_null() {
+        return None;
+    }
+    let sig = class_signature(jvmti, class);
+    jni.delete_local(class);
+    sig
+}
+
+pub fn get_tag(jvmti: Jvmti, object: sys::jobject) -> u64 {
+    let mut tag = 0;
+    let Some(f) = ti(jvmti).GetTag else {
+        return 0;
+    };
+    // SAFETY: valid env, object and out-pointer.
+    if check(unsafe { f(jvmti.0, object, &mut tag) }).is_err() {
+        return 0;
+    }
+    tag as u64
+}
+
+pub fn set_tag(jvmti: Jvmti, object: sys::jobject, tag: u64) -> bool {
+    let Some(f) = ti(jvmti).SetTag else {
+        return false;
+    };
+    // SAFETY: valid env and object.
+    check(unsafe { f(jvmti.0, object, tag as sys::jlong) }).is_ok()
+}

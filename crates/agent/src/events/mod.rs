@@ -1,0 +1,221 @@
+//! JVM events and user events (issue 5, after JPMT section 4.1 and JX sections
+//! 4-5): thread starts and ends, contended monitors, waits, garbage collections,
+//! sampled allocations with object lifetimes, class loads, JIT compilations, and
+//! the application's own events through the bootstrap class `jscope.Events`.
+//!
+//! - [`options`]: `events=`, `allocrate=`, `objectages`, `eventsconfig=`.
+//! - [`callbacks`]: the JVMTI callbacks; they only stamp and queue.
+//! - [`queue`]: the bounded queues between the callbacks and the writer.
+//! - [`user`]: `jscope.Events`, its natives and per-thread rings.
+//! - [`drain`]: the writer's side, queued events to JvmEvent records.
+
+pub mod callbacks;
+pub mod drain;
+pub mod jvmti_ext;
+pub mod options;
+pub mod queue;
+pub mod user;
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use crate::jvm::{Jni, Jvmti, JvmtiError};
+use crate::sys;
+pub use options::{EventOptions, Kinds};
+
+/// The kinds switched on in the running recording; 0 when none is.
+static ACTIVE: AtomicU32 = AtomicU32::new(0);
+/// Frames kept per event stack.
+static DEPTH: AtomicU32 = AtomicU32::new(64);
+/// Whether sampled objects are tagged so their frees are seen.
+static OBJECT_AGES: AtomicU32 = AtomicU32::new(0);
+/// Frames an event stack keeps at most: the callbacks walk on the application's
+/// thread, so deeper walks would cost the application.
+pub const MAX_EVENT_DEPTH: u32 = 128;
+
+/// Set once events were started in this process (their counters are written).
+static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn started() -> bool {
+    STARTED.load(Ordering::Relaxed)
+}
+
+/// java.lang.Thread's fields, to name an event's thread by its Java id: a Linux
+/// thread id can belong to another Java thread by the time the writer looks (the
+/// launcher's main thread becomes DestroyJavaVM).
+static FIELDS: std::sync::OnceLock<crate::java_threads::ThreadFields> = std::sync::OnceLock::new();
+/// The agent's JVMTI environment, for the user-event natives.
+static JVMTI: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Thread.getId() of `thread`; 0 when unknown.
+pub fn java_id(jni: *mut sys::JNIEnv, thread: sys::jthread) -> i64 {
+    match FIELDS.get() {
+        Some(f) if !thread.is_null() && !jni.is_null() => f.java_id(Jni(jni), thread),
+        _ => 0,
+    }
+}
+
+/// Thread.getId() of the calling Java thread; 0 when unknown.
+pub fn current_java_id(jni: *mut sys::JNIEnv) -> i64 {
+    let jvmti = JVMTI.load(Ordering::Relaxed);
+    if jvmti == 0 {
+        return 0;
+    }
+    let Some(me) = Jvmti(jvmti as *mut sys::jvmtiEnv).current_thread() else {
+        return 0;
+    };
+    let id = java_id(jni, me);
+    Jni(jni).delete_local(me);
+    id
+}
+
+/// Whether events of `kind` are recorded now.
+#[inline]
+pub fn on(kind: Kinds) -> bool {
+    ACTIVE.load(Ordering::Relaxed) & kind.bits() != 0
+}
+
+pub fn object_ages() -> bool {
+    OBJECT_AGES.load(Ordering::Relaxed) != 0
+}
+
+pub fn depth() -> u32 {
+    DEPTH.load(Ordering::Relaxed)
+}
+
+/// Why events could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EventsError {
+    #[error("JVMTI refused the event capabilities: {0}")]
+    Capabilities(JvmtiError),
+    #[error("JVMTI refused to enable {what}: {source}")]
+    Enable {
+        what: &'static str,
+        source: JvmtiError,
+    },
+    #[error(transparent)]
+    UserClass(#[from] user::UserClassError),
+}
+
+/// The JVMTI events behind each kind.
+fn jvmti_events(kinds: Kinds, object_ages: bool) -> Vec<(&'static str, sys::jvmtiEvent)> {
+    let mut out = Vec::new();
+    let table: [(Kinds, &'static str, &[sys::jvmtiEvent]); 5] = [
+        (
+            Kinds::MONITORS,
+            "monitor events",
+            &[
+                sys::JVMTI_EVENT_MONITOR_CONTENDED_ENTER,
+                sys::JVMTI_EVENT_MONITOR_CONTENDED_ENTERED,
+            ],
+        ),
+        (
+            Kinds::WAITS,
+            "wait events",
+            &[
+                sys::JVMTI_EVENT_MONITOR_WAIT,
+                sys::JVMTI_EVENT_MONITOR_WAITED,
+            ],
+        ),
+        (
+            Kinds::GC,
+            "garbage collection events",
+            &[
+                sys::JVMTI_EVENT_GARBAGE_COLLECTION_START,
+                sys::JVMTI_EVENT_GARBAGE_COLLECTION_FINISH,
+            ],
+        ),
+        (
+            Kinds::ALLOC,
+            "allocation sampling",
+            &[sys::JVMTI_EVENT_SAMPLED_OBJECT_ALLOC],
+        ),
+        (
+            Kinds::JIT,
+            "compiled method events",
+            &[
+                sys::JVMTI_EVENT_COMPILED_METHOD_LOAD,
+                sys::JVMTI_EVENT_COMPILED_METHOD_UNLOAD,
+            ],
+        ),
+    ];
+    for (kind, what, events) in table {
+        // Thread and class events are enabled by every recording already.
+        if kinds.contains(kind) {
+            out.extend(events.iter().map(|e| (what, *e)));
+        }
+    }
+    if object_ages && kinds.contains(Kinds::ALLOC) {
+        out.push(("object free events", sys::JVMTI_EVENT_OBJECT_FREE));
+    }
+    out
+}
+
+/// Starts recording the events `options` ask for. Runs on a Java thread
+/// (VMInit's or the attach listener) once the recording's writer exists.
+pub fn start(
+    jvmti: Jvmti,
+    jni: Jni,
+    options: &EventOptions,
+    depth: u32,
+) -> Result<(), EventsError> {
+    let kinds = options.kinds;
+    if kinds.is_empty() {
+        return Ok(());
+    }
+    jvmti_ext::add_capabilities(jvmti, kinds, options.object_ages)
+        .map_err(EventsError::Capabilities)?;
+    DEPTH.store(depth.clamp(1, MAX_EVENT_DEPTH), Ordering::Relaxed);
+    OBJECT_AGES.store(options.object_ages.into(), Ordering::Relaxed);
+    queue::reset();
+    if let Some(fields) = crate::java_threads::ThreadFields::lookup(jni) {
+        let _ = FIELDS.set(fields);
+    }
+    JVMTI.store(jvmti.0 as usize, Ordering::Relaxed);
+    if kinds.contains(Kinds::ALLOC) {
+        jvmti_ext::set_heap_sampling_interval(jvmti, options.alloc_rate).map_err(|source| {
+            EventsError::Enable {
+                what: "allocation sampling",
+                source,
+            }
+        })?;
+    }
+    if kinds.contains(Kinds::USER) {
+        user::install(jvmti, jni)?;
+    }
+    STARTED.store(true, Ordering::Relaxed);
+    ACTIVE.store(kinds.bits(), Ordering::Release);
+    for (what, event) in jvmti_events(kinds, options.object_ages) {
+        if let Err(source) = jvmti.set_event(true, event) {
+            stop(jvmti);
+            return Err(EventsError::Enable { what, source });
+        }
+    }
+    user::set_enabled(kinds.contains(Kinds::USER));
+    Ok(())
+}
+
+/// Stops recording events; what is queued stays for the writer's last drain.
+pub fn stop(jvmti: Jvmti) {
+    let kinds = Kinds::from_bits_truncate(ACTIVE.swap(0, Ordering::AcqRel));
+    user::set_enabled(false);
+    for (_, event) in jvmti_events(kinds, true) {
+        let _ = jvmti.set_event(false, event);
+    }
+}
+
+/// The agent's running total of sampled allocated bytes (JX's clock for ages in
+/// bytes allocated).
+pub static ALLOCATED_TOTAL: AtomicU64 = AtomicU64::new(0);
+
+/// Header keys describing the events asked for.
+pub fn header_extra(options: &EventOptions) -> Vec<(String, String)> {
+    if options.kinds.is_empty() {
+        return Vec::new();
+    }
+    let mut pairs = vec![("events".to_string(), options.kinds.label())];
+    if options.kinds.contains(Kinds::ALLOC) {
+        pairs.push(("events.allocrate".into(), options.alloc_rate.to_string()));
+        pairs.push(("events.objectages".into(), options.object_ages.to_string()));
+    }
+    pairs
+}

@@ -1,0 +1,433 @@
+//! User events (issue 5 item 2): the bootstrap class `jscope.Events`, synthesised
+//! at run time like tracing's probe class and bound to the natives below, so an
+//! application compiled against any declaration of it (a stub is enough) calls the
+//! agent with no jar on its class path:
+//!
+//! ```java
+//! int id = jscope.Events.register("request");   // same name, same id
+//! jscope.Events.log(id);  jscope.Events.log(id, bytes);
+//! jscope.Events.begin(id); ...; jscope.Events.end(id);
+//! ```
+//!
+//! Each thread logs into its own single-producer ring (no lock, no allocation
+//! after its first event); the writer drains the rings.
+
+use std::cell::{RefCell, UnsafeCell};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use jscope_bytecode::{ClassFile, ConstantPool, Member};
+use jscope_format::UserEventKind;
+
+use crate::clock;
+use crate::jvm::{Jni, Jvmti};
+use crate::sys;
+use crate::threads::gettid;
+use crate::trace::jvm_ext;
+
+pub const CLASS_NAME: &str = "jscope/Events";
+
+const ACC_PUBLIC: u16 = 0x0001;
+const ACC_STATIC: u16 = 0x0008;
+const ACC_FINAL: u16 = 0x0010;
+const ACC_SUPER: u16 = 0x0020;
+const ACC_NATIVE: u16 = 0x0100;
+
+/// (name, descriptor) of each native, in the order of [`natives`].
+const METHODS: [(&str, &str); 5] = [
+    ("register", "(Ljava/lang/String;)I"),
+    ("log", "(I)V"),
+    ("log", "(IJ)V"),
+    ("begin", "(I)V"),
+    ("end", "(I)V"),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum UserClassError {
+    #[error("cannot build jscope.Events: {0}")]
+    Build(#[from] jscope_bytecode::ClassError),
+    #[error("cannot define jscope.Events in the bootstrap loader (an application class of that name loaded first?)")]
+    Define,
+    #[error("cannot bind the natives of jscope.Events")]
+    Natives,
+}
+
+/// The class file: five `public static native` methods, no code.
+pub fn class_bytes() -> Result<Vec<u8>, jscope_bytecode::ClassError> {
+    let mut pool = ConstantPool::new();
+    let this_class = pool.add_class(CLASS_NAME)?;
+    let super_class = pool.add_class("java/lang/Object")?;
+    let mut methods = Vec::new();
+    for (name, descriptor) in METHODS {
+        methods.push(Member {
+            access: ACC_PUBLIC | ACC_STATIC | ACC_NATIVE,
+            name_index: pool.add_utf8(name)?,
+            descriptor_index: pool.add_utf8(descriptor)?,
+            attributes: Vec::new(),
+        });
+    }
+    ClassFile {
+        minor: 0,
+        major: 52,
+        pool,
+        access: ACC_PUBLIC | ACC_FINAL | ACC_SUPER,
+        this_class,
+        super_class,
+        interfaces: Vec::new(),
+        fields: Vec::new(),
+        methods,
+        attributes: Vec::new(),
+    }
+    .to_bytes()
+}
+
+fn natives() -> [*mut c_void; 5] {
+    [
+        native_register as *mut c_void,
+        native_log as *mut c_void,
+        native_log_value as *mut c_void,
+        native_begin as *mut c_void,
+        native_end as *mut c_void,
+    ]
+}
+
+/// The class, defined once per process (a second definition would fail).
+static CLASS: OnceLock<usize> = OnceLock::new();
+
+/// Defines `jscope.Events` in the bootstrap loader and binds its natives.
+pub fn install(_jvmti: Jvmti, jni: Jni) -> Result<(), UserClassError> {
+    if CLASS.get().is_some() {
+        return Ok(());
+    }
+    let bytes = class_bytes()?;
+    let class = jvm_ext::define_boot_class(jni, CLASS_NAME, &bytes);
+    if class.is_null() {
+        return Err(UserClassError::Define);
+    }
+    let pairs: Vec<(std::ffi::CString, std::ffi::CString)> = METHODS
+        .iter()
+        .map(|(n, d)| {
+            (
+                std::ffi::CString::new(*n).unwrap_or_default(),
+                std::ffi::CString::new(*d).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let methods: Vec<_> = pairs
+        .iter()
+        .zip(natives())
+        .map(|((n, d), f)| (n.as_c_str(), d.as_c_str(), f))
+        .collect();
+    if !jvm_ext::register_natives(jni, class, &methods) {
+        jni.delete_local(class);
+        return Err(UserClassError::Natives);
+    }
+    let global = jni.new_global(class);
+    jni.delete_local(class);
+    let _ = CLASS.set(global as usize);
+    Ok(())
+}
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Ordering::Release);
+}
+
+/// Registered names; id = index + 1. Ids stay valid for the whole process, so
+/// a class that registered its events once keeps logging across recordings.
+static NAMES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn names() -> std::sync::MutexGuard<'static, Vec<String>> {
+    NAMES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The id of `name`, registering it on first use.
+pub fn register(name: &str) -> u32 {
+    let mut names = names();
+    if let Some(i) = names.iter().position(|n| n == name) {
+        return i as u32 + 1;
+    }
+    names.push(name.to_string());
+    names.len() as u32
+}
+
+/// Names registered from id `from` (1-based) on, with their ids.
+pub fn names_from(from: u32) -> Vec<(u32, String)> {
+    let names = names();
+    names
+        .iter()
+        .enumerate()
+        .skip(from.saturating_sub(1) as usize)
+        .map(|(i, n)| (i as u32 + 1, n.clone()))
+        .collect()
+}
+
+/// One logged event as the thread stores it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct UserRaw {
+    pub ticks: u64,
+    pub value: i64,
+    pub event: u32,
+    pub kind: u32,
+}
+
+/// Events a thread may have waiting for the writer before new ones are dropped.
+pub const RING_EVENTS: usize = 1 << 14;
+
+/// One thread's events: the thread writes slots then publishes `head`; the
+/// writer reads up to `head` then publishes `tail`.
+pub struct UserRing {
+    slots: Box<[UnsafeCell<UserRaw>]>,
+    head: AtomicUsize,
+    tail: AtomicUsize,
+    pub tid: u32,
+    pub env: usize,
+    /// Thread.getId() of the ring's thread, 0 when unknown.
+    pub java_id: i64,
+    pub ended: AtomicBool,
+    pub dropped: AtomicU64,
+}
+
+// SAFETY: a slot is written only by its thread before `head` moves past it and
+// read only by the writer after acquiring `head`; the writer releases `tail`
+// only after reading, so the two never touch one slot at once.
+unsafe impl Sync for UserRing {}
+
+impl UserRing {
+    fn new(tid: u32, env: usize, java_id: i64) -> UserRing {
+        UserRing {
+            slots: zeroed_slots(),
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+            tid,
+            env,
+            java_id,
+            ended: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    fn push(&self, e: UserRaw) {
+        let head = self.head.load(Ordering::Relaxed);
+        if head - self.tail.load(Ordering::Acquire) >= RING_EVENTS {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // SAFETY: see the Sync impl.
+        unsafe { *self.slots[head & (RING_EVENTS - 1)].get() = e };
+        self.head.store(head + 1, Ordering::Release);
+    }
+
+    /// Hands every published event to `f`, oldest first.
+    pub fn drain(&self, mut f: impl FnMut(&UserRaw)) {
+        let tail = self.tail.load(Ordering::Relaxed);
+        let head = self.head.load(Ordering::Acquire);
+        for i in tail..head {
+            // SAFETY: see the Sync impl.
+            f(unsafe { &*self.slots[i & (RING_EVENTS - 1)].get() });
+        }
+        self.tail.store(head, Ordering::Release);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.head.load(Ordering::Acquire) == self.tail.load(Ordering::Relaxed)
+    }
+}
+
+/// calloc'd slots: pages are committed only once a thread logs that much, so a
+/// thread that logs a few events costs a few pages.
+fn zeroed_slots() -> Box<[UnsafeCell<UserRaw>]> {
+    let layout = std::alloc::Layout::array::<UnsafeCell<UserRaw>>(RING_EVENTS).expect("ring size");
+    // SAFETY: the layout is non-empty; all-zero bytes are a valid UserRaw; the box
+    // takes ownership of exactly this allocation.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<UnsafeCell<UserRaw>>();
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, RING_EVENTS))
+    }
+}
+
+static RINGS: Mutex<Vec<Arc<UserRing>>> = Mutex::new(Vec::new());
+static DROPPED_ENDED: AtomicU64 = AtomicU64::new(0);
+
+pub fn rings() -> std::sync::MutexGuard<'static, Vec<Arc<UserRing>>> {
+    RINGS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Forgets the rings of ended threads once drained, keeping their drop counts.
+pub fn forget_ended(rings: &mut Vec<Arc<UserRing>>) {
+    rings.retain(|r| {
+        let gone = r.ended.load(Ordering::Acquire) && r.is_empty();
+        if gone {
+            DROPPED_ENDED.fetch_add(r.dropped.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        !gone
+    });
+}
+
+pub fn dropped() -> u64 {
+    let live: u64 = rings()
+        .iter()
+        .map(|r| r.dropped.load(Ordering::Relaxed))
+        .sum();
+    live + DROPPED_ENDED.load(Ordering::Relaxed)
+}
+
+/// Marks the ring ended when its thread exits.
+struct Local(Arc<UserRing>);
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.0.ended.store(true, Ordering::Release);
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+}
+
+#[inline]
+fn log(env: *mut sys::JNIEnv, event: i32, kind: UserEventKind, value: i64) {
+    if !ENABLED.load(Ordering::Relaxed) || event <= 0 {
+        return;
+    }
+    let e = UserRaw {
+        ticks: clock::monotonic_ns(),
+        value,
+        event: event as u32,
+        kind: kind as u32,
+    };
+    let _ = LOCAL.try_with(|l| {
+        if let Some(local) = &*l.borrow() {
+            local.0.push(e);
+            return;
+        }
+        let java_id = super::current_java_id(env);
+        let ring = Arc::new(UserRing::new(gettid(), env as usize, java_id));
+        ring.push(e);
+        rings().push(ring.clone());
+        *l.borrow_mut() = Some(Local(ring));
+    });
+}
+
+extern "C" fn native_register(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    name: sys::jstring,
+) -> sys::jint {
+    std::panic::catch_unwind(|| match java_string(Jni(env), name) {
+        Some(name) => register(&name) as sys::jint,
+        None => 0,
+    })
+    .unwrap_or(0)
+}
+
+extern "C" fn native_log(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
+    log(env, id, UserEventKind::Instant, 0);
+}
+
+extern "C" fn native_log_value(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    id: sys::jint,
+    value: sys::jlong,
+) {
+    log(env, id, UserEventKind::Instant, value);
+}
+
+extern "C" fn native_begin(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
+    log(env, id, UserEventKind::Begin, 0);
+}
+
+extern "C" fn native_end(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
+    log(env, id, UserEventKind::End, 0);
+}
+
+/// A Java string's text (modified UTF-8 read as UTF-8); None for null.
+fn java_string(jni: Jni, s: sys::jstring) -> Option<String> {
+    if s.is_null() {
+        return None;
+    }
+    // SAFETY: a JNIEnv points at the VM's function table.
+    let table = unsafe { &**jni.0 };
+    let get = table.GetStringUTFChars?;
+    let release = table.ReleaseStringUTFChars?;
+    // SAFETY: valid env and string reference.
+    let chars = unsafe { get(jni.0, s, std::ptr::null_mut()) };
+    if chars.is_null() {
+        jni.clear_exception();
+        return None;
+    }
+    // SAFETY: JNI returns a NUL-terminated buffer, released right after.
+    let text = unsafe { std::ffi::CStr::from_ptr(chars) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: releases what GetStringUTFChars returned.
+    unsafe { release(jni.0, s, chars) };
+    Some(text)
+}
+
+/// Distinct names with their ids, for tests and counters.
+pub fn registered() -> HashMap<String, u32> {
+    names_from(1).into_iter().map(|(i, n)| (n, i)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_class_has_the_five_natives() {
+        let bytes = class_bytes().unwrap();
+        let class = ClassFile::parse(&bytes).unwrap();
+        assert_eq!(class.name().unwrap(), CLASS_NAME);
+        let methods: Vec<(String, String)> = class
+            .methods
+            .iter()
+            .map(|m| {
+                (
+                    class.pool.utf8(m.name_index).unwrap(),
+                    class.pool.utf8(m.descriptor_index).unwrap(),
+                )
+            })
+            .collect();
+        let expected: Vec<(String, String)> = METHODS
+            .iter()
+            .map(|(n, d)| (n.to_string(), d.to_string()))
+            .collect();
+        assert_eq!(methods, expected);
+    }
+
+    #[test]
+    fn names_register_once() {
+        let a = register("unit-a");
+        let b = register("unit-b");
+        assert_ne!(a, b);
+        assert_eq!(register("unit-a"), a);
+        assert!(names_from(b).iter().any(|(i, n)| *i == b && n == "unit-b"));
+        assert_eq!(registered()["unit-a"], a);
+    }
+
+    #[test]
+    fn a_ring_keeps_order_and_counts_drops() {
+        let r = UserRing::new(1, 2, 3);
+        for i in 0..RING_EVENTS as u64 + 3 {
+            r.push(UserRaw {
+                ticks: i,
+                ..Default::default()
+            });
+        }
+        assert_eq!(r.dropped.load(Ordering::Relaxed), 3);
+        let mut seen = Vec::new();
+        r.drain(|e| seen.push(e.ticks));
+        assert_eq!(seen.len(), RING_EVENTS);
+        assert!(seen.windows(2).all(|w| w[0] + 1 == w[1]) && r.is_empty());
+    }
+}
