@@ -44,6 +44,15 @@ pub enum Command {
     Stats(crate::trace::StatsArgs),
     /// Export a tracing recording as Chrome/Perfetto trace JSON or collapsed stacks.
     Export(crate::trace::ExportArgs),
+    /// JVM events one per line (text columns, CSV or JSON), as event trees, or user
+    /// event intervals.
+    Events(crate::events::EventsArgs),
+    /// Most contended monitors, waits and parks: counts, blocked time, sites.
+    Locks(crate::events::LocksArgs),
+    /// GC pauses: count, total, max and share of wall time.
+    Gc(crate::events::GcArgs),
+    /// Sampled allocations by site, stack or class; object ages by class.
+    Alloc(crate::events::AllocArgs),
 }
 
 /// What the agent samples and how often.

@@ -7,6 +7,7 @@ mod analyze;
 mod args;
 mod attach;
 mod duration;
+mod events;
 mod flame;
 mod record;
 mod remote;
@@ -55,6 +56,10 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Tree(a) => trace::tree(a).map(|_| 0),
         Command::Stats(a) => trace::stats(a).map(|_| 0),
         Command::Export(a) => trace::export(a).map(|_| 0),
+        Command::Events(a) => events::events(a).map(|_| 0),
+        Command::Locks(a) => events::locks(a).map(|_| 0),
+        Command::Gc(a) => events::gc(a).map(|_| 0),
+        Command::Alloc(a) => events::alloc(a).map(|_| 0),
     }
 }
 

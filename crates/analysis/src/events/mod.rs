@@ -25,8 +25,10 @@
 //! assert_eq!(only_gc.rows(&rec).len(), 3);
 //! ```
 
+mod render;
 mod reports;
 mod rows;
+mod timeline;
 mod tree;
 
 #[cfg(test)]
@@ -52,6 +54,7 @@ pub use reports::{
     UserReport, UserRow, WaitRow,
 };
 pub use rows::{write_rows, EventRow, RowFormat};
+pub use timeline::{timeline, GcBar, Lane, Span, Timeline};
 pub use tree::{event_tree, EventNode, EventTree, ThreadEvents, TreeBasis};
 
 /// The kinds of JVM event, as `--type` names them.

@@ -626,3 +626,87 @@ fn without_traces_events_nest_into_sample_intervals() {
         ["demo.Worker.run:10", "demo.Worker.idle:4"]
     );
 }
+
+#[test]
+fn timeline_lanes_have_sampled_states_event_intervals_and_gc_bars() {
+    use jscope_format::thread_state::{ALIVE, BLOCKED_ON_MONITOR_ENTER, RUNNABLE};
+    let mut b = Builder::new();
+    let counter = b.class("demo.Counter");
+    let s = b.stack(&[("demo.Worker.run", 9)]);
+    // worker-1 runs for 30 ms, is blocked for 20, runs again; samples every 10 ms.
+    for ms in (0..100).step_by(10) {
+        let state = if (30..50).contains(&ms) {
+            ALIVE | BLOCKED_ON_MONITOR_ENTER
+        } else {
+            ALIVE | RUNNABLE
+        };
+        b.w.sample(&Sample {
+            thread: 2,
+            ticks: at_ms(ms),
+            stack: s,
+            mode: SampleMode::Wall,
+            weight_ns: 10 * MS,
+            state,
+        });
+    }
+    b.w.event(&JvmEvent::MonitorBlocked {
+        thread: 2,
+        ticks: at_ms(31),
+        duration_ns: 17 * MS,
+        class: counter,
+        object: 1,
+        owner: 3,
+        stack: s,
+    });
+    b.w.event(&JvmEvent::Gc {
+        ticks: at_ms(60),
+        duration_ns: 2 * MS,
+    });
+    b.w.event(&JvmEvent::Gc {
+        ticks: at_ms(500),
+        duration_ns: 2 * MS,
+    });
+    let mut rec = b.build(1000);
+    rec.header.interval_ns = 10 * MS;
+    let t = timeline(&rec, None, Some(0.2), 100);
+    assert_eq!((t.from_ns, t.to_ns), (0, 200 * MS));
+    assert_eq!(t.lanes.len(), 1);
+    let lane = &t.lanes[0];
+    assert_eq!(lane.name, "worker-1");
+    let spans: Vec<(u64, u64, &str)> = lane
+        .spans
+        .iter()
+        .map(|s| (s.start_ns / MS, s.end_ns / MS, s.state))
+        .collect();
+    assert_eq!(
+        spans,
+        [
+            (0, 30, "running"),
+            (30, 50, "blocked"),
+            (50, 110, "running")
+        ],
+        "the last sample holds two intervals"
+    );
+    assert_eq!(
+        lane.intervals,
+        [Span {
+            start_ns: 31 * MS,
+            end_ns: 48 * MS,
+            state: "blocked"
+        }]
+    );
+    assert_eq!(
+        t.gc,
+        [GcBar {
+            start_ns: 60 * MS,
+            duration_ns: 2 * MS
+        }],
+        "the second GC is outside the window"
+    );
+    assert_eq!(t.events.len(), 1);
+    let capped = timeline(&rec, None, None, 0);
+    assert_eq!(
+        (capped.events.len(), capped.events_left_out, capped.gc.len()),
+        (0, 1, 2)
+    );
+}

@@ -300,6 +300,9 @@ fn write_event(f: &mut fmt::Formatter<'_>, depth: usize, r: &EventRow) -> fmt::R
     if r.value != 0 {
         write!(f, " value={}", r.value)?;
     }
+    if r.timed_out == Some(true) {
+        write!(f, " (timed out)")?;
+    }
     if !r.site.is_empty() {
         write!(f, " at {}", r.site)?;
     }

@@ -1,0 +1,332 @@
+//! The commands over JVM events: `events` (one event per line, JPMT's command-line
+//! analyzer), `locks`, `gc` and `alloc` reports. See docs/EVENTS.md.
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use jscope_analysis::events::{
+    age_report, alloc_report, event_tree, gc_report, lock_report, user_report, write_rows, AllocBy,
+    EventFilter, EventType, RowFormat,
+};
+use jscope_analysis::ThreadMatcher;
+use jscope_format::Recording;
+use serde::Serialize;
+
+use crate::args::{Format, SourceArgs};
+use crate::duration::parse_seconds;
+use crate::source::{self, Window};
+
+/// Which events a command looks at.
+#[derive(Debug, Args, Clone, Default)]
+pub struct EventSelectArgs {
+    /// Threads whose name contains this, or matches it as a glob when it has * or ?.
+    /// Process-wide events (GC, JIT, frees, class unloads) have no thread.
+    #[arg(short, long, value_name = "NAME")]
+    pub thread: Option<String>,
+    /// Events with a frame whose `pkg.Class.method` contains this (or matches it as
+    /// a glob); events without a stack are left out.
+    #[arg(long, value_name = "METHOD")]
+    pub method: Option<String>,
+    /// Only events at or after this many seconds from the start.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub from: Option<f64>,
+    /// Only events before this many seconds from the start.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub to: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum EventsFormat {
+    /// Space-separated columns, numbers first, `#` header: fit for gnuplot and awk.
+    #[default]
+    Text,
+    Csv,
+    /// A JSON array with one event object per line (with stacks).
+    Json,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Columns: time_s thread duration_ns value type thread_name subject site
+(value: monitor owner thread, wait timeout ms, park timeout ns, alloc size,
+free age in bytes, compiled code size, thread_start parent, user value).
+
+Examples:
+  jscope events app.jsc --type monitor --thread worker --from 2 --to 5
+  jscope events app.jsc --type user --format csv > user.csv
+  jscope events app.jsc --type gc | gnuplot -p -e \"plot '-' using 1:(\\$3/1e6) with impulses\"
+  jscope events app.jsc --tree --method com.acme.Service.handle"
+)]
+pub struct EventsArgs {
+    /// The recording (.jsc) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Event types, comma-separated or repeated: thread_start, thread_end, monitor,
+    /// wait, park, gc, alloc, free, class_load, class_unload, compiled,
+    /// compiled_unload, user; or groups threads, locks, classes, jit, objects.
+    #[arg(long = "type", value_name = "TYPE", value_delimiter = ',')]
+    pub types: Vec<String>,
+    #[command(flatten)]
+    pub select: EventSelectArgs,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: EventsFormat,
+    /// Print each thread's events nested into the traced method invocations (or
+    /// sample intervals) they happened in, JPMT's event trace.
+    #[arg(long, conflicts_with = "intervals")]
+    pub tree: bool,
+    /// Per user event: count and the intervals between successive ones (min, mean,
+    /// p50, p99, max) and begin -> end durations.
+    #[arg(long)]
+    pub intervals: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope locks app.jsc --top 5 --thread worker")]
+pub struct LocksArgs {
+    /// The recording (.jsc) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub select: EventSelectArgs,
+    /// Number of monitor, wait and park rows to list.
+    #[arg(short = 'n', long, default_value_t = 20)]
+    pub top: usize,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope gc app.jsc --pauses")]
+pub struct GcArgs {
+    /// The recording (.jsc) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Only pauses at or after this many seconds from the start.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub from: Option<f64>,
+    /// Only pauses before this many seconds from the start.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub to: Option<f64>,
+    /// List every pause (start in seconds, duration).
+    #[arg(long)]
+    pub pauses: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ByArg {
+    /// The allocating frame (`pkg.Class.method:line`).
+    #[default]
+    Site,
+    /// The whole allocating stack.
+    Stack,
+    /// The allocated class.
+    Class,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  jscope alloc app.jsc --by class --top 10\n  jscope alloc app.jsc --ages"
+)]
+pub struct AllocArgs {
+    /// The recording (.jsc) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub select: EventSelectArgs,
+    /// Group sampled allocations by site, stack or class.
+    #[arg(long, value_enum, default_value_t)]
+    pub by: ByArg,
+    /// Also show object ages by class (needs the agent's object tracking): time
+    /// and bytes allocated between allocation and free (JX).
+    #[arg(long)]
+    pub ages: bool,
+    /// Number of rows to list.
+    #[arg(short = 'n', long, default_value_t = 30)]
+    pub top: usize,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+fn load(
+    file: Option<&std::path::Path>,
+    src: &SourceArgs,
+    from: Option<f64>,
+    to: Option<f64>,
+) -> Result<Recording> {
+    let window = Window {
+        from_s: from,
+        to_s: to,
+    };
+    Ok(source::load(file, src, window)?.rec)
+}
+
+fn filter(sel: &EventSelectArgs, types: Vec<EventType>) -> Result<EventFilter> {
+    let f = EventFilter {
+        types,
+        thread: sel.thread.as_deref().map(ThreadMatcher::new),
+        method: sel.method.as_deref().map(ThreadMatcher::new),
+        from_s: sel.from,
+        to_s: sel.to,
+    };
+    f.validate()?;
+    Ok(f)
+}
+
+fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    let mut out = BufWriter::new(io::stdout().lock());
+    write(&mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+fn print(format: Format, value: &(impl Serialize + std::fmt::Display)) -> Result<()> {
+    match format {
+        Format::Text => with_stdout(|w| write!(w, "{value}")),
+        Format::Json => {
+            let text = serde_json::to_string_pretty(value)?;
+            with_stdout(|w| writeln!(w, "{text}"))
+        }
+    }
+}
+
+fn parse_types(names: &[String]) -> Result<Vec<EventType>> {
+    let mut out = Vec::new();
+    for n in names {
+        out.extend(EventType::parse_list(n)?);
+    }
+    Ok(out)
+}
+
+pub fn events(args: &EventsArgs) -> Result<()> {
+    let rec = load(
+        args.file.as_deref(),
+        &args.source,
+        args.select.from,
+        args.select.to,
+    )?;
+    let f = filter(&args.select, parse_types(&args.types)?)?;
+    if args.intervals {
+        let report = user_report(&rec, &f);
+        let format = if args.format == EventsFormat::Json {
+            Format::Json
+        } else {
+            Format::Text
+        };
+        return print(format, &report);
+    }
+    if args.tree {
+        let tree = event_tree(&rec, &f);
+        let format = if args.format == EventsFormat::Json {
+            Format::Json
+        } else {
+            Format::Text
+        };
+        return print(format, &tree);
+    }
+    let rows = f.rows(&rec);
+    match args.format {
+        EventsFormat::Text => with_stdout(|w| write_rows(&rows, RowFormat::Text, w)),
+        EventsFormat::Csv => with_stdout(|w| write_rows(&rows, RowFormat::Csv, w)),
+        EventsFormat::Json => with_stdout(|w| write_json_lines(&rows, w)),
+    }
+}
+
+/// A JSON array with one element per line, so line tools still work on it.
+fn write_json_lines(rows: &[impl Serialize], w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, "[")?;
+    for (i, r) in rows.iter().enumerate() {
+        let sep = if i + 1 < rows.len() { "," } else { "" };
+        writeln!(
+            w,
+            "{}{sep}",
+            serde_json::to_string(r).map_err(io::Error::other)?
+        )?;
+    }
+    writeln!(w, "]")
+}
+
+pub fn locks(args: &LocksArgs) -> Result<()> {
+    let rec = load(
+        args.file.as_deref(),
+        &args.source,
+        args.select.from,
+        args.select.to,
+    )?;
+    let types = vec![EventType::Monitor, EventType::Wait, EventType::Park];
+    let mut report = lock_report(&rec, &filter(&args.select, types)?);
+    report.monitors.truncate(args.top);
+    report.waits.truncate(args.top);
+    report.parks.truncate(args.top);
+    print(args.format, &report)
+}
+
+pub fn gc(args: &GcArgs) -> Result<()> {
+    let rec = load(args.file.as_deref(), &args.source, args.from, args.to)?;
+    let sel = EventSelectArgs {
+        from: args.from,
+        to: args.to,
+        ..Default::default()
+    };
+    let mut report = gc_report(&rec, &filter(&sel, vec![EventType::Gc])?);
+    if args.format == Format::Json || !args.pauses {
+        if !args.pauses {
+            report.pauses.clear();
+        }
+        return print(args.format, &report);
+    }
+    with_stdout(|w| {
+        write!(w, "{report}")?;
+        writeln!(w, "\n{:>14} {:>14}", "start_s", "duration_ms")?;
+        for p in &report.pauses {
+            writeln!(w, "{:>14.6} {:>14.3}", p.time_s, p.duration_ns as f64 / 1e6)?;
+        }
+        Ok(())
+    })
+}
+
+pub fn alloc(args: &AllocArgs) -> Result<()> {
+    let rec = load(
+        args.file.as_deref(),
+        &args.source,
+        args.select.from,
+        args.select.to,
+    )?;
+    let f = filter(&args.select, vec![EventType::Alloc])?;
+    let by = match args.by {
+        ByArg::Site => AllocBy::Site,
+        ByArg::Stack => AllocBy::Stack,
+        ByArg::Class => AllocBy::Class,
+    };
+    let mut report = alloc_report(&rec, &f, by);
+    report.rows.truncate(args.top);
+    if !args.ages {
+        return print(args.format, &report);
+    }
+    let mut ages = age_report(&rec, &f);
+    ages.rows.truncate(args.top);
+    match args.format {
+        Format::Json => {
+            let both = serde_json::json!({ "alloc": report, "ages": ages });
+            with_stdout(|w| {
+                writeln!(
+                    w,
+                    "{}",
+                    serde_json::to_string_pretty(&both).map_err(io::Error::other)?
+                )
+            })
+        }
+        Format::Text => with_stdout(|w| write!(w, "{report}\n{ages}")),
+    }
+}
