@@ -206,6 +206,45 @@ fn count_untraced_gives_each_entry_the_calls_since_the_previous_event() {
 }
 
 #[test]
+fn bad_trace_options_print_one_line_and_the_program_runs_untraced() {
+    let java = &javas()[0];
+    let config = temp_dir("trace-bad").join("trace.conf");
+    std::fs::write(&config, "include TraceCalls\n").unwrap();
+    let cases = [
+        (
+            format!("traceconfig={}", config.display()),
+            "trace config line 1: cannot read `include TraceCalls`",
+        ),
+        (
+            "traceconfig=/nonexistent/t.conf".to_string(),
+            "cannot read trace config /nonexistent/t.conf",
+        ),
+        ("trace=;".to_string(), "empty trace pattern"),
+        (
+            "trace=X,tracebuffer=1".to_string(),
+            "bad number `1` for `tracebuffer`",
+        ),
+    ];
+    for (options, message) in cases {
+        let out = Child::spawn(&mut java_command(java, Some(&options), "TraceCalls", &[]))
+            .finish(JVM_LIMIT);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("jscope: "))
+            .collect();
+        assert_eq!(lines.len(), 1, "{options}: {stderr}");
+        assert!(
+            lines[0].contains(message) && lines[0].ends_with("profiling is disabled"),
+            "{}",
+            lines[0]
+        );
+        assert!(out.status.success());
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "fib 55 caught 1\n");
+    }
+}
+
+#[test]
 fn sleeping_methods_get_their_durations() {
     for java in javas() {
         let (rec, _) = record(

@@ -68,7 +68,13 @@ impl TraceOptions {
                 Filters::parse_option(v).map_err(|e| e.to_string())?;
                 self.patterns = Some(v.to_string());
             }
-            "traceconfig" => self.config = Some(need()?.to_string()),
+            "traceconfig" => {
+                // Read now so that a missing or bad file is reported with the
+                // other option errors, before any recording starts.
+                let path = need()?;
+                Filters::read_config(path).map_err(|e| e.to_string())?;
+                self.config = Some(path.to_string());
+            }
             "tracecpu" => self.cpu = flag()?,
             "traceagg" => self.aggregate = flag()?,
             "tracestop" => self.stop = flag()?,
@@ -512,11 +518,12 @@ mod tests {
         assert!(!f.traces("demo.Shop", "close", &none));
         assert!(f.traces("demo.Shop", "open", &none));
         std::fs::remove_file(&path).unwrap();
-        o.config = Some("/nonexistent/trace.conf".into());
-        assert!(o
-            .filters()
-            .unwrap_err()
-            .to_string()
-            .contains("cannot read trace config"));
+        let err = o
+            .set("traceconfig", Some("/nonexistent/trace.conf"))
+            .unwrap_err();
+        assert!(
+            err.contains("cannot read trace config /nonexistent/trace.conf"),
+            "{err}"
+        );
     }
 }
