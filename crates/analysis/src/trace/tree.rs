@@ -29,7 +29,7 @@ pub struct Node {
 
 impl Node {
     pub fn duration_ns(&self) -> u64 {
-        self.exit_ns - self.enter_ns
+        self.exit_ns.saturating_sub(self.enter_ns)
     }
 }
 
