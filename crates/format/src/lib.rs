@@ -11,6 +11,7 @@ mod events;
 mod model;
 mod read;
 mod record;
+mod remote;
 pub mod thread_state;
 mod varint;
 mod write;
@@ -23,6 +24,7 @@ pub use events::{JvmEvent, UserEventDef, UserEventKind};
 pub use model::*;
 pub use read::{ChunkReader, Damage, Recording};
 pub use record::{decode_payload, Record};
+pub use remote::{RemoteCall, RemoteProtocol, RemoteSide};
 pub use thread_state::StateClass;
 pub use write::{encode_file_start, ChunkWriter};
 

@@ -9,6 +9,7 @@ use crate::chunk::{check_magic, split_chunk, ChunkKind, RawChunk, Split, MAGIC};
 use crate::events::{JvmEvent, UserEventDef};
 use crate::model::*;
 use crate::record::{decode_payload, Record};
+use crate::remote::RemoteCall;
 use crate::FormatError;
 
 /// Where and why reading stopped early.
@@ -110,6 +111,8 @@ pub struct Recording {
     pub call_aggregates: Vec<CallAggregate>,
     /// JVM events in recording order.
     pub events: Vec<JvmEvent>,
+    /// Remote calls made (client side) and executed (server side).
+    pub remote_calls: Vec<RemoteCall>,
     /// User event names by id.
     pub user_events: Vec<Option<UserEventDef>>,
     /// The last value seen of each counter.
@@ -215,6 +218,7 @@ impl Recording {
             Record::Trace(b) => self.traces.push(b),
             Record::CallAggregate(a) => self.call_aggregates.push(a),
             Record::Event(e) => self.events.push(e),
+            Record::Remote(c) => self.remote_calls.push(c),
             Record::UserEventDef(d) => put(&mut self.user_events, d.id, d),
             Record::Header(_) | Record::Unknown { .. } => self.skipped_records += 1,
         }

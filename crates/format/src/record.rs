@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use crate::events::{self, decode_event, JvmEvent, UserEventDef};
 use crate::model::*;
+use crate::remote::{self, decode_remote, RemoteCall};
 use crate::varint::{put_i64, put_str, put_u64, Cursor};
 use crate::FormatError;
 
@@ -58,6 +59,7 @@ pub enum Record {
     Trace(TraceBatch),
     CallAggregate(CallAggregate),
     Event(JvmEvent),
+    Remote(RemoteCall),
     UserEventDef(UserEventDef),
     /// A record kind this reader does not know; skipped.
     Unknown {
@@ -248,6 +250,9 @@ fn decode_record(t: u64, c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Rec
         }),
         t if events::tag::is_event(t) => {
             Record::Event(decode_event(t, c, &mut |th, d| times.absolute(th, d))?)
+        }
+        remote::TAG_CLIENT | remote::TAG_SERVER => {
+            Record::Remote(decode_remote(t, c, &mut |th, d| times.absolute(th, d))?)
         }
         other => Record::Unknown { tag: other },
     })

@@ -6,6 +6,7 @@ use crate::model::*;
 use crate::record::{
     encode_aggregate, encode_frames, encode_header, encode_thread, encode_trace, tag, DeltaEncoder,
 };
+use crate::remote::{encode_remote, RemoteCall};
 use crate::varint::{put_i64, put_str, put_u64};
 
 /// Magic and header chunk: the first bytes of every recording file and agent stream.
@@ -146,6 +147,13 @@ impl ChunkWriter {
     pub fn event(&mut self, e: &JvmEvent) {
         let dt = self.delta(e.timeline(), e.ticks());
         let t = encode_event(&mut self.body, e, dt);
+        self.push(t);
+    }
+
+    /// A remote call as this JVM saw it (client or server side).
+    pub fn remote(&mut self, c: &RemoteCall) {
+        let dt = self.delta(c.thread, c.ticks);
+        let t = encode_remote(&mut self.body, c, dt);
         self.push(t);
     }
 

@@ -455,3 +455,38 @@ fn every_jvm_event_kind_round_trips_on_its_timeline() {
     assert_eq!(r.user_events[1], Some(UserEventDef { id: 1, name: 1 }));
     assert!(r.damage.is_none());
 }
+
+#[test]
+fn remote_calls_round_trip_on_both_sides() {
+    let client = RemoteCall {
+        side: RemoteSide::Client,
+        protocol: RemoteProtocol::Rmi,
+        thread: 1,
+        ticks: 5_000,
+        duration_ns: 2_000_000,
+        local_host: 1,
+        local_port: 40_000,
+        remote_host: 2,
+        remote_port: 1099,
+        conn_seq: 3,
+        object: 3,
+        method_hash: u64::MAX - 7,
+        method: 4,
+        request_id: 0,
+        stack: 2,
+        failed: false,
+    };
+    let server = RemoteCall {
+        side: RemoteSide::Server,
+        protocol: RemoteProtocol::Http,
+        failed: true,
+        ..client
+    };
+    let mut out = encode_file_start(&header());
+    let mut w = ChunkWriter::new();
+    w.remote(&client);
+    w.remote(&server);
+    out.extend(w.finish());
+    let r = Recording::from_bytes(&out).unwrap();
+    assert_eq!(r.remote_calls, vec![client, server]);
+}
