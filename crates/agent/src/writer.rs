@@ -206,23 +206,42 @@ impl Writer {
     fn drain_events(&mut self) {
         let taken = self.events.take();
         self.events.write_defs(&mut self.chunk, &mut self.symbols);
+        // Per drain, each thread is looked up once (user events come in runs).
+        let mut known: HashMap<(u32, usize, i64), Option<u32>> = HashMap::new();
         for e in taken {
             let thread = match e.thread() {
                 None => 0,
-                Some((tid, _, _)) if self.cfg.table.is_agent(tid) => continue,
-                Some((tid, env, java_id)) => {
-                    let t = match self.cfg.table.order_of_java_id(java_id) {
-                        Some(t) if java_id != 0 => t,
-                        _ => self.thread_of(tid, env),
-                    };
-                    self.emit_thread(t);
-                    t
-                }
+                Some(key) => match known.get(&key) {
+                    Some(Some(t)) => *t,
+                    Some(None) => continue,
+                    None => {
+                        let t = self.event_thread(key);
+                        known.insert(key, t);
+                        match t {
+                            Some(t) => t,
+                            None => continue,
+                        }
+                    }
+                },
             };
             let vm = (self.cfg.jvmti, self.jni);
             self.events
                 .write(e, thread, vm, &mut self.chunk, &mut self.symbols);
         }
+    }
+
+    /// The recording thread of an event from (Linux id, JNIEnv, Java id), named
+    /// by its Java id when known; None for the agent's own threads.
+    fn event_thread(&mut self, (tid, env, java_id): (u32, usize, i64)) -> Option<u32> {
+        if self.cfg.table.is_agent(tid) {
+            return None;
+        }
+        let t = match self.cfg.table.order_of_java_id(java_id) {
+            Some(t) if java_id != 0 => t,
+            _ => self.thread_of(tid, env),
+        };
+        self.emit_thread(t);
+        Some(t)
     }
 
     fn on_sample(&mut self, h: &SampleHeader, frames: &[CallFrame]) {

@@ -429,6 +429,36 @@ fn user_events_logged_n_times_appear_n_times() {
             ["logger", "main"]
         );
         assert_eq!(rec.counters.get("events.user_dropped"), Some(&0));
+        // Stamps (TSC mapped to CLOCK_MONOTONIC) fall inside the recording, and
+        // each begin/end pair spans the fixture's 1 ms sleep.
+        let end = rec.end_ticks.unwrap();
+        let first = rec.header.start_ticks;
+        let mut open = std::collections::VecDeque::new();
+        for e in &rec.events {
+            if let JvmEvent::User {
+                ticks, event, kind, ..
+            } = *e
+            {
+                assert!(
+                    ticks >= first && ticks <= end,
+                    "JDK {}: {ticks} outside {first}..{end}",
+                    java.major
+                );
+                match kind {
+                    UserEventKind::Begin if event == phase => open.push_back(ticks),
+                    UserEventKind::End if event == phase => {
+                        let began = open.pop_front().expect("begin before end");
+                        let d = ticks - began;
+                        assert!(
+                            (900_000..1_000_000_000).contains(&d),
+                            "JDK {}: phase of {d} ns",
+                            java.major
+                        );
+                    }
+                    _ => {}
+                }
+            }
+        }
     }
 }
 
@@ -465,5 +495,50 @@ fn user_event_cost() {
             "every event recorded or counted as dropped"
         );
         assert!(ns < 150.0, "JDK {}: {ns} ns per event", java.major);
+    }
+}
+
+#[test]
+fn class_loads_and_jit_compilations_are_named() {
+    for java in javas() {
+        let (rec, _) = record(
+            &java,
+            "classes",
+            "mode=cpu,events=classes,jit",
+            "Allocator",
+            &["20000"],
+        );
+        let loaded: Vec<String> = rec
+            .events
+            .iter()
+            .filter_map(|e| match *e {
+                JvmEvent::ClassLoad { class, .. } => Some(class_name(&rec, class)),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            loaded.iter().any(|c| c == "Allocator"),
+            "JDK {}: {} loads",
+            java.major,
+            loaded.len()
+        );
+        let compiled: Vec<(String, u64)> = rec
+            .events
+            .iter()
+            .filter_map(|e| match *e {
+                JvmEvent::Compiled {
+                    method, code_size, ..
+                } => Some((rec.method_label(method), code_size)),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            compiled
+                .iter()
+                .any(|(m, size)| m.contains("Allocator.makeBuffers") && *size > 0),
+            "JDK {}: the hot method was compiled: {} compilations",
+            java.major,
+            compiled.len()
+        );
     }
 }

@@ -73,14 +73,19 @@ impl EventDrain {
                 allocated_total,
             }));
         }
+        let clock = user::StampMapper::now();
         let mut rings = user::rings();
         for ring in rings.iter() {
             ring.drain(|e| {
+                let e = user::UserRaw {
+                    ticks: clock.ns(e.ticks),
+                    ..*e
+                };
                 out.push(Taken::OnThread {
                     tid: ring.tid,
                     env: ring.env,
                     java_id: ring.java_id,
-                    event: Pending::User(*e),
+                    event: Pending::User(e),
                 })
             });
         }
