@@ -4,6 +4,7 @@
 //! interval whatever the call rate.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -28,10 +29,37 @@ impl PairTotals {
 /// (caller probe index or 0, callee probe index).
 pub type PairKey = (u32, u32);
 
+type PairMap = HashMap<PairKey, PairTotals, BuildHasherDefault<PairHasher>>;
+
+/// A multiplicative hash for the two small integers of a key: the table is
+/// updated on every traced exit, where SipHash's cost would show.
+#[derive(Default)]
+pub struct PairHasher(u64);
+
+impl Hasher for PairHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// One thread's totals. Its lock is taken by the thread on each traced exit and
 /// by the writer once per interval, so it is practically never contended.
 pub struct ThreadAgg {
-    pairs: Mutex<HashMap<PairKey, PairTotals>>,
+    pairs: Mutex<PairMap>,
     pub tid: u32,
     pub env: usize,
     pub ended: AtomicBool,
