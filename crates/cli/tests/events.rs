@@ -2,6 +2,8 @@
 //! the format's `ChunkWriter` the way the agent writes events, and the timeline page
 //! of `jscope view` over it in headless Chromium.
 
+mod events_ui;
+mod serving;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -11,7 +13,8 @@ use jscope_format::thread_state::{
 };
 use jscope_format::*;
 use jscope_testkit::temp_dir;
-use support::{jscope, jscope_json, stderr, stdout};
+use serving::cdp::Browser;
+use support::{jscope, jscope_bin, jscope_json, stderr, stdout};
 
 const MS: u64 = 1_000_000;
 const START: u64 = 1_000_000;
@@ -422,5 +425,65 @@ fn help_and_bad_types() {
         stderr(&out).starts_with("jscope: unknown event type `lunch`"),
         "{}",
         stderr(&out)
+    );
+}
+
+/// `jscope view` over the synthetic recording: the API's timeline data, then the
+/// timeline, lock and allocation views in Chromium (a synthetic recording, not a
+/// real JVM's: see events_jvm.rs for that).
+#[test]
+fn view_shows_timeline_locks_and_allocations() {
+    let f = shop_file("events-view");
+    let served = serving::start(&jscope_bin(), &["view", s(&f), "--http", "127.0.0.1:0"]);
+    let jvms = served.json("/api/jvms");
+    let id = jvms[0]["id"].as_str().unwrap().to_string();
+    let t = served.json(&format!("/api/jvms/{id}/timeline"));
+    let lanes = t["lanes"].as_array().unwrap();
+    let names: Vec<&str> = lanes.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["main", "worker-1", "worker-2"]);
+    assert_eq!(t["gc"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        t["gc"][1],
+        serde_json::json!({"start_ns": 350 * MS, "duration_ns": 5 * MS})
+    );
+    let w1 = &lanes[1];
+    assert_eq!(
+        w1["spans"][1],
+        serde_json::json!({"start_ns": 200 * MS, "end_ns": 400 * MS, "state": "blocked"})
+    );
+    assert_eq!(w1["intervals"].as_array().unwrap().len(), 10);
+    // A window in epoch ms cuts the data.
+    let start_ms = 1_700_000_000_000u64;
+    let cut = served.json(&format!(
+        "/api/jvms/{id}/timeline?from={}&to={}",
+        start_ms + 300,
+        start_ms + 400
+    ));
+    assert_eq!(cut["gc"].as_array().unwrap().len(), 1);
+    let locks = served.json(&format!("/api/jvms/{id}/locks"));
+    assert_eq!(locks["monitors"][0]["class"], "demo.Counter");
+    let alloc = served.json(&format!("/api/jvms/{id}/alloc?by=class"));
+    assert_eq!(alloc["alloc"]["rows"][0]["key"], "byte[]");
+    assert_eq!(
+        served.get(&format!("/api/jvms/{id}/alloc?by=colour")).0,
+        400
+    );
+
+    let Some(mut b) = Browser::launch("events-view") else {
+        return;
+    };
+    let want = events_ui::Expect {
+        lanes: &["main", "worker-1", "worker-2"],
+        min_gc: 4,
+        state: "tl-blocked",
+    };
+    events_ui::check_timeline(&mut b, &served, &id, &want, "events-synthetic-timeline.png");
+    events_ui::check_locks_and_alloc(
+        &mut b,
+        &served,
+        &id,
+        "demo.Counter",
+        "demo.Shop.buffer:40",
+        "events-synthetic.png",
     );
 }

@@ -20,6 +20,8 @@ use crate::CollectorError;
 const INDEX_HTML: &str = include_str!("ui/index.html");
 const APP_JS: &str = include_str!("ui/app.js");
 const APP_CSS: &str = include_str!("ui/app.css");
+const TIMELINE_JS: &str = include_str!("ui/timeline.js");
+const TIMELINE_CSS: &str = include_str!("ui/timeline.css");
 
 /// What the API reads from.
 pub struct ApiContext {
@@ -157,6 +159,10 @@ impl ApiContext {
             "" | "/index.html" => return Response::bytes("text/html; charset=utf-8", INDEX_HTML),
             "/app.js" => return Response::bytes("text/javascript; charset=utf-8", APP_JS),
             "/app.css" => return Response::bytes("text/css; charset=utf-8", APP_CSS),
+            "/timeline.js" => {
+                return Response::bytes("text/javascript; charset=utf-8", TIMELINE_JS)
+            }
+            "/timeline.css" => return Response::bytes("text/css; charset=utf-8", TIMELINE_CSS),
             _ => {}
         }
         if !path.starts_with("/api/") {
@@ -185,6 +191,9 @@ impl ApiContext {
             ["jvms", id, "threads"] => self.threads(id, req),
             ["jvms", id, "hot"] => self.live_hot(id, req),
             ["jvms", id, "recording"] => self.recording(id, req),
+            ["jvms", id, "timeline"] => crate::api_events::timeline_of(&*self.store, id, req),
+            ["jvms", id, "locks"] => crate::api_events::locks_of(&*self.store, id, req),
+            ["jvms", id, "alloc"] => crate::api_events::alloc_of(&*self.store, id, req),
             ["flame"] => self.flame(req),
             ["hot"] => {
                 let q = parse_query(req)?;

@@ -16,6 +16,7 @@
 //! [`serve`] starts everything; `jscope serve` is a thin wrapper around it.
 
 pub mod api;
+mod api_events;
 mod config;
 mod error;
 pub mod hot;

@@ -402,6 +402,7 @@ async function refresh() {
     if (ui.tab === "hot") await loadHot();
     if (ui.tab === "flame" && !$("#flame-frame").getAttribute("src") && ui.jvm) drawFlame();
     if (ui.tab === "callgraph" && !graph && ui.jvm) await buildCallGraph();
+    if (window.jscopeEvents) await window.jscopeEvents.refresh(ui.tab, ui.jvm);
   } catch (e) {
     status("error: " + e.message);
   }

@@ -1,0 +1,96 @@
+//! API endpoints over a JVM's events (docs/EVENTS.md): the thread timeline, the
+//! lock report and the allocation report, each over `from`/`to` (epoch ms).
+
+use jscope_analysis::events::{
+    age_report, alloc_report, lock_report, timeline, AllocBy, EventFilter,
+};
+use jscope_format::Recording;
+
+use crate::http::{Request, Response};
+use crate::store::Store;
+use crate::CollectorError;
+
+/// Event markers a timeline answer holds at most; the rest are counted.
+const MAX_EVENTS: usize = 50_000;
+
+fn epoch_ms(req: &Request, name: &str) -> Result<Option<u64>, CollectorError> {
+    req.param(name)
+        .map(|v| {
+            v.parse::<u64>()
+                .map_err(|_| CollectorError::BadQuery(format!("{name} must be epoch milliseconds")))
+        })
+        .transpose()
+}
+
+/// The JVM's stored data around the request's window, and the window in seconds
+/// since the recording start.
+fn load(
+    store: &dyn Store,
+    id: &str,
+    req: &Request,
+) -> Result<(Recording, Option<f64>, Option<f64>), CollectorError> {
+    let (from, to) = (epoch_ms(req, "from")?, epoch_ms(req, "to")?);
+    let ns = |ms: Option<u64>| ms.map(|m| m.saturating_mul(1_000_000));
+    let rec = store.read(id, ns(from), ns(to))?;
+    let start_ms = rec.header.start_wall_ns as f64 / 1e6;
+    let seconds = |ms: Option<u64>| ms.map(|m| ((m as f64 - start_ms) / 1e3).max(0.0));
+    let (from_s, to_s) = (seconds(from), seconds(to));
+    Ok((rec, from_s, to_s))
+}
+
+/// `GET /api/jvms/{id}/timeline[?from=MS&to=MS][&max_events=N]`.
+pub(crate) fn timeline_of(
+    store: &dyn Store,
+    id: &str,
+    req: &Request,
+) -> Result<Response, CollectorError> {
+    let (rec, from_s, to_s) = load(store, id, req)?;
+    let max = req
+        .param("max_events")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(MAX_EVENTS);
+    Ok(Response::json(&timeline(&rec, from_s, to_s, max)))
+}
+
+fn filter(from_s: Option<f64>, to_s: Option<f64>) -> EventFilter {
+    EventFilter {
+        from_s,
+        to_s,
+        ..EventFilter::default()
+    }
+}
+
+/// `GET /api/jvms/{id}/locks[?from=MS&to=MS]`.
+pub(crate) fn locks_of(
+    store: &dyn Store,
+    id: &str,
+    req: &Request,
+) -> Result<Response, CollectorError> {
+    let (rec, from_s, to_s) = load(store, id, req)?;
+    Ok(Response::json(&lock_report(&rec, &filter(from_s, to_s))))
+}
+
+/// `GET /api/jvms/{id}/alloc[?by=site|stack|class][&from=MS&to=MS]`: the report and
+/// object ages.
+pub(crate) fn alloc_of(
+    store: &dyn Store,
+    id: &str,
+    req: &Request,
+) -> Result<Response, CollectorError> {
+    let by = match req.param("by").unwrap_or("site") {
+        "site" => AllocBy::Site,
+        "stack" => AllocBy::Stack,
+        "class" => AllocBy::Class,
+        other => {
+            return Err(CollectorError::BadQuery(format!(
+                "by must be site, stack or class, not {other:?}"
+            )))
+        }
+    };
+    let (rec, from_s, to_s) = load(store, id, req)?;
+    let f = filter(from_s, to_s);
+    Ok(Response::json(&serde_json::json!({
+        "alloc": alloc_report(&rec, &f, by),
+        "ages": age_report(&rec, &f),
+    })))
+}
