@@ -190,7 +190,8 @@ impl Writer {
 
     /// Trace events of every thread, each batch under its recording thread.
     fn drain_traces(&mut self) {
-        for raw in self.trace.take() {
+        self.trace.begin_take();
+        while let Some(raw) = self.trace.next_batch() {
             let thread = match raw.thread {
                 Some(t) => t,
                 None => self.thread_of(raw.tid, raw.env),
@@ -198,6 +199,10 @@ impl Writer {
             self.emit_thread(thread);
             self.trace
                 .write(&raw, thread, &mut self.chunk, &mut self.symbols);
+            // A thread far behind must not make one huge chunk.
+            if self.chunk.raw_len() >= FLUSH_BYTES {
+                self.flush();
+            }
         }
     }
 

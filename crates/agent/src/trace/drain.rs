@@ -18,8 +18,8 @@ use crate::symbols::Symbols;
 
 /// Events per TraceBatch record, so no record grows without bound.
 const BATCH_EVENTS: usize = 8192;
-/// Batches taken from one ring per drain, so a chunk stays near the writer's
-/// flush size however far behind a thread is (its ring bounds what waits).
+/// Batches taken from one ring per drain, so one busy thread cannot keep the
+/// writer from the others.
 const BATCHES_PER_TAKE: usize = 64;
 /// Once tracing has stopped, the writer's last drains take this many batches per
 /// ring (2 Mi events); whatever is left then is counted as dropped.
@@ -60,40 +60,66 @@ pub struct TraceDrain {
     /// (probe index, method id) of the last lookup.
     last_method: (u32, u32),
     pairs_written: u64,
+    /// The drain in progress: aggregate batches, then rings in turn.
+    pending: Vec<RawBatch>,
+    rings: Vec<Arc<probe::ThreadRing>>,
+    ring_pos: usize,
+    ring_batches: usize,
+    batches_per_ring: usize,
 }
 
 impl TraceDrain {
-    /// Everything the rings hold now, per thread; rings of ended threads are
-    /// forgotten once empty.
-    pub fn take(&mut self) -> Vec<RawBatch> {
+    /// Starts a drain: takes the aggregate tables if due and the list of rings
+    /// (forgetting those of ended threads once empty); [`TraceDrain::next_batch`]
+    /// then hands out one batch at a time, so a drain holds one batch in memory
+    /// and the writer can cut chunks between batches.
+    pub fn begin_take(&mut self) {
         self.has_cpu = probe::with_cpu();
         self.clock = Some(probe::TickMapper::now());
-        let mut out = Vec::new();
-        self.take_aggregates(&mut out);
+        let mut pending = Vec::new();
+        self.take_aggregates(&mut pending);
+        self.pending = pending;
         let mut rings = probe::rings();
-        let batches = if probe::session_running() {
+        probe::forget_ended(&mut rings);
+        self.rings = rings.clone();
+        self.batches_per_ring = if probe::session_running() {
             BATCHES_PER_TAKE
         } else {
             FINAL_BATCHES
         };
-        for ring in rings.iter() {
-            let key = Arc::as_ptr(ring) as usize;
-            for _ in 0..batches {
-                let mut events = Vec::with_capacity(BATCH_EVENTS);
-                if ring.drain_max(BATCH_EVENTS, |e| events.push(*e)) == 0 {
-                    break;
-                }
-                out.push(RawBatch {
-                    tid: ring.tid,
-                    env: ring.env,
-                    thread: self.threads.get(&key).copied(),
-                    source: key,
-                    payload: Payload::Events(events),
-                });
-            }
+        self.ring_pos = 0;
+        self.ring_batches = 0;
+    }
+
+    /// The next batch of this drain: aggregates first, then each ring's events
+    /// up to its share.
+    pub fn next_batch(&mut self) -> Option<RawBatch> {
+        if let Some(batch) = self.pending.pop() {
+            return Some(batch);
         }
-        probe::forget_ended(&mut rings);
-        out
+        while let Some(ring) = self.rings.get(self.ring_pos).cloned() {
+            let mut events = Vec::new();
+            if self.ring_batches < self.batches_per_ring {
+                events.reserve(BATCH_EVENTS);
+                ring.drain_max(BATCH_EVENTS, |e| events.push(*e));
+            }
+            if events.is_empty() {
+                self.ring_pos += 1;
+                self.ring_batches = 0;
+                continue;
+            }
+            self.ring_batches += 1;
+            let key = Arc::as_ptr(&ring) as usize;
+            return Some(RawBatch {
+                tid: ring.tid,
+                env: ring.env,
+                thread: self.threads.get(&key).copied(),
+                source: key,
+                payload: Payload::Events(events),
+            });
+        }
+        self.rings.clear();
+        None
     }
 
     /// Encodes one thread's events as a TraceBatch of recording thread `thread`.
