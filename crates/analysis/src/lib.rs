@@ -16,11 +16,15 @@
 //! JVM events (monitors, waits, GC, allocations, object ages, user events) are
 //! analysed by [`events`]: event rows, reports and event trees.
 //!
+//! Recordings of several JVMs that call each other (RMI, HTTP) are merged by
+//! [`distributed`]: remote calls matched across JVMs, one execution tree.
+//!
 //! The views are plain data (serde-serialisable) with `Display` or `write_*`
 //! renderings, so binaries stay thin.
 
 mod callgraph;
 mod collapsed;
+pub mod distributed;
 mod error;
 pub mod events;
 mod glob;
