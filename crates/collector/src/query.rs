@@ -14,7 +14,7 @@ use jscope_analysis::{
 use jscope_flame::FlameGraph;
 use jscope_format::{Recording, StateClass};
 
-use crate::store::Store;
+use crate::store::{Counted, Store};
 use crate::CollectorError;
 
 /// What to look at.
@@ -46,6 +46,20 @@ impl Query {
         }
     }
 
+    /// One JVM's selected samples: from the store's summaries when the query keeps
+    /// every thread and state (what they count), else by reading and selecting.
+    fn counted(&self, store: &dyn Store, id: &str) -> Result<Counted, CollectorError> {
+        if self.thread.is_none() && self.states.is_empty() {
+            if let Some(c) = store.stack_counts(id, self.from_ns, self.to_ns, self.mode)? {
+                return Ok(c);
+            }
+        }
+        let rec = store.read(id, self.from_ns, self.to_ns)?;
+        let sel = self.selection(&rec);
+        let (mode, counts) = (sel.mode_in(&rec), sel.stack_counts(&rec));
+        Ok((rec, mode, counts))
+    }
+
     /// Reads each JVM's data, counts the selected samples and hands them to
     /// `per_jvm`, on up to one thread per core; `merge` gets each result in the
     /// calling thread. Each worker holds one JVM's recording at a time, so memory
@@ -71,10 +85,9 @@ impl Query {
                     let Some(id) = self.jvms.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         return;
                     };
-                    let one = store.read(id, self.from_ns, self.to_ns).map(|rec| {
-                        let sel = self.selection(&rec);
-                        per_jvm(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec))
-                    });
+                    let one = self
+                        .counted(store, id)
+                        .map(|(rec, mode, counts)| per_jvm(&rec, mode, &counts));
                     let failed = one.is_err();
                     if tx.send(one).is_err() || failed {
                         return;

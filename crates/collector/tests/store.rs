@@ -163,3 +163,159 @@ fn raw_bytes_of_several_segments_read_as_one_recording_and_a_reader_changes_noth
     assert!(reader.retain(u64::MAX).is_err(), "a reader deletes nothing");
     assert!(FileStore::open_read_only(&dir.join("nope")).is_err());
 }
+
+/// A cpu+wall stream whose samples are 5 s apart, so summaries hold many buckets.
+struct Sparse {
+    header: jscope_format::Header,
+    writer: jscope_format::ChunkWriter,
+    next: u64,
+}
+
+impl Sparse {
+    fn new(pid: u32) -> Sparse {
+        let sim = SimJvm::new(pid, "com.acme.Sparse");
+        let mut w = jscope_format::ChunkWriter::new();
+        w.string(1, "com.acme.Sparse");
+        w.string(2, "Sparse.java");
+        w.string(3, "()V");
+        w.class(&jscope_format::ClassDef {
+            id: 1,
+            name: 1,
+            source_file: 2,
+        });
+        for m in 1..=4u32 {
+            w.string(10 + m, &format!("m{m}"));
+            w.method(&jscope_format::MethodDef {
+                id: m,
+                class: 1,
+                name: 10 + m,
+                signature: 3,
+                modifiers: 1,
+            });
+        }
+        let frame = |method| jscope_format::Frame {
+            method,
+            bci: 0,
+            line: method,
+            kind: jscope_format::FrameKind::Interpreted,
+        };
+        for s in 1..=3u32 {
+            w.stack(s, &[frame(s + 1), frame(1)]);
+        }
+        Sparse {
+            header: sim.header,
+            writer: w,
+            next: 0,
+        }
+    }
+
+    /// Four samples 5 s apart: cpu on stacks 1-3 in turn, every fourth a wall sample.
+    fn chunk(&mut self) -> Vec<u8> {
+        for _ in 0..4 {
+            let i = self.next;
+            self.next += 1;
+            self.writer.sample(&jscope_format::Sample {
+                thread: 1,
+                ticks: self.header.start_ticks + i * 5_000_000_000,
+                stack: 1 + (i % 3) as u32,
+                mode: if i % 4 == 3 {
+                    jscope_format::SampleMode::Wall
+                } else {
+                    jscope_format::SampleMode::Cpu
+                },
+                weight_ns: 10_000_000,
+                state: 0,
+            });
+        }
+        self.writer.finish()
+    }
+}
+
+#[test]
+fn summaries_of_closed_segments_count_exactly_what_decoding_counts() {
+    use jscope_analysis::{Mode, Selection};
+    let dir = temp_dir("store-summary");
+    let mut sparse = Sparse::new(7003);
+    let stream = format!("testhost-7003-{}", sparse.header.start_wall_ns);
+    let id = JvmIdentity::from_header(&stream, &sparse.header, "127.0.0.1", &[]);
+    let mut dict = new_dictionary(&sparse.header);
+    // Segments of about 12 chunks (4 minutes); the last one stays open.
+    let store = FileStore::open(&dir, 1200, Duration::from_secs(3600)).unwrap();
+    store
+        .open(
+            &id,
+            &jscope_format::encode_file_start(&sparse.header),
+            1,
+            &dict,
+        )
+        .unwrap();
+    for seq in 1..=40u64 {
+        let chunk = sparse.chunk();
+        let Ok(Split::Chunk(raw)) = split_chunk(&chunk, 0) else {
+            panic!()
+        };
+        let records = decode_payload(&raw.payload).unwrap();
+        apply_dictionary(&mut dict, &records);
+        let span = jscope_collector::jvm::event_span(&id, &records);
+        store.append(&stream, seq, &chunk, span, &dict).unwrap();
+    }
+    store.sync(&stream).unwrap();
+    let segments = &store.jvms()[0].segments;
+    assert!(segments.len() >= 3, "{segments:?}");
+    let sums = std::fs::read_dir(dir.join("jvms").join(&stream))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().unwrap() == "sum")
+        .count();
+    assert_eq!(sums, segments.len() - 1, "a summary per closed segment");
+
+    let start = sparse.header.start_wall_ns;
+    let s = 1_000_000_000u64;
+    let ranges = [
+        (None, None),
+        (Some(start), None),
+        (Some(start + 61 * s), Some(start + 302 * s)),
+        (Some(start + 5 * s), Some(start + 10 * s)),
+        (Some(start + 100 * s + 1), Some(start + 700 * s)),
+        (None, Some(start + 180 * s)),
+        (Some(start + 900 * s), None),
+    ];
+    for (from, to) in ranges {
+        for mode in [
+            None,
+            Some(Mode::Cpu),
+            Some(Mode::Wall),
+            Some(Mode::Snapshot),
+        ] {
+            let Some((rec, m, fast)) = store.stack_counts(&stream, from, to, mode).unwrap() else {
+                // Nothing summarised overlaps: callers read and select instead.
+                assert_eq!(from, Some(start + 900 * s), "summaries used");
+                continue;
+            };
+            let full = store.read(&stream, from, to).unwrap();
+            let rel = |ns: u64| (ns as f64 - start as f64) / 1e9;
+            let sel = Selection {
+                mode,
+                from_s: from.map(rel),
+                to_s: to.map(rel),
+                ..Selection::default()
+            };
+            let slow = sel.stack_counts(&full);
+            assert_eq!(m, sel.mode_in(&full), "{from:?}..{to:?} {mode:?}");
+            assert_eq!(
+                (fast.total, fast.by_stack()),
+                (slow.total, slow.by_stack()),
+                "{from:?}..{to:?} {mode:?}"
+            );
+            assert_eq!(rec.method_label(2), "com.acme.Sparse.m2");
+        }
+    }
+    // A damaged summary is ignored, not trusted.
+    let first = dir.join("jvms").join(&stream).join(&segments[0].file);
+    std::fs::write(first.with_extension("sum"), b"JSCSUM1\ngarbage").unwrap();
+    let (_, _, fast) = store
+        .stack_counts(&stream, None, None, None)
+        .unwrap()
+        .unwrap();
+    let slow = Selection::default().stack_counts(&store.read(&stream, None, None).unwrap());
+    assert_eq!(fast.by_stack(), slow.by_stack());
+}

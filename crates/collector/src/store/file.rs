@@ -20,8 +20,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use jscope_format::Recording;
 
+use jscope_analysis::{Mode, Selection, StackCounts};
+use jscope_format::{split_chunk, Split};
+
 use super::segment::{self, merge_span};
-use super::{Retained, SegmentInfo, Store, StoredJvm, StreamStatus};
+use super::summary::{self, Summary};
+use super::{Counted, Retained, SegmentInfo, Store, StoredJvm, StreamStatus};
 use crate::jvm::{new_dictionary, JvmIdentity};
 use crate::CollectorError;
 
@@ -312,6 +316,8 @@ impl JvmFiles {
         self.open = None;
         if let Some(last) = self.info.segments.last_mut() {
             last.closed = true;
+            // Queries work without it, only slower: a failure is not the ingest's.
+            let _ = summary::write(&self.dir.join(&last.file), &self.info.identity);
         }
         self.write_index()
     }
@@ -327,6 +333,7 @@ impl JvmFiles {
         for s in &old {
             let path = self.dir.join(&s.file);
             std::fs::remove_file(&path).map_err(CollectorError::io(&path))?;
+            let _ = std::fs::remove_file(summary::path_of(&path));
             out.segments_deleted += 1;
             out.bytes_freed += s.bytes;
         }
@@ -356,6 +363,9 @@ fn recover_segment(
     };
     if repair && scanned.valid_len < scanned.file_len {
         segment::truncate(path, scanned.valid_len)?;
+    }
+    if repair && summary::load(path).is_none() {
+        let _ = summary::write(path, jvm);
     }
     Ok(Some(SegmentInfo {
         file: name.to_string(),
@@ -531,6 +541,61 @@ impl Store for FileStore {
         Ok(out)
     }
 
+    fn stack_counts(
+        &self,
+        stream: &str,
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+        mode: Option<Mode>,
+    ) -> Result<Option<Counted>, CollectorError> {
+        let (dir, names) = self.covering(stream, from_ns, to_ns)?;
+        let header_path = dir.join(HEADER_FILE);
+        let header = std::fs::read(&header_path).map_err(CollectorError::io(&header_path))?;
+        let mut rec = Recording::from_bytes(&header)?;
+        rec.damage = None;
+        let (mut summarised, mut plain) = (Vec::new(), Vec::new());
+        for name in names {
+            let path = dir.join(name);
+            match summary::load(&path) {
+                Some(s) => summarised.push((path, s)),
+                None => plain.push(path),
+            }
+        }
+        if summarised.is_empty() {
+            return Ok(None);
+        }
+        for (_, s) in &summarised {
+            if let Ok(Split::Chunk(raw)) = split_chunk(&s.dict_chunk, 0) {
+                rec.apply_chunk(&raw)?;
+            }
+        }
+        // Segments without a summary (the open one) are read whole, as `read` does.
+        for path in &plain {
+            rec = segment::read_into(Some(rec), path)?;
+        }
+        let Some(mode) = mode.or_else(|| first_mode(&rec, &summarised)) else {
+            return Ok(Some((rec, None, StackCounts::default())));
+        };
+        let start = rec.header.start_wall_ns as f64;
+        let rel = |ns: u64| (ns as f64 - start) / 1e9;
+        let selection = Selection {
+            mode: Some(mode),
+            from_s: from_ns.map(rel),
+            to_s: to_ns.map(rel),
+            ..Selection::default()
+        };
+        let mut counts = selection.stack_counts(&rec);
+        let window = summary::Window {
+            mode,
+            from_ns,
+            to_ns,
+        };
+        for (path, s) in &summarised {
+            summary::count_into(s, path, &header, &window, &selection, &mut counts)?;
+        }
+        Ok(Some((rec, Some(mode), counts)))
+    }
+
     fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError> {
         self.writable()?;
         let mut out = Retained::default();
@@ -549,6 +614,23 @@ impl Store for FileStore {
         }
         Ok(out)
     }
+}
+
+/// The first of cpu, wall, snapshot with samples in the summaries or in `rec`'s events.
+fn first_mode(rec: &Recording, summarised: &[(PathBuf, Summary)]) -> Option<Mode> {
+    Mode::ALL.into_iter().enumerate().find_map(|(i, m)| {
+        let in_summaries: u64 = summarised.iter().map(|(_, s)| s.mode_totals[i]).sum();
+        let in_rec = match m {
+            Mode::Snapshot => rec.snapshots.iter().map(|s| s.threads.len()).sum::<usize>(),
+            _ => Selection {
+                mode: Some(m),
+                ..Selection::default()
+            }
+            .samples(rec)
+            .count(),
+        };
+        (in_summaries > 0 || in_rec > 0).then_some(m)
+    })
 }
 
 fn overlaps(s: &SegmentInfo, from: Option<u64>, to: Option<u64>) -> bool {

@@ -5,9 +5,11 @@
 mod file;
 mod recording;
 mod segment;
+mod summary;
 
 use std::sync::Arc;
 
+use jscope_analysis::{Mode, StackCounts};
 use jscope_format::Recording;
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +70,9 @@ impl StoredJvm {
         self.segments.iter().map(|s| s.last_seq).max().unwrap_or(0)
     }
 }
+
+/// Counted samples: the recording to label them with, the mode counted, the counts.
+pub type Counted = (Recording, Option<Mode>, StackCounts);
 
 /// What retention removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -130,6 +135,21 @@ pub trait Store: Send + Sync {
         from_ns: Option<u64>,
         to_ns: Option<u64>,
     ) -> Result<Vec<u8>, CollectorError>;
+
+    /// The samples of `stream` in `[from_ns, to_ns)` of `mode` (default: the first
+    /// mode with samples), counted per stack over every thread and state, with a
+    /// recording that holds the dictionaries to label them. `None` when the store
+    /// has no faster way than `read` and counting (the default); `FileStore` uses
+    /// the summaries of closed segments.
+    fn stack_counts(
+        &self,
+        _stream: &str,
+        _from_ns: Option<u64>,
+        _to_ns: Option<u64>,
+        _mode: Option<Mode>,
+    ) -> Result<Option<Counted>, CollectorError> {
+        Ok(None)
+    }
 
     /// Deletes data that ended before `cutoff_ns` (epoch ns).
     fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError>;
