@@ -56,7 +56,7 @@ free age in bytes, compiled code size, thread_start parent, user value).
 Examples:
   jscope events app.jsc --type monitor --thread worker --from 2 --to 5
   jscope events app.jsc --type user --format csv > user.csv
-  jscope events app.jsc --type gc | gnuplot -p -e \"plot '-' using 1:(\\$3/1e6) with impulses\"
+  jscope events app.jsc --type gc > gc.dat; gnuplot -p -e \"plot 'gc.dat' using 1:3 with impulses\"
   jscope events app.jsc --tree --method com.acme.Service.handle"
 )]
 pub struct EventsArgs {

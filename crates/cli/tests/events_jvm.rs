@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
 use serving::cdp::Browser;
-use support::{jscope, jscope_bin, jscope_json, stderr, stdout};
+use support::{jscope, jscope_bin, jscope_json, stdout};
 
 /// The fixture, without its compile-time stub of `jscope.Events` (the agent's must load).
 fn classes() -> PathBuf {
@@ -239,5 +239,4 @@ fn timeline_of_a_real_jvm_in_chromium() {
         "EventsApp.makeBuffer:",
         "events-jvm.png",
     );
-    let _ = stderr;
 }
