@@ -23,12 +23,35 @@ fn classes() -> PathBuf {
     dir
 }
 
+/// The compile-time stub of jscope.Events alone, compiled into its own directory.
+fn stub_classes() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = temp_dir("events-stub");
+        let src =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/events_fixtures/jscope/Events.java");
+        let status = Command::new("javac")
+            .args(["--release", "17", "-d"])
+            .arg(&dir)
+            .arg(src)
+            .status()
+            .expect("javac");
+        assert!(status.success());
+        dir
+    })
+    .clone()
+}
+
 fn run(java: &Java, options: &str, main: &str, args: &[&str]) -> Output {
+    run_with(java, options, main, args, &classes().display().to_string())
+}
+
+fn run_with(java: &Java, options: &str, main: &str, args: &[&str], class_path: &str) -> Output {
     let mut cmd = Command::new(&java.bin);
     cmd.arg("-Xcheck:jni")
         .arg(format!("-agentpath:{}={options}", agent_path().display()))
         .arg("-cp")
-        .arg(classes())
+        .arg(class_path)
         .arg(main)
         .args(args)
         .stdout(Stdio::piped())
@@ -459,6 +482,27 @@ fn user_events_logged_n_times_appear_n_times() {
                 }
             }
         }
+    }
+}
+
+/// With the application's own stub of jscope.Events on the class path (what lets
+/// it run without the agent), the agent's class still wins: the bootstrap loader
+/// is asked first.
+#[test]
+fn the_agents_class_wins_over_a_stub_on_the_class_path() {
+    for java in javas() {
+        let file = temp_dir(&format!("events-stub-{}", java.major)).join("out.jsc");
+        let options = format!("events=user,quiet,file={}", file.display());
+        let cp = format!("{}:{}", stub_classes().display(), classes().display());
+        let out = run_with(&java, &options, "UserEvents", &["count", "1000"], &cp);
+        assert!(String::from_utf8_lossy(&out.stdout).contains("logged 1000"));
+        let rec = Recording::read_file(&file).expect("readable recording");
+        let users = rec
+            .events
+            .iter()
+            .filter(|e| matches!(e, JvmEvent::User { .. }))
+            .count();
+        assert_eq!(users, 1000 + 100 + 2 * 10, "JDK {}", java.major);
     }
 }
 
