@@ -586,3 +586,88 @@ fn class_loads_and_jit_compilations_are_named() {
         );
     }
 }
+
+/// `jcmd` next to the JDK's java, when the JDK has one.
+fn jcmd(java: &Java) -> Option<PathBuf> {
+    let bin = if java.bin.components().count() > 1 {
+        java.bin.clone()
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|d| d.join(&java.bin))
+            .find(|p| p.exists())?
+    };
+    let real = bin.canonicalize().unwrap_or(bin);
+    Some(real.with_file_name("jcmd")).filter(|p| p.exists())
+}
+
+/// Events started by dynamic attach (capabilities added in the live phase) on a
+/// running JVM, stopped by a second attach.
+#[test]
+fn attach_records_events_of_a_running_jvm() {
+    let mut tested = 0;
+    for java in javas() {
+        let Some(jcmd) = jcmd(&java) else { continue };
+        let file = temp_dir(&format!("events-attach-{}", java.major)).join("out.jsc");
+        let mut cmd = Command::new(&java.bin);
+        cmd.args(["-Xcheck:jni", "-XX:+EnableDynamicAgentLoading", "-cp"])
+            .arg(classes())
+            .args(["Busy", "20000"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut jvm = Child::spawn(&mut cmd);
+        std::thread::sleep(Duration::from_millis(700));
+        let load = |options: &str| {
+            let out = Command::new(&jcmd)
+                .arg(jvm.id().to_string())
+                .arg("JVMTI.agent_load")
+                .arg(agent_path())
+                .arg(format!("\"{options}\""))
+                .output()
+                .expect("run jcmd");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let started = load(&format!(
+            "events=monitors,gc,alloc,threads,allocrate=16k,file={}",
+            file.display()
+        ));
+        assert!(
+            started.contains("return code: 0"),
+            "JDK {}: {started}",
+            java.major
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        let stopped = load("stop");
+        assert!(
+            stopped.contains("return code: 0"),
+            "JDK {}: {stopped}",
+            java.major
+        );
+        let _ = jvm.0.kill();
+        let rec = Recording::read_file(&file).unwrap();
+        assert!(rec.end_ticks.is_some() && rec.damage.is_none());
+        let count = |f: &dyn Fn(&JvmEvent) -> bool| rec.events.iter().filter(|e| f(e)).count();
+        let gcs = count(&|e| matches!(e, JvmEvent::Gc { .. }));
+        let allocs = count(&|e| matches!(e, JvmEvent::Alloc { .. }));
+        let blocked = rec
+            .events
+            .iter()
+            .filter(|e| matches!(**e, JvmEvent::MonitorBlocked { class, .. } if class_name(&rec, class) == "java.lang.Object"))
+            .count();
+        eprintln!(
+            "JDK {}: {gcs} gcs, {allocs} allocs, {blocked} blocked",
+            java.major
+        );
+        assert!(
+            gcs >= 5,
+            "JDK {}: {gcs} collections in 1.5 s of gc every 100 ms",
+            java.major
+        );
+        assert!(
+            allocs >= 10 && blocked >= 1,
+            "JDK {}: {allocs} allocs, {blocked} blocked",
+            java.major
+        );
+        tested += 1;
+    }
+    assert!(tested > 0, "no JDK with jcmd found");
+}
