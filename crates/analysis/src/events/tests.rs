@@ -710,3 +710,36 @@ fn timeline_lanes_have_sampled_states_event_intervals_and_gc_bars() {
         (0, 1, 2)
     );
 }
+
+#[test]
+fn snapshot_states_hold_for_the_snapshot_interval_not_the_sampling_one() {
+    use jscope_format::thread_state::{ALIVE, SLEEPING, WAITING, WAITING_WITH_TIMEOUT};
+    let mut b = Builder::new();
+    let s = b.stack(&[("java.lang.Thread.sleep", 0)]);
+    let asleep = ALIVE | WAITING | WAITING_WITH_TIMEOUT | SLEEPING;
+    for (k, ms) in [0u64, 100, 200].into_iter().enumerate() {
+        let interval_ns = if k == 0 { 0 } else { 100 * MS };
+        let threads = vec![SnapshotThread {
+            thread: 3,
+            state: asleep,
+            stack: s,
+        }];
+        b.w.snapshot(&Snapshot {
+            ticks: at_ms(ms),
+            interval_ns,
+            threads,
+        });
+    }
+    let mut rec = b.build(1000);
+    rec.header.interval_ns = 10 * MS;
+    let t = timeline(&rec, None, None, 10);
+    assert_eq!(t.lanes[0].name, "worker-2");
+    assert_eq!(
+        t.lanes[0].spans,
+        [Span {
+            start_ns: 0,
+            end_ns: 400 * MS,
+            state: "sleeping"
+        }]
+    );
+}

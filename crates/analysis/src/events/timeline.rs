@@ -63,26 +63,55 @@ fn state_name(class: StateClass) -> Option<&'static str> {
     }
 }
 
-/// (ns, state) observations per thread from samples and snapshots. A cpu sample
-/// without state bits still says the thread was running.
-fn observations(rec: &Recording) -> BTreeMap<u32, Vec<(u64, &'static str)>> {
-    let mut out: BTreeMap<u32, Vec<(u64, &'static str)>> = BTreeMap::new();
+/// A state seen at `ns` that holds for at most `hold_ns` unless observed again.
+type Obs = (u64, &'static str, u64);
+
+/// Twice the time one observation stands for: a sample's weight, a snapshot's
+/// typical interval; the header's interval (or 10 ms) when unknown.
+fn holds(rec: &Recording) -> (u64, u64) {
+    let fallback = match rec.header.interval_ns {
+        0 => 10_000_000,
+        i => i,
+    };
+    let mut gaps: Vec<u64> = rec
+        .snapshots
+        .iter()
+        .map(|s| s.interval_ns)
+        .filter(|&g| g > 0)
+        .collect();
+    gaps.sort_unstable();
+    let snapshot = gaps.get(gaps.len() / 2).copied().unwrap_or(fallback);
+    (2 * fallback, 2 * snapshot)
+}
+
+/// Observations per thread from samples and snapshots. A cpu sample without state
+/// bits still says the thread was running.
+fn observations(rec: &Recording) -> BTreeMap<u32, Vec<Obs>> {
+    let (sample_hold, snapshot_hold) = holds(rec);
+    let mut out: BTreeMap<u32, Vec<Obs>> = BTreeMap::new();
     for s in &rec.samples {
         let state = match (s.state, s.mode) {
             (0, SampleMode::Cpu) => Some("running"),
             (bits, _) => state_name(classify(bits)),
         };
+        let hold = if s.weight_ns > 0 {
+            2 * s.weight_ns
+        } else {
+            sample_hold
+        };
         if let Some(state) = state {
             out.entry(s.thread)
                 .or_default()
-                .push((rec.ticks_to_ns(s.ticks), state));
+                .push((rec.ticks_to_ns(s.ticks), state, hold));
         }
     }
     for snap in &rec.snapshots {
         let ns = rec.ticks_to_ns(snap.ticks);
         for t in &snap.threads {
             if let Some(state) = state_name(classify(t.state)) {
-                out.entry(t.thread).or_default().push((ns, state));
+                out.entry(t.thread)
+                    .or_default()
+                    .push((ns, state, snapshot_hold));
             }
         }
     }
@@ -90,11 +119,11 @@ fn observations(rec: &Recording) -> BTreeMap<u32, Vec<(u64, &'static str)>> {
 }
 
 /// Spans from sorted observations, clipped to `[from, to]`.
-fn spans(mut obs: Vec<(u64, &'static str)>, hold_ns: u64, from: u64, to: u64) -> Vec<Span> {
+fn spans(mut obs: Vec<Obs>, from: u64, to: u64) -> Vec<Span> {
     obs.sort_unstable();
     obs.dedup_by_key(|o| o.0);
     let mut out: Vec<Span> = Vec::new();
-    for (k, &(ns, state)) in obs.iter().enumerate() {
+    for (k, &(ns, state, hold_ns)) in obs.iter().enumerate() {
         let limit = ns.saturating_add(hold_ns);
         let end = obs.get(k + 1).map_or(limit, |n| n.0.min(limit));
         let (start, end) = (ns.max(from), end.min(to));
@@ -164,14 +193,9 @@ pub fn timeline(
     let end = rec.duration_ns();
     let from = from_s.map_or(0, |s| (s.max(0.0) * 1e9) as u64);
     let to = to_s.map_or(end, |s| (s.max(0.0) * 1e9) as u64).max(from);
-    let hold = 2 * if rec.header.interval_ns > 0 {
-        rec.header.interval_ns
-    } else {
-        10_000_000
-    };
     let mut lanes: BTreeMap<u32, Lane> = BTreeMap::new();
     for (thread, obs) in observations(rec) {
-        let s = spans(obs, hold, from, to);
+        let s = spans(obs, from, to);
         if !s.is_empty() {
             lane(&mut lanes, rec, thread).spans = s;
         }
