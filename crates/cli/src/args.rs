@@ -38,8 +38,11 @@ pub enum Command {
     Serve(ServeArgs),
     /// Serve the collector's web UI over one recording file.
     View(ViewArgs),
-    /// Call tree of an exact-tracing recording (threads linked to their Thread.start).
-    Tree(crate::trace::TreeArgs),
+    /// Call tree of an exact-tracing recording (threads linked to their Thread.start);
+    /// with --distributed, one tree across JVMs that call each other.
+    Tree(crate::distributed::TreeCommand),
+    /// Merge recordings of JVMs that call each other (RMI, HTTP) into a session file.
+    Merge(crate::distributed::MergeArgs),
     /// Per-method and caller -> callee call statistics of a tracing recording.
     Stats(crate::trace::StatsArgs),
     /// Export a tracing recording as Chrome/Perfetto trace JSON or collapsed stacks.

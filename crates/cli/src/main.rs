@@ -6,6 +6,7 @@ mod agent;
 mod analyze;
 mod args;
 mod attach;
+mod distributed;
 mod duration;
 mod events;
 mod flame;
@@ -53,7 +54,9 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Info(a) => analyze::info(a).map(|_| 0),
         Command::Serve(a) => serve::serve(a).map(|_| 0),
         Command::View(a) => serve::view(a).map(|_| 0),
-        Command::Tree(a) => trace::tree(a).map(|_| 0),
+        Command::Tree(a) if a.distributed => distributed::tree(a).map(|_| 0),
+        Command::Tree(a) => trace::tree(&a.tree).map(|_| 0),
+        Command::Merge(a) => distributed::merge(a).map(|_| 0),
         Command::Stats(a) => trace::stats(a).map(|_| 0),
         Command::Export(a) => trace::export(a).map(|_| 0),
         Command::Events(a) => events::events(a).map(|_| 0),

@@ -28,7 +28,7 @@ impl DistributedTree {
     /// `=> rmi to jvm N host:port object=O method=M client=D server=D network=D`
     /// with the server's calls below it.
     pub fn write_text(&self, view: &DistributedView, out: &mut dyn Write) -> io::Result<()> {
-        self.write_header(out)?;
+        self.write_summary(out)?;
         let order: Vec<usize> = match view.jvm {
             Some(j) => vec![j],
             None => std::iter::once(self.reference)
@@ -74,7 +74,9 @@ impl DistributedTree {
         }
     }
 
-    fn write_header(&self, out: &mut dyn Write) -> io::Result<()> {
+    /// The header of [`write_text`](Self::write_text): one line per JVM with its
+    /// clock offset, then the numbers of matched and unmatched calls.
+    pub fn write_summary(&self, out: &mut dyn Write) -> io::Result<()> {
         for (j, m) in self.members.iter().enumerate() {
             write!(out, "jvm {j}: {} host {} pid {}", m.name, m.host, m.pid)?;
             match self.offsets[j] {

@@ -1,0 +1,266 @@
+//! `jscope merge` and `jscope tree --distributed`: recordings of several JVMs that
+//! call each other, merged into one execution tree (docs/DISTRIBUTED.md).
+
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use jscope_analysis::distributed::{CallRef, DistributedTree, DistributedView, Match, Member};
+use jscope_analysis::trace::TraceOptions;
+use jscope_analysis::ThreadMatcher;
+use serde::{Deserialize, Serialize};
+
+/// `jscope tree`, with the distributed form's extra arguments.
+#[derive(Debug, Args)]
+pub struct TreeCommand {
+    #[command(flatten)]
+    pub tree: crate::trace::TreeArgs,
+    /// Merge several JVMs' recordings (or read a session written by `jscope merge`)
+    /// and print one tree: server calls under the client calls that caused them.
+    #[arg(long)]
+    pub distributed: bool,
+    /// More recordings to merge (with --distributed).
+    #[arg(value_name = "MORE", requires = "distributed")]
+    pub more: Vec<PathBuf>,
+    /// Only this JVM's tree (its index in the session), with --distributed.
+    #[arg(long, value_name = "N", requires = "distributed")]
+    pub jvm: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  jscope merge client.jsc s1.jsc s2.jsc s3.jsc -o beacon.jss\n  jscope tree --distributed beacon.jss"
+)]
+pub struct MergeArgs {
+    /// The recordings (.jsc) of the JVMs, one per JVM.
+    #[arg(required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
+    /// The session file to write (JSON: the member recordings and the match table).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Leave out methods whose `pkg.Class.method` contains this (or matches it as a
+    /// glob). Repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    pub hide: Vec<String>,
+}
+
+/// The session file: which recordings, how their calls were matched, and the
+/// clock offsets found. Member paths are relative to the session file's
+/// directory when the recordings lie below it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Session {
+    jscope_session: u32,
+    reference: usize,
+    members: Vec<SessionMember>,
+    matches: Vec<SessionMatch>,
+    unmatched_clients: Vec<[usize; 2]>,
+    unmatched_servers: Vec<[usize; 2]>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SessionMember {
+    path: PathBuf,
+    host: String,
+    pid: u32,
+    command_line: String,
+    remote_calls: usize,
+    /// Add to this JVM's clock to get the reference's; absent when not linked.
+    offset_ns: Option<i64>,
+    uncertainty_ns: Option<u64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SessionMatch {
+    /// [JVM index, index among that JVM's remote-call records].
+    client: [usize; 2],
+    server: [usize; 2],
+    network_ns: u64,
+}
+
+const SESSION_VERSION: u32 = 1;
+
+fn options(hide: &[String]) -> TraceOptions {
+    TraceOptions {
+        hide: hide.iter().map(|p| ThreadMatcher::new(p)).collect(),
+        probe_cost_ns: None,
+    }
+}
+
+/// Reads the recordings, two at a time (one per core), each into its call tree.
+fn load_members(paths: &[PathBuf], options: &TraceOptions) -> Result<Vec<Member>> {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut out: Vec<Option<Result<Member>>> = (0..paths.len()).map(|_| None).collect();
+    for (batch, slots) in paths.chunks(workers).zip(out.chunks_mut(workers)) {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = batch
+                .iter()
+                .map(|p| s.spawn(move || load_member(p, options)))
+                .collect();
+            for (h, slot) in handles.into_iter().zip(slots) {
+                *slot = Some(h.join().expect("loading a recording does not panic"));
+            }
+        });
+    }
+    out.into_iter()
+        .map(|m| m.expect("every slot filled"))
+        .collect()
+}
+
+fn load_member(path: &Path, options: &TraceOptions) -> Result<Member> {
+    let member = Member::read_file(path, options)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if member.tree.damage.is_some() {
+        eprintln!(
+            "jscope: warning: {} is damaged; read up to the damage",
+            path.display()
+        );
+    }
+    Ok(member)
+}
+
+pub fn merge(args: &MergeArgs) -> Result<()> {
+    let members = load_members(&args.files, &options(&args.hide))?;
+    let tree = DistributedTree::build(members);
+    let dir = args.output.parent().unwrap_or(Path::new(""));
+    let session = session_of(&tree, &args.files, dir);
+    let text = serde_json::to_string_pretty(&session)?;
+    std::fs::write(&args.output, text + "\n")
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    tree.write_summary(&mut out)?;
+    writeln!(out, "session written to {}", args.output.display())?;
+    out.flush()?;
+    Ok(())
+}
+
+fn session_of(tree: &DistributedTree, files: &[PathBuf], dir: &Path) -> Session {
+    let pair = |c: CallRef| [c.jvm, c.call];
+    Session {
+        jscope_session: SESSION_VERSION,
+        reference: tree.reference,
+        members: tree
+            .members
+            .iter()
+            .zip(files)
+            .enumerate()
+            .map(|(j, (m, path))| SessionMember {
+                path: relative_to(path, dir),
+                host: m.host.clone(),
+                pid: m.pid,
+                command_line: m.command_line.clone(),
+                remote_calls: m.remotes.len(),
+                offset_ns: tree.offsets[j].map(|o| o.offset_ns),
+                uncertainty_ns: tree.offsets[j].map(|o| o.uncertainty_ns),
+            })
+            .collect(),
+        matches: tree
+            .links
+            .iter()
+            .map(|l| SessionMatch {
+                client: pair(l.client),
+                server: pair(l.server),
+                network_ns: l.network_ns,
+            })
+            .collect(),
+        unmatched_clients: tree.unmatched_clients.iter().map(|&c| pair(c)).collect(),
+        unmatched_servers: tree.unmatched_servers.iter().map(|&c| pair(c)).collect(),
+    }
+}
+
+/// A recording's path as the session stores it: relative to the session's
+/// directory when below it, so a session and its recordings can move together.
+fn relative_to(path: &Path, dir: &Path) -> PathBuf {
+    let (Ok(p), Ok(d)) = (path.canonicalize(), dir_or_cwd(dir).canonicalize()) else {
+        return path.to_path_buf();
+    };
+    p.strip_prefix(&d).map(Path::to_path_buf).unwrap_or(p)
+}
+
+fn dir_or_cwd(dir: &Path) -> &Path {
+    if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    }
+}
+
+/// A session file starts with `{`; a recording with the format's magic.
+fn is_session(path: &Path) -> Result<bool> {
+    let mut head = [0u8; 1];
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let n = io::Read::read(&mut f, &mut head)?;
+    Ok(n == 1 && head[0] == b'{')
+}
+
+/// The members and matches of a session file.
+fn read_session(path: &Path, options: &TraceOptions) -> Result<(Vec<Member>, Vec<Match>)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let session: Session = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a jscope session file", path.display()))?;
+    if session.jscope_session != SESSION_VERSION {
+        bail!(
+            "{}: session version {} (this jscope reads {SESSION_VERSION})",
+            path.display(),
+            session.jscope_session
+        );
+    }
+    let dir = dir_or_cwd(path.parent().unwrap_or(Path::new("")));
+    let paths: Vec<PathBuf> = session.members.iter().map(|m| dir.join(&m.path)).collect();
+    let members = load_members(&paths, options)?;
+    let matches = session
+        .matches
+        .iter()
+        .map(|m| checked_match(&members, m))
+        .collect::<Result<Vec<_>>>()
+        .with_context(|| {
+            format!(
+                "{}: the match table does not fit its recordings",
+                path.display()
+            )
+        })?;
+    Ok((members, matches))
+}
+
+fn checked_match(members: &[Member], m: &SessionMatch) -> Result<Match> {
+    let call = |[jvm, call]: [usize; 2]| -> Result<CallRef> {
+        match members.get(jvm) {
+            Some(member) if call < member.remotes.len() => Ok(CallRef { jvm, call }),
+            _ => bail!("no remote call {call} in JVM {jvm}"),
+        }
+    };
+    Ok(Match {
+        client: call(m.client)?,
+        server: call(m.server)?,
+    })
+}
+
+pub fn tree(args: &TreeCommand) -> Result<()> {
+    if args.tree.thread.is_some() {
+        bail!("--thread is not supported with --distributed (use --jvm N)");
+    }
+    let options = options(&args.tree.hide.hide);
+    let files: Vec<PathBuf> = std::iter::once(args.tree.file.clone())
+        .chain(args.more.iter().cloned())
+        .collect();
+    let tree = if files.len() == 1 && is_session(&files[0])? {
+        let (members, matches) = read_session(&files[0], &options)?;
+        DistributedTree::with_matches(members, &matches)
+    } else {
+        DistributedTree::build(load_members(&files, &options)?)
+    };
+    if let Some(j) = args.jvm.filter(|&j| j >= tree.members.len()) {
+        bail!("--jvm {j}: the session has {} JVMs", tree.members.len());
+    }
+    let view = DistributedView {
+        jvm: args.jvm,
+        max_depth: args.tree.depth,
+        min_duration_ns: args.tree.min_duration.map_or(0, |d| d.as_nanos() as u64),
+    };
+    let mut out = BufWriter::new(io::stdout().lock());
+    tree.write_text(&view, &mut out)?;
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,333 @@
+//! `jscope merge` and `jscope tree --distributed` on a client -> s1 -> s2 chain of
+//! recordings written with the format crate, the servers' clocks off by minutes.
+
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use jscope_format::*;
+use jscope_testkit::temp_dir;
+use support::*;
+
+const WALL: u64 = 1_700_000_000_000_000_000;
+const MINUTE_NS: i64 = 60_000_000_000;
+
+/// One JVM's recording; times in µs of true time (1 tick = 1 µs), its wall clock
+/// off by `skew_ns`.
+struct Jvm {
+    w: ChunkWriter,
+    strings: HashMap<String, u32>,
+    methods: HashMap<String, u32>,
+    events: BTreeMap<u32, Vec<(u64, TraceEvent)>>,
+    remotes: Vec<RemoteCall>,
+    pid: u32,
+    host: String,
+    skew_ns: i64,
+}
+
+impl Jvm {
+    fn new(pid: u32, host: &str, skew_ns: i64) -> Jvm {
+        let mut j = Jvm {
+            w: ChunkWriter::new(),
+            strings: HashMap::new(),
+            methods: HashMap::new(),
+            events: BTreeMap::new(),
+            remotes: vec![],
+            pid,
+            host: host.into(),
+            skew_ns,
+        };
+        j.w.thread(&ThreadDef {
+            id: 1,
+            java_id: 1,
+            name: "main".into(),
+            group: "main".into(),
+            start_order: 1,
+            ..Default::default()
+        });
+        j.w.thread(&ThreadDef {
+            id: 2,
+            java_id: 2,
+            name: "RMI TCP Connection(1)".into(),
+            group: "system".into(),
+            start_order: 2,
+            ..Default::default()
+        });
+        j
+    }
+
+    fn string(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.strings.get(s) {
+            return id;
+        }
+        let id = self.strings.len() as u32 + 1;
+        self.w.string(id, s);
+        self.strings.insert(s.into(), id);
+        id
+    }
+
+    fn method(&mut self, label: &str) -> u32 {
+        if let Some(&id) = self.methods.get(label) {
+            return id;
+        }
+        let (class, name) = label.rsplit_once('.').unwrap();
+        let id = self.methods.len() as u32 + 1;
+        let (c, n, sig) = (self.string(class), self.string(name), self.string("()V"));
+        self.w.class(&ClassDef {
+            id,
+            name: c,
+            source_file: 0,
+        });
+        self.w.method(&MethodDef {
+            id,
+            class: id,
+            name: n,
+            signature: sig,
+            modifiers: 1,
+        });
+        self.methods.insert(label.into(), id);
+        id
+    }
+
+    fn ticks(&self) -> u64 {
+        1_000_000 * u64::from(self.pid)
+    }
+
+    fn call(&mut self, thread: u32, label: &str, from_us: u64, to_us: u64) {
+        let method = self.method(label);
+        let base = self.ticks();
+        let ev = |kind, at| TraceEvent {
+            kind,
+            method,
+            ticks: base + at,
+            untraced: 0,
+            cpu_ns: 0,
+        };
+        let list = self.events.entry(thread).or_default();
+        list.push((from_us * 2 + 1, ev(TraceKind::Enter, from_us)));
+        list.push((to_us * 2, ev(TraceKind::Exit, to_us)));
+    }
+
+    fn remote(
+        &mut self,
+        server: bool,
+        thread: u32,
+        span: (u64, u64),
+        local: (&str, u32),
+        remote: (&str, u32),
+    ) {
+        let (lh, rh) = (self.string(local.0), self.string(remote.0));
+        let (object, method) = (self.string("[1:2:3, 4]"), self.string("remoteFoo(II)V"));
+        self.remotes.push(RemoteCall {
+            side: if server {
+                RemoteSide::Server
+            } else {
+                RemoteSide::Client
+            },
+            protocol: RemoteProtocol::Rmi,
+            thread,
+            ticks: self.ticks() + span.0,
+            duration_ns: (span.1 - span.0) * 1000,
+            local_host: lh,
+            local_port: local.1,
+            remote_host: rh,
+            remote_port: remote.1,
+            conn_seq: 1,
+            object,
+            method_hash: 77,
+            method,
+            request_id: 0,
+            stack: 0,
+            failed: false,
+        });
+    }
+
+    fn write(mut self, path: &Path) {
+        for (thread, mut evs) in std::mem::take(&mut self.events) {
+            evs.sort_by_key(|e| e.0);
+            self.w.trace(&TraceBatch {
+                thread,
+                has_cpu: false,
+                events: evs.into_iter().map(|e| e.1).collect(),
+            });
+        }
+        for r in std::mem::take(&mut self.remotes) {
+            self.w.remote(&r);
+        }
+        let header = Header {
+            pid: self.pid,
+            host: self.host.clone(),
+            command_line: format!("java Beacon{}", self.pid),
+            start_ticks: self.ticks(),
+            start_wall_ns: (WALL as i64 + self.skew_ns) as u64,
+            ticks_per_second: 1_000_000,
+            modes: "trace".into(),
+            ..Default::default()
+        };
+        let mut bytes = encode_file_start(&header);
+        bytes.extend(self.w.finish());
+        std::fs::write(path, bytes).unwrap();
+    }
+}
+
+/// client -> s1 -> s2; s1 two minutes ahead, s2 four minutes behind.
+fn chain(dir: &Path) -> Vec<PathBuf> {
+    let mut c = Jvm::new(10, "10.1.0.1", 0);
+    c.call(1, "beacon.Client.main", 0, 10_000);
+    c.call(1, "beacon.Stub.remoteFoo", 1_000, 9_000);
+    c.remote(
+        false,
+        1,
+        (1_100, 8_900),
+        ("10.1.0.1", 41_000),
+        ("10.1.0.2", 1099),
+    );
+    let mut s1 = Jvm::new(11, "10.1.0.2", 2 * MINUTE_NS);
+    s1.call(1, "beacon.Server.main", 0, 50);
+    s1.call(2, "beacon.Server.remoteFoo", 1_600, 8_400);
+    s1.remote(
+        true,
+        2,
+        (1_500, 8_500),
+        ("10.1.0.2", 1099),
+        ("10.1.0.1", 41_000),
+    );
+    s1.call(2, "beacon.Stub.remoteFoo", 2_000, 8_000);
+    s1.remote(
+        false,
+        2,
+        (2_100, 7_900),
+        ("10.1.0.2", 42_000),
+        ("10.1.0.3", 1099),
+    );
+    let mut s2 = Jvm::new(12, "10.1.0.3", -4 * MINUTE_NS);
+    s2.call(2, "beacon.Termination.remoteFoo", 2_600, 7_400);
+    s2.remote(
+        true,
+        2,
+        (2_500, 7_500),
+        ("10.1.0.3", 1099),
+        ("10.1.0.2", 42_000),
+    );
+    let paths: Vec<PathBuf> = ["client", "s1", "s2"]
+        .iter()
+        .map(|n| dir.join(format!("{n}.jsc")))
+        .collect();
+    for (j, p) in [c, s1, s2].into_iter().zip(&paths) {
+        j.write(p);
+    }
+    paths
+}
+
+fn run_ok(args: &[&str]) -> String {
+    let out = jscope(args);
+    assert!(out.status.success(), "jscope {args:?}: {}", stderr(&out));
+    stdout(&out)
+}
+
+#[test]
+fn merge_writes_a_session_and_tree_distributed_prints_one_tree_across_the_jvms() {
+    let dir = temp_dir("distributed-merge");
+    let paths = chain(&dir);
+    let files: Vec<&str> = paths.iter().map(|p| p.to_str().unwrap()).collect();
+    let session = dir.join("beacon.jss");
+    let mut args = vec!["merge"];
+    // Servers first: the reference is still the client.
+    args.extend([files[2], files[1], files[0]]);
+    args.extend(["-o", session.to_str().unwrap()]);
+    let summary = run_ok(&args);
+    assert!(
+        summary.contains("2 remote calls matched, 0 client calls unmatched"),
+        "{summary}"
+    );
+    assert!(summary.contains("jvm 2: "), "{summary}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&session).unwrap()).unwrap();
+    assert_eq!(json["jscope_session"], 1);
+    assert_eq!(json["reference"], 2);
+    assert_eq!(json["members"][0]["path"], "s2.jsc");
+    assert_eq!(json["matches"].as_array().unwrap().len(), 2);
+    // s2 is 4 minutes behind the client: +240 s, within the stated uncertainty.
+    let off = json["members"][0]["offset_ns"].as_i64().unwrap();
+    let unc = json["members"][0]["uncertainty_ns"].as_i64().unwrap();
+    assert!((off - 4 * MINUTE_NS).abs() <= unc, "{off} ± {unc}");
+    assert_eq!(json["matches"][0]["network_ns"], 800_000);
+
+    let from_session = run_ok(&["tree", "--distributed", session.to_str().unwrap()]);
+    let mut direct = vec!["tree", "--distributed"];
+    direct.extend([files[2], files[1], files[0]]);
+    assert_eq!(run_ok(&direct), from_session);
+
+    let lines: Vec<&str> = from_session.lines().collect();
+    let at = |needle: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in\n{from_session}"))
+    };
+    let main = at("  beacon.Client.main [jvm 2 main] call=0.000000000s");
+    let hop1 = at("      => rmi to jvm 1 10.1.0.2:1099 object=[1:2:3, 4] method=remoteFoo(II)V conn=10.1.0.1:41000#1 client=7.800ms server=7.000ms network=800.000us");
+    let s1 =
+        at("        beacon.Server.remoteFoo [jvm 1 RMI TCP Connection(1)] call=~0.0016s±400.000us");
+    let hop2 = at("            => rmi to jvm 0 10.1.0.3:1099");
+    let s2 = at("              beacon.Termination.remoteFoo [jvm 0 RMI TCP Connection(1)] call=~0.0026s±800.000us");
+    assert!(
+        main < hop1 && hop1 < s1 && s1 < hop2 && hop2 < s2,
+        "{from_session}"
+    );
+    // s1's own tree keeps its main only; the served call is under the client.
+    let s1_root = at("[virtual root] jvm 1 10.1.0.2 pid 11");
+    assert!(lines[s1_root + 1].contains("beacon.Server.main [jvm 1 main]"));
+    assert!(
+        !lines[s1_root + 1..]
+            .iter()
+            .any(|l| l.contains("Server.remoteFoo")),
+        "{from_session}"
+    );
+
+    let only = run_ok(&[
+        "tree",
+        "--distributed",
+        session.to_str().unwrap(),
+        "--jvm",
+        "1",
+        "--depth",
+        "1",
+    ]);
+    assert_eq!(
+        only.lines()
+            .filter(|l| l.starts_with("[virtual root]"))
+            .count(),
+        1,
+        "{only}"
+    );
+}
+
+#[test]
+fn a_session_whose_match_table_does_not_fit_its_recordings_is_refused() {
+    let dir = temp_dir("distributed-bad-session");
+    let paths = chain(&dir);
+    let session = dir.join("s.jss");
+    let mut args = vec!["merge"];
+    args.extend(paths.iter().map(|p| p.to_str().unwrap()));
+    args.extend(["-o", session.to_str().unwrap()]);
+    run_ok(&args);
+    let good = std::fs::read_to_string(&session).unwrap();
+    let text = good.replace(
+        "\"client\": [\n        0,\n        0\n      ]",
+        "\"client\": [\n        0,\n        9\n      ]",
+    );
+    assert_ne!(good, text);
+    std::fs::write(&session, text).unwrap();
+    let out = jscope(&["tree", "--distributed", session.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("the match table does not fit its recordings"),
+        "{}",
+        stderr(&out)
+    );
+    let plain = jscope(&["tree", paths[0].to_str().unwrap(), "extra.jsc"]);
+    assert!(!plain.status.success(), "more files need --distributed");
+}
