@@ -1,6 +1,8 @@
 //! One JVM of a distributed session: its call tree and its remote-call records,
 //! resolved to strings and to ns since its recording's start.
 
+use std::collections::HashMap;
+
 use jscope_format::{Recording, RemoteCall, RemoteProtocol, RemoteSide};
 use serde::Serialize;
 
@@ -85,6 +87,8 @@ pub struct Member {
     pub tree: CallTree,
     /// In recording order.
     pub remotes: Vec<Remote>,
+    /// Recording thread id -> index in `tree.threads`.
+    thread_index: HashMap<u32, usize>,
 }
 
 impl Member {
@@ -112,7 +116,14 @@ impl Member {
 
     fn assemble(name: &str, rec: &Recording, tree: CallTree) -> Member {
         let clock = RelClock::of(rec);
+        let thread_index = tree
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.thread, i))
+            .collect();
         Member {
+            thread_index,
             name: name.to_string(),
             host: rec.header.host.clone(),
             pid: rec.header.pid,
@@ -134,7 +145,7 @@ impl Member {
 
     /// Index in `tree.threads` of a recording thread id.
     pub(crate) fn thread_index(&self, thread: u32) -> Option<usize> {
-        self.tree.threads.iter().position(|t| t.thread == thread)
+        self.thread_index.get(&thread).copied()
     }
 }
 

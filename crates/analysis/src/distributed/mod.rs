@@ -261,47 +261,38 @@ fn link(members: &[Member], m: &Match) -> Link {
     }
 }
 
-/// The innermost call of a thread whose interval holds [start, end].
+/// The innermost call of a thread whose interval holds [start, end]. A thread's
+/// nodes are in pre-order, which is the order of entry, so the last call entered
+/// by `start` is found by binary search and the answer is it or an ancestor.
 fn deepest_enclosing(t: &ThreadTree, start: u64, end: u64) -> Option<usize> {
     let holds = |i: usize| t.nodes[i].enter_ns <= start && t.nodes[i].exit_ns >= end;
-    let mut found = None;
-    let mut level: Vec<usize> = t.roots().collect();
+    let mut i = t
+        .nodes
+        .partition_point(|n| n.enter_ns <= start)
+        .checked_sub(1)?;
     loop {
-        let next = level
-            .iter()
-            .take_while(|&&i| t.nodes[i].enter_ns <= start)
-            .filter(|&&i| holds(i))
-            .last()
-            .copied();
-        match next {
-            Some(i) => {
-                found = Some(i);
-                level = t.children(i).collect();
-            }
-            None => return found,
+        if holds(i) {
+            return Some(i);
         }
+        let depth = t.nodes[i].depth.checked_sub(1)?;
+        i = (0..i).rev().find(|&k| t.nodes[k].depth == depth)?;
     }
 }
 
 /// The outermost calls of a thread lying entirely within [start, end]: what the
 /// thread did for this remote call. Calls that began before it (JaViz's "method A"
-/// of the server's own program) are not taken, only descended into.
+/// of the server's own program) are not taken; calls entered inside it that end
+/// after it are not taken either, only what they called inside it.
 fn calls_within(t: &ThreadTree, start: u64, end: u64) -> Vec<usize> {
     let mut out = vec![];
-    let mut pending: Vec<usize> = t.roots().collect();
-    pending.reverse();
-    while let Some(i) = pending.pop() {
-        let n = &t.nodes[i];
-        if n.exit_ns < start || n.enter_ns > end {
-            continue;
+    let mut k = t.nodes.partition_point(|n| n.enter_ns < start);
+    while let Some(n) = t.nodes.get(k).filter(|n| n.enter_ns <= end) {
+        if n.exit_ns <= end {
+            out.push(k);
+            k += 1 + n.descendants as usize;
+        } else {
+            k += 1;
         }
-        if n.enter_ns >= start && n.exit_ns <= end {
-            out.push(i);
-            continue;
-        }
-        let mut kids: Vec<usize> = t.children(i).collect();
-        kids.reverse();
-        pending.extend(kids);
     }
     out
 }
