@@ -25,6 +25,7 @@ struct Jvm {
     host: String,
     start_ticks: u64,
     skew_ns: i64,
+    protocol: RemoteProtocol,
 }
 
 impl Jvm {
@@ -40,6 +41,7 @@ impl Jvm {
             // Monotonic clocks of different machines share no origin.
             start_ticks: 1_000_000 * u64::from(pid),
             skew_ns,
+            protocol: RemoteProtocol::Rmi,
         }
     }
 
@@ -128,7 +130,7 @@ impl Jvm {
         };
         self.remotes.push(RemoteCall {
             side,
-            protocol: RemoteProtocol::Rmi,
+            protocol: self.protocol,
             thread,
             ticks: self.ticks(from_us),
             duration_ns: (to_us - from_us) * 1000,
@@ -615,4 +617,101 @@ fn a_client_record_outside_any_traced_call_hangs_under_the_virtual_root() {
     assert_eq!(r.len(), 1);
     assert_eq!(t.links[r[0]].at, None);
     assert_eq!(calls(&t.remote_children(r[0])).len(), 1);
+}
+
+#[test]
+fn an_http_chain_is_linked_the_same_way_by_connection_and_traceparent() {
+    // client -> api -> db over HTTP; each hop carries a W3C traceparent.
+    let hosts = ["10.3.0.1", "10.3.0.2", "10.3.0.3"];
+    let mut jvms: Vec<Jvm> = (0..3)
+        .map(|k| {
+            Jvm::new(
+                400 + k as u32,
+                hosts[k],
+                (k as i64 - 1) * 90 * 1_000_000_000,
+            )
+        })
+        .collect();
+    for j in &mut jvms {
+        j.protocol = RemoteProtocol::Http;
+    }
+    let tp = |span: &str| format!("00-4bf92f3577b34da6a3ce929d0e0e4736-{span}-01");
+    jvms[0].thread(1, "main");
+    jvms[0].call(1, "web.Client.main", 0, 5_000);
+    jvms[0].call(1, "java.net.http.HttpClient.send", 500, 4_500);
+    let (p1, p2) = (tp("00f067aa0ba902b7"), tp("53995c3f42cd8ad8"));
+    jvms[0].remote(
+        Client,
+        1,
+        600,
+        4_400,
+        (hosts[0], 52_000),
+        (hosts[1], 8080),
+        1,
+        "GET",
+        &p1,
+    );
+    jvms[1].thread(9, "HTTP-Dispatcher");
+    jvms[1].remote(
+        Server,
+        9,
+        900,
+        4_100,
+        (hosts[1], 8080),
+        (hosts[0], 52_000),
+        1,
+        "GET",
+        &p1,
+    );
+    jvms[1].call(9, "web.Api.handle", 1_000, 4_000);
+    jvms[1].call(9, "java.net.HttpURLConnection.getInputStream", 1_500, 3_500);
+    jvms[1].remote(
+        Client,
+        9,
+        1_600,
+        3_400,
+        (hosts[1], 53_000),
+        (hosts[2], 8081),
+        1,
+        "POST",
+        &p2,
+    );
+    jvms[2].thread(4, "HTTP-Dispatcher");
+    jvms[2].remote(
+        Server,
+        4,
+        1_900,
+        3_100,
+        (hosts[2], 8081),
+        (hosts[1], 53_000),
+        1,
+        "POST",
+        &p2,
+    );
+    jvms[2].call(4, "web.Db.handle", 2_000, 3_000);
+    let members: Vec<Member> = jvms
+        .into_iter()
+        .zip(["client", "api", "db"])
+        .map(|(j, n)| j.member(n))
+        .collect();
+    let t = DistributedTree::build(members);
+    assert_eq!(t.links.len(), 2);
+    let main = calls(&t.roots(0))[0];
+    let send = calls(&t.children(main))[0];
+    let hop1 = remotes(&t.children(send));
+    assert_eq!(
+        t.remote(t.links[hop1[0]].client).protocol,
+        ProtocolName::Http
+    );
+    let api = calls(&t.remote_children(hop1[0]))[0];
+    assert_eq!((api.jvm, t.label(api)), (1, "web.Api.handle"));
+    let get = calls(&t.children(api))[0];
+    let hop2 = remotes(&t.children(get));
+    let db = calls(&t.remote_children(hop2[0]))[0];
+    assert_eq!((db.jvm, t.label(db)), (2, "web.Db.handle"));
+    assert_eq!(
+        t.remote(t.links[hop2[0]].server).request_id.as_deref(),
+        Some(p2.as_str())
+    );
+    assert!(t.roots(1).is_empty() && t.roots(2).is_empty());
 }
