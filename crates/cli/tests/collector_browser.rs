@@ -85,6 +85,7 @@ fn ui_over_simulated_agents_in_chromium() {
         &served,
         &shown_shop,
         "worker-2",
+        "com.acme.App6101.main",
         &mut more,
         "cli-sim-threads-paused.png",
     );

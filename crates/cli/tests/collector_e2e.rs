@@ -202,6 +202,7 @@ fn check_ui_with_real_jvms(served: &Served, pid: u32, java: &Java) {
         served,
         &jvm,
         "hot-worker",
+        "Hot.alpha",
         &mut more,
         &format!("e2e-{tag}-threads-paused.png"),
     );

@@ -39,6 +39,7 @@ pub fn check_jvm_list(b: &mut Browser, served: &Served, jvms: &[Shown], shot: &s
     b.screenshot(shot);
 }
 
+/// Selecting `thread_name` shows `stack_method` with a line in its stack.
 /// The threads view of `jvm` refreshes as snapshots arrive, Pause freezes it while
 /// new ones keep arriving (the API has them), and Resume brings it up to date.
 /// `more` makes new snapshots arrive and returns when the API has them.
@@ -47,6 +48,7 @@ pub fn check_threads_pause(
     served: &Served,
     jvm: &Shown,
     thread_name: &str,
+    stack_method: &str,
     more: &mut dyn FnMut(),
     shot: &str,
 ) {
@@ -60,6 +62,18 @@ pub fn check_threads_pause(
             .contains(&format!("<td>{thread_name}</td>")),
         "thread {thread_name} listed"
     );
+    // Selecting the thread shows its stack, with line numbers.
+    b.eval(&format!(
+        "[...document.querySelectorAll('#threads tbody tr')]\
+         .find(tr => tr.children[2].textContent === {}).click()",
+        serde_json::json!(thread_name)
+    ));
+    let frame = format!(
+        "[...document.querySelectorAll('#stack tbody tr')].some(tr => \
+         tr.children[0].textContent === {} && Number(tr.children[1].textContent) > 0)",
+        serde_json::json!(stack_method)
+    );
+    b.wait_for(&frame, Duration::from_secs(10));
     let before = b.text("#threads-info");
     more();
     let changed = format!(
