@@ -192,7 +192,11 @@ impl Writer {
     fn drain_traces(&mut self) {
         self.trace.begin_take();
         while let Some(raw) = self.trace.next_batch() {
-            let thread = match raw.thread {
+            let known = raw.thread.or_else(|| match raw.java_id {
+                0 => None,
+                id => self.cfg.table.order_of_java_id(id),
+            });
+            let thread = match known {
                 Some(t) => t,
                 None => self.thread_of(raw.tid, raw.env),
             };
@@ -229,9 +233,14 @@ impl Writer {
                     }
                 },
             };
+            let owner = e
+                .owner_java_id()
+                .and_then(|id| self.cfg.table.order_of_java_id(id))
+                .inspect(|&o| self.emit_thread(o))
+                .unwrap_or(0);
             let vm = (self.cfg.jvmti, self.jni);
             self.events
-                .write(e, thread, vm, &mut self.chunk, &mut self.symbols);
+                .write(e, (thread, owner), vm, &mut self.chunk, &mut self.symbols);
         }
     }
 

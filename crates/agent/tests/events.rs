@@ -671,3 +671,56 @@ fn attach_records_events_of_a_running_jvm() {
     }
     assert!(tested > 0, "no JDK with jcmd found");
 }
+
+/// With `monitorowners`, a blocked entry names the counter thread that held the
+/// lock (another counter thread than the blocked one).
+#[test]
+fn monitor_owners_are_other_counter_threads() {
+    for java in javas() {
+        let (rec, _) = record(
+            &java,
+            "owners",
+            "mode=cpu,monitorowners",
+            "SharedCounter",
+            &["3", "5000", "200000"],
+        );
+        let (mut named, mut total) = (0, 0);
+        for e in &rec.events {
+            if let JvmEvent::MonitorBlocked {
+                thread,
+                class,
+                owner,
+                ..
+            } = *e
+            {
+                if class_name(&rec, class) != "SharedCounter$Counter" {
+                    continue;
+                }
+                total += 1;
+                if owner != 0 {
+                    assert_ne!(
+                        owner, thread,
+                        "JDK {}: a thread does not block on itself",
+                        java.major
+                    );
+                    assert!(
+                        thread_name(&rec, owner).starts_with("counter-"),
+                        "owner {}",
+                        thread_name(&rec, owner)
+                    );
+                    named += 1;
+                }
+            }
+        }
+        eprintln!(
+            "JDK {}: {named} of {total} blocked entries name their owner",
+            java.major
+        );
+        // The owner may release the lock between the event and the question.
+        assert!(
+            total >= 5 && named * 2 >= total,
+            "JDK {}: {named} of {total}",
+            java.major
+        );
+    }
+}

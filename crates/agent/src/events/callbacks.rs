@@ -23,6 +23,8 @@ static GC_START: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     /// When this thread began to block on a monitor (0: it is not blocked).
     static BLOCKED_SINCE: Cell<u64> = const { Cell::new(0) };
+    /// Thread.getId() of the monitor's owner then (0: not asked or unknown).
+    static BLOCKED_BY: Cell<i64> = const { Cell::new(0) };
     /// When this thread began to wait, and its timeout in ms.
     static WAITING_SINCE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
@@ -104,13 +106,24 @@ fn monitor_id(jvmti: Jvmti, object: sys::jobject) -> u64 {
 }
 
 unsafe extern "C" fn monitor_contended_enter(
-    _jvmti: *mut sys::jvmtiEnv,
-    _jni: *mut sys::JNIEnv,
+    jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
     _thread: sys::jthread,
-    _object: sys::jobject,
+    object: sys::jobject,
 ) {
-    if on(Kinds::MONITORS) {
-        BLOCKED_SINCE.with(|c| c.set(clock::monotonic_ns()));
+    if !on(Kinds::MONITORS) {
+        return;
+    }
+    BLOCKED_SINCE.with(|c| c.set(clock::monotonic_ns()));
+    if super::monitor_owners() {
+        quietly(|| {
+            let owner = jvmti_ext::monitor_owner(Jvmti(jvmti), object);
+            let id = super::java_id(jni, owner);
+            if !owner.is_null() {
+                Jni(jni).delete_local(owner);
+            }
+            BLOCKED_BY.with(|c| c.set(id));
+        });
     }
 }
 
@@ -121,6 +134,7 @@ unsafe extern "C" fn monitor_contended_entered(
     object: sys::jobject,
 ) {
     let since = BLOCKED_SINCE.with(|c| c.replace(0));
+    let owner = BLOCKED_BY.with(|c| c.replace(0));
     if since == 0 || !on(Kinds::MONITORS) {
         return;
     }
@@ -131,6 +145,7 @@ unsafe extern "C" fn monitor_contended_entered(
             duration_ns: end.saturating_sub(since),
             class: jvmti_ext::object_class_signature(jvmti, Jni(jni), object),
             object: monitor_id(jvmti, object),
+            owner,
             stack: jvmti_ext::current_stack(jvmti, super::depth()),
         };
         push(jni, thread, since, kind);

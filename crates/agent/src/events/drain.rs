@@ -49,6 +49,17 @@ impl Taken {
             Taken::Global(_) => None,
         }
     }
+
+    /// Thread.getId() of a contended monitor's owner, when asked for and known.
+    pub fn owner_java_id(&self) -> Option<i64> {
+        match self {
+            Taken::OnThread {
+                event: Pending::Raw(RawKind::Monitor { owner, .. }, _),
+                ..
+            } if *owner != 0 => Some(*owner),
+            _ => None,
+        }
+    }
 }
 
 /// The writer's event state for one recording.
@@ -103,11 +114,12 @@ impl EventDrain {
         }
     }
 
-    /// Writes one event on recording thread `thread` (0 for process-wide ones).
+    /// Writes one event on recording thread `thread` (0 for process-wide ones);
+    /// `owner` is the recording thread of its monitor's owner (0 unknown).
     pub fn write(
         &mut self,
         taken: Taken,
-        thread: u32,
+        (thread, owner): (u32, u32),
         (jvmti, jni): (Jvmti, Jni),
         out: &mut ChunkWriter,
         symbols: &mut Symbols,
@@ -162,13 +174,14 @@ impl EventDrain {
                     class: c,
                     object,
                     stack: s,
+                    ..
                 } => JvmEvent::MonitorBlocked {
                     thread,
                     ticks,
                     duration_ns,
                     class: class(out, symbols, c),
                     object,
-                    owner: 0,
+                    owner,
                     stack: stack(out, symbols, s),
                 },
                 RawKind::Wait {

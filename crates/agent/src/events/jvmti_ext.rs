@@ -40,6 +40,7 @@ pub fn add_capabilities(jvmti: Jvmti, kinds: Kinds, object_ages: bool) -> Result
     if kinds.contains(Kinds::MONITORS) || kinds.contains(Kinds::WAITS) {
         caps.set_can_generate_monitor_events(1);
         caps.set_can_tag_objects(1);
+        caps.set_can_get_monitor_info(1);
     }
     if kinds.contains(Kinds::GC) {
         caps.set_can_generate_garbage_collection_events(1);
@@ -146,4 +147,24 @@ pub fn set_tag(jvmti: Jvmti, object: sys::jobject, tag: u64) -> bool {
     };
     // SAFETY: valid env and object.
     check(unsafe { f(jvmti.0, object, tag as sys::jlong) }).is_ok()
+}
+
+/// The thread owning `object`'s monitor now, as a local reference (null when
+/// none or unknown). The waiter arrays JVMTI allocates are freed.
+pub fn monitor_owner(jvmti: Jvmti, object: sys::jobject) -> sys::jthread {
+    let Some(f) = ti(jvmti).GetObjectMonitorUsage else {
+        return null_mut();
+    };
+    // SAFETY: jvmtiMonitorUsage is plain data; zero is a valid value.
+    let mut usage: sys::jvmtiMonitorUsage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid env, object and out-pointer.
+    if check(unsafe { f(jvmti.0, object, &mut usage) }).is_err() {
+        return null_mut();
+    }
+    for list in [usage.waiters, usage.notify_waiters] {
+        if !list.is_null() {
+            jvmti.deallocate(list.cast());
+        }
+    }
+    usage.owner
 }

@@ -28,6 +28,12 @@ static ACTIVE: AtomicU32 = AtomicU32::new(0);
 static DEPTH: AtomicU32 = AtomicU32::new(64);
 /// Whether sampled objects are tagged so their frees are seen.
 static OBJECT_AGES: AtomicU32 = AtomicU32::new(0);
+/// Whether contended entries ask for the monitor's owner.
+static MONITOR_OWNERS: AtomicU32 = AtomicU32::new(0);
+
+pub fn monitor_owners() -> bool {
+    MONITOR_OWNERS.load(Ordering::Relaxed) != 0
+}
 /// Frames an event stack keeps at most: the callbacks walk on the application's
 /// thread, so deeper walks would cost the application.
 pub const MAX_EVENT_DEPTH: u32 = 128;
@@ -166,6 +172,7 @@ pub fn start(
         .map_err(EventsError::Capabilities)?;
     DEPTH.store(depth.clamp(1, MAX_EVENT_DEPTH), Ordering::Relaxed);
     OBJECT_AGES.store(options.object_ages.into(), Ordering::Relaxed);
+    MONITOR_OWNERS.store(options.monitor_owners.into(), Ordering::Relaxed);
     queue::reset();
     if let Some(fields) = crate::java_threads::ThreadFields::lookup(jni) {
         let _ = FIELDS.set(fields);

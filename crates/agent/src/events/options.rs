@@ -80,6 +80,9 @@ pub struct EventOptions {
     pub alloc_rate: u32,
     /// Tag sampled objects and record their frees (JX's object ages).
     pub object_ages: bool,
+    /// Ask for each contended monitor's owner (GetObjectMonitorUsage, a VM
+    /// operation per contended entry, so off by default).
+    pub monitor_owners: bool,
     /// `eventsconfig=FILE`, already applied to the fields above.
     pub config: Option<String>,
 }
@@ -90,6 +93,7 @@ impl Default for EventOptions {
             kinds: Kinds::default(),
             alloc_rate: DEFAULT_ALLOC_RATE,
             object_ages: false,
+            monitor_owners: false,
             config: None,
         }
     }
@@ -111,7 +115,10 @@ pub const CONFIG_LINES: [(&str, Kinds); 9] = [
 impl EventOptions {
     /// True for the option keys this module owns.
     pub fn owns(key: &str) -> bool {
-        matches!(key, "events" | "allocrate" | "objectages" | "eventsconfig")
+        matches!(
+            key,
+            "events" | "allocrate" | "objectages" | "monitorowners" | "eventsconfig"
+        )
     }
 
     /// Whether a bare item continues an `events=` list (`events=gc,alloc`: the
@@ -138,6 +145,13 @@ impl EventOptions {
                 }
                 self.object_ages = true;
                 self.kinds.insert(Kinds::ALLOC);
+            }
+            "monitorowners" => {
+                if value.is_some() {
+                    return Err("option `monitorowners` takes no value".into());
+                }
+                self.monitor_owners = true;
+                self.kinds.insert(Kinds::MONITORS);
             }
             "eventsconfig" => {
                 let path = need()?;
@@ -246,6 +260,8 @@ mod tests {
         o.set("objectages", None).unwrap();
         assert!(o.object_ages && o.kinds.contains(Kinds::ALLOC));
         assert!(o.set("objectages", Some("1")).is_err());
+        o.set("monitorowners", None).unwrap();
+        assert!(o.monitor_owners && o.kinds.contains(Kinds::MONITORS));
     }
 
     #[test]

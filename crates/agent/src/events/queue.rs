@@ -18,6 +18,8 @@ pub enum RawKind {
         duration_ns: u64,
         class: Option<String>,
         object: u64,
+        /// Thread.getId() of the owner when the thread began to block; 0 unknown.
+        owner: i64,
         stack: Vec<(usize, i32)>,
     },
     Wait {

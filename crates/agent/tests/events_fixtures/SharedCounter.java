@@ -1,9 +1,12 @@
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 
-/** JPMT's shared counter: N threads increment one synchronized counter. Prints
- *  the JVM's own total blocked time (ThreadMXBean) for comparison. */
+/** JPMT's shared counter: N threads increment one synchronized counter, doing
+ *  WORK (default 200) steps of arithmetic under the lock. Prints the JVM's own
+ *  total blocked time (ThreadMXBean) for comparison. */
 public class SharedCounter {
+    static int work = 200;
+
     static final class Counter {
         long value;
 
@@ -11,7 +14,7 @@ public class SharedCounter {
             value++;
             // A little work under the lock, so the threads really contend.
             long x = value;
-            for (int i = 0; i < 200; i++) {
+            for (int i = 0; i < work; i++) {
                 x = x * 31 + i;
             }
             if (x == 42) {
@@ -23,6 +26,7 @@ public class SharedCounter {
     public static void main(String[] args) throws Exception {
         int threads = Integer.parseInt(args[0]);
         int increments = Integer.parseInt(args[1]);
+        if (args.length > 2) work = Integer.parseInt(args[2]);
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         mx.setThreadContentionMonitoringEnabled(true);
         Counter counter = new Counter();
