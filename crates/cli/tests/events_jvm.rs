@@ -240,3 +240,62 @@ fn timeline_of_a_real_jvm_in_chromium() {
         "events-jvm.png",
     );
 }
+
+/// Every monitor event in the subtree of an event-tree node, with the path of
+/// invocation labels down to it.
+fn monitor_paths(node: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<String>) {
+    path.push(node["label"].as_str().unwrap().to_string());
+    for e in node["events"].as_array().unwrap() {
+        if e["type"] == "monitor" {
+            out.push(format!(
+                "{} > {}",
+                path.join(" > "),
+                e["subject"].as_str().unwrap()
+            ));
+        }
+    }
+    for c in node["children"].as_array().unwrap() {
+        monitor_paths(c, path, out);
+    }
+    path.pop();
+}
+
+/// JPMT's event trace: with exact tracing on, the counter threads' monitor events
+/// nest inside the traced invocation of the lambda that calls `increment` (the
+/// monitor is entered before `increment`'s body, so before its entry probe).
+#[test]
+fn event_tree_nests_monitor_events_in_traced_invocations() {
+    for java in javas() {
+        let options = "trace=EventsApp*,events=monitors+user";
+        let f = record(&java, "tree", options, &["counter", "4", "20000"]);
+        let tree = jscope_json(&[
+            "events",
+            s(&f),
+            "--tree",
+            "--type",
+            "monitor",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(tree["basis"], "traced");
+        let mut paths = Vec::new();
+        for t in tree["threads"].as_array().unwrap() {
+            if t["name"].as_str().unwrap().starts_with("counter-") {
+                for root in t["roots"].as_array().unwrap() {
+                    monitor_paths(root, &mut vec![], &mut paths);
+                }
+            }
+        }
+        assert!(!paths.is_empty(), "JDK {}: {tree}", java.major);
+        assert!(
+            paths
+                .iter()
+                .all(|p| p == "EventsApp.lambda$counter$0 > EventsApp$Tally"),
+            "JDK {}: {paths:?}",
+            java.major
+        );
+        let text = stdout(&jscope(&["events", s(&f), "--tree", "--type", "monitor"]));
+        assert!(text.contains("\n  EventsApp.lambda$counter$0 ["), "{text}");
+        assert!(text.contains(" monitor EventsApp$Tally "), "{text}");
+    }
+}
