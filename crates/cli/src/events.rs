@@ -26,7 +26,8 @@ pub struct EventSelectArgs {
     #[arg(short, long, value_name = "NAME")]
     pub thread: Option<String>,
     /// Events with a frame whose `pkg.Class.method` contains this (or matches it as
-    /// a glob); events without a stack are left out.
+    /// a glob) in their stack; frees in their allocation's stack; other events in
+    /// the traced invocations, or else the sampled stack, of their thread then.
     #[arg(long, value_name = "METHOD")]
     pub method: Option<String>,
     /// Only events at or after this many seconds from the start.

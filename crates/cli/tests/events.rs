@@ -294,8 +294,8 @@ fn events_prints_one_line_per_event_in_columns() {
     ]);
     assert_eq!(
         method.lines().count(),
-        1 + 30,
-        "allocations in handle; frees carry no stack"
+        1 + 30 + 15,
+        "allocations in handle, and frees of objects allocated there"
     );
 }
 

@@ -191,7 +191,9 @@ pub struct EventFilter {
     /// class unloads) have no thread and are left out when this is set.
     pub thread: Option<ThreadMatcher>,
     /// Keeps events with a frame of their stack whose `pkg.Class.method` label
-    /// matches (substring or glob); events without a stack are left out.
+    /// matches (substring or glob). A free looks at its allocation's stack; other
+    /// events without a stack at the thread's traced invocations, or else its
+    /// sampled stack, at that moment.
     pub method: Option<ThreadMatcher>,
     /// Seconds since the start of the recording, inclusive.
     pub from_s: Option<f64>,
@@ -210,16 +212,19 @@ impl EventFilter {
     /// The selected events, in time order (the recording order is per chunk and
     /// events that last are written when they end).
     pub fn select<'r>(&self, rec: &'r Recording) -> Vec<&'r JvmEvent> {
-        let mut out: Vec<&JvmEvent> = rec.events.iter().filter(|e| self.accepts(rec, e)).collect();
+        let scope = self.method.as_ref().map(|m| MethodScope::new(rec, m));
+        let mut out: Vec<&JvmEvent> = rec
+            .events
+            .iter()
+            .filter(|e| {
+                self.accepts_type(e)
+                    && self.accepts_thread(rec, e.timeline())
+                    && self.accepts_time(rec, e.ticks())
+                    && scope.as_ref().is_none_or(|s| s.contains(e))
+            })
+            .collect();
         out.sort_by_key(|e| e.ticks());
         out
-    }
-
-    pub fn accepts(&self, rec: &Recording, e: &JvmEvent) -> bool {
-        self.accepts_type(e)
-            && self.accepts_thread(rec, e.timeline())
-            && self.accepts_time(rec, e.ticks())
-            && self.accepts_method(rec, e)
     }
 
     fn accepts_type(&self, e: &JvmEvent) -> bool {
@@ -238,15 +243,6 @@ impl EventFilter {
         self.from_s.is_none_or(|from| s >= from) && self.to_s.is_none_or(|to| s < to)
     }
 
-    fn accepts_method(&self, rec: &Recording, e: &JvmEvent) -> bool {
-        let Some(m) = &self.method else {
-            return true;
-        };
-        rec.stack(stack_of(e))
-            .iter()
-            .any(|f| m.matches(&method_label(rec, f.method)))
-    }
-
     /// One row per selected event, in time order.
     pub fn rows(&self, rec: &Recording) -> Vec<EventRow> {
         let ages = rows::Ages::of(rec);
@@ -255,6 +251,45 @@ impl EventFilter {
             .into_iter()
             .map(|e| EventRow::of(rec, e, &ages, &mut user))
             .collect()
+    }
+}
+
+/// What `--method` looks at: an event's own stack; for a free, its allocation's
+/// stack; for other events without a stack, the thread's traced invocations or
+/// sampled stack at that moment (as the event tree nests it).
+struct MethodScope<'r> {
+    rec: &'r Recording,
+    matcher: &'r ThreadMatcher,
+    ages: rows::Ages,
+    contexts: tree::Contexts,
+}
+
+impl<'r> MethodScope<'r> {
+    fn new(rec: &'r Recording, matcher: &'r ThreadMatcher) -> Self {
+        MethodScope {
+            rec,
+            matcher,
+            ages: rows::Ages::of(rec),
+            contexts: tree::Contexts::of(rec),
+        }
+    }
+
+    fn contains(&self, e: &JvmEvent) -> bool {
+        let stack = match *e {
+            JvmEvent::ObjectFree { object, .. } => self.ages.0.get(&object).map_or(0, |b| b.stack),
+            _ => stack_of(e),
+        };
+        let frames = self.rec.stack(stack);
+        if !frames.is_empty() {
+            return frames
+                .iter()
+                .any(|f| self.matcher.matches(&method_label(self.rec, f.method)));
+        }
+        let ns = self.rec.ticks_to_ns(e.ticks());
+        self.contexts
+            .labels(e.timeline(), ns)
+            .iter()
+            .any(|l| self.matcher.matches(l))
     }
 }
 

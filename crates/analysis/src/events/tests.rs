@@ -743,3 +743,109 @@ fn snapshot_states_hold_for_the_snapshot_interval_not_the_sampling_one() {
         }]
     );
 }
+
+#[test]
+fn method_selects_stackless_events_by_their_invocation_or_sampled_stack() {
+    let mut b = Builder::new();
+    let main = b.method("demo.Main.main");
+    let work = b.method("demo.Main.work");
+    let ev = |kind, method, ms: u64| TraceEvent {
+        kind,
+        method,
+        ticks: at_ms(ms),
+        untraced: 0,
+        cpu_ns: 0,
+    };
+    let events = vec![
+        ev(TraceKind::Enter, main, 0),
+        ev(TraceKind::Enter, work, 10),
+        ev(TraceKind::Exit, work, 20),
+        ev(TraceKind::Exit, main, 50),
+    ];
+    b.w.trace(&TraceBatch {
+        thread: 1,
+        has_cpu: false,
+        events,
+    });
+    b.user_def(1, "step");
+    for ms in [12, 25, 60] {
+        b.w.event(&JvmEvent::User {
+            thread: 1,
+            ticks: at_ms(ms),
+            event: 1,
+            kind: UserEventKind::Instant,
+            value: ms as i64,
+        });
+    }
+    let rec = b.build(100);
+    let values = |m: &str| {
+        let f = EventFilter {
+            method: Some(ThreadMatcher::new(m)),
+            ..Default::default()
+        };
+        f.rows(&rec).iter().map(|r| r.value).collect::<Vec<_>>()
+    };
+    assert_eq!(values("demo.Main.work"), [12]);
+    assert_eq!(values("demo.Main.main"), [12, 25]);
+    assert_eq!(values("*.Main.*"), [12, 25]);
+
+    // Without traces, the stack sampled at or before the event; a free, its allocation's.
+    let mut b = Builder::new();
+    let s1 = b.stack(&[("demo.Worker.step", 3), ("demo.Worker.run", 9)]);
+    let s2 = b.stack(&[("demo.Worker.idle", 4), ("demo.Worker.run", 10)]);
+    for (ms, stack) in [(0, s1), (10, s2)] {
+        b.w.sample(&Sample {
+            thread: 2,
+            ticks: at_ms(ms),
+            stack,
+            mode: SampleMode::Cpu,
+            weight_ns: 10 * MS,
+            state: 0,
+        });
+    }
+    b.user_def(1, "tick");
+    let string = b.class("java.lang.String");
+    for ms in [3, 14] {
+        b.w.event(&JvmEvent::User {
+            thread: 2,
+            ticks: at_ms(ms),
+            event: 1,
+            kind: UserEventKind::Instant,
+            value: ms as i64,
+        });
+    }
+    b.w.event(&JvmEvent::Alloc {
+        thread: 2,
+        ticks: at_ms(15),
+        class: string,
+        size: 24,
+        stack: s2,
+        object: 9,
+        allocated_total: 24,
+    });
+    b.w.event(&JvmEvent::ObjectFree {
+        ticks: at_ms(40),
+        object: 9,
+        allocated_total: 48,
+    });
+    let rec = b.build(50);
+    let kinds = |m: &str| {
+        let f = EventFilter {
+            method: Some(ThreadMatcher::new(m)),
+            ..Default::default()
+        };
+        f.rows(&rec)
+            .iter()
+            .map(|r| (r.kind, r.value))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kinds("demo.Worker.step"), [(EventType::User, 3)]);
+    assert_eq!(
+        kinds("demo.Worker.idle"),
+        [
+            (EventType::User, 14),
+            (EventType::Alloc, 24),
+            (EventType::Free, 24)
+        ]
+    );
+}

@@ -87,37 +87,20 @@ impl Arena {
         i
     }
 
-    /// The deepest node whose span holds `ns`.
-    fn deepest(&self, ns: u64) -> Option<usize> {
-        let mut found = None;
+    /// The nodes whose spans hold `ns`, outermost first.
+    fn path(&self, ns: u64) -> Vec<usize> {
+        let mut out = Vec::new();
         let mut level = &self.roots;
         loop {
             let k = level.partition_point(|&i| self.nodes[i].start_ns <= ns);
             let Some(&i) = k.checked_sub(1).and_then(|k| level.get(k)) else {
-                return found;
+                return out;
             };
             if ns > self.nodes[i].end_ns {
-                return found;
+                return out;
             }
-            found = Some(i);
+            out.push(i);
             level = &self.nodes[i].children;
-        }
-    }
-
-    /// Marks `i` and its ancestors as holding events (nodes know no parent, so walk
-    /// down from the roots along the path to `ns`).
-    fn mark(&mut self, ns: u64) {
-        let mut level = self.roots.clone();
-        loop {
-            let k = level.partition_point(|&i| self.nodes[i].start_ns <= ns);
-            let Some(&i) = k.checked_sub(1).and_then(|k| level.get(k)) else {
-                return;
-            };
-            if ns > self.nodes[i].end_ns {
-                return;
-            }
-            self.nodes[i].has_events = true;
-            level = self.nodes[i].children.clone();
         }
     }
 
@@ -223,16 +206,59 @@ fn sampled_arenas(rec: &Recording) -> BTreeMap<u32, Arena> {
         .collect()
 }
 
-/// Nests the selected events into traced invocations when the recording has trace
-/// batches, else into sample intervals.
-pub fn event_tree(rec: &Recording, filter: &EventFilter) -> EventTree {
-    let (basis, mut arenas) = if rec.traces.iter().any(|b| !b.events.is_empty()) {
+/// Each thread's invocations (with traces) or sample intervals.
+fn arenas(rec: &Recording) -> (TreeBasis, BTreeMap<u32, Arena>) {
+    if rec.traces.iter().any(|b| !b.events.is_empty()) {
         (TreeBasis::Traced, traced_arenas(rec))
     } else if Selection::default().mode_in(rec).is_some() {
         (TreeBasis::Sampled, sampled_arenas(rec))
     } else {
         (TreeBasis::None, BTreeMap::new())
-    };
+    }
+}
+
+/// Where each thread was at a moment: the traced invocations it was in, or the
+/// stack sampled at or before it. Lets `--method` select events without a stack.
+pub(crate) struct Contexts(BTreeMap<u32, Arena>);
+
+impl Contexts {
+    pub fn of(rec: &Recording) -> Contexts {
+        Contexts(arenas(rec).1)
+    }
+
+    /// `pkg.Class.method` labels of the thread's context at `ns`, outermost first.
+    pub fn labels(&self, thread: u32, ns: u64) -> Vec<&str> {
+        let Some(a) = self.0.get(&thread) else {
+            return vec![];
+        };
+        let path = a.path(ns);
+        let nodes = path.iter().map(|&i| &a.nodes[i]);
+        let labels: Vec<&str> = nodes
+            .flat_map(|n| {
+                if n.stack.is_empty() {
+                    std::slice::from_ref(&n.label)
+                } else {
+                    &n.stack[..]
+                }
+            })
+            .map(String::as_str)
+            .collect();
+        labels.into_iter().map(without_line).collect()
+    }
+}
+
+/// `pkg.Class.method:12` -> `pkg.Class.method`.
+fn without_line(label: &str) -> &str {
+    match label.rsplit_once(':') {
+        Some((m, line)) if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) => m,
+        _ => label,
+    }
+}
+
+/// Nests the selected events into traced invocations when the recording has trace
+/// batches, else into sample intervals.
+pub fn event_tree(rec: &Recording, filter: &EventFilter) -> EventTree {
+    let (basis, mut arenas) = arenas(rec);
     let ages = Ages::of(rec);
     let mut user = UserPairs::default();
     let mut loose: BTreeMap<u32, Vec<EventRow>> = BTreeMap::new();
@@ -240,13 +266,13 @@ pub fn event_tree(rec: &Recording, filter: &EventFilter) -> EventTree {
         let row = EventRow::of(rec, e, &ages, &mut user);
         let thread = e.timeline();
         let arena = arenas.get_mut(&thread);
-        match arena.as_ref().and_then(|a| a.deepest(row.ns)) {
-            Some(i) => {
-                let arena = arena.expect("found a node in it");
-                arena.mark(row.ns);
+        let path = arena.as_ref().map_or_else(Vec::new, |a| a.path(row.ns));
+        match (arena, path.last()) {
+            (Some(arena), Some(&i)) => {
+                path.iter().for_each(|&n| arena.nodes[n].has_events = true);
                 arena.nodes[i].events.push(row);
             }
-            None => loose.entry(thread).or_default().push(row),
+            _ => loose.entry(thread).or_default().push(row),
         }
     }
     let threads: std::collections::BTreeSet<u32> = arenas
