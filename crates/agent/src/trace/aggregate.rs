@@ -62,15 +62,17 @@ pub struct ThreadAgg {
     pairs: Mutex<PairMap>,
     pub tid: u32,
     pub env: usize,
+    pub java_id: i64,
     pub ended: AtomicBool,
 }
 
 impl ThreadAgg {
-    pub fn new(tid: u32, env: usize) -> ThreadAgg {
+    pub fn new(tid: u32, env: usize, java_id: i64) -> ThreadAgg {
         ThreadAgg {
             pairs: Mutex::default(),
             tid,
             env,
+            java_id,
             ended: AtomicBool::new(false),
         }
     }
@@ -116,7 +118,7 @@ mod tests {
 
     #[test]
     fn totals_add_up_and_reset_on_take() {
-        let t = ThreadAgg::new(1, 2);
+        let t = ThreadAgg::new(1, 2, 0);
         t.add(0, 5, 10);
         t.add(0, 5, 30);
         t.add(5, 6, 7);

@@ -29,6 +29,8 @@ const FINAL_BATCHES: usize = 256;
 pub struct RawBatch {
     pub tid: u32,
     pub env: usize,
+    /// Thread.getId(), 0 when unknown.
+    pub java_id: i64,
     /// The recording thread, once known for this ring or table.
     pub thread: Option<u32>,
     source: usize,
@@ -113,6 +115,7 @@ impl TraceDrain {
             return Some(RawBatch {
                 tid: ring.tid,
                 env: ring.env,
+                java_id: ring.java_id,
                 thread: self.threads.get(&key).copied(),
                 source: key,
                 payload: Payload::Events(events),
@@ -160,6 +163,7 @@ impl TraceDrain {
             out.push(RawBatch {
                 tid: table.tid,
                 env: table.env,
+                java_id: table.java_id,
                 thread: self.threads.get(&key).copied(),
                 source: key,
                 payload: Payload::Pairs(pairs),

@@ -54,6 +54,8 @@ pub struct ThreadRing {
     pub tid: u32,
     /// The thread's JNIEnv, which the writer maps to the Java thread.
     pub env: usize,
+    /// The thread's Thread.getId(), 0 when unknown.
+    pub java_id: i64,
     /// Set when the thread is gone: once drained the ring is forgotten.
     pub ended: AtomicBool,
     pub dropped: AtomicU64,
@@ -65,7 +67,7 @@ pub struct ThreadRing {
 unsafe impl Sync for ThreadRing {}
 
 impl ThreadRing {
-    pub fn new(capacity: usize, tid: u32, env: usize) -> ThreadRing {
+    pub fn new(capacity: usize, tid: u32, env: usize, java_id: i64) -> ThreadRing {
         let capacity = capacity.next_power_of_two();
         ThreadRing {
             slots: zeroed_slots(capacity),
@@ -73,6 +75,7 @@ impl ThreadRing {
             tail: AtomicUsize::new(0),
             tid,
             env,
+            java_id,
             ended: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
         }
@@ -507,14 +510,16 @@ fn with_local(env: *mut sys::JNIEnv, f: impl FnOnce(&mut Local)) {
 
 #[cold]
 fn new_local(env: *mut sys::JNIEnv, generation: u64) -> Local {
+    let java_id = super::current_java_id(crate::jvm::Jni(env));
     let ring = Arc::new(ThreadRing::new(
         RING_CAPACITY.load(Ordering::Relaxed),
         gettid(),
         env as usize,
+        java_id,
     ));
     rings().push(ring.clone());
     let agg = AGGREGATE.load(Ordering::Relaxed).then(|| {
-        let agg = Arc::new(ThreadAgg::new(gettid(), env as usize));
+        let agg = Arc::new(ThreadAgg::new(gettid(), env as usize, java_id));
         aggregate::tables().push(agg.clone());
         agg
     });
@@ -546,7 +551,7 @@ pub extern "C" fn native_exit_throw(env: *mut sys::JNIEnv, _class: sys::jclass, 
 pub fn measure_probe_cost(with_cpu: bool) -> u64 {
     USE_TSC.store(tsc_is_trusted(), Ordering::Relaxed);
     const CALLS: u32 = 20_000;
-    let ring = Arc::new(ThreadRing::new(2 * CALLS as usize, 0, 0));
+    let ring = Arc::new(ThreadRing::new(2 * CALLS as usize, 0, 0, 0));
     let mut best = u64::MAX;
     for _ in 0..3 {
         let mut local = Local::new(ring.clone(), None, 1, with_cpu);
@@ -567,7 +572,7 @@ mod tests {
     use super::*;
 
     fn local(capacity: usize) -> (Local, Arc<ThreadRing>) {
-        let ring = Arc::new(ThreadRing::new(capacity, 1, 2));
+        let ring = Arc::new(ThreadRing::new(capacity, 1, 2, 0));
         (Local::new(ring.clone(), None, 1, false), ring)
     }
 

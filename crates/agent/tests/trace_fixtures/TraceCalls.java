@@ -45,9 +45,12 @@ public class TraceCalls {
         int f = fib(10);
         int c = catcher();
         spawn();
-        sleepMs(1);
-        sleepMs(2);
-        sleepMs(3);
+        for (int ms = 1; ms <= 3; ms++) {
+            long t0 = System.nanoTime();
+            sleepMs(ms);
+            long t1 = System.nanoTime();
+            System.err.println("slept " + ms + " " + (t1 - t0));
+        }
         System.out.println("fib " + f + " caught " + c);
     }
 }
