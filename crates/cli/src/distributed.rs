@@ -9,7 +9,10 @@ use clap::Args;
 use jscope_analysis::distributed::{CallRef, DistributedTree, DistributedView, Match, Member};
 use jscope_analysis::trace::TraceOptions;
 use jscope_analysis::ThreadMatcher;
+use jscope_collector::{FileStore, Store};
 use serde::{Deserialize, Serialize};
+
+use crate::source::{choose, JvmRow};
 
 /// `jscope tree`, with the distributed form's extra arguments.
 #[derive(Debug, Args)]
@@ -30,12 +33,19 @@ pub struct TreeCommand {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Example:\n  jscope merge client.jsc s1.jsc s2.jsc s3.jsc -o beacon.jss\n  jscope tree --distributed beacon.jss"
+    after_help = "Examples:\n  jscope merge client.jsc s1.jsc s2.jsc s3.jsc -o beacon.jss\n  jscope merge --data /var/lib/jscope -o beacon.jss\n  jscope tree --distributed beacon.jss"
 )]
 pub struct MergeArgs {
     /// The recordings (.jsc) of the JVMs, one per JVM.
-    #[arg(required = true, num_args = 1..)]
+    #[arg(required_unless_present = "data")]
     pub files: Vec<PathBuf>,
+    /// Also merge JVMs from a collector's data directory (`jscope serve --data DIR`):
+    /// those named by --jvm, or every JVM it holds.
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// A JVM of --data: its id, or a pid (the newest JVM with it). Repeatable.
+    #[arg(long = "jvm", value_name = "ID|PID", requires = "data")]
+    pub jvms: Vec<String>,
     /// The session file to write (JSON: the member recordings and the match table).
     #[arg(short, long)]
     pub output: PathBuf,
@@ -60,7 +70,14 @@ struct Session {
 
 #[derive(Debug, Serialize, Deserialize)]
 struct SessionMember {
-    path: PathBuf,
+    /// A recording file, or
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<PathBuf>,
+    /// a collector's data directory and the JVM's stream id in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    data: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    jvm: Option<String>,
     host: String,
     pid: u32,
     command_line: String,
@@ -80,6 +97,23 @@ struct SessionMatch {
 
 const SESSION_VERSION: u32 = 1;
 
+/// Where a member's recording comes from.
+#[derive(Debug, Clone)]
+enum Source {
+    File(PathBuf),
+    /// A collector's data directory and a stream id in it.
+    Data(PathBuf, String),
+}
+
+impl Source {
+    fn name(&self) -> String {
+        match self {
+            Source::File(p) => p.display().to_string(),
+            Source::Data(dir, id) => format!("{}#{id}", dir.display()),
+        }
+    }
+}
+
 fn options(hide: &[String]) -> TraceOptions {
     TraceOptions {
         hide: hide.iter().map(|p| ThreadMatcher::new(p)).collect(),
@@ -88,10 +122,10 @@ fn options(hide: &[String]) -> TraceOptions {
 }
 
 /// Reads the recordings, two at a time (one per core), each into its call tree.
-fn load_members(paths: &[PathBuf], options: &TraceOptions) -> Result<Vec<Member>> {
+fn load_members(sources: &[Source], options: &TraceOptions) -> Result<Vec<Member>> {
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut out: Vec<Option<Result<Member>>> = (0..paths.len()).map(|_| None).collect();
-    for (batch, slots) in paths.chunks(workers).zip(out.chunks_mut(workers)) {
+    let mut out: Vec<Option<Result<Member>>> = (0..sources.len()).map(|_| None).collect();
+    for (batch, slots) in sources.chunks(workers).zip(out.chunks_mut(workers)) {
         std::thread::scope(|s| {
             let handles: Vec<_> = batch
                 .iter()
@@ -107,23 +141,68 @@ fn load_members(paths: &[PathBuf], options: &TraceOptions) -> Result<Vec<Member>
         .collect()
 }
 
-fn load_member(path: &Path, options: &TraceOptions) -> Result<Member> {
-    let member = Member::read_file(path, options)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    if member.tree.damage.is_some() {
+fn load_member(source: &Source, options: &TraceOptions) -> Result<Member> {
+    let member = match source {
+        Source::File(path) => Member::read_file(path, options)
+            .with_context(|| format!("cannot read {}", path.display()))?,
+        Source::Data(dir, id) => {
+            let bytes = open_data(dir)?
+                .raw(id, None, None)
+                .with_context(|| format!("cannot read JVM {id} from {}", dir.display()))?;
+            Member::from_bytes(&source.name(), &bytes, options)
+                .with_context(|| format!("cannot read JVM {id} from {}", dir.display()))?
+        }
+    };
+    if let Some(d) = &member.tree.damage {
         eprintln!(
-            "jscope: warning: {} is damaged; read up to the damage",
-            path.display()
+            "jscope: warning: {} is {d}; read up to there",
+            source.name()
         );
     }
     Ok(member)
 }
 
+/// Read-only: a collector may be writing to the directory right now.
+fn open_data(dir: &Path) -> Result<FileStore> {
+    FileStore::open_read_only(dir)
+        .with_context(|| format!("cannot open collector data {}", dir.display()))
+}
+
+/// The JVMs of a data directory named by `want` (ids or pids), or all of them.
+fn data_sources(dir: &Path, want: &[String]) -> Result<Vec<Source>> {
+    let rows: Vec<JvmRow> = open_data(dir)?
+        .jvms()
+        .into_iter()
+        .map(|j| JvmRow {
+            id: j.identity.id,
+            pid: j.identity.pid,
+            command_line: j.identity.command_line,
+            status: String::new(),
+            started_ms: j.identity.start_wall_ns / 1_000_000,
+        })
+        .collect();
+    let ids: Vec<String> = if want.is_empty() {
+        rows.iter().map(|r| r.id.clone()).collect()
+    } else {
+        want.iter()
+            .map(|w| choose(&rows, Some(w)).map(|r| r.id.clone()))
+            .collect::<Result<_>>()?
+    };
+    Ok(ids
+        .into_iter()
+        .map(|id| Source::Data(dir.to_path_buf(), id))
+        .collect())
+}
+
 pub fn merge(args: &MergeArgs) -> Result<()> {
-    let members = load_members(&args.files, &options(&args.hide))?;
+    let mut sources: Vec<Source> = args.files.iter().cloned().map(Source::File).collect();
+    if let Some(dir) = &args.data {
+        sources.extend(data_sources(dir, &args.jvms)?);
+    }
+    let members = load_members(&sources, &options(&args.hide))?;
     let tree = DistributedTree::build(members);
     let dir = args.output.parent().unwrap_or(Path::new(""));
-    let session = session_of(&tree, &args.files, dir);
+    let session = session_of(&tree, &sources, dir);
     let text = serde_json::to_string_pretty(&session)?;
     std::fs::write(&args.output, text + "\n")
         .with_context(|| format!("cannot write {}", args.output.display()))?;
@@ -134,7 +213,7 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
     Ok(())
 }
 
-fn session_of(tree: &DistributedTree, files: &[PathBuf], dir: &Path) -> Session {
+fn session_of(tree: &DistributedTree, sources: &[Source], dir: &Path) -> Session {
     let pair = |c: CallRef| [c.jvm, c.call];
     Session {
         jscope_session: SESSION_VERSION,
@@ -142,10 +221,21 @@ fn session_of(tree: &DistributedTree, files: &[PathBuf], dir: &Path) -> Session 
         members: tree
             .members
             .iter()
-            .zip(files)
+            .zip(sources)
             .enumerate()
-            .map(|(j, (m, path))| SessionMember {
-                path: relative_to(path, dir),
+            .map(|(j, (m, source))| SessionMember {
+                path: match source {
+                    Source::File(p) => Some(relative_to(p, dir)),
+                    Source::Data(..) => None,
+                },
+                data: match source {
+                    Source::Data(d, _) => Some(relative_to(d, dir)),
+                    Source::File(_) => None,
+                },
+                jvm: match source {
+                    Source::Data(_, id) => Some(id.clone()),
+                    Source::File(_) => None,
+                },
                 host: m.host.clone(),
                 pid: m.pid,
                 command_line: m.command_line.clone(),
@@ -208,8 +298,19 @@ fn read_session(path: &Path, options: &TraceOptions) -> Result<(Vec<Member>, Vec
         );
     }
     let dir = dir_or_cwd(path.parent().unwrap_or(Path::new("")));
-    let paths: Vec<PathBuf> = session.members.iter().map(|m| dir.join(&m.path)).collect();
-    let members = load_members(&paths, options)?;
+    let sources = session
+        .members
+        .iter()
+        .map(|m| match (&m.path, &m.data, &m.jvm) {
+            (Some(p), None, None) => Ok(Source::File(dir.join(p))),
+            (None, Some(d), Some(id)) => Ok(Source::Data(dir.join(d), id.clone())),
+            _ => bail!(
+                "{}: a member needs either \"path\" or \"data\" and \"jvm\"",
+                path.display()
+            ),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let members = load_members(&sources, options)?;
     let matches = session
         .matches
         .iter()
@@ -249,7 +350,8 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
         let (members, matches) = read_session(&files[0], &options)?;
         DistributedTree::with_matches(members, &matches)
     } else {
-        DistributedTree::build(load_members(&files, &options)?)
+        let sources: Vec<Source> = files.into_iter().map(Source::File).collect();
+        DistributedTree::build(load_members(&sources, &options)?)
     };
     if let Some(j) = args.jvm.filter(|&j| j >= tree.members.len()) {
         bail!("--jvm {j}: the session has {} JVMs", tree.members.len());

@@ -90,6 +90,19 @@ impl Jvm {
         id
     }
 
+    /// One empty-stack cpu sample of thread 1 at `at_us`.
+    fn sample_at(&mut self, at_us: u64) {
+        self.w.stack(1, &[]);
+        self.w.sample(&Sample {
+            thread: 1,
+            ticks: self.ticks() + at_us,
+            stack: 1,
+            mode: SampleMode::Cpu,
+            weight_ns: 10_000_000,
+            state: 0,
+        });
+    }
+
     fn ticks(&self) -> u64 {
         1_000_000 * u64::from(self.pid)
     }
@@ -143,7 +156,15 @@ impl Jvm {
         });
     }
 
-    fn write(mut self, path: &Path) {
+    fn write(self, path: &Path) {
+        let (header, chunk) = self.parts();
+        let mut bytes = encode_file_start(&header);
+        bytes.extend(chunk);
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    /// The header and the one data chunk.
+    fn parts(mut self) -> (Header, Vec<u8>) {
         for (thread, mut evs) in std::mem::take(&mut self.events) {
             evs.sort_by_key(|e| e.0);
             self.w.trace(&TraceBatch {
@@ -165,14 +186,23 @@ impl Jvm {
             modes: "trace".into(),
             ..Default::default()
         };
-        let mut bytes = encode_file_start(&header);
-        bytes.extend(self.w.finish());
-        std::fs::write(path, bytes).unwrap();
+        (header, self.w.finish())
     }
 }
 
 /// client -> s1 -> s2; s1 two minutes ahead, s2 four minutes behind.
 fn chain(dir: &Path) -> Vec<PathBuf> {
+    let paths: Vec<PathBuf> = ["client", "s1", "s2"]
+        .iter()
+        .map(|n| dir.join(format!("{n}.jsc")))
+        .collect();
+    for (j, p) in chain_jvms().into_iter().zip(&paths) {
+        j.write(p);
+    }
+    paths
+}
+
+fn chain_jvms() -> [Jvm; 3] {
     let mut c = Jvm::new(10, "10.1.0.1", 0);
     c.call(1, "beacon.Client.main", 0, 10_000);
     c.call(1, "beacon.Stub.remoteFoo", 1_000, 9_000);
@@ -210,14 +240,7 @@ fn chain(dir: &Path) -> Vec<PathBuf> {
         ("10.1.0.3", 1099),
         ("10.1.0.2", 42_000),
     );
-    let paths: Vec<PathBuf> = ["client", "s1", "s2"]
-        .iter()
-        .map(|n| dir.join(format!("{n}.jsc")))
-        .collect();
-    for (j, p) in [c, s1, s2].into_iter().zip(&paths) {
-        j.write(p);
-    }
-    paths
+    [c, s1, s2]
 }
 
 fn run_ok(args: &[&str]) -> String {
@@ -330,4 +353,100 @@ fn a_session_whose_match_table_does_not_fit_its_recordings_is_refused() {
     );
     let plain = jscope(&["tree", paths[0].to_str().unwrap(), "extra.jsc"]);
     assert!(!plain.status.success(), "more files need --distributed");
+}
+
+/// The chain's JVMs as a collector would have stored their streams.
+fn chain_data_dir(dir: &Path) {
+    use jscope_collector::jvm::{apply_dictionary, event_span, new_dictionary};
+    use jscope_collector::{FileStore, JvmIdentity, Store};
+    let store = FileStore::open(dir, 64 << 20, std::time::Duration::from_secs(3600)).unwrap();
+    for mut jvm in chain_jvms() {
+        // The store files a chunk under the time span of its samples and snapshots
+        // and reads back only chunks with a span, so a trace-only stream would read
+        // back empty: these JVMs also sample, as `mode=cpu` with tracing would.
+        jvm.sample_at(100);
+        let (header, chunk) = jvm.parts();
+        let id = JvmIdentity::from_header(&format!("h-{}", header.pid), &header, "127.0.0.1", &[]);
+        let mut dict = new_dictionary(&header);
+        store
+            .open(&id, &encode_file_start(&header), 1, &dict)
+            .unwrap();
+        let Ok(Split::Chunk(raw)) = split_chunk(&chunk, 0) else {
+            panic!("one whole chunk")
+        };
+        let records = decode_payload(&raw.payload).unwrap();
+        apply_dictionary(&mut dict, &records);
+        let span = event_span(&id, &records);
+        store.append(&id.id, 1, &chunk, span, &dict).unwrap();
+        store.sync(&id.id).unwrap();
+        store.close(&id.id).unwrap();
+    }
+}
+
+#[test]
+fn merge_reads_the_jvms_of_a_collector_data_directory() {
+    let dir = temp_dir("distributed-data");
+    let data = dir.join("data");
+    chain_data_dir(&data);
+    let session = dir.join("all.jss");
+    let summary = run_ok(&[
+        "merge",
+        "--data",
+        data.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert!(
+        summary
+            .contains("2 remote calls matched, 0 client calls unmatched, 0 server calls unmatched"),
+        "{summary}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&session).unwrap()).unwrap();
+    let members = json["members"].as_array().unwrap();
+    assert_eq!(members.len(), 3);
+    assert!(
+        members
+            .iter()
+            .all(|m| m["data"] == "data" && m.get("path").is_none()),
+        "{json}"
+    );
+    let tree = run_ok(&["tree", "--distributed", session.to_str().unwrap()]);
+    assert!(
+        tree.contains("              beacon.Termination.remoteFoo [jvm "),
+        "{tree}"
+    );
+
+    // Chosen by pid and by id: the client and s1 only; s1's call to s2 stays unmatched.
+    let two = dir.join("two.jss");
+    let summary = run_ok(&[
+        "merge",
+        "--data",
+        data.to_str().unwrap(),
+        "--jvm",
+        "10",
+        "--jvm",
+        "h-11",
+        "-o",
+        two.to_str().unwrap(),
+    ]);
+    assert!(
+        summary
+            .contains("1 remote calls matched, 1 client calls unmatched, 0 server calls unmatched"),
+        "{summary}"
+    );
+    let out = jscope(&[
+        "merge",
+        "--data",
+        data.to_str().unwrap(),
+        "--jvm",
+        "99",
+        "-o",
+        two.to_str().unwrap(),
+    ]);
+    assert!(
+        !out.status.success() && stderr(&out).contains("no JVM with id or pid 99"),
+        "{}",
+        stderr(&out)
+    );
 }
