@@ -460,6 +460,26 @@ fn view_shows_timeline_locks_and_allocations() {
         start_ms + 400
     ));
     assert_eq!(cut["gc"].as_array().unwrap().len(), 1);
+    // `last` ends where the recording ends (1 s), not now.
+    let last = served.json(&format!("/api/jvms/{id}/timeline?last=1s"));
+    assert_eq!(
+        (
+            last["from_ns"].as_u64(),
+            last["gc"].as_array().unwrap().len()
+        ),
+        (Some(0), 4)
+    );
+    let last = served.json(&format!("/api/jvms/{id}/timeline?last=0s"));
+    let from = last["from_ns"].as_u64().unwrap();
+    assert!(
+        (900 * MS..=1000 * MS).contains(&from),
+        "{from}: the end of the data"
+    );
+    assert_eq!(last["gc"].as_array().unwrap().len(), 0, "{}", last["gc"]);
+    assert_eq!(
+        served.get(&format!("/api/jvms/{id}/locks?last=soon")).0,
+        400
+    );
     let locks = served.json(&format!("/api/jvms/{id}/locks"));
     assert_eq!(locks["monitors"][0]["class"], "demo.Counter");
     let alloc = served.json(&format!("/api/jvms/{id}/alloc?by=class"));

@@ -11,7 +11,7 @@ use crate::store::Store;
 use crate::CollectorError;
 
 /// Event markers a timeline answer holds at most; the rest are counted.
-const MAX_EVENTS: usize = 50_000;
+const MAX_EVENTS: usize = 20_000;
 
 fn epoch_ms(req: &Request, name: &str) -> Result<Option<u64>, CollectorError> {
     req.param(name)
@@ -22,6 +22,28 @@ fn epoch_ms(req: &Request, name: &str) -> Result<Option<u64>, CollectorError> {
         .transpose()
 }
 
+/// The window in epoch ns: `from`/`to` (epoch ms), or `last` (e.g. `30s`, `5m`)
+/// ending where the JVM's stored data ends, so a recording file or a JVM gone long
+/// ago shows its own last minutes.
+fn window(
+    store: &dyn Store,
+    id: &str,
+    req: &Request,
+) -> Result<(Option<u64>, Option<u64>), CollectorError> {
+    let ns = |ms: Option<u64>| ms.map(|m| m.saturating_mul(1_000_000));
+    let (from, to) = (ns(epoch_ms(req, "from")?), ns(epoch_ms(req, "to")?));
+    let Some(last) = req.param("last").filter(|l| !l.is_empty()) else {
+        return Ok((from, to));
+    };
+    let span = crate::parse_duration(last)?.as_nanos() as u64;
+    let end = store
+        .jvms()
+        .into_iter()
+        .find(|j| j.identity.id == id)
+        .and_then(|j| j.end_ns());
+    Ok(end.map_or((from, to), |end| (Some(end.saturating_sub(span)), None)))
+}
+
 /// The JVM's stored data around the request's window, and the window in seconds
 /// since the recording start.
 fn load(
@@ -29,16 +51,15 @@ fn load(
     id: &str,
     req: &Request,
 ) -> Result<(Recording, Option<f64>, Option<f64>), CollectorError> {
-    let (from, to) = (epoch_ms(req, "from")?, epoch_ms(req, "to")?);
-    let ns = |ms: Option<u64>| ms.map(|m| m.saturating_mul(1_000_000));
-    let rec = store.read(id, ns(from), ns(to))?;
-    let start_ms = rec.header.start_wall_ns as f64 / 1e6;
-    let seconds = |ms: Option<u64>| ms.map(|m| ((m as f64 - start_ms) / 1e3).max(0.0));
-    let (from_s, to_s) = (seconds(from), seconds(to));
-    Ok((rec, from_s, to_s))
+    let (from, to) = window(store, id, req)?;
+    let rec = store.read(id, from, to)?;
+    // Integers first: epoch ns as f64 lose a few hundred ns.
+    let start_ns = rec.header.start_wall_ns;
+    let seconds = |ns: Option<u64>| ns.map(|n| n.saturating_sub(start_ns) as f64 / 1e9);
+    Ok((rec, seconds(from), seconds(to)))
 }
 
-/// `GET /api/jvms/{id}/timeline[?from=MS&to=MS][&max_events=N]`.
+/// `GET /api/jvms/{id}/timeline[?from=MS&to=MS|&last=DURATION][&max_events=N]`.
 pub(crate) fn timeline_of(
     store: &dyn Store,
     id: &str,
@@ -60,7 +81,7 @@ fn filter(from_s: Option<f64>, to_s: Option<f64>) -> EventFilter {
     }
 }
 
-/// `GET /api/jvms/{id}/locks[?from=MS&to=MS]`.
+/// `GET /api/jvms/{id}/locks[?from=MS&to=MS|&last=DURATION]`.
 pub(crate) fn locks_of(
     store: &dyn Store,
     id: &str,

@@ -11,6 +11,9 @@ use serde::Serialize;
 use super::rows::{Ages, EventRow, UserPairs};
 use super::{thread_name, EventFilter, EventType};
 
+/// Frames kept of each marker's stack.
+pub const MARKER_FRAMES: usize = 16;
+
 /// A stretch of time a thread spent in one state; ns since the recording start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Span {
@@ -46,7 +49,8 @@ pub struct Timeline {
     pub to_ns: u64,
     pub lanes: Vec<Lane>,
     pub gc: Vec<GcBar>,
-    /// Events other than GC, in time order, at most the requested number.
+    /// Events other than GC, in time order, at most the requested number, each
+    /// with the top [`MARKER_FRAMES`] frames of its stack.
     pub events: Vec<EventRow>,
     /// Events left out beyond that number.
     pub events_left_out: u64,
@@ -228,11 +232,15 @@ pub fn timeline(
     let selected = filter.select(rec);
     let left_out = selected.len().saturating_sub(max_events) as u64;
     let (ages, mut user) = (Ages::of(rec), UserPairs::default());
-    let events: Vec<EventRow> = selected
+    let mut events: Vec<EventRow> = selected
         .into_iter()
         .take(max_events)
         .map(|e| EventRow::of(rec, e, &ages, &mut user))
         .collect();
+    // The top frames say where; whole deep stacks would make the answer huge.
+    events
+        .iter_mut()
+        .for_each(|e| e.stack.truncate(MARKER_FRAMES));
     for e in events.iter().filter(|e| e.thread != 0) {
         lane(&mut lanes, rec, e.thread);
     }

@@ -16,10 +16,16 @@ window.jscopeEvents = (() => {
     return Math.round(ns) + "ns";
   }
 
+  // The `last` window of a view: it ends where the JVM's data ends.
+  function range(prefix) {
+    const last = $("#" + prefix + "-range").value;
+    return last ? { last } : {};
+  }
+
   // ---- Timeline ----
   async function loadTimeline(jvm) {
     $("#tl-info").textContent = "loading...";
-    const d = await api("jvms/" + encodeURIComponent(jvm) + "/timeline");
+    const d = await api("jvms/" + encodeURIComponent(jvm) + "/timeline", range("tl"));
     st.data = d;
     st.lanes = d.lanes.map((l) => ({ id: l.id, name: l.name || "#" + l.id, spans: l.spans, intervals: l.intervals, events: [] }));
     const byId = new Map(st.lanes.map((l) => [l.id, l]));
@@ -238,7 +244,7 @@ window.jscopeEvents = (() => {
   }
 
   async function loadLocks(jvm) {
-    const r = await api("jvms/" + encodeURIComponent(jvm) + "/locks");
+    const r = await api("jvms/" + encodeURIComponent(jvm) + "/locks", range("locks"));
     const rows = [
       ...r.monitors.map((m) => ({ kind: "monitor", who: m.class, count: m.count, total: m.total_ns, max: m.max_ns, extra: m.objects + " objects", sites: m.sites })),
       ...r.waits.map((w) => ({ kind: "wait", who: w.class, count: w.count, total: w.total_ns, max: w.max_ns, extra: w.timed_out + " of " + w.with_timeout + " timed out", sites: w.sites })),
@@ -263,7 +269,7 @@ window.jscopeEvents = (() => {
 
   // ---- Allocation view ----
   async function loadAlloc(jvm) {
-    const r = await api("jvms/" + encodeURIComponent(jvm) + "/alloc", { by: $("#alloc-by").value });
+    const r = await api("jvms/" + encodeURIComponent(jvm) + "/alloc", { by: $("#alloc-by").value, ...range("alloc") });
     const a = r.alloc;
     $("#alloc-info").textContent = a.count + " sampled allocations, " + a.bytes + " bytes; " + r.ages.freed + " tracked objects freed, " + r.ages.live + " not";
     fillRows($("#alloc tbody"), a.rows, (tr, x) => {
@@ -316,6 +322,9 @@ window.jscopeEvents = (() => {
     $("#tl-reload").onclick = () => reload("timeline");
     $("#locks-reload").onclick = () => reload("locks");
     $("#alloc-by").onchange = () => reload("alloc");
+    $("#tl-range").onchange = () => reload("timeline");
+    $("#locks-range").onchange = () => reload("locks");
+    $("#alloc-range").onchange = () => reload("alloc");
     window.addEventListener("resize", redraw);
   }
 
