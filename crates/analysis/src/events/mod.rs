@@ -54,7 +54,7 @@ pub use reports::{
     UserReport, UserRow, WaitRow,
 };
 pub use rows::{write_rows, EventRow, RowFormat};
-pub use timeline::{timeline, GcBar, Lane, Span, Timeline};
+pub use timeline::{timeline, GcBar, Lane, Span, Timeline, MARKER_FRAMES};
 pub use tree::{event_tree, EventNode, EventTree, ThreadEvents, TreeBasis};
 
 /// The kinds of JVM event, as `--type` names them.
