@@ -293,3 +293,49 @@ unsafe extern "C" fn compiled_method_unload(
         });
     }
 }
+
+/// HotSpot's ClassUnload extension event (see jvmti_ext::set_class_unload_callback).
+///
+/// # Safety
+/// Called by the JVM only, with `name` null or a NUL-terminated class name.
+pub unsafe extern "C" fn class_unloaded(
+    _jvmti: *mut sys::jvmtiEnv,
+    _jni: *mut sys::JNIEnv,
+    name: *const std::ffi::c_char,
+) {
+    if !on(Kinds::CLASSES) || name.is_null() {
+        return;
+    }
+    let ticks = clock::monotonic_ns();
+    quietly(|| {
+        // SAFETY: the JVM passes a NUL-terminated class name.
+        let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+        let class = Some(unload_signature(&name));
+        push(
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            ticks,
+            RawKind::ClassUnload { class },
+        );
+    });
+}
+
+/// The event names the class in internal form (`p/Foo`); signatures of arrays
+/// and `Lp/Foo;` forms pass through.
+fn unload_signature(name: &str) -> String {
+    if name.starts_with('[') || (name.starts_with('L') && name.ends_with(';')) {
+        name.to_string()
+    } else {
+        format!("L{name};")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn unloaded_names_become_signatures() {
+        assert_eq!(super::unload_signature("p/Foo"), "Lp/Foo;");
+        assert_eq!(super::unload_signature("Lp/Foo;"), "Lp/Foo;");
+        assert_eq!(super::unload_signature("[B"), "[B");
+    }
+}

@@ -221,6 +221,10 @@ impl EventDrain {
                     ticks,
                     class: class(out, symbols, c),
                 },
+                RawKind::ClassUnload { class: c } => JvmEvent::ClassUnload {
+                    ticks,
+                    class: class(out, symbols, c),
+                },
                 RawKind::Compiled { method, code_size } => JvmEvent::Compiled {
                     ticks,
                     method: symbols.method_id(out, method, &mut resolve),
@@ -257,7 +261,7 @@ impl EventDrain {
 fn on_thread(e: RawEvent) -> Taken {
     let global = matches!(
         e.kind,
-        RawKind::Compiled { .. } | RawKind::CompiledUnload { .. }
+        RawKind::Compiled { .. } | RawKind::CompiledUnload { .. } | RawKind::ClassUnload { .. }
     );
     let pending = Pending::Raw(e.kind, e.ticks);
     match global {

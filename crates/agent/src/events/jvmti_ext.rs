@@ -168,3 +168,71 @@ pub fn monitor_owner(jvmti: Jvmti, object: sys::jobject) -> sys::jthread {
     }
     usage.owner
 }
+
+/// HotSpot's ClassUnload extension event as current JDKs define it: the unloaded
+/// class's name, since the class itself is gone.
+pub type ClassUnloadCallback =
+    unsafe extern "C" fn(*mut sys::jvmtiEnv, *mut sys::JNIEnv, *const std::ffi::c_char);
+
+const CLASS_UNLOAD_ID: &CStr = c"com.sun.hotspot.events.ClassUnload";
+
+/// Sets (or with None clears) the ClassUnload extension callback. False when the
+/// JVM has no such event or gives it other parameters than (JNIEnv*, const
+/// char*) (older JDKs passed a jclass, which cannot be used once unloaded).
+pub fn set_class_unload_callback(jvmti: Jvmti, callback: Option<ClassUnloadCallback>) -> bool {
+    let (Some(get), Some(set)) = (
+        ti(jvmti).GetExtensionEvents,
+        ti(jvmti).SetExtensionEventCallback,
+    ) else {
+        return false;
+    };
+    let (mut n, mut infos) = (0, null_mut());
+    // SAFETY: valid env and out-pointers.
+    if check(unsafe { get(jvmti.0, &mut n, &mut infos) }).is_err() || infos.is_null() {
+        return false;
+    }
+    // SAFETY: JVMTI filled n entries.
+    let list = unsafe { std::slice::from_raw_parts(infos, n.max(0) as usize) };
+    let index = list.iter().find_map(|e| {
+        // SAFETY: ids are NUL-terminated strings.
+        let id = unsafe { CStr::from_ptr(e.id) };
+        (id == CLASS_UNLOAD_ID && takes_jni_and_name(e)).then_some(e.extension_event_index)
+    });
+    for e in list {
+        free_event_info(jvmti, e);
+    }
+    jvmti.deallocate(infos.cast());
+    let Some(index) = index else {
+        return false;
+    };
+    // SAFETY: the JVM calls extension callbacks with the parameters it declared,
+    // which were just checked to be the callback's.
+    let cb: sys::jvmtiExtensionEvent = callback.map(|f| unsafe {
+        std::mem::transmute::<ClassUnloadCallback, unsafe extern "C" fn(*mut sys::jvmtiEnv, ...)>(f)
+    });
+    // SAFETY: valid env and index.
+    check(unsafe { set(jvmti.0, index, cb) }).is_ok()
+}
+
+fn takes_jni_and_name(e: &sys::jvmtiExtensionEventInfo) -> bool {
+    if e.param_count != 2 || e.params.is_null() {
+        return false;
+    }
+    // SAFETY: JVMTI filled param_count entries.
+    let p = unsafe { std::slice::from_raw_parts(e.params, 2) };
+    p[0].base_type == sys::JVMTI_TYPE_JNIENV && p[1].base_type == sys::JVMTI_TYPE_CCHAR
+}
+
+/// GetExtensionEvents allocates every string and array it returns.
+fn free_event_info(jvmti: Jvmti, e: &sys::jvmtiExtensionEventInfo) {
+    if !e.params.is_null() {
+        // SAFETY: JVMTI filled param_count entries.
+        let params = unsafe { std::slice::from_raw_parts(e.params, e.param_count.max(0) as usize) };
+        for p in params {
+            jvmti.deallocate(p.name.cast());
+        }
+        jvmti.deallocate(e.params.cast());
+    }
+    jvmti.deallocate(e.id.cast());
+    jvmti.deallocate(e.short_description.cast());
+}

@@ -197,6 +197,10 @@ pub fn start(
             return Err(EventsError::Enable { what, source });
         }
     }
+    if kinds.contains(Kinds::CLASSES) {
+        // Best effort: without the extension event, unloads are not recorded.
+        let _ = jvmti_ext::set_class_unload_callback(jvmti, Some(callbacks::class_unloaded));
+    }
     user::set_enabled(kinds.contains(Kinds::USER));
     Ok(())
 }
@@ -205,6 +209,9 @@ pub fn start(
 pub fn stop(jvmti: Jvmti) {
     let kinds = Kinds::from_bits_truncate(ACTIVE.swap(0, Ordering::AcqRel));
     user::set_enabled(false);
+    if kinds.contains(Kinds::CLASSES) {
+        jvmti_ext::set_class_unload_callback(jvmti, None);
+    }
     for (_, event) in jvmti_events(kinds, true) {
         let _ = jvmti.set_event(false, event);
     }

@@ -40,7 +40,10 @@ pub enum RawKind {
     ClassLoad {
         class: Option<String>,
     },
-    /// Process-wide: its thread fields are ignored.
+    /// Process-wide, like the two below: the thread fields are ignored.
+    ClassUnload {
+        class: Option<String>,
+    },
     Compiled {
         method: usize,
         code_size: u64,
