@@ -12,6 +12,7 @@ use jscope_analysis::ThreadMatcher;
 use jscope_collector::{FileStore, Store};
 use serde::{Deserialize, Serialize};
 
+use crate::args::Format;
 use crate::source::{choose, JvmRow};
 
 /// `jscope tree`, with the distributed form's extra arguments.
@@ -29,6 +30,10 @@ pub struct TreeCommand {
     /// Only this JVM's tree (its index in the session), with --distributed.
     #[arg(long, value_name = "N", requires = "distributed")]
     pub jvm: Option<usize>,
+    /// With --distributed: text, or JSON rows (each node's JVM, times on the
+    /// reference timeline with their uncertainty, network time of remote calls).
+    #[arg(long, value_enum, requires = "distributed")]
+    pub format: Option<Format>,
 }
 
 #[derive(Debug, Args)]
@@ -362,7 +367,13 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
         min_duration_ns: args.tree.min_duration.map_or(0, |d| d.as_nanos() as u64),
     };
     let mut out = BufWriter::new(io::stdout().lock());
-    tree.write_text(&view, &mut out)?;
+    match args.format.unwrap_or_default() {
+        Format::Text => tree.write_text(&view, &mut out)?,
+        Format::Json => {
+            serde_json::to_writer(&mut out, &tree.flatten(&view))?;
+            writeln!(out)?;
+        }
+    }
     out.flush()?;
     Ok(())
 }

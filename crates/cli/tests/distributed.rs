@@ -310,6 +310,22 @@ fn merge_writes_a_session_and_tree_distributed_prints_one_tree_across_the_jvms()
         "{from_session}"
     );
 
+    let json = jscope_json(&[
+        "tree",
+        "--distributed",
+        session.to_str().unwrap(),
+        "--format",
+        "json",
+        "--jvm",
+        "2",
+    ]);
+    let nodes = json["nodes"].as_array().unwrap();
+    let jvms: Vec<u64> = nodes.iter().map(|n| n["jvm"].as_u64().unwrap()).collect();
+    assert_eq!(jvms, [2, 2, 2, 1, 1, 1, 0], "{json}");
+    assert_eq!(nodes[5]["remote"]["network_ns"], 800_000);
+    assert_eq!(nodes[6]["parent"], 5);
+    assert_eq!(nodes[6]["uncertainty_ns"], 800_000);
+
     let only = run_ok(&[
         "tree",
         "--distributed",

@@ -19,6 +19,7 @@
 //! See docs/DISTRIBUTED.md.
 
 mod clock;
+mod flat;
 mod matching;
 mod member;
 mod render;
@@ -33,6 +34,7 @@ use serde::Serialize;
 use crate::trace::{NodeRef, ThreadTree};
 
 pub use clock::{estimate_offsets, ClockOffset};
+pub use flat::{FlatJvm, FlatNode, FlatRemote, FlatTree};
 pub use matching::{match_calls, CallRef, Match};
 pub use member::{Endpoint, Member, ProtocolName, Remote, RemoteSideName};
 pub use render::DistributedView;

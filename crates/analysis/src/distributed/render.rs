@@ -29,14 +29,8 @@ impl DistributedTree {
     /// with the server's calls below it.
     pub fn write_text(&self, view: &DistributedView, out: &mut dyn Write) -> io::Result<()> {
         self.write_summary(out)?;
-        let order: Vec<usize> = match view.jvm {
-            Some(j) => vec![j],
-            None => std::iter::once(self.reference)
-                .chain((0..self.members.len()).filter(|&j| j != self.reference))
-                .collect(),
-        };
         let mut seen = HashSet::new();
-        for j in order {
+        for j in self.jvm_order(view) {
             let m = &self.members[j];
             writeln!(
                 out,
@@ -53,19 +47,33 @@ impl DistributedTree {
                 if view.max_depth.is_some_and(|d| level >= d) {
                     continue;
                 }
-                let kids = match c {
-                    Child::Call(r) => self.children(r),
-                    Child::Remote(i) => self.remote_children(i),
-                };
+                let kids = self.kids(c);
                 stack.extend(kids.into_iter().rev().map(|k| (k, level + 1)));
             }
         }
         Ok(())
     }
 
+    /// The JVMs whose trees are shown: the chosen one, or the reference first.
+    pub(super) fn jvm_order(&self, view: &DistributedView) -> Vec<usize> {
+        match view.jvm {
+            Some(j) => vec![j],
+            None => std::iter::once(self.reference)
+                .chain((0..self.members.len()).filter(|&j| j != self.reference))
+                .collect(),
+        }
+    }
+
+    pub(super) fn kids(&self, c: Child) -> Vec<Child> {
+        match c {
+            Child::Call(r) => self.children(r),
+            Child::Remote(i) => self.remote_children(i),
+        }
+    }
+
     /// Whether a child is printed; each call once (a guard against cycles that
     /// inconsistent matches could form).
-    fn shows(&self, c: Child, view: &DistributedView, seen: &mut HashSet<MRef>) -> bool {
+    pub(super) fn shows(&self, c: Child, view: &DistributedView, seen: &mut HashSet<MRef>) -> bool {
         match c {
             Child::Call(r) => self.node(r).duration_ns() >= view.min_duration_ns && seen.insert(r),
             Child::Remote(i) => {

@@ -715,3 +715,46 @@ fn an_http_chain_is_linked_the_same_way_by_connection_and_traceparent() {
     );
     assert!(t.roots(1).is_empty() && t.roots(2).is_empty());
 }
+
+#[test]
+fn the_flat_rows_carry_each_nodes_jvm_and_each_remote_calls_network_time() {
+    let t = DistributedTree::build(beacon([0, 3, -5, 7]));
+    let flat = t.flatten(&DistributedView {
+        jvm: Some(0),
+        ..Default::default()
+    });
+    let labels: Vec<(usize, usize, &str)> = flat
+        .nodes
+        .iter()
+        .map(|n| (n.depth, n.jvm, n.label.as_str()))
+        .collect();
+    let remote = "rmi [0:0:0, 1] remoteFoo(II)V";
+    assert_eq!(
+        labels,
+        [
+            (0, 0, "beacon.BeaconClient.main"),
+            (1, 0, STUB),
+            (2, 0, remote),
+            (3, 1, IMPL),
+            (4, 1, STUB),
+            (5, 1, remote),
+            (6, 2, IMPL),
+            (7, 2, STUB),
+            (8, 2, remote),
+            (9, 3, TERM),
+        ]
+    );
+    for (i, n) in flat.nodes.iter().enumerate().skip(1) {
+        assert_eq!(n.parent, Some(i - 1));
+        assert_eq!(n.root_jvm, 0);
+    }
+    let hop = flat.nodes[5].remote.as_ref().unwrap();
+    assert_eq!((hop.server_jvm, hop.network_ns, hop.server_ns), (2, 800_000, 5_000_000));
+    let term = &flat.nodes[9];
+    assert_eq!(term.uncertainty_ns, 1_200_000);
+    assert!((term.start_ns - 3_600_000).unsigned_abs() <= term.uncertainty_ns);
+    assert_eq!(flat.jvms[3].offset_ns, Some(-7 * MINUTE_NS));
+    let json = serde_json::to_value(&flat).unwrap();
+    assert_eq!(json["nodes"][2]["remote"]["network_ns"], 800_000);
+    assert_eq!(json["nodes"][9]["jvm"], 3);
+}
