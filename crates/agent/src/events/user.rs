@@ -233,26 +233,35 @@ impl StampMapper {
 
 /// Registered names; id = index + 1. Ids stay valid for the whole process, so
 /// a class that registered its events once keeps logging across recordings.
-static NAMES: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
-fn names() -> std::sync::MutexGuard<'static, Vec<String>> {
-    NAMES.lock().unwrap_or_else(|e| e.into_inner())
+#[derive(Default)]
+struct Names {
+    list: Vec<String>,
+    ids: HashMap<String, u32>,
 }
+
+static NAMES: Mutex<Option<Names>> = Mutex::new(None);
 
 /// The id of `name`, registering it on first use.
 pub fn register(name: &str) -> u32 {
-    let mut names = names();
-    if let Some(i) = names.iter().position(|n| n == name) {
-        return i as u32 + 1;
+    let mut guard = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let names = guard.get_or_insert_with(Names::default);
+    if let Some(&id) = names.ids.get(name) {
+        return id;
     }
-    names.push(name.to_string());
-    names.len() as u32
+    names.list.push(name.to_string());
+    let id = names.list.len() as u32;
+    names.ids.insert(name.to_string(), id);
+    id
 }
 
 /// Names registered from id `from` (1-based) on, with their ids.
 pub fn names_from(from: u32) -> Vec<(u32, String)> {
-    let names = names();
+    let guard = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(names) = guard.as_ref() else {
+        return Vec::new();
+    };
     names
+        .list
         .iter()
         .enumerate()
         .skip(from.saturating_sub(1) as usize)
