@@ -1,16 +1,20 @@
 //! `jscope merge` and `jscope tree --distributed`: recordings of several JVMs that
 //! call each other, merged into one execution tree (docs/DISTRIBUTED.md).
 
+use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use jscope_analysis::distributed::{CallRef, DistributedTree, DistributedView, Match, Member};
+use jscope_analysis::distributed::{
+    CallRef, DistributedTree, DistributedView, FlatTree, Match, Member,
+};
 use jscope_analysis::trace::TraceOptions;
 use jscope_analysis::ThreadMatcher;
 use jscope_collector::{FileStore, Store};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use crate::args::Format;
 use crate::source::{choose, JvmRow};
@@ -34,6 +38,10 @@ pub struct TreeCommand {
     /// reference timeline with their uncertainty, network time of remote calls).
     #[arg(long, value_enum, requires = "distributed")]
     pub format: Option<Format>,
+    /// With --distributed: also write the merged timeline as Chrome/Perfetto trace
+    /// JSON (one process per JVM, remote calls as flow arrows to the server's calls).
+    #[arg(long, value_name = "FILE", requires = "distributed")]
+    pub chrome: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -366,6 +374,11 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
         max_depth: args.tree.depth,
         min_duration_ns: args.tree.min_duration.map_or(0, |d| d.as_nanos() as u64),
     };
+    if let Some(path) = &args.chrome {
+        let text = serde_json::to_string(&chrome(&tree.flatten(&view)))?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     let mut out = BufWriter::new(io::stdout().lock());
     match args.format.unwrap_or_default() {
         Format::Text => tree.write_text(&view, &mut out)?,
@@ -376,4 +389,53 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// Chrome trace-event JSON of the merged tree: a process per JVM, a complete event
+/// per call on the reference timeline (µs from the earliest call), remote calls as
+/// events on the client's thread with a flow arrow to the server's first call.
+/// Placements of other JVMs carry their uncertainty in `args`.
+fn chrome(flat: &FlatTree) -> serde_json::Value {
+    let origin = flat.nodes.iter().map(|n| n.start_ns).min().unwrap_or(0);
+    let us = |ns: i64| (ns - origin) as f64 / 1e3;
+    let mut tids: HashMap<(usize, &str), usize> = HashMap::new();
+    let mut events: Vec<serde_json::Value> = flat
+        .jvms
+        .iter()
+        .enumerate()
+        .map(|(j, m)| {
+            let name = format!("jvm {j} {} pid {}: {}", m.host, m.pid, m.command_line);
+            json!({"ph": "M", "name": "process_name", "pid": j + 1, "tid": 0, "args": {"name": name}})
+        })
+        .collect();
+    for (i, n) in flat.nodes.iter().enumerate() {
+        let next = tids.len() + 1;
+        let tid = *tids.entry((n.jvm, n.thread.as_str())).or_insert(next);
+        if tid == next {
+            events.push(json!({"ph": "M", "name": "thread_name", "pid": n.jvm + 1, "tid": tid, "args": {"name": n.thread}}));
+        }
+        let mut args = json!({"self_us": n.self_ns as f64 / 1e3, "uncertainty_us": n.uncertainty_ns as f64 / 1e3});
+        if n.own_clock {
+            args["own_clock"] = json!(true);
+        }
+        if let Some(r) = &n.remote {
+            args["network_us"] = json!(r.network_ns as f64 / 1e3);
+            args["server_us"] = json!(r.server_ns as f64 / 1e3);
+            args["server_jvm"] = json!(r.server_jvm);
+            args["conn"] = json!(format!("{}#{}", r.client, r.conn_seq));
+        }
+        let ts = us(n.start_ns);
+        events.push(
+            json!({"ph": "X", "cat": if n.remote.is_some() { "remote" } else { "java" },
+            "name": n.label, "pid": n.jvm + 1, "tid": tid, "ts": ts,
+            "dur": n.duration_ns as f64 / 1e3, "args": args}),
+        );
+        if n.remote.is_some() {
+            events.push(json!({"ph": "s", "cat": "remote", "name": "remote call", "id": i, "pid": n.jvm + 1, "tid": tid, "ts": ts}));
+        }
+        if let Some(p) = n.parent.filter(|&p| flat.nodes[p].remote.is_some()) {
+            events.push(json!({"ph": "f", "bp": "e", "cat": "remote", "name": "remote call", "id": p, "pid": n.jvm + 1, "tid": tid, "ts": ts}));
+        }
+    }
+    json!({"displayTimeUnit": "ns", "traceEvents": events})
 }

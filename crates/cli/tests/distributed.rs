@@ -326,6 +326,33 @@ fn merge_writes_a_session_and_tree_distributed_prints_one_tree_across_the_jvms()
     assert_eq!(nodes[6]["parent"], 5);
     assert_eq!(nodes[6]["uncertainty_ns"], 800_000);
 
+    let trace = dir.join("beacon.trace.json");
+    run_ok(&[
+        "tree",
+        "--distributed",
+        session.to_str().unwrap(),
+        "--jvm",
+        "2",
+        "--chrome",
+        trace.to_str().unwrap(),
+    ]);
+    let chrome: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = chrome["traceEvents"].as_array().unwrap();
+    let complete: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(complete.len(), 7);
+    let pids: Vec<u64> = complete
+        .iter()
+        .map(|e| e["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids, [3, 3, 3, 2, 2, 2, 1]);
+    // The first hop's server call starts 1.6 ms after the client's main, ±400 µs.
+    assert_eq!(complete[3]["ts"], 1600.0);
+    assert_eq!(complete[3]["args"]["uncertainty_us"], 400.0);
+    assert_eq!(complete[2]["args"]["network_us"], 800.0);
+    assert_eq!(events.iter().filter(|e| e["ph"] == "s").count(), 2);
+    assert_eq!(events.iter().filter(|e| e["ph"] == "f").count(), 2);
+
     let only = run_ok(&[
         "tree",
         "--distributed",
