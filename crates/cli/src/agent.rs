@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::args::SamplingArgs;
+use crate::args::{SamplingArgs, TracingArgs};
 use crate::duration::agent_duration;
 
 pub const AGENT_FILE: &str = "libjscope_agent.so";
@@ -43,7 +43,10 @@ pub fn agent_options(sampling: &SamplingArgs, file: &Path) -> Result<String> {
         // The agent splits its options at commas.
         bail!("the output path must not contain a comma: {file}");
     }
-    let mut options = vec![format!("mode={}", sampling.mode)];
+    let mut options = Vec::new();
+    if sampling.mode != "none" {
+        options.push(format!("mode={}", sampling.mode));
+    }
     if let Some(i) = sampling.interval {
         options.push(format!("interval={}", agent_duration(i)));
     }
@@ -53,13 +56,61 @@ pub fn agent_options(sampling: &SamplingArgs, file: &Path) -> Result<String> {
     if let Some(d) = sampling.depth {
         options.push(format!("depth={d}"));
     }
+    options.extend(tracing_options(&sampling.tracing)?);
+    if let Some(e) = &sampling.events {
+        // The agent takes event kinds joined by `+`, since commas split its options.
+        options.push(format!("events={}", e.replace(',', "+")));
+    }
+    if let Some(r) = &sampling.alloc_rate {
+        options.push(format!("allocrate={}", option_value(r)?));
+    }
+    if let Some(c) = &sampling.stream_to {
+        options.push(format!("collector={}", option_value(c)?));
+    }
+    if let Some(t) = &sampling.stream_token {
+        options.push(format!("token={}", option_value(t)?));
+    }
     options.push(format!("file={file}"));
     Ok(options.join(","))
+}
+
+/// The agent's tracing options (`trace=`, `traceconfig=`, `tracecpu`, `traceagg`).
+pub fn tracing_options(t: &TracingArgs) -> Result<Vec<String>> {
+    let mut options = Vec::new();
+    if let Some(p) = &t.trace {
+        options.push(format!("trace={}", option_value(p)?));
+    }
+    if let Some(f) = &t.trace_config {
+        let f = absolute(f)?;
+        options.push(format!(
+            "traceconfig={}",
+            option_value(&f.to_string_lossy())?
+        ));
+    }
+    if t.trace_cpu {
+        options.push("tracecpu".into());
+    }
+    if t.trace_agg {
+        options.push("traceagg".into());
+    }
+    Ok(options)
+}
+
+/// The agent splits its options at commas, so a value must not hold one.
+fn option_value(v: &str) -> Result<&str> {
+    if v.contains(',') {
+        bail!("agent option values must not contain a comma: {v}");
+    }
+    Ok(v)
 }
 
 /// Rejects bad modes here, where the error is one clear line, rather than in
 /// the JVM, which would run unprofiled.
 fn check_modes(modes: &str) -> Result<()> {
+    if modes == "none" {
+        // Tracing or events only.
+        return Ok(());
+    }
     for name in modes.split('+') {
         if !matches!(name, "cpu" | "wall" | "snapshot") {
             bail!("unknown mode `{name}` (expected cpu, wall or snapshot, combined with +)");
@@ -80,6 +131,11 @@ mod tests {
             snap_interval: None,
             depth: Some(64),
             output: "out.jsc".into(),
+            tracing: TracingArgs::default(),
+            events: None,
+            alloc_rate: None,
+            stream_to: None,
+            stream_token: None,
         }
     }
 
@@ -90,6 +146,26 @@ mod tests {
             o,
             "mode=cpu+snapshot,interval=5000000ns,depth=64,file=/tmp/x.jsc"
         );
+    }
+
+    #[test]
+    fn tracing_events_and_streaming_become_agent_options() {
+        let mut s = sampling("none");
+        s.tracing.trace = Some("com.acme.*;!com.acme.util.*".into());
+        s.tracing.trace_agg = true;
+        s.events = Some("gc+monitors".into());
+        s.stream_to = Some("127.0.0.1:7000".into());
+        let o = agent_options(&s, Path::new("/tmp/x.jsc")).unwrap();
+        assert_eq!(
+            o,
+            "interval=5000000ns,depth=64,trace=com.acme.*;!com.acme.util.*,traceagg,events=gc+monitors,collector=127.0.0.1:7000,file=/tmp/x.jsc"
+        );
+        s.events = Some("gc,monitors".into());
+        assert!(agent_options(&s, Path::new("/tmp/x.jsc"))
+            .unwrap()
+            .contains("events=gc+monitors,"));
+        s.stream_to = Some("a,b".into());
+        assert!(agent_options(&s, Path::new("/tmp/x.jsc")).is_err());
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub enum Command {
     Attach(AttachArgs),
     /// Stop a recording started with `jscope attach` and flush its file.
     Stop(StopArgs),
+    /// Start, change or stop exact method tracing in a running JVM.
+    #[command(subcommand)]
+    Trace(TraceCommand),
     /// Hot methods: self and total samples per method.
     Report(ReportArgs),
     /// Write a flame graph (interactive .html or static .svg).
@@ -77,6 +80,63 @@ pub struct SamplingArgs {
     /// Recording file to write.
     #[arg(short, long)]
     pub output: PathBuf,
+    #[command(flatten)]
+    pub tracing: TracingArgs,
+    /// JVM events to record, comma-separated: threads, monitors, waits, gc, alloc,
+    /// classes, jit, user, or all.
+    #[arg(long, value_name = "LIST")]
+    pub events: Option<String>,
+    /// Mean bytes between allocation samples (e.g. 512k) with `--events alloc`.
+    #[arg(long, value_name = "SIZE")]
+    pub alloc_rate: Option<String>,
+    /// Also stream the recording to a collector's agent port (`jscope serve`).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub stream_to: Option<String>,
+    /// The collector's token, with --stream-to.
+    #[arg(long, value_name = "TOKEN", requires = "stream_to")]
+    pub stream_token: Option<String>,
+}
+
+/// Exact method tracing (bytecode rewriting of the selected methods).
+#[derive(Debug, Args, Clone, Default)]
+pub struct TracingArgs {
+    /// Trace the methods of these classes: globs separated by `;`, each
+    /// `CLASS[#METHOD]`, `!` in front to exclude (e.g. 'com.acme.*;!com.acme.util.*').
+    #[arg(long, value_name = "PATTERNS")]
+    pub trace: Option<String>,
+    /// A JPMT-style tracing config file (include/exclude lines, exclude-library,
+    /// subclasses-of, count-untraced); see docs/AGENT.md.
+    #[arg(long, value_name = "FILE")]
+    pub trace_config: Option<PathBuf>,
+    /// Record thread CPU time at every traced entry and exit.
+    #[arg(long)]
+    pub trace_cpu: bool,
+    /// Keep only per-thread caller->callee totals (cheap, always-on timing).
+    #[arg(long)]
+    pub trace_agg: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Start tracing, or change what is traced, in a running JVM.
+    Start(TraceStartArgs),
+    /// Stop tracing in a running JVM (the recording goes on) and restore its classes.
+    Stop(StopArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope trace start 4242 --trace 'com.acme.*' -o trace.jsc")]
+pub struct TraceStartArgs {
+    /// Process id of the target JVM.
+    pub pid: u32,
+    #[command(flatten)]
+    pub tracing: TracingArgs,
+    /// Recording file, when the JVM is not recording yet.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// How long to wait for the JVM's attach listener.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub timeout: std::time::Duration,
 }
 
 #[derive(Debug, Args)]

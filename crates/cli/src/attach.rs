@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::agent::{absolute, agent_options, find_agent};
-use crate::args::{AttachArgs, StopArgs};
+use crate::agent::{absolute, agent_options, find_agent, tracing_options};
+use crate::args::{AttachArgs, StopArgs, TraceCommand, TraceStartArgs};
 use crate::signals;
 
 pub fn attach(args: &AttachArgs) -> Result<()> {
@@ -32,6 +32,35 @@ pub fn stop(args: &StopArgs) -> Result<()> {
     load(args.pid, args.timeout, &agent, "stop")?;
     eprintln!("jscope: stopped the recording in pid {}", args.pid);
     Ok(())
+}
+
+/// `jscope trace start|stop PID`: exact tracing switched on a running JVM.
+pub fn trace(command: &TraceCommand) -> Result<()> {
+    let agent = find_agent()?;
+    match command {
+        TraceCommand::Start(args) => {
+            let options = trace_start_options(args)?;
+            load(args.pid, args.timeout, &agent, &options)?;
+            eprintln!("jscope: tracing in pid {}", args.pid);
+        }
+        TraceCommand::Stop(args) => {
+            load(args.pid, args.timeout, &agent, "tracestop")?;
+            eprintln!("jscope: stopped tracing in pid {}", args.pid);
+        }
+    }
+    Ok(())
+}
+
+fn trace_start_options(args: &TraceStartArgs) -> Result<String> {
+    let mut options = tracing_options(&args.tracing)?;
+    if args.tracing.trace.is_none() && args.tracing.trace_config.is_none() {
+        bail!("say what to trace with --trace PATTERNS or --trace-config FILE");
+    }
+    if let Some(out) = &args.output {
+        // The agent opens the file from inside the JVM, whose working directory differs.
+        options.push(format!("file={}", absolute(out)?.display()));
+    }
+    Ok(options.join(","))
 }
 
 /// Sleeps for `duration` or until Ctrl-C, whichever comes first.

@@ -46,6 +46,7 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Record(a) => record::run(a).map(|code| code.clamp(0, 255) as u8),
         Command::Attach(a) => attach::attach(a).map(|_| 0),
         Command::Stop(a) => attach::stop(a).map(|_| 0),
+        Command::Trace(t) => attach::trace(t).map(|_| 0),
         Command::Report(a) => analyze::report(a).map(|_| 0),
         Command::Flame(a) => flame::run(a).map(|_| 0),
         Command::Collapsed(a) => analyze::collapsed(a).map(|_| 0),

@@ -175,3 +175,67 @@ fn an_aggregate_mode_jvm_gives_exact_counts_and_says_what_is_missing() {
         assert!(text.starts_with("aggregate-mode recording: "), "{text}");
     }
 }
+
+/// `jscope record --trace --events` spells the agent's options, and `jscope trace
+/// start|stop` switches tracing on a JVM that is already running.
+#[test]
+fn record_and_trace_commands_drive_the_agent() {
+    agent_path();
+    let java = &javas()[0];
+    let dir = temp_dir("trace-cli");
+    let file = dir.join("record.jsc");
+    let out = Command::new(jscope_bin())
+        .args([
+            "record",
+            "--mode",
+            "none",
+            "--trace",
+            "TracedApp",
+            "--events",
+            "gc,threads",
+            "-o",
+        ])
+        .arg(&file)
+        .args(["--", java.bin.to_str().unwrap(), "-cp"])
+        .arg(classes())
+        .arg("TracedApp")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stats = jscope_json(&[
+        "stats",
+        file.to_str().unwrap(),
+        "--format",
+        "json",
+        "-n",
+        "1000",
+    ]);
+    assert_eq!(method(&stats, "TracedApp.depth")["calls"], 7);
+
+    let hot = compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
+    let mut cmd = Command::new(&java.bin);
+    cmd.arg("-cp").arg(&hot).args(["Hot", "alpha", "20000"]);
+    let mut jvm = Child::spawn(&mut cmd);
+    let pid = jvm.id().to_string();
+    let traced = dir.join("attach.jsc");
+    std::thread::sleep(Duration::from_millis(500));
+    let start = jscope(&[
+        "trace",
+        "start",
+        &pid,
+        "--trace",
+        "Hot#alpha",
+        "-o",
+        traced.to_str().unwrap(),
+    ]);
+    assert!(start.status.success(), "{}", stderr(&start));
+    std::thread::sleep(Duration::from_millis(700));
+    let stop = jscope(&["trace", "stop", &pid]);
+    assert!(stop.status.success(), "{}", stderr(&stop));
+    let end = jscope(&["stop", &pid]);
+    assert!(end.status.success(), "{}", stderr(&end));
+    let stats = jscope_json(&["stats", traced.to_str().unwrap(), "--format", "json"]);
+    let calls = method(&stats, "Hot.alpha")["calls"].as_u64().unwrap();
+    assert!(calls > 10, "{stats}");
+    let _ = jvm.0.kill();
+}
