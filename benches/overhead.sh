@@ -14,15 +14,22 @@ out=target/bench-overhead
 rm -rf "$out" && mkdir -p "$out/classes"
 javac --release 17 -d "$out/classes" benches/java/Workload.java
 
+# JFR settings with only the equivalent events (made with `jfr configure --input none`).
+jfr=$PWD/benches/jfr
 declare -A flags=(
   [baseline]=""
   [jscope-cpu-10ms]="-agentpath:$agent=mode=cpu,interval=10ms,file=$out/cpu10.jsc,quiet"
+  [jfr-cpu-10ms]="-XX:StartFlightRecording=settings=$jfr/jfr-cpu.jfc,filename=$out/cpu10.jfr"
   [jscope-cpu-1ms]="-agentpath:$agent=mode=cpu,interval=1ms,file=$out/cpu1.jsc,quiet"
   [jscope-wall-10ms]="-agentpath:$agent=mode=wall,interval=10ms,file=$out/wall10.jsc,quiet"
   [jscope-snapshot-100ms]="-agentpath:$agent=mode=snapshot,interval=100ms,file=$out/snap.jsc,quiet"
-  [jfr-profile]="-XX:StartFlightRecording=settings=profile,filename=$out/jfr.jfr"
+  [jscope-events-all]="-agentpath:$agent=events=all,file=$out/events.jsc,quiet"
+  [jfr-events]="-XX:StartFlightRecording=settings=$jfr/jfr-events.jfc,filename=$out/events.jfr"
+  [jscope-cpu+events]="-agentpath:$agent=mode=cpu,interval=10ms,events=all,file=$out/all.jsc,quiet"
+  [jfr-profile]="-XX:StartFlightRecording=settings=profile,filename=$out/profile.jfr"
 )
-order=(baseline jscope-cpu-10ms jscope-cpu-1ms jscope-wall-10ms jscope-snapshot-100ms jfr-profile)
+order=(baseline jscope-cpu-10ms jfr-cpu-10ms jscope-cpu-1ms jscope-wall-10ms jscope-snapshot-100ms
+       jscope-events-all jfr-events jscope-cpu+events jfr-profile)
 
 for ((i = 0; i < repeat; i++)); do
   for name in "${order[@]}"; do
