@@ -17,7 +17,7 @@ mkdir -p "$out/classes"
 javac --release 17 -g -d "$out/classes" examples/beacon/src/beacon/*.java
 agent="$PWD/target/debug/libjscope_agent.so"
 jscope=target/debug/jscope
-trace='beacon.*;sun.rmi.server.UnicastRef#invoke;sun.rmi.server.UnicastServerRef#dispatch'
+trace='beacon.*'
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 
@@ -25,7 +25,8 @@ trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
 start() {
     local name=$1
     shift
-    java "-agentpath:$agent=trace=$trace,file=$out/$name.jsc" -cp "$out/classes" "$@" \
+    java "-agentpath:$agent=remote,trace=$trace,file=$out/$name.jsc${SKEW:+,clockoffset=$SKEW}" \
+        -cp "$out/classes" "$@" \
         >"$out/$name.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 100); do
@@ -39,7 +40,7 @@ start() {
 start s3 beacon.TerminationServer 47103
 start s2 beacon.BeaconServer 47102 47103
 start s1 beacon.BeaconServer 47101 47102
-java "-agentpath:$agent=trace=$trace,file=$out/client.jsc" -cp "$out/classes" \
+java "-agentpath:$agent=remote,trace=$trace,file=$out/client.jsc" -cp "$out/classes" \
     beacon.BeaconClient 47101 "$calls"
 wait "${pids[@]}"
 trap - EXIT

@@ -57,7 +57,10 @@ pub fn build(
         java_version: prop("java.version"),
         os: format!("{} {}", prop("os.name"), prop("os.version")),
         arch: prop("os.arch"),
-        start_wall_ns: start.wall_ns,
+        // `clockoffset=` simulates a machine whose clock is off (crate::remote).
+        start_wall_ns: start
+            .wall_ns
+            .saturating_add_signed(options.remote.clock_offset_ns),
         start_ticks: start.ticks,
         ticks_per_second: 1_000_000_000,
         modes: options.modes.label(),

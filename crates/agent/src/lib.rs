@@ -14,6 +14,7 @@ pub mod java_threads;
 pub mod jvm;
 pub mod options;
 pub mod recorder;
+pub mod remote;
 pub mod ring;
 pub mod sender;
 pub mod signals;
@@ -119,6 +120,9 @@ fn on_load(vm: Vm, text: &str) -> Result<(), String> {
         );
     }
     let jvmti = init_jvmti(vm)?;
+    if options.remote.enabled {
+        remote::install(vm).map_err(|e| format!("{e}; profiling is disabled"))?;
+    }
     let prepared = Prepared::new(options).map_err(|e| format!("{e}; profiling is disabled"))?;
     let mut agent = agent();
     for event in [sys::JVMTI_EVENT_VM_INIT, sys::JVMTI_EVENT_VM_DEATH] {

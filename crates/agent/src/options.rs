@@ -60,6 +60,9 @@ pub enum OptionsError {
     /// An events option (crate::events) with its own message.
     #[error("{0}")]
     Events(String),
+    /// A remote-call option (crate::remote) with its own message.
+    #[error("{0}")]
+    Remote(String),
 }
 
 /// Which sampling engines run.
@@ -125,6 +128,8 @@ pub struct Options {
     pub trace: crate::trace::TraceOptions,
     /// JVM and user events (`events=`, `allocrate=`, ...; see crate::events).
     pub events: crate::events::EventOptions,
+    /// Remote calls (`remote`) and a simulated clock offset (`clockoffset=`).
+    pub remote: crate::remote::RemoteOptions,
 }
 
 impl Default for Options {
@@ -144,6 +149,7 @@ impl Default for Options {
             quiet: false,
             trace: Default::default(),
             events: Default::default(),
+            remote: Default::default(),
         }
     }
 }
@@ -200,6 +206,9 @@ impl Options {
                 }
                 k if crate::trace::TraceOptions::owns(k) => {
                     options.trace.set(k, value).map_err(OptionsError::Trace)?
+                }
+                k if crate::remote::RemoteOptions::owns(k) => {
+                    options.remote.set(k, value).map_err(OptionsError::Remote)?
                 }
                 _ => return Err(OptionsError::UnknownKey(key.to_string())),
             }

@@ -185,6 +185,7 @@ impl Writer {
             }
             self.drain_traces();
             self.drain_events();
+            self.drain_remote();
         });
     }
 
@@ -241,6 +242,39 @@ impl Writer {
             let vm = (self.cfg.jvmti, self.jni);
             self.events
                 .write(e, (thread, owner), vm, &mut self.chunk, &mut self.symbols);
+        }
+    }
+
+    /// RMI calls made and served (crate::remote), under their threads.
+    fn drain_remote(&mut self) {
+        for r in crate::remote::take() {
+            let Some(thread) = self.event_thread((r.tid, r.env, r.java_id)) else {
+                continue;
+            };
+            let mut s = |text: &str| self.symbols.string(&mut self.chunk, text);
+            let call = jscope_format::RemoteCall {
+                side: if r.server {
+                    jscope_format::RemoteSide::Server
+                } else {
+                    jscope_format::RemoteSide::Client
+                },
+                protocol: jscope_format::RemoteProtocol::Rmi,
+                thread,
+                ticks: r.start_ns,
+                duration_ns: r.duration_ns,
+                local_host: s(&r.local.0),
+                local_port: r.local.1,
+                remote_host: s(&r.remote.0),
+                remote_port: r.remote.1,
+                conn_seq: r.conn_seq,
+                object: s(&r.object),
+                method_hash: r.method_hash,
+                method: s(&r.method),
+                request_id: 0,
+                stack: 0,
+                failed: r.failed,
+            };
+            self.chunk.remote(&call);
         }
     }
 

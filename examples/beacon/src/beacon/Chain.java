@@ -13,7 +13,7 @@ final class Chain {
     private Chain() {}
 
     /** Exports a server on its own registry port and prints "ready" once callable. */
-    static Registry serve(Beacon server, int port) throws RemoteException {
+    static Registry serve(java.rmi.Remote server, int port) throws RemoteException {
         Registry registry = LocateRegistry.createRegistry(port);
         registry.rebind(NAME, UnicastRemoteObject.exportObject(server, 0));
         System.out.println("ready on " + port);
@@ -38,7 +38,7 @@ final class Chain {
     }
 
     /** Exits after the reply to the shutdown call has been sent. */
-    static void exitSoon(Beacon server) {
+    static void exitSoon(java.rmi.Remote server) {
         Thread t = new Thread(() -> {
             try {
                 Thread.sleep(300);

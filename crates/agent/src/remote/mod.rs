@@ -1,0 +1,128 @@
+//! Remote calls (issue 6): Java RMI calls made and served by this JVM, recorded as
+//! RemoteCall records so that `jscope merge` can link them across JVMs.
+//!
+//! A second JVMTI environment (its own capabilities and callbacks, so the rest of
+//! the agent is untouched) sets breakpoints at the entry of four JDK methods once
+//! their classes are prepared, and frame-pop notifications for their returns:
+//!
+//! - `UnicastRef.invoke(Remote, Method, Object[], long)`: a client call (method
+//!   name, method hash; ends when invoke returns or throws);
+//! - `StreamRemoteCall(Connection, ObjID, int, long)`: the client's call on a
+//!   connection (endpoints from the connection's socket, object id);
+//! - `StreamRemoteCall(Connection)`: the server's call read from a connection;
+//! - `UnicastServerRef.dispatch(Remote, RemoteCall)`: its execution.
+//!
+//! Both sides count `StreamRemoteCall`s per connection (endpoint pair), so their
+//! `conn_seq` agree without any change to the protocol. Calls to the JDK's own
+//! registry and distributed GC objects are counted but not recorded.
+
+mod capture;
+mod jni;
+
+use std::sync::Mutex;
+
+pub use capture::install;
+
+/// `remote` and `clockoffset=DURATION`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteOptions {
+    /// Record RMI calls (only when the agent is loaded at JVM start).
+    pub enabled: bool,
+    /// Added to the recording's wall-clock anchor, to simulate a machine whose
+    /// clock is off (analysis places JVMs by that anchor).
+    pub clock_offset_ns: i64,
+}
+
+impl RemoteOptions {
+    pub fn owns(key: &str) -> bool {
+        matches!(key, "remote" | "clockoffset")
+    }
+
+    pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
+        match (key, value) {
+            ("remote", None) => self.enabled = true,
+            ("clockoffset", Some(v)) => self.clock_offset_ns = parse_signed_duration(v)?,
+            _ => return Err(format!("bad remote option {key}")),
+        }
+        Ok(())
+    }
+}
+
+/// `-3m`, `90s`, `+1h`, `250ms`: a signed duration (ns, us, ms, s, m or h).
+fn parse_signed_duration(text: &str) -> Result<i64, String> {
+    let bad = || format!("bad clockoffset {text:?} (e.g. -3m, 90s, 250ms)");
+    let (sign, rest) = match text.strip_prefix('-') {
+        Some(r) => (-1, r),
+        None => (1, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let split = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let (digits, unit) = rest.split_at(split);
+    let n: i64 = digits.parse().map_err(|_| bad())?;
+    let per_unit: i64 = match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(per_unit).map(|ns| sign * ns).ok_or_else(bad)
+}
+
+/// A side's view of one call, waiting for the writer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRemote {
+    pub server: bool,
+    /// Linux thread id and JNIEnv of the thread, as the writer maps threads.
+    pub tid: u32,
+    pub env: usize,
+    /// `Thread.getId()`: names the thread even after it ended (its Linux id may
+    /// then belong to another Java thread, e.g. DestroyJavaVM after main).
+    pub java_id: i64,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub local: (String, u32),
+    pub remote: (String, u32),
+    pub conn_seq: u64,
+    pub object: String,
+    pub method_hash: u64,
+    pub method: String,
+    pub failed: bool,
+}
+
+static QUEUE: Mutex<Vec<RawRemote>> = Mutex::new(Vec::new());
+
+fn push(r: RawRemote) {
+    if let Ok(mut q) = QUEUE.lock() {
+        q.push(r);
+    }
+}
+
+/// The calls recorded since the last call (for the writer).
+pub fn take() -> Vec<RawRemote> {
+    QUEUE
+        .lock()
+        .map(|mut q| std::mem::take(&mut *q))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_offsets_are_signed_durations() {
+        assert_eq!(parse_signed_duration("-3m"), Ok(-180_000_000_000));
+        assert_eq!(parse_signed_duration("90s"), Ok(90_000_000_000));
+        assert_eq!(parse_signed_duration("+5ms"), Ok(5_000_000));
+        assert!(parse_signed_duration("soon").is_err());
+        let mut o = RemoteOptions::default();
+        o.set("remote", None).unwrap();
+        o.set("clockoffset", Some("-2m")).unwrap();
+        assert_eq!((o.enabled, o.clock_offset_ns), (true, -120_000_000_000));
+        assert!(o.set("clockoffset", None).is_err());
+    }
+}
