@@ -196,15 +196,18 @@ fn the_beacon_chain_across_four_jvms_is_one_tree_even_with_clocks_minutes_apart(
         for &i in &requests {
             assert_eq!(follow(&t, i), [1, 2, 3], "JDK {j}");
         }
-        // Offsets: each server's clock was shifted by its clockoffset; the
-        // estimate finds it to within a few ms (all four JVMs share one machine).
+        // Offsets: each server's clock was shifted by its clockoffset (all four
+        // JVMs share one machine, so that is the whole truth); the estimate finds
+        // it within its stated uncertainty (plus 1 ms for the JVMs' anchors, each
+        // read on two clocks a few µs apart, and scheduling on a busy machine).
         for (k, truth) in [(1, -3), (2, 5), (3, -7)] {
             let o = t.offsets[k].unwrap();
-            let err = (o.offset_ns - truth * MINUTE_NS).abs();
+            let err = (o.offset_ns - truth * MINUTE_NS).unsigned_abs();
             assert!(
-                err < 50_000_000,
-                "JDK {j} jvm {k}: {} vs {truth} min",
-                o.offset_ns
+                err <= o.uncertainty_ns + 1_000_000,
+                "JDK {j} jvm {k}: {} ± {} vs {truth} min",
+                o.offset_ns,
+                o.uncertainty_ns
             );
         }
     }

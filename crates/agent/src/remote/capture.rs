@@ -15,14 +15,15 @@ const STREAM_REMOTE_CALL: &str = "Lsun/rmi/transport/StreamRemoteCall;";
 const UNICAST_REF: &str = "Lsun/rmi/server/UnicastRef;";
 const UNICAST_SERVER_REF: &str = "Lsun/rmi/server/UnicastServerRef;";
 
-/// The four methods, by jmethodID once their classes are prepared.
+/// The methods, by jmethodID once their classes are prepared.
 static CLIENT_NEW_CALL: AtomicUsize = AtomicUsize::new(0);
 static SERVER_NEW_CALL: AtomicUsize = AtomicUsize::new(0);
 static INVOKE: AtomicUsize = AtomicUsize::new(0);
 static DISPATCH: AtomicUsize = AtomicUsize::new(0);
+static RESULT: AtomicUsize = AtomicUsize::new(0);
 
 /// (class signature, method, descriptor, slot to remember its id in).
-const TARGETS: [(&str, &str, &str, &AtomicUsize); 4] = [
+const TARGETS: [(&str, &str, &str, &AtomicUsize); 5] = [
     (
         STREAM_REMOTE_CALL,
         "<init>",
@@ -46,6 +47,15 @@ const TARGETS: [(&str, &str, &str, &AtomicUsize); 4] = [
         "dispatch",
         "(Ljava/rmi/Remote;Ljava/rmi/server/RemoteCall;)V",
         &DISPATCH,
+    ),
+    // The server's answer is about to be written: its execution ends here, before
+    // the client can have it (ending at dispatch's return, after the answer was
+    // flushed, would let the client finish first and skew the clock bounds).
+    (
+        STREAM_REMOTE_CALL,
+        "getResultStream",
+        "(Z)Ljava/io/ObjectOutput;",
+        &RESULT,
     ),
 ];
 
@@ -75,6 +85,8 @@ struct OnConnection {
 
 struct Call {
     start_ns: u64,
+    /// When the server began writing its answer (server calls only).
+    answered_ns: Option<u64>,
     method: String,
     hash: u64,
     conn: Option<OnConnection>,
@@ -181,6 +193,8 @@ unsafe extern "C" fn on_breakpoint(
             server_new_call(ti, env, thread);
         } else if is(method, &DISPATCH) {
             server_dispatch(ti, env, thread);
+        } else if is(method, &RESULT) {
+            server_answers();
         }
     });
 }
@@ -192,6 +206,7 @@ unsafe extern "C" fn on_breakpoint(
 fn client_invoke(ti: Ti, _env: Env, thread: sys::jthread) {
     let call = Call {
         start_ns: crate::clock::monotonic_ns(),
+        answered_ns: None,
         method: String::new(),
         hash: 0,
         conn: None,
@@ -309,6 +324,7 @@ fn server_dispatch(ti: Ti, env: Env, thread: sys::jthread) {
             on.object = class;
             Call {
                 start_ns: crate::clock::monotonic_ns(),
+                answered_ns: None,
                 method: String::new(),
                 hash: 0,
                 conn: Some(on),
@@ -317,6 +333,16 @@ fn server_dispatch(ti: Ti, env: Env, thread: sys::jthread) {
     if ti.notify_frame_pop(thread) {
         STATE.with(|s| s.borrow_mut().servers.push(call));
     }
+}
+
+/// The first answer written inside the innermost open dispatch of this thread.
+fn server_answers() {
+    let now = crate::clock::monotonic_ns();
+    STATE.with(|s| {
+        if let Some(Some(call)) = s.borrow_mut().servers.last_mut() {
+            call.answered_ns.get_or_insert(now);
+        }
+    });
 }
 
 unsafe extern "C" fn on_frame_pop(
@@ -344,6 +370,7 @@ unsafe extern "C" fn on_frame_pop(
 }
 
 fn emit(server: bool, call: Call, end_ns: u64, failed: bool, (env, java_id): (usize, i64)) {
+    let end_ns = call.answered_ns.unwrap_or(end_ns);
     let Some(on) = call.conn else {
         return; // no connection seen (e.g. not TCP): nothing to match it by
     };
