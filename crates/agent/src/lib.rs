@@ -331,6 +331,10 @@ pub extern "C" fn Agent_OnAttach(
 
 fn on_attach(vm: Vm, text: &str) -> Result<(), String> {
     let options = Options::parse(text).map_err(|e| e.to_string())?;
+    if options.remote.enabled {
+        // Breakpoint and local-variable capabilities are only granted at start.
+        return Err("`remote` needs the agent loaded at JVM start (-agentpath)".into());
+    }
     if options.stop {
         // The application runs on: give the traced classes their own code back.
         let jni = Jni(vm.get_env(sys::JNI_VERSION_1_6).cast());
