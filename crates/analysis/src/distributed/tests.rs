@@ -749,7 +749,10 @@ fn the_flat_rows_carry_each_nodes_jvm_and_each_remote_calls_network_time() {
         assert_eq!(n.root_jvm, 0);
     }
     let hop = flat.nodes[5].remote.as_ref().unwrap();
-    assert_eq!((hop.server_jvm, hop.network_ns, hop.server_ns), (2, 800_000, 5_000_000));
+    assert_eq!(
+        (hop.server_jvm, hop.network_ns, hop.server_ns),
+        (2, 800_000, 5_000_000)
+    );
     let term = &flat.nodes[9];
     assert_eq!(term.uncertainty_ns, 1_200_000);
     assert!((term.start_ns - 3_600_000).unsigned_abs() <= term.uncertainty_ns);
