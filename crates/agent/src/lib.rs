@@ -121,7 +121,7 @@ fn on_load(vm: Vm, text: &str) -> Result<(), String> {
     }
     let jvmti = init_jvmti(vm)?;
     if options.remote.enabled {
-        remote::install(vm).map_err(|e| format!("{e}; profiling is disabled"))?;
+        remote::install(vm, &options.remote).map_err(|e| format!("{e}; profiling is disabled"))?;
     }
     let prepared = Prepared::new(options).map_err(|e| format!("{e}; profiling is disabled"))?;
     let mut agent = agent();

@@ -245,7 +245,7 @@ impl Writer {
         }
     }
 
-    /// RMI calls made and served (crate::remote), under their threads.
+    /// RMI and HTTP calls made and served (crate::remote), under their threads.
     fn drain_remote(&mut self) {
         for r in crate::remote::take() {
             let Some(thread) = self.event_thread((r.tid, r.env, r.java_id)) else {
@@ -258,7 +258,11 @@ impl Writer {
                 } else {
                     jscope_format::RemoteSide::Client
                 },
-                protocol: jscope_format::RemoteProtocol::Rmi,
+                protocol: if r.http {
+                    jscope_format::RemoteProtocol::Http
+                } else {
+                    jscope_format::RemoteProtocol::Rmi
+                },
                 thread,
                 ticks: r.start_ns,
                 duration_ns: r.duration_ns,
@@ -270,7 +274,11 @@ impl Writer {
                 object: s(&r.object),
                 method_hash: r.method_hash,
                 method: s(&r.method),
-                request_id: 0,
+                request_id: if r.request_id.is_empty() {
+                    0
+                } else {
+                    s(&r.request_id)
+                },
                 stack: 0,
                 failed: r.failed,
             };

@@ -3,11 +3,11 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::jni::{Env, Ti};
-use super::{push, RawRemote};
+use super::{http, push, RawRemote};
 use crate::jvm::Vm;
 use crate::sys;
 
@@ -64,7 +64,7 @@ type Endpoint = (String, u32);
 /// Calls seen so far per connection (local end, remote end), on either side.
 static CONN_SEQ: Mutex<Option<HashMap<(Endpoint, Endpoint), u64>>> = Mutex::new(None);
 
-fn next_seq(local: &Endpoint, remote: &Endpoint) -> u64 {
+pub(super) fn next_seq(local: &Endpoint, remote: &Endpoint) -> u64 {
     let mut m = CONN_SEQ.lock().unwrap_or_else(|e| e.into_inner());
     let n = m
         .get_or_insert_with(HashMap::new)
@@ -106,9 +106,15 @@ thread_local! {
     static STATE: RefCell<ThreadState> = RefCell::new(ThreadState::default());
 }
 
+/// Which protocols are captured (set once, before any class is prepared).
+static RMI_ON: AtomicBool = AtomicBool::new(false);
+static HTTP_ON: AtomicBool = AtomicBool::new(false);
+
 /// Creates the capture's own JVMTI environment. Only at JVM start: the
 /// capabilities it needs cannot be added to a running JVM.
-pub fn install(vm: Vm) -> Result<(), String> {
+pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
+    RMI_ON.store(options.rmi, Ordering::Release);
+    HTTP_ON.store(options.http, Ordering::Release);
     let env = vm.get_env(sys::JVMTI_VERSION_1_2);
     if env.is_null() {
         return Err("no JVMTI environment for remote calls".into());
@@ -158,7 +164,10 @@ unsafe extern "C" fn on_class_prepare(
     let _ = std::panic::catch_unwind(|| {
         let ti = Ti(jvmti);
         let sig = ti.class_signature(class);
-        if !TARGETS.iter().any(|t| t.0 == sig) {
+        if HTTP_ON.load(Ordering::Acquire) {
+            http::on_class_prepare(ti, &sig, class);
+        }
+        if !RMI_ON.load(Ordering::Acquire) || !TARGETS.iter().any(|t| t.0 == sig) {
             return;
         }
         for (m, name, desc) in ti.methods(class) {
@@ -195,6 +204,8 @@ unsafe extern "C" fn on_breakpoint(
             server_dispatch(ti, env, thread);
         } else if is(method, &RESULT) {
             server_answers();
+        } else {
+            http::on_breakpoint(ti, env, thread, method);
         }
     });
 }
@@ -360,6 +371,7 @@ unsafe extern "C" fn on_frame_pop(
         } else if is(method, &DISPATCH) {
             (true, STATE.with(|s| s.borrow_mut().servers.pop()).flatten())
         } else {
+            http::on_frame_pop(Env(jni), thread, method, failed);
             return;
         };
         if let Some(call) = call {
@@ -388,6 +400,8 @@ fn emit(server: bool, call: Call, end_ns: u64, failed: bool, (env, java_id): (us
         method_hash: call.hash,
         method: call.method,
         failed,
+        http: false,
+        request_id: String::new(),
     });
 }
 

@@ -154,6 +154,69 @@ impl Env {
         v
     }
 
+    /// A new java.lang.String (null on failure).
+    pub fn new_string(&self, text: &str) -> sys::jobject {
+        let Ok(c) = CString::new(text) else {
+            return null_mut();
+        };
+        // SAFETY: valid env and NUL-terminated modified UTF-8 (ASCII here).
+        let s = unsafe { (self.t().NewStringUTF.expect("JNI NewStringUTF"))(self.0, c.as_ptr()) };
+        if self.clear() {
+            return null_mut();
+        }
+        s
+    }
+
+    /// `o.name(args...)` for a method returning an object; null on any failure.
+    pub fn call_object_with(
+        &self,
+        o: sys::jobject,
+        (name, sig): (&str, &str),
+        args: &[sys::jvalue],
+    ) -> sys::jobject {
+        if o.is_null() {
+            return null_mut();
+        }
+        let m = self.method(o, name, sig);
+        if m.is_null() {
+            return null_mut();
+        }
+        // SAFETY: m is a method of o's class whose parameters match args.
+        let r = unsafe {
+            (self.t().CallObjectMethodA.expect("JNI CallObjectMethodA"))(
+                self.0,
+                o,
+                m,
+                args.as_ptr(),
+            )
+        };
+        if self.clear() {
+            return null_mut();
+        }
+        r
+    }
+
+    /// `o.name(args...)` for a void method; false on any failure.
+    pub fn call_void_with(
+        &self,
+        o: sys::jobject,
+        (name, sig): (&str, &str),
+        args: &[sys::jvalue],
+    ) -> bool {
+        if o.is_null() {
+            return false;
+        }
+        let m = self.method(o, name, sig);
+        if m.is_null() {
+            return false;
+        }
+        // SAFETY: m is a void method of o's class whose parameters match args.
+        unsafe {
+            (self.t().CallVoidMethodA.expect("JNI CallVoidMethodA"))(self.0, o, m, args.as_ptr())
+        };
+        !self.clear()
+    }
+
     /// The class name of an object (`java.lang.String`).
     pub fn class_name(&self, o: sys::jobject) -> Option<String> {
         let class = self.call_object(o, "getClass", "()Ljava/lang/Class;");
@@ -270,6 +333,15 @@ impl Ti {
             (self.t().GetLocalLong.expect("JVMTI GetLocalLong"))(
                 self.0, thread, depth, slot, &mut v,
             )
+        };
+        (err == 0).then_some(v)
+    }
+
+    pub fn local_int(&self, thread: sys::jthread, depth: i32, slot: i32) -> Option<i32> {
+        let mut v = 0;
+        // SAFETY: the current thread's own frame; valid out-pointer.
+        let err = unsafe {
+            (self.t().GetLocalInt.expect("JVMTI GetLocalInt"))(self.0, thread, depth, slot, &mut v)
         };
         (err == 0).then_some(v)
     }

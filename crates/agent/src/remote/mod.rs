@@ -15,19 +15,26 @@
 //! Both sides count `StreamRemoteCall`s per connection (endpoint pair), so their
 //! `conn_seq` agree without any change to the protocol. Calls to the JDK's own
 //! registry and distributed GC objects are counted but not recorded.
+//!
+//! HTTP (`http`): `HttpURLConnection` requests carry a W3C `traceparent` header
+//! and are recorded with it; `com.sun.net.httpserver` handlers read it.
 
 mod capture;
+mod http;
 mod jni;
 
 use std::sync::Mutex;
 
 pub use capture::install;
 
-/// `remote` and `clockoffset=DURATION`.
+/// `remote` (RMI and HTTP), `remote=rmi`, `remote=http` and `clockoffset=DURATION`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RemoteOptions {
-    /// Record RMI calls (only when the agent is loaded at JVM start).
+    /// Record remote calls (only when the agent is loaded at JVM start).
     pub enabled: bool,
+    /// Which protocols (both with a bare `remote`).
+    pub rmi: bool,
+    pub http: bool,
     /// Added to the recording's wall-clock anchor, to simulate a machine whose
     /// clock is off (analysis places JVMs by that anchor).
     pub clock_offset_ns: i64,
@@ -40,7 +47,17 @@ impl RemoteOptions {
 
     pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<(), String> {
         match (key, value) {
-            ("remote", None) => self.enabled = true,
+            ("remote", None) => (self.enabled, self.rmi, self.http) = (true, true, true),
+            ("remote", Some(list)) => {
+                for p in list.split('+') {
+                    match p {
+                        "rmi" => self.rmi = true,
+                        "http" => self.http = true,
+                        _ => return Err(format!("bad remote protocol {p:?} (rmi, http)")),
+                    }
+                }
+                self.enabled = true;
+            }
             ("clockoffset", Some(v)) => self.clock_offset_ns = parse_signed_duration(v)?,
             _ => return Err(format!("bad remote option {key}")),
         }
@@ -91,6 +108,10 @@ pub struct RawRemote {
     pub method_hash: u64,
     pub method: String,
     pub failed: bool,
+    /// HTTP (else RMI).
+    pub http: bool,
+    /// The in-band id (HTTP: the traceparent), empty when none.
+    pub request_id: String,
 }
 
 static QUEUE: Mutex<Vec<RawRemote>> = Mutex::new(Vec::new());
@@ -124,5 +145,10 @@ mod tests {
         o.set("clockoffset", Some("-2m")).unwrap();
         assert_eq!((o.enabled, o.clock_offset_ns), (true, -120_000_000_000));
         assert!(o.set("clockoffset", None).is_err());
+        assert!(o.rmi && o.http);
+        let mut h = RemoteOptions::default();
+        h.set("remote", Some("http")).unwrap();
+        assert!(h.enabled && h.http && !h.rmi);
+        assert!(h.set("remote", Some("ftp")).is_err());
     }
 }
