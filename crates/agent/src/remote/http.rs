@@ -4,7 +4,7 @@
 //!   is where the request headers go on the wire; at its entry a W3C
 //!   `traceparent` is added to them unless the application set one, and the call
 //!   starts; it ends when `HttpClient.parseHTTP` (the response's status line and
-//!   headers) returns. Endpoints are the `HttpClient`'s socket.
+//!   headers) returns, so reading the body is not part of it. Endpoints are the `HttpClient`'s socket.
 //! - server (`com.sun.net.httpserver`): `ServerImpl$Exchange$LinkHandler.handle`
 //!   runs the application's filters and handler; the call starts there (its
 //!   `traceparent`, method, path and endpoints read from the exchange) and ends
@@ -32,7 +32,9 @@ static HANDLE: AtomicUsize = AtomicUsize::new(0);
 static RESPOND: AtomicUsize = AtomicUsize::new(0);
 
 /// (class signature, method, descriptor, slot to remember its id in).
-const TARGETS: [(&str, &str, &str, &AtomicUsize); 5] = [
+/// `parseHTTP` lost its `ProgressSource` parameter after JDK 17: one of the two
+/// exists.
+const TARGETS: [(&str, &str, &str, &AtomicUsize); 6] = [
     (
         HTTP_CLIENT,
         "writeRequests",
@@ -49,6 +51,12 @@ const TARGETS: [(&str, &str, &str, &AtomicUsize); 5] = [
         HTTP_CLIENT,
         "parseHTTP",
         "(Lsun/net/www/MessageHeader;Lsun/net/ProgressSource;Lsun/net/www/protocol/http/HttpURLConnection;)Z",
+        &PARSE,
+    ),
+    (
+        HTTP_CLIENT,
+        "parseHTTP",
+        "(Lsun/net/www/MessageHeader;Lsun/net/www/protocol/http/HttpURLConnection;)Z",
         &PARSE,
     ),
     (

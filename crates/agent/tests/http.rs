@@ -1,0 +1,222 @@
+//! `remote` for HTTP on real JVMs (each JDK testkit finds): an `HttpURLConnection`
+//! client calling a `com.sun.net.httpserver` server. The client puts a W3C
+//! `traceparent` on the wire and records it, the server records the one it got,
+//! endpoints mirror and per-connection sequence numbers agree; a header the
+//! application set is kept; peers without the agent work as before.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use jscope_format::{Recording, RemoteCall, RemoteProtocol, RemoteSide};
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+
+fn classes() -> PathBuf {
+    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/http_fixtures"))
+}
+
+fn free_port() -> String {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string()
+}
+
+/// Starts a JVM, with the agent when `options` is given.
+fn start(java: &Java, options: Option<&str>, args: &[&str], log: &Path) -> Child {
+    let mut cmd = Command::new(&java.bin);
+    if let Some(o) = options {
+        cmd.arg(format!("-agentpath:{}={o}", agent_path().display()));
+    }
+    cmd.arg("-cp")
+        .arg(classes())
+        .args(args)
+        .stdout(Stdio::from(std::fs::File::create(log).unwrap()))
+        .stderr(Stdio::inherit());
+    Child::spawn(&mut cmd)
+}
+
+fn wait_for(log: &Path, text: &str) {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        if std::fs::read_to_string(log).is_ok_and(|s| s.contains(text)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("no {text:?} in {}", log.display());
+}
+
+fn finish(java: &Java, children: &mut [(&mut Child, &str)]) {
+    for (c, name) in children.iter_mut() {
+        let status = c
+            .wait_timeout(Duration::from_secs(120))
+            .expect("the JVM exits");
+        assert!(status.success(), "JDK {} {name}: {status}", java.major);
+    }
+}
+
+fn http(rec: &Recording, s: RemoteSide) -> Vec<&RemoteCall> {
+    rec.remote_calls
+        .iter()
+        .filter(|c| c.side == s && c.protocol == RemoteProtocol::Http)
+        .collect()
+}
+
+/// The traceparents the server's handler saw, in order (`served id=N traceparent=T`).
+fn seen(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split(" traceparent=").nth(1))
+        .map(str::to_string)
+        .collect()
+}
+
+fn is_traceparent(t: &str) -> bool {
+    let p: Vec<&str> = t.split('-').collect();
+    p.len() == 4
+        && p[0] == "00"
+        && p[1].len() == 32
+        && p[2].len() == 16
+        && p[1..3]
+            .iter()
+            .all(|x| x.bytes().all(|b| b.is_ascii_hexdigit()) && x.bytes().any(|b| b != b'0'))
+}
+
+#[test]
+fn client_and_server_records_carry_the_traceparent_sent_on_the_wire() {
+    for java in javas() {
+        let j = java.major;
+        let dir = temp_dir(&format!("http-{j}"));
+        let port = free_port();
+        let (sf, cf) = (dir.join("server.jsc"), dir.join("client.jsc"));
+        let (slog, clog) = (dir.join("server.log"), dir.join("client.log"));
+        let so = format!("remote=http,quiet,trace=httpchain.*,file={}", sf.display());
+        let mut server = start(
+            &java,
+            Some(&so),
+            &["httpchain.Server", "B", &port, "3"],
+            &slog,
+        );
+        wait_for(&slog, "ready");
+        let co = format!("remote,quiet,trace=httpchain.*,file={}", cf.display());
+        let mut client = start(&java, Some(&co), &["httpchain.Client", &port, "3"], &clog);
+        finish(
+            &java,
+            &mut [(&mut client, "client"), (&mut server, "server")],
+        );
+        assert_eq!(
+            std::fs::read_to_string(&clog).unwrap(),
+            "request 1: B(0)\nrequest 2: B(0)\nrequest 3: B(0)\n"
+        );
+        let (c, s) = (
+            Recording::read_file(&cf).unwrap(),
+            Recording::read_file(&sf).unwrap(),
+        );
+        let (calls, served) = (http(&c, RemoteSide::Client), http(&s, RemoteSide::Server));
+        assert_eq!((calls.len(), served.len()), (3, 3), "JDK {j}");
+        let wire = seen(&slog);
+        assert_eq!(wire.len(), 3, "JDK {j}: {wire:?}");
+        for (k, (r, x)) in calls.iter().zip(&served).enumerate() {
+            let id = c.string(r.request_id);
+            assert!(is_traceparent(id), "JDK {j}: {id:?}");
+            // What the client recorded is what the handler received, and the server's record.
+            assert_eq!(wire[k], id, "JDK {j}");
+            assert_eq!(s.string(x.request_id), id, "JDK {j}");
+            assert_eq!((c.string(r.object), c.string(r.method)), ("/hop", "GET"));
+            assert_eq!((s.string(x.object), s.string(x.method)), ("/hop", "GET"));
+            assert_eq!(c.string(r.remote_host), "127.0.0.1");
+            assert_eq!(r.remote_port.to_string(), port);
+            assert_eq!(
+                (s.string(x.remote_host), x.remote_port),
+                (c.string(r.local_host), r.local_port),
+                "JDK {j}: mirrored endpoints"
+            );
+            assert_eq!(x.local_port, r.remote_port);
+            // One kept-alive connection: the calls are its 1st, 2nd and 3rd.
+            assert_eq!((r.conn_seq, x.conn_seq), (k as u64 + 1, k as u64 + 1));
+            assert!(
+                r.duration_ns > 0 && x.duration_ns <= r.duration_ns,
+                "JDK {j}"
+            );
+            assert!(!r.failed && !x.failed);
+        }
+        // Every request is its own trace with its own span.
+        let ids: std::collections::HashSet<&str> = wire.iter().map(|w| &w[3..35]).collect();
+        assert_eq!(ids.len(), 3, "JDK {j}");
+    }
+}
+
+#[test]
+fn an_application_traceparent_is_kept_and_peers_without_the_agent_work() {
+    let own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    for java in javas() {
+        let j = java.major;
+        let dir = temp_dir(&format!("http-peers-{j}"));
+        // A client with the agent, a server without it; the application sets its own header.
+        let port = free_port();
+        let (cf, slog, clog) = (
+            dir.join("client.jsc"),
+            dir.join("plain-server.log"),
+            dir.join("client.log"),
+        );
+        let mut server = start(&java, None, &["httpchain.Server", "P", &port, "2"], &slog);
+        wait_for(&slog, "ready");
+        let co = format!("remote=http,quiet,file={}", cf.display());
+        let mut client = start(
+            &java,
+            Some(&co),
+            &["httpchain.Client", &port, "2", own],
+            &clog,
+        );
+        finish(
+            &java,
+            &mut [(&mut client, "client"), (&mut server, "server")],
+        );
+        assert_eq!(
+            std::fs::read_to_string(&clog).unwrap(),
+            "request 1: P(0)\nrequest 2: P(0)\n"
+        );
+        assert_eq!(
+            seen(&slog),
+            [own, own],
+            "JDK {j}: the application's header, once"
+        );
+        let c = Recording::read_file(&cf).unwrap();
+        let calls = http(&c, RemoteSide::Client);
+        assert_eq!(calls.len(), 2, "JDK {j}");
+        assert!(calls.iter().all(|r| c.string(r.request_id) == own));
+
+        // A client without the agent, a server with it: recorded with no request id.
+        let port = free_port();
+        let (sf, slog, clog) = (
+            dir.join("server.jsc"),
+            dir.join("server.log"),
+            dir.join("plain-client.log"),
+        );
+        let so = format!("remote,quiet,file={}", sf.display());
+        let mut server = start(
+            &java,
+            Some(&so),
+            &["httpchain.Server", "S", &port, "1"],
+            &slog,
+        );
+        wait_for(&slog, "ready");
+        let mut client = start(&java, None, &["httpchain.Client", &port, "1"], &clog);
+        finish(
+            &java,
+            &mut [(&mut client, "client"), (&mut server, "server")],
+        );
+        assert_eq!(std::fs::read_to_string(&clog).unwrap(), "request 1: S(0)\n");
+        assert_eq!(seen(&slog), ["null"], "JDK {j}: nothing added on the way");
+        let s = Recording::read_file(&sf).unwrap();
+        let served = http(&s, RemoteSide::Server);
+        assert_eq!(served.len(), 1, "JDK {j}");
+        assert_eq!(served[0].request_id, 0);
+        assert_eq!(s.string(served[0].object), "/hop");
+    }
+}
