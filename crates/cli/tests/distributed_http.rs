@@ -1,0 +1,224 @@
+//! HTTP calls recorded by the agent (`remote`) on real JVMs and merged: a client
+//! -> server A -> server B chain over `HttpURLConnection` and
+//! `com.sun.net.httpserver`, each its own JVM with its clock shifted by minutes,
+//! is one tree rooted at the client's main with two nested remote subtrees.
+
+mod support;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use jscope_analysis::distributed::{Child as Node, DistributedTree, MRef, Member};
+use jscope_analysis::trace::TraceOptions;
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+
+const MINUTE_NS: i64 = 60_000_000_000;
+
+fn classes() -> PathBuf {
+    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent/tests/http_fixtures"))
+}
+
+fn free_port() -> String {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string()
+}
+
+/// Starts a traced JVM; its output goes to NAME.log in `dir`.
+fn start(java: &Java, dir: &Path, name: &str, skew: &str, args: &[&str]) -> (Child, PathBuf) {
+    let file = dir.join(format!("{name}.jsc"));
+    let log = dir.join(format!("{name}.log"));
+    let agent = format!(
+        "-agentpath:{}=remote=http,trace=httpchain.*,quiet,clockoffset={skew},file={}",
+        agent_path().display(),
+        file.display()
+    );
+    let mut cmd = Command::new(&java.bin);
+    cmd.arg(agent)
+        .arg("-cp")
+        .arg(classes())
+        .args(args)
+        .stdout(Stdio::from(std::fs::File::create(&log).unwrap()))
+        .stderr(Stdio::inherit());
+    (Child::spawn(&mut cmd), file)
+}
+
+fn wait_ready(dir: &Path, name: &str) {
+    let log = dir.join(format!("{name}.log"));
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        if std::fs::read_to_string(&log).is_ok_and(|s| s.contains("ready")) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{name} did not start");
+}
+
+/// Runs client -> A -> B with `requests` requests; the recordings in order.
+fn chain(java: &Java, dir: &Path, requests: usize) -> [PathBuf; 3] {
+    let (pa, pb) = (free_port(), free_port());
+    let n = requests.to_string();
+    let (mut b, fb) = start(java, dir, "b", "-3m", &["httpchain.Server", "B", &pb, &n]);
+    wait_ready(dir, "b");
+    let args = ["httpchain.Server", "A", &pa, &n, &pb];
+    let (mut a, fa) = start(java, dir, "a", "4m", &args);
+    wait_ready(dir, "a");
+    let (mut c, fc) = start(java, dir, "client", "0s", &["httpchain.Client", &pa, &n]);
+    for (p, name) in [(&mut c, "client"), (&mut a, "a"), (&mut b, "b")] {
+        let status = p
+            .wait_timeout(Duration::from_secs(120))
+            .expect("the JVM exits");
+        assert!(status.success(), "JDK {} {name}: {status}", java.major);
+    }
+    let log = std::fs::read_to_string(dir.join("client.log")).unwrap();
+    let want: String = (1..=requests)
+        .map(|k| format!("request {k}: A(0) B(0)\n"))
+        .collect();
+    assert_eq!(log, want);
+    [fc, fa, fb]
+}
+
+fn calls(kids: &[Node]) -> Vec<MRef> {
+    kids.iter()
+        .filter_map(|c| match c {
+            Node::Call(r) => Some(*r),
+            Node::Remote(_) => None,
+        })
+        .collect()
+}
+
+/// Remote calls anywhere below these nodes, not below another remote call.
+fn remote_below(t: &DistributedTree, mut stack: Vec<Node>) -> Vec<usize> {
+    let mut out = vec![];
+    while let Some(c) = stack.pop() {
+        match c {
+            Node::Call(r) => stack.extend(t.children(r)),
+            Node::Remote(i) => out.push(i),
+        }
+    }
+    out.sort_by_key(|&i| t.remote(t.links[i].client).start_ns);
+    out
+}
+
+/// Labels of the calls anywhere below a remote call on its server, in pre-order.
+fn served_labels(t: &DistributedTree, link: usize) -> Vec<String> {
+    let mut out = vec![];
+    let mut stack: Vec<MRef> = calls(&t.remote_children(link));
+    stack.reverse();
+    while let Some(r) = stack.pop() {
+        assert_eq!(r.jvm, t.links[link].server.jvm, "served on the server");
+        out.push(t.label(r).to_string());
+        let mut kids = calls(&t.children(r));
+        kids.reverse();
+        stack.extend(kids);
+    }
+    out
+}
+
+fn trace_id(t: &DistributedTree, link: usize) -> String {
+    let id = t.remote(t.links[link].client).request_id.clone();
+    let id = id.expect("a traceparent");
+    assert_eq!(
+        t.remote(t.links[link].server).request_id.as_deref(),
+        Some(id.as_str())
+    );
+    id.split('-').nth(1).unwrap().to_string()
+}
+
+#[test]
+fn an_http_chain_across_three_jvms_is_one_tree_even_with_clocks_minutes_apart() {
+    for java in javas() {
+        let j = java.major;
+        let dir = temp_dir(&format!("http-chain-{j}"));
+        let files = chain(&java, &dir, 2);
+        let members = files
+            .iter()
+            .map(|f| Member::read_file(f, &TraceOptions::default()).unwrap())
+            .collect();
+        let t = DistributedTree::build(members);
+        assert_eq!(t.reference, 0, "JDK {j}");
+        assert!(t.unmatched_clients.is_empty(), "JDK {j}");
+        assert!(t.unmatched_servers.is_empty(), "JDK {j}");
+        let main = calls(&t.roots(0));
+        assert_eq!(main.len(), 1, "JDK {j}");
+        assert_eq!(t.label(main[0]), "httpchain.Client.main");
+        let requests = remote_below(&t, t.children(main[0]));
+        assert_eq!(requests.len(), 2, "JDK {j}: two requests from main");
+        for (k, &outer) in requests.iter().enumerate() {
+            let stub = MRef {
+                jvm: 0,
+                node: t.links[outer].at.expect("under a traced call"),
+            };
+            assert_eq!(t.label(stub), "httpchain.Client.get");
+            assert_eq!(t.links[outer].server.jvm, 1, "JDK {j}: A serves it");
+            let client = t.remote(t.links[outer].client);
+            assert_eq!(
+                (client.object.as_str(), client.method.as_str()),
+                ("/hop", "GET")
+            );
+            assert_eq!(client.conn_seq, k as u64 + 1, "one kept-alive connection");
+            // A's handler did its work and called B from inside the grafted subtree.
+            assert_eq!(
+                served_labels(&t, outer),
+                ["httpchain.Server.work", "httpchain.Client.get"],
+                "JDK {j}"
+            );
+            let inner = remote_below(&t, t.remote_children(outer));
+            assert_eq!(inner.len(), 1, "JDK {j}: A forwards once");
+            assert_eq!(t.links[inner[0]].server.jvm, 2, "JDK {j}: B serves it");
+            assert_eq!(served_labels(&t, inner[0]), ["httpchain.Server.work"]);
+            assert!(remote_below(&t, t.remote_children(inner[0])).is_empty());
+            // A's call to B continues the client's trace (same trace id, new span).
+            assert_eq!(trace_id(&t, outer), trace_id(&t, inner[0]), "JDK {j}");
+            for l in [outer, inner[0]] {
+                let link = &t.links[l];
+                let (c, s) = (t.remote(link.client), t.remote(link.server));
+                let (cd, sd) = (c.end_ns - c.start_ns, s.end_ns - s.start_ns);
+                assert!(sd <= cd, "JDK {j}: the server's part fits in the client's");
+                assert_eq!(link.network_ns, cd - sd);
+            }
+        }
+        assert_ne!(trace_id(&t, requests[0]), trace_id(&t, requests[1]));
+        // Each JVM's clock was shifted by its clockoffset (one machine, so that is
+        // the whole truth): the estimate finds it within its uncertainty + 1 ms.
+        for (k, truth) in [(1, -4), (2, 3)] {
+            let o = t.offsets[k].unwrap();
+            let err = (o.offset_ns - truth * MINUTE_NS).unsigned_abs();
+            assert!(
+                err <= o.uncertainty_ns + 1_000_000,
+                "JDK {j} jvm {k}: {} ± {} vs {truth} min",
+                o.offset_ns,
+                o.uncertainty_ns
+            );
+        }
+        // The command line shows the same tree: B's subtree inside A's, inside main.
+        let paths: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
+        let mut args = vec!["tree", "--distributed"];
+        args.extend(&paths);
+        let out = support::jscope(&args);
+        let text = support::stdout(&out);
+        assert!(out.status.success(), "{}", support::stderr(&out));
+        let depth_of = |needle: &str| -> Vec<usize> {
+            text.lines()
+                .filter(|l| l.contains(needle))
+                .map(|l| l.len() - l.trim_start().len())
+                .collect()
+        };
+        let to_a = depth_of("=> http to jvm 1 ");
+        let to_b = depth_of("=> http to jvm 2 ");
+        assert_eq!((to_a.len(), to_b.len()), (2, 2), "JDK {j}:\n{text}");
+        assert!(to_b.iter().zip(&to_a).all(|(b, a)| b > a), "{text}");
+        assert!(
+            text.contains(
+                "4 remote calls matched, 0 client calls unmatched, 0 server calls unmatched"
+            ),
+            "{text}"
+        );
+    }
+}
