@@ -289,7 +289,7 @@ fn dir_or_cwd(dir: &Path) -> &Path {
 }
 
 /// A session file starts with `{`; a recording with the format's magic.
-fn is_session(path: &Path) -> Result<bool> {
+pub(crate) fn is_session(path: &Path) -> Result<bool> {
     let mut head = [0u8; 1];
     let mut f =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -349,6 +349,13 @@ fn checked_match(members: &[Member], m: &SessionMatch) -> Result<Match> {
         client: call(m.client)?,
         server: call(m.server)?,
     })
+}
+
+/// The whole merged tree of a session file as rows (for `jscope view SESSION`).
+pub(crate) fn session_rows(path: &Path) -> Result<FlatTree> {
+    let (members, matches) = read_session(path, &options(&[]))?;
+    let tree = DistributedTree::with_matches(members, &matches);
+    Ok(tree.flatten(&DistributedView::default()))
 }
 
 pub fn tree(args: &TreeCommand) -> Result<()> {

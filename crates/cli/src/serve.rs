@@ -1,5 +1,6 @@
 //! `jscope serve` and `jscope view`: thin wrappers over jscope_collector's `serve`
-//! and `view`. They print where to connect, then run until Ctrl-C.
+//! and `view` (`view_distributed` for a session file of `jscope merge`). They
+//! print where to connect, then run until Ctrl-C.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -36,11 +37,29 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
 }
 
 pub fn view(args: &ViewArgs) -> Result<()> {
+    if crate::distributed::is_session(&args.file)? {
+        return view_session(args);
+    }
     signals::catch_interrupts();
     let handle = jscope_collector::view(&args.file, &args.http)
         .with_context(|| format!("cannot serve {}", args.file.display()))?;
     announce_ui(handle.http_addr(), None);
     run_until_interrupted(handle);
+    Ok(())
+}
+
+/// A session file (`jscope merge -o`): the merged tree, coloured by JVM.
+fn view_session(args: &ViewArgs) -> Result<()> {
+    let rows = crate::distributed::session_rows(&args.file)?;
+    signals::catch_interrupts();
+    let server = jscope_collector::view_distributed(&rows, &args.http)
+        .with_context(|| format!("cannot serve {}", args.file.display()))?;
+    announce_ui(Some(server.http_addr()), None);
+    while !signals::interrupted() {
+        thread::sleep(Duration::from_millis(100));
+    }
+    say("stopping");
+    server.shutdown();
     Ok(())
 }
 

@@ -1,8 +1,11 @@
 //! HTTP calls recorded by the agent (`remote`) on real JVMs and merged: a client
 //! -> server A -> server B chain over `HttpURLConnection` and
 //! `com.sun.net.httpserver`, each its own JVM with its clock shifted by minutes,
-//! is one tree rooted at the client's main with two nested remote subtrees.
+//! is one tree rooted at the client's main with two nested remote subtrees; and
+//! `jscope view SESSION` shows it in headless Chromium, coloured by JVM, with each
+//! remote call's network time.
 
+mod serving;
 mod support;
 
 use std::net::TcpListener;
@@ -13,6 +16,8 @@ use std::time::{Duration, Instant};
 use jscope_analysis::distributed::{Child as Node, DistributedTree, MRef, Member};
 use jscope_analysis::trace::TraceOptions;
 use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use serde_json::{json, Value};
+use serving::cdp::Browser;
 
 const MINUTE_NS: i64 = 60_000_000_000;
 
@@ -221,4 +226,122 @@ fn an_http_chain_across_three_jvms_is_one_tree_even_with_clocks_minutes_apart() 
             "{text}"
         );
     }
+}
+
+/// The browser's view of the tree: per row its JVM, depth, visibility, the colour of
+/// its JVM mark, its network cell and `data-network-ns`.
+const ROWS_JS: &str = "[...document.querySelectorAll('#tree tbody tr[data-row]')].map(tr => ({\
+    jvm: Number(tr.dataset.jvm), depth: Number(tr.dataset.depth), remote: tr.classList.contains('remote'),\
+    shown: tr.style.display !== 'none',\
+    colour: getComputedStyle(tr.querySelector('td.call')).borderLeftColor,\
+    network: tr.querySelector('td.network').textContent,\
+    network_ns: tr.dataset.networkNs === undefined ? null : Number(tr.dataset.networkNs),\
+    text: tr.querySelector('td.call').textContent }))";
+
+const LEGEND_JS: &str = "[...document.querySelectorAll('#legend tbody tr')].map(tr => ({\
+    jvm: Number(tr.dataset.jvm), text: tr.textContent,\
+    colour: getComputedStyle(tr.querySelector('.swatch')).backgroundColor }))";
+
+/// The page's own formatting of a duration (fmtNs in distributed.js).
+fn fmt_ns(ns: u64) -> String {
+    let f = ns as f64;
+    match ns {
+        n if n >= 1_000_000_000 => format!("{:.3} s", f / 1e9),
+        n if n >= 1_000_000 => format!("{:.3} ms", f / 1e6),
+        n if n >= 1_000 => format!("{:.3} us", f / 1e3),
+        n => format!("{n} ns"),
+    }
+}
+
+#[test]
+fn the_merged_http_chain_in_chromium_is_coloured_by_jvm_with_network_times() {
+    let Some(mut browser) = Browser::launch("distributed-http") else {
+        return;
+    };
+    let java = javas().into_iter().next().expect("a JDK");
+    let dir = temp_dir("http-chain-ui");
+    let files = chain(&java, &dir, 2);
+    let session = dir.join("chain.jss");
+    let mut args = vec!["merge"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    args.extend(["-o", session.to_str().unwrap()]);
+    let out = support::jscope(&args);
+    assert!(out.status.success(), "{}", support::stderr(&out));
+
+    let served = serving::start(
+        &support::jscope_bin(),
+        &["view", session.to_str().unwrap(), "--http", "127.0.0.1:0"],
+    );
+    let api = served.json("/api/distributed");
+    let nodes = api["nodes"].as_array().unwrap();
+    browser.goto(&format!("{}/", served.url()));
+    browser.wait_for(
+        "document.body.dataset.ready === 'true'",
+        Duration::from_secs(20),
+    );
+
+    // The legend: one distinct colour per JVM.
+    let legend: Vec<Value> = serde_json::from_value(browser.eval(LEGEND_JS)).unwrap();
+    assert_eq!(legend.len(), 3, "{legend:?}");
+    assert!(legend[0]["text"].as_str().unwrap().contains("reference"));
+    // A's clock runs 4 minutes ahead: its offset to the reference is about -240 s.
+    let offset = api["jvms"][1]["offset_ns"].as_i64().unwrap();
+    assert!((offset + 4 * MINUTE_NS).abs() < 1_000_000_000, "{offset}");
+    let shown = format!("-{} \u{b1}", fmt_ns(offset.unsigned_abs()));
+    assert!(
+        legend[1]["text"].as_str().unwrap().contains(&shown),
+        "{legend:?} {shown}"
+    );
+    let colours: Vec<&str> = legend
+        .iter()
+        .map(|l| l["colour"].as_str().unwrap())
+        .collect();
+    assert!(colours[0] != colours[1] && colours[1] != colours[2] && colours[0] != colours[2]);
+
+    // Every row of the API is shown, in its JVM's colour; remote rows with their network time.
+    let rows: Vec<Value> = serde_json::from_value(browser.eval(ROWS_JS)).unwrap();
+    assert_eq!(rows.len(), nodes.len());
+    for (row, node) in rows.iter().zip(nodes) {
+        let j = node["jvm"].as_u64().unwrap() as usize;
+        assert_eq!(row["jvm"], json!(j));
+        assert_eq!(row["colour"], json!(colours[j]), "{row}");
+        if let Some(r) = node["remote"].as_object() {
+            let ns = r["network_ns"].as_u64().unwrap();
+            assert_eq!(row["network_ns"], json!(ns));
+            assert_eq!(row["network"], json!(fmt_ns(ns)));
+        }
+    }
+    // Under the client's main: jvm 0 -> A (jvm 1) -> B (jvm 2), nested.
+    let remote: Vec<&Value> = rows.iter().filter(|r| r["remote"] == json!(true)).collect();
+    assert_eq!(remote.len(), 4, "{remote:?}");
+    for pair in remote.chunks(2) {
+        assert!(pair[0]["text"].as_str().unwrap().contains("http to jvm 1"));
+        assert!(pair[1]["text"].as_str().unwrap().contains("http to jvm 2"));
+        assert!(pair[1]["depth"].as_u64() > pair[0]["depth"].as_u64());
+    }
+    let b_rows = rows.iter().filter(|r| r["jvm"] == json!(2)).count();
+    assert!(b_rows >= 2, "B's work is shown");
+    // Each JVM's own tree under its heading, the client's first.
+    let roots = browser
+        .eval("[...document.querySelectorAll('#tree tr.root')].map(r => Number(r.dataset.root))");
+    assert_eq!(roots, json!([0, 1, 2]));
+
+    // Collapsing the first remote call hides everything A and B did for it.
+    let first = rows
+        .iter()
+        .position(|r| r["remote"] == json!(true))
+        .unwrap();
+    let selector = format!("#tree tr[data-row=\"{first}\"] .toggle");
+    browser.click(&selector);
+    let hidden: Vec<Value> = serde_json::from_value(browser.eval(ROWS_JS)).unwrap();
+    let depth = rows[first]["depth"].as_u64().unwrap();
+    let below = hidden[first + 1..]
+        .iter()
+        .take_while(|r| r["depth"].as_u64().unwrap() > depth)
+        .collect::<Vec<_>>();
+    assert!(below.len() >= 3 && below.iter().all(|r| r["shown"] == json!(false)));
+    assert!(hidden[..=first].iter().all(|r| r["shown"] == json!(true)));
+    browser.click(&selector);
+    browser.screenshot("distributed-http-tree.png");
+    assert!(served.interrupt(), "jscope view stops on Ctrl-C");
 }

@@ -13,11 +13,16 @@
 //!   recovery after kill -9).
 //! - [`api`]: the HTTP JSON API and the embedded UI (docs/API.md).
 //!
+//! - [`view_distributed`]: a page over one merged execution tree across JVMs
+//!   (`jscope view SESSION`), rows coloured by JVM.
+//!
 //! [`serve`] starts everything; `jscope serve` is a thin wrapper around it.
 
 pub mod api;
 mod api_events;
 mod config;
+#[path = "ui/distributed.rs"]
+mod distributed_ui;
 mod error;
 pub mod hot;
 pub mod http;
@@ -31,6 +36,7 @@ mod server;
 pub mod store;
 
 pub use config::{parse_duration, ServerConfig};
+pub use distributed_ui::{view_distributed, DistributedServer};
 pub use error::CollectorError;
 pub use hot::HotMethodsListener;
 pub use jvm::{Connection, JvmIdentity};
