@@ -220,3 +220,48 @@ fn an_application_traceparent_is_kept_and_peers_without_the_agent_work() {
         assert_eq!(s.string(served[0].object), "/hop");
     }
 }
+
+#[test]
+fn a_server_error_marks_both_records_failed() {
+    for java in javas() {
+        let j = java.major;
+        let dir = temp_dir(&format!("http-fail-{j}"));
+        let port = free_port();
+        let (sf, cf) = (dir.join("server.jsc"), dir.join("client.jsc"));
+        let (slog, clog) = (dir.join("server.log"), dir.join("client.log"));
+        let so = format!("remote=http,quiet,file={}", sf.display());
+        let mut server = start(
+            &java,
+            Some(&so),
+            &["httpchain.Server", "S", &port, "2"],
+            &slog,
+        );
+        wait_for(&slog, "ready");
+        let co = format!("remote=http,quiet,file={}", cf.display());
+        let args = ["httpchain.Client", &port, "fail,2"];
+        let mut client = start(&java, Some(&co), &args, &clog);
+        finish(
+            &java,
+            &mut [(&mut client, "client"), (&mut server, "server")],
+        );
+        assert_eq!(
+            std::fs::read_to_string(&clog).unwrap(),
+            "request fail: error Server returned HTTP response code: 503\nrequest 2: S(0)\n"
+        );
+        let (c, s) = (
+            Recording::read_file(&cf).unwrap(),
+            Recording::read_file(&sf).unwrap(),
+        );
+        let failed = |calls: Vec<&RemoteCall>| calls.iter().map(|r| r.failed).collect::<Vec<_>>();
+        assert_eq!(
+            failed(http(&c, RemoteSide::Client)),
+            [true, false],
+            "JDK {j}"
+        );
+        assert_eq!(
+            failed(http(&s, RemoteSide::Server)),
+            [true, false],
+            "JDK {j}"
+        );
+    }
+}

@@ -4,7 +4,8 @@
 //!   is where the request headers go on the wire; at its entry a W3C
 //!   `traceparent` is added to them unless the application set one, and the call
 //!   starts; it ends when `HttpClient.parseHTTP` (the response's status line and
-//!   headers) returns, so reading the body is not part of it. Endpoints are the `HttpClient`'s socket.
+//!   headers) returns, so reading the body is not part of it; a status >= 500
+//!   marks it failed. Endpoints are the `HttpClient`'s socket.
 //! - server (`com.sun.net.httpserver`): `ServerImpl$Exchange$LinkHandler.handle`
 //!   runs the application's filters and handler; the call starts there (its
 //!   `traceparent`, method, path and endpoints read from the exchange) and ends
@@ -86,8 +87,9 @@ struct Call {
 struct ThreadState {
     /// The request written last on this thread, waiting for its response.
     client: Option<Call>,
-    /// Whether a parseHTTP frame pop is pending for it.
-    parsing: bool,
+    /// A parseHTTP frame pop is pending for it: a global reference to the
+    /// response headers it fills (0 when none), for the status at its return.
+    parsing: Option<usize>,
     /// Open handler frames (None: its exchange could not be read).
     servers: Vec<Option<Call>>,
 }
@@ -120,7 +122,7 @@ pub fn on_breakpoint(ti: Ti, env: Env, thread: sys::jthread, method: sys::jmetho
     if is(method, &WRITE_1) || is(method, &WRITE_2) {
         client_writes(ti, env, thread);
     } else if is(method, &PARSE) {
-        client_parses(ti, thread);
+        client_parses(ti, env, thread);
     } else if is(method, &HANDLE) {
         server_handles(ti, env, thread);
     } else if is(method, &RESPOND) {
@@ -135,10 +137,15 @@ pub fn on_breakpoint(ti: Ti, env: Env, thread: sys::jthread, method: sys::jmetho
 pub fn on_frame_pop(env: Env, thread: sys::jthread, method: sys::jmethodID, failed: bool) -> bool {
     let end = crate::clock::monotonic_ns();
     let (server, call) = if is(method, &PARSE) {
-        let call = STATE.with(|s| {
+        let (call, responses) = STATE.with(|s| {
             let mut s = s.borrow_mut();
-            s.parsing = false;
-            s.client.take()
+            (s.client.take(), s.parsing.take().unwrap_or(0))
+        });
+        let status = response_status(env, responses as sys::jobject);
+        env.delete_global(responses as sys::jobject);
+        let call = call.map(|mut c| {
+            c.failed = status.is_some_and(|s| s >= 500);
+            c
         });
         (false, call)
     } else if is(method, &HANDLE) {
@@ -277,15 +284,34 @@ fn parse_request_line(line: &str) -> Option<(String, String)> {
     Some((method, path))
 }
 
-/// `parseHTTP` reads the response to the request written last on this thread.
-fn client_parses(ti: Ti, thread: sys::jthread) {
+/// `parseHTTP(MessageHeader responses, ...)` reads the response to the request
+/// written last on this thread into `responses` (slot 1).
+fn client_parses(ti: Ti, env: Env, thread: sys::jthread) {
     let wanted = STATE.with(|s| {
         let s = s.borrow();
-        s.client.is_some() && !s.parsing
+        s.client.is_some() && s.parsing.is_none()
     });
-    if wanted && ti.notify_frame_pop(thread) {
-        STATE.with(|s| s.borrow_mut().parsing = true);
+    if !wanted || !ti.notify_frame_pop(thread) {
+        return;
     }
+    let responses = ti.local_object(thread, 0, 1);
+    let global = env.new_global(responses);
+    env.delete(responses);
+    STATE.with(|s| s.borrow_mut().parsing = Some(global as usize));
+}
+
+/// The status code of a parsed response (its first entry's value is the status
+/// line, `HTTP/1.1 503 Service Unavailable`).
+fn response_status(env: Env, responses: sys::jobject) -> Option<u32> {
+    let get = ("getValue", "(I)Ljava/lang/String;");
+    let line = env.call_object_with(responses, get, &[sys::jvalue { i: 0 }]);
+    let text = env.string(line);
+    env.delete(line);
+    parse_status(&text?)
+}
+
+fn parse_status(line: &str) -> Option<u32> {
+    line.strip_prefix("HTTP/")?.split(' ').nth(1)?.parse().ok()
 }
 
 /// `LinkHandler.handle(HttpExchange exchange)`: slot 1.
@@ -410,6 +436,9 @@ mod tests {
             Some(("POST".into(), "/p/q".into()))
         );
         assert_eq!(parse_request_line("GET"), None);
+        assert_eq!(parse_status("HTTP/1.1 503 Service Unavailable"), Some(503));
+        assert_eq!(parse_status("HTTP/1.0 200"), Some(200));
+        assert_eq!(parse_status("garbage"), None);
     }
 
     #[test]

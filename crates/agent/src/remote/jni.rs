@@ -154,6 +154,22 @@ impl Env {
         v
     }
 
+    /// A global reference to `o` (kept across callbacks), or null.
+    pub fn new_global(&self, o: sys::jobject) -> sys::jobject {
+        if o.is_null() {
+            return null_mut();
+        }
+        // SAFETY: o is a live local reference of this env.
+        unsafe { (self.t().NewGlobalRef.expect("JNI NewGlobalRef"))(self.0, o) }
+    }
+
+    pub fn delete_global(&self, o: sys::jobject) {
+        if !o.is_null() {
+            // SAFETY: o is a global reference made by new_global.
+            unsafe { (self.t().DeleteGlobalRef.expect("JNI DeleteGlobalRef"))(self.0, o) };
+        }
+    }
+
     /// A new java.lang.String (null on failure).
     pub fn new_string(&self, text: &str) -> sys::jobject {
         let Ok(c) = CString::new(text) else {

@@ -34,6 +34,13 @@ public class Server {
             String id = ex.getRequestURI().getQuery();
             // What arrived on the wire, for the tests to compare with the records.
             System.out.println("served " + id + " traceparent=" + ex.getRequestHeaders().getFirst("traceparent"));
+            if (id.equals("id=fail")) {
+                // A server error, for the records' failed flag.
+                ex.sendResponseHeaders(503, -1);
+                ex.close();
+                left.countDown();
+                return;
+            }
             String answer = name + "(" + work(id) + ")";
             if (next != 0) {
                 answer = answer + " " + Client.get(next, id);
