@@ -365,7 +365,7 @@ pub struct ServeArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope view app.jsc --http 127.0.0.1:7081")]
 pub struct ViewArgs {
-    /// The recording (.jsc) to show.
+    /// The recording (.jsc) to show, or a session from `jscope merge` (the tree across JVMs).
     pub file: PathBuf,
     /// Where the web UI listens.
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7080")]
