@@ -47,3 +47,31 @@ for name in "${order[@]}"; do
   m=$(awk -v n="$name" '$1==n {print $2}' "$out/times.txt" | median)
   printf '%-24s %10s %8.3f\n' "$name" "$m" "$(awk -v a="$m" -v b="$base" 'BEGIN {print a / b}')"
 done
+
+# A real program: javac (module jdk.compiler) compiling the example programs and some
+# test fixtures of this repository, timed from outside (JVM and profiler start-up
+# included for all).
+if "$java" --list-modules 2>/dev/null | grep -q '^jdk.compiler'; then
+  find examples/src examples/beacon/src benches/java crates/agent/tests/http_fixtures \
+    crates/cli/tests/events_fixtures crates/cli/tests/trace_fixtures -name '*.java' > "$out/sources.txt"
+  : > "$out/javac-times.txt"
+  for ((i = 0; i < repeat; i++)); do
+    for name in "${order[@]}"; do
+      rm -rf "$out/javac-out" && mkdir -p "$out/javac-out"
+      t0=$(date +%s%N)
+      # shellcheck disable=SC2086
+      "$java" ${flags[$name]} -m jdk.compiler/com.sun.tools.javac.Main -nowarn -proc:none \
+        -d "$out/javac-out" "@$out/sources.txt" >/dev/null 2>"$out/javac.err" ||
+        { echo "javac failed under $name:"; cat "$out/javac.err"; exit 1; }
+      echo "$name $(( ($(date +%s%N) - t0) / 1000000 ))" >> "$out/javac-times.txt"
+    done
+  done
+  echo
+  echo "javac compiling $(wc -l < "$out/sources.txt") Java files (wall time, start-up included):"
+  base=$(awk '$1=="baseline" {print $2}' "$out/javac-times.txt" | median)
+  printf '%-24s %10s %8s\n' configuration median_ms ratio
+  for name in "${order[@]}"; do
+    m=$(awk -v n="$name" '$1==n {print $2}' "$out/javac-times.txt" | median)
+    printf '%-24s %10s %8.3f\n' "$name" "$m" "$(awk -v a="$m" -v b="$base" 'BEGIN {print a / b}')"
+  done
+fi
