@@ -1,5 +1,7 @@
 //! Time sources: CLOCK_MONOTONIC nanoseconds as the recording's ticks, plus the
-//! wall-clock anchor and the `%t` stamp for file names.
+//! wall-clock anchor, the `%t` stamp for file names, and the probes' TSC clock.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// CLOCK_MONOTONIC in nanoseconds. Async-signal-safe (clock_gettime is on the
 /// POSIX list), so the signal handler stamps samples with it.
@@ -60,4 +62,140 @@ mod tests {
         assert_eq!(&s[8..9], "-");
         assert!(s.starts_with("20"), "{s}");
     }
+}
+
+/// The clock of the in-application probes (traced calls, user events): the TSC when
+/// the kernel itself trusts it as its clocksource (invariant and synchronised
+/// across CPUs), a few ns instead of clock_gettime's ~20; else CLOCK_MONOTONIC ns.
+/// `start` anchors it with a (TSC, CLOCK_MONOTONIC) pair so the writer can map
+/// stamps back to the recording's nanoseconds with a [`StampMapper`].
+pub struct ProbeClock {
+    use_tsc: AtomicBool,
+    anchor_tsc: AtomicU64,
+    anchor_ns: AtomicU64,
+}
+
+impl ProbeClock {
+    pub const fn new() -> ProbeClock {
+        ProbeClock {
+            use_tsc: AtomicBool::new(false),
+            anchor_tsc: AtomicU64::new(0),
+            anchor_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// Chooses the source and anchors it; called when a session begins.
+    pub fn start(&self) {
+        self.use_tsc.store(tsc_is_trusted(), Ordering::Relaxed);
+        let (tsc, ns) = clock_pair();
+        self.anchor_tsc.store(tsc, Ordering::Relaxed);
+        self.anchor_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// Chooses the source without moving the anchor.
+    pub fn choose_source(&self) {
+        self.use_tsc.store(tsc_is_trusted(), Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub fn now(&self) -> u64 {
+        if self.use_tsc.load(Ordering::Relaxed) {
+            read_tsc()
+        } else {
+            monotonic_ns()
+        }
+    }
+
+    pub fn uses_tsc(&self) -> bool {
+        self.use_tsc.load(Ordering::Relaxed)
+    }
+
+    /// A mapper from this clock's stamps to CLOCK_MONOTONIC ns: the line through the
+    /// anchor and a pair read now (the TSC rate is constant, so the longer the
+    /// session the finer the rate).
+    pub fn mapper(&self) -> StampMapper {
+        let tsc0 = self.anchor_tsc.load(Ordering::Relaxed);
+        let ns0 = self.anchor_ns.load(Ordering::Relaxed);
+        let (tsc1, ns1) = clock_pair();
+        let rate = if tsc1 > tsc0 && ns1 > ns0 {
+            (ns1 - ns0) as f64 / (tsc1 - tsc0) as f64
+        } else {
+            1.0
+        };
+        StampMapper {
+            tsc0,
+            ns0,
+            rate,
+            tsc: self.uses_tsc(),
+        }
+    }
+}
+
+impl Default for ProbeClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Maps [`ProbeClock`] stamps to CLOCK_MONOTONIC ns (the identity when the clock
+/// is not the TSC).
+#[derive(Debug, Clone, Copy)]
+pub struct StampMapper {
+    tsc0: u64,
+    ns0: u64,
+    /// ns per TSC tick.
+    rate: f64,
+    tsc: bool,
+}
+
+impl StampMapper {
+    pub fn ns(&self, stamp: u64) -> u64 {
+        if !self.tsc {
+            return stamp;
+        }
+        let delta = stamp.wrapping_sub(self.tsc0) as i64 as f64 * self.rate;
+        (self.ns0 as f64 + delta) as u64
+    }
+
+    /// A duration in stamps as ns.
+    pub fn duration_ns(&self, stamps: u64) -> u64 {
+        if self.tsc {
+            (stamps as f64 * self.rate) as u64
+        } else {
+            stamps
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn tsc_is_trusted() -> bool {
+    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .is_ok_and(|s| s.trim() == "tsc")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn tsc_is_trusted() -> bool {
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn read_tsc() -> u64 {
+    // SAFETY: rdtsc has no preconditions on x86_64.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn read_tsc() -> u64 {
+    monotonic_ns()
+}
+
+/// A TSC value and the CLOCK_MONOTONIC ns of the same moment (the midpoint of two
+/// clock reads around it).
+fn clock_pair() -> (u64, u64) {
+    let before = monotonic_ns();
+    let tsc = read_tsc();
+    let after = monotonic_ns();
+    (tsc, before + (after - before) / 2)
 }

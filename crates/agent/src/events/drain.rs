@@ -84,7 +84,7 @@ impl EventDrain {
                 allocated_total,
             }));
         }
-        let clock = user::StampMapper::now();
+        let clock = user::stamp_mapper();
         let mut rings = user::rings();
         for ring in rings.iter() {
             ring.drain(|e| {

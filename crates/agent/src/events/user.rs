@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use jscope_bytecode::{ClassFile, ConstantPool, Member};
 use jscope_format::UserEventKind;
 
-use crate::clock;
+use crate::clock::{ProbeClock, StampMapper};
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
 use crate::threads::gettid;
@@ -131,104 +131,20 @@ pub fn install(_jvmti: Jvmti, jni: Jni) -> Result<(), UserClassError> {
 }
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
-/// Events are stamped with the TSC when the kernel trusts it as its clocksource
-/// (invariant and synchronised): a few ns instead of clock_gettime's ~20, which
-/// is most of the 50 ns budget. The writer maps TSC values to CLOCK_MONOTONIC.
-static USE_TSC: AtomicBool = AtomicBool::new(false);
-/// A (TSC, CLOCK_MONOTONIC ns) pair read together when events were enabled.
-static ANCHOR_TSC: AtomicU64 = AtomicU64::new(0);
-static ANCHOR_NS: AtomicU64 = AtomicU64::new(0);
+/// Events are stamped with the probe clock (the TSC when the kernel trusts it): a
+/// few ns instead of clock_gettime's ~20, which is most of the 50 ns budget.
+static CLOCK: ProbeClock = ProbeClock::new();
 
 pub fn set_enabled(on: bool) {
     if on {
-        USE_TSC.store(tsc_is_trusted(), Ordering::Relaxed);
-        let (tsc, ns) = clock_pair();
-        ANCHOR_TSC.store(tsc, Ordering::Relaxed);
-        ANCHOR_NS.store(ns, Ordering::Relaxed);
+        CLOCK.start();
     }
     ENABLED.store(on, Ordering::Release);
 }
 
-#[cfg(target_arch = "x86_64")]
-fn tsc_is_trusted() -> bool {
-    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-        .is_ok_and(|s| s.trim() == "tsc")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn tsc_is_trusted() -> bool {
-    false
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn read_tsc() -> u64 {
-    // SAFETY: rdtsc has no preconditions on x86_64.
-    unsafe { core::arch::x86_64::_rdtsc() }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-fn read_tsc() -> u64 {
-    clock::monotonic_ns()
-}
-
-#[inline]
-fn stamp() -> u64 {
-    if USE_TSC.load(Ordering::Relaxed) {
-        read_tsc()
-    } else {
-        clock::monotonic_ns()
-    }
-}
-
-/// A TSC value and the CLOCK_MONOTONIC ns of the same moment (the midpoint of
-/// two clock reads around it).
-fn clock_pair() -> (u64, u64) {
-    let before = clock::monotonic_ns();
-    let tsc = read_tsc();
-    let after = clock::monotonic_ns();
-    (tsc, before + (after - before) / 2)
-}
-
-/// Maps event stamps to CLOCK_MONOTONIC ns: the identity, or for TSC stamps the
-/// line through the anchor and a pair read now.
-#[derive(Debug, Clone, Copy)]
-pub struct StampMapper {
-    tsc0: u64,
-    ns0: u64,
-    /// ns per TSC tick.
-    rate: f64,
-    tsc: bool,
-}
-
-impl StampMapper {
-    pub fn now() -> StampMapper {
-        let (tsc0, ns0) = (
-            ANCHOR_TSC.load(Ordering::Relaxed),
-            ANCHOR_NS.load(Ordering::Relaxed),
-        );
-        let (tsc1, ns1) = clock_pair();
-        let rate = if tsc1 > tsc0 && ns1 > ns0 {
-            (ns1 - ns0) as f64 / (tsc1 - tsc0) as f64
-        } else {
-            1.0
-        };
-        StampMapper {
-            tsc0,
-            ns0,
-            rate,
-            tsc: USE_TSC.load(Ordering::Relaxed),
-        }
-    }
-
-    pub fn ns(&self, stamp: u64) -> u64 {
-        if !self.tsc {
-            return stamp;
-        }
-        let delta = stamp.wrapping_sub(self.tsc0) as i64 as f64 * self.rate;
-        (self.ns0 as f64 + delta) as u64
-    }
+/// Maps the stamps of events logged so far to CLOCK_MONOTONIC ns.
+pub fn stamp_mapper() -> StampMapper {
+    CLOCK.mapper()
 }
 
 /// Registered names; id = index + 1. Ids stay valid for the whole process, so
@@ -404,7 +320,7 @@ fn log(env: *mut sys::JNIEnv, event: i32, kind: UserEventKind, value: i64) {
         return;
     }
     let e = UserRaw {
-        ticks: stamp(),
+        ticks: CLOCK.now(),
         value,
         event: event as u32,
         kind: kind as u32,

@@ -77,7 +77,7 @@ impl TraceDrain {
     /// and the writer can cut chunks between batches.
     pub fn begin_take(&mut self) {
         self.has_cpu = probe::with_cpu();
-        self.clock = Some(probe::TickMapper::now());
+        self.clock = Some(probe::tick_mapper());
         let mut pending = Vec::new();
         self.take_aggregates(&mut pending);
         self.pending = pending;
@@ -184,7 +184,7 @@ impl TraceDrain {
         if pairs.is_empty() {
             return; // only the thread was named
         }
-        let clock = self.clock.unwrap_or_else(probe::TickMapper::now);
+        let clock = self.clock.unwrap_or_else(probe::tick_mapper);
         let pairs = pairs
             .iter()
             .map(|&((caller, callee), t)| CallPair {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex};
 
 use super::aggregate::{self, ThreadAgg};
-use crate::clock;
+use crate::clock::{self, ProbeClock, StampMapper};
 use crate::sys;
 use crate::threads::gettid;
 
@@ -152,13 +152,10 @@ static UNMATCHED_EXITS: AtomicU64 = AtomicU64::new(0);
 /// Enters without exit closed by an outer exit (see `Local::exit`).
 static REPAIRED: AtomicU64 = AtomicU64::new(0);
 static THREADS: AtomicU32 = AtomicU32::new(0);
-/// Probes stamp events with the TSC when the kernel itself trusts it as its
-/// clocksource (invariant and synchronised across CPUs): a few ns instead of the
-/// ~20 ns of clock_gettime. The writer maps TSC values to CLOCK_MONOTONIC ns.
-static USE_TSC: AtomicBool = AtomicBool::new(false);
-/// (TSC, CLOCK_MONOTONIC ns) read together when the session began.
-static ANCHOR_TSC: AtomicU64 = AtomicU64::new(0);
-static ANCHOR_NS: AtomicU64 = AtomicU64::new(0);
+/// Probes stamp events with the probe clock (the TSC when the kernel trusts it): a
+/// few ns instead of the ~20 ns of clock_gettime. The writer maps stamps to
+/// CLOCK_MONOTONIC ns.
+static CLOCK: ProbeClock = ProbeClock::new();
 static DROPPED_ENDED: AtomicU64 = AtomicU64::new(0);
 
 /// Rings of the current session, for the writer.
@@ -172,10 +169,7 @@ pub fn begin_session(with_cpu: bool, exclude_library: bool, aggregate: bool, rin
     EXCLUDE_LIBRARY.store(exclude_library, Ordering::Relaxed);
     RING_CAPACITY.store(ring_capacity, Ordering::Relaxed);
     rings().clear();
-    USE_TSC.store(tsc_is_trusted(), Ordering::Relaxed);
-    let (tsc, ns) = clock_pair();
-    ANCHOR_TSC.store(tsc, Ordering::Relaxed);
-    ANCHOR_NS.store(ns, Ordering::Relaxed);
+    CLOCK.start();
     static NEXT: AtomicU64 = AtomicU64::new(1);
     GENERATION.store(NEXT.fetch_add(1, Ordering::Relaxed), Ordering::Release);
 }
@@ -234,100 +228,21 @@ pub fn counter_values() -> [(&'static str, u64); 3] {
 
 /// True when the probes' ticks are TSC values (see [`TickMapper`]).
 pub fn uses_tsc() -> bool {
-    USE_TSC.load(Ordering::Relaxed)
+    CLOCK.uses_tsc()
 }
 
-#[cfg(target_arch = "x86_64")]
-fn tsc_is_trusted() -> bool {
-    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-        .is_ok_and(|s| s.trim() == "tsc")
+/// Maps probe ticks to CLOCK_MONOTONIC ns.
+pub type TickMapper = StampMapper;
+
+/// A mapper for the ticks of the current session.
+pub fn tick_mapper() -> TickMapper {
+    CLOCK.mapper()
 }
 
-#[cfg(not(target_arch = "x86_64"))]
-fn tsc_is_trusted() -> bool {
-    false
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn read_tsc() -> u64 {
-    // SAFETY: rdtsc has no preconditions on x86_64.
-    unsafe { core::arch::x86_64::_rdtsc() }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-fn read_tsc() -> u64 {
-    clock::monotonic_ns()
-}
-
-/// The probes' clock: TSC when trusted, else CLOCK_MONOTONIC ns.
+/// The probes' clock.
 #[inline]
 fn now() -> u64 {
-    if USE_TSC.load(Ordering::Relaxed) {
-        read_tsc()
-    } else {
-        clock::monotonic_ns()
-    }
-}
-
-/// A TSC value and the CLOCK_MONOTONIC ns of the same moment (the ns reading
-/// is the midpoint of two around the TSC read).
-fn clock_pair() -> (u64, u64) {
-    let before = clock::monotonic_ns();
-    let tsc = read_tsc();
-    let after = clock::monotonic_ns();
-    (tsc, before + (after - before) / 2)
-}
-
-/// Maps probe ticks to CLOCK_MONOTONIC ns: the identity, or for TSC ticks the
-/// line through the session's anchor and a pair read now (the TSC rate is
-/// constant, so the longer the session the finer the rate).
-#[derive(Debug, Clone, Copy)]
-pub struct TickMapper {
-    tsc0: u64,
-    ns0: u64,
-    /// ns per TSC tick.
-    rate: f64,
-    tsc: bool,
-}
-
-impl TickMapper {
-    pub fn now() -> TickMapper {
-        let (tsc0, ns0) = (
-            ANCHOR_TSC.load(Ordering::Relaxed),
-            ANCHOR_NS.load(Ordering::Relaxed),
-        );
-        let (tsc1, ns1) = clock_pair();
-        let rate = if tsc1 > tsc0 && ns1 > ns0 {
-            (ns1 - ns0) as f64 / (tsc1 - tsc0) as f64
-        } else {
-            1.0
-        };
-        TickMapper {
-            tsc0,
-            ns0,
-            rate,
-            tsc: uses_tsc(),
-        }
-    }
-
-    /// A duration in probe ticks as ns.
-    pub fn duration_ns(&self, ticks: u64) -> u64 {
-        if self.tsc {
-            (ticks as f64 * self.rate) as u64
-        } else {
-            ticks
-        }
-    }
-
-    pub fn ns(&self, ticks: u64) -> u64 {
-        if !self.tsc {
-            return ticks;
-        }
-        let delta = ticks.wrapping_sub(self.tsc0) as i64 as f64 * self.rate;
-        (self.ns0 as f64 + delta) as u64
-    }
+    CLOCK.now()
 }
 
 fn thread_cpu_ns() -> u64 {
@@ -549,7 +464,7 @@ pub extern "C" fn native_exit_throw(env: *mut sys::JNIEnv, _class: sys::jclass, 
 /// measured on a private ring: JX's error correction subtracts it per event. The
 /// JNI transition into the probe is not included (see docs/AGENT.md).
 pub fn measure_probe_cost(with_cpu: bool) -> u64 {
-    USE_TSC.store(tsc_is_trusted(), Ordering::Relaxed);
+    CLOCK.choose_source();
     const CALLS: u32 = 20_000;
     let ring = Arc::new(ThreadRing::new(2 * CALLS as usize, 0, 0, 0));
     let mut best = u64::MAX;
@@ -665,12 +580,9 @@ mod tests {
 
     #[test]
     fn probe_ticks_map_to_monotonic_nanoseconds() {
-        USE_TSC.store(tsc_is_trusted(), Ordering::Relaxed);
-        let (tsc, ns) = clock_pair();
-        ANCHOR_TSC.store(tsc, Ordering::Relaxed);
-        ANCHOR_NS.store(ns, Ordering::Relaxed);
+        CLOCK.start();
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let mapper = TickMapper::now();
+        let mapper = tick_mapper();
         for _ in 0..3 {
             let ticks = now();
             let truth = clock::monotonic_ns();
