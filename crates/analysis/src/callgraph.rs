@@ -60,6 +60,21 @@ impl Builder {
         }
     }
 
+    fn add_graph(&mut self, g: &CallGraph) {
+        for n in &g.nodes {
+            let e = self.nodes.entry(n.label.clone()).or_default();
+            e.0 += n.self_samples;
+            e.1 += n.total_samples;
+        }
+        for e in &g.edges {
+            let key = (
+                g.nodes[e.caller].label.clone(),
+                g.nodes[e.callee].label.clone(),
+            );
+            *self.edges.entry(key).or_default() += e.samples;
+        }
+    }
+
     fn finish(self, total: u64) -> CallGraph {
         let mut nodes: Vec<CallNode> = self
             .nodes
@@ -99,6 +114,19 @@ impl Builder {
             nodes,
             edges,
         }
+    }
+}
+
+impl CallGraph {
+    /// Several graphs (e.g. one per JVM) as one, nodes and edges merged by label.
+    pub fn merge(graphs: impl IntoIterator<Item = CallGraph>) -> CallGraph {
+        let mut builder = Builder::default();
+        let mut total = 0;
+        for g in graphs {
+            total += g.total;
+            builder.add_graph(&g);
+        }
+        builder.finish(total)
     }
 }
 

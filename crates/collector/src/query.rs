@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::thread;
 
 use jscope_analysis::{
-    call_graph, collapse, hot_methods, CallEdge, CallGraph, CallNode, CollapseOptions, HotMethod,
-    HotMethods, Mode, Selection, StackCounts, ThreadMatcher,
+    call_graph, collapse, hot_methods, CallGraph, CollapseOptions, HotMethod, HotMethods, Mode,
+    Selection, StackCounts, ThreadMatcher,
 };
 use jscope_flame::FlameGraph;
 use jscope_format::{Recording, StateClass};
@@ -173,70 +173,11 @@ pub fn hot(store: &dyn Store, q: &Query, limit: usize) -> Result<HotMethods, Col
 
 /// The call graph of every JVM of the query, merged by method label.
 pub fn callgraph(store: &dyn Store, q: &Query) -> Result<CallGraph, CollectorError> {
-    let mut nodes: HashMap<String, (u64, u64)> = HashMap::new();
-    let mut edges: HashMap<(String, String), u64> = HashMap::new();
-    let mut total = 0;
+    let mut graphs = Vec::new();
     q.each_jvm(
         store,
         |rec, _, counts| call_graph(rec, counts),
-        |g| {
-            total += g.total;
-            for n in &g.nodes {
-                let e = nodes.entry(n.label.clone()).or_default();
-                e.0 += n.self_samples;
-                e.1 += n.total_samples;
-            }
-            for e in &g.edges {
-                let key = (
-                    g.nodes[e.caller].label.clone(),
-                    g.nodes[e.callee].label.clone(),
-                );
-                *edges.entry(key).or_default() += e.samples;
-            }
-        },
+        |g| graphs.push(g),
     )?;
-    Ok(assemble(total, nodes, edges))
-}
-
-fn assemble(
-    total: u64,
-    nodes: HashMap<String, (u64, u64)>,
-    edges: HashMap<(String, String), u64>,
-) -> CallGraph {
-    let mut nodes: Vec<CallNode> = nodes
-        .into_iter()
-        .map(|(label, (s, t))| CallNode {
-            label,
-            self_samples: s,
-            total_samples: t,
-        })
-        .collect();
-    nodes.sort_by(|a, b| {
-        b.total_samples
-            .cmp(&a.total_samples)
-            .then_with(|| a.label.cmp(&b.label))
-    });
-    let index: HashMap<&str, usize> = nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.label.as_str(), i))
-        .collect();
-    let mut edges: Vec<CallEdge> = edges
-        .into_iter()
-        .map(|((a, b), samples)| CallEdge {
-            caller: index[a.as_str()],
-            callee: index[b.as_str()],
-            samples,
-        })
-        .collect();
-    edges.sort_by(|a, b| {
-        b.samples
-            .cmp(&a.samples)
-            .then((a.caller, a.callee).cmp(&(b.caller, b.callee)))
-    });
-    CallGraph {
-        total,
-        nodes,
-        edges,
-    }
+    Ok(CallGraph::merge(graphs))
 }
