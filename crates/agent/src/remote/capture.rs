@@ -23,7 +23,7 @@ static DISPATCH: AtomicUsize = AtomicUsize::new(0);
 static RESULT: AtomicUsize = AtomicUsize::new(0);
 
 /// (class signature, method, descriptor, slot to remember its id in).
-const TARGETS: [(&str, &str, &str, &AtomicUsize); 5] = [
+const TARGETS: [Target; 5] = [
     (
         STREAM_REMOTE_CALL,
         "<init>",
@@ -167,20 +167,36 @@ unsafe extern "C" fn on_class_prepare(
         if HTTP_ON.load(Ordering::Acquire) {
             http::on_class_prepare(ti, &sig, class);
         }
-        if !RMI_ON.load(Ordering::Acquire) || !TARGETS.iter().any(|t| t.0 == sig) {
-            return;
-        }
-        for (m, name, desc) in ti.methods(class) {
-            for (_, n, d, slot) in TARGETS.iter().filter(|t| t.0 == sig) {
-                if name == *n && desc == *d && ti.set_breakpoint(m) {
-                    slot.store(m as usize, Ordering::Release);
-                }
-            }
+        if RMI_ON.load(Ordering::Acquire) {
+            set_breakpoints(ti, &sig, class, &TARGETS);
         }
     });
 }
 
-fn is(method: sys::jmethodID, slot: &AtomicUsize) -> bool {
+/// A method to break at: (class signature, name, descriptor, slot for its id).
+pub(super) type Target = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static AtomicUsize,
+);
+
+/// Sets a breakpoint at each target method of a prepared class and remembers its id.
+pub(super) fn set_breakpoints(ti: Ti, sig: &str, class: sys::jclass, targets: &[Target]) {
+    if !targets.iter().any(|t| t.0 == sig) {
+        return;
+    }
+    for (m, name, desc) in ti.methods(class) {
+        for (_, n, d, slot) in targets.iter().filter(|t| t.0 == sig) {
+            if name == *n && desc == *d && ti.set_breakpoint(m) {
+                slot.store(m as usize, Ordering::Release);
+            }
+        }
+    }
+}
+
+/// Whether `method` is the target whose id `slot` holds.
+pub(super) fn is(method: sys::jmethodID, slot: &AtomicUsize) -> bool {
     let m = method as usize;
     m != 0 && m == slot.load(Ordering::Acquire)
 }

@@ -17,7 +17,7 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::capture::next_seq;
+use super::capture::{is, next_seq, set_breakpoints, Target};
 use super::jni::{Env, Ti};
 use super::{push, RawRemote};
 use crate::sys;
@@ -35,7 +35,7 @@ static RESPOND: AtomicUsize = AtomicUsize::new(0);
 /// (class signature, method, descriptor, slot to remember its id in).
 /// `parseHTTP` lost its `ProgressSource` parameter after JDK 17: one of the two
 /// exists.
-const TARGETS: [(&str, &str, &str, &AtomicUsize); 6] = [
+const TARGETS: [Target; 6] = [
     (
         HTTP_CLIENT,
         "writeRequests",
@@ -100,21 +100,7 @@ thread_local! {
 
 /// Sets the breakpoints of a prepared class that is one of the targets.
 pub fn on_class_prepare(ti: Ti, sig: &str, class: sys::jclass) {
-    if !TARGETS.iter().any(|t| t.0 == sig) {
-        return;
-    }
-    for (m, name, desc) in ti.methods(class) {
-        for (_, n, d, slot) in TARGETS.iter().filter(|t| t.0 == sig) {
-            if name == *n && desc == *d && ti.set_breakpoint(m) {
-                slot.store(m as usize, Ordering::Release);
-            }
-        }
-    }
-}
-
-fn is(method: sys::jmethodID, slot: &AtomicUsize) -> bool {
-    let m = method as usize;
-    m != 0 && m == slot.load(Ordering::Acquire)
+    set_breakpoints(ti, sig, class, &TARGETS);
 }
 
 /// Handles a breakpoint if it is one of HTTP's; false otherwise.
