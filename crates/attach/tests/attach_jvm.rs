@@ -309,6 +309,12 @@ fn read_timeout_bounds_the_wait_for_a_stopped_jvm() {
     let pid = fixture.pid() as libc::pid_t;
     // SAFETY: kill has no memory preconditions; the pid is our own live child.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
+    // kill returns before the stop takes effect: wait until the kernel says stopped,
+    // or a listener thread still running could answer.
+    assert!(
+        wait_until(Duration::from_secs(5), || process_state(pid) == Some('T')),
+        "the JVM did not stop"
+    );
     let started = Instant::now();
     let result = vm.jcmd("VM.version");
     let waited = started.elapsed();
@@ -456,4 +462,11 @@ fn reaches_a_jvm_in_its_own_pid_and_mount_namespace() {
         );
         fixture.assert_no_trigger_file_left(1);
     }
+}
+
+/// The state letter of /proc/PID/stat (R, S, T, ...).
+fn process_state(pid: libc::pid_t) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name in parentheses may hold spaces; the state follows it.
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
