@@ -82,7 +82,10 @@ fn cpu_report_shows_the_seventy_thirty_split() {
     let _serial = serial();
     for java in javas() {
         let file = record(&java, "cpu", "5ms", "cpusplit", &["CpuSplit", "3"]);
-        let report = Report::of(&file, &["--mode", "cpu", "--thread", "main"]);
+        // CpuSplit's only busy Java thread is its main thread; not filtering by name
+        // keeps the test independent of how the launcher's main thread is named when
+        // it ends (DestroyJavaVM on the same kernel thread).
+        let report = Report::of(&file, &["--mode", "cpu"]);
         assert!(
             report.samples >= 100,
             "jdk {}: only {} samples",
