@@ -101,6 +101,7 @@ thread_local! {
 /// Sets the breakpoints of a prepared class that is one of the targets.
 pub fn on_class_prepare(ti: Ti, sig: &str, class: sys::jclass) {
     set_breakpoints(ti, sig, class, &TARGETS);
+    super::http_client::on_class_prepare(ti, sig, class);
 }
 
 /// Handles a breakpoint if it is one of HTTP's; false otherwise.
@@ -114,7 +115,7 @@ pub fn on_breakpoint(ti: Ti, env: Env, thread: sys::jthread, method: sys::jmetho
     } else if is(method, &RESPOND) {
         server_responds(ti, thread);
     } else {
-        return false;
+        return super::http_client::on_breakpoint(ti, env, thread, method);
     }
     true
 }
@@ -369,7 +370,7 @@ fn server_responds(ti: Ti, thread: sys::jthread) {
 }
 
 /// The trace id of the request this thread is serving, if it carried one.
-fn served_trace_id() -> Option<String> {
+pub(super) fn served_trace_id() -> Option<String> {
     STATE.with(|s| {
         let s = s.borrow();
         let call = s.servers.iter().rev().flatten().next()?;
@@ -387,7 +388,7 @@ fn trace_id_of(traceparent: &str) -> Option<String> {
 
 /// A version-00 traceparent, sampled, with a random span id (and trace id
 /// unless one is given).
-fn new_traceparent(trace_id: Option<String>) -> String {
+pub(super) fn new_traceparent(trace_id: Option<String>) -> String {
     let trace = trace_id.unwrap_or_else(|| format!("{:016x}{:016x}", random(), random()));
     format!("00-{trace}-{:016x}-01", random())
 }

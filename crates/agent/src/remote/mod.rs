@@ -18,14 +18,20 @@
 //!
 //! HTTP (`http`): `HttpURLConnection` requests carry a W3C `traceparent` header
 //! and are recorded with it; `com.sun.net.httpserver` handlers read it.
+//! `java.net.http.HttpClient` requests (`send` and `sendAsync`) get one too
+//! (`http_client`).
 
 mod capture;
 mod http;
+mod http_client;
 mod jni;
 
 use std::sync::Mutex;
 
 pub use capture::install;
+/// `java.net.http.HttpClient` requests not recorded: (evicted without a
+/// response, unreadable), for the agent's summary.
+pub use http_client::lost_counts as http_client_lost;
 
 /// `remote` (RMI and HTTP), `remote=rmi`, `remote=http` and `clockoffset=DURATION`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
