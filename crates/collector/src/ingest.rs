@@ -19,7 +19,7 @@ use jscope_wire::{
 };
 use serde::Serialize;
 
-use crate::jvm::{apply_dictionary, event_span, new_dictionary, Connection, JvmIdentity};
+use crate::jvm::{apply_dictionary, new_dictionary, timed_span, Connection, JvmIdentity};
 use crate::listener::{Disconnect, Listeners, Trace};
 use crate::store::Store;
 use crate::ServerConfig;
@@ -431,7 +431,7 @@ impl Ingest {
             chunk: bytes,
             records: &records,
             lost_before: seq - s.last_seen - 1,
-            span_ns: event_span(&s.conn.jvm, &records),
+            span_ns: timed_span(&s.conn.jvm, &records),
             received: SystemTime::now(),
         };
         self.listeners

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
-use jscope_format::{Header, Record, Recording};
+use jscope_format::{Header, JvmEvent, Record, Recording, TraceBatch};
 use serde::{Deserialize, Serialize};
 
 /// A JVM as the collector knows it: its stream id and the identity from its header.
@@ -86,7 +86,8 @@ pub struct Connection {
     pub resumed_after: u64,
 }
 
-/// The events of a chunk's records, as wall-clock span (first, last) in epoch ns.
+/// The samples and snapshots of a chunk's records, as wall-clock span (first, last)
+/// in epoch ns (what the stack summaries bucket by).
 pub fn event_span(jvm: &JvmIdentity, records: &[Record]) -> Option<(u64, u64)> {
     let ticks = records.iter().filter_map(|r| match r {
         Record::Sample(s) => Some(s.ticks),
@@ -95,6 +96,62 @@ pub fn event_span(jvm: &JvmIdentity, records: &[Record]) -> Option<(u64, u64)> {
     });
     let (lo, hi) = ticks.fold((u64::MAX, 0), |(lo, hi), t| (lo.min(t), hi.max(t)));
     (lo <= hi).then(|| (jvm.wall_ns(lo), jvm.wall_ns(hi)))
+}
+
+/// The wall-clock span (epoch ns) of every timed record of a chunk: samples,
+/// snapshots, trace events, call aggregates, remote calls and JVM events (with their
+/// durations). The store files chunks under it, so a JVM that only traces is found
+/// by time as well as one that samples.
+pub fn timed_span(jvm: &JvmIdentity, records: &[Record]) -> Option<(u64, u64)> {
+    span_of_times(jvm, records.iter().filter_map(record_ticks))
+}
+
+/// The wall-clock span of (first ticks, last ticks, ns lasted after the last) times.
+pub(crate) fn span_of_times(
+    jvm: &JvmIdentity,
+    times: impl Iterator<Item = (u64, u64, u64)>,
+) -> Option<(u64, u64)> {
+    let mut span: Option<(u64, u64)> = None;
+    for (first, last, lasted_ns) in times {
+        let (lo, hi) = (
+            jvm.wall_ns(first),
+            jvm.wall_ns(last).saturating_add(lasted_ns),
+        );
+        span = Some(span.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+    }
+    span
+}
+
+/// The first and last ticks a record covers and how long it lasted after the last.
+fn record_ticks(r: &Record) -> Option<(u64, u64, u64)> {
+    match r {
+        Record::Sample(s) => Some((s.ticks, s.ticks, 0)),
+        Record::Snapshot(s) => Some((s.ticks, s.ticks, 0)),
+        Record::Trace(b) => batch_ticks(b),
+        Record::CallAggregate(a) => Some((a.ticks, a.ticks, 0)),
+        Record::Remote(c) => Some((c.ticks, c.ticks, c.duration_ns)),
+        Record::Event(e) => Some(event_ticks(e)),
+        _ => None,
+    }
+}
+
+pub(crate) fn batch_ticks(b: &TraceBatch) -> Option<(u64, u64, u64)> {
+    let ticks = b.events.iter().map(|e| e.ticks);
+    Some((ticks.clone().min()?, ticks.max()?, 0))
+}
+
+pub(crate) fn event_ticks(e: &JvmEvent) -> (u64, u64, u64) {
+    (e.ticks(), e.ticks(), event_duration_ns(e))
+}
+
+fn event_duration_ns(e: &JvmEvent) -> u64 {
+    match *e {
+        JvmEvent::MonitorBlocked { duration_ns, .. }
+        | JvmEvent::MonitorWait { duration_ns, .. }
+        | JvmEvent::Park { duration_ns, .. }
+        | JvmEvent::Gc { duration_ns, .. } => duration_ns,
+        _ => 0,
+    }
 }
 
 /// Adds a chunk's dictionary entries, counters and end to `dict`; events are left out

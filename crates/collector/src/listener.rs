@@ -18,7 +18,8 @@ pub struct Trace<'a> {
     pub records: &'a [Record],
     /// Chunks the agent never delivered between the previous one and this.
     pub lost_before: u64,
-    /// Wall-clock span of the chunk's samples and snapshots, epoch ns.
+    /// Wall-clock span of the chunk's timed records (samples, snapshots, trace
+    /// events, remote calls, JVM events), epoch ns.
     pub span_ns: Option<(u64, u64)>,
     pub received: SystemTime,
 }

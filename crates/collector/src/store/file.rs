@@ -224,7 +224,8 @@ impl JvmFiles {
                 .get(&name)
                 .filter(|s| s.closed && file_len(&path) == Some(s.bytes));
             match trusted {
-                Some(s) => segments.push(s.clone()),
+                Some(s) if s.spans_all_records => segments.push(s.clone()),
+                Some(s) => segments.push(respanned(&path, s, &identity)?),
                 None => {
                     segments.extend(recover_segment(&path, &name, first_seq, &identity, repair)?)
                 }
@@ -265,6 +266,7 @@ impl JvmFiles {
             bytes,
             start_ns: None,
             end_ns: None,
+            spans_all_records: true,
             created_ns: now_ns(),
             closed: false,
         });
@@ -374,9 +376,26 @@ fn recover_segment(
         bytes: scanned.valid_len,
         start_ns: scanned.span_ns.map(|s| s.0),
         end_ns: scanned.span_ns.map(|s| s.1),
+        spans_all_records: true,
         created_ns: now_ns(),
         closed: true,
     }))
+}
+
+/// A closed segment of an older index, whose span covers only its samples and
+/// snapshots, with the span of all its timed records (nothing else changes).
+fn respanned(
+    path: &Path,
+    s: &SegmentInfo,
+    jvm: &JvmIdentity,
+) -> Result<SegmentInfo, CollectorError> {
+    let span = segment::scan(path, jvm)?.and_then(|scanned| scanned.span_ns);
+    Ok(SegmentInfo {
+        start_ns: span.map(|s| s.0),
+        end_ns: span.map(|s| s.1),
+        spans_all_records: true,
+        ..s.clone()
+    })
 }
 
 fn identity_from_header(id: &str, header: &[u8]) -> Result<JvmIdentity, CollectorError> {

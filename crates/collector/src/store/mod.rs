@@ -37,9 +37,14 @@ pub struct SegmentInfo {
     /// `first_seq - 1` while the segment holds no chunk.
     pub last_seq: u64,
     pub bytes: u64,
-    /// Wall-clock span of the events stored, epoch ns.
+    /// Wall-clock span of the timed records stored, epoch ns.
     pub start_ns: Option<u64>,
     pub end_ns: Option<u64>,
+    /// The span covers every timed record (trace events, remote calls and JVM
+    /// events too). Indexes written before it covered only samples and snapshots
+    /// (false when absent): such segments are rescanned when the store opens.
+    #[serde(default)]
+    pub spans_all_records: bool,
     /// Epoch ns when the segment was started.
     pub created_ns: u64,
     /// No more chunks will be added.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use jscope_format::Recording;
 
 use super::{Retained, SegmentInfo, Store, StoredJvm, StreamStatus};
-use crate::jvm::{event_span, JvmIdentity};
+use crate::jvm::{batch_ticks, event_ticks, span_of_times, JvmIdentity};
 use crate::CollectorError;
 
 pub struct RecordingStore {
@@ -35,6 +35,7 @@ impl RecordingStore {
             bytes,
             start_ns: span.map(|s| s.0),
             end_ns: span.map(|s| s.1),
+            spans_all_records: true,
             created_ns: identity.start_wall_ns,
             closed: true,
         };
@@ -48,18 +49,20 @@ impl RecordingStore {
     }
 }
 
+/// The span of every timed record of the recording, as the file store indexes it.
 fn span_of(jvm: &JvmIdentity, rec: &Recording) -> Option<(u64, u64)> {
-    let records: Vec<jscope_format::Record> = rec
-        .samples
-        .iter()
-        .map(|s| jscope_format::Record::Sample(*s))
+    let at = |t: u64| (t, t, 0);
+    let times = (rec.samples.iter().map(|s| at(s.ticks)))
+        .chain(rec.snapshots.iter().map(|s| at(s.ticks)))
+        .chain(rec.traces.iter().filter_map(batch_ticks))
+        .chain(rec.call_aggregates.iter().map(|a| at(a.ticks)))
+        .chain(rec.events.iter().map(event_ticks))
         .chain(
-            rec.snapshots
+            rec.remote_calls
                 .iter()
-                .map(|s| jscope_format::Record::Snapshot(s.clone())),
-        )
-        .collect();
-    event_span(jvm, &records)
+                .map(|c| (c.ticks, c.ticks, c.duration_ns)),
+        );
+    span_of_times(jvm, times)
 }
 
 impl Store for RecordingStore {

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use jscope_format::{decode_payload, ChunkReader, ChunkWriter, Recording};
 
-use crate::jvm::{apply_dictionary, event_span, new_dictionary, JvmIdentity};
+use crate::jvm::{apply_dictionary, new_dictionary, timed_span, JvmIdentity};
 use crate::CollectorError;
 
 pub(crate) fn file_name(first_seq: u64) -> String {
@@ -98,7 +98,7 @@ pub(crate) fn scan(path: &Path, jvm: &JvmIdentity) -> Result<Option<Scanned>, Co
             apply_dictionary(&mut dict, &records);
         }
         if seen > 1 {
-            span = merge_span(span, event_span(jvm, &records));
+            span = merge_span(span, timed_span(jvm, &records));
         }
         valid_len = chunk.offset + chunk.stored_len as u64;
         seen += 1;
