@@ -9,6 +9,7 @@ use jscope_flame::{render_html, Options};
 use serde::Serialize;
 
 use crate::config::parse_duration;
+use crate::distributed::{distributed_tree, DistributedQuery};
 use crate::hot::HotMethodsListener;
 use crate::http::{Handler, Request, Response};
 use crate::ingest::StatsSnapshot;
@@ -200,6 +201,10 @@ impl ApiContext {
                 Ok(Response::json(&query::hot(&*self.store, &q, limit(req))?))
             }
             ["callgraph"] => self.callgraph(req),
+            ["distributed"] => {
+                let q = parse_distributed_query(req)?;
+                Ok(Response::json(&distributed_tree(&*self.store, &q)?))
+            }
             ["stats"] => Ok(Response::json(&self.stats.as_ref().map(|s| s()))),
             _ => Ok(Response::error(404, "no such endpoint")),
         }
@@ -376,6 +381,28 @@ pub fn parse_query(req: &Request) -> Result<Query, CollectorError> {
         thread: req.param("thread").map(str::to_string),
         states,
         lines: matches!(req.param("lines"), Some("1" | "true")),
+    })
+}
+
+/// `jvm` (repeatable or comma-separated; all stored JVMs when absent), `from`/`to`
+/// (epoch ms) or `last`, `depth`, `min_duration_us`, `hide` (repeatable).
+pub fn parse_distributed_query(req: &Request) -> Result<DistributedQuery, CollectorError> {
+    let q = parse_query(req)?;
+    let number = |name: &str| {
+        req.param(name)
+            .map(|v| {
+                v.parse::<u64>()
+                    .map_err(|_| CollectorError::BadQuery(format!("{name} must be a number")))
+            })
+            .transpose()
+    };
+    Ok(DistributedQuery {
+        jvms: q.jvms,
+        from_ns: q.from_ns,
+        to_ns: q.to_ns,
+        max_depth: number("depth")?.map(|d| d as usize),
+        min_duration_ns: number("min_duration_us")?.unwrap_or(0).saturating_mul(1000),
+        hide: req.params("hide"),
     })
 }
 

@@ -25,6 +25,8 @@ pub enum CollectorError {
     UnknownJvm(String),
     #[error("bad query: {0}")]
     BadQuery(String),
+    #[error("cannot read the stored data of jvm {jvm:?}: {message}")]
+    Unreadable { jvm: String, message: String },
 }
 
 impl CollectorError {

@@ -13,6 +13,8 @@
 //!   recovery after kill -9).
 //! - [`api`]: the HTTP JSON API and the embedded UI (docs/API.md).
 //!
+//! - [`distributed`]: the execution tree across stored JVMs (`GET /api/distributed`),
+//!   merged by `jscope_analysis::distributed` as `jscope merge --data` merges.
 //! - [`view_distributed`]: a page over one merged execution tree across JVMs
 //!   (`jscope view SESSION`), rows coloured by JVM.
 //!
@@ -21,6 +23,7 @@
 pub mod api;
 mod api_events;
 mod config;
+pub mod distributed;
 #[path = "ui/distributed.rs"]
 mod distributed_ui;
 mod error;
