@@ -2,7 +2,8 @@
 //! client calling a `com.sun.net.httpserver` server. The client puts a W3C
 //! `traceparent` on the wire and records it, the server records the one it got,
 //! endpoints mirror and per-connection sequence numbers agree; a header the
-//! application set is kept; peers without the agent work as before.
+//! application set is kept; peers without the agent work as before. The same for
+//! `java.net.http.HttpClient` (`send` and `sendAsync`) against that server.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -263,5 +264,165 @@ fn a_server_error_marks_both_records_failed() {
             [true, false],
             "JDK {j}"
         );
+    }
+}
+
+/// What the server's handler saw, by request id (`served id=N traceparent=T`).
+fn seen_by_id(log: &Path) -> std::collections::HashMap<String, String> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("served id="))
+        .filter_map(|l| l.split_once(" traceparent="))
+        .map(|(id, t)| (id.to_string(), t.to_string()))
+        .collect()
+}
+
+fn thread_name(rec: &Recording, call: &RemoteCall) -> String {
+    rec.thread(call.thread)
+        .map(|t| t.name.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn java_net_http_client_send_and_send_async_carry_the_traceparent_both_sides_record() {
+    for java in javas() {
+        let j = java.major;
+        let dir = temp_dir(&format!("httpclient-{j}"));
+        let port = free_port();
+        let (sf, cf) = (dir.join("server.jsc"), dir.join("client.jsc"));
+        let (slog, clog) = (dir.join("server.log"), dir.join("client.log"));
+        let so = format!("remote=http,quiet,file={}", sf.display());
+        let mut server = start(
+            &java,
+            Some(&so),
+            &["httpchain.Server", "B", &port, "7"],
+            &slog,
+        );
+        wait_for(&slog, "ready");
+        let co = format!("remote,quiet,trace=httpchain.*,file={}", cf.display());
+        let args = ["httpchain.NewClient", &port, "1,2,fail", "a1,a2,a3,a4"];
+        let mut client = start(&java, Some(&co), &args, &clog);
+        finish(
+            &java,
+            &mut [(&mut client, "client"), (&mut server, "server")],
+        );
+        assert_eq!(
+            std::fs::read_to_string(&clog).unwrap(),
+            "send 1: B(0)\nsend 2: B(0)\nsend fail: status 503\n\
+             async a1: B(0)\nasync a2: B(0)\nasync a3: B(0)\nasync a4: B(0)\n",
+            "JDK {j}"
+        );
+        let (c, s) = (
+            Recording::read_file(&cf).unwrap(),
+            Recording::read_file(&sf).unwrap(),
+        );
+        let (calls, served) = (http(&c, RemoteSide::Client), http(&s, RemoteSide::Server));
+        assert_eq!((calls.len(), served.len()), (7, 7), "JDK {j}");
+        // The request id each traceparent went out with, from what the handler got.
+        let wire = seen_by_id(&slog);
+        let id_of: std::collections::HashMap<&str, &str> = wire
+            .iter()
+            .map(|(id, t)| (t.as_str(), id.as_str()))
+            .collect();
+        assert_eq!(
+            id_of.len(),
+            7,
+            "JDK {j}: one traceparent per request: {wire:?}"
+        );
+        let mut ids = Vec::new();
+        for r in &calls {
+            let t = c.string(r.request_id);
+            assert!(is_traceparent(t), "JDK {j}: {t:?}");
+            let id = *id_of
+                .get(t)
+                .expect("the handler got what the client recorded");
+            ids.push(id);
+            let x = served
+                .iter()
+                .find(|x| s.string(x.request_id) == t)
+                .expect("the server recorded the same traceparent");
+            assert_eq!((c.string(r.object), c.string(r.method)), ("/hop", "GET"));
+            assert_eq!(
+                (c.string(r.remote_host), r.remote_port.to_string()),
+                ("127.0.0.1", port.clone())
+            );
+            assert_eq!(
+                (s.string(x.remote_host), x.remote_port),
+                (c.string(r.local_host), r.local_port),
+                "JDK {j}: mirrored endpoints"
+            );
+            assert!(r.conn_seq > 0 && r.conn_seq == x.conn_seq, "JDK {j}: {id}");
+            assert!(x.duration_ns <= r.duration_ns, "JDK {j}: {id}");
+            assert_eq!(
+                (r.failed, x.failed),
+                (id == "fail", id == "fail"),
+                "JDK {j}"
+            );
+            // sendAsync's responses arrive on the client's own threads; the call
+            // still belongs to the thread that made it.
+            assert_eq!(thread_name(&c, r), "main", "JDK {j}: {id}");
+        }
+        ids.sort_unstable();
+        assert_eq!(ids, ["1", "2", "a1", "a2", "a3", "a4", "fail"], "JDK {j}");
+        let traces: std::collections::HashSet<&str> = wire.values().map(|w| &w[3..35]).collect();
+        assert_eq!(traces.len(), 7, "JDK {j}: a trace per request");
+    }
+}
+
+#[test]
+fn java_net_http_client_keeps_an_application_traceparent_and_a_plain_server_works() {
+    let own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    for java in javas() {
+        let j = java.major;
+        let dir = temp_dir(&format!("httpclient-peers-{j}"));
+        for traceparent in [Some(own), None] {
+            let port = free_port();
+            let tag = if traceparent.is_some() {
+                "own"
+            } else {
+                "added"
+            };
+            let (cf, slog, clog) = (
+                dir.join(format!("client-{tag}.jsc")),
+                dir.join(format!("plain-server-{tag}.log")),
+                dir.join(format!("client-{tag}.log")),
+            );
+            let mut server = start(&java, None, &["httpchain.Server", "P", &port, "4"], &slog);
+            wait_for(&slog, "ready");
+            let co = format!("remote=http,quiet,file={}", cf.display());
+            let mut args = vec!["httpchain.NewClient", &port, "1,2", "a1,a2"];
+            args.extend(traceparent);
+            let mut client = start(&java, Some(&co), &args, &clog);
+            finish(
+                &java,
+                &mut [(&mut client, "client"), (&mut server, "server")],
+            );
+            assert_eq!(
+                std::fs::read_to_string(&clog).unwrap(),
+                "send 1: P(0)\nsend 2: P(0)\nasync a1: P(0)\nasync a2: P(0)\n",
+                "JDK {j} {tag}"
+            );
+            let wire = seen(&slog);
+            let c = Recording::read_file(&cf).unwrap();
+            let mut recorded: Vec<String> = http(&c, RemoteSide::Client)
+                .iter()
+                .map(|r| c.string(r.request_id).to_string())
+                .collect();
+            match traceparent {
+                // The application's header, once per request, recorded as sent.
+                Some(own) => {
+                    assert_eq!(wire, [own; 4], "JDK {j}");
+                    assert_eq!(recorded, [own; 4], "JDK {j}");
+                }
+                None => {
+                    let mut wire = wire;
+                    assert!(wire.iter().all(|t| is_traceparent(t)), "JDK {j}: {wire:?}");
+                    wire.sort();
+                    recorded.sort();
+                    assert_eq!(recorded, wire, "JDK {j}");
+                }
+            }
+        }
     }
 }
