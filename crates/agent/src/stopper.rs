@@ -2,18 +2,41 @@
 //! full sampling interval.
 
 use std::sync::{Condvar, Mutex};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
 pub struct Stopper {
     stopped: Mutex<bool>,
     wake: Condvar,
+    /// A thread that waits by parking (see [`Stopper::park`]).
+    parked: Mutex<Option<Thread>>,
 }
 
 impl Stopper {
     pub fn stop(&self) {
         *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
         self.wake.notify_all();
+        if let Some(t) = &*self.parked.lock().unwrap_or_else(|e| e.into_inner()) {
+            t.unpark();
+        }
+    }
+
+    /// Parks the calling thread for at most `timeout`, or until stopped, or until
+    /// someone unparks it (another way to wake it, lock-free for the waker).
+    /// Returns true when stopped.
+    pub fn park(&self, timeout: Duration) -> bool {
+        {
+            let mut parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
+            if parked.is_none() {
+                *parked = Some(std::thread::current());
+            }
+        }
+        if self.is_stopped() {
+            return true;
+        }
+        std::thread::park_timeout(timeout);
+        self.is_stopped()
     }
 
     pub fn is_stopped(&self) -> bool {
@@ -59,5 +82,25 @@ mod tests {
         assert!(t.join().unwrap());
         assert!(start.elapsed() < Duration::from_secs(5));
         assert!(s.is_stopped());
+    }
+
+    #[test]
+    fn parking_ends_early_on_stop_and_on_unpark() {
+        let s = Arc::new(Stopper::default());
+        let s2 = s.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            tx.send(std::thread::current()).unwrap();
+            let first = s2.park(Duration::from_secs(30));
+            (first, s2.park(Duration::from_secs(30)))
+        });
+        let waiter = rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let start = Instant::now();
+        waiter.unpark();
+        std::thread::sleep(Duration::from_millis(20));
+        s.stop();
+        assert_eq!(t.join().unwrap(), (false, true));
+        assert!(start.elapsed() < Duration::from_secs(5));
     }
 }

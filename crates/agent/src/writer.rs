@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -34,6 +34,24 @@ const FLUSH_BYTES: usize = 1 << 20;
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// How often the writer looks for new samples.
 const POLL: Duration = Duration::from_millis(10);
+
+/// The running writer's thread, for [`nudge`]; each writer start leaks one
+/// handle (a few bytes per recording) so a nudging thread never reads a freed one.
+static WRITER_THREAD: AtomicPtr<std::thread::Thread> = AtomicPtr::new(std::ptr::null_mut());
+static WRITER_NUDGED: AtomicBool = AtomicBool::new(false);
+
+/// Wakes the writer before its next poll: a producer whose buffer is filling
+/// fast calls this (lock-free; at most one wake-up per poll).
+pub fn nudge() {
+    if WRITER_NUDGED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let t = WRITER_THREAD.load(Ordering::Acquire);
+    if !t.is_null() {
+        // SAFETY: handles stored in WRITER_THREAD are leaked, never freed.
+        unsafe { (*t).unpark() };
+    }
+}
 
 /// Everything the writer thread owns or shares.
 pub struct WriterConfig {
@@ -125,6 +143,8 @@ impl WriterConfig {
 }
 
 fn run(cfg: WriterConfig) {
+    let me = Box::into_raw(Box::new(std::thread::current()));
+    WRITER_THREAD.store(me, Ordering::Release);
     cfg.table.mark_agent(gettid());
     let Some(jni) = cfg.vm.attach_daemon("jscope-writer") else {
         return;
@@ -158,7 +178,8 @@ fn run(cfg: WriterConfig) {
 impl Writer {
     fn run(&mut self) {
         loop {
-            let stopping = self.cfg.stopper.wait(POLL);
+            let stopping = self.cfg.stopper.park(POLL);
+            WRITER_NUDGED.store(false, Ordering::Relaxed);
             self.drain();
             if stopping {
                 break;
@@ -203,7 +224,7 @@ impl Writer {
             };
             self.emit_thread(thread);
             self.trace
-                .write(&raw, thread, &mut self.chunk, &mut self.symbols);
+                .write(raw, thread, &mut self.chunk, &mut self.symbols);
             // A thread far behind must not make one huge chunk.
             if self.chunk.raw_len() >= FLUSH_BYTES {
                 self.flush();

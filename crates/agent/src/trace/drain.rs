@@ -48,8 +48,9 @@ const AGGREGATE_EVERY: Duration = Duration::from_secs(1);
 /// The writer's tracing state for one recording.
 #[derive(Default)]
 pub struct TraceDrain {
-    /// Probe index -> recording method id.
-    methods: HashMap<u32, u32>,
+    /// Probe index -> recording method id (0: not defined yet); probe indexes
+    /// are dense, so a vector is the fastest map.
+    methods: Vec<u32>,
     /// Ring -> recording thread, resolved at the ring's first drain, while its
     /// thread surely lives (a Linux thread id can later belong to another Java
     /// thread, as main's does to DestroyJavaVM).
@@ -68,6 +69,10 @@ pub struct TraceDrain {
     ring_pos: usize,
     ring_batches: usize,
     batches_per_ring: usize,
+    /// Buffers of written batches, reused so the writer does not map and unmap a
+    /// few hundred KiB per batch.
+    spare_raw: Vec<Vec<RawEvent>>,
+    spare_events: Vec<TraceEvent>,
 }
 
 impl TraceDrain {
@@ -100,12 +105,14 @@ impl TraceDrain {
             return Some(batch);
         }
         while let Some(ring) = self.rings.get(self.ring_pos).cloned() {
-            let mut events = Vec::new();
+            let mut events = self.spare_raw.pop().unwrap_or_default();
+            events.clear();
             if self.ring_batches < self.batches_per_ring {
                 events.reserve(BATCH_EVENTS);
                 ring.drain_max(BATCH_EVENTS, |e| events.push(*e));
             }
             if events.is_empty() {
+                self.spare_raw.push(events);
                 self.ring_pos += 1;
                 self.ring_batches = 0;
                 continue;
@@ -128,15 +135,20 @@ impl TraceDrain {
     /// Encodes one thread's events as a TraceBatch of recording thread `thread`.
     pub fn write(
         &mut self,
-        raw: &RawBatch,
+        raw: RawBatch,
         thread: u32,
         out: &mut ChunkWriter,
         symbols: &mut Symbols,
     ) {
         self.threads.insert(raw.source, thread);
-        match &raw.payload {
-            Payload::Events(events) => self.write_events(events, thread, out, symbols),
-            Payload::Pairs(pairs) => self.write_pairs(pairs, thread, out, symbols),
+        match raw.payload {
+            Payload::Events(events) => {
+                self.write_events(&events, thread, out, symbols);
+                if self.spare_raw.is_empty() {
+                    self.spare_raw.push(events);
+                }
+            }
+            Payload::Pairs(pairs) => self.write_pairs(&pairs, thread, out, symbols),
         }
     }
 
@@ -215,21 +227,24 @@ impl TraceDrain {
         out: &mut ChunkWriter,
         symbols: &mut Symbols,
     ) {
-        let events = raw
-            .iter()
-            .map(|e| TraceEvent {
+        let mut events = std::mem::take(&mut self.spare_events);
+        events.clear();
+        for e in raw {
+            events.push(TraceEvent {
                 kind: TraceKind::from_u8((e.head & 3) as u8).unwrap_or(TraceKind::Throw),
                 method: self.method_id(e.head >> 2, out, symbols),
                 ticks: self.clock.map_or(e.ticks, |c| c.ns(e.ticks)),
                 untraced: e.untraced,
                 cpu_ns: e.cpu,
-            })
-            .collect();
-        out.trace(&TraceBatch {
+            });
+        }
+        let batch = TraceBatch {
             thread,
             has_cpu: self.has_cpu,
             events,
-        });
+        };
+        out.trace(&batch);
+        self.spare_events = batch.events;
         self.written += raw.len() as u64;
     }
 
@@ -238,11 +253,15 @@ impl TraceDrain {
         if self.last_method.0 == index && index != 0 {
             return self.last_method.1;
         }
-        let id = match self.methods.get(&index) {
-            Some(&id) => id,
-            None => {
+        let slot = index as usize;
+        let id = match self.methods.get(slot) {
+            Some(&id) if id != 0 => id,
+            _ => {
                 let id = registry::method(index).map_or(0, |m| symbols.define(out, &m.names()));
-                self.methods.insert(index, id);
+                if self.methods.len() <= slot {
+                    self.methods.resize(slot + 1, 0);
+                }
+                self.methods[slot] = id;
                 id
             }
         };

@@ -6,7 +6,7 @@
 //! calls it did not record. Nothing here locks or allocates except the first event
 //! of a thread in a session (registering its ring).
 
-use std::cell::{RefCell, UnsafeCell};
+use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -43,7 +43,7 @@ pub struct RawEvent {
 }
 
 /// Events one thread may have waiting for the writer before new ones are dropped.
-pub const RING_EVENTS: usize = 1 << 16;
+pub const RING_EVENTS: usize = 1 << 19;
 
 /// A thread's events on their way to the writer: the thread writes slots and then
 /// publishes `head`; the writer reads up to `head` and then publishes `tail`.
@@ -82,16 +82,31 @@ impl ThreadRing {
     }
 
     /// Producer side; false (and counted) when the writer has fallen behind.
+    /// `room` caches the index the producer may fill up to (the consumer's tail
+    /// plus the capacity when last read), so the hot path reads the consumer's
+    /// cache line only when the cached room runs out.
     #[inline]
-    fn push(&self, e: RawEvent) -> bool {
+    fn push(&self, e: RawEvent, room: &mut usize) -> bool {
         let head = self.head.load(Ordering::Relaxed);
-        if head - self.tail.load(Ordering::Acquire) >= self.slots.len() {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return false;
+        if head >= *room {
+            let tail = self.tail.load(Ordering::Acquire);
+            *room = tail + self.slots.len();
+            if head >= *room {
+                // Only this thread writes the count: no locked instruction.
+                let n = self.dropped.load(Ordering::Relaxed);
+                self.dropped.store(n + 1, Ordering::Relaxed);
+                return false;
+            }
+            if head - tail >= self.slots.len() / 2 {
+                crate::writer::nudge(); // still over half full
+            }
         }
         // SAFETY: see the Sync impl; this slot is not readable by the writer yet.
         unsafe { *self.slots[head & (self.slots.len() - 1)].get() = e };
         self.head.store(head + 1, Ordering::Release);
+        if head + 1 == *room - self.slots.len() / 2 {
+            crate::writer::nudge(); // crossing half full: wake the writer early
+        }
         true
     }
 
@@ -274,6 +289,8 @@ pub struct Local {
     untraced: u32,
     stack: Vec<Open>,
     with_cpu: bool,
+    /// The ring index this thread may fill up to (see [`ThreadRing::push`]).
+    room: usize,
 }
 
 impl Local {
@@ -290,18 +307,22 @@ impl Local {
             untraced: 0,
             stack: Vec::with_capacity(256),
             with_cpu,
+            room: 0,
         }
     }
 
     #[inline]
     fn emit(&mut self, id: u32, kind: u32, untraced: u32) {
         let cpu = if self.with_cpu { thread_cpu_ns() } else { 0 };
-        self.ring.push(RawEvent {
-            ticks: now(),
-            cpu,
-            head: ((id & INDEX_MASK) << 2) | kind,
-            untraced,
-        });
+        self.ring.push(
+            RawEvent {
+                ticks: now(),
+                cpu,
+                head: ((id & INDEX_MASK) << 2) | kind,
+                untraced,
+            },
+            &mut self.room,
+        );
     }
 
     /// A method entry. Under `exclude-library` a library method is recorded only
@@ -398,7 +419,29 @@ impl Drop for Local {
 }
 
 thread_local! {
-    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+    /// This thread's probe state: a plain pointer, so the hot path is one
+    /// thread-local load (no lazy-init or destructor-state checks). Null before the
+    /// thread's first event; BUSY while it is being created (a probe reached from
+    /// the creation itself, e.g. a traced Thread.getId, records nothing).
+    static LOCAL: Cell<*mut Local> = const { Cell::new(std::ptr::null_mut()) };
+    /// Frees LOCAL when the thread ends; touched only on the slow path, where
+    /// registering its destructor is paid once per thread.
+    static OWNER: LocalOwner = const { LocalOwner };
+}
+
+const BUSY: *mut Local = 1 as *mut Local;
+
+struct LocalOwner;
+
+impl Drop for LocalOwner {
+    fn drop(&mut self) {
+        let p = LOCAL.with(|c| c.replace(BUSY));
+        if !p.is_null() && p != BUSY {
+            // SAFETY: LOCAL's non-BUSY pointers come from Box::into_raw in
+            // `replace_local` and are freed only here or there, on this thread.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
 }
 
 /// Runs `f` on this thread's state for the current session, creating it (and
@@ -409,18 +452,41 @@ fn with_local(env: *mut sys::JNIEnv, f: impl FnOnce(&mut Local)) {
     if generation == 0 {
         return;
     }
-    let _ = LOCAL.try_with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else {
-            return;
-        };
-        match slot.as_mut() {
-            Some(local) if local.generation == generation => f(local),
-            _ => {
-                let local = slot.insert(new_local(env, generation));
-                f(local)
-            }
+    let p = LOCAL.with(|c| c.get());
+    if !p.is_null() && p != BUSY {
+        // SAFETY: a non-BUSY pointer is this thread's live Local (see LocalOwner);
+        // nothing `f` calls reaches another probe, so the borrow is unique.
+        let local = unsafe { &mut *p };
+        if local.generation == generation {
+            return f(local);
         }
-    });
+    }
+    if p != BUSY {
+        if let Some(local) = replace_local(env, generation, p) {
+            f(local);
+        }
+    }
+}
+
+/// The slow path: a new Local for this session in place of `old` (null or the
+/// previous session's); None when the thread is ending.
+#[cold]
+fn replace_local(
+    env: *mut sys::JNIEnv,
+    generation: u64,
+    old: *mut Local,
+) -> Option<&'static mut Local> {
+    // Registers the destructor; fails once the thread's TLS is being torn down.
+    OWNER.try_with(|_| ()).ok()?;
+    LOCAL.with(|c| c.set(BUSY));
+    if !old.is_null() {
+        // SAFETY: see LocalOwner; `old` is this thread's, no longer referenced.
+        drop(unsafe { Box::from_raw(old) });
+    }
+    let fresh = Box::into_raw(Box::new(new_local(env, generation)));
+    LOCAL.with(|c| c.set(fresh));
+    // SAFETY: just allocated; lives until this thread's LocalOwner drops it.
+    Some(unsafe { &mut *fresh })
 }
 
 #[cold]
