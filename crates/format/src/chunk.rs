@@ -37,7 +37,10 @@ pub enum ChunkKind {
 
 const CODEC_NONE: u8 = 0;
 const CODEC_ZSTD: u8 = 1;
-const ZSTD_LEVEL: i32 = 3;
+/// zstd's fastest level: compression is most of the agent writer's CPU, and on a
+/// traced javac level 3 saved only 10% of the size (2.54 against 2.82 bytes per
+/// traced call) for 35% more writer CPU.
+const ZSTD_LEVEL: i32 = 1;
 
 /// Compresses `payload` and frames it as one chunk.
 pub fn frame_chunk(kind: ChunkKind, payload: &[u8]) -> Vec<u8> {
