@@ -141,6 +141,19 @@ fn golden_file_still_reads_and_is_still_written_byte_for_byte() {
 }
 
 #[test]
+fn a_file_written_at_zstd_level_3_still_reads() {
+    // Writers before the switch to level 1 compressed chunks at level 3.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/small-zstd3.jsc");
+    let old = std::fs::read(path).unwrap();
+    let r = Recording::from_bytes(&old).unwrap();
+    let now = Recording::from_bytes(&sample_recording()).unwrap();
+    assert_eq!(r.samples, now.samples);
+    assert_eq!(r.snapshots, now.snapshots);
+    assert!(r.damage.is_none());
+}
+
+#[test]
 fn a_truncated_file_keeps_every_whole_chunk_and_says_where_damage_starts() {
     let full = sample_recording();
     let r = Recording::from_bytes(&full[..full.len() - 5]).unwrap();
