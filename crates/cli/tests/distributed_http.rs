@@ -1,7 +1,8 @@
 //! HTTP calls recorded by the agent (`remote`) on real JVMs and merged: a client
-//! -> server A -> server B chain over `HttpURLConnection` and
-//! `com.sun.net.httpserver`, each its own JVM with its clock shifted by minutes,
-//! is one tree rooted at the client's main with two nested remote subtrees; and
+//! -> server A -> server B chain over `HttpURLConnection` (or
+//! `java.net.http.HttpClient`) and `com.sun.net.httpserver`, each its own JVM with
+//! its clock shifted by minutes, is one tree rooted at the client's main with two
+//! nested remote subtrees; and
 //! `jscope view SESSION` shows it in headless Chromium, coloured by JVM, with each
 //! remote call's network time.
 
@@ -67,14 +68,35 @@ fn wait_ready(dir: &Path, name: &str) {
 
 /// Runs client -> A -> B with `requests` requests; the recordings in order.
 fn chain(java: &Java, dir: &Path, requests: usize) -> [PathBuf; 3] {
+    chain_over(java, dir, requests, Api::UrlConnection)
+}
+
+/// The JDK HTTP client the client and A call with.
+#[derive(Clone, Copy, PartialEq)]
+enum Api {
+    UrlConnection,
+    /// `java.net.http.HttpClient.send`.
+    HttpClient,
+}
+
+fn chain_over(java: &Java, dir: &Path, requests: usize, api: Api) -> [PathBuf; 3] {
     let (pa, pb) = (free_port(), free_port());
     let n = requests.to_string();
     let (mut b, fb) = start(java, dir, "b", "-3m", &["httpchain.Server", "B", &pb, &n]);
     wait_ready(dir, "b");
-    let args = ["httpchain.Server", "A", &pa, &n, &pb];
+    let mut args = vec!["httpchain.Server", "A", &pa, &n, &pb];
+    let ids: Vec<String> = (1..=requests).map(|k| k.to_string()).collect();
+    let ids = ids.join(",");
+    let client_args = match api {
+        Api::UrlConnection => vec!["httpchain.Client", &pa, &n],
+        Api::HttpClient => {
+            args.push("httpclient");
+            vec!["httpchain.NewClient", &pa, &ids, "-"]
+        }
+    };
     let (mut a, fa) = start(java, dir, "a", "4m", &args);
     wait_ready(dir, "a");
-    let (mut c, fc) = start(java, dir, "client", "0s", &["httpchain.Client", &pa, &n]);
+    let (mut c, fc) = start(java, dir, "client", "0s", &client_args);
     for (p, name) in [(&mut c, "client"), (&mut a, "a"), (&mut b, "b")] {
         let status = p
             .wait_timeout(Duration::from_secs(120))
@@ -82,8 +104,13 @@ fn chain(java: &Java, dir: &Path, requests: usize) -> [PathBuf; 3] {
         assert!(status.success(), "JDK {} {name}: {status}", java.major);
     }
     let log = std::fs::read_to_string(dir.join("client.log")).unwrap();
+    let word = if api == Api::HttpClient {
+        "send"
+    } else {
+        "request"
+    };
     let want: String = (1..=requests)
-        .map(|k| format!("request {k}: A(0) B(0)\n"))
+        .map(|k| format!("{word} {k}: A(0) B(0)\n"))
         .collect();
     assert_eq!(log, want);
     [fc, fa, fb]
@@ -225,6 +252,68 @@ fn an_http_chain_across_three_jvms_is_one_tree_even_with_clocks_minutes_apart() 
             ),
             "{text}"
         );
+    }
+}
+
+#[test]
+fn an_http_client_chain_is_one_tree_with_the_trace_continued_across_hops() {
+    for java in javas() {
+        let j = java.major;
+        let dir = temp_dir(&format!("httpclient-chain-{j}"));
+        let files = chain_over(&java, &dir, 2, Api::HttpClient);
+        let members = files
+            .iter()
+            .map(|f| Member::read_file(f, &TraceOptions::default()).unwrap())
+            .collect();
+        let t = DistributedTree::build(members);
+        assert_eq!(t.reference, 0, "JDK {j}");
+        assert!(t.unmatched_clients.is_empty(), "JDK {j}");
+        assert!(t.unmatched_servers.is_empty(), "JDK {j}");
+        let main = calls(&t.roots(0));
+        assert_eq!(main.len(), 1, "JDK {j}");
+        assert_eq!(t.label(main[0]), "httpchain.NewClient.main");
+        // send() is called from main itself: the calls hang right under it.
+        let requests = remote_below(&t, t.children(main[0]));
+        assert_eq!(requests.len(), 2, "JDK {j}: two requests from main");
+        for &outer in &requests {
+            assert_eq!(t.links[outer].at, Some(main[0].node), "JDK {j}");
+            assert_eq!(t.links[outer].server.jvm, 1, "JDK {j}: A serves it");
+            let client = t.remote(t.links[outer].client);
+            assert_eq!(
+                (client.object.as_str(), client.method.as_str()),
+                ("/hop", "GET")
+            );
+            // A did its work and called B with HttpClient inside the grafted subtree.
+            assert_eq!(
+                served_labels(&t, outer),
+                ["httpchain.Server.work", "httpchain.NewClient.get"],
+                "JDK {j}"
+            );
+            let inner = remote_below(&t, t.remote_children(outer));
+            assert_eq!(inner.len(), 1, "JDK {j}: A forwards once");
+            assert_eq!(t.links[inner[0]].server.jvm, 2, "JDK {j}: B serves it");
+            assert_eq!(served_labels(&t, inner[0]), ["httpchain.Server.work"]);
+            assert_eq!(trace_id(&t, outer), trace_id(&t, inner[0]), "JDK {j}");
+            for l in [outer, inner[0]] {
+                let link = &t.links[l];
+                let (c, s) = (t.remote(link.client), t.remote(link.server));
+                assert!(
+                    s.end_ns - s.start_ns <= c.end_ns - c.start_ns,
+                    "JDK {j}: the server's part fits in the client's"
+                );
+            }
+        }
+        assert_ne!(trace_id(&t, requests[0]), trace_id(&t, requests[1]));
+        for (k, truth) in [(1, -4), (2, 3)] {
+            let o = t.offsets[k].unwrap();
+            let err = (o.offset_ns - truth * MINUTE_NS).unsigned_abs();
+            assert!(
+                err <= o.uncertainty_ns + 1_000_000,
+                "JDK {j} jvm {k}: {} ± {} vs {truth} min",
+                o.offset_ns,
+                o.uncertainty_ns
+            );
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 package httpchain;
 
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -29,6 +30,16 @@ public class NewClient {
         }
         for (int i = 0; i < all.size(); i++) {
             System.out.println("async " + asyncIds.get(i) + ": " + answer(all.get(i).join()));
+        }
+    }
+
+    /** One request to /hop?QUERY with `send`, for a forwarding server. */
+    static String get(HttpClient client, int port, String query) throws IOException {
+        URI uri = URI.create("http://127.0.0.1:" + port + "/hop?" + query);
+        try {
+            return client.send(HttpRequest.newBuilder(uri).build(), HttpResponse.BodyHandlers.ofString()).body();
+        } catch (InterruptedException e) {
+            throw new IOException(e);
         }
     }
 

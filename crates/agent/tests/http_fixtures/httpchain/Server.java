@@ -6,14 +6,19 @@ import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
+import java.net.http.HttpClient;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CountDownLatch;
 
-/** An HTTP hop: `Server NAME PORT REQUESTS [NEXT_PORT]` serves /hop, forwarding
- * each request to NEXT_PORT when given, and exits after REQUESTS requests. */
+/** An HTTP hop: `Server NAME PORT REQUESTS [NEXT_PORT [httpclient]]` serves /hop,
+ * forwarding each request to NEXT_PORT when given (with HttpURLConnection, or
+ * java.net.http.HttpClient when `httpclient` follows), and exits after REQUESTS
+ * requests. */
 public class Server {
     static String name;
     static int next;
+    /** Forwards with this when set, else with HttpURLConnection. */
+    static HttpClient forward;
     static CountDownLatch left;
 
     public static void main(String[] args) throws Exception {
@@ -21,6 +26,9 @@ public class Server {
         int port = Integer.parseInt(args[1]);
         left = new CountDownLatch(Integer.parseInt(args[2]));
         next = args.length > 3 ? Integer.parseInt(args[3]) : 0;
+        if (args.length > 4 && args[4].equals("httpclient")) {
+            forward = HttpClient.newHttpClient();
+        }
         HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 0);
         server.createContext("/hop", new Hop());
         server.start();
@@ -43,7 +51,7 @@ public class Server {
             }
             String answer = name + "(" + work(id) + ")";
             if (next != 0) {
-                answer = answer + " " + Client.get(next, id);
+                answer = answer + " " + (forward != null ? NewClient.get(forward, next, id) : Client.get(next, id));
             }
             byte[] body = answer.getBytes(StandardCharsets.UTF_8);
             ex.sendResponseHeaders(200, body.length);
