@@ -3,7 +3,9 @@
 use crate::bytes::{put_u16, Reader};
 use crate::layout::Layout;
 
-/// LineNumberTable: every start_pc moves with its instruction.
+/// LineNumberTable: every start_pc moves with its instruction, except that the
+/// method's first line also covers the entry probe inserted before it (a stack
+/// walked inside the probe then still has a line for the method).
 pub fn relocate_line_numbers(info: &[u8], layout: &Layout) -> Option<Vec<u8>> {
     let mut r = Reader::new(info);
     let count = r.u16().ok()?;
@@ -12,14 +14,17 @@ pub fn relocate_line_numbers(info: &[u8], layout: &Layout) -> Option<Vec<u8>> {
     for _ in 0..count {
         let start = u32::from(r.u16().ok()?);
         let line = r.u16().ok()?;
-        put_u16(&mut out, moved(start, layout)?);
+        put_u16(&mut out, moved_keeping_start(start, layout)?);
         put_u16(&mut out, line);
     }
     (r.remaining() == 0).then_some(out)
 }
 
 /// LocalVariableTable and LocalVariableTypeTable: the [start, start+length) range
-/// moves; the end may be the code length.
+/// moves; the end may be the code length. A range from offset 0 (parameters and
+/// `this`) keeps starting at 0: the entry probe does not touch locals, and a
+/// debugger or JVMTI reading a parameter at the method's entry (a breakpoint at
+/// location 0) would otherwise get INVALID_SLOT.
 pub fn relocate_local_variables(info: &[u8], layout: &Layout) -> Option<Vec<u8>> {
     let mut r = Reader::new(info);
     let count = r.u16().ok()?;
@@ -28,12 +33,20 @@ pub fn relocate_local_variables(info: &[u8], layout: &Layout) -> Option<Vec<u8>>
     for _ in 0..count {
         let start = u32::from(r.u16().ok()?);
         let end = start + u32::from(r.u16().ok()?);
-        let (new_start, new_end) = (moved(start, layout)?, moved(end, layout)?);
+        let (new_start, new_end) = (moved_keeping_start(start, layout)?, moved(end, layout)?);
         put_u16(&mut out, new_start);
         put_u16(&mut out, new_end - new_start);
         out.extend_from_slice(r.take(6).ok()?);
     }
     (r.remaining() == 0).then_some(out)
+}
+
+/// As [`moved`], but offset 0 stays 0 (it then also covers the entry probe).
+fn moved_keeping_start(old: u32, layout: &Layout) -> Option<u16> {
+    if old == 0 {
+        return Some(0);
+    }
+    moved(old, layout)
 }
 
 fn moved(old: u32, layout: &Layout) -> Option<u16> {
@@ -68,7 +81,8 @@ fn relocate_type_annotation(r: &mut Reader, out: &mut Vec<u8>, layout: &Layout) 
             for _ in 0..n {
                 let start = u32::from(r.u16().ok()?);
                 let end = start + u32::from(r.u16().ok()?);
-                let (new_start, new_end) = (moved(start, layout)?, moved(end, layout)?);
+                let (new_start, new_end) =
+                    (moved_keeping_start(start, layout)?, moved(end, layout)?);
                 put_u16(out, new_start);
                 put_u16(out, new_end - new_start);
                 out.extend_from_slice(r.take(2).ok()?);

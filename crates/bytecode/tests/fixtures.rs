@@ -314,3 +314,54 @@ fn type_annotations_in_code_follow_their_instructions() {
     assert_eq!(before, after);
     assert!(after.contains(&(0x44, op::NEW)));
 }
+
+/// (start, length, slot) of every LocalVariableTable row of `method`, and the
+/// first LineNumberTable start.
+fn debug_tables(path: &Path, method: &str) -> (Vec<(u16, u16, u16)>, u16) {
+    let class = ClassFile::parse(&std::fs::read(path).unwrap()).unwrap();
+    let m = class
+        .methods
+        .iter()
+        .find(|m| class.pool.utf8(m.name_index).unwrap() == method)
+        .unwrap();
+    let code =
+        CodeAttribute::parse(&class.find_attribute(&m.attributes, "Code").unwrap().info).unwrap();
+    let u16_at = |b: &[u8], at: usize| u16::from_be_bytes([b[at], b[at + 1]]);
+    let lvt = &class
+        .find_attribute(&code.attributes, "LocalVariableTable")
+        .unwrap()
+        .info;
+    let rows = (0..usize::from(u16_at(lvt, 0)))
+        .map(|i| {
+            let at = 2 + 10 * i;
+            (u16_at(lvt, at), u16_at(lvt, at + 2), u16_at(lvt, at + 8))
+        })
+        .collect();
+    let lines = &class
+        .find_attribute(&code.attributes, "LineNumberTable")
+        .unwrap()
+        .info;
+    let first_line = (0..usize::from(u16_at(lines, 0)))
+        .map(|i| u16_at(lines, 2 + 4 * i))
+        .min()
+        .unwrap();
+    (rows, first_line)
+}
+
+#[test]
+fn parameters_stay_readable_from_the_first_instruction() {
+    // Recursion.fib(int): the range of its parameter starts at offset 0.
+    let path = |dir: &Path| dir.join("fixtures/Recursion.class");
+    let (before, line_before) = debug_tables(&path(plain_classes()), "fib");
+    let (after, line_after) = debug_tables(&path(&instrumented().0), "fib");
+    assert_eq!((line_before, line_after), (0, 0));
+    assert_eq!(before.len(), after.len());
+    let param = after.iter().find(|r| r.2 == 0).unwrap();
+    assert_eq!(param.0, 0, "{after:?}");
+    let len_after = |slot| after.iter().find(|r| r.2 == slot).unwrap().1;
+    let len_before = |slot| before.iter().find(|r| r.2 == slot).unwrap().1;
+    assert!(
+        len_after(0) > len_before(0),
+        "the parameter also covers the probes: {before:?} -> {after:?}"
+    );
+}
