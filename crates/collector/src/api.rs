@@ -23,6 +23,9 @@ const APP_JS: &str = include_str!("ui/app.js");
 const APP_CSS: &str = include_str!("ui/app.css");
 const TIMELINE_JS: &str = include_str!("ui/timeline.js");
 const TIMELINE_CSS: &str = include_str!("ui/timeline.css");
+/// The merged tree's script and style, shared with the session page (`jscope view SESSION`).
+const DISTRIBUTED_JS: &str = include_str!("ui/distributed.js");
+const DISTRIBUTED_CSS: &str = include_str!("ui/distributed.css");
 
 /// What the API reads from.
 pub struct ApiContext {
@@ -164,6 +167,12 @@ impl ApiContext {
                 return Response::bytes("text/javascript; charset=utf-8", TIMELINE_JS)
             }
             "/timeline.css" => return Response::bytes("text/css; charset=utf-8", TIMELINE_CSS),
+            "/distributed.js" => {
+                return Response::bytes("text/javascript; charset=utf-8", DISTRIBUTED_JS)
+            }
+            "/distributed.css" => {
+                return Response::bytes("text/css; charset=utf-8", DISTRIBUTED_CSS)
+            }
             _ => {}
         }
         if !path.starts_with("/api/") {

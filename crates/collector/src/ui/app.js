@@ -93,6 +93,7 @@ async function loadJvms() {
     tr.onclick = () => { selectJvm(j.id); showTab("threads"); };
   });
   fillJvmPickers();
+  fillDistJvms();
   if (!ui.jvm && ui.jvms.length) selectJvm(ui.jvms[0].id);
   status(ui.jvms.filter((j) => j.status === "connected").length + " connected, " + ui.jvms.length + " known");
 }
@@ -379,6 +380,60 @@ function focusNode(i) {
   }
 }
 
+// ---- Distributed: the merged execution tree across JVMs (distributed.js renders it) ----
+const dist = { view: null, loaded: false, unchecked: new Set() };
+
+// Every known JVM, checked unless the user unchecked it (new JVMs come checked).
+function fillDistJvms() {
+  const box = $("#dist-jvms");
+  box.querySelectorAll("input").forEach((i) => (i.checked ? dist.unchecked.delete(i.value) : dist.unchecked.add(i.value)));
+  box.replaceChildren(...ui.jvms.map((j) => {
+    const l = document.createElement("label");
+    const i = document.createElement("input");
+    i.type = "checkbox";
+    i.value = j.id;
+    i.checked = !dist.unchecked.has(j.id);
+    l.append(i, " " + j.pid);
+    l.title = j.id + ": " + j.command_line;
+    return l;
+  }));
+}
+
+function distQuery() {
+  const q = new URLSearchParams();
+  const boxes = [...document.querySelectorAll("#dist-jvms input")];
+  const picked = boxes.filter((i) => i.checked).map((i) => i.value);
+  if (!picked.length) throw new Error("choose at least one JVM");
+  if (picked.length < boxes.length) picked.forEach((id) => q.append("jvm", id));
+  const range = $("#dist-range").value;
+  if (range === "custom") {
+    for (const [k, id] of [["from", "#dist-from"], ["to", "#dist-to"]]) {
+      const v = $(id).value;
+      if (v) q.set(k, String(new Date(v).getTime()));
+    }
+  } else if (range) {
+    q.set("last", range);
+  }
+  return q;
+}
+
+async function loadDistributed() {
+  dist.loaded = true;
+  if (!dist.view) {
+    dist.view = new window.jscopeDistributed.DistributedView({
+      legend: $("#dist-legend tbody"), tree: $("#dist-tree tbody"), summary: $("#dist-summary"),
+    });
+  }
+  $("#dist-error").textContent = "";
+  document.body.dataset.distReady = "false";
+  try {
+    dist.view.render(await api("distributed", distQuery()));
+  } catch (e) {
+    $("#dist-error").textContent = e.message;
+  }
+  document.body.dataset.distReady = "true";
+}
+
 // ---- Hot methods (running, per JVM) ----
 async function loadHot() {
   if (!ui.jvm) return;
@@ -402,6 +457,7 @@ async function refresh() {
     if (ui.tab === "hot") await loadHot();
     if (ui.tab === "flame" && !$("#flame-frame").getAttribute("src") && ui.jvm) drawFlame();
     if (ui.tab === "callgraph" && !graph && ui.jvm) await buildCallGraph();
+    if (ui.tab === "distributed" && !dist.loaded && ui.jvms.length) await loadDistributed();
     if (window.jscopeEvents) await window.jscopeEvents.refresh(ui.tab, ui.jvm);
   } catch (e) {
     status("error: " + e.message);
@@ -417,6 +473,11 @@ function start() {
   $("#cg-go").onclick = () => buildCallGraph().catch((e) => status("error: " + e.message));
   $("#cg-max").onchange = () => graph && drawCallGraph(graph, Number($("#cg-max").value) || 40);
   $("#hot-mode").onchange = loadHot;
+  $("#dist-go").onclick = loadDistributed;
+  $("#dist-expand").onclick = () => dist.view && dist.view.setAll(true);
+  $("#dist-collapse").onclick = () => dist.view && dist.view.setAll(false);
+  $("#dist-range").onchange = () =>
+    document.querySelectorAll(".dist-custom").forEach((l) => l.classList.toggle("shown", $("#dist-range").value === "custom"));
   showTab(ui.tab);
   setInterval(refresh, 1000);
 }
