@@ -17,10 +17,24 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::args::Format;
+use crate::remote::Collector;
 use crate::source::{choose, JvmRow};
+
+/// FILE's value when only --collector is given (clap needs one for the field).
+const NO_FILE: &str = "-";
 
 /// `jscope tree`, with the distributed form's extra arguments.
 #[derive(Debug, Args)]
+// FILE is not needed when the JVMs come from a running collector. (Changing an
+// argument moves it last among the arguments: the positions are set again.)
+#[command(mut_arg("file", |a| {
+    a.required(false)
+        .required_unless_present("collector")
+        .default_value(NO_FILE)
+        .hide_default_value(true)
+        .index(1)
+}))]
+#[command(mut_arg("more", |a| a.index(2)))]
 pub struct TreeCommand {
     #[command(flatten)]
     pub tree: crate::trace::TreeArgs,
@@ -42,22 +56,38 @@ pub struct TreeCommand {
     /// JSON (one process per JVM, remote calls as flow arrows to the server's calls).
     #[arg(long, value_name = "FILE", requires = "distributed")]
     pub chrome: Option<PathBuf>,
+    /// With --distributed: merge every JVM a running collector stored (e.g.
+    /// http://127.0.0.1:7080), fetched through its API, instead of files.
+    #[arg(long, value_name = "URL", requires = "distributed")]
+    pub collector: Option<String>,
+    /// The collector's token (`jscope serve --token`).
+    #[arg(long, value_name = "TOKEN", requires = "collector")]
+    pub token: Option<String>,
 }
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  jscope merge client.jsc s1.jsc s2.jsc s3.jsc -o beacon.jss\n  jscope merge --data /var/lib/jscope -o beacon.jss\n  jscope tree --distributed beacon.jss"
+    after_help = "Examples:\n  jscope merge client.jsc s1.jsc s2.jsc s3.jsc -o beacon.jss\n  jscope merge --data /var/lib/jscope -o beacon.jss\n  jscope merge --collector http://127.0.0.1:7080 --jvm 4711 --jvm 4712 -o two.jss\n  jscope tree --distributed beacon.jss"
 )]
 pub struct MergeArgs {
     /// The recordings (.jsc) of the JVMs, one per JVM.
-    #[arg(required_unless_present = "data")]
+    #[arg(required_unless_present_any = ["data", "collector"])]
     pub files: Vec<PathBuf>,
     /// Also merge JVMs from a collector's data directory (`jscope serve --data DIR`):
     /// those named by --jvm, or every JVM it holds.
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
-    /// A JVM of --data: its id, or a pid (the newest JVM with it). Repeatable.
-    #[arg(long = "jvm", value_name = "ID|PID", requires = "data")]
+    /// Also merge JVMs of a running collector (e.g. http://127.0.0.1:7080): those
+    /// named by --jvm, or every JVM it stored. Their recordings are fetched through
+    /// its API and written next to the session file (SESSION-STEM.ID.jsc).
+    #[arg(long, value_name = "URL", conflicts_with = "data")]
+    pub collector: Option<String>,
+    /// The collector's token (`jscope serve --token`).
+    #[arg(long, value_name = "TOKEN", requires = "collector")]
+    pub token: Option<String>,
+    /// A JVM of --data or --collector: its id, or a pid (the newest JVM with it).
+    /// Repeatable.
+    #[arg(long = "jvm", value_name = "ID|PID")]
     pub jvms: Vec<String>,
     /// The session file to write (JSON: the member recordings and the match table).
     #[arg(short, long)]
@@ -208,9 +238,17 @@ fn data_sources(dir: &Path, want: &[String]) -> Result<Vec<Source>> {
 }
 
 pub fn merge(args: &MergeArgs) -> Result<()> {
+    if !args.jvms.is_empty() && args.data.is_none() && args.collector.is_none() {
+        bail!("--jvm chooses JVMs of --data or --collector");
+    }
     let mut sources: Vec<Source> = args.files.iter().cloned().map(Source::File).collect();
     if let Some(dir) = &args.data {
         sources.extend(data_sources(dir, &args.jvms)?);
+    }
+    if let Some(url) = &args.collector {
+        let c = Collector::new(url, args.token.clone())?;
+        let fetched = fetch_recordings(&c, &args.jvms)?;
+        sources.extend(save_fetched(&args.output, fetched)?);
     }
     let members = load_members(&sources, &options(&args.hide))?;
     let tree = DistributedTree::build(members);
@@ -224,6 +262,86 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
     writeln!(out, "session written to {}", args.output.display())?;
     out.flush()?;
     Ok(())
+}
+
+/// The recordings of a running collector's JVMs named by `want` (ids or pids), or
+/// of all of them, fetched through its API (`/api/jvms/{id}/recording`): the same
+/// bytes `--data` reads from its directory.
+fn fetch_recordings(c: &Collector, want: &[String]) -> Result<Vec<(String, Vec<u8>)>> {
+    let rows: Vec<JvmRow> = serde_json::from_slice(&c.get("/api/jvms")?)
+        .with_context(|| format!("{} did not answer a JVM list", c.base()))?;
+    let ids: Vec<String> = if want.is_empty() {
+        rows.iter().map(|r| r.id.clone()).collect()
+    } else {
+        want.iter()
+            .map(|w| choose(&rows, Some(w)).map(|r| r.id.clone()))
+            .collect::<Result<_>>()?
+    };
+    if ids.is_empty() {
+        bail!("{} holds no JVM", c.base());
+    }
+    ids.into_iter()
+        .map(|id| {
+            let bytes = c.get(&format!("/api/jvms/{}/recording", path_segment(&id)))?;
+            Ok((id, bytes))
+        })
+        .collect()
+}
+
+/// Writes fetched recordings next to the session (`SESSION-STEM.ID.jsc`), so the
+/// session reads again after the collector is gone.
+fn save_fetched(session: &Path, fetched: Vec<(String, Vec<u8>)>) -> Result<Vec<Source>> {
+    let stem = session
+        .file_stem()
+        .map_or("session".into(), |s| s.to_string_lossy().into_owned());
+    let dir = session.parent().unwrap_or(Path::new(""));
+    fetched
+        .into_iter()
+        .map(|(id, bytes)| {
+            let path = dir.join(format!("{stem}.{}.jsc", file_safe(&id)));
+            std::fs::write(&path, bytes)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Ok(Source::File(path))
+        })
+        .collect()
+}
+
+/// A stream id as part of a file name.
+fn file_safe(id: &str) -> String {
+    id.chars()
+        .map(|c| match c {
+            'A'..='Z' | 'a'..='z' | '0'..='9' | '-' | '_' | '.' => c,
+            _ => '_',
+        })
+        .collect()
+}
+
+/// Percent-encodes a URL path segment.
+fn path_segment(id: &str) -> String {
+    id.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Every JVM a running collector stored, read into members.
+fn collector_members(
+    url: &str,
+    token: Option<String>,
+    options: &TraceOptions,
+) -> Result<Vec<Member>> {
+    let c = Collector::new(url, token)?;
+    fetch_recordings(&c, &[])?
+        .into_iter()
+        .map(|(id, bytes)| {
+            Member::from_bytes(&id, &bytes, options)
+                .with_context(|| format!("{} sent an unreadable recording of {id}", c.base()))
+        })
+        .collect()
 }
 
 fn session_of(tree: &DistributedTree, sources: &[Source], dir: &Path) -> Session {
@@ -364,9 +482,15 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
     }
     let options = options(&args.tree.hide.hide);
     let files: Vec<PathBuf> = std::iter::once(args.tree.file.clone())
+        .filter(|f| args.collector.is_none() || f.as_os_str() != NO_FILE)
         .chain(args.more.iter().cloned())
         .collect();
-    let tree = if files.len() == 1 && is_session(&files[0])? {
+    let tree = if let Some(url) = &args.collector {
+        if !files.is_empty() {
+            bail!("give recordings or --collector, not both");
+        }
+        DistributedTree::build(collector_members(url, args.token.clone(), &options)?)
+    } else if files.len() == 1 && is_session(&files[0])? {
         let (members, matches) = read_session(&files[0], &options)?;
         DistributedTree::with_matches(members, &matches)
     } else {
