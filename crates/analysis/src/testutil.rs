@@ -1,7 +1,5 @@
 //! Builds real recordings with `ChunkWriter` for the unit tests.
 
-use std::collections::HashMap;
-
 use jscope_format::thread_state::{
     ALIVE, BLOCKED_ON_MONITOR_ENTER, RUNNABLE, SLEEPING, WAITING, WAITING_WITH_TIMEOUT,
 };
@@ -19,9 +17,7 @@ pub const START: u64 = 5_000_000;
 /// ahead of the events, as the agent would.
 pub struct RecordingBuilder {
     chunk: ChunkWriter,
-    strings: HashMap<String, u32>,
-    classes: HashMap<String, u32>,
-    methods: HashMap<String, u32>,
+    dict: Dictionary,
     stacks: u32,
     chunks: Vec<Vec<u8>>,
 }
@@ -30,58 +26,22 @@ impl RecordingBuilder {
     pub fn new() -> Self {
         RecordingBuilder {
             chunk: ChunkWriter::new(),
-            strings: HashMap::new(),
-            classes: HashMap::new(),
-            methods: HashMap::new(),
+            dict: Dictionary::new(),
             stacks: 0,
             chunks: vec![],
         }
     }
 
-    fn string(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.strings.get(s) {
-            return id;
-        }
-        let id = self.strings.len() as u32 + 1;
-        self.chunk.string(id, s);
-        self.strings.insert(s.to_string(), id);
-        id
-    }
-
-    fn class(&mut self, name: &str) -> u32 {
-        if let Some(&id) = self.classes.get(name) {
-            return id;
-        }
-        let id = self.classes.len() as u32 + 1;
-        let simple = name.rsplit('.').next().unwrap_or(name);
-        let file = format!("{}.java", simple.split('$').next().unwrap_or(simple));
-        let (name_id, file_id) = (self.string(name), self.string(&file));
-        self.chunk.class(&ClassDef {
-            id,
-            name: name_id,
-            source_file: file_id,
-        });
-        self.classes.insert(name.to_string(), id);
-        id
-    }
-
     /// `label` is `pkg.Class.method`.
     pub fn method(&mut self, label: &str) -> u32 {
-        if let Some(&id) = self.methods.get(label) {
-            return id;
-        }
-        let (class, name) = label.rsplit_once('.').expect("label has a class");
-        let id = self.methods.len() as u32 + 1;
-        let (class, name, sig) = (self.class(class), self.string(name), self.string("()V"));
-        self.chunk.method(&MethodDef {
-            id,
-            class,
-            name,
-            signature: sig,
-            modifiers: 1,
-        });
-        self.methods.insert(label.to_string(), id);
-        id
+        self.dict
+            .method_label_with(&mut self.chunk, label, |class| {
+                let simple = class.rsplit('.').next().unwrap_or(class);
+                Some(format!(
+                    "{}.java",
+                    simple.split('$').next().unwrap_or(simple)
+                ))
+            })
     }
 
     /// Frames top first as (label, line).

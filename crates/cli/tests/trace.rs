@@ -14,8 +14,7 @@ const START: u64 = 1_000_000;
 /// Writes a tracing recording: methods by label, events in µs since the start.
 struct Traces {
     w: ChunkWriter,
-    strings: u32,
-    methods: Vec<String>,
+    dict: Dictionary,
     batches: Vec<TraceBatch>,
     extra: Vec<(String, String)>,
 }
@@ -24,40 +23,15 @@ impl Traces {
     fn new() -> Self {
         Traces {
             w: ChunkWriter::new(),
-            strings: 0,
-            methods: vec![],
+            dict: Dictionary::new(),
             batches: vec![],
             extra: vec![],
         }
     }
 
-    fn string(&mut self, s: &str) -> u32 {
-        self.strings += 1;
-        self.w.string(self.strings, s);
-        self.strings
-    }
-
+    /// `label` is `pkg.Class.method`.
     fn method(&mut self, label: &str) -> u32 {
-        if let Some(i) = self.methods.iter().position(|m| m == label) {
-            return i as u32 + 1;
-        }
-        let (class, name) = label.rsplit_once('.').unwrap();
-        let id = self.methods.len() as u32 + 1;
-        let (c, n) = (self.string(class), self.string(name));
-        self.w.class(&ClassDef {
-            id,
-            name: c,
-            source_file: 0,
-        });
-        self.w.method(&MethodDef {
-            id,
-            class: id,
-            name: n,
-            signature: 0,
-            modifiers: 1,
-        });
-        self.methods.push(label.to_string());
-        id
+        self.dict.method_label(&mut self.w, label)
     }
 
     fn thread(&mut self, id: u32, name: &str) {

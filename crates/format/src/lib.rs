@@ -7,6 +7,7 @@
 //! chunk before the first damaged one. See docs/FORMAT.md for the byte-level layout.
 
 mod chunk;
+mod dictionary;
 mod events;
 mod model;
 mod read;
@@ -20,6 +21,7 @@ pub use chunk::{
     check_magic, frame_chunk, split_chunk, ChunkKind, RawChunk, Split, MAGIC, MAX_CHUNK_BYTES,
     VERSION_MAJOR, VERSION_MINOR,
 };
+pub use dictionary::Dictionary;
 pub use events::{JvmEvent, UserEventDef, UserEventKind};
 pub use model::*;
 pub use read::{ChunkReader, Damage, Recording};

@@ -1,7 +1,7 @@
 //! Merged trees of synthetic recordings written with `ChunkWriter`: skewed clocks,
 //! nested chains, two clients on one host with many threads, unmatched calls.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use jscope_format::*;
 
@@ -17,8 +17,7 @@ const MINUTE_NS: i64 = 60_000_000_000;
 /// clock is off by `skew_ns`.
 struct Jvm {
     w: ChunkWriter,
-    strings: HashMap<String, u32>,
-    methods: HashMap<String, u32>,
+    dict: Dictionary,
     events: BTreeMap<u32, Vec<(u64, TraceEvent)>>,
     remotes: Vec<RemoteCall>,
     pid: u32,
@@ -32,8 +31,7 @@ impl Jvm {
     fn new(pid: u32, host: &str, skew_ns: i64) -> Jvm {
         Jvm {
             w: ChunkWriter::new(),
-            strings: HashMap::new(),
-            methods: HashMap::new(),
+            dict: Dictionary::new(),
             events: BTreeMap::new(),
             remotes: vec![],
             pid,
@@ -46,36 +44,12 @@ impl Jvm {
     }
 
     fn string(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.strings.get(s) {
-            return id;
-        }
-        let id = self.strings.len() as u32 + 1;
-        self.w.string(id, s);
-        self.strings.insert(s.into(), id);
-        id
+        self.dict.string(&mut self.w, s)
     }
 
+    /// `label` is `pkg.Class.method`.
     fn method(&mut self, label: &str) -> u32 {
-        if let Some(&id) = self.methods.get(label) {
-            return id;
-        }
-        let (class, name) = label.rsplit_once('.').unwrap();
-        let id = self.methods.len() as u32 + 1;
-        let (c, n, sig) = (self.string(class), self.string(name), self.string("()V"));
-        self.w.class(&ClassDef {
-            id,
-            name: c,
-            source_file: 0,
-        });
-        self.w.method(&MethodDef {
-            id,
-            class: id,
-            name: n,
-            signature: sig,
-            modifiers: 1,
-        });
-        self.methods.insert(label.into(), id);
-        id
+        self.dict.method_label(&mut self.w, label)
     }
 
     fn thread(&mut self, id: u32, name: &str) {

@@ -16,7 +16,7 @@ fn at_ms(ms: u64) -> u64 {
 /// Dictionaries for a small program: classes, methods, stacks, two workers.
 struct Builder {
     w: ChunkWriter,
-    strings: Vec<String>,
+    dict: Dictionary,
     stacks: u32,
 }
 
@@ -24,7 +24,7 @@ impl Builder {
     fn new() -> Builder {
         let mut b = Builder {
             w: ChunkWriter::new(),
-            strings: vec![String::new()],
+            dict: Dictionary::new(),
             stacks: 0,
         };
         for (id, name) in [(1, "main"), (2, "worker-1"), (3, "worker-2")] {
@@ -39,40 +39,16 @@ impl Builder {
     }
 
     fn string(&mut self, s: &str) -> u32 {
-        if let Some(i) = self.strings.iter().position(|x| x == s) {
-            return i as u32;
-        }
-        self.strings.push(s.to_string());
-        let id = self.strings.len() as u32 - 1;
-        self.w.string(id, s);
-        id
+        self.dict.string(&mut self.w, s)
     }
 
-    /// Class ids equal their name's string id.
     fn class(&mut self, name: &str) -> u32 {
-        let id = self.string(name);
-        self.w.class(&ClassDef {
-            id,
-            name: id,
-            source_file: 0,
-        });
-        id
+        self.dict.class(&mut self.w, name, None)
     }
 
-    /// Method ids equal their name's string id; `label` is `pkg.Class.method`.
+    /// `label` is `pkg.Class.method`.
     fn method(&mut self, label: &str) -> u32 {
-        let (class, name) = label.rsplit_once('.').unwrap();
-        let class = self.class(class);
-        let id = self.string(label);
-        let name = self.string(name);
-        self.w.method(&MethodDef {
-            id,
-            class,
-            name,
-            signature: 0,
-            modifiers: 1,
-        });
-        id
+        self.dict.method_label(&mut self.w, label)
     }
 
     /// Frames top first as (label, line).

@@ -1,7 +1,5 @@
 //! Exact trees and numbers on recordings written with `ChunkWriter` and read back.
 
-use std::collections::HashMap;
-
 use jscope_format::*;
 
 use super::*;
@@ -13,8 +11,7 @@ const START: u64 = 7_000_000;
 /// Writes trace recordings: methods by label, events per thread in µs since start.
 struct TraceRec {
     w: ChunkWriter,
-    strings: u32,
-    methods: HashMap<String, u32>,
+    dict: Dictionary,
     pending: Vec<TraceBatch>,
     chunks: Vec<Vec<u8>>,
     extra: Vec<(String, String)>,
@@ -24,46 +21,21 @@ impl TraceRec {
     fn new() -> Self {
         TraceRec {
             w: ChunkWriter::new(),
-            strings: 0,
-            methods: HashMap::new(),
+            dict: Dictionary::new(),
             pending: vec![],
             chunks: vec![],
             extra: vec![],
         }
     }
 
+    /// `label` is `pkg.Class.method`.
+    fn method(&mut self, label: &str) -> u32 {
+        self.dict.method_label(&mut self.w, label)
+    }
+
     fn probe_cost(mut self, ns: &str) -> Self {
         self.extra.push(("trace.probe_cost_ns".into(), ns.into()));
         self
-    }
-
-    fn string(&mut self, s: &str) -> u32 {
-        self.strings += 1;
-        self.w.string(self.strings, s);
-        self.strings
-    }
-
-    fn method(&mut self, label: &str) -> u32 {
-        if let Some(&id) = self.methods.get(label) {
-            return id;
-        }
-        let (class, name) = label.rsplit_once('.').unwrap();
-        let id = self.methods.len() as u32 + 1;
-        let (c, n, sig) = (self.string(class), self.string(name), self.string("()V"));
-        self.w.class(&ClassDef {
-            id,
-            name: c,
-            source_file: 0,
-        });
-        self.w.method(&MethodDef {
-            id,
-            class: id,
-            name: n,
-            signature: sig,
-            modifiers: 1,
-        });
-        self.methods.insert(label.to_string(), id);
-        id
     }
 
     fn thread(&mut self, id: u32, name: &str, start_order: u32) {
