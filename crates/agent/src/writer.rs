@@ -437,6 +437,11 @@ impl Writer {
         values.push(("methods.unresolved", self.symbols.unresolved()));
         values.extend(self.trace.counter_values());
         values.extend(self.events.counter_values());
+        let (evicted, unreadable) = crate::remote::http_client_lost();
+        if evicted + unreadable > 0 {
+            values.push(("remote.http_client_evicted", evicted));
+            values.push(("remote.http_client_unreadable", unreadable));
+        }
         if let Some(link) = &self.cfg.collector {
             values.extend(link.stats.values());
         }

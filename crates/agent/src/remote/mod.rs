@@ -30,7 +30,7 @@ use std::sync::Mutex;
 
 pub use capture::install;
 /// `java.net.http.HttpClient` requests not recorded: (evicted without a
-/// response, unreadable), for the agent's summary.
+/// response, unreadable), written as counters when not zero.
 pub use http_client::lost_counts as http_client_lost;
 
 /// `remote` (RMI and HTTP), `remote=rmi`, `remote=http` and `clockoffset=DURATION`.
