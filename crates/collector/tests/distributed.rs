@@ -5,14 +5,13 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use common::*;
 use jscope_collector::{FileStore, Store};
 use jscope_format::{
-    encode_file_start, ChunkWriter, ClassDef, Header, MethodDef, RemoteCall, RemoteProtocol,
-    RemoteSide, ThreadDef, TraceBatch, TraceEvent, TraceKind,
+    encode_file_start, ChunkWriter, Dictionary, Header, RemoteCall, RemoteProtocol, RemoteSide,
+    ThreadDef, TraceBatch, TraceEvent, TraceKind,
 };
 use jscope_testkit::temp_dir;
 use serde_json::{json, Value};
@@ -26,8 +25,7 @@ struct TracingJvm {
     header: Header,
     stream: String,
     w: ChunkWriter,
-    strings: HashMap<String, u32>,
-    methods: HashMap<String, u32>,
+    dict: Dictionary,
     events: Vec<TraceEvent>,
     remotes: Vec<RemoteCall>,
 }
@@ -57,44 +55,14 @@ impl TracingJvm {
             stream: format!("testhost-{pid}-1"),
             header,
             w,
-            strings: HashMap::new(),
-            methods: HashMap::new(),
+            dict: Dictionary::new(),
             events: vec![],
             remotes: vec![],
         }
     }
 
     fn string(&mut self, s: &str) -> u32 {
-        let next = self.strings.len() as u32 + 1;
-        if let Some(&id) = self.strings.get(s) {
-            return id;
-        }
-        self.w.string(next, s);
-        self.strings.insert(s.into(), next);
-        next
-    }
-
-    fn method(&mut self, label: &str) -> u32 {
-        if let Some(&id) = self.methods.get(label) {
-            return id;
-        }
-        let (class, name) = label.rsplit_once('.').unwrap();
-        let id = self.methods.len() as u32 + 1;
-        let (c, n, sig) = (self.string(class), self.string(name), self.string("()V"));
-        self.w.class(&ClassDef {
-            id,
-            name: c,
-            source_file: 0,
-        });
-        self.w.method(&MethodDef {
-            id,
-            class: id,
-            name: n,
-            signature: sig,
-            modifiers: 1,
-        });
-        self.methods.insert(label.into(), id);
-        id
+        self.dict.string(&mut self.w, s)
     }
 
     fn ticks(&self, ns: u64) -> u64 {
@@ -110,7 +78,7 @@ impl TracingJvm {
     }
 
     fn event(&mut self, kind: TraceKind, label: &str, at_ns: u64) {
-        let method = self.method(label);
+        let method = self.dict.method_label(&mut self.w, label);
         let ticks = self.ticks(at_ns);
         self.events.push(TraceEvent {
             kind,
