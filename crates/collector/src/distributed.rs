@@ -108,31 +108,35 @@ fn load_member(
 /// Rows are on the reference's timeline, those of unlinked JVMs on their own clock;
 /// `origins` are each JVM's recording start on its wall clock.
 fn keep_window(flat: &mut FlatTree, origins: &[u64], from: Option<u64>, to: Option<u64>) {
-    let reference = origins.get(flat.reference).copied().unwrap_or(0) as i128;
+    let origin = |j: usize| origins.get(j).copied().unwrap_or(0) as i128;
     let mut keep = vec![false; flat.nodes.len()];
-    let mut new_index = vec![0; flat.nodes.len()];
-    let mut kept = 0;
     for (i, n) in flat.nodes.iter().enumerate() {
         keep[i] = match n.parent {
             Some(p) => keep[p],
             None => {
-                let origin = if n.own_clock {
-                    origins.get(n.jvm).copied().unwrap_or(0) as i128
-                } else {
-                    reference
-                };
-                let (start, end) = (origin + n.start_ns as i128, origin + n.end_ns as i128);
+                let at = origin(if n.own_clock { n.jvm } else { flat.reference });
+                let (start, end) = (at + n.start_ns as i128, at + n.end_ns as i128);
                 from.is_none_or(|f| end >= f as i128) && to.is_none_or(|t| start <= t as i128)
             }
         };
-        new_index[i] = kept;
-        kept += usize::from(keep[i]);
     }
-    let mut i = 0;
-    flat.nodes.retain(|_| {
-        i += 1;
-        keep[i - 1]
-    });
+    retain_rows(flat, &keep);
+}
+
+/// Keeps the rows marked in `keep` (a row's parent is kept with it), renumbering
+/// the parents.
+fn retain_rows(flat: &mut FlatTree, keep: &[bool]) {
+    let new_index: Vec<usize> = keep
+        .iter()
+        .scan(0, |kept, &k| {
+            let at = *kept;
+            *kept += usize::from(k);
+            Some(at)
+        })
+        .collect();
+    let mut rows = keep.iter();
+    flat.nodes
+        .retain(|_| *rows.next().expect("one mark per row"));
     for n in &mut flat.nodes {
         n.parent = n.parent.map(|p| new_index[p]);
     }
