@@ -3,14 +3,17 @@
 #  - one traced call (entry + exit) of an empty method in a tight loop, against the
 #    same loop untraced (fixture crates/agent/tests/trace_fixtures/Hot.java);
 #  - one user event (jscope.Events.log) in a tight loop
-#    (fixture crates/agent/tests/events_fixtures/UserEvents.java).
+#    (fixture crates/agent/tests/events_fixtures/UserEvents.java);
+#  - the floor under a traced call: the same loop with two minimal C JNI natives
+#    (a TSC read and a store each, benches/floor/) around the empty call.
 #   bash benches/probes.sh [JAVA] [CALLS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 java=${1:-java}
 n=${2:-20000000}
-cargo build --release -q -p jscope-agent
+cargo build --release -q -p jscope-agent -p jscope-cli
 agent=$PWD/target/release/libjscope_agent.so
+jscope=$PWD/target/release/jscope
 out=target/bench-probes
 rm -rf "$out" && mkdir -p "$out/hot" "$out/events"
 javac --release 17 -d "$out/hot" crates/agent/tests/trace_fixtures/Hot.java
@@ -18,10 +21,24 @@ javac --release 17 -d "$out/hot" crates/agent/tests/trace_fixtures/Hot.java
 javac --release 17 -d "$out/events" crates/agent/tests/events_fixtures/UserEvents.java \
   crates/agent/tests/events_fixtures/jscope/Events.java
 rm -rf "$out/events/jscope"
+floor=""
+if [[ $(uname -m) == x86_64 ]] && command -v gcc >/dev/null; then
+  jdk_include=$(dirname "$(readlink -f "$(command -v javac)")")/../include
+  mkdir -p "$out/floor"
+  gcc -O2 -shared -fPIC -I"$jdk_include" -I"$jdk_include/linux" benches/floor/floor.c \
+    -o "$out/floor/libfloor.so"
+  javac --release 17 -d "$out/floor" benches/floor/Floor.java
+  floor=$PWD/$out/floor/libfloor.so
+fi
 "$java" -version 2>&1 | head -1
 for i in 1 2 3; do
   plain=$("$java" -cp "$out/hot" Hot "$n" | awk '{print $2}')
   traced=$("$java" "-agentpath:$agent=trace=Hot#empty,quiet,file=$out/hot.jsc" -cp "$out/hot" Hot "$n" | awk '{print $2}')
+  dropped=$("$jscope" info "$out/hot.jsc" | awk '$1=="trace.events_dropped" {d=$2} $1=="trace.events_written" {w=$2} END {printf "%.1f%%", 100 * d / (d + w)}')
   events=$("$java" "-agentpath:$agent=events=user,quiet,file=$out/events.jsc" -cp "$out/events" UserEvents bench 1000000 | awk '/ns-per-event/ {print $2}')
-  echo "run $i: untraced call ${plain} ns, traced call ${traced} ns, user event ${events} ns"
+  line="run $i: untraced call ${plain} ns, traced call ${traced} ns (${dropped} of its events dropped), user event ${events} ns"
+  if [[ -n $floor ]]; then
+    line+=", floor $("$java" -cp "$out/floor" Floor "$n" "$floor" 2>/dev/null | awk '{print $2}') ns"
+  fi
+  echo "$line"
 done
