@@ -64,19 +64,6 @@ impl Jvm {
         self.dict.method_label(&mut self.w, label)
     }
 
-    /// One empty-stack cpu sample of thread 1 at `at_us`.
-    fn sample_at(&mut self, at_us: u64) {
-        self.w.stack(1, &[]);
-        self.w.sample(&Sample {
-            thread: 1,
-            ticks: self.ticks() + at_us,
-            stack: 1,
-            mode: SampleMode::Cpu,
-            weight_ns: 10_000_000,
-            state: 0,
-        });
-    }
-
     fn ticks(&self) -> u64 {
         1_000_000 * u64::from(self.pid)
     }
@@ -374,14 +361,10 @@ fn a_session_whose_match_table_does_not_fit_its_recordings_is_refused() {
 
 /// The chain's JVMs as a collector would have stored their streams.
 fn chain_data_dir(dir: &Path) {
-    use jscope_collector::jvm::{apply_dictionary, event_span, new_dictionary};
+    use jscope_collector::jvm::{apply_dictionary, new_dictionary, timed_span};
     use jscope_collector::{FileStore, JvmIdentity, Store};
     let store = FileStore::open(dir, 64 << 20, std::time::Duration::from_secs(3600)).unwrap();
-    for mut jvm in chain_jvms() {
-        // The store files a chunk under the time span of its samples and snapshots
-        // and reads back only chunks with a span, so a trace-only stream would read
-        // back empty: these JVMs also sample, as `mode=cpu` with tracing would.
-        jvm.sample_at(100);
+    for jvm in chain_jvms() {
         let (header, chunk) = jvm.parts();
         let id = JvmIdentity::from_header(&format!("h-{}", header.pid), &header, "127.0.0.1", &[]);
         let mut dict = new_dictionary(&header);
@@ -393,7 +376,7 @@ fn chain_data_dir(dir: &Path) {
         };
         let records = decode_payload(&raw.payload).unwrap();
         apply_dictionary(&mut dict, &records);
-        let span = event_span(&id, &records);
+        let span = timed_span(&id, &records);
         store.append(&id.id, 1, &chunk, span, &dict).unwrap();
         store.sync(&id.id).unwrap();
         store.close(&id.id).unwrap();
