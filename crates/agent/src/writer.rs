@@ -43,7 +43,9 @@ static WRITER_NUDGED: AtomicBool = AtomicBool::new(false);
 /// Wakes the writer before its next poll: a producer whose buffer is filling
 /// fast calls this (lock-free; at most one wake-up per poll).
 pub fn nudge() {
-    if WRITER_NUDGED.swap(true, Ordering::Relaxed) {
+    // A plain load first: producers with full rings call this on every event, and
+    // a locked swap each time would cost them more than the event itself.
+    if WRITER_NUDGED.load(Ordering::Relaxed) || WRITER_NUDGED.swap(true, Ordering::Relaxed) {
         return;
     }
     let t = WRITER_THREAD.load(Ordering::Acquire);

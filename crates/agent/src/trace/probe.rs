@@ -95,6 +95,7 @@ impl ThreadRing {
                 // Only this thread writes the count: no locked instruction.
                 let n = self.dropped.load(Ordering::Relaxed);
                 self.dropped.store(n + 1, Ordering::Relaxed);
+                crate::writer::nudge();
                 return false;
             }
             if head - tail >= self.slots.len() / 2 {
