@@ -38,7 +38,7 @@ for i in 1 2 3; do
   events=$("$java" "-agentpath:$agent=events=user,quiet,file=$out/events.jsc" -cp "$out/events" UserEvents bench 1000000 | awk '/ns-per-event/ {print $2}')
   line="run $i: untraced call ${plain} ns, traced call ${traced} ns (${dropped} of its events dropped), user event ${events} ns"
   if [[ -n $floor ]]; then
-    line+=", floor $("$java" -cp "$out/floor" Floor "$n" "$floor" 2>/dev/null | awk '{print $2}') ns"
+    line+=", floor $("$java" -cp "$out/floor" Floor "$n" "$floor" 2>/dev/null | awk '{print $2 " ns (JNI transitions alone " $4 " ns)"}')"
   fi
   echo "$line"
 done

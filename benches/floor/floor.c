@@ -15,3 +15,7 @@ static void stamp(jint id) {
 
 JNIEXPORT void JNICALL Java_Floor_enter(JNIEnv *env, jclass cls, jint id) { stamp(id); }
 JNIEXPORT void JNICALL Java_Floor_exit(JNIEnv *env, jclass cls, jint id) { stamp(id); }
+
+/* Empty natives: what the two JNI transitions alone cost. */
+JNIEXPORT void JNICALL Java_Floor_enterEmpty(JNIEnv *env, jclass cls, jint id) {}
+JNIEXPORT void JNICALL Java_Floor_exitEmpty(JNIEnv *env, jclass cls, jint id) {}
