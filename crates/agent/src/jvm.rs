@@ -35,7 +35,7 @@ fn error_name(code: u32) -> &'static str {
 }
 
 /// Turns a JVMTI return code into a Result.
-fn check(code: sys::jvmtiError) -> Result<(), JvmtiError> {
+pub(crate) fn check(code: sys::jvmtiError) -> Result<(), JvmtiError> {
     if code == sys::JVMTI_ERROR_NONE {
         Ok(())
     } else {
@@ -113,7 +113,8 @@ impl Vm {
 pub struct Jni(pub *mut sys::JNIEnv);
 
 impl Jni {
-    fn table(&self) -> &sys::JNINativeInterface_ {
+    /// The JNI function table, for wrappers elsewhere in the agent.
+    pub(crate) fn table(&self) -> &sys::JNINativeInterface_ {
         // SAFETY: a JNIEnv points at the VM's function table.
         unsafe { &**self.0 }
     }
@@ -333,7 +334,8 @@ pub struct MethodNames {
 }
 
 impl Jvmti {
-    fn table(&self) -> &sys::jvmtiInterface_1_ {
+    /// The JVMTI function table, for wrappers elsewhere in the agent.
+    pub(crate) fn table(&self) -> &sys::jvmtiInterface_1_ {
         // SAFETY: a jvmtiEnv points at the VM's JVMTI function table.
         unsafe { &**self.0 }
     }

@@ -7,30 +7,12 @@ use std::ffi::CStr;
 use std::ptr::null_mut;
 
 use super::options::Kinds;
-use crate::jvm::{Jni, Jvmti, JvmtiError};
+use crate::jvm::{check, Jni, Jvmti, JvmtiError};
 use crate::sys;
 
 /// Bit of `can_generate_sampled_allocation_events` in jvmtiCapabilities (JDK 11+;
 /// the generated bindings predate its setter).
 const CAN_SAMPLE_ALLOCATIONS_BIT: usize = 43;
-
-fn check(code: sys::jvmtiError) -> Result<(), JvmtiError> {
-    if code == sys::JVMTI_ERROR_NONE {
-        Ok(())
-    } else {
-        Err(JvmtiError(code))
-    }
-}
-
-fn ti(jvmti: Jvmti) -> &'static sys::jvmtiInterface_1_ {
-    // SAFETY: a jvmtiEnv points at the VM's function table, which lives forever.
-    unsafe { &**jvmti.0 }
-}
-
-fn ni(jni: Jni) -> &'static sys::JNINativeInterface_ {
-    // SAFETY: a JNIEnv points at the VM's function table, which lives forever.
-    unsafe { &**jni.0 }
-}
 
 /// The capabilities the chosen kinds need (HotSpot grants them in the live phase
 /// too, so attaching works).
@@ -55,13 +37,17 @@ pub fn add_capabilities(jvmti: Jvmti, kinds: Kinds, object_ages: bool) -> Result
     if kinds.contains(Kinds::JIT) {
         caps.set_can_generate_compiled_method_load_events(1);
     }
-    let add = ti(jvmti).AddCapabilities.expect("JVMTI AddCapabilities");
+    let add = jvmti
+        .table()
+        .AddCapabilities
+        .expect("JVMTI AddCapabilities");
     // SAFETY: valid env and struct.
     check(unsafe { add(jvmti.0, &caps) })
 }
 
 pub fn set_heap_sampling_interval(jvmti: Jvmti, bytes: u32) -> Result<(), JvmtiError> {
-    let f = ti(jvmti)
+    let f = jvmti
+        .table()
         .SetHeapSamplingInterval
         .ok_or(JvmtiError(sys::JVMTI_ERROR_NOT_AVAILABLE))?;
     // SAFETY: valid env.
@@ -71,7 +57,7 @@ pub fn set_heap_sampling_interval(jvmti: Jvmti, bytes: u32) -> Result<(), JvmtiE
 /// The calling thread's stack, top first, as (jmethodID, bci) with bci -1 for
 /// native frames.
 pub fn current_stack(jvmti: Jvmti, depth: u32) -> Vec<(usize, i32)> {
-    let Some(get) = ti(jvmti).GetStackTrace else {
+    let Some(get) = jvmti.table().GetStackTrace else {
         return Vec::new();
     };
     // SAFETY: jvmtiFrameInfo is plain data; zero is a valid value.
@@ -102,7 +88,7 @@ pub fn current_stack(jvmti: Jvmti, depth: u32) -> Vec<(usize, i32)> {
 /// The JVM signature of a class (`[B`, `Ljava/lang/String;`).
 pub fn class_signature(jvmti: Jvmti, class: sys::jclass) -> Option<String> {
     let mut sig = null_mut();
-    let f = ti(jvmti).GetClassSignature?;
+    let f = jvmti.table().GetClassSignature?;
     // SAFETY: valid env, class reference and out-pointer.
     check(unsafe { f(jvmti.0, class, &mut sig, null_mut()) }).ok()?;
     // SAFETY: JVMTI returns a NUL-terminated string, freed right after.
@@ -118,7 +104,7 @@ pub fn object_class_signature(jvmti: Jvmti, jni: Jni, object: sys::jobject) -> O
     if object.is_null() {
         return None;
     }
-    let f = ni(jni).GetObjectClass?;
+    let f = jni.table().GetObjectClass?;
     // SAFETY: valid env and object reference.
     let class = unsafe { f(jni.0, object) };
     if class.is_null() {
@@ -131,7 +117,7 @@ pub fn object_class_signature(jvmti: Jvmti, jni: Jni, object: sys::jobject) -> O
 
 pub fn get_tag(jvmti: Jvmti, object: sys::jobject) -> u64 {
     let mut tag = 0;
-    let Some(f) = ti(jvmti).GetTag else {
+    let Some(f) = jvmti.table().GetTag else {
         return 0;
     };
     // SAFETY: valid env, object and out-pointer.
@@ -142,7 +128,7 @@ pub fn get_tag(jvmti: Jvmti, object: sys::jobject) -> u64 {
 }
 
 pub fn set_tag(jvmti: Jvmti, object: sys::jobject, tag: u64) -> bool {
-    let Some(f) = ti(jvmti).SetTag else {
+    let Some(f) = jvmti.table().SetTag else {
         return false;
     };
     // SAFETY: valid env and object.
@@ -152,7 +138,7 @@ pub fn set_tag(jvmti: Jvmti, object: sys::jobject, tag: u64) -> bool {
 /// The thread owning `object`'s monitor now, as a local reference (null when
 /// none or unknown). The waiter arrays JVMTI allocates are freed.
 pub fn monitor_owner(jvmti: Jvmti, object: sys::jobject) -> sys::jthread {
-    let Some(f) = ti(jvmti).GetObjectMonitorUsage else {
+    let Some(f) = jvmti.table().GetObjectMonitorUsage else {
         return null_mut();
     };
     // SAFETY: jvmtiMonitorUsage is plain data; zero is a valid value.
@@ -181,8 +167,8 @@ const CLASS_UNLOAD_ID: &CStr = c"com.sun.hotspot.events.ClassUnload";
 /// char*) (older JDKs passed a jclass, which cannot be used once unloaded).
 pub fn set_class_unload_callback(jvmti: Jvmti, callback: Option<ClassUnloadCallback>) -> bool {
     let (Some(get), Some(set)) = (
-        ti(jvmti).GetExtensionEvents,
-        ti(jvmti).SetExtensionEventCallback,
+        jvmti.table().GetExtensionEvents,
+        jvmti.table().SetExtensionEventCallback,
     ) else {
         return false;
     };

@@ -6,26 +6,8 @@
 use std::ffi::{c_void, CStr, CString};
 use std::ptr::null_mut;
 
-use crate::jvm::{Jni, Jvmti, JvmtiError};
+use crate::jvm::{check, Jni, Jvmti, JvmtiError};
 use crate::sys;
-
-fn check(code: sys::jvmtiError) -> Result<(), JvmtiError> {
-    if code == sys::JVMTI_ERROR_NONE {
-        Ok(())
-    } else {
-        Err(JvmtiError(code))
-    }
-}
-
-fn ti(jvmti: Jvmti) -> &'static sys::jvmtiInterface_1_ {
-    // SAFETY: a jvmtiEnv points at the VM's function table, which lives forever.
-    unsafe { &**jvmti.0 }
-}
-
-fn ni(jni: Jni) -> &'static sys::JNINativeInterface_ {
-    // SAFETY: a JNIEnv points at the VM's function table, which lives forever.
-    unsafe { &**jni.0 }
-}
 
 /// Retransformation and class-file hooks for every class (always available in
 /// HotSpot, in the live phase too).
@@ -34,7 +16,10 @@ pub fn add_capabilities(jvmti: Jvmti) -> Result<(), JvmtiError> {
     let mut caps: sys::jvmtiCapabilities = unsafe { std::mem::zeroed() };
     caps.set_can_retransform_classes(1);
     caps.set_can_generate_all_class_hook_events(1);
-    let add = ti(jvmti).AddCapabilities.expect("JVMTI AddCapabilities");
+    let add = jvmti
+        .table()
+        .AddCapabilities
+        .expect("JVMTI AddCapabilities");
     // SAFETY: valid env and struct.
     check(unsafe { add(jvmti.0, &caps) })
 }
@@ -47,7 +32,8 @@ pub fn retransform(jvmti: Jvmti, classes: &[sys::jclass]) -> Result<(), JvmtiErr
     if classes.is_empty() {
         return Ok(());
     }
-    let f = ti(jvmti)
+    let f = jvmti
+        .table()
         .RetransformClasses
         .expect("JVMTI RetransformClasses");
     // SAFETY: valid env and class references.
@@ -56,7 +42,8 @@ pub fn retransform(jvmti: Jvmti, classes: &[sys::jclass]) -> Result<(), JvmtiErr
 
 pub fn is_modifiable(jvmti: Jvmti, class: sys::jclass) -> bool {
     let mut yes = 0;
-    let f = ti(jvmti)
+    let f = jvmti
+        .table()
         .IsModifiableClass
         .expect("JVMTI IsModifiableClass");
     // SAFETY: valid env, class reference and out-pointer.
@@ -66,7 +53,7 @@ pub fn is_modifiable(jvmti: Jvmti, class: sys::jclass) -> bool {
 /// Copies `bytes` into memory JVMTI allocated (what ClassFileLoadHook must return).
 pub fn allocate_copy(jvmti: Jvmti, bytes: &[u8]) -> Option<*mut u8> {
     let mut mem = null_mut();
-    let f = ti(jvmti).Allocate?;
+    let f = jvmti.table().Allocate?;
     // SAFETY: valid env and out-pointer.
     check(unsafe { f(jvmti.0, bytes.len() as sys::jlong, &mut mem) }).ok()?;
     // SAFETY: JVMTI allocated bytes.len() writable bytes at mem.
@@ -77,7 +64,7 @@ pub fn allocate_copy(jvmti: Jvmti, bytes: &[u8]) -> Option<*mut u8> {
 /// The JVM signature of a class (`Ljava/lang/String;`).
 pub fn class_signature(jvmti: Jvmti, class: sys::jclass) -> Option<String> {
     let mut sig = null_mut();
-    let f = ti(jvmti).GetClassSignature?;
+    let f = jvmti.table().GetClassSignature?;
     // SAFETY: valid env, class reference and out-pointer.
     check(unsafe { f(jvmti.0, class, &mut sig, null_mut()) }).ok()?;
     // SAFETY: JVMTI returns a NUL-terminated string, freed right after.
@@ -91,7 +78,7 @@ pub fn class_signature(jvmti: Jvmti, class: sys::jclass) -> Option<String> {
 /// Every module the VM has defined, as local references.
 pub fn all_modules(jvmti: Jvmti) -> Vec<sys::jobject> {
     let (mut n, mut modules) = (0, null_mut());
-    let Some(f) = ti(jvmti).GetAllModules else {
+    let Some(f) = jvmti.table().GetAllModules else {
         return Vec::new();
     };
     // SAFETY: valid env and out-pointers.
@@ -105,7 +92,7 @@ pub fn all_modules(jvmti: Jvmti) -> Vec<sys::jobject> {
 }
 
 pub fn add_module_reads(jvmti: Jvmti, module: sys::jobject, to: sys::jobject) -> bool {
-    let Some(f) = ti(jvmti).AddModuleReads else {
+    let Some(f) = jvmti.table().AddModuleReads else {
         return false;
     };
     // SAFETY: valid env and module references.
@@ -118,7 +105,7 @@ pub fn define_boot_class(jni: Jni, name: &str, bytes: &[u8]) -> sys::jclass {
     let Ok(name) = CString::new(name) else {
         return null_mut();
     };
-    let f = ni(jni).DefineClass.expect("JNI DefineClass");
+    let f = jni.table().DefineClass.expect("JNI DefineClass");
     // SAFETY: valid env, name and class bytes for the duration of the call.
     let class = unsafe {
         f(
@@ -147,7 +134,7 @@ pub fn register_natives(
             fnPtr: *f,
         })
         .collect();
-    let f = ni(jni).RegisterNatives.expect("JNI RegisterNatives");
+    let f = jni.table().RegisterNatives.expect("JNI RegisterNatives");
     // SAFETY: valid env, class and method table (the strings are 'static).
     let ok = unsafe { f(jni.0, class, table.as_ptr(), table.len() as sys::jint) } == 0;
     jni.clear_exception();
@@ -156,7 +143,7 @@ pub fn register_natives(
 
 /// `class.getModule()`, as a local reference (null on failure).
 pub fn module_of(jni: Jni, class: sys::jclass) -> sys::jobject {
-    let t = ni(jni);
+    let t = jni.table();
     let class_class = jni.find_class("java/lang/Class");
     if class_class.is_null() {
         return null_mut();
@@ -183,7 +170,7 @@ pub fn module_of(jni: Jni, class: sys::jclass) -> sys::jobject {
 
 /// The superclass of `class` as a local reference (null for Object and interfaces).
 pub fn superclass(jni: Jni, class: sys::jclass) -> sys::jclass {
-    let f = ni(jni).GetSuperclass.expect("JNI GetSuperclass");
+    let f = jni.table().GetSuperclass.expect("JNI GetSuperclass");
     // SAFETY: valid env and class reference.
     unsafe { f(jni.0, class) }
 }
@@ -191,7 +178,7 @@ pub fn superclass(jni: Jni, class: sys::jclass) -> sys::jclass {
 /// The interfaces `class` declares directly, as local references.
 pub fn interfaces(jvmti: Jvmti, class: sys::jclass) -> Vec<sys::jclass> {
     let (mut n, mut list) = (0, null_mut());
-    let Some(f) = ti(jvmti).GetImplementedInterfaces else {
+    let Some(f) = jvmti.table().GetImplementedInterfaces else {
         return Vec::new();
     };
     // SAFETY: valid env, class reference and out-pointers.
