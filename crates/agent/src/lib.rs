@@ -22,6 +22,7 @@ pub mod snapshot;
 pub mod stopper;
 pub mod symbols;
 pub mod sys;
+pub mod thread_ring;
 pub mod threads;
 pub mod trace;
 pub mod wall;

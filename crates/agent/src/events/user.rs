@@ -12,10 +12,10 @@
 //! Each thread logs into its own single-producer ring (no lock, no allocation
 //! after its first event); the writer drains the rings.
 
-use std::cell::{RefCell, UnsafeCell};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use jscope_bytecode::{ClassFile, ConstantPool, Member};
@@ -199,81 +199,11 @@ pub struct UserRaw {
 /// Events a thread may have waiting for the writer before new ones are dropped.
 pub const RING_EVENTS: usize = 1 << 14;
 
-/// One thread's events: the thread writes slots then publishes `head`; the
-/// writer reads up to `head` then publishes `tail`.
-pub struct UserRing {
-    slots: Box<[UnsafeCell<UserRaw>]>,
-    head: AtomicUsize,
-    tail: AtomicUsize,
-    pub tid: u32,
-    pub env: usize,
-    /// Thread.getId() of the ring's thread, 0 when unknown.
-    pub java_id: i64,
-    pub ended: AtomicBool,
-    pub dropped: AtomicU64,
-}
+/// One thread's user events on their way to the writer.
+pub type UserRing = crate::thread_ring::ThreadRing<UserRaw>;
 
-// SAFETY: a slot is written only by its thread before `head` moves past it and
-// read only by the writer after acquiring `head`; the writer releases `tail`
-// only after reading, so the two never touch one slot at once.
-unsafe impl Sync for UserRing {}
-
-impl UserRing {
-    fn new(tid: u32, env: usize, java_id: i64) -> UserRing {
-        UserRing {
-            slots: zeroed_slots(),
-            head: AtomicUsize::new(0),
-            tail: AtomicUsize::new(0),
-            tid,
-            env,
-            java_id,
-            ended: AtomicBool::new(false),
-            dropped: AtomicU64::new(0),
-        }
-    }
-
-    #[inline]
-    fn push(&self, e: UserRaw) {
-        let head = self.head.load(Ordering::Relaxed);
-        if head - self.tail.load(Ordering::Acquire) >= RING_EVENTS {
-            self.dropped.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        // SAFETY: see the Sync impl.
-        unsafe { *self.slots[head & (RING_EVENTS - 1)].get() = e };
-        self.head.store(head + 1, Ordering::Release);
-    }
-
-    /// Hands every published event to `f`, oldest first.
-    pub fn drain(&self, mut f: impl FnMut(&UserRaw)) {
-        let tail = self.tail.load(Ordering::Relaxed);
-        let head = self.head.load(Ordering::Acquire);
-        for i in tail..head {
-            // SAFETY: see the Sync impl.
-            f(unsafe { &*self.slots[i & (RING_EVENTS - 1)].get() });
-        }
-        self.tail.store(head, Ordering::Release);
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.head.load(Ordering::Acquire) == self.tail.load(Ordering::Relaxed)
-    }
-}
-
-/// calloc'd slots: pages are committed only once a thread logs that much, so a
-/// thread that logs a few events costs a few pages.
-fn zeroed_slots() -> Box<[UnsafeCell<UserRaw>]> {
-    let layout = std::alloc::Layout::array::<UnsafeCell<UserRaw>>(RING_EVENTS).expect("ring size");
-    // SAFETY: the layout is non-empty; all-zero bytes are a valid UserRaw; the box
-    // takes ownership of exactly this allocation.
-    unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout).cast::<UnsafeCell<UserRaw>>();
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
-        Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, RING_EVENTS))
-    }
-}
+// SAFETY: UserRaw is plain integers; all-zero bytes are a valid value.
+unsafe impl crate::thread_ring::ZeroValid for UserRaw {}
 
 static RINGS: Mutex<Vec<Arc<UserRing>>> = Mutex::new(Vec::new());
 static DROPPED_ENDED: AtomicU64 = AtomicU64::new(0);
@@ -284,13 +214,7 @@ pub fn rings() -> std::sync::MutexGuard<'static, Vec<Arc<UserRing>>> {
 
 /// Forgets the rings of ended threads once drained, keeping their drop counts.
 pub fn forget_ended(rings: &mut Vec<Arc<UserRing>>) {
-    rings.retain(|r| {
-        let gone = r.ended.load(Ordering::Acquire) && r.is_empty();
-        if gone {
-            DROPPED_ENDED.fetch_add(r.dropped.load(Ordering::Relaxed), Ordering::Relaxed);
-        }
-        !gone
-    });
+    crate::thread_ring::forget_ended(rings, &DROPPED_ENDED);
 }
 
 pub fn dropped() -> u64 {
@@ -301,12 +225,16 @@ pub fn dropped() -> u64 {
     live + DROPPED_ENDED.load(Ordering::Relaxed)
 }
 
-/// Marks the ring ended when its thread exits.
-struct Local(Arc<UserRing>);
+/// A thread's ring and its producer-side room (see `ThreadRing::push`); marks
+/// the ring ended when its thread exits.
+struct Local {
+    ring: Arc<UserRing>,
+    room: usize,
+}
 
 impl Drop for Local {
     fn drop(&mut self) {
-        self.0.ended.store(true, Ordering::Release);
+        self.ring.ended.store(true, Ordering::Release);
     }
 }
 
@@ -326,15 +254,22 @@ fn log(env: *mut sys::JNIEnv, event: i32, kind: UserEventKind, value: i64) {
         kind: kind as u32,
     };
     let _ = LOCAL.try_with(|l| {
-        if let Some(local) = &*l.borrow() {
-            local.0.push(e);
+        let Ok(mut slot) = l.try_borrow_mut() else {
+            return; // reached again from inside the ring's creation
+        };
+        if let Some(local) = slot.as_mut() {
+            local.ring.push(e, &mut local.room);
             return;
         }
+        drop(slot);
         let java_id = super::current_java_id(env);
-        let ring = Arc::new(UserRing::new(gettid(), env as usize, java_id));
-        ring.push(e);
-        rings().push(ring.clone());
-        *l.borrow_mut() = Some(Local(ring));
+        let ring = Arc::new(UserRing::new(RING_EVENTS, gettid(), env as usize, java_id));
+        let mut local = Local { ring, room: 0 };
+        local.ring.push(e, &mut local.room);
+        rings().push(local.ring.clone());
+        if let Ok(mut slot) = l.try_borrow_mut() {
+            *slot = Some(local);
+        }
     });
 }
 
@@ -438,12 +373,14 @@ mod tests {
 
     #[test]
     fn a_ring_keeps_order_and_counts_drops() {
-        let r = UserRing::new(1, 2, 3);
+        let r = UserRing::new(RING_EVENTS, 1, 2, 3);
+        let mut room = 0;
         for i in 0..RING_EVENTS as u64 + 3 {
-            r.push(UserRaw {
+            let e = UserRaw {
                 ticks: i,
                 ..Default::default()
-            });
+            };
+            r.push(e, &mut room);
         }
         assert_eq!(r.dropped.load(Ordering::Relaxed), 3);
         let mut seen = Vec::new();

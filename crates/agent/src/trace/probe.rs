@@ -6,7 +6,7 @@
 //! calls it did not record. Nothing here locks or allocates except the first event
 //! of a thread in a session (registering its ring).
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -45,117 +45,11 @@ pub struct RawEvent {
 /// Events one thread may have waiting for the writer before new ones are dropped.
 pub const RING_EVENTS: usize = 1 << 19;
 
-/// A thread's events on their way to the writer: the thread writes slots and then
-/// publishes `head`; the writer reads up to `head` and then publishes `tail`.
-pub struct ThreadRing {
-    slots: Box<[UnsafeCell<RawEvent>]>,
-    head: AtomicUsize,
-    tail: AtomicUsize,
-    pub tid: u32,
-    /// The thread's JNIEnv, which the writer maps to the Java thread.
-    pub env: usize,
-    /// The thread's Thread.getId(), 0 when unknown.
-    pub java_id: i64,
-    /// Set when the thread is gone: once drained the ring is forgotten.
-    pub ended: AtomicBool,
-    pub dropped: AtomicU64,
-}
+/// A thread's trace events on their way to the writer.
+pub type ThreadRing = crate::thread_ring::ThreadRing<RawEvent>;
 
-// SAFETY: a slot is written only by the owning thread before `head` is released
-// past it, and read only by the writer after acquiring that `head`; the writer
-// releases `tail` only after it has read the slots, so the two never overlap.
-unsafe impl Sync for ThreadRing {}
-
-impl ThreadRing {
-    pub fn new(capacity: usize, tid: u32, env: usize, java_id: i64) -> ThreadRing {
-        let capacity = capacity.next_power_of_two();
-        ThreadRing {
-            slots: zeroed_slots(capacity),
-            head: AtomicUsize::new(0),
-            tail: AtomicUsize::new(0),
-            tid,
-            env,
-            java_id,
-            ended: AtomicBool::new(false),
-            dropped: AtomicU64::new(0),
-        }
-    }
-
-    /// Producer side; false (and counted) when the writer has fallen behind.
-    /// `room` caches the index the producer may fill up to (the consumer's tail
-    /// plus the capacity when last read), so the hot path reads the consumer's
-    /// cache line only when the cached room runs out.
-    #[inline(always)]
-    fn push(&self, e: RawEvent, room: &mut usize) -> bool {
-        let head = self.head.load(Ordering::Relaxed);
-        if head >= *room {
-            let tail = self.tail.load(Ordering::Acquire);
-            *room = tail + self.slots.len();
-            if head >= *room {
-                // Only this thread writes the count: no locked instruction.
-                let n = self.dropped.load(Ordering::Relaxed);
-                self.dropped.store(n + 1, Ordering::Relaxed);
-                crate::writer::nudge();
-                return false;
-            }
-            if head - tail >= self.slots.len() / 2 {
-                crate::writer::nudge(); // still over half full
-            }
-        }
-        // SAFETY: see the Sync impl; this slot is not readable by the writer yet.
-        unsafe { *self.slots[head & (self.slots.len() - 1)].get() = e };
-        self.head.store(head + 1, Ordering::Release);
-        if head + 1 == *room - self.slots.len() / 2 {
-            crate::writer::nudge(); // crossing half full: wake the writer early
-        }
-        true
-    }
-
-    /// Consumer side: hands every published event to `f`, oldest first.
-    pub fn drain(&self, f: impl FnMut(&RawEvent)) -> usize {
-        self.drain_max(usize::MAX, f)
-    }
-
-    /// Consumer side: hands at most `max` published events to `f`, oldest first.
-    pub fn drain_max(&self, max: usize, mut f: impl FnMut(&RawEvent)) -> usize {
-        let tail = self.tail.load(Ordering::Relaxed);
-        let head = self
-            .head
-            .load(Ordering::Acquire)
-            .min(tail.saturating_add(max));
-        for i in tail..head {
-            // SAFETY: see the Sync impl; slots below `head` are published.
-            f(unsafe { &*self.slots[i & (self.slots.len() - 1)].get() });
-        }
-        self.tail.store(head, Ordering::Release);
-        head - tail
-    }
-
-    /// Published events not drained yet.
-    pub fn pending(&self) -> u64 {
-        let head = self.head.load(Ordering::Acquire);
-        head.saturating_sub(self.tail.load(Ordering::Relaxed)) as u64
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.head.load(Ordering::Acquire) == self.tail.load(Ordering::Relaxed)
-    }
-}
-
-/// A zeroed slot array: calloc'd, so pages are committed only once a busy thread
-/// writes into them (an idle thread's ring costs almost nothing).
-fn zeroed_slots(n: usize) -> Box<[UnsafeCell<RawEvent>]> {
-    let layout = std::alloc::Layout::array::<UnsafeCell<RawEvent>>(n).expect("ring size");
-    // SAFETY: the layout is non-empty (n >= 1); all-zero bytes are a valid
-    // RawEvent; the box takes ownership of exactly this allocation.
-    unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout).cast::<UnsafeCell<RawEvent>>();
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
-        Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n))
-    }
-}
+// SAFETY: RawEvent is plain integers; all-zero bytes are a valid value.
+unsafe impl crate::thread_ring::ZeroValid for RawEvent {}
 
 /// What a tracing session tells the probes; 0 means tracing is off.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
@@ -216,13 +110,7 @@ pub fn with_cpu() -> bool {
 /// Drops the rings of ended threads that hold nothing more, keeping their drop
 /// counts.
 pub fn forget_ended(rings: &mut Vec<Arc<ThreadRing>>) {
-    rings.retain(|r| {
-        let gone = r.ended.load(Ordering::Acquire) && r.is_empty();
-        if gone {
-            DROPPED_ENDED.fetch_add(r.dropped.load(Ordering::Relaxed), Ordering::Relaxed);
-        }
-        !gone
-    });
+    crate::thread_ring::forget_ended(rings, &DROPPED_ENDED);
 }
 
 /// Events dropped by threads whose rings were forgotten.

@@ -1,0 +1,191 @@
+//! A Java thread's events on their way to the writer (trace probes, user events):
+//! a single-producer single-consumer ring. The thread writes slots and then
+//! publishes `head`; the writer reads up to `head` and then publishes `tail`. A
+//! full ring drops the event and counts it, so a producer never waits; a ring
+//! crossing half full wakes the writer early.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Types whose all-zero bytes are a valid value, so a ring's slots can be
+/// calloc'd: pages are committed only once a thread writes that far, and an idle
+/// thread's ring costs almost nothing.
+///
+/// # Safety
+/// Implement only for types of plain integers (no references, no niches).
+pub unsafe trait ZeroValid: Copy {}
+
+pub struct ThreadRing<T> {
+    slots: Box<[UnsafeCell<T>]>,
+    head: AtomicUsize,
+    tail: AtomicUsize,
+    /// The producing thread's Linux id.
+    pub tid: u32,
+    /// The thread's JNIEnv, which the writer maps to the Java thread.
+    pub env: usize,
+    /// The thread's Thread.getId(), 0 when unknown.
+    pub java_id: i64,
+    /// Set when the thread is gone: once drained the ring is forgotten.
+    pub ended: AtomicBool,
+    /// Events dropped because the ring was full (written by the producer only).
+    pub dropped: AtomicU64,
+}
+
+// SAFETY: a slot is written only by the owning thread before `head` is released
+// past it, and read only by the writer after acquiring that `head`; the writer
+// releases `tail` only after it has read the slots, so the two never overlap.
+unsafe impl<T: Send> Sync for ThreadRing<T> {}
+
+impl<T: ZeroValid> ThreadRing<T> {
+    /// A ring of `capacity` events (rounded up to a power of two).
+    pub fn new(capacity: usize, tid: u32, env: usize, java_id: i64) -> ThreadRing<T> {
+        let capacity = capacity.max(1).next_power_of_two();
+        ThreadRing {
+            slots: zeroed_slots(capacity),
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+            tid,
+            env,
+            java_id,
+            ended: AtomicBool::new(false),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Producer side; false (and counted) when the writer has fallen behind.
+    /// `room` is the producer's own cache of the index it may fill up to (the
+    /// consumer's tail plus the capacity when last read; start it at 0), so the
+    /// hot path reads the consumer's cache line only when that room runs out.
+    #[inline(always)]
+    pub fn push(&self, e: T, room: &mut usize) -> bool {
+        let len = self.slots.len();
+        let head = self.head.load(Ordering::Relaxed);
+        if head >= *room {
+            let tail = self.tail.load(Ordering::Acquire);
+            *room = tail + len;
+            if head >= *room {
+                // Only this thread writes the count: no locked instruction.
+                let n = self.dropped.load(Ordering::Relaxed);
+                self.dropped.store(n + 1, Ordering::Relaxed);
+                crate::writer::nudge();
+                return false;
+            }
+            if head - tail >= len / 2 {
+                crate::writer::nudge(); // still over half full
+            }
+        }
+        // SAFETY: see the Sync impl; this slot is not readable by the writer yet.
+        unsafe { *self.slots[head & (len - 1)].get() = e };
+        self.head.store(head + 1, Ordering::Release);
+        if head + 1 == *room - len / 2 {
+            crate::writer::nudge(); // crossing half full: wake the writer early
+        }
+        true
+    }
+}
+
+impl<T> ThreadRing<T> {
+    /// Consumer side: hands every published event to `f`, oldest first.
+    pub fn drain(&self, f: impl FnMut(&T)) -> usize {
+        self.drain_max(usize::MAX, f)
+    }
+
+    /// Consumer side: hands at most `max` published events to `f`, oldest first.
+    pub fn drain_max(&self, max: usize, mut f: impl FnMut(&T)) -> usize {
+        let tail = self.tail.load(Ordering::Relaxed);
+        let head = self
+            .head
+            .load(Ordering::Acquire)
+            .min(tail.saturating_add(max));
+        for i in tail..head {
+            // SAFETY: see the Sync impl; slots below `head` are published.
+            f(unsafe { &*self.slots[i & (self.slots.len() - 1)].get() });
+        }
+        self.tail.store(head, Ordering::Release);
+        head - tail
+    }
+
+    /// Published events not drained yet.
+    pub fn pending(&self) -> u64 {
+        let head = self.head.load(Ordering::Acquire);
+        head.saturating_sub(self.tail.load(Ordering::Relaxed)) as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.head.load(Ordering::Acquire) == self.tail.load(Ordering::Relaxed)
+    }
+}
+
+/// Forgets the rings of ended threads that hold nothing more, adding their drop
+/// counts to `dropped_ended`.
+pub fn forget_ended<T>(rings: &mut Vec<Arc<ThreadRing<T>>>, dropped_ended: &AtomicU64) {
+    rings.retain(|r| {
+        let gone = r.ended.load(Ordering::Acquire) && r.is_empty();
+        if gone {
+            dropped_ended.fetch_add(r.dropped.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        !gone
+    });
+}
+
+fn zeroed_slots<T: ZeroValid>(n: usize) -> Box<[UnsafeCell<T>]> {
+    let layout = std::alloc::Layout::array::<UnsafeCell<T>>(n).expect("ring size");
+    assert!(layout.size() > 0, "ring events have a size");
+    // SAFETY: the layout is non-empty (checked); all-zero bytes are a valid T
+    // (ZeroValid); the box takes ownership of exactly this allocation.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<UnsafeCell<T>>();
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Copy, Debug, Default, PartialEq)]
+    struct Ev(u64);
+    // SAFETY: a plain integer.
+    unsafe impl ZeroValid for Ev {}
+
+    #[test]
+    fn a_full_ring_drops_and_counts_and_takes_again_once_drained() {
+        let ring = ThreadRing::<Ev>::new(3, 1, 2, 3);
+        let mut room = 0;
+        let pushed: Vec<bool> = (0..6).map(|i| ring.push(Ev(i), &mut room)).collect();
+        assert_eq!(pushed, [true, true, true, true, false, false]);
+        assert_eq!(ring.dropped.load(Ordering::Relaxed), 2);
+        let mut seen = vec![];
+        assert_eq!(ring.drain_max(3, |e| seen.push(e.0)), 3);
+        assert_eq!(ring.pending(), 1);
+        assert!(ring.push(Ev(9), &mut room));
+        ring.drain(|e| seen.push(e.0));
+        assert_eq!(seen, [0, 1, 2, 3, 9]);
+        assert!(ring.is_empty());
+    }
+
+    #[test]
+    fn ended_rings_are_forgotten_once_empty_keeping_their_drops() {
+        let total = AtomicU64::new(0);
+        let (a, b) = (
+            Arc::new(ThreadRing::<Ev>::new(1, 1, 0, 0)),
+            Arc::new(ThreadRing::<Ev>::new(1, 2, 0, 0)),
+        );
+        let mut room = 0;
+        a.push(Ev(1), &mut room);
+        a.push(Ev(2), &mut room); // dropped
+        a.ended.store(true, Ordering::Release);
+        b.ended.store(true, Ordering::Release);
+        let mut rings = vec![a.clone(), b];
+        forget_ended(&mut rings, &total);
+        assert_eq!(rings.len(), 1, "a still holds an event");
+        a.drain(|_| {});
+        forget_ended(&mut rings, &total);
+        assert!(rings.is_empty());
+        assert_eq!(total.load(Ordering::Relaxed), 1);
+    }
+}
