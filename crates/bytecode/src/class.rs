@@ -26,7 +26,10 @@ pub struct Member {
     pub attributes: Vec<Attribute>,
 }
 
+pub const ACC_PUBLIC: u16 = 0x0001;
 pub const ACC_STATIC: u16 = 0x0008;
+pub const ACC_FINAL: u16 = 0x0010;
+pub const ACC_SUPER: u16 = 0x0020;
 pub const ACC_NATIVE: u16 = 0x0100;
 pub const ACC_ABSTRACT: u16 = 0x0400;
 
@@ -81,6 +84,40 @@ impl ClassFile {
             methods,
             attributes,
         })
+    }
+
+    /// The class file of a `public final` class `name` (internal form, e.g.
+    /// `jscope/Trace`) whose methods are all `public static native`, given as
+    /// (name, descriptor): a class that only binds Rust functions to Java, in the
+    /// Java 8 format (natives need no stack maps).
+    pub fn natives_only(name: &str, methods: &[(&str, &str)]) -> Result<Vec<u8>, ClassError> {
+        let mut pool = ConstantPool::new();
+        let this_class = pool.add_class(name)?;
+        let super_class = pool.add_class("java/lang/Object")?;
+        let methods = methods
+            .iter()
+            .map(|(name, descriptor)| {
+                Ok(Member {
+                    access: ACC_PUBLIC | ACC_STATIC | ACC_NATIVE,
+                    name_index: pool.add_utf8(name)?,
+                    descriptor_index: pool.add_utf8(descriptor)?,
+                    attributes: Vec::new(),
+                })
+            })
+            .collect::<Result<Vec<_>, ClassError>>()?;
+        ClassFile {
+            minor: 0,
+            major: 52,
+            pool,
+            access: ACC_PUBLIC | ACC_FINAL | ACC_SUPER,
+            this_class,
+            super_class,
+            interfaces: Vec::new(),
+            fields: Vec::new(),
+            methods,
+            attributes: Vec::new(),
+        }
+        .to_bytes()
     }
 
     pub fn to_bytes(&self) -> Result<Vec<u8>, ClassError> {

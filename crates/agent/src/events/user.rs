@@ -18,7 +18,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use jscope_bytecode::{ClassFile, ConstantPool, Member};
+use jscope_bytecode::ClassFile;
 use jscope_format::UserEventKind;
 
 use crate::clock::{ProbeClock, StampMapper};
@@ -28,12 +28,6 @@ use crate::threads::gettid;
 use crate::trace::jvm_ext;
 
 pub const CLASS_NAME: &str = "jscope/Events";
-
-const ACC_PUBLIC: u16 = 0x0001;
-const ACC_STATIC: u16 = 0x0008;
-const ACC_FINAL: u16 = 0x0010;
-const ACC_SUPER: u16 = 0x0020;
-const ACC_NATIVE: u16 = 0x0100;
 
 /// (name, descriptor) of each native, in the order of [`natives`].
 const METHODS: [(&str, &str); 5] = [
@@ -56,31 +50,7 @@ pub enum UserClassError {
 
 /// The class file: five `public static native` methods, no code.
 pub fn class_bytes() -> Result<Vec<u8>, jscope_bytecode::ClassError> {
-    let mut pool = ConstantPool::new();
-    let this_class = pool.add_class(CLASS_NAME)?;
-    let super_class = pool.add_class("java/lang/Object")?;
-    let mut methods = Vec::new();
-    for (name, descriptor) in METHODS {
-        methods.push(Member {
-            access: ACC_PUBLIC | ACC_STATIC | ACC_NATIVE,
-            name_index: pool.add_utf8(name)?,
-            descriptor_index: pool.add_utf8(descriptor)?,
-            attributes: Vec::new(),
-        });
-    }
-    ClassFile {
-        minor: 0,
-        major: 52,
-        pool,
-        access: ACC_PUBLIC | ACC_FINAL | ACC_SUPER,
-        this_class,
-        super_class,
-        interfaces: Vec::new(),
-        fields: Vec::new(),
-        methods,
-        attributes: Vec::new(),
-    }
-    .to_bytes()
+    ClassFile::natives_only(CLASS_NAME, &METHODS)
 }
 
 fn natives() -> [*mut c_void; 5] {
@@ -106,19 +76,10 @@ pub fn install(_jvmti: Jvmti, jni: Jni) -> Result<(), UserClassError> {
     if class.is_null() {
         return Err(UserClassError::Define);
     }
-    let pairs: Vec<(std::ffi::CString, std::ffi::CString)> = METHODS
-        .iter()
-        .map(|(n, d)| {
-            (
-                std::ffi::CString::new(*n).unwrap_or_default(),
-                std::ffi::CString::new(*d).unwrap_or_default(),
-            )
-        })
-        .collect();
-    let methods: Vec<_> = pairs
+    let methods: Vec<_> = METHODS
         .iter()
         .zip(natives())
-        .map(|((n, d), f)| (n.as_c_str(), d.as_c_str(), f))
+        .map(|((n, d), f)| (*n, *d, f))
         .collect();
     if !jvm_ext::register_natives(jni, class, &methods) {
         jni.delete_local(class);

@@ -120,22 +120,33 @@ pub fn define_boot_class(jni: Jni, name: &str, bytes: &[u8]) -> sys::jclass {
     class
 }
 
-/// Binds `methods` (name, signature, function) as the natives of `class`.
+/// Binds `methods` (name, JVM descriptor, function) of `class`; false (with the
+/// Java exception cleared) when the JVM refuses.
 pub fn register_natives(
     jni: Jni,
     class: sys::jclass,
-    methods: &[(&CStr, &CStr, *mut c_void)],
+    methods: &[(&str, &str, *mut c_void)],
 ) -> bool {
-    let table: Vec<sys::JNINativeMethod> = methods
+    let names: Vec<(CString, CString)> = methods
         .iter()
-        .map(|(name, sig, f)| sys::JNINativeMethod {
+        .map(|(name, sig, _)| {
+            (
+                CString::new(*name).unwrap_or_default(),
+                CString::new(*sig).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let table: Vec<sys::JNINativeMethod> = names
+        .iter()
+        .zip(methods)
+        .map(|((name, sig), (_, _, f))| sys::JNINativeMethod {
             name: name.as_ptr() as *mut _,
             signature: sig.as_ptr() as *mut _,
             fnPtr: *f,
         })
         .collect();
     let f = jni.table().RegisterNatives.expect("JNI RegisterNatives");
-    // SAFETY: valid env, class and method table (the strings are 'static).
+    // SAFETY: valid env, class and method table; the strings outlive the call.
     let ok = unsafe { f(jni.0, class, table.as_ptr(), table.len() as sys::jint) } == 0;
     jni.clear_exception();
     ok

@@ -5,18 +5,12 @@
 
 use std::ffi::c_void;
 
-use jscope_bytecode::{ClassFile, ConstantPool, Member, Probes, PROBE_DESCRIPTOR};
+use jscope_bytecode::{ClassFile, Probes, PROBE_DESCRIPTOR};
 
 use super::jvm_ext;
 use super::probe;
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
-
-const ACC_PUBLIC: u16 = 0x0001;
-const ACC_STATIC: u16 = 0x0008;
-const ACC_FINAL: u16 = 0x0010;
-const ACC_SUPER: u16 = 0x0020;
-const ACC_NATIVE: u16 = 0x0100;
 
 /// Why the probe class could not be installed.
 #[derive(Debug, thiserror::Error)]
@@ -29,34 +23,11 @@ pub enum ProbeClassError {
     Natives(String),
 }
 
-/// The class file of the probe class (Java 8 format; natives need no stack maps).
+/// The class file of the probe class: three `public static native (I)V`.
 pub fn class_bytes(probes: &Probes) -> Result<Vec<u8>, jscope_bytecode::ClassError> {
-    let mut pool = ConstantPool::new();
-    let this_class = pool.add_class(&probes.class)?;
-    let super_class = pool.add_class("java/lang/Object")?;
-    let descriptor_index = pool.add_utf8(PROBE_DESCRIPTOR)?;
-    let mut methods = Vec::new();
-    for name in [&probes.enter, &probes.exit, &probes.exit_throw] {
-        methods.push(Member {
-            access: ACC_PUBLIC | ACC_STATIC | ACC_NATIVE,
-            name_index: pool.add_utf8(name)?,
-            descriptor_index,
-            attributes: Vec::new(),
-        });
-    }
-    ClassFile {
-        minor: 0,
-        major: 52,
-        pool,
-        access: ACC_PUBLIC | ACC_FINAL | ACC_SUPER,
-        this_class,
-        super_class,
-        interfaces: Vec::new(),
-        fields: Vec::new(),
-        methods,
-        attributes: Vec::new(),
-    }
-    .to_bytes()
+    let methods =
+        [&probes.enter, &probes.exit, &probes.exit_throw].map(|n| (n.as_str(), PROBE_DESCRIPTOR));
+    ClassFile::natives_only(&probes.class, &methods)
 }
 
 /// Defines the probe class, binds its natives and lets every named module read
@@ -76,20 +47,23 @@ pub fn install(jvmti: Jvmti, jni: Jni, probes: &Probes) -> Result<sys::jclass, P
 }
 
 fn bind_natives(jni: Jni, class: sys::jclass, probes: &Probes) -> Result<(), ProbeClassError> {
-    let names: Vec<std::ffi::CString> = [&probes.enter, &probes.exit, &probes.exit_throw]
-        .iter()
-        .map(|n| std::ffi::CString::new(n.as_str()).unwrap_or_default())
-        .collect();
-    let functions: [*mut c_void; 3] = [
-        probe::native_enter as *mut c_void,
-        probe::native_exit as *mut c_void,
-        probe::native_exit_throw as *mut c_void,
+    let methods = [
+        (
+            probes.enter.as_str(),
+            PROBE_DESCRIPTOR,
+            probe::native_enter as *mut c_void,
+        ),
+        (
+            probes.exit.as_str(),
+            PROBE_DESCRIPTOR,
+            probe::native_exit as *mut c_void,
+        ),
+        (
+            probes.exit_throw.as_str(),
+            PROBE_DESCRIPTOR,
+            probe::native_exit_throw as *mut c_void,
+        ),
     ];
-    let methods: Vec<_> = names
-        .iter()
-        .zip(functions)
-        .map(|(n, f)| (n.as_c_str(), c"(I)V", f))
-        .collect();
     if jvm_ext::register_natives(jni, class, &methods) {
         Ok(())
     } else {
@@ -114,6 +88,7 @@ fn read_from_all_modules(jvmti: Jvmti, jni: Jni, class: sys::jclass) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jscope_bytecode::class::{ACC_NATIVE, ACC_PUBLIC, ACC_STATIC};
 
     #[test]
     fn the_probe_class_parses_back_with_three_static_natives() {
