@@ -11,13 +11,13 @@ mod support;
 
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, wait_until, Child, Java};
+use jscope_testkit::{compile_fixtures, javas, temp_dir, wait_until, Child, Java};
 use serde_json::{json, Value};
 use serving::cdp::Browser;
 use serving::Served;
+use support::{fmt_ns, start_logged, wait_ready};
 
 const MINUTE_NS: i64 = 60_000_000_000;
 const REQUESTS: usize = 3;
@@ -39,33 +39,10 @@ fn free_port() -> String {
 /// `collector` only (no file, no sampling); its output goes to NAME.log in `dir`.
 fn start(java: &Java, dir: &Path, name: &str, collector: SocketAddr, args: &[&str]) -> Child {
     let skew = if name == "server" { "2m" } else { "0s" };
-    let agent = format!(
-        "-agentpath:{}=remote=http,trace=httpchain.*,quiet,clockoffset={skew},collector={collector}",
-        agent_path().display(),
-    );
-    let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
-    let mut cmd = Command::new(&java.bin);
-    cmd.arg(agent)
-        .arg("-cp")
-        .arg(classes())
-        .args(args)
-        .stdout(Stdio::from(log))
-        .stderr(Stdio::inherit());
-    Child::spawn(&mut cmd)
+    let options =
+        format!("remote=http,trace=httpchain.*,quiet,clockoffset={skew},collector={collector}");
+    start_logged(java, dir, name, &options, &classes(), args)
 }
-
-fn wait_ready(dir: &Path, name: &str) {
-    let log = dir.join(format!("{name}.log"));
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) {
-        if std::fs::read_to_string(&log).is_ok_and(|s| s.contains("ready")) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("{name} did not start");
-}
-
 /// Runs the server and the client against `served` until both exited and the
 /// collector holds both streams whole; the two JVMs' stream ids (client, server).
 fn client_and_server(java: &Java, dir: &Path, served: &Served) -> (String, String) {
@@ -272,18 +249,6 @@ const ROWS_JS: &str =
 const LEGEND_JS: &str = "[...document.querySelectorAll('#dist-legend tbody tr')].map(tr => ({\
     jvm: Number(tr.dataset.jvm), text: tr.textContent,\
     colour: getComputedStyle(tr.querySelector('.swatch')).backgroundColor }))";
-
-/// The page's own formatting of a duration (fmtNs in distributed.js).
-fn fmt_ns(ns: u64) -> String {
-    let f = ns as f64;
-    match ns {
-        n if n >= 1_000_000_000 => format!("{:.3} s", f / 1e9),
-        n if n >= 1_000_000 => format!("{:.3} ms", f / 1e6),
-        n if n >= 1_000 => format!("{:.3} us", f / 1e3),
-        n => format!("{n} ns"),
-    }
-}
-
 #[test]
 fn the_collectors_distributed_tab_shows_the_merged_tree_coloured_by_jvm() {
     let Some(mut browser) = Browser::launch("collector-distributed") else {

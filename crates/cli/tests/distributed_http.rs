@@ -11,14 +11,14 @@ mod support;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use jscope_analysis::distributed::{Child as Node, DistributedTree, MRef, Member};
 use jscope_analysis::trace::TraceOptions;
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{compile_fixtures, javas, temp_dir, Child, Java};
 use serde_json::{json, Value};
 use serving::cdp::Browser;
+use support::{fmt_ns, start_logged, wait_ready};
 
 const MINUTE_NS: i64 = 60_000_000_000;
 
@@ -38,34 +38,15 @@ fn free_port() -> String {
 /// Starts a traced JVM; its output goes to NAME.log in `dir`.
 fn start(java: &Java, dir: &Path, name: &str, skew: &str, args: &[&str]) -> (Child, PathBuf) {
     let file = dir.join(format!("{name}.jsc"));
-    let log = dir.join(format!("{name}.log"));
-    let agent = format!(
-        "-agentpath:{}=remote=http,trace=httpchain.*,quiet,clockoffset={skew},file={}",
-        agent_path().display(),
+    let options = format!(
+        "remote=http,trace=httpchain.*,quiet,clockoffset={skew},file={}",
         file.display()
     );
-    let mut cmd = Command::new(&java.bin);
-    cmd.arg(agent)
-        .arg("-cp")
-        .arg(classes())
-        .args(args)
-        .stdout(Stdio::from(std::fs::File::create(&log).unwrap()))
-        .stderr(Stdio::inherit());
-    (Child::spawn(&mut cmd), file)
+    (
+        start_logged(java, dir, name, &options, &classes(), args),
+        file,
+    )
 }
-
-fn wait_ready(dir: &Path, name: &str) {
-    let log = dir.join(format!("{name}.log"));
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) {
-        if std::fs::read_to_string(&log).is_ok_and(|s| s.contains("ready")) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("{name} did not start");
-}
-
 /// Runs client -> A -> B with `requests` requests; the recordings in order.
 fn chain(java: &Java, dir: &Path, requests: usize) -> [PathBuf; 3] {
     chain_over(java, dir, requests, Api::UrlConnection)
@@ -330,18 +311,6 @@ const ROWS_JS: &str = "[...document.querySelectorAll('#tree tbody tr[data-row]')
 const LEGEND_JS: &str = "[...document.querySelectorAll('#legend tbody tr')].map(tr => ({\
     jvm: Number(tr.dataset.jvm), text: tr.textContent,\
     colour: getComputedStyle(tr.querySelector('.swatch')).backgroundColor }))";
-
-/// The page's own formatting of a duration (fmtNs in distributed.js).
-fn fmt_ns(ns: u64) -> String {
-    let f = ns as f64;
-    match ns {
-        n if n >= 1_000_000_000 => format!("{:.3} s", f / 1e9),
-        n if n >= 1_000_000 => format!("{:.3} ms", f / 1e6),
-        n if n >= 1_000 => format!("{:.3} us", f / 1e3),
-        n => format!("{n} ns"),
-    }
-}
-
 #[test]
 fn the_merged_http_chain_in_chromium_is_coloured_by_jvm_with_network_times() {
     let Some(mut browser) = Browser::launch("distributed-http") else {

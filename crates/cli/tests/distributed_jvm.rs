@@ -6,12 +6,12 @@ mod support;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use jscope_analysis::distributed::{Child as Node, DistributedTree, MRef, Member};
 use jscope_analysis::trace::TraceOptions;
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{compile_fixtures, javas, temp_dir, Child, Java};
+use support::{start_logged, wait_ready};
 
 const MINUTE_NS: i64 = 60_000_000_000;
 
@@ -30,34 +30,12 @@ fn free_port() -> u16 {
 /// Starts a traced JVM; its output goes to NAME.log in `dir`.
 fn start(java: &Java, dir: &Path, name: &str, extra: &str, args: &[String]) -> (Child, PathBuf) {
     let file = dir.join(format!("{name}.jsc"));
-    let log = dir.join(format!("{name}.log"));
-    let agent = format!(
-        "-agentpath:{}=remote,trace=beacon.*,quiet,file={}{extra}",
-        agent_path().display(),
-        file.display()
-    );
-    let mut cmd = Command::new(&java.bin);
-    cmd.arg(agent)
-        .arg("-cp")
-        .arg(classes())
-        .args(args)
-        .stdout(Stdio::from(std::fs::File::create(&log).unwrap()))
-        .stderr(Stdio::inherit());
-    (Child::spawn(&mut cmd), file)
+    let options = format!("remote,trace=beacon.*,quiet,file={}{extra}", file.display());
+    (
+        start_logged(java, dir, name, &options, &classes(), args),
+        file,
+    )
 }
-
-fn wait_ready(dir: &Path, name: &str) {
-    let log = dir.join(format!("{name}.log"));
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(60) {
-        if std::fs::read_to_string(&log).is_ok_and(|s| s.contains("ready")) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("{name} did not start");
-}
-
 fn calls(kids: &[Node]) -> Vec<MRef> {
     kids.iter()
         .filter_map(|c| match c {

@@ -179,3 +179,51 @@ fn define_dictionaries(w: &mut ChunkWriter) {
         w.stack(m - 2, &frames);
     }
 }
+
+/// Starts `java -agentpath:AGENT=OPTIONS -cp CLASSES ARGS...`, its stdout going to
+/// DIR/NAME.log (stderr inherited), not yet waited for.
+pub fn start_logged<S: AsRef<std::ffi::OsStr>>(
+    java: &jscope_testkit::Java,
+    dir: &Path,
+    name: &str,
+    options: &str,
+    classes: &Path,
+    args: &[S],
+) -> jscope_testkit::Child {
+    let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
+    let mut cmd = Command::new(&java.bin);
+    cmd.arg(format!(
+        "-agentpath:{}={options}",
+        jscope_testkit::agent_path().display()
+    ))
+    .arg("-cp")
+    .arg(classes)
+    .args(args)
+    .stdout(std::process::Stdio::from(log))
+    .stderr(std::process::Stdio::inherit());
+    jscope_testkit::Child::spawn(&mut cmd)
+}
+
+/// Waits (60 s at most) until DIR/NAME.log of [`start_logged`] says `ready`.
+pub fn wait_ready(dir: &Path, name: &str) {
+    let log = dir.join(format!("{name}.log"));
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < std::time::Duration::from_secs(60) {
+        if std::fs::read_to_string(&log).is_ok_and(|s| s.contains("ready")) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{name} did not start");
+}
+
+/// A duration as the session page formats it (fmtNs in distributed.js).
+pub fn fmt_ns(ns: u64) -> String {
+    let f = ns as f64;
+    match ns {
+        n if n >= 1_000_000_000 => format!("{:.3} s", f / 1e9),
+        n if n >= 1_000_000 => format!("{:.3} ms", f / 1e6),
+        n if n >= 1_000 => format!("{:.3} us", f / 1e3),
+        n => format!("{n} ns"),
+    }
+}
