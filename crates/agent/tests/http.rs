@@ -51,6 +51,18 @@ fn wait_for(log: &Path, text: &str) {
     panic!("no {text:?} in {}", log.display());
 }
 
+/// A JVM's agent options (none: no agent), arguments and stdout log.
+type Side<'a> = (Option<&'a str>, &'a [&'a str], &'a Path);
+
+/// Runs a server JVM (until it says `ready`) and then a client JVM against it,
+/// and waits for both to exit successfully.
+fn exchange(java: &Java, server: Side, client: Side) {
+    let mut s = start(java, server.0, server.1, server.2);
+    wait_for(server.2, "ready");
+    let mut c = start(java, client.0, client.1, client.2);
+    finish(java, &mut [(&mut c, "client"), (&mut s, "server")]);
+}
+
 fn finish(java: &Java, children: &mut [(&mut Child, &str)]) {
     for (c, name) in children.iter_mut() {
         let status = c
@@ -97,18 +109,11 @@ fn client_and_server_records_carry_the_traceparent_sent_on_the_wire() {
         let (sf, cf) = (dir.join("server.jsc"), dir.join("client.jsc"));
         let (slog, clog) = (dir.join("server.log"), dir.join("client.log"));
         let so = format!("remote=http,quiet,trace=httpchain.*,file={}", sf.display());
-        let mut server = start(
-            &java,
-            Some(&so),
-            &["httpchain.Server", "B", &port, "3"],
-            &slog,
-        );
-        wait_for(&slog, "ready");
         let co = format!("remote,quiet,trace=httpchain.*,file={}", cf.display());
-        let mut client = start(&java, Some(&co), &["httpchain.Client", &port, "3"], &clog);
-        finish(
+        exchange(
             &java,
-            &mut [(&mut client, "client"), (&mut server, "server")],
+            (Some(&so), &["httpchain.Server", "B", &port, "3"], &slog),
+            (Some(&co), &["httpchain.Client", &port, "3"], &clog),
         );
         assert_eq!(
             std::fs::read_to_string(&clog).unwrap(),
@@ -165,18 +170,11 @@ fn an_application_traceparent_is_kept_and_peers_without_the_agent_work() {
             dir.join("plain-server.log"),
             dir.join("client.log"),
         );
-        let mut server = start(&java, None, &["httpchain.Server", "P", &port, "2"], &slog);
-        wait_for(&slog, "ready");
         let co = format!("remote=http,quiet,file={}", cf.display());
-        let mut client = start(
+        exchange(
             &java,
-            Some(&co),
-            &["httpchain.Client", &port, "2", own],
-            &clog,
-        );
-        finish(
-            &java,
-            &mut [(&mut client, "client"), (&mut server, "server")],
+            (None, &["httpchain.Server", "P", &port, "2"], &slog),
+            (Some(&co), &["httpchain.Client", &port, "2", own], &clog),
         );
         assert_eq!(
             std::fs::read_to_string(&clog).unwrap(),
@@ -200,17 +198,10 @@ fn an_application_traceparent_is_kept_and_peers_without_the_agent_work() {
             dir.join("plain-client.log"),
         );
         let so = format!("remote,quiet,file={}", sf.display());
-        let mut server = start(
+        exchange(
             &java,
-            Some(&so),
-            &["httpchain.Server", "S", &port, "1"],
-            &slog,
-        );
-        wait_for(&slog, "ready");
-        let mut client = start(&java, None, &["httpchain.Client", &port, "1"], &clog);
-        finish(
-            &java,
-            &mut [(&mut client, "client"), (&mut server, "server")],
+            (Some(&so), &["httpchain.Server", "S", &port, "1"], &slog),
+            (None, &["httpchain.Client", &port, "1"], &clog),
         );
         assert_eq!(std::fs::read_to_string(&clog).unwrap(), "request 1: S(0)\n");
         assert_eq!(seen(&slog), ["null"], "JDK {j}: nothing added on the way");
@@ -231,19 +222,12 @@ fn a_server_error_marks_both_records_failed() {
         let (sf, cf) = (dir.join("server.jsc"), dir.join("client.jsc"));
         let (slog, clog) = (dir.join("server.log"), dir.join("client.log"));
         let so = format!("remote=http,quiet,file={}", sf.display());
-        let mut server = start(
-            &java,
-            Some(&so),
-            &["httpchain.Server", "S", &port, "2"],
-            &slog,
-        );
-        wait_for(&slog, "ready");
         let co = format!("remote=http,quiet,file={}", cf.display());
         let args = ["httpchain.Client", &port, "fail,2"];
-        let mut client = start(&java, Some(&co), &args, &clog);
-        finish(
+        exchange(
             &java,
-            &mut [(&mut client, "client"), (&mut server, "server")],
+            (Some(&so), &["httpchain.Server", "S", &port, "2"], &slog),
+            (Some(&co), &args, &clog),
         );
         assert_eq!(
             std::fs::read_to_string(&clog).unwrap(),
@@ -293,19 +277,12 @@ fn java_net_http_client_send_and_send_async_carry_the_traceparent_both_sides_rec
         let (sf, cf) = (dir.join("server.jsc"), dir.join("client.jsc"));
         let (slog, clog) = (dir.join("server.log"), dir.join("client.log"));
         let so = format!("remote=http,quiet,file={}", sf.display());
-        let mut server = start(
-            &java,
-            Some(&so),
-            &["httpchain.Server", "B", &port, "7"],
-            &slog,
-        );
-        wait_for(&slog, "ready");
         let co = format!("remote,quiet,trace=httpchain.*,file={}", cf.display());
         let args = ["httpchain.NewClient", &port, "1,2,fail", "a1,a2,a3,a4"];
-        let mut client = start(&java, Some(&co), &args, &clog);
-        finish(
+        exchange(
             &java,
-            &mut [(&mut client, "client"), (&mut server, "server")],
+            (Some(&so), &["httpchain.Server", "B", &port, "7"], &slog),
+            (Some(&co), &args, &clog),
         );
         assert_eq!(
             std::fs::read_to_string(&clog).unwrap(),
@@ -388,15 +365,13 @@ fn java_net_http_client_keeps_an_application_traceparent_and_a_plain_server_work
                 dir.join(format!("plain-server-{tag}.log")),
                 dir.join(format!("client-{tag}.log")),
             );
-            let mut server = start(&java, None, &["httpchain.Server", "P", &port, "4"], &slog);
-            wait_for(&slog, "ready");
             let co = format!("remote=http,quiet,file={}", cf.display());
             let mut args = vec!["httpchain.NewClient", &port, "1,2", "a1,a2"];
             args.extend(traceparent);
-            let mut client = start(&java, Some(&co), &args, &clog);
-            finish(
+            exchange(
                 &java,
-                &mut [(&mut client, "client"), (&mut server, "server")],
+                (None, &["httpchain.Server", "P", &port, "4"], &slog),
+                (Some(&co), &args, &clog),
             );
             assert_eq!(
                 std::fs::read_to_string(&clog).unwrap(),
