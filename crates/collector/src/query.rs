@@ -14,7 +14,7 @@ use jscope_analysis::{
 use jscope_flame::FlameGraph;
 use jscope_format::{Recording, StateClass};
 
-use crate::store::{Counted, Store};
+use crate::store::{Counted, SampleFilter, Store};
 use crate::CollectorError;
 
 /// What to look at.
@@ -46,13 +46,19 @@ impl Query {
         }
     }
 
-    /// One JVM's selected samples: from the store's summaries when the query keeps
-    /// every thread and state (what they count), else by reading and selecting.
+    fn filter(&self) -> SampleFilter {
+        SampleFilter {
+            thread: self.thread.as_deref().map(ThreadMatcher::new),
+            states: self.states.clone(),
+        }
+    }
+
+    /// One JVM's selected samples: from the store's summaries when it has them,
+    /// else by reading and selecting.
     fn counted(&self, store: &dyn Store, id: &str) -> Result<Counted, CollectorError> {
-        if self.thread.is_none() && self.states.is_empty() {
-            if let Some(c) = store.stack_counts(id, self.from_ns, self.to_ns, self.mode)? {
-                return Ok(c);
-            }
+        let filter = self.filter();
+        if let Some(c) = store.stack_counts(id, self.from_ns, self.to_ns, self.mode, &filter)? {
+            return Ok(c);
         }
         let rec = store.read(id, self.from_ns, self.to_ns)?;
         let sel = self.selection(&rec);

@@ -7,9 +7,14 @@ use std::io::Write;
 use std::time::Duration;
 
 use common::*;
+use jscope_analysis::{Mode, Selection, ThreadMatcher};
 use jscope_collector::jvm::{apply_dictionary, new_dictionary};
-use jscope_collector::{FileStore, JvmIdentity, Store};
+use jscope_collector::{FileStore, JvmIdentity, SampleFilter, Store};
+use jscope_format::thread_state::{
+    ALIVE, BLOCKED_ON_MONITOR_ENTER, IN_NATIVE, PARKED, RUNNABLE, WAITING,
+};
 use jscope_format::{decode_payload, split_chunk, Recording, Split};
+use jscope_format::{StateClass, ThreadDef};
 use jscope_testkit::temp_dir;
 
 /// Appends `n` chunks of `sim` as the ingest would, keeping the dictionary current.
@@ -233,7 +238,6 @@ impl Sparse {
 
 #[test]
 fn summaries_of_closed_segments_count_exactly_what_decoding_counts() {
-    use jscope_analysis::{Mode, Selection};
     let dir = temp_dir("store-summary");
     let mut sparse = Sparse::new(7003);
     let stream = format!("testhost-7003-{}", sparse.header.start_wall_ns);
@@ -286,7 +290,10 @@ fn summaries_of_closed_segments_count_exactly_what_decoding_counts() {
             Some(Mode::Wall),
             Some(Mode::Snapshot),
         ] {
-            let Some((rec, m, fast)) = store.stack_counts(&stream, from, to, mode).unwrap() else {
+            let Some((rec, m, fast)) = store
+                .stack_counts(&stream, from, to, mode, &SampleFilter::default())
+                .unwrap()
+            else {
                 // Nothing summarised overlaps: callers read and select instead.
                 assert_eq!(from, Some(start + 900 * s), "summaries used");
                 continue;
@@ -313,9 +320,229 @@ fn summaries_of_closed_segments_count_exactly_what_decoding_counts() {
     let first = dir.join("jvms").join(&stream).join(&segments[0].file);
     std::fs::write(first.with_extension("sum"), b"JSCSUM1\ngarbage").unwrap();
     let (_, _, fast) = store
-        .stack_counts(&stream, None, None, None)
+        .stack_counts(&stream, None, None, None, &SampleFilter::default())
         .unwrap()
         .unwrap();
     let slow = Selection::default().stack_counts(&store.read(&stream, None, None).unwrap());
     assert_eq!(fast.by_stack(), slow.by_stack());
+}
+
+/// A cpu+wall+snapshot stream over five threads in several states, 5 s apart. Thread
+/// 4 is declared only in chunk 15 (its earlier samples have no name until then), and
+/// thread 3 is renamed from `pool-3` to `worker-3` in chunk 25.
+struct Busy {
+    header: jscope_format::Header,
+    writer: jscope_format::ChunkWriter,
+    chunks: u64,
+    next: u64,
+}
+
+const BUSY_STATES: [u32; 5] = [
+    ALIVE | RUNNABLE,
+    ALIVE | BLOCKED_ON_MONITOR_ENTER,
+    ALIVE | WAITING | PARKED,
+    0,
+    ALIVE | RUNNABLE | IN_NATIVE,
+];
+
+impl Busy {
+    fn new(pid: u32) -> Busy {
+        let mut b = Busy {
+            header: SimJvm::new(pid, "com.acme.Busy").header,
+            writer: Sparse::new(pid).writer,
+            chunks: 0,
+            next: 0,
+        };
+        for (id, name) in [(1, "worker-1"), (2, "worker-2"), (3, "pool-3"), (5, "gc")] {
+            b.declare(id, name);
+        }
+        b
+    }
+
+    fn declare(&mut self, id: u32, name: &str) {
+        self.writer.thread(&ThreadDef {
+            id,
+            java_id: id as i64,
+            name: name.into(),
+            group: "main".into(),
+            start_order: id,
+            ..ThreadDef::default()
+        });
+    }
+
+    /// Three samples 5 s apart, of varied mode, thread, state and stack, and a
+    /// snapshot of three threads with the last.
+    fn chunk(&mut self) -> Vec<u8> {
+        match self.chunks {
+            15 => self.declare(4, "http-nio-4"),
+            25 => self.declare(3, "worker-3"),
+            _ => {}
+        }
+        self.chunks += 1;
+        for _ in 0..3 {
+            let i = self.next;
+            self.next += 1;
+            let ticks = self.header.start_ticks + i * 5_000_000_000;
+            self.writer.sample(&jscope_format::Sample {
+                thread: 1 + (i % 5) as u32,
+                ticks,
+                stack: 1 + (i % 3) as u32,
+                mode: if i % 4 == 3 {
+                    jscope_format::SampleMode::Wall
+                } else {
+                    jscope_format::SampleMode::Cpu
+                },
+                weight_ns: 10_000_000,
+                state: BUSY_STATES[(i / 2 % 5) as usize],
+            });
+            if i % 3 == 2 {
+                let threads = (0..3u64)
+                    .map(|t| jscope_format::SnapshotThread {
+                        thread: 1 + ((i + t) % 5) as u32,
+                        state: BUSY_STATES[((i + 2 * t) % 5) as usize],
+                        stack: 1 + ((i + t) % 3) as u32,
+                    })
+                    .collect();
+                self.writer.snapshot(&jscope_format::Snapshot {
+                    ticks,
+                    interval_ns: 0,
+                    threads,
+                });
+            }
+        }
+        self.writer.finish()
+    }
+}
+
+#[test]
+fn thread_and_state_filters_count_from_summaries_exactly_what_decoding_counts() {
+    let dir = temp_dir("store-filtered-summaries");
+    let mut busy = Busy::new(4343);
+    let stream = format!("h-4343-{}", busy.header.start_wall_ns);
+    let id = JvmIdentity::from_header(&stream, &busy.header, "127.0.0.1", &[]);
+    let mut dict = new_dictionary(&busy.header);
+    // Segments of about 10 chunks (2.5 minutes); the last one stays open.
+    let store = FileStore::open(&dir, 1500, Duration::from_secs(3600)).unwrap();
+    let header = jscope_format::encode_file_start(&busy.header);
+    store.open(&id, &header, 1, &dict).unwrap();
+    for seq in 1..=40u64 {
+        let chunk = busy.chunk();
+        let Ok(Split::Chunk(raw)) = split_chunk(&chunk, 0) else {
+            panic!()
+        };
+        let records = decode_payload(&raw.payload).unwrap();
+        apply_dictionary(&mut dict, &records);
+        let span = jscope_collector::jvm::event_span(&id, &records);
+        store.append(&stream, seq, &chunk, span, &dict).unwrap();
+    }
+    store.sync(&stream).unwrap();
+    let segments = store.jvms()[0].segments.clone();
+    assert!(segments.len() >= 4, "{segments:?}");
+
+    let start = busy.header.start_wall_ns;
+    let s = 1_000_000_000u64;
+    let ranges = [
+        (None, None),
+        (Some(start), None),
+        // Inside the first segments only: before thread 4 is named and 3 renamed.
+        (None, Some(start + 120 * s)),
+        (Some(start + 61 * s), Some(start + 302 * s)),
+        (Some(start + 5 * s), Some(start + 10 * s)),
+        (Some(start + 100 * s + 1), Some(start + 500 * s)),
+    ];
+    let filters = [
+        (Some("worker"), vec![]),
+        (Some("worker-?"), vec![]),
+        (Some("pool-3"), vec![]),
+        (Some("http*"), vec![]),
+        (Some("nobody"), vec![]),
+        (None, vec![StateClass::Runnable]),
+        (None, vec![StateClass::Blocked, StateClass::Parked]),
+        (None, vec![StateClass::Unknown, StateClass::Native]),
+        (
+            Some("worker"),
+            vec![StateClass::Runnable, StateClass::Native],
+        ),
+        (None, vec![]),
+    ];
+    let mut nonzero = 0;
+    for (from, to) in ranges {
+        for mode in [
+            None,
+            Some(Mode::Cpu),
+            Some(Mode::Wall),
+            Some(Mode::Snapshot),
+        ] {
+            let full = store.read(&stream, from, to).unwrap();
+            for (thread, states) in &filters {
+                let filter = SampleFilter {
+                    thread: thread.map(ThreadMatcher::new),
+                    states: states.clone(),
+                };
+                let what = format!("{from:?}..{to:?} {mode:?} {filter:?}");
+                let (rec, m, fast) = store
+                    .stack_counts(&stream, from, to, mode, &filter)
+                    .unwrap()
+                    .unwrap_or_else(|| panic!("summaries used: {what}"));
+                let rel = |ns: u64| (ns as f64 - start as f64) / 1e9;
+                let sel = Selection {
+                    mode,
+                    thread: filter.thread.clone(),
+                    states: filter.states.clone(),
+                    from_s: from.map(rel),
+                    to_s: to.map(rel),
+                };
+                let slow = sel.stack_counts(&full);
+                assert_eq!(m, sel.mode_in(&full), "{what}");
+                assert_eq!(
+                    (fast.total, fast.by_stack()),
+                    (slow.total, slow.by_stack()),
+                    "{what}"
+                );
+                assert_eq!(rec.threads.len(), full.threads.len(), "{what}");
+                nonzero += usize::from(fast.total > 0);
+            }
+        }
+    }
+    assert!(nonzero > 150, "most answers count something: {nonzero}");
+    // Renamed: the whole range sees thread 3 as worker-3 only.
+    let count = |thread: &str| {
+        let filter = SampleFilter {
+            thread: Some(ThreadMatcher::new(thread)),
+            states: vec![],
+        };
+        let c = store.stack_counts(&stream, None, None, Some(Mode::Cpu), &filter);
+        c.unwrap().unwrap().2.total
+    };
+    assert_eq!(count("pool-3"), 0);
+    assert!(count("worker-3") > 0);
+
+    // A collector opening the store writes the summaries that are missing or of
+    // an older version, including the one of the segment left open.
+    drop(store);
+    let jvm_dir = dir.join("jvms").join(&stream);
+    let sum = |i: usize| jvm_dir.join(&segments[i].file).with_extension("sum");
+    std::fs::remove_file(sum(0)).unwrap();
+    std::fs::write(sum(1), b"JSCSUM1\nolder").unwrap();
+    let store = FileStore::open(&dir, 1500, Duration::from_secs(3600)).unwrap();
+    for i in 0..segments.len() {
+        let bytes = std::fs::read(sum(i)).unwrap();
+        assert!(bytes.starts_with(b"JSCSUM2\n"), "segment {i}");
+    }
+    let filter = SampleFilter {
+        thread: Some(ThreadMatcher::new("worker")),
+        states: vec![StateClass::Runnable],
+    };
+    let (_, _, fast) = store
+        .stack_counts(&stream, None, None, None, &filter)
+        .unwrap()
+        .unwrap();
+    let slow = Selection {
+        thread: filter.thread.clone(),
+        states: filter.states.clone(),
+        ..Selection::default()
+    }
+    .stack_counts(&store.read(&stream, None, None).unwrap());
+    assert_eq!((fast.total, fast.by_stack()), (slow.total, slow.by_stack()));
+    assert!(fast.total > 0);
 }

@@ -25,7 +25,7 @@ use jscope_format::{split_chunk, Split};
 
 use super::segment::{self, merge_span};
 use super::summary::{self, Summary};
-use super::{Counted, Retained, SegmentInfo, Store, StoredJvm, StreamStatus};
+use super::{Counted, Retained, SampleFilter, SegmentInfo, Store, StoredJvm, StreamStatus};
 use crate::jvm::{new_dictionary, JvmIdentity};
 use crate::CollectorError;
 
@@ -231,6 +231,9 @@ impl JvmFiles {
                 }
             }
         }
+        if repair {
+            resummarise(dir, &segments, &identity);
+        }
         let jf = JvmFiles {
             dir: dir.to_path_buf(),
             info: StoredJvm { identity, segments },
@@ -366,9 +369,6 @@ fn recover_segment(
     if repair && scanned.valid_len < scanned.file_len {
         segment::truncate(path, scanned.valid_len)?;
     }
-    if repair && summary::load(path).is_none() {
-        let _ = summary::write(path, jvm);
-    }
     Ok(Some(SegmentInfo {
         file: name.to_string(),
         first_seq,
@@ -380,6 +380,19 @@ fn recover_segment(
         created_ns: now_ns(),
         closed: true,
     }))
+}
+
+/// Writes the summary of every segment whose summary is missing, stale or of an older
+/// version (`JSCSUM1` cannot answer thread or state filters): once, when a collector
+/// opens the store after an upgrade, at the cost of decoding those segments.
+fn resummarise(dir: &Path, segments: &[SegmentInfo], jvm: &JvmIdentity) {
+    for s in segments.iter().filter(|s| s.closed) {
+        let path = dir.join(&s.file);
+        if !summary::is_current(&path) {
+            // Queries work without it, only slower.
+            let _ = summary::write(&path, jvm);
+        }
+    }
 }
 
 /// A closed segment of an older index, whose span covers only its samples and
@@ -566,31 +579,31 @@ impl Store for FileStore {
         from_ns: Option<u64>,
         to_ns: Option<u64>,
         mode: Option<Mode>,
+        filter: &SampleFilter,
     ) -> Result<Option<Counted>, CollectorError> {
         let (dir, names) = self.covering(stream, from_ns, to_ns)?;
         let header_path = dir.join(HEADER_FILE);
         let header = std::fs::read(&header_path).map_err(CollectorError::io(&header_path))?;
         let mut rec = Recording::from_bytes(&header)?;
         rec.damage = None;
-        let (mut summarised, mut plain) = (Vec::new(), Vec::new());
+        // Dictionaries in segment order, as `read` applies them, so that thread ids
+        // resolve to the names decoding would see. Segments without a usable summary
+        // (the open one; a `JSCSUM1` one under a filter) are read whole.
+        let mut summarised = Vec::new();
         for name in names {
             let path = dir.join(name);
-            match summary::load(&path) {
-                Some(s) => summarised.push((path, s)),
-                None => plain.push(path),
+            match summary::load(&path).filter(|s| s.detailed || filter.is_empty()) {
+                Some(s) => {
+                    if let Ok(Split::Chunk(raw)) = split_chunk(&s.dict_chunk, 0) {
+                        rec.apply_chunk(&raw)?;
+                    }
+                    summarised.push((path, s));
+                }
+                None => rec = segment::read_into(Some(rec), &path)?,
             }
         }
         if summarised.is_empty() {
             return Ok(None);
-        }
-        for (_, s) in &summarised {
-            if let Ok(Split::Chunk(raw)) = split_chunk(&s.dict_chunk, 0) {
-                rec.apply_chunk(&raw)?;
-            }
-        }
-        // Segments without a summary (the open one) are read whole, as `read` does.
-        for path in &plain {
-            rec = segment::read_into(Some(rec), path)?;
         }
         let Some(mode) = mode.or_else(|| first_mode(&rec, &summarised)) else {
             return Ok(Some((rec, None, StackCounts::default())));
@@ -599,9 +612,10 @@ impl Store for FileStore {
         let rel = |ns: u64| (ns as f64 - start) / 1e9;
         let selection = Selection {
             mode: Some(mode),
+            thread: filter.thread.clone(),
+            states: filter.states.clone(),
             from_s: from_ns.map(rel),
             to_s: to_ns.map(rel),
-            ..Selection::default()
         };
         let mut counts = selection.stack_counts(&rec);
         let window = summary::Window {
@@ -609,8 +623,17 @@ impl Store for FileStore {
             from_ns,
             to_ns,
         };
+        let mut accept = summary::Accept::new(filter, &rec);
         for (path, s) in &summarised {
-            summary::count_into(s, path, &header, &window, &selection, &mut counts)?;
+            summary::count_into(
+                s,
+                path,
+                &header,
+                &window,
+                &selection,
+                &mut accept,
+                &mut counts,
+            )?;
         }
         Ok(Some((rec, Some(mode), counts)))
     }

@@ -9,8 +9,8 @@ mod summary;
 
 use std::sync::Arc;
 
-use jscope_analysis::{Mode, StackCounts};
-use jscope_format::Recording;
+use jscope_analysis::{Mode, StackCounts, ThreadMatcher};
+use jscope_format::{Recording, StateClass};
 use serde::{Deserialize, Serialize};
 
 pub use file::FileStore;
@@ -79,6 +79,21 @@ impl StoredJvm {
 /// Counted samples: the recording to label them with, the mode counted, the counts.
 pub type Counted = (Recording, Option<Mode>, StackCounts);
 
+/// Which samples to count besides range and mode: by thread name and state class,
+/// as [`jscope_analysis::Selection`] filters them. The default keeps every sample.
+#[derive(Debug, Clone, Default)]
+pub struct SampleFilter {
+    pub thread: Option<ThreadMatcher>,
+    /// Empty: any state.
+    pub states: Vec<StateClass>,
+}
+
+impl SampleFilter {
+    pub fn is_empty(&self) -> bool {
+        self.thread.is_none() && self.states.is_empty()
+    }
+}
+
 /// What retention removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Retained {
@@ -142,16 +157,17 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<u8>, CollectorError>;
 
     /// The samples of `stream` in `[from_ns, to_ns)` of `mode` (default: the first
-    /// mode with samples), counted per stack over every thread and state, with a
-    /// recording that holds the dictionaries to label them. `None` when the store
-    /// has no faster way than `read` and counting (the default); `FileStore` uses
-    /// the summaries of closed segments.
+    /// mode with samples) that `filter` keeps, counted per stack (summarised counts
+    /// carry thread 0), with a recording that holds the dictionaries to label them: the same
+    /// counts as `read` and selecting. `None` when the store has no faster way than
+    /// that (the default); `FileStore` uses the summaries of closed segments.
     fn stack_counts(
         &self,
         _stream: &str,
         _from_ns: Option<u64>,
         _to_ns: Option<u64>,
         _mode: Option<Mode>,
+        _filter: &SampleFilter,
     ) -> Result<Option<Counted>, CollectorError> {
         Ok(None)
     }
