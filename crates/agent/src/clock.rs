@@ -2,6 +2,7 @@
 //! wall-clock anchor, the `%t` stamp for file names, and the probes' TSC clock.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// CLOCK_MONOTONIC in nanoseconds. Async-signal-safe (clock_gettime is on the
 /// POSIX list), so the signal handler stamps samples with it.
@@ -56,6 +57,24 @@ mod tests {
     }
 
     #[test]
+    fn successive_mappers_join_so_later_stamps_never_map_earlier() {
+        let clock = ProbeClock::new();
+        clock.start();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let mut previous = 0;
+        for _ in 0..200 {
+            let mapper = clock.mapper();
+            // Stamped after this mapper was made: mapped by it (as a ring drained
+            // now) or by the next one (drained at the next take).
+            let (a, b) = (clock.now(), clock.now());
+            let next = clock.mapper();
+            let (ma, mb) = (mapper.ns(a), next.ns(b));
+            assert!(ma <= mb && previous <= ma, "{previous} {ma} {mb}");
+            previous = mb;
+        }
+    }
+
+    #[test]
     fn stamp_has_date_and_time_fields() {
         let s = file_stamp(wall_ns());
         assert_eq!(s.len(), 15, "{s}");
@@ -73,6 +92,8 @@ pub struct ProbeClock {
     use_tsc: AtomicBool,
     anchor_tsc: AtomicU64,
     anchor_ns: AtomicU64,
+    /// (TSC, ns) where the last mapper handed out meets the next one.
+    joint: Mutex<Option<(u64, u64)>>,
 }
 
 impl ProbeClock {
@@ -81,6 +102,7 @@ impl ProbeClock {
             use_tsc: AtomicBool::new(false),
             anchor_tsc: AtomicU64::new(0),
             anchor_ns: AtomicU64::new(0),
+            joint: Mutex::new(None),
         }
     }
 
@@ -90,6 +112,7 @@ impl ProbeClock {
         let (tsc, ns) = clock_pair();
         self.anchor_tsc.store(tsc, Ordering::Relaxed);
         self.anchor_ns.store(ns, Ordering::Relaxed);
+        *self.joint.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
 
     /// Chooses the source without moving the anchor.
@@ -110,9 +133,13 @@ impl ProbeClock {
         self.use_tsc.load(Ordering::Relaxed)
     }
 
-    /// A mapper from this clock's stamps to CLOCK_MONOTONIC ns: the line through the
-    /// anchor and a pair read now (the TSC rate is constant, so the longer the
-    /// session the finer the rate).
+    /// A mapper from this clock's stamps to CLOCK_MONOTONIC ns. Its rate is that of
+    /// the line through the anchor and a pair read now (the TSC rate is constant,
+    /// so the longer the session the finer the rate), and it starts where the
+    /// previous mapper ended: successive mappers join into one continuous, rising
+    /// line, so events of one thread mapped by two of them (drained on both sides
+    /// of a take) keep their order. Separate lines would disagree by up to the
+    /// rate's error times the session's age, easily more than two events apart.
     pub fn mapper(&self) -> StampMapper {
         let tsc0 = self.anchor_tsc.load(Ordering::Relaxed);
         let ns0 = self.anchor_ns.load(Ordering::Relaxed);
@@ -122,12 +149,18 @@ impl ProbeClock {
         } else {
             1.0
         };
-        StampMapper {
+        let mut joint = self.joint.lock().unwrap_or_else(|e| e.into_inner());
+        let (tsc0, ns0) = joint.unwrap_or((tsc0, ns0));
+        let mapper = StampMapper {
             tsc0,
             ns0,
             rate,
             tsc: self.uses_tsc(),
+        };
+        if tsc1 > tsc0 {
+            *joint = Some((tsc1, mapper.ns(tsc1)));
         }
+        mapper
     }
 }
 
