@@ -790,3 +790,131 @@ fn unloaded_classes_are_named() {
     }
     assert!(compared > 0, "no JDK before 21 to compare unloads on");
 }
+
+/// One Park event as the tests look at it.
+#[derive(Debug)]
+struct Parked {
+    thread: String,
+    duration_ms: f64,
+    blocker: String,
+    timeout_ns: u64,
+    frames: Vec<String>,
+}
+
+fn parks(rec: &Recording) -> Vec<Parked> {
+    rec.events
+        .iter()
+        .filter_map(|e| match *e {
+            JvmEvent::Park {
+                thread,
+                duration_ns,
+                blocker_class,
+                timeout_ns,
+                stack,
+                ..
+            } => Some(Parked {
+                thread: thread_name(rec, thread),
+                duration_ms: duration_ns as f64 / 1e6,
+                blocker: if blocker_class == 0 {
+                    String::new()
+                } else {
+                    class_name(rec, blocker_class)
+                },
+                timeout_ns,
+                frames: stack_labels(rec, stack),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The parks whose stack passes through `Parker.<method>`.
+fn parks_in<'a>(parks: &'a [Parked], method: &str) -> Vec<&'a Parked> {
+    let name = format!("Parker.{method}");
+    parks
+        .iter()
+        .filter(|p| p.frames.iter().any(|f| f.starts_with(&name)))
+        .collect()
+}
+
+/// Parks of a lock held 200 ms, a parkNanos(50 ms) and a parkUntil(now + 80 ms)
+/// are recorded once each with their blocker, timeout, length and stack; 300
+/// parks of 100 us stay under the 20 ms default threshold and are only counted.
+#[test]
+fn parks_over_the_threshold_have_blocker_timeout_and_stack() {
+    for java in javas() {
+        let (rec, stdout) = record(&java, "park", "mode=cpu,events=park", "Parker", &[]);
+        let parks = parks(&rec);
+        let major = java.major;
+        // Nothing else in the JVM parks that long and wakes before it exits.
+        assert_eq!(parks.len(), 3, "JDK {major}: {parks:#?}");
+        let one = |method: &str| -> &Parked {
+            let found = parks_in(&parks, method);
+            assert_eq!(found.len(), 1, "JDK {major}: {method}: {found:?} of {parks:?}");
+            found[0]
+        };
+        let lock = one("waitForLock");
+        assert_eq!(
+            lock.blocker, "java.util.concurrent.locks.ReentrantLock$NonfairSync",
+            "JDK {major}: {lock:?}"
+        );
+        assert_eq!(lock.timeout_ns, 0, "JDK {major}: {lock:?}");
+        assert_eq!(lock.thread, "waiter", "JDK {major}: {lock:?}");
+        let waited = stdout_value(&stdout, "waited");
+        assert!(
+            lock.duration_ms >= 150.0 && lock.duration_ms <= waited + 1.0,
+            "JDK {major}: lock parked {lock:?}, waited {waited} ms"
+        );
+        assert!(
+            lock.frames[0].starts_with("java.util.concurrent.locks.LockSupport.park"),
+            "JDK {major}: top frame {:?}",
+            lock.frames
+        );
+        let timed = one("timedPark");
+        assert_eq!(timed.timeout_ns, 50_000_000, "JDK {major}: {timed:?}");
+        assert_eq!(timed.blocker, "", "JDK {major}: {timed:?}");
+        assert_eq!(timed.thread, "main", "JDK {major}: {timed:?}");
+        let took = stdout_value(&stdout, "timed");
+        assert!(
+            timed.duration_ms >= 45.0 && timed.duration_ms <= took + 1.0,
+            "JDK {major}: {timed:?}, took {took} ms"
+        );
+        let until = one("untilPark");
+        let ms = until.timeout_ns as f64 / 1e6;
+        assert!(
+            (70.0..=80.5).contains(&ms),
+            "JDK {major}: parkUntil(now + 80 ms) as a timeout of {ms} ms"
+        );
+        let took = stdout_value(&stdout, "until");
+        assert!(
+            until.duration_ms >= 65.0 && until.duration_ms <= took + 1.0,
+            "JDK {major}: {until:?}, took {took} ms"
+        );
+        assert!(
+            parks_in(&parks, "shortParks").is_empty(),
+            "JDK {major}: a 100 us park recorded"
+        );
+        let short = rec.counters.get("events.park_short").copied().unwrap_or(0);
+        assert!(short >= 300, "JDK {major}: {short} short parks counted");
+        assert_eq!(rec.counters.get("events.dropped"), Some(&0));
+    }
+}
+
+/// With `parkthreshold=0` every park is recorded, the 100 us ones too.
+#[test]
+fn a_zero_threshold_records_every_park() {
+    for java in javas() {
+        let (rec, _) = record(
+            &java,
+            "park0",
+            "mode=cpu,events=park,parkthreshold=0",
+            "Parker",
+            &["100", "50"],
+        );
+        let parks = parks(&rec);
+        let short = parks_in(&parks, "shortParks");
+        assert_eq!(short.len(), 50, "JDK {}: {} short parks", java.major, short.len());
+        assert!(short.iter().all(|p| p.timeout_ns == 100_000 && p.duration_ms < 20.0));
+        assert_eq!(parks_in(&parks, "timedPark").len(), 1);
+    }
+}

@@ -346,8 +346,11 @@ fn wall_mode_sees_the_sleeper_that_cpu_mode_does_not() {
             "JDK {}: wall samples of the sleeper should be sleeping: {sleeper:?}",
             java.major
         );
+        // On a CPU: running Java, or inside a native the JVM calls for it (a clock
+        // read, while the loop is still interpreted on a loaded machine).
+        let on_cpu = share(&spinner, StateClass::Runnable) + share(&spinner, StateClass::Native);
         assert!(
-            share(&spinner, StateClass::Runnable) >= 0.8,
+            on_cpu >= 0.8,
             "JDK {}: wall samples of the spinner should be runnable: {spinner:?}",
             java.major
         );

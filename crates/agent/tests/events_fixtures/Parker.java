@@ -1,0 +1,66 @@
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+
+/** Parks of known lengths: a thread blocked ~HOLD ms (default 200) on a
+ *  ReentrantLock another thread holds, a parkNanos(50 ms), a parkUntil(now + 80
+ *  ms), and SHORT (default 300) parkNanos(100 us) that stay under any threshold
+ *  of a few ms. Prints how long each long park really took. */
+public class Parker {
+    static final ReentrantLock LOCK = new ReentrantLock();
+
+    static void waitForLock() {
+        LOCK.lock();
+        LOCK.unlock();
+    }
+
+    static void timedPark() {
+        LockSupport.parkNanos(50_000_000L);
+    }
+
+    static void untilPark() {
+        LockSupport.parkUntil(System.currentTimeMillis() + 80);
+    }
+
+    static void shortParks(int n) {
+        for (int i = 0; i < n; i++) {
+            LockSupport.parkNanos(100_000L);
+        }
+    }
+
+    static long millisOf(Runnable r) {
+        long t0 = System.nanoTime();
+        r.run();
+        return (System.nanoTime() - t0) / 1_000_000;
+    }
+
+    public static void main(String[] args) throws Exception {
+        long hold = args.length > 0 ? Long.parseLong(args[0]) : 200;
+        int shorts = args.length > 1 ? Integer.parseInt(args[1]) : 300;
+        CountDownLatch held = new CountDownLatch(1);
+        Thread holder = new Thread(() -> {
+            LOCK.lock();
+            try {
+                held.countDown();
+                Thread.sleep(hold);
+            } catch (InterruptedException e) {
+                throw new RuntimeException(e);
+            } finally {
+                LOCK.unlock();
+            }
+        }, "holder");
+        holder.start();
+        held.await();
+        long[] waited = new long[1];
+        Thread waiter = new Thread(() -> waited[0] = millisOf(Parker::waitForLock), "waiter");
+        waiter.start();
+        long timed = millisOf(Parker::timedPark);
+        long until = millisOf(Parker::untilPark);
+        shortParks(shorts);
+        waiter.join();
+        holder.join();
+        System.out.println("waited " + waited[0]);
+        System.out.println("timed " + timed);
+        System.out.println("until " + until);
+    }
+}
