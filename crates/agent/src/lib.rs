@@ -124,6 +124,10 @@ fn on_load(vm: Vm, text: &str) -> Result<(), String> {
     if options.remote.enabled {
         remote::install(vm, &options.remote).map_err(|e| format!("{e}; profiling is disabled"))?;
     }
+    // Park events' breakpoints are granted only now, while the agent loads.
+    if let Err(e) = events::park::install(vm, &options.events) {
+        report(format!("{e}; parks are not recorded"));
+    }
     let prepared = Prepared::new(options).map_err(|e| format!("{e}; profiling is disabled"))?;
     let mut agent = agent();
     for event in [sys::JVMTI_EVENT_VM_INIT, sys::JVMTI_EVENT_VM_DEATH] {

@@ -77,6 +77,18 @@ fn record(
     main: &str,
     args: &[&str],
 ) -> (Recording, String) {
+    let (rec, stdout, _) = record_file(java, name, options, main, args);
+    (rec, stdout)
+}
+
+/// `record`, also giving the recording's path.
+fn record_file(
+    java: &Java,
+    name: &str,
+    options: &str,
+    main: &str,
+    args: &[&str],
+) -> (Recording, String, PathBuf) {
     let file = temp_dir(&format!("events-{name}-{}", java.major)).join("out.jsc");
     let options = format!("{options},quiet,file={}", file.display());
     let out = run(java, &options, main, args);
@@ -86,7 +98,7 @@ fn record(
         "JDK {}: incomplete recording",
         java.major
     );
-    (rec, String::from_utf8_lossy(&out.stdout).into_owned())
+    (rec, String::from_utf8_lossy(&out.stdout).into_owned(), file)
 }
 
 fn class_name(rec: &Recording, id: u32) -> String {
@@ -837,67 +849,116 @@ fn parks_in<'a>(parks: &'a [Parked], method: &str) -> Vec<&'a Parked> {
         .collect()
 }
 
+/// The `jscope` command beside the test binaries (built when missing: it only
+/// reads recordings, so any build of it reads this agent's).
+fn cli() -> PathBuf {
+    let bin = jscope_testkit::target_dir().join("jscope");
+    if !bin.exists() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "jscope-cli"])
+            .status()
+            .expect("run cargo");
+        assert!(
+            status.success() && bin.exists(),
+            "cannot build {}",
+            bin.display()
+        );
+    }
+    bin
+}
+
 /// Parks of a lock held 200 ms, a parkNanos(50 ms) and a parkUntil(now + 80 ms)
 /// are recorded once each with their blocker, timeout, length and stack; 300
 /// parks of 100 us stay under the 20 ms default threshold and are only counted.
+/// `jscope locks` lists the three. With `remote` the breakpoints share the
+/// remote capture's JVMTI environment (HotSpot grants them to one only).
 #[test]
 fn parks_over_the_threshold_have_blocker_timeout_and_stack() {
     for java in javas() {
-        let (rec, stdout) = record(&java, "park", "mode=cpu,events=park", "Parker", &[]);
-        let parks = parks(&rec);
-        let major = java.major;
-        // Nothing else in the JVM parks that long and wakes before it exits.
-        assert_eq!(parks.len(), 3, "JDK {major}: {parks:#?}");
-        let one = |method: &str| -> &Parked {
-            let found = parks_in(&parks, method);
-            assert_eq!(found.len(), 1, "JDK {major}: {method}: {found:?} of {parks:?}");
-            found[0]
-        };
-        let lock = one("waitForLock");
-        assert_eq!(
-            lock.blocker, "java.util.concurrent.locks.ReentrantLock$NonfairSync",
-            "JDK {major}: {lock:?}"
-        );
-        assert_eq!(lock.timeout_ns, 0, "JDK {major}: {lock:?}");
-        assert_eq!(lock.thread, "waiter", "JDK {major}: {lock:?}");
-        let waited = stdout_value(&stdout, "waited");
-        assert!(
-            lock.duration_ms >= 150.0 && lock.duration_ms <= waited + 1.0,
-            "JDK {major}: lock parked {lock:?}, waited {waited} ms"
-        );
-        assert!(
-            lock.frames[0].starts_with("java.util.concurrent.locks.LockSupport.park"),
-            "JDK {major}: top frame {:?}",
-            lock.frames
-        );
-        let timed = one("timedPark");
-        assert_eq!(timed.timeout_ns, 50_000_000, "JDK {major}: {timed:?}");
-        assert_eq!(timed.blocker, "", "JDK {major}: {timed:?}");
-        assert_eq!(timed.thread, "main", "JDK {major}: {timed:?}");
-        let took = stdout_value(&stdout, "timed");
-        assert!(
-            timed.duration_ms >= 45.0 && timed.duration_ms <= took + 1.0,
-            "JDK {major}: {timed:?}, took {took} ms"
-        );
-        let until = one("untilPark");
-        let ms = until.timeout_ns as f64 / 1e6;
-        assert!(
-            (70.0..=80.5).contains(&ms),
-            "JDK {major}: parkUntil(now + 80 ms) as a timeout of {ms} ms"
-        );
-        let took = stdout_value(&stdout, "until");
-        assert!(
-            until.duration_ms >= 65.0 && until.duration_ms <= took + 1.0,
-            "JDK {major}: {until:?}, took {took} ms"
-        );
-        assert!(
-            parks_in(&parks, "shortParks").is_empty(),
-            "JDK {major}: a 100 us park recorded"
-        );
-        let short = rec.counters.get("events.park_short").copied().unwrap_or(0);
-        assert!(short >= 300, "JDK {major}: {short} short parks counted");
-        assert_eq!(rec.counters.get("events.dropped"), Some(&0));
+        for (name, options) in [
+            ("park", "mode=cpu,events=park"),
+            ("park-remote", "mode=cpu,remote,events=park"),
+        ] {
+            let (rec, stdout, file) = record_file(&java, name, options, "Parker", &[]);
+            check_parker(&rec, &stdout, &format!("JDK {} {options}", java.major));
+            let out = Command::new(cli())
+                .arg("locks")
+                .arg(&file)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(text.contains("Parks (2)"), "{text}");
+            for site in [
+                "ReentrantLock$NonfairSync",
+                "Parker.waitForLock",
+                "Parker.timedPark",
+                "Parker.untilPark",
+            ] {
+                assert!(text.contains(site), "no {site} in {text}");
+            }
+        }
     }
+}
+
+fn check_parker(rec: &Recording, stdout: &str, major: &str) {
+    let parks = parks(rec);
+    // Nothing else in the JVM parks that long and wakes before it exits.
+    assert_eq!(parks.len(), 3, "{major}: {parks:#?}");
+    let one = |method: &str| -> &Parked {
+        let found = parks_in(&parks, method);
+        assert_eq!(found.len(), 1, "{major}: {method}: {found:?} of {parks:?}");
+        found[0]
+    };
+    let lock = one("waitForLock");
+    assert_eq!(
+        lock.blocker, "java.util.concurrent.locks.ReentrantLock$NonfairSync",
+        "{major}: {lock:?}"
+    );
+    assert_eq!(lock.timeout_ns, 0, "{major}: {lock:?}");
+    assert_eq!(lock.thread, "waiter", "{major}: {lock:?}");
+    let waited = stdout_value(stdout, "waited");
+    assert!(
+        lock.duration_ms >= 150.0 && lock.duration_ms <= waited + 1.0,
+        "{major}: lock parked {lock:?}, waited {waited} ms"
+    );
+    assert!(
+        lock.frames[0].starts_with("java.util.concurrent.locks.LockSupport.park"),
+        "{major}: top frame {:?}",
+        lock.frames
+    );
+    let timed = one("timedPark");
+    assert_eq!(timed.timeout_ns, 50_000_000, "{major}: {timed:?}");
+    assert_eq!(timed.blocker, "", "{major}: {timed:?}");
+    assert_eq!(timed.thread, "main", "{major}: {timed:?}");
+    let took = stdout_value(stdout, "timed");
+    assert!(
+        timed.duration_ms >= 45.0 && timed.duration_ms <= took + 1.0,
+        "{major}: {timed:?}, took {took} ms"
+    );
+    let until = one("untilPark");
+    let ms = until.timeout_ns as f64 / 1e6;
+    assert!(
+        (70.0..=80.5).contains(&ms),
+        "{major}: parkUntil(now + 80 ms) as a timeout of {ms} ms"
+    );
+    let took = stdout_value(stdout, "until");
+    assert!(
+        until.duration_ms >= 65.0 && until.duration_ms <= took + 1.0,
+        "{major}: {until:?}, took {took} ms"
+    );
+    assert!(
+        parks_in(&parks, "shortParks").is_empty(),
+        "{major}: a 100 us park recorded"
+    );
+    let short = rec.counters.get("events.park_short").copied().unwrap_or(0);
+    assert!(short >= 300, "{major}: {short} short parks counted");
+    assert_eq!(rec.counters.get("events.dropped"), Some(&0));
 }
 
 /// With `parkthreshold=0` every park is recorded, the 100 us ones too.
@@ -913,8 +974,16 @@ fn a_zero_threshold_records_every_park() {
         );
         let parks = parks(&rec);
         let short = parks_in(&parks, "shortParks");
-        assert_eq!(short.len(), 50, "JDK {}: {} short parks", java.major, short.len());
-        assert!(short.iter().all(|p| p.timeout_ns == 100_000 && p.duration_ms < 20.0));
+        assert_eq!(
+            short.len(),
+            50,
+            "JDK {}: {} short parks",
+            java.major,
+            short.len()
+        );
+        assert!(short
+            .iter()
+            .all(|p| p.timeout_ns == 100_000 && p.duration_ms < 20.0));
         assert_eq!(parks_in(&parks, "timedPark").len(), 1);
     }
 }

@@ -47,7 +47,7 @@ fn quietly(f: impl FnOnce()) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
 }
 
-fn push(jni: *mut sys::JNIEnv, thread: sys::jthread, ticks: u64, kind: RawKind) {
+pub(super) fn push(jni: *mut sys::JNIEnv, thread: sys::jthread, ticks: u64, kind: RawKind) {
     queue::push(RawEvent {
         tid: gettid(),
         env: jni as usize,

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use jscope_format::{ChunkWriter, JvmEvent, UserEventDef, UserEventKind};
 
 use super::queue::{self, RawEvent, RawKind};
-use super::user;
+use super::{park, user};
 use crate::jvm::{Jni, Jvmti};
 use crate::symbols::Symbols;
 
@@ -201,6 +201,19 @@ impl EventDrain {
                     timed_out,
                     stack: stack(out, symbols, s),
                 },
+                RawKind::Park {
+                    duration_ns,
+                    blocker,
+                    timeout_ns,
+                    stack: s,
+                } => JvmEvent::Park {
+                    thread,
+                    ticks,
+                    duration_ns,
+                    blocker_class: class(out, symbols, blocker),
+                    timeout_ns,
+                    stack: stack(out, symbols, s),
+                },
                 RawKind::Alloc {
                     class: c,
                     size,
@@ -254,6 +267,11 @@ impl EventDrain {
                     + queue::FREES.dropped.load(Ordering::Relaxed),
             ),
             ("events.user_dropped", user::dropped()),
+            ("events.park_short", park::SHORT.load(Ordering::Relaxed)),
+            (
+                "events.park_unmatched",
+                park::UNMATCHED.load(Ordering::Relaxed),
+            ),
         ]
     }
 }

@@ -7,12 +7,14 @@
 //! - [`callbacks`]: the JVMTI callbacks; they only stamp and queue.
 //! - [`queue`]: the bounded queues between the callbacks and the writer.
 //! - [`user`]: `jscope.Events`, its natives and per-thread rings.
+//! - [`park`]: LockSupport parks, from breakpoints in their own JVMTI environment.
 //! - [`drain`]: the writer's side, queued events to JvmEvent records.
 
 pub mod callbacks;
 pub mod drain;
 pub mod jvmti_ext;
 pub mod options;
+pub mod park;
 pub mod queue;
 pub mod user;
 
@@ -100,6 +102,8 @@ pub enum EventsError {
     },
     #[error(transparent)]
     UserClass(#[from] user::UserClassError),
+    #[error(transparent)]
+    Park(#[from] park::ParkError),
 }
 
 /// The JVMTI events behind each kind.
@@ -164,7 +168,18 @@ pub fn start(
     options: &EventOptions,
     depth: u32,
 ) -> Result<(), EventsError> {
-    let kinds = options.kinds;
+    let mut kinds = options.kinds;
+    if kinds.contains(Kinds::PARK) && !park::installed() {
+        if kinds == Kinds::PARK {
+            return Err(park::ParkError::NotAtStart.into());
+        }
+        // `events=all` by attach: the other kinds still work.
+        eprintln!(
+            "jscope: {}; parks are not recorded",
+            park::ParkError::NotAtStart
+        );
+        kinds.remove(Kinds::PARK);
+    }
     if kinds.is_empty() {
         return Ok(());
     }
@@ -189,6 +204,9 @@ pub fn start(
     if kinds.contains(Kinds::USER) {
         user::install(jvmti, jni)?;
     }
+    if kinds.contains(Kinds::PARK) {
+        park::arm(jni, options.park_threshold_ns)?;
+    }
     STARTED.store(true, Ordering::Relaxed);
     ACTIVE.store(kinds.bits(), Ordering::Release);
     for (what, event) in jvmti_events(kinds, options.object_ages) {
@@ -209,6 +227,9 @@ pub fn start(
 pub fn stop(jvmti: Jvmti) {
     let kinds = Kinds::from_bits_truncate(ACTIVE.swap(0, Ordering::AcqRel));
     user::set_enabled(false);
+    if kinds.contains(Kinds::PARK) {
+        park::disarm();
+    }
     if kinds.contains(Kinds::CLASSES) {
         jvmti_ext::set_class_unload_callback(jvmti, None);
     }
@@ -230,6 +251,12 @@ pub fn header_extra(options: &EventOptions) -> Vec<(String, String)> {
     if options.kinds.contains(Kinds::ALLOC) {
         pairs.push(("events.allocrate".into(), options.alloc_rate.to_string()));
         pairs.push(("events.objectages".into(), options.object_ages.to_string()));
+    }
+    if options.kinds.contains(Kinds::PARK) {
+        pairs.push((
+            "events.parkthreshold_ns".into(),
+            options.park_threshold_ns.to_string(),
+        ));
     }
     pairs
 }

@@ -1,8 +1,13 @@
-//! The event options: `events=LIST`, `allocrate=SIZE`, `objectages`, and
-//! `eventsconfig=FILE` with JPMT-style `observe_...` lines. Pure code, unit-tested.
+//! The event options: `events=LIST`, `allocrate=SIZE`, `objectages`,
+//! `parkthreshold=DURATION`, and `eventsconfig=FILE` with JPMT-style
+//! `observe_...` lines. Pure code, unit-tested.
 
 /// Default SampledObjectAlloc interval: one sample per this many bytes allocated.
 pub const DEFAULT_ALLOC_RATE: u32 = 512 << 10;
+
+/// Parks shorter than this are counted, not recorded: JFR's default.jfc
+/// threshold for jdk.ThreadPark.
+pub const DEFAULT_PARK_THRESHOLD_NS: u64 = 20_000_000;
 
 /// A set of event kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -17,10 +22,11 @@ impl Kinds {
     pub const CLASSES: Kinds = Kinds(32);
     pub const JIT: Kinds = Kinds(64);
     pub const USER: Kinds = Kinds(128);
-    pub const ALL: Kinds = Kinds(255);
+    pub const PARK: Kinds = Kinds(256);
+    pub const ALL: Kinds = Kinds(511);
 
     /// Option names, in label order.
-    pub const NAMES: [(&'static str, Kinds); 8] = [
+    pub const NAMES: [(&'static str, Kinds); 9] = [
         ("threads", Kinds::THREADS),
         ("monitors", Kinds::MONITORS),
         ("waits", Kinds::WAITS),
@@ -29,6 +35,7 @@ impl Kinds {
         ("classes", Kinds::CLASSES),
         ("jit", Kinds::JIT),
         ("user", Kinds::USER),
+        ("park", Kinds::PARK),
     ];
 
     pub fn bits(self) -> u32 {
@@ -49,6 +56,10 @@ impl Kinds {
 
     pub fn insert(&mut self, other: Kinds) {
         self.0 |= other.0;
+    }
+
+    pub fn remove(&mut self, other: Kinds) {
+        self.0 &= !other.0;
     }
 
     /// `threads,monitors,...` as the option spells them.
@@ -83,6 +94,8 @@ pub struct EventOptions {
     /// Ask for each contended monitor's owner (GetObjectMonitorUsage, a VM
     /// operation per contended entry, so off by default).
     pub monitor_owners: bool,
+    /// Parks shorter than this are counted, not recorded (0: every park).
+    pub park_threshold_ns: u64,
     /// `eventsconfig=FILE`, already applied to the fields above.
     pub config: Option<String>,
 }
@@ -94,13 +107,14 @@ impl Default for EventOptions {
             alloc_rate: DEFAULT_ALLOC_RATE,
             object_ages: false,
             monitor_owners: false,
+            park_threshold_ns: DEFAULT_PARK_THRESHOLD_NS,
             config: None,
         }
     }
 }
 
 /// JPMT-style configuration lines and the kinds they switch on.
-pub const CONFIG_LINES: [(&str, Kinds); 9] = [
+pub const CONFIG_LINES: [(&str, Kinds); 10] = [
     ("observe_threads", Kinds::THREADS),
     ("observe_monitor_contention", Kinds::MONITORS),
     ("observe_monitor_waits", Kinds::WAITS),
@@ -110,6 +124,7 @@ pub const CONFIG_LINES: [(&str, Kinds); 9] = [
     ("observe_class_loading", Kinds::CLASSES),
     ("observe_jit", Kinds::JIT),
     ("observe_user_events", Kinds::USER),
+    ("observe_park", Kinds::PARK),
 ];
 
 impl EventOptions {
@@ -117,7 +132,12 @@ impl EventOptions {
     pub fn owns(key: &str) -> bool {
         matches!(
             key,
-            "events" | "allocrate" | "objectages" | "monitorowners" | "eventsconfig"
+            "events"
+                | "allocrate"
+                | "objectages"
+                | "monitorowners"
+                | "parkthreshold"
+                | "eventsconfig"
         )
     }
 
@@ -153,6 +173,10 @@ impl EventOptions {
                 self.monitor_owners = true;
                 self.kinds.insert(Kinds::MONITORS);
             }
+            "parkthreshold" => {
+                self.park_threshold_ns = parse_duration(need()?)?;
+                self.kinds.insert(Kinds::PARK);
+            }
             "eventsconfig" => {
                 let path = need()?;
                 let text = std::fs::read_to_string(path)
@@ -167,7 +191,7 @@ impl EventOptions {
     }
 
     /// Applies a config file: one `observe_...` per line (`observe_allocations`
-    /// may name a rate), `#` comments and blank lines ignored.
+    /// may name a rate, `observe_park` a threshold), `#` comments and blank lines ignored.
     pub fn apply_config(&mut self, text: &str) -> Result<(), String> {
         for (n, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("").trim();
@@ -187,6 +211,10 @@ impl EventOptions {
                     self.alloc_rate =
                         parse_rate(rate).map_err(|e| format!("line {}: {e}", n + 1))?
                 }
+                ("observe_park", Some(threshold)) => {
+                    self.park_threshold_ns =
+                        parse_duration(threshold).map_err(|e| format!("line {}: {e}", n + 1))?
+                }
                 (_, None) => {}
                 (_, Some(extra)) => {
                     return Err(format!("line {}: unexpected `{extra}`", n + 1));
@@ -202,7 +230,7 @@ fn parse_kinds(text: &str) -> Result<Kinds, String> {
     for name in text.split(['+', ';', ':']).map(str::trim) {
         kinds.insert(Kinds::named(name).ok_or_else(|| {
             format!(
-                "unknown event kind `{name}` (expected all or threads, monitors, waits, gc, alloc, classes, jit, user joined with +)"
+                "unknown event kind `{name}` (expected all or threads, monitors, waits, gc, alloc, classes, jit, user, park joined with +)"
             )
         })?);
     }
@@ -225,6 +253,25 @@ fn parse_rate(text: &str) -> Result<u32, String> {
         Some(v) if (1..=1 << 30).contains(&v) => Ok(v as u32),
         _ => Err(bad()),
     }
+}
+
+/// `20ms`, `1s`, `500us`, `0`: a park threshold (ns, us, ms or s; a bare 0).
+fn parse_duration(text: &str) -> Result<u64, String> {
+    let bad = || format!("bad duration `{text}` for `parkthreshold` (expected e.g. 20ms, 1s, 0)");
+    if text == "0" {
+        return Ok(0);
+    }
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (digits, unit) = text.split_at(split);
+    let mult = match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return Err(bad()),
+    };
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    n.checked_mul(mult).ok_or_else(bad)
 }
 
 #[cfg(test)]
@@ -280,6 +327,33 @@ mod tests {
             "{err}"
         );
         assert!(o.apply_config("observe_gc now\n").is_err());
+        let mut o = EventOptions::default();
+        o.apply_config("observe_park\n").unwrap();
+        assert_eq!(o.kinds, Kinds::PARK);
+        assert_eq!(o.park_threshold_ns, DEFAULT_PARK_THRESHOLD_NS);
+        o.apply_config("observe_park 1ms\n").unwrap();
+        assert_eq!(o.park_threshold_ns, 1_000_000);
+        assert!(o.apply_config("observe_park soon\n").is_err());
+    }
+
+    #[test]
+    fn park_thresholds() {
+        let mut o = EventOptions::default();
+        assert_eq!(o.park_threshold_ns, 20_000_000);
+        for (text, ns) in [
+            ("0", 0),
+            ("250us", 250_000),
+            ("2s", 2_000_000_000),
+            ("7ns", 7),
+        ] {
+            o.set("parkthreshold", Some(text)).unwrap();
+            assert_eq!(o.park_threshold_ns, ns, "{text}");
+        }
+        assert!(o.kinds.contains(Kinds::PARK));
+        for bad in ["", "ms", "20", "20m", "-1ms", "x1s"] {
+            assert!(o.set("parkthreshold", Some(bad)).is_err(), "{bad}");
+        }
+        assert!(o.set("parkthreshold", None).is_err());
     }
 
     #[test]
@@ -289,6 +363,9 @@ mod tests {
         assert_eq!(o.events.kinds.label(), "threads,monitors,waits");
         assert!(o.quiet);
         assert_eq!(o.events.alloc_rate, 1 << 20);
+        let o = Options::parse("events=gc,park,parkthreshold=5ms").unwrap();
+        assert_eq!(o.events.kinds.label(), "gc,park");
+        assert_eq!(o.events.park_threshold_ns, 5_000_000);
         let o = Options::parse("events=all,objectages").unwrap();
         assert_eq!(o.events.kinds, Kinds::ALL);
         assert!(o.events.object_ages);

@@ -30,6 +30,14 @@ pub enum RawKind {
         timed_out: bool,
         stack: Vec<(usize, i32)>,
     },
+    /// A LockSupport.park* call that lasted at least the threshold.
+    Park {
+        duration_ns: u64,
+        /// The blocker object's class signature; None without a blocker.
+        blocker: Option<String>,
+        timeout_ns: u64,
+        stack: Vec<(usize, i32)>,
+    },
     Alloc {
         class: Option<String>,
         size: u64,

@@ -152,6 +152,8 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
             return Err("cannot enable the remote-call events".into());
         }
     }
+    // JVMTI grants breakpoints to one environment only: park events use this one.
+    crate::events::park::share_env(ti.0);
     Ok(())
 }
 
@@ -206,7 +208,7 @@ unsafe extern "C" fn on_breakpoint(
     jni: *mut sys::JNIEnv,
     thread: sys::jthread,
     method: sys::jmethodID,
-    _location: sys::jlocation,
+    location: sys::jlocation,
 ) {
     let _ = std::panic::catch_unwind(|| {
         let (ti, env) = (Ti(jvmti), Env(jni));
@@ -220,6 +222,8 @@ unsafe extern "C" fn on_breakpoint(
             server_dispatch(ti, env, thread);
         } else if is(method, &RESULT) {
             server_answers();
+        } else if crate::events::park::on_shared_breakpoint(jvmti, jni, thread, method, location) {
+            // A park event's.
         } else {
             http::on_breakpoint(ti, env, thread, method);
         }

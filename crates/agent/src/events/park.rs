@@ -1,0 +1,530 @@
+//! Park events (JFR's jdk.ThreadPark): every `LockSupport.park*` call of a
+//! platform thread that lasts at least `parkthreshold=` becomes a Park event.
+//!
+//! The hook: a JVMTI environment of its own, created at JVM start (breakpoints
+//! and local variables are capabilities HotSpot grants only while the agent
+//! loads), sets two breakpoints in each `park*` method around its call of
+//! `Unsafe.park`, found in the method's bytecodes: one just before the call
+//! (the park starts) and one just after it (the park ended). Compared with a
+//! breakpoint at the entry and a frame pop at the return, nothing else changes
+//! for the thread: a pending frame pop puts the whole thread in interpreted
+//! mode (its compiled frames deoptimised) for the park's length. A method with a
+//! breakpoint runs interpreted, which costs little next to parking.
+//!
+//! Virtual threads (JDK 21+) take `park*`'s other branch (the carrier is
+//! released, `Unsafe.park` is not called), so their parks are not recorded; a
+//! carrier thread's own idle parks are, like any platform thread's.
+
+use std::cell::Cell;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use jscope_bytecode::{insn, ClassFile, ConstantPool};
+
+use super::callbacks;
+use super::queue::RawKind;
+use super::{jvmti_ext, on, Kinds};
+use crate::clock;
+use crate::jvm::{check, Jni, Jvmti, JvmtiError, Vm};
+use crate::sys;
+
+const LOCK_SUPPORT: &str = "java/util/concurrent/locks/LockSupport";
+/// The call `park*` makes on platform threads, as its constant pool names it.
+const UNSAFE_PARK: (&str, &str, &str) = ("jdk/internal/misc/Unsafe", "park", "(ZJ)V");
+const INVOKEVIRTUAL: u8 = 0xb6;
+
+/// Why park events cannot be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum ParkError {
+    #[error("park events need the agent loaded at JVM start (-agentpath)")]
+    NotAtStart,
+    #[error("no JVMTI environment for park events")]
+    NoEnv,
+    #[error(
+        "the JVM refused the capabilities park events need (breakpoints, locals, bytecodes): {0}"
+    )]
+    Capabilities(JvmtiError),
+    #[error("cannot set the park callbacks: {0}")]
+    Callbacks(JvmtiError),
+    #[error("no Unsafe.park call found in {LOCK_SUPPORT}'s park methods")]
+    NoCallSites,
+}
+
+/// The park environment; 0 until `install` made it.
+static ENV: AtomicUsize = AtomicUsize::new(0);
+/// The remote capture's environment, when it has one: HotSpot grants the
+/// breakpoint capability to a single environment, so park events share it.
+static SHARED: AtomicUsize = AtomicUsize::new(0);
+/// Thread.parkBlocker's field id (0 unknown: blockers are not named).
+static BLOCKER_FIELD: AtomicUsize = AtomicUsize::new(0);
+static THRESHOLD_NS: AtomicU64 = AtomicU64::new(0);
+/// Parks seen that were shorter than the threshold.
+pub static SHORT: AtomicU64 = AtomicU64::new(0);
+/// Ends of parks whose start was not seen (the recording began mid-park).
+pub static UNMATCHED: AtomicU64 = AtomicU64::new(0);
+/// The call sites, found once (LockSupport is never unloaded).
+static SITES: OnceLock<Vec<Site>> = OnceLock::new();
+
+thread_local! {
+    /// When this thread entered Unsafe.park from a park method (0: it did not).
+    static PARKED_SINCE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Where a park method's timeout is, by the argument slot of its `long`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timeout {
+    None,
+    /// Relative, in ns (`parkNanos`).
+    Nanos(i32),
+    /// A wall-clock deadline in ms since the epoch (`parkUntil`).
+    Until(i32),
+}
+
+/// One `Unsafe.park` call inside a park method.
+#[derive(Debug, Clone, Copy)]
+struct Site {
+    method: usize,
+    /// The call's bci, and the next instruction's.
+    before: i64,
+    after: i64,
+    blocker: bool,
+    timeout: Timeout,
+}
+
+/// The park methods of JDK 17 and 25, by name and descriptor: whether they take
+/// a blocker, and where their timeout is.
+fn variant(name: &str, desc: &str) -> Option<(bool, Timeout)> {
+    Some(match (name, desc) {
+        ("park", "()V") => (false, Timeout::None),
+        ("park", "(Ljava/lang/Object;)V") => (true, Timeout::None),
+        ("parkNanos", "(J)V") => (false, Timeout::Nanos(0)),
+        ("parkNanos", "(Ljava/lang/Object;J)V") => (true, Timeout::Nanos(1)),
+        ("parkUntil", "(J)V") => (false, Timeout::Until(0)),
+        ("parkUntil", "(Ljava/lang/Object;J)V") => (true, Timeout::Until(1)),
+        _ => return None,
+    })
+}
+
+/// Creates the park environment while the agent loads, when `park` is asked
+/// for. Its events stay off until a recording arms it.
+pub fn install(vm: Vm, options: &super::EventOptions) -> Result<(), ParkError> {
+    if !options.kinds.contains(Kinds::PARK) || ENV.load(Ordering::Acquire) != 0 {
+        return Ok(());
+    }
+    let shared = SHARED.load(Ordering::Acquire);
+    let env = match shared {
+        0 => vm.get_env(sys::JVMTI_VERSION_1_2).cast(),
+        _ => shared as *mut sys::jvmtiEnv,
+    };
+    if env.is_null() {
+        return Err(ParkError::NoEnv);
+    }
+    let jvmti = Jvmti(env);
+    // SAFETY: an all-zero capabilities struct is valid.
+    let mut caps: sys::jvmtiCapabilities = unsafe { std::mem::zeroed() };
+    caps.set_can_generate_breakpoint_events(1);
+    caps.set_can_access_local_variables(1);
+    caps.set_can_get_bytecodes(1);
+    caps.set_can_get_constant_pool(1);
+    let add = jvmti.table().AddCapabilities.ok_or(ParkError::NoEnv)?;
+    // SAFETY: valid env and struct.
+    check(unsafe { add(jvmti.0, &caps) }).map_err(ParkError::Capabilities)?;
+    if shared != 0 {
+        // The capture's callback hands park's breakpoints over.
+        ENV.store(shared, Ordering::Release);
+        return Ok(());
+    }
+    // SAFETY: all-None callbacks are valid; the one used is set below.
+    let mut cb: sys::jvmtiEventCallbacks = unsafe { std::mem::zeroed() };
+    cb.Breakpoint = Some(on_breakpoint);
+    jvmti.set_callbacks(&cb).map_err(ParkError::Callbacks)?;
+    jvmti
+        .set_event(true, sys::JVMTI_EVENT_BREAKPOINT)
+        .map_err(ParkError::Callbacks)?;
+    ENV.store(jvmti.0 as usize, Ordering::Release);
+    Ok(())
+}
+
+/// Whether `install` made the park environment (the agent loaded at start).
+pub fn installed() -> bool {
+    ENV.load(Ordering::Acquire) != 0
+}
+
+/// Called by the remote capture once its environment exists, before `install`.
+pub fn share_env(env: *mut sys::jvmtiEnv) {
+    SHARED.store(env as usize, Ordering::Release);
+}
+
+fn env() -> Option<Jvmti> {
+    let env = ENV.load(Ordering::Acquire);
+    (env != 0).then_some(Jvmti(env as *mut sys::jvmtiEnv))
+}
+
+/// Sets the breakpoints for a recording; on a Java thread.
+pub fn arm(jni: Jni, threshold_ns: u64) -> Result<(), ParkError> {
+    let jvmti = env().ok_or(ParkError::NotAtStart)?;
+    THRESHOLD_NS.store(threshold_ns, Ordering::Relaxed);
+    let thread = jni.find_class("java/lang/Thread");
+    if !thread.is_null() {
+        let field = jni.field_id(thread, "parkBlocker", "Ljava/lang/Object;");
+        BLOCKER_FIELD.store(field as usize, Ordering::Relaxed);
+        jni.delete_local(thread);
+    }
+    let sites = SITES.get_or_init(|| {
+        let class = jni.find_class(LOCK_SUPPORT);
+        let sites = if class.is_null() {
+            Vec::new()
+        } else {
+            find_sites(jvmti, class)
+        };
+        jni.delete_local(class);
+        sites
+    });
+    if sites.is_empty() {
+        return Err(ParkError::NoCallSites);
+    }
+    for s in sites {
+        for location in [s.before, s.after] {
+            // DUPLICATE: armed by an earlier recording that was not disarmed.
+            let _ = set_breakpoint(jvmti, s.method, location, true);
+        }
+    }
+    Ok(())
+}
+
+/// Removes the breakpoints: the park methods run at full speed again.
+pub fn disarm() {
+    let (Some(jvmti), Some(sites)) = (env(), SITES.get()) else {
+        return;
+    };
+    for s in sites {
+        for location in [s.before, s.after] {
+            let _ = set_breakpoint(jvmti, s.method, location, false);
+        }
+    }
+}
+
+fn set_breakpoint(jvmti: Jvmti, method: usize, location: i64, on: bool) -> Result<(), JvmtiError> {
+    let t = jvmti.table();
+    let f = if on {
+        t.SetBreakpoint
+    } else {
+        t.ClearBreakpoint
+    };
+    let f = f.ok_or(JvmtiError(sys::JVMTI_ERROR_NOT_AVAILABLE))?;
+    // SAFETY: valid env; method is a live jmethodID of LockSupport.
+    check(unsafe { f(jvmti.0, method as sys::jmethodID, location) })
+}
+
+/// The `Unsafe.park` calls of LockSupport's park methods.
+fn find_sites(jvmti: Jvmti, class: sys::jclass) -> Vec<Site> {
+    let Some(pool) = constant_pool(jvmti, class) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for method in class_methods(jvmti, class) {
+        let Some((name, desc)) = method_name(jvmti, method) else {
+            continue;
+        };
+        let Some((blocker, timeout)) = variant(&name, &desc) else {
+            continue;
+        };
+        let Some(code) = bytecodes(jvmti, method) else {
+            continue;
+        };
+        for (before, after) in park_calls(&code, &pool) {
+            out.push(Site {
+                method: method as usize,
+                before: before.into(),
+                after: after.into(),
+                blocker,
+                timeout,
+            });
+        }
+    }
+    out
+}
+
+/// (call bci, next bci) of each `invokevirtual Unsafe.park(ZJ)V` in `code`.
+fn park_calls(code: &[u8], pool: &ConstantPool) -> Vec<(u32, u32)> {
+    let Ok(insns) = insn::decode(code) else {
+        return Vec::new();
+    };
+    insns
+        .iter()
+        .filter(|i| i.opcode == INVOKEVIRTUAL)
+        .filter(|i| {
+            let at = i.offset as usize;
+            let index = u16::from_be_bytes([code[at + 1], code[at + 2]]);
+            pool.member_ref(index)
+                .is_ok_and(|(c, n, d)| (c.as_str(), n.as_str(), d.as_str()) == UNSAFE_PARK)
+        })
+        .map(|i| (i.offset, i.offset + i.len))
+        .collect()
+}
+
+/// The class's constant pool, read through JVMTI (whose indices are the ones
+/// GetBytecodes' instructions use) and parsed by wrapping it in an empty class.
+fn constant_pool(jvmti: Jvmti, class: sys::jclass) -> Option<ConstantPool> {
+    let f = jvmti.table().GetConstantPool?;
+    let (mut count, mut len, mut bytes) = (0, 0, null_mut());
+    // SAFETY: valid env, class and out-pointers.
+    check(unsafe { f(jvmti.0, class, &mut count, &mut len, &mut bytes) }).ok()?;
+    // SAFETY: JVMTI returned `len` bytes at `bytes`, freed right after.
+    let raw = unsafe { std::slice::from_raw_parts(bytes, len.max(0) as usize) }.to_vec();
+    jvmti.deallocate(bytes);
+    let count = u16::try_from(count).ok()?;
+    ClassFile::parse(&empty_class_around(count, &raw))
+        .ok()
+        .map(|c| c.pool)
+}
+
+/// A class file with the given pool and nothing else.
+fn empty_class_around(count: u16, pool: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(pool.len() + 24);
+    out.extend_from_slice(&0xCAFE_BABEu32.to_be_bytes());
+    out.extend_from_slice(&[0, 0, 0, 61]);
+    out.extend_from_slice(&count.to_be_bytes());
+    out.extend_from_slice(pool);
+    // access, this, super, then no interfaces, fields, methods or attributes.
+    out.extend_from_slice(&[0; 14]);
+    out
+}
+
+fn class_methods(jvmti: Jvmti, class: sys::jclass) -> Vec<sys::jmethodID> {
+    let Some(f) = jvmti.table().GetClassMethods else {
+        return Vec::new();
+    };
+    let (mut n, mut methods) = (0, null_mut());
+    // SAFETY: valid env, class and out-pointers.
+    if check(unsafe { f(jvmti.0, class, &mut n, &mut methods) }).is_err() {
+        return Vec::new();
+    }
+    // SAFETY: JVMTI returned `n` method ids, freed right after.
+    let out = unsafe { std::slice::from_raw_parts(methods, n.max(0) as usize) }.to_vec();
+    jvmti.deallocate(methods.cast());
+    out
+}
+
+fn method_name(jvmti: Jvmti, method: sys::jmethodID) -> Option<(String, String)> {
+    let f = jvmti.table().GetMethodName?;
+    let (mut name, mut sig) = (null_mut(), null_mut());
+    // SAFETY: valid env, method and out-pointers.
+    check(unsafe { f(jvmti.0, method, &mut name, &mut sig, null_mut()) }).ok()?;
+    let take = |p: *mut std::ffi::c_char| {
+        // SAFETY: JVMTI returned a NUL-terminated string, freed right after.
+        let s = unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned();
+        jvmti.deallocate(p.cast());
+        s
+    };
+    Some((take(name), take(sig)))
+}
+
+fn bytecodes(jvmti: Jvmti, method: sys::jmethodID) -> Option<Vec<u8>> {
+    let f = jvmti.table().GetBytecodes?;
+    let (mut n, mut code) = (0, null_mut());
+    // SAFETY: valid env, method and out-pointers.
+    check(unsafe { f(jvmti.0, method, &mut n, &mut code) }).ok()?;
+    // SAFETY: JVMTI returned `n` bytes, freed right after.
+    let out = unsafe { std::slice::from_raw_parts(code, n.max(0) as usize) }.to_vec();
+    jvmti.deallocate(code);
+    Some(out)
+}
+
+unsafe extern "C" fn on_breakpoint(
+    jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    thread: sys::jthread,
+    method: sys::jmethodID,
+    location: sys::jlocation,
+) {
+    on_shared_breakpoint(jvmti, jni, thread, method, location);
+}
+
+/// Takes a breakpoint of the shared environment when it is one of park's;
+/// false when it is not.
+pub fn on_shared_breakpoint(
+    jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    thread: sys::jthread,
+    method: sys::jmethodID,
+    location: sys::jlocation,
+) -> bool {
+    let Some(site) = SITES
+        .get()
+        .and_then(|s| s.iter().find(|s| s.method == method as usize))
+    else {
+        return false;
+    };
+    if !on(Kinds::PARK) {
+        return true;
+    }
+    let now = clock::monotonic_ns();
+    let _ = std::panic::catch_unwind(|| {
+        if location == site.before {
+            PARKED_SINCE.with(|c| c.set(now));
+        } else if location == site.after {
+            let since = PARKED_SINCE.with(|c| c.replace(0));
+            if since == 0 {
+                UNMATCHED.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            parked(Jvmti(jvmti), Jni(jni), thread, site, (since, now));
+        }
+    });
+    true
+}
+
+/// A park of this thread ended: queued when long enough, counted otherwise.
+fn parked(jvmti: Jvmti, jni: Jni, thread: sys::jthread, site: &Site, (since, end): (u64, u64)) {
+    let duration_ns = end.saturating_sub(since);
+    if duration_ns < THRESHOLD_NS.load(Ordering::Relaxed) {
+        SHORT.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let blocker = if site.blocker {
+        blocker_class(jvmti, jni, thread)
+    } else {
+        None
+    };
+    let timeout_ns = match site.timeout {
+        Timeout::None => 0,
+        Timeout::Nanos(slot) => local_long(jvmti, slot).max(0) as u64,
+        Timeout::Until(slot) => until_timeout(local_long(jvmti, slot), duration_ns),
+    };
+    let kind = RawKind::Park {
+        duration_ns,
+        blocker,
+        timeout_ns,
+        stack: jvmti_ext::current_stack(jvmti, super::depth()),
+    };
+    callbacks::push(jni.0, thread, since, kind);
+}
+
+/// A `parkUntil` deadline (ms since the epoch) as the timeout it was when the
+/// park began, `duration_ns` ago; 0 for a deadline already past.
+fn until_timeout(deadline_ms: i64, duration_ns: u64) -> u64 {
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    let began_ns = now_ns - i128::from(duration_ns);
+    (i128::from(deadline_ms) * 1_000_000 - began_ns).clamp(0, i128::from(u64::MAX)) as u64
+}
+
+/// A long argument of the park method (depth 0: the breakpoint's frame).
+fn local_long(jvmti: Jvmti, slot: i32) -> i64 {
+    let Some(f) = jvmti.table().GetLocalLong else {
+        return 0;
+    };
+    let mut v = 0;
+    // SAFETY: valid env; a null thread is the current one, stopped at a breakpoint.
+    match check(unsafe { f(jvmti.0, null_mut(), 0, slot, &mut v) }) {
+        Ok(()) => v,
+        Err(_) => 0,
+    }
+}
+
+/// The class signature of the thread's parkBlocker (set by the park method
+/// before the call and cleared after the breakpoint).
+fn blocker_class(jvmti: Jvmti, jni: Jni, thread: sys::jthread) -> Option<String> {
+    let field = BLOCKER_FIELD.load(Ordering::Relaxed);
+    if field == 0 || thread.is_null() {
+        return None;
+    }
+    let get = jni.table().GetObjectField?;
+    // SAFETY: valid env; thread is a java.lang.Thread and field one of its fields.
+    let blocker = unsafe { get(jni.0, thread, field as sys::jfieldID) };
+    jni.clear_exception();
+    let class = jvmti_ext::object_class_signature(jvmti, jni, blocker);
+    jni.delete_local(blocker);
+    class
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jscope_bytecode::Constant;
+
+    #[test]
+    fn park_methods_of_jdk_17_and_25_are_known() {
+        assert_eq!(variant("park", "()V"), Some((false, Timeout::None)));
+        assert_eq!(
+            variant("parkNanos", "(Ljava/lang/Object;J)V"),
+            Some((true, Timeout::Nanos(1)))
+        );
+        assert_eq!(
+            variant("parkUntil", "(J)V"),
+            Some((false, Timeout::Until(0)))
+        );
+        assert_eq!(variant("unpark", "(Ljava/lang/Thread;)V"), None);
+    }
+
+    fn method_ref(pool: &mut ConstantPool, (c, n, d): (&str, &str, &str)) -> u16 {
+        let class = pool.add_class(c).unwrap();
+        let name = pool.add_utf8(n).unwrap();
+        let descriptor = pool.add_utf8(d).unwrap();
+        let nt = pool
+            .find_or_add(Constant::NameAndType { name, descriptor })
+            .unwrap();
+        pool.find_or_add(Constant::MethodRef {
+            class,
+            name_and_type: nt,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn only_calls_of_unsafe_park_are_sites() {
+        let mut pool = ConstantPool::new();
+        let park = method_ref(&mut pool, UNSAFE_PARK);
+        let virt = method_ref(&mut pool, ("java/lang/Thread", "isVirtual", "()Z"));
+        let [p1, p2] = park.to_be_bytes();
+        let [v1, v2] = virt.to_be_bytes();
+        // aload_0; invokevirtual isVirtual; pop; aconst_null; iconst_0; lconst_0;
+        // invokevirtual park; return
+        let code = [
+            0x2a,
+            INVOKEVIRTUAL,
+            v1,
+            v2,
+            0x57,
+            0x01,
+            0x03,
+            0x09,
+            INVOKEVIRTUAL,
+            p1,
+            p2,
+            0xb1,
+        ];
+        assert_eq!(park_calls(&code, &pool), vec![(8, 11)]);
+        assert!(park_calls(&[0xff], &pool).is_empty(), "undecodable code");
+    }
+
+    #[test]
+    fn deadlines_become_timeouts_from_the_parks_start() {
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        // Parked 100 ms ago until 50 ms from now: a timeout of about 150 ms.
+        let t = until_timeout(now_ms + 50, 100_000_000);
+        assert!((140_000_000..=160_000_000).contains(&t), "{t}");
+        assert_eq!(until_timeout(now_ms - 10_000, 0), 0);
+    }
+
+    #[test]
+    fn a_pool_survives_the_empty_class_around_it() {
+        let bytes = ClassFile::natives_only("a/B", &[("f", "()V")]).unwrap();
+        let mut class = ClassFile::parse(&bytes).unwrap();
+        class.methods.clear();
+        class.attributes.clear();
+        let bytes = class.to_bytes().unwrap();
+        // Magic, versions and count before the pool; 14 bytes of empty class after.
+        let count = u16::from_be_bytes([bytes[8], bytes[9]]);
+        let wrapped = empty_class_around(count, &bytes[10..bytes.len() - 14]);
+        assert_eq!(ClassFile::parse(&wrapped).unwrap().pool, class.pool);
+    }
+}
