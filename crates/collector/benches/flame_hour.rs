@@ -2,7 +2,8 @@
 //!
 //! Writes one hour of cpu samples for N JVMs through the `Store` trait into a fresh
 //! data dir (as the ingest would: header, chunks, fsync), starts a collector over it
-//! and times `GET /api/flame` for all JVMs merged over the hour, and for one JVM.
+//! and times `GET /api/flame` for all JVMs merged over the hour, and for one JVM,
+//! unfiltered and filtered by thread and state. Prints the summaries' size.
 //!
 //! cargo bench -p jscope-collector --bench flame_hour -- [--jvms 100] [--seconds 3600]
 //!     [--rate 100] [--dir DIR] [--keep]
@@ -234,6 +235,28 @@ fn phases(dir: &std::path::Path) {
     );
 }
 
+/// Bytes of the summaries against those of the segments they summarise.
+fn sizes(dir: &std::path::Path) {
+    let (mut sums, mut segments) = (0u64, 0u64);
+    for jvm in std::fs::read_dir(dir.join("jvms")).unwrap() {
+        for f in std::fs::read_dir(jvm.unwrap().path()).unwrap() {
+            let path = f.unwrap().path();
+            let len = std::fs::metadata(&path).unwrap().len();
+            match path.extension().and_then(|e| e.to_str()) {
+                Some("sum") => sums += len,
+                Some("jsc") if path.file_name().unwrap() != "header.jsc" => segments += len,
+                _ => {}
+            }
+        }
+    }
+    println!(
+        "summaries {:.1} MiB for {:.1} MiB of segments ({:.1}%)",
+        sums as f64 / (1 << 20) as f64,
+        segments as f64 / (1 << 20) as f64,
+        sums as f64 * 100.0 / segments.max(1) as f64
+    );
+}
+
 fn main() {
     let a = parse_args();
     let dir = a.dir.clone().unwrap_or_else(|| {
@@ -260,6 +283,9 @@ fn main() {
         );
     }
     phases(&dir);
+    sizes(&dir);
+    // Opening the store rewrites summaries of an older version (data from before).
+    let t = Instant::now();
     let server = serve(ServerConfig {
         agents: "127.0.0.1:0".into(),
         http: Some("127.0.0.1:0".into()),
@@ -267,6 +293,7 @@ fn main() {
         ..ServerConfig::default()
     })
     .unwrap();
+    println!("collector started in {:.1} s", t.elapsed().as_secs_f64());
     let http = server.http_addr().unwrap();
     let ids: Vec<String> = server
         .api()
@@ -279,16 +306,23 @@ fn main() {
     let one = format!("/api/flame?last=2h&format=json&jvm={}", ids[0]);
     // The last 50 minutes: the range cuts into a bucket of every JVM.
     let cut = format!("/api/flame?last=50m&format=json&jvm={}", ids.join(","));
-    // A thread filter: summaries do not help, every record is decoded.
-    let filtered = format!(
-        "/api/flame?last=2h&format=json&thread=worker-1&jvm={}",
-        ids.join(",")
+    // Filters: served from the summaries' per-thread, per-state counts.
+    let jvms = ids.join(",");
+    let thread = format!("/api/flame?last=2h&format=json&thread=worker-1&jvm={jvms}");
+    let state = format!("/api/flame?last=2h&format=json&state=runnable&jvm={jvms}");
+    let both_cut = format!(
+        "/api/flame?last=50m&format=json&thread=worker-*&state=runnable&state=blocked&jvm={jvms}"
     );
     for (name, path) in [
         ("one JVM", &one),
         ("all JVMs merged", &all),
         ("all JVMs merged, last 50 min", &cut),
-        ("all JVMs merged, thread filter", &filtered),
+        ("all JVMs merged, thread filter", &thread),
+        ("all JVMs merged, state filter", &state),
+        (
+            "all JVMs merged, last 50 min, thread glob and two states",
+            &both_cut,
+        ),
     ] {
         let mut times = Vec::new();
         for _ in 0..3 {

@@ -592,7 +592,9 @@ impl Store for FileStore {
         let mut summarised = Vec::new();
         for name in names {
             let path = dir.join(name);
-            match summary::load(&path).filter(|s| s.detailed || filter.is_empty()) {
+            match summary::load(&path, !filter.is_empty())
+                .filter(|s| s.detailed || filter.is_empty())
+            {
                 Some(s) => {
                     if let Ok(Split::Chunk(raw)) = split_chunk(&s.dict_chunk, 0) {
                         rec.apply_chunk(&raw)?;

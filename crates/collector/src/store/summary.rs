@@ -68,7 +68,7 @@ pub(crate) struct Bucket {
     /// Samples per (mode, stack), every thread and state together.
     pub counts: Vec<(u8, u32, u32)>,
     /// The groups, encoded as in the file (checked when the summary was decoded);
-    /// empty in a `JSCSUM1` summary.
+    /// empty in a `JSCSUM1` summary or one decoded without them.
     pub detail: Vec<u8>,
 }
 
@@ -78,7 +78,8 @@ pub(crate) struct Summary {
     /// Samples per mode, in `Mode::ALL` order, over the whole segment.
     pub mode_totals: [u64; 3],
     pub buckets: Vec<Bucket>,
-    /// The buckets carry per-thread, per-state counts (`JSCSUM2`).
+    /// The buckets carry per-thread, per-state counts (a `JSCSUM2` summary decoded
+    /// with them).
     pub detailed: bool,
 }
 
@@ -395,12 +396,17 @@ fn decode_totals_v1(c: &mut Cursor) -> Option<Vec<(u8, u32, u32)>> {
         .collect()
 }
 
-fn decode_bucket(c: &mut Cursor, detailed: bool) -> Option<Bucket> {
+/// `detail`: the bucket has a detail section (`JSCSUM2`): `Some(true)` to keep it,
+/// `Some(false)` to skip it unread.
+fn decode_bucket(c: &mut Cursor, detail: Option<bool>) -> Option<Bucket> {
     let (start_ns, end_ns, from, to) = (c.u64()?, c.u64()?, c.u64()?, c.u64()?);
-    let (counts, detail) = if detailed {
+    let (counts, detail) = if let Some(keep) = detail {
         let counts = decode_totals(c.section()?)?;
         let detail = c.section()?;
-        (counts, valid_detail(detail).then(|| detail.to_vec())?)
+        match keep {
+            true => (counts, valid_detail(detail).then(|| detail.to_vec())?),
+            false => (counts, Vec::new()),
+        }
     } else {
         (decode_totals_v1(c)?, Vec::new())
     };
@@ -413,8 +419,10 @@ fn decode_bucket(c: &mut Cursor, detailed: bool) -> Option<Bucket> {
     })
 }
 
-pub(crate) fn decode(bytes: &[u8]) -> Option<Summary> {
-    let (body, detailed) = match bytes.strip_prefix(MAGIC) {
+/// Decodes a summary; its per-thread, per-state counts only `with_detail` (checking
+/// them costs about as much as reading the rest, and unfiltered queries need none).
+pub(crate) fn decode(bytes: &[u8], with_detail: bool) -> Option<Summary> {
+    let (body, has_detail) = match bytes.strip_prefix(MAGIC) {
         Some(_) => {
             let (body, crc) = bytes.split_at(bytes.len().checked_sub(4)?);
             let crc = u32::from_le_bytes(crc.try_into().ok()?);
@@ -427,15 +435,16 @@ pub(crate) fn decode(bytes: &[u8]) -> Option<Summary> {
     let dict_chunk = c.section()?.to_vec();
     let mode_totals = [c.u64()?, c.u64()?, c.u64()?];
     let n = c.u32()?;
+    let detail = has_detail.then_some(with_detail);
     let buckets = (0..n)
-        .map(|_| decode_bucket(&mut c, detailed))
+        .map(|_| decode_bucket(&mut c, detail))
         .collect::<Option<Vec<_>>>()?;
     c.0.is_empty().then_some(Summary {
         segment_len,
         dict_chunk,
         mode_totals,
         buckets,
-        detailed,
+        detailed: has_detail && with_detail,
     })
 }
 
@@ -448,9 +457,10 @@ pub(crate) fn write(segment: &Path, jvm: &JvmIdentity) -> Result<(), CollectorEr
     std::fs::rename(&tmp, &path).map_err(CollectorError::io(&path))
 }
 
-/// The segment's summary when present and made from the segment as it is now.
-pub(crate) fn load(segment: &Path) -> Option<Summary> {
-    let s = decode(&std::fs::read(path_of(segment)).ok()?)?;
+/// The segment's summary when present and made from the segment as it is now, with
+/// its per-thread, per-state counts when asked for and present (see `decode`).
+pub(crate) fn load(segment: &Path, with_detail: bool) -> Option<Summary> {
+    let s = decode(&std::fs::read(path_of(segment)).ok()?, with_detail)?;
     let len = std::fs::metadata(segment).ok()?.len();
     (s.segment_len == len).then_some(s)
 }
@@ -528,24 +538,59 @@ impl<'a> Accept<'a> {
     }
 }
 
-fn add(counts: &mut StackCounts, stack: u32, n: u64) {
-    *counts.counts.entry((stack, 0)).or_default() += n;
-    counts.total += n;
+/// Stack ids below this are counted in a flat table.
+const FLAT_STACKS: u32 = 1 << 16;
+
+/// Counts per stack being added up: a flat table for the small ids agents hand out,
+/// since a filtered query adds millions of summary entries (one map update each was
+/// most of its time).
+#[derive(Default)]
+struct Tally {
+    flat: Vec<u64>,
+    other: BTreeMap<u32, u64>,
+    total: u64,
+}
+
+impl Tally {
+    fn add(&mut self, stack: u32, n: u64) {
+        self.total += n;
+        if stack >= FLAT_STACKS {
+            *self.other.entry(stack).or_default() += n;
+            return;
+        }
+        let i = stack as usize;
+        if i >= self.flat.len() {
+            self.flat.resize(i + 1, 0);
+        }
+        self.flat[i] += n;
+    }
+
+    /// Adds the tally to `counts`, under thread 0.
+    fn add_to(self, counts: &mut StackCounts) {
+        let flat = self
+            .flat
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| (i as u32, n));
+        for (stack, n) in flat.chain(self.other).filter(|&(_, n)| n > 0) {
+            *counts.counts.entry((stack, 0)).or_default() += n;
+        }
+        counts.total += self.total;
+    }
 }
 
 /// Adds a whole bucket's samples of `mode` that `accept` keeps.
-fn add_bucket(b: &Bucket, mode: u8, accept: &mut Accept, counts: &mut StackCounts) {
+fn add_bucket(b: &Bucket, mode: u8, accept: &mut Accept, tally: &mut Tally) {
     if accept.filter.is_empty() {
         for &(_, stack, n) in b.counts.iter().filter(|e| e.0 == mode) {
-            add(counts, stack, n.into());
+            tally.add(stack, n.into());
         }
         return;
     }
     let mut c = Cursor(&b.detail);
     while let Some(g) = next_group(&mut c) {
         if g.mode == mode && accept.state(g.state) && accept.thread(g.thread) {
-            g.entries
-                .for_each(|(stack, n)| add(counts, stack, n.into()));
+            g.entries.for_each(|(stack, n)| tally.add(stack, n.into()));
         }
     }
 }
@@ -571,9 +616,10 @@ pub(crate) fn count_into(
         ..selection.clone()
     };
     let mut bytes: Option<Vec<u8>> = None;
+    let mut tally = Tally::default();
     for b in s.buckets.iter().filter(|b| !w.misses(b)) {
         if w.covers(b) {
-            add_bucket(b, mode, accept, counts);
+            add_bucket(b, mode, accept, &mut tally);
             continue;
         }
         let seg = match &bytes {
@@ -587,10 +633,11 @@ pub(crate) fn count_into(
         let rec = Recording::from_bytes(&one)?;
         for ((stack, thread), n) in cut_selection.stack_counts(&rec).counts {
             if accept.thread(thread) {
-                add(counts, stack, n);
+                tally.add(stack, n);
             }
         }
     }
+    tally.add_to(counts);
     Ok(())
 }
 
@@ -627,7 +674,9 @@ mod tests {
     #[test]
     fn summaries_round_trip_and_damage_is_refused() {
         let bytes = encode(&sample_summary());
-        let back = decode(&bytes).expect("decodes");
+        let plain = decode(&bytes, false).expect("decodes");
+        assert!(!plain.detailed && plain.buckets[0].detail.is_empty());
+        let back = decode(&bytes, true).expect("decodes");
         assert_eq!(back.segment_len, 1234);
         assert_eq!(back.dict_chunk, vec![1, 2, 3]);
         assert_eq!(back.mode_totals, [7, 0, 1]);
@@ -649,15 +698,15 @@ mod tests {
             ]
         );
         for cut in 0..bytes.len() {
-            assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
+            assert!(decode(&bytes[..cut], true).is_none(), "cut at {cut}");
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(decode(&longer).is_none());
+        assert!(decode(&longer, true).is_none());
         for i in 0..bytes.len() {
             let mut flipped = bytes.clone();
             flipped[i] ^= 0x10;
-            assert!(decode(&flipped).is_none(), "flipped byte {i}");
+            assert!(decode(&flipped, false).is_none(), "flipped byte {i}");
         }
     }
 
@@ -677,12 +726,12 @@ mod tests {
             put_u32(&mut v1, stack);
             put_u32(&mut v1, n);
         }
-        let back = decode(&v1).expect("decodes");
+        let back = decode(&v1, true).expect("decodes");
         assert!(!back.detailed);
         assert_eq!(back.buckets[0].counts, vec![(0, 3, 6), (2, 9, 1)]);
         assert!(back.buckets[0].detail.is_empty());
         for cut in 0..v1.len() {
-            assert!(decode(&v1[..cut]).is_none(), "cut at {cut}");
+            assert!(decode(&v1[..cut], true).is_none(), "cut at {cut}");
         }
     }
 
@@ -710,9 +759,10 @@ mod tests {
                 thread: thread.map(ThreadMatcher::new),
                 states,
             };
-            let mut counts = StackCounts::default();
+            let (mut tally, mut counts) = (Tally::default(), StackCounts::default());
             let mut accept = Accept::new(&filter, &names);
-            add_bucket(&s.buckets[0], mode_index(mode), &mut accept, &mut counts);
+            add_bucket(&s.buckets[0], mode_index(mode), &mut accept, &mut tally);
+            tally.add_to(&mut counts);
             (
                 counts.total,
                 counts.by_stack().into_iter().collect::<Vec<_>>(),
@@ -743,6 +793,29 @@ mod tests {
                 vec![StateClass::Blocked, StateClass::Runnable]
             ),
             (7, vec![(3, 6), (200, 1)])
+        );
+    }
+
+    #[test]
+    fn a_tally_keeps_small_and_large_stack_ids() {
+        let mut tally = Tally::default();
+        for (stack, n) in [(3, 2), (FLAT_STACKS + 7, 5), (3, 1), (0, 4), (u32::MAX, 1)] {
+            tally.add(stack, n);
+        }
+        let mut counts = StackCounts::default();
+        counts.counts.insert((3, 9), 10);
+        counts.total = 10;
+        tally.add_to(&mut counts);
+        assert_eq!(counts.total, 23);
+        assert_eq!(
+            counts.counts.into_iter().collect::<Vec<_>>(),
+            vec![
+                ((0, 0), 4),
+                ((3, 0), 3),
+                ((3, 9), 10),
+                ((FLAT_STACKS + 7, 0), 5),
+                ((u32::MAX, 0), 1)
+            ]
         );
     }
 
