@@ -923,8 +923,9 @@ fn check_parker(rec: &Recording, stdout: &str, major: &str) {
     assert_eq!(lock.timeout_ns, 0, "{major}: {lock:?}");
     assert_eq!(lock.thread, "waiter", "{major}: {lock:?}");
     let waited = stdout_value(stdout, "waited");
+    // lock() parks for all but its first steps of the ~200 ms wait.
     assert!(
-        lock.duration_ms >= 150.0 && lock.duration_ms <= waited + 1.0,
+        waited >= 100.0 && lock.duration_ms >= waited * 0.75 && lock.duration_ms <= waited + 1.0,
         "{major}: lock parked {lock:?}, waited {waited} ms"
     );
     assert!(
@@ -941,15 +942,17 @@ fn check_parker(rec: &Recording, stdout: &str, major: &str) {
         timed.duration_ms >= 45.0 && timed.duration_ms <= took + 1.0,
         "{major}: {timed:?}, took {took} ms"
     );
+    // The timeout is what was left of the 80 ms when the park began (less on a
+    // loaded machine); the park lasts until the deadline, which has ms precision.
     let until = one("untilPark");
     let ms = until.timeout_ns as f64 / 1e6;
     assert!(
-        (70.0..=80.5).contains(&ms),
+        (20.0..=80.5).contains(&ms),
         "{major}: parkUntil(now + 80 ms) as a timeout of {ms} ms"
     );
     let took = stdout_value(stdout, "until");
     assert!(
-        until.duration_ms >= 65.0 && until.duration_ms <= took + 1.0,
+        until.duration_ms >= ms - 1.5 && until.duration_ms <= took + 1.0,
         "{major}: {until:?}, took {took} ms"
     );
     assert!(
