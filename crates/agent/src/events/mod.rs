@@ -244,15 +244,20 @@ pub static ALLOCATED_TOTAL: AtomicU64 = AtomicU64::new(0);
 
 /// Header keys describing the events asked for.
 pub fn header_extra(options: &EventOptions) -> Vec<(String, String)> {
-    if options.kinds.is_empty() {
+    let mut kinds = options.kinds;
+    if !park::installed() {
+        // Attached: `start` leaves parks out (see there).
+        kinds.remove(Kinds::PARK);
+    }
+    if kinds.is_empty() {
         return Vec::new();
     }
-    let mut pairs = vec![("events".to_string(), options.kinds.label())];
+    let mut pairs = vec![("events".to_string(), kinds.label())];
     if options.kinds.contains(Kinds::ALLOC) {
         pairs.push(("events.allocrate".into(), options.alloc_rate.to_string()));
         pairs.push(("events.objectages".into(), options.object_ages.to_string()));
     }
-    if options.kinds.contains(Kinds::PARK) {
+    if kinds.contains(Kinds::PARK) {
         pairs.push((
             "events.parkthreshold_ns".into(),
             options.park_threshold_ns.to_string(),
