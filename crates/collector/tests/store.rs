@@ -545,4 +545,33 @@ fn thread_and_state_filters_count_from_summaries_exactly_what_decoding_counts() 
     .stack_counts(&store.read(&stream, None, None).unwrap());
     assert_eq!((fast.total, fast.by_stack()), (slow.total, slow.by_stack()));
     assert!(fast.total > 0);
+
+    // A JSCSUM1 summary (here a valid one claiming no buckets) serves unfiltered
+    // queries only: a reader, which rewrites nothing, reads that segment whole under
+    // a filter.
+    let mut v1 = b"JSCSUM1\n".to_vec();
+    v1.extend_from_slice(&segments[0].bytes.to_le_bytes());
+    v1.extend_from_slice(&[0; 4 + 3 * 8 + 4]);
+    std::fs::write(sum(0), &v1).unwrap();
+    let reader = FileStore::open_read_only(&dir).unwrap();
+    let all = SampleFilter::default();
+    let counted = |filter: &SampleFilter| {
+        let c = reader.stack_counts(&stream, None, None, Some(Mode::Cpu), filter);
+        c.unwrap().unwrap().2.total
+    };
+    let decoded = |filter: &SampleFilter| {
+        Selection {
+            mode: Some(Mode::Cpu),
+            thread: filter.thread.clone(),
+            states: filter.states.clone(),
+            ..Selection::default()
+        }
+        .stack_counts(&reader.read(&stream, None, None).unwrap())
+        .total
+    };
+    assert_eq!(counted(&filter), decoded(&filter));
+    assert!(
+        counted(&all) < decoded(&all),
+        "the summary, not the segment"
+    );
 }
