@@ -868,10 +868,11 @@ fn cli() -> PathBuf {
     bin
 }
 
-/// Parks of a lock held 200 ms, a parkNanos(50 ms) and a parkUntil(now + 80 ms)
-/// are recorded once each with their blocker, timeout, length and stack; 300
-/// parks of 100 us stay under the 20 ms default threshold and are only counted.
-/// `jscope locks` lists the three. With `remote` the breakpoints share the
+/// Parks of a lock held 200 ms, a tryLock(40 ms) of it, a parkNanos(50 ms), a
+/// parkUntil(now + 80 ms) and an awaitUntil(now + 60 ms) are recorded once each
+/// with their blocker, timeout, length and stack; 300 parks of 100 us stay under
+/// the 20 ms default threshold and are only counted. `jscope locks` lists them
+/// (by blocker: the lock's, the condition's and none). With `remote` the breakpoints share the
 /// remote capture's JVMTI environment (HotSpot grants them to one only).
 #[test]
 fn parks_over_the_threshold_have_blocker_timeout_and_stack() {
@@ -893,8 +894,11 @@ fn parks_over_the_threshold_have_blocker_timeout_and_stack() {
                 "{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            assert!(text.contains("Parks (2)"), "{text}");
+            assert!(text.contains("Parks (3)"), "{text}");
             for site in [
+                "AbstractQueuedSynchronizer$ConditionObject",
+                "Parker.giveUpOnLock",
+                "Parker.awaitDeadline",
                 "ReentrantLock$NonfairSync",
                 "Parker.waitForLock",
                 "Parker.timedPark",
@@ -909,7 +913,7 @@ fn parks_over_the_threshold_have_blocker_timeout_and_stack() {
 fn check_parker(rec: &Recording, stdout: &str, major: &str) {
     let parks = parks(rec);
     // Nothing else in the JVM parks that long and wakes before it exits.
-    assert_eq!(parks.len(), 3, "{major}: {parks:#?}");
+    assert_eq!(parks.len(), 5, "{major}: {parks:#?}");
     let one = |method: &str| -> &Parked {
         let found = parks_in(&parks, method);
         assert_eq!(found.len(), 1, "{major}: {method}: {found:?} of {parks:?}");
@@ -954,6 +958,32 @@ fn check_parker(rec: &Recording, stdout: &str, major: &str) {
     assert!(
         until.duration_ms >= ms - 1.5 && until.duration_ms <= took + 1.0,
         "{major}: {until:?}, took {took} ms"
+    );
+    // The blocker variants: parkNanos(Object, long) and parkUntil(Object, long).
+    let tried = one("giveUpOnLock");
+    assert_eq!(
+        tried.blocker, "java.util.concurrent.locks.ReentrantLock$NonfairSync",
+        "{major}: {tried:?}"
+    );
+    assert_eq!(tried.thread, "trier", "{major}: {tried:?}");
+    let ms = tried.timeout_ns as f64 / 1e6;
+    let took = stdout_value(stdout, "tried");
+    assert!(
+        (20.0..=40.0).contains(&ms) && tried.duration_ms >= ms && tried.duration_ms <= took + 1.0,
+        "{major}: tryLock(40 ms) parked {tried:?}, took {took} ms"
+    );
+    let awaited = one("awaitDeadline");
+    assert_eq!(
+        awaited.blocker, "java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject",
+        "{major}: {awaited:?}"
+    );
+    let ms = awaited.timeout_ns as f64 / 1e6;
+    let took = stdout_value(stdout, "awaited");
+    assert!(
+        (20.0..=60.5).contains(&ms)
+            && awaited.duration_ms >= ms - 1.5
+            && awaited.duration_ms <= took + 1.0,
+        "{major}: awaitUntil(now + 60 ms) parked {awaited:?}, took {took} ms"
     );
     assert!(
         parks_in(&parks, "shortParks").is_empty(),

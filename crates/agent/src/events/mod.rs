@@ -171,13 +171,10 @@ pub fn start(
     let mut kinds = options.kinds;
     if kinds.contains(Kinds::PARK) && !park::installed() {
         if kinds == Kinds::PARK {
-            return Err(park::ParkError::NotAtStart.into());
+            return Err(park::unavailable().into());
         }
         // `events=all` by attach: the other kinds still work.
-        eprintln!(
-            "jscope: {}; parks are not recorded",
-            park::ParkError::NotAtStart
-        );
+        eprintln!("jscope: {}; parks are not recorded", park::unavailable());
         kinds.remove(Kinds::PARK);
     }
     if kinds.is_empty() {

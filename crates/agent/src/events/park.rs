@@ -17,7 +17,7 @@
 
 use std::cell::Cell;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use jscope_bytecode::{insn, ClassFile, ConstantPool};
@@ -39,6 +39,8 @@ const INVOKEVIRTUAL: u8 = 0xb6;
 pub enum ParkError {
     #[error("park events need the agent loaded at JVM start (-agentpath)")]
     NotAtStart,
+    #[error("park events could not be set up when the agent loaded (see above)")]
+    FailedAtLoad,
     #[error("no JVMTI environment for park events")]
     NoEnv,
     #[error(
@@ -53,6 +55,8 @@ pub enum ParkError {
 
 /// The park environment; 0 until `install` made it.
 static ENV: AtomicUsize = AtomicUsize::new(0);
+/// Set when `install` was asked for park events and failed.
+static FAILED: AtomicBool = AtomicBool::new(false);
 /// The remote capture's environment, when it has one: HotSpot grants the
 /// breakpoint capability to a single environment, so park events share it.
 static SHARED: AtomicUsize = AtomicUsize::new(0);
@@ -88,20 +92,20 @@ struct Site {
     /// The call's bci, and the next instruction's.
     before: i64,
     after: i64,
-    blocker: bool,
     timeout: Timeout,
 }
 
-/// The park methods of JDK 17 and 25, by name and descriptor: whether they take
-/// a blocker, and where their timeout is.
-fn variant(name: &str, desc: &str) -> Option<(bool, Timeout)> {
+/// The park methods of JDK 17 and 25, by name and descriptor, and where their
+/// timeout is. (JDK 25's `parkUntil(Object, long)` calls `parkUntil(long)`
+/// rather than `Unsafe.park`: its park is seen there, blocker included, since
+/// the blocker is read from the thread.)
+fn variant(name: &str, desc: &str) -> Option<Timeout> {
     Some(match (name, desc) {
-        ("park", "()V") => (false, Timeout::None),
-        ("park", "(Ljava/lang/Object;)V") => (true, Timeout::None),
-        ("parkNanos", "(J)V") => (false, Timeout::Nanos(0)),
-        ("parkNanos", "(Ljava/lang/Object;J)V") => (true, Timeout::Nanos(1)),
-        ("parkUntil", "(J)V") => (false, Timeout::Until(0)),
-        ("parkUntil", "(Ljava/lang/Object;J)V") => (true, Timeout::Until(1)),
+        ("park", "()V" | "(Ljava/lang/Object;)V") => Timeout::None,
+        ("parkNanos", "(J)V") => Timeout::Nanos(0),
+        ("parkNanos", "(Ljava/lang/Object;J)V") => Timeout::Nanos(1),
+        ("parkUntil", "(J)V") => Timeout::Until(0),
+        ("parkUntil", "(Ljava/lang/Object;J)V") => Timeout::Until(1),
         _ => return None,
     })
 }
@@ -112,6 +116,20 @@ pub fn install(vm: Vm, options: &super::EventOptions) -> Result<(), ParkError> {
     if !options.kinds.contains(Kinds::PARK) || ENV.load(Ordering::Acquire) != 0 {
         return Ok(());
     }
+    let result = make_env(vm);
+    FAILED.store(result.is_err(), Ordering::Relaxed);
+    result
+}
+
+/// Why parks cannot be recorded, when `installed` is false.
+pub fn unavailable() -> ParkError {
+    match FAILED.load(Ordering::Relaxed) {
+        true => ParkError::FailedAtLoad,
+        false => ParkError::NotAtStart,
+    }
+}
+
+fn make_env(vm: Vm) -> Result<(), ParkError> {
     let shared = SHARED.load(Ordering::Acquire);
     let env = match shared {
         0 => vm.get_env(sys::JVMTI_VERSION_1_2).cast(),
@@ -227,7 +245,7 @@ fn find_sites(jvmti: Jvmti, class: sys::jclass) -> Vec<Site> {
         let Some((name, desc)) = method_name(jvmti, method) else {
             continue;
         };
-        let Some((blocker, timeout)) = variant(&name, &desc) else {
+        let Some(timeout) = variant(&name, &desc) else {
             continue;
         };
         let Some(code) = bytecodes(jvmti, method) else {
@@ -238,7 +256,6 @@ fn find_sites(jvmti: Jvmti, class: sys::jclass) -> Vec<Site> {
                 method: method as usize,
                 before: before.into(),
                 after: after.into(),
-                blocker,
                 timeout,
             });
         }
@@ -385,11 +402,8 @@ fn parked(jvmti: Jvmti, jni: Jni, thread: sys::jthread, site: &Site, (since, end
         SHORT.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    let blocker = if site.blocker {
-        blocker_class(jvmti, jni, thread)
-    } else {
-        None
-    };
+    // Read for every variant: `park()` may follow LockSupport.setCurrentBlocker.
+    let blocker = blocker_class(jvmti, jni, thread);
     let timeout_ns = match site.timeout {
         Timeout::None => 0,
         Timeout::Nanos(slot) => local_long(jvmti, slot).max(0) as u64,
@@ -427,8 +441,8 @@ fn local_long(jvmti: Jvmti, slot: i32) -> i64 {
     }
 }
 
-/// The class signature of the thread's parkBlocker (set by the park method
-/// before the call and cleared after the breakpoint).
+/// The class signature of the thread's parkBlocker (set before the call by the
+/// park method, or by `setCurrentBlocker`, and cleared after the breakpoint).
 fn blocker_class(jvmti: Jvmti, jni: Jni, thread: sys::jthread) -> Option<String> {
     let field = BLOCKER_FIELD.load(Ordering::Relaxed);
     if field == 0 || thread.is_null() {
@@ -450,15 +464,12 @@ mod tests {
 
     #[test]
     fn park_methods_of_jdk_17_and_25_are_known() {
-        assert_eq!(variant("park", "()V"), Some((false, Timeout::None)));
+        assert_eq!(variant("park", "()V"), Some(Timeout::None));
         assert_eq!(
             variant("parkNanos", "(Ljava/lang/Object;J)V"),
-            Some((true, Timeout::Nanos(1)))
+            Some(Timeout::Nanos(1))
         );
-        assert_eq!(
-            variant("parkUntil", "(J)V"),
-            Some((false, Timeout::Until(0)))
-        );
+        assert_eq!(variant("parkUntil", "(J)V"), Some(Timeout::Until(0)));
         assert_eq!(variant("unpark", "(Ljava/lang/Thread;)V"), None);
     }
 

@@ -1,13 +1,20 @@
+import java.util.Date;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /** Parks of known lengths: a thread blocked ~HOLD ms (default 200) on a
- *  ReentrantLock another thread holds, a parkNanos(50 ms), a parkUntil(now + 80
- *  ms), and SHORT (default 300) parkNanos(100 us) that stay under any threshold
- *  of a few ms. Prints how long each long park really took. */
+ *  ReentrantLock another thread holds, another giving up on it after 40 ms
+ *  (tryLock: parkNanos with a blocker), a parkNanos(50 ms), a parkUntil(now + 80
+ *  ms), a Condition.awaitUntil(now + 60 ms) (parkUntil with a blocker), and
+ *  SHORT (default 300) parkNanos(100 us) that stay under any threshold of a few
+ *  ms. Prints how long each long park really took. */
 public class Parker {
     static final ReentrantLock LOCK = new ReentrantLock();
+    static final ReentrantLock OTHER = new ReentrantLock();
+    static final Condition NEVER = OTHER.newCondition();
 
     static void waitForLock() {
         LOCK.lock();
@@ -20,6 +27,28 @@ public class Parker {
 
     static void untilPark() {
         LockSupport.parkUntil(System.currentTimeMillis() + 80);
+    }
+
+    static void giveUpOnLock() {
+        try {
+            if (LOCK.tryLock(40, TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("the lock is held");
+            }
+        } catch (InterruptedException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    static void awaitDeadline() {
+        OTHER.lock();
+        try {
+            while (NEVER.awaitUntil(new Date(System.currentTimeMillis() + 60))) {
+            }
+        } catch (InterruptedException e) {
+            throw new RuntimeException(e);
+        } finally {
+            OTHER.unlock();
+        }
     }
 
     static void shortParks(int n) {
@@ -54,13 +83,20 @@ public class Parker {
         long[] waited = new long[1];
         Thread waiter = new Thread(() -> waited[0] = millisOf(Parker::waitForLock), "waiter");
         waiter.start();
+        long[] tried = new long[1];
+        Thread trier = new Thread(() -> tried[0] = millisOf(Parker::giveUpOnLock), "trier");
+        trier.start();
+        trier.join();
         long timed = millisOf(Parker::timedPark);
         long until = millisOf(Parker::untilPark);
+        long awaited = millisOf(Parker::awaitDeadline);
         shortParks(shorts);
         waiter.join();
         holder.join();
         System.out.println("waited " + waited[0]);
         System.out.println("timed " + timed);
         System.out.println("until " + until);
+        System.out.println("tried " + tried[0]);
+        System.out.println("awaited " + awaited);
     }
 }
