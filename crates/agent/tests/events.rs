@@ -1020,3 +1020,68 @@ fn a_zero_threshold_records_every_park() {
         assert_eq!(parks_in(&parks, "timedPark").len(), 1);
     }
 }
+
+/// Attached to a running JVM (no breakpoints then), `events=park` alone is
+/// refused with the reason, and `events=all` records the other kinds and says
+/// parks are not recorded.
+#[test]
+fn attach_without_park_breakpoints() {
+    let mut tested = 0;
+    for java in javas() {
+        let Some(jcmd) = jcmd(&java) else { continue };
+        let file = temp_dir(&format!("events-attach-park-{}", java.major)).join("out.jsc");
+        let log = file.with_file_name("jvm.err");
+        let mut cmd = Command::new(&java.bin);
+        cmd.args(["-XX:+EnableDynamicAgentLoading", "-cp"])
+            .arg(classes())
+            .args(["Busy", "20000"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        let mut jvm = Child::spawn(&mut cmd);
+        std::thread::sleep(Duration::from_millis(700));
+        let load = |options: &str| {
+            let out = Command::new(&jcmd)
+                .arg(jvm.id().to_string())
+                .arg("JVMTI.agent_load")
+                .arg(agent_path())
+                .arg(format!("\"{options}\""))
+                .output()
+                .expect("run jcmd");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let refused = load(&format!("events=park,file={}", file.display()));
+        assert!(
+            !refused.contains("return code: 0"),
+            "JDK {}: {refused}",
+            java.major
+        );
+        let started = load(&format!("events=all,file={}", file.display()));
+        assert!(
+            started.contains("return code: 0"),
+            "JDK {}: {started}",
+            java.major
+        );
+        std::thread::sleep(Duration::from_millis(800));
+        assert!(load("stop").contains("return code: 0"));
+        let _ = jvm.0.kill();
+        let _ = jvm.wait_timeout(Duration::from_secs(10));
+        let err = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            err.matches("park events need the agent loaded at JVM start")
+                .count()
+                == 2,
+            "JDK {}: {err}",
+            java.major
+        );
+        let rec = Recording::read_file(&file).unwrap();
+        assert!(rec.events.iter().any(|e| matches!(e, JvmEvent::Gc { .. })));
+        assert!(!rec
+            .events
+            .iter()
+            .any(|e| matches!(e, JvmEvent::Park { .. })));
+        let kinds = rec.header.extra("events").unwrap_or_default();
+        assert!(kinds.contains("gc") && !kinds.contains("park"), "{kinds}");
+        tested += 1;
+    }
+    assert!(tested > 0, "no JDK with jcmd found");
+}
