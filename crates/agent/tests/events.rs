@@ -840,12 +840,11 @@ fn parks(rec: &Recording) -> Vec<Parked> {
         .collect()
 }
 
-/// The parks whose stack passes through `Parker.<method>`.
+/// The parks whose stack passes through `method` (`Class.method`).
 fn parks_in<'a>(parks: &'a [Parked], method: &str) -> Vec<&'a Parked> {
-    let name = format!("Parker.{method}");
     parks
         .iter()
-        .filter(|p| p.frames.iter().any(|f| f.starts_with(&name)))
+        .filter(|p| p.frames.iter().any(|f| f == method))
         .collect()
 }
 
@@ -915,7 +914,7 @@ fn check_parker(rec: &Recording, stdout: &str, major: &str) {
     // Nothing else in the JVM parks that long and wakes before it exits.
     assert_eq!(parks.len(), 5, "{major}: {parks:#?}");
     let one = |method: &str| -> &Parked {
-        let found = parks_in(&parks, method);
+        let found = parks_in(&parks, &format!("Parker.{method}"));
         assert_eq!(found.len(), 1, "{major}: {method}: {found:?} of {parks:?}");
         found[0]
     };
@@ -986,7 +985,7 @@ fn check_parker(rec: &Recording, stdout: &str, major: &str) {
         "{major}: awaitUntil(now + 60 ms) parked {awaited:?}, took {took} ms"
     );
     assert!(
-        parks_in(&parks, "shortParks").is_empty(),
+        parks_in(&parks, "Parker.shortParks").is_empty(),
         "{major}: a 100 us park recorded"
     );
     let short = rec.counters.get("events.park_short").copied().unwrap_or(0);
@@ -1006,7 +1005,7 @@ fn a_zero_threshold_records_every_park() {
             &["100", "50"],
         );
         let parks = parks(&rec);
-        let short = parks_in(&parks, "shortParks");
+        let short = parks_in(&parks, "Parker.shortParks");
         assert_eq!(
             short.len(),
             50,
@@ -1017,7 +1016,7 @@ fn a_zero_threshold_records_every_park() {
         assert!(short
             .iter()
             .all(|p| p.timeout_ns == 100_000 && p.duration_ms < 20.0));
-        assert_eq!(parks_in(&parks, "timedPark").len(), 1);
+        assert_eq!(parks_in(&parks, "Parker.timedPark").len(), 1);
     }
 }
 
@@ -1084,4 +1083,33 @@ fn attach_without_park_breakpoints() {
         tested += 1;
     }
     assert!(tested > 0, "no JDK with jcmd found");
+}
+
+/// Virtual threads (JDK 21+) park without calling Unsafe.park from LockSupport:
+/// their parks are not recorded, a platform thread's park beside them is.
+#[test]
+fn virtual_threads_parks_are_not_recorded() {
+    let mut tested = 0;
+    for java in javas().into_iter().filter(|j| j.major >= 21) {
+        let (rec, stdout) = record(
+            &java,
+            "vpark",
+            "mode=cpu,events=park",
+            "VirtualParker",
+            &["20"],
+        );
+        assert!(stdout.contains("parked 20"), "{stdout}");
+        let parks = parks(&rec);
+        assert!(
+            parks_in(&parks, "VirtualParker.virtualPark").is_empty(),
+            "JDK {}: {parks:#?}",
+            java.major
+        );
+        let platform = parks_in(&parks, "VirtualParker.platformPark");
+        assert_eq!(platform.len(), 1, "JDK {}: {parks:#?}", java.major);
+        assert_eq!(platform[0].thread, "platform");
+        assert_eq!(platform[0].timeout_ns, 40_000_000);
+        tested += 1;
+    }
+    assert!(tested > 0, "no JDK 21+ found");
 }
