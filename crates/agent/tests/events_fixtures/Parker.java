@@ -6,13 +6,16 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /** Parks of known lengths: a thread blocked ~HOLD ms (default 200) on a
- *  ReentrantLock another thread holds, another giving up on it after 40 ms
+ *  ReentrantLock another thread holds, another giving up on a second one after 40 ms
  *  (tryLock: parkNanos with a blocker), a parkNanos(50 ms), a parkUntil(now + 80
  *  ms), a Condition.awaitUntil(now + 60 ms) (parkUntil with a blocker), and
  *  SHORT (default 300) parkNanos(100 us) that stay under any threshold of a few
  *  ms. Prints how long each long park really took. */
 public class Parker {
     static final ReentrantLock LOCK = new ReentrantLock();
+    /** Held with LOCK; tried alone, so that giving up on it (which wakes the
+     *  next node of the queue) cannot wake the waiter of LOCK. */
+    static final ReentrantLock TRIED = new ReentrantLock();
     static final ReentrantLock OTHER = new ReentrantLock();
     static final Condition NEVER = OTHER.newCondition();
 
@@ -31,7 +34,7 @@ public class Parker {
 
     static void giveUpOnLock() {
         try {
-            if (LOCK.tryLock(40, TimeUnit.MILLISECONDS)) {
+            if (TRIED.tryLock(40, TimeUnit.MILLISECONDS)) {
                 throw new IllegalStateException("the lock is held");
             }
         } catch (InterruptedException e) {
@@ -69,12 +72,14 @@ public class Parker {
         CountDownLatch held = new CountDownLatch(1);
         Thread holder = new Thread(() -> {
             LOCK.lock();
+            TRIED.lock();
             try {
                 held.countDown();
                 Thread.sleep(hold);
             } catch (InterruptedException e) {
                 throw new RuntimeException(e);
             } finally {
+                TRIED.unlock();
                 LOCK.unlock();
             }
         }, "holder");
