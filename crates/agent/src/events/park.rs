@@ -131,14 +131,27 @@ pub fn unavailable() -> ParkError {
 
 fn make_env(vm: Vm) -> Result<(), ParkError> {
     let shared = SHARED.load(Ordering::Acquire);
-    let env = match shared {
-        0 => vm.get_env(sys::JVMTI_VERSION_1_2).cast(),
-        _ => shared as *mut sys::jvmtiEnv,
-    };
+    if shared != 0 {
+        // The capture's callback hands park's breakpoints over.
+        add_capabilities(Jvmti(shared as *mut sys::jvmtiEnv))?;
+        ENV.store(shared, Ordering::Release);
+        return Ok(());
+    }
+    let env: *mut sys::jvmtiEnv = vm.get_env(sys::JVMTI_VERSION_1_2).cast();
     if env.is_null() {
         return Err(ParkError::NoEnv);
     }
     let jvmti = Jvmti(env);
+    if let Err(e) = add_capabilities(jvmti).and_then(|()| set_callback(jvmti)) {
+        // SAFETY: valid env, used by nothing else.
+        jvmti.table().DisposeEnvironment.map(|f| unsafe { f(env) });
+        return Err(e);
+    }
+    ENV.store(env as usize, Ordering::Release);
+    Ok(())
+}
+
+fn add_capabilities(jvmti: Jvmti) -> Result<(), ParkError> {
     // SAFETY: an all-zero capabilities struct is valid.
     let mut caps: sys::jvmtiCapabilities = unsafe { std::mem::zeroed() };
     caps.set_can_generate_breakpoint_events(1);
@@ -147,21 +160,17 @@ fn make_env(vm: Vm) -> Result<(), ParkError> {
     caps.set_can_get_constant_pool(1);
     let add = jvmti.table().AddCapabilities.ok_or(ParkError::NoEnv)?;
     // SAFETY: valid env and struct.
-    check(unsafe { add(jvmti.0, &caps) }).map_err(ParkError::Capabilities)?;
-    if shared != 0 {
-        // The capture's callback hands park's breakpoints over.
-        ENV.store(shared, Ordering::Release);
-        return Ok(());
-    }
+    check(unsafe { add(jvmti.0, &caps) }).map_err(ParkError::Capabilities)
+}
+
+fn set_callback(jvmti: Jvmti) -> Result<(), ParkError> {
     // SAFETY: all-None callbacks are valid; the one used is set below.
     let mut cb: sys::jvmtiEventCallbacks = unsafe { std::mem::zeroed() };
     cb.Breakpoint = Some(on_breakpoint);
     jvmti.set_callbacks(&cb).map_err(ParkError::Callbacks)?;
     jvmti
         .set_event(true, sys::JVMTI_EVENT_BREAKPOINT)
-        .map_err(ParkError::Callbacks)?;
-    ENV.store(jvmti.0 as usize, Ordering::Release);
-    Ok(())
+        .map_err(ParkError::Callbacks)
 }
 
 /// Whether `install` made the park environment (the agent loaded at start).
@@ -272,6 +281,7 @@ fn park_calls(code: &[u8], pool: &ConstantPool) -> Vec<(u32, u32)> {
         .iter()
         .filter(|i| i.opcode == INVOKEVIRTUAL)
         .filter(|i| {
+            // decode checked that the instruction's 3 bytes are there.
             let at = i.offset as usize;
             let index = u16::from_be_bytes([code[at + 1], code[at + 2]]);
             pool.member_ref(index)
