@@ -83,7 +83,7 @@ pub struct SamplingArgs {
     #[command(flatten)]
     pub tracing: TracingArgs,
     /// JVM events to record, comma-separated: threads, monitors, waits, gc, alloc,
-    /// classes, jit, user, or all.
+    /// classes, jit, user, park, or all (every kind but park: `all,park`).
     #[arg(long, value_name = "LIST")]
     pub events: Option<String>,
     /// Mean bytes between allocation samples (e.g. 512k) with `--events alloc`.

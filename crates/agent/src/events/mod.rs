@@ -173,7 +173,7 @@ pub fn start(
         if kinds == Kinds::PARK {
             return Err(park::unavailable().into());
         }
-        // `events=all` by attach: the other kinds still work.
+        // Park with other kinds (`events=all+park`) by attach: the others still work.
         eprintln!("jscope: {}; parks are not recorded", park::unavailable());
         kinds.remove(Kinds::PARK);
     }
