@@ -368,7 +368,9 @@ unsafe extern "C" fn on_breakpoint(
     method: sys::jmethodID,
     location: sys::jlocation,
 ) {
-    on_shared_breakpoint(jvmti, jni, thread, method, location);
+    let _ = std::panic::catch_unwind(|| {
+        on_shared_breakpoint(jvmti, jni, thread, method, location);
+    });
 }
 
 /// Takes a breakpoint of the shared environment when it is one of park's;
