@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use jscope_format::Recording;
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{
+    agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
+};
 use jscope_wire::{
     read_message, read_preamble, stream_id_for, write_message, Accept, Hello, Message, RefuseCode,
     DEFAULT_MAX_FRAME,
@@ -572,33 +574,6 @@ fn a_full_buffer_drops_whole_chunks_and_a_resync_keeps_the_rest_readable() {
     }
 }
 
-/// `jcmd` beside the `java` launcher (found through PATH and symlinks).
-fn jcmd(java: &Java) -> PathBuf {
-    let bin = if java.bin.components().count() > 1 {
-        java.bin.clone()
-    } else {
-        std::env::var_os("PATH")
-            .iter()
-            .flat_map(std::env::split_paths)
-            .map(|dir| dir.join(&java.bin))
-            .find(|p| p.exists())
-            .unwrap_or_else(|| java.bin.clone())
-    };
-    bin.canonicalize().unwrap_or(bin).with_file_name("jcmd")
-}
-
-/// Loads the agent into `pid` with jcmd; returns jcmd's output.
-fn jcmd_load(java: &Java, pid: u32, options: &str) -> String {
-    let out = Command::new(jcmd(java))
-        .arg(pid.to_string())
-        .arg("JVMTI.agent_load")
-        .arg(agent_path())
-        .arg(format!("\"{options}\""))
-        .output()
-        .expect("run jcmd");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Names of the threads of process `pid`, from /proc.
 fn thread_names(pid: u32) -> Vec<String> {
     std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -613,7 +588,7 @@ fn thread_names(pid: u32) -> Vec<String> {
 #[test]
 fn attach_streams_until_stop_and_the_agent_threads_leave() {
     let _serial = serial();
-    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).exists()).collect();
+    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).is_some()).collect();
     assert!(!javas.is_empty(), "no JDK with jcmd found");
     for java in javas {
         let collector = TestCollector::start("");
@@ -628,7 +603,7 @@ fn attach_streams_until_stop_and_the_agent_threads_leave() {
         let mut jvm = Child::spawn(&mut cmd);
         std::thread::sleep(Duration::from_millis(700));
         let options = format!("mode=cpu+wall,collector={}", collector.addr());
-        let started = jcmd_load(&java, jvm.id(), &options);
+        let started = jcmd_agent_load(&jcmd(&java).unwrap(), jvm.id(), &options);
         assert!(
             started.contains("return code: 0"),
             "JDK {}: {started}",
@@ -639,7 +614,7 @@ fn attach_streams_until_stop_and_the_agent_threads_leave() {
         for name in ["jscope-sender", "jscope-wall", "jscope-writer"] {
             assert!(running.iter().any(|n| n == name), "{name} in {running:?}");
         }
-        let stopped = jcmd_load(&java, jvm.id(), "stop");
+        let stopped = jcmd_agent_load(&jcmd(&java).unwrap(), jvm.id(), "stop");
         assert!(
             stopped.contains("return code: 0"),
             "JDK {}: {stopped}",

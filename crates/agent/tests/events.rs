@@ -11,7 +11,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use jscope_format::{JvmEvent, Recording, UserEventKind};
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{
+    agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
+};
 
 const JVM_LIMIT: Duration = Duration::from_secs(240);
 
@@ -609,20 +611,6 @@ fn class_loads_and_jit_compilations_are_named() {
         );
     }
 }
-
-/// `jcmd` next to the JDK's java, when the JDK has one.
-fn jcmd(java: &Java) -> Option<PathBuf> {
-    let bin = if java.bin.components().count() > 1 {
-        java.bin.clone()
-    } else {
-        std::env::split_paths(&std::env::var_os("PATH")?)
-            .map(|d| d.join(&java.bin))
-            .find(|p| p.exists())?
-    };
-    let real = bin.canonicalize().unwrap_or(bin);
-    Some(real.with_file_name("jcmd")).filter(|p| p.exists())
-}
-
 /// Events started by dynamic attach (capabilities added in the live phase) on a
 /// running JVM, stopped by a second attach.
 #[test]
@@ -639,16 +627,7 @@ fn attach_records_events_of_a_running_jvm() {
             .stderr(Stdio::piped());
         let mut jvm = Child::spawn(&mut cmd);
         std::thread::sleep(Duration::from_millis(700));
-        let load = |options: &str| {
-            let out = Command::new(&jcmd)
-                .arg(jvm.id().to_string())
-                .arg("JVMTI.agent_load")
-                .arg(agent_path())
-                .arg(format!("\"{options}\""))
-                .output()
-                .expect("run jcmd");
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        };
+        let load = |options: &str| jcmd_agent_load(&jcmd, jvm.id(), options);
         let started = load(&format!(
             "events=monitors,gc,alloc,threads,allocrate=16k,file={}",
             file.display()
@@ -1038,16 +1017,7 @@ fn attach_without_park_breakpoints() {
             .stderr(std::fs::File::create(&log).unwrap());
         let mut jvm = Child::spawn(&mut cmd);
         std::thread::sleep(Duration::from_millis(700));
-        let load = |options: &str| {
-            let out = Command::new(&jcmd)
-                .arg(jvm.id().to_string())
-                .arg("JVMTI.agent_load")
-                .arg(agent_path())
-                .arg(format!("\"{options}\""))
-                .output()
-                .expect("run jcmd");
-            String::from_utf8_lossy(&out.stdout).into_owned()
-        };
+        let load = |options: &str| jcmd_agent_load(&jcmd, jvm.id(), options);
         let refused = load(&format!("events=park,file={}", file.display()));
         assert!(
             !refused.contains("return code: 0"),

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use jscope_format::thread_state::{classify, StateClass};
 use jscope_format::{Recording, SampleMode};
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{
+    agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
+};
 
 const JVM_LIMIT: Duration = Duration::from_secs(60);
 
@@ -374,40 +376,9 @@ fn wall_mode_sees_the_sleeper_that_cpu_mode_does_not() {
     }
 }
 
-/// `jcmd` beside the `java` launcher (found through PATH and symlinks).
-fn jcmd(java: &Java) -> PathBuf {
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|dir| dir.join(&java.bin))
-        .find(|p| p.exists());
-    let bin = if java.bin.components().count() > 1 {
-        Some(java.bin.clone())
-    } else {
-        on_path
-    };
-    let real = bin
-        .and_then(|b| b.canonicalize().ok())
-        .unwrap_or_else(|| java.bin.clone());
-    real.with_file_name("jcmd")
-}
-
-/// `jcmd PID JVMTI.agent_load AGENT "OPTIONS"`; jcmd's own parser would split
-/// unquoted `key=value` options, so they travel in double quotes.
-fn jcmd_load(java: &Java, pid: u32, options: &str) -> String {
-    let out = Command::new(jcmd(java))
-        .arg(pid.to_string())
-        .arg("JVMTI.agent_load")
-        .arg(agent_path())
-        .arg(format!("\"{options}\""))
-        .output()
-        .expect("run jcmd");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[test]
 fn attach_records_a_running_jvm_until_stop() {
-    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).exists()).collect();
+    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).is_some()).collect();
     assert!(!javas.is_empty(), "no JDK with jcmd found");
     for java in javas {
         let file = temp_dir("attach").join("attached.jsc");
@@ -419,8 +390,8 @@ fn attach_records_a_running_jvm_until_stop() {
             .stderr(Stdio::piped());
         let mut jvm = Child::spawn(&mut cmd);
         std::thread::sleep(Duration::from_millis(700));
-        let started = jcmd_load(
-            &java,
+        let started = jcmd_agent_load(
+            &jcmd(&java).unwrap(),
             jvm.id(),
             &format!("mode=cpu+wall+snapshot,file={}", file.display()),
         );
@@ -429,13 +400,13 @@ fn attach_records_a_running_jvm_until_stop() {
             "JDK {}: {started}",
             java.major
         );
-        let again = jcmd_load(&java, jvm.id(), "mode=cpu");
+        let again = jcmd_agent_load(&jcmd(&java).unwrap(), jvm.id(), "mode=cpu");
         assert!(
             !again.contains("return code: 0"),
             "a second recording is refused: {again}"
         );
         std::thread::sleep(Duration::from_millis(1500));
-        let stopped = jcmd_load(&java, jvm.id(), "stop");
+        let stopped = jcmd_agent_load(&jcmd(&java).unwrap(), jvm.id(), "stop");
         assert!(
             stopped.contains("return code: 0"),
             "JDK {}: {stopped}",
@@ -486,7 +457,7 @@ fn attach_records_a_running_jvm_until_stop() {
 
 #[test]
 fn attach_stop_completes_a_command_line_recording_and_a_new_attach_records_again() {
-    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).exists()).collect();
+    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).is_some()).collect();
     assert!(!javas.is_empty(), "no JDK with jcmd found");
     for java in javas {
         let dir = temp_dir("restart");
@@ -504,7 +475,7 @@ fn attach_stop_completes_a_command_line_recording_and_a_new_attach_records_again
             .stderr(Stdio::null());
         let mut jvm = Child::spawn(&mut cmd);
         std::thread::sleep(Duration::from_millis(1000));
-        assert!(jcmd_load(&java, jvm.id(), "stop").contains("return code: 0"));
+        assert!(jcmd_agent_load(&jcmd(&java).unwrap(), jvm.id(), "stop").contains("return code: 0"));
         let first = Recording::read_file(&dir.join(format!("first-{}.jsc", jvm.id()))).unwrap();
         assert!(
             first.end_ticks.is_some(),
@@ -514,8 +485,8 @@ fn attach_stop_completes_a_command_line_recording_and_a_new_attach_records_again
         assert!(!first.samples.is_empty());
 
         let second = dir.join("second.jsc");
-        let started = jcmd_load(
-            &java,
+        let started = jcmd_agent_load(
+            &jcmd(&java).unwrap(),
             jvm.id(),
             &format!("quiet,mode=wall,file={}", second.display()),
         );
@@ -525,9 +496,9 @@ fn attach_stop_completes_a_command_line_recording_and_a_new_attach_records_again
             java.major
         );
         std::thread::sleep(Duration::from_millis(800));
-        assert!(jcmd_load(&java, jvm.id(), "stop").contains("return code: 0"));
+        assert!(jcmd_agent_load(&jcmd(&java).unwrap(), jvm.id(), "stop").contains("return code: 0"));
         assert!(
-            !jcmd_load(&java, jvm.id(), "stop").contains("return code: 0"),
+            !jcmd_agent_load(&jcmd(&java).unwrap(), jvm.id(), "stop").contains("return code: 0"),
             "nothing left to stop"
         );
         let second = Recording::read_file(&second).unwrap();

