@@ -536,8 +536,15 @@ fn samples_in_classes_that_get_unloaded_leave_a_complete_recording() {
         let payload = rec.samples.iter().filter(|s| in_payload(s.stack)).count();
         assert!(
             payload >= 20,
-            "JDK {}: {payload} samples in the unloadable class",
-            java.major
+            "JDK {}: {payload} samples in the unloadable class, of {} (counters {:?}, top frames {:?})",
+            java.major,
+            rec.samples.len(),
+            rec.counters,
+            rec.samples
+                .iter()
+                .take(20)
+                .map(|s| rec.stack(s.stack).first().map(|f| rec.frame_label(f)))
+                .collect::<Vec<_>>()
         );
         let unresolved = rec.counters["methods.unresolved"];
         let sampled = rec.samples.iter().map(|s| s.stack);
