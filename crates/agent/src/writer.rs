@@ -327,7 +327,7 @@ impl Writer {
         if h.num_frames <= 0 {
             // Failed walks are counted by the handler; here only threads that
             // can never give a Java stack are dropped from sampling.
-            if self.strikes.strike(h.tid, h.num_frames) {
+            if self.strikes.strike(h.tid, h.num_frames) && !self.is_java_thread(h.tid, h.env) {
                 self.exclude(h.tid);
             }
             return;
@@ -359,6 +359,29 @@ impl Writer {
         };
         self.chunk.sample(&sample);
         self.samples += 1;
+    }
+
+    /// True for a thread JVMTI shows as a java.lang.Thread. Such a thread is never
+    /// struck out, whatever its failed walks say: an application thread can give
+    /// "unknown, not Java" several times in a row (in the VM while classes load and
+    /// GCs run, on a loaded machine), and striking it out lost all its samples.
+    fn is_java_thread(&mut self, tid: u32, env: usize) -> bool {
+        if self.cfg.table.java_id_of_tid(tid).is_some_and(|id| id != 0) {
+            return true;
+        }
+        if env == 0 {
+            return false;
+        }
+        let found = self
+            .env_mapper
+            .and_then(|m| m.find(self.cfg.jvmti, self.jni, env));
+        match found {
+            Some((java_id, info)) => {
+                self.cfg.table.see(java_id, info, Some(tid));
+                true
+            }
+            None => false,
+        }
     }
 
     /// Stops sampling a thread that is not a Java thread (GC, compiler, VM-internal
