@@ -9,30 +9,21 @@
 mod serving;
 mod support;
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use jscope_testkit::{compile_fixtures, javas, temp_dir, wait_until, Child, Java};
+use jscope_testkit::{javas, temp_dir, wait_until, Child, Java};
 use serde_json::{json, Value};
 use serving::cdp::Browser;
 use serving::Served;
-use support::{fmt_ns, start_logged, wait_ready};
+use support::{fmt_ns, free_port, http_classes, start_logged, wait_ready};
 
 const MINUTE_NS: i64 = 60_000_000_000;
 const REQUESTS: usize = 3;
 
 fn classes() -> PathBuf {
-    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent/tests/http_fixtures"))
-}
-
-fn free_port() -> String {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string()
+    http_classes()
 }
 
 /// Starts a JVM that traces `httpchain.*`, records HTTP calls and streams to

@@ -9,30 +9,34 @@
 mod serving;
 mod support;
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use jscope_analysis::distributed::{Child as Node, DistributedTree, MRef, Member};
 use jscope_analysis::trace::TraceOptions;
-use jscope_testkit::{compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{javas, temp_dir, Child, Java};
 use serde_json::{json, Value};
 use serving::cdp::Browser;
-use support::{fmt_ns, start_logged, wait_ready};
+use support::{fmt_ns, free_port, http_classes, start_logged, wait_ready};
 
 const MINUTE_NS: i64 = 60_000_000_000;
 
 fn classes() -> PathBuf {
-    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent/tests/http_fixtures"))
+    http_classes()
 }
 
-fn free_port() -> String {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string()
+/// The chain's recordings merged, the client's JVM the reference and every call
+/// matched.
+fn merged_whole(files: &[PathBuf], jdk: u32) -> DistributedTree {
+    let members = files
+        .iter()
+        .map(|f| Member::read_file(f, &TraceOptions::default()).unwrap())
+        .collect();
+    let t = DistributedTree::build(members);
+    assert_eq!(t.reference, 0, "JDK {jdk}");
+    assert!(t.unmatched_clients.is_empty(), "JDK {jdk}");
+    assert!(t.unmatched_servers.is_empty(), "JDK {jdk}");
+    t
 }
 
 /// Starts a traced JVM; its output goes to NAME.log in `dir`.
@@ -150,14 +154,7 @@ fn an_http_chain_across_three_jvms_is_one_tree_even_with_clocks_minutes_apart() 
         let j = java.major;
         let dir = temp_dir(&format!("http-chain-{j}"));
         let files = chain(&java, &dir, 2);
-        let members = files
-            .iter()
-            .map(|f| Member::read_file(f, &TraceOptions::default()).unwrap())
-            .collect();
-        let t = DistributedTree::build(members);
-        assert_eq!(t.reference, 0, "JDK {j}");
-        assert!(t.unmatched_clients.is_empty(), "JDK {j}");
-        assert!(t.unmatched_servers.is_empty(), "JDK {j}");
+        let t = merged_whole(&files, j);
         let main = calls(&t.roots(0));
         assert_eq!(main.len(), 1, "JDK {j}");
         assert_eq!(t.label(main[0]), "httpchain.Client.main");
@@ -242,14 +239,7 @@ fn an_http_client_chain_is_one_tree_with_the_trace_continued_across_hops() {
         let j = java.major;
         let dir = temp_dir(&format!("httpclient-chain-{j}"));
         let files = chain_over(&java, &dir, 2, Api::HttpClient);
-        let members = files
-            .iter()
-            .map(|f| Member::read_file(f, &TraceOptions::default()).unwrap())
-            .collect();
-        let t = DistributedTree::build(members);
-        assert_eq!(t.reference, 0, "JDK {j}");
-        assert!(t.unmatched_clients.is_empty(), "JDK {j}");
-        assert!(t.unmatched_servers.is_empty(), "JDK {j}");
+        let t = merged_whole(&files, j);
         let main = calls(&t.roots(0));
         assert_eq!(main.len(), 1, "JDK {j}");
         assert_eq!(t.label(main[0]), "httpchain.NewClient.main");

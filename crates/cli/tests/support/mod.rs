@@ -227,3 +227,20 @@ pub fn fmt_ns(ns: u64) -> String {
         n => format!("{n} ns"),
     }
 }
+
+/// The HTTP fixtures (crates/agent/tests/http_fixtures), compiled once per process.
+pub fn http_classes() -> PathBuf {
+    jscope_testkit::compile_fixtures(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent/tests/http_fixtures"),
+    )
+}
+
+/// A local TCP port nobody listens on (as text, for a fixture's arguments).
+pub fn free_port() -> String {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string()
+}
