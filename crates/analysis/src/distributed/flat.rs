@@ -157,10 +157,23 @@ impl DistributedTree {
             uncertainty_ns,
             own_clock,
             duration_ns: n.duration_ns(),
-            self_ns: n.self_ns,
+            self_ns: self.self_ns(r),
             flags: n.flags,
             remote: None,
         }
+    }
+
+    /// The self time of call `r` in the merged tree: its own JVM's self time less
+    /// the client time of the remote calls grafted under it (they are its children
+    /// here, and the time spent waiting on them is theirs).
+    pub fn self_ns(&self, r: MRef) -> u64 {
+        let remote: u64 = self.links_at.get(&r).map_or(0, |links| {
+            links
+                .iter()
+                .map(|&i| self.remote(self.links[i].client).duration_ns())
+                .sum()
+        });
+        self.node(r).self_ns.saturating_sub(remote)
     }
 
     fn flat_remote(

@@ -133,7 +133,7 @@ impl DistributedTree {
             self.time(r.jvm, n.enter_ns),
             self.time(r.jvm, n.exit_ns),
             fmt_ns(n.duration_ns() as f64),
-            fmt_ns(n.self_ns as f64),
+            fmt_ns(self.self_ns(r) as f64),
             flag_words(n.flags)
         )
     }

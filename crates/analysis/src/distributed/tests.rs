@@ -722,6 +722,21 @@ fn the_flat_rows_carry_each_nodes_jvm_and_each_remote_calls_network_time() {
         assert_eq!(n.parent, Some(i - 1));
         assert_eq!(n.root_jvm, 0);
     }
+    // A stub's own time leaves out the remote call grafted under it.
+    for (stub, call) in [(1, 2), (4, 5), (7, 8)] {
+        let (stub, call) = (&flat.nodes[stub], &flat.nodes[call]);
+        assert!(call.duration_ns > 0 && call.duration_ns < stub.duration_ns);
+        assert_eq!(
+            stub.self_ns,
+            stub.duration_ns - call.duration_ns,
+            "{}",
+            stub.label
+        );
+    }
+    assert_eq!(
+        flat.nodes[0].self_ns,
+        flat.nodes[0].duration_ns - flat.nodes[1].duration_ns
+    );
     let hop = flat.nodes[5].remote.as_ref().unwrap();
     assert_eq!(
         (hop.server_jvm, hop.network_ns, hop.server_ns),
