@@ -183,8 +183,10 @@ impl Jni {
         value
     }
 
-    /// The contents of a java.lang.String reference (None for null).
-    fn string_of(&self, s: sys::jobject) -> Option<String> {
+    /// The contents of a java.lang.String reference (modified UTF-8 read as
+    /// UTF-8); None for null or when the JVM cannot give them (the exception
+    /// cleared).
+    pub fn string_of(&self, s: sys::jobject) -> Option<String> {
         if s.is_null() {
             return None;
         }
@@ -192,6 +194,7 @@ impl Jni {
         // SAFETY: s is a live String reference; the chars are released below.
         let chars = unsafe { (t.GetStringUTFChars?)(self.0, s, null_mut()) };
         if chars.is_null() {
+            self.clear_exception();
             return None;
         }
         let value = unsafe { CStr::from_ptr(chars) }

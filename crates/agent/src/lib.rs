@@ -6,6 +6,7 @@
 //! function catches panics, so nothing ever unwinds into the JVM, and every
 //! failure to start becomes one `jscope: ` line on stderr while the JVM runs on.
 
+pub(crate) mod callback_env;
 pub mod clock;
 pub mod cpu_timers;
 pub mod events;

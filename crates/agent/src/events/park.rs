@@ -25,6 +25,7 @@ use jscope_bytecode::{insn, ClassFile, ConstantPool};
 use super::callbacks;
 use super::queue::RawKind;
 use super::{jvmti_ext, on, Kinds};
+use crate::callback_env::Ti;
 use crate::clock;
 use crate::jvm::{check, Jni, Jvmti, JvmtiError, Vm};
 use crate::sys;
@@ -213,8 +214,8 @@ pub fn arm(jni: Jni, threshold_ns: u64) -> Result<(), ParkError> {
     }
     for s in sites {
         for location in [s.before, s.after] {
-            // DUPLICATE: armed by an earlier recording that was not disarmed.
-            let _ = set_breakpoint(jvmti, s.method, location, true);
+            // False for DUPLICATE: armed by an earlier recording not disarmed.
+            let _ = Ti(jvmti.0).set_breakpoint(s.method as sys::jmethodID, location);
         }
     }
     Ok(())
@@ -227,21 +228,9 @@ pub fn disarm() {
     };
     for s in sites {
         for location in [s.before, s.after] {
-            let _ = set_breakpoint(jvmti, s.method, location, false);
+            let _ = Ti(jvmti.0).clear_breakpoint(s.method as sys::jmethodID, location);
         }
     }
-}
-
-fn set_breakpoint(jvmti: Jvmti, method: usize, location: i64, on: bool) -> Result<(), JvmtiError> {
-    let t = jvmti.table();
-    let f = if on {
-        t.SetBreakpoint
-    } else {
-        t.ClearBreakpoint
-    };
-    let f = f.ok_or(JvmtiError(sys::JVMTI_ERROR_NOT_AVAILABLE))?;
-    // SAFETY: valid env; method is a live jmethodID of LockSupport.
-    check(unsafe { f(jvmti.0, method as sys::jmethodID, location) })
 }
 
 /// The `Unsafe.park` calls of LockSupport's park methods.
@@ -250,10 +239,7 @@ fn find_sites(jvmti: Jvmti, class: sys::jclass) -> Vec<Site> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for method in class_methods(jvmti, class) {
-        let Some((name, desc)) = method_name(jvmti, method) else {
-            continue;
-        };
+    for (method, name, desc) in Ti(jvmti.0).methods(class) {
         let Some(timeout) = variant(&name, &desc) else {
             continue;
         };
@@ -317,37 +303,6 @@ fn empty_class_around(count: u16, pool: &[u8]) -> Vec<u8> {
     // access, this, super, then no interfaces, fields, methods or attributes.
     out.extend_from_slice(&[0; 14]);
     out
-}
-
-fn class_methods(jvmti: Jvmti, class: sys::jclass) -> Vec<sys::jmethodID> {
-    let Some(f) = jvmti.table().GetClassMethods else {
-        return Vec::new();
-    };
-    let (mut n, mut methods) = (0, null_mut());
-    // SAFETY: valid env, class and out-pointers.
-    if check(unsafe { f(jvmti.0, class, &mut n, &mut methods) }).is_err() {
-        return Vec::new();
-    }
-    // SAFETY: JVMTI returned `n` method ids, freed right after.
-    let out = unsafe { std::slice::from_raw_parts(methods, n.max(0) as usize) }.to_vec();
-    jvmti.deallocate(methods.cast());
-    out
-}
-
-fn method_name(jvmti: Jvmti, method: sys::jmethodID) -> Option<(String, String)> {
-    let f = jvmti.table().GetMethodName?;
-    let (mut name, mut sig) = (null_mut(), null_mut());
-    // SAFETY: valid env, method and out-pointers.
-    check(unsafe { f(jvmti.0, method, &mut name, &mut sig, null_mut()) }).ok()?;
-    let take = |p: *mut std::ffi::c_char| {
-        // SAFETY: JVMTI returned a NUL-terminated string, freed right after.
-        let s = unsafe { std::ffi::CStr::from_ptr(p) }
-            .to_string_lossy()
-            .into_owned();
-        jvmti.deallocate(p.cast());
-        s
-    };
-    Some((take(name), take(sig)))
 }
 
 fn bytecodes(jvmti: Jvmti, method: sys::jmethodID) -> Option<Vec<u8>> {
@@ -418,8 +373,14 @@ fn parked(jvmti: Jvmti, jni: Jni, thread: sys::jthread, site: &Site, (since, end
     let blocker = blocker_class(jvmti, jni, thread);
     let timeout_ns = match site.timeout {
         Timeout::None => 0,
-        Timeout::Nanos(slot) => local_long(jvmti, slot).max(0) as u64,
-        Timeout::Until(slot) => until_timeout(local_long(jvmti, slot), duration_ns),
+        Timeout::Nanos(slot) => Ti(jvmti.0)
+            .local_long(null_mut(), 0, slot)
+            .unwrap_or(0)
+            .max(0) as u64,
+        Timeout::Until(slot) => until_timeout(
+            Ti(jvmti.0).local_long(null_mut(), 0, slot).unwrap_or(0),
+            duration_ns,
+        ),
     };
     let kind = RawKind::Park {
         duration_ns,
@@ -438,19 +399,6 @@ fn until_timeout(deadline_ms: i64, duration_ns: u64) -> u64 {
         .map_or(0, |d| d.as_nanos() as i128);
     let began_ns = now_ns - i128::from(duration_ns);
     (i128::from(deadline_ms) * 1_000_000 - began_ns).clamp(0, i128::from(u64::MAX)) as u64
-}
-
-/// A long argument of the park method (depth 0: the breakpoint's frame).
-fn local_long(jvmti: Jvmti, slot: i32) -> i64 {
-    let Some(f) = jvmti.table().GetLocalLong else {
-        return 0;
-    };
-    let mut v = 0;
-    // SAFETY: valid env; a null thread is the current one, stopped at a breakpoint.
-    match check(unsafe { f(jvmti.0, null_mut(), 0, slot, &mut v) }) {
-        Ok(()) => v,
-        Err(_) => 0,
-    }
 }
 
 /// The class signature of the thread's parkBlocker (set before the call by the

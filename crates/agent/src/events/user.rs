@@ -239,7 +239,7 @@ extern "C" fn native_register(
     _class: sys::jclass,
     name: sys::jstring,
 ) -> sys::jint {
-    std::panic::catch_unwind(|| match java_string(Jni(env), name) {
+    std::panic::catch_unwind(|| match Jni(env).string_of(name) {
         Some(name) => register(&name) as sys::jint,
         None => 0,
     })
@@ -265,30 +265,6 @@ extern "C" fn native_begin(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::
 
 extern "C" fn native_end(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
     log(env, id, UserEventKind::End, 0);
-}
-
-/// A Java string's text (modified UTF-8 read as UTF-8); None for null.
-fn java_string(jni: Jni, s: sys::jstring) -> Option<String> {
-    if s.is_null() {
-        return None;
-    }
-    // SAFETY: a JNIEnv points at the VM's function table.
-    let table = unsafe { &**jni.0 };
-    let get = table.GetStringUTFChars?;
-    let release = table.ReleaseStringUTFChars?;
-    // SAFETY: valid env and string reference.
-    let chars = unsafe { get(jni.0, s, std::ptr::null_mut()) };
-    if chars.is_null() {
-        jni.clear_exception();
-        return None;
-    }
-    // SAFETY: JNI returns a NUL-terminated buffer, released right after.
-    let text = unsafe { std::ffi::CStr::from_ptr(chars) }
-        .to_string_lossy()
-        .into_owned();
-    // SAFETY: releases what GetStringUTFChars returned.
-    unsafe { release(jni.0, s, chars) };
-    Some(text)
 }
 
 /// Distinct names with their ids, for tests and counters.

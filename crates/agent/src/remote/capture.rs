@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::jni::{Env, Ti};
 use super::{http, push, RawRemote};
+use crate::callback_env::{Env, Ti};
 use crate::jvm::Vm;
 use crate::sys;
 
@@ -190,7 +190,7 @@ pub(super) fn set_breakpoints(ti: Ti, sig: &str, class: sys::jclass, targets: &[
     }
     for (m, name, desc) in ti.methods(class) {
         for (_, n, d, slot) in targets.iter().filter(|t| t.0 == sig) {
-            if name == *n && desc == *d && ti.set_breakpoint(m) {
+            if name == *n && desc == *d && ti.set_breakpoint(m, 0) {
                 slot.store(m as usize, Ordering::Release);
             }
         }
@@ -263,25 +263,9 @@ fn short_method(generic: &str) -> String {
 /// The endpoints of a `TCPConnection`'s socket, from this JVM's side.
 fn endpoints(env: Env, conn: sys::jobject) -> Option<(Endpoint, Endpoint)> {
     let socket = env.object_field(conn, "socket", "Ljava/net/Socket;");
-    if socket.is_null() {
-        return None;
-    }
-    let host = |getter: &str| {
-        let addr = env.call_object(socket, getter, "()Ljava/net/InetAddress;");
-        let h = env.call_string(addr, "getHostAddress");
-        env.delete(addr);
-        h
-    };
-    let local = (
-        host("getLocalAddress"),
-        env.call_int(socket, "getLocalPort"),
-    );
-    let remote = (host("getInetAddress"), env.call_int(socket, "getPort"));
+    let ends = http::socket_endpoints(env, socket);
     env.delete(socket);
-    match (local, remote) {
-        ((Some(lh), Some(lp)), (Some(rh), Some(rp))) => Some(((lh, lp as u32), (rh, rp as u32))),
-        _ => None,
-    }
+    ends
 }
 
 /// `StreamRemoteCall(Connection c, ObjID id, int op, long hash)`: slots 1-4.

@@ -18,8 +18,8 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::capture::{is, next_seq, set_breakpoints, Target};
-use super::jni::{Env, Ti};
 use super::{push, RawRemote};
+use crate::callback_env::{Env, Ti};
 use crate::sys;
 
 const HTTP_CLIENT: &str = "Lsun/net/www/http/HttpClient;";
@@ -348,7 +348,17 @@ fn read_exchange(env: Env, exchange: sys::jobject) -> Option<Call> {
 
 /// An `InetSocketAddress` getter of the exchange as (host address, port).
 fn address(env: Env, exchange: sys::jobject, getter: &str) -> Option<Endpoint> {
-    let sa = env.call_object(exchange, getter, "()Ljava/net/InetSocketAddress;");
+    socket_address(env, exchange, (getter, "()Ljava/net/InetSocketAddress;"))
+}
+
+/// The `InetSocketAddress` a getter of `o` returns (`(name, descriptor)`), as
+/// (host address, port).
+pub(super) fn socket_address(
+    env: Env,
+    o: sys::jobject,
+    (getter, descriptor): (&str, &str),
+) -> Option<Endpoint> {
+    let sa = env.call_object(o, getter, descriptor);
     let addr = env.call_object(sa, "getAddress", "()Ljava/net/InetAddress;");
     let host = env.call_string(addr, "getHostAddress");
     let port = env.call_int(sa, "getPort");

@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::capture::{is, next_seq, set_breakpoints, Target};
-use super::http::{new_traceparent, served_trace_id};
-use super::jni::{Env, Ti};
+use super::http::{new_traceparent, served_trace_id, socket_address};
 use super::{push, RawRemote};
+use crate::callback_env::{Env, Ti};
 use crate::sys;
 
 const MULTI_EXCHANGE: &str = "Ljdk/internal/net/http/MultiExchange;";
@@ -250,13 +250,7 @@ fn connection_endpoints(env: Env, conn: sys::jobject) -> Option<(Endpoint, Endpo
 
 /// A `SocketChannel` address getter as (host address, port).
 fn channel_address(env: Env, channel: sys::jobject, getter: &str) -> Option<Endpoint> {
-    let sa = env.call_object(channel, getter, "()Ljava/net/SocketAddress;");
-    let addr = env.call_object(sa, "getAddress", "()Ljava/net/InetAddress;");
-    let host = env.call_string(addr, "getHostAddress");
-    let port = env.call_int(sa, "getPort");
-    env.delete(addr);
-    env.delete(sa);
-    Some((host?, port? as u32))
+    socket_address(env, channel, (getter, "()Ljava/net/SocketAddress;"))
 }
 
 /// Pushes the finished call, on the caller's thread. Without endpoints (the

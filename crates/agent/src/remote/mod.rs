@@ -24,7 +24,6 @@
 mod capture;
 mod http;
 mod http_client;
-mod jni;
 
 use std::sync::Mutex;
 

@@ -1,5 +1,6 @@
-//! The few JNI and JVMTI calls the remote-call capture needs, on raw pointers
-//! (the callbacks hand them over), each clearing any exception it causes.
+//! The JNI and JVMTI calls of the breakpoint captures (remote calls, parks), on
+//! the raw pointers their callbacks are handed, each clearing any exception it
+//! causes.
 
 use std::ffi::{CStr, CString};
 use std::ptr::null_mut;
@@ -126,24 +127,9 @@ impl Env {
         (!self.clear()).then_some(r)
     }
 
-    /// The text of a java.lang.String (None for null).
+    /// The text of a java.lang.String (None for null or on failure).
     pub fn string(&self, s: sys::jobject) -> Option<String> {
-        if s.is_null() {
-            return None;
-        }
-        let t = self.t();
-        // SAFETY: s is a live String; the chars are released below.
-        unsafe {
-            let chars =
-                (t.GetStringUTFChars.expect("JNI GetStringUTFChars"))(self.0, s, null_mut());
-            if chars.is_null() {
-                self.clear();
-                return None;
-            }
-            let v = CStr::from_ptr(chars).to_string_lossy().into_owned();
-            (t.ReleaseStringUTFChars.expect("JNI ReleaseStringUTFChars"))(self.0, s, chars);
-            Some(v)
-        }
+        crate::jvm::Jni(self.0).string_of(s)
     }
 
     /// `o.name()` as a Rust string, for a method returning a String.
@@ -321,9 +307,17 @@ impl Ti {
             .collect()
     }
 
-    pub fn set_breakpoint(&self, m: sys::jmethodID) -> bool {
-        // SAFETY: valid env and method id; location 0 is every method's first instruction.
-        unsafe { (self.t().SetBreakpoint.expect("JVMTI SetBreakpoint"))(self.0, m, 0) == 0 }
+    /// A breakpoint at `location` (a bci; 0 is every method's first instruction).
+    pub fn set_breakpoint(&self, m: sys::jmethodID, location: i64) -> bool {
+        // SAFETY: valid env and method id; JVMTI checks the location.
+        unsafe { (self.t().SetBreakpoint.expect("JVMTI SetBreakpoint"))(self.0, m, location) == 0 }
+    }
+
+    pub fn clear_breakpoint(&self, m: sys::jmethodID, location: i64) -> bool {
+        // SAFETY: valid env and method id; JVMTI checks the location.
+        unsafe {
+            (self.t().ClearBreakpoint.expect("JVMTI ClearBreakpoint"))(self.0, m, location) == 0
+        }
     }
 
     /// A reference local of the current thread's frame at `depth`.
