@@ -10,6 +10,11 @@ pub fn monotonic_ns() -> u64 {
     read_clock(libc::CLOCK_MONOTONIC)
 }
 
+/// The calling thread's CPU time in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    read_clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
 /// Unix-epoch nanoseconds.
 pub fn wall_ns() -> u64 {
     read_clock(libc::CLOCK_REALTIME)

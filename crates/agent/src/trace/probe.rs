@@ -149,16 +149,6 @@ fn now() -> u64 {
     CLOCK.now()
 }
 
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid out-pointer; the calling thread's CPU clock always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// An open call on the shadow stack.
 #[derive(Debug, Clone, Copy)]
 struct Open {
@@ -203,7 +193,11 @@ impl Local {
     // Always inlined: as a call it cost a frame per probe on the hottest path.
     #[inline(always)]
     fn emit(&mut self, id: u32, kind: u32, untraced: u32) {
-        let cpu = if self.with_cpu { thread_cpu_ns() } else { 0 };
+        let cpu = if self.with_cpu {
+            clock::thread_cpu_ns()
+        } else {
+            0
+        };
         self.ring.push(
             RawEvent {
                 ticks: now(),
