@@ -369,19 +369,17 @@ impl Writer {
         if self.cfg.table.java_id_of_tid(tid).is_some_and(|id| id != 0) {
             return true;
         }
-        if env == 0 {
-            return false;
-        }
-        let found = self
+        env != 0 && self.java_thread_by_env(tid, env).is_some()
+    }
+
+    /// The recording thread of the Java thread whose JNIEnv is `env`, found
+    /// through JVMTI and learnt for Linux thread `tid`; None when JVMTI shows no
+    /// java.lang.Thread for it.
+    fn java_thread_by_env(&mut self, tid: u32, env: usize) -> Option<u32> {
+        let (java_id, info) = self
             .env_mapper
-            .and_then(|m| m.find(self.cfg.jvmti, self.jni, env));
-        match found {
-            Some((java_id, info)) => {
-                self.cfg.table.see(java_id, info, Some(tid));
-                true
-            }
-            None => false,
-        }
+            .and_then(|m| m.find(self.cfg.jvmti, self.jni, env))?;
+        Some(self.cfg.table.see(java_id, info, Some(tid)))
     }
 
     /// Stops sampling a thread that is not a Java thread (GC, compiler, VM-internal
@@ -402,17 +400,12 @@ impl Writer {
         if let Some(&order) = self.unmatched_envs.get(&env) {
             return order;
         }
-        let found = self
-            .env_mapper
-            .and_then(|m| m.find(self.cfg.jvmti, self.jni, env));
-        match found {
-            Some((java_id, info)) => self.cfg.table.see(java_id, info, Some(tid)),
-            None => {
-                let order = self.cfg.table.see_anonymous(tid, kernel_thread_name(tid));
-                self.unmatched_envs.insert(env, order);
-                order
-            }
+        if let Some(order) = self.java_thread_by_env(tid, env) {
+            return order;
         }
+        let order = self.cfg.table.see_anonymous(tid, kernel_thread_name(tid));
+        self.unmatched_envs.insert(env, order);
+        order
     }
 
     /// Writes the thread's definition if it is new or changed since last written.
