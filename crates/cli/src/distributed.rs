@@ -11,12 +11,11 @@ use jscope_analysis::distributed::{
     MemberSource, Session,
 };
 use jscope_analysis::trace::TraceOptions;
-use jscope_analysis::ThreadMatcher;
 use jscope_collector::{FileStore, Store};
 
 use crate::args::Format;
 use crate::remote::Collector;
-use crate::source::{choose, JvmRow};
+use crate::source::{choose_all, data_rows, encode, JvmRow};
 
 /// FILE's value when only --collector is given (clap needs one for the field).
 const NO_FILE: &str = "-";
@@ -96,13 +95,6 @@ pub struct MergeArgs {
     pub hide: Vec<String>,
 }
 
-fn options(hide: &[String]) -> TraceOptions {
-    TraceOptions {
-        hide: hide.iter().map(|p| ThreadMatcher::new(p)).collect(),
-        probe_cost_ns: None,
-    }
-}
-
 /// Reads the recordings, as many at a time as there are cores, each into its call
 /// tree; a damaged recording is read up to the damage, with a warning.
 fn load_sources(sources: &[MemberSource], options: &TraceOptions) -> Result<Vec<Member>> {
@@ -125,26 +117,9 @@ fn open_data(dir: &Path) -> Result<Box<dyn Store>, jscope_collector::CollectorEr
 
 /// The JVMs of a data directory named by `want` (ids or pids), or all of them.
 fn data_sources(dir: &Path, want: &[String]) -> Result<Vec<MemberSource>> {
-    let rows: Vec<JvmRow> = open_data(dir)
-        .with_context(|| format!("cannot open collector data {}", dir.display()))?
-        .jvms()
-        .into_iter()
-        .map(|j| JvmRow {
-            id: j.identity.id,
-            pid: j.identity.pid,
-            command_line: j.identity.command_line,
-            status: String::new(),
-            started_ms: j.identity.start_wall_ns / 1_000_000,
-        })
-        .collect();
-    let ids: Vec<String> = if want.is_empty() {
-        rows.iter().map(|r| r.id.clone()).collect()
-    } else {
-        want.iter()
-            .map(|w| choose(&rows, Some(w)).map(|r| r.id.clone()))
-            .collect::<Result<_>>()?
-    };
-    Ok(ids
+    let store =
+        open_data(dir).with_context(|| format!("cannot open collector data {}", dir.display()))?;
+    Ok(choose_all(&data_rows(&*store), want)?
         .into_iter()
         .map(|jvm| MemberSource::Data {
             dir: dir.to_path_buf(),
@@ -167,7 +142,7 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
         let fetched = fetch_recordings(&c, &args.jvms)?;
         sources.extend(save_fetched(&args.output, fetched)?);
     }
-    let members = load_sources(&sources, &options(&args.hide))?;
+    let members = load_sources(&sources, &TraceOptions::hiding(&args.hide))?;
     let tree = DistributedTree::build(members);
     let dir = args.output.parent().unwrap_or(Path::new(""));
     Session::of(&tree, &sources, dir).write(&args.output)?;
@@ -184,19 +159,13 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
 fn fetch_recordings(c: &Collector, want: &[String]) -> Result<Vec<(String, Vec<u8>)>> {
     let rows: Vec<JvmRow> = serde_json::from_slice(&c.get("/api/jvms")?)
         .with_context(|| format!("{} did not answer a JVM list", c.base()))?;
-    let ids: Vec<String> = if want.is_empty() {
-        rows.iter().map(|r| r.id.clone()).collect()
-    } else {
-        want.iter()
-            .map(|w| choose(&rows, Some(w)).map(|r| r.id.clone()))
-            .collect::<Result<_>>()?
-    };
+    let ids = choose_all(&rows, want)?;
     if ids.is_empty() {
         bail!("{} holds no JVM", c.base());
     }
     ids.into_iter()
         .map(|id| {
-            let bytes = c.get(&format!("/api/jvms/{}/recording", path_segment(&id)))?;
+            let bytes = c.get(&format!("/api/jvms/{}/recording", encode(&id)))?;
             Ok((id, bytes))
         })
         .collect()
@@ -230,18 +199,6 @@ fn file_safe(id: &str) -> String {
         .collect()
 }
 
-/// Percent-encodes a URL path segment.
-fn path_segment(id: &str) -> String {
-    id.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// Every JVM a running collector stored, read into members.
 fn collector_members(
     url: &str,
@@ -271,7 +228,7 @@ fn read_session(path: &Path, options: &TraceOptions) -> Result<(Vec<Member>, Vec
 
 /// The whole merged tree of a session file as rows (for `jscope view SESSION`).
 pub(crate) fn session_rows(path: &Path) -> Result<FlatTree> {
-    let (members, matches) = read_session(path, &options(&[]))?;
+    let (members, matches) = read_session(path, &TraceOptions::default())?;
     let tree = DistributedTree::with_matches(members, &matches);
     Ok(tree.flatten(&DistributedView::default()))
 }
@@ -280,7 +237,7 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
     if args.tree.thread.is_some() {
         bail!("--thread is not supported with --distributed (use --jvm N)");
     }
-    let options = options(&args.tree.hide.hide);
+    let options = TraceOptions::hiding(&args.tree.hide.hide);
     let files: Vec<PathBuf> = std::iter::once(args.tree.file.clone())
         .filter(|f| args.collector.is_none() || f.as_os_str() != NO_FILE)
         .chain(args.more.iter().cloned())

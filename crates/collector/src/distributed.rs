@@ -8,7 +8,6 @@ use jscope_analysis::distributed::{
     StoredError,
 };
 use jscope_analysis::trace::TraceOptions;
-use jscope_analysis::ThreadMatcher;
 
 use crate::store::Store;
 use crate::CollectorError;
@@ -40,10 +39,7 @@ pub fn distributed_tree(
             "the collector holds no JVM".into(),
         ));
     }
-    let options = TraceOptions {
-        hide: q.hide.iter().map(|p| ThreadMatcher::new(p)).collect(),
-        probe_cost_ns: None,
-    };
+    let options = TraceOptions::hiding(&q.hide);
     // Everything stored of each JVM: a call that overlaps the window may have begun
     // long before it, and the window is on the reference's clock, not on this JVM's.
     let members = load_members(&ids, |id| {
