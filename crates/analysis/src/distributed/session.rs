@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use super::{CallRef, DistributedTree, Match, Member, MemberSource};
+use super::{CallRef, ClockOffset, DistributedTree, Match, Member, MemberSource};
 
 /// The session format's version this library reads and writes.
 pub const SESSION_VERSION: u32 = 1;
@@ -47,6 +47,28 @@ pub struct SessionMember {
     /// Add to this JVM's clock to get the reference's; absent when not linked.
     pub offset_ns: Option<i64>,
     pub uncertainty_ns: Option<u64>,
+}
+
+impl SessionMember {
+    fn of(m: &Member, source: &MemberSource, offset: Option<ClockOffset>, dir: &Path) -> Self {
+        let (path, data, jvm) = match source {
+            MemberSource::File(p) => (Some(relative_to(p, dir)), None, None),
+            MemberSource::Data { dir: d, jvm } => {
+                (None, Some(relative_to(d, dir)), Some(jvm.clone()))
+            }
+        };
+        SessionMember {
+            path,
+            data,
+            jvm,
+            host: m.host.clone(),
+            pid: m.pid,
+            command_line: m.command_line.clone(),
+            remote_calls: m.remotes.len(),
+            offset_ns: offset.map(|o| o.offset_ns),
+            uncertainty_ns: offset.map(|o| o.uncertainty_ns),
+        }
+    }
 }
 
 /// A matched remote call of the match table.
@@ -113,26 +135,8 @@ impl Session {
                 .members
                 .iter()
                 .zip(sources)
-                .enumerate()
-                .map(|(j, (m, source))| {
-                    let (path, data, jvm) = match source {
-                        MemberSource::File(p) => (Some(relative_to(p, dir)), None, None),
-                        MemberSource::Data { dir: d, jvm } => {
-                            (None, Some(relative_to(d, dir)), Some(jvm.clone()))
-                        }
-                    };
-                    SessionMember {
-                        path,
-                        data,
-                        jvm,
-                        host: m.host.clone(),
-                        pid: m.pid,
-                        command_line: m.command_line.clone(),
-                        remote_calls: m.remotes.len(),
-                        offset_ns: tree.offsets[j].map(|o| o.offset_ns),
-                        uncertainty_ns: tree.offsets[j].map(|o| o.uncertainty_ns),
-                    }
-                })
+                .zip(&tree.offsets)
+                .map(|((m, source), offset)| SessionMember::of(m, source, *offset, dir))
                 .collect(),
             matches: tree
                 .links
