@@ -43,14 +43,20 @@ pub fn hot_methods(rec: &Recording, mode: Option<Mode>, counts: &StackCounts) ->
     for (stack, n) in counts.by_stack() {
         tally_stack(&labeler, stack, n, &mut tallies);
     }
+    ranked(mode, counts.total, tallies)
+}
+
+/// The table of `tallies` over `samples` selected samples: percentages, and rows
+/// by self samples, then total, then name.
+fn ranked(mode: Option<Mode>, samples: u64, tallies: HashMap<String, Tally>) -> HotMethods {
     let mut methods: Vec<HotMethod> = tallies
         .into_iter()
         .map(|(method, t)| HotMethod {
             method,
             self_samples: t.self_samples,
             total_samples: t.total_samples,
-            self_percent: percent(t.self_samples, counts.total),
-            total_percent: percent(t.total_samples, counts.total),
+            self_percent: percent(t.self_samples, samples),
+            total_percent: percent(t.total_samples, samples),
         })
         .collect();
     methods.sort_by(|a, b| {
@@ -60,7 +66,7 @@ pub fn hot_methods(rec: &Recording, mode: Option<Mode>, counts: &StackCounts) ->
     });
     HotMethods {
         mode,
-        samples: counts.total,
+        samples,
         methods,
     }
 }
@@ -77,6 +83,25 @@ fn tally_stack(labeler: &Labeler, stack: u32, n: u64, tallies: &mut HashMap<Stri
 }
 
 impl HotMethods {
+    /// Several tables (e.g. one per JVM) as one: rows merged by method name, the
+    /// percentages over all their samples, the first table's mode that has one.
+    /// Give whole tables: rows cut off by [`truncate`](HotMethods::truncate) are
+    /// missing from the sums.
+    pub fn merge(tables: impl IntoIterator<Item = HotMethods>) -> HotMethods {
+        let (mut mode, mut samples) = (None, 0);
+        let mut tallies: HashMap<String, Tally> = HashMap::new();
+        for t in tables {
+            mode = mode.or(t.mode);
+            samples += t.samples;
+            for m in t.methods {
+                let e = tallies.entry(m.method).or_default();
+                e.self_samples += m.self_samples;
+                e.total_samples += m.total_samples;
+            }
+        }
+        ranked(mode, samples, tallies)
+    }
+
     /// Keeps the first `n` rows.
     pub fn truncate(&mut self, n: usize) {
         self.methods.truncate(n);

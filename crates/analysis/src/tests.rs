@@ -213,6 +213,33 @@ fn hot_methods_sort_by_self_then_total_and_serialise() {
 }
 
 #[test]
+fn merged_hot_tables_sum_rows_by_name_over_all_samples() {
+    let rec = fixture();
+    let sel = select(None);
+    let one = hot_methods(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec));
+    let none = HotMethods {
+        mode: None,
+        samples: 0,
+        methods: vec![],
+    };
+    let merged = HotMethods::merge([none, one.clone(), one.clone()]);
+    assert_eq!(merged.mode, one.mode);
+    assert_eq!(merged.samples, 24);
+    // Twice the same table: the same rows, in the same order, at the same shares.
+    assert_eq!(merged.methods.len(), one.methods.len());
+    for (m, o) in merged.methods.iter().zip(&one.methods) {
+        assert_eq!(m.method, o.method);
+        assert_eq!(
+            (m.self_samples, m.total_samples),
+            (2 * o.self_samples, 2 * o.total_samples)
+        );
+        assert!((m.self_percent - o.self_percent).abs() < 1e-9);
+        assert!((m.total_percent - o.total_percent).abs() < 1e-9);
+    }
+    assert_eq!(HotMethods::merge([]).samples, 0);
+}
+
+#[test]
 fn collapsed_stacks_are_root_first_with_counts() {
     let rec = fixture();
     let sel = select(None);

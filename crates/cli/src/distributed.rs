@@ -1,24 +1,21 @@
 //! `jscope merge` and `jscope tree --distributed`: recordings of several JVMs that
 //! call each other, merged into one execution tree (docs/DISTRIBUTED.md).
 
-use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use jscope_analysis::distributed::{
-    CallRef, DistributedTree, DistributedView, FlatTree, Match, Member,
+    load_members, load_source, DistributedTree, DistributedView, FlatTree, Match, Member,
+    MemberSource, Session,
 };
 use jscope_analysis::trace::TraceOptions;
-use jscope_analysis::ThreadMatcher;
 use jscope_collector::{FileStore, Store};
-use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::args::Format;
 use crate::remote::Collector;
-use crate::source::{choose, JvmRow};
+use crate::source::{choose_all, data_rows, encode, JvmRow};
 
 /// FILE's value when only --collector is given (clap needs one for the field).
 const NO_FILE: &str = "-";
@@ -98,142 +95,36 @@ pub struct MergeArgs {
     pub hide: Vec<String>,
 }
 
-/// The session file: which recordings, how their calls were matched, and the
-/// clock offsets found. Member paths are relative to the session file's
-/// directory when the recordings lie below it.
-#[derive(Debug, Serialize, Deserialize)]
-struct Session {
-    jscope_session: u32,
-    reference: usize,
-    members: Vec<SessionMember>,
-    matches: Vec<SessionMatch>,
-    unmatched_clients: Vec<[usize; 2]>,
-    unmatched_servers: Vec<[usize; 2]>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct SessionMember {
-    /// A recording file, or
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    path: Option<PathBuf>,
-    /// a collector's data directory and the JVM's stream id in it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    data: Option<PathBuf>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    jvm: Option<String>,
-    host: String,
-    pid: u32,
-    command_line: String,
-    remote_calls: usize,
-    /// Add to this JVM's clock to get the reference's; absent when not linked.
-    offset_ns: Option<i64>,
-    uncertainty_ns: Option<u64>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct SessionMatch {
-    /// [JVM index, index among that JVM's remote-call records].
-    client: [usize; 2],
-    server: [usize; 2],
-    network_ns: u64,
-}
-
-const SESSION_VERSION: u32 = 1;
-
-/// Where a member's recording comes from.
-#[derive(Debug, Clone)]
-enum Source {
-    File(PathBuf),
-    /// A collector's data directory and a stream id in it.
-    Data(PathBuf, String),
-}
-
-impl Source {
-    fn name(&self) -> String {
-        match self {
-            Source::File(p) => p.display().to_string(),
-            Source::Data(dir, id) => format!("{}#{id}", dir.display()),
+/// Reads the recordings, as many at a time as there are cores, each into its call
+/// tree; a damaged recording is read up to the damage, with a warning.
+fn load_sources(sources: &[MemberSource], options: &TraceOptions) -> Result<Vec<Member>> {
+    load_members(sources, |source| {
+        let member = load_source(source, options, open_data)?;
+        if let Some(d) = &member.tree.damage {
+            eprintln!(
+                "jscope: warning: {} is {d}; read up to there",
+                source.name()
+            );
         }
-    }
-}
-
-fn options(hide: &[String]) -> TraceOptions {
-    TraceOptions {
-        hide: hide.iter().map(|p| ThreadMatcher::new(p)).collect(),
-        probe_cost_ns: None,
-    }
-}
-
-/// Reads the recordings, two at a time (one per core), each into its call tree.
-fn load_members(sources: &[Source], options: &TraceOptions) -> Result<Vec<Member>> {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut out: Vec<Option<Result<Member>>> = (0..sources.len()).map(|_| None).collect();
-    for (batch, slots) in sources.chunks(workers).zip(out.chunks_mut(workers)) {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = batch
-                .iter()
-                .map(|p| s.spawn(move || load_member(p, options)))
-                .collect();
-            for (h, slot) in handles.into_iter().zip(slots) {
-                *slot = Some(h.join().expect("loading a recording does not panic"));
-            }
-        });
-    }
-    out.into_iter()
-        .map(|m| m.expect("every slot filled"))
-        .collect()
-}
-
-fn load_member(source: &Source, options: &TraceOptions) -> Result<Member> {
-    let member = match source {
-        Source::File(path) => Member::read_file(path, options)
-            .with_context(|| format!("cannot read {}", path.display()))?,
-        Source::Data(dir, id) => {
-            let bytes = open_data(dir)?
-                .raw(id, None, None)
-                .with_context(|| format!("cannot read JVM {id} from {}", dir.display()))?;
-            Member::from_bytes(&source.name(), &bytes, options)
-                .with_context(|| format!("cannot read JVM {id} from {}", dir.display()))?
-        }
-    };
-    if let Some(d) = &member.tree.damage {
-        eprintln!(
-            "jscope: warning: {} is {d}; read up to there",
-            source.name()
-        );
-    }
-    Ok(member)
+        Ok(member)
+    })
 }
 
 /// Read-only: a collector may be writing to the directory right now.
-fn open_data(dir: &Path) -> Result<FileStore> {
-    FileStore::open_read_only(dir)
-        .with_context(|| format!("cannot open collector data {}", dir.display()))
+fn open_data(dir: &Path) -> Result<Box<dyn Store>, jscope_collector::CollectorError> {
+    Ok(Box::new(FileStore::open_read_only(dir)?))
 }
 
 /// The JVMs of a data directory named by `want` (ids or pids), or all of them.
-fn data_sources(dir: &Path, want: &[String]) -> Result<Vec<Source>> {
-    let rows: Vec<JvmRow> = open_data(dir)?
-        .jvms()
+fn data_sources(dir: &Path, want: &[String]) -> Result<Vec<MemberSource>> {
+    let store =
+        open_data(dir).with_context(|| format!("cannot open collector data {}", dir.display()))?;
+    Ok(choose_all(&data_rows(&*store), want)?
         .into_iter()
-        .map(|j| JvmRow {
-            id: j.identity.id,
-            pid: j.identity.pid,
-            command_line: j.identity.command_line,
-            status: String::new(),
-            started_ms: j.identity.start_wall_ns / 1_000_000,
+        .map(|jvm| MemberSource::Data {
+            dir: dir.to_path_buf(),
+            jvm,
         })
-        .collect();
-    let ids: Vec<String> = if want.is_empty() {
-        rows.iter().map(|r| r.id.clone()).collect()
-    } else {
-        want.iter()
-            .map(|w| choose(&rows, Some(w)).map(|r| r.id.clone()))
-            .collect::<Result<_>>()?
-    };
-    Ok(ids
-        .into_iter()
-        .map(|id| Source::Data(dir.to_path_buf(), id))
         .collect())
 }
 
@@ -241,7 +132,8 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
     if !args.jvms.is_empty() && args.data.is_none() && args.collector.is_none() {
         bail!("--jvm chooses JVMs of --data or --collector");
     }
-    let mut sources: Vec<Source> = args.files.iter().cloned().map(Source::File).collect();
+    let mut sources: Vec<MemberSource> =
+        args.files.iter().cloned().map(MemberSource::File).collect();
     if let Some(dir) = &args.data {
         sources.extend(data_sources(dir, &args.jvms)?);
     }
@@ -250,13 +142,10 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
         let fetched = fetch_recordings(&c, &args.jvms)?;
         sources.extend(save_fetched(&args.output, fetched)?);
     }
-    let members = load_members(&sources, &options(&args.hide))?;
+    let members = load_sources(&sources, &TraceOptions::hiding(&args.hide))?;
     let tree = DistributedTree::build(members);
     let dir = args.output.parent().unwrap_or(Path::new(""));
-    let session = session_of(&tree, &sources, dir);
-    let text = serde_json::to_string_pretty(&session)?;
-    std::fs::write(&args.output, text + "\n")
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    Session::of(&tree, &sources, dir).write(&args.output)?;
     let mut out = BufWriter::new(io::stdout().lock());
     tree.write_summary(&mut out)?;
     writeln!(out, "session written to {}", args.output.display())?;
@@ -270,19 +159,13 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
 fn fetch_recordings(c: &Collector, want: &[String]) -> Result<Vec<(String, Vec<u8>)>> {
     let rows: Vec<JvmRow> = serde_json::from_slice(&c.get("/api/jvms")?)
         .with_context(|| format!("{} did not answer a JVM list", c.base()))?;
-    let ids: Vec<String> = if want.is_empty() {
-        rows.iter().map(|r| r.id.clone()).collect()
-    } else {
-        want.iter()
-            .map(|w| choose(&rows, Some(w)).map(|r| r.id.clone()))
-            .collect::<Result<_>>()?
-    };
+    let ids = choose_all(&rows, want)?;
     if ids.is_empty() {
         bail!("{} holds no JVM", c.base());
     }
     ids.into_iter()
         .map(|id| {
-            let bytes = c.get(&format!("/api/jvms/{}/recording", path_segment(&id)))?;
+            let bytes = c.get(&format!("/api/jvms/{}/recording", encode(&id)))?;
             Ok((id, bytes))
         })
         .collect()
@@ -290,7 +173,7 @@ fn fetch_recordings(c: &Collector, want: &[String]) -> Result<Vec<(String, Vec<u
 
 /// Writes fetched recordings next to the session (`SESSION-STEM.ID.jsc`), so the
 /// session reads again after the collector is gone.
-fn save_fetched(session: &Path, fetched: Vec<(String, Vec<u8>)>) -> Result<Vec<Source>> {
+fn save_fetched(session: &Path, fetched: Vec<(String, Vec<u8>)>) -> Result<Vec<MemberSource>> {
     let stem = session
         .file_stem()
         .map_or("session".into(), |s| s.to_string_lossy().into_owned());
@@ -301,7 +184,7 @@ fn save_fetched(session: &Path, fetched: Vec<(String, Vec<u8>)>) -> Result<Vec<S
             let path = dir.join(format!("{stem}.{}.jsc", file_safe(&id)));
             std::fs::write(&path, bytes)
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            Ok(Source::File(path))
+            Ok(MemberSource::File(path))
         })
         .collect()
 }
@@ -312,18 +195,6 @@ fn file_safe(id: &str) -> String {
         .map(|c| match c {
             'A'..='Z' | 'a'..='z' | '0'..='9' | '-' | '_' | '.' => c,
             _ => '_',
-        })
-        .collect()
-}
-
-/// Percent-encodes a URL path segment.
-fn path_segment(id: &str) -> String {
-    id.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
         })
         .collect()
 }
@@ -344,134 +215,20 @@ fn collector_members(
         .collect()
 }
 
-fn session_of(tree: &DistributedTree, sources: &[Source], dir: &Path) -> Session {
-    let pair = |c: CallRef| [c.jvm, c.call];
-    Session {
-        jscope_session: SESSION_VERSION,
-        reference: tree.reference,
-        members: tree
-            .members
-            .iter()
-            .zip(sources)
-            .enumerate()
-            .map(|(j, (m, source))| SessionMember {
-                path: match source {
-                    Source::File(p) => Some(relative_to(p, dir)),
-                    Source::Data(..) => None,
-                },
-                data: match source {
-                    Source::Data(d, _) => Some(relative_to(d, dir)),
-                    Source::File(_) => None,
-                },
-                jvm: match source {
-                    Source::Data(_, id) => Some(id.clone()),
-                    Source::File(_) => None,
-                },
-                host: m.host.clone(),
-                pid: m.pid,
-                command_line: m.command_line.clone(),
-                remote_calls: m.remotes.len(),
-                offset_ns: tree.offsets[j].map(|o| o.offset_ns),
-                uncertainty_ns: tree.offsets[j].map(|o| o.uncertainty_ns),
-            })
-            .collect(),
-        matches: tree
-            .links
-            .iter()
-            .map(|l| SessionMatch {
-                client: pair(l.client),
-                server: pair(l.server),
-                network_ns: l.network_ns,
-            })
-            .collect(),
-        unmatched_clients: tree.unmatched_clients.iter().map(|&c| pair(c)).collect(),
-        unmatched_servers: tree.unmatched_servers.iter().map(|&c| pair(c)).collect(),
-    }
-}
-
-/// A recording's path as the session stores it: relative to the session's
-/// directory when below it, so a session and its recordings can move together.
-fn relative_to(path: &Path, dir: &Path) -> PathBuf {
-    let (Ok(p), Ok(d)) = (path.canonicalize(), dir_or_cwd(dir).canonicalize()) else {
-        return path.to_path_buf();
-    };
-    p.strip_prefix(&d).map(Path::to_path_buf).unwrap_or(p)
-}
-
-fn dir_or_cwd(dir: &Path) -> &Path {
-    if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    }
-}
-
 /// A session file starts with `{`; a recording with the format's magic.
 pub(crate) fn is_session(path: &Path) -> Result<bool> {
-    let mut head = [0u8; 1];
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let n = io::Read::read(&mut f, &mut head)?;
-    Ok(n == 1 && head[0] == b'{')
+    jscope_analysis::distributed::is_session(path)
+        .with_context(|| format!("cannot read {}", path.display()))
 }
 
 /// The members and matches of a session file.
 fn read_session(path: &Path, options: &TraceOptions) -> Result<(Vec<Member>, Vec<Match>)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let session: Session = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a jscope session file", path.display()))?;
-    if session.jscope_session != SESSION_VERSION {
-        bail!(
-            "{}: session version {} (this jscope reads {SESSION_VERSION})",
-            path.display(),
-            session.jscope_session
-        );
-    }
-    let dir = dir_or_cwd(path.parent().unwrap_or(Path::new("")));
-    let sources = session
-        .members
-        .iter()
-        .map(|m| match (&m.path, &m.data, &m.jvm) {
-            (Some(p), None, None) => Ok(Source::File(dir.join(p))),
-            (None, Some(d), Some(id)) => Ok(Source::Data(dir.join(d), id.clone())),
-            _ => bail!(
-                "{}: a member needs either \"path\" or \"data\" and \"jvm\"",
-                path.display()
-            ),
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let members = load_members(&sources, options)?;
-    let matches = session
-        .matches
-        .iter()
-        .map(|m| checked_match(&members, m))
-        .collect::<Result<Vec<_>>>()
-        .with_context(|| {
-            format!(
-                "{}: the match table does not fit its recordings",
-                path.display()
-            )
-        })?;
-    Ok((members, matches))
-}
-
-fn checked_match(members: &[Member], m: &SessionMatch) -> Result<Match> {
-    let call = |[jvm, call]: [usize; 2]| -> Result<CallRef> {
-        match members.get(jvm) {
-            Some(member) if call < member.remotes.len() => Ok(CallRef { jvm, call }),
-            _ => bail!("no remote call {call} in JVM {jvm}"),
-        }
-    };
-    Ok(Match {
-        client: call(m.client)?,
-        server: call(m.server)?,
-    })
+    Session::open(path, |sources| load_sources(sources, options))
 }
 
 /// The whole merged tree of a session file as rows (for `jscope view SESSION`).
 pub(crate) fn session_rows(path: &Path) -> Result<FlatTree> {
-    let (members, matches) = read_session(path, &options(&[]))?;
+    let (members, matches) = read_session(path, &TraceOptions::default())?;
     let tree = DistributedTree::with_matches(members, &matches);
     Ok(tree.flatten(&DistributedView::default()))
 }
@@ -480,7 +237,7 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
     if args.tree.thread.is_some() {
         bail!("--thread is not supported with --distributed (use --jvm N)");
     }
-    let options = options(&args.tree.hide.hide);
+    let options = TraceOptions::hiding(&args.tree.hide.hide);
     let files: Vec<PathBuf> = std::iter::once(args.tree.file.clone())
         .filter(|f| args.collector.is_none() || f.as_os_str() != NO_FILE)
         .chain(args.more.iter().cloned())
@@ -494,8 +251,8 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
         let (members, matches) = read_session(&files[0], &options)?;
         DistributedTree::with_matches(members, &matches)
     } else {
-        let sources: Vec<Source> = files.into_iter().map(Source::File).collect();
-        DistributedTree::build(load_members(&sources, &options)?)
+        let sources: Vec<MemberSource> = files.into_iter().map(MemberSource::File).collect();
+        DistributedTree::build(load_sources(&sources, &options)?)
     };
     if let Some(j) = args.jvm.filter(|&j| j >= tree.members.len()) {
         bail!("--jvm {j}: the session has {} JVMs", tree.members.len());
@@ -506,8 +263,7 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
         min_duration_ns: args.tree.min_duration.map_or(0, |d| d.as_nanos() as u64),
     };
     if let Some(path) = &args.chrome {
-        let text = serde_json::to_string(&chrome(&tree.flatten(&view)))?;
-        std::fs::write(path, text + "\n")
+        write_chrome(&tree.flatten(&view), path)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     let mut out = BufWriter::new(io::stdout().lock());
@@ -522,51 +278,9 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
     Ok(())
 }
 
-/// Chrome trace-event JSON of the merged tree: a process per JVM, a complete event
-/// per call on the reference timeline (µs from the earliest call), remote calls as
-/// events on the client's thread with a flow arrow to the server's first call.
-/// Placements of other JVMs carry their uncertainty in `args`.
-fn chrome(flat: &FlatTree) -> serde_json::Value {
-    let origin = flat.nodes.iter().map(|n| n.start_ns).min().unwrap_or(0);
-    let us = |ns: i64| (ns - origin) as f64 / 1e3;
-    let mut tids: HashMap<(usize, &str), usize> = HashMap::new();
-    let mut events: Vec<serde_json::Value> = flat
-        .jvms
-        .iter()
-        .enumerate()
-        .map(|(j, m)| {
-            let name = format!("jvm {j} {} pid {}: {}", m.host, m.pid, m.command_line);
-            json!({"ph": "M", "name": "process_name", "pid": j + 1, "tid": 0, "args": {"name": name}})
-        })
-        .collect();
-    for (i, n) in flat.nodes.iter().enumerate() {
-        let next = tids.len() + 1;
-        let tid = *tids.entry((n.jvm, n.thread.as_str())).or_insert(next);
-        if tid == next {
-            events.push(json!({"ph": "M", "name": "thread_name", "pid": n.jvm + 1, "tid": tid, "args": {"name": n.thread}}));
-        }
-        let mut args = json!({"self_us": n.self_ns as f64 / 1e3, "uncertainty_us": n.uncertainty_ns as f64 / 1e3});
-        if n.own_clock {
-            args["own_clock"] = json!(true);
-        }
-        if let Some(r) = &n.remote {
-            args["network_us"] = json!(r.network_ns as f64 / 1e3);
-            args["server_us"] = json!(r.server_ns as f64 / 1e3);
-            args["server_jvm"] = json!(r.server_jvm);
-            args["conn"] = json!(format!("{}#{}", r.client, r.conn_seq));
-        }
-        let ts = us(n.start_ns);
-        events.push(
-            json!({"ph": "X", "cat": if n.remote.is_some() { "remote" } else { "java" },
-            "name": n.label, "pid": n.jvm + 1, "tid": tid, "ts": ts,
-            "dur": n.duration_ns as f64 / 1e3, "args": args}),
-        );
-        if n.remote.is_some() {
-            events.push(json!({"ph": "s", "cat": "remote", "name": "remote call", "id": i, "pid": n.jvm + 1, "tid": tid, "ts": ts}));
-        }
-        if let Some(p) = n.parent.filter(|&p| flat.nodes[p].remote.is_some()) {
-            events.push(json!({"ph": "f", "bp": "e", "cat": "remote", "name": "remote call", "id": p, "pid": n.jvm + 1, "tid": tid, "ts": ts}));
-        }
-    }
-    json!({"displayTimeUnit": "ns", "traceEvents": events})
+/// The merged timeline as Chrome/Perfetto trace-event JSON.
+fn write_chrome(flat: &FlatTree, path: &Path) -> io::Result<()> {
+    let mut out = BufWriter::new(std::fs::File::create(path)?);
+    flat.write_chrome(&mut out)?;
+    out.flush()
 }

@@ -76,17 +76,7 @@ fn load_data_dir(dir: &Path, want: Option<&str>, window: Window) -> Result<Loade
     // Read-only: a collector may be writing to the directory right now.
     let store = FileStore::open_read_only(dir)
         .with_context(|| format!("cannot open collector data {}", dir.display()))?;
-    let rows: Vec<JvmRow> = store
-        .jvms()
-        .into_iter()
-        .map(|j| JvmRow {
-            id: j.identity.id,
-            pid: j.identity.pid,
-            command_line: j.identity.command_line,
-            status: String::new(),
-            started_ms: j.identity.start_wall_ns / 1_000_000,
-        })
-        .collect();
+    let rows = data_rows(&store);
     let jvm = choose(&rows, want)?;
     let started = jvm.started_ms * 1_000_000;
     let rec = store
@@ -127,6 +117,21 @@ fn load_remote(c: &Collector, want: Option<&str>, window: Window) -> Result<Load
     })
 }
 
+/// The JVMs a collector's store holds, as rows to choose from.
+pub(crate) fn data_rows(store: &dyn Store) -> Vec<JvmRow> {
+    store
+        .jvms()
+        .into_iter()
+        .map(|j| JvmRow {
+            id: j.identity.id,
+            pid: j.identity.pid,
+            command_line: j.identity.command_line,
+            status: String::new(),
+            started_ms: j.identity.start_wall_ns / 1_000_000,
+        })
+        .collect()
+}
+
 fn title_of_jvm(jvm: &JvmRow) -> String {
     let main = jvm.command_line.split_whitespace().next().unwrap_or("");
     format!("{main} (pid {})", jvm.pid).trim_start().to_string()
@@ -157,6 +162,16 @@ pub fn choose<'a>(rows: &'a [JvmRow], want: Option<&str>) -> Result<&'a JvmRow> 
     by_pid.with_context(|| format!("no JVM with id or pid {want}; known: {}", listing(rows)))
 }
 
+/// The ids of the JVMs named by `want` (ids or pids, as for [`choose`]), or of all.
+pub(crate) fn choose_all(rows: &[JvmRow], want: &[String]) -> Result<Vec<String>> {
+    if want.is_empty() {
+        return Ok(rows.iter().map(|r| r.id.clone()).collect());
+    }
+    want.iter()
+        .map(|w| choose(rows, Some(w)).map(|r| r.id.clone()))
+        .collect()
+}
+
 fn listing(rows: &[JvmRow]) -> String {
     let all: Vec<String> = rows
         .iter()
@@ -170,7 +185,7 @@ fn listing(rows: &[JvmRow]) -> String {
 }
 
 /// Percent-encodes a path segment (stream ids are host-pid-start, but hosts vary).
-fn encode(segment: &str) -> String {
+pub(crate) fn encode(segment: &str) -> String {
     segment
         .bytes()
         .map(|b| match b {

@@ -25,10 +25,7 @@ pub struct HideArgs {
 
 impl HideArgs {
     fn options(&self) -> TraceOptions {
-        TraceOptions {
-            hide: self.hide.iter().map(|p| ThreadMatcher::new(p)).collect(),
-            probe_cost_ns: None,
-        }
+        TraceOptions::hiding(&self.hide)
     }
 }
 

@@ -3,9 +3,11 @@
 //! the same code `jscope merge --data` runs, so the collector and the CLI agree on
 //! matches, grafting and clock offsets.
 
-use jscope_analysis::distributed::{DistributedTree, DistributedView, FlatTree, Member};
+use jscope_analysis::distributed::{
+    load_members, load_stored, DistributedTree, DistributedView, FlatTree, RecordingStore,
+    StoredError,
+};
 use jscope_analysis::trace::TraceOptions;
-use jscope_analysis::ThreadMatcher;
 
 use crate::store::Store;
 use crate::CollectorError;
@@ -37,11 +39,18 @@ pub fn distributed_tree(
             "the collector holds no JVM".into(),
         ));
     }
-    let options = TraceOptions {
-        hide: q.hide.iter().map(|p| ThreadMatcher::new(p)).collect(),
-        probe_cost_ns: None,
-    };
-    let members = load_members(store, &ids, &options)?;
+    let options = TraceOptions::hiding(&q.hide);
+    // Everything stored of each JVM: a call that overlaps the window may have begun
+    // long before it, and the window is on the reference's clock, not on this JVM's.
+    let members = load_members(&ids, |id| {
+        load_stored(store, "the store", id, id, &options).map_err(|e| match e {
+            StoredError::Store { source, .. } => source,
+            StoredError::Unreadable { jvm, source, .. } => CollectorError::Unreadable {
+                jvm,
+                message: source.to_string(),
+            },
+        })
+    })?;
     let origins: Vec<u64> = members.iter().map(|m| m.start_wall_ns).collect();
     let tree = DistributedTree::build(members);
     let view = DistributedView {
@@ -64,44 +73,14 @@ fn chosen(store: &dyn Store, want: &[String]) -> Vec<String> {
     store.jvms().into_iter().map(|j| j.identity.id).collect()
 }
 
-/// Reads the JVMs two at a time (one per core), each into its call tree.
-fn load_members(
-    store: &dyn Store,
-    ids: &[String],
-    options: &TraceOptions,
-) -> Result<Vec<Member>, CollectorError> {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut out = Vec::with_capacity(ids.len());
-    for batch in ids.chunks(workers) {
-        let loaded: Vec<Result<Member, CollectorError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = batch
-                .iter()
-                .map(|id| s.spawn(move || load_member(store, id, options)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("reading a JVM does not panic"))
-                .collect()
-        });
-        for m in loaded {
-            out.push(m?);
-        }
-    }
-    Ok(out)
-}
+/// A collector's stores give the merge its members (`jscope merge --data` reads a
+/// data directory through this too).
+impl RecordingStore for dyn Store + '_ {
+    type Error = CollectorError;
 
-fn load_member(
-    store: &dyn Store,
-    id: &str,
-    options: &TraceOptions,
-) -> Result<Member, CollectorError> {
-    // Everything stored: a call that overlaps the window may have begun long before
-    // it, and the window is on the reference's clock, not on this JVM's.
-    let bytes = store.raw(id, None, None)?;
-    Member::from_bytes(id, &bytes, options).map_err(|e| CollectorError::Unreadable {
-        jvm: id.to_string(),
-        message: e.to_string(),
-    })
+    fn recording(&self, jvm: &str) -> Result<Vec<u8>, CollectorError> {
+        self.raw(jvm, None, None)
+    }
 }
 
 /// Drops the top-level rows (with their subtrees) outside `[from, to]` (epoch ns).

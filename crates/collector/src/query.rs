@@ -2,14 +2,13 @@
 //! range, for one JVM or several merged, filtered by thread and state. Each JVM's data
 //! goes through `jscope-analysis` exactly as a recording file would.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 
 use jscope_analysis::{
-    call_graph, collapse, hot_methods, CallGraph, CollapseOptions, HotMethod, HotMethods, Mode,
-    Selection, StackCounts, ThreadMatcher,
+    call_graph, collapse, hot_methods, CallGraph, CollapseOptions, HotMethods, Mode, Selection,
+    StackCounts, ThreadMatcher,
 };
 use jscope_flame::FlameGraph;
 use jscope_format::{Recording, StateClass};
@@ -132,49 +131,11 @@ pub fn flame(store: &dyn Store, q: &Query) -> Result<(FlameGraph, Option<Mode>),
 
 /// Hot methods over the selected samples of every JVM of the query, merged by name.
 pub fn hot(store: &dyn Store, q: &Query, limit: usize) -> Result<HotMethods, CollectorError> {
-    let mut merged: HashMap<String, (u64, u64)> = HashMap::new();
-    let (mut total, mut mode) = (0, None);
-    q.each_jvm(
-        store,
-        |rec, m, counts| (m, counts.total, hot_methods(rec, m, counts).methods),
-        |(m, n, methods)| {
-            mode = mode.or(m);
-            total += n;
-            for h in methods {
-                let e = merged.entry(h.method).or_default();
-                e.0 += h.self_samples;
-                e.1 += h.total_samples;
-            }
-        },
-    )?;
-    let pct = |n: u64| {
-        if total == 0 {
-            0.0
-        } else {
-            n as f64 * 100.0 / total as f64
-        }
-    };
-    let mut methods: Vec<HotMethod> = merged
-        .into_iter()
-        .map(|(method, (s, t))| HotMethod {
-            method,
-            self_samples: s,
-            total_samples: t,
-            self_percent: pct(s),
-            total_percent: pct(t),
-        })
-        .collect();
-    methods.sort_by(|a, b| {
-        (b.self_samples, b.total_samples)
-            .cmp(&(a.self_samples, a.total_samples))
-            .then_with(|| a.method.cmp(&b.method))
-    });
-    methods.truncate(limit);
-    Ok(HotMethods {
-        mode,
-        samples: total,
-        methods,
-    })
+    let mut tables = Vec::new();
+    q.each_jvm(store, hot_methods, |t| tables.push(t))?;
+    let mut merged = HotMethods::merge(tables);
+    merged.truncate(limit);
+    Ok(merged)
 }
 
 /// The call graph of every JVM of the query, merged by method label.

@@ -16,14 +16,24 @@
 //!   ([`ClockOffset`]) and gives per-call network time (client duration minus server
 //!   duration).
 //!
+//! The session file of `jscope merge` ([`Session`]), the merged tree as Chrome
+//! trace-event JSON ([`FlatTree::write_chrome`]) and the loading of members from
+//! files or a collector's store ([`load_source`], [`load_stored`],
+//! [`load_members`]) live here too, so the CLI and the collector share them.
+//!
 //! See docs/DISTRIBUTED.md.
 
+mod chrome;
 mod clock;
 mod flat;
+mod load;
 mod matching;
 mod member;
 mod render;
+mod session;
 
+#[cfg(test)]
+mod files_tests;
 #[cfg(test)]
 mod tests;
 
@@ -35,9 +45,15 @@ use crate::trace::{NodeRef, ThreadTree};
 
 pub use clock::{estimate_offsets, ClockOffset};
 pub use flat::{FlatJvm, FlatNode, FlatRemote, FlatTree};
+pub use load::{
+    load_members, load_source, load_stored, LoadError, MemberSource, RecordingStore, StoredError,
+};
 pub use matching::{match_calls, CallRef, Match};
 pub use member::{Endpoint, Member, ProtocolName, Remote, RemoteSideName};
 pub use render::DistributedView;
+pub use session::{
+    is_session, NoSuchCall, Session, SessionError, SessionMatch, SessionMember, SESSION_VERSION,
+};
 
 /// A call in one JVM's tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

@@ -122,7 +122,13 @@ impl Jvm {
         });
     }
 
-    fn member(mut self, name: &str) -> Member {
+    fn member(self, name: &str) -> Member {
+        let bytes = self.bytes(name);
+        Member::from_bytes(name, &bytes, &TraceOptions::default()).unwrap()
+    }
+
+    /// The recording file's bytes (its command line is `java NAME`).
+    fn bytes(mut self, name: &str) -> Vec<u8> {
         for (thread, mut evs) in std::mem::take(&mut self.events) {
             // Exits sort before entries at the same µs (keys 2t and 2t+1).
             evs.sort_by_key(|e| e.0);
@@ -149,7 +155,7 @@ impl Jvm {
         };
         let mut bytes = encode_file_start(&header);
         bytes.extend(self.w.finish());
-        Member::from_bytes(name, &bytes, &TraceOptions::default()).unwrap()
+        bytes
     }
 }
 
@@ -163,6 +169,14 @@ const TERM: &str = "beacon.TerminationServer.remoteFoo";
 /// clock off by minutes. Server `k` (1..=3) runs its dispatch inside
 /// [1000k + 500, 10000 - 1000k - 500] µs of true time.
 fn beacon(skews_min: [i64; 4]) -> Vec<Member> {
+    beacon_recordings(skews_min)
+        .into_iter()
+        .map(|(n, bytes)| Member::from_bytes(n, &bytes, &TraceOptions::default()).unwrap())
+        .collect()
+}
+
+/// [`beacon`]'s JVMs as recording files' bytes, with their names.
+pub(super) fn beacon_recordings(skews_min: [i64; 4]) -> Vec<(&'static str, Vec<u8>)> {
     let hosts = ["10.0.0.1", "10.0.0.11", "10.0.0.12", "10.0.0.13"];
     let mut jvms: Vec<Jvm> = (0..4)
         .map(|k| Jvm::new(100 + k as u32, hosts[k], skews_min[k] * MINUTE_NS))
@@ -213,7 +227,7 @@ fn beacon(skews_min: [i64; 4]) -> Vec<Member> {
     let names = ["client", "s1", "s2", "s3"];
     jvms.into_iter()
         .zip(names)
-        .map(|(j, n)| j.member(n))
+        .map(|(j, n)| (n, j.bytes(n)))
         .collect()
 }
 

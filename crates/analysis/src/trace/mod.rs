@@ -88,6 +88,15 @@ pub struct TraceOptions {
 }
 
 impl TraceOptions {
+    /// Leaves out the methods matching any of `patterns` (substrings or globs of
+    /// `pkg.Class.method`, as `--hide` gives them); the recording's probe cost.
+    pub fn hiding(patterns: &[String]) -> TraceOptions {
+        TraceOptions {
+            hide: patterns.iter().map(|p| ThreadMatcher::new(p)).collect(),
+            probe_cost_ns: None,
+        }
+    }
+
     /// The probe cost to correct with, if any.
     pub fn probe_cost(&self, rec: &Recording) -> Option<f64> {
         self.probe_cost_ns.or_else(|| {
