@@ -86,6 +86,17 @@ impl ThreadTable {
         let order = match inner.by_java_id.get(&java_id) {
             Some(&order) => {
                 let entry = inner.entry_mut(order);
+                // A thread that has ended has no group any more (JVMTI reports none);
+                // it keeps the group it ran in.
+                let info = if info.group.is_empty() {
+                    ThreadInfo {
+                        group: entry.info.group.clone(),
+                        parent: entry.info.parent.clone(),
+                        ..info
+                    }
+                } else {
+                    info
+                };
                 if entry.info != info {
                     entry.info = info;
                     entry.revision += 1;
@@ -255,6 +266,24 @@ mod tests {
         t.see(5, info("b"), None);
         let renamed = t.changed_since(order, first.revision).unwrap();
         assert_eq!(renamed.info.name, "b");
+    }
+
+    #[test]
+    fn an_ended_thread_keeps_the_group_it_ran_in() {
+        let t = ThreadTable::default();
+        let order = t.see(5, info("waiter"), None);
+        let first = t.changed_since(order, 0).unwrap();
+        let ended = ThreadInfo {
+            group: String::new(),
+            parent: String::new(),
+            ..info("waiter")
+        };
+        t.see(5, ended, None);
+        assert_eq!(
+            t.changed_since(order, first.revision),
+            None,
+            "seen once more as it ends, nothing changed"
+        );
     }
 
     #[test]
