@@ -18,6 +18,7 @@
 //! wrappers are not `unsafe fn`s.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod asgct;
 pub mod breakpoints;
 pub mod entry;
 mod jni;
