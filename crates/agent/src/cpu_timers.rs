@@ -110,8 +110,8 @@ mod tests {
     #[test]
     fn clock_id_matches_pthread_getcpuclockid() {
         let mut expected: libc::clockid_t = 0;
-        // SAFETY: the current thread and a valid out-pointer.
         assert_eq!(
+            // SAFETY: the current thread and a valid out-pointer.
             unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut expected) },
             0
         );

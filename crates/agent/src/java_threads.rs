@@ -1,48 +1,11 @@
-//! Reading identity out of java.lang.Thread objects: the Java thread id and the
-//! address of the VM's native thread, from which a thread's JNIEnv follows.
+//! Describing java.lang.Thread objects and finding a thread by its JNIEnv, on
+//! the identity `crate::jvm::thread` reads (the Java thread id and the address
+//! of the VM's native thread).
 
 use crate::jvm::{Jni, Jvmti, ThreadInfo};
 use crate::sys;
 
-/// Field ids of java.lang.Thread that the agent reads. Field ids stay valid for
-/// as long as the class is loaded, which for Thread is forever.
-#[derive(Clone, Copy, Debug)]
-pub struct ThreadFields {
-    tid: sys::jfieldID,
-    /// `eetop`, HotSpot's pointer to the native JavaThread; null when absent.
-    eetop: sys::jfieldID,
-}
-
-// SAFETY: field ids are plain VM-wide handles, usable from any attached thread.
-unsafe impl Send for ThreadFields {}
-unsafe impl Sync for ThreadFields {}
-
-impl ThreadFields {
-    /// Looks the fields up; None when Thread has no `tid` field.
-    pub fn lookup(jni: Jni) -> Option<ThreadFields> {
-        let class = jni.find_class("java/lang/Thread");
-        if class.is_null() {
-            return None;
-        }
-        let tid = jni.field_id(class, "tid", "J");
-        let eetop = jni.field_id(class, "eetop", "J");
-        jni.delete_local(class);
-        (!tid.is_null()).then_some(ThreadFields { tid, eetop })
-    }
-
-    /// Thread.getId() of `thread`.
-    pub fn java_id(&self, jni: Jni, thread: sys::jthread) -> i64 {
-        jni.long_field(thread, self.tid)
-    }
-
-    /// The native thread's address, or None when unknown or the thread is dead.
-    pub fn native_address(&self, jni: Jni, thread: sys::jthread) -> Option<i64> {
-        if self.eetop.is_null() {
-            return None;
-        }
-        Some(jni.long_field(thread, self.eetop)).filter(|a| *a != 0)
-    }
-}
+pub use crate::jvm::thread::ThreadFields;
 
 /// The Java id and description of `thread`, or None if JVMTI cannot describe it
 /// (it ended meanwhile).

@@ -24,23 +24,12 @@ pub const WALL_SIGNAL: c_int = libc::SIGVTALRM;
 /// `num_frames` marker for a signalled thread that is not attached to the VM.
 pub const NOT_ATTACHED: i32 = -100;
 
-/// HotSpot's trace record for AsyncGetCallTrace.
-#[repr(C)]
-pub struct CallTrace {
-    env: *mut sys::JNIEnv,
-    num_frames: i32,
-    frames: *mut CallFrame,
-}
-
-/// `void AsyncGetCallTrace(ASGCT_CallTrace*, jint depth, void* ucontext)`.
-pub type AsgctFn = unsafe extern "C" fn(*mut CallTrace, i32, *mut c_void);
+/// The stack walker (see `crate::jvm::asgct`).
+pub type AsgctFn = crate::jvm::asgct::Asgct;
 
 /// Finds AsyncGetCallTrace among the symbols libjvm exports.
 pub fn find_asgct() -> Option<AsgctFn> {
-    // SAFETY: dlsym with RTLD_DEFAULT searches the global scope, where libjvm is.
-    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"AsyncGetCallTrace".as_ptr()) };
-    // SAFETY: HotSpot exports the symbol with exactly this signature.
-    (!sym.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, AsgctFn>(sym) })
+    AsgctFn::find()
 }
 
 /// Counter names in index order; see [`Counter`].
@@ -201,15 +190,12 @@ impl SignalShared {
     }
 
     fn walk(&self, env: *mut sys::JNIEnv, frames: *mut CallFrame, ucontext: *mut c_void) -> i32 {
-        let mut trace = CallTrace {
-            env,
-            num_frames: 0,
-            frames,
-        };
-        // SAFETY: frames has room for ring.depth() entries; the walker validates
-        // the thread and context itself and reports failures in num_frames.
-        unsafe { (self.asgct)(&mut trace, self.ring.depth() as i32, ucontext) };
-        trace.num_frames
+        // SAFETY: frames has room for ring.depth() entries, env is this thread's
+        // and ucontext the handler's.
+        unsafe {
+            self.asgct
+                .walk(env, frames, self.ring.depth() as i32, ucontext)
+        }
     }
 }
 

@@ -463,6 +463,12 @@ impl Writer {
         if let Some(link) = &self.cfg.collector {
             values.extend(link.stats.values());
         }
+        // Panics caught at entry points; written only when there were some.
+        values.extend(
+            crate::jvm::entry::counter_values()
+                .into_iter()
+                .filter(|(_, n)| *n > 0),
+        );
         self.chunk.counters(clock::monotonic_ns(), &values);
     }
 

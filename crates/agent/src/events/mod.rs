@@ -12,7 +12,6 @@
 
 pub mod callbacks;
 pub mod drain;
-pub mod jvmti_ext;
 pub mod options;
 pub mod park;
 pub mod queue;
@@ -45,35 +44,6 @@ static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::n
 
 pub fn started() -> bool {
     STARTED.load(Ordering::Relaxed)
-}
-
-/// java.lang.Thread's fields, to name an event's thread by its Java id: a Linux
-/// thread id can belong to another Java thread by the time the writer looks (the
-/// launcher's main thread becomes DestroyJavaVM).
-static FIELDS: std::sync::OnceLock<crate::java_threads::ThreadFields> = std::sync::OnceLock::new();
-/// The agent's JVMTI environment, for the user-event natives.
-static JVMTI: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Thread.getId() of `thread`; 0 when unknown.
-pub fn java_id(jni: *mut sys::JNIEnv, thread: sys::jthread) -> i64 {
-    match FIELDS.get() {
-        Some(f) if !thread.is_null() && !jni.is_null() => f.java_id(Jni(jni), thread),
-        _ => 0,
-    }
-}
-
-/// Thread.getId() of the calling Java thread; 0 when unknown.
-pub fn current_java_id(jni: *mut sys::JNIEnv) -> i64 {
-    let jvmti = JVMTI.load(Ordering::Relaxed);
-    if jvmti == 0 {
-        return 0;
-    }
-    let Some(me) = Jvmti(jvmti as *mut sys::jvmtiEnv).current_thread() else {
-        return 0;
-    };
-    let id = java_id(jni, me);
-    Jni(jni).delete_local(me);
-    id
 }
 
 /// Whether events of `kind` are recorded now.
@@ -180,23 +150,24 @@ pub fn start(
     if kinds.is_empty() {
         return Ok(());
     }
-    jvmti_ext::add_capabilities(jvmti, kinds, options.object_ages)
+    jvmti
+        .add_capabilities(&callbacks::capabilities(kinds, options.object_ages))
         .map_err(EventsError::Capabilities)?;
     DEPTH.store(depth.clamp(1, MAX_EVENT_DEPTH), Ordering::Relaxed);
     OBJECT_AGES.store(options.object_ages.into(), Ordering::Relaxed);
     MONITOR_OWNERS.store(options.monitor_owners.into(), Ordering::Relaxed);
     queue::reset();
-    if let Some(fields) = crate::java_threads::ThreadFields::lookup(jni) {
-        let _ = FIELDS.set(fields);
-    }
-    JVMTI.store(jvmti.0 as usize, Ordering::Relaxed);
+    // Names an event's thread by its Java id: a Linux thread id can belong to
+    // another Java thread by the time the writer looks (the launcher's main
+    // thread becomes DestroyJavaVM).
+    crate::jvm::thread::init(jvmti, jni);
     if kinds.contains(Kinds::ALLOC) {
-        jvmti_ext::set_heap_sampling_interval(jvmti, options.alloc_rate).map_err(|source| {
-            EventsError::Enable {
+        jvmti
+            .set_heap_sampling_interval(options.alloc_rate)
+            .map_err(|source| EventsError::Enable {
                 what: "allocation sampling",
                 source,
-            }
-        })?;
+            })?;
     }
     if kinds.contains(Kinds::USER) {
         user::install(jvmti, jni)?;
@@ -214,7 +185,7 @@ pub fn start(
     }
     if kinds.contains(Kinds::CLASSES) {
         // Best effort: without the extension event, unloads are not recorded.
-        let _ = jvmti_ext::set_class_unload_callback(jvmti, Some(callbacks::class_unloaded));
+        let _ = jvmti.set_class_unload_callback(Some(callbacks::class_unloaded));
     }
     user::set_enabled(kinds.contains(Kinds::USER));
     Ok(())
@@ -228,7 +199,7 @@ pub fn stop(jvmti: Jvmti) {
         park::disarm();
     }
     if kinds.contains(Kinds::CLASSES) {
-        jvmti_ext::set_class_unload_callback(jvmti, None);
+        jvmti.set_class_unload_callback(None);
     }
     for (_, event) in jvmti_events(kinds, true) {
         let _ = jvmti.set_event(false, event);

@@ -24,10 +24,10 @@ use jscope_bytecode::{insn, ClassFile, ConstantPool};
 
 use super::callbacks;
 use super::queue::RawKind;
-use super::{jvmti_ext, on, Kinds};
-use crate::callback_env::Ti;
+use super::{on, Kinds};
 use crate::clock;
-use crate::jvm::{check, Jni, Jvmti, JvmtiError, Vm};
+use crate::jvm::breakpoints::{self, Handler, Hit};
+use crate::jvm::{Jni, Jvmti, JvmtiError, Vm};
 use crate::sys;
 
 const LOCK_SUPPORT: &str = "java/util/concurrent/locks/LockSupport";
@@ -138,36 +138,30 @@ fn make_env(vm: Vm) -> Result<(), ParkError> {
         ENV.store(shared, Ordering::Release);
         return Ok(());
     }
-    let env: *mut sys::jvmtiEnv = vm.get_env(sys::JVMTI_VERSION_1_2).cast();
-    if env.is_null() {
-        return Err(ParkError::NoEnv);
-    }
-    let jvmti = Jvmti(env);
+    let jvmti = vm.jvmti().ok_or(ParkError::NoEnv)?;
     if let Err(e) = add_capabilities(jvmti).and_then(|()| set_callback(jvmti)) {
-        // SAFETY: valid env, used by nothing else.
-        jvmti.table().DisposeEnvironment.map(|f| unsafe { f(env) });
+        jvmti.dispose();
         return Err(e);
     }
-    ENV.store(env as usize, Ordering::Release);
+    ENV.store(jvmti.0 as usize, Ordering::Release);
     Ok(())
 }
 
 fn add_capabilities(jvmti: Jvmti) -> Result<(), ParkError> {
-    // SAFETY: an all-zero capabilities struct is valid.
-    let mut caps: sys::jvmtiCapabilities = unsafe { std::mem::zeroed() };
+    let mut caps = crate::jvm::no_capabilities();
     caps.set_can_generate_breakpoint_events(1);
     caps.set_can_access_local_variables(1);
     caps.set_can_get_bytecodes(1);
     caps.set_can_get_constant_pool(1);
-    let add = jvmti.table().AddCapabilities.ok_or(ParkError::NoEnv)?;
-    // SAFETY: valid env and struct.
-    check(unsafe { add(jvmti.0, &caps) }).map_err(ParkError::Capabilities)
+    jvmti.add_capabilities(&caps).map_err(|e| match e {
+        JvmtiError::Missing(_) => ParkError::NoEnv,
+        e => ParkError::Capabilities(e),
+    })
 }
 
 fn set_callback(jvmti: Jvmti) -> Result<(), ParkError> {
-    // SAFETY: all-None callbacks are valid; the one used is set below.
-    let mut cb: sys::jvmtiEventCallbacks = unsafe { std::mem::zeroed() };
-    cb.Breakpoint = Some(on_breakpoint);
+    let mut cb = crate::jvm::no_callbacks();
+    breakpoints::install(&mut cb);
     jvmti.set_callbacks(&cb).map_err(ParkError::Callbacks)?;
     jvmti
         .set_event(true, sys::JVMTI_EVENT_BREAKPOINT)
@@ -180,8 +174,8 @@ pub fn installed() -> bool {
 }
 
 /// Called by the remote capture once its environment exists, before `install`.
-pub fn share_env(env: *mut sys::jvmtiEnv) {
-    SHARED.store(env as usize, Ordering::Release);
+pub fn share_env(jvmti: Jvmti) {
+    SHARED.store(jvmti.0 as usize, Ordering::Release);
 }
 
 fn env() -> Option<Jvmti> {
@@ -215,7 +209,7 @@ pub fn arm(jni: Jni, threshold_ns: u64) -> Result<(), ParkError> {
     for s in sites {
         for location in [s.before, s.after] {
             // False for DUPLICATE: armed by an earlier recording not disarmed.
-            let _ = Ti(jvmti.0).set_breakpoint(s.method as sys::jmethodID, location);
+            let _ = breakpoints::set(jvmti, s.method as sys::jmethodID, location, HANDLER);
         }
     }
     Ok(())
@@ -228,7 +222,7 @@ pub fn disarm() {
     };
     for s in sites {
         for location in [s.before, s.after] {
-            let _ = Ti(jvmti.0).clear_breakpoint(s.method as sys::jmethodID, location);
+            let _ = jvmti.clear_breakpoint(s.method as sys::jmethodID, location);
         }
     }
 }
@@ -239,11 +233,11 @@ fn find_sites(jvmti: Jvmti, class: sys::jclass) -> Vec<Site> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (method, name, desc) in Ti(jvmti.0).methods(class) {
+    for (method, name, desc) in jvmti.methods(class) {
         let Some(timeout) = variant(&name, &desc) else {
             continue;
         };
-        let Some(code) = bytecodes(jvmti, method) else {
+        let Some(code) = jvmti.bytecodes(method) else {
             continue;
         };
         for (before, after) in park_calls(&code, &pool) {
@@ -280,13 +274,7 @@ fn park_calls(code: &[u8], pool: &ConstantPool) -> Vec<(u32, u32)> {
 /// The class's constant pool, read through JVMTI (whose indices are the ones
 /// GetBytecodes' instructions use) and parsed by wrapping it in an empty class.
 fn constant_pool(jvmti: Jvmti, class: sys::jclass) -> Option<ConstantPool> {
-    let f = jvmti.table().GetConstantPool?;
-    let (mut count, mut len, mut bytes) = (0, 0, null_mut());
-    // SAFETY: valid env, class and out-pointers.
-    check(unsafe { f(jvmti.0, class, &mut count, &mut len, &mut bytes) }).ok()?;
-    // SAFETY: JVMTI returned `len` bytes at `bytes`, freed right after.
-    let raw = unsafe { std::slice::from_raw_parts(bytes, len.max(0) as usize) }.to_vec();
-    jvmti.deallocate(bytes);
+    let (count, raw) = jvmti.constant_pool(class)?;
     let count = u16::try_from(count).ok()?;
     ClassFile::parse(&empty_class_around(count, &raw))
         .ok()
@@ -305,61 +293,34 @@ fn empty_class_around(count: u16, pool: &[u8]) -> Vec<u8> {
     out
 }
 
-fn bytecodes(jvmti: Jvmti, method: sys::jmethodID) -> Option<Vec<u8>> {
-    let f = jvmti.table().GetBytecodes?;
-    let (mut n, mut code) = (0, null_mut());
-    // SAFETY: valid env, method and out-pointers.
-    check(unsafe { f(jvmti.0, method, &mut n, &mut code) }).ok()?;
-    // SAFETY: JVMTI returned `n` bytes, freed right after.
-    let out = unsafe { std::slice::from_raw_parts(code, n.max(0) as usize) }.to_vec();
-    jvmti.deallocate(code);
-    Some(out)
-}
+/// Where park's breakpoints go.
+const HANDLER: Handler = Handler {
+    on_breakpoint: on_park_breakpoint,
+    on_frame_pop: None,
+};
 
-unsafe extern "C" fn on_breakpoint(
-    jvmti: *mut sys::jvmtiEnv,
-    jni: *mut sys::JNIEnv,
-    thread: sys::jthread,
-    method: sys::jmethodID,
-    location: sys::jlocation,
-) {
-    let _ = std::panic::catch_unwind(|| {
-        on_shared_breakpoint(jvmti, jni, thread, method, location);
-    });
-}
-
-/// Takes a breakpoint of the shared environment when it is one of park's;
-/// false when it is not.
-pub fn on_shared_breakpoint(
-    jvmti: *mut sys::jvmtiEnv,
-    jni: *mut sys::JNIEnv,
-    thread: sys::jthread,
-    method: sys::jmethodID,
-    location: sys::jlocation,
-) -> bool {
+/// A breakpoint of park's: the park starts before `Unsafe.park`, ends after it.
+fn on_park_breakpoint(hit: &Hit) {
     let Some(site) = SITES
         .get()
-        .and_then(|s| s.iter().find(|s| s.method == method as usize))
+        .and_then(|s| s.iter().find(|s| s.method == hit.method as usize))
     else {
-        return false;
+        return;
     };
     if !on(Kinds::PARK) {
-        return true;
+        return;
     }
     let now = clock::monotonic_ns();
-    let _ = std::panic::catch_unwind(|| {
-        if location == site.before {
-            PARKED_SINCE.with(|c| c.set(now));
-        } else if location == site.after {
-            let since = PARKED_SINCE.with(|c| c.replace(0));
-            if since == 0 {
-                UNMATCHED.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            parked(Jvmti(jvmti), Jni(jni), thread, site, (since, now));
+    if hit.location == site.before {
+        PARKED_SINCE.with(|c| c.set(now));
+    } else if hit.location == site.after {
+        let since = PARKED_SINCE.with(|c| c.replace(0));
+        if since == 0 {
+            UNMATCHED.fetch_add(1, Ordering::Relaxed);
+            return;
         }
-    });
-    true
+        parked(hit.jvmti, hit.jni, hit.thread, site, (since, now));
+    }
 }
 
 /// A park of this thread ended: queued when long enough, counted otherwise.
@@ -373,12 +334,9 @@ fn parked(jvmti: Jvmti, jni: Jni, thread: sys::jthread, site: &Site, (since, end
     let blocker = blocker_class(jvmti, jni, thread);
     let timeout_ns = match site.timeout {
         Timeout::None => 0,
-        Timeout::Nanos(slot) => Ti(jvmti.0)
-            .local_long(null_mut(), 0, slot)
-            .unwrap_or(0)
-            .max(0) as u64,
+        Timeout::Nanos(slot) => jvmti.local_long(null_mut(), 0, slot).unwrap_or(0).max(0) as u64,
         Timeout::Until(slot) => until_timeout(
-            Ti(jvmti.0).local_long(null_mut(), 0, slot).unwrap_or(0),
+            jvmti.local_long(null_mut(), 0, slot).unwrap_or(0),
             duration_ns,
         ),
     };
@@ -386,7 +344,7 @@ fn parked(jvmti: Jvmti, jni: Jni, thread: sys::jthread, site: &Site, (since, end
         duration_ns,
         blocker,
         timeout_ns,
-        stack: jvmti_ext::current_stack(jvmti, super::depth()),
+        stack: jvmti.current_stack(super::depth()),
     };
     callbacks::push(jni.0, thread, since, kind);
 }
@@ -408,11 +366,8 @@ fn blocker_class(jvmti: Jvmti, jni: Jni, thread: sys::jthread) -> Option<String>
     if field == 0 || thread.is_null() {
         return None;
     }
-    let get = jni.table().GetObjectField?;
-    // SAFETY: valid env; thread is a java.lang.Thread and field one of its fields.
-    let blocker = unsafe { get(jni.0, thread, field as sys::jfieldID) };
-    jni.clear_exception();
-    let class = jvmti_ext::object_class_signature(jvmti, jni, blocker);
+    let blocker = jni.object_field_by_id(thread, field as sys::jfieldID);
+    let class = jvmti.object_class_signature(jni, blocker);
     jni.delete_local(blocker);
     class
 }

@@ -22,10 +22,10 @@ use jscope_bytecode::ClassFile;
 use jscope_format::UserEventKind;
 
 use crate::clock::{ProbeClock, StampMapper};
+use crate::jvm::entry::{guarded_in, USER_EVENTS};
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
 use crate::threads::gettid;
-use crate::trace::jvm_ext;
 
 pub const CLASS_NAME: &str = "jscope/Events";
 
@@ -72,7 +72,7 @@ pub fn install(_jvmti: Jvmti, jni: Jni) -> Result<(), UserClassError> {
         return Ok(());
     }
     let bytes = class_bytes()?;
-    let class = jvm_ext::define_boot_class(jni, CLASS_NAME, &bytes);
+    let class = jni.define_boot_class(CLASS_NAME, &bytes);
     if class.is_null() {
         return Err(UserClassError::Define);
     }
@@ -81,7 +81,7 @@ pub fn install(_jvmti: Jvmti, jni: Jni) -> Result<(), UserClassError> {
         .zip(natives())
         .map(|((n, d), f)| (*n, *d, f))
         .collect();
-    if !jvm_ext::register_natives(jni, class, &methods) {
+    if !jni.register_natives(class, &methods) {
         jni.delete_local(class);
         return Err(UserClassError::Natives);
     }
@@ -223,7 +223,7 @@ fn log(env: *mut sys::JNIEnv, event: i32, kind: UserEventKind, value: i64) {
             return;
         }
         drop(slot);
-        let java_id = super::current_java_id(env);
+        let java_id = crate::jvm::thread::current_java_id(Jni(env));
         let ring = Arc::new(UserRing::new(RING_EVENTS, gettid(), env as usize, java_id));
         let mut local = Local { ring, room: 0 };
         local.ring.push(e, &mut local.room);
@@ -239,15 +239,18 @@ extern "C" fn native_register(
     _class: sys::jclass,
     name: sys::jstring,
 ) -> sys::jint {
-    std::panic::catch_unwind(|| match Jni(env).string_of(name) {
-        Some(name) => register(&name) as sys::jint,
-        None => 0,
+    guarded_in(&USER_EVENTS, "Events.register", 0, || {
+        match Jni(env).string_of(name) {
+            Some(name) => register(&name) as sys::jint,
+            None => 0,
+        }
     })
-    .unwrap_or(0)
 }
 
 extern "C" fn native_log(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
-    log(env, id, UserEventKind::Instant, 0);
+    guarded_in(&USER_EVENTS, "Events.log", (), || {
+        log(env, id, UserEventKind::Instant, 0)
+    })
 }
 
 extern "C" fn native_log_value(
@@ -256,15 +259,21 @@ extern "C" fn native_log_value(
     id: sys::jint,
     value: sys::jlong,
 ) {
-    log(env, id, UserEventKind::Instant, value);
+    guarded_in(&USER_EVENTS, "Events.logValue", (), || {
+        log(env, id, UserEventKind::Instant, value)
+    })
 }
 
 extern "C" fn native_begin(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
-    log(env, id, UserEventKind::Begin, 0);
+    guarded_in(&USER_EVENTS, "Events.begin", (), || {
+        log(env, id, UserEventKind::Begin, 0)
+    })
 }
 
 extern "C" fn native_end(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
-    log(env, id, UserEventKind::End, 0);
+    guarded_in(&USER_EVENTS, "Events.end", (), || {
+        log(env, id, UserEventKind::End, 0)
+    })
 }
 
 /// Distinct names with their ids, for tests and counters.

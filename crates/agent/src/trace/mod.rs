@@ -13,7 +13,6 @@ pub mod aggregate;
 pub mod drain;
 pub mod filter;
 pub mod hook;
-pub mod jvm_ext;
 pub mod probe;
 pub mod probe_class;
 pub mod registry;
@@ -24,7 +23,6 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard};
 
 use jscope_bytecode::{ClassFile, Probes};
 
-use crate::java_threads::ThreadFields;
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
 use filter::{FilterError, Filters};
@@ -308,7 +306,12 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
     if session().is_some() {
         return retarget(jvmti, jni, filters);
     }
-    jvm_ext::add_capabilities(jvmti)?;
+    // Retransformation and class-file hooks for every class (always available
+    // in HotSpot, in the live phase too).
+    let mut caps = crate::jvm::no_capabilities();
+    caps.set_can_retransform_classes(1);
+    caps.set_can_generate_all_class_hook_events(1);
+    jvmti.add_capabilities(&caps)?;
     install_probe_class(jvmti, jni)?;
     probe::begin_session(
         options.cpu,
@@ -319,33 +322,13 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
     let session = Arc::new(Session::new(filters));
     *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.clone());
     set_session(Some(session.clone()));
-    jvm_ext::set_class_hook(jvmti, true)?;
+    jvmti.set_event(true, crate::sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK)?;
     retransform_matching(jvmti, jni, &session, &HashSet::new());
     Ok(())
 }
 
-/// What the probes need to read their thread's Java id (set once per process).
-static IDENTITY: OnceLock<(Jvmti, ThreadFields)> = OnceLock::new();
-
-/// The calling Java thread's `Thread.getId()`, 0 when unknown. Called once per
-/// thread and session, from the probes' slow path: the writer names the thread
-/// by it, since the Linux thread id of `main` later belongs to DestroyJavaVM.
-pub fn current_java_id(jni: Jni) -> i64 {
-    let Some((jvmti, fields)) = IDENTITY.get() else {
-        return 0;
-    };
-    let Some(thread) = jvmti.current_thread() else {
-        return 0;
-    };
-    let id = fields.java_id(jni, thread);
-    jni.delete_local(thread);
-    id
-}
-
 fn install_probe_class(jvmti: Jvmti, jni: Jni) -> Result<(), TraceError> {
-    if let Some(fields) = ThreadFields::lookup(jni) {
-        let _ = IDENTITY.set((jvmti, fields));
-    }
+    crate::jvm::thread::init(jvmti, jni);
     if PROBE_CLASS.get().is_none() {
         let class = probe_class::install(jvmti, jni, &Probes::default())?;
         let _ = PROBE_CLASS.set(class as usize);
@@ -369,7 +352,7 @@ fn retarget(jvmti: Jvmti, jni: Jni, filters: Filters) -> Result<(), TraceError> 
 pub fn stop(jvmti: Jvmti, jni: Option<Jni>, restore: bool) -> Result<(), TraceError> {
     let session = session().ok_or(TraceError::NotRunning)?;
     probe::end_session();
-    let _ = jvm_ext::set_class_hook(jvmti, false);
+    let _ = jvmti.set_event(false, crate::sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
     set_session(None);
     if let (true, Some(jni)) = (restore, jni) {
         let before = std::mem::take(&mut *session.lock_instrumented());
@@ -403,13 +386,13 @@ fn retransform_loaded(jvmti: Jvmti, jni: Jni, session: &Session, wanted: impl Fn
             .copied()
             .filter(|&c| {
                 dotted_name(jvmti, c).is_some_and(|n| !n.starts_with("jscope.") && wanted(&n))
-                    && jvm_ext::is_modifiable(jvmti, c)
+                    && jvmti.is_modifiable(c)
             })
             .collect();
         for batch in chosen.chunks(RETRANSFORM_BATCH) {
-            if jvm_ext::retransform(jvmti, batch).is_err() {
+            if jvmti.retransform(batch).is_err() {
                 for c in batch {
-                    if jvm_ext::retransform(jvmti, &[*c]).is_err() {
+                    if jvmti.retransform(&[*c]).is_err() {
                         session
                             .counters
                             .retransform_errors
@@ -426,7 +409,7 @@ fn retransform_loaded(jvmti: Jvmti, jni: Jni, session: &Session, wanted: impl Fn
 
 /// `java.util.Map$Entry` for an object class; None for arrays and primitives.
 fn dotted_name(jvmti: Jvmti, class: sys::jclass) -> Option<String> {
-    let sig = jvm_ext::class_signature(jvmti, class)?;
+    let sig = jvmti.class_signature(class).ok()?;
     let inner = sig.strip_prefix('L')?.strip_suffix(';')?;
     Some(inner.replace('/', "."))
 }
@@ -451,12 +434,12 @@ fn learn_class_ancestry(jvmti: Jvmti, jni: Jni, session: &Session, class: sys::j
         return;
     };
     let mut supers = Vec::new();
-    let sup = jvm_ext::superclass(jni, class);
+    let sup = jni.superclass(class);
     if !sup.is_null() {
         supers.extend(dotted_name(jvmti, sup));
         jni.delete_local(sup);
     }
-    for i in jvm_ext::interfaces(jvmti, class) {
+    for i in jvmti.interfaces(class) {
         supers.extend(dotted_name(jvmti, i));
         jni.delete_local(i);
     }
@@ -484,10 +467,7 @@ pub fn class_prepared(jvmti: Jvmti, jni: Jni, class: sys::jclass) {
         .filters()
         .subclass_roots()
         .any(|root| session.extends(&name, root));
-    if selected
-        && jvm_ext::is_modifiable(jvmti, class)
-        && jvm_ext::retransform(jvmti, &[class]).is_err()
-    {
+    if selected && jvmti.is_modifiable(class) && jvmti.retransform(&[class]).is_err() {
         session
             .counters
             .retransform_errors

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use super::aggregate::{self, ThreadAgg};
 use crate::clock::{self, ProbeClock, StampMapper};
+use crate::jvm::entry::{guarded_in, TRACE};
 use crate::sys;
 use crate::threads::gettid;
 
@@ -375,7 +376,7 @@ fn replace_local(
 
 #[cold]
 fn new_local(env: *mut sys::JNIEnv, generation: u64) -> Local {
-    let java_id = super::current_java_id(crate::jvm::Jni(env));
+    let java_id = crate::jvm::thread::current_java_id(crate::jvm::Jni(env));
     let ring = Arc::new(ThreadRing::new(
         RING_CAPACITY.load(Ordering::Relaxed),
         gettid(),
@@ -394,20 +395,24 @@ fn new_local(env: *mut sys::JNIEnv, generation: u64) -> Local {
 
 /// `jscope/Trace.enter(int)`.
 pub extern "C" fn native_enter(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
-    let _ = std::panic::catch_unwind(|| {
+    guarded_in(&TRACE, "Trace.enter", (), || {
         let exclude = EXCLUDE_LIBRARY.load(Ordering::Relaxed);
         with_local(env, |l| l.enter(id as u32, exclude));
-    });
+    })
 }
 
 /// `jscope/Trace.exit(int)`.
 pub extern "C" fn native_exit(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
-    let _ = std::panic::catch_unwind(|| with_local(env, |l| l.exit(id as u32, KIND_EXIT)));
+    guarded_in(&TRACE, "Trace.exit", (), || {
+        with_local(env, |l| l.exit(id as u32, KIND_EXIT))
+    })
 }
 
 /// `jscope/Trace.exitThrow(int)`.
 pub extern "C" fn native_exit_throw(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
-    let _ = std::panic::catch_unwind(|| with_local(env, |l| l.exit(id as u32, KIND_THROW)));
+    guarded_in(&TRACE, "Trace.exitThrow", (), || {
+        with_local(env, |l| l.exit(id as u32, KIND_THROW))
+    })
 }
 
 /// The agent's own cost of one probe (timestamp, shadow stack, ring store) in ns,
