@@ -111,22 +111,6 @@ impl Env {
         (!self.clear()).then_some(r)
     }
 
-    /// `o.name()` for a method returning a long.
-    pub fn call_long(&self, o: sys::jobject, name: &str) -> Option<i64> {
-        if o.is_null() {
-            return None;
-        }
-        let m = self.method(o, name, "()J");
-        if m.is_null() {
-            return None;
-        }
-        // SAFETY: m is a no-argument method of o's class returning a long.
-        let r = unsafe {
-            (self.t().CallLongMethodA.expect("JNI CallLongMethodA"))(self.0, o, m, null_mut())
-        };
-        (!self.clear()).then_some(r)
-    }
-
     /// The text of a java.lang.String (None for null or on failure).
     pub fn string(&self, s: sys::jobject) -> Option<String> {
         crate::jvm::Jni(self.0).string_of(s)

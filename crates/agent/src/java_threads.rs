@@ -1,8 +1,74 @@
 //! Reading identity out of java.lang.Thread objects: the Java thread id and the
-//! address of the VM's native thread, from which a thread's JNIEnv follows.
+//! address of the VM's native thread, from which a thread's JNIEnv follows; and
+//! [`ThreadKey`], the one way an event's thread is identified for the writer.
+
+use std::sync::OnceLock;
 
 use crate::jvm::{Jni, Jvmti, ThreadInfo};
 use crate::sys;
+use crate::threads::gettid;
+
+/// Who an event happened on, as its producer knows it; the writer turns it into
+/// the recording's thread id (threads::ThreadTable, by Java id first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ThreadKey {
+    /// Linux thread id.
+    pub tid: u32,
+    /// The thread's JNIEnv, which the writer can map to its java.lang.Thread.
+    pub env: usize,
+    /// `Thread.getId()`, 0 when unknown: names the thread even after it ended
+    /// (its Linux id may then belong to another Java thread, e.g. DestroyJavaVM
+    /// after main).
+    pub java_id: i64,
+}
+
+impl ThreadKey {
+    pub fn new(tid: u32, env: usize, java_id: i64) -> ThreadKey {
+        ThreadKey { tid, env, java_id }
+    }
+
+    /// The calling thread's key, `thread` being its own java.lang.Thread (as a
+    /// JVMTI callback receives it).
+    pub fn of(jni: Jni, thread: sys::jthread) -> ThreadKey {
+        ThreadKey::new(gettid(), jni.0 as usize, java_id(jni, thread))
+    }
+
+    /// The calling Java thread's key.
+    pub fn current(jni: Jni) -> ThreadKey {
+        ThreadKey::new(gettid(), jni.0 as usize, current_java_id(jni))
+    }
+}
+
+/// What learning a Java id needs: published once per process by the first
+/// recording to start, before any engine runs.
+static IDENTITY: OnceLock<(Jvmti, ThreadFields)> = OnceLock::new();
+
+/// Makes [`java_id`] and [`ThreadKey`] work (the first call wins: the agent has
+/// one JVMTI environment and Thread's fields never change).
+pub fn publish_identity(jvmti: Jvmti, fields: ThreadFields) {
+    let _ = IDENTITY.set((jvmti, fields));
+}
+
+/// `Thread.getId()` of `thread`; 0 when unknown.
+pub fn java_id(jni: Jni, thread: sys::jthread) -> i64 {
+    match IDENTITY.get() {
+        Some((_, f)) if !thread.is_null() && !jni.0.is_null() => f.java_id(jni, thread),
+        _ => 0,
+    }
+}
+
+/// `Thread.getId()` of the calling Java thread; 0 when unknown.
+pub fn current_java_id(jni: Jni) -> i64 {
+    let Some((jvmti, _)) = IDENTITY.get() else {
+        return 0;
+    };
+    let Some(me) = jvmti.current_thread() else {
+        return 0;
+    };
+    let id = java_id(jni, me);
+    jni.delete_local(me);
+    id
+}
 
 /// Field ids of java.lang.Thread that the agent reads. Field ids stay valid for
 /// as long as the class is loaded, which for Thread is forever.

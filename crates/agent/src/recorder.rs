@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::cpu_timers::CpuTimers;
 use crate::header::{self, StartTime};
-use crate::java_threads::{describe, ThreadFields};
+use crate::java_threads::{self, describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, JvmtiError, Vm};
 use crate::options::{expand_file_pattern, Options};
 use crate::ring::SampleRing;
@@ -220,6 +220,7 @@ impl Recorder {
         install_hooks: impl Fn(Option<Arc<Hooks>>),
     ) -> Result<Recorder, StartError> {
         let fields = ThreadFields::lookup(jni).ok_or(StartError::NoThreadFields)?;
+        java_threads::publish_identity(jvmti, fields);
         let (header, header_bytes) = prepared.write_header(jvmti, jni, attached)?;
         let table = Arc::new(ThreadTable::default());
         let (link, sender) = prepared.collector(&header, header_bytes, &table).unzip();

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -19,7 +19,7 @@ use jscope_format::{ChunkWriter, Sample, SampleMode, Snapshot, SnapshotThread, T
 
 use crate::clock;
 use crate::cpu_timers::CpuTimers;
-use crate::java_threads::{EnvMapper, ThreadFields};
+use crate::java_threads::{EnvMapper, ThreadFields, ThreadKey};
 use crate::jvm::{Jni, Jvmti, MethodNames, Vm};
 use crate::ring::{CallFrame, SampleHeader};
 use crate::sender::CollectorLink;
@@ -27,6 +27,7 @@ use crate::signals::{SignalShared, NOT_ATTACHED};
 use crate::snapshot::RawSnapshot;
 use crate::stopper::Stopper;
 use crate::symbols::{ChunkCutter, Symbols};
+use crate::thread_ring::{self, Wake};
 use crate::threads::{gettid, kernel_thread_name, ThreadEntry, ThreadTable};
 
 /// A chunk is written when it holds this much, or when FLUSH_EVERY has passed.
@@ -34,26 +35,6 @@ const FLUSH_BYTES: usize = 1 << 20;
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// How often the writer looks for new samples.
 const POLL: Duration = Duration::from_millis(10);
-
-/// The running writer's thread, for [`nudge`]; each writer start leaks one
-/// handle (a few bytes per recording) so a nudging thread never reads a freed one.
-static WRITER_THREAD: AtomicPtr<std::thread::Thread> = AtomicPtr::new(std::ptr::null_mut());
-static WRITER_NUDGED: AtomicBool = AtomicBool::new(false);
-
-/// Wakes the writer before its next poll: a producer whose buffer is filling
-/// fast calls this (lock-free; at most one wake-up per poll).
-pub fn nudge() {
-    // A plain load first: producers with full rings call this on every event, and
-    // a locked swap each time would cost them more than the event itself.
-    if WRITER_NUDGED.load(Ordering::Relaxed) || WRITER_NUDGED.swap(true, Ordering::Relaxed) {
-        return;
-    }
-    let t = WRITER_THREAD.load(Ordering::Acquire);
-    if !t.is_null() {
-        // SAFETY: handles stored in WRITER_THREAD are leaked, never freed.
-        unsafe { (*t).unpark() };
-    }
-}
 
 /// Everything the writer thread owns or shares.
 pub struct WriterConfig {
@@ -113,6 +94,7 @@ impl Strikes {
 
 struct Writer {
     cfg: WriterConfig,
+    wake: &'static Wake,
     jni: Jni,
     env_mapper: Option<EnvMapper>,
     /// JNIEnvs that matched no live thread (it ended before the writer looked).
@@ -145,8 +127,9 @@ impl WriterConfig {
 }
 
 fn run(cfg: WriterConfig) {
-    let me = Box::into_raw(Box::new(std::thread::current()));
-    WRITER_THREAD.store(me, Ordering::Release);
+    // Producers whose rings fill wake the writer before its next poll.
+    let wake: &'static Wake = Box::leak(Box::new(Wake::for_current_thread()));
+    thread_ring::set_wake_hook(wake);
     cfg.table.mark_agent(gettid());
     let Some(jni) = cfg.vm.attach_daemon("jscope-writer") else {
         return;
@@ -159,6 +142,7 @@ fn run(cfg: WriterConfig) {
     let vm = cfg.vm;
     let mut writer = Writer {
         cfg,
+        wake,
         jni,
         env_mapper,
         unmatched_envs: HashMap::new(),
@@ -181,7 +165,7 @@ impl Writer {
     fn run(&mut self) {
         loop {
             let stopping = self.cfg.stopper.park(POLL);
-            WRITER_NUDGED.store(false, Ordering::Relaxed);
+            self.wake.rearm();
             self.drain();
             if stopping {
                 break;
@@ -216,13 +200,13 @@ impl Writer {
     fn drain_traces(&mut self) {
         self.trace.begin_take();
         while let Some(raw) = self.trace.next_batch() {
-            let known = raw.thread.or_else(|| match raw.java_id {
+            let known = raw.thread.or_else(|| match raw.key.java_id {
                 0 => None,
                 id => self.cfg.table.order_of_java_id(id),
             });
             let thread = match known {
                 Some(t) => t,
-                None => self.thread_of(raw.tid, raw.env),
+                None => self.thread_of(raw.key.tid, raw.key.env),
             };
             self.emit_thread(thread);
             self.trace
@@ -240,7 +224,7 @@ impl Writer {
         let taken = self.events.take();
         self.events.write_defs(&mut self.chunk, &mut self.symbols);
         // Per drain, each thread is looked up once (user events come in runs).
-        let mut known: HashMap<(u32, usize, i64), Option<u32>> = HashMap::new();
+        let mut known: HashMap<ThreadKey, Option<u32>> = HashMap::new();
         for e in taken {
             let thread = match e.thread() {
                 None => 0,
@@ -271,7 +255,7 @@ impl Writer {
     /// RMI and HTTP calls made and served (crate::remote), under their threads.
     fn drain_remote(&mut self) {
         for r in crate::remote::take() {
-            let Some(thread) = self.event_thread((r.tid, r.env, r.java_id)) else {
+            let Some(thread) = self.event_thread(r.thread) else {
                 continue;
             };
             let mut s = |text: &str| self.symbols.string(&mut self.chunk, text);
@@ -309,9 +293,10 @@ impl Writer {
         }
     }
 
-    /// The recording thread of an event from (Linux id, JNIEnv, Java id), named
-    /// by its Java id when known; None for the agent's own threads.
-    fn event_thread(&mut self, (tid, env, java_id): (u32, usize, i64)) -> Option<u32> {
+    /// The recording thread of an event's thread, named by its Java id when
+    /// known; None for the agent's own threads.
+    fn event_thread(&mut self, key: ThreadKey) -> Option<u32> {
+        let ThreadKey { tid, env, java_id } = key;
         if self.cfg.table.is_agent(tid) {
             return None;
         }

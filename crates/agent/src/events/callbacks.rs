@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::queue::{self, RawEvent, RawKind};
 use super::{jvmti_ext, on, Kinds, ALLOCATED_TOTAL};
 use crate::clock;
+use crate::java_threads::{java_id, ThreadKey};
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
-use crate::threads::gettid;
 
 /// Monitor object ids carry this bit, so ObjectFree of a tagged monitor is not
 /// taken for the free of a sampled allocation.
@@ -49,9 +49,7 @@ fn quietly(f: impl FnOnce()) {
 
 pub(super) fn push(jni: *mut sys::JNIEnv, thread: sys::jthread, ticks: u64, kind: RawKind) {
     queue::push(RawEvent {
-        tid: gettid(),
-        env: jni as usize,
-        java_id: super::java_id(jni, thread),
+        thread: ThreadKey::of(Jni(jni), thread),
         ticks,
         kind,
     });
@@ -118,7 +116,7 @@ unsafe extern "C" fn monitor_contended_enter(
     if super::monitor_owners() {
         quietly(|| {
             let owner = jvmti_ext::monitor_owner(Jvmti(jvmti), object);
-            let id = super::java_id(jni, owner);
+            let id = java_id(Jni(jni), owner);
             if !owner.is_null() {
                 Jni(jni).delete_local(owner);
             }

@@ -8,18 +8,14 @@ use jscope_format::{ChunkWriter, JvmEvent, UserEventDef, UserEventKind};
 
 use super::queue::{self, RawEvent, RawKind};
 use super::{park, user};
+use crate::java_threads::ThreadKey;
 use crate::jvm::{Jni, Jvmti};
 use crate::symbols::Symbols;
 
 /// One event taken from the queues, before it is named.
 pub enum Taken {
     /// From a Java thread's callback or ring; needs its recording thread.
-    OnThread {
-        tid: u32,
-        env: usize,
-        java_id: i64,
-        event: Pending,
-    },
+    OnThread { thread: ThreadKey, event: Pending },
     /// Process-wide (timeline 0).
     Global(Pending),
 }
@@ -39,13 +35,10 @@ pub enum Pending {
 }
 
 impl Taken {
-    /// The (Linux thread id, JNIEnv, Java id or 0) whose recording thread the
-    /// event needs.
-    pub fn thread(&self) -> Option<(u32, usize, i64)> {
+    /// The thread whose recording thread the event needs.
+    pub fn thread(&self) -> Option<ThreadKey> {
         match self {
-            Taken::OnThread {
-                tid, env, java_id, ..
-            } => Some((*tid, *env, *java_id)),
+            Taken::OnThread { thread, .. } => Some(*thread),
             Taken::Global(_) => None,
         }
     }
@@ -93,9 +86,7 @@ impl EventDrain {
                     ..*e
                 };
                 out.push(Taken::OnThread {
-                    tid: ring.tid,
-                    env: ring.env,
-                    java_id: ring.java_id,
+                    thread: ring.thread,
                     event: Pending::User(e),
                 })
             });
@@ -285,9 +276,7 @@ fn on_thread(e: RawEvent) -> Taken {
     match global {
         true => Taken::Global(pending),
         false => Taken::OnThread {
-            tid: e.tid,
-            env: e.env,
-            java_id: e.java_id,
+            thread: e.thread,
             event: pending,
         },
     }

@@ -47,35 +47,6 @@ pub fn started() -> bool {
     STARTED.load(Ordering::Relaxed)
 }
 
-/// java.lang.Thread's fields, to name an event's thread by its Java id: a Linux
-/// thread id can belong to another Java thread by the time the writer looks (the
-/// launcher's main thread becomes DestroyJavaVM).
-static FIELDS: std::sync::OnceLock<crate::java_threads::ThreadFields> = std::sync::OnceLock::new();
-/// The agent's JVMTI environment, for the user-event natives.
-static JVMTI: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Thread.getId() of `thread`; 0 when unknown.
-pub fn java_id(jni: *mut sys::JNIEnv, thread: sys::jthread) -> i64 {
-    match FIELDS.get() {
-        Some(f) if !thread.is_null() && !jni.is_null() => f.java_id(Jni(jni), thread),
-        _ => 0,
-    }
-}
-
-/// Thread.getId() of the calling Java thread; 0 when unknown.
-pub fn current_java_id(jni: *mut sys::JNIEnv) -> i64 {
-    let jvmti = JVMTI.load(Ordering::Relaxed);
-    if jvmti == 0 {
-        return 0;
-    }
-    let Some(me) = Jvmti(jvmti as *mut sys::jvmtiEnv).current_thread() else {
-        return 0;
-    };
-    let id = java_id(jni, me);
-    Jni(jni).delete_local(me);
-    id
-}
-
 /// Whether events of `kind` are recorded now.
 #[inline]
 pub fn on(kind: Kinds) -> bool {
@@ -186,10 +157,6 @@ pub fn start(
     OBJECT_AGES.store(options.object_ages.into(), Ordering::Relaxed);
     MONITOR_OWNERS.store(options.monitor_owners.into(), Ordering::Relaxed);
     queue::reset();
-    if let Some(fields) = crate::java_threads::ThreadFields::lookup(jni) {
-        let _ = FIELDS.set(fields);
-    }
-    JVMTI.store(jvmti.0 as usize, Ordering::Relaxed);
     if kinds.contains(Kinds::ALLOC) {
         jvmti_ext::set_heap_sampling_interval(jvmti, options.alloc_rate).map_err(|source| {
             EventsError::Enable {

@@ -6,6 +6,7 @@
 //! collector, where nothing may lock or allocate, so they push fixed-size
 //! entries onto lock-free bounded rings. Both drop and count when full.
 
+use crate::java_threads::ThreadKey;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -63,11 +64,8 @@ pub enum RawKind {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawEvent {
-    /// Linux thread id and JNIEnv of the thread it happened on.
-    pub tid: u32,
-    pub env: usize,
-    /// Thread.getId(), 0 when unknown.
-    pub java_id: i64,
+    /// The thread it happened on.
+    pub thread: ThreadKey,
     pub ticks: u64,
     pub kind: RawKind,
 }

@@ -22,9 +22,9 @@ use jscope_bytecode::ClassFile;
 use jscope_format::UserEventKind;
 
 use crate::clock::{ProbeClock, StampMapper};
+use crate::java_threads::ThreadKey;
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
-use crate::threads::gettid;
 use crate::trace::jvm_ext;
 
 pub const CLASS_NAME: &str = "jscope/Events";
@@ -223,8 +223,7 @@ fn log(env: *mut sys::JNIEnv, event: i32, kind: UserEventKind, value: i64) {
             return;
         }
         drop(slot);
-        let java_id = super::current_java_id(env);
-        let ring = Arc::new(UserRing::new(RING_EVENTS, gettid(), env as usize, java_id));
+        let ring = Arc::new(UserRing::new(RING_EVENTS, ThreadKey::current(Jni(env))));
         let mut local = Local { ring, room: 0 };
         local.ring.push(e, &mut local.room);
         rings().push(local.ring.clone());
@@ -310,7 +309,7 @@ mod tests {
 
     #[test]
     fn a_ring_keeps_order_and_counts_drops() {
-        let r = UserRing::new(RING_EVENTS, 1, 2, 3);
+        let r = UserRing::new(RING_EVENTS, ThreadKey::new(1, 2, 3));
         let mut room = 0;
         for i in 0..RING_EVENTS as u64 + 3 {
             let e = UserRaw {

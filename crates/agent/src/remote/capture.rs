@@ -8,6 +8,8 @@ use std::sync::Mutex;
 
 use super::{http, push, RawRemote};
 use crate::callback_env::{Env, Ti};
+use crate::java_threads::ThreadKey;
+use crate::jvm::Jni;
 use crate::jvm::Vm;
 use crate::sys;
 
@@ -379,22 +381,19 @@ unsafe extern "C" fn on_frame_pop(
             return;
         };
         if let Some(call) = call {
-            let java_id = Env(jni).call_long(thread, "getId").unwrap_or(0);
-            emit(server, call, end, failed, (jni as usize, java_id));
+            emit(server, call, end, failed, ThreadKey::of(Jni(jni), thread));
         }
     });
 }
 
-fn emit(server: bool, call: Call, end_ns: u64, failed: bool, (env, java_id): (usize, i64)) {
+fn emit(server: bool, call: Call, end_ns: u64, failed: bool, thread: ThreadKey) {
     let end_ns = call.answered_ns.unwrap_or(end_ns);
     let Some(on) = call.conn else {
         return; // no connection seen (e.g. not TCP): nothing to match it by
     };
     push(RawRemote {
         server,
-        tid: crate::threads::gettid(),
-        env,
-        java_id,
+        thread,
         start_ns: call.start_ns,
         duration_ns: end_ns.saturating_sub(call.start_ns),
         local: on.local,

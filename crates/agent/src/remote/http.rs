@@ -20,6 +20,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::capture::{is, next_seq, set_breakpoints, Target};
 use super::{push, RawRemote};
 use crate::callback_env::{Env, Ti};
+use crate::java_threads::ThreadKey;
+use crate::jvm::Jni;
 use crate::sys;
 
 const HTTP_CLIENT: &str = "Lsun/net/www/http/HttpClient;";
@@ -142,19 +144,16 @@ pub fn on_frame_pop(env: Env, thread: sys::jthread, method: sys::jmethodID, fail
     };
     if let Some(mut call) = call {
         call.failed |= failed;
-        let java_id = env.call_long(thread, "getId").unwrap_or(0);
-        emit(server, call, end, (env.0 as usize, java_id));
+        emit(server, call, end, ThreadKey::of(Jni(env.0), thread));
     }
     true
 }
 
-fn emit(server: bool, call: Call, end_ns: u64, (env, java_id): (usize, i64)) {
+fn emit(server: bool, call: Call, end_ns: u64, thread: ThreadKey) {
     let end_ns = call.answered_ns.unwrap_or(end_ns);
     push(RawRemote {
         server,
-        tid: crate::threads::gettid(),
-        env,
-        java_id,
+        thread,
         start_ns: call.start_ns,
         duration_ns: end_ns.saturating_sub(call.start_ns),
         local: call.local,

@@ -24,6 +24,8 @@ use super::capture::{is, next_seq, set_breakpoints, Target};
 use super::http::{new_traceparent, served_trace_id, socket_address};
 use super::{push, RawRemote};
 use crate::callback_env::{Env, Ti};
+use crate::java_threads::ThreadKey;
+use crate::jvm::Jni;
 use crate::sys;
 
 const MULTI_EXCHANGE: &str = "Ljdk/internal/net/http/MultiExchange;";
@@ -71,8 +73,8 @@ type Endpoint = (String, u32);
 struct Pending {
     traceparent: String,
     start_ns: u64,
-    /// The caller's thread: (Linux id, JNIEnv, `Thread.getId()`).
-    thread: (u32, usize, i64),
+    /// The caller's thread.
+    thread: ThreadKey,
     method: String,
     path: String,
 }
@@ -114,11 +116,10 @@ fn request_starts(ti: Ti, env: Env, thread: sys::jthread) {
         UNREADABLE.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    let java_id = env.call_long(thread, "getId").unwrap_or(0);
     let pending = Pending {
         traceparent,
         start_ns,
-        thread: (crate::threads::gettid(), env.0 as usize, java_id),
+        thread: ThreadKey::of(Jni(env.0), thread),
         method,
         path,
     };
@@ -263,12 +264,9 @@ fn emit(p: Pending, ends: Option<(Endpoint, Endpoint)>, end_ns: u64, failed: boo
         }
         None => ((String::new(), 0), (String::new(), 0), 0),
     };
-    let (tid, env, java_id) = p.thread;
     push(RawRemote {
         server: false,
-        tid,
-        env,
-        java_id,
+        thread: p.thread,
         start_ns: p.start_ns,
         duration_ns: end_ns.saturating_sub(p.start_ns),
         local,
@@ -291,7 +289,7 @@ mod tests {
         Pending {
             traceparent: t.into(),
             start_ns,
-            thread: (1, 2, 3),
+            thread: ThreadKey::new(1, 2, 3),
             method: "GET".into(),
             path: "/".into(),
         }

@@ -25,6 +25,7 @@ mod capture;
 mod http;
 mod http_client;
 
+use crate::java_threads::ThreadKey;
 use std::sync::Mutex;
 
 pub use capture::install;
@@ -98,12 +99,8 @@ fn parse_signed_duration(text: &str) -> Result<i64, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawRemote {
     pub server: bool,
-    /// Linux thread id and JNIEnv of the thread, as the writer maps threads.
-    pub tid: u32,
-    pub env: usize,
-    /// `Thread.getId()`: names the thread even after it ended (its Linux id may
-    /// then belong to another Java thread, e.g. DestroyJavaVM after main).
-    pub java_id: i64,
+    /// The thread that made or served the call.
+    pub thread: ThreadKey,
     pub start_ns: u64,
     pub duration_ns: u64,
     pub local: (String, u32),

@@ -3,6 +3,7 @@
 //! about once a second, so always-on timing costs a few bytes per pair and
 //! interval whatever the call rate.
 
+use crate::java_threads::ThreadKey;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -60,19 +61,15 @@ impl Hasher for PairHasher {
 /// by the writer once per interval, so it is practically never contended.
 pub struct ThreadAgg {
     pairs: Mutex<PairMap>,
-    pub tid: u32,
-    pub env: usize,
-    pub java_id: i64,
+    pub thread: ThreadKey,
     pub ended: AtomicBool,
 }
 
 impl ThreadAgg {
-    pub fn new(tid: u32, env: usize, java_id: i64) -> ThreadAgg {
+    pub fn new(thread: ThreadKey) -> ThreadAgg {
         ThreadAgg {
             pairs: Mutex::default(),
-            tid,
-            env,
-            java_id,
+            thread,
             ended: AtomicBool::new(false),
         }
     }
@@ -118,7 +115,7 @@ mod tests {
 
     #[test]
     fn totals_add_up_and_reset_on_take() {
-        let t = ThreadAgg::new(1, 2, 0);
+        let t = ThreadAgg::new(ThreadKey::new(1, 2, 0));
         t.add(0, 5, 10);
         t.add(0, 5, 30);
         t.add(5, 6, 7);

@@ -24,7 +24,6 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard};
 
 use jscope_bytecode::{ClassFile, Probes};
 
-use crate::java_threads::ThreadFields;
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
 use filter::{FilterError, Filters};
@@ -324,28 +323,7 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
     Ok(())
 }
 
-/// What the probes need to read their thread's Java id (set once per process).
-static IDENTITY: OnceLock<(Jvmti, ThreadFields)> = OnceLock::new();
-
-/// The calling Java thread's `Thread.getId()`, 0 when unknown. Called once per
-/// thread and session, from the probes' slow path: the writer names the thread
-/// by it, since the Linux thread id of `main` later belongs to DestroyJavaVM.
-pub fn current_java_id(jni: Jni) -> i64 {
-    let Some((jvmti, fields)) = IDENTITY.get() else {
-        return 0;
-    };
-    let Some(thread) = jvmti.current_thread() else {
-        return 0;
-    };
-    let id = fields.java_id(jni, thread);
-    jni.delete_local(thread);
-    id
-}
-
 fn install_probe_class(jvmti: Jvmti, jni: Jni) -> Result<(), TraceError> {
-    if let Some(fields) = ThreadFields::lookup(jni) {
-        let _ = IDENTITY.set((jvmti, fields));
-    }
     if PROBE_CLASS.get().is_none() {
         let class = probe_class::install(jvmti, jni, &Probes::default())?;
         let _ = PROBE_CLASS.set(class as usize);

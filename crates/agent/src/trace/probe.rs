@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use super::aggregate::{self, ThreadAgg};
 use crate::clock::{self, ProbeClock, StampMapper};
+use crate::java_threads::ThreadKey;
 use crate::sys;
-use crate::threads::gettid;
 
 /// Bit 30 of a probe id marks a library (JDK) method; the rest is the index into
 /// the probe registry. Bit 31 is left clear so ids stay positive Java ints.
@@ -375,16 +375,11 @@ fn replace_local(
 
 #[cold]
 fn new_local(env: *mut sys::JNIEnv, generation: u64) -> Local {
-    let java_id = super::current_java_id(crate::jvm::Jni(env));
-    let ring = Arc::new(ThreadRing::new(
-        RING_CAPACITY.load(Ordering::Relaxed),
-        gettid(),
-        env as usize,
-        java_id,
-    ));
+    let key = ThreadKey::current(crate::jvm::Jni(env));
+    let ring = Arc::new(ThreadRing::new(RING_CAPACITY.load(Ordering::Relaxed), key));
     rings().push(ring.clone());
     let agg = AGGREGATE.load(Ordering::Relaxed).then(|| {
-        let agg = Arc::new(ThreadAgg::new(gettid(), env as usize, java_id));
+        let agg = Arc::new(ThreadAgg::new(key));
         aggregate::tables().push(agg.clone());
         agg
     });
@@ -416,7 +411,7 @@ pub extern "C" fn native_exit_throw(env: *mut sys::JNIEnv, _class: sys::jclass, 
 pub fn measure_probe_cost(with_cpu: bool) -> u64 {
     CLOCK.choose_source();
     const CALLS: u32 = 20_000;
-    let ring = Arc::new(ThreadRing::new(2 * CALLS as usize, 0, 0, 0));
+    let ring = Arc::new(ThreadRing::new(2 * CALLS as usize, ThreadKey::default()));
     let mut best = u64::MAX;
     for _ in 0..3 {
         let mut local = Local::new(ring.clone(), None, 1, with_cpu);
@@ -437,7 +432,7 @@ mod tests {
     use super::*;
 
     fn local(capacity: usize) -> (Local, Arc<ThreadRing>) {
-        let ring = Arc::new(ThreadRing::new(capacity, 1, 2, 0));
+        let ring = Arc::new(ThreadRing::new(capacity, ThreadKey::new(1, 2, 0)));
         (Local::new(ring.clone(), None, 1, false), ring)
     }
 
