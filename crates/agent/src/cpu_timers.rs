@@ -4,10 +4,13 @@
 //! the thread is, not only at safepoints.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::engine::{Engine, StartContext, StopContext};
+use crate::recorder::StartError;
 use crate::signals::CPU_SIGNAL;
+use crate::threads::process_tids;
 
 /// The kernel's CPU-time clock id of thread `tid` (CPUCLOCK_SCHED, per thread),
 /// the same value pthread_getcpuclockid gives for the thread.
@@ -18,18 +21,25 @@ pub fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
 /// The armed timers, by Linux thread id.
 pub struct CpuTimers {
     interval: Duration,
-    timers: Mutex<HashMap<u32, usize>>,
+    timers: Mutex<Timers>,
+}
+
+#[derive(Default)]
+struct Timers {
+    by_tid: HashMap<u32, usize>,
+    /// Set by disarm_all: a thread starting while the recording stops gets none.
+    closed: bool,
 }
 
 impl CpuTimers {
     pub fn new(interval: Duration) -> CpuTimers {
         CpuTimers {
             interval,
-            timers: Mutex::new(HashMap::new()),
+            timers: Mutex::default(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, usize>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Timers> {
         self.timers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -37,7 +47,7 @@ impl CpuTimers {
     /// that already has a timer keeps it.
     pub fn arm(&self, tid: u32) -> std::io::Result<()> {
         let mut timers = self.lock();
-        if timers.contains_key(&tid) {
+        if timers.closed || timers.by_tid.contains_key(&tid) {
             return Ok(());
         }
         let timer = create_timer(tid)?;
@@ -45,25 +55,68 @@ impl CpuTimers {
             delete_timer(timer);
             return Err(e);
         }
-        timers.insert(tid, timer as usize);
+        timers.by_tid.insert(tid, timer as usize);
         Ok(())
     }
 
     /// Stops sampling thread `tid`.
     pub fn disarm(&self, tid: u32) {
-        if let Some(timer) = self.lock().remove(&tid) {
+        if let Some(timer) = self.lock().by_tid.remove(&tid) {
             delete_timer(timer as libc::timer_t);
         }
     }
 
+    /// Disarms every thread, for good.
     pub fn disarm_all(&self) {
-        for (_, timer) in self.lock().drain() {
+        let mut timers = self.lock();
+        timers.closed = true;
+        for (_, timer) in timers.by_tid.drain() {
             delete_timer(timer as libc::timer_t);
         }
     }
 
+    #[cfg(test)]
     pub fn armed(&self) -> usize {
-        self.lock().len()
+        self.lock().by_tid.len()
+    }
+}
+
+/// The cpu engine: a CPU-time timer per Java thread, each firing CPU_SIGNAL
+/// every interval of its thread's CPU time. Threads alive at start are armed
+/// here; later ones by the ThreadStart hook (recorder::Hooks).
+pub(crate) struct CpuEngine {
+    timers: Option<Arc<CpuTimers>>,
+}
+
+impl CpuEngine {
+    /// `timers` is None when cpu sampling is not asked for.
+    pub fn new(timers: Option<Arc<CpuTimers>>) -> CpuEngine {
+        CpuEngine { timers }
+    }
+}
+
+impl Engine for CpuEngine {
+    /// Arms every thread of the process except the agent's own; threads that
+    /// turn out not to be Java threads are disarmed by the signal engine's drain.
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        if let Some(timers) = &self.timers {
+            let mut tids = process_tids();
+            ctx.table.retain_sampleable(&mut tids);
+            for tid in tids {
+                let _ = timers.arm(tid);
+            }
+        }
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {
+        self.silence();
+    }
+
+    fn silence(&self) {
+        if let Some(timers) = &self.timers {
+            timers.disarm_all();
+        }
     }
 }
 

@@ -115,10 +115,6 @@ impl SampleRing {
         self.depth
     }
 
-    pub fn capacity(&self) -> usize {
-        self.mask + 1
-    }
-
     fn frames_of(&self, index: usize) -> *mut CallFrame {
         self.frames[index * self.depth].get()
     }
@@ -168,6 +164,7 @@ impl SampleRing {
     }
 
     /// True when no published or in-flight sample remains.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.enqueue.load(Ordering::Acquire) == self.dequeue.load(Ordering::Acquire)
     }

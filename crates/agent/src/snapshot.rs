@@ -3,34 +3,39 @@
 //! raw snapshot to the writer, which resolves and writes it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::SyncSender;
-use std::sync::Arc;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use jscope_format::{Snapshot, SnapshotThread};
+
 use crate::clock;
+use crate::engine::{Drained, Engine, StartContext, StopContext};
 use crate::java_threads::{describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
+use crate::recorder::StartError;
 use crate::stopper::Stopper;
 use crate::threads::{gettid, ThreadTable};
+use crate::writer::Sink;
 
 /// One thread in a raw snapshot.
-pub struct RawSnapshotThread {
+struct RawSnapshotThread {
     /// Start order (the recording's thread id).
-    pub order: u32,
-    pub state: u32,
+    order: u32,
+    state: u32,
     /// (jmethodID, bci) top first; bci is -1 for native frames.
-    pub frames: Vec<(usize, i32)>,
+    frames: Vec<(usize, i32)>,
 }
 
 /// A snapshot before symbol resolution.
-pub struct RawSnapshot {
-    pub ticks: u64,
-    pub interval_ns: u64,
-    pub threads: Vec<RawSnapshotThread>,
+struct RawSnapshot {
+    ticks: u64,
+    interval_ns: u64,
+    threads: Vec<RawSnapshotThread>,
 }
 
-pub struct SnapshotSampler {
+struct SnapshotSampler {
     pub vm: Vm,
     pub jvmti: Jvmti,
     pub fields: ThreadFields,
@@ -119,6 +124,104 @@ impl SnapshotSampler {
             }
             threads
         })
+    }
+}
+
+/// Raw snapshots waiting for the writer before the sampler drops new ones.
+const SNAPSHOT_QUEUE: usize = 64;
+
+/// The snapshot engine: runs the sampler thread when `snapshot` mode is asked
+/// for; the writer resolves and writes what it queued.
+pub(crate) struct SnapshotEngine {
+    queue: Mutex<Option<Receiver<RawSnapshot>>>,
+    /// Snapshots the writer could not take in time.
+    dropped: Arc<AtomicU64>,
+    written: AtomicU64,
+    stopper: Arc<Stopper>,
+    /// Set by the sampler thread when it has left the VM; None until it started.
+    done: OnceLock<Arc<Stopper>>,
+}
+
+impl SnapshotEngine {
+    pub fn new() -> SnapshotEngine {
+        SnapshotEngine {
+            queue: Mutex::new(None),
+            dropped: Arc::default(),
+            written: AtomicU64::new(0),
+            stopper: Arc::default(),
+            done: OnceLock::new(),
+        }
+    }
+
+    fn write(&self, sink: &mut Sink, raw: RawSnapshot) {
+        let mut threads = Vec::with_capacity(raw.threads.len());
+        for t in raw.threads {
+            sink.emit_thread(t.order);
+            let stack = sink.stack(t.frames.into_iter());
+            threads.push(SnapshotThread {
+                thread: t.order,
+                state: t.state,
+                stack,
+            });
+        }
+        sink.chunk.snapshot(&Snapshot {
+            ticks: raw.ticks,
+            interval_ns: raw.interval_ns,
+            threads,
+        });
+        self.written.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Engine for SnapshotEngine {
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        let options = ctx.options;
+        if !options.modes.snapshot {
+            return Ok(());
+        }
+        let (tx, rx) = sync_channel(SNAPSHOT_QUEUE);
+        *self.queue.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
+        let done = Arc::new(Stopper::default());
+        let sampler = SnapshotSampler {
+            vm: ctx.vm,
+            jvmti: ctx.jvmti,
+            fields: ctx.fields,
+            table: ctx.table.clone(),
+            stopper: self.stopper.clone(),
+            done: done.clone(),
+            interval: options.snap_interval,
+            depth: options.depth,
+            out: tx,
+            dropped: self.dropped.clone(),
+        };
+        sampler.spawn().map_err(StartError::Thread)?;
+        let _ = self.done.set(done);
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {
+        self.stopper.stop();
+    }
+
+    fn wait(&self, deadline: Instant) {
+        if let Some(done) = self.done.get() {
+            done.wait_until(deadline);
+        }
+    }
+
+    fn drain(&self, sink: &mut Sink) -> Drained {
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(queue) = queue.as_ref() {
+            while let Ok(snapshot) = queue.try_recv() {
+                self.write(sink, snapshot);
+            }
+        }
+        Drained::All
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        out.push(("snapshots.written", self.written.load(Ordering::Relaxed)));
+        out.push(("snapshots.dropped", self.dropped.load(Ordering::Relaxed)));
     }
 }
 

@@ -10,12 +10,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::engine::{Engine, StartContext, StopContext};
 use crate::java_threads::ThreadFields;
 use crate::jvm::{Jni, Jvmti, Vm};
-use crate::signals::{SignalShared, WALL_SIGNAL};
+use crate::recorder::StartError;
+use crate::signals::{SignalEngine, SignalShared, WALL_SIGNAL};
 use crate::stopper::Stopper;
 use crate::sys;
 use crate::threads::{gettid, process_tids, ThreadTable};
@@ -23,7 +25,7 @@ use crate::threads::{gettid, process_tids, ThreadTable};
 /// How often the thread list is re-read from /proc.
 const RELIST_EVERY: Duration = Duration::from_millis(200);
 
-pub struct WallSampler {
+struct WallSampler {
     pub vm: Vm,
     pub jvmti: Jvmti,
     pub fields: ThreadFields,
@@ -160,6 +162,59 @@ impl WallSampler {
                 // exited meanwhile makes tgkill fail with ESRCH, which is harmless.
                 unsafe { libc::syscall(libc::SYS_tgkill, pid, tid as libc::c_int, WALL_SIGNAL) };
             }
+        }
+    }
+}
+
+/// The wall engine: runs the sampler thread when `wall` mode is asked for; its
+/// samples reach the writer through the signal engine's ring.
+pub(crate) struct WallEngine {
+    signals: Arc<SignalEngine>,
+    stopper: Arc<Stopper>,
+    /// Set by the sampler thread when it has left the VM; None until it started.
+    done: OnceLock<Arc<Stopper>>,
+}
+
+impl WallEngine {
+    pub fn new(signals: Arc<SignalEngine>) -> WallEngine {
+        WallEngine {
+            signals,
+            stopper: Arc::default(),
+            done: OnceLock::new(),
+        }
+    }
+}
+
+impl Engine for WallEngine {
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        let options = ctx.options;
+        let (true, Some(shared)) = (options.modes.wall, self.signals.shared()) else {
+            return Ok(());
+        };
+        let done = Arc::new(Stopper::default());
+        let wall = WallSampler {
+            vm: ctx.vm,
+            jvmti: ctx.jvmti,
+            fields: ctx.fields,
+            shared,
+            table: ctx.table.clone(),
+            stopper: self.stopper.clone(),
+            done: done.clone(),
+            interval: options.interval,
+            budget: options.wall_threads as usize,
+        };
+        wall.spawn().map_err(StartError::Thread)?;
+        let _ = self.done.set(done);
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {
+        self.stopper.stop();
+    }
+
+    fn wait(&self, deadline: Instant) {
+        if let Some(done) = self.done.get() {
+            done.wait_until(deadline);
         }
     }
 }

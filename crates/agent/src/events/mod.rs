@@ -18,10 +18,16 @@ pub mod park;
 pub mod queue;
 pub mod user;
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
 
+use crate::engine::{Drained, Engine, StartContext, StopContext};
+use crate::java_threads::ThreadKey;
 use crate::jvm::{Jni, Jvmti, JvmtiError};
+use crate::recorder::StartError;
 use crate::sys;
+use crate::writer::Sink;
 pub use options::{EventOptions, Kinds};
 
 /// The kinds switched on in the running recording; 0 when none is.
@@ -131,6 +137,86 @@ fn jvmti_events(kinds: Kinds, object_ages: bool) -> Vec<(&'static str, sys::jvmt
     out
 }
 
+/// The event session as an engine: JVMTI events and user events, drained from
+/// their queues and rings (park events too, which [`ParkEngine`] produces).
+#[derive(Default)]
+pub(crate) struct EventEngine {
+    drain: Mutex<drain::EventDrain>,
+}
+
+impl Engine for EventEngine {
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        let options = ctx.options;
+        if options.events.kinds.is_empty() {
+            return Ok(());
+        }
+        start(ctx.jvmti, ctx.jni, &options.events, options.depth).map_err(StartError::EventSession)
+    }
+
+    fn stop(&self, ctx: &StopContext) {
+        stop(ctx.jvmti);
+    }
+
+    /// JVM and user events, each on its thread's timeline (agent threads' own
+    /// are left out, as their samples are).
+    fn drain(&self, sink: &mut Sink) -> Drained {
+        let mut d = self.drain.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = d.take();
+        d.write_defs(&mut sink.chunk, &mut sink.symbols);
+        // Per drain, each thread is looked up once (user events come in runs).
+        let mut known: HashMap<ThreadKey, Option<u32>> = HashMap::new();
+        for e in taken {
+            let thread = match e.thread() {
+                None => 0,
+                Some(key) => match *known.entry(key).or_insert_with(|| sink.event_thread(key)) {
+                    Some(t) => t,
+                    None => continue,
+                },
+            };
+            let owner = e
+                .owner_java_id()
+                .and_then(|id| sink.table.order_of_java_id(id))
+                .inspect(|&o| sink.emit_thread(o))
+                .unwrap_or(0);
+            let vm = (sink.jvmti, sink.jni);
+            d.write(e, (thread, owner), vm, &mut sink.chunk, &mut sink.symbols);
+        }
+        Drained::All
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        let d = self.drain.lock().unwrap_or_else(|e| e.into_inner());
+        out.extend(d.counter_values());
+    }
+}
+
+/// The park hooks as an engine: breakpoints around LockSupport's parks, set in
+/// their own JVMTI environment (granted only at load, see [`park::install`]).
+#[derive(Default)]
+pub(crate) struct ParkEngine {
+    armed: AtomicBool,
+}
+
+impl Engine for ParkEngine {
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        let events = &ctx.options.events;
+        // Without the park environment `EventEngine` reports or leaves parks out.
+        if !events.kinds.contains(Kinds::PARK) || !park::installed() {
+            return Ok(());
+        }
+        park::arm(ctx.jni, events.park_threshold_ns)
+            .map_err(|e| StartError::EventSession(e.into()))?;
+        self.armed.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {
+        if self.armed.swap(false, Ordering::Relaxed) {
+            park::disarm();
+        }
+    }
+}
+
 /// Starts recording the events `options` ask for. Runs on a Java thread
 /// (VMInit's or the attach listener) once the recording's writer exists.
 pub fn start(
@@ -168,9 +254,6 @@ pub fn start(
     if kinds.contains(Kinds::USER) {
         user::install(jvmti, jni)?;
     }
-    if kinds.contains(Kinds::PARK) {
-        park::arm(jni, options.park_threshold_ns)?;
-    }
     STARTED.store(true, Ordering::Relaxed);
     ACTIVE.store(kinds.bits(), Ordering::Release);
     for (what, event) in jvmti_events(kinds, options.object_ages) {
@@ -191,9 +274,6 @@ pub fn start(
 pub fn stop(jvmti: Jvmti) {
     let kinds = Kinds::from_bits_truncate(ACTIVE.swap(0, Ordering::AcqRel));
     user::set_enabled(false);
-    if kinds.contains(Kinds::PARK) {
-        park::disarm();
-    }
     if kinds.contains(Kinds::CLASSES) {
         jvmti_ext::set_class_unload_callback(jvmti, None);
     }

@@ -267,6 +267,7 @@ extern "C" fn native_end(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::ji
 }
 
 /// Distinct names with their ids, for tests and counters.
+#[cfg(test)]
 pub fn registered() -> HashMap<String, u32> {
     names_from(1).into_iter().map(|(i, n)| (n, i)).collect()
 }

@@ -29,9 +29,10 @@ use crate::java_threads::ThreadKey;
 use std::sync::Mutex;
 
 pub use capture::install;
-/// `java.net.http.HttpClient` requests not recorded: (evicted without a
-/// response, unreadable), written as counters when not zero.
-pub use http_client::lost_counts as http_client_lost;
+
+use crate::engine::{Drained, Engine, StartContext, StopContext};
+use crate::recorder::StartError;
+use crate::writer::Sink;
 
 /// `remote` (RMI and HTTP), `remote=rmi`, `remote=http` and `clockoffset=DURATION`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -130,6 +131,71 @@ pub fn take() -> Vec<RawRemote> {
         .lock()
         .map(|mut q| std::mem::take(&mut *q))
         .unwrap_or_default()
+}
+
+/// Remote capture as an engine. Its breakpoints are set when the agent loads
+/// ([`install`]: the capabilities are granted only then), so starting and
+/// stopping a recording changes nothing; the engine drains the calls captured.
+#[derive(Default)]
+pub(crate) struct RemoteEngine;
+
+impl Engine for RemoteEngine {
+    fn start(&self, _ctx: &StartContext<'_>) -> Result<(), StartError> {
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {}
+
+    /// RMI and HTTP calls made and served, under their threads.
+    fn drain(&self, sink: &mut Sink) -> Drained {
+        for r in take() {
+            let Some(thread) = sink.event_thread(r.thread) else {
+                continue;
+            };
+            let mut s = |text: &str| sink.string(text);
+            let call = jscope_format::RemoteCall {
+                side: if r.server {
+                    jscope_format::RemoteSide::Server
+                } else {
+                    jscope_format::RemoteSide::Client
+                },
+                protocol: if r.http {
+                    jscope_format::RemoteProtocol::Http
+                } else {
+                    jscope_format::RemoteProtocol::Rmi
+                },
+                thread,
+                ticks: r.start_ns,
+                duration_ns: r.duration_ns,
+                local_host: s(&r.local.0),
+                local_port: r.local.1,
+                remote_host: s(&r.remote.0),
+                remote_port: r.remote.1,
+                conn_seq: r.conn_seq,
+                object: s(&r.object),
+                method_hash: r.method_hash,
+                method: s(&r.method),
+                request_id: if r.request_id.is_empty() {
+                    0
+                } else {
+                    s(&r.request_id)
+                },
+                stack: 0,
+                failed: r.failed,
+            };
+            sink.chunk.remote(&call);
+        }
+        Drained::All
+    }
+
+    /// `java.net.http.HttpClient` requests not recorded, when there are any.
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        let (evicted, unreadable) = http_client::lost_counts();
+        if evicted + unreadable > 0 {
+            out.push(("remote.http_client_evicted", evicted));
+            out.push(("remote.http_client_unreadable", unreadable));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -24,8 +24,11 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard};
 
 use jscope_bytecode::{ClassFile, Probes};
 
+use crate::engine::{Drained, Engine, StartContext, StopContext};
 use crate::jvm::{Jni, Jvmti};
+use crate::recorder::StartError;
 use crate::sys;
+use crate::writer::Sink;
 use filter::{FilterError, Filters};
 
 /// The tracing part of the agent options.
@@ -298,6 +301,73 @@ pub fn session() -> Option<Arc<Session>> {
 
 fn set_session(s: Option<Arc<Session>>) {
     *SESSION.write().unwrap_or_else(|e| e.into_inner()) = s;
+}
+
+/// The trace session as an engine. Tracing may also start, change its filters
+/// or stop by attach while the recording runs ([`start`], [`stop`]), so the
+/// engine always drains the probes' rings.
+#[derive(Default)]
+pub(crate) struct TraceEngine {
+    drain: Mutex<EngineDrain>,
+}
+
+#[derive(Default)]
+struct EngineDrain {
+    drain: drain::TraceDrain,
+    /// A take is in progress (the last drain stopped on a full chunk).
+    taking: bool,
+}
+
+impl Engine for TraceEngine {
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        let options = &ctx.options.trace;
+        if !options.enabled() {
+            return Ok(());
+        }
+        start(ctx.jvmti, ctx.jni, options).map_err(StartError::Trace)
+    }
+
+    /// Silences the probes before the writer's last drain. At VM death the
+    /// classes keep their probes (restoring them would only slow the exit).
+    fn stop(&self, ctx: &StopContext) {
+        if session().is_some() {
+            let restore = ctx.restore_with.is_some();
+            let _ = stop(ctx.jvmti, ctx.restore_with, restore);
+        }
+    }
+
+    /// Trace events of every thread, each batch under its recording thread.
+    fn drain(&self, sink: &mut Sink) -> Drained {
+        let mut d = self.drain.lock().unwrap_or_else(|e| e.into_inner());
+        if !d.taking {
+            d.drain.begin_take();
+            d.taking = true;
+        }
+        while let Some(raw) = d.drain.next_batch() {
+            let known = raw.thread.or_else(|| match raw.key.java_id {
+                0 => None,
+                id => sink.table.order_of_java_id(id),
+            });
+            let thread = match known {
+                Some(t) => t,
+                None => sink.thread_of(raw.key.tid, raw.key.env),
+            };
+            sink.emit_thread(thread);
+            d.drain
+                .write(raw, thread, &mut sink.chunk, &mut sink.symbols);
+            // A thread far behind must not make one huge chunk.
+            if sink.chunk_full() {
+                return Drained::More;
+            }
+        }
+        d.taking = false;
+        Drained::All
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        let d = self.drain.lock().unwrap_or_else(|e| e.into_inner());
+        out.extend(d.drain.counter_values());
+    }
 }
 
 /// Starts tracing: probe class, hook, then probes into the loaded classes the
