@@ -7,9 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::engine::{Engine, StartContext, StopContext};
-use crate::recorder::StartError;
-use crate::signals::CPU_SIGNAL;
+use crate::engine::{Engine, StartContext, StartError, StopContext};
 use crate::threads::process_tids;
 
 /// The kernel's CPU-time clock id of thread `tid` (CPUCLOCK_SCHED, per thread),
@@ -21,6 +19,7 @@ pub fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
 /// The armed timers, by Linux thread id.
 pub struct CpuTimers {
     interval: Duration,
+    signo: libc::c_int,
     timers: Mutex<Timers>,
 }
 
@@ -32,9 +31,11 @@ struct Timers {
 }
 
 impl CpuTimers {
-    pub fn new(interval: Duration) -> CpuTimers {
+    /// Timers firing `signo` every `interval` of their thread's CPU time.
+    pub fn new(interval: Duration, signo: libc::c_int) -> CpuTimers {
         CpuTimers {
             interval,
+            signo,
             timers: Mutex::default(),
         }
     }
@@ -50,7 +51,7 @@ impl CpuTimers {
         if timers.closed || timers.by_tid.contains_key(&tid) {
             return Ok(());
         }
-        let timer = create_timer(tid)?;
+        let timer = create_timer(tid, self.signo)?;
         if let Err(e) = set_timer(timer, self.interval) {
             delete_timer(timer);
             return Err(e);
@@ -120,11 +121,11 @@ impl Engine for CpuEngine {
     }
 }
 
-fn create_timer(tid: u32) -> std::io::Result<libc::timer_t> {
+fn create_timer(tid: u32, signo: libc::c_int) -> std::io::Result<libc::timer_t> {
     // SAFETY: zeroed sigevent is valid; the fields used are set below.
     let mut event: libc::sigevent = unsafe { std::mem::zeroed() };
     event.sigev_notify = libc::SIGEV_THREAD_ID;
-    event.sigev_signo = CPU_SIGNAL;
+    event.sigev_signo = signo;
     event.sigev_notify_thread_id = tid as libc::c_int;
     let mut timer: libc::timer_t = std::ptr::null_mut();
     // SAFETY: valid clock id, event and out-pointer.
@@ -163,8 +164,8 @@ mod tests {
     #[test]
     fn clock_id_matches_pthread_getcpuclockid() {
         let mut expected: libc::clockid_t = 0;
-        // SAFETY: the current thread and a valid out-pointer.
         assert_eq!(
+            // SAFETY: the current thread and a valid out-pointer.
             unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut expected) },
             0
         );
@@ -173,7 +174,7 @@ mod tests {
 
     #[test]
     fn timers_are_armed_once_per_thread_and_removed() {
-        let timers = CpuTimers::new(Duration::from_secs(3600));
+        let timers = CpuTimers::new(Duration::from_secs(3600), libc::SIGPROF);
         // A SIGPROF before the hour is up would kill the test; an hour never comes.
         let tid = gettid();
         timers.arm(tid).unwrap();
@@ -188,7 +189,7 @@ mod tests {
 
     #[test]
     fn arming_a_missing_thread_fails() {
-        let timers = CpuTimers::new(Duration::from_millis(10));
+        let timers = CpuTimers::new(Duration::from_millis(10), libc::SIGPROF);
         assert!(timers.arm(0x3fff_fff0).is_err());
     }
 }

@@ -15,20 +15,47 @@
 use std::time::Instant;
 
 use crate::java_threads::ThreadFields;
-use crate::jvm::{Jni, Jvmti, Vm};
-use crate::options::Options;
-use crate::recorder::StartError;
+use crate::jvm::{Jni, Jvmti, JvmtiError, Vm};
+use crate::sink::Sink;
 use crate::threads::ThreadTable;
-use crate::writer::Sink;
+
+/// Why a recording could not start; Display is the one line printed on stderr.
+/// Engines' own errors are boxed so that this module depends on none of them.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot create recording file {path}: {source}")]
+    File {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot write recording file {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("this JVM has no AsyncGetCallTrace, which the cpu and wall modes need")]
+    NoAsyncGetCallTrace,
+    #[error("java.lang.Thread has no `tid` field; this JVM is not supported")]
+    NoThreadFields,
+    #[error("cannot install the sampling signal handlers: {0}")]
+    Signals(std::io::Error),
+    #[error("cannot start a thread: {0}")]
+    Thread(std::io::Error),
+    #[error("JVMTI refused to enable events: {0}")]
+    Events(JvmtiError),
+    #[error("cannot start tracing: {0}")]
+    Trace(Box<dyn std::error::Error + Send + Sync>),
+    #[error("cannot record events: {0}")]
+    EventSession(Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// What an engine may use while it starts (on a Java thread: VMInit's or the
-/// attach listener's).
+/// attach listener's). Each engine got its options when it was made.
 pub(crate) struct StartContext<'a> {
     pub vm: Vm,
     pub jvmti: Jvmti,
     pub jni: Jni,
     pub fields: ThreadFields,
-    pub options: &'a Options,
     pub table: &'a std::sync::Arc<ThreadTable>,
 }
 

@@ -128,6 +128,7 @@ pub fn host_addresses() -> Vec<String> {
     let mut cursor = list;
     // SAFETY: getifaddrs returned a valid linked list, alive until freeifaddrs.
     while let Some(entry) = unsafe { cursor.as_ref() } {
+        // SAFETY: an entry's address is null or as large as its family says.
         if let Some(ip) = unsafe { ip_of(entry.ifa_addr) } {
             if !ip.is_loopback() && !out.contains(&ip.to_string()) {
                 out.push(ip.to_string());

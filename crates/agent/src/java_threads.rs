@@ -1,9 +1,9 @@
-//! Reading identity out of java.lang.Thread objects: the Java thread id and the
-//! address of the VM's native thread, from which a thread's JNIEnv follows; and
-//! [`ThreadKey`], the one way an event's thread is identified for the writer.
+//! Describing java.lang.Thread objects and finding a thread by its JNIEnv, on
+//! the identity `crate::jvm::thread` reads (the Java thread id and the address
+//! of the VM's native thread); and [`ThreadKey`], the one way an event's thread
+//! is identified for the writer.
 
-use std::sync::OnceLock;
-
+use crate::jvm::thread::{current_java_id, java_id};
 use crate::jvm::{Jni, Jvmti, ThreadInfo};
 use crate::sys;
 use crate::threads::gettid;
@@ -39,76 +39,7 @@ impl ThreadKey {
     }
 }
 
-/// What learning a Java id needs: published once per process by the first
-/// recording to start, before any engine runs.
-static IDENTITY: OnceLock<(Jvmti, ThreadFields)> = OnceLock::new();
-
-/// Makes [`java_id`] and [`ThreadKey`] work (the first call wins: the agent has
-/// one JVMTI environment and Thread's fields never change).
-pub fn publish_identity(jvmti: Jvmti, fields: ThreadFields) {
-    let _ = IDENTITY.set((jvmti, fields));
-}
-
-/// `Thread.getId()` of `thread`; 0 when unknown.
-pub fn java_id(jni: Jni, thread: sys::jthread) -> i64 {
-    match IDENTITY.get() {
-        Some((_, f)) if !thread.is_null() && !jni.0.is_null() => f.java_id(jni, thread),
-        _ => 0,
-    }
-}
-
-/// `Thread.getId()` of the calling Java thread; 0 when unknown.
-pub fn current_java_id(jni: Jni) -> i64 {
-    let Some((jvmti, _)) = IDENTITY.get() else {
-        return 0;
-    };
-    let Some(me) = jvmti.current_thread() else {
-        return 0;
-    };
-    let id = java_id(jni, me);
-    jni.delete_local(me);
-    id
-}
-
-/// Field ids of java.lang.Thread that the agent reads. Field ids stay valid for
-/// as long as the class is loaded, which for Thread is forever.
-#[derive(Clone, Copy, Debug)]
-pub struct ThreadFields {
-    tid: sys::jfieldID,
-    /// `eetop`, HotSpot's pointer to the native JavaThread; null when absent.
-    eetop: sys::jfieldID,
-}
-
-// SAFETY: field ids are plain VM-wide handles, usable from any attached thread.
-unsafe impl Send for ThreadFields {}
-unsafe impl Sync for ThreadFields {}
-
-impl ThreadFields {
-    /// Looks the fields up; None when Thread has no `tid` field.
-    pub fn lookup(jni: Jni) -> Option<ThreadFields> {
-        let class = jni.find_class("java/lang/Thread");
-        if class.is_null() {
-            return None;
-        }
-        let tid = jni.field_id(class, "tid", "J");
-        let eetop = jni.field_id(class, "eetop", "J");
-        jni.delete_local(class);
-        (!tid.is_null()).then_some(ThreadFields { tid, eetop })
-    }
-
-    /// Thread.getId() of `thread`.
-    pub fn java_id(&self, jni: Jni, thread: sys::jthread) -> i64 {
-        jni.long_field(thread, self.tid)
-    }
-
-    /// The native thread's address, or None when unknown or the thread is dead.
-    pub fn native_address(&self, jni: Jni, thread: sys::jthread) -> Option<i64> {
-        if self.eetop.is_null() {
-            return None;
-        }
-        Some(jni.long_field(thread, self.eetop)).filter(|a| *a != 0)
-    }
-}
+pub use crate::jvm::thread::ThreadFields;
 
 /// The Java id and description of `thread`, or None if JVMTI cannot describe it
 /// (it ended meanwhile).

@@ -3,23 +3,25 @@
 //! engines) and writes a jscope recording. docs/AGENT.md describes the options.
 //!
 //! This module owns the entry points and the JVMTI callbacks. Every `extern "C"`
-//! function catches panics, so nothing ever unwinds into the JVM, and every
-//! failure to start becomes one `jscope: ` line on stderr while the JVM runs on.
+//! function runs its whole body in `jvm::entry`'s guard, so nothing ever unwinds
+//! into the JVM, and every failure to start becomes one `jscope: ` line on
+//! stderr while the JVM runs on. All JNI and JVMTI access goes through `jvm`.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
-pub(crate) mod callback_env;
 pub(crate) mod clock;
 pub(crate) mod cpu_timers;
 pub(crate) mod engine;
 pub(crate) mod events;
 pub mod header;
 pub(crate) mod java_threads;
-pub(crate) mod jvm;
+pub mod jvm;
 pub(crate) mod options;
 pub(crate) mod recorder;
 pub(crate) mod remote;
 pub(crate) mod ring;
 pub(crate) mod sender;
 pub(crate) mod signals;
+pub(crate) mod sink;
 pub(crate) mod snapshot;
 pub(crate) mod stopper;
 pub(crate) mod symbols;
@@ -30,9 +32,10 @@ pub(crate) mod trace;
 pub(crate) mod wall;
 pub(crate) mod writer;
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use jvm::entry::guarded as guard;
 use jvm::{Jni, Jvmti, Vm};
 use options::Options;
 use recorder::{Hooks, Prepared, Recorder};
@@ -77,25 +80,17 @@ fn report(message: impl std::fmt::Display) {
     eprintln!("jscope: {message}");
 }
 
-/// Runs `f`, turning a panic into a reported failure and `fallback`.
-fn guard<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(_) => {
-            report(format!("internal error in {what}; profiling is disabled"));
-            fallback
-        }
-    }
+/// The option text the JVM passed; a test build takes `panictest=` out of it.
+fn option_text(options: *const c_char) -> String {
+    let text = jvm::c_str(options).unwrap_or_default();
+    jvm::entry::panic_test::take_option(&text)
 }
 
-fn option_text(options: *const c_char) -> String {
-    if options.is_null() {
-        return String::new();
-    }
-    // SAFETY: the JVM passes a NUL-terminated option string.
-    unsafe { CStr::from_ptr(options) }
-        .to_string_lossy()
-        .into_owned()
+/// What every way in does first: the JavaVM is kept for code handed none, and
+/// panics on JVM threads are reported by the entry guard alone.
+fn loaded(vm: Vm) {
+    vm.remember();
+    jvm::entry::install_panic_hook();
 }
 
 /// Loaded at JVM start. Always returns 0: a non-zero value would abort the JVM,
@@ -107,6 +102,7 @@ pub extern "C" fn Agent_OnLoad(
     _reserved: *mut c_void,
 ) -> sys::jint {
     guard("Agent_OnLoad", JNI_OK, || {
+        loaded(Vm(vm));
         if let Err(message) = on_load(Vm(vm), &option_text(options)) {
             report(message);
         }
@@ -164,8 +160,7 @@ fn init_jvmti(vm: Vm) -> Result<Jvmti, String> {
 }
 
 fn callbacks() -> sys::jvmtiEventCallbacks {
-    // SAFETY: all-None callbacks are valid; the ones used are set below.
-    let mut cb: sys::jvmtiEventCallbacks = unsafe { std::mem::zeroed() };
+    let mut cb = jvm::no_callbacks();
     cb.VMInit = Some(on_vm_init);
     cb.VMDeath = Some(on_vm_death);
     cb.ThreadStart = Some(on_thread_start);
@@ -179,6 +174,7 @@ fn callbacks() -> sys::jvmtiEventCallbacks {
 
 /// Starts a prepared recording; prints the outcome.
 fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> Result<(), String> {
+    jvm::thread::init(jvmti, jni);
     let options = &prepared.options;
     let mut modes = options.modes.label();
     let extra = [
@@ -217,11 +213,11 @@ unsafe extern "C" fn on_vm_init(
     jni: *mut sys::JNIEnv,
     _thread: sys::jthread,
 ) {
-    guard("VMInit", (), || {
+    guard("vm_init", (), || {
         let Some(prepared) = agent().pending.take() else {
             return;
         };
-        let Some(vm) = java_vm(Jni(jni)) else {
+        let Some(vm) = Jni(jni).java_vm() else {
             return report("cannot find the JavaVM; profiling is disabled");
         };
         if let Err(message) = start(vm, Jvmti(jvmti), Jni(jni), prepared, false) {
@@ -231,7 +227,7 @@ unsafe extern "C" fn on_vm_init(
 }
 
 unsafe extern "C" fn on_vm_death(_jvmti: *mut sys::jvmtiEnv, _jni: *mut sys::JNIEnv) {
-    guard("VMDeath", (), || {
+    guard("vm_death", (), || {
         if let Some((path, false)) = stop_recording(None) {
             report(format!(
                 "the writer did not finish in time; {path} may lack its end"
@@ -245,7 +241,7 @@ unsafe extern "C" fn on_thread_start(
     jni: *mut sys::JNIEnv,
     thread: sys::jthread,
 ) {
-    guard("ThreadStart", (), || {
+    guard("thread_start", (), || {
         if let Some(hooks) = hooks() {
             hooks.thread_started(Jni(jni), thread);
             events::callbacks::thread_started(jni, thread);
@@ -258,7 +254,7 @@ unsafe extern "C" fn on_thread_end(
     jni: *mut sys::JNIEnv,
     thread: sys::jthread,
 ) {
-    guard("ThreadEnd", (), || {
+    guard("thread_end", (), || {
         if let Some(hooks) = hooks() {
             hooks.thread_ended();
             events::callbacks::thread_ended(jni, thread);
@@ -272,7 +268,7 @@ unsafe extern "C" fn on_class_prepare(
     _thread: sys::jthread,
     class: sys::jclass,
 ) {
-    guard("ClassPrepare", (), || {
+    guard("class_prepare", (), || {
         if let Some(hooks) = hooks() {
             hooks.class_prepared(class);
             trace::class_prepared(Jvmti(jvmti), Jni(jni), class);
@@ -288,16 +284,9 @@ unsafe extern "C" fn on_class_load(
     thread: sys::jthread,
     class: sys::jclass,
 ) {
-    events::callbacks::class_loaded(jvmti, jni, thread, class);
-}
-
-/// The JavaVM a JNIEnv belongs to.
-fn java_vm(jni: Jni) -> Option<Vm> {
-    let mut vm = std::ptr::null_mut();
-    // SAFETY: jni is the calling thread's valid env.
-    let get = unsafe { (**jni.0).GetJavaVM? };
-    // SAFETY: valid env and out-pointer.
-    (unsafe { get(jni.0, &mut vm) } == 0 && !vm.is_null()).then_some(Vm(vm))
+    guard("class_load", (), || {
+        events::callbacks::class_loaded(jvmti, jni, thread, class);
+    })
 }
 
 /// Dynamic attach: starts a recording in a running JVM, or with `stop` stops the
@@ -309,6 +298,7 @@ pub extern "C" fn Agent_OnAttach(
     _reserved: *mut c_void,
 ) -> sys::jint {
     guard("Agent_OnAttach", JNI_ERR, || {
+        loaded(Vm(vm));
         match on_attach(Vm(vm), &option_text(options)) {
             Ok(()) => JNI_OK,
             Err(message) => {

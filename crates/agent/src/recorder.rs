@@ -8,19 +8,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cpu_timers::{CpuEngine, CpuTimers};
+pub use crate::engine::StartError;
 use crate::engine::{Engine, StartContext, StopContext};
-use crate::events::{EventEngine, EventsError, ParkEngine};
+use crate::events::{EventEngine, ParkEngine};
 use crate::header::{self, StartTime};
-use crate::java_threads::{self, describe, ThreadFields};
-use crate::jvm::{Jni, Jvmti, JvmtiError, Vm};
+use crate::java_threads::{describe, ThreadFields};
+use crate::jvm::{Jni, Jvmti, Vm};
 use crate::options::{expand_file_pattern, Options};
 use crate::remote::RemoteEngine;
 use crate::sender::{self, CollectorLink, SenderStats};
-use crate::signals::SignalEngine;
+use crate::signals::{SignalEngine, CPU_SIGNAL};
 use crate::snapshot::SnapshotEngine;
 use crate::stopper::Stopper;
 use crate::threads::{gettid, ThreadTable};
-use crate::trace::{TraceEngine, TraceError};
+use crate::trace::TraceEngine;
 use crate::wall::WallEngine;
 use crate::writer::WriterConfig;
 use crate::{clock, sys};
@@ -29,35 +30,6 @@ use crate::{clock, sys};
 /// sender's wait is sender::wait_for_sender's).
 const ENGINE_STOP_WAIT: Duration = Duration::from_secs(2);
 const WRITER_STOP_WAIT: Duration = Duration::from_secs(5);
-
-/// Why a recording could not start; Display is the one line printed on stderr.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("cannot create recording file {path}: {source}")]
-    File {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("cannot write recording file {path}: {source}")]
-    Write {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("this JVM has no AsyncGetCallTrace, which the cpu and wall modes need")]
-    NoAsyncGetCallTrace,
-    #[error("java.lang.Thread has no `tid` field; this JVM is not supported")]
-    NoThreadFields,
-    #[error("cannot install the sampling signal handlers: {0}")]
-    Signals(std::io::Error),
-    #[error("cannot start a thread: {0}")]
-    Thread(std::io::Error),
-    #[error("JVMTI refused to enable events: {0}")]
-    Events(JvmtiError),
-    #[error("cannot start tracing: {0}")]
-    Trace(TraceError),
-    #[error("cannot record events: {0}")]
-    EventSession(EventsError),
-}
 
 /// A recording whose file is open but whose engines wait for the VM to be ready
 /// (between Agent_OnLoad and VMInit).
@@ -257,7 +229,6 @@ impl Recorder {
         install_hooks: fn(Option<Arc<Hooks>>),
     ) -> Result<Recorder, StartError> {
         let fields = ThreadFields::lookup(jni).ok_or(StartError::NoThreadFields)?;
-        java_threads::publish_identity(jvmti, fields);
         let (header, header_bytes) = prepared.write_header(jvmti, jni, attached)?;
         let table = Arc::new(ThreadTable::default());
         let (link, sender) = prepared.collector(&header, header_bytes, &table).unzip();
@@ -269,14 +240,14 @@ impl Recorder {
         let timers = options
             .modes
             .cpu
-            .then(|| Arc::new(CpuTimers::new(options.interval)));
+            .then(|| Arc::new(CpuTimers::new(options.interval, CPU_SIGNAL)));
         let hooks = Arc::new(Hooks {
             jvmti,
             fields,
             table: table.clone(),
             timers: timers.clone(),
         });
-        let signals = Arc::new(SignalEngine::new(timers.clone()));
+        let signals = Arc::new(SignalEngine::new(&options, timers.clone()));
         let engines: Vec<Arc<dyn Engine>> = vec![
             signals.clone(),
             Arc::new(ThreadEvents {
@@ -285,11 +256,11 @@ impl Recorder {
                 install: install_hooks,
             }),
             Arc::new(CpuEngine::new(timers)),
-            Arc::new(SnapshotEngine::new()),
-            Arc::new(WallEngine::new(signals)),
-            Arc::new(TraceEngine::default()),
-            Arc::new(EventEngine::default()),
-            Arc::new(ParkEngine::default()),
+            Arc::new(SnapshotEngine::new(&options)),
+            Arc::new(WallEngine::new(&options, signals)),
+            Arc::new(TraceEngine::new(options.trace.clone())),
+            Arc::new(EventEngine::new(options.events.clone(), options.depth)),
+            Arc::new(ParkEngine::new(&options.events)),
             Arc::new(RemoteEngine),
         ];
         let mut recorder = Recorder {
@@ -306,7 +277,6 @@ impl Recorder {
             jvmti,
             jni,
             fields,
-            options: &options,
             table: &table,
         };
         let writer = WriterConfig {

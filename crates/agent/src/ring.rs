@@ -86,6 +86,7 @@ pub struct SampleRing {
 // SAFETY: slots are handed between threads only through the per-slot sequence
 // numbers (acquire/release), so no two threads touch a slot's data at once.
 unsafe impl Sync for SampleRing {}
+// SAFETY: as for Sync; the ring owns its buffers, which hold no references.
 unsafe impl Send for SampleRing {}
 
 impl SampleRing {
@@ -156,6 +157,7 @@ impl SampleRing {
         // producer can reclaim it until the store below.
         let header = unsafe { *slot.header.get() };
         let count = header.num_frames.clamp(0, self.depth as i32) as usize;
+        // SAFETY: as above; the producer wrote `count` (at most depth) frames.
         let frames = unsafe { std::slice::from_raw_parts(self.frames_of(pos & self.mask), count) };
         let result = f(&header, frames);
         slot.seq.store(pos + self.mask + 1, Ordering::Release);
@@ -181,6 +183,7 @@ mod tests {
         };
         let ptr = claim.frames_ptr();
         for (i, bci) in frames.iter().enumerate() {
+            // SAFETY: the claim owns the slot's depth frames; tests put fewer.
             unsafe {
                 *ptr.add(i) = CallFrame {
                     lineno: *bci,

@@ -16,11 +16,11 @@ use jscope_format::thread_state::{ALIVE, IN_NATIVE, RUNNABLE};
 use jscope_format::{Sample, SampleMode};
 
 use crate::cpu_timers::CpuTimers;
-use crate::engine::{Drained, Engine, StartContext, StopContext};
+use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
 use crate::jvm::Vm;
-use crate::recorder::StartError;
+use crate::options::Options;
 use crate::ring::{CallFrame, SampleHeader, SampleRing};
-use crate::writer::Sink;
+use crate::sink::Sink;
 use crate::{clock, sys, threads};
 
 /// Signal of the cpu engine, delivered by per-thread CPU-time timers.
@@ -31,23 +31,12 @@ pub const WALL_SIGNAL: c_int = libc::SIGVTALRM;
 /// `num_frames` marker for a signalled thread that is not attached to the VM.
 pub const NOT_ATTACHED: i32 = -100;
 
-/// HotSpot's trace record for AsyncGetCallTrace.
-#[repr(C)]
-pub struct CallTrace {
-    env: *mut sys::JNIEnv,
-    num_frames: i32,
-    frames: *mut CallFrame,
-}
-
-/// `void AsyncGetCallTrace(ASGCT_CallTrace*, jint depth, void* ucontext)`.
-pub type AsgctFn = unsafe extern "C" fn(*mut CallTrace, i32, *mut c_void);
+/// The stack walker (see `crate::jvm::asgct`).
+pub type AsgctFn = crate::jvm::asgct::Asgct;
 
 /// Finds AsyncGetCallTrace among the symbols libjvm exports.
 pub fn find_asgct() -> Option<AsgctFn> {
-    // SAFETY: dlsym with RTLD_DEFAULT searches the global scope, where libjvm is.
-    let sym = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"AsyncGetCallTrace".as_ptr()) };
-    // SAFETY: HotSpot exports the symbol with exactly this signature.
-    (!sym.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, AsgctFn>(sym) })
+    AsgctFn::find()
 }
 
 /// Counter names in index order; see [`Counter`].
@@ -208,15 +197,12 @@ impl SignalShared {
     }
 
     fn walk(&self, env: *mut sys::JNIEnv, frames: *mut CallFrame, ucontext: *mut c_void) -> i32 {
-        let mut trace = CallTrace {
-            env,
-            num_frames: 0,
-            frames,
-        };
-        // SAFETY: frames has room for ring.depth() entries; the walker validates
-        // the thread and context itself and reports failures in num_frames.
-        unsafe { (self.asgct)(&mut trace, self.ring.depth() as i32, ucontext) };
-        trace.num_frames
+        // SAFETY: frames has room for ring.depth() entries, env is this thread's
+        // and ucontext the handler's.
+        unsafe {
+            self.asgct
+                .walk(env, frames, self.ring.depth() as i32, ucontext)
+        }
     }
 }
 
@@ -285,6 +271,12 @@ const RING_FRAME_BYTES: usize = 8 << 20;
 /// the ring's raw samples into Sample records. The cpu engine's timers and the
 /// wall engine's sampler thread make the signals.
 pub(crate) struct SignalEngine {
+    /// Cpu or wall sampling asked for.
+    wanted: bool,
+    /// Frames kept per sample.
+    depth: usize,
+    /// CPU time a cpu sample stands for.
+    cpu_weight_ns: u64,
     shared: OnceLock<&'static SignalShared>,
     /// The cpu engine's timers, disarmed for threads that are not Java threads.
     timers: Option<Arc<CpuTimers>>,
@@ -298,8 +290,11 @@ struct SampleDrain {
 }
 
 impl SignalEngine {
-    pub fn new(timers: Option<Arc<CpuTimers>>) -> SignalEngine {
+    pub fn new(options: &Options, timers: Option<Arc<CpuTimers>>) -> SignalEngine {
         SignalEngine {
+            wanted: options.modes.signals(),
+            depth: options.depth as usize,
+            cpu_weight_ns: options.interval.as_nanos() as u64,
             shared: OnceLock::new(),
             timers,
             drain: Mutex::default(),
@@ -371,17 +366,16 @@ impl Engine for SignalEngine {
     /// The handler's shared state, with a ring sized so its frames take
     /// RING_FRAME_BYTES.
     fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
-        let options = ctx.options;
-        if !options.modes.signals() {
+        if !self.wanted {
             return Ok(());
         }
         let asgct = find_asgct().ok_or(StartError::NoAsyncGetCallTrace)?;
         install_handlers().map_err(StartError::Signals)?;
-        let depth = options.depth as usize;
+        let depth = self.depth;
         let slot_bytes = depth * std::mem::size_of::<CallFrame>();
         let capacity = (RING_FRAME_BYTES / slot_bytes).clamp(256, 8192);
         let ring = SampleRing::new(capacity, depth);
-        let shared = SignalShared::new(ctx.vm, asgct, ring, options.interval.as_nanos() as u64);
+        let shared = SignalShared::new(ctx.vm, asgct, ring, self.cpu_weight_ns);
         let _ = self.shared.set(publish(Box::new(shared)));
         Ok(())
     }

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 use jscope_format::{Snapshot, SnapshotThread};
 
 use crate::clock;
-use crate::engine::{Drained, Engine, StartContext, StopContext};
+use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
 use crate::java_threads::{describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
-use crate::recorder::StartError;
+use crate::options::Options;
+use crate::sink::Sink;
 use crate::stopper::Stopper;
 use crate::threads::{gettid, ThreadTable};
-use crate::writer::Sink;
 
 /// One thread in a raw snapshot.
 struct RawSnapshotThread {
@@ -133,6 +133,10 @@ const SNAPSHOT_QUEUE: usize = 64;
 /// The snapshot engine: runs the sampler thread when `snapshot` mode is asked
 /// for; the writer resolves and writes what it queued.
 pub(crate) struct SnapshotEngine {
+    /// `snapshot` mode asked for.
+    wanted: bool,
+    interval: Duration,
+    depth: u32,
     queue: Mutex<Option<Receiver<RawSnapshot>>>,
     /// Snapshots the writer could not take in time.
     dropped: Arc<AtomicU64>,
@@ -143,8 +147,11 @@ pub(crate) struct SnapshotEngine {
 }
 
 impl SnapshotEngine {
-    pub fn new() -> SnapshotEngine {
+    pub fn new(options: &Options) -> SnapshotEngine {
         SnapshotEngine {
+            wanted: options.modes.snapshot,
+            interval: options.snap_interval,
+            depth: options.depth,
             queue: Mutex::new(None),
             dropped: Arc::default(),
             written: AtomicU64::new(0),
@@ -175,8 +182,7 @@ impl SnapshotEngine {
 
 impl Engine for SnapshotEngine {
     fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
-        let options = ctx.options;
-        if !options.modes.snapshot {
+        if !self.wanted {
             return Ok(());
         }
         let (tx, rx) = sync_channel(SNAPSHOT_QUEUE);
@@ -189,8 +195,8 @@ impl Engine for SnapshotEngine {
             table: ctx.table.clone(),
             stopper: self.stopper.clone(),
             done: done.clone(),
-            interval: options.snap_interval,
-            depth: options.depth,
+            interval: self.interval,
+            depth: self.depth,
             out: tx,
             dropped: self.dropped.clone(),
         };

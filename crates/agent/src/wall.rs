@@ -13,10 +13,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::engine::{Engine, StartContext, StopContext};
+use crate::engine::{Engine, StartContext, StartError, StopContext};
 use crate::java_threads::ThreadFields;
 use crate::jvm::{Jni, Jvmti, Vm};
-use crate::recorder::StartError;
+use crate::options::Options;
 use crate::signals::{SignalEngine, SignalShared, WALL_SIGNAL};
 use crate::stopper::Stopper;
 use crate::sys;
@@ -169,6 +169,11 @@ impl WallSampler {
 /// The wall engine: runs the sampler thread when `wall` mode is asked for; its
 /// samples reach the writer through the signal engine's ring.
 pub(crate) struct WallEngine {
+    /// `wall` mode asked for.
+    wanted: bool,
+    interval: Duration,
+    /// Threads signalled per interval at most.
+    budget: usize,
     signals: Arc<SignalEngine>,
     stopper: Arc<Stopper>,
     /// Set by the sampler thread when it has left the VM; None until it started.
@@ -176,8 +181,11 @@ pub(crate) struct WallEngine {
 }
 
 impl WallEngine {
-    pub fn new(signals: Arc<SignalEngine>) -> WallEngine {
+    pub fn new(options: &Options, signals: Arc<SignalEngine>) -> WallEngine {
         WallEngine {
+            wanted: options.modes.wall,
+            interval: options.interval,
+            budget: options.wall_threads as usize,
             signals,
             stopper: Arc::default(),
             done: OnceLock::new(),
@@ -187,8 +195,7 @@ impl WallEngine {
 
 impl Engine for WallEngine {
     fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
-        let options = ctx.options;
-        let (true, Some(shared)) = (options.modes.wall, self.signals.shared()) else {
+        let (true, Some(shared)) = (self.wanted, self.signals.shared()) else {
             return Ok(());
         };
         let done = Arc::new(Stopper::default());
@@ -200,8 +207,8 @@ impl Engine for WallEngine {
             table: ctx.table.clone(),
             stopper: self.stopper.clone(),
             done: done.clone(),
-            interval: options.interval,
-            budget: options.wall_threads as usize,
+            interval: self.interval,
+            budget: self.budget,
         };
         wall.spawn().map_err(StartError::Thread)?;
         let _ = self.done.set(done);

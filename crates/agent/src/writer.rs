@@ -6,27 +6,24 @@
 //! application's threads; network I/O happens on the sender thread, so a slow
 //! collector never holds the writer.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use jscope_format::{ChunkWriter, ThreadDef};
-
 use crate::clock;
 use crate::engine::{Drained, Engine};
-use crate::java_threads::{EnvMapper, ThreadFields, ThreadKey};
-use crate::jvm::{Jni, Jvmti, Vm};
+use crate::java_threads::{EnvMapper, ThreadFields};
+use crate::jvm::{Jvmti, Vm};
 use crate::sender::CollectorLink;
+use crate::sink::{thread_def, Sink, FLUSH_BYTES};
 use crate::stopper::Stopper;
-use crate::symbols::{ChunkCutter, Symbols};
+use crate::symbols::ChunkCutter;
 use crate::thread_ring::{self, Wake};
-use crate::threads::{gettid, kernel_thread_name, ThreadEntry, ThreadTable};
+use crate::threads::{gettid, ThreadTable};
 
-/// A chunk is written when it holds this much, or when FLUSH_EVERY has passed.
-const FLUSH_BYTES: usize = 1 << 20;
+/// A chunk is written when it holds FLUSH_BYTES, or when this has passed.
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
 /// How often the writer looks for new samples.
 const POLL: Duration = Duration::from_millis(10);
@@ -46,107 +43,6 @@ pub(crate) struct WriterConfig {
     pub stopper: Arc<Stopper>,
     /// Set by the writer when the file is complete.
     pub done: Arc<Stopper>,
-}
-
-/// Where engines drain to, on the writer thread: the chunk being built, the
-/// dictionaries, and the mapping from producers' threads to recording threads
-/// (whose definitions it writes as they are first used or change).
-pub(crate) struct Sink {
-    pub jvmti: Jvmti,
-    pub jni: Jni,
-    pub chunk: ChunkWriter,
-    pub symbols: Symbols,
-    pub table: Arc<ThreadTable>,
-    env_mapper: Option<EnvMapper>,
-    /// JNIEnvs that matched no live thread (it ended before the writer looked).
-    unmatched_envs: HashMap<usize, u32>,
-    /// Revision of each thread definition already written.
-    emitted: HashMap<u32, u32>,
-}
-
-impl Sink {
-    /// True when the chunk should be written before more is added: an engine
-    /// far behind returns [`Drained::More`] then rather than make one huge chunk.
-    pub fn chunk_full(&self) -> bool {
-        self.chunk.raw_len() >= FLUSH_BYTES
-    }
-
-    /// The stack id of `frames` (jmethodID, bci or line), top first; methods are
-    /// named through JVMTI.
-    pub fn stack(&mut self, frames: impl Iterator<Item = (usize, i32)>) -> u32 {
-        let (jvmti, jni) = (self.jvmti, self.jni);
-        let mut resolve =
-            move |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
-        self.symbols.stack(&mut self.chunk, frames, &mut resolve)
-    }
-
-    /// The string id of `text`.
-    pub fn string(&mut self, text: &str) -> u32 {
-        self.symbols.string(&mut self.chunk, text)
-    }
-
-    /// The recording thread of an event's thread, named by its Java id when
-    /// known and its definition written; None for the agent's own threads.
-    pub fn event_thread(&mut self, key: ThreadKey) -> Option<u32> {
-        let ThreadKey { tid, env, java_id } = key;
-        if self.table.is_agent(tid) {
-            return None;
-        }
-        let t = match self.table.order_of_java_id(java_id) {
-            Some(t) if java_id != 0 => t,
-            _ => self.thread_of(tid, env),
-        };
-        self.emit_thread(t);
-        Some(t)
-    }
-
-    /// True for a thread JVMTI shows as a java.lang.Thread. Such a thread is never
-    /// struck out, whatever its failed walks say: an application thread can give
-    /// "unknown, not Java" several times in a row (in the VM while classes load and
-    /// GCs run, on a loaded machine), and striking it out lost all its samples.
-    pub fn is_java_thread(&mut self, tid: u32, env: usize) -> bool {
-        if self.table.java_id_of_tid(tid).is_some_and(|id| id != 0) {
-            return true;
-        }
-        env != 0 && self.java_thread_by_env(tid, env).is_some()
-    }
-
-    /// The recording thread of the Java thread whose JNIEnv is `env`, found
-    /// through JVMTI and learnt for Linux thread `tid`; None when JVMTI shows no
-    /// java.lang.Thread for it.
-    fn java_thread_by_env(&mut self, tid: u32, env: usize) -> Option<u32> {
-        let (java_id, info) = self
-            .env_mapper
-            .and_then(|m| m.find(self.jvmti, self.jni, env))?;
-        Some(self.table.see(java_id, info, Some(tid)))
-    }
-
-    /// The recording's thread id for Linux thread `tid`: known from ThreadStart or
-    /// a snapshot, else found through its JNIEnv, else named from /proc.
-    pub fn thread_of(&mut self, tid: u32, env: usize) -> u32 {
-        if let Some(order) = self.table.order_of_tid(tid) {
-            return order;
-        }
-        if let Some(&order) = self.unmatched_envs.get(&env) {
-            return order;
-        }
-        if let Some(order) = self.java_thread_by_env(tid, env) {
-            return order;
-        }
-        let order = self.table.see_anonymous(tid, kernel_thread_name(tid));
-        self.unmatched_envs.insert(env, order);
-        order
-    }
-
-    /// Writes the thread's definition if it is new or changed since last written.
-    pub fn emit_thread(&mut self, order: u32) {
-        let known = self.emitted.get(&order).copied().unwrap_or(0);
-        let Some(entry) = self.table.changed_since(order, known) else {
-            return;
-        };
-        self.emitted.insert(order, entry.revision);
-        self.chunk.thread(&thread_def(entry));
-    }
 }
 
 struct Writer {
@@ -183,16 +79,7 @@ fn run(cfg: WriterConfig) {
     }
     let env_mapper = EnvMapper::calibrate(cfg.jvmti, jni, cfg.fields);
     let vm = cfg.vm;
-    let sink = Sink {
-        jvmti: cfg.jvmti,
-        jni,
-        chunk: ChunkWriter::new(),
-        symbols: Symbols::default(),
-        table: cfg.table.clone(),
-        env_mapper,
-        unmatched_envs: HashMap::new(),
-        emitted: HashMap::new(),
-    };
+    let sink = Sink::new(cfg.jvmti, jni, cfg.table.clone(), env_mapper);
     let mut writer = Writer {
         cfg,
         wake,
@@ -243,6 +130,12 @@ impl Writer {
         if let Some(link) = &self.cfg.collector {
             values.extend(link.stats.values());
         }
+        // Panics caught at entry points; written only when there were some.
+        values.extend(
+            crate::jvm::entry::counter_values()
+                .into_iter()
+                .filter(|(_, n)| *n > 0),
+        );
         self.sink.chunk.counters(clock::monotonic_ns(), &values);
     }
 
@@ -282,7 +175,7 @@ impl Writer {
     fn dictionary_chunks(&self) -> Vec<Vec<u8>> {
         let mut cut = ChunkCutter::new(FLUSH_BYTES);
         self.sink.symbols.declare_all(&mut cut);
-        for &order in self.sink.emitted.keys() {
+        for order in self.sink.emitted() {
             if let Some(entry) = self.cfg.table.changed_since(order, 0) {
                 cut.record(|w| w.thread(&thread_def(entry)));
             }
@@ -300,18 +193,5 @@ impl Writer {
             let _ = file.sync_all();
         }
         self.cfg.collector = None;
-    }
-}
-
-fn thread_def(entry: ThreadEntry) -> ThreadDef {
-    ThreadDef {
-        id: entry.order,
-        java_id: entry.java_id,
-        os_tid: entry.os_tid,
-        name: entry.info.name,
-        group: entry.info.group,
-        parent: entry.info.parent,
-        start_order: entry.order,
-        daemon: entry.info.daemon,
     }
 }

@@ -1,24 +1,24 @@
 //! The JVMTI callbacks of the events. Each stamps the time, gathers what only
 //! the calling thread can see (its stack, the object's class) and queues a raw
-//! event; the writer names everything later. None of them ever unwinds into the
-//! JVM, and the GC-time ones (GarbageCollectionStart/Finish, ObjectFree) only
-//! read the clock and store into lock-free slots.
+//! event; the writer names everything later. Each runs its whole body in the
+//! events engine's guard (`jvm::entry`), so none ever unwinds into the JVM, and
+//! the GC-time ones (GarbageCollectionStart/Finish, ObjectFree) only read the
+//! clock and store into lock-free slots (the guard allocates nothing).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-use super::queue::{self, RawEvent, RawKind};
-use super::{jvmti_ext, on, Kinds, ALLOCATED_TOTAL};
+use super::queue::{RawEvent, RawKind};
+use super::{on, Kinds, STATE};
 use crate::clock;
-use crate::java_threads::{java_id, ThreadKey};
-use crate::jvm::{Jni, Jvmti};
+use crate::java_threads::ThreadKey;
+use crate::jvm::entry::{guarded_in, EVENTS};
+use crate::jvm::{thread, Jni, Jvmti};
 use crate::sys;
 
 /// Monitor object ids carry this bit, so ObjectFree of a tagged monitor is not
 /// taken for the free of a sampled allocation.
 pub const MONITOR_TAG: u64 = 1 << 62;
-static NEXT_OBJECT: AtomicU64 = AtomicU64::new(1);
-static GC_START: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// When this thread began to block on a monitor (0: it is not blocked).
@@ -43,13 +43,38 @@ pub fn install(cb: &mut sys::jvmtiEventCallbacks) {
     cb.CompiledMethodUnload = Some(compiled_method_unload);
 }
 
-fn quietly(f: impl FnOnce()) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+/// Bit of `can_generate_sampled_allocation_events` in jvmtiCapabilities (JDK 11+;
+/// the generated bindings predate its setter).
+const CAN_SAMPLE_ALLOCATIONS_BIT: usize = 43;
+
+/// The capabilities the chosen kinds need (HotSpot grants them in the live phase
+/// too, so attaching works).
+pub fn capabilities(kinds: Kinds, object_ages: bool) -> sys::jvmtiCapabilities {
+    let mut caps = crate::jvm::no_capabilities();
+    if kinds.contains(Kinds::MONITORS) || kinds.contains(Kinds::WAITS) {
+        caps.set_can_generate_monitor_events(1);
+        caps.set_can_tag_objects(1);
+        caps.set_can_get_monitor_info(1);
+    }
+    if kinds.contains(Kinds::GC) {
+        caps.set_can_generate_garbage_collection_events(1);
+    }
+    if kinds.contains(Kinds::ALLOC) {
+        caps._bitfield_1.set_bit(CAN_SAMPLE_ALLOCATIONS_BIT, true);
+        if object_ages {
+            caps.set_can_tag_objects(1);
+            caps.set_can_generate_object_free_events(1);
+        }
+    }
+    if kinds.contains(Kinds::JIT) {
+        caps.set_can_generate_compiled_method_load_events(1);
+    }
+    caps
 }
 
-pub(super) fn push(jni: *mut sys::JNIEnv, thread: sys::jthread, ticks: u64, kind: RawKind) {
-    queue::push(RawEvent {
-        thread: ThreadKey::of(Jni(jni), thread),
+pub(super) fn push(jni: *mut sys::JNIEnv, java_thread: sys::jthread, ticks: u64, kind: RawKind) {
+    STATE.queues.push(RawEvent {
+        thread: ThreadKey::of(Jni(jni), java_thread),
         ticks,
         kind,
     });
@@ -57,16 +82,20 @@ pub(super) fn push(jni: *mut sys::JNIEnv, thread: sys::jthread, ticks: u64, kind
 
 /// ThreadStart, called by the agent's own callback on the new thread.
 pub fn thread_started(jni: *mut sys::JNIEnv, thread: sys::jthread) {
-    if on(Kinds::THREADS) {
-        quietly(|| push(jni, thread, clock::monotonic_ns(), RawKind::ThreadStart));
-    }
+    guarded_in(&EVENTS, "events_thread_start", (), || {
+        if on(Kinds::THREADS) {
+            push(jni, thread, clock::monotonic_ns(), RawKind::ThreadStart);
+        }
+    })
 }
 
 /// ThreadEnd, on the ending thread.
 pub fn thread_ended(jni: *mut sys::JNIEnv, thread: sys::jthread) {
-    if on(Kinds::THREADS) {
-        quietly(|| push(jni, thread, clock::monotonic_ns(), RawKind::ThreadEnd));
-    }
+    guarded_in(&EVENTS, "events_thread_end", (), || {
+        if on(Kinds::THREADS) {
+            push(jni, thread, clock::monotonic_ns(), RawKind::ThreadEnd);
+        }
+    })
 }
 
 /// ClassLoad, on the loading thread.
@@ -76,27 +105,27 @@ pub fn class_loaded(
     thread: sys::jthread,
     class: sys::jclass,
 ) {
-    if on(Kinds::CLASSES) {
-        quietly(|| {
-            let class = jvmti_ext::class_signature(Jvmti(jvmti), class);
+    guarded_in(&EVENTS, "events_class_load", (), || {
+        if on(Kinds::CLASSES) {
+            let class = Jvmti(jvmti).class_signature(class).ok();
             push(
                 jni,
                 thread,
                 clock::monotonic_ns(),
                 RawKind::ClassLoad { class },
             );
-        });
-    }
+        }
+    })
 }
 
 /// The agent's id of a monitor object: its tag, given on first sight.
 fn monitor_id(jvmti: Jvmti, object: sys::jobject) -> u64 {
-    let tag = jvmti_ext::get_tag(jvmti, object);
+    let tag = jvmti.get_tag(object);
     if tag != 0 {
         return tag;
     }
-    let id = MONITOR_TAG | NEXT_OBJECT.fetch_add(1, Ordering::Relaxed);
-    if jvmti_ext::set_tag(jvmti, object, id) {
+    let id = MONITOR_TAG | STATE.next_object.fetch_add(1, Ordering::Relaxed);
+    if jvmti.set_tag(object, id) {
         id
     } else {
         0
@@ -109,20 +138,18 @@ unsafe extern "C" fn monitor_contended_enter(
     _thread: sys::jthread,
     object: sys::jobject,
 ) {
-    if !on(Kinds::MONITORS) {
-        return;
-    }
-    BLOCKED_SINCE.with(|c| c.set(clock::monotonic_ns()));
-    if super::monitor_owners() {
-        quietly(|| {
-            let owner = jvmti_ext::monitor_owner(Jvmti(jvmti), object);
-            let id = java_id(Jni(jni), owner);
-            if !owner.is_null() {
-                Jni(jni).delete_local(owner);
-            }
+    guarded_in(&EVENTS, "monitor_contended_enter", (), || {
+        if !on(Kinds::MONITORS) {
+            return;
+        }
+        BLOCKED_SINCE.with(|c| c.set(clock::monotonic_ns()));
+        if super::monitor_owners() {
+            let owner = Jvmti(jvmti).monitor_owner(object);
+            let id = thread::java_id(Jni(jni), owner);
+            Jni(jni).delete_local(owner);
             BLOCKED_BY.with(|c| c.set(id));
-        });
-    }
+        }
+    })
 }
 
 unsafe extern "C" fn monitor_contended_entered(
@@ -131,23 +158,23 @@ unsafe extern "C" fn monitor_contended_entered(
     thread: sys::jthread,
     object: sys::jobject,
 ) {
-    let since = BLOCKED_SINCE.with(|c| c.replace(0));
-    let owner = BLOCKED_BY.with(|c| c.replace(0));
-    if since == 0 || !on(Kinds::MONITORS) {
-        return;
-    }
-    let end = clock::monotonic_ns();
-    quietly(|| {
+    guarded_in(&EVENTS, "monitor_contended_entered", (), || {
+        let since = BLOCKED_SINCE.with(|c| c.replace(0));
+        let owner = BLOCKED_BY.with(|c| c.replace(0));
+        if since == 0 || !on(Kinds::MONITORS) {
+            return;
+        }
+        let end = clock::monotonic_ns();
         let jvmti = Jvmti(jvmti);
         let kind = RawKind::Monitor {
             duration_ns: end.saturating_sub(since),
-            class: jvmti_ext::object_class_signature(jvmti, Jni(jni), object),
+            class: jvmti.object_class_signature(Jni(jni), object),
             object: monitor_id(jvmti, object),
             owner,
-            stack: jvmti_ext::current_stack(jvmti, super::depth()),
+            stack: jvmti.current_stack(super::depth()),
         };
         push(jni, thread, since, kind);
-    });
+    })
 }
 
 unsafe extern "C" fn monitor_wait(
@@ -157,10 +184,12 @@ unsafe extern "C" fn monitor_wait(
     _object: sys::jobject,
     timeout: sys::jlong,
 ) {
-    if on(Kinds::WAITS) {
-        let now = clock::monotonic_ns();
-        WAITING_SINCE.with(|c| c.set((now, timeout.max(0) as u64)));
-    }
+    guarded_in(&EVENTS, "monitor_wait", (), || {
+        if on(Kinds::WAITS) {
+            let now = clock::monotonic_ns();
+            WAITING_SINCE.with(|c| c.set((now, timeout.max(0) as u64)));
+        }
+    })
 }
 
 unsafe extern "C" fn monitor_waited(
@@ -170,37 +199,43 @@ unsafe extern "C" fn monitor_waited(
     object: sys::jobject,
     timed_out: sys::jboolean,
 ) {
-    let (since, timeout_ms) = WAITING_SINCE.with(|c| c.replace((0, 0)));
-    if since == 0 || !on(Kinds::WAITS) {
-        return;
-    }
-    let end = clock::monotonic_ns();
-    quietly(|| {
+    guarded_in(&EVENTS, "monitor_waited", (), || {
+        let (since, timeout_ms) = WAITING_SINCE.with(|c| c.replace((0, 0)));
+        if since == 0 || !on(Kinds::WAITS) {
+            return;
+        }
+        let end = clock::monotonic_ns();
         let jvmti = Jvmti(jvmti);
         let kind = RawKind::Wait {
             duration_ns: end.saturating_sub(since),
-            class: jvmti_ext::object_class_signature(jvmti, Jni(jni), object),
+            class: jvmti.object_class_signature(Jni(jni), object),
             object: monitor_id(jvmti, object),
             timeout_ms,
             timed_out: timed_out != 0,
-            stack: jvmti_ext::current_stack(jvmti, super::depth()),
+            stack: jvmti.current_stack(super::depth()),
         };
         push(jni, thread, since, kind);
-    });
+    })
 }
 
 /// Runs inside the collector: one clock read and one atomic store.
 unsafe extern "C" fn gc_start(_jvmti: *mut sys::jvmtiEnv) {
-    GC_START.store(clock::monotonic_ns(), Ordering::Relaxed);
+    guarded_in(&EVENTS, "gc_start", (), || {
+        STATE
+            .gc_start
+            .store(clock::monotonic_ns(), Ordering::Relaxed);
+    })
 }
 
 /// Runs inside the collector: a clock read and a lock-free push.
 unsafe extern "C" fn gc_finish(_jvmti: *mut sys::jvmtiEnv) {
-    let start = GC_START.swap(0, Ordering::Relaxed);
-    if start != 0 {
-        let end = clock::monotonic_ns();
-        queue::GCS.push([start, end.saturating_sub(start), 0]);
-    }
+    guarded_in(&EVENTS, "gc_finish", (), || {
+        let start = STATE.gc_start.swap(0, Ordering::Relaxed);
+        if start != 0 {
+            let end = clock::monotonic_ns();
+            STATE.queues.gcs.push([start, end.saturating_sub(start), 0]);
+        }
+    })
 }
 
 unsafe extern "C" fn sampled_object_alloc(
@@ -211,40 +246,42 @@ unsafe extern "C" fn sampled_object_alloc(
     class: sys::jclass,
     size: sys::jlong,
 ) {
-    if !on(Kinds::ALLOC) {
-        return;
-    }
-    let now = clock::monotonic_ns();
-    quietly(|| {
+    guarded_in(&EVENTS, "sampled_object_alloc", (), || {
+        if !on(Kinds::ALLOC) {
+            return;
+        }
+        let now = clock::monotonic_ns();
         let jvmti = Jvmti(jvmti);
         let size = size.max(0) as u64;
-        let allocated_total = ALLOCATED_TOTAL.fetch_add(size, Ordering::Relaxed) + size;
+        let allocated_total = STATE.allocated_total.fetch_add(size, Ordering::Relaxed) + size;
         let mut id = 0;
         if super::object_ages() {
-            id = NEXT_OBJECT.fetch_add(1, Ordering::Relaxed);
-            if !jvmti_ext::set_tag(jvmti, object, id) {
+            id = STATE.next_object.fetch_add(1, Ordering::Relaxed);
+            if !jvmti.set_tag(object, id) {
                 id = 0;
             }
         }
         let kind = RawKind::Alloc {
-            class: jvmti_ext::class_signature(jvmti, class),
+            class: jvmti.class_signature(class).ok(),
             size,
-            stack: jvmti_ext::current_stack(jvmti, super::depth()),
+            stack: jvmti.current_stack(super::depth()),
             object: id,
             allocated_total,
         };
         push(jni, thread, now, kind);
-    });
+    })
 }
 
 /// May run inside the collector: a clock read and a lock-free push.
 unsafe extern "C" fn object_free(_jvmti: *mut sys::jvmtiEnv, tag: sys::jlong) {
-    let tag = tag as u64;
-    if tag & MONITOR_TAG != 0 {
-        return;
-    }
-    let total = ALLOCATED_TOTAL.load(Ordering::Relaxed);
-    queue::FREES.push([clock::monotonic_ns(), tag, total]);
+    guarded_in(&EVENTS, "object_free", (), || {
+        let tag = tag as u64;
+        if tag & MONITOR_TAG != 0 {
+            return;
+        }
+        let total = STATE.allocated_total.load(Ordering::Relaxed);
+        STATE.queues.frees.push([clock::monotonic_ns(), tag, total]);
+    })
 }
 
 unsafe extern "C" fn compiled_method_load(
@@ -256,20 +293,20 @@ unsafe extern "C" fn compiled_method_load(
     _map: *const sys::jvmtiAddrLocationMap,
     _compile_info: *const std::ffi::c_void,
 ) {
-    if on(Kinds::JIT) {
-        let kind = RawKind::Compiled {
-            method: method as usize,
-            code_size: code_size.max(0) as u64,
-        };
-        quietly(|| {
+    guarded_in(&EVENTS, "compiled_method_load", (), || {
+        if on(Kinds::JIT) {
+            let kind = RawKind::Compiled {
+                method: method as usize,
+                code_size: code_size.max(0) as u64,
+            };
             push(
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
                 clock::monotonic_ns(),
                 kind,
             )
-        });
-    }
+        }
+    })
 }
 
 unsafe extern "C" fn compiled_method_unload(
@@ -277,22 +314,22 @@ unsafe extern "C" fn compiled_method_unload(
     method: sys::jmethodID,
     _code_addr: *const std::ffi::c_void,
 ) {
-    if on(Kinds::JIT) {
-        let kind = RawKind::CompiledUnload {
-            method: method as usize,
-        };
-        quietly(|| {
+    guarded_in(&EVENTS, "compiled_method_unload", (), || {
+        if on(Kinds::JIT) {
+            let kind = RawKind::CompiledUnload {
+                method: method as usize,
+            };
             push(
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
                 clock::monotonic_ns(),
                 kind,
             )
-        });
-    }
+        }
+    })
 }
 
-/// HotSpot's ClassUnload extension event (see jvmti_ext::set_class_unload_callback).
+/// HotSpot's ClassUnload extension event (see `Jvmti::set_class_unload_callback`).
 ///
 /// # Safety
 /// Called by the JVM only, with `name` null or a NUL-terminated class name.
@@ -301,13 +338,14 @@ pub unsafe extern "C" fn class_unloaded(
     _jni: *mut sys::JNIEnv,
     name: *const std::ffi::c_char,
 ) {
-    if !on(Kinds::CLASSES) || name.is_null() {
-        return;
-    }
-    let ticks = clock::monotonic_ns();
-    quietly(|| {
-        // SAFETY: the JVM passes a NUL-terminated class name.
-        let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+    guarded_in(&EVENTS, "class_unloaded", (), || {
+        if !on(Kinds::CLASSES) || name.is_null() {
+            return;
+        }
+        let ticks = clock::monotonic_ns();
+        let Some(name) = crate::jvm::c_str(name) else {
+            return;
+        };
         let class = Some(unload_signature(&name));
         push(
             std::ptr::null_mut(),
@@ -315,7 +353,7 @@ pub unsafe extern "C" fn class_unloaded(
             ticks,
             RawKind::ClassUnload { class },
         );
-    });
+    })
 }
 
 /// The event names the class in internal form (`p/Foo`); signatures of arrays

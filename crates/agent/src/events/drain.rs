@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use jscope_format::{ChunkWriter, JvmEvent, UserEventDef, UserEventKind};
 
-use super::queue::{self, RawEvent, RawKind};
+use super::queue::{RawEvent, RawKind};
 use super::{park, user};
 use crate::java_threads::ThreadKey;
 use crate::jvm::{Jni, Jvmti};
@@ -66,11 +66,12 @@ pub struct EventDrain {
 impl EventDrain {
     /// Everything queued now: the callbacks' queue, GCs, frees, user rings.
     pub fn take(&mut self) -> Vec<Taken> {
-        let mut out: Vec<Taken> = queue::take().into_iter().map(on_thread).collect();
-        while let Some([ticks, duration_ns, _]) = queue::GCS.pop() {
+        let queues = &super::STATE.queues;
+        let mut out: Vec<Taken> = queues.take().into_iter().map(on_thread).collect();
+        while let Some([ticks, duration_ns, _]) = queues.gcs.pop() {
             out.push(Taken::Global(Pending::Gc { ticks, duration_ns }));
         }
-        while let Some([ticks, object, allocated_total]) = queue::FREES.pop() {
+        while let Some([ticks, object, allocated_total]) = queues.frees.pop() {
             out.push(Taken::Global(Pending::Free {
                 ticks,
                 object,
@@ -251,17 +252,20 @@ impl EventDrain {
         }
         vec![
             ("events.written", self.written),
-            (
-                "events.dropped",
-                queue::QUEUE_DROPPED.load(Ordering::Relaxed)
-                    + queue::GCS.dropped.load(Ordering::Relaxed)
-                    + queue::FREES.dropped.load(Ordering::Relaxed),
-            ),
+            ("events.dropped", {
+                let q = &super::STATE.queues;
+                q.dropped.load(Ordering::Relaxed)
+                    + q.gcs.dropped.load(Ordering::Relaxed)
+                    + q.frees.dropped.load(Ordering::Relaxed)
+            }),
             ("events.user_dropped", user::dropped()),
-            ("events.park_short", park::SHORT.load(Ordering::Relaxed)),
+            (
+                "events.park_short",
+                park::PARK.short.load(Ordering::Relaxed),
+            ),
             (
                 "events.park_unmatched",
-                park::UNMATCHED.load(Ordering::Relaxed),
+                park::PARK.unmatched.load(Ordering::Relaxed),
             ),
         ]
     }

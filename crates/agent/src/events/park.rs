@@ -24,10 +24,10 @@ use jscope_bytecode::{insn, ClassFile, ConstantPool};
 
 use super::callbacks;
 use super::queue::RawKind;
-use super::{jvmti_ext, on, Kinds};
-use crate::callback_env::Ti;
+use super::{on, Kinds};
 use crate::clock;
-use crate::jvm::{check, Jni, Jvmti, JvmtiError, Vm};
+use crate::jvm::breakpoints::{self, Handler, Hit};
+use crate::jvm::{Jni, Jvmti, JvmtiError, Vm};
 use crate::sys;
 
 const LOCK_SUPPORT: &str = "java/util/concurrent/locks/LockSupport";
@@ -54,22 +54,37 @@ pub enum ParkError {
     NoCallSites,
 }
 
-/// The park environment; 0 until `install` made it.
-static ENV: AtomicUsize = AtomicUsize::new(0);
-/// Set when `install` was asked for park events and failed.
-static FAILED: AtomicBool = AtomicBool::new(false);
-/// The remote capture's environment, when it has one: HotSpot grants the
-/// breakpoint capability to a single environment, so park events share it.
-static SHARED: AtomicUsize = AtomicUsize::new(0);
-/// Thread.parkBlocker's field id (0 unknown: blockers are not named).
-static BLOCKER_FIELD: AtomicUsize = AtomicUsize::new(0);
-static THRESHOLD_NS: AtomicU64 = AtomicU64::new(0);
-/// Parks seen that were shorter than the threshold.
-pub static SHORT: AtomicU64 = AtomicU64::new(0);
-/// Ends of parks whose start was not seen (the recording began mid-park).
-pub static UNMATCHED: AtomicU64 = AtomicU64::new(0);
-/// The call sites, found once (LockSupport is never unloaded).
-static SITES: OnceLock<Vec<Site>> = OnceLock::new();
+/// The park hooks' state, in one static: the breakpoint callbacks find it
+/// without a recording at hand (the environment is made when the agent loads).
+pub(crate) struct ParkState {
+    /// The park environment; 0 until `install` made it.
+    env: AtomicUsize,
+    /// Set when `install` was asked for park events and failed.
+    failed: AtomicBool,
+    /// The remote capture's environment, when it has one: HotSpot grants the
+    /// breakpoint capability to a single environment, so park events share it.
+    shared: AtomicUsize,
+    /// Thread.parkBlocker's field id (0 unknown: blockers are not named).
+    blocker_field: AtomicUsize,
+    threshold_ns: AtomicU64,
+    /// Parks seen that were shorter than the threshold.
+    pub short: AtomicU64,
+    /// Ends of parks whose start was not seen (the recording began mid-park).
+    pub unmatched: AtomicU64,
+    /// The call sites, found once (LockSupport is never unloaded).
+    sites: OnceLock<Vec<Site>>,
+}
+
+pub(crate) static PARK: ParkState = ParkState {
+    env: AtomicUsize::new(0),
+    failed: AtomicBool::new(false),
+    shared: AtomicUsize::new(0),
+    blocker_field: AtomicUsize::new(0),
+    threshold_ns: AtomicU64::new(0),
+    short: AtomicU64::new(0),
+    unmatched: AtomicU64::new(0),
+    sites: OnceLock::new(),
+};
 
 thread_local! {
     /// When this thread entered Unsafe.park from a park method (0: it did not).
@@ -114,60 +129,54 @@ fn variant(name: &str, desc: &str) -> Option<Timeout> {
 /// Creates the park environment while the agent loads, when `park` is asked
 /// for. Its events stay off until a recording arms it.
 pub fn install(vm: Vm, options: &super::EventOptions) -> Result<(), ParkError> {
-    if !options.kinds.contains(Kinds::PARK) || ENV.load(Ordering::Acquire) != 0 {
+    if !options.kinds.contains(Kinds::PARK) || PARK.env.load(Ordering::Acquire) != 0 {
         return Ok(());
     }
     let result = make_env(vm);
-    FAILED.store(result.is_err(), Ordering::Relaxed);
+    PARK.failed.store(result.is_err(), Ordering::Relaxed);
     result
 }
 
 /// Why parks cannot be recorded, when `installed` is false.
 pub fn unavailable() -> ParkError {
-    match FAILED.load(Ordering::Relaxed) {
+    match PARK.failed.load(Ordering::Relaxed) {
         true => ParkError::FailedAtLoad,
         false => ParkError::NotAtStart,
     }
 }
 
 fn make_env(vm: Vm) -> Result<(), ParkError> {
-    let shared = SHARED.load(Ordering::Acquire);
+    let shared = PARK.shared.load(Ordering::Acquire);
     if shared != 0 {
         // The capture's callback hands park's breakpoints over.
         add_capabilities(Jvmti(shared as *mut sys::jvmtiEnv))?;
-        ENV.store(shared, Ordering::Release);
+        PARK.env.store(shared, Ordering::Release);
         return Ok(());
     }
-    let env: *mut sys::jvmtiEnv = vm.get_env(sys::JVMTI_VERSION_1_2).cast();
-    if env.is_null() {
-        return Err(ParkError::NoEnv);
-    }
-    let jvmti = Jvmti(env);
+    let jvmti = vm.jvmti().ok_or(ParkError::NoEnv)?;
     if let Err(e) = add_capabilities(jvmti).and_then(|()| set_callback(jvmti)) {
-        // SAFETY: valid env, used by nothing else.
-        jvmti.table().DisposeEnvironment.map(|f| unsafe { f(env) });
+        jvmti.dispose();
         return Err(e);
     }
-    ENV.store(env as usize, Ordering::Release);
+    PARK.env.store(jvmti.0 as usize, Ordering::Release);
     Ok(())
 }
 
 fn add_capabilities(jvmti: Jvmti) -> Result<(), ParkError> {
-    // SAFETY: an all-zero capabilities struct is valid.
-    let mut caps: sys::jvmtiCapabilities = unsafe { std::mem::zeroed() };
+    let mut caps = crate::jvm::no_capabilities();
     caps.set_can_generate_breakpoint_events(1);
     caps.set_can_access_local_variables(1);
     caps.set_can_get_bytecodes(1);
     caps.set_can_get_constant_pool(1);
-    let add = jvmti.table().AddCapabilities.ok_or(ParkError::NoEnv)?;
-    // SAFETY: valid env and struct.
-    check(unsafe { add(jvmti.0, &caps) }).map_err(ParkError::Capabilities)
+    jvmti.add_capabilities(&caps).map_err(|e| match e {
+        JvmtiError::Missing(_) => ParkError::NoEnv,
+        e => ParkError::Capabilities(e),
+    })
 }
 
 fn set_callback(jvmti: Jvmti) -> Result<(), ParkError> {
-    // SAFETY: all-None callbacks are valid; the one used is set below.
-    let mut cb: sys::jvmtiEventCallbacks = unsafe { std::mem::zeroed() };
-    cb.Breakpoint = Some(on_breakpoint);
+    let mut cb = crate::jvm::no_callbacks();
+    breakpoints::install(&mut cb);
     jvmti.set_callbacks(&cb).map_err(ParkError::Callbacks)?;
     jvmti
         .set_event(true, sys::JVMTI_EVENT_BREAKPOINT)
@@ -176,30 +185,30 @@ fn set_callback(jvmti: Jvmti) -> Result<(), ParkError> {
 
 /// Whether `install` made the park environment (the agent loaded at start).
 pub fn installed() -> bool {
-    ENV.load(Ordering::Acquire) != 0
+    PARK.env.load(Ordering::Acquire) != 0
 }
 
 /// Called by the remote capture once its environment exists, before `install`.
-pub fn share_env(env: *mut sys::jvmtiEnv) {
-    SHARED.store(env as usize, Ordering::Release);
+pub fn share_env(jvmti: Jvmti) {
+    PARK.shared.store(jvmti.0 as usize, Ordering::Release);
 }
 
 fn env() -> Option<Jvmti> {
-    let env = ENV.load(Ordering::Acquire);
+    let env = PARK.env.load(Ordering::Acquire);
     (env != 0).then_some(Jvmti(env as *mut sys::jvmtiEnv))
 }
 
 /// Sets the breakpoints for a recording; on a Java thread.
 pub fn arm(jni: Jni, threshold_ns: u64) -> Result<(), ParkError> {
     let jvmti = env().ok_or(ParkError::NotAtStart)?;
-    THRESHOLD_NS.store(threshold_ns, Ordering::Relaxed);
+    PARK.threshold_ns.store(threshold_ns, Ordering::Relaxed);
     let thread = jni.find_class("java/lang/Thread");
     if !thread.is_null() {
         let field = jni.field_id(thread, "parkBlocker", "Ljava/lang/Object;");
-        BLOCKER_FIELD.store(field as usize, Ordering::Relaxed);
+        PARK.blocker_field.store(field as usize, Ordering::Relaxed);
         jni.delete_local(thread);
     }
-    let sites = SITES.get_or_init(|| {
+    let sites = PARK.sites.get_or_init(|| {
         let class = jni.find_class(LOCK_SUPPORT);
         let sites = if class.is_null() {
             Vec::new()
@@ -215,7 +224,7 @@ pub fn arm(jni: Jni, threshold_ns: u64) -> Result<(), ParkError> {
     for s in sites {
         for location in [s.before, s.after] {
             // False for DUPLICATE: armed by an earlier recording not disarmed.
-            let _ = Ti(jvmti.0).set_breakpoint(s.method as sys::jmethodID, location);
+            let _ = breakpoints::set(jvmti, s.method as sys::jmethodID, location, HANDLER);
         }
     }
     Ok(())
@@ -223,12 +232,12 @@ pub fn arm(jni: Jni, threshold_ns: u64) -> Result<(), ParkError> {
 
 /// Removes the breakpoints: the park methods run at full speed again.
 pub fn disarm() {
-    let (Some(jvmti), Some(sites)) = (env(), SITES.get()) else {
+    let (Some(jvmti), Some(sites)) = (env(), PARK.sites.get()) else {
         return;
     };
     for s in sites {
         for location in [s.before, s.after] {
-            let _ = Ti(jvmti.0).clear_breakpoint(s.method as sys::jmethodID, location);
+            let _ = jvmti.clear_breakpoint(s.method as sys::jmethodID, location);
         }
     }
 }
@@ -239,11 +248,11 @@ fn find_sites(jvmti: Jvmti, class: sys::jclass) -> Vec<Site> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (method, name, desc) in Ti(jvmti.0).methods(class) {
+    for (method, name, desc) in jvmti.methods(class) {
         let Some(timeout) = variant(&name, &desc) else {
             continue;
         };
-        let Some(code) = bytecodes(jvmti, method) else {
+        let Some(code) = jvmti.bytecodes(method) else {
             continue;
         };
         for (before, after) in park_calls(&code, &pool) {
@@ -280,13 +289,7 @@ fn park_calls(code: &[u8], pool: &ConstantPool) -> Vec<(u32, u32)> {
 /// The class's constant pool, read through JVMTI (whose indices are the ones
 /// GetBytecodes' instructions use) and parsed by wrapping it in an empty class.
 fn constant_pool(jvmti: Jvmti, class: sys::jclass) -> Option<ConstantPool> {
-    let f = jvmti.table().GetConstantPool?;
-    let (mut count, mut len, mut bytes) = (0, 0, null_mut());
-    // SAFETY: valid env, class and out-pointers.
-    check(unsafe { f(jvmti.0, class, &mut count, &mut len, &mut bytes) }).ok()?;
-    // SAFETY: JVMTI returned `len` bytes at `bytes`, freed right after.
-    let raw = unsafe { std::slice::from_raw_parts(bytes, len.max(0) as usize) }.to_vec();
-    jvmti.deallocate(bytes);
+    let (count, raw) = jvmti.constant_pool(class)?;
     let count = u16::try_from(count).ok()?;
     ClassFile::parse(&empty_class_around(count, &raw))
         .ok()
@@ -305,80 +308,51 @@ fn empty_class_around(count: u16, pool: &[u8]) -> Vec<u8> {
     out
 }
 
-fn bytecodes(jvmti: Jvmti, method: sys::jmethodID) -> Option<Vec<u8>> {
-    let f = jvmti.table().GetBytecodes?;
-    let (mut n, mut code) = (0, null_mut());
-    // SAFETY: valid env, method and out-pointers.
-    check(unsafe { f(jvmti.0, method, &mut n, &mut code) }).ok()?;
-    // SAFETY: JVMTI returned `n` bytes, freed right after.
-    let out = unsafe { std::slice::from_raw_parts(code, n.max(0) as usize) }.to_vec();
-    jvmti.deallocate(code);
-    Some(out)
-}
+/// Where park's breakpoints go.
+const HANDLER: Handler = Handler {
+    on_breakpoint: on_park_breakpoint,
+    on_frame_pop: None,
+};
 
-unsafe extern "C" fn on_breakpoint(
-    jvmti: *mut sys::jvmtiEnv,
-    jni: *mut sys::JNIEnv,
-    thread: sys::jthread,
-    method: sys::jmethodID,
-    location: sys::jlocation,
-) {
-    let _ = std::panic::catch_unwind(|| {
-        on_shared_breakpoint(jvmti, jni, thread, method, location);
-    });
-}
-
-/// Takes a breakpoint of the shared environment when it is one of park's;
-/// false when it is not.
-pub fn on_shared_breakpoint(
-    jvmti: *mut sys::jvmtiEnv,
-    jni: *mut sys::JNIEnv,
-    thread: sys::jthread,
-    method: sys::jmethodID,
-    location: sys::jlocation,
-) -> bool {
-    let Some(site) = SITES
+/// A breakpoint of park's: the park starts before `Unsafe.park`, ends after it.
+fn on_park_breakpoint(hit: &Hit) {
+    let Some(site) = PARK
+        .sites
         .get()
-        .and_then(|s| s.iter().find(|s| s.method == method as usize))
+        .and_then(|s| s.iter().find(|s| s.method == hit.method as usize))
     else {
-        return false;
+        return;
     };
     if !on(Kinds::PARK) {
-        return true;
+        return;
     }
     let now = clock::monotonic_ns();
-    let _ = std::panic::catch_unwind(|| {
-        if location == site.before {
-            PARKED_SINCE.with(|c| c.set(now));
-        } else if location == site.after {
-            let since = PARKED_SINCE.with(|c| c.replace(0));
-            if since == 0 {
-                UNMATCHED.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            parked(Jvmti(jvmti), Jni(jni), thread, site, (since, now));
+    if hit.location == site.before {
+        PARKED_SINCE.with(|c| c.set(now));
+    } else if hit.location == site.after {
+        let since = PARKED_SINCE.with(|c| c.replace(0));
+        if since == 0 {
+            PARK.unmatched.fetch_add(1, Ordering::Relaxed);
+            return;
         }
-    });
-    true
+        parked(hit.jvmti, hit.jni, hit.thread, site, (since, now));
+    }
 }
 
 /// A park of this thread ended: queued when long enough, counted otherwise.
 fn parked(jvmti: Jvmti, jni: Jni, thread: sys::jthread, site: &Site, (since, end): (u64, u64)) {
     let duration_ns = end.saturating_sub(since);
-    if duration_ns < THRESHOLD_NS.load(Ordering::Relaxed) {
-        SHORT.fetch_add(1, Ordering::Relaxed);
+    if duration_ns < PARK.threshold_ns.load(Ordering::Relaxed) {
+        PARK.short.fetch_add(1, Ordering::Relaxed);
         return;
     }
     // Read for every variant: `park()` may follow LockSupport.setCurrentBlocker.
     let blocker = blocker_class(jvmti, jni, thread);
     let timeout_ns = match site.timeout {
         Timeout::None => 0,
-        Timeout::Nanos(slot) => Ti(jvmti.0)
-            .local_long(null_mut(), 0, slot)
-            .unwrap_or(0)
-            .max(0) as u64,
+        Timeout::Nanos(slot) => jvmti.local_long(null_mut(), 0, slot).unwrap_or(0).max(0) as u64,
         Timeout::Until(slot) => until_timeout(
-            Ti(jvmti.0).local_long(null_mut(), 0, slot).unwrap_or(0),
+            jvmti.local_long(null_mut(), 0, slot).unwrap_or(0),
             duration_ns,
         ),
     };
@@ -386,7 +360,7 @@ fn parked(jvmti: Jvmti, jni: Jni, thread: sys::jthread, site: &Site, (since, end
         duration_ns,
         blocker,
         timeout_ns,
-        stack: jvmti_ext::current_stack(jvmti, super::depth()),
+        stack: jvmti.current_stack(super::depth()),
     };
     callbacks::push(jni.0, thread, since, kind);
 }
@@ -404,15 +378,12 @@ fn until_timeout(deadline_ms: i64, duration_ns: u64) -> u64 {
 /// The class signature of the thread's parkBlocker (set before the call by the
 /// park method, or by `setCurrentBlocker`, and cleared after the breakpoint).
 fn blocker_class(jvmti: Jvmti, jni: Jni, thread: sys::jthread) -> Option<String> {
-    let field = BLOCKER_FIELD.load(Ordering::Relaxed);
+    let field = PARK.blocker_field.load(Ordering::Relaxed);
     if field == 0 || thread.is_null() {
         return None;
     }
-    let get = jni.table().GetObjectField?;
-    // SAFETY: valid env; thread is a java.lang.Thread and field one of its fields.
-    let blocker = unsafe { get(jni.0, thread, field as sys::jfieldID) };
-    jni.clear_exception();
-    let class = jvmti_ext::object_class_signature(jvmti, jni, blocker);
+    let blocker = jni.object_field_by_id(thread, field as sys::jfieldID);
+    let class = jvmti.object_class_signature(jni, blocker);
     jni.delete_local(blocker);
     class
 }

@@ -3,52 +3,56 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 
-use super::{http, push, RawRemote};
-use crate::callback_env::{Env, Ti};
+use super::{http, push, RawRemote, REMOTE};
 use crate::java_threads::ThreadKey;
-use crate::jvm::Jni;
-use crate::jvm::Vm;
+use crate::jvm::breakpoints::{self, Handler, Hit, Pop};
+use crate::jvm::entry::{guarded_in, BREAKPOINTS};
+use crate::jvm::{Jni, Jvmti, Vm};
 use crate::sys;
 
 const STREAM_REMOTE_CALL: &str = "Lsun/rmi/transport/StreamRemoteCall;";
 const UNICAST_REF: &str = "Lsun/rmi/server/UnicastRef;";
 const UNICAST_SERVER_REF: &str = "Lsun/rmi/server/UnicastServerRef;";
 
-/// The methods, by jmethodID once their classes are prepared.
-static CLIENT_NEW_CALL: AtomicUsize = AtomicUsize::new(0);
-static SERVER_NEW_CALL: AtomicUsize = AtomicUsize::new(0);
-static INVOKE: AtomicUsize = AtomicUsize::new(0);
-static DISPATCH: AtomicUsize = AtomicUsize::new(0);
-static RESULT: AtomicUsize = AtomicUsize::new(0);
-
-/// (class signature, method, descriptor, slot to remember its id in).
+/// The methods to break at, with their handlers.
 const TARGETS: [Target; 5] = [
     (
         STREAM_REMOTE_CALL,
         "<init>",
         "(Lsun/rmi/transport/Connection;Ljava/rmi/server/ObjID;IJ)V",
-        &CLIENT_NEW_CALL,
+        Handler {
+            on_breakpoint: client_new_call,
+            on_frame_pop: None,
+        },
     ),
     (
         STREAM_REMOTE_CALL,
         "<init>",
         "(Lsun/rmi/transport/Connection;)V",
-        &SERVER_NEW_CALL,
+        Handler {
+            on_breakpoint: server_new_call,
+            on_frame_pop: None,
+        },
     ),
     (
         UNICAST_REF,
         "invoke",
         "(Ljava/rmi/Remote;Ljava/lang/reflect/Method;[Ljava/lang/Object;J)Ljava/lang/Object;",
-        &INVOKE,
+        Handler {
+            on_breakpoint: client_invoke,
+            on_frame_pop: Some(client_returns),
+        },
     ),
     (
         UNICAST_SERVER_REF,
         "dispatch",
         "(Ljava/rmi/Remote;Ljava/rmi/server/RemoteCall;)V",
-        &DISPATCH,
+        Handler {
+            on_breakpoint: server_dispatch,
+            on_frame_pop: Some(server_returns),
+        },
     ),
     // The server's answer is about to be written: its execution ends here, before
     // the client can have it (ending at dispatch's return, after the answer was
@@ -57,17 +61,17 @@ const TARGETS: [Target; 5] = [
         STREAM_REMOTE_CALL,
         "getResultStream",
         "(Z)Ljava/io/ObjectOutput;",
-        &RESULT,
+        Handler {
+            on_breakpoint: server_answers,
+            on_frame_pop: None,
+        },
     ),
 ];
 
 type Endpoint = (String, u32);
 
-/// Calls seen so far per connection (local end, remote end), on either side.
-static CONN_SEQ: Mutex<Option<HashMap<(Endpoint, Endpoint), u64>>> = Mutex::new(None);
-
 pub(super) fn next_seq(local: &Endpoint, remote: &Endpoint) -> u64 {
-    let mut m = CONN_SEQ.lock().unwrap_or_else(|e| e.into_inner());
+    let mut m = REMOTE.conn_seq.lock().unwrap_or_else(|e| e.into_inner());
     let n = m
         .get_or_insert_with(HashMap::new)
         .entry((local.clone(), remote.clone()))
@@ -108,38 +112,26 @@ thread_local! {
     static STATE: RefCell<ThreadState> = RefCell::new(ThreadState::default());
 }
 
-/// Which protocols are captured (set once, before any class is prepared).
-static RMI_ON: AtomicBool = AtomicBool::new(false);
-static HTTP_ON: AtomicBool = AtomicBool::new(false);
-
 /// Creates the capture's own JVMTI environment. Only at JVM start: the
 /// capabilities it needs cannot be added to a running JVM.
 pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
-    RMI_ON.store(options.rmi, Ordering::Release);
-    HTTP_ON.store(options.http, Ordering::Release);
-    let env = vm.get_env(sys::JVMTI_VERSION_1_2);
-    if env.is_null() {
-        return Err("no JVMTI environment for remote calls".into());
-    }
-    let ti = Ti(env.cast());
-    // SAFETY (all calls): valid env; structs are zero-initialised then filled.
-    let t = unsafe { &**ti.0 };
-    let mut caps: sys::jvmtiCapabilities = unsafe { std::mem::zeroed() };
+    REMOTE.rmi_on.store(options.rmi, Ordering::Release);
+    REMOTE.http_on.store(options.http, Ordering::Release);
+    let jvmti = vm.jvmti().ok_or("no JVMTI environment for remote calls")?;
+    let mut caps = crate::jvm::no_capabilities();
     caps.set_can_generate_breakpoint_events(1);
     caps.set_can_generate_frame_pop_events(1);
     caps.set_can_access_local_variables(1);
-    if unsafe { (t.AddCapabilities.expect("JVMTI AddCapabilities"))(ti.0, &caps) } != 0 {
+    if jvmti.add_capabilities(&caps).is_err() {
         return Err(
             "the JVM refused the capabilities remote calls need (breakpoints, frame pops, locals)"
                 .into(),
         );
     }
-    let mut cb: sys::jvmtiEventCallbacks = unsafe { std::mem::zeroed() };
+    let mut cb = crate::jvm::no_callbacks();
     cb.ClassPrepare = Some(on_class_prepare);
-    cb.Breakpoint = Some(on_breakpoint);
-    cb.FramePop = Some(on_frame_pop);
-    let size = std::mem::size_of::<sys::jvmtiEventCallbacks>() as sys::jint;
-    if unsafe { (t.SetEventCallbacks.expect("JVMTI SetEventCallbacks"))(ti.0, &cb, size) } != 0 {
+    breakpoints::install(&mut cb);
+    if jvmti.set_callbacks(&cb).is_err() {
         return Err("cannot set the remote-call callbacks".into());
     }
     for event in [
@@ -147,15 +139,12 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
         sys::JVMTI_EVENT_BREAKPOINT,
         sys::JVMTI_EVENT_FRAME_POP,
     ] {
-        let set = t
-            .SetEventNotificationMode
-            .expect("JVMTI SetEventNotificationMode");
-        if unsafe { set(ti.0, sys::JVMTI_ENABLE, event, std::ptr::null_mut()) } != 0 {
+        if jvmti.set_event(true, event).is_err() {
             return Err("cannot enable the remote-call events".into());
         }
     }
     // JVMTI grants breakpoints to one environment only: park events use this one.
-    crate::events::park::share_env(ti.0);
+    crate::events::park::share_env(jvmti);
     Ok(())
 }
 
@@ -165,78 +154,42 @@ unsafe extern "C" fn on_class_prepare(
     _thread: sys::jthread,
     class: sys::jclass,
 ) {
-    let _ = std::panic::catch_unwind(|| {
-        let ti = Ti(jvmti);
-        let sig = ti.class_signature(class);
-        if HTTP_ON.load(Ordering::Acquire) {
-            http::on_class_prepare(ti, &sig, class);
+    guarded_in(&BREAKPOINTS, "remote_class_prepare", (), || {
+        let jvmti = Jvmti(jvmti);
+        let sig = jvmti.class_signature(class).unwrap_or_default();
+        if REMOTE.http_on.load(Ordering::Acquire) {
+            http::on_class_prepare(jvmti, &sig, class);
         }
-        if RMI_ON.load(Ordering::Acquire) {
-            set_breakpoints(ti, &sig, class, &TARGETS);
+        if REMOTE.rmi_on.load(Ordering::Acquire) {
+            set_breakpoints(jvmti, &sig, class, &TARGETS);
         }
-    });
+    })
 }
 
-/// A method to break at: (class signature, name, descriptor, slot for its id).
-pub(super) type Target = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static AtomicUsize,
-);
+/// A method to break at: (class signature, name, descriptor, its handler).
+pub(super) type Target = (&'static str, &'static str, &'static str, Handler);
 
-/// Sets a breakpoint at each target method of a prepared class and remembers its id.
-pub(super) fn set_breakpoints(ti: Ti, sig: &str, class: sys::jclass, targets: &[Target]) {
+/// Sets a breakpoint at the entry of each target method of a prepared class,
+/// routed to the target's handler.
+pub(super) fn set_breakpoints(jvmti: Jvmti, sig: &str, class: sys::jclass, targets: &[Target]) {
     if !targets.iter().any(|t| t.0 == sig) {
         return;
     }
-    for (m, name, desc) in ti.methods(class) {
-        for (_, n, d, slot) in targets.iter().filter(|t| t.0 == sig) {
-            if name == *n && desc == *d && ti.set_breakpoint(m, 0) {
-                slot.store(m as usize, Ordering::Release);
+    for (m, name, desc) in jvmti.methods(class) {
+        for (_, n, d, handler) in targets.iter().filter(|t| t.0 == sig) {
+            if name == *n && desc == *d {
+                breakpoints::set(jvmti, m, 0, *handler);
             }
         }
     }
-}
-
-/// Whether `method` is the target whose id `slot` holds.
-pub(super) fn is(method: sys::jmethodID, slot: &AtomicUsize) -> bool {
-    let m = method as usize;
-    m != 0 && m == slot.load(Ordering::Acquire)
-}
-
-unsafe extern "C" fn on_breakpoint(
-    jvmti: *mut sys::jvmtiEnv,
-    jni: *mut sys::JNIEnv,
-    thread: sys::jthread,
-    method: sys::jmethodID,
-    location: sys::jlocation,
-) {
-    let _ = std::panic::catch_unwind(|| {
-        let (ti, env) = (Ti(jvmti), Env(jni));
-        if is(method, &INVOKE) {
-            client_invoke(ti, env, thread);
-        } else if is(method, &CLIENT_NEW_CALL) {
-            client_new_call(ti, env, thread);
-        } else if is(method, &SERVER_NEW_CALL) {
-            server_new_call(ti, env, thread);
-        } else if is(method, &DISPATCH) {
-            server_dispatch(ti, env, thread);
-        } else if is(method, &RESULT) {
-            server_answers();
-        } else if crate::events::park::on_shared_breakpoint(jvmti, jni, thread, method, location) {
-            // A park event's.
-        } else {
-            http::on_breakpoint(ti, env, thread, method);
-        }
-    });
 }
 
 /// `invoke(Remote obj, Method method, Object[] params, long opnum)`: slots 1-4.
 /// Its arguments are read later, from the `StreamRemoteCall` constructor: at its
 /// first instruction a method whose class exact tracing instrumented has no
 /// local variable table entries yet (JVMTI answers INVALID_SLOT).
-fn client_invoke(ti: Ti, _env: Env, thread: sys::jthread) {
+fn client_invoke(hit: &Hit) {
+    let (ti, thread) = (hit.jvmti, hit.thread);
     let call = Call {
         start_ns: crate::clock::monotonic_ns(),
         answered_ns: None,
@@ -263,30 +216,31 @@ fn short_method(generic: &str) -> String {
 }
 
 /// The endpoints of a `TCPConnection`'s socket, from this JVM's side.
-fn endpoints(env: Env, conn: sys::jobject) -> Option<(Endpoint, Endpoint)> {
+fn endpoints(env: Jni, conn: sys::jobject) -> Option<(Endpoint, Endpoint)> {
     let socket = env.object_field(conn, "socket", "Ljava/net/Socket;");
     let ends = http::socket_endpoints(env, socket);
-    env.delete(socket);
+    env.delete_local(socket);
     ends
 }
 
 /// `StreamRemoteCall(Connection c, ObjID id, int op, long hash)`: slots 1-4.
-fn client_new_call(ti: Ti, env: Env, thread: sys::jthread) {
+fn client_new_call(hit: &Hit) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
     let conn = ti.local_object(thread, 0, 1);
     let ends = endpoints(env, conn);
-    env.delete(conn);
+    env.delete_local(conn);
     let Some((local, remote)) = ends else {
         return;
     };
     let seq = next_seq(&local, &remote);
     let id = ti.local_object(thread, 0, 2);
     let object = env.call_string(id, "toString").unwrap_or_default();
-    env.delete(id);
+    env.delete_local(id);
     let hash = ti.local_long(thread, 0, 4).unwrap_or(0) as u64;
     // The caller is UnicastRef.invoke (depth 1) for the calls recorded.
     let m = ti.local_object(thread, 1, 2);
     let method = short_method(&env.call_string(m, "toGenericString").unwrap_or_default());
-    env.delete(m);
+    env.delete_local(m);
     STATE.with(|s| {
         if let Some(call) = s
             .borrow_mut()
@@ -309,10 +263,11 @@ fn client_new_call(ti: Ti, env: Env, thread: sys::jthread) {
 }
 
 /// `StreamRemoteCall(Connection c)`: a call read from a connection.
-fn server_new_call(ti: Ti, env: Env, thread: sys::jthread) {
+fn server_new_call(hit: &Hit) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
     let conn = ti.local_object(thread, 0, 1);
     let ends = endpoints(env, conn);
-    env.delete(conn);
+    env.delete_local(conn);
     let Some((local, remote)) = ends else {
         return;
     };
@@ -330,10 +285,11 @@ fn server_new_call(ti: Ti, env: Env, thread: sys::jthread) {
 /// (`sun.rmi.*`) are counted but not recorded; their clients are not either.
 /// When `obj` cannot be read (dispatch itself traced: see `client_invoke`) the
 /// call is recorded with no object name.
-fn server_dispatch(ti: Ti, env: Env, thread: sys::jthread) {
+fn server_dispatch(hit: &Hit) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
     let obj = ti.local_object(thread, 0, 1);
     let class = env.class_name(obj).unwrap_or_default();
-    env.delete(obj);
+    env.delete_local(obj);
     let incoming = STATE.with(|s| s.borrow_mut().incoming.take());
     let call = incoming
         .filter(|_| !class.starts_with("sun.rmi."))
@@ -353,7 +309,7 @@ fn server_dispatch(ti: Ti, env: Env, thread: sys::jthread) {
 }
 
 /// The first answer written inside the innermost open dispatch of this thread.
-fn server_answers() {
+fn server_answers(_: &Hit) {
     let now = crate::clock::monotonic_ns();
     STATE.with(|s| {
         if let Some(Some(call)) = s.borrow_mut().servers.last_mut() {
@@ -362,28 +318,25 @@ fn server_answers() {
     });
 }
 
-unsafe extern "C" fn on_frame_pop(
-    _jvmti: *mut sys::jvmtiEnv,
-    jni: *mut sys::JNIEnv,
-    thread: sys::jthread,
-    method: sys::jmethodID,
-    by_exception: sys::jboolean,
-) {
-    let _ = std::panic::catch_unwind(|| {
-        let end = crate::clock::monotonic_ns();
-        let failed = by_exception != 0;
-        let (server, call) = if is(method, &INVOKE) {
-            (false, STATE.with(|s| s.borrow_mut().clients.pop()))
-        } else if is(method, &DISPATCH) {
-            (true, STATE.with(|s| s.borrow_mut().servers.pop()).flatten())
-        } else {
-            http::on_frame_pop(Env(jni), thread, method, failed);
-            return;
-        };
-        if let Some(call) = call {
-            emit(server, call, end, failed, ThreadKey::of(Jni(jni), thread));
-        }
-    });
+/// `UnicastRef.invoke` returned: the client call ends.
+fn client_returns(pop: &Pop) {
+    let end = crate::clock::monotonic_ns();
+    let call = STATE.with(|s| s.borrow_mut().clients.pop());
+    returned(pop, false, call, end);
+}
+
+/// `UnicastServerRef.dispatch` returned: the server call ends.
+fn server_returns(pop: &Pop) {
+    let end = crate::clock::monotonic_ns();
+    let call = STATE.with(|s| s.borrow_mut().servers.pop()).flatten();
+    returned(pop, true, call, end);
+}
+
+fn returned(pop: &Pop, server: bool, call: Option<Call>, end: u64) {
+    if let Some(call) = call {
+        let thread = ThreadKey::of(pop.jni, pop.thread);
+        emit(server, call, end, pop.by_exception, thread);
+    }
 }
 
 fn emit(server: bool, call: Call, end_ns: u64, failed: bool, thread: ThreadKey) {

@@ -17,24 +17,18 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::capture::{is, next_seq, set_breakpoints, Target};
+use super::capture::{next_seq, set_breakpoints, Target};
 use super::{push, RawRemote};
-use crate::callback_env::{Env, Ti};
 use crate::java_threads::ThreadKey;
-use crate::jvm::Jni;
+use crate::jvm::breakpoints::{Handler, Hit, Pop};
+use crate::jvm::{GlobalRef, Jni, Jvmti};
 use crate::sys;
 
 const HTTP_CLIENT: &str = "Lsun/net/www/http/HttpClient;";
 const LINK_HANDLER: &str = "Lsun/net/httpserver/ServerImpl$Exchange$LinkHandler;";
 const EXCHANGE: &str = "Lsun/net/httpserver/ExchangeImpl;";
 
-static WRITE_1: AtomicUsize = AtomicUsize::new(0);
-static WRITE_2: AtomicUsize = AtomicUsize::new(0);
-static PARSE: AtomicUsize = AtomicUsize::new(0);
-static HANDLE: AtomicUsize = AtomicUsize::new(0);
-static RESPOND: AtomicUsize = AtomicUsize::new(0);
-
-/// (class signature, method, descriptor, slot to remember its id in).
+/// (class signature, method, descriptor, handler).
 /// `parseHTTP` lost its `ProgressSource` parameter after JDK 17: one of the two
 /// exists.
 const TARGETS: [Target; 6] = [
@@ -42,33 +36,56 @@ const TARGETS: [Target; 6] = [
         HTTP_CLIENT,
         "writeRequests",
         "(Lsun/net/www/MessageHeader;)V",
-        &WRITE_1,
+        Handler {
+            on_breakpoint: client_writes,
+            on_frame_pop: None,
+        },
     ),
     (
         HTTP_CLIENT,
         "writeRequests",
         "(Lsun/net/www/MessageHeader;Lsun/net/www/http/PosterOutputStream;)V",
-        &WRITE_2,
+        Handler {
+            on_breakpoint: client_writes,
+            on_frame_pop: None,
+        },
     ),
     (
         HTTP_CLIENT,
         "parseHTTP",
         "(Lsun/net/www/MessageHeader;Lsun/net/ProgressSource;Lsun/net/www/protocol/http/HttpURLConnection;)Z",
-        &PARSE,
+        Handler {
+            on_breakpoint: client_parses,
+            on_frame_pop: Some(client_parsed),
+        },
     ),
     (
         HTTP_CLIENT,
         "parseHTTP",
         "(Lsun/net/www/MessageHeader;Lsun/net/www/protocol/http/HttpURLConnection;)Z",
-        &PARSE,
+        Handler {
+            on_breakpoint: client_parses,
+            on_frame_pop: Some(client_parsed),
+        },
     ),
     (
         LINK_HANDLER,
         "handle",
         "(Lcom/sun/net/httpserver/HttpExchange;)V",
-        &HANDLE,
+        Handler {
+            on_breakpoint: server_handles,
+            on_frame_pop: Some(server_handled),
+        },
     ),
-    (EXCHANGE, "sendResponseHeaders", "(IJ)V", &RESPOND),
+    (
+        EXCHANGE,
+        "sendResponseHeaders",
+        "(IJ)V",
+        Handler {
+            on_breakpoint: server_responds,
+            on_frame_pop: None,
+        },
+    ),
 ];
 
 type Endpoint = (String, u32);
@@ -90,8 +107,9 @@ struct ThreadState {
     /// The request written last on this thread, waiting for its response.
     client: Option<Call>,
     /// A parseHTTP frame pop is pending for it: a global reference to the
-    /// response headers it fills (0 when none), for the status at its return.
-    parsing: Option<usize>,
+    /// response headers it fills (None inside when it could not be made), for
+    /// the status at its return.
+    parsing: Option<Option<GlobalRef>>,
     /// Open handler frames (None: its exchange could not be read).
     servers: Vec<Option<Call>>,
 }
@@ -101,52 +119,38 @@ thread_local! {
 }
 
 /// Sets the breakpoints of a prepared class that is one of the targets.
-pub fn on_class_prepare(ti: Ti, sig: &str, class: sys::jclass) {
-    set_breakpoints(ti, sig, class, &TARGETS);
-    super::http_client::on_class_prepare(ti, sig, class);
+pub fn on_class_prepare(jvmti: Jvmti, sig: &str, class: sys::jclass) {
+    set_breakpoints(jvmti, sig, class, &TARGETS);
+    super::http_client::on_class_prepare(jvmti, sig, class);
 }
 
-/// Handles a breakpoint if it is one of HTTP's; false otherwise.
-pub fn on_breakpoint(ti: Ti, env: Env, thread: sys::jthread, method: sys::jmethodID) -> bool {
-    if is(method, &WRITE_1) || is(method, &WRITE_2) {
-        client_writes(ti, env, thread);
-    } else if is(method, &PARSE) {
-        client_parses(ti, env, thread);
-    } else if is(method, &HANDLE) {
-        server_handles(ti, env, thread);
-    } else if is(method, &RESPOND) {
-        server_responds(ti, thread);
-    } else {
-        return super::http_client::on_breakpoint(ti, env, thread, method);
-    }
-    true
-}
-
-/// Handles a frame pop if it is one of HTTP's; false otherwise.
-pub fn on_frame_pop(env: Env, thread: sys::jthread, method: sys::jmethodID, failed: bool) -> bool {
+/// `parseHTTP` returned: the client call ends, failed for a status >= 500.
+fn client_parsed(pop: &Pop) {
     let end = crate::clock::monotonic_ns();
-    let (server, call) = if is(method, &PARSE) {
-        let (call, responses) = STATE.with(|s| {
-            let mut s = s.borrow_mut();
-            (s.client.take(), s.parsing.take().unwrap_or(0))
-        });
-        let status = response_status(env, responses as sys::jobject);
-        env.delete_global(responses as sys::jobject);
-        let call = call.map(|mut c| {
-            c.failed = status.is_some_and(|s| s >= 500);
-            c
-        });
-        (false, call)
-    } else if is(method, &HANDLE) {
-        (true, STATE.with(|s| s.borrow_mut().servers.pop()).flatten())
-    } else {
-        return false;
-    };
+    let (call, responses) = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        (s.client.take(), s.parsing.take().flatten())
+    });
+    let status = responses.and_then(|r| response_status(pop.jni, r.get()));
+    let call = call.map(|mut c| {
+        c.failed = status.is_some_and(|s| s >= 500);
+        c
+    });
+    returned(pop, false, call, end);
+}
+
+/// The handler returned: the server call ends (unless its answer ended it).
+fn server_handled(pop: &Pop) {
+    let end = crate::clock::monotonic_ns();
+    let call = STATE.with(|s| s.borrow_mut().servers.pop()).flatten();
+    returned(pop, true, call, end);
+}
+
+fn returned(pop: &Pop, server: bool, call: Option<Call>, end: u64) {
     if let Some(mut call) = call {
-        call.failed |= failed;
-        emit(server, call, end, ThreadKey::of(Jni(env.0), thread));
+        call.failed |= pop.by_exception;
+        emit(server, call, end, ThreadKey::of(pop.jni, pop.thread));
     }
-    true
 }
 
 fn emit(server: bool, call: Call, end_ns: u64, thread: ThreadKey) {
@@ -169,14 +173,14 @@ fn emit(server: bool, call: Call, end_ns: u64, thread: ThreadKey) {
 }
 
 /// The endpoints of a connected `java.net.Socket`, from this JVM's side.
-pub fn socket_endpoints(env: Env, socket: sys::jobject) -> Option<(Endpoint, Endpoint)> {
+pub fn socket_endpoints(env: Jni, socket: sys::jobject) -> Option<(Endpoint, Endpoint)> {
     if socket.is_null() {
         return None;
     }
     let host = |getter: &str| {
         let addr = env.call_object(socket, getter, "()Ljava/net/InetAddress;");
         let h = env.call_string(addr, "getHostAddress");
-        env.delete(addr);
+        env.delete_local(addr);
         h
     };
     let local = (
@@ -192,19 +196,20 @@ pub fn socket_endpoints(env: Env, socket: sys::jobject) -> Option<(Endpoint, End
 
 /// `HttpClient.writeRequests(MessageHeader head, ...)`: `this` is slot 0, the
 /// headers slot 1. The headers are printed to the socket right after this.
-fn client_writes(ti: Ti, env: Env, thread: sys::jthread) {
+fn client_writes(hit: &Hit) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
     let this = ti.local_object(thread, 0, 0);
     let socket = env.object_field(this, "serverSocket", "Ljava/net/Socket;");
     let ends = socket_endpoints(env, socket);
-    env.delete(socket);
-    env.delete(this);
+    env.delete_local(socket);
+    env.delete_local(this);
     let Some((local, remote)) = ends else {
         return;
     };
     let head = ti.local_object(thread, 0, 1);
     let traceparent = ensure_traceparent(env, head);
     let method = request_method(env, head);
-    env.delete(head);
+    env.delete_local(head);
     let seq = next_seq(&local, &remote);
     let (method, path) = method.unwrap_or_default();
     let call = Call {
@@ -223,12 +228,12 @@ fn client_writes(ti: Ti, env: Env, thread: sys::jthread) {
 
 /// The request's own `traceparent`, or a new one (this thread's served trace,
 /// if any, with a new span id) added to the headers.
-fn ensure_traceparent(env: Env, head: sys::jobject) -> Option<String> {
+fn ensure_traceparent(env: Jni, head: sys::jobject) -> Option<String> {
     let key = env.new_string("traceparent");
     let find = ("findValue", "(Ljava/lang/String;)Ljava/lang/String;");
     let found = env.call_object_with(head, find, &[sys::jvalue { l: key }]);
-    let existing = env.string(found);
-    env.delete(found);
+    let existing = env.string_of(found);
+    env.delete_local(found);
     let value = match existing {
         Some(v) => Some(v),
         None => {
@@ -237,21 +242,21 @@ fn ensure_traceparent(env: Env, head: sys::jobject) -> Option<String> {
             let set = ("setIfNotSet", "(Ljava/lang/String;Ljava/lang/String;)V");
             let ok =
                 env.call_void_with(head, set, &[sys::jvalue { l: key }, sys::jvalue { l: val }]);
-            env.delete(val);
+            env.delete_local(val);
             ok.then_some(v)
         }
     };
-    env.delete(key);
+    env.delete_local(key);
     value
 }
 
 /// The request line (`GET /path?q HTTP/1.1`, the key of the headers' first
 /// entry, whose value is null) as (method, path without the query).
-fn request_method(env: Env, head: sys::jobject) -> Option<(String, String)> {
+fn request_method(env: Jni, head: sys::jobject) -> Option<(String, String)> {
     let get = ("getKey", "(I)Ljava/lang/String;");
     let line = env.call_object_with(head, get, &[sys::jvalue { i: 0 }]);
-    let text = env.string(line);
-    env.delete(line);
+    let text = env.string_of(line);
+    env.delete_local(line);
     parse_request_line(&text?)
 }
 
@@ -272,7 +277,8 @@ fn parse_request_line(line: &str) -> Option<(String, String)> {
 
 /// `parseHTTP(MessageHeader responses, ...)` reads the response to the request
 /// written last on this thread into `responses` (slot 1).
-fn client_parses(ti: Ti, env: Env, thread: sys::jthread) {
+fn client_parses(hit: &Hit) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
     let wanted = STATE.with(|s| {
         let s = s.borrow();
         s.client.is_some() && s.parsing.is_none()
@@ -281,18 +287,18 @@ fn client_parses(ti: Ti, env: Env, thread: sys::jthread) {
         return;
     }
     let responses = ti.local_object(thread, 0, 1);
-    let global = env.new_global(responses);
-    env.delete(responses);
-    STATE.with(|s| s.borrow_mut().parsing = Some(global as usize));
+    let global = env.global_ref(responses);
+    env.delete_local(responses);
+    STATE.with(|s| s.borrow_mut().parsing = Some(global));
 }
 
 /// The status code of a parsed response (its first entry's value is the status
 /// line, `HTTP/1.1 503 Service Unavailable`).
-fn response_status(env: Env, responses: sys::jobject) -> Option<u32> {
+fn response_status(env: Jni, responses: sys::jobject) -> Option<u32> {
     let get = ("getValue", "(I)Ljava/lang/String;");
     let line = env.call_object_with(responses, get, &[sys::jvalue { i: 0 }]);
-    let text = env.string(line);
-    env.delete(line);
+    let text = env.string_of(line);
+    env.delete_local(line);
     parse_status(&text?)
 }
 
@@ -301,16 +307,17 @@ fn parse_status(line: &str) -> Option<u32> {
 }
 
 /// `LinkHandler.handle(HttpExchange exchange)`: slot 1.
-fn server_handles(ti: Ti, env: Env, thread: sys::jthread) {
+fn server_handles(hit: &Hit) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
     let exchange = ti.local_object(thread, 0, 1);
     let call = read_exchange(env, exchange);
-    env.delete(exchange);
+    env.delete_local(exchange);
     if ti.notify_frame_pop(thread) {
         STATE.with(|s| s.borrow_mut().servers.push(call));
     }
 }
 
-fn read_exchange(env: Env, exchange: sys::jobject) -> Option<Call> {
+fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
     let local = address(env, exchange, "getLocalAddress")?;
     let remote = address(env, exchange, "getRemoteAddress")?;
     let method = env
@@ -318,7 +325,7 @@ fn read_exchange(env: Env, exchange: sys::jobject) -> Option<Call> {
         .unwrap_or_default();
     let uri = env.call_object(exchange, "getRequestURI", "()Ljava/net/URI;");
     let path = env.call_string(uri, "getPath").unwrap_or_default();
-    env.delete(uri);
+    env.delete_local(uri);
     let headers = env.call_object(
         exchange,
         "getRequestHeaders",
@@ -327,9 +334,9 @@ fn read_exchange(env: Env, exchange: sys::jobject) -> Option<Call> {
     let key = env.new_string("traceparent");
     let first = ("getFirst", "(Ljava/lang/String;)Ljava/lang/String;");
     let value = env.call_object_with(headers, first, &[sys::jvalue { l: key }]);
-    let traceparent = env.string(value).unwrap_or_default();
+    let traceparent = env.string_of(value).unwrap_or_default();
     for o in [value, key, headers] {
-        env.delete(o);
+        env.delete_local(o);
     }
     let seq = next_seq(&local, &remote);
     Some(Call {
@@ -346,14 +353,14 @@ fn read_exchange(env: Env, exchange: sys::jobject) -> Option<Call> {
 }
 
 /// An `InetSocketAddress` getter of the exchange as (host address, port).
-fn address(env: Env, exchange: sys::jobject, getter: &str) -> Option<Endpoint> {
+fn address(env: Jni, exchange: sys::jobject, getter: &str) -> Option<Endpoint> {
     socket_address(env, exchange, (getter, "()Ljava/net/InetSocketAddress;"))
 }
 
 /// The `InetSocketAddress` a getter of `o` returns (`(name, descriptor)`), as
 /// (host address, port).
 pub(super) fn socket_address(
-    env: Env,
+    env: Jni,
     o: sys::jobject,
     (getter, descriptor): (&str, &str),
 ) -> Option<Endpoint> {
@@ -361,13 +368,14 @@ pub(super) fn socket_address(
     let addr = env.call_object(sa, "getAddress", "()Ljava/net/InetAddress;");
     let host = env.call_string(addr, "getHostAddress");
     let port = env.call_int(sa, "getPort");
-    env.delete(addr);
-    env.delete(sa);
+    env.delete_local(addr);
+    env.delete_local(sa);
     Some((host?, port? as u32))
 }
 
 /// `ExchangeImpl.sendResponseHeaders(int rCode, long length)`: the answer starts.
-fn server_responds(ti: Ti, thread: sys::jthread) {
+fn server_responds(hit: &Hit) {
+    let (ti, thread) = (hit.jvmti, hit.thread);
     let now = crate::clock::monotonic_ns();
     let status = ti.local_int(thread, 0, 1).unwrap_or(0);
     STATE.with(|s| {

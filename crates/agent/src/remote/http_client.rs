@@ -16,25 +16,29 @@
 //! (connection refused, timeout, cancelled) is evicted when the list is full,
 //! and counted.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 
-use super::capture::{is, next_seq, set_breakpoints, Target};
+use super::capture::{next_seq, set_breakpoints, Target};
 use super::http::{new_traceparent, served_trace_id, socket_address};
-use super::{push, RawRemote};
-use crate::callback_env::{Env, Ti};
+use super::{push, RawRemote, REMOTE};
 use crate::java_threads::ThreadKey;
-use crate::jvm::Jni;
+use crate::jvm::breakpoints::{Handler, Hit};
+use crate::jvm::{Jni, Jvmti};
 use crate::sys;
 
 const MULTI_EXCHANGE: &str = "Ljdk/internal/net/http/MultiExchange;";
 const RESPONSE: &str = "Ljdk/internal/net/http/Response;";
 
-static START: AtomicUsize = AtomicUsize::new(0);
-static END: AtomicUsize = AtomicUsize::new(0);
+const START: Handler = Handler {
+    on_breakpoint: request_starts,
+    on_frame_pop: None,
+};
+const END: Handler = Handler {
+    on_breakpoint: response_arrives,
+    on_frame_pop: None,
+};
 
-/// (class signature, method, descriptor, slot). `MultiExchange` lost its
+/// (class signature, method, descriptor, handler). `MultiExchange` lost its
 /// `AccessControlContext` parameter with the Security Manager (JDK 24); the
 /// request is slot 2 in both. `Response`'s six-argument constructor delegates
 /// to the seven-argument one, so breaking there sees every response once.
@@ -43,34 +47,29 @@ const TARGETS: [Target; 3] = [
         MULTI_EXCHANGE,
         "<init>",
         "(Ljava/net/http/HttpRequest;Ljdk/internal/net/http/HttpRequestImpl;Ljdk/internal/net/http/HttpClientImpl;Ljava/net/http/HttpResponse$BodyHandler;Ljava/net/http/HttpResponse$PushPromiseHandler;Ljava/security/AccessControlContext;)V",
-        &START,
+        START,
     ),
     (
         MULTI_EXCHANGE,
         "<init>",
         "(Ljava/net/http/HttpRequest;Ljdk/internal/net/http/HttpRequestImpl;Ljdk/internal/net/http/HttpClientImpl;Ljava/net/http/HttpResponse$BodyHandler;Ljava/net/http/HttpResponse$PushPromiseHandler;)V",
-        &START,
+        START,
     ),
     (
         RESPONSE,
         "<init>",
         "(Ljdk/internal/net/http/HttpRequestImpl;Ljdk/internal/net/http/Exchange;Ljava/net/http/HttpHeaders;Ljdk/internal/net/http/HttpConnection;ILjava/net/http/HttpClient$Version;Z)V",
-        &END,
+        END,
     ),
 ];
 
 /// At most this many requests wait for their responses at once.
 const MAX_PENDING: usize = 4096;
 
-/// Requests whose response never came and were evicted from the full list.
-static EVICTED: AtomicU64 = AtomicU64::new(0);
-/// Requests not recorded because the request could not be read.
-static UNREADABLE: AtomicU64 = AtomicU64::new(0);
-
 type Endpoint = (String, u32);
 
 /// A request sent, waiting for its response headers.
-struct Pending {
+pub(super) struct Pending {
     traceparent: String,
     start_ns: u64,
     /// The caller's thread.
@@ -79,41 +78,28 @@ struct Pending {
     path: String,
 }
 
-static PENDING: Mutex<VecDeque<Pending>> = Mutex::new(VecDeque::new());
-
 /// (requests evicted without a response, requests that could not be read).
 pub fn lost_counts() -> (u64, u64) {
     (
-        EVICTED.load(Ordering::Relaxed),
-        UNREADABLE.load(Ordering::Relaxed),
+        REMOTE.http_evicted.load(Ordering::Relaxed),
+        REMOTE.http_unreadable.load(Ordering::Relaxed),
     )
 }
 
 /// Sets the breakpoints of a prepared class that is one of the targets.
-pub fn on_class_prepare(ti: Ti, sig: &str, class: sys::jclass) {
-    set_breakpoints(ti, sig, class, &TARGETS);
-}
-
-/// Handles a breakpoint if it is one of the client's; false otherwise.
-pub fn on_breakpoint(ti: Ti, env: Env, thread: sys::jthread, method: sys::jmethodID) -> bool {
-    if is(method, &START) {
-        request_starts(ti, env, thread);
-    } else if is(method, &END) {
-        response_arrives(ti, env, thread);
-    } else {
-        return false;
-    }
-    true
+pub fn on_class_prepare(jvmti: Jvmti, sig: &str, class: sys::jclass) {
+    set_breakpoints(jvmti, sig, class, &TARGETS);
 }
 
 /// `MultiExchange(HttpRequest user, HttpRequestImpl request, ...)`: slot 2.
-fn request_starts(ti: Ti, env: Env, thread: sys::jthread) {
+fn request_starts(hit: &Hit) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
     let start_ns = crate::clock::monotonic_ns();
     let request = ti.local_object(thread, 0, 2);
     let read = read_request(env, request);
-    env.delete(request);
+    env.delete_local(request);
     let Some((traceparent, method, path)) = read else {
-        UNREADABLE.fetch_add(1, Ordering::Relaxed);
+        REMOTE.http_unreadable.fetch_add(1, Ordering::Relaxed);
         return;
     };
     let pending = Pending {
@@ -123,24 +109,27 @@ fn request_starts(ti: Ti, env: Env, thread: sys::jthread) {
         method,
         path,
     };
-    let mut list = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut list = REMOTE
+        .http_pending
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if list.len() >= MAX_PENDING {
         list.pop_front();
-        EVICTED.fetch_add(1, Ordering::Relaxed);
+        REMOTE.http_evicted.fetch_add(1, Ordering::Relaxed);
     }
     list.push_back(pending);
 }
 
 /// The request's traceparent (the application's, or one added now), method
 /// and path (decoded, no query, as the server reports it).
-fn read_request(env: Env, request: sys::jobject) -> Option<(String, String, String)> {
+fn read_request(env: Jni, request: sys::jobject) -> Option<(String, String, String)> {
     if request.is_null() {
         return None;
     }
     let method = env.call_string(request, "method")?;
     let uri = env.call_object(request, "uri", "()Ljava/net/URI;");
     let path = env.call_string(uri, "getPath");
-    env.delete(uri);
+    env.delete_local(uri);
     let traceparent = match user_traceparent(env, request) {
         Some(own) => own,
         None => add_traceparent(env, request)?,
@@ -149,29 +138,29 @@ fn read_request(env: Env, request: sys::jobject) -> Option<(String, String, Stri
 }
 
 /// The `traceparent` among the headers the application set, if any.
-fn user_traceparent(env: Env, request: sys::jobject) -> Option<String> {
+fn user_traceparent(env: Jni, request: sys::jobject) -> Option<String> {
     let headers = env.call_object(request, "headers", "()Ljava/net/http/HttpHeaders;");
     let value = first_value(env, headers, "traceparent");
-    env.delete(headers);
+    env.delete_local(headers);
     value
 }
 
 /// Adds a new traceparent (continuing the trace this thread serves, if any)
 /// as a system header; None if the request refused it.
-fn add_traceparent(env: Env, request: sys::jobject) -> Option<String> {
+fn add_traceparent(env: Jni, request: sys::jobject) -> Option<String> {
     let value = new_traceparent(served_trace_id());
     let (k, v) = (env.new_string("traceparent"), env.new_string(&value));
     let set = ("setSystemHeader", "(Ljava/lang/String;Ljava/lang/String;)V");
     let ok = !k.is_null()
         && !v.is_null()
         && env.call_void_with(request, set, &[sys::jvalue { l: k }, sys::jvalue { l: v }]);
-    env.delete(v);
-    env.delete(k);
+    env.delete_local(v);
+    env.delete_local(k);
     ok.then_some(value)
 }
 
 /// `HttpHeaders.firstValue(name).orElse(null)` as a Rust string.
-fn first_value(env: Env, headers: sys::jobject, name: &str) -> Option<String> {
+fn first_value(env: Jni, headers: sys::jobject, name: &str) -> Option<String> {
     let key = env.new_string(name);
     if key.is_null() {
         return None;
@@ -183,16 +172,17 @@ fn first_value(env: Env, headers: sys::jobject, name: &str) -> Option<String> {
         l: std::ptr::null_mut(),
     };
     let value = env.call_object_with(found, or_else, &[null]);
-    let text = env.string(value);
+    let text = env.string_of(value);
     for o in [value, found, key] {
-        env.delete(o);
+        env.delete_local(o);
     }
     text
 }
 
 /// `Response(HttpRequestImpl req, Exchange, HttpHeaders, HttpConnection conn,
 /// int status, Version, boolean)`: slots 1, 4 and 5.
-fn response_arrives(ti: Ti, env: Env, thread: sys::jthread) {
+fn response_arrives(hit: &Hit) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
     let end_ns = crate::clock::monotonic_ns();
     let status = ti.local_int(thread, 0, 5).unwrap_or(0);
     // An interim `100 Continue` is followed by the real response.
@@ -201,19 +191,19 @@ fn response_arrives(ti: Ti, env: Env, thread: sys::jthread) {
     }
     let request = ti.local_object(thread, 0, 1);
     let traceparent = sent_traceparent(env, request);
-    env.delete(request);
+    env.delete_local(request);
     let Some(pending) = traceparent.and_then(|t| take_pending(&t)) else {
         return; // not a request this capture started (e.g. a proxy's CONNECT)
     };
     let conn = ti.local_object(thread, 0, 4);
     let ends = connection_endpoints(env, conn);
-    env.delete(conn);
+    env.delete_local(conn);
     emit(pending, ends, end_ns, status >= 500);
 }
 
 /// The traceparent the request went out with: the application's, else the
 /// system header added at its start.
-fn sent_traceparent(env: Env, request: sys::jobject) -> Option<String> {
+fn sent_traceparent(env: Jni, request: sys::jobject) -> Option<String> {
     if request.is_null() {
         return None;
     }
@@ -227,30 +217,33 @@ fn sent_traceparent(env: Env, request: sys::jobject) -> Option<String> {
     );
     let headers = env.call_object(builder, "build", "()Ljava/net/http/HttpHeaders;");
     let value = first_value(env, headers, "traceparent");
-    env.delete(headers);
-    env.delete(builder);
+    env.delete_local(headers);
+    env.delete_local(builder);
     value
 }
 
 /// Removes and returns the oldest pending request with this traceparent (an
 /// application may reuse its own header on several requests).
 fn take_pending(traceparent: &str) -> Option<Pending> {
-    let mut list = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut list = REMOTE
+        .http_pending
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let at = list.iter().position(|p| p.traceparent == traceparent)?;
     list.remove(at)
 }
 
 /// (local, remote) of an `HttpConnection`'s `SocketChannel`.
-fn connection_endpoints(env: Env, conn: sys::jobject) -> Option<(Endpoint, Endpoint)> {
+fn connection_endpoints(env: Jni, conn: sys::jobject) -> Option<(Endpoint, Endpoint)> {
     let channel = env.call_object(conn, "channel", "()Ljava/nio/channels/SocketChannel;");
     let local = channel_address(env, channel, "getLocalAddress");
     let remote = channel_address(env, channel, "getRemoteAddress");
-    env.delete(channel);
+    env.delete_local(channel);
     Some((local?, remote?))
 }
 
 /// A `SocketChannel` address getter as (host address, port).
-fn channel_address(env: Env, channel: sys::jobject, getter: &str) -> Option<Endpoint> {
+fn channel_address(env: Jni, channel: sys::jobject, getter: &str) -> Option<Endpoint> {
     socket_address(env, channel, (getter, "()Ljava/net/SocketAddress;"))
 }
 
@@ -300,7 +293,7 @@ mod tests {
         let t = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
         let u = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
         {
-            let mut list = PENDING.lock().unwrap();
+            let mut list = REMOTE.http_pending.lock().unwrap();
             list.push_back(pending(t, 10));
             list.push_back(pending(u, 20));
             list.push_back(pending(t, 30));

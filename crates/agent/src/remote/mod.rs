@@ -26,13 +26,14 @@ mod http;
 mod http_client;
 
 use crate::java_threads::ThreadKey;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 
 pub use capture::install;
 
-use crate::engine::{Drained, Engine, StartContext, StopContext};
-use crate::recorder::StartError;
-use crate::writer::Sink;
+use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
+use crate::sink::Sink;
 
 /// `remote` (RMI and HTTP), `remote=rmi`, `remote=http` and `clockoffset=DURATION`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -117,17 +118,46 @@ pub struct RawRemote {
     pub request_id: String,
 }
 
-static QUEUE: Mutex<Vec<RawRemote>> = Mutex::new(Vec::new());
+/// What the captures share, in one static (their breakpoints find it without
+/// any recording at hand: they are set once, when the agent loads).
+struct RemoteState {
+    /// Calls recorded, waiting for the writer.
+    calls: Mutex<Vec<RawRemote>>,
+    /// Which protocols are captured (set once, before any class is prepared).
+    rmi_on: AtomicBool,
+    http_on: AtomicBool,
+    /// Calls seen so far per connection (local end, remote end), on either side.
+    conn_seq: Mutex<Option<HashMap<(Endpoint, Endpoint), u64>>>,
+    /// `HttpClient` requests waiting for their response headers.
+    http_pending: Mutex<VecDeque<http_client::Pending>>,
+    /// Requests whose response never came and were evicted from the full list.
+    http_evicted: AtomicU64,
+    /// Requests not recorded because the request could not be read.
+    http_unreadable: AtomicU64,
+}
+
+type Endpoint = (String, u32);
+
+static REMOTE: RemoteState = RemoteState {
+    calls: Mutex::new(Vec::new()),
+    rmi_on: AtomicBool::new(false),
+    http_on: AtomicBool::new(false),
+    conn_seq: Mutex::new(None),
+    http_pending: Mutex::new(VecDeque::new()),
+    http_evicted: AtomicU64::new(0),
+    http_unreadable: AtomicU64::new(0),
+};
 
 fn push(r: RawRemote) {
-    if let Ok(mut q) = QUEUE.lock() {
+    if let Ok(mut q) = REMOTE.calls.lock() {
         q.push(r);
     }
 }
 
 /// The calls recorded since the last call (for the writer).
 pub fn take() -> Vec<RawRemote> {
-    QUEUE
+    REMOTE
+        .calls
         .lock()
         .map(|mut q| std::mem::take(&mut *q))
         .unwrap_or_default()

@@ -7,7 +7,7 @@ use crate::java_threads::ThreadKey;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// Totals of one caller→callee pair, durations in probe ticks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,13 +95,6 @@ impl ThreadAgg {
         out.sort_unstable_by_key(|(k, _)| *k);
         out
     }
-}
-
-static AGGS: Mutex<Vec<Arc<ThreadAgg>>> = Mutex::new(Vec::new());
-
-/// The tables of the current session's threads.
-pub fn tables() -> MutexGuard<'static, Vec<Arc<ThreadAgg>>> {
-    AGGS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Forgets the tables of ended threads (after their last take).

@@ -160,7 +160,7 @@ impl TraceDrain {
         if due {
             self.last_aggregate = Some(Instant::now());
         }
-        let mut tables = aggregate::tables();
+        let mut tables = probe::tables();
         for table in tables.iter() {
             let key = Arc::as_ptr(table) as usize;
             let known = self.threads.contains_key(&key);

@@ -4,7 +4,7 @@
 //! it is and counted; so is each method it refuses.
 
 use std::collections::HashMap;
-use std::ffi::{c_char, c_uchar, CStr};
+use std::ffi::{c_char, c_uchar};
 use std::sync::atomic::Ordering;
 
 use jscope_bytecode::{instrument, ClassFile, Outcome};
@@ -12,8 +12,9 @@ use jscope_bytecode::{instrument, ClassFile, Outcome};
 use super::filter::is_library;
 use super::probe::{COUNT_BIT, LIBRARY_BIT};
 use super::registry::{self, ProbeMethod};
-use super::{jvm_ext, session, Session};
-use crate::jvm::Jvmti;
+use super::{session, Session};
+use crate::jvm::entry::{guarded_in, TRACE};
+use crate::jvm::{self, Jvmti};
 use crate::sys;
 
 /// Classes never given probes. java.lang.Object: its constructor runs for every
@@ -43,27 +44,26 @@ pub unsafe extern "C" fn on_class_file_load(
     new_class_data_len: *mut sys::jint,
     new_class_data: *mut *mut c_uchar,
 ) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    guarded_in(&TRACE, "class_file_load_hook", (), || {
         let Some(session) = session() else {
             return;
         };
         if name.is_null() || class_data.is_null() || class_data_len <= 0 {
             return; // hidden classes have no name and are never traced
         }
-        // SAFETY: the JVM passes a NUL-terminated name and class_data_len bytes.
-        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-        let bytes = unsafe { std::slice::from_raw_parts(class_data, class_data_len as usize) };
+        let Some(name) = jvm::c_str(name) else {
+            return;
+        };
+        let bytes = jvm::c_bytes(class_data, class_data_len);
         let Some(new_bytes) = rewrite(&session, &name, bytes) else {
             return;
         };
-        if let Some(mem) = jvm_ext::allocate_copy(Jvmti(jvmti), &new_bytes) {
-            // SAFETY: the JVM passes valid out-pointers and frees `mem` itself.
-            unsafe {
-                *new_class_data = mem;
-                *new_class_data_len = new_bytes.len() as sys::jint;
-            }
+        if let Some(mem) = Jvmti(jvmti).allocate_copy(&new_bytes) {
+            // The JVM frees `mem` itself.
+            jvm::set_out(new_class_data, mem);
+            jvm::set_out(new_class_data_len, new_bytes.len() as sys::jint);
         }
-    }));
+    })
 }
 
 /// The instrumented class file, or None to leave the class unchanged.

@@ -13,7 +13,6 @@ pub mod aggregate;
 pub mod drain;
 pub mod filter;
 pub mod hook;
-pub mod jvm_ext;
 pub mod probe;
 pub mod probe_class;
 pub mod registry;
@@ -24,11 +23,10 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard};
 
 use jscope_bytecode::{ClassFile, Probes};
 
-use crate::engine::{Drained, Engine, StartContext, StopContext};
+use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
 use crate::jvm::{Jni, Jvmti};
-use crate::recorder::StartError;
+use crate::sink::Sink;
 use crate::sys;
-use crate::writer::Sink;
 use filter::{FilterError, Filters};
 
 /// The tracing part of the agent options.
@@ -289,26 +287,51 @@ impl Session {
     }
 }
 
-static SESSION: RwLock<Option<Arc<Session>>> = RwLock::new(None);
-/// The probe class, defined once per process (a second definition would fail).
-static PROBE_CLASS: OnceLock<usize> = OnceLock::new();
-/// Counters of the last session, still reported after it stopped.
-static LAST: Mutex<Option<Arc<Session>>> = Mutex::new(None);
+/// The trace engine's state that the ClassFileLoadHook, ClassPrepare and attach
+/// find through this one static: the running session, the last one (whose
+/// counters are still reported after it stopped), the probe class, defined
+/// once per process (a second definition would fail), and the probe indexes.
+struct Tracing {
+    running: RwLock<Option<Arc<Session>>>,
+    last: Mutex<Option<Arc<Session>>>,
+    probe_class: OnceLock<usize>,
+    registry: Mutex<Option<registry::Registry>>,
+}
+
+static TRACING: Tracing = Tracing {
+    running: RwLock::new(None),
+    last: Mutex::new(None),
+    probe_class: OnceLock::new(),
+    registry: Mutex::new(None),
+};
 
 pub fn session() -> Option<Arc<Session>> {
-    SESSION.read().unwrap_or_else(|e| e.into_inner()).clone()
+    TRACING
+        .running
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
 }
 
 fn set_session(s: Option<Arc<Session>>) {
-    *SESSION.write().unwrap_or_else(|e| e.into_inner()) = s;
+    *TRACING.running.write().unwrap_or_else(|e| e.into_inner()) = s;
 }
 
 /// The trace session as an engine. Tracing may also start, change its filters
 /// or stop by attach while the recording runs ([`start`], [`stop`]), so the
 /// engine always drains the probes' rings.
-#[derive(Default)]
 pub(crate) struct TraceEngine {
+    options: TraceOptions,
     drain: Mutex<EngineDrain>,
+}
+
+impl TraceEngine {
+    pub fn new(options: TraceOptions) -> TraceEngine {
+        TraceEngine {
+            options,
+            drain: Mutex::default(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -320,11 +343,10 @@ struct EngineDrain {
 
 impl Engine for TraceEngine {
     fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
-        let options = &ctx.options.trace;
-        if !options.enabled() {
+        if !self.options.enabled() {
             return Ok(());
         }
-        start(ctx.jvmti, ctx.jni, options).map_err(StartError::Trace)
+        start(ctx.jvmti, ctx.jni, &self.options).map_err(|e| StartError::Trace(e.into()))
     }
 
     /// Silences the probes before the writer's last drain. At VM death the
@@ -377,7 +399,12 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
     if session().is_some() {
         return retarget(jvmti, jni, filters);
     }
-    jvm_ext::add_capabilities(jvmti)?;
+    // Retransformation and class-file hooks for every class (always available
+    // in HotSpot, in the live phase too).
+    let mut caps = crate::jvm::no_capabilities();
+    caps.set_can_retransform_classes(1);
+    caps.set_can_generate_all_class_hook_events(1);
+    jvmti.add_capabilities(&caps)?;
     install_probe_class(jvmti, jni)?;
     probe::begin_session(
         options.cpu,
@@ -386,17 +413,18 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
         options.buffer.unwrap_or(probe::RING_EVENTS),
     );
     let session = Arc::new(Session::new(filters));
-    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.clone());
+    *TRACING.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.clone());
     set_session(Some(session.clone()));
-    jvm_ext::set_class_hook(jvmti, true)?;
+    jvmti.set_event(true, crate::sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK)?;
     retransform_matching(jvmti, jni, &session, &HashSet::new());
     Ok(())
 }
 
 fn install_probe_class(jvmti: Jvmti, jni: Jni) -> Result<(), TraceError> {
-    if PROBE_CLASS.get().is_none() {
+    crate::jvm::thread::init(jvmti, jni);
+    if TRACING.probe_class.get().is_none() {
         let class = probe_class::install(jvmti, jni, &Probes::default())?;
-        let _ = PROBE_CLASS.set(class as usize);
+        let _ = TRACING.probe_class.set(class as usize);
     }
     Ok(())
 }
@@ -417,7 +445,7 @@ fn retarget(jvmti: Jvmti, jni: Jni, filters: Filters) -> Result<(), TraceError> 
 pub fn stop(jvmti: Jvmti, jni: Option<Jni>, restore: bool) -> Result<(), TraceError> {
     let session = session().ok_or(TraceError::NotRunning)?;
     probe::end_session();
-    let _ = jvm_ext::set_class_hook(jvmti, false);
+    let _ = jvmti.set_event(false, crate::sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
     set_session(None);
     if let (true, Some(jni)) = (restore, jni) {
         let before = std::mem::take(&mut *session.lock_instrumented());
@@ -451,13 +479,13 @@ fn retransform_loaded(jvmti: Jvmti, jni: Jni, session: &Session, wanted: impl Fn
             .copied()
             .filter(|&c| {
                 dotted_name(jvmti, c).is_some_and(|n| !n.starts_with("jscope.") && wanted(&n))
-                    && jvm_ext::is_modifiable(jvmti, c)
+                    && jvmti.is_modifiable(c)
             })
             .collect();
         for batch in chosen.chunks(RETRANSFORM_BATCH) {
-            if jvm_ext::retransform(jvmti, batch).is_err() {
+            if jvmti.retransform(batch).is_err() {
                 for c in batch {
-                    if jvm_ext::retransform(jvmti, &[*c]).is_err() {
+                    if jvmti.retransform(&[*c]).is_err() {
                         session
                             .counters
                             .retransform_errors
@@ -474,7 +502,7 @@ fn retransform_loaded(jvmti: Jvmti, jni: Jni, session: &Session, wanted: impl Fn
 
 /// `java.util.Map$Entry` for an object class; None for arrays and primitives.
 fn dotted_name(jvmti: Jvmti, class: sys::jclass) -> Option<String> {
-    let sig = jvm_ext::class_signature(jvmti, class)?;
+    let sig = jvmti.class_signature(class).ok()?;
     let inner = sig.strip_prefix('L')?.strip_suffix(';')?;
     Some(inner.replace('/', "."))
 }
@@ -499,12 +527,12 @@ fn learn_class_ancestry(jvmti: Jvmti, jni: Jni, session: &Session, class: sys::j
         return;
     };
     let mut supers = Vec::new();
-    let sup = jvm_ext::superclass(jni, class);
+    let sup = jni.superclass(class);
     if !sup.is_null() {
         supers.extend(dotted_name(jvmti, sup));
         jni.delete_local(sup);
     }
-    for i in jvm_ext::interfaces(jvmti, class) {
+    for i in jvmti.interfaces(class) {
         supers.extend(dotted_name(jvmti, i));
         jni.delete_local(i);
     }
@@ -532,10 +560,7 @@ pub fn class_prepared(jvmti: Jvmti, jni: Jni, class: sys::jclass) {
         .filters()
         .subclass_roots()
         .any(|root| session.extends(&name, root));
-    if selected
-        && jvm_ext::is_modifiable(jvmti, class)
-        && jvm_ext::retransform(jvmti, &[class]).is_err()
-    {
+    if selected && jvmti.is_modifiable(class) && jvmti.retransform(&[class]).is_err() {
         session
             .counters
             .retransform_errors
@@ -545,7 +570,12 @@ pub fn class_prepared(jvmti: Jvmti, jni: Jni, class: sys::jclass) {
 
 /// Counters for the recording (the current or last session's, and the probes').
 pub fn counter_values() -> Vec<(&'static str, u64)> {
-    let Some(session) = LAST.lock().unwrap_or_else(|e| e.into_inner()).clone() else {
+    let Some(session) = TRACING
+        .last
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+    else {
         return Vec::new();
     };
     let mut values = session.counter_values();

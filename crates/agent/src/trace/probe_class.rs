@@ -7,7 +7,6 @@ use std::ffi::c_void;
 
 use jscope_bytecode::{ClassFile, Probes, PROBE_DESCRIPTOR};
 
-use super::jvm_ext;
 use super::probe;
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
@@ -35,7 +34,7 @@ pub fn class_bytes(probes: &Probes) -> Result<Vec<u8>, jscope_bytecode::ClassErr
 /// java.base and friends must be allowed to call it). Returns a global reference.
 pub fn install(jvmti: Jvmti, jni: Jni, probes: &Probes) -> Result<sys::jclass, ProbeClassError> {
     let bytes = class_bytes(probes)?;
-    let class = jvm_ext::define_boot_class(jni, &probes.class, &bytes);
+    let class = jni.define_boot_class(&probes.class, &bytes);
     if class.is_null() {
         return Err(ProbeClassError::Define(probes.class.clone()));
     }
@@ -64,7 +63,7 @@ fn bind_natives(jni: Jni, class: sys::jclass, probes: &Probes) -> Result<(), Pro
             probe::native_exit_throw as *mut c_void,
         ),
     ];
-    if jvm_ext::register_natives(jni, class, &methods) {
+    if jni.register_natives(class, &methods) {
         Ok(())
     } else {
         Err(ProbeClassError::Natives(probes.class.clone()))
@@ -74,12 +73,12 @@ fn bind_natives(jni: Jni, class: sys::jclass, probes: &Probes) -> Result<(), Pro
 /// Modules defined later (application layers) are not covered; their classes
 /// fail with IllegalAccessError only if instrumented, which docs/AGENT.md notes.
 fn read_from_all_modules(jvmti: Jvmti, jni: Jni, class: sys::jclass) {
-    let target = jvm_ext::module_of(jni, class);
+    let target = jni.module_of(class);
     if target.is_null() {
         return; // JDK 8: no modules, nothing to open
     }
-    for module in jvm_ext::all_modules(jvmti) {
-        jvm_ext::add_module_reads(jvmti, module, target);
+    for module in jvmti.all_modules() {
+        jvmti.add_module_reads(module, target);
         jni.delete_local(module);
     }
     jni.delete_local(target);

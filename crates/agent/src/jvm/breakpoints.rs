@@ -1,0 +1,115 @@
+//! The breakpoint environment's one dispatch: a registry from a method to the
+//! handler of its breakpoints and frame pops. The captures (RMI, HTTP, the HTTP
+//! client, parks) register their methods as their classes are prepared and never
+//! compare methods themselves; [`install`] points the environment's Breakpoint
+//! and FramePop callbacks at the registry.
+//!
+//! HotSpot grants the breakpoint capability to one environment only, so every
+//! capture shares the environment that asked first.
+
+use std::sync::RwLock;
+
+use super::entry::{guarded_in, BREAKPOINTS};
+use super::{Jni, Jvmti};
+use crate::sys;
+
+/// A breakpoint that fired, on the thread that hit it.
+#[derive(Clone, Copy)]
+pub struct Hit {
+    pub jvmti: Jvmti,
+    pub jni: Jni,
+    pub thread: sys::jthread,
+    pub method: sys::jmethodID,
+    pub location: sys::jlocation,
+}
+
+/// A frame pop asked for by a handler, on the thread whose frame returned.
+#[derive(Clone, Copy)]
+pub struct Pop {
+    pub jvmti: Jvmti,
+    pub jni: Jni,
+    pub thread: sys::jthread,
+    pub method: sys::jmethodID,
+    pub by_exception: bool,
+}
+
+/// What to run for a method's breakpoints and for the frame pops of its frames.
+#[derive(Clone, Copy)]
+pub struct Handler {
+    pub on_breakpoint: fn(&Hit),
+    pub on_frame_pop: Option<fn(&Pop)>,
+}
+
+/// (method id, handler); a few dozen entries at most, read on every breakpoint.
+static REGISTRY: RwLock<Vec<(usize, Handler)>> = RwLock::new(Vec::new());
+
+/// Routes `method`'s breakpoints (and frame pops) to `handler`; a method
+/// registered again keeps its first handler.
+pub fn register(method: sys::jmethodID, handler: Handler) {
+    let m = method as usize;
+    if m == 0 {
+        return;
+    }
+    let mut list = REGISTRY.write().unwrap_or_else(|e| e.into_inner());
+    if !list.iter().any(|(k, _)| *k == m) {
+        list.push((m, handler));
+    }
+}
+
+/// Sets a breakpoint at `location` of `method` and routes it to `handler`.
+pub fn set(jvmti: Jvmti, method: sys::jmethodID, location: i64, handler: Handler) -> bool {
+    register(method, handler);
+    jvmti.set_breakpoint(method, location)
+}
+
+fn handler_of(method: sys::jmethodID) -> Option<Handler> {
+    let m = method as usize;
+    let list = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
+    list.iter().find(|(k, _)| *k == m).map(|(_, h)| *h)
+}
+
+/// Points `cb`'s Breakpoint and FramePop callbacks at the registry.
+pub fn install(cb: &mut sys::jvmtiEventCallbacks) {
+    cb.Breakpoint = Some(on_breakpoint);
+    cb.FramePop = Some(on_frame_pop);
+}
+
+unsafe extern "C" fn on_breakpoint(
+    jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    thread: sys::jthread,
+    method: sys::jmethodID,
+    location: sys::jlocation,
+) {
+    guarded_in(&BREAKPOINTS, "breakpoint", (), || {
+        if let Some(handler) = handler_of(method) {
+            (handler.on_breakpoint)(&Hit {
+                jvmti: Jvmti(jvmti),
+                jni: Jni(jni),
+                thread,
+                method,
+                location,
+            });
+        }
+    })
+}
+
+unsafe extern "C" fn on_frame_pop(
+    jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    thread: sys::jthread,
+    method: sys::jmethodID,
+    by_exception: sys::jboolean,
+) {
+    guarded_in(&BREAKPOINTS, "frame_pop", (), || {
+        if let Some(on_frame_pop) = handler_of(method).and_then(|h| h.on_frame_pop) {
+            on_frame_pop(&Pop {
+                jvmti: Jvmti(jvmti),
+                jni: Jni(jni),
+                thread,
+                method,
+                by_exception: by_exception != 0,
+            });
+        }
+    })
+}

@@ -1,0 +1,225 @@
+//! The guard every `extern "C"` entry point (Agent_OnLoad/OnAttach/OnUnload, the
+//! JVMTI callbacks, the JNI natives, the breakpoint callbacks) runs its whole
+//! body in: nothing ever unwinds into the JVM.
+//!
+//! A caught panic is counted (`agent.panics` in the recording), reported once
+//! per entry point (one `jscope:` line) and stops the engine the entry point
+//! belongs to: its entry points return their default from then on, since its
+//! state may be half updated. The JVM runs on.
+//!
+//! The path without a panic reads one atomic and allocates nothing, so the
+//! guard may wrap the callbacks that run inside the garbage collector, where
+//! JNI and allocation are not allowed. It touches no thread-local either.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// A part of the agent whose entry points stop together after a panic.
+pub struct Engine {
+    name: &'static str,
+    /// What the report says happens next.
+    consequence: &'static str,
+    /// Whether a panic stops it (the agent's lifecycle never stops: VMDeath
+    /// must still end the recording).
+    stoppable: bool,
+    stopped: AtomicBool,
+}
+
+impl Engine {
+    const fn new(name: &'static str, consequence: &'static str, stoppable: bool) -> Engine {
+        Engine {
+            name,
+            consequence,
+            stoppable,
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether a panic stopped this engine.
+    pub fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// Loading, attaching, VM start and death, and the callbacks every recording
+/// uses (threads, classes).
+pub static AGENT: Engine = Engine::new("agent", "profiling is disabled", false);
+/// The event callbacks (monitors, GC, allocations, JIT, class unloads).
+pub static EVENTS: Engine = Engine::new("events", "events are no longer recorded", true);
+/// The user-event natives of `jscope.Events`.
+pub static USER_EVENTS: Engine =
+    Engine::new("user events", "user events are no longer recorded", true);
+/// Tracing: the class-file hook and the `jscope/Trace` probes.
+pub static TRACE: Engine = Engine::new("trace", "calls are no longer traced", true);
+/// The breakpoint environment: remote calls (RMI, HTTP) and parks.
+pub static BREAKPOINTS: Engine = Engine::new(
+    "breakpoints",
+    "remote calls and parks are no longer recorded",
+    true,
+);
+
+/// Panics caught at entry points since the agent loaded.
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// Panics caught at entry points since the agent loaded (`agent.panics`).
+pub fn panics() -> u64 {
+    PANICS.load(Ordering::Relaxed)
+}
+
+/// Runs an entry point of the agent's lifecycle (see [`AGENT`]).
+#[inline]
+pub fn guarded<R>(name: &'static str, default: R, f: impl FnOnce() -> R) -> R {
+    guarded_in(&AGENT, name, default, f)
+}
+
+/// Runs `f`, the whole body of entry point `name` of `engine`; `default` when the
+/// engine was stopped or `f` panicked.
+#[inline]
+pub fn guarded_in<R>(
+    engine: &'static Engine,
+    name: &'static str,
+    default: R,
+    f: impl FnOnce() -> R,
+) -> R {
+    if engine.stopped() {
+        return default;
+    }
+    match catch_unwind(AssertUnwindSafe(|| {
+        panic_test::maybe_panic(name);
+        f()
+    })) {
+        Ok(r) => r,
+        Err(payload) => {
+            // Dropping the payload runs foreign code (its Drop), which could panic
+            // again outside any guard; a small leak per panic is the safer choice.
+            std::mem::forget(payload);
+            let _ = catch_unwind(|| caught(engine, name));
+            default
+        }
+    }
+}
+
+/// Entry points already reported, so each is reported once.
+static REPORTED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+/// Where the last panic on a JVM thread happened, from the panic hook.
+static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+#[cold]
+fn caught(engine: &'static Engine, name: &'static str) {
+    PANICS.fetch_add(1, Ordering::Relaxed);
+    if engine.stoppable {
+        engine.stopped.store(true, Ordering::Relaxed);
+    }
+    let at = LAST_PANIC
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .map(|p| format!(" ({p})"))
+        .unwrap_or_default();
+    let mut reported = REPORTED.lock().unwrap_or_else(|e| e.into_inner());
+    if !reported.contains(&name) {
+        reported.push(name);
+        eprintln!(
+            "jscope: internal error in {name}{at}; {}",
+            engine.consequence
+        );
+    }
+}
+
+/// Installs, once, a panic hook that keeps the message and place of a panic on
+/// a JVM thread for the guard's one report instead of printing it; the agent's
+/// own threads (`jscope-*`) keep the default output.
+pub fn install_panic_hook() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let current = std::thread::current();
+            if current.name().is_some_and(|n| n.starts_with("jscope")) {
+                return default(info);
+            }
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let place = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()))
+                .unwrap_or_default();
+            *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(format!("{message} at {place}"));
+        }));
+    });
+}
+
+/// Counters for the recording.
+pub fn counter_values() -> [(&'static str, u64); 1] {
+    [("agent.panics", panics())]
+}
+
+/// Test builds only (cargo feature `panic-test`): the agent option
+/// `panictest=NAME` makes entry point NAME panic each time it runs, to show that
+/// the JVM runs on.
+#[cfg(feature = "panic-test")]
+pub mod panic_test {
+    use std::sync::OnceLock;
+
+    static CHOSEN: OnceLock<String> = OnceLock::new();
+
+    /// Takes `panictest=NAME` out of the option text (the options parser does not
+    /// know it) and arms it.
+    pub fn take_option(text: &str) -> String {
+        let mut rest = Vec::new();
+        for part in text.split(',') {
+            match part.strip_prefix("panictest=") {
+                Some(name) => {
+                    let _ = CHOSEN.set(name.to_string());
+                }
+                None => rest.push(part),
+            }
+        }
+        rest.join(",")
+    }
+
+    #[inline]
+    pub fn maybe_panic(name: &str) {
+        if CHOSEN.get().is_some_and(|c| c == name) {
+            panic!("panictest={name}");
+        }
+    }
+}
+
+/// Without the `panic-test` feature the option is unknown and nothing panics.
+#[cfg(not(feature = "panic-test"))]
+pub mod panic_test {
+    pub fn take_option(text: &str) -> String {
+        text.to_string()
+    }
+
+    #[inline(always)]
+    pub fn maybe_panic(_name: &str) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static TEST_ENGINE: Engine = Engine::new("test", "tests stop", true);
+
+    #[test]
+    fn a_panic_returns_the_default_and_stops_the_engine() {
+        assert_eq!(guarded_in(&TEST_ENGINE, "ok", 1, || 2), 2);
+        let before = panics();
+        assert_eq!(guarded_in(&TEST_ENGINE, "boom", 1, || panic!("boom")), 1);
+        assert!(panics() > before);
+        assert!(TEST_ENGINE.stopped());
+        assert_eq!(guarded_in(&TEST_ENGINE, "ok", 1, || 2), 1);
+    }
+}

@@ -1,0 +1,509 @@
+//! [`Jni`]: the calls the agent makes through a JNIEnv, each clearing any Java
+//! exception it causes, and [`GlobalRef`].
+
+use std::ffi::{c_void, CStr, CString};
+use std::ptr::null_mut;
+
+use super::{function, Vm};
+use crate::sys;
+
+/// A JNIEnv: valid only on the thread it belongs to.
+#[derive(Clone, Copy, Debug)]
+pub struct Jni(pub *mut sys::JNIEnv);
+
+impl Jni {
+    fn table(&self) -> &sys::JNINativeInterface_ {
+        // SAFETY: a JNIEnv handed to the agent points at the VM's function table,
+        // which lives as long as the VM.
+        unsafe { &**self.0 }
+    }
+
+    /// The JavaVM this env belongs to.
+    pub fn java_vm(&self) -> Option<Vm> {
+        let get = function!(self.table(), GetJavaVM).ok()?;
+        let mut vm = null_mut();
+        // SAFETY: valid env and out-pointer.
+        (unsafe { get(self.0, &mut vm) } == 0 && !vm.is_null()).then_some(Vm(vm))
+    }
+
+    /// A class by its JVM name (`java/lang/Thread`) as a local reference; null
+    /// when not found (the exception cleared).
+    pub fn find_class(&self, name: &str) -> sys::jclass {
+        let (Ok(name), Ok(find)) = (CString::new(name), function!(self.table(), FindClass)) else {
+            return null_mut();
+        };
+        // SAFETY: valid env and NUL-terminated name.
+        let class = unsafe { find(self.0, name.as_ptr()) };
+        self.clear_exception();
+        class
+    }
+
+    /// An instance field's id; null when there is none (the exception cleared).
+    pub fn field_id(&self, class: sys::jclass, name: &str, sig: &str) -> sys::jfieldID {
+        let (Ok(name), Ok(sig)) = (CString::new(name), CString::new(sig)) else {
+            return null_mut();
+        };
+        let Ok(get) = function!(self.table(), GetFieldID) else {
+            return null_mut();
+        };
+        // SAFETY: valid env, class reference and strings.
+        let id = unsafe { get(self.0, class, name.as_ptr(), sig.as_ptr()) };
+        self.clear_exception();
+        id
+    }
+
+    /// A `long` field of `object`; 0 when the JVM has no GetLongField.
+    pub fn long_field(&self, object: sys::jobject, field: sys::jfieldID) -> i64 {
+        let Ok(get) = function!(self.table(), GetLongField) else {
+            return 0;
+        };
+        // SAFETY: the caller passes a field id of type long on object's class.
+        unsafe { get(self.0, object, field) }
+    }
+
+    /// An object field of `object` by id, as a local reference (null when null
+    /// or on failure).
+    pub fn object_field_by_id(&self, object: sys::jobject, field: sys::jfieldID) -> sys::jobject {
+        if object.is_null() || field.is_null() {
+            return null_mut();
+        }
+        let Ok(get) = function!(self.table(), GetObjectField) else {
+            return null_mut();
+        };
+        // SAFETY: valid env; the caller passes a field id of an object field of
+        // object's class.
+        let value = unsafe { get(self.0, object, field) };
+        self.clear_exception();
+        value
+    }
+
+    /// An object field by name and type, or null (no such field, or null value).
+    pub fn object_field(&self, o: sys::jobject, name: &str, sig: &str) -> sys::jobject {
+        let class = self.object_class(o);
+        if class.is_null() {
+            return null_mut();
+        }
+        let id = self.field_id(class, name, sig);
+        self.delete_local(class);
+        self.object_field_by_id(o, id)
+    }
+
+    /// The class of `o` as a local reference (null for null).
+    pub fn object_class(&self, o: sys::jobject) -> sys::jclass {
+        if o.is_null() {
+            return null_mut();
+        }
+        let Ok(get) = function!(self.table(), GetObjectClass) else {
+            return null_mut();
+        };
+        // SAFETY: valid env and live reference.
+        unsafe { get(self.0, o) }
+    }
+
+    /// An instance method of `o`'s class; null when none (the exception cleared).
+    fn method(&self, o: sys::jobject, name: &str, sig: &str) -> sys::jmethodID {
+        let class = self.object_class(o);
+        if class.is_null() {
+            return null_mut();
+        }
+        let id = self.method_id(class, name, sig);
+        self.delete_local(class);
+        id
+    }
+
+    fn method_id(&self, class: sys::jclass, name: &str, sig: &str) -> sys::jmethodID {
+        let (Ok(name), Ok(sig)) = (CString::new(name), CString::new(sig)) else {
+            return null_mut();
+        };
+        let Ok(get) = function!(self.table(), GetMethodID) else {
+            return null_mut();
+        };
+        // SAFETY: valid env, class reference and strings.
+        let id = unsafe { get(self.0, class, name.as_ptr(), sig.as_ptr()) };
+        if self.clear_exception() {
+            return null_mut();
+        }
+        id
+    }
+
+    /// `o.name()` for a method returning an object; null on any failure.
+    pub fn call_object(&self, o: sys::jobject, name: &str, sig: &str) -> sys::jobject {
+        self.call_object_with(o, (name, sig), &[])
+    }
+
+    /// `o.name(args...)` for a method returning an object; null on any failure.
+    pub fn call_object_with(
+        &self,
+        o: sys::jobject,
+        (name, sig): (&str, &str),
+        args: &[sys::jvalue],
+    ) -> sys::jobject {
+        let m = if o.is_null() {
+            null_mut()
+        } else {
+            self.method(o, name, sig)
+        };
+        let Ok(call) = function!(self.table(), CallObjectMethodA) else {
+            return null_mut();
+        };
+        if m.is_null() {
+            return null_mut();
+        }
+        // SAFETY: m is a method of o's class whose parameters match args.
+        let r = unsafe { call(self.0, o, m, args.as_ptr()) };
+        if self.clear_exception() {
+            return null_mut();
+        }
+        r
+    }
+
+    /// `o.name(args...)` for a void method; false on any failure.
+    pub fn call_void_with(
+        &self,
+        o: sys::jobject,
+        (name, sig): (&str, &str),
+        args: &[sys::jvalue],
+    ) -> bool {
+        if o.is_null() {
+            return false;
+        }
+        let m = self.method(o, name, sig);
+        let Ok(call) = function!(self.table(), CallVoidMethodA) else {
+            return false;
+        };
+        if m.is_null() {
+            return false;
+        }
+        // SAFETY: m is a void method of o's class whose parameters match args.
+        unsafe { call(self.0, o, m, args.as_ptr()) };
+        !self.clear_exception()
+    }
+
+    /// `o.name()` for a method returning an int.
+    pub fn call_int(&self, o: sys::jobject, name: &str) -> Option<i32> {
+        if o.is_null() {
+            return None;
+        }
+        let m = self.method(o, name, "()I");
+        let call = function!(self.table(), CallIntMethodA).ok()?;
+        if m.is_null() {
+            return None;
+        }
+        // SAFETY: m is a no-argument method of o's class returning an int.
+        let r = unsafe { call(self.0, o, m, null_mut()) };
+        (!self.clear_exception()).then_some(r)
+    }
+
+    /// `o.name()` for a method returning a long.
+    pub fn call_long(&self, o: sys::jobject, name: &str) -> Option<i64> {
+        if o.is_null() {
+            return None;
+        }
+        let m = self.method(o, name, "()J");
+        let call = function!(self.table(), CallLongMethodA).ok()?;
+        if m.is_null() {
+            return None;
+        }
+        // SAFETY: m is a no-argument method of o's class returning a long.
+        let r = unsafe { call(self.0, o, m, null_mut()) };
+        (!self.clear_exception()).then_some(r)
+    }
+
+    /// `o.name()` as a Rust string, for a method returning a String.
+    pub fn call_string(&self, o: sys::jobject, name: &str) -> Option<String> {
+        let s = self.call_object(o, name, "()Ljava/lang/String;");
+        let v = self.string_of(s);
+        self.delete_local(s);
+        v
+    }
+
+    /// The class name of an object (`java.lang.String`).
+    pub fn class_name(&self, o: sys::jobject) -> Option<String> {
+        let class = self.call_object(o, "getClass", "()Ljava/lang/Class;");
+        let v = self.call_string(class, "getName");
+        self.delete_local(class);
+        v
+    }
+
+    /// System.getProperty(name) through Java, for properties the Java library sets
+    /// (java.version, os.name, ...) that JVMTI's GetSystemProperty does not know.
+    pub fn java_system_property(&self, name: &str) -> Option<String> {
+        let system = self.find_class("java/lang/System");
+        if system.is_null() {
+            return None;
+        }
+        let value = self.static_string_call(system, name);
+        self.delete_local(system);
+        value
+    }
+
+    fn static_string_call(&self, system: sys::jclass, name: &str) -> Option<String> {
+        let t = self.table();
+        let get_method = function!(t, GetStaticMethodID).ok()?;
+        let call = function!(t, CallStaticObjectMethodA).ok()?;
+        // SAFETY: valid env and class reference, NUL-terminated literals.
+        let get = unsafe {
+            get_method(
+                self.0,
+                system,
+                c"getProperty".as_ptr(),
+                c"(Ljava/lang/String;)Ljava/lang/String;".as_ptr(),
+            )
+        };
+        let key = self.new_string(name);
+        let mut value = None;
+        if !get.is_null() && !key.is_null() {
+            let args = [sys::jvalue { l: key }];
+            // SAFETY: get is System.getProperty(String), args one String.
+            let result = unsafe { call(self.0, system, get, args.as_ptr()) };
+            // A throwing getProperty returns null; the exception must be cleared
+            // before any other JNI call.
+            self.clear_exception();
+            value = self.string_of(result);
+            self.delete_local(result);
+        }
+        self.clear_exception();
+        self.delete_local(key);
+        value
+    }
+
+    /// The contents of a java.lang.String reference (modified UTF-8 read as
+    /// UTF-8); None for null or when the JVM cannot give them (the exception
+    /// cleared).
+    pub fn string_of(&self, s: sys::jobject) -> Option<String> {
+        if s.is_null() {
+            return None;
+        }
+        let t = self.table();
+        let (get, release) = (
+            function!(t, GetStringUTFChars).ok()?,
+            function!(t, ReleaseStringUTFChars).ok()?,
+        );
+        // SAFETY: s is a live String reference; the chars are released below.
+        let chars = unsafe { get(self.0, s, null_mut()) };
+        if chars.is_null() {
+            self.clear_exception();
+            return None;
+        }
+        // SAFETY: GetStringUTFChars returns a NUL-terminated string, alive until
+        // released.
+        let value = unsafe { CStr::from_ptr(chars) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: chars came from GetStringUTFChars on s and is released once.
+        unsafe { release(self.0, s, chars) };
+        Some(value)
+    }
+
+    /// A new java.lang.String (null on failure).
+    pub fn new_string(&self, text: &str) -> sys::jobject {
+        let (Ok(c), Ok(new)) = (CString::new(text), function!(self.table(), NewStringUTF)) else {
+            return null_mut();
+        };
+        // SAFETY: valid env and NUL-terminated modified UTF-8 (ASCII here).
+        let s = unsafe { new(self.0, c.as_ptr()) };
+        if self.clear_exception() {
+            return null_mut();
+        }
+        s
+    }
+
+    /// Clears a pending exception (a failed lookup must not leak one into Java);
+    /// true when there was one.
+    pub fn clear_exception(&self) -> bool {
+        let t = self.table();
+        let (Ok(check), Ok(clear)) = (function!(t, ExceptionCheck), function!(t, ExceptionClear))
+        else {
+            return false;
+        };
+        // SAFETY: valid env; both calls are allowed with an exception pending.
+        unsafe {
+            let pending = check(self.0) != 0;
+            if pending {
+                clear(self.0);
+            }
+            pending
+        }
+    }
+
+    pub fn delete_local(&self, object: sys::jobject) {
+        if object.is_null() {
+            return;
+        }
+        if let Ok(delete) = function!(self.table(), DeleteLocalRef) {
+            // SAFETY: object is a local reference of this thread.
+            unsafe { delete(self.0, object) };
+        }
+    }
+
+    /// Raises the number of local references this frame may hold, right after a
+    /// JVMTI call created many (-Xcheck:jni warns when the planned capacity is
+    /// exceeded).
+    pub fn ensure_local_capacity(&self, capacity: usize) {
+        let Ok(ensure) = function!(self.table(), EnsureLocalCapacity) else {
+            return;
+        };
+        // SAFETY: valid env.
+        if unsafe { ensure(self.0, capacity.min(i32::MAX as usize) as sys::jint) } != 0 {
+            self.clear_exception();
+        }
+    }
+
+    /// A global reference to `object` (null for null or on failure).
+    pub fn new_global(&self, object: sys::jobject) -> sys::jobject {
+        if object.is_null() {
+            return null_mut();
+        }
+        let Ok(new) = function!(self.table(), NewGlobalRef) else {
+            return null_mut();
+        };
+        // SAFETY: object is a live reference of this thread.
+        unsafe { new(self.0, object) }
+    }
+
+    pub fn delete_global(&self, object: sys::jobject) {
+        if object.is_null() {
+            return;
+        }
+        if let Ok(delete) = function!(self.table(), DeleteGlobalRef) {
+            // SAFETY: object is a global reference created by new_global.
+            unsafe { delete(self.0, object) };
+        }
+    }
+
+    /// A [`GlobalRef`] to `object`; None for null or on failure.
+    pub fn global_ref(&self, object: sys::jobject) -> Option<GlobalRef> {
+        let global = self.new_global(object);
+        (!global.is_null()).then_some(GlobalRef(global))
+    }
+
+    /// Runs `f` inside a fresh local reference frame so that references it creates
+    /// on a long-lived native thread are freed when it returns.
+    pub fn with_local_frame<R>(&self, capacity: i32, f: impl FnOnce() -> R) -> R {
+        let t = self.table();
+        let (Ok(push), Ok(pop)) = (function!(t, PushLocalFrame), function!(t, PopLocalFrame))
+        else {
+            return f();
+        };
+        // SAFETY: valid env; frames are pushed and popped in pairs.
+        let pushed = unsafe { push(self.0, capacity) } == 0;
+        let result = f();
+        if pushed {
+            // SAFETY: pops the frame pushed above; no result reference is kept.
+            unsafe { pop(self.0, null_mut()) };
+        } else {
+            self.clear_exception();
+        }
+        result
+    }
+
+    /// Defines a class in the bootstrap loader (a null loader); null on failure,
+    /// with the exception cleared.
+    pub fn define_boot_class(&self, name: &str, bytes: &[u8]) -> sys::jclass {
+        let (Ok(name), Ok(define)) = (CString::new(name), function!(self.table(), DefineClass))
+        else {
+            return null_mut();
+        };
+        // SAFETY: valid env, name and class bytes for the duration of the call.
+        let class = unsafe {
+            define(
+                self.0,
+                name.as_ptr(),
+                null_mut(),
+                bytes.as_ptr().cast(),
+                bytes.len() as sys::jsize,
+            )
+        };
+        self.clear_exception();
+        class
+    }
+
+    /// Binds `methods` (name, JVM descriptor, function) of `class`; false (with the
+    /// Java exception cleared) when the JVM refuses.
+    pub fn register_natives(
+        &self,
+        class: sys::jclass,
+        methods: &[(&str, &str, *mut c_void)],
+    ) -> bool {
+        let Ok(register) = function!(self.table(), RegisterNatives) else {
+            return false;
+        };
+        let names: Vec<(CString, CString)> = methods
+            .iter()
+            .map(|(name, sig, _)| {
+                (
+                    CString::new(*name).unwrap_or_default(),
+                    CString::new(*sig).unwrap_or_default(),
+                )
+            })
+            .collect();
+        let table: Vec<sys::JNINativeMethod> = names
+            .iter()
+            .zip(methods)
+            .map(|((name, sig), (_, _, f))| sys::JNINativeMethod {
+                name: name.as_ptr() as *mut _,
+                signature: sig.as_ptr() as *mut _,
+                fnPtr: *f,
+            })
+            .collect();
+        // SAFETY: valid env, class and method table; the strings outlive the call.
+        let ok = unsafe { register(self.0, class, table.as_ptr(), table.len() as sys::jint) } == 0;
+        self.clear_exception();
+        ok
+    }
+
+    /// `class.getModule()`, as a local reference (null on failure).
+    pub fn module_of(&self, class: sys::jclass) -> sys::jobject {
+        let class_class = self.find_class("java/lang/Class");
+        if class_class.is_null() {
+            return null_mut();
+        }
+        let get = self.method_id(class_class, "getModule", "()Ljava/lang/Module;");
+        self.delete_local(class_class);
+        let Ok(call) = function!(self.table(), CallObjectMethodA) else {
+            return null_mut();
+        };
+        if get.is_null() {
+            return null_mut();
+        }
+        // SAFETY: get is Class.getModule(), called on a class with no arguments.
+        let module = unsafe { call(self.0, class, get, std::ptr::null()) };
+        self.clear_exception();
+        module
+    }
+
+    /// The superclass of `class` as a local reference (null for Object and interfaces).
+    pub fn superclass(&self, class: sys::jclass) -> sys::jclass {
+        let Ok(get) = function!(self.table(), GetSuperclass) else {
+            return null_mut();
+        };
+        // SAFETY: valid env and class reference.
+        unsafe { get(self.0, class) }
+    }
+}
+
+/// A global reference, deleted when dropped (through the dropping thread's
+/// JNIEnv; on a thread not attached to the JVM it is left to the VM).
+#[derive(Debug)]
+pub struct GlobalRef(sys::jobject);
+
+impl GlobalRef {
+    pub fn get(&self) -> sys::jobject {
+        self.0
+    }
+
+    /// Keeps the reference for the rest of the process.
+    pub fn leak(self) -> sys::jobject {
+        let object = self.0;
+        std::mem::forget(self);
+        object
+    }
+}
+
+impl Drop for GlobalRef {
+    fn drop(&mut self) {
+        if let Some(jni) = Vm::remembered().and_then(|vm| vm.jni()) {
+            jni.delete_global(self.0);
+        }
+    }
+}
