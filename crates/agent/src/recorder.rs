@@ -228,7 +228,8 @@ impl Recorder {
         attached: bool,
         install_hooks: fn(Option<Arc<Hooks>>),
     ) -> Result<Recorder, StartError> {
-        let fields = ThreadFields::lookup(jni).ok_or(StartError::NoThreadFields)?;
+        crate::jvm::thread::init(jvmti, jni);
+        let fields = crate::jvm::thread::fields().ok_or(StartError::NoThreadFields)?;
         let (header, header_bytes) = prepared.write_header(jvmti, jni, attached)?;
         let table = Arc::new(ThreadTable::default());
         let (link, sender) = prepared.collector(&header, header_bytes, &table).unzip();

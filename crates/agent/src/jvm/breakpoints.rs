@@ -113,3 +113,50 @@ unsafe extern "C" fn on_frame_pop(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static CALLED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+    fn first(_: &Hit) {
+        CALLED.store(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn second(_: &Hit) {
+        CALLED.store(2, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn popped(_: &Pop) {}
+
+    #[test]
+    fn a_method_keeps_its_first_handler_and_unknown_methods_have_none() {
+        let method = 0x5eed_usize as sys::jmethodID;
+        register(
+            method,
+            Handler {
+                on_breakpoint: first,
+                on_frame_pop: Some(popped),
+            },
+        );
+        register(
+            method,
+            Handler {
+                on_breakpoint: second,
+                on_frame_pop: None,
+            },
+        );
+        let h = handler_of(method).expect("registered");
+        (h.on_breakpoint)(&Hit {
+            jvmti: Jvmti(std::ptr::null_mut()),
+            jni: Jni(std::ptr::null_mut()),
+            thread: std::ptr::null_mut(),
+            method,
+            location: 0,
+        });
+        assert_eq!(CALLED.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert!(h.on_frame_pop.is_some());
+        assert!(handler_of(0x5eee_usize as sys::jmethodID).is_none());
+        register(std::ptr::null_mut(), h);
+        assert!(handler_of(std::ptr::null_mut()).is_none());
+    }
+}

@@ -48,7 +48,7 @@ impl Engine {
 
 /// Loading, attaching, VM start and death, and the callbacks every recording
 /// uses (threads, classes).
-pub static AGENT: Engine = Engine::new("agent", "profiling is disabled", false);
+pub static AGENT: Engine = Engine::new("agent", "the agent goes on without it", false);
 /// The event callbacks (monitors, GC, allocations, JIT, class unloads).
 pub static EVENTS: Engine = Engine::new("events", "events are no longer recorded", true);
 /// The user-event natives of `jscope.Events`.
@@ -124,16 +124,22 @@ fn caught(engine: &'static Engine, name: &'static str) {
     let mut reported = REPORTED.lock().unwrap_or_else(|e| e.into_inner());
     if !reported.contains(&name) {
         reported.push(name);
-        eprintln!(
-            "jscope: internal error in {name}{at}; {}",
-            engine.consequence
-        );
+        // A failed load or attach leaves nothing running.
+        let consequence = match name.starts_with("Agent_On") {
+            true => "profiling is disabled",
+            false => engine.consequence,
+        };
+        eprintln!("jscope: internal error in {name}{at}; {consequence}");
     }
 }
 
 /// Installs, once, a panic hook that keeps the message and place of a panic on
-/// a JVM thread for the guard's one report instead of printing it; the agent's
-/// own threads (`jscope-*`) keep the default output.
+/// a JVM thread for the guard's one report instead of printing it. The agent's
+/// own threads (`jscope-*`) keep the default output, which their runners rely
+/// on; so a panic in a callback that runs on one of them (ThreadStart of the
+/// agent's own threads) shows that output besides the one report. (Telling the
+/// two apart would take a thread-local, which the GC-time callbacks must not
+/// touch.)
 pub fn install_panic_hook() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {

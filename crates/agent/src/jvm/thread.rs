@@ -22,8 +22,9 @@ unsafe impl Send for ThreadFields {}
 unsafe impl Sync for ThreadFields {}
 
 impl ThreadFields {
-    /// Looks the fields up; None when Thread has no `tid` field.
-    pub fn lookup(jni: Jni) -> Option<ThreadFields> {
+    /// Looks the fields up; None when Thread has no `tid` field. Once per
+    /// process, by [`init`].
+    fn lookup(jni: Jni) -> Option<ThreadFields> {
         let class = jni.find_class("java/lang/Thread");
         if class.is_null() {
             return None;
