@@ -242,28 +242,18 @@ impl Recorder {
             .modes
             .cpu
             .then(|| Arc::new(CpuTimers::new(options.interval, CPU_SIGNAL)));
-        let hooks = Arc::new(Hooks {
+        let hooks = Hooks {
             jvmti,
             fields,
             table: table.clone(),
             timers: timers.clone(),
-        });
-        let signals = Arc::new(SignalEngine::new(&options, timers.clone()));
-        let engines: Vec<Arc<dyn Engine>> = vec![
-            signals.clone(),
-            Arc::new(ThreadEvents {
-                jvmti,
-                hooks,
-                install: install_hooks,
-            }),
-            Arc::new(CpuEngine::new(timers)),
-            Arc::new(SnapshotEngine::new(&options)),
-            Arc::new(WallEngine::new(&options, signals)),
-            Arc::new(TraceEngine::new(options.trace.clone())),
-            Arc::new(EventEngine::new(options.events.clone(), options.depth)),
-            Arc::new(ParkEngine::new(&options.events)),
-            Arc::new(RemoteEngine),
-        ];
+        };
+        let thread_events = ThreadEvents {
+            jvmti,
+            hooks: Arc::new(hooks),
+            install: install_hooks,
+        };
+        let engines = engines(&options, thread_events, timers);
         let mut recorder = Recorder {
             jvmti,
             destination,
@@ -371,6 +361,28 @@ impl Recorder {
         }
         complete
     }
+}
+
+/// The recording's engines in start order: the signal handler before anything
+/// that makes signals, the thread events (whose ThreadStart arms cpu timers)
+/// before the timers of the threads already running, then the rest.
+fn engines(
+    options: &Options,
+    thread_events: ThreadEvents,
+    timers: Option<Arc<CpuTimers>>,
+) -> Vec<Arc<dyn Engine>> {
+    let signals = Arc::new(SignalEngine::new(options, timers.clone()));
+    vec![
+        signals.clone(),
+        Arc::new(thread_events),
+        Arc::new(CpuEngine::new(timers)),
+        Arc::new(SnapshotEngine::new(options)),
+        Arc::new(WallEngine::new(options, signals)),
+        Arc::new(TraceEngine::new(options.trace.clone())),
+        Arc::new(EventEngine::new(options.events.clone(), options.depth)),
+        Arc::new(ParkEngine::new(&options.events)),
+        Arc::new(RemoteEngine),
+    ]
 }
 
 /// Numbers the threads alive now in GetAllThreads order; the calling thread's
