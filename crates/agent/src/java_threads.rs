@@ -6,7 +6,7 @@
 use crate::jvm::thread::{current_java_id, java_id};
 use crate::jvm::{Jni, Jvmti, ThreadInfo};
 use crate::sys;
-use crate::threads::gettid;
+use crate::threads::{gettid, ThreadTable};
 
 /// Who an event happened on, as its producer knows it; the writer turns it into
 /// the recording's thread id (threads::ThreadTable, by Java id first).
@@ -40,6 +40,15 @@ impl ThreadKey {
 }
 
 pub use crate::jvm::thread::ThreadFields;
+
+/// Marks the calling thread, one of the agent's own attached to the VM, as the
+/// agent's by its Java id too (snapshots and events then leave it out).
+pub fn mark_agent_java(table: &ThreadTable, jni: Jni) {
+    match current_java_id(jni) {
+        0 => {}
+        id => table.mark_agent_java(id),
+    }
+}
 
 /// The Java id and description of `thread`, or None if JVMTI cannot describe it
 /// (it ended meanwhile).

@@ -389,8 +389,7 @@ fn engines(
 /// Linux id is known, so it is recorded too.
 fn register_live_threads(jvmti: Jvmti, jni: Jni, fields: ThreadFields, table: &ThreadTable) {
     jni.with_local_frame(64, || {
-        let me = jvmti.current_thread();
-        let my_id = me.map(|t| fields.java_id(jni, t));
+        let my_id = Some(crate::jvm::thread::current_java_id(jni)).filter(|id| *id != 0);
         let Ok(threads) = jvmti.all_threads() else {
             return;
         };

@@ -12,7 +12,7 @@ use jscope_format::{Snapshot, SnapshotThread};
 
 use crate::clock;
 use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
-use crate::java_threads::{describe, ThreadFields};
+use crate::java_threads::{self, describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
 use crate::options::Options;
 use crate::sink::Sink;
@@ -66,7 +66,7 @@ impl SnapshotSampler {
         let Some(jni) = self.vm.attach_daemon("jscope-snapshot") else {
             return;
         };
-        self.mark_agent_java_id(jni);
+        java_threads::mark_agent_java(&self.table, jni);
         let mut previous: Option<u64> = None;
         let mut next = Instant::now();
         while !self.stopper.wait_until(next) {
@@ -88,13 +88,6 @@ impl SnapshotSampler {
             }
         }
         self.vm.detach();
-    }
-
-    fn mark_agent_java_id(&self, jni: Jni) {
-        if let Some(me) = self.jvmti.current_thread() {
-            self.table.mark_agent_java(self.fields.java_id(jni, me));
-            jni.delete_local(me);
-        }
     }
 
     /// All Java threads but the agent's, with states and stacks.

@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, StartContext, StartError, StopContext};
-use crate::java_threads::ThreadFields;
+use crate::java_threads::{self, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
 use crate::options::Options;
 use crate::signals::{SignalEngine, SignalShared, WALL_SIGNAL};
@@ -125,10 +125,7 @@ impl WallSampler {
         let Some(jni) = self.vm.attach_daemon("jscope-wall") else {
             return;
         };
-        if let Some(me) = self.jvmti.current_thread() {
-            self.table.mark_agent_java(self.fields.java_id(jni, me));
-            jni.delete_local(me);
-        }
+        java_threads::mark_agent_java(&self.table, jni);
         let mut refs = ThreadRefs::default();
         self.sample_until_stopped(jni, &mut refs);
         refs.release(jni);

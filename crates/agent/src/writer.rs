@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock;
 use crate::engine::{Drained, Engine};
-use crate::java_threads::{EnvMapper, ThreadFields};
+use crate::java_threads::{self, EnvMapper, ThreadFields};
 use crate::jvm::{Jvmti, Vm};
 use crate::sender::CollectorLink;
 use crate::sink::{thread_def, Sink, FLUSH_BYTES};
@@ -73,10 +73,7 @@ fn run(cfg: WriterConfig) {
     let Some(jni) = cfg.vm.attach_daemon("jscope-writer") else {
         return;
     };
-    if let Some(me) = cfg.jvmti.current_thread() {
-        cfg.table.mark_agent_java(cfg.fields.java_id(jni, me));
-        jni.delete_local(me);
-    }
+    java_threads::mark_agent_java(&cfg.table, jni);
     let env_mapper = EnvMapper::calibrate(cfg.jvmti, jni, cfg.fields);
     let vm = cfg.vm;
     let sink = Sink::new(cfg.jvmti, jni, cfg.table.clone(), env_mapper);
