@@ -4,10 +4,11 @@
 //! the thread is, not only at safepoints.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::signals::CPU_SIGNAL;
+use crate::engine::{Engine, StartContext, StartError, StopContext};
+use crate::threads::process_tids;
 
 /// The kernel's CPU-time clock id of thread `tid` (CPUCLOCK_SCHED, per thread),
 /// the same value pthread_getcpuclockid gives for the thread.
@@ -18,18 +19,28 @@ pub fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
 /// The armed timers, by Linux thread id.
 pub struct CpuTimers {
     interval: Duration,
-    timers: Mutex<HashMap<u32, usize>>,
+    signo: libc::c_int,
+    timers: Mutex<Timers>,
+}
+
+#[derive(Default)]
+struct Timers {
+    by_tid: HashMap<u32, usize>,
+    /// Set by disarm_all: a thread starting while the recording stops gets none.
+    closed: bool,
 }
 
 impl CpuTimers {
-    pub fn new(interval: Duration) -> CpuTimers {
+    /// Timers firing `signo` every `interval` of their thread's CPU time.
+    pub fn new(interval: Duration, signo: libc::c_int) -> CpuTimers {
         CpuTimers {
             interval,
-            timers: Mutex::new(HashMap::new()),
+            signo,
+            timers: Mutex::default(),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, usize>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Timers> {
         self.timers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -37,41 +48,84 @@ impl CpuTimers {
     /// that already has a timer keeps it.
     pub fn arm(&self, tid: u32) -> std::io::Result<()> {
         let mut timers = self.lock();
-        if timers.contains_key(&tid) {
+        if timers.closed || timers.by_tid.contains_key(&tid) {
             return Ok(());
         }
-        let timer = create_timer(tid)?;
+        let timer = create_timer(tid, self.signo)?;
         if let Err(e) = set_timer(timer, self.interval) {
             delete_timer(timer);
             return Err(e);
         }
-        timers.insert(tid, timer as usize);
+        timers.by_tid.insert(tid, timer as usize);
         Ok(())
     }
 
     /// Stops sampling thread `tid`.
     pub fn disarm(&self, tid: u32) {
-        if let Some(timer) = self.lock().remove(&tid) {
+        if let Some(timer) = self.lock().by_tid.remove(&tid) {
             delete_timer(timer as libc::timer_t);
         }
     }
 
+    /// Disarms every thread, for good.
     pub fn disarm_all(&self) {
-        for (_, timer) in self.lock().drain() {
+        let mut timers = self.lock();
+        timers.closed = true;
+        for (_, timer) in timers.by_tid.drain() {
             delete_timer(timer as libc::timer_t);
         }
     }
 
+    #[cfg(test)]
     pub fn armed(&self) -> usize {
-        self.lock().len()
+        self.lock().by_tid.len()
     }
 }
 
-fn create_timer(tid: u32) -> std::io::Result<libc::timer_t> {
+/// The cpu engine: a CPU-time timer per Java thread, each firing CPU_SIGNAL
+/// every interval of its thread's CPU time. Threads alive at start are armed
+/// here; later ones by the ThreadStart hook (recorder::Hooks).
+pub(crate) struct CpuEngine {
+    timers: Option<Arc<CpuTimers>>,
+}
+
+impl CpuEngine {
+    /// `timers` is None when cpu sampling is not asked for.
+    pub fn new(timers: Option<Arc<CpuTimers>>) -> CpuEngine {
+        CpuEngine { timers }
+    }
+}
+
+impl Engine for CpuEngine {
+    /// Arms every thread of the process except the agent's own; threads that
+    /// turn out not to be Java threads are disarmed by the signal engine's drain.
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        if let Some(timers) = &self.timers {
+            let mut tids = process_tids();
+            ctx.table.retain_sampleable(&mut tids);
+            for tid in tids {
+                let _ = timers.arm(tid);
+            }
+        }
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {
+        self.silence();
+    }
+
+    fn silence(&self) {
+        if let Some(timers) = &self.timers {
+            timers.disarm_all();
+        }
+    }
+}
+
+fn create_timer(tid: u32, signo: libc::c_int) -> std::io::Result<libc::timer_t> {
     // SAFETY: zeroed sigevent is valid; the fields used are set below.
     let mut event: libc::sigevent = unsafe { std::mem::zeroed() };
     event.sigev_notify = libc::SIGEV_THREAD_ID;
-    event.sigev_signo = CPU_SIGNAL;
+    event.sigev_signo = signo;
     event.sigev_notify_thread_id = tid as libc::c_int;
     let mut timer: libc::timer_t = std::ptr::null_mut();
     // SAFETY: valid clock id, event and out-pointer.
@@ -120,7 +174,7 @@ mod tests {
 
     #[test]
     fn timers_are_armed_once_per_thread_and_removed() {
-        let timers = CpuTimers::new(Duration::from_secs(3600));
+        let timers = CpuTimers::new(Duration::from_secs(3600), libc::SIGPROF);
         // A SIGPROF before the hour is up would kill the test; an hour never comes.
         let tid = gettid();
         timers.arm(tid).unwrap();
@@ -135,7 +189,7 @@ mod tests {
 
     #[test]
     fn arming_a_missing_thread_fails() {
-        let timers = CpuTimers::new(Duration::from_millis(10));
+        let timers = CpuTimers::new(Duration::from_millis(10), libc::SIGPROF);
         assert!(timers.arm(0x3fff_fff0).is_err());
     }
 }

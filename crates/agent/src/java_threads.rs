@@ -1,11 +1,54 @@
 //! Describing java.lang.Thread objects and finding a thread by its JNIEnv, on
 //! the identity `crate::jvm::thread` reads (the Java thread id and the address
-//! of the VM's native thread).
+//! of the VM's native thread); and [`ThreadKey`], the one way an event's thread
+//! is identified for the writer.
 
+use crate::jvm::thread::{current_java_id, java_id};
 use crate::jvm::{Jni, Jvmti, ThreadInfo};
 use crate::sys;
+use crate::threads::{gettid, ThreadTable};
+
+/// Who an event happened on, as its producer knows it; the writer turns it into
+/// the recording's thread id (threads::ThreadTable, by Java id first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ThreadKey {
+    /// Linux thread id.
+    pub tid: u32,
+    /// The thread's JNIEnv, which the writer can map to its java.lang.Thread.
+    pub env: usize,
+    /// `Thread.getId()`, 0 when unknown: names the thread even after it ended
+    /// (its Linux id may then belong to another Java thread, e.g. DestroyJavaVM
+    /// after main).
+    pub java_id: i64,
+}
+
+impl ThreadKey {
+    pub fn new(tid: u32, env: usize, java_id: i64) -> ThreadKey {
+        ThreadKey { tid, env, java_id }
+    }
+
+    /// The calling thread's key, `thread` being its own java.lang.Thread (as a
+    /// JVMTI callback receives it).
+    pub fn of(jni: Jni, thread: sys::jthread) -> ThreadKey {
+        ThreadKey::new(gettid(), jni.0 as usize, java_id(jni, thread))
+    }
+
+    /// The calling Java thread's key.
+    pub fn current(jni: Jni) -> ThreadKey {
+        ThreadKey::new(gettid(), jni.0 as usize, current_java_id(jni))
+    }
+}
 
 pub use crate::jvm::thread::ThreadFields;
+
+/// Marks the calling thread, one of the agent's own attached to the VM, as the
+/// agent's by its Java id too (snapshots and events then leave it out).
+pub fn mark_agent_java(table: &ThreadTable, jni: Jni) {
+    match current_java_id(jni) {
+        0 => {}
+        id => table.mark_agent_java(id),
+    }
+}
 
 /// The Java id and description of `thread`, or None if JVMTI cannot describe it
 /// (it ended meanwhile).

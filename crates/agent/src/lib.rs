@@ -8,27 +8,29 @@
 //! stderr while the JVM runs on. All JNI and JVMTI access goes through `jvm`.
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-pub mod clock;
-pub mod cpu_timers;
-pub mod events;
+pub(crate) mod clock;
+pub(crate) mod cpu_timers;
+pub(crate) mod engine;
+pub(crate) mod events;
 pub mod header;
-pub mod java_threads;
+pub(crate) mod java_threads;
 pub mod jvm;
-pub mod options;
-pub mod recorder;
-pub mod remote;
-pub mod ring;
-pub mod sender;
-pub mod signals;
-pub mod snapshot;
-pub mod stopper;
-pub mod symbols;
-pub mod sys;
-pub mod thread_ring;
-pub mod threads;
-pub mod trace;
-pub mod wall;
-pub mod writer;
+pub(crate) mod options;
+pub(crate) mod recorder;
+pub(crate) mod remote;
+pub(crate) mod ring;
+pub(crate) mod sender;
+pub(crate) mod signals;
+pub(crate) mod sink;
+pub(crate) mod snapshot;
+pub(crate) mod stopper;
+pub(crate) mod symbols;
+pub(crate) mod sys;
+pub(crate) mod thread_ring;
+pub(crate) mod threads;
+pub(crate) mod trace;
+pub(crate) mod wall;
+pub(crate) mod writer;
 
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -173,36 +175,22 @@ fn callbacks() -> sys::jvmtiEventCallbacks {
 /// Starts a prepared recording; prints the outcome.
 fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> Result<(), String> {
     jvm::thread::init(jvmti, jni);
-    let (quiet, mut modes) = (prepared.options.quiet, prepared.options.modes.label());
-    let trace = prepared.options.trace.clone();
-    let (events, depth) = (prepared.options.events.clone(), prepared.options.depth);
-    let mut recorder = Recorder::start(vm, jvmti, jni, prepared, attached, set_hooks)
+    let options = &prepared.options;
+    let mut modes = options.modes.label();
+    let extra = [
+        (options.trace.enabled(), "trace"),
+        (!options.events.kinds.is_empty(), "events"),
+    ];
+    for (_, name) in extra.into_iter().filter(|(on, _)| *on) {
+        modes = if modes.is_empty() {
+            name.into()
+        } else {
+            format!("{modes}+{name}")
+        };
+    }
+    let quiet = options.quiet;
+    let recorder = Recorder::start(vm, jvmti, jni, prepared, attached, set_hooks)
         .map_err(|e| format!("{e}; profiling is disabled"))?;
-    if trace.enabled() {
-        if let Err(e) = trace::start(jvmti, jni, &trace) {
-            set_hooks(None);
-            recorder.stop();
-            return Err(format!("cannot start tracing: {e}; profiling is disabled"));
-        }
-        modes = if modes.is_empty() {
-            "trace".into()
-        } else {
-            format!("{modes}+trace")
-        };
-    }
-    if !events.kinds.is_empty() {
-        if let Err(e) = events::start(jvmti, jni, &events, depth) {
-            set_hooks(None);
-            stop_tracing(None);
-            recorder.stop();
-            return Err(format!("cannot record events: {e}; profiling is disabled"));
-        }
-        modes = if modes.is_empty() {
-            "events".into()
-        } else {
-            format!("{modes}+events")
-        };
-    }
     if !quiet {
         report(format!("recording {modes} to {}", recorder.destination));
     }
@@ -211,15 +199,12 @@ fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> 
 }
 
 /// Stops the running recording, if any; returns where it went and whether the
-/// writer finished in time.
-fn stop_recording() -> Option<(String, bool)> {
+/// writer finished in time. `restore_with` (stop by attach, the application
+/// runs on) gives traced classes their own code back.
+fn stop_recording(restore_with: Option<Jni>) -> Option<(String, bool)> {
     let mut recorder = agent().recorder.take()?;
     set_hooks(None);
-    stop_tracing(None);
-    if let Some(jvmti) = agent().jvmti {
-        events::stop(jvmti);
-    }
-    let complete = recorder.stop();
+    let complete = recorder.stop(restore_with);
     Some((recorder.destination.clone(), complete))
 }
 
@@ -243,7 +228,7 @@ unsafe extern "C" fn on_vm_init(
 
 unsafe extern "C" fn on_vm_death(_jvmti: *mut sys::jvmtiEnv, _jni: *mut sys::JNIEnv) {
     guard("vm_death", (), || {
-        if let Some((path, false)) = stop_recording() {
+        if let Some((path, false)) = stop_recording(None) {
             report(format!(
                 "the writer did not finish in time; {path} may lack its end"
             ));
@@ -333,8 +318,7 @@ fn on_attach(vm: Vm, text: &str) -> Result<(), String> {
     if options.stop {
         // The application runs on: give the traced classes their own code back.
         let jni = Jni(vm.get_env(sys::JNI_VERSION_1_6).cast());
-        stop_tracing((!jni.0.is_null()).then_some(jni));
-        return stop_from_attach(options.quiet);
+        return stop_from_attach((!jni.0.is_null()).then_some(jni), options.quiet);
     }
     if options.trace.stop || (options.trace.enabled() && agent().recorder.is_some()) {
         return trace_from_attach(vm, &options);
@@ -355,15 +339,6 @@ fn on_attach(vm: Vm, text: &str) -> Result<(), String> {
         .set_event(true, sys::JVMTI_EVENT_VM_DEATH)
         .map_err(|e| format!("cannot enable VM events: {e}"))?;
     start(vm, jvmti, Jni(jni.cast()), prepared, true)
-}
-
-/// Silences the probes before the writer's last drain. At VM death the classes
-/// keep their probes (restoring them would only slow the exit).
-fn stop_tracing(restore_with: Option<Jni>) {
-    let jvmti = agent().jvmti;
-    if let (Some(jvmti), Some(_)) = (jvmti, trace::session()) {
-        let _ = trace::stop(jvmti, restore_with, restore_with.is_some());
-    }
 }
 
 /// `trace=...` on a running recording starts tracing or changes its filters;
@@ -395,8 +370,8 @@ fn trace_from_attach(vm: Vm, options: &Options) -> Result<(), String> {
 }
 
 /// `stop` through dynamic attach: stops the running recording and completes its file.
-fn stop_from_attach(quiet: bool) -> Result<(), String> {
-    match stop_recording() {
+fn stop_from_attach(restore_with: Option<Jni>, quiet: bool) -> Result<(), String> {
+    match stop_recording(restore_with) {
         Some((path, true)) => {
             if !quiet {
                 report(format!("stopped; recording written to {path}"));

@@ -1,62 +1,35 @@
-//! One recording from start to stop: opens the file, wires the engines chosen by
-//! the options to the writer (and the writer to the collector's sender), and tears
-//! everything down within bounded waits.
+//! One recording from start to stop: opens the file, starts the engines the
+//! options ask for (each behind [`Engine`]), the writer that drains them and the
+//! collector's sender, and tears everything down within bounded waits.
 
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::AtomicU64;
-use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cpu_timers::CpuTimers;
+use crate::cpu_timers::{CpuEngine, CpuTimers};
+pub use crate::engine::StartError;
+use crate::engine::{Engine, StartContext, StopContext};
+use crate::events::{EventEngine, ParkEngine};
 use crate::header::{self, StartTime};
 use crate::java_threads::{describe, ThreadFields};
-use crate::jvm::{Jni, Jvmti, JvmtiError, Vm};
+use crate::jvm::{Jni, Jvmti, Vm};
 use crate::options::{expand_file_pattern, Options};
-use crate::ring::SampleRing;
+use crate::remote::RemoteEngine;
 use crate::sender::{self, CollectorLink, SenderStats};
-use crate::signals::{self, SignalShared};
-use crate::snapshot::SnapshotSampler;
+use crate::signals::{SignalEngine, CPU_SIGNAL};
+use crate::snapshot::SnapshotEngine;
 use crate::stopper::Stopper;
-use crate::threads::{gettid, process_tids, ThreadTable};
-use crate::wall::WallSampler;
+use crate::threads::{gettid, ThreadTable};
+use crate::trace::TraceEngine;
+use crate::wall::WallEngine;
 use crate::writer::WriterConfig;
 use crate::{clock, sys};
 
-/// How long stopping waits for the samplers and the writer (the sender's wait is
-/// sender::wait_for_sender's).
-const SAMPLER_STOP_WAIT: Duration = Duration::from_secs(2);
+/// How long stopping waits for the engines' threads and the writer (the
+/// sender's wait is sender::wait_for_sender's).
+const ENGINE_STOP_WAIT: Duration = Duration::from_secs(2);
 const WRITER_STOP_WAIT: Duration = Duration::from_secs(5);
-/// Bytes of frame storage the sample ring may take.
-const RING_FRAME_BYTES: usize = 8 << 20;
-/// Raw snapshots waiting for the writer before the sampler drops new ones.
-const SNAPSHOT_QUEUE: usize = 64;
-
-/// Why a recording could not start; Display is the one line printed on stderr.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("cannot create recording file {path}: {source}")]
-    File {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("cannot write recording file {path}: {source}")]
-    Write {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("this JVM has no AsyncGetCallTrace, which the cpu and wall modes need")]
-    NoAsyncGetCallTrace,
-    #[error("java.lang.Thread has no `tid` field; this JVM is not supported")]
-    NoThreadFields,
-    #[error("cannot install the sampling signal handlers: {0}")]
-    Signals(std::io::Error),
-    #[error("cannot start a thread: {0}")]
-    Thread(std::io::Error),
-    #[error("JVMTI refused to enable events: {0}")]
-    Events(JvmtiError),
-}
 
 /// A recording whose file is open but whose engines wait for the VM to be ready
 /// (between Agent_OnLoad and VMInit).
@@ -181,20 +154,14 @@ impl Hooks {
     }
 }
 
-/// A running recording.
-pub struct Recorder {
+/// The JVMTI thread and class events every recording listens to, with the
+/// callbacks' state ([`Hooks`]) published while they are on. Started after the
+/// signal engine (a thread starting may get a cpu timer at once) and before the
+/// others.
+struct ThreadEvents {
     jvmti: Jvmti,
-    /// The file and/or collector the chunks go to, for messages.
-    pub destination: String,
-    pub hooks: Arc<Hooks>,
-    signals: Option<&'static SignalShared>,
-    samplers_stop: Arc<Stopper>,
-    /// Set by each sampler thread (snapshot, wall) when it has left the VM.
-    samplers_done: Vec<Arc<Stopper>>,
-    writer_stop: Arc<Stopper>,
-    writer_done: Arc<Stopper>,
-    /// The sender's finish flag and counters, when streaming to a collector.
-    sender: Option<(Arc<Stopper>, Arc<SenderStats>)>,
+    hooks: Arc<Hooks>,
+    install: fn(Option<Arc<Hooks>>),
 }
 
 /// JVMTI events a running recording listens to (VMInit/VMDeath are managed by
@@ -208,16 +175,58 @@ const RECORDING_EVENTS: [sys::jvmtiEvent; 4] = [
     sys::JVMTI_EVENT_THREAD_END,
 ];
 
+impl Engine for ThreadEvents {
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        (self.install)(Some(self.hooks.clone()));
+        let enabled = RECORDING_EVENTS
+            .iter()
+            .try_for_each(|e| self.jvmti.set_event(true, *e));
+        if let Err(e) = enabled {
+            self.stop(&StopContext {
+                jvmti: self.jvmti,
+                restore_with: None,
+            });
+            return Err(StartError::Events(e));
+        }
+        create_all_method_ids(self.jvmti, ctx.jni);
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {
+        for event in RECORDING_EVENTS {
+            let _ = self.jvmti.set_event(false, event);
+        }
+        (self.install)(None);
+    }
+}
+
+/// A running recording: its engines, in start order, and the writer and sender
+/// threads that take what they produce.
+pub struct Recorder {
+    jvmti: Jvmti,
+    /// The file and/or collector the chunks go to, for messages.
+    pub destination: String,
+    engines: Vec<Arc<dyn Engine>>,
+    /// How many of `engines` (a prefix) have started.
+    started: usize,
+    writer_stop: Arc<Stopper>,
+    writer_done: Option<Arc<Stopper>>,
+    /// The sender's finish flag and counters, when streaming to a collector.
+    sender: Option<(Arc<Stopper>, Arc<SenderStats>)>,
+}
+
 impl Recorder {
-    /// Starts recording. Runs on a Java thread (VMInit's or the attach listener);
-    /// `install_hooks` publishes the callbacks' state before events are enabled.
+    /// Starts recording: every engine in turn, then the sender and the writer.
+    /// Runs on a Java thread (VMInit's or the attach listener); `install_hooks`
+    /// publishes the callbacks' state (None withdraws it). On failure whatever
+    /// started is stopped again, in reverse order.
     pub fn start(
         vm: Vm,
         jvmti: Jvmti,
         jni: Jni,
         mut prepared: Prepared,
         attached: bool,
-        install_hooks: impl Fn(Option<Arc<Hooks>>),
+        install_hooks: fn(Option<Arc<Hooks>>),
     ) -> Result<Recorder, StartError> {
         crate::jvm::thread::init(jvmti, jni);
         let fields = crate::jvm::thread::fields().ok_or(StartError::NoThreadFields)?;
@@ -229,77 +238,69 @@ impl Recorder {
         let Prepared { options, file, .. } = prepared;
 
         register_live_threads(jvmti, jni, fields, &table);
-        let signals = if options.modes.signals() {
-            Some(start_signals(vm, &options)?)
-        } else {
-            None
-        };
         let timers = options
             .modes
             .cpu
-            .then(|| Arc::new(CpuTimers::new(options.interval)));
-        let hooks = Arc::new(Hooks {
+            .then(|| Arc::new(CpuTimers::new(options.interval, CPU_SIGNAL)));
+        let hooks = Hooks {
             jvmti,
             fields,
             table: table.clone(),
             timers: timers.clone(),
-        });
-        install_hooks(Some(hooks.clone()));
-        let enabled = RECORDING_EVENTS
-            .iter()
-            .try_for_each(|e| jvmti.set_event(true, *e));
-        if let Err(e) = enabled {
-            install_hooks(None);
-            return Err(StartError::Events(e));
-        }
-        create_all_method_ids(jvmti, jni);
-        if let Some(timers) = &timers {
-            arm_existing_threads(timers, &table);
-        }
-
-        let samplers_stop = Arc::new(Stopper::default());
-        let (tx, rx) = sync_channel(SNAPSHOT_QUEUE);
-        let snapshots_dropped = Arc::new(AtomicU64::new(0));
-        let (writer_stop, writer_done) =
-            (Arc::new(Stopper::default()), Arc::new(Stopper::default()));
+        };
+        let thread_events = ThreadEvents {
+            jvmti,
+            hooks: Arc::new(hooks),
+            install: install_hooks,
+        };
+        let engines = engines(&options, thread_events, timers);
+        let mut recorder = Recorder {
+            jvmti,
+            destination,
+            engines: engines.clone(),
+            started: 0,
+            writer_stop: Arc::new(Stopper::default()),
+            writer_done: None,
+            sender: None,
+        };
+        let ctx = StartContext {
+            vm,
+            jvmti,
+            jni,
+            fields,
+            table: &table,
+        };
         let writer = WriterConfig {
             vm,
             jvmti,
             fields,
             table: table.clone(),
-            signals,
-            timers,
-            snapshots: rx,
-            snapshots_dropped: snapshots_dropped.clone(),
+            engines,
             file,
             collector: link,
-            stopper: writer_stop.clone(),
-            done: writer_done.clone(),
+            stopper: recorder.writer_stop.clone(),
+            done: Arc::new(Stopper::default()),
         };
-        let mut recorder = Recorder {
-            jvmti,
-            destination,
-            hooks,
-            signals,
-            samplers_stop: samplers_stop.clone(),
-            samplers_done: Vec::new(),
-            writer_stop,
-            writer_done,
-            sender: None,
-        };
-        // From here on a failure must stop what already runs, which stop() does.
-        let spawned = recorder
-            .spawn_sender(sender, stats)
-            .and_then(|()| recorder.spawn_threads(vm, &options, writer, tx, snapshots_dropped));
-        if let Err(e) = spawned {
-            recorder.stop();
-            install_hooks(None);
+        // The sender before the writer, so the writer's first chunk finds it running.
+        let started = recorder
+            .start_engines(&ctx)
+            .and_then(|()| recorder.spawn_sender(sender, stats))
+            .and_then(|()| recorder.spawn_writer(writer));
+        if let Err(e) = started {
+            recorder.stop(None);
             return Err(e);
         }
         Ok(recorder)
     }
 
-    /// Starts the sender first, so the writer's first chunk finds it running.
+    fn start_engines(&mut self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        for engine in &self.engines {
+            engine.start(ctx)?;
+            self.started += 1;
+        }
+        Ok(())
+    }
+
     fn spawn_sender(
         &mut self,
         sender: Option<sender::Sender>,
@@ -314,80 +315,47 @@ impl Recorder {
         Ok(())
     }
 
-    fn spawn_threads(
-        &mut self,
-        vm: Vm,
-        options: &Options,
-        writer: WriterConfig,
-        tx: std::sync::mpsc::SyncSender<crate::snapshot::RawSnapshot>,
-        snapshots_dropped: Arc<AtomicU64>,
-    ) -> Result<(), StartError> {
-        let table = writer.table.clone();
-        let fields = writer.fields;
+    fn spawn_writer(&mut self, writer: WriterConfig) -> Result<(), StartError> {
+        let done = writer.done.clone();
         writer.spawn().map_err(StartError::Thread)?;
-        if options.modes.snapshot {
-            let done = Arc::new(Stopper::default());
-            let sampler = SnapshotSampler {
-                vm,
-                jvmti: self.jvmti,
-                fields,
-                table: table.clone(),
-                stopper: self.samplers_stop.clone(),
-                done: done.clone(),
-                interval: options.snap_interval,
-                depth: options.depth,
-                out: tx,
-                dropped: snapshots_dropped,
-            };
-            sampler.spawn().map_err(StartError::Thread)?;
-            self.samplers_done.push(done);
-        }
-        if let (true, Some(shared)) = (options.modes.wall, self.signals) {
-            let done = Arc::new(Stopper::default());
-            let wall = WallSampler {
-                vm,
-                jvmti: self.jvmti,
-                fields,
-                shared,
-                table,
-                stopper: self.samplers_stop.clone(),
-                done: done.clone(),
-                interval: options.interval,
-                budget: options.wall_threads as usize,
-            };
-            wall.spawn().map_err(StartError::Thread)?;
-            self.samplers_done.push(done);
-        }
+        self.writer_done = Some(done);
         Ok(())
     }
 
-    /// Stops the signal engines at once, without waiting for anything.
+    /// Stops the signal engines at once, without waiting for anything (the VM
+    /// is unloading the agent).
     pub fn silence(&self) {
-        if let Some(signals) = self.signals {
-            signals.deactivate();
-        }
-        if let Some(timers) = &self.hooks.timers {
-            timers.disarm_all();
+        for engine in &self.engines[..self.started] {
+            engine.silence();
         }
     }
 
-    /// Stops every engine, lets the writer drain and finish the file, lets the
-    /// sender deliver the last chunks, and waits for each at most a few seconds.
-    /// Returns false if the writer did not finish in time (the file then lacks its
-    /// end record). The sampler threads are attached to the VM, so they are waited
-    /// for with a deadline rather than joined.
-    pub fn stop(&mut self) -> bool {
-        for event in RECORDING_EVENTS {
-            let _ = self.jvmti.set_event(false, event);
+    /// Stops every started engine in reverse order, waits for their threads,
+    /// lets the writer drain and finish the file, lets the sender deliver the
+    /// last chunks, and waits for each at most a few seconds. `restore_with` is
+    /// the stopping thread's JNI environment when the application runs on (stop
+    /// by attach). Returns false if the writer did not finish in time (the file
+    /// then lacks its end record). The engines' threads are attached to the VM,
+    /// so they are waited for with a deadline rather than joined.
+    pub fn stop(&mut self, restore_with: Option<Jni>) -> bool {
+        let ctx = StopContext {
+            jvmti: self.jvmti,
+            restore_with,
+        };
+        let started = &self.engines[..self.started];
+        for engine in started.iter().rev() {
+            engine.stop(&ctx);
         }
-        self.silence();
-        self.samplers_stop.stop();
-        let deadline = std::time::Instant::now() + SAMPLER_STOP_WAIT;
-        for done in &self.samplers_done {
-            done.wait_until(deadline);
+        let deadline = std::time::Instant::now() + ENGINE_STOP_WAIT;
+        for engine in started {
+            engine.wait(deadline);
         }
+        self.started = 0;
         self.writer_stop.stop();
-        let complete = self.writer_done.wait(WRITER_STOP_WAIT);
+        let complete = match &self.writer_done {
+            Some(done) => done.wait(WRITER_STOP_WAIT),
+            None => false,
+        };
         if let Some((done, stats)) = &self.sender {
             sender::wait_for_sender(done, stats);
         }
@@ -395,12 +363,33 @@ impl Recorder {
     }
 }
 
+/// The recording's engines in start order: the signal handler before anything
+/// that makes signals, the thread events (whose ThreadStart arms cpu timers)
+/// before the timers of the threads already running, then the rest.
+fn engines(
+    options: &Options,
+    thread_events: ThreadEvents,
+    timers: Option<Arc<CpuTimers>>,
+) -> Vec<Arc<dyn Engine>> {
+    let signals = Arc::new(SignalEngine::new(options, timers.clone()));
+    vec![
+        signals.clone(),
+        Arc::new(thread_events),
+        Arc::new(CpuEngine::new(timers)),
+        Arc::new(SnapshotEngine::new(options)),
+        Arc::new(WallEngine::new(options, signals)),
+        Arc::new(TraceEngine::new(options.trace.clone())),
+        Arc::new(EventEngine::new(options.events.clone(), options.depth)),
+        Arc::new(ParkEngine::new(&options.events)),
+        Arc::new(RemoteEngine),
+    ]
+}
+
 /// Numbers the threads alive now in GetAllThreads order; the calling thread's
 /// Linux id is known, so it is recorded too.
 fn register_live_threads(jvmti: Jvmti, jni: Jni, fields: ThreadFields, table: &ThreadTable) {
     jni.with_local_frame(64, || {
-        let me = jvmti.current_thread();
-        let my_id = me.map(|t| fields.java_id(jni, t));
+        let my_id = Some(crate::jvm::thread::current_java_id(jni)).filter(|id| *id != 0);
         let Ok(threads) = jvmti.all_threads() else {
             return;
         };
@@ -415,18 +404,6 @@ fn register_live_threads(jvmti: Jvmti, jni: Jni, fields: ThreadFields, table: &T
     });
 }
 
-/// The handler's shared state: a ring sized so its frames take RING_FRAME_BYTES.
-fn start_signals(vm: Vm, options: &Options) -> Result<&'static SignalShared, StartError> {
-    let asgct = signals::find_asgct().ok_or(StartError::NoAsyncGetCallTrace)?;
-    signals::install_handlers().map_err(StartError::Signals)?;
-    let depth = options.depth as usize;
-    let slot_bytes = depth * std::mem::size_of::<crate::ring::CallFrame>();
-    let capacity = (RING_FRAME_BYTES / slot_bytes).clamp(256, 8192);
-    let ring = SampleRing::new(capacity, depth);
-    let shared = SignalShared::new(vm, asgct, ring, options.interval.as_nanos() as u64);
-    Ok(signals::publish(Box::new(shared)))
-}
-
 /// jmethodIDs for every class loaded so far (ClassPrepare covers later ones).
 fn create_all_method_ids(jvmti: Jvmti, jni: Jni) {
     jni.with_local_frame(64, || {
@@ -439,14 +416,4 @@ fn create_all_method_ids(jvmti: Jvmti, jni: Jni) {
             jni.delete_local(class);
         }
     });
-}
-
-/// CPU timers for every thread of the process except the agent's own; threads
-/// that turn out not to be Java threads are disarmed by the writer.
-fn arm_existing_threads(timers: &CpuTimers, table: &ThreadTable) {
-    let mut tids = process_tids();
-    table.retain_sampleable(&mut tids);
-    for tid in tids {
-        let _ = timers.arm(tid);
-    }
 }

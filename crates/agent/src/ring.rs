@@ -116,10 +116,6 @@ impl SampleRing {
         self.depth
     }
 
-    pub fn capacity(&self) -> usize {
-        self.mask + 1
-    }
-
     fn frames_of(&self, index: usize) -> *mut CallFrame {
         self.frames[index * self.depth].get()
     }
@@ -170,6 +166,7 @@ impl SampleRing {
     }
 
     /// True when no published or in-flight sample remains.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.enqueue.load(Ordering::Acquire) == self.dequeue.load(Ordering::Acquire)
     }

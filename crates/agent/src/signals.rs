@@ -1,19 +1,26 @@
 //! The signal side of the cpu and wall engines: the SIGPROF/SIGVTALRM handler that
 //! walks the interrupted thread's Java stack with AsyncGetCallTrace into the ring,
-//! and the counters it keeps.
+//! and the counters it keeps; and [`SignalEngine`], which publishes the handler's
+//! state (one pointer, [`CURRENT`]) and drains the ring on the writer thread.
 //!
 //! Everything reachable from the handler is async-signal-safe: atomics, the
 //! pre-allocated ring, `clock_gettime`, `gettid`, JavaVM GetEnv and the walker.
 //! No allocation, no lock, no Rust thread-local, no I/O.
 
+use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
-use std::sync::Once;
+use std::sync::{Arc, Mutex, Once, OnceLock};
 
-use jscope_format::thread_state::{ALIVE, RUNNABLE};
+use jscope_format::thread_state::{ALIVE, IN_NATIVE, RUNNABLE};
+use jscope_format::{Sample, SampleMode};
 
+use crate::cpu_timers::CpuTimers;
+use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
 use crate::jvm::Vm;
+use crate::options::Options;
 use crate::ring::{CallFrame, SampleHeader, SampleRing};
+use crate::sink::Sink;
 use crate::{clock, sys, threads};
 
 /// Signal of the cpu engine, delivered by per-thread CPU-time timers.
@@ -256,6 +263,196 @@ fn install(signo: c_int) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Bytes of frame storage the sample ring may take.
+const RING_FRAME_BYTES: usize = 8 << 20;
+
+/// The signal engine (never reached from the handler): publishes the handler's
+/// state when cpu or wall sampling is asked for, and on the writer thread turns
+/// the ring's raw samples into Sample records. The cpu engine's timers and the
+/// wall engine's sampler thread make the signals.
+pub(crate) struct SignalEngine {
+    /// Cpu or wall sampling asked for.
+    wanted: bool,
+    /// Frames kept per sample.
+    depth: usize,
+    /// CPU time a cpu sample stands for.
+    cpu_weight_ns: u64,
+    shared: OnceLock<&'static SignalShared>,
+    /// The cpu engine's timers, disarmed for threads that are not Java threads.
+    timers: Option<Arc<CpuTimers>>,
+    drain: Mutex<SampleDrain>,
+}
+
+#[derive(Default)]
+struct SampleDrain {
+    strikes: Strikes,
+    written: u64,
+}
+
+impl SignalEngine {
+    pub fn new(options: &Options, timers: Option<Arc<CpuTimers>>) -> SignalEngine {
+        SignalEngine {
+            wanted: options.modes.signals(),
+            depth: options.depth as usize,
+            cpu_weight_ns: options.interval.as_nanos() as u64,
+            shared: OnceLock::new(),
+            timers,
+            drain: Mutex::default(),
+        }
+    }
+
+    /// The handler's state, once started.
+    pub fn shared(&self) -> Option<&'static SignalShared> {
+        self.shared.get().copied()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SampleDrain> {
+        self.drain.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn on_sample(
+        &self,
+        d: &mut SampleDrain,
+        sink: &mut Sink,
+        h: &SampleHeader,
+        frames: &[CallFrame],
+    ) {
+        if h.num_frames <= 0 {
+            // Failed walks are counted by the handler; here only threads that
+            // can never give a Java stack are dropped from sampling.
+            if d.strikes.strike(h.tid, h.num_frames) && !sink.is_java_thread(h.tid, h.env) {
+                self.exclude(sink, h.tid);
+            }
+            return;
+        }
+        d.strikes.clear(h.tid);
+        if sink.table.is_agent(h.tid) {
+            return;
+        }
+        let thread = sink.thread_of(h.tid, h.env);
+        sink.emit_thread(thread);
+        let stack = sink.stack(frames.iter().map(|f| (f.method as usize, f.lineno)));
+        let mode = if h.mode == 1 {
+            SampleMode::Cpu
+        } else {
+            SampleMode::Wall
+        };
+        let top_native = frames
+            .first()
+            .is_some_and(|f| sink.symbols.is_native(f.method as usize));
+        let sample = Sample {
+            thread,
+            ticks: h.ticks,
+            stack,
+            mode,
+            weight_ns: h.weight_ns,
+            state: sample_state(mode, h.state, top_native),
+        };
+        sink.chunk.sample(&sample);
+        d.written += 1;
+    }
+
+    /// Stops sampling a thread that is not a Java thread (GC, compiler, VM-internal
+    /// or plain native threads).
+    fn exclude(&self, sink: &mut Sink, tid: u32) {
+        sink.table.mark_not_java(tid);
+        if let Some(timers) = &self.timers {
+            timers.disarm(tid);
+        }
+    }
+}
+
+impl Engine for SignalEngine {
+    /// The handler's shared state, with a ring sized so its frames take
+    /// RING_FRAME_BYTES.
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        if !self.wanted {
+            return Ok(());
+        }
+        let asgct = find_asgct().ok_or(StartError::NoAsyncGetCallTrace)?;
+        install_handlers().map_err(StartError::Signals)?;
+        let depth = self.depth;
+        let slot_bytes = depth * std::mem::size_of::<CallFrame>();
+        let capacity = (RING_FRAME_BYTES / slot_bytes).clamp(256, 8192);
+        let ring = SampleRing::new(capacity, depth);
+        let shared = SignalShared::new(ctx.vm, asgct, ring, self.cpu_weight_ns);
+        let _ = self.shared.set(publish(Box::new(shared)));
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {
+        self.silence();
+    }
+
+    fn silence(&self) {
+        if let Some(shared) = self.shared() {
+            shared.deactivate();
+        }
+    }
+
+    fn drain(&self, sink: &mut Sink) -> Drained {
+        if let Some(shared) = self.shared() {
+            let mut d = self.lock();
+            while shared
+                .ring
+                .pop(|h, frames| self.on_sample(&mut d, sink, h, frames))
+                .is_some()
+            {}
+        }
+        Drained::All
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        if let Some(shared) = self.shared() {
+            out.extend(shared.counter_values());
+        }
+        out.push(("samples.written", self.lock().written));
+    }
+}
+
+/// Consecutive "not a Java thread" walk results per Linux thread. A thread not
+/// attached to the VM is struck out at once; one the walker calls "unknown, not
+/// Java" (-3: compiler and other hidden VM threads, or a native thread without a
+/// walkable Java frame) after STRIKE_OUT results in a row, since a Java thread in
+/// transition can give that code once.
+#[derive(Default)]
+struct Strikes {
+    by_tid: HashMap<u32, u32>,
+}
+
+const STRIKE_OUT: u32 = 3;
+const UNKNOWN_NOT_JAVA: i32 = -3;
+
+impl Strikes {
+    /// Counts a failed walk; true when the thread should no longer be sampled.
+    fn strike(&mut self, tid: u32, code: i32) -> bool {
+        match code {
+            NOT_ATTACHED => true,
+            UNKNOWN_NOT_JAVA => {
+                let n = self.by_tid.entry(tid).or_default();
+                *n += 1;
+                *n >= STRIKE_OUT
+            }
+            _ => false,
+        }
+    }
+
+    fn clear(&mut self, tid: u32) {
+        self.by_tid.remove(&tid);
+    }
+}
+
+/// A sample's JVMTI state bits. The handler knows a cpu sample's thread was on a
+/// CPU (alive and runnable) and a wall sample's state as the wall sampler read it
+/// just before signalling; a cpu sample whose top frame is a native method is
+/// running native code.
+fn sample_state(mode: SampleMode, handler_state: u32, top_native: bool) -> u32 {
+    match mode {
+        SampleMode::Cpu if top_native => handler_state | IN_NATIVE,
+        _ => handler_state,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,6 +484,43 @@ mod tests {
         assert_eq!(
             COUNTER_NAMES[walk_counter(NOT_ATTACHED)],
             "walk.failed.not_attached"
+        );
+    }
+
+    #[test]
+    fn unattached_threads_strike_out_at_once() {
+        let mut s = Strikes::default();
+        assert!(s.strike(1, NOT_ATTACHED));
+    }
+
+    #[test]
+    fn unknown_not_java_strikes_out_after_three_in_a_row() {
+        let mut s = Strikes::default();
+        assert!(!s.strike(2, UNKNOWN_NOT_JAVA));
+        assert!(!s.strike(2, UNKNOWN_NOT_JAVA));
+        s.clear(2);
+        assert!(!s.strike(2, UNKNOWN_NOT_JAVA));
+        assert!(!s.strike(2, UNKNOWN_NOT_JAVA));
+        assert!(s.strike(2, UNKNOWN_NOT_JAVA));
+        assert!(
+            !s.strike(3, -2),
+            "a GC in progress says nothing about the thread"
+        );
+    }
+
+    #[test]
+    fn cpu_samples_in_native_methods_are_native() {
+        use jscope_format::thread_state::{classify, ALIVE, RUNNABLE, SLEEPING, WAITING};
+        use jscope_format::StateClass;
+        let on_cpu = ALIVE | RUNNABLE;
+        let cpu = |native| classify(sample_state(SampleMode::Cpu, on_cpu, native));
+        assert_eq!(cpu(false), StateClass::Runnable);
+        assert_eq!(cpu(true), StateClass::Native);
+        let sleeping = ALIVE | WAITING | SLEEPING;
+        assert_eq!(
+            sample_state(SampleMode::Wall, sleeping, true),
+            sleeping,
+            "a wall sample keeps what JVMTI said"
         );
     }
 }

@@ -3,34 +3,39 @@
 //! raw snapshot to the writer, which resolves and writes it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::SyncSender;
-use std::sync::Arc;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use jscope_format::{Snapshot, SnapshotThread};
+
 use crate::clock;
-use crate::java_threads::{describe, ThreadFields};
+use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
+use crate::java_threads::{self, describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
+use crate::options::Options;
+use crate::sink::Sink;
 use crate::stopper::Stopper;
 use crate::threads::{gettid, ThreadTable};
 
 /// One thread in a raw snapshot.
-pub struct RawSnapshotThread {
+struct RawSnapshotThread {
     /// Start order (the recording's thread id).
-    pub order: u32,
-    pub state: u32,
+    order: u32,
+    state: u32,
     /// (jmethodID, bci) top first; bci is -1 for native frames.
-    pub frames: Vec<(usize, i32)>,
+    frames: Vec<(usize, i32)>,
 }
 
 /// A snapshot before symbol resolution.
-pub struct RawSnapshot {
-    pub ticks: u64,
-    pub interval_ns: u64,
-    pub threads: Vec<RawSnapshotThread>,
+struct RawSnapshot {
+    ticks: u64,
+    interval_ns: u64,
+    threads: Vec<RawSnapshotThread>,
 }
 
-pub struct SnapshotSampler {
+struct SnapshotSampler {
     pub vm: Vm,
     pub jvmti: Jvmti,
     pub fields: ThreadFields,
@@ -61,7 +66,7 @@ impl SnapshotSampler {
         let Some(jni) = self.vm.attach_daemon("jscope-snapshot") else {
             return;
         };
-        self.mark_agent_java_id(jni);
+        java_threads::mark_agent_java(&self.table, jni);
         let mut previous: Option<u64> = None;
         let mut next = Instant::now();
         while !self.stopper.wait_until(next) {
@@ -83,13 +88,6 @@ impl SnapshotSampler {
             }
         }
         self.vm.detach();
-    }
-
-    fn mark_agent_java_id(&self, jni: Jni) {
-        if let Some(me) = self.jvmti.current_thread() {
-            self.table.mark_agent_java(self.fields.java_id(jni, me));
-            jni.delete_local(me);
-        }
     }
 
     /// All Java threads but the agent's, with states and stacks.
@@ -119,6 +117,110 @@ impl SnapshotSampler {
             }
             threads
         })
+    }
+}
+
+/// Raw snapshots waiting for the writer before the sampler drops new ones.
+const SNAPSHOT_QUEUE: usize = 64;
+
+/// The snapshot engine: runs the sampler thread when `snapshot` mode is asked
+/// for; the writer resolves and writes what it queued.
+pub(crate) struct SnapshotEngine {
+    /// `snapshot` mode asked for.
+    wanted: bool,
+    interval: Duration,
+    depth: u32,
+    queue: Mutex<Option<Receiver<RawSnapshot>>>,
+    /// Snapshots the writer could not take in time.
+    dropped: Arc<AtomicU64>,
+    written: AtomicU64,
+    stopper: Arc<Stopper>,
+    /// Set by the sampler thread when it has left the VM; None until it started.
+    done: OnceLock<Arc<Stopper>>,
+}
+
+impl SnapshotEngine {
+    pub fn new(options: &Options) -> SnapshotEngine {
+        SnapshotEngine {
+            wanted: options.modes.snapshot,
+            interval: options.snap_interval,
+            depth: options.depth,
+            queue: Mutex::new(None),
+            dropped: Arc::default(),
+            written: AtomicU64::new(0),
+            stopper: Arc::default(),
+            done: OnceLock::new(),
+        }
+    }
+
+    fn write(&self, sink: &mut Sink, raw: RawSnapshot) {
+        let mut threads = Vec::with_capacity(raw.threads.len());
+        for t in raw.threads {
+            sink.emit_thread(t.order);
+            let stack = sink.stack(t.frames.into_iter());
+            threads.push(SnapshotThread {
+                thread: t.order,
+                state: t.state,
+                stack,
+            });
+        }
+        sink.chunk.snapshot(&Snapshot {
+            ticks: raw.ticks,
+            interval_ns: raw.interval_ns,
+            threads,
+        });
+        self.written.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Engine for SnapshotEngine {
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        if !self.wanted {
+            return Ok(());
+        }
+        let (tx, rx) = sync_channel(SNAPSHOT_QUEUE);
+        *self.queue.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
+        let done = Arc::new(Stopper::default());
+        let sampler = SnapshotSampler {
+            vm: ctx.vm,
+            jvmti: ctx.jvmti,
+            fields: ctx.fields,
+            table: ctx.table.clone(),
+            stopper: self.stopper.clone(),
+            done: done.clone(),
+            interval: self.interval,
+            depth: self.depth,
+            out: tx,
+            dropped: self.dropped.clone(),
+        };
+        sampler.spawn().map_err(StartError::Thread)?;
+        let _ = self.done.set(done);
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {
+        self.stopper.stop();
+    }
+
+    fn wait(&self, deadline: Instant) {
+        if let Some(done) = self.done.get() {
+            done.wait_until(deadline);
+        }
+    }
+
+    fn drain(&self, sink: &mut Sink) -> Drained {
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(queue) = queue.as_ref() {
+            while let Ok(snapshot) = queue.try_recv() {
+                self.write(sink, snapshot);
+            }
+        }
+        Drained::All
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        out.push(("snapshots.written", self.written.load(Ordering::Relaxed)));
+        out.push(("snapshots.dropped", self.dropped.load(Ordering::Relaxed)));
     }
 }
 

@@ -2,11 +2,67 @@
 //! a single-producer single-consumer ring. The thread writes slots and then
 //! publishes `head`; the writer reads up to `head` and then publishes `tail`. A
 //! full ring drops the event and counts it, so a producer never waits; a ring
-//! crossing half full wakes the writer early.
+//! crossing half full wakes its consumer early through the wake hook, which
+//! whoever owns the consumer sets ([`set_wake_hook`]); this module knows nothing
+//! of the writer.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+use crate::java_threads::ThreadKey;
+
+/// Wakes a parked consumer thread, at most once until the consumer rearms it.
+/// Lives as long as the process (see [`set_wake_hook`]).
+pub(crate) struct Wake {
+    thread: std::thread::Thread,
+    woken: AtomicBool,
+}
+
+impl Wake {
+    /// A hook that wakes the calling thread.
+    pub(crate) fn for_current_thread() -> Wake {
+        Wake {
+            thread: std::thread::current(),
+            woken: AtomicBool::new(false),
+        }
+    }
+
+    /// Unparks the consumer unless that was done since it last rearmed
+    /// (lock-free; at most one wake-up per poll).
+    pub(crate) fn wake(&self) {
+        // A plain load first: producers with full rings call this on every event,
+        // and a locked swap each time would cost them more than the event itself.
+        if self.woken.load(Ordering::Relaxed) || self.woken.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        self.thread.unpark();
+    }
+
+    /// Called by the consumer each time it wakes, so the next wake-up unparks it.
+    pub(crate) fn rearm(&self) {
+        self.woken.store(false, Ordering::Relaxed);
+    }
+}
+
+/// The consumer's wake hook; null while none is set.
+static WAKE: AtomicPtr<Wake> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Sets the hook the rings call when they fill: the owner of the consumer (the
+/// writer, as it starts) leaks one per start (a few bytes per recording), so a
+/// producer never reads a freed one.
+pub(crate) fn set_wake_hook(hook: &'static Wake) {
+    WAKE.store(hook as *const Wake as *mut Wake, Ordering::Release);
+}
+
+/// Wakes the consumer, if a hook is set.
+pub(crate) fn wake_consumer() {
+    let hook = WAKE.load(Ordering::Acquire);
+    // SAFETY: only leaked (never freed) hooks are stored in WAKE.
+    if let Some(hook) = unsafe { hook.as_ref() } {
+        hook.wake();
+    }
+}
 
 /// Types whose all-zero bytes are a valid value, so a ring's slots can be
 /// calloc'd: pages are committed only once a thread writes that far, and an idle
@@ -20,12 +76,8 @@ pub struct ThreadRing<T> {
     slots: Box<[UnsafeCell<T>]>,
     head: AtomicUsize,
     tail: AtomicUsize,
-    /// The producing thread's Linux id.
-    pub tid: u32,
-    /// The thread's JNIEnv, which the writer maps to the Java thread.
-    pub env: usize,
-    /// The thread's Thread.getId(), 0 when unknown.
-    pub java_id: i64,
+    /// The producing thread.
+    pub thread: ThreadKey,
     /// Set when the thread is gone: once drained the ring is forgotten.
     pub ended: AtomicBool,
     /// Events dropped because the ring was full (written by the producer only).
@@ -39,15 +91,13 @@ unsafe impl<T: Send> Sync for ThreadRing<T> {}
 
 impl<T: ZeroValid> ThreadRing<T> {
     /// A ring of `capacity` events (rounded up to a power of two).
-    pub fn new(capacity: usize, tid: u32, env: usize, java_id: i64) -> ThreadRing<T> {
+    pub fn new(capacity: usize, thread: ThreadKey) -> ThreadRing<T> {
         let capacity = capacity.max(1).next_power_of_two();
         ThreadRing {
             slots: zeroed_slots(capacity),
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
-            tid,
-            env,
-            java_id,
+            thread,
             ended: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
         }
@@ -68,18 +118,18 @@ impl<T: ZeroValid> ThreadRing<T> {
                 // Only this thread writes the count: no locked instruction.
                 let n = self.dropped.load(Ordering::Relaxed);
                 self.dropped.store(n + 1, Ordering::Relaxed);
-                crate::writer::nudge();
+                wake_consumer();
                 return false;
             }
             if head - tail >= len / 2 {
-                crate::writer::nudge(); // still over half full
+                wake_consumer(); // still over half full
             }
         }
         // SAFETY: see the Sync impl; this slot is not readable by the writer yet.
         unsafe { *self.slots[head & (len - 1)].get() = e };
         self.head.store(head + 1, Ordering::Release);
         if head + 1 == *room - len / 2 {
-            crate::writer::nudge(); // crossing half full: wake the writer early
+            wake_consumer(); // crossing half full: wake the writer early
         }
         true
     }
@@ -154,7 +204,7 @@ mod tests {
 
     #[test]
     fn a_full_ring_drops_and_counts_and_takes_again_once_drained() {
-        let ring = ThreadRing::<Ev>::new(3, 1, 2, 3);
+        let ring = ThreadRing::<Ev>::new(3, ThreadKey::new(1, 2, 3));
         let mut room = 0;
         let pushed: Vec<bool> = (0..6).map(|i| ring.push(Ev(i), &mut room)).collect();
         assert_eq!(pushed, [true, true, true, true, false, false]);
@@ -172,8 +222,8 @@ mod tests {
     fn ended_rings_are_forgotten_once_empty_keeping_their_drops() {
         let total = AtomicU64::new(0);
         let (a, b) = (
-            Arc::new(ThreadRing::<Ev>::new(1, 1, 0, 0)),
-            Arc::new(ThreadRing::<Ev>::new(1, 2, 0, 0)),
+            Arc::new(ThreadRing::<Ev>::new(1, ThreadKey::new(1, 0, 0))),
+            Arc::new(ThreadRing::<Ev>::new(1, ThreadKey::new(2, 0, 0))),
         );
         let mut room = 0;
         a.push(Ev(1), &mut room);

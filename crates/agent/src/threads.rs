@@ -164,6 +164,7 @@ impl ThreadTable {
 
     /// True for threads that must not be signalled: the agent's own and known
     /// non-Java threads.
+    #[cfg(test)]
     pub fn is_excluded(&self, tid: u32) -> bool {
         let inner = self.lock();
         inner.agent.contains(&tid) || inner.not_java.contains(&tid)
@@ -190,6 +191,7 @@ impl ThreadTable {
 
     /// Forgets the Linux id of a thread that ended, so a reused id is not
     /// mistaken for it.
+    #[cfg(test)]
     pub fn forget_tid(&self, tid: u32) {
         let mut inner = self.lock();
         inner.by_tid.remove(&tid);

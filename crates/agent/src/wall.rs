@@ -10,12 +10,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::java_threads::ThreadFields;
+use crate::engine::{Engine, StartContext, StartError, StopContext};
+use crate::java_threads::{self, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
-use crate::signals::{SignalShared, WALL_SIGNAL};
+use crate::options::Options;
+use crate::signals::{SignalEngine, SignalShared, WALL_SIGNAL};
 use crate::stopper::Stopper;
 use crate::sys;
 use crate::threads::{gettid, process_tids, ThreadTable};
@@ -23,7 +25,7 @@ use crate::threads::{gettid, process_tids, ThreadTable};
 /// How often the thread list is re-read from /proc.
 const RELIST_EVERY: Duration = Duration::from_millis(200);
 
-pub struct WallSampler {
+struct WallSampler {
     pub vm: Vm,
     pub jvmti: Jvmti,
     pub fields: ThreadFields,
@@ -123,10 +125,7 @@ impl WallSampler {
         let Some(jni) = self.vm.attach_daemon("jscope-wall") else {
             return;
         };
-        if let Some(me) = self.jvmti.current_thread() {
-            self.table.mark_agent_java(self.fields.java_id(jni, me));
-            jni.delete_local(me);
-        }
+        java_threads::mark_agent_java(&self.table, jni);
         let mut refs = ThreadRefs::default();
         self.sample_until_stopped(jni, &mut refs);
         refs.release(jni);
@@ -160,6 +159,66 @@ impl WallSampler {
                 // exited meanwhile makes tgkill fail with ESRCH, which is harmless.
                 unsafe { libc::syscall(libc::SYS_tgkill, pid, tid as libc::c_int, WALL_SIGNAL) };
             }
+        }
+    }
+}
+
+/// The wall engine: runs the sampler thread when `wall` mode is asked for; its
+/// samples reach the writer through the signal engine's ring.
+pub(crate) struct WallEngine {
+    /// `wall` mode asked for.
+    wanted: bool,
+    interval: Duration,
+    /// Threads signalled per interval at most.
+    budget: usize,
+    signals: Arc<SignalEngine>,
+    stopper: Arc<Stopper>,
+    /// Set by the sampler thread when it has left the VM; None until it started.
+    done: OnceLock<Arc<Stopper>>,
+}
+
+impl WallEngine {
+    pub fn new(options: &Options, signals: Arc<SignalEngine>) -> WallEngine {
+        WallEngine {
+            wanted: options.modes.wall,
+            interval: options.interval,
+            budget: options.wall_threads as usize,
+            signals,
+            stopper: Arc::default(),
+            done: OnceLock::new(),
+        }
+    }
+}
+
+impl Engine for WallEngine {
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        let (true, Some(shared)) = (self.wanted, self.signals.shared()) else {
+            return Ok(());
+        };
+        let done = Arc::new(Stopper::default());
+        let wall = WallSampler {
+            vm: ctx.vm,
+            jvmti: ctx.jvmti,
+            fields: ctx.fields,
+            shared,
+            table: ctx.table.clone(),
+            stopper: self.stopper.clone(),
+            done: done.clone(),
+            interval: self.interval,
+            budget: self.budget,
+        };
+        wall.spawn().map_err(StartError::Thread)?;
+        let _ = self.done.set(done);
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {
+        self.stopper.stop();
+    }
+
+    fn wait(&self, deadline: Instant) {
+        if let Some(done) = self.done.get() {
+            done.wait_until(deadline);
         }
     }
 }

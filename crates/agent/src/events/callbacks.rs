@@ -6,21 +6,19 @@
 //! clock and store into lock-free slots (the guard allocates nothing).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-use super::queue::{self, RawEvent, RawKind};
-use super::{on, Kinds, ALLOCATED_TOTAL};
+use super::queue::{RawEvent, RawKind};
+use super::{on, Kinds, STATE};
 use crate::clock;
+use crate::java_threads::ThreadKey;
 use crate::jvm::entry::{guarded_in, EVENTS};
 use crate::jvm::{thread, Jni, Jvmti};
 use crate::sys;
-use crate::threads::gettid;
 
 /// Monitor object ids carry this bit, so ObjectFree of a tagged monitor is not
 /// taken for the free of a sampled allocation.
 pub const MONITOR_TAG: u64 = 1 << 62;
-static NEXT_OBJECT: AtomicU64 = AtomicU64::new(1);
-static GC_START: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// When this thread began to block on a monitor (0: it is not blocked).
@@ -75,10 +73,8 @@ pub fn capabilities(kinds: Kinds, object_ages: bool) -> sys::jvmtiCapabilities {
 }
 
 pub(super) fn push(jni: *mut sys::JNIEnv, java_thread: sys::jthread, ticks: u64, kind: RawKind) {
-    queue::push(RawEvent {
-        tid: gettid(),
-        env: jni as usize,
-        java_id: thread::java_id(Jni(jni), java_thread),
+    STATE.queues.push(RawEvent {
+        thread: ThreadKey::of(Jni(jni), java_thread),
         ticks,
         kind,
     });
@@ -128,7 +124,7 @@ fn monitor_id(jvmti: Jvmti, object: sys::jobject) -> u64 {
     if tag != 0 {
         return tag;
     }
-    let id = MONITOR_TAG | NEXT_OBJECT.fetch_add(1, Ordering::Relaxed);
+    let id = MONITOR_TAG | STATE.next_object.fetch_add(1, Ordering::Relaxed);
     if jvmti.set_tag(object, id) {
         id
     } else {
@@ -225,17 +221,19 @@ unsafe extern "C" fn monitor_waited(
 /// Runs inside the collector: one clock read and one atomic store.
 unsafe extern "C" fn gc_start(_jvmti: *mut sys::jvmtiEnv) {
     guarded_in(&EVENTS, "gc_start", (), || {
-        GC_START.store(clock::monotonic_ns(), Ordering::Relaxed);
+        STATE
+            .gc_start
+            .store(clock::monotonic_ns(), Ordering::Relaxed);
     })
 }
 
 /// Runs inside the collector: a clock read and a lock-free push.
 unsafe extern "C" fn gc_finish(_jvmti: *mut sys::jvmtiEnv) {
     guarded_in(&EVENTS, "gc_finish", (), || {
-        let start = GC_START.swap(0, Ordering::Relaxed);
+        let start = STATE.gc_start.swap(0, Ordering::Relaxed);
         if start != 0 {
             let end = clock::monotonic_ns();
-            queue::GCS.push([start, end.saturating_sub(start), 0]);
+            STATE.queues.gcs.push([start, end.saturating_sub(start), 0]);
         }
     })
 }
@@ -255,10 +253,10 @@ unsafe extern "C" fn sampled_object_alloc(
         let now = clock::monotonic_ns();
         let jvmti = Jvmti(jvmti);
         let size = size.max(0) as u64;
-        let allocated_total = ALLOCATED_TOTAL.fetch_add(size, Ordering::Relaxed) + size;
+        let allocated_total = STATE.allocated_total.fetch_add(size, Ordering::Relaxed) + size;
         let mut id = 0;
         if super::object_ages() {
-            id = NEXT_OBJECT.fetch_add(1, Ordering::Relaxed);
+            id = STATE.next_object.fetch_add(1, Ordering::Relaxed);
             if !jvmti.set_tag(object, id) {
                 id = 0;
             }
@@ -281,8 +279,8 @@ unsafe extern "C" fn object_free(_jvmti: *mut sys::jvmtiEnv, tag: sys::jlong) {
         if tag & MONITOR_TAG != 0 {
             return;
         }
-        let total = ALLOCATED_TOTAL.load(Ordering::Relaxed);
-        queue::FREES.push([clock::monotonic_ns(), tag, total]);
+        let total = STATE.allocated_total.load(Ordering::Relaxed);
+        STATE.queues.frees.push([clock::monotonic_ns(), tag, total]);
     })
 }
 

@@ -6,20 +6,16 @@ use std::sync::atomic::Ordering;
 
 use jscope_format::{ChunkWriter, JvmEvent, UserEventDef, UserEventKind};
 
-use super::queue::{self, RawEvent, RawKind};
+use super::queue::{RawEvent, RawKind};
 use super::{park, user};
+use crate::java_threads::ThreadKey;
 use crate::jvm::{Jni, Jvmti};
 use crate::symbols::Symbols;
 
 /// One event taken from the queues, before it is named.
 pub enum Taken {
     /// From a Java thread's callback or ring; needs its recording thread.
-    OnThread {
-        tid: u32,
-        env: usize,
-        java_id: i64,
-        event: Pending,
-    },
+    OnThread { thread: ThreadKey, event: Pending },
     /// Process-wide (timeline 0).
     Global(Pending),
 }
@@ -39,13 +35,10 @@ pub enum Pending {
 }
 
 impl Taken {
-    /// The (Linux thread id, JNIEnv, Java id or 0) whose recording thread the
-    /// event needs.
-    pub fn thread(&self) -> Option<(u32, usize, i64)> {
+    /// The thread whose recording thread the event needs.
+    pub fn thread(&self) -> Option<ThreadKey> {
         match self {
-            Taken::OnThread {
-                tid, env, java_id, ..
-            } => Some((*tid, *env, *java_id)),
+            Taken::OnThread { thread, .. } => Some(*thread),
             Taken::Global(_) => None,
         }
     }
@@ -73,11 +66,12 @@ pub struct EventDrain {
 impl EventDrain {
     /// Everything queued now: the callbacks' queue, GCs, frees, user rings.
     pub fn take(&mut self) -> Vec<Taken> {
-        let mut out: Vec<Taken> = queue::take().into_iter().map(on_thread).collect();
-        while let Some([ticks, duration_ns, _]) = queue::GCS.pop() {
+        let queues = &super::STATE.queues;
+        let mut out: Vec<Taken> = queues.take().into_iter().map(on_thread).collect();
+        while let Some([ticks, duration_ns, _]) = queues.gcs.pop() {
             out.push(Taken::Global(Pending::Gc { ticks, duration_ns }));
         }
-        while let Some([ticks, object, allocated_total]) = queue::FREES.pop() {
+        while let Some([ticks, object, allocated_total]) = queues.frees.pop() {
             out.push(Taken::Global(Pending::Free {
                 ticks,
                 object,
@@ -93,9 +87,7 @@ impl EventDrain {
                     ..*e
                 };
                 out.push(Taken::OnThread {
-                    tid: ring.tid,
-                    env: ring.env,
-                    java_id: ring.java_id,
+                    thread: ring.thread,
                     event: Pending::User(e),
                 })
             });
@@ -260,17 +252,20 @@ impl EventDrain {
         }
         vec![
             ("events.written", self.written),
-            (
-                "events.dropped",
-                queue::QUEUE_DROPPED.load(Ordering::Relaxed)
-                    + queue::GCS.dropped.load(Ordering::Relaxed)
-                    + queue::FREES.dropped.load(Ordering::Relaxed),
-            ),
+            ("events.dropped", {
+                let q = &super::STATE.queues;
+                q.dropped.load(Ordering::Relaxed)
+                    + q.gcs.dropped.load(Ordering::Relaxed)
+                    + q.frees.dropped.load(Ordering::Relaxed)
+            }),
             ("events.user_dropped", user::dropped()),
-            ("events.park_short", park::SHORT.load(Ordering::Relaxed)),
+            (
+                "events.park_short",
+                park::PARK.short.load(Ordering::Relaxed),
+            ),
             (
                 "events.park_unmatched",
-                park::UNMATCHED.load(Ordering::Relaxed),
+                park::PARK.unmatched.load(Ordering::Relaxed),
             ),
         ]
     }
@@ -285,9 +280,7 @@ fn on_thread(e: RawEvent) -> Taken {
     match global {
         true => Taken::Global(pending),
         false => Taken::OnThread {
-            tid: e.tid,
-            env: e.env,
-            java_id: e.java_id,
+            thread: e.thread,
             event: pending,
         },
     }

@@ -17,47 +17,79 @@ pub mod park;
 pub mod queue;
 pub mod user;
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
 
+use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
+use crate::java_threads::ThreadKey;
 use crate::jvm::{Jni, Jvmti, JvmtiError};
+use crate::sink::Sink;
 use crate::sys;
 pub use options::{EventOptions, Kinds};
 
-/// The kinds switched on in the running recording; 0 when none is.
-static ACTIVE: AtomicU32 = AtomicU32::new(0);
-/// Frames kept per event stack.
-static DEPTH: AtomicU32 = AtomicU32::new(64);
-/// Whether sampled objects are tagged so their frees are seen.
-static OBJECT_AGES: AtomicU32 = AtomicU32::new(0);
-/// Whether contended entries ask for the monitor's owner.
-static MONITOR_OWNERS: AtomicU32 = AtomicU32::new(0);
+/// The event session's state, shared by the engine (start, stop, the writer's
+/// drain) with the JVMTI callbacks, which find it through this one static: its
+/// settings are set for each recording and its queues emptied, while the drop
+/// counts, the allocated total and the object tags live as long as the process
+/// (tags stay on objects after a recording stops).
+pub(crate) struct EventState {
+    /// The kinds switched on in the running recording; 0 when none is.
+    active: AtomicU32,
+    /// Frames kept per event stack.
+    depth: AtomicU32,
+    /// Whether sampled objects are tagged so their frees are seen.
+    object_ages: AtomicBool,
+    /// Whether contended entries ask for the monitor's owner.
+    monitor_owners: AtomicBool,
+    /// Set once events were started in this process (their counters are written).
+    started: AtomicBool,
+    /// The agent's running total of sampled allocated bytes (JX's clock for ages
+    /// in bytes allocated).
+    pub allocated_total: AtomicU64,
+    /// The next object tag.
+    pub next_object: AtomicU64,
+    /// When the running collection started, 0 when none runs.
+    pub gc_start: AtomicU64,
+    /// The bounded queues between the callbacks and the writer.
+    pub queues: queue::Queues,
+}
+
+pub(crate) static STATE: EventState = EventState {
+    active: AtomicU32::new(0),
+    depth: AtomicU32::new(64),
+    object_ages: AtomicBool::new(false),
+    monitor_owners: AtomicBool::new(false),
+    started: AtomicBool::new(false),
+    allocated_total: AtomicU64::new(0),
+    next_object: AtomicU64::new(1),
+    gc_start: AtomicU64::new(0),
+    queues: queue::Queues::new(),
+};
 
 pub fn monitor_owners() -> bool {
-    MONITOR_OWNERS.load(Ordering::Relaxed) != 0
+    STATE.monitor_owners.load(Ordering::Relaxed)
 }
 /// Frames an event stack keeps at most: the callbacks walk on the application's
 /// thread, so deeper walks would cost the application.
 pub const MAX_EVENT_DEPTH: u32 = 128;
 
-/// Set once events were started in this process (their counters are written).
-static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 pub fn started() -> bool {
-    STARTED.load(Ordering::Relaxed)
+    STATE.started.load(Ordering::Relaxed)
 }
 
 /// Whether events of `kind` are recorded now.
 #[inline]
 pub fn on(kind: Kinds) -> bool {
-    ACTIVE.load(Ordering::Relaxed) & kind.bits() != 0
+    STATE.active.load(Ordering::Relaxed) & kind.bits() != 0
 }
 
 pub fn object_ages() -> bool {
-    OBJECT_AGES.load(Ordering::Relaxed) != 0
+    STATE.object_ages.load(Ordering::Relaxed)
 }
 
 pub fn depth() -> u32 {
-    DEPTH.load(Ordering::Relaxed)
+    STATE.depth.load(Ordering::Relaxed)
 }
 
 /// Why events could not start.
@@ -130,6 +162,109 @@ fn jvmti_events(kinds: Kinds, object_ages: bool) -> Vec<(&'static str, sys::jvmt
     out
 }
 
+/// The event session as an engine: JVMTI events and user events, drained from
+/// their queues and rings (park events too, which [`ParkEngine`] produces).
+pub(crate) struct EventEngine {
+    options: EventOptions,
+    /// Frames kept per event stack (the recording's `depth`).
+    depth: u32,
+    drain: Mutex<drain::EventDrain>,
+}
+
+impl EventEngine {
+    pub fn new(options: EventOptions, depth: u32) -> EventEngine {
+        EventEngine {
+            options,
+            depth,
+            drain: Mutex::default(),
+        }
+    }
+}
+
+impl Engine for EventEngine {
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        if self.options.kinds.is_empty() {
+            return Ok(());
+        }
+        start(ctx.jvmti, ctx.jni, &self.options, self.depth)
+            .map_err(|e| StartError::EventSession(e.into()))
+    }
+
+    fn stop(&self, ctx: &StopContext) {
+        stop(ctx.jvmti);
+    }
+
+    /// JVM and user events, each on its thread's timeline (agent threads' own
+    /// are left out, as their samples are).
+    fn drain(&self, sink: &mut Sink) -> Drained {
+        let mut d = self.drain.lock().unwrap_or_else(|e| e.into_inner());
+        let taken = d.take();
+        d.write_defs(&mut sink.chunk, &mut sink.symbols);
+        // Per drain, each thread is looked up once (user events come in runs).
+        let mut known: HashMap<ThreadKey, Option<u32>> = HashMap::new();
+        for e in taken {
+            let thread = match e.thread() {
+                None => 0,
+                Some(key) => match *known.entry(key).or_insert_with(|| sink.event_thread(key)) {
+                    Some(t) => t,
+                    None => continue,
+                },
+            };
+            let owner = e
+                .owner_java_id()
+                .and_then(|id| sink.table.order_of_java_id(id))
+                .inspect(|&o| sink.emit_thread(o))
+                .unwrap_or(0);
+            let vm = (sink.jvmti, sink.jni);
+            d.write(e, (thread, owner), vm, &mut sink.chunk, &mut sink.symbols);
+        }
+        Drained::All
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        let d = self.drain.lock().unwrap_or_else(|e| e.into_inner());
+        out.extend(d.counter_values());
+    }
+}
+
+/// The park hooks as an engine: breakpoints around LockSupport's parks, set in
+/// their own JVMTI environment (granted only at load, see [`park::install`]).
+pub(crate) struct ParkEngine {
+    /// Parks asked for.
+    wanted: bool,
+    threshold_ns: u64,
+    armed: AtomicBool,
+}
+
+impl ParkEngine {
+    pub fn new(options: &EventOptions) -> ParkEngine {
+        ParkEngine {
+            wanted: options.kinds.contains(Kinds::PARK),
+            threshold_ns: options.park_threshold_ns,
+            armed: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Engine for ParkEngine {
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        // Without the park environment `EventEngine` reports or leaves parks out.
+        if !self.wanted || !park::installed() {
+            return Ok(());
+        }
+        park::arm(ctx.jni, self.threshold_ns)
+            .map_err(|e| StartError::EventSession(EventsError::from(e).into()))?;
+        self.armed.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {
+        if self.armed.swap(false, Ordering::Relaxed) {
+            park::disarm();
+        }
+    }
+}
+
 /// Starts recording the events `options` ask for. Runs on a Java thread
 /// (VMInit's or the attach listener) once the recording's writer exists.
 pub fn start(
@@ -153,10 +288,17 @@ pub fn start(
     jvmti
         .add_capabilities(&callbacks::capabilities(kinds, options.object_ages))
         .map_err(EventsError::Capabilities)?;
-    DEPTH.store(depth.clamp(1, MAX_EVENT_DEPTH), Ordering::Relaxed);
-    OBJECT_AGES.store(options.object_ages.into(), Ordering::Relaxed);
-    MONITOR_OWNERS.store(options.monitor_owners.into(), Ordering::Relaxed);
-    queue::reset();
+    let state = &STATE;
+    state
+        .depth
+        .store(depth.clamp(1, MAX_EVENT_DEPTH), Ordering::Relaxed);
+    state
+        .object_ages
+        .store(options.object_ages, Ordering::Relaxed);
+    state
+        .monitor_owners
+        .store(options.monitor_owners, Ordering::Relaxed);
+    state.queues.reset();
     // Names an event's thread by its Java id: a Linux thread id can belong to
     // another Java thread by the time the writer looks (the launcher's main
     // thread becomes DestroyJavaVM).
@@ -172,11 +314,8 @@ pub fn start(
     if kinds.contains(Kinds::USER) {
         user::install(jvmti, jni)?;
     }
-    if kinds.contains(Kinds::PARK) {
-        park::arm(jni, options.park_threshold_ns)?;
-    }
-    STARTED.store(true, Ordering::Relaxed);
-    ACTIVE.store(kinds.bits(), Ordering::Release);
+    state.started.store(true, Ordering::Relaxed);
+    state.active.store(kinds.bits(), Ordering::Release);
     for (what, event) in jvmti_events(kinds, options.object_ages) {
         if let Err(source) = jvmti.set_event(true, event) {
             stop(jvmti);
@@ -193,11 +332,8 @@ pub fn start(
 
 /// Stops recording events; what is queued stays for the writer's last drain.
 pub fn stop(jvmti: Jvmti) {
-    let kinds = Kinds::from_bits_truncate(ACTIVE.swap(0, Ordering::AcqRel));
+    let kinds = Kinds::from_bits_truncate(STATE.active.swap(0, Ordering::AcqRel));
     user::set_enabled(false);
-    if kinds.contains(Kinds::PARK) {
-        park::disarm();
-    }
     if kinds.contains(Kinds::CLASSES) {
         jvmti.set_class_unload_callback(None);
     }
@@ -205,10 +341,6 @@ pub fn stop(jvmti: Jvmti) {
         let _ = jvmti.set_event(false, event);
     }
 }
-
-/// The agent's running total of sampled allocated bytes (JX's clock for ages in
-/// bytes allocated).
-pub static ALLOCATED_TOTAL: AtomicU64 = AtomicU64::new(0);
 
 /// Header keys describing the events asked for.
 pub fn header_extra(options: &EventOptions) -> Vec<(String, String)> {

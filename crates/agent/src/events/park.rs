@@ -54,22 +54,37 @@ pub enum ParkError {
     NoCallSites,
 }
 
-/// The park environment; 0 until `install` made it.
-static ENV: AtomicUsize = AtomicUsize::new(0);
-/// Set when `install` was asked for park events and failed.
-static FAILED: AtomicBool = AtomicBool::new(false);
-/// The remote capture's environment, when it has one: HotSpot grants the
-/// breakpoint capability to a single environment, so park events share it.
-static SHARED: AtomicUsize = AtomicUsize::new(0);
-/// Thread.parkBlocker's field id (0 unknown: blockers are not named).
-static BLOCKER_FIELD: AtomicUsize = AtomicUsize::new(0);
-static THRESHOLD_NS: AtomicU64 = AtomicU64::new(0);
-/// Parks seen that were shorter than the threshold.
-pub static SHORT: AtomicU64 = AtomicU64::new(0);
-/// Ends of parks whose start was not seen (the recording began mid-park).
-pub static UNMATCHED: AtomicU64 = AtomicU64::new(0);
-/// The call sites, found once (LockSupport is never unloaded).
-static SITES: OnceLock<Vec<Site>> = OnceLock::new();
+/// The park hooks' state, in one static: the breakpoint callbacks find it
+/// without a recording at hand (the environment is made when the agent loads).
+pub(crate) struct ParkState {
+    /// The park environment; 0 until `install` made it.
+    env: AtomicUsize,
+    /// Set when `install` was asked for park events and failed.
+    failed: AtomicBool,
+    /// The remote capture's environment, when it has one: HotSpot grants the
+    /// breakpoint capability to a single environment, so park events share it.
+    shared: AtomicUsize,
+    /// Thread.parkBlocker's field id (0 unknown: blockers are not named).
+    blocker_field: AtomicUsize,
+    threshold_ns: AtomicU64,
+    /// Parks seen that were shorter than the threshold.
+    pub short: AtomicU64,
+    /// Ends of parks whose start was not seen (the recording began mid-park).
+    pub unmatched: AtomicU64,
+    /// The call sites, found once (LockSupport is never unloaded).
+    sites: OnceLock<Vec<Site>>,
+}
+
+pub(crate) static PARK: ParkState = ParkState {
+    env: AtomicUsize::new(0),
+    failed: AtomicBool::new(false),
+    shared: AtomicUsize::new(0),
+    blocker_field: AtomicUsize::new(0),
+    threshold_ns: AtomicU64::new(0),
+    short: AtomicU64::new(0),
+    unmatched: AtomicU64::new(0),
+    sites: OnceLock::new(),
+};
 
 thread_local! {
     /// When this thread entered Unsafe.park from a park method (0: it did not).
@@ -114,28 +129,28 @@ fn variant(name: &str, desc: &str) -> Option<Timeout> {
 /// Creates the park environment while the agent loads, when `park` is asked
 /// for. Its events stay off until a recording arms it.
 pub fn install(vm: Vm, options: &super::EventOptions) -> Result<(), ParkError> {
-    if !options.kinds.contains(Kinds::PARK) || ENV.load(Ordering::Acquire) != 0 {
+    if !options.kinds.contains(Kinds::PARK) || PARK.env.load(Ordering::Acquire) != 0 {
         return Ok(());
     }
     let result = make_env(vm);
-    FAILED.store(result.is_err(), Ordering::Relaxed);
+    PARK.failed.store(result.is_err(), Ordering::Relaxed);
     result
 }
 
 /// Why parks cannot be recorded, when `installed` is false.
 pub fn unavailable() -> ParkError {
-    match FAILED.load(Ordering::Relaxed) {
+    match PARK.failed.load(Ordering::Relaxed) {
         true => ParkError::FailedAtLoad,
         false => ParkError::NotAtStart,
     }
 }
 
 fn make_env(vm: Vm) -> Result<(), ParkError> {
-    let shared = SHARED.load(Ordering::Acquire);
+    let shared = PARK.shared.load(Ordering::Acquire);
     if shared != 0 {
         // The capture's callback hands park's breakpoints over.
         add_capabilities(Jvmti(shared as *mut sys::jvmtiEnv))?;
-        ENV.store(shared, Ordering::Release);
+        PARK.env.store(shared, Ordering::Release);
         return Ok(());
     }
     let jvmti = vm.jvmti().ok_or(ParkError::NoEnv)?;
@@ -143,7 +158,7 @@ fn make_env(vm: Vm) -> Result<(), ParkError> {
         jvmti.dispose();
         return Err(e);
     }
-    ENV.store(jvmti.0 as usize, Ordering::Release);
+    PARK.env.store(jvmti.0 as usize, Ordering::Release);
     Ok(())
 }
 
@@ -170,30 +185,30 @@ fn set_callback(jvmti: Jvmti) -> Result<(), ParkError> {
 
 /// Whether `install` made the park environment (the agent loaded at start).
 pub fn installed() -> bool {
-    ENV.load(Ordering::Acquire) != 0
+    PARK.env.load(Ordering::Acquire) != 0
 }
 
 /// Called by the remote capture once its environment exists, before `install`.
 pub fn share_env(jvmti: Jvmti) {
-    SHARED.store(jvmti.0 as usize, Ordering::Release);
+    PARK.shared.store(jvmti.0 as usize, Ordering::Release);
 }
 
 fn env() -> Option<Jvmti> {
-    let env = ENV.load(Ordering::Acquire);
+    let env = PARK.env.load(Ordering::Acquire);
     (env != 0).then_some(Jvmti(env as *mut sys::jvmtiEnv))
 }
 
 /// Sets the breakpoints for a recording; on a Java thread.
 pub fn arm(jni: Jni, threshold_ns: u64) -> Result<(), ParkError> {
     let jvmti = env().ok_or(ParkError::NotAtStart)?;
-    THRESHOLD_NS.store(threshold_ns, Ordering::Relaxed);
+    PARK.threshold_ns.store(threshold_ns, Ordering::Relaxed);
     let thread = jni.find_class("java/lang/Thread");
     if !thread.is_null() {
         let field = jni.field_id(thread, "parkBlocker", "Ljava/lang/Object;");
-        BLOCKER_FIELD.store(field as usize, Ordering::Relaxed);
+        PARK.blocker_field.store(field as usize, Ordering::Relaxed);
         jni.delete_local(thread);
     }
-    let sites = SITES.get_or_init(|| {
+    let sites = PARK.sites.get_or_init(|| {
         let class = jni.find_class(LOCK_SUPPORT);
         let sites = if class.is_null() {
             Vec::new()
@@ -217,7 +232,7 @@ pub fn arm(jni: Jni, threshold_ns: u64) -> Result<(), ParkError> {
 
 /// Removes the breakpoints: the park methods run at full speed again.
 pub fn disarm() {
-    let (Some(jvmti), Some(sites)) = (env(), SITES.get()) else {
+    let (Some(jvmti), Some(sites)) = (env(), PARK.sites.get()) else {
         return;
     };
     for s in sites {
@@ -301,7 +316,8 @@ const HANDLER: Handler = Handler {
 
 /// A breakpoint of park's: the park starts before `Unsafe.park`, ends after it.
 fn on_park_breakpoint(hit: &Hit) {
-    let Some(site) = SITES
+    let Some(site) = PARK
+        .sites
         .get()
         .and_then(|s| s.iter().find(|s| s.method == hit.method as usize))
     else {
@@ -316,7 +332,7 @@ fn on_park_breakpoint(hit: &Hit) {
     } else if hit.location == site.after {
         let since = PARKED_SINCE.with(|c| c.replace(0));
         if since == 0 {
-            UNMATCHED.fetch_add(1, Ordering::Relaxed);
+            PARK.unmatched.fetch_add(1, Ordering::Relaxed);
             return;
         }
         parked(hit.jvmti, hit.jni, hit.thread, site, (since, now));
@@ -326,8 +342,8 @@ fn on_park_breakpoint(hit: &Hit) {
 /// A park of this thread ended: queued when long enough, counted otherwise.
 fn parked(jvmti: Jvmti, jni: Jni, thread: sys::jthread, site: &Site, (since, end): (u64, u64)) {
     let duration_ns = end.saturating_sub(since);
-    if duration_ns < THRESHOLD_NS.load(Ordering::Relaxed) {
-        SHORT.fetch_add(1, Ordering::Relaxed);
+    if duration_ns < PARK.threshold_ns.load(Ordering::Relaxed) {
+        PARK.short.fetch_add(1, Ordering::Relaxed);
         return;
     }
     // Read for every variant: `park()` may follow LockSupport.setCurrentBlocker.
@@ -362,7 +378,7 @@ fn until_timeout(deadline_ms: i64, duration_ns: u64) -> u64 {
 /// The class signature of the thread's parkBlocker (set before the call by the
 /// park method, or by `setCurrentBlocker`, and cleared after the breakpoint).
 fn blocker_class(jvmti: Jvmti, jni: Jni, thread: sys::jthread) -> Option<String> {
-    let field = BLOCKER_FIELD.load(Ordering::Relaxed);
+    let field = PARK.blocker_field.load(Ordering::Relaxed);
     if field == 0 || thread.is_null() {
         return None;
     }

@@ -6,6 +6,7 @@
 //! collector, where nothing may lock or allocate, so they push fixed-size
 //! entries onto lock-free bounded rings. Both drop and count when full.
 
+use crate::java_threads::ThreadKey;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -63,11 +64,8 @@ pub enum RawKind {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawEvent {
-    /// Linux thread id and JNIEnv of the thread it happened on.
-    pub tid: u32,
-    pub env: usize,
-    /// Thread.getId(), 0 when unknown.
-    pub java_id: i64,
+    /// The thread it happened on.
+    pub thread: ThreadKey,
     pub ticks: u64,
     pub kind: RawKind,
 }
@@ -75,22 +73,48 @@ pub struct RawEvent {
 /// Events waiting for the writer before new ones are dropped.
 pub const QUEUE_EVENTS: usize = 1 << 16;
 
-static QUEUE: Mutex<Vec<RawEvent>> = Mutex::new(Vec::new());
-pub static QUEUE_DROPPED: AtomicU64 = AtomicU64::new(0);
-
-pub fn push(e: RawEvent) {
-    let mut q = QUEUE.lock().unwrap_or_else(|e| e.into_inner());
-    if q.len() >= QUEUE_EVENTS {
-        drop(q);
-        QUEUE_DROPPED.fetch_add(1, Ordering::Relaxed);
-        return;
-    }
-    q.push(e);
+/// The event session's queues (one set per process, in `super::STATE`).
+pub struct Queues {
+    events: Mutex<Vec<RawEvent>>,
+    /// Events dropped because `events` was full (since the process started).
+    pub dropped: AtomicU64,
+    /// Finished collections: (start ticks, duration ns, 0).
+    pub gcs: AtomicRing,
+    /// Freed tracked objects: (ticks, object id, allocated total).
+    pub frees: AtomicRing,
 }
 
-/// Everything queued, oldest first.
-pub fn take() -> Vec<RawEvent> {
-    std::mem::take(&mut *QUEUE.lock().unwrap_or_else(|e| e.into_inner()))
+impl Queues {
+    pub const fn new() -> Queues {
+        Queues {
+            events: Mutex::new(Vec::new()),
+            dropped: AtomicU64::new(0),
+            gcs: AtomicRing::new(),
+            frees: AtomicRing::new(),
+        }
+    }
+
+    pub fn push(&self, e: RawEvent) {
+        let mut q = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        if q.len() >= QUEUE_EVENTS {
+            drop(q);
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        q.push(e);
+    }
+
+    /// Everything queued, oldest first.
+    pub fn take(&self) -> Vec<RawEvent> {
+        std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Clears every queue for a new recording (before its events are enabled).
+    pub fn reset(&self) {
+        self.take();
+        self.gcs.reset();
+        self.frees.reset();
+    }
 }
 
 /// A bounded multi-producer single-consumer ring of `[u64; 3]` entries that never
@@ -189,18 +213,6 @@ impl Default for AtomicRing {
         r.reset();
         r
     }
-}
-
-/// Finished collections: (start ticks, duration ns, 0).
-pub static GCS: AtomicRing = AtomicRing::new();
-/// Freed tracked objects: (ticks, object id, allocated total).
-pub static FREES: AtomicRing = AtomicRing::new();
-
-/// Clears every queue for a new recording (before its events are enabled).
-pub fn reset() {
-    take();
-    GCS.reset();
-    FREES.reset();
 }
 
 #[cfg(test)]

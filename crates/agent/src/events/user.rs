@@ -22,10 +22,10 @@ use jscope_bytecode::ClassFile;
 use jscope_format::UserEventKind;
 
 use crate::clock::{ProbeClock, StampMapper};
+use crate::java_threads::ThreadKey;
 use crate::jvm::entry::{guarded_in, USER_EVENTS};
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
-use crate::threads::gettid;
 
 pub const CLASS_NAME: &str = "jscope/Events";
 
@@ -63,12 +63,36 @@ fn natives() -> [*mut c_void; 5] {
     ]
 }
 
-/// The class, defined once per process (a second definition would fail).
-static CLASS: OnceLock<usize> = OnceLock::new();
+/// What the natives, the event session and the writer share, in one static
+/// (the natives find it without a lock). All of it lives as long as the process:
+/// the class is defined once, names keep their ids across recordings, and a
+/// thread keeps its ring.
+struct UserState {
+    /// The class, defined once per process (a second definition would fail).
+    class: OnceLock<usize>,
+    enabled: AtomicBool,
+    /// Events are stamped with the probe clock (the TSC when the kernel trusts
+    /// it): a few ns instead of clock_gettime's ~20, which is most of the 50 ns
+    /// budget.
+    clock: ProbeClock,
+    names: Mutex<Option<Names>>,
+    rings: Mutex<Vec<Arc<UserRing>>>,
+    /// Events dropped by threads whose rings were forgotten.
+    dropped_ended: AtomicU64,
+}
+
+static USER: UserState = UserState {
+    class: OnceLock::new(),
+    enabled: AtomicBool::new(false),
+    clock: ProbeClock::new(),
+    names: Mutex::new(None),
+    rings: Mutex::new(Vec::new()),
+    dropped_ended: AtomicU64::new(0),
+};
 
 /// Defines `jscope.Events` in the bootstrap loader and binds its natives.
 pub fn install(_jvmti: Jvmti, jni: Jni) -> Result<(), UserClassError> {
-    if CLASS.get().is_some() {
+    if USER.class.get().is_some() {
         return Ok(());
     }
     let bytes = class_bytes()?;
@@ -87,25 +111,20 @@ pub fn install(_jvmti: Jvmti, jni: Jni) -> Result<(), UserClassError> {
     }
     let global = jni.new_global(class);
     jni.delete_local(class);
-    let _ = CLASS.set(global as usize);
+    let _ = USER.class.set(global as usize);
     Ok(())
 }
 
-static ENABLED: AtomicBool = AtomicBool::new(false);
-/// Events are stamped with the probe clock (the TSC when the kernel trusts it): a
-/// few ns instead of clock_gettime's ~20, which is most of the 50 ns budget.
-static CLOCK: ProbeClock = ProbeClock::new();
-
 pub fn set_enabled(on: bool) {
     if on {
-        CLOCK.start();
+        USER.clock.start();
     }
-    ENABLED.store(on, Ordering::Release);
+    USER.enabled.store(on, Ordering::Release);
 }
 
 /// Maps the stamps of events logged so far to CLOCK_MONOTONIC ns.
 pub fn stamp_mapper() -> StampMapper {
-    CLOCK.mapper()
+    USER.clock.mapper()
 }
 
 /// Registered names; id = index + 1. Ids stay valid for the whole process, so
@@ -116,11 +135,9 @@ struct Names {
     ids: HashMap<String, u32>,
 }
 
-static NAMES: Mutex<Option<Names>> = Mutex::new(None);
-
 /// The id of `name`, registering it on first use.
 pub fn register(name: &str) -> u32 {
-    let mut guard = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = USER.names.lock().unwrap_or_else(|e| e.into_inner());
     let names = guard.get_or_insert_with(Names::default);
     if let Some(&id) = names.ids.get(name) {
         return id;
@@ -133,7 +150,7 @@ pub fn register(name: &str) -> u32 {
 
 /// Names registered from id `from` (1-based) on, with their ids.
 pub fn names_from(from: u32) -> Vec<(u32, String)> {
-    let guard = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = USER.names.lock().unwrap_or_else(|e| e.into_inner());
     let Some(names) = guard.as_ref() else {
         return Vec::new();
     };
@@ -166,16 +183,13 @@ pub type UserRing = crate::thread_ring::ThreadRing<UserRaw>;
 // SAFETY: UserRaw is plain integers; all-zero bytes are a valid value.
 unsafe impl crate::thread_ring::ZeroValid for UserRaw {}
 
-static RINGS: Mutex<Vec<Arc<UserRing>>> = Mutex::new(Vec::new());
-static DROPPED_ENDED: AtomicU64 = AtomicU64::new(0);
-
 pub fn rings() -> std::sync::MutexGuard<'static, Vec<Arc<UserRing>>> {
-    RINGS.lock().unwrap_or_else(|e| e.into_inner())
+    USER.rings.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Forgets the rings of ended threads once drained, keeping their drop counts.
 pub fn forget_ended(rings: &mut Vec<Arc<UserRing>>) {
-    crate::thread_ring::forget_ended(rings, &DROPPED_ENDED);
+    crate::thread_ring::forget_ended(rings, &USER.dropped_ended);
 }
 
 pub fn dropped() -> u64 {
@@ -183,7 +197,7 @@ pub fn dropped() -> u64 {
         .iter()
         .map(|r| r.dropped.load(Ordering::Relaxed))
         .sum();
-    live + DROPPED_ENDED.load(Ordering::Relaxed)
+    live + USER.dropped_ended.load(Ordering::Relaxed)
 }
 
 /// A thread's ring and its producer-side room (see `ThreadRing::push`); marks
@@ -205,11 +219,11 @@ thread_local! {
 
 #[inline]
 fn log(env: *mut sys::JNIEnv, event: i32, kind: UserEventKind, value: i64) {
-    if !ENABLED.load(Ordering::Relaxed) || event <= 0 {
+    if !USER.enabled.load(Ordering::Relaxed) || event <= 0 {
         return;
     }
     let e = UserRaw {
-        ticks: CLOCK.now(),
+        ticks: USER.clock.now(),
         value,
         event: event as u32,
         kind: kind as u32,
@@ -223,8 +237,7 @@ fn log(env: *mut sys::JNIEnv, event: i32, kind: UserEventKind, value: i64) {
             return;
         }
         drop(slot);
-        let java_id = crate::jvm::thread::current_java_id(Jni(env));
-        let ring = Arc::new(UserRing::new(RING_EVENTS, gettid(), env as usize, java_id));
+        let ring = Arc::new(UserRing::new(RING_EVENTS, ThreadKey::current(Jni(env))));
         let mut local = Local { ring, room: 0 };
         local.ring.push(e, &mut local.room);
         rings().push(local.ring.clone());
@@ -277,6 +290,7 @@ extern "C" fn native_end(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::ji
 }
 
 /// Distinct names with their ids, for tests and counters.
+#[cfg(test)]
 pub fn registered() -> HashMap<String, u32> {
     names_from(1).into_iter().map(|(i, n)| (n, i)).collect()
 }
@@ -319,7 +333,7 @@ mod tests {
 
     #[test]
     fn a_ring_keeps_order_and_counts_drops() {
-        let r = UserRing::new(RING_EVENTS, 1, 2, 3);
+        let r = UserRing::new(RING_EVENTS, ThreadKey::new(1, 2, 3));
         let mut room = 0;
         for i in 0..RING_EVENTS as u64 + 3 {
             let e = UserRaw {

@@ -3,10 +3,10 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 
-use super::{http, push, RawRemote};
+use super::{http, push, RawRemote, REMOTE};
+use crate::java_threads::ThreadKey;
 use crate::jvm::breakpoints::{self, Handler, Hit, Pop};
 use crate::jvm::entry::{guarded_in, BREAKPOINTS};
 use crate::jvm::{Jni, Jvmti, Vm};
@@ -70,11 +70,8 @@ const TARGETS: [Target; 5] = [
 
 type Endpoint = (String, u32);
 
-/// Calls seen so far per connection (local end, remote end), on either side.
-static CONN_SEQ: Mutex<Option<HashMap<(Endpoint, Endpoint), u64>>> = Mutex::new(None);
-
 pub(super) fn next_seq(local: &Endpoint, remote: &Endpoint) -> u64 {
-    let mut m = CONN_SEQ.lock().unwrap_or_else(|e| e.into_inner());
+    let mut m = REMOTE.conn_seq.lock().unwrap_or_else(|e| e.into_inner());
     let n = m
         .get_or_insert_with(HashMap::new)
         .entry((local.clone(), remote.clone()))
@@ -115,15 +112,11 @@ thread_local! {
     static STATE: RefCell<ThreadState> = RefCell::new(ThreadState::default());
 }
 
-/// Which protocols are captured (set once, before any class is prepared).
-static RMI_ON: AtomicBool = AtomicBool::new(false);
-static HTTP_ON: AtomicBool = AtomicBool::new(false);
-
 /// Creates the capture's own JVMTI environment. Only at JVM start: the
 /// capabilities it needs cannot be added to a running JVM.
 pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
-    RMI_ON.store(options.rmi, Ordering::Release);
-    HTTP_ON.store(options.http, Ordering::Release);
+    REMOTE.rmi_on.store(options.rmi, Ordering::Release);
+    REMOTE.http_on.store(options.http, Ordering::Release);
     let jvmti = vm.jvmti().ok_or("no JVMTI environment for remote calls")?;
     let mut caps = crate::jvm::no_capabilities();
     caps.set_can_generate_breakpoint_events(1);
@@ -164,10 +157,10 @@ unsafe extern "C" fn on_class_prepare(
     guarded_in(&BREAKPOINTS, "remote_class_prepare", (), || {
         let jvmti = Jvmti(jvmti);
         let sig = jvmti.class_signature(class).unwrap_or_default();
-        if HTTP_ON.load(Ordering::Acquire) {
+        if REMOTE.http_on.load(Ordering::Acquire) {
             http::on_class_prepare(jvmti, &sig, class);
         }
-        if RMI_ON.load(Ordering::Acquire) {
+        if REMOTE.rmi_on.load(Ordering::Acquire) {
             set_breakpoints(jvmti, &sig, class, &TARGETS);
         }
     })
@@ -341,27 +334,19 @@ fn server_returns(pop: &Pop) {
 
 fn returned(pop: &Pop, server: bool, call: Option<Call>, end: u64) {
     if let Some(call) = call {
-        let java_id = crate::jvm::thread::java_id(pop.jni, pop.thread);
-        emit(
-            server,
-            call,
-            end,
-            pop.by_exception,
-            (pop.jni.0 as usize, java_id),
-        );
+        let thread = ThreadKey::of(pop.jni, pop.thread);
+        emit(server, call, end, pop.by_exception, thread);
     }
 }
 
-fn emit(server: bool, call: Call, end_ns: u64, failed: bool, (env, java_id): (usize, i64)) {
+fn emit(server: bool, call: Call, end_ns: u64, failed: bool, thread: ThreadKey) {
     let end_ns = call.answered_ns.unwrap_or(end_ns);
     let Some(on) = call.conn else {
         return; // no connection seen (e.g. not TCP): nothing to match it by
     };
     push(RawRemote {
         server,
-        tid: crate::threads::gettid(),
-        env,
-        java_id,
+        thread,
         start_ns: call.start_ns,
         duration_ns: end_ns.saturating_sub(call.start_ns),
         local: on.local,

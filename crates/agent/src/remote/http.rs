@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::capture::{next_seq, set_breakpoints, Target};
 use super::{push, RawRemote};
+use crate::java_threads::ThreadKey;
 use crate::jvm::breakpoints::{Handler, Hit, Pop};
 use crate::jvm::{GlobalRef, Jni, Jvmti};
 use crate::sys;
@@ -148,18 +149,15 @@ fn server_handled(pop: &Pop) {
 fn returned(pop: &Pop, server: bool, call: Option<Call>, end: u64) {
     if let Some(mut call) = call {
         call.failed |= pop.by_exception;
-        let java_id = crate::jvm::thread::java_id(pop.jni, pop.thread);
-        emit(server, call, end, (pop.jni.0 as usize, java_id));
+        emit(server, call, end, ThreadKey::of(pop.jni, pop.thread));
     }
 }
 
-fn emit(server: bool, call: Call, end_ns: u64, (env, java_id): (usize, i64)) {
+fn emit(server: bool, call: Call, end_ns: u64, thread: ThreadKey) {
     let end_ns = call.answered_ns.unwrap_or(end_ns);
     push(RawRemote {
         server,
-        tid: crate::threads::gettid(),
-        env,
-        java_id,
+        thread,
         start_ns: call.start_ns,
         duration_ns: end_ns.saturating_sub(call.start_ns),
         local: call.local,

@@ -16,13 +16,12 @@
 //! (connection refused, timeout, cancelled) is evicted when the list is full,
 //! and counted.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::Ordering;
 
 use super::capture::{next_seq, set_breakpoints, Target};
 use super::http::{new_traceparent, served_trace_id, socket_address};
-use super::{push, RawRemote};
+use super::{push, RawRemote, REMOTE};
+use crate::java_threads::ThreadKey;
 use crate::jvm::breakpoints::{Handler, Hit};
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
@@ -67,30 +66,23 @@ const TARGETS: [Target; 3] = [
 /// At most this many requests wait for their responses at once.
 const MAX_PENDING: usize = 4096;
 
-/// Requests whose response never came and were evicted from the full list.
-static EVICTED: AtomicU64 = AtomicU64::new(0);
-/// Requests not recorded because the request could not be read.
-static UNREADABLE: AtomicU64 = AtomicU64::new(0);
-
 type Endpoint = (String, u32);
 
 /// A request sent, waiting for its response headers.
-struct Pending {
+pub(super) struct Pending {
     traceparent: String,
     start_ns: u64,
-    /// The caller's thread: (Linux id, JNIEnv, `Thread.getId()`).
-    thread: (u32, usize, i64),
+    /// The caller's thread.
+    thread: ThreadKey,
     method: String,
     path: String,
 }
 
-static PENDING: Mutex<VecDeque<Pending>> = Mutex::new(VecDeque::new());
-
 /// (requests evicted without a response, requests that could not be read).
 pub fn lost_counts() -> (u64, u64) {
     (
-        EVICTED.load(Ordering::Relaxed),
-        UNREADABLE.load(Ordering::Relaxed),
+        REMOTE.http_evicted.load(Ordering::Relaxed),
+        REMOTE.http_unreadable.load(Ordering::Relaxed),
     )
 }
 
@@ -107,21 +99,23 @@ fn request_starts(hit: &Hit) {
     let read = read_request(env, request);
     env.delete_local(request);
     let Some((traceparent, method, path)) = read else {
-        UNREADABLE.fetch_add(1, Ordering::Relaxed);
+        REMOTE.http_unreadable.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    let java_id = crate::jvm::thread::java_id(env, thread);
     let pending = Pending {
         traceparent,
         start_ns,
-        thread: (crate::threads::gettid(), env.0 as usize, java_id),
+        thread: ThreadKey::of(Jni(env.0), thread),
         method,
         path,
     };
-    let mut list = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut list = REMOTE
+        .http_pending
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if list.len() >= MAX_PENDING {
         list.pop_front();
-        EVICTED.fetch_add(1, Ordering::Relaxed);
+        REMOTE.http_evicted.fetch_add(1, Ordering::Relaxed);
     }
     list.push_back(pending);
 }
@@ -231,7 +225,10 @@ fn sent_traceparent(env: Jni, request: sys::jobject) -> Option<String> {
 /// Removes and returns the oldest pending request with this traceparent (an
 /// application may reuse its own header on several requests).
 fn take_pending(traceparent: &str) -> Option<Pending> {
-    let mut list = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut list = REMOTE
+        .http_pending
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let at = list.iter().position(|p| p.traceparent == traceparent)?;
     list.remove(at)
 }
@@ -260,12 +257,9 @@ fn emit(p: Pending, ends: Option<(Endpoint, Endpoint)>, end_ns: u64, failed: boo
         }
         None => ((String::new(), 0), (String::new(), 0), 0),
     };
-    let (tid, env, java_id) = p.thread;
     push(RawRemote {
         server: false,
-        tid,
-        env,
-        java_id,
+        thread: p.thread,
         start_ns: p.start_ns,
         duration_ns: end_ns.saturating_sub(p.start_ns),
         local,
@@ -288,7 +282,7 @@ mod tests {
         Pending {
             traceparent: t.into(),
             start_ns,
-            thread: (1, 2, 3),
+            thread: ThreadKey::new(1, 2, 3),
             method: "GET".into(),
             path: "/".into(),
         }
@@ -299,7 +293,7 @@ mod tests {
         let t = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
         let u = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
         {
-            let mut list = PENDING.lock().unwrap();
+            let mut list = REMOTE.http_pending.lock().unwrap();
             list.push_back(pending(t, 10));
             list.push_back(pending(u, 20));
             list.push_back(pending(t, 30));

@@ -25,12 +25,15 @@ mod capture;
 mod http;
 mod http_client;
 
+use crate::java_threads::ThreadKey;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 
 pub use capture::install;
-/// `java.net.http.HttpClient` requests not recorded: (evicted without a
-/// response, unreadable), written as counters when not zero.
-pub use http_client::lost_counts as http_client_lost;
+
+use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
+use crate::sink::Sink;
 
 /// `remote` (RMI and HTTP), `remote=rmi`, `remote=http` and `clockoffset=DURATION`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -98,12 +101,8 @@ fn parse_signed_duration(text: &str) -> Result<i64, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawRemote {
     pub server: bool,
-    /// Linux thread id and JNIEnv of the thread, as the writer maps threads.
-    pub tid: u32,
-    pub env: usize,
-    /// `Thread.getId()`: names the thread even after it ended (its Linux id may
-    /// then belong to another Java thread, e.g. DestroyJavaVM after main).
-    pub java_id: i64,
+    /// The thread that made or served the call.
+    pub thread: ThreadKey,
     pub start_ns: u64,
     pub duration_ns: u64,
     pub local: (String, u32),
@@ -119,20 +118,114 @@ pub struct RawRemote {
     pub request_id: String,
 }
 
-static QUEUE: Mutex<Vec<RawRemote>> = Mutex::new(Vec::new());
+/// What the captures share, in one static (their breakpoints find it without
+/// any recording at hand: they are set once, when the agent loads).
+struct RemoteState {
+    /// Calls recorded, waiting for the writer.
+    calls: Mutex<Vec<RawRemote>>,
+    /// Which protocols are captured (set once, before any class is prepared).
+    rmi_on: AtomicBool,
+    http_on: AtomicBool,
+    /// Calls seen so far per connection (local end, remote end), on either side.
+    conn_seq: Mutex<Option<HashMap<(Endpoint, Endpoint), u64>>>,
+    /// `HttpClient` requests waiting for their response headers.
+    http_pending: Mutex<VecDeque<http_client::Pending>>,
+    /// Requests whose response never came and were evicted from the full list.
+    http_evicted: AtomicU64,
+    /// Requests not recorded because the request could not be read.
+    http_unreadable: AtomicU64,
+}
+
+type Endpoint = (String, u32);
+
+static REMOTE: RemoteState = RemoteState {
+    calls: Mutex::new(Vec::new()),
+    rmi_on: AtomicBool::new(false),
+    http_on: AtomicBool::new(false),
+    conn_seq: Mutex::new(None),
+    http_pending: Mutex::new(VecDeque::new()),
+    http_evicted: AtomicU64::new(0),
+    http_unreadable: AtomicU64::new(0),
+};
 
 fn push(r: RawRemote) {
-    if let Ok(mut q) = QUEUE.lock() {
+    if let Ok(mut q) = REMOTE.calls.lock() {
         q.push(r);
     }
 }
 
 /// The calls recorded since the last call (for the writer).
 pub fn take() -> Vec<RawRemote> {
-    QUEUE
+    REMOTE
+        .calls
         .lock()
         .map(|mut q| std::mem::take(&mut *q))
         .unwrap_or_default()
+}
+
+/// Remote capture as an engine. Its breakpoints are set when the agent loads
+/// ([`install`]: the capabilities are granted only then), so starting and
+/// stopping a recording changes nothing; the engine drains the calls captured.
+#[derive(Default)]
+pub(crate) struct RemoteEngine;
+
+impl Engine for RemoteEngine {
+    fn start(&self, _ctx: &StartContext<'_>) -> Result<(), StartError> {
+        Ok(())
+    }
+
+    fn stop(&self, _ctx: &StopContext) {}
+
+    /// RMI and HTTP calls made and served, under their threads.
+    fn drain(&self, sink: &mut Sink) -> Drained {
+        for r in take() {
+            let Some(thread) = sink.event_thread(r.thread) else {
+                continue;
+            };
+            let mut s = |text: &str| sink.string(text);
+            let call = jscope_format::RemoteCall {
+                side: if r.server {
+                    jscope_format::RemoteSide::Server
+                } else {
+                    jscope_format::RemoteSide::Client
+                },
+                protocol: if r.http {
+                    jscope_format::RemoteProtocol::Http
+                } else {
+                    jscope_format::RemoteProtocol::Rmi
+                },
+                thread,
+                ticks: r.start_ns,
+                duration_ns: r.duration_ns,
+                local_host: s(&r.local.0),
+                local_port: r.local.1,
+                remote_host: s(&r.remote.0),
+                remote_port: r.remote.1,
+                conn_seq: r.conn_seq,
+                object: s(&r.object),
+                method_hash: r.method_hash,
+                method: s(&r.method),
+                request_id: if r.request_id.is_empty() {
+                    0
+                } else {
+                    s(&r.request_id)
+                },
+                stack: 0,
+                failed: r.failed,
+            };
+            sink.chunk.remote(&call);
+        }
+        Drained::All
+    }
+
+    /// `java.net.http.HttpClient` requests not recorded, when there are any.
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        let (evicted, unreadable) = http_client::lost_counts();
+        if evicted + unreadable > 0 {
+            out.push(("remote.http_client_evicted", evicted));
+            out.push(("remote.http_client_unreadable", unreadable));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,10 +3,11 @@
 //! about once a second, so always-on timing costs a few bytes per pair and
 //! interval whatever the call rate.
 
+use crate::java_threads::ThreadKey;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 /// Totals of one caller→callee pair, durations in probe ticks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,19 +61,15 @@ impl Hasher for PairHasher {
 /// by the writer once per interval, so it is practically never contended.
 pub struct ThreadAgg {
     pairs: Mutex<PairMap>,
-    pub tid: u32,
-    pub env: usize,
-    pub java_id: i64,
+    pub thread: ThreadKey,
     pub ended: AtomicBool,
 }
 
 impl ThreadAgg {
-    pub fn new(tid: u32, env: usize, java_id: i64) -> ThreadAgg {
+    pub fn new(thread: ThreadKey) -> ThreadAgg {
         ThreadAgg {
             pairs: Mutex::default(),
-            tid,
-            env,
-            java_id,
+            thread,
             ended: AtomicBool::new(false),
         }
     }
@@ -100,13 +97,6 @@ impl ThreadAgg {
     }
 }
 
-static AGGS: Mutex<Vec<Arc<ThreadAgg>>> = Mutex::new(Vec::new());
-
-/// The tables of the current session's threads.
-pub fn tables() -> MutexGuard<'static, Vec<Arc<ThreadAgg>>> {
-    AGGS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Forgets the tables of ended threads (after their last take).
 pub fn forget_ended(tables: &mut Vec<Arc<ThreadAgg>>) {
     tables.retain(|t| !t.ended.load(Ordering::Acquire));
@@ -118,7 +108,7 @@ mod tests {
 
     #[test]
     fn totals_add_up_and_reset_on_take() {
-        let t = ThreadAgg::new(1, 2, 0);
+        let t = ThreadAgg::new(ThreadKey::new(1, 2, 0));
         t.add(0, 5, 10);
         t.add(0, 5, 30);
         t.add(5, 6, 7);

@@ -14,6 +14,7 @@ use super::aggregate::{self, PairKey, PairTotals};
 use super::probe::{self, RawEvent};
 use super::registry;
 use crate::clock;
+use crate::java_threads::ThreadKey;
 use crate::symbols::Symbols;
 
 /// Events per TraceBatch record, so no record grows without bound.
@@ -27,10 +28,7 @@ const FINAL_BATCHES: usize = 256;
 
 /// What one thread produced since the last take.
 pub struct RawBatch {
-    pub tid: u32,
-    pub env: usize,
-    /// Thread.getId(), 0 when unknown.
-    pub java_id: i64,
+    pub key: ThreadKey,
     /// The recording thread, once known for this ring or table.
     pub thread: Option<u32>,
     source: usize,
@@ -120,9 +118,7 @@ impl TraceDrain {
             self.ring_batches += 1;
             let key = Arc::as_ptr(&ring) as usize;
             return Some(RawBatch {
-                tid: ring.tid,
-                env: ring.env,
-                java_id: ring.java_id,
+                key: ring.thread,
                 thread: self.threads.get(&key).copied(),
                 source: key,
                 payload: Payload::Events(events),
@@ -164,7 +160,7 @@ impl TraceDrain {
         if due {
             self.last_aggregate = Some(Instant::now());
         }
-        let mut tables = aggregate::tables();
+        let mut tables = probe::tables();
         for table in tables.iter() {
             let key = Arc::as_ptr(table) as usize;
             let known = self.threads.contains_key(&key);
@@ -173,9 +169,7 @@ impl TraceDrain {
                 continue;
             }
             out.push(RawBatch {
-                tid: table.tid,
-                env: table.env,
-                java_id: table.java_id,
+                key: table.thread,
                 thread: self.threads.get(&key).copied(),
                 source: key,
                 payload: Payload::Pairs(pairs),

@@ -23,7 +23,9 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard};
 
 use jscope_bytecode::{ClassFile, Probes};
 
+use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
 use crate::jvm::{Jni, Jvmti};
+use crate::sink::Sink;
 use crate::sys;
 use filter::{FilterError, Filters};
 
@@ -285,18 +287,109 @@ impl Session {
     }
 }
 
-static SESSION: RwLock<Option<Arc<Session>>> = RwLock::new(None);
-/// The probe class, defined once per process (a second definition would fail).
-static PROBE_CLASS: OnceLock<usize> = OnceLock::new();
-/// Counters of the last session, still reported after it stopped.
-static LAST: Mutex<Option<Arc<Session>>> = Mutex::new(None);
+/// The trace engine's state that the ClassFileLoadHook, ClassPrepare and attach
+/// find through this one static: the running session, the last one (whose
+/// counters are still reported after it stopped), the probe class, defined
+/// once per process (a second definition would fail), and the probe indexes.
+struct Tracing {
+    running: RwLock<Option<Arc<Session>>>,
+    last: Mutex<Option<Arc<Session>>>,
+    probe_class: OnceLock<usize>,
+    registry: Mutex<Option<registry::Registry>>,
+}
+
+static TRACING: Tracing = Tracing {
+    running: RwLock::new(None),
+    last: Mutex::new(None),
+    probe_class: OnceLock::new(),
+    registry: Mutex::new(None),
+};
 
 pub fn session() -> Option<Arc<Session>> {
-    SESSION.read().unwrap_or_else(|e| e.into_inner()).clone()
+    TRACING
+        .running
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
 }
 
 fn set_session(s: Option<Arc<Session>>) {
-    *SESSION.write().unwrap_or_else(|e| e.into_inner()) = s;
+    *TRACING.running.write().unwrap_or_else(|e| e.into_inner()) = s;
+}
+
+/// The trace session as an engine. Tracing may also start, change its filters
+/// or stop by attach while the recording runs ([`start`], [`stop`]), so the
+/// engine always drains the probes' rings.
+pub(crate) struct TraceEngine {
+    options: TraceOptions,
+    drain: Mutex<EngineDrain>,
+}
+
+impl TraceEngine {
+    pub fn new(options: TraceOptions) -> TraceEngine {
+        TraceEngine {
+            options,
+            drain: Mutex::default(),
+        }
+    }
+}
+
+#[derive(Default)]
+struct EngineDrain {
+    drain: drain::TraceDrain,
+    /// A take is in progress (the last drain stopped on a full chunk).
+    taking: bool,
+}
+
+impl Engine for TraceEngine {
+    fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        if !self.options.enabled() {
+            return Ok(());
+        }
+        start(ctx.jvmti, ctx.jni, &self.options).map_err(|e| StartError::Trace(e.into()))
+    }
+
+    /// Silences the probes before the writer's last drain. At VM death the
+    /// classes keep their probes (restoring them would only slow the exit).
+    fn stop(&self, ctx: &StopContext) {
+        if session().is_some() {
+            let restore = ctx.restore_with.is_some();
+            let _ = stop(ctx.jvmti, ctx.restore_with, restore);
+        }
+    }
+
+    /// Trace events of every thread, each batch under its recording thread.
+    fn drain(&self, sink: &mut Sink) -> Drained {
+        let mut d = self.drain.lock().unwrap_or_else(|e| e.into_inner());
+        if !d.taking {
+            d.drain.begin_take();
+            d.taking = true;
+        }
+        while let Some(raw) = d.drain.next_batch() {
+            let known = raw.thread.or_else(|| match raw.key.java_id {
+                0 => None,
+                id => sink.table.order_of_java_id(id),
+            });
+            let thread = match known {
+                Some(t) => t,
+                None => sink.thread_of(raw.key.tid, raw.key.env),
+            };
+            sink.emit_thread(thread);
+            d.drain
+                .write(raw, thread, &mut sink.chunk, &mut sink.symbols);
+            // A thread far behind must not make one huge chunk.
+            if sink.chunk_full() {
+                return Drained::More;
+            }
+        }
+        d.taking = false;
+        Drained::All
+    }
+
+    fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        let d = self.drain.lock().unwrap_or_else(|e| e.into_inner());
+        out.extend(d.drain.counter_values());
+    }
 }
 
 /// Starts tracing: probe class, hook, then probes into the loaded classes the
@@ -320,7 +413,7 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
         options.buffer.unwrap_or(probe::RING_EVENTS),
     );
     let session = Arc::new(Session::new(filters));
-    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.clone());
+    *TRACING.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.clone());
     set_session(Some(session.clone()));
     jvmti.set_event(true, crate::sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK)?;
     retransform_matching(jvmti, jni, &session, &HashSet::new());
@@ -329,9 +422,9 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
 
 fn install_probe_class(jvmti: Jvmti, jni: Jni) -> Result<(), TraceError> {
     crate::jvm::thread::init(jvmti, jni);
-    if PROBE_CLASS.get().is_none() {
+    if TRACING.probe_class.get().is_none() {
         let class = probe_class::install(jvmti, jni, &Probes::default())?;
-        let _ = PROBE_CLASS.set(class as usize);
+        let _ = TRACING.probe_class.set(class as usize);
     }
     Ok(())
 }
@@ -477,7 +570,12 @@ pub fn class_prepared(jvmti: Jvmti, jni: Jni, class: sys::jclass) {
 
 /// Counters for the recording (the current or last session's, and the probes').
 pub fn counter_values() -> Vec<(&'static str, u64)> {
-    let Some(session) = LAST.lock().unwrap_or_else(|e| e.into_inner()).clone() else {
+    let Some(session) = TRACING
+        .last
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+    else {
         return Vec::new();
     };
     let mut values = session.counter_values();

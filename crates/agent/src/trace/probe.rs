@@ -10,11 +10,11 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::aggregate::{self, ThreadAgg};
+use super::aggregate::ThreadAgg;
 use crate::clock::{self, ProbeClock, StampMapper};
+use crate::java_threads::ThreadKey;
 use crate::jvm::entry::{guarded_in, TRACE};
 use crate::sys;
-use crate::threads::gettid;
 
 /// Bit 30 of a probe id marks a library (JDK) method; the rest is the index into
 /// the probe registry. Bit 31 is left clear so ids stay positive Java ints.
@@ -52,71 +52,102 @@ pub type ThreadRing = crate::thread_ring::ThreadRing<RawEvent>;
 // SAFETY: RawEvent is plain integers; all-zero bytes are a valid value.
 unsafe impl crate::thread_ring::ZeroValid for RawEvent {}
 
-/// What a tracing session tells the probes; 0 means tracing is off.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
-static WITH_CPU: AtomicBool = AtomicBool::new(false);
-static EXCLUDE_LIBRARY: AtomicBool = AtomicBool::new(false);
-static AGGREGATE: AtomicBool = AtomicBool::new(false);
-static RING_CAPACITY: AtomicUsize = AtomicUsize::new(RING_EVENTS);
-/// Exits whose enter this thread never saw (tracing began inside the call).
-static UNMATCHED_EXITS: AtomicU64 = AtomicU64::new(0);
-/// Enters without exit closed by an outer exit (see `Local::exit`).
-static REPAIRED: AtomicU64 = AtomicU64::new(0);
-static THREADS: AtomicU32 = AtomicU32::new(0);
-/// Probes stamp events with the probe clock (the TSC when the kernel trusts it): a
-/// few ns instead of the ~20 ns of clock_gettime. The writer maps stamps to
-/// CLOCK_MONOTONIC ns.
-static CLOCK: ProbeClock = ProbeClock::new();
-static DROPPED_ENDED: AtomicU64 = AtomicU64::new(0);
+/// What the probes share with the trace session and the writer, in one static
+/// (the natives find it without a lock): the running session's settings and
+/// rings, and counters that add up over the process's sessions.
+struct ProbeState {
+    /// The running session's number; 0 means tracing is off.
+    generation: AtomicU64,
+    /// The number the next session takes.
+    next_generation: AtomicU64,
+    with_cpu: AtomicBool,
+    exclude_library: AtomicBool,
+    aggregate: AtomicBool,
+    ring_capacity: AtomicUsize,
+    /// Exits whose enter this thread never saw (tracing began inside the call).
+    unmatched_exits: AtomicU64,
+    /// Enters without exit closed by an outer exit (see `Local::exit`).
+    repaired: AtomicU64,
+    threads: AtomicU32,
+    /// Probes stamp events with the probe clock (the TSC when the kernel trusts
+    /// it): a few ns instead of the ~20 ns of clock_gettime. The writer maps
+    /// stamps to CLOCK_MONOTONIC ns.
+    clock: ProbeClock,
+    dropped_ended: AtomicU64,
+    /// Rings of the current session, for the writer.
+    rings: Mutex<Vec<Arc<ThreadRing>>>,
+    /// Aggregate tables of the current session's threads (`traceagg`).
+    tables: Mutex<Vec<Arc<ThreadAgg>>>,
+}
 
-/// Rings of the current session, for the writer.
-static RINGS: Mutex<Vec<Arc<ThreadRing>>> = Mutex::new(Vec::new());
+static PROBES: ProbeState = ProbeState {
+    generation: AtomicU64::new(0),
+    next_generation: AtomicU64::new(1),
+    with_cpu: AtomicBool::new(false),
+    exclude_library: AtomicBool::new(false),
+    aggregate: AtomicBool::new(false),
+    ring_capacity: AtomicUsize::new(RING_EVENTS),
+    unmatched_exits: AtomicU64::new(0),
+    repaired: AtomicU64::new(0),
+    threads: AtomicU32::new(0),
+    clock: ProbeClock::new(),
+    dropped_ended: AtomicU64::new(0),
+    rings: Mutex::new(Vec::new()),
+    tables: Mutex::new(Vec::new()),
+};
 
 /// Switches the probes on for a new session with these settings.
 pub fn begin_session(with_cpu: bool, exclude_library: bool, aggregate: bool, ring_capacity: usize) {
-    WITH_CPU.store(with_cpu, Ordering::Relaxed);
-    AGGREGATE.store(aggregate, Ordering::Relaxed);
-    aggregate::tables().clear();
-    EXCLUDE_LIBRARY.store(exclude_library, Ordering::Relaxed);
-    RING_CAPACITY.store(ring_capacity, Ordering::Relaxed);
+    PROBES.with_cpu.store(with_cpu, Ordering::Relaxed);
+    PROBES.aggregate.store(aggregate, Ordering::Relaxed);
+    tables().clear();
+    PROBES
+        .exclude_library
+        .store(exclude_library, Ordering::Relaxed);
+    PROBES.ring_capacity.store(ring_capacity, Ordering::Relaxed);
     rings().clear();
-    CLOCK.start();
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    GENERATION.store(NEXT.fetch_add(1, Ordering::Relaxed), Ordering::Release);
+    PROBES.clock.start();
+    let generation = PROBES.next_generation.fetch_add(1, Ordering::Relaxed);
+    PROBES.generation.store(generation, Ordering::Release);
 }
 
 /// Switches the probes off; events already in rings stay for the writer.
 pub fn end_session() {
-    GENERATION.store(0, Ordering::Release);
+    PROBES.generation.store(0, Ordering::Release);
 }
 
 /// True while a session's probes record.
 pub fn session_running() -> bool {
-    GENERATION.load(Ordering::Acquire) != 0
+    PROBES.generation.load(Ordering::Acquire) != 0
 }
 
 pub fn set_exclude_library(on: bool) {
-    EXCLUDE_LIBRARY.store(on, Ordering::Relaxed);
+    PROBES.exclude_library.store(on, Ordering::Relaxed);
 }
 
 pub fn rings() -> std::sync::MutexGuard<'static, Vec<Arc<ThreadRing>>> {
-    RINGS.lock().unwrap_or_else(|e| e.into_inner())
+    PROBES.rings.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The aggregate tables of the current session's threads.
+pub fn tables() -> std::sync::MutexGuard<'static, Vec<Arc<ThreadAgg>>> {
+    PROBES.tables.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Whether the current session's events carry thread CPU time.
 pub fn with_cpu() -> bool {
-    WITH_CPU.load(Ordering::Relaxed)
+    PROBES.with_cpu.load(Ordering::Relaxed)
 }
 
 /// Drops the rings of ended threads that hold nothing more, keeping their drop
 /// counts.
 pub fn forget_ended(rings: &mut Vec<Arc<ThreadRing>>) {
-    crate::thread_ring::forget_ended(rings, &DROPPED_ENDED);
+    crate::thread_ring::forget_ended(rings, &PROBES.dropped_ended);
 }
 
 /// Events dropped by threads whose rings were forgotten.
 pub fn dropped_by_ended() -> u64 {
-    DROPPED_ENDED.load(Ordering::Relaxed)
+    PROBES.dropped_ended.load(Ordering::Relaxed)
 }
 
 /// Process-wide probe counters as (name, value).
@@ -124,16 +155,22 @@ pub fn counter_values() -> [(&'static str, u64); 3] {
     [
         (
             "trace.unmatched_exits",
-            UNMATCHED_EXITS.load(Ordering::Relaxed),
+            PROBES.unmatched_exits.load(Ordering::Relaxed),
         ),
-        ("trace.repaired_enters", REPAIRED.load(Ordering::Relaxed)),
-        ("trace.threads", THREADS.load(Ordering::Relaxed).into()),
+        (
+            "trace.repaired_enters",
+            PROBES.repaired.load(Ordering::Relaxed),
+        ),
+        (
+            "trace.threads",
+            PROBES.threads.load(Ordering::Relaxed).into(),
+        ),
     ]
 }
 
 /// True when the probes' ticks are TSC values (see [`TickMapper`]).
 pub fn uses_tsc() -> bool {
-    CLOCK.uses_tsc()
+    PROBES.clock.uses_tsc()
 }
 
 /// Maps probe ticks to CLOCK_MONOTONIC ns.
@@ -141,13 +178,13 @@ pub type TickMapper = StampMapper;
 
 /// A mapper for the ticks of the current session.
 pub fn tick_mapper() -> TickMapper {
-    CLOCK.mapper()
+    PROBES.clock.mapper()
 }
 
 /// The probes' clock.
 #[inline]
 fn now() -> u64 {
-    CLOCK.now()
+    PROBES.clock.now()
 }
 
 /// An open call on the shadow stack.
@@ -258,7 +295,7 @@ impl Local {
                 self.exit_repairing(id, kind);
             }
             None => {
-                UNMATCHED_EXITS.fetch_add(1, Ordering::Relaxed);
+                PROBES.unmatched_exits.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -280,12 +317,12 @@ impl Local {
     #[cold]
     fn exit_repairing(&mut self, id: u32, kind: u32) {
         let Some(pos) = self.stack.iter().rposition(|e| e.id & !RECORDED == id) else {
-            UNMATCHED_EXITS.fetch_add(1, Ordering::Relaxed);
+            PROBES.unmatched_exits.fetch_add(1, Ordering::Relaxed);
             return;
         };
         while self.stack.len() > pos + 1 {
             let Some(open) = self.stack.pop() else { break };
-            REPAIRED.fetch_add(1, Ordering::Relaxed);
+            PROBES.repaired.fetch_add(1, Ordering::Relaxed);
             if open.id & RECORDED != 0 {
                 self.record_exit(open, KIND_THROW);
             }
@@ -333,7 +370,7 @@ impl Drop for LocalOwner {
 /// registering a ring) on the thread's first event of the session.
 #[inline]
 fn with_local(env: *mut sys::JNIEnv, f: impl FnOnce(&mut Local)) {
-    let generation = GENERATION.load(Ordering::Acquire);
+    let generation = PROBES.generation.load(Ordering::Acquire);
     if generation == 0 {
         return;
     }
@@ -376,27 +413,30 @@ fn replace_local(
 
 #[cold]
 fn new_local(env: *mut sys::JNIEnv, generation: u64) -> Local {
-    let java_id = crate::jvm::thread::current_java_id(crate::jvm::Jni(env));
+    let key = ThreadKey::current(crate::jvm::Jni(env));
     let ring = Arc::new(ThreadRing::new(
-        RING_CAPACITY.load(Ordering::Relaxed),
-        gettid(),
-        env as usize,
-        java_id,
+        PROBES.ring_capacity.load(Ordering::Relaxed),
+        key,
     ));
     rings().push(ring.clone());
-    let agg = AGGREGATE.load(Ordering::Relaxed).then(|| {
-        let agg = Arc::new(ThreadAgg::new(gettid(), env as usize, java_id));
-        aggregate::tables().push(agg.clone());
+    let agg = PROBES.aggregate.load(Ordering::Relaxed).then(|| {
+        let agg = Arc::new(ThreadAgg::new(key));
+        tables().push(agg.clone());
         agg
     });
-    THREADS.fetch_add(1, Ordering::Relaxed);
-    Local::new(ring, agg, generation, WITH_CPU.load(Ordering::Relaxed))
+    PROBES.threads.fetch_add(1, Ordering::Relaxed);
+    Local::new(
+        ring,
+        agg,
+        generation,
+        PROBES.with_cpu.load(Ordering::Relaxed),
+    )
 }
 
 /// `jscope/Trace.enter(int)`.
 pub extern "C" fn native_enter(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
     guarded_in(&TRACE, "Trace.enter", (), || {
-        let exclude = EXCLUDE_LIBRARY.load(Ordering::Relaxed);
+        let exclude = PROBES.exclude_library.load(Ordering::Relaxed);
         with_local(env, |l| l.enter(id as u32, exclude));
     })
 }
@@ -419,9 +459,9 @@ pub extern "C" fn native_exit_throw(env: *mut sys::JNIEnv, _class: sys::jclass, 
 /// measured on a private ring: JX's error correction subtracts it per event. The
 /// JNI transition into the probe is not included (see docs/AGENT.md).
 pub fn measure_probe_cost(with_cpu: bool) -> u64 {
-    CLOCK.choose_source();
+    PROBES.clock.choose_source();
     const CALLS: u32 = 20_000;
-    let ring = Arc::new(ThreadRing::new(2 * CALLS as usize, 0, 0, 0));
+    let ring = Arc::new(ThreadRing::new(2 * CALLS as usize, ThreadKey::default()));
     let mut best = u64::MAX;
     for _ in 0..3 {
         let mut local = Local::new(ring.clone(), None, 1, with_cpu);
@@ -442,7 +482,7 @@ mod tests {
     use super::*;
 
     fn local(capacity: usize) -> (Local, Arc<ThreadRing>) {
-        let ring = Arc::new(ThreadRing::new(capacity, 1, 2, 0));
+        let ring = Arc::new(ThreadRing::new(capacity, ThreadKey::new(1, 2, 0)));
         (Local::new(ring.clone(), None, 1, false), ring)
     }
 
@@ -535,7 +575,7 @@ mod tests {
 
     #[test]
     fn probe_ticks_map_to_monotonic_nanoseconds() {
-        CLOCK.start();
+        PROBES.clock.start();
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mapper = tick_mapper();
         for _ in 0..3 {

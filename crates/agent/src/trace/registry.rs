@@ -3,7 +3,6 @@
 //! code keeps its ids), with the names the writer needs for its MethodDef.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use crate::jvm::MethodNames;
 
@@ -32,17 +31,20 @@ impl ProbeMethod {
     }
 }
 
+/// Probe indexes of the process (instrumented code keeps its indexes across
+/// sessions); kept in the trace engine's state, `super::TRACING`.
 #[derive(Default)]
-struct Registry {
+pub(super) struct Registry {
     ids: HashMap<(String, String, String), u32>,
     /// Index i holds probe index i + 1.
     methods: Vec<ProbeMethod>,
 }
 
-static REGISTRY: Mutex<Option<Registry>> = Mutex::new(None);
-
 fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
-    let mut guard = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = super::TRACING
+        .registry
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     f(guard.get_or_insert_with(Registry::default))
 }
 

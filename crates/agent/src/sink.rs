@@ -1,0 +1,155 @@
+//! Where engines drain to, on the writer thread ([`Sink`]): the chunk being
+//! built, the dictionaries, and the mapping from producers' threads to the
+//! recording's threads. The writer owns it; engines only see it in `drain`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use jscope_format::{ChunkWriter, ThreadDef};
+
+use crate::java_threads::{EnvMapper, ThreadKey};
+use crate::jvm::{Jni, Jvmti};
+use crate::symbols::Symbols;
+use crate::threads::{kernel_thread_name, ThreadEntry, ThreadTable};
+
+/// A chunk is written when it holds this much (or when the writer's flush
+/// interval has passed).
+pub(crate) const FLUSH_BYTES: usize = 1 << 20;
+
+/// Where engines drain to, on the writer thread: the chunk being built, the
+/// dictionaries, and the mapping from producers' threads to recording threads
+/// (whose definitions it writes as they are first used or change).
+pub(crate) struct Sink {
+    pub jvmti: Jvmti,
+    pub jni: Jni,
+    pub chunk: ChunkWriter,
+    pub symbols: Symbols,
+    pub table: Arc<ThreadTable>,
+    env_mapper: Option<EnvMapper>,
+    /// JNIEnvs that matched no live thread (it ended before the writer looked).
+    unmatched_envs: HashMap<usize, u32>,
+    /// Revision of each thread definition already written.
+    emitted: HashMap<u32, u32>,
+}
+
+impl Sink {
+    pub fn new(
+        jvmti: Jvmti,
+        jni: Jni,
+        table: Arc<ThreadTable>,
+        env_mapper: Option<EnvMapper>,
+    ) -> Sink {
+        Sink {
+            jvmti,
+            jni,
+            chunk: ChunkWriter::new(),
+            symbols: Symbols::default(),
+            table,
+            env_mapper,
+            unmatched_envs: HashMap::new(),
+            emitted: HashMap::new(),
+        }
+    }
+
+    /// The recording threads whose definitions were written.
+    pub fn emitted(&self) -> impl Iterator<Item = u32> + '_ {
+        self.emitted.keys().copied()
+    }
+
+    /// True when the chunk should be written before more is added: an engine
+    /// far behind returns [`Drained::More`] then rather than make one huge chunk.
+    pub fn chunk_full(&self) -> bool {
+        self.chunk.raw_len() >= FLUSH_BYTES
+    }
+
+    /// The stack id of `frames` (jmethodID, bci or line), top first; methods are
+    /// named through JVMTI.
+    pub fn stack(&mut self, frames: impl Iterator<Item = (usize, i32)>) -> u32 {
+        let (jvmti, jni) = (self.jvmti, self.jni);
+        let mut resolve =
+            move |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
+        self.symbols.stack(&mut self.chunk, frames, &mut resolve)
+    }
+
+    /// The string id of `text`.
+    pub fn string(&mut self, text: &str) -> u32 {
+        self.symbols.string(&mut self.chunk, text)
+    }
+
+    /// The recording thread of an event's thread, named by its Java id when
+    /// known and its definition written; None for the agent's own threads.
+    pub fn event_thread(&mut self, key: ThreadKey) -> Option<u32> {
+        let ThreadKey { tid, env, java_id } = key;
+        if self.table.is_agent(tid) {
+            return None;
+        }
+        let t = match self.table.order_of_java_id(java_id) {
+            Some(t) if java_id != 0 => t,
+            _ => self.thread_of(tid, env),
+        };
+        self.emit_thread(t);
+        Some(t)
+    }
+
+    /// True for a thread JVMTI shows as a java.lang.Thread. Such a thread is never
+    /// struck out, whatever its failed walks say: an application thread can give
+    /// "unknown, not Java" several times in a row (in the VM while classes load and
+    /// GCs run, on a loaded machine), and striking it out lost all its samples.
+    pub fn is_java_thread(&mut self, tid: u32, env: usize) -> bool {
+        if self.table.java_id_of_tid(tid).is_some_and(|id| id != 0) {
+            return true;
+        }
+        env != 0 && self.java_thread_by_env(tid, env).is_some()
+    }
+
+    /// The recording thread of the Java thread whose JNIEnv is `env`, found
+    /// through JVMTI and learnt for Linux thread `tid`; None when JVMTI shows no
+    /// java.lang.Thread for it.
+    fn java_thread_by_env(&mut self, tid: u32, env: usize) -> Option<u32> {
+        let (java_id, info) = self
+            .env_mapper
+            .and_then(|m| m.find(self.jvmti, self.jni, env))?;
+        Some(self.table.see(java_id, info, Some(tid)))
+    }
+
+    /// The recording's thread id for Linux thread `tid`: known from ThreadStart or
+    /// a snapshot, else found through its JNIEnv, else named from /proc.
+    pub fn thread_of(&mut self, tid: u32, env: usize) -> u32 {
+        if let Some(order) = self.table.order_of_tid(tid) {
+            return order;
+        }
+        if let Some(&order) = self.unmatched_envs.get(&env) {
+            return order;
+        }
+        if let Some(order) = self.java_thread_by_env(tid, env) {
+            return order;
+        }
+        let order = self.table.see_anonymous(tid, kernel_thread_name(tid));
+        self.unmatched_envs.insert(env, order);
+        order
+    }
+
+    /// Writes the thread's definition if it is new or changed since last written.
+    pub fn emit_thread(&mut self, order: u32) {
+        let known = self.emitted.get(&order).copied().unwrap_or(0);
+        let Some(entry) = self.table.changed_since(order, known) else {
+            return;
+        };
+        self.emitted.insert(order, entry.revision);
+        self.chunk.thread(&thread_def(entry));
+    }
+}
+
+/// The recording's definition of a thread.
+pub(crate) fn thread_def(entry: ThreadEntry) -> ThreadDef {
+    ThreadDef {
+        id: entry.order,
+        java_id: entry.java_id,
+        os_tid: entry.os_tid,
+        name: entry.info.name,
+        group: entry.info.group,
+        parent: entry.info.parent,
+        start_order: entry.order,
+        daemon: entry.info.daemon,
+    }
+}
