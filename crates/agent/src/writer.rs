@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use jscope_format::thread_state::IN_NATIVE;
 use jscope_format::{ChunkWriter, Sample, SampleMode, Snapshot, SnapshotThread, ThreadDef};
+use jscope_format::{StackId, StringId, ThreadId};
 
 use crate::clock;
 use crate::cpu_timers::CpuTimers;
@@ -286,23 +287,23 @@ impl Writer {
                 } else {
                     jscope_format::RemoteProtocol::Rmi
                 },
-                thread,
+                thread: ThreadId(thread),
                 ticks: r.start_ns,
                 duration_ns: r.duration_ns,
-                local_host: s(&r.local.0),
+                local_host: StringId(s(&r.local.0)),
                 local_port: r.local.1,
-                remote_host: s(&r.remote.0),
+                remote_host: StringId(s(&r.remote.0)),
                 remote_port: r.remote.1,
                 conn_seq: r.conn_seq,
-                object: s(&r.object),
+                object: StringId(s(&r.object)),
                 method_hash: r.method_hash,
-                method: s(&r.method),
+                method: StringId(s(&r.method)),
                 request_id: if r.request_id.is_empty() {
-                    0
+                    StringId::NONE
                 } else {
-                    s(&r.request_id)
+                    StringId(s(&r.request_id))
                 },
-                stack: 0,
+                stack: StackId::NONE,
                 failed: r.failed,
             };
             self.chunk.remote(&call);
@@ -350,9 +351,9 @@ impl Writer {
             .first()
             .is_some_and(|f| self.symbols.is_native(f.method as usize));
         let sample = Sample {
-            thread,
+            thread: ThreadId(thread),
             ticks: h.ticks,
-            stack,
+            stack: StackId(stack),
             mode,
             weight_ns: h.weight_ns,
             state: sample_state(mode, h.state, top_native),
@@ -427,9 +428,9 @@ impl Writer {
                 .symbols
                 .stack(&mut self.chunk, t.frames.into_iter(), &mut resolve);
             threads.push(SnapshotThread {
-                thread: t.order,
+                thread: ThreadId(t.order),
                 state: t.state,
-                stack,
+                stack: StackId(stack),
             });
         }
         self.chunk.snapshot(&Snapshot {
@@ -525,7 +526,7 @@ impl Writer {
 
 fn thread_def(entry: ThreadEntry) -> ThreadDef {
     ThreadDef {
-        id: entry.order,
+        id: ThreadId(entry.order),
         java_id: entry.java_id,
         os_tid: entry.os_tid,
         name: entry.info.name,

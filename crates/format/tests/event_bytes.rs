@@ -5,92 +5,107 @@ use jscope_format::*;
 
 /// One event of each kind, with values that need multi-byte varints and zigzag.
 fn one_of_each() -> Vec<JvmEvent> {
+    use EventKind::*;
+    let (t3, t4) = (ThreadId(3), ThreadId(4));
     vec![
-        JvmEvent::ThreadStart {
-            thread: 3,
-            ticks: 1_000_000,
-            parent: 1,
-        },
-        JvmEvent::ThreadEnd {
-            thread: 3,
-            ticks: 9_000_000,
-        },
-        JvmEvent::MonitorBlocked {
-            thread: 3,
-            ticks: 2_000_000,
-            duration_ns: 1_500_000,
-            class: 7,
-            object: 300,
-            owner: 4,
-            stack: 12,
-        },
-        JvmEvent::MonitorWait {
-            thread: 4,
-            ticks: 2_100_000,
-            duration_ns: 5_000_000,
-            class: 7,
-            object: 300,
-            timeout_ms: 50,
-            timed_out: true,
-            stack: 13,
-        },
-        JvmEvent::Park {
-            thread: 4,
-            ticks: 2_050_000,
-            duration_ns: 700_000,
-            blocker_class: 8,
-            timeout_ns: 1_000_000,
-            stack: 14,
-        },
-        JvmEvent::Gc {
-            ticks: 3_000_000,
-            duration_ns: 2_000_000,
-        },
-        JvmEvent::Alloc {
-            thread: 3,
-            ticks: 3_500_000,
-            class: 9,
-            size: 1 << 20,
-            stack: 15,
-            object: 301,
-            allocated_total: 5 << 20,
-        },
-        JvmEvent::ObjectFree {
-            ticks: 4_000_000,
-            object: 301,
-            allocated_total: 6 << 20,
-        },
-        JvmEvent::ClassLoad {
-            thread: 3,
-            ticks: 4_100_000,
-            class: 10,
-        },
-        JvmEvent::ClassUnload {
-            ticks: 4_200_000,
-            class: 10,
-        },
-        JvmEvent::Compiled {
-            ticks: 4_300_000,
-            method: 21,
-            code_size: 480,
-        },
-        JvmEvent::CompiledUnload {
-            ticks: 4_400_000,
-            method: 21,
-        },
-        JvmEvent::User {
-            thread: 3,
-            ticks: 4_500_000,
-            event: 2,
-            kind: UserEventKind::End,
-            value: -42,
-        },
+        JvmEvent::on(
+            t3,
+            1_000_000,
+            ThreadStart {
+                parent: ThreadId(1),
+            },
+        ),
+        JvmEvent::on(t3, 9_000_000, ThreadEnd {}),
+        JvmEvent::on(
+            t3,
+            2_000_000,
+            MonitorBlocked {
+                duration_ns: 1_500_000,
+                class: ClassId(7),
+                object: 300,
+                owner: t4,
+                stack: StackId(12),
+            },
+        ),
+        JvmEvent::on(
+            t4,
+            2_100_000,
+            MonitorWait {
+                duration_ns: 5_000_000,
+                class: ClassId(7),
+                object: 300,
+                timeout_ms: 50,
+                timed_out: true,
+                stack: StackId(13),
+            },
+        ),
+        JvmEvent::on(
+            t4,
+            2_050_000,
+            Park {
+                duration_ns: 700_000,
+                blocker_class: ClassId(8),
+                timeout_ns: 1_000_000,
+                stack: StackId(14),
+            },
+        ),
+        JvmEvent::global(
+            3_000_000,
+            Gc {
+                duration_ns: 2_000_000,
+            },
+        ),
+        JvmEvent::on(
+            t3,
+            3_500_000,
+            Alloc {
+                class: ClassId(9),
+                size: 1 << 20,
+                stack: StackId(15),
+                object: 301,
+                allocated_total: 5 << 20,
+            },
+        ),
+        JvmEvent::global(
+            4_000_000,
+            ObjectFree {
+                object: 301,
+                allocated_total: 6 << 20,
+            },
+        ),
+        JvmEvent::on(t3, 4_100_000, ClassLoad { class: ClassId(10) }),
+        JvmEvent::global(4_200_000, ClassUnload { class: ClassId(10) }),
+        JvmEvent::global(
+            4_300_000,
+            Compiled {
+                method: MethodId(21),
+                code_size: 480,
+            },
+        ),
+        JvmEvent::global(
+            4_400_000,
+            CompiledUnload {
+                method: MethodId(21),
+            },
+        ),
+        JvmEvent::on(
+            t3,
+            4_500_000,
+            User {
+                event: 2,
+                kind: UserEventKind::End,
+                value: -42,
+            },
+        ),
     ]
 }
 
 fn payload_of(events: &[JvmEvent]) -> Vec<u8> {
     let mut w = ChunkWriter::new();
-    w.user_event_def(&UserEventDef { id: 2, name: 5 });
+    w.user_event_def(&UserEventDef {
+        id: 2,
+        name: StringId(5),
+    });
     for e in events {
         w.event(e);
     }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use jscope_format::{ClassId, EventKind, StackId};
 use jscope_format::{JvmEvent, Recording, UserEventKind};
 use serde::Serialize;
 
@@ -94,8 +95,8 @@ impl Blocking {
             .sites
             .iter()
             .map(|(&stack, &(count, total_ns))| SiteRow {
-                site: site_of(rec, stack),
-                stack: frames_of(rec, stack),
+                site: site_of(rec, StackId(stack)),
+                stack: frames_of(rec, StackId(stack)),
                 count,
                 total_ns,
             })
@@ -117,45 +118,57 @@ pub fn lock_report(rec: &Recording, filter: &EventFilter) -> LockReport {
     let (mut monitors, mut waits, mut parks) = (HashMap::new(), HashMap::new(), HashMap::new());
     for e in filter.select(rec) {
         match *e {
-            JvmEvent::MonitorBlocked {
-                duration_ns,
-                class,
-                object,
-                stack,
+            JvmEvent {
+                kind:
+                    EventKind::MonitorBlocked {
+                        duration_ns,
+                        class,
+                        object,
+                        stack,
+                        ..
+                    },
                 ..
             } => {
                 let b: &mut Blocking = monitors.entry(class_name(rec, class)).or_default();
-                b.add(duration_ns, stack);
+                b.add(duration_ns, stack.0);
                 if object != 0 {
                     b.objects.insert(object);
                 }
             }
-            JvmEvent::MonitorWait {
-                duration_ns,
-                class,
-                timeout_ms,
-                timed_out,
-                stack,
+            JvmEvent {
+                kind:
+                    EventKind::MonitorWait {
+                        duration_ns,
+                        class,
+                        timeout_ms,
+                        timed_out,
+                        stack,
+                        ..
+                    },
                 ..
             } => {
                 let b: &mut Blocking = waits.entry(class_name(rec, class)).or_default();
-                b.add(duration_ns, stack);
+                b.add(duration_ns, stack.0);
                 b.with_timeout += u64::from(timeout_ms > 0);
                 b.timed_out += u64::from(timed_out);
             }
-            JvmEvent::Park {
-                duration_ns,
-                blocker_class,
-                stack,
+            JvmEvent {
+                kind:
+                    EventKind::Park {
+                        duration_ns,
+                        blocker_class,
+                        stack,
+                        ..
+                    },
                 ..
             } => {
-                let name = if blocker_class == 0 {
+                let name = if blocker_class == ClassId::NONE {
                     String::new()
                 } else {
                     class_name(rec, blocker_class)
                 };
                 let b: &mut Blocking = parks.entry(name).or_default();
-                b.add(duration_ns, stack);
+                b.add(duration_ns, stack.0);
             }
             _ => {}
         }
@@ -230,7 +243,11 @@ pub fn gc_report(rec: &Recording, filter: &EventFilter) -> GcReport {
         .select(rec)
         .into_iter()
         .filter_map(|e| match *e {
-            JvmEvent::Gc { ticks, duration_ns } => Some(GcPause {
+            JvmEvent {
+                ticks,
+                kind: EventKind::Gc { duration_ns },
+                ..
+            } => Some(GcPause {
                 time_s: rec.ticks_to_ns(ticks) as f64 / 1e9,
                 duration_ns,
             }),
@@ -310,8 +327,11 @@ pub fn alloc_report(rec: &Recording, filter: &EventFilter, by: AllocBy) -> Alloc
     let mut groups: HashMap<String, AllocSum> = HashMap::new();
     let (mut bytes, mut count) = (0, 0);
     for e in f.select(rec) {
-        let JvmEvent::Alloc {
-            class, size, stack, ..
+        let JvmEvent {
+            kind: EventKind::Alloc {
+                class, size, stack, ..
+            },
+            ..
         } = *e
         else {
             continue;
@@ -324,8 +344,8 @@ pub fn alloc_report(rec: &Recording, filter: &EventFilter, by: AllocBy) -> Alloc
         let g = groups.entry(key).or_default();
         g.bytes += size;
         g.count += 1;
-        g.stack = stack;
-        *g.classes.entry(class).or_default() += size;
+        g.stack = stack.0;
+        *g.classes.entry(class.0).or_default() += size;
         bytes += size;
         count += 1;
     }
@@ -352,12 +372,14 @@ fn alloc_row(rec: &Recording, by: AllocBy, key: String, g: AllocSum, total: u64)
         AllocBy::Site => (
             key,
             vec![],
-            top.map(|(&c, _)| class_name(rec, c)).unwrap_or_default(),
+            top.map(|(&c, _)| class_name(rec, ClassId(c)))
+                .unwrap_or_default(),
         ),
         AllocBy::Stack => (
-            site_of(rec, g.stack),
-            frames_of(rec, g.stack),
-            top.map(|(&c, _)| class_name(rec, c)).unwrap_or_default(),
+            site_of(rec, StackId(g.stack)),
+            frames_of(rec, StackId(g.stack)),
+            top.map(|(&c, _)| class_name(rec, ClassId(c)))
+                .unwrap_or_default(),
         ),
     };
     AllocRow {
@@ -457,10 +479,14 @@ pub fn age_report(rec: &Recording, filter: &EventFilter) -> AgeReport {
         .events
         .iter()
         .filter_map(|e| match *e {
-            JvmEvent::ObjectFree {
+            JvmEvent {
                 ticks,
-                object,
-                allocated_total,
+                kind:
+                    EventKind::ObjectFree {
+                        object,
+                        allocated_total,
+                    },
+                ..
             } => Some((object, (ticks, allocated_total))),
             _ => None,
         })
@@ -471,13 +497,17 @@ pub fn age_report(rec: &Recording, filter: &EventFilter) -> AgeReport {
     };
     let mut classes: HashMap<u32, ClassAges> = HashMap::new();
     for e in f.select(rec) {
-        let JvmEvent::Alloc { object, class, .. } = *e else {
+        let JvmEvent {
+            kind: EventKind::Alloc { object, class, .. },
+            ..
+        } = *e
+        else {
             continue;
         };
         let (Some(born), true) = (ages.0.get(&object), object != 0) else {
             continue;
         };
-        let c = classes.entry(class).or_default();
+        let c = classes.entry(class.0).or_default();
         match frees.get(&object) {
             Some(&(ticks, total)) => {
                 c.ns.push(
@@ -514,7 +544,7 @@ fn age_row(rec: &Recording, class: u32, mut c: ClassAges) -> AgeRow {
         .iter()
         .for_each(|&v| by_bytes[bucket(&BYTE_BUCKETS, v)] += 1);
     AgeRow {
-        class: class_name(rec, class),
+        class: class_name(rec, ClassId(class)),
         freed: c.ns.len() as u64,
         live: c.live,
         by_ns,
@@ -572,12 +602,10 @@ pub fn user_report(rec: &Recording, filter: &EventFilter) -> UserReport {
     let mut sums: HashMap<String, UserSum> = HashMap::new();
     let mut pairs = super::rows::UserPairs::default();
     for e in f.select(rec) {
-        let JvmEvent::User {
+        let JvmEvent {
             thread,
             ticks,
-            event,
-            kind,
-            value,
+            kind: EventKind::User { event, kind, value },
         } = *e
         else {
             continue;
