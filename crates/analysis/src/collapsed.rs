@@ -3,8 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use jscope_format::Recording;
-use jscope_format::ThreadId;
+use jscope_format::{Recording, ThreadId};
 
 use crate::labels::Labeler;
 use crate::StackCounts;

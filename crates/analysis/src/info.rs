@@ -3,8 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use jscope_format::Recording;
-use jscope_format::ThreadId;
+use jscope_format::{Recording, ThreadId};
 use serde::Serialize;
 
 use crate::stats::{mean, quantile};

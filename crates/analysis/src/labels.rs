@@ -1,7 +1,6 @@
 //! Frame labels as the views print them.
 
-use jscope_format::{Frame, FrameKind, Recording};
-use jscope_format::{MethodId, StackId, StringId};
+use jscope_format::{Frame, FrameKind, MethodId, Recording, StackId, StringId};
 
 /// Labels frames `pkg.Class.method`, optionally with `:line`.
 #[derive(Clone, Copy)]

@@ -8,8 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use jscope_format::thread_state::{classify, StateClass};
-use jscope_format::ThreadId;
-use jscope_format::{Recording, Sample, SampleMode, Snapshot};
+use jscope_format::{Recording, Sample, SampleMode, Snapshot, ThreadId};
 use serde::Serialize;
 
 use crate::{AnalysisError, ThreadMatcher};

@@ -4,8 +4,7 @@
 use std::fmt;
 
 use jscope_format::thread_state::{classify, INTERRUPTED, IN_NATIVE, SUSPENDED};
-use jscope_format::StackId;
-use jscope_format::{Recording, Snapshot, SnapshotThread};
+use jscope_format::{Recording, Snapshot, SnapshotThread, StackId};
 use serde::Serialize;
 
 use crate::labels::{method_label, source_position};

@@ -268,14 +268,13 @@ impl<'r> MethodScope<'r> {
     }
 
     fn contains(&self, e: &JvmEvent) -> bool {
-        let stack = match *e {
-            JvmEvent {
-                kind: EventKind::ObjectFree { object, .. },
-                ..
-            } => self.ages.0.get(&object).map_or(0, |b| b.stack.0),
-            _ => (stack_of(e)).0,
+        let stack = match e.kind {
+            EventKind::ObjectFree { object, .. } => {
+                self.ages.0.get(&object).map_or(StackId::NONE, |b| b.stack)
+            }
+            _ => stack_of(e),
         };
-        let frames = self.rec.stack(StackId(stack));
+        let frames = self.rec.stack(stack);
         if !frames.is_empty() {
             return frames
                 .iter()

@@ -4,8 +4,7 @@
 
 use std::collections::HashMap;
 
-use jscope_format::{ClassId, EventKind, StackId};
-use jscope_format::{JvmEvent, Recording, UserEventKind};
+use jscope_format::{ClassId, EventKind, JvmEvent, Recording, StackId, UserEventKind};
 use serde::Serialize;
 
 use super::rows::{user_event_name, Ages};
@@ -74,14 +73,14 @@ struct Blocking {
     count: u64,
     total_ns: u64,
     max_ns: u64,
-    sites: HashMap<u32, (u64, u64)>,
+    sites: HashMap<StackId, (u64, u64)>,
     objects: std::collections::HashSet<u64>,
     with_timeout: u64,
     timed_out: u64,
 }
 
 impl Blocking {
-    fn add(&mut self, duration_ns: u64, stack: u32) {
+    fn add(&mut self, duration_ns: u64, stack: StackId) {
         self.count += 1;
         self.total_ns += duration_ns;
         self.max_ns = self.max_ns.max(duration_ns);
@@ -95,8 +94,8 @@ impl Blocking {
             .sites
             .iter()
             .map(|(&stack, &(count, total_ns))| SiteRow {
-                site: site_of(rec, StackId(stack)),
-                stack: frames_of(rec, StackId(stack)),
+                site: site_of(rec, stack),
+                stack: frames_of(rec, stack),
                 count,
                 total_ns,
             })
@@ -117,58 +116,46 @@ fn by_total<K: Ord + Clone>(map: HashMap<K, Blocking>) -> Vec<(K, Blocking)> {
 pub fn lock_report(rec: &Recording, filter: &EventFilter) -> LockReport {
     let (mut monitors, mut waits, mut parks) = (HashMap::new(), HashMap::new(), HashMap::new());
     for e in filter.select(rec) {
-        match *e {
-            JvmEvent {
-                kind:
-                    EventKind::MonitorBlocked {
-                        duration_ns,
-                        class,
-                        object,
-                        stack,
-                        ..
-                    },
+        match e.kind {
+            EventKind::MonitorBlocked {
+                duration_ns,
+                class,
+                object,
+                stack,
                 ..
             } => {
                 let b: &mut Blocking = monitors.entry(class_name(rec, class)).or_default();
-                b.add(duration_ns, stack.0);
+                b.add(duration_ns, stack);
                 if object != 0 {
                     b.objects.insert(object);
                 }
             }
-            JvmEvent {
-                kind:
-                    EventKind::MonitorWait {
-                        duration_ns,
-                        class,
-                        timeout_ms,
-                        timed_out,
-                        stack,
-                        ..
-                    },
+            EventKind::MonitorWait {
+                duration_ns,
+                class,
+                timeout_ms,
+                timed_out,
+                stack,
                 ..
             } => {
                 let b: &mut Blocking = waits.entry(class_name(rec, class)).or_default();
-                b.add(duration_ns, stack.0);
+                b.add(duration_ns, stack);
                 b.with_timeout += u64::from(timeout_ms > 0);
                 b.timed_out += u64::from(timed_out);
             }
-            JvmEvent {
-                kind:
-                    EventKind::Park {
-                        duration_ns,
-                        blocker_class,
-                        stack,
-                        ..
-                    },
+            EventKind::Park {
+                duration_ns,
+                blocker_class,
+                stack,
                 ..
             } => {
-                let name = if blocker_class == ClassId::NONE {
+                let name = if blocker_class.is_none() {
                     String::new()
                 } else {
                     class_name(rec, blocker_class)
                 };
                 let b: &mut Blocking = parks.entry(name).or_default();
-                b.add(duration_ns, stack.0);
+                b.add(duration_ns, stack);
             }
             _ => {}
         }
@@ -315,8 +302,8 @@ pub struct AllocReport {
 struct AllocSum {
     bytes: u64,
     count: u64,
-    stack: u32,
-    classes: HashMap<u32, u64>,
+    stack: StackId,
+    classes: HashMap<ClassId, u64>,
 }
 
 pub fn alloc_report(rec: &Recording, filter: &EventFilter, by: AllocBy) -> AllocReport {
@@ -327,12 +314,9 @@ pub fn alloc_report(rec: &Recording, filter: &EventFilter, by: AllocBy) -> Alloc
     let mut groups: HashMap<String, AllocSum> = HashMap::new();
     let (mut bytes, mut count) = (0, 0);
     for e in f.select(rec) {
-        let JvmEvent {
-            kind: EventKind::Alloc {
-                class, size, stack, ..
-            },
-            ..
-        } = *e
+        let EventKind::Alloc {
+            class, size, stack, ..
+        } = e.kind
         else {
             continue;
         };
@@ -344,8 +328,8 @@ pub fn alloc_report(rec: &Recording, filter: &EventFilter, by: AllocBy) -> Alloc
         let g = groups.entry(key).or_default();
         g.bytes += size;
         g.count += 1;
-        g.stack = stack.0;
-        *g.classes.entry(class.0).or_default() += size;
+        g.stack = stack;
+        *g.classes.entry(class).or_default() += size;
         bytes += size;
         count += 1;
     }
@@ -372,14 +356,12 @@ fn alloc_row(rec: &Recording, by: AllocBy, key: String, g: AllocSum, total: u64)
         AllocBy::Site => (
             key,
             vec![],
-            top.map(|(&c, _)| class_name(rec, ClassId(c)))
-                .unwrap_or_default(),
+            top.map(|(&c, _)| class_name(rec, c)).unwrap_or_default(),
         ),
         AllocBy::Stack => (
-            site_of(rec, StackId(g.stack)),
-            frames_of(rec, StackId(g.stack)),
-            top.map(|(&c, _)| class_name(rec, ClassId(c)))
-                .unwrap_or_default(),
+            site_of(rec, g.stack),
+            frames_of(rec, g.stack),
+            top.map(|(&c, _)| class_name(rec, c)).unwrap_or_default(),
         ),
     };
     AllocRow {
@@ -495,19 +477,15 @@ pub fn age_report(rec: &Recording, filter: &EventFilter) -> AgeReport {
         types: vec![EventType::Alloc],
         ..filter.clone()
     };
-    let mut classes: HashMap<u32, ClassAges> = HashMap::new();
+    let mut classes: HashMap<ClassId, ClassAges> = HashMap::new();
     for e in f.select(rec) {
-        let JvmEvent {
-            kind: EventKind::Alloc { object, class, .. },
-            ..
-        } = *e
-        else {
+        let EventKind::Alloc { object, class, .. } = e.kind else {
             continue;
         };
         let (Some(born), true) = (ages.0.get(&object), object != 0) else {
             continue;
         };
-        let c = classes.entry(class.0).or_default();
+        let c = classes.entry(class).or_default();
         match frees.get(&object) {
             Some(&(ticks, total)) => {
                 c.ns.push(
@@ -533,7 +511,7 @@ pub fn age_report(rec: &Recording, filter: &EventFilter) -> AgeReport {
     }
 }
 
-fn age_row(rec: &Recording, class: u32, mut c: ClassAges) -> AgeRow {
+fn age_row(rec: &Recording, class: ClassId, mut c: ClassAges) -> AgeRow {
     c.ns.sort_unstable();
     c.bytes.sort_unstable();
     let mut by_ns = vec![0; NS_BUCKETS.len()];
@@ -544,7 +522,7 @@ fn age_row(rec: &Recording, class: u32, mut c: ClassAges) -> AgeRow {
         .iter()
         .for_each(|&v| by_bytes[bucket(&BYTE_BUCKETS, v)] += 1);
     AgeRow {
-        class: class_name(rec, ClassId(class)),
+        class: class_name(rec, class),
         freed: c.ns.len() as u64,
         live: c.live,
         by_ns,

@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 
 use jscope_format::thread_state::{classify, StateClass};
-use jscope_format::ThreadId;
-use jscope_format::{EventKind, JvmEvent, Recording, SampleMode};
+use jscope_format::{EventKind, JvmEvent, Recording, SampleMode, ThreadId};
 use serde::Serialize;
 
 use super::rows::{Ages, EventRow, UserPairs};
@@ -148,22 +147,11 @@ fn spans(mut obs: Vec<Obs>, from: u64, to: u64) -> Vec<Span> {
 }
 
 fn interval_of(rec: &Recording, e: &JvmEvent) -> Option<(u32, Span)> {
-    let (thread, state, duration_ns) = match *e {
-        JvmEvent {
-            thread,
-            kind: EventKind::MonitorBlocked { duration_ns, .. },
-            ..
-        } => (thread, "blocked", duration_ns),
-        JvmEvent {
-            thread,
-            kind: EventKind::MonitorWait { duration_ns, .. },
-            ..
-        } => (thread, "waiting", duration_ns),
-        JvmEvent {
-            thread,
-            kind: EventKind::Park { duration_ns, .. },
-            ..
-        } => (thread, "parked", duration_ns),
+    let thread = e.thread;
+    let (state, duration_ns) = match e.kind {
+        EventKind::MonitorBlocked { duration_ns, .. } => ("blocked", duration_ns),
+        EventKind::MonitorWait { duration_ns, .. } => ("waiting", duration_ns),
+        EventKind::Park { duration_ns, .. } => ("parked", duration_ns),
         _ => return None,
     };
     let start_ns = rec.ticks_to_ns(e.ticks);

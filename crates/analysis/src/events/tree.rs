@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use jscope_format::Recording;
-use jscope_format::{MethodId, ThreadId};
+use jscope_format::{MethodId, Recording, ThreadId};
 use serde::Serialize;
 
 use super::rows::{Ages, EventRow, UserPairs};

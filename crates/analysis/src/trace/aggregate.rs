@@ -1,8 +1,7 @@
 //! Statistics of aggregate-mode recordings (JX): the agent kept only per-thread
 //! caller→callee totals, so there is no self time, spread or percentile.
 
-use jscope_format::MethodId;
-use jscope_format::Recording;
+use jscope_format::{MethodId, Recording};
 
 use super::engine::Anomalies;
 use super::stats::{pair_key, pair_rows, MethodStats, PairAcc, PairMap};

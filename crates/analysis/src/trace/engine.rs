@@ -4,8 +4,7 @@
 
 use std::collections::HashMap;
 
-use jscope_format::MethodId;
-use jscope_format::{Recording, TraceBatch, TraceEvent, TraceKind};
+use jscope_format::{MethodId, Recording, TraceBatch, TraceEvent, TraceKind};
 use serde::Serialize;
 
 use crate::ThreadMatcher;

@@ -4,8 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
-use jscope_format::MethodId;
-use jscope_format::Recording;
+use jscope_format::{MethodId, Recording};
 use serde::Serialize;
 
 use super::engine::{Anomalies, Call, CallSink, THREW};

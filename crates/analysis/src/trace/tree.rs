@@ -4,8 +4,7 @@
 
 use std::collections::HashMap;
 
-use jscope_format::Recording;
-use jscope_format::{MethodId, ThreadId};
+use jscope_format::{MethodId, Recording, ThreadId};
 use serde::Serialize;
 
 use super::engine::{Anomalies, Call, CallSink, ThreadStack, THREAD_START_LABEL};
