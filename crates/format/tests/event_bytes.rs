@@ -145,3 +145,31 @@ fn every_event_kind_reads_back_as_written() {
         .collect();
     assert_eq!(read, events);
 }
+
+#[test]
+fn docs_format_md_lists_every_kind_with_its_fields_in_wire_order() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/FORMAT.md"),
+    )
+    .unwrap();
+    for k in EVENT_KINDS {
+        let row = doc
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} |", k.tag)))
+            .unwrap_or_else(|| panic!("no row for tag {}", k.tag));
+        let cell = row.split('|').nth(3).unwrap();
+        let listed = cell.split('`').nth(1).unwrap_or("");
+        let mut names = String::new();
+        let mut depth = 0;
+        for ch in listed.chars() {
+            match ch {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ if depth == 0 => names.push(ch),
+                _ => {}
+            }
+        }
+        let want: Vec<&str> = k.fields.iter().map(|f| f.name).collect();
+        assert_eq!(names.split_whitespace().collect::<Vec<_>>(), want, "{row}");
+    }
+}
