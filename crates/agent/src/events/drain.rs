@@ -27,18 +27,11 @@ pub enum Taken {
     Global(Pending),
 }
 
+/// An event as queued, with its time: a callback's, whose classes, stacks and
+/// methods are still to be named, or one already of the format's kinds.
 pub enum Pending {
     Raw(RawKind, u64),
-    User(user::UserRaw),
-    Gc {
-        ticks: u64,
-        duration_ns: u64,
-    },
-    Free {
-        ticks: u64,
-        object: u64,
-        allocated_total: u64,
-    },
+    Ready(EventKind, u64),
 }
 
 impl Taken {
@@ -78,28 +71,27 @@ impl EventDrain {
     pub fn take(&mut self) -> Vec<Taken> {
         let mut out: Vec<Taken> = queue::take().into_iter().map(on_thread).collect();
         while let Some([ticks, duration_ns, _]) = queue::GCS.pop() {
-            out.push(Taken::Global(Pending::Gc { ticks, duration_ns }));
+            out.push(Taken::Global(Pending::Ready(
+                EventKind::Gc { duration_ns },
+                ticks,
+            )));
         }
         while let Some([ticks, object, allocated_total]) = queue::FREES.pop() {
-            out.push(Taken::Global(Pending::Free {
-                ticks,
+            let kind = EventKind::ObjectFree {
                 object,
                 allocated_total,
-            }));
+            };
+            out.push(Taken::Global(Pending::Ready(kind, ticks)));
         }
         let clock = user::stamp_mapper();
         let mut rings = user::rings();
         for ring in rings.iter() {
             ring.drain(|e| {
-                let e = user::UserRaw {
-                    ticks: clock.ns(e.ticks),
-                    ..*e
-                };
                 out.push(Taken::OnThread {
                     tid: ring.tid,
                     env: ring.env,
                     java_id: ring.java_id,
-                    event: Pending::User(e),
+                    event: Pending::Ready(user_kind(e), clock.ns(e.ticks)),
                 })
             });
         }
@@ -131,16 +123,19 @@ impl EventDrain {
         symbols: &mut Symbols,
     ) {
         let (Taken::OnThread { event, .. } | Taken::Global(event)) = taken;
-        let mut names = Names {
-            out,
-            symbols,
-            jvmti,
-            jni,
+        let (kind, ticks) = match event {
+            Pending::Ready(kind, ticks) => (kind, ticks),
+            Pending::Raw(raw, ticks) => {
+                let mut names = Names {
+                    out: &mut *out,
+                    symbols,
+                    jvmti,
+                    jni,
+                };
+                (raw_kind(raw, ThreadId(owner), &mut names), ticks)
+            }
         };
-        let (ticks, kind) = event.named(ThreadId(owner), &mut names);
-        names
-            .out
-            .event(&JvmEvent::on(ThreadId(thread), ticks, kind));
+        out.event(&JvmEvent::on(ThreadId(thread), ticks, kind));
         self.written += 1;
     }
 
@@ -202,30 +197,7 @@ impl Names<'_> {
     }
 }
 
-impl Pending {
-    /// When it happened and what, its references named; `owner` is the recording
-    /// thread of a monitor's owner.
-    fn named(self, owner: ThreadId, n: &mut Names) -> (u64, EventKind) {
-        match self {
-            Pending::Gc { ticks, duration_ns } => (ticks, EventKind::Gc { duration_ns }),
-            Pending::Free {
-                ticks,
-                object,
-                allocated_total,
-            } => (
-                ticks,
-                EventKind::ObjectFree {
-                    object,
-                    allocated_total,
-                },
-            ),
-            Pending::User(e) => (e.ticks, user_kind(e)),
-            Pending::Raw(kind, ticks) => (ticks, raw_kind(kind, owner, n)),
-        }
-    }
-}
-
-fn user_kind(e: user::UserRaw) -> EventKind {
+fn user_kind(e: &user::UserRaw) -> EventKind {
     let kind = match e.kind {
         1 => UserEventKind::Begin,
         2 => UserEventKind::End,
