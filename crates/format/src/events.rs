@@ -7,7 +7,7 @@
 //! waiting, parking, GC) are written once, when they end, with their start time and
 //! duration.
 //!
-//! The kinds are declared once, in the [`event_kinds!`] table below: tag, name and
+//! The kinds are declared once, in the `event_kinds!` table below: tag, name and
 //! fields in wire order. The enum, the encoder, the decoder, field access by name and
 //! [`EVENT_KINDS`] are all made from it, so a new kind or field is one table entry.
 
