@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock};
 
 use jscope_format::thread_state::{ALIVE, IN_NATIVE, RUNNABLE};
-use jscope_format::{Sample, SampleMode};
+use jscope_format::{Sample, SampleMode, StackId, ThreadId};
 
 use crate::cpu_timers::CpuTimers;
 use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
@@ -341,9 +341,9 @@ impl SignalEngine {
             .first()
             .is_some_and(|f| sink.symbols.is_native(f.method as usize));
         let sample = Sample {
-            thread,
+            thread: ThreadId(thread),
             ticks: h.ticks,
-            stack,
+            stack: StackId(stack),
             mode,
             weight_ns: h.weight_ns,
             state: sample_state(mode, h.state, top_native),

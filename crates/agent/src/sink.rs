@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use jscope_format::{ChunkWriter, ThreadDef};
+use jscope_format::{ChunkWriter, ThreadDef, ThreadId};
 
 use crate::java_threads::{EnvMapper, ThreadKey};
 use crate::jvm::{Jni, Jvmti};
@@ -143,7 +143,7 @@ impl Sink {
 /// The recording's definition of a thread.
 pub(crate) fn thread_def(entry: ThreadEntry) -> ThreadDef {
     ThreadDef {
-        id: entry.order,
+        id: ThreadId(entry.order),
         java_id: entry.java_id,
         os_tid: entry.os_tid,
         name: entry.info.name,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use jscope_format::{Snapshot, SnapshotThread};
+use jscope_format::{Snapshot, SnapshotThread, StackId, ThreadId};
 
 use crate::clock;
 use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
@@ -159,9 +159,9 @@ impl SnapshotEngine {
             sink.emit_thread(t.order);
             let stack = sink.stack(t.frames.into_iter());
             threads.push(SnapshotThread {
-                thread: t.order,
+                thread: ThreadId(t.order),
                 state: t.state,
-                stack,
+                stack: StackId(stack),
             });
         }
         sink.chunk.snapshot(&Snapshot {

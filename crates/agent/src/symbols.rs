@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use jscope_format::{ChunkWriter, ClassDef, Frame, FrameKind, MethodDef};
+use jscope_format::{ClassId, MethodId, StackId, StringId};
 
 use crate::jvm::{class_name_from_signature, line_of, MethodNames};
 
@@ -75,7 +76,7 @@ impl Symbols {
         let id = self.string_list.len() as u32 + 1;
         let s: Arc<str> = Arc::from(s);
         self.strings.insert(s.clone(), id);
-        out.string(id, &s);
+        out.string(StringId(id), &s);
         self.string_list.push(s);
         id
     }
@@ -92,9 +93,9 @@ impl Symbols {
         let id = self.class_list.len() as u32 + 1;
         self.classes.insert(key, id);
         let def = ClassDef {
-            id,
-            name,
-            source_file,
+            id: ClassId(id),
+            name: StringId(name),
+            source_file: StringId(source_file),
         };
         out.class(&def);
         self.class_list.push(def);
@@ -107,10 +108,10 @@ impl Symbols {
         let signature = self.string(out, &names.signature);
         let id = self.method_list.len() as u32 + 1;
         let def = MethodDef {
-            id,
-            class,
-            name,
-            signature,
+            id: MethodId(id),
+            class: ClassId(class),
+            name: StringId(name),
+            signature: StringId(signature),
             modifiers: names.modifiers,
         };
         out.method(&def);
@@ -194,7 +195,7 @@ impl Symbols {
             0
         };
         Frame {
-            method: m.id,
+            method: MethodId(m.id),
             bci,
             line,
             kind,
@@ -211,13 +212,13 @@ impl Symbols {
         let frames: Vec<Frame> = frames
             .map(|(key, bci)| self.frame(out, key, bci, resolve))
             .collect();
-        let key: Vec<(u32, i32)> = frames.iter().map(|f| (f.method, f.bci)).collect();
+        let key: Vec<(u32, i32)> = frames.iter().map(|f| (f.method.0, f.bci)).collect();
         if let Some(&id) = self.stacks.get(&key) {
             return id;
         }
         let id = self.stack_list.len() as u32 + 1;
         self.stacks.insert(key, id);
-        out.stack(id, &frames);
+        out.stack(StackId(id), &frames);
         self.stack_list.push(frames);
         id
     }
@@ -230,7 +231,7 @@ impl Symbols {
     /// Declares every entry again, each after the entries it refers to.
     pub fn declare_all(&self, out: &mut ChunkCutter) {
         for (i, s) in self.string_list.iter().enumerate() {
-            out.record(|w| w.string(i as u32 + 1, s));
+            out.record(|w| w.string(StringId(i as u32 + 1), s));
         }
         for c in &self.class_list {
             out.record(|w| w.class(c));
@@ -239,7 +240,7 @@ impl Symbols {
             out.record(|w| w.method(m));
         }
         for (i, frames) in self.stack_list.iter().enumerate() {
-            out.record(|w| w.stack(i as u32 + 1, frames));
+            out.record(|w| w.stack(StackId(i as u32 + 1), frames));
         }
     }
 
@@ -296,10 +297,13 @@ mod tests {
         assert_eq!((a, b, c), (1, 1, 2));
         assert_eq!(calls, 2, "each jmethodID is resolved once");
         let rec = read(&mut out);
-        let top = rec.stack(a)[0];
+        let top = rec.stack(StackId(a))[0];
         assert_eq!(rec.frame_label(&top), "demo.Hot.spin:12");
-        assert_eq!(rec.frame_label(&rec.stack(c)[0]), "demo.Hot.spin:10");
-        assert_eq!(rec.stack(a)[1].line, 10);
+        assert_eq!(
+            rec.frame_label(&rec.stack(StackId(c))[0]),
+            "demo.Hot.spin:10"
+        );
+        assert_eq!(rec.stack(StackId(a))[1].line, 10);
     }
 
     #[test]
@@ -313,10 +317,13 @@ mod tests {
         );
         drop(resolve);
         let rec = read(&mut out);
-        let frames = rec.stack(id);
+        let frames = rec.stack(StackId(id));
         assert_eq!(frames[0].kind, FrameKind::Native);
         assert_eq!(rec.method_label(frames[0].method), "java.lang.Thread.sleep");
-        assert_eq!((frames[1].method, frames[1].kind), (0, FrameKind::Unknown));
+        assert_eq!(
+            (frames[1].method, frames[1].kind),
+            (MethodId::NONE, FrameKind::Unknown)
+        );
         assert_eq!(symbols.unresolved(), 1);
         assert!(symbols.is_native(3) && !symbols.is_native(2) && !symbols.is_native(99));
     }
@@ -343,9 +350,12 @@ mod tests {
         let resent = Recording::from_bytes(&resent).unwrap();
         assert!(resent.damage.is_none());
         for id in [a, b] {
-            assert_eq!(resent.stack(id), full.stack(id));
+            assert_eq!(resent.stack(StackId(id)), full.stack(StackId(id)));
             let labels = |r: &Recording| -> Vec<String> {
-                r.stack(id).iter().map(|f| r.frame_label(f)).collect()
+                r.stack(StackId(id))
+                    .iter()
+                    .map(|f| r.frame_label(f))
+                    .collect()
             };
             assert_eq!(labels(&resent), labels(&full));
         }

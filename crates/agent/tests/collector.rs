@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use jscope_format::Recording;
+use jscope_format::{MethodId, StackId, ThreadId};
 use jscope_testkit::{
     agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
 };
@@ -233,7 +234,7 @@ fn assert_ran(java: &Java, out: &Output) {
 }
 
 fn thread_name(rec: &Recording, id: u32) -> &str {
-    rec.thread(id).map_or("", |t| t.name.as_str())
+    rec.thread(ThreadId(id)).map_or("", |t| t.name.as_str())
 }
 
 /// Every sample and snapshot refers only to threads, stacks and methods the
@@ -245,7 +246,7 @@ fn assert_no_orphans(rec: &Recording) {
         .iter()
         .flat_map(|s| &s.threads)
         .map(|t| (t.thread, t.stack));
-    let refs: Vec<(u32, u32)> = rec
+    let refs: Vec<(ThreadId, StackId)> = rec
         .samples
         .iter()
         .map(|s| (s.thread, s.stack))
@@ -253,10 +254,10 @@ fn assert_no_orphans(rec: &Recording) {
         .collect();
     for (thread, stack) in refs {
         assert!(rec.thread(thread).is_some(), "thread {thread} undefined");
-        assert!(defined_stack(stack), "stack {stack} undefined");
+        assert!(defined_stack(stack.0), "stack {stack} undefined");
         for f in rec.stack(stack) {
             assert!(
-                f.method == 0 || rec.method(f.method).is_some(),
+                f.method == MethodId::NONE || rec.method(f.method).is_some(),
                 "method {} undefined",
                 f.method
             );
@@ -308,7 +309,7 @@ fn the_stream_carries_exactly_the_file_with_identity_token_and_labels() {
         let spinner = rec
             .samples
             .iter()
-            .filter(|s| thread_name(&rec, s.thread) == "spinner")
+            .filter(|s| thread_name(&rec, s.thread.0) == "spinner")
             .count();
         assert!(
             spinner >= 30,
@@ -630,7 +631,7 @@ fn attach_streams_until_stop_and_the_agent_threads_leave() {
         let sleeping = rec
             .samples
             .iter()
-            .filter(|s| thread_name(&rec, s.thread) == "sleeper")
+            .filter(|s| thread_name(&rec, s.thread.0) == "sleeper")
             .filter(|s| {
                 jscope_format::thread_state::classify(s.state)
                     == jscope_format::StateClass::Sleeping

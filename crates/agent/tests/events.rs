@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use jscope_format::{ClassId, EventKind, StackId, ThreadId};
 use jscope_format::{JvmEvent, Recording, UserEventKind};
 use jscope_testkit::{
     agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
@@ -104,16 +105,17 @@ fn record_file(
 }
 
 fn class_name(rec: &Recording, id: u32) -> String {
-    rec.class(id)
+    rec.class(ClassId(id))
         .map_or("?".into(), |c| rec.string(c.name).to_string())
 }
 
 fn thread_name(rec: &Recording, id: u32) -> String {
-    rec.thread(id).map_or("?".into(), |t| t.name.clone())
+    rec.thread(ThreadId(id))
+        .map_or("?".into(), |t| t.name.clone())
 }
 
 fn stack_labels(rec: &Recording, stack: u32) -> Vec<String> {
-    rec.stack(stack)
+    rec.stack(StackId(stack))
         .iter()
         .map(|f| rec.method_label(f.method))
         .collect()
@@ -142,23 +144,27 @@ fn shared_counter_contention_is_on_the_counter_class() {
         let mut sites = 0;
         let mut others: HashMap<String, usize> = HashMap::new();
         for e in &rec.events {
-            if let JvmEvent::MonitorBlocked {
+            if let JvmEvent {
                 thread,
-                duration_ns,
-                class,
-                stack,
+                kind:
+                    EventKind::MonitorBlocked {
+                        duration_ns,
+                        class,
+                        stack,
+                        ..
+                    },
                 ..
             } = *e
             {
-                let class = class_name(&rec, class);
-                let labels = stack_labels(&rec, stack);
+                let class = class_name(&rec, class.0);
+                let labels = stack_labels(&rec, stack.0);
                 if class != "SharedCounter$Counter" {
                     // The JDK's own locks (class loading, thread bookkeeping).
                     let site = labels.first().cloned().unwrap_or_default();
                     *others.entry(format!("{class} at {site}")).or_default() += 1;
                     continue;
                 }
-                assert!(thread_name(&rec, thread).starts_with("counter-"));
+                assert!(thread_name(&rec, thread.0).starts_with("counter-"));
                 if labels
                     .first()
                     .is_some_and(|l| l.contains("SharedCounter$Counter.increment"))
@@ -222,16 +228,25 @@ fn producer_consumer_waits_have_timeouts() {
             .iter()
             .filter_map(|e| match *e {
                 // Thread.join waits too (on the Thread): only the mailbox counts.
-                JvmEvent::MonitorWait {
+                JvmEvent {
                     thread,
-                    duration_ns,
-                    class,
-                    timeout_ms,
-                    timed_out,
+                    kind:
+                        EventKind::MonitorWait {
+                            duration_ns,
+                            class,
+                            timeout_ms,
+                            timed_out,
+                            ..
+                        },
                     ..
-                } if class_name(&rec, class) == "ProducerConsumer$Mailbox" => {
-                    assert_eq!(thread_name(&rec, thread), "consumer");
-                    Some((timeout_ms, timed_out, duration_ns, class_name(&rec, class)))
+                } if class_name(&rec, class.0) == "ProducerConsumer$Mailbox" => {
+                    assert_eq!(thread_name(&rec, thread.0), "consumer");
+                    Some((
+                        timeout_ms,
+                        timed_out,
+                        duration_ns,
+                        class_name(&rec, class.0),
+                    ))
                 }
                 _ => None,
             })
@@ -266,12 +281,16 @@ fn producer_consumer_waits_have_timeouts() {
         for name in ["consumer", "producer"] {
             let has = |start: bool| {
                 rec.events.iter().any(|e| match *e {
-                    JvmEvent::ThreadStart { thread, .. } if start => {
-                        thread_name(&rec, thread) == name
-                    }
-                    JvmEvent::ThreadEnd { thread, .. } if !start => {
-                        thread_name(&rec, thread) == name
-                    }
+                    JvmEvent {
+                        thread,
+                        kind: EventKind::ThreadStart { .. },
+                        ..
+                    } if start => thread_name(&rec, thread.0) == name,
+                    JvmEvent {
+                        thread,
+                        kind: EventKind::ThreadEnd { .. },
+                        ..
+                    } if !start => thread_name(&rec, thread.0) == name,
                     _ => false,
                 })
             };
@@ -300,19 +319,22 @@ fn allocation_samples_find_the_top_site_and_object_ages() {
         let mut allocs: HashMap<u64, (u64, u64)> = HashMap::new();
         let mut by_thread: HashMap<String, usize> = HashMap::new();
         for e in &rec.events {
-            if let JvmEvent::Alloc {
-                class,
-                size,
-                stack,
-                object,
+            if let JvmEvent {
                 ticks,
-                allocated_total,
                 thread,
+                kind:
+                    EventKind::Alloc {
+                        class,
+                        size,
+                        stack,
+                        object,
+                        allocated_total,
+                    },
             } = *e
             {
-                *by_thread.entry(thread_name(&rec, thread)).or_default() += 1;
-                *bytes_by_class.entry(class_name(&rec, class)).or_default() += size;
-                let top = stack_labels(&rec, stack)
+                *by_thread.entry(thread_name(&rec, thread.0)).or_default() += 1;
+                *bytes_by_class.entry(class_name(&rec, class.0)).or_default() += size;
+                let top = stack_labels(&rec, stack.0)
                     .into_iter()
                     .next()
                     .unwrap_or_default();
@@ -358,10 +380,14 @@ fn allocation_samples_find_the_top_site_and_object_ages() {
         );
         let mut freed = 0;
         for e in &rec.events {
-            if let JvmEvent::ObjectFree {
+            if let JvmEvent {
                 ticks,
-                object,
-                allocated_total,
+                kind:
+                    EventKind::ObjectFree {
+                        object,
+                        allocated_total,
+                    },
+                ..
             } = *e
             {
                 let Some(&(born, total_then)) = allocs.get(&object) else {
@@ -381,7 +407,15 @@ fn allocation_samples_find_the_top_site_and_object_ages() {
         let gcs = rec
             .events
             .iter()
-            .filter(|e| matches!(e, JvmEvent::Gc { .. }))
+            .filter(|e| {
+                matches!(
+                    e,
+                    JvmEvent {
+                        kind: EventKind::Gc { .. },
+                        ..
+                    }
+                )
+            })
             .count();
         assert!(gcs >= 3, "JDK {}: {gcs} collections", java.major);
     }
@@ -402,7 +436,10 @@ fn system_gc_k_times_gives_at_least_k_collections() {
             .events
             .iter()
             .filter_map(|e| match *e {
-                JvmEvent::Gc { duration_ns, .. } => Some(duration_ns),
+                JvmEvent {
+                    kind: EventKind::Gc { duration_ns, .. },
+                    ..
+                } => Some(duration_ns),
                 _ => None,
             })
             .collect();
@@ -441,11 +478,15 @@ fn user_events_logged_n_times_appear_n_times() {
         let mut values = Vec::new();
         let mut tick_threads = std::collections::BTreeSet::new();
         for e in &rec.events {
-            if let JvmEvent::User {
+            if let JvmEvent {
                 thread,
-                event,
-                kind,
-                value: v,
+                kind:
+                    EventKind::User {
+                        event,
+                        kind,
+                        value: v,
+                        ..
+                    },
                 ..
             } = *e
             {
@@ -454,7 +495,7 @@ fn user_events_logged_n_times_appear_n_times() {
                     values.push(v);
                 }
                 if event == tick {
-                    tick_threads.insert(thread_name(&rec, thread));
+                    tick_threads.insert(thread_name(&rec, thread.0));
                 }
             }
         }
@@ -480,8 +521,10 @@ fn user_events_logged_n_times_appear_n_times() {
         let first = rec.header.start_ticks;
         let mut open = std::collections::VecDeque::new();
         for e in &rec.events {
-            if let JvmEvent::User {
-                ticks, event, kind, ..
+            if let JvmEvent {
+                ticks,
+                kind: EventKind::User { event, kind, .. },
+                ..
             } = *e
             {
                 assert!(
@@ -522,7 +565,15 @@ fn the_agents_class_wins_over_a_stub_on_the_class_path() {
         let users = rec
             .events
             .iter()
-            .filter(|e| matches!(e, JvmEvent::User { .. }))
+            .filter(|e| {
+                matches!(
+                    e,
+                    JvmEvent {
+                        kind: EventKind::User { .. },
+                        ..
+                    }
+                )
+            })
             .count();
         assert_eq!(users, 1000 + 100 + 2 * 10, "JDK {}", java.major);
     }
@@ -548,7 +599,15 @@ fn user_event_cost() {
         let recorded = rec
             .events
             .iter()
-            .filter(|e| matches!(e, JvmEvent::User { .. }))
+            .filter(|e| {
+                matches!(
+                    e,
+                    JvmEvent {
+                        kind: EventKind::User { .. },
+                        ..
+                    }
+                )
+            })
             .count();
         let dropped = rec
             .counters
@@ -581,7 +640,10 @@ fn class_loads_and_jit_compilations_are_named() {
             .events
             .iter()
             .filter_map(|e| match *e {
-                JvmEvent::ClassLoad { class, .. } => Some(class_name(&rec, class)),
+                JvmEvent {
+                    kind: EventKind::ClassLoad { class, .. },
+                    ..
+                } => Some(class_name(&rec, class.0)),
                 _ => None,
             })
             .collect();
@@ -595,8 +657,12 @@ fn class_loads_and_jit_compilations_are_named() {
             .events
             .iter()
             .filter_map(|e| match *e {
-                JvmEvent::Compiled {
-                    method, code_size, ..
+                JvmEvent {
+                    kind:
+                        EventKind::Compiled {
+                            method, code_size, ..
+                        },
+                    ..
                 } => Some((rec.method_label(method), code_size)),
                 _ => None,
             })
@@ -648,12 +714,28 @@ fn attach_records_events_of_a_running_jvm() {
         let rec = Recording::read_file(&file).unwrap();
         assert!(rec.end_ticks.is_some() && rec.damage.is_none());
         let count = |f: &dyn Fn(&JvmEvent) -> bool| rec.events.iter().filter(|e| f(e)).count();
-        let gcs = count(&|e| matches!(e, JvmEvent::Gc { .. }));
-        let allocs = count(&|e| matches!(e, JvmEvent::Alloc { .. }));
+        let gcs = count(&|e| {
+            matches!(
+                e,
+                JvmEvent {
+                    kind: EventKind::Gc { .. },
+                    ..
+                }
+            )
+        });
+        let allocs = count(&|e| {
+            matches!(
+                e,
+                JvmEvent {
+                    kind: EventKind::Alloc { .. },
+                    ..
+                }
+            )
+        });
         let blocked = rec
             .events
             .iter()
-            .filter(|e| matches!(**e, JvmEvent::MonitorBlocked { class, .. } if class_name(&rec, class) == "java.lang.Object"))
+            .filter(|e| matches!(**e, JvmEvent { kind: EventKind::MonitorBlocked { class, .. }, .. } if class_name(&rec, class.0) == "java.lang.Object"))
             .count();
         eprintln!(
             "JDK {}: {gcs} gcs, {allocs} allocs, {blocked} blocked",
@@ -688,27 +770,26 @@ fn monitor_owners_are_other_counter_threads() {
         );
         let (mut named, mut total) = (0, 0);
         for e in &rec.events {
-            if let JvmEvent::MonitorBlocked {
+            if let JvmEvent {
                 thread,
-                class,
-                owner,
+                kind: EventKind::MonitorBlocked { class, owner, .. },
                 ..
             } = *e
             {
-                if class_name(&rec, class) != "SharedCounter$Counter" {
+                if class_name(&rec, class.0) != "SharedCounter$Counter" {
                     continue;
                 }
                 total += 1;
-                if owner != 0 {
+                if owner != ThreadId::NONE {
                     assert_ne!(
                         owner, thread,
                         "JDK {}: a thread does not block on itself",
                         java.major
                     );
                     assert!(
-                        thread_name(&rec, owner).starts_with("counter-"),
+                        thread_name(&rec, owner.0).starts_with("counter-"),
                         "owner {}",
-                        thread_name(&rec, owner)
+                        thread_name(&rec, owner.0)
                     );
                     named += 1;
                 }
@@ -757,10 +838,10 @@ fn unloaded_classes_are_named() {
         let rec = Recording::read_file(&file).expect("readable recording");
         let count = |f: &dyn Fn(&JvmEvent) -> bool| rec.events.iter().filter(|e| f(e)).count();
         let loads = count(
-            &|e| matches!(*e, JvmEvent::ClassLoad { class, .. } if class_name(&rec, class) == "Transient"),
+            &|e| matches!(*e, JvmEvent { kind: EventKind::ClassLoad { class, .. }, .. } if class_name(&rec, class.0) == "Transient"),
         );
         let unloads = count(
-            &|e| matches!(*e, JvmEvent::ClassUnload { class, .. } if class_name(&rec, class) == "Transient"),
+            &|e| matches!(*e, JvmEvent { kind: EventKind::ClassUnload { class, .. }, .. } if class_name(&rec, class.0) == "Transient"),
         );
         eprintln!(
             "JDK {}: Transient loaded {loads}, unloaded {unloads}, JVM log {logged}",
@@ -796,23 +877,27 @@ fn parks(rec: &Recording) -> Vec<Parked> {
     rec.events
         .iter()
         .filter_map(|e| match *e {
-            JvmEvent::Park {
+            JvmEvent {
                 thread,
-                duration_ns,
-                blocker_class,
-                timeout_ns,
-                stack,
+                kind:
+                    EventKind::Park {
+                        duration_ns,
+                        blocker_class,
+                        timeout_ns,
+                        stack,
+                        ..
+                    },
                 ..
             } => Some(Parked {
-                thread: thread_name(rec, thread),
+                thread: thread_name(rec, thread.0),
                 duration_ms: duration_ns as f64 / 1e6,
-                blocker: if blocker_class == 0 {
+                blocker: if blocker_class == ClassId::NONE {
                     String::new()
                 } else {
-                    class_name(rec, blocker_class)
+                    class_name(rec, blocker_class.0)
                 },
                 timeout_ns,
-                frames: stack_labels(rec, stack),
+                frames: stack_labels(rec, stack.0),
             }),
             _ => None,
         })
@@ -1043,11 +1128,20 @@ fn attach_without_park_breakpoints() {
             java.major
         );
         let rec = Recording::read_file(&file).unwrap();
-        assert!(rec.events.iter().any(|e| matches!(e, JvmEvent::Gc { .. })));
-        assert!(!rec
-            .events
-            .iter()
-            .any(|e| matches!(e, JvmEvent::Park { .. })));
+        assert!(rec.events.iter().any(|e| matches!(
+            e,
+            JvmEvent {
+                kind: EventKind::Gc { .. },
+                ..
+            }
+        )));
+        assert!(!rec.events.iter().any(|e| matches!(
+            e,
+            JvmEvent {
+                kind: EventKind::Park { .. },
+                ..
+            }
+        )));
         let kinds = rec.header.extra("events").unwrap_or_default();
         assert!(kinds.contains("gc") && !kinds.contains("park"), "{kinds}");
         tested += 1;

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use jscope_format::StringId;
 use jscope_format::{Recording, RemoteCall, RemoteProtocol, RemoteSide};
 use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
 
@@ -208,7 +209,7 @@ fn an_application_traceparent_is_kept_and_peers_without_the_agent_work() {
         let s = Recording::read_file(&sf).unwrap();
         let served = http(&s, RemoteSide::Server);
         assert_eq!(served.len(), 1, "JDK {j}");
-        assert_eq!(served[0].request_id, 0);
+        assert_eq!(served[0].request_id, StringId::NONE);
         assert_eq!(s.string(served[0].object), "/hop");
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use jscope_format::thread_state::{classify, StateClass};
 use jscope_format::{Recording, SampleMode};
+use jscope_format::{StackId, ThreadId};
 use jscope_testkit::{
     agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
 };
@@ -87,18 +88,18 @@ fn record(java: &Java, options: &str, main: &str, args: &[&str]) -> Recording {
 }
 
 fn thread_name(rec: &Recording, id: u32) -> &str {
-    rec.thread(id).map_or("", |t| t.name.as_str())
+    rec.thread(ThreadId(id)).map_or("", |t| t.name.as_str())
 }
 
 fn top_label(rec: &Recording, stack: u32) -> String {
-    rec.stack(stack)
+    rec.stack(StackId(stack))
         .first()
         .map(|f| rec.method_label(f.method))
         .unwrap_or_default()
 }
 
 fn stack_has(rec: &Recording, stack: u32, method: &str) -> bool {
-    rec.stack(stack)
+    rec.stack(StackId(stack))
         .iter()
         .any(|f| rec.method_label(f.method) == method)
 }
@@ -188,11 +189,11 @@ fn cpu_mode_finds_the_hot_method() {
         );
         let in_hot = cpu
             .iter()
-            .filter(|s| stack_has(&rec, s.stack, "Spin.hotLoop"))
+            .filter(|s| stack_has(&rec, s.stack.0, "Spin.hotLoop"))
             .count();
         let hot_on_top = cpu
             .iter()
-            .filter(|s| top_label(&rec, s.stack) == "Spin.hotLoop")
+            .filter(|s| top_label(&rec, s.stack.0) == "Spin.hotLoop")
             .count();
         assert!(
             in_hot * 10 >= cpu.len() * 8,
@@ -208,7 +209,7 @@ fn cpu_mode_finds_the_hot_method() {
         );
         let main_samples = cpu
             .iter()
-            .filter(|s| thread_name(&rec, s.thread) == "main")
+            .filter(|s| thread_name(&rec, s.thread.0) == "main")
             .count();
         assert!(
             main_samples * 10 >= cpu.len() * 8,
@@ -291,7 +292,7 @@ fn wall_mode_sees_the_sleeper_that_cpu_mode_does_not() {
         let count = |mode: SampleMode, thread: &str| {
             rec.samples
                 .iter()
-                .filter(|s| s.mode == mode && thread_name(&rec, s.thread) == thread)
+                .filter(|s| s.mode == mode && thread_name(&rec, s.thread.0) == thread)
                 .count()
         };
         let (wall_sleeper, wall_spinner) = (
@@ -325,8 +326,8 @@ fn wall_mode_sees_the_sleeper_that_cpu_mode_does_not() {
         let sleeping_in_method = rec
             .samples
             .iter()
-            .filter(|s| s.mode == SampleMode::Wall && thread_name(&rec, s.thread) == "sleeper")
-            .all(|s| stack_has(&rec, s.stack, "SleepAndSpin.sleepForever"));
+            .filter(|s| s.mode == SampleMode::Wall && thread_name(&rec, s.thread.0) == "sleeper")
+            .all(|s| stack_has(&rec, s.stack.0, "SleepAndSpin.sleepForever"));
         assert!(
             sleeping_in_method,
             "every wall sample of the sleeper is inside sleepForever"
@@ -334,7 +335,7 @@ fn wall_mode_sees_the_sleeper_that_cpu_mode_does_not() {
         let classes = |mode: SampleMode, thread: &str| -> Vec<StateClass> {
             rec.samples
                 .iter()
-                .filter(|s| s.mode == mode && thread_name(&rec, s.thread) == thread)
+                .filter(|s| s.mode == mode && thread_name(&rec, s.thread.0) == thread)
                 .map(|s| classify(s.state))
                 .collect()
         };
@@ -435,7 +436,7 @@ fn attach_records_a_running_jvm_until_stop() {
         let spinner_cpu = rec
             .samples
             .iter()
-            .filter(|s| s.mode == SampleMode::Cpu && thread_name(&rec, s.thread) == "spinner")
+            .filter(|s| s.mode == SampleMode::Cpu && thread_name(&rec, s.thread.0) == "spinner")
             .count();
         assert!(
             spinner_cpu >= 20,
@@ -507,7 +508,7 @@ fn attach_stop_completes_a_command_line_recording_and_a_new_attach_records_again
         assert!(second
             .samples
             .iter()
-            .any(|s| thread_name(&second, s.thread) == "sleeper"));
+            .any(|s| thread_name(&second, s.thread.0) == "sleeper"));
         assert!(
             jvm.wait_timeout(Duration::from_millis(50)).is_none(),
             "the JVM runs on"
@@ -529,11 +530,11 @@ fn samples_in_classes_that_get_unloaded_leave_a_complete_recording() {
         let in_payload = |stack: u32| {
             stack_has(&rec, stack, "Payload.burn")
                 || rec
-                    .stack(stack)
+                    .stack(StackId(stack))
                     .iter()
                     .any(|f| f.kind == jscope_format::FrameKind::Unknown)
         };
-        let payload = rec.samples.iter().filter(|s| in_payload(s.stack)).count();
+        let payload = rec.samples.iter().filter(|s| in_payload(s.stack.0)).count();
         assert!(
             payload >= 20,
             "JDK {}: {payload} samples in the unloadable class, of {} (counters {:?}, top frames {:?})",

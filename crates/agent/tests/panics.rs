@@ -138,7 +138,7 @@ fn a_panic_in_thread_start_is_reported_once() {
         assert!(
             rec.events
                 .iter()
-                .any(|e| matches!(e, jscope_format::JvmEvent::MonitorWait { .. })),
+                .any(|e| matches!(e.kind, jscope_format::EventKind::MonitorWait { .. })),
             "JDK {}: the waits are still recorded",
             java.major
         );

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use jscope_format::{Recording, RemoteCall, RemoteSide};
+use jscope_format::{Recording, RemoteCall, RemoteSide, ThreadId};
 use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
 
 fn classes() -> PathBuf {
@@ -135,7 +135,7 @@ fn client_and_server_records_pair_by_connection_and_order() {
             );
             assert!(partner[0].duration_ns <= r.duration_ns + 5_000_000);
             // The client record lies inside the traced proxy call on its thread.
-            let threads: Vec<u32> = c.traces.iter().map(|b| b.thread).collect();
+            let threads: Vec<ThreadId> = c.traces.iter().map(|b| b.thread).collect();
             assert!(
                 threads.contains(&r.thread),
                 "JDK {j}: {} not in {threads:?} {:?}",

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use jscope_format::{Recording, TraceEvent, TraceKind};
+use jscope_format::{MethodId, Recording, TraceEvent, TraceKind};
 use jscope_testkit::{
     agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
 };
@@ -307,7 +307,7 @@ fn aggregate_totals(rec: &Recording) -> BTreeMap<PairLabel, Totals> {
         let thread = rec.thread(agg.thread).map_or("?", |t| t.name.as_str());
         for p in &agg.pairs {
             let caller = match p.caller {
-                0 => "-".to_string(),
+                MethodId::NONE => "-".to_string(),
                 id => rec.method_label(id),
             };
             let key = (thread.to_string(), caller, rec.method_label(p.callee));

@@ -47,7 +47,7 @@ impl Walker {
             self.stack.push(method);
             TraceEvent {
                 kind: TraceKind::Enter,
-                method,
+                method: MethodId(method),
                 ticks: self.ticks,
                 untraced: ((r >> 50) % 3) as u32,
                 cpu_ns: 0,
@@ -56,7 +56,7 @@ impl Walker {
             let method = self.stack.pop().expect("not empty");
             TraceEvent {
                 kind: TraceKind::Exit,
-                method,
+                method: MethodId(method),
                 ticks: self.ticks,
                 untraced: 0,
                 cpu_ns: 0,
@@ -66,25 +66,25 @@ impl Walker {
 }
 
 fn dictionaries(w: &mut ChunkWriter) {
-    w.string(1, "bench.Code");
+    w.string(StringId(1), "bench.Code");
     w.class(&ClassDef {
-        id: 1,
-        name: 1,
-        source_file: 0,
+        id: ClassId(1),
+        name: StringId(1),
+        source_file: StringId::NONE,
     });
     for id in 1..=METHODS {
-        w.string(1 + id, &format!("m{id}"));
+        w.string(StringId(1 + id), &format!("m{id}"));
         w.method(&MethodDef {
-            id,
-            class: 1,
-            name: 1 + id,
-            signature: 0,
+            id: MethodId(id),
+            class: ClassId(1),
+            name: StringId(1 + id),
+            signature: StringId::NONE,
             modifiers: 1,
         });
     }
     for id in 1..=THREADS {
         w.thread(&ThreadDef {
-            id,
+            id: ThreadId(id),
             name: format!("worker-{id}"),
             start_order: id,
             ..Default::default()
@@ -115,7 +115,7 @@ fn generate(events: u64) -> Vec<u8> {
         for walker in &mut walkers {
             let n = BATCH.min((events - written) as usize);
             let batch = TraceBatch {
-                thread: walker.thread,
+                thread: ThreadId(walker.thread),
                 has_cpu: false,
                 events: (0..n).map(|_| walker.event()).collect(),
             };

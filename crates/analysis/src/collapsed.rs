@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use jscope_format::Recording;
+use jscope_format::{Recording, ThreadId};
 
 use crate::labels::Labeler;
 use crate::StackCounts;
@@ -47,7 +47,7 @@ pub fn collapse(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) ->
 }
 
 fn thread_root(rec: &Recording, thread: u32) -> String {
-    match rec.threads.get(&thread) {
+    match rec.threads.get(&ThreadId(thread)) {
         Some(t) => format!("[{}]", t.name),
         None => format!("[thread {thread}]"),
     }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use jscope_format::Recording;
+use jscope_format::{Recording, ThreadId};
 use serde::Serialize;
 
 use crate::stats::{mean, quantile};
@@ -193,7 +193,7 @@ fn cpu_rates(rec: &Recording) -> Vec<CpuThreadRate> {
         .iter()
         .filter(|s| s.mode == jscope_format::SampleMode::Cpu)
     {
-        ticks_by_thread.entry(s.thread).or_default().push(s.ticks);
+        ticks_by_thread.entry(s.thread.0).or_default().push(s.ticks);
     }
     let mut rates: Vec<CpuThreadRate> = ticks_by_thread
         .into_iter()
@@ -218,7 +218,7 @@ fn cpu_rate(rec: &Recording, thread: u32, mut ticks: Vec<u64>) -> Option<CpuThre
     Some(CpuThreadRate {
         thread: rec
             .threads
-            .get(&thread)
+            .get(&ThreadId(thread))
             .map_or_else(|| format!("thread {thread}"), |t| t.name.clone()),
         samples: ticks.len() as u64,
         gaps: IntervalStats::from_ns(gaps)?,

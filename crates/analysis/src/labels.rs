@@ -1,6 +1,6 @@
 //! Frame labels as the views print them.
 
-use jscope_format::{Frame, FrameKind, Recording};
+use jscope_format::{Frame, FrameKind, MethodId, Recording, StackId, StringId};
 
 /// Labels frames `pkg.Class.method`, optionally with `:line`.
 #[derive(Clone, Copy)]
@@ -22,7 +22,7 @@ impl Labeler<'_> {
     /// Labels of a stack, root first.
     pub fn root_first(&self, stack: u32) -> Vec<String> {
         self.rec
-            .stack(stack)
+            .stack(StackId(stack))
             .iter()
             .rev()
             .map(|f| self.frame(f))
@@ -34,7 +34,7 @@ impl Labeler<'_> {
 /// classes (`Main$$Lambda$14.0x0000000800c03000` → `Main$$Lambda$14`, JDK 21+
 /// `Main$$Lambda/0x…` → `Main$$Lambda`), so the same code has the same label in
 /// every recording.
-pub(crate) fn method_label(rec: &Recording, method: u32) -> String {
+pub(crate) fn method_label(rec: &Recording, method: MethodId) -> String {
     let label = rec.method_label(method);
     match hidden_class_suffix(&label) {
         Some(range) => format!("{}{}", &label[..range.start], &label[range.end..]),
@@ -65,7 +65,7 @@ pub(crate) fn source_position(rec: &Recording, f: &Frame) -> String {
     if f.kind == FrameKind::Native {
         return "Native Method".to_string();
     }
-    let file = source_file(rec, f.method);
+    let file = source_file(rec, f.method.0);
     match (file, f.line) {
         (Some(file), 0) => file.to_string(),
         (Some(file), line) => format!("{file}:{line}"),
@@ -76,9 +76,9 @@ pub(crate) fn source_position(rec: &Recording, f: &Frame) -> String {
 
 /// The class's source file name, if the class was defined with one.
 pub(crate) fn source_file(rec: &Recording, method: u32) -> Option<&str> {
-    let c = rec.class(rec.method(method)?.class)?;
+    let c = rec.class(rec.method(MethodId(method))?.class)?;
     let name = rec.string(c.source_file);
-    (c.source_file != 0 && !name.is_empty()).then_some(name)
+    (c.source_file != StringId::NONE && !name.is_empty()).then_some(name)
 }
 
 #[cfg(test)]

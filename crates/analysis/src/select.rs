@@ -8,7 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use jscope_format::thread_state::{classify, StateClass};
-use jscope_format::{Recording, Sample, SampleMode, Snapshot};
+use jscope_format::{Recording, Sample, SampleMode, Snapshot, ThreadId};
 use serde::Serialize;
 
 use crate::{AnalysisError, ThreadMatcher};
@@ -92,9 +92,9 @@ impl StackSample {
     fn from_sample(s: &Sample) -> StackSample {
         StackSample {
             mode: Mode::of_sample(s.mode),
-            thread: s.thread,
+            thread: s.thread.0,
             ticks: s.ticks,
-            stack: s.stack,
+            stack: s.stack.0,
             state: s.state,
         }
     }
@@ -102,9 +102,9 @@ impl StackSample {
     fn from_snapshot(snap: &Snapshot) -> impl Iterator<Item = StackSample> + '_ {
         snap.threads.iter().map(move |t| StackSample {
             mode: Mode::Snapshot,
-            thread: t.thread,
+            thread: t.thread.0,
             ticks: snap.ticks,
-            stack: t.stack,
+            stack: t.stack.0,
             state: t.state,
         })
     }
@@ -181,7 +181,7 @@ impl Selection {
             return true;
         };
         rec.threads
-            .get(&thread)
+            .get(&ThreadId(thread))
             .is_some_and(|t| matcher.matches(&t.name))
     }
 

@@ -38,23 +38,27 @@ fn fixture() -> Recording {
     let blocked = b.stack(&[("demo.Lock.enter", 55), ("demo.Main.main", 9)]);
     for i in 0..10 {
         let stack = if i < 7 { hot } else { cold };
-        b.sample(SampleMode::Cpu, MAIN, 10 * i, stack, RUNNING);
+        b.sample(SampleMode::Cpu, MAIN, 10 * i, stack.0, RUNNING);
     }
     b.cut();
-    b.sample(SampleMode::Cpu, WORKER, 200, fib, RUNNING);
-    b.sample(SampleMode::Cpu, WORKER, 210, fib, RUNNING);
+    b.sample(SampleMode::Cpu, WORKER, 200, fib.0, RUNNING);
+    b.sample(SampleMode::Cpu, WORKER, 210, fib.0, RUNNING);
     for i in 0..4 {
-        b.sample(SampleMode::Wall, SLEEPER, 10 * i, sleep, ASLEEP);
-        b.sample(SampleMode::Wall, MAIN, 10 * i, hot, RUNNING);
+        b.sample(SampleMode::Wall, SLEEPER, 10 * i, sleep.0, ASLEEP);
+        b.sample(SampleMode::Wall, MAIN, 10 * i, hot.0, RUNNING);
     }
-    b.snapshot(100, 0, &[(MAIN, RUNNING, hot), (SLEEPER, ASLEEP, sleep)]);
+    b.snapshot(
+        100,
+        0,
+        &[(MAIN, RUNNING, hot.0), (SLEEPER, ASLEEP, sleep.0)],
+    );
     b.snapshot(
         300,
         200,
         &[
-            (WORKER, BLOCKED, blocked),
-            (MAIN, RUNNING, cold),
-            (SLEEPER, ASLEEP, sleep),
+            (WORKER, BLOCKED, blocked.0),
+            (MAIN, RUNNING, cold.0),
+            (SLEEPER, ASLEEP, sleep.0),
         ],
     );
     b.counters(&[
@@ -375,7 +379,7 @@ fn thread_status_carries_flags() {
     b.thread(1, "t", "main", 1);
     let s = b.stack(&[("a.B.c", 1)]);
     let flags = jscope_format::thread_state::SUSPENDED | jscope_format::thread_state::INTERRUPTED;
-    b.snapshot(1, 0, &[(1, BLOCKED | flags, s)]);
+    b.snapshot(1, 0, &[(1, BLOCKED | flags, s.0)]);
     let view = threads_at(&b.build(None), None).unwrap();
     assert_eq!(view.threads[0].status(), "blocked+suspended+interrupted");
 }
@@ -422,9 +426,9 @@ fn damaged_recordings_keep_what_came_before() {
     let mut b = RecordingBuilder::new();
     b.thread(1, "main", "main", 1);
     let s = b.stack(&[("a.B.c", 1)]);
-    b.sample(SampleMode::Cpu, 1, 0, s, RUNNING);
+    b.sample(SampleMode::Cpu, 1, 0, s.0, RUNNING);
     b.cut();
-    b.sample(SampleMode::Cpu, 1, 10, s, RUNNING);
+    b.sample(SampleMode::Cpu, 1, 10, s.0, RUNNING);
     let mut bytes = b.bytes(Some(20));
     let whole = bytes.len();
     bytes.truncate(whole - 5);

@@ -33,7 +33,7 @@ impl RecordingBuilder {
     }
 
     /// `label` is `pkg.Class.method`.
-    pub fn method(&mut self, label: &str) -> u32 {
+    pub fn method(&mut self, label: &str) -> MethodId {
         self.dict
             .method_label_with(&mut self.chunk, label, |class| {
                 let simple = class.rsplit('.').next().unwrap_or(class);
@@ -45,7 +45,7 @@ impl RecordingBuilder {
     }
 
     /// Frames top first as (label, line).
-    pub fn stack(&mut self, frames: &[(&str, u32)]) -> u32 {
+    pub fn stack(&mut self, frames: &[(&str, u32)]) -> StackId {
         let frames: Vec<Frame> = frames
             .iter()
             .map(|&(label, line)| Frame {
@@ -56,13 +56,13 @@ impl RecordingBuilder {
             })
             .collect();
         self.stacks += 1;
-        self.chunk.stack(self.stacks, &frames);
-        self.stacks
+        self.chunk.stack(StackId(self.stacks), &frames);
+        StackId(self.stacks)
     }
 
     pub fn thread(&mut self, id: u32, name: &str, group: &str, start_order: u32) {
         self.chunk.thread(&ThreadDef {
-            id,
+            id: ThreadId(id),
             java_id: id as i64 + 100,
             os_tid: 4000 + id,
             name: name.to_string(),
@@ -81,9 +81,9 @@ impl RecordingBuilder {
     pub fn sample(&mut self, mode: SampleMode, thread: u32, at_ms: u64, stack: u32, state: u32) {
         let ticks = START + at_ms * TICKS_PER_SECOND / 1000;
         self.chunk.sample(&Sample {
-            thread,
+            thread: ThreadId(thread),
             ticks,
-            stack,
+            stack: StackId(stack),
             mode,
             weight_ns: 10_000_000,
             state,
@@ -94,9 +94,9 @@ impl RecordingBuilder {
         let threads = threads
             .iter()
             .map(|&(thread, state, stack)| SnapshotThread {
-                thread,
+                thread: ThreadId(thread),
                 state,
-                stack,
+                stack: StackId(stack),
             })
             .collect();
         self.chunk.snapshot(&Snapshot {

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use jscope_format::thread_state::{classify, INTERRUPTED, IN_NATIVE, SUSPENDED};
-use jscope_format::{Recording, Snapshot, SnapshotThread};
+use jscope_format::{Recording, Snapshot, SnapshotThread, StackId};
 use serde::Serialize;
 
 use crate::labels::{method_label, source_position};
@@ -99,7 +99,7 @@ fn thread_row(rec: &Recording, t: &SnapshotThread) -> ThreadRow {
     let def = rec.threads.get(&t.thread).cloned().unwrap_or_default();
     ThreadRow {
         start_order: def.start_order,
-        id: t.thread,
+        id: t.thread.0,
         java_id: def.java_id,
         name: def.name,
         parent: def.parent,
@@ -109,12 +109,12 @@ fn thread_row(rec: &Recording, t: &SnapshotThread) -> ThreadRow {
         suspended: t.state & SUSPENDED != 0,
         interrupted: t.state & INTERRUPTED != 0,
         in_native: t.state & IN_NATIVE != 0,
-        frames: frame_rows(rec, t.stack),
+        frames: frame_rows(rec, t.stack.0),
     }
 }
 
 fn frame_rows(rec: &Recording, stack: u32) -> Vec<FrameRow> {
-    rec.stack(stack)
+    rec.stack(StackId(stack))
         .iter()
         .map(|f| FrameRow {
             method: method_label(rec, f.method),

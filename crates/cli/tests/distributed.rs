@@ -37,7 +37,7 @@ impl Jvm {
             skew_ns,
         };
         j.w.thread(&ThreadDef {
-            id: 1,
+            id: ThreadId(1),
             java_id: 1,
             name: "main".into(),
             group: "main".into(),
@@ -45,7 +45,7 @@ impl Jvm {
             ..Default::default()
         });
         j.w.thread(&ThreadDef {
-            id: 2,
+            id: ThreadId(2),
             java_id: 2,
             name: "RMI TCP Connection(1)".into(),
             group: "system".into(),
@@ -56,12 +56,12 @@ impl Jvm {
     }
 
     fn string(&mut self, s: &str) -> u32 {
-        self.dict.string(&mut self.w, s)
+        (self.dict.string(&mut self.w, s)).0
     }
 
     /// `label` is `pkg.Class.method`.
     fn method(&mut self, label: &str) -> u32 {
-        self.dict.method_label(&mut self.w, label)
+        (self.dict.method_label(&mut self.w, label)).0
     }
 
     fn ticks(&self) -> u64 {
@@ -73,7 +73,7 @@ impl Jvm {
         let base = self.ticks();
         let ev = |kind, at| TraceEvent {
             kind,
-            method,
+            method: MethodId(method),
             ticks: base + at,
             untraced: 0,
             cpu_ns: 0,
@@ -100,19 +100,19 @@ impl Jvm {
                 RemoteSide::Client
             },
             protocol: RemoteProtocol::Rmi,
-            thread,
+            thread: ThreadId(thread),
             ticks: self.ticks() + span.0,
             duration_ns: (span.1 - span.0) * 1000,
-            local_host: lh,
+            local_host: StringId(lh),
             local_port: local.1,
-            remote_host: rh,
+            remote_host: StringId(rh),
             remote_port: remote.1,
             conn_seq: 1,
-            object,
+            object: StringId(object),
             method_hash: 77,
-            method,
-            request_id: 0,
-            stack: 0,
+            method: StringId(method),
+            request_id: StringId::NONE,
+            stack: StackId::NONE,
             failed: false,
         });
     }
@@ -129,7 +129,7 @@ impl Jvm {
         for (thread, mut evs) in std::mem::take(&mut self.events) {
             evs.sort_by_key(|e| e.0);
             self.w.trace(&TraceBatch {
-                thread,
+                thread: ThreadId(thread),
                 has_cpu: false,
                 events: evs.into_iter().map(|e| e.1).collect(),
             });

@@ -35,32 +35,32 @@ fn write_jvm(path: &Path, pid: u32) {
         "call()V",
     ];
     for (i, s) in names.iter().enumerate() {
-        w.string(i as u32 + 1, s);
+        w.string(StringId(i as u32 + 1), s);
     }
     let host = format!("10.2.0.{pid}");
-    w.string(20, &host);
-    w.string(21, "10.2.0.0");
+    w.string(StringId(20), &host);
+    w.string(StringId(21), "10.2.0.0");
     for s in 1..JVMS {
-        w.string(30 + s, &format!("10.2.0.{s}"));
+        w.string(StringId(30 + s), &format!("10.2.0.{s}"));
     }
     for (id, name) in [(1, 2), (2, 3), (3, 5)] {
         w.method(&MethodDef {
-            id,
-            class: if id == 3 { 2 } else { 1 },
-            name,
-            signature: 6,
+            id: MethodId(id),
+            class: if id == 3 { ClassId(2) } else { ClassId(1) },
+            name: StringId(name),
+            signature: StringId(6),
             modifiers: 1,
         });
     }
     w.class(&ClassDef {
-        id: 1,
-        name: 1,
-        source_file: 0,
+        id: ClassId(1),
+        name: StringId(1),
+        source_file: StringId::NONE,
     });
     w.class(&ClassDef {
-        id: 2,
-        name: 4,
-        source_file: 0,
+        id: ClassId(2),
+        name: StringId(4),
+        source_file: StringId::NONE,
     });
     let start = 1_000_000_000u64;
     let ev = |kind, method, ns: u64| TraceEvent {
@@ -75,14 +75,14 @@ fn write_jvm(path: &Path, pid: u32) {
     for i in 0..iterations {
         let t = i * 4_000;
         events.extend([
-            ev(TraceKind::Enter, 1, t),
-            ev(TraceKind::Enter, 2, t + 1_000),
-            ev(TraceKind::Exit, 2, t + 2_000),
-            ev(TraceKind::Exit, 1, t + 3_000),
+            ev(TraceKind::Enter, MethodId(1), t),
+            ev(TraceKind::Enter, MethodId(2), t + 1_000),
+            ev(TraceKind::Exit, MethodId(2), t + 2_000),
+            ev(TraceKind::Exit, MethodId(1), t + 3_000),
         ]);
         if events.len() >= EVENTS_PER_CHUNK {
             w.trace(&TraceBatch {
-                thread: 1,
+                thread: ThreadId(1),
                 has_cpu: false,
                 events: std::mem::take(&mut events),
             });
@@ -90,7 +90,7 @@ fn write_jvm(path: &Path, pid: u32) {
         }
     }
     w.trace(&TraceBatch {
-        thread: 1,
+        thread: ThreadId(1),
         has_cpu: false,
         events,
     });
@@ -119,16 +119,16 @@ fn remote_calls(w: &mut ChunkWriter, pid: u32, start: u64) {
         thread,
         ticks: start + ns,
         duration_ns: dur,
-        local_host: local.0,
+        local_host: StringId(local.0),
         local_port: local.1,
-        remote_host: remote.0,
+        remote_host: StringId(remote.0),
         remote_port: remote.1,
         conn_seq: seq,
-        object: 8,
+        object: StringId(8),
         method_hash: 1,
-        method: 9,
-        request_id: 0,
-        stack: 0,
+        method: StringId(9),
+        request_id: StringId::NONE,
+        stack: StackId::NONE,
         failed: false,
     };
     let mut served = vec![];
@@ -140,7 +140,7 @@ fn remote_calls(w: &mut ChunkWriter, pid: u32, start: u64) {
             if pid == 0 {
                 w.remote(&rc(
                     RemoteSide::Client,
-                    1,
+                    ThreadId(1),
                     t + 100,
                     2_800,
                     client,
@@ -150,7 +150,7 @@ fn remote_calls(w: &mut ChunkWriter, pid: u32, start: u64) {
             } else if pid == s {
                 served.push(rc(
                     RemoteSide::Server,
-                    2,
+                    ThreadId(2),
                     t + 500,
                     1_000,
                     server,
@@ -170,14 +170,14 @@ fn remote_calls(w: &mut ChunkWriter, pid: u32, start: u64) {
             [
                 TraceEvent {
                     kind: TraceKind::Enter,
-                    method: 3,
+                    method: MethodId(3),
                     ticks: start + t + 100,
                     untraced: 0,
                     cpu_ns: 0,
                 },
                 TraceEvent {
                     kind: TraceKind::Exit,
-                    method: 3,
+                    method: MethodId(3),
                     ticks: start + t + 900,
                     untraced: 0,
                     cpu_ns: 0,
@@ -186,7 +186,7 @@ fn remote_calls(w: &mut ChunkWriter, pid: u32, start: u64) {
         })
         .collect();
     w.trace(&TraceBatch {
-        thread: 2,
+        thread: ThreadId(2),
         has_cpu: false,
         events,
     });

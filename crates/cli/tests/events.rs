@@ -33,7 +33,7 @@ impl Dict {
         }
         self.names.push(s.to_string());
         let id = self.names.len() as u32;
-        self.w.string(id, s);
+        self.w.string(StringId(id), s);
         id
     }
 
@@ -41,9 +41,9 @@ impl Dict {
         let id = self.id(name);
         let file = self.id("Shop.java");
         self.w.class(&ClassDef {
-            id,
-            name: id,
-            source_file: file,
+            id: ClassId(id),
+            name: StringId(id),
+            source_file: StringId(file),
         });
         id
     }
@@ -56,14 +56,14 @@ impl Dict {
                 let class = self.class(class);
                 let (id, name) = (self.id(label), self.id(name));
                 self.w.method(&MethodDef {
-                    id,
-                    class,
-                    name,
-                    signature: 0,
+                    id: MethodId(id),
+                    class: ClassId(class),
+                    name: StringId(name),
+                    signature: StringId::NONE,
                     modifiers: 1,
                 });
                 Frame {
-                    method: id,
+                    method: MethodId(id),
                     bci: 2,
                     line,
                     kind: FrameKind::Java,
@@ -71,7 +71,7 @@ impl Dict {
             })
             .collect();
         self.stacks += 1;
-        self.w.stack(self.stacks, &frames);
+        self.w.stack(StackId(self.stacks), &frames);
         self.stacks
     }
 }
@@ -104,7 +104,7 @@ fn shop_recording() -> Vec<u8> {
     };
     for (id, name) in [(1, "main"), (2, "worker-1"), (3, "worker-2")] {
         d.w.thread(&ThreadDef {
-            id,
+            id: ThreadId(id),
             name: name.into(),
             group: "main".into(),
             start_order: id,
@@ -126,13 +126,18 @@ fn shop_recording() -> Vec<u8> {
     let work = d.stack(&[("demo.Worker.run", 20)]);
     let sleep = d.stack(&[("java.lang.Thread.sleep", 0), ("demo.Shop.main", 12)]);
     let order = d.id("order");
-    d.w.user_event_def(&UserEventDef { id: 1, name: order });
+    d.w.user_event_def(&UserEventDef {
+        id: 1,
+        name: StringId(order),
+    });
     for thread in 1..=3 {
-        d.w.event(&JvmEvent::ThreadStart {
-            thread,
-            ticks: t(0),
-            parent: 0,
-        });
+        d.w.event(&JvmEvent::on(
+            ThreadId(thread),
+            t(0),
+            EventKind::ThreadStart {
+                parent: ThreadId::NONE,
+            },
+        ));
     }
     for ms in (0..1000).step_by(10) {
         for thread in 1..=3u32 {
@@ -143,9 +148,9 @@ fn shop_recording() -> Vec<u8> {
                 _ => (work, ALIVE | RUNNABLE),
             };
             d.w.sample(&Sample {
-                thread,
+                thread: ThreadId(thread),
                 ticks: t(ms),
-                stack,
+                stack: StackId(stack),
                 mode: SampleMode::Wall,
                 weight_ns: 10 * MS,
                 state,
@@ -154,33 +159,39 @@ fn shop_recording() -> Vec<u8> {
     }
     for i in 0..20u64 {
         let thread = 2 + (i % 2) as u32;
-        d.w.event(&JvmEvent::MonitorBlocked {
-            thread,
-            ticks: t(200 + i * 10),
-            duration_ns: (i + 1) * MS,
-            class: counter,
-            object: 5,
-            owner: 5 - thread,
-            stack: add,
-        });
+        d.w.event(&JvmEvent::on(
+            ThreadId(thread),
+            t(200 + i * 10),
+            EventKind::MonitorBlocked {
+                duration_ns: (i + 1) * MS,
+                class: ClassId(counter),
+                object: 5,
+                owner: ThreadId(5 - thread),
+                stack: StackId(add),
+            },
+        ));
     }
     for (i, timed_out) in [false, true, false].into_iter().enumerate() {
-        d.w.event(&JvmEvent::MonitorWait {
-            thread: 1,
-            ticks: t(500 + i as u64 * 100),
-            duration_ns: 50 * MS,
-            class: queue,
-            object: 6,
-            timeout_ms: if timed_out { 50 } else { 0 },
-            timed_out,
-            stack: wait,
-        });
+        d.w.event(&JvmEvent::on(
+            ThreadId(1),
+            t(500 + i as u64 * 100),
+            EventKind::MonitorWait {
+                duration_ns: 50 * MS,
+                class: ClassId(queue),
+                object: 6,
+                timeout_ms: if timed_out { 50 } else { 0 },
+                timed_out,
+                stack: StackId(wait),
+            },
+        ));
     }
     for i in 0..4 {
-        d.w.event(&JvmEvent::Gc {
-            ticks: t(100 + i * 250),
-            duration_ns: 5 * MS,
-        });
+        d.w.event(&JvmEvent::global(
+            t(100 + i * 250),
+            EventKind::Gc {
+                duration_ns: 5 * MS,
+            },
+        ));
     }
     let mut total = 0;
     for i in 0..30u64 {
@@ -190,37 +201,44 @@ fn shop_recording() -> Vec<u8> {
             (string, 32, name)
         };
         total += size;
-        d.w.event(&JvmEvent::Alloc {
-            thread: 2 + (i % 2) as u32,
-            ticks: t(i * 30),
-            class,
-            size,
-            stack,
-            object: i + 1,
-            allocated_total: total,
-        });
-        if i % 2 == 0 {
-            d.w.event(&JvmEvent::ObjectFree {
-                ticks: t(i * 30 + 3),
+        d.w.event(&JvmEvent::on(
+            ThreadId(2 + (i % 2) as u32),
+            t(i * 30),
+            EventKind::Alloc {
+                class: ClassId(class),
+                size,
+                stack: StackId(stack),
                 object: i + 1,
-                allocated_total: total + 4096,
-            });
+                allocated_total: total,
+            },
+        ));
+        if i % 2 == 0 {
+            d.w.event(&JvmEvent::global(
+                t(i * 30 + 3),
+                EventKind::ObjectFree {
+                    object: i + 1,
+                    allocated_total: total + 4096,
+                },
+            ));
         }
     }
     for i in 0..7 {
-        d.w.event(&JvmEvent::User {
-            thread: 2,
-            ticks: t(i * 100 + 50),
-            event: 1,
-            kind: UserEventKind::Instant,
-            value: i as i64,
-        });
+        d.w.event(&JvmEvent::on(
+            ThreadId(2),
+            t(i * 100 + 50),
+            EventKind::User {
+                event: 1,
+                kind: UserEventKind::Instant,
+                value: i as i64,
+            },
+        ));
     }
     for thread in 1..=3 {
-        d.w.event(&JvmEvent::ThreadEnd {
-            thread,
-            ticks: t(1000),
-        });
+        d.w.event(&JvmEvent::on(
+            ThreadId(thread),
+            t(1000),
+            EventKind::ThreadEnd {},
+        ));
     }
     d.w.end(t(1000));
     let mut out = encode_file_start(&header);

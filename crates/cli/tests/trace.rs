@@ -31,12 +31,12 @@ impl Traces {
 
     /// `label` is `pkg.Class.method`.
     fn method(&mut self, label: &str) -> u32 {
-        self.dict.method_label(&mut self.w, label)
+        (self.dict.method_label(&mut self.w, label)).0
     }
 
     fn thread(&mut self, id: u32, name: &str) {
         self.w.thread(&ThreadDef {
-            id,
+            id: ThreadId(id),
             name: name.into(),
             start_order: id,
             ..Default::default()
@@ -47,15 +47,19 @@ impl Traces {
         let method = self.method(label);
         let e = TraceEvent {
             kind,
-            method,
+            method: MethodId(method),
             ticks: START + at_us * 1000,
             untraced: 0,
             cpu_ns: 0,
         };
-        match self.batches.iter_mut().find(|b| b.thread == thread) {
+        match self
+            .batches
+            .iter_mut()
+            .find(|b| b.thread == ThreadId(thread))
+        {
             Some(b) => b.events.push(e),
             None => self.batches.push(TraceBatch {
-                thread,
+                thread: ThreadId(thread),
                 has_cpu: false,
                 events: vec![e],
             }),
@@ -215,11 +219,11 @@ fn stats_of_an_aggregate_recording_say_what_is_missing() {
     let mut t = Traces::new();
     let (main, work) = (t.method("demo.Main.main"), t.method("demo.Main.work"));
     t.w.call_aggregate(&CallAggregate {
-        thread: 1,
+        thread: ThreadId(1),
         ticks: START + 5_000,
         pairs: vec![CallPair {
-            caller: main,
-            callee: work,
+            caller: MethodId(main),
+            callee: MethodId(work),
             calls: 4,
             total_ns: 4_000,
             min_ns: 500,

@@ -22,6 +22,7 @@ use jscope_format::{
     decode_payload, encode_file_start, split_chunk, ChunkWriter, ClassDef, Frame, FrameKind,
     Header, MethodDef, Sample, SampleMode, Split, ThreadDef,
 };
+use jscope_format::{ClassId, MethodId, StackId, StringId, ThreadId};
 
 /// Samples per chunk: agents flush about once a second; bigger chunks only make
 /// generation faster, reading costs the same per sample.
@@ -108,21 +109,21 @@ fn header(pid: u32, start_wall_ns: u64) -> Header {
 
 /// Methods, stacks (shared prefixes, so the flame graph has structure) and threads.
 fn declare(w: &mut ChunkWriter, rng: &mut Lcg) {
-    w.string(1, "com.bench.Service");
-    w.string(2, "Service.java");
-    w.string(3, "()V");
+    w.string(StringId(1), "com.bench.Service");
+    w.string(StringId(2), "Service.java");
+    w.string(StringId(3), "()V");
     w.class(&ClassDef {
-        id: 1,
-        name: 1,
-        source_file: 2,
+        id: ClassId(1),
+        name: StringId(1),
+        source_file: StringId(2),
     });
     for m in 1..=METHODS {
-        w.string(10 + m, &format!("method{m}"));
+        w.string(StringId(10 + m), &format!("method{m}"));
         w.method(&MethodDef {
-            id: m,
-            class: 1,
-            name: 10 + m,
-            signature: 3,
+            id: MethodId(m),
+            class: ClassId(1),
+            name: StringId(10 + m),
+            signature: StringId(3),
             modifiers: 1,
         });
     }
@@ -133,7 +134,7 @@ fn declare(w: &mut ChunkWriter, rng: &mut Lcg) {
             .map(|d| {
                 let spread = 2 + (d as u32 * METHODS) / DEPTH as u32;
                 Frame {
-                    method: 1 + rng.next(spread.min(METHODS)),
+                    method: MethodId(1 + rng.next(spread.min(METHODS))),
                     bci: 1,
                     line: 10 + d as u32,
                     kind: FrameKind::Compiled,
@@ -141,11 +142,11 @@ fn declare(w: &mut ChunkWriter, rng: &mut Lcg) {
             })
             .rev()
             .collect();
-        w.stack(s + 1, &frames);
+        w.stack(StackId(s + 1), &frames);
     }
     for t in 1..=THREADS {
         w.thread(&ThreadDef {
-            id: t,
+            id: ThreadId(t),
             java_id: 10 + t as i64,
             os_tid: 0,
             name: format!("worker-{t}"),
@@ -174,9 +175,9 @@ fn write_jvm(store: &FileStore, pid: u32, start_wall_ns: u64, a: &Args) {
     for (seq, chunk_start) in (0..a.seconds).step_by(CHUNK_SECONDS as usize).enumerate() {
         for i in 0..per_chunk {
             w.sample(&Sample {
-                thread: 1 + rng.next(THREADS),
+                thread: ThreadId(1 + rng.next(THREADS)),
                 ticks: chunk_start * 1_000_000_000 + i * step,
-                stack: 1 + rng.next(STACKS).min(rng.next(STACKS)),
+                stack: StackId(1 + rng.next(STACKS).min(rng.next(STACKS))),
                 mode: SampleMode::Cpu,
                 weight_ns: step,
                 state: ALIVE | RUNNABLE,

@@ -58,12 +58,16 @@ fn count(counts: &mut BTreeMap<Mode, HashMap<u32, u64>>, records: &[Record]) {
                     SampleMode::Cpu => Mode::Cpu,
                     SampleMode::Wall => Mode::Wall,
                 };
-                *counts.entry(mode).or_default().entry(s.stack).or_default() += 1;
+                *counts
+                    .entry(mode)
+                    .or_default()
+                    .entry(s.stack.0)
+                    .or_default() += 1;
             }
             Record::Snapshot(snap) => {
                 let m = counts.entry(Mode::Snapshot).or_default();
                 for t in &snap.threads {
-                    *m.entry(t.stack).or_default() += 1;
+                    *m.entry(t.stack.0).or_default() += 1;
                 }
             }
             _ => {}

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
-use jscope_format::{Header, JvmEvent, Record, Recording, TraceBatch};
+use jscope_format::{FieldValue, Header, JvmEvent, Record, Recording, TraceBatch};
 use serde::{Deserialize, Serialize};
 
 /// A JVM as the collector knows it: its stream id and the identity from its header.
@@ -141,17 +141,11 @@ pub(crate) fn batch_ticks(b: &TraceBatch) -> Option<(u64, u64, u64)> {
 }
 
 pub(crate) fn event_ticks(e: &JvmEvent) -> (u64, u64, u64) {
-    (e.ticks(), e.ticks(), event_duration_ns(e))
+    (e.ticks, e.ticks, event_duration_ns(e))
 }
 
 fn event_duration_ns(e: &JvmEvent) -> u64 {
-    match *e {
-        JvmEvent::MonitorBlocked { duration_ns, .. }
-        | JvmEvent::MonitorWait { duration_ns, .. }
-        | JvmEvent::Park { duration_ns, .. }
-        | JvmEvent::Gc { duration_ns, .. } => duration_ns,
-        _ => 0,
-    }
+    e.field("duration_ns").map_or(0, FieldValue::as_u64)
 }
 
 /// Adds a chunk's dictionary entries, counters and end to `dict`; events are left out

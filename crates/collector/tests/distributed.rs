@@ -13,6 +13,7 @@ use jscope_format::{
     encode_file_start, ChunkWriter, Dictionary, Header, RemoteCall, RemoteProtocol, RemoteSide,
     ThreadDef, TraceBatch, TraceEvent, TraceKind,
 };
+use jscope_format::{StackId, StringId, ThreadId};
 use jscope_testkit::temp_dir;
 use serde_json::{json, Value};
 
@@ -44,7 +45,7 @@ impl TracingJvm {
         };
         let mut w = ChunkWriter::new();
         w.thread(&ThreadDef {
-            id: 1,
+            id: ThreadId(1),
             java_id: 1,
             name: thread.into(),
             group: "main".into(),
@@ -62,7 +63,7 @@ impl TracingJvm {
     }
 
     fn string(&mut self, s: &str) -> u32 {
-        self.dict.string(&mut self.w, s)
+        (self.dict.string(&mut self.w, s)).0
     }
 
     fn ticks(&self, ns: u64) -> u64 {
@@ -105,19 +106,19 @@ impl TracingJvm {
         self.remotes.push(RemoteCall {
             side,
             protocol: RemoteProtocol::Http,
-            thread: 1,
+            thread: ThreadId(1),
             ticks,
             duration_ns: span_ns.1 - span_ns.0,
-            local_host: host,
+            local_host: StringId(host),
             local_port,
-            remote_host: host,
+            remote_host: StringId(host),
             remote_port,
             conn_seq: 1,
-            object: path,
+            object: StringId(path),
             method_hash: 0,
-            method: get,
-            request_id: id,
-            stack: 0,
+            method: StringId(get),
+            request_id: StringId(id),
+            stack: StackId::NONE,
             failed: false,
         });
     }
@@ -125,7 +126,7 @@ impl TracingJvm {
     /// The dictionaries, trace events and remote calls written so far as one chunk.
     fn chunk(&mut self) -> Vec<u8> {
         self.w.trace(&TraceBatch {
-            thread: 1,
+            thread: ThreadId(1),
             has_cpu: false,
             events: std::mem::take(&mut self.events),
         });

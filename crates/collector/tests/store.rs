@@ -14,6 +14,7 @@ use jscope_format::thread_state::{
     ALIVE, BLOCKED_ON_MONITOR_ENTER, IN_NATIVE, PARKED, RUNNABLE, WAITING,
 };
 use jscope_format::{decode_payload, split_chunk, Recording, Split};
+use jscope_format::{ClassId, MethodId, StackId, StringId, ThreadId};
 use jscope_format::{StateClass, ThreadDef};
 use jscope_testkit::temp_dir;
 
@@ -64,7 +65,10 @@ fn a_torn_tail_is_cut_and_the_stream_resumes_after_the_last_intact_chunk() {
     let store = FileStore::open(&dir, 64 << 20, Duration::from_secs(3600)).unwrap();
     let status = store.resume(&sim.stream).unwrap().expect("stream known");
     assert_eq!(status.acked, 3);
-    assert_eq!(status.dict.method_label(2), "com.acme.App7000.work");
+    assert_eq!(
+        status.dict.method_label(MethodId(2)),
+        "com.acme.App7000.work"
+    );
     let mut dict = status.dict;
     store.open(&id, &sim.header_bytes(), 4, &dict).unwrap();
     append(&store, &mut sim, &id, &mut dict, 4..=5);
@@ -180,32 +184,32 @@ impl Sparse {
     fn new(pid: u32) -> Sparse {
         let sim = SimJvm::new(pid, "com.acme.Sparse");
         let mut w = jscope_format::ChunkWriter::new();
-        w.string(1, "com.acme.Sparse");
-        w.string(2, "Sparse.java");
-        w.string(3, "()V");
+        w.string(StringId(1), "com.acme.Sparse");
+        w.string(StringId(2), "Sparse.java");
+        w.string(StringId(3), "()V");
         w.class(&jscope_format::ClassDef {
-            id: 1,
-            name: 1,
-            source_file: 2,
+            id: ClassId(1),
+            name: StringId(1),
+            source_file: StringId(2),
         });
         for m in 1..=4u32 {
-            w.string(10 + m, &format!("m{m}"));
+            w.string(StringId(10 + m), &format!("m{m}"));
             w.method(&jscope_format::MethodDef {
-                id: m,
-                class: 1,
-                name: 10 + m,
-                signature: 3,
+                id: MethodId(m),
+                class: ClassId(1),
+                name: StringId(10 + m),
+                signature: StringId(3),
                 modifiers: 1,
             });
         }
         let frame = |method| jscope_format::Frame {
             method,
             bci: 0,
-            line: method,
+            line: method.0,
             kind: jscope_format::FrameKind::Interpreted,
         };
         for s in 1..=3u32 {
-            w.stack(s, &[frame(s + 1), frame(1)]);
+            w.stack(StackId(s), &[frame(MethodId(s + 1)), frame(MethodId(1))]);
         }
         Sparse {
             header: sim.header,
@@ -220,9 +224,9 @@ impl Sparse {
             let i = self.next;
             self.next += 1;
             self.writer.sample(&jscope_format::Sample {
-                thread: 1,
+                thread: ThreadId(1),
                 ticks: self.header.start_ticks + i * 5_000_000_000,
-                stack: 1 + (i % 3) as u32,
+                stack: StackId(1 + (i % 3) as u32),
                 mode: if i % 4 == 3 {
                     jscope_format::SampleMode::Wall
                 } else {
@@ -313,7 +317,7 @@ fn summaries_of_closed_segments_count_exactly_what_decoding_counts() {
                 (slow.total, slow.by_stack()),
                 "{from:?}..{to:?} {mode:?}"
             );
-            assert_eq!(rec.method_label(2), "com.acme.Sparse.m2");
+            assert_eq!(rec.method_label(MethodId(2)), "com.acme.Sparse.m2");
         }
     }
     // A damaged summary is ignored, not trusted.
@@ -361,7 +365,7 @@ impl Busy {
 
     fn declare(&mut self, id: u32, name: &str) {
         self.writer.thread(&ThreadDef {
-            id,
+            id: ThreadId(id),
             java_id: id as i64,
             name: name.into(),
             group: "main".into(),
@@ -384,9 +388,9 @@ impl Busy {
             self.next += 1;
             let ticks = self.header.start_ticks + i * 5_000_000_000;
             self.writer.sample(&jscope_format::Sample {
-                thread: 1 + (i % 5) as u32,
+                thread: ThreadId(1 + (i % 5) as u32),
                 ticks,
-                stack: 1 + (i % 3) as u32,
+                stack: StackId(1 + (i % 3) as u32),
                 mode: if i % 4 == 3 {
                     jscope_format::SampleMode::Wall
                 } else {
@@ -398,9 +402,9 @@ impl Busy {
             if i % 3 == 2 {
                 let threads = (0..3u64)
                     .map(|t| jscope_format::SnapshotThread {
-                        thread: 1 + ((i + t) % 5) as u32,
+                        thread: ThreadId(1 + ((i + t) % 5) as u32),
                         state: BUSY_STATES[((i + 2 * t) % 5) as usize],
-                        stack: 1 + ((i + t) % 3) as u32,
+                        stack: StackId(1 + ((i + t) % 3) as u32),
                     })
                     .collect();
                 self.writer.snapshot(&jscope_format::Snapshot {

@@ -27,9 +27,9 @@ fn encode() -> Vec<u8> {
         x ^= x << 17;
         let thread = 1 + (i % 16) as u32;
         let s = Sample {
-            thread,
+            thread: ThreadId(thread),
             ticks: i / 16 * 10_000_000 + x % 50_000,
-            stack: 1 + (x % 500) as u32,
+            stack: StackId(1 + (x % 500) as u32),
             mode: SampleMode::Cpu,
             weight_ns: 10_000_000,
             state: 5,

@@ -5,17 +5,17 @@
 
 use std::collections::HashMap;
 
-use crate::{ChunkWriter, ClassDef, MethodDef};
+use crate::{ChunkWriter, ClassDef, ClassId, MethodDef, MethodId, StringId};
 
 /// `public`, the modifiers of methods declared by label.
 const ACC_PUBLIC: u32 = 0x0001;
 
 #[derive(Debug, Default, Clone)]
 pub struct Dictionary {
-    strings: HashMap<String, u32>,
-    classes: HashMap<String, u32>,
-    methods: HashMap<(u32, u32, u32), u32>,
-    labels: HashMap<String, u32>,
+    strings: HashMap<String, StringId>,
+    classes: HashMap<String, ClassId>,
+    methods: HashMap<(ClassId, StringId, StringId), MethodId>,
+    labels: HashMap<String, MethodId>,
 }
 
 impl Dictionary {
@@ -24,11 +24,11 @@ impl Dictionary {
     }
 
     /// The id of `s`, declared on first use.
-    pub fn string(&mut self, w: &mut ChunkWriter, s: &str) -> u32 {
+    pub fn string(&mut self, w: &mut ChunkWriter, s: &str) -> StringId {
         if let Some(&id) = self.strings.get(s) {
             return id;
         }
-        let id = self.strings.len() as u32 + 1;
+        let id = StringId(self.strings.len() as u32 + 1);
         w.string(id, s);
         self.strings.insert(s.to_owned(), id);
         id
@@ -36,13 +36,13 @@ impl Dictionary {
 
     /// The id of class `name` (dotted, e.g. `com.acme.Shop$Cart`), declared on first
     /// use with `source_file` (or none).
-    pub fn class(&mut self, w: &mut ChunkWriter, name: &str, source_file: Option<&str>) -> u32 {
+    pub fn class(&mut self, w: &mut ChunkWriter, name: &str, source_file: Option<&str>) -> ClassId {
         if let Some(&id) = self.classes.get(name) {
             return id;
         }
-        let id = self.classes.len() as u32 + 1;
+        let id = ClassId(self.classes.len() as u32 + 1);
         let name_id = self.string(w, name);
-        let source_file = source_file.map_or(0, |f| self.string(w, f));
+        let source_file = source_file.map_or(StringId::NONE, |f| self.string(w, f));
         w.class(&ClassDef {
             id,
             name: name_id,
@@ -54,12 +54,18 @@ impl Dictionary {
 
     /// The id of method `name` with JVM `signature` in class `class` (an id of
     /// [`Dictionary::class`]), declared public on first use.
-    pub fn method(&mut self, w: &mut ChunkWriter, class: u32, name: &str, signature: &str) -> u32 {
+    pub fn method(
+        &mut self,
+        w: &mut ChunkWriter,
+        class: ClassId,
+        name: &str,
+        signature: &str,
+    ) -> MethodId {
         let key = (class, self.string(w, name), self.string(w, signature));
         if let Some(&id) = self.methods.get(&key) {
             return id;
         }
-        let id = self.methods.len() as u32 + 1;
+        let id = MethodId(self.methods.len() as u32 + 1);
         w.method(&MethodDef {
             id,
             class,
@@ -73,7 +79,7 @@ impl Dictionary {
 
     /// The id of the method `label` names: `pkg.Class.method`, signature `()V`,
     /// its class without a source file.
-    pub fn method_label(&mut self, w: &mut ChunkWriter, label: &str) -> u32 {
+    pub fn method_label(&mut self, w: &mut ChunkWriter, label: &str) -> MethodId {
         self.method_label_with(w, label, |_| None)
     }
 
@@ -84,7 +90,7 @@ impl Dictionary {
         w: &mut ChunkWriter,
         label: &str,
         file: impl FnOnce(&str) -> Option<String>,
-    ) -> u32 {
+    ) -> MethodId {
         if let Some(&id) = self.labels.get(label) {
             return id;
         }
@@ -113,7 +119,7 @@ mod tests {
         });
         let cart = d.class(&mut w, "com.acme.Shop$Cart", None);
         let other = d.method(&mut w, cart, "pay", "(I)V");
-        assert_eq!((main, pay, other), (1, 2, 3));
+        assert_eq!((main.0, pay.0, other.0), (1, 2, 3));
         assert_eq!(d.string(&mut w, "pay"), d.string(&mut w, "pay"));
         let mut file = crate::encode_file_start(&crate::Header::default());
         file.extend(w.finish());

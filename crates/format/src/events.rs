@@ -1,10 +1,17 @@
 //! JVM events (JPMT, JX): threads, monitors, waits, parks, GC, allocation samples,
 //! object lifetimes, class loading, JIT, and user-defined events.
 //!
-//! Every event sits on a timeline: its thread's, or timeline 0 for process-wide events
-//! (GC, object frees, class unloads, JIT). Events that last (blocking, waiting,
-//! parking, GC) are written once, when they end, with their start time and duration.
+//! Every event is one shape, [`JvmEvent`]: the timeline it sits on (its thread, or
+//! thread 0 for process-wide events: GC, object frees, class unloads, JIT), its time,
+//! and its [`EventKind`] with the kind's own fields. Events that last (blocking,
+//! waiting, parking, GC) are written once, when they end, with their start time and
+//! duration.
+//!
+//! The kinds are declared once, in the `event_kinds!` table below: tag, name and
+//! fields in wire order. The enum, the encoder, the decoder, field access by name and
+//! [`EVENT_KINDS`] are all made from it, so a new kind or field is one table entry.
 
+use crate::ids::{ClassId, MethodId, StackId, StringId, ThreadId};
 use crate::varint::{put_i64, put_u64, Cursor};
 use crate::FormatError;
 
@@ -12,8 +19,7 @@ use crate::FormatError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct UserEventDef {
     pub id: u32,
-    /// String id of the name.
-    pub name: u32,
+    pub name: StringId,
 }
 
 /// How a user event was logged.
@@ -25,370 +31,341 @@ pub enum UserEventKind {
     End = 2,
 }
 
+/// One JVM event: on which timeline, when, and what happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JvmEvent {
+pub struct JvmEvent {
+    /// The thread whose timeline carries the event; [`ThreadId::NONE`] for
+    /// process-wide events.
+    pub thread: ThreadId,
+    /// When it happened; for events that last, when they began.
+    pub ticks: u64,
+    pub kind: EventKind,
+}
+
+/// A field of an event kind, as the table declares it: its name and Rust type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventField {
+    pub name: &'static str,
+    pub ty: &'static str,
+}
+
+/// An event kind as the table declares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventKindInfo {
+    pub tag: u64,
+    /// The kind's short name, as `--type` and the event rows spell it.
+    pub name: &'static str,
+    /// The fields after thread and time, in wire order.
+    pub fields: &'static [EventField],
+}
+
+/// The value of one event field, for code that reads fields by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldValue {
+    U64(u64),
+    I64(i64),
+    Bool(bool),
+    Class(ClassId),
+    Method(MethodId),
+    Stack(StackId),
+    Thread(ThreadId),
+    /// A user event id ([`UserEventDef::id`]).
+    UserEvent(u32),
+    UserKind(UserEventKind),
+}
+
+impl FieldValue {
+    /// The value as a number: ids as their number, `true` as 1, a user event kind as
+    /// its wire value; a negative `I64` as its two's complement.
+    pub fn as_u64(self) -> u64 {
+        self.as_i64() as u64
+    }
+
+    /// As [`FieldValue::as_u64`], signed; a `U64` above `i64::MAX` wraps.
+    pub fn as_i64(self) -> i64 {
+        match self {
+            FieldValue::U64(v) => v as i64,
+            FieldValue::I64(v) => v,
+            FieldValue::Bool(b) => b.into(),
+            FieldValue::Class(id) => id.0.into(),
+            FieldValue::Method(id) => id.0.into(),
+            FieldValue::Stack(id) => id.0.into(),
+            FieldValue::Thread(id) => id.0.into(),
+            FieldValue::UserEvent(id) => id.into(),
+            FieldValue::UserKind(k) => k as i64,
+        }
+    }
+}
+
+/// How a field type goes on the wire (all as varints) and reads as a [`FieldValue`].
+trait Wire: Sized + Copy {
+    fn put(self, out: &mut Vec<u8>);
+    fn get(c: &mut Cursor) -> Result<Self, FormatError>;
+    fn value(self) -> FieldValue;
+}
+
+impl Wire for u64 {
+    fn put(self, out: &mut Vec<u8>) {
+        put_u64(out, self);
+    }
+    fn get(c: &mut Cursor) -> Result<u64, FormatError> {
+        c.u64()
+    }
+    fn value(self) -> FieldValue {
+        FieldValue::U64(self)
+    }
+}
+
+/// Zigzag, so small negative values stay short.
+impl Wire for i64 {
+    fn put(self, out: &mut Vec<u8>) {
+        put_i64(out, self);
+    }
+    fn get(c: &mut Cursor) -> Result<i64, FormatError> {
+        c.i64()
+    }
+    fn value(self) -> FieldValue {
+        FieldValue::I64(self)
+    }
+}
+
+impl Wire for bool {
+    fn put(self, out: &mut Vec<u8>) {
+        put_u64(out, self.into());
+    }
+    fn get(c: &mut Cursor) -> Result<bool, FormatError> {
+        Ok(c.u64()? != 0)
+    }
+    fn value(self) -> FieldValue {
+        FieldValue::Bool(self)
+    }
+}
+
+/// A user event id.
+impl Wire for u32 {
+    fn put(self, out: &mut Vec<u8>) {
+        put_u64(out, self.into());
+    }
+    fn get(c: &mut Cursor) -> Result<u32, FormatError> {
+        c.u32()
+    }
+    fn value(self) -> FieldValue {
+        FieldValue::UserEvent(self)
+    }
+}
+
+impl Wire for UserEventKind {
+    fn put(self, out: &mut Vec<u8>) {
+        put_u64(out, self as u64);
+    }
+    fn get(c: &mut Cursor) -> Result<UserEventKind, FormatError> {
+        match c.u64()? {
+            0 => Ok(UserEventKind::Instant),
+            1 => Ok(UserEventKind::Begin),
+            2 => Ok(UserEventKind::End),
+            k => Err(FormatError::Malformed(format!(
+                "unknown user event kind {k}"
+            ))),
+        }
+    }
+    fn value(self) -> FieldValue {
+        FieldValue::UserKind(self)
+    }
+}
+
+macro_rules! id_wire {
+    ($($id:ident => $variant:ident),*) => {$(
+        impl Wire for $id {
+            fn put(self, out: &mut Vec<u8>) {
+                put_u64(out, self.into());
+            }
+            fn get(c: &mut Cursor) -> Result<$id, FormatError> {
+                c.u32().map($id)
+            }
+            fn value(self) -> FieldValue {
+                FieldValue::$variant(self)
+            }
+        }
+    )*};
+}
+
+id_wire!(ClassId => Class, MethodId => Method, StackId => Stack, ThreadId => Thread);
+
+/// Declares the event kinds: the enum, its tags and names, the encoder and decoder,
+/// field access by name, and [`EVENT_KINDS`].
+macro_rules! event_kinds {
+    ($(
+        $(#[$doc:meta])*
+        $kind:ident = $tag:literal, $name:literal { $($field:ident: $ty:ident),* }
+    )*) => {
+        /// What happened, with the fields of its kind (in wire order).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum EventKind {
+            $($(#[$doc])* $kind { $($field: $ty),* },)*
+        }
+
+        /// Every event kind, in tag order.
+        pub const EVENT_KINDS: &[EventKindInfo] = &[$(EventKindInfo {
+            tag: $tag,
+            name: $name,
+            fields: &[$(EventField { name: stringify!($field), ty: stringify!($ty) }),*],
+        }),*];
+
+        impl EventKind {
+            /// The record tag of this kind.
+            pub fn tag(&self) -> u64 {
+                match self {
+                    $(EventKind::$kind { .. } => $tag,)*
+                }
+            }
+
+            /// Writes the fields in wire order.
+            fn encode_fields(&self, out: &mut Vec<u8>) {
+                match *self {
+                    $(EventKind::$kind { $($field),* } => { $($field.put(out);)* })*
+                }
+            }
+
+            /// Reads the fields of the kind tagged `tag`; `None` when it is no event.
+            fn decode_fields(tag: u64, c: &mut Cursor) -> Result<Option<EventKind>, FormatError> {
+                Ok(Some(match tag {
+                    $($tag => EventKind::$kind { $($field: Wire::get(c)?),* },)*
+                    _ => return Ok(None),
+                }))
+            }
+
+            /// The field called `name`, when this kind has one.
+            pub fn field(&self, name: &str) -> Option<FieldValue> {
+                match *self {
+                    $(EventKind::$kind { $($field),* } => {
+                        $(if name == stringify!($field) {
+                            return Some($field.value());
+                        })*
+                    })*
+                }
+                None
+            }
+        }
+    };
+}
+
+event_kinds! {
     /// `parent` is the thread that called `Thread.start`, 0 when unknown.
-    ThreadStart {
-        thread: u32,
-        ticks: u64,
-        parent: u32,
-    },
-    ThreadEnd {
-        thread: u32,
-        ticks: u64,
-    },
-    /// A contended `synchronized` entry: blocked from `ticks` for `duration_ns` on an
-    /// object of class `class` (object = agent-assigned object id), held by `owner`.
-    MonitorBlocked {
-        thread: u32,
-        ticks: u64,
-        duration_ns: u64,
-        class: u32,
-        object: u64,
-        owner: u32,
-        stack: u32,
-    },
-    /// `Object.wait` from `ticks` for `duration_ns`; `timeout_ms` 0 = none.
-    MonitorWait {
-        thread: u32,
-        ticks: u64,
-        duration_ns: u64,
-        class: u32,
-        object: u64,
-        timeout_ms: u64,
-        timed_out: bool,
-        stack: u32,
-    },
+    ThreadStart = 32, "thread_start" { parent: ThreadId }
+    ThreadEnd = 33, "thread_end" {}
+    /// A contended `synchronized` entry: blocked from the event's time for
+    /// `duration_ns` on an object of class `class` (object = agent-assigned object
+    /// id), held by `owner`.
+    MonitorBlocked = 34, "monitor" {
+        duration_ns: u64, class: ClassId, object: u64, owner: ThreadId, stack: StackId
+    }
+    /// `Object.wait` for `duration_ns`; `timeout_ms` 0 = none.
+    MonitorWait = 35, "wait" {
+        duration_ns: u64, class: ClassId, object: u64, timeout_ms: u64, timed_out: bool,
+        stack: StackId
+    }
     /// `LockSupport.park`; `blocker_class` 0 when no blocker object.
-    Park {
-        thread: u32,
-        ticks: u64,
-        duration_ns: u64,
-        blocker_class: u32,
-        timeout_ns: u64,
-        stack: u32,
-    },
+    Park = 36, "park" {
+        duration_ns: u64, blocker_class: ClassId, timeout_ns: u64, stack: StackId
+    }
     /// A garbage collection (JVMTI GarbageCollectionStart/Finish).
-    Gc {
-        ticks: u64,
-        duration_ns: u64,
-    },
+    Gc = 37, "gc" { duration_ns: u64 }
     /// A sampled allocation. `object` is the id of the tagged object (0 when its
     /// lifetime is not tracked); `allocated_total` is the agent's running total of
     /// sampled allocated bytes at this moment (JX's age in bytes = difference).
-    Alloc {
-        thread: u32,
-        ticks: u64,
-        class: u32,
-        size: u64,
-        stack: u32,
-        object: u64,
-        allocated_total: u64,
-    },
+    Alloc = 38, "alloc" {
+        class: ClassId, size: u64, stack: StackId, object: u64, allocated_total: u64
+    }
     /// A tracked object was freed (JVMTI ObjectFree).
-    ObjectFree {
-        ticks: u64,
-        object: u64,
-        allocated_total: u64,
-    },
-    ClassLoad {
-        thread: u32,
-        ticks: u64,
-        class: u32,
-    },
-    ClassUnload {
-        ticks: u64,
-        class: u32,
-    },
-    /// A method was JIT-compiled (`code_size` bytes of machine code) or its code unloaded.
-    Compiled {
-        ticks: u64,
-        method: u32,
-        code_size: u64,
-    },
-    CompiledUnload {
-        ticks: u64,
-        method: u32,
-    },
-    User {
-        thread: u32,
-        ticks: u64,
-        event: u32,
-        kind: UserEventKind,
-        value: i64,
-    },
+    ObjectFree = 39, "free" { object: u64, allocated_total: u64 }
+    ClassLoad = 40, "class_load" { class: ClassId }
+    ClassUnload = 41, "class_unload" { class: ClassId }
+    /// A method was JIT-compiled (`code_size` bytes of machine code).
+    Compiled = 42, "compiled" { method: MethodId, code_size: u64 }
+    /// A method's compiled code was unloaded.
+    CompiledUnload = 43, "compiled_unload" { method: MethodId }
+    /// `event` is a user event id; `value` what was logged with it.
+    User = 44, "user" { event: u32, kind: UserEventKind, value: i64 }
 }
 
 pub(crate) mod tag {
     pub const USER_EVENT_DEF: u64 = 7;
-    pub const THREAD_START: u64 = 32;
-    pub const THREAD_END: u64 = 33;
-    pub const MONITOR_BLOCKED: u64 = 34;
-    pub const MONITOR_WAIT: u64 = 35;
-    pub const PARK: u64 = 36;
-    pub const GC: u64 = 37;
-    pub const ALLOC: u64 = 38;
-    pub const OBJECT_FREE: u64 = 39;
-    pub const CLASS_LOAD: u64 = 40;
-    pub const CLASS_UNLOAD: u64 = 41;
-    pub const COMPILED: u64 = 42;
-    pub const COMPILED_UNLOAD: u64 = 43;
-    pub const USER: u64 = 44;
+}
 
-    pub fn is_event(t: u64) -> bool {
-        (THREAD_START..=USER).contains(&t)
+impl EventKind {
+    /// The table's entry for this kind.
+    pub fn info(&self) -> &'static EventKindInfo {
+        let tag = self.tag();
+        let first = EVENT_KINDS[0].tag;
+        // Tags are contiguous from the first (checked by a test below).
+        &EVENT_KINDS[(tag - first) as usize]
+    }
+
+    /// The kind's short name (`monitor`, `gc`, ...).
+    pub fn name(&self) -> &'static str {
+        self.info().name
     }
 }
 
 impl JvmEvent {
-    /// The thread whose timeline carries the event; 0 for process-wide events.
-    pub fn timeline(&self) -> u32 {
-        use JvmEvent::*;
-        match *self {
-            ThreadStart { thread, .. }
-            | ThreadEnd { thread, .. }
-            | MonitorBlocked { thread, .. }
-            | MonitorWait { thread, .. }
-            | Park { thread, .. }
-            | Alloc { thread, .. }
-            | ClassLoad { thread, .. }
-            | User { thread, .. } => thread,
-            Gc { .. }
-            | ObjectFree { .. }
-            | ClassUnload { .. }
-            | Compiled { .. }
-            | CompiledUnload { .. } => 0,
+    /// An event on `thread`'s timeline.
+    pub fn on(thread: ThreadId, ticks: u64, kind: EventKind) -> JvmEvent {
+        JvmEvent {
+            thread,
+            ticks,
+            kind,
         }
     }
 
-    pub fn ticks(&self) -> u64 {
-        use JvmEvent::*;
-        match *self {
-            ThreadStart { ticks, .. }
-            | ThreadEnd { ticks, .. }
-            | MonitorBlocked { ticks, .. }
-            | MonitorWait { ticks, .. }
-            | Park { ticks, .. }
-            | Gc { ticks, .. }
-            | Alloc { ticks, .. }
-            | ObjectFree { ticks, .. }
-            | ClassLoad { ticks, .. }
-            | ClassUnload { ticks, .. }
-            | Compiled { ticks, .. }
-            | CompiledUnload { ticks, .. }
-            | User { ticks, .. } => ticks,
-        }
+    /// A process-wide event (timeline 0).
+    pub fn global(ticks: u64, kind: EventKind) -> JvmEvent {
+        JvmEvent::on(ThreadId::NONE, ticks, kind)
     }
 
-    /// The record tag and the fields after the thread and time, in wire order.
-    fn tag_and_fields(&self) -> (u64, Vec<u64>) {
-        use JvmEvent::*;
-        match *self {
-            ThreadStart { parent, .. } => (tag::THREAD_START, vec![parent.into()]),
-            ThreadEnd { .. } => (tag::THREAD_END, vec![]),
-            MonitorBlocked {
-                duration_ns,
-                class,
-                object,
-                owner,
-                stack,
-                ..
-            } => (
-                tag::MONITOR_BLOCKED,
-                vec![
-                    duration_ns,
-                    class.into(),
-                    object,
-                    owner.into(),
-                    stack.into(),
-                ],
-            ),
-            MonitorWait {
-                duration_ns,
-                class,
-                object,
-                timeout_ms,
-                timed_out,
-                stack,
-                ..
-            } => (
-                tag::MONITOR_WAIT,
-                vec![
-                    duration_ns,
-                    class.into(),
-                    object,
-                    timeout_ms,
-                    timed_out.into(),
-                    stack.into(),
-                ],
-            ),
-            Park {
-                duration_ns,
-                blocker_class,
-                timeout_ns,
-                stack,
-                ..
-            } => (
-                tag::PARK,
-                vec![duration_ns, blocker_class.into(), timeout_ns, stack.into()],
-            ),
-            Gc { duration_ns, .. } => (tag::GC, vec![duration_ns]),
-            Alloc {
-                class,
-                size,
-                stack,
-                object,
-                allocated_total,
-                ..
-            } => (
-                tag::ALLOC,
-                vec![class.into(), size, stack.into(), object, allocated_total],
-            ),
-            ObjectFree {
-                object,
-                allocated_total,
-                ..
-            } => (tag::OBJECT_FREE, vec![object, allocated_total]),
-            ClassLoad { class, .. } => (tag::CLASS_LOAD, vec![class.into()]),
-            ClassUnload { class, .. } => (tag::CLASS_UNLOAD, vec![class.into()]),
-            Compiled {
-                method, code_size, ..
-            } => (tag::COMPILED, vec![method.into(), code_size]),
-            CompiledUnload { method, .. } => (tag::COMPILED_UNLOAD, vec![method.into()]),
-            User {
-                event, kind, value, ..
-            } => (
-                tag::USER,
-                vec![
-                    event.into(),
-                    kind as u64,
-                    ((value << 1) ^ (value >> 63)) as u64,
-                ],
-            ),
-        }
+    /// The field called `name` of the event's kind.
+    pub fn field(&self, name: &str) -> Option<FieldValue> {
+        self.kind.field(name)
     }
 }
 
 /// Encodes `e` as `thread:varint dt:svarint field:varint*`; returns its tag.
 pub(crate) fn encode_event(out: &mut Vec<u8>, e: &JvmEvent, dt: i64) -> u64 {
-    let (t, fields) = e.tag_and_fields();
-    put_u64(out, e.timeline().into());
+    put_u64(out, e.thread.into());
     put_i64(out, dt);
-    for f in fields {
-        put_u64(out, f);
-    }
-    t
+    e.kind.encode_fields(out);
+    e.kind.tag()
 }
 
-fn u32_of(v: u64) -> Result<u32, FormatError> {
-    u32::try_from(v).map_err(|_| FormatError::Malformed(format!("id {v} exceeds u32")))
+/// Whether `t` tags an event record.
+pub(crate) fn is_event(t: u64) -> bool {
+    EVENT_KINDS.iter().any(|k| k.tag == t)
 }
 
 /// Decodes an event record body; `absolute` turns (timeline, delta) into ticks.
 pub(crate) fn decode_event(
     t: u64,
     c: &mut Cursor,
-    absolute: &mut dyn FnMut(u32, i64) -> u64,
+    absolute: &mut dyn FnMut(ThreadId, i64) -> u64,
 ) -> Result<JvmEvent, FormatError> {
-    use JvmEvent::*;
-    let thread = c.u32()?;
+    let thread = c.id()?;
     let ticks = absolute(thread, c.i64()?);
-    let mut n = || c.u64();
-    Ok(match t {
-        tag::THREAD_START => ThreadStart {
-            thread,
-            ticks,
-            parent: u32_of(n()?)?,
-        },
-        tag::THREAD_END => ThreadEnd { thread, ticks },
-        tag::MONITOR_BLOCKED => MonitorBlocked {
-            thread,
-            ticks,
-            duration_ns: n()?,
-            class: u32_of(n()?)?,
-            object: n()?,
-            owner: u32_of(n()?)?,
-            stack: u32_of(n()?)?,
-        },
-        tag::MONITOR_WAIT => MonitorWait {
-            thread,
-            ticks,
-            duration_ns: n()?,
-            class: u32_of(n()?)?,
-            object: n()?,
-            timeout_ms: n()?,
-            timed_out: n()? != 0,
-            stack: u32_of(n()?)?,
-        },
-        tag::PARK => Park {
-            thread,
-            ticks,
-            duration_ns: n()?,
-            blocker_class: u32_of(n()?)?,
-            timeout_ns: n()?,
-            stack: u32_of(n()?)?,
-        },
-        tag::GC => Gc {
-            ticks,
-            duration_ns: n()?,
-        },
-        tag::ALLOC => Alloc {
-            thread,
-            ticks,
-            class: u32_of(n()?)?,
-            size: n()?,
-            stack: u32_of(n()?)?,
-            object: n()?,
-            allocated_total: n()?,
-        },
-        tag::OBJECT_FREE => ObjectFree {
-            ticks,
-            object: n()?,
-            allocated_total: n()?,
-        },
-        tag::CLASS_LOAD => ClassLoad {
-            thread,
-            ticks,
-            class: u32_of(n()?)?,
-        },
-        tag::CLASS_UNLOAD => ClassUnload {
-            ticks,
-            class: u32_of(n()?)?,
-        },
-        tag::COMPILED => Compiled {
-            ticks,
-            method: u32_of(n()?)?,
-            code_size: n()?,
-        },
-        tag::COMPILED_UNLOAD => CompiledUnload {
-            ticks,
-            method: u32_of(n()?)?,
-        },
-        tag::USER => {
-            let event = u32_of(n()?)?;
-            let kind = match n()? {
-                0 => UserEventKind::Instant,
-                1 => UserEventKind::Begin,
-                2 => UserEventKind::End,
-                k => {
-                    return Err(FormatError::Malformed(format!(
-                        "unknown user event kind {k}"
-                    )))
-                }
-            };
-            let z = n()?;
-            User {
-                thread,
-                ticks,
-                event,
-                kind,
-                value: ((z >> 1) as i64) ^ -((z & 1) as i64),
-            }
+    let kind = EventKind::decode_fields(t, c)?
+        .ok_or_else(|| FormatError::Malformed(format!("tag {t} is not an event")))?;
+    Ok(JvmEvent::on(thread, ticks, kind))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_contiguous_so_a_kind_finds_its_entry() {
+        for (i, k) in EVENT_KINDS.iter().enumerate() {
+            assert_eq!(k.tag, EVENT_KINDS[0].tag + i as u64, "{}", k.name);
         }
-        other => {
-            return Err(FormatError::Malformed(format!(
-                "tag {other} is not an event"
-            )))
-        }
-    })
+        let gc = EventKind::Gc { duration_ns: 5 };
+        assert_eq!((gc.name(), gc.info().fields.len()), ("gc", 1));
+        assert_eq!(gc.field("duration_ns"), Some(FieldValue::U64(5)));
+        assert_eq!(gc.field("stack"), None);
+    }
 }

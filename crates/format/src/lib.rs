@@ -9,6 +9,7 @@
 mod chunk;
 mod dictionary;
 mod events;
+mod ids;
 mod model;
 mod read;
 mod record;
@@ -22,7 +23,11 @@ pub use chunk::{
     VERSION_MAJOR, VERSION_MINOR,
 };
 pub use dictionary::Dictionary;
-pub use events::{JvmEvent, UserEventDef, UserEventKind};
+pub use events::{
+    EventField, EventKind, EventKindInfo, FieldValue, JvmEvent, UserEventDef, UserEventKind,
+    EVENT_KINDS,
+};
+pub use ids::{ClassId, MethodId, StackId, StringId, ThreadId};
 pub use model::*;
 pub use read::{ChunkReader, Damage, Recording};
 pub use record::{decode_payload, Record};

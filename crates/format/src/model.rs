@@ -1,5 +1,7 @@
 //! The values a recording holds: header, dictionary entries and events.
 
+use crate::ids::{ClassId, MethodId, StackId, StringId, ThreadId};
+
 /// Who recorded, where, and how to turn ticks into time.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Header {
@@ -66,7 +68,7 @@ impl FrameKind {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Frame {
-    pub method: u32,
+    pub method: MethodId,
     /// Bytecode index; -1 when unknown or native.
     pub bci: i32,
     /// Source line; 0 when unknown.
@@ -76,25 +78,25 @@ pub struct Frame {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ClassDef {
-    pub id: u32,
+    pub id: ClassId,
     /// String id of the class name in Java notation, e.g. `java.lang.String`.
-    pub name: u32,
+    pub name: StringId,
     /// String id of the source file name; 0 when absent.
-    pub source_file: u32,
+    pub source_file: StringId,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MethodDef {
-    pub id: u32,
-    pub class: u32,
-    pub name: u32,
-    pub signature: u32,
+    pub id: MethodId,
+    pub class: ClassId,
+    pub name: StringId,
+    pub signature: StringId,
     pub modifiers: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ThreadDef {
-    pub id: u32,
+    pub id: ThreadId,
     pub java_id: i64,
     /// Kernel thread id; 0 when unknown.
     pub os_tid: u32,
@@ -134,9 +136,9 @@ impl SampleMode {
 /// One signal-driven stack sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
-    pub thread: u32,
+    pub thread: ThreadId,
     pub ticks: u64,
-    pub stack: u32,
+    pub stack: StackId,
     pub mode: SampleMode,
     /// The time this sample stands for (normally the interval).
     pub weight_ns: u64,
@@ -146,9 +148,9 @@ pub struct Sample {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnapshotThread {
-    pub thread: u32,
+    pub thread: ThreadId,
     pub state: u32,
-    pub stack: u32,
+    pub stack: StackId,
 }
 
 /// All Java threads at one moment (xdProf).
@@ -185,7 +187,7 @@ impl TraceKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TraceEvent {
     pub kind: TraceKind,
-    pub method: u32,
+    pub method: MethodId,
     pub ticks: u64,
     /// On entries: calls of untraced methods since the previous traced event on this
     /// thread (JPMT), so analysis can correct for perturbation. 0 on exits.
@@ -197,7 +199,7 @@ pub struct TraceEvent {
 /// Consecutive trace events of one thread, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TraceBatch {
-    pub thread: u32,
+    pub thread: ThreadId,
     pub has_cpu: bool,
     pub events: Vec<TraceEvent>,
 }
@@ -206,8 +208,8 @@ pub struct TraceBatch {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CallPair {
     /// 0 when the callee was called from untraced code.
-    pub caller: u32,
-    pub callee: u32,
+    pub caller: MethodId,
+    pub callee: MethodId,
     pub calls: u64,
     pub total_ns: u64,
     pub min_ns: u64,
@@ -216,7 +218,7 @@ pub struct CallPair {
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CallAggregate {
-    pub thread: u32,
+    pub thread: ThreadId,
     /// End of the interval the totals cover; totals of successive records add up.
     pub ticks: u64,
     pub pairs: Vec<CallPair>,

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use crate::chunk::{check_magic, split_chunk, ChunkKind, RawChunk, Split, MAGIC};
 use crate::events::{JvmEvent, UserEventDef};
+use crate::ids::{ClassId, MethodId, StackId, StringId, ThreadId};
 use crate::model::*;
 use crate::record::{decode_payload, Record};
 use crate::remote::RemoteCall;
@@ -102,7 +103,7 @@ pub struct Recording {
     pub strings: Vec<String>,
     pub classes: Vec<Option<ClassDef>>,
     pub methods: Vec<Option<MethodDef>>,
-    pub threads: BTreeMap<u32, ThreadDef>,
+    pub threads: BTreeMap<ThreadId, ThreadDef>,
     pub stacks: Vec<Option<Vec<Frame>>>,
     pub samples: Vec<Sample>,
     pub snapshots: Vec<Snapshot>,
@@ -127,8 +128,7 @@ pub struct Recording {
     pub chunks: u64,
 }
 
-fn put<T>(v: &mut Vec<Option<T>>, id: u32, value: T) {
-    let i = id as usize;
+fn put<T>(v: &mut Vec<Option<T>>, i: usize, value: T) {
     if v.len() <= i {
         v.resize_with(i + 1, || None);
     }
@@ -205,12 +205,12 @@ impl Recording {
     pub fn apply(&mut self, r: Record) {
         match r {
             Record::String { id, value } => self.put_string(id, value),
-            Record::Class(c) => put(&mut self.classes, c.id, c),
-            Record::Method(m) => put(&mut self.methods, m.id, m),
+            Record::Class(c) => put(&mut self.classes, c.id.index(), c),
+            Record::Method(m) => put(&mut self.methods, m.id.index(), m),
             Record::Thread(t) => {
                 self.threads.insert(t.id, t);
             }
-            Record::Stack { id, frames } => put(&mut self.stacks, id, frames),
+            Record::Stack { id, frames } => put(&mut self.stacks, id.index(), frames),
             Record::Sample(s) => self.samples.push(s),
             Record::Snapshot(s) => self.snapshots.push(s),
             Record::Counters { values, .. } => self.counters.extend(values),
@@ -219,36 +219,36 @@ impl Recording {
             Record::CallAggregate(a) => self.call_aggregates.push(a),
             Record::Event(e) => self.events.push(e),
             Record::Remote(c) => self.remote_calls.push(c),
-            Record::UserEventDef(d) => put(&mut self.user_events, d.id, d),
+            Record::UserEventDef(d) => put(&mut self.user_events, d.id as usize, d),
             Record::Header(_) | Record::Unknown { .. } => self.skipped_records += 1,
         }
     }
 
-    fn put_string(&mut self, id: u32, value: String) {
-        let i = id as usize;
+    fn put_string(&mut self, id: StringId, value: String) {
+        let i = id.index();
         if self.strings.len() <= i {
             self.strings.resize(i + 1, String::new());
         }
         self.strings[i] = value;
     }
 
-    pub fn string(&self, id: u32) -> &str {
+    pub fn string(&self, id: StringId) -> &str {
         self.strings
-            .get(id as usize)
+            .get(id.index())
             .map(String::as_str)
             .unwrap_or("")
     }
 
-    pub fn method(&self, id: u32) -> Option<&MethodDef> {
-        self.methods.get(id as usize).and_then(Option::as_ref)
+    pub fn method(&self, id: MethodId) -> Option<&MethodDef> {
+        self.methods.get(id.index()).and_then(Option::as_ref)
     }
 
-    pub fn class(&self, id: u32) -> Option<&ClassDef> {
-        self.classes.get(id as usize).and_then(Option::as_ref)
+    pub fn class(&self, id: ClassId) -> Option<&ClassDef> {
+        self.classes.get(id.index()).and_then(Option::as_ref)
     }
 
     /// `com.acme.Foo.bar`, or `[unknown]` when the method is not known.
-    pub fn method_label(&self, method: u32) -> String {
+    pub fn method_label(&self, method: MethodId) -> String {
         let Some(m) = self.method(method) else {
             return "[unknown]".to_string();
         };
@@ -269,14 +269,14 @@ impl Recording {
     }
 
     /// Frames of a stack, top first; empty when unknown.
-    pub fn stack(&self, id: u32) -> &[Frame] {
+    pub fn stack(&self, id: StackId) -> &[Frame] {
         self.stacks
-            .get(id as usize)
+            .get(id.index())
             .and_then(Option::as_deref)
             .unwrap_or(&[])
     }
 
-    pub fn thread(&self, id: u32) -> Option<&ThreadDef> {
+    pub fn thread(&self, id: ThreadId) -> Option<&ThreadDef> {
         self.threads.get(&id)
     }
 
@@ -305,7 +305,7 @@ impl Recording {
             .map(|e| e.ticks)
             .max()
             .unwrap_or(0);
-        let e = self.events.iter().map(JvmEvent::ticks).max().unwrap_or(0);
+        let e = self.events.iter().map(|e| e.ticks).max().unwrap_or(0);
         s.max(n).max(t).max(e).max(self.header.start_ticks)
     }
 }

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 
 use crate::events::{self, decode_event, JvmEvent, UserEventDef};
+use crate::ids::{MethodId, StackId, StringId, ThreadId};
 use crate::model::*;
 use crate::remote::{self, decode_remote, RemoteCall};
 use crate::varint::{put_i64, put_str, put_u64, Cursor};
@@ -37,14 +38,14 @@ pub(crate) mod tag {
 pub enum Record {
     Header(Box<Header>),
     String {
-        id: u32,
+        id: StringId,
         value: String,
     },
     Class(ClassDef),
     Method(MethodDef),
     Thread(ThreadDef),
     Stack {
-        id: u32,
+        id: StackId,
         frames: Vec<Frame>,
     },
     Sample(Sample),
@@ -71,7 +72,7 @@ pub enum Record {
 #[derive(Default)]
 pub(crate) struct DeltaEncoder {
     base: u64,
-    last: HashMap<u32, u64>,
+    last: HashMap<ThreadId, u64>,
 }
 
 impl DeltaEncoder {
@@ -80,7 +81,7 @@ impl DeltaEncoder {
         self.last.clear();
     }
 
-    pub(crate) fn delta(&mut self, timeline: u32, ticks: u64) -> i64 {
+    pub(crate) fn delta(&mut self, timeline: ThreadId, ticks: u64) -> i64 {
         let prev = self.last.insert(timeline, ticks).unwrap_or(self.base);
         ticks.wrapping_sub(prev) as i64
     }
@@ -89,11 +90,11 @@ impl DeltaEncoder {
 /// Undoes `DeltaEncoder` (reader side).
 struct DeltaDecoder {
     base: u64,
-    last: HashMap<u32, u64>,
+    last: HashMap<ThreadId, u64>,
 }
 
 impl DeltaDecoder {
-    fn absolute(&mut self, timeline: u32, delta: i64) -> u64 {
+    fn absolute(&mut self, timeline: ThreadId, delta: i64) -> u64 {
         let prev = self.last.get(&timeline).copied().unwrap_or(self.base);
         let ticks = prev.wrapping_add(delta as u64);
         self.last.insert(timeline, ticks);
@@ -216,39 +217,39 @@ fn decode_record(t: u64, c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Rec
     Ok(match t {
         tag::HEADER => Record::Header(Box::new(decode_header(c)?)),
         tag::STRING => Record::String {
-            id: c.u32()?,
+            id: c.id()?,
             value: c.string()?,
         },
         tag::CLASS => Record::Class(ClassDef {
-            id: c.u32()?,
-            name: c.u32()?,
-            source_file: c.u32()?,
+            id: c.id()?,
+            name: c.id()?,
+            source_file: c.id()?,
         }),
         tag::METHOD => Record::Method(MethodDef {
-            id: c.u32()?,
-            class: c.u32()?,
-            name: c.u32()?,
-            signature: c.u32()?,
+            id: c.id()?,
+            class: c.id()?,
+            name: c.id()?,
+            signature: c.id()?,
             modifiers: c.u32()?,
         }),
         tag::THREAD => Record::Thread(decode_thread(c)?),
         tag::STACK => Record::Stack {
-            id: c.u32()?,
+            id: c.id()?,
             frames: decode_frames(c)?,
         },
         tag::SAMPLE => Record::Sample(decode_sample(c, times)?),
         tag::SNAPSHOT => Record::Snapshot(decode_snapshot(c, times)?),
         tag::COUNTERS => decode_counters(c, times)?,
         tag::END => Record::End {
-            ticks: times.absolute(0, c.i64()?),
+            ticks: times.absolute(ThreadId::NONE, c.i64()?),
         },
         tag::TRACE => Record::Trace(decode_trace(c, times)?),
         tag::CALL_AGGREGATE => Record::CallAggregate(decode_aggregate(c, times)?),
         events::tag::USER_EVENT_DEF => Record::UserEventDef(UserEventDef {
             id: c.u32()?,
-            name: c.u32()?,
+            name: c.id()?,
         }),
-        t if events::tag::is_event(t) => {
+        t if events::is_event(t) => {
             Record::Event(decode_event(t, c, &mut |th, d| times.absolute(th, d))?)
         }
         remote::TAG_CLIENT | remote::TAG_SERVER => {
@@ -260,7 +261,7 @@ fn decode_record(t: u64, c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Rec
 
 fn decode_thread(c: &mut Cursor) -> Result<ThreadDef, FormatError> {
     Ok(ThreadDef {
-        id: c.u32()?,
+        id: c.id()?,
         java_id: c.i64()?,
         os_tid: c.u32()?,
         name: c.string()?,
@@ -275,7 +276,7 @@ fn decode_frames(c: &mut Cursor) -> Result<Vec<Frame>, FormatError> {
     let n = c.u64()?;
     let mut frames = Vec::with_capacity(n.min(4096) as usize);
     for _ in 0..n {
-        let method = c.u32()?;
+        let method = c.id()?;
         let bci = i32::try_from(c.i64()?)
             .map_err(|_| FormatError::Malformed("bci out of range".into()))?;
         let line = c.u32()?;
@@ -291,9 +292,9 @@ fn decode_frames(c: &mut Cursor) -> Result<Vec<Frame>, FormatError> {
 }
 
 fn decode_sample(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Sample, FormatError> {
-    let thread = c.u32()?;
+    let thread = c.id()?;
     let ticks = times.absolute(thread, c.i64()?);
-    let stack = c.u32()?;
+    let stack = c.id()?;
     let mode_byte = c.u8()?;
     let mode = SampleMode::from_u8(mode_byte)
         .ok_or_else(|| FormatError::Malformed(format!("unknown sample mode {mode_byte}")))?;
@@ -308,15 +309,15 @@ fn decode_sample(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Sample, For
 }
 
 fn decode_snapshot(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Snapshot, FormatError> {
-    let ticks = times.absolute(0, c.i64()?);
+    let ticks = times.absolute(ThreadId::NONE, c.i64()?);
     let interval_ns = c.u64()?;
     let n = c.u64()?;
     let mut threads = Vec::with_capacity(n.min(65536) as usize);
     for _ in 0..n {
         threads.push(SnapshotThread {
-            thread: c.u32()?,
+            thread: c.id()?,
             state: c.u32()?,
-            stack: c.u32()?,
+            stack: c.id()?,
         });
     }
     Ok(Snapshot {
@@ -327,7 +328,7 @@ fn decode_snapshot(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Snapshot,
 }
 
 fn decode_counters(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Record, FormatError> {
-    let ticks = times.absolute(0, c.i64()?);
+    let ticks = times.absolute(ThreadId::NONE, c.i64()?);
     let n = c.u64()?;
     let mut values = Vec::with_capacity(n.min(1024) as usize);
     for _ in 0..n {
@@ -362,7 +363,7 @@ pub(crate) fn encode_trace(out: &mut Vec<u8>, b: &TraceBatch, first_dt: i64) {
 }
 
 fn decode_trace(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<TraceBatch, FormatError> {
-    let thread = c.u32()?;
+    let thread = c.id()?;
     let mut ticks = times.absolute(thread, c.i64()?);
     let has_cpu = c.u8()? & TRACE_HAS_CPU != 0;
     let n = c.u64()?;
@@ -373,6 +374,7 @@ fn decode_trace(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<TraceBatch, 
         let kind = TraceKind::from_u8((head & 3) as u8)
             .ok_or_else(|| FormatError::Malformed("unknown trace event kind 3".into()))?;
         let method = u32::try_from(head >> 2)
+            .map(MethodId)
             .map_err(|_| FormatError::Malformed("method id exceeds u32".into()))?;
         ticks = ticks.wrapping_add(c.u64()?);
         let untraced = if kind == TraceKind::Enter {
@@ -416,12 +418,12 @@ fn decode_aggregate(
     c: &mut Cursor,
     times: &mut DeltaDecoder,
 ) -> Result<CallAggregate, FormatError> {
-    let thread = c.u32()?;
+    let thread = c.id()?;
     let ticks = times.absolute(thread, c.i64()?);
     let n = c.u64()?;
     let mut pairs = Vec::with_capacity(n.min(1 << 16) as usize);
     for _ in 0..n {
-        let (caller, callee) = (c.u32()?, c.u32()?);
+        let (caller, callee) = (c.id()?, c.id()?);
         let (calls, total_ns, min_ns, max_ns) = (c.u64()?, c.u64()?, c.u64()?, c.u64()?);
         pairs.push(CallPair {
             caller,

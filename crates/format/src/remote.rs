@@ -2,6 +2,7 @@
 //! server for each call it executed. Readers link the two by connection identity and
 //! per-connection order, never by comparing the clocks of different machines.
 
+use crate::ids::{StackId, StringId, ThreadId};
 use crate::varint::{put_i64, put_u64, Cursor};
 use crate::FormatError;
 
@@ -31,25 +32,25 @@ pub enum RemoteProtocol {
 pub struct RemoteCall {
     pub side: RemoteSide,
     pub protocol: RemoteProtocol,
-    pub thread: u32,
+    pub thread: ThreadId,
     /// Start of the call on this side.
     pub ticks: u64,
     pub duration_ns: u64,
-    pub local_host: u32,
+    pub local_host: StringId,
     pub local_port: u32,
-    pub remote_host: u32,
+    pub remote_host: StringId,
     pub remote_port: u32,
     /// 1 for the first call on this connection, 2 for the next, ...
     pub conn_seq: u64,
     /// RMI: the remote object's id; HTTP: the request path.
-    pub object: u32,
+    pub object: StringId,
     /// RMI: the method hash; HTTP: 0.
     pub method_hash: u64,
     /// RMI: the method name and descriptor; HTTP: the request method.
-    pub method: u32,
+    pub method: StringId,
     /// An optional in-band id (W3C traceparent, or jscope's own), 0 when none.
-    pub request_id: u32,
-    pub stack: u32,
+    pub request_id: StringId,
+    pub stack: StackId,
     /// Whether the call ended with an exception (or an HTTP status >= 500).
     pub failed: bool,
 }
@@ -59,13 +60,13 @@ pub(crate) fn encode_remote(out: &mut Vec<u8>, c: &RemoteCall, dt: i64) -> u64 {
     put_i64(out, dt);
     out.push(c.protocol as u8);
     put_u64(out, c.duration_ns);
-    for v in [c.local_host, c.local_port, c.remote_host, c.remote_port] {
+    for v in [c.local_host.0, c.local_port, c.remote_host.0, c.remote_port] {
         put_u64(out, v.into());
     }
     put_u64(out, c.conn_seq);
     put_u64(out, c.object.into());
     put_u64(out, c.method_hash);
-    for v in [c.method, c.request_id, c.stack] {
+    for v in [c.method.0, c.request_id.0, c.stack.0] {
         put_u64(out, v.into());
     }
     out.push(u8::from(c.failed));
@@ -78,14 +79,14 @@ pub(crate) fn encode_remote(out: &mut Vec<u8>, c: &RemoteCall, dt: i64) -> u64 {
 pub(crate) fn decode_remote(
     t: u64,
     c: &mut Cursor,
-    absolute: &mut dyn FnMut(u32, i64) -> u64,
+    absolute: &mut dyn FnMut(ThreadId, i64) -> u64,
 ) -> Result<RemoteCall, FormatError> {
     let side = if t == TAG_CLIENT {
         RemoteSide::Client
     } else {
         RemoteSide::Server
     };
-    let thread = c.u32()?;
+    let thread = c.id()?;
     let ticks = absolute(thread, c.i64()?);
     let protocol = match c.u8()? {
         1 => RemoteProtocol::Rmi,
@@ -102,16 +103,16 @@ pub(crate) fn decode_remote(
         thread,
         ticks,
         duration_ns: c.u64()?,
-        local_host: c.u32()?,
+        local_host: c.id()?,
         local_port: c.u32()?,
-        remote_host: c.u32()?,
+        remote_host: c.id()?,
         remote_port: c.u32()?,
         conn_seq: c.u64()?,
-        object: c.u32()?,
+        object: c.id()?,
         method_hash: c.u64()?,
-        method: c.u32()?,
-        request_id: c.u32()?,
-        stack: c.u32()?,
+        method: c.id()?,
+        request_id: c.id()?,
+        stack: c.id()?,
         failed: c.u8()? != 0,
     })
 }

@@ -53,6 +53,11 @@ impl<'a> Cursor<'a> {
         u32::try_from(v).map_err(|_| FormatError::Malformed(format!("value {v} exceeds u32")))
     }
 
+    /// A typed id (a varint that fits a `u32`).
+    pub(crate) fn id<T: From<u32>>(&mut self) -> Result<T, FormatError> {
+        self.u32().map(T::from)
+    }
+
     pub(crate) fn i64(&mut self) -> Result<i64, FormatError> {
         let v = self.u64()?;
         Ok(((v >> 1) as i64) ^ -((v & 1) as i64))

@@ -2,6 +2,7 @@
 
 use crate::chunk::{frame_chunk, ChunkKind, MAGIC};
 use crate::events::{self, encode_event, JvmEvent, UserEventDef};
+use crate::ids::{StackId, StringId, ThreadId};
 use crate::model::*;
 use crate::record::{
     encode_aggregate, encode_frames, encode_header, encode_thread, encode_trace, tag, DeltaEncoder,
@@ -49,7 +50,7 @@ impl ChunkWriter {
         self.body.clear();
     }
 
-    fn delta(&mut self, timeline: u32, ticks: u64) -> i64 {
+    fn delta(&mut self, timeline: ThreadId, ticks: u64) -> i64 {
         if self.base.is_none() {
             self.base = Some(ticks);
             self.times.reset(ticks);
@@ -57,21 +58,21 @@ impl ChunkWriter {
         self.times.delta(timeline, ticks)
     }
 
-    pub fn string(&mut self, id: u32, s: &str) {
+    pub fn string(&mut self, id: StringId, s: &str) {
         put_u64(&mut self.body, id.into());
         put_str(&mut self.body, s);
         self.push(tag::STRING);
     }
 
     pub fn class(&mut self, c: &ClassDef) {
-        for v in [c.id, c.name, c.source_file] {
+        for v in [c.id.0, c.name.0, c.source_file.0] {
             put_u64(&mut self.body, v.into());
         }
         self.push(tag::CLASS);
     }
 
     pub fn method(&mut self, m: &MethodDef) {
-        for v in [m.id, m.class, m.name, m.signature, m.modifiers] {
+        for v in [m.id.0, m.class.0, m.name.0, m.signature.0, m.modifiers] {
             put_u64(&mut self.body, v.into());
         }
         self.push(tag::METHOD);
@@ -82,7 +83,7 @@ impl ChunkWriter {
         self.push(tag::THREAD);
     }
 
-    pub fn stack(&mut self, id: u32, frames_top_first: &[Frame]) {
+    pub fn stack(&mut self, id: StackId, frames_top_first: &[Frame]) {
         put_u64(&mut self.body, id.into());
         encode_frames(&mut self.body, frames_top_first);
         self.push(tag::STACK);
@@ -100,12 +101,12 @@ impl ChunkWriter {
     }
 
     pub fn snapshot(&mut self, s: &Snapshot) {
-        let dt = self.delta(0, s.ticks);
+        let dt = self.delta(ThreadId::NONE, s.ticks);
         put_i64(&mut self.body, dt);
         put_u64(&mut self.body, s.interval_ns);
         put_u64(&mut self.body, s.threads.len() as u64);
         for t in &s.threads {
-            for v in [t.thread, t.state, t.stack] {
+            for v in [t.thread.0, t.state, t.stack.0] {
                 put_u64(&mut self.body, v.into());
             }
         }
@@ -114,7 +115,7 @@ impl ChunkWriter {
 
     /// Cumulative counter totals (drops, failed walks by reason, ...) at `ticks`.
     pub fn counters(&mut self, ticks: u64, values: &[(&str, u64)]) {
-        let dt = self.delta(0, ticks);
+        let dt = self.delta(ThreadId::NONE, ticks);
         put_i64(&mut self.body, dt);
         put_u64(&mut self.body, values.len() as u64);
         for (name, v) in values {
@@ -145,7 +146,7 @@ impl ChunkWriter {
 
     /// A JVM event (thread, monitor, GC, allocation, ..., user event).
     pub fn event(&mut self, e: &JvmEvent) {
-        let dt = self.delta(e.timeline(), e.ticks());
+        let dt = self.delta(e.thread, e.ticks);
         let t = encode_event(&mut self.body, e, dt);
         self.push(t);
     }
@@ -166,7 +167,7 @@ impl ChunkWriter {
 
     /// Marks a clean end of the recording.
     pub fn end(&mut self, ticks: u64) {
-        let dt = self.delta(0, ticks);
+        let dt = self.delta(ThreadId::NONE, ticks);
         put_i64(&mut self.body, dt);
         self.push(tag::END);
     }

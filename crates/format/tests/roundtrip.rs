@@ -26,7 +26,7 @@ fn header() -> Header {
 
 fn frame(method: u32, line: u32) -> Frame {
     Frame {
-        method,
+        method: MethodId(method),
         bci: line as i32 * 2,
         line,
         kind: FrameKind::Java,
@@ -45,29 +45,29 @@ fn sample_recording() -> Vec<u8> {
         (5, "spin"),
         (6, "()V"),
     ] {
-        w.string(id, s);
+        w.string(StringId(id), s);
     }
     w.class(&ClassDef {
-        id: 1,
-        name: 1,
-        source_file: 2,
+        id: ClassId(1),
+        name: StringId(1),
+        source_file: StringId(2),
     });
     w.method(&MethodDef {
-        id: 1,
-        class: 1,
-        name: 3,
-        signature: 4,
+        id: MethodId(1),
+        class: ClassId(1),
+        name: StringId(3),
+        signature: StringId(4),
         modifiers: 9,
     });
     w.method(&MethodDef {
-        id: 2,
-        class: 1,
-        name: 5,
-        signature: 6,
+        id: MethodId(2),
+        class: ClassId(1),
+        name: StringId(5),
+        signature: StringId(6),
         modifiers: 10,
     });
     w.thread(&ThreadDef {
-        id: 1,
+        id: ThreadId(1),
         java_id: 1,
         os_tid: 777,
         name: "main".into(),
@@ -76,12 +76,12 @@ fn sample_recording() -> Vec<u8> {
         start_order: 1,
         daemon: false,
     });
-    w.stack(1, &[frame(2, 14), frame(1, 5)]);
+    w.stack(StackId(1), &[frame(2, 14), frame(1, 5)]);
     for i in 0..3 {
         let s = Sample {
-            thread: 1,
+            thread: ThreadId(1),
             ticks: 2_000_000 + i * 10_000_000,
-            stack: 1,
+            stack: StackId(1),
             mode: SampleMode::Cpu,
             weight_ns: 10_000_000,
             state: 5,
@@ -93,9 +93,9 @@ fn sample_recording() -> Vec<u8> {
         ticks: 40_000_000,
         interval_ns: 0,
         threads: vec![SnapshotThread {
-            thread: 1,
+            thread: ThreadId(1),
             state: 0x401,
-            stack: 1,
+            stack: StackId(1),
         }],
     };
     w.snapshot(&snap);
@@ -111,15 +111,15 @@ fn a_written_recording_reads_back_whole() {
     assert_eq!(r.header, header());
     assert_eq!(r.version, (VERSION_MAJOR, VERSION_MINOR));
     assert_eq!(r.chunks, 3);
-    assert_eq!(r.method_label(2), "Demo.spin");
-    assert_eq!(r.frame_label(&r.stack(1)[0]), "Demo.spin:14");
+    assert_eq!(r.method_label(MethodId(2)), "Demo.spin");
+    assert_eq!(r.frame_label(&r.stack(StackId(1))[0]), "Demo.spin:14");
     assert_eq!(r.samples.len(), 3);
     assert_eq!(r.samples[2].ticks, 22_000_000);
     assert_eq!(r.snapshots[0].threads[0].state, 0x401);
     assert_eq!(r.counters["samples.dropped"], 2);
     assert_eq!(r.end_ticks, Some(50_000_000));
     assert_eq!(r.duration_ns(), 49_000_000);
-    assert_eq!(r.thread(1).unwrap().parent, "system");
+    assert_eq!(r.thread(ThreadId(1)).unwrap().parent, "system");
     assert!(r.damage.is_none());
 }
 
@@ -133,7 +133,7 @@ fn golden_file_still_reads_and_is_still_written_byte_for_byte() {
     let golden = std::fs::read(&path).expect("golden file (JSCOPE_BLESS=1 writes it)");
     let r = Recording::from_bytes(&golden).unwrap();
     assert_eq!(r.samples.len(), 3);
-    assert_eq!(r.method_label(1), "Demo.main");
+    assert_eq!(r.method_label(MethodId(1)), "Demo.main");
     assert_eq!(
         golden, written,
         "writer output changed: review, then JSCOPE_BLESS=1 to refresh"
@@ -196,11 +196,11 @@ fn unknown_record_kinds_are_skipped() {
     let mut out = encode_file_start(&header());
     let mut w = ChunkWriter::new();
     w.raw_record(999, b"from the future");
-    w.string(1, "kept");
+    w.string(StringId(1), "kept");
     out.extend(w.finish());
     let r = Recording::from_bytes(&out).unwrap();
     assert_eq!(r.skipped_records, 1);
-    assert_eq!(r.string(1), "kept");
+    assert_eq!(r.string(StringId(1)), "kept");
     assert!(r.damage.is_none());
 }
 
@@ -217,9 +217,9 @@ fn per_thread_deltas_survive_interleaving_and_time_going_backwards() {
     ];
     for (thread, ticks) in times {
         w.sample(&Sample {
-            thread,
+            thread: ThreadId(thread),
             ticks,
-            stack: 0,
+            stack: StackId::NONE,
             mode: SampleMode::Wall,
             weight_ns: 1,
             state: 0,
@@ -227,7 +227,7 @@ fn per_thread_deltas_survive_interleaving_and_time_going_backwards() {
     }
     out.extend(w.finish());
     let r = Recording::from_bytes(&out).unwrap();
-    let got: Vec<(u32, u64)> = r.samples.iter().map(|s| (s.thread, s.ticks)).collect();
+    let got: Vec<(u32, u64)> = r.samples.iter().map(|s| (s.thread.0, s.ticks)).collect();
     assert_eq!(got, times);
 }
 
@@ -236,9 +236,9 @@ fn repeated_stacks_compress_well() {
     let mut w = ChunkWriter::new();
     for i in 0..100_000u64 {
         w.sample(&Sample {
-            thread: 1 + (i % 4) as u32,
+            thread: ThreadId(1 + (i % 4) as u32),
             ticks: i * 10_000_000,
-            stack: 1 + (i % 7) as u32,
+            stack: StackId(1 + (i % 7) as u32),
             mode: SampleMode::Cpu,
             weight_ns: 10_000_000,
             state: 5,
@@ -287,21 +287,21 @@ fn trace_batches_and_call_aggregates_round_trip() {
         cpu_ns,
     };
     let batch = TraceBatch {
-        thread: 3,
+        thread: ThreadId(3),
         has_cpu: true,
         events: vec![
-            ev(TraceKind::Enter, 7, 1_000, 0, 50),
-            ev(TraceKind::Enter, 8, 1_400, 12, 90),
-            ev(TraceKind::Throw, 8, 2_000, 0, 80),
-            ev(TraceKind::Exit, 7, 9_000, 0, 700),
+            ev(TraceKind::Enter, MethodId(7), 1_000, 0, 50),
+            ev(TraceKind::Enter, MethodId(8), 1_400, 12, 90),
+            ev(TraceKind::Throw, MethodId(8), 2_000, 0, 80),
+            ev(TraceKind::Exit, MethodId(7), 9_000, 0, 700),
         ],
     };
     let agg = CallAggregate {
-        thread: 3,
+        thread: ThreadId(3),
         ticks: 10_000,
         pairs: vec![CallPair {
-            caller: 7,
-            callee: 8,
+            caller: MethodId(7),
+            callee: MethodId(8),
             calls: 5,
             total_ns: 900,
             min_ns: 100,
@@ -312,9 +312,9 @@ fn trace_batches_and_call_aggregates_round_trip() {
     let mut w = ChunkWriter::new();
     w.trace(&batch);
     w.sample(&Sample {
-        thread: 3,
+        thread: ThreadId(3),
         ticks: 9_500,
-        stack: 0,
+        stack: StackId::NONE,
         mode: SampleMode::Cpu,
         weight_ns: 1,
         state: 0,
@@ -339,7 +339,7 @@ fn a_traced_call_costs_few_bytes_after_compression() {
         t += 40 + u64::from(i % 3);
         events.push(TraceEvent {
             kind: TraceKind::Enter,
-            method: 5 + i % 4,
+            method: MethodId(5 + i % 4),
             ticks: t,
             untraced: 0,
             cpu_ns: 0,
@@ -347,7 +347,7 @@ fn a_traced_call_costs_few_bytes_after_compression() {
         t += 25;
         events.push(TraceEvent {
             kind: TraceKind::Exit,
-            method: 5 + i % 4,
+            method: MethodId(5 + i % 4),
             ticks: t,
             untraced: 0,
             cpu_ns: 0,
@@ -355,7 +355,7 @@ fn a_traced_call_costs_few_bytes_after_compression() {
     }
     for chunk in events.chunks(4096) {
         w.trace(&TraceBatch {
-            thread: 1,
+            thread: ThreadId(1),
             has_cpu: false,
             events: chunk.to_vec(),
         });
@@ -366,106 +366,126 @@ fn a_traced_call_costs_few_bytes_after_compression() {
 
 #[test]
 fn every_jvm_event_kind_round_trips_on_its_timeline() {
-    use JvmEvent::*;
     let events = vec![
-        ThreadStart {
-            thread: 2,
-            ticks: 100,
-            parent: 1,
-        },
-        MonitorBlocked {
-            thread: 2,
-            ticks: 150,
-            duration_ns: 5_000,
-            class: 4,
-            object: 77,
-            owner: 1,
-            stack: 3,
-        },
-        MonitorWait {
-            thread: 2,
-            ticks: 9_000,
-            duration_ns: 10,
-            class: 4,
-            object: 77,
-            timeout_ms: 50,
-            timed_out: true,
-            stack: 3,
-        },
-        Park {
-            thread: 1,
-            ticks: 120,
-            duration_ns: 9,
-            blocker_class: 0,
-            timeout_ns: 0,
-            stack: 2,
-        },
-        Gc {
-            ticks: 130,
-            duration_ns: 1_000_000,
-        },
-        Alloc {
-            thread: 1,
-            ticks: 140,
-            class: 5,
-            size: 1 << 20,
-            stack: 2,
-            object: 9,
-            allocated_total: 3 << 20,
-        },
-        ObjectFree {
-            ticks: 190,
-            object: 9,
-            allocated_total: 8 << 20,
-        },
-        ClassLoad {
-            thread: 1,
-            ticks: 200,
-            class: 5,
-        },
-        ClassUnload {
-            ticks: 300,
-            class: 5,
-        },
-        Compiled {
-            ticks: 310,
-            method: 8,
-            code_size: 512,
-        },
-        CompiledUnload {
-            ticks: 320,
-            method: 8,
-        },
-        User {
-            thread: 2,
-            ticks: 9_100,
-            event: 1,
-            kind: UserEventKind::Begin,
-            value: -42,
-        },
-        User {
-            thread: 2,
-            ticks: 9_200,
-            event: 1,
-            kind: UserEventKind::End,
-            value: i64::MIN,
-        },
-        ThreadEnd {
-            thread: 2,
-            ticks: 9_300,
-        },
+        JvmEvent::on(
+            ThreadId(2),
+            100,
+            EventKind::ThreadStart {
+                parent: ThreadId(1),
+            },
+        ),
+        JvmEvent::on(
+            ThreadId(2),
+            150,
+            EventKind::MonitorBlocked {
+                duration_ns: 5_000,
+                class: ClassId(4),
+                object: 77,
+                owner: ThreadId(1),
+                stack: StackId(3),
+            },
+        ),
+        JvmEvent::on(
+            ThreadId(2),
+            9_000,
+            EventKind::MonitorWait {
+                duration_ns: 10,
+                class: ClassId(4),
+                object: 77,
+                timeout_ms: 50,
+                timed_out: true,
+                stack: StackId(3),
+            },
+        ),
+        JvmEvent::on(
+            ThreadId(1),
+            120,
+            EventKind::Park {
+                duration_ns: 9,
+                blocker_class: ClassId::NONE,
+                timeout_ns: 0,
+                stack: StackId(2),
+            },
+        ),
+        JvmEvent::global(
+            130,
+            EventKind::Gc {
+                duration_ns: 1_000_000,
+            },
+        ),
+        JvmEvent::on(
+            ThreadId(1),
+            140,
+            EventKind::Alloc {
+                class: ClassId(5),
+                size: 1 << 20,
+                stack: StackId(2),
+                object: 9,
+                allocated_total: 3 << 20,
+            },
+        ),
+        JvmEvent::global(
+            190,
+            EventKind::ObjectFree {
+                object: 9,
+                allocated_total: 8 << 20,
+            },
+        ),
+        JvmEvent::on(ThreadId(1), 200, EventKind::ClassLoad { class: ClassId(5) }),
+        JvmEvent::global(300, EventKind::ClassUnload { class: ClassId(5) }),
+        JvmEvent::global(
+            310,
+            EventKind::Compiled {
+                method: MethodId(8),
+                code_size: 512,
+            },
+        ),
+        JvmEvent::global(
+            320,
+            EventKind::CompiledUnload {
+                method: MethodId(8),
+            },
+        ),
+        JvmEvent::on(
+            ThreadId(2),
+            9_100,
+            EventKind::User {
+                event: 1,
+                kind: UserEventKind::Begin,
+                value: -42,
+            },
+        ),
+        JvmEvent::on(
+            ThreadId(2),
+            9_200,
+            EventKind::User {
+                event: 1,
+                kind: UserEventKind::End,
+                value: i64::MIN,
+            },
+        ),
+        JvmEvent::on(ThreadId(2), 9_300, EventKind::ThreadEnd {}),
     ];
     let mut out = encode_file_start(&header());
     let mut w = ChunkWriter::new();
-    w.string(1, "request");
-    w.user_event_def(&UserEventDef { id: 1, name: 1 });
+    w.string(StringId(1), "request");
+    w.user_event_def(&UserEventDef {
+        id: 1,
+        name: StringId(1),
+    });
     for e in &events {
         w.event(e);
     }
     out.extend(w.finish());
     let r = Recording::from_bytes(&out).unwrap();
     assert_eq!(r.events, events);
-    assert_eq!(r.user_events[1], Some(UserEventDef { id: 1, name: 1 }));
+    assert_eq!(
+        r.user_events[1],
+        Some(UserEventDef {
+            id: 1,
+            name: StringId(1)
+        })
+    );
     assert!(r.damage.is_none());
 }
 
@@ -474,19 +494,19 @@ fn remote_calls_round_trip_on_both_sides() {
     let client = RemoteCall {
         side: RemoteSide::Client,
         protocol: RemoteProtocol::Rmi,
-        thread: 1,
+        thread: ThreadId(1),
         ticks: 5_000,
         duration_ns: 2_000_000,
-        local_host: 1,
+        local_host: StringId(1),
         local_port: 40_000,
-        remote_host: 2,
+        remote_host: StringId(2),
         remote_port: 1099,
         conn_seq: 3,
-        object: 3,
+        object: StringId(3),
         method_hash: u64::MAX - 7,
-        method: 4,
-        request_id: 0,
-        stack: 2,
+        method: StringId(4),
+        request_id: StringId::NONE,
+        stack: StackId(2),
         failed: false,
     };
     let server = RemoteCall {

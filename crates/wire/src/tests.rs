@@ -3,6 +3,7 @@ use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
 
+use jscope_format::StringId;
 use jscope_format::{encode_file_start, split_chunk, ChunkWriter, Header, Split};
 
 use super::*;
@@ -20,7 +21,7 @@ fn header() -> Header {
 
 fn chunk(n: u32) -> Vec<u8> {
     let mut w = ChunkWriter::new();
-    w.string(n, &format!("s{n}"));
+    w.string(StringId(n), &format!("s{n}"));
     w.finish()
 }
 

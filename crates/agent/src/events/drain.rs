@@ -4,7 +4,10 @@
 
 use std::sync::atomic::Ordering;
 
-use jscope_format::{ChunkWriter, JvmEvent, UserEventDef, UserEventKind};
+use jscope_format::{
+    ChunkWriter, ClassId, EventKind, JvmEvent, MethodId, StackId, StringId, ThreadId, UserEventDef,
+    UserEventKind,
+};
 
 use super::queue::{RawEvent, RawKind};
 use super::{park, user};
@@ -20,18 +23,11 @@ pub enum Taken {
     Global(Pending),
 }
 
+/// An event as queued, with its time: a callback's, whose classes, stacks and
+/// methods are still to be named, or one already of the format's kinds.
 pub enum Pending {
     Raw(RawKind, u64),
-    User(user::UserRaw),
-    Gc {
-        ticks: u64,
-        duration_ns: u64,
-    },
-    Free {
-        ticks: u64,
-        object: u64,
-        allocated_total: u64,
-    },
+    Ready(EventKind, u64),
 }
 
 impl Taken {
@@ -69,26 +65,25 @@ impl EventDrain {
         let queues = &super::STATE.queues;
         let mut out: Vec<Taken> = queues.take().into_iter().map(on_thread).collect();
         while let Some([ticks, duration_ns, _]) = queues.gcs.pop() {
-            out.push(Taken::Global(Pending::Gc { ticks, duration_ns }));
+            out.push(Taken::Global(Pending::Ready(
+                EventKind::Gc { duration_ns },
+                ticks,
+            )));
         }
         while let Some([ticks, object, allocated_total]) = queues.frees.pop() {
-            out.push(Taken::Global(Pending::Free {
-                ticks,
+            let kind = EventKind::ObjectFree {
                 object,
                 allocated_total,
-            }));
+            };
+            out.push(Taken::Global(Pending::Ready(kind, ticks)));
         }
         let clock = user::stamp_mapper();
         let mut rings = user::rings();
         for ring in rings.iter() {
             ring.drain(|e| {
-                let e = user::UserRaw {
-                    ticks: clock.ns(e.ticks),
-                    ..*e
-                };
                 out.push(Taken::OnThread {
                     thread: ring.thread,
-                    event: Pending::User(e),
+                    event: Pending::Ready(user_kind(e), clock.ns(e.ticks)),
                 })
             });
         }
@@ -101,7 +96,10 @@ impl EventDrain {
     pub fn write_defs(&mut self, out: &mut ChunkWriter, symbols: &mut Symbols) {
         for (id, name) in user::names_from(self.defs_written + 1) {
             let name = symbols.string(out, &name);
-            out.user_event_def(&UserEventDef { id, name });
+            out.user_event_def(&UserEventDef {
+                id,
+                name: StringId(name),
+            });
             self.defs_written = id;
         }
     }
@@ -116,132 +114,20 @@ impl EventDrain {
         out: &mut ChunkWriter,
         symbols: &mut Symbols,
     ) {
-        let pending = match taken {
-            Taken::OnThread { event, .. } => event,
-            Taken::Global(event) => event,
+        let (Taken::OnThread { event, .. } | Taken::Global(event)) = taken;
+        let (kind, ticks) = match event {
+            Pending::Ready(kind, ticks) => (kind, ticks),
+            Pending::Raw(raw, ticks) => {
+                let mut names = Names {
+                    out: &mut *out,
+                    symbols,
+                    jvmti,
+                    jni,
+                };
+                (raw_kind(raw, ThreadId(owner), &mut names), ticks)
+            }
         };
-        let mut resolve = |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
-        let mut stack =
-            |out: &mut ChunkWriter, symbols: &mut Symbols, frames: Vec<(usize, i32)>| {
-                if frames.is_empty() {
-                    0
-                } else {
-                    symbols.stack(out, frames.into_iter(), &mut resolve)
-                }
-            };
-        let class = |out: &mut ChunkWriter, symbols: &mut Symbols, sig: Option<String>| {
-            sig.map_or(0, |s| symbols.class_id(out, &s))
-        };
-        let event = match pending {
-            Pending::Gc { ticks, duration_ns } => JvmEvent::Gc { ticks, duration_ns },
-            Pending::Free {
-                ticks,
-                object,
-                allocated_total,
-            } => JvmEvent::ObjectFree {
-                ticks,
-                object,
-                allocated_total,
-            },
-            Pending::User(e) => JvmEvent::User {
-                thread,
-                ticks: e.ticks,
-                event: e.event,
-                kind: match e.kind {
-                    1 => UserEventKind::Begin,
-                    2 => UserEventKind::End,
-                    _ => UserEventKind::Instant,
-                },
-                value: e.value,
-            },
-            Pending::Raw(kind, ticks) => match kind {
-                RawKind::ThreadStart => JvmEvent::ThreadStart {
-                    thread,
-                    ticks,
-                    parent: 0,
-                },
-                RawKind::ThreadEnd => JvmEvent::ThreadEnd { thread, ticks },
-                RawKind::Monitor {
-                    duration_ns,
-                    class: c,
-                    object,
-                    stack: s,
-                    ..
-                } => JvmEvent::MonitorBlocked {
-                    thread,
-                    ticks,
-                    duration_ns,
-                    class: class(out, symbols, c),
-                    object,
-                    owner,
-                    stack: stack(out, symbols, s),
-                },
-                RawKind::Wait {
-                    duration_ns,
-                    class: c,
-                    object,
-                    timeout_ms,
-                    timed_out,
-                    stack: s,
-                } => JvmEvent::MonitorWait {
-                    thread,
-                    ticks,
-                    duration_ns,
-                    class: class(out, symbols, c),
-                    object,
-                    timeout_ms,
-                    timed_out,
-                    stack: stack(out, symbols, s),
-                },
-                RawKind::Park {
-                    duration_ns,
-                    blocker,
-                    timeout_ns,
-                    stack: s,
-                } => JvmEvent::Park {
-                    thread,
-                    ticks,
-                    duration_ns,
-                    blocker_class: class(out, symbols, blocker),
-                    timeout_ns,
-                    stack: stack(out, symbols, s),
-                },
-                RawKind::Alloc {
-                    class: c,
-                    size,
-                    stack: s,
-                    object,
-                    allocated_total,
-                } => JvmEvent::Alloc {
-                    thread,
-                    ticks,
-                    class: class(out, symbols, c),
-                    size,
-                    stack: stack(out, symbols, s),
-                    object,
-                    allocated_total,
-                },
-                RawKind::ClassLoad { class: c } => JvmEvent::ClassLoad {
-                    thread,
-                    ticks,
-                    class: class(out, symbols, c),
-                },
-                RawKind::ClassUnload { class: c } => JvmEvent::ClassUnload {
-                    ticks,
-                    class: class(out, symbols, c),
-                },
-                RawKind::Compiled { method, code_size } => JvmEvent::Compiled {
-                    ticks,
-                    method: symbols.method_id(out, method, &mut resolve),
-                    code_size,
-                },
-                RawKind::CompiledUnload { method } => JvmEvent::CompiledUnload {
-                    ticks,
-                    method: symbols.method_id(out, method, &mut resolve),
-                },
-            },
-        };
-        out.event(&event);
+        out.event(&JvmEvent::on(ThreadId(thread), ticks, kind));
         self.written += 1;
     }
 
@@ -268,6 +154,131 @@ impl EventDrain {
                 park::PARK.unmatched.load(Ordering::Relaxed),
             ),
         ]
+    }
+}
+
+/// Names what events refer to (classes, stacks, methods) through the writer's
+/// dictionaries, as ids of the recording.
+struct Names<'a> {
+    out: &'a mut ChunkWriter,
+    symbols: &'a mut Symbols,
+    jvmti: Jvmti,
+    jni: Jni,
+}
+
+impl Names<'_> {
+    fn class(&mut self, signature: Option<String>) -> ClassId {
+        signature.map_or(ClassId::NONE, |s| {
+            ClassId(self.symbols.class_id(self.out, &s))
+        })
+    }
+
+    fn stack(&mut self, frames: Vec<(usize, i32)>) -> StackId {
+        if frames.is_empty() {
+            return StackId::NONE;
+        }
+        let (jvmti, jni) = (self.jvmti, self.jni);
+        let mut resolve = |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
+        StackId(
+            self.symbols
+                .stack(self.out, frames.into_iter(), &mut resolve),
+        )
+    }
+
+    fn method(&mut self, key: usize) -> MethodId {
+        let (jvmti, jni) = (self.jvmti, self.jni);
+        let mut resolve = |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
+        MethodId(self.symbols.method_id(self.out, key, &mut resolve))
+    }
+}
+
+fn user_kind(e: &user::UserRaw) -> EventKind {
+    let kind = match e.kind {
+        1 => UserEventKind::Begin,
+        2 => UserEventKind::End,
+        _ => UserEventKind::Instant,
+    };
+    EventKind::User {
+        event: e.event,
+        kind,
+        value: e.value,
+    }
+}
+
+/// The format's kind for a callback's event: the same fields, classes, stacks and
+/// methods named.
+fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
+    use EventKind::*;
+    match kind {
+        RawKind::ThreadStart => ThreadStart {
+            parent: ThreadId::NONE,
+        },
+        RawKind::ThreadEnd => ThreadEnd {},
+        RawKind::Monitor {
+            duration_ns,
+            class,
+            object,
+            stack,
+            ..
+        } => MonitorBlocked {
+            duration_ns,
+            class: n.class(class),
+            object,
+            owner,
+            stack: n.stack(stack),
+        },
+        RawKind::Wait {
+            duration_ns,
+            class,
+            object,
+            timeout_ms,
+            timed_out,
+            stack,
+        } => MonitorWait {
+            duration_ns,
+            class: n.class(class),
+            object,
+            timeout_ms,
+            timed_out,
+            stack: n.stack(stack),
+        },
+        RawKind::Park {
+            duration_ns,
+            blocker,
+            timeout_ns,
+            stack,
+        } => Park {
+            duration_ns,
+            blocker_class: n.class(blocker),
+            timeout_ns,
+            stack: n.stack(stack),
+        },
+        RawKind::Alloc {
+            class,
+            size,
+            stack,
+            object,
+            allocated_total,
+        } => Alloc {
+            class: n.class(class),
+            size,
+            stack: n.stack(stack),
+            object,
+            allocated_total,
+        },
+        RawKind::ClassLoad { class } => ClassLoad {
+            class: n.class(class),
+        },
+        RawKind::ClassUnload { class } => ClassUnload {
+            class: n.class(class),
+        },
+        RawKind::Compiled { method, code_size } => Compiled {
+            method: n.method(method),
+            code_size,
+        },
+        RawKind::CompiledUnload { method } => CompiledUnload {
+            method: n.method(method),
+        },
     }
 }
 

@@ -26,6 +26,7 @@ mod http;
 mod http_client;
 
 use crate::java_threads::ThreadKey;
+use jscope_format::{StackId, StringId, ThreadId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
@@ -182,7 +183,7 @@ impl Engine for RemoteEngine {
             let Some(thread) = sink.event_thread(r.thread) else {
                 continue;
             };
-            let mut s = |text: &str| sink.string(text);
+            let mut s = |text: &str| StringId(sink.string(text));
             let call = jscope_format::RemoteCall {
                 side: if r.server {
                     jscope_format::RemoteSide::Server
@@ -194,7 +195,7 @@ impl Engine for RemoteEngine {
                 } else {
                     jscope_format::RemoteProtocol::Rmi
                 },
-                thread,
+                thread: ThreadId(thread),
                 ticks: r.start_ns,
                 duration_ns: r.duration_ns,
                 local_host: s(&r.local.0),
@@ -206,11 +207,11 @@ impl Engine for RemoteEngine {
                 method_hash: r.method_hash,
                 method: s(&r.method),
                 request_id: if r.request_id.is_empty() {
-                    0
+                    StringId::NONE
                 } else {
                     s(&r.request_id)
                 },
-                stack: 0,
+                stack: StackId::NONE,
                 failed: r.failed,
             };
             sink.chunk.remote(&call);

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jscope_format::{CallAggregate, CallPair, ChunkWriter, TraceBatch, TraceEvent, TraceKind};
+use jscope_format::{MethodId, ThreadId};
 
 use super::aggregate::{self, PairKey, PairTotals};
 use super::probe::{self, RawEvent};
@@ -195,11 +196,11 @@ impl TraceDrain {
             .iter()
             .map(|&((caller, callee), t)| CallPair {
                 caller: if caller == 0 {
-                    0
+                    MethodId::NONE
                 } else {
-                    self.method_id(caller, out, symbols)
+                    MethodId(self.method_id(caller, out, symbols))
                 },
-                callee: self.method_id(callee, out, symbols),
+                callee: MethodId(self.method_id(callee, out, symbols)),
                 calls: t.calls,
                 total_ns: clock.duration_ns(t.total),
                 min_ns: clock.duration_ns(t.min),
@@ -208,7 +209,7 @@ impl TraceDrain {
             .collect::<Vec<_>>();
         self.pairs_written += pairs.len() as u64;
         out.call_aggregate(&CallAggregate {
-            thread,
+            thread: ThreadId(thread),
             ticks: clock::monotonic_ns(),
             pairs,
         });
@@ -226,14 +227,14 @@ impl TraceDrain {
         for e in raw {
             events.push(TraceEvent {
                 kind: TraceKind::from_u8((e.head & 3) as u8).unwrap_or(TraceKind::Throw),
-                method: self.method_id(e.head >> 2, out, symbols),
+                method: MethodId(self.method_id(e.head >> 2, out, symbols)),
                 ticks: self.clock.map_or(e.ticks, |c| c.ns(e.ticks)),
                 untraced: e.untraced,
                 cpu_ns: e.cpu,
             });
         }
         let batch = TraceBatch {
-            thread,
+            thread: ThreadId(thread),
             has_cpu: self.has_cpu,
             events,
         };

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use jscope_format::StringId;
 use jscope_format::{Recording, RemoteCall, RemoteProtocol, RemoteSide};
 use serde::Serialize;
 
@@ -174,7 +175,7 @@ impl RelClock {
 }
 
 fn resolve(rec: &Recording, clock: &RelClock, c: &RemoteCall) -> Remote {
-    let s = |id: u32| rec.string(id).to_string();
+    let s = |id: u32| rec.string(StringId(id)).to_string();
     let start_ns = clock.ns(c.ticks);
     Remote {
         side: match c.side {
@@ -185,22 +186,22 @@ fn resolve(rec: &Recording, clock: &RelClock, c: &RemoteCall) -> Remote {
             RemoteProtocol::Rmi => ProtocolName::Rmi,
             RemoteProtocol::Http => ProtocolName::Http,
         },
-        thread: c.thread,
+        thread: c.thread.0,
         start_ns,
         end_ns: start_ns.saturating_add(c.duration_ns),
         local: Endpoint {
-            host: s(c.local_host),
+            host: s(c.local_host.0),
             port: c.local_port,
         },
         remote: Endpoint {
-            host: s(c.remote_host),
+            host: s(c.remote_host.0),
             port: c.remote_port,
         },
         conn_seq: c.conn_seq,
-        object: s(c.object),
+        object: s(c.object.0),
         method_hash: c.method_hash,
-        method: s(c.method),
-        request_id: (c.request_id != 0).then(|| s(c.request_id)),
+        method: s(c.method.0),
+        request_id: (c.request_id != StringId::NONE).then(|| s(c.request_id.0)),
         failed: c.failed,
     }
 }

@@ -44,17 +44,17 @@ impl Jvm {
     }
 
     fn string(&mut self, s: &str) -> u32 {
-        self.dict.string(&mut self.w, s)
+        (self.dict.string(&mut self.w, s)).0
     }
 
     /// `label` is `pkg.Class.method`.
     fn method(&mut self, label: &str) -> u32 {
-        self.dict.method_label(&mut self.w, label)
+        (self.dict.method_label(&mut self.w, label)).0
     }
 
     fn thread(&mut self, id: u32, name: &str) {
         self.w.thread(&ThreadDef {
-            id,
+            id: ThreadId(id),
             java_id: id.into(),
             name: name.into(),
             group: "main".into(),
@@ -71,7 +71,7 @@ impl Jvm {
         let method = self.method(label);
         let ev = |kind, at| TraceEvent {
             kind,
-            method,
+            method: MethodId(method),
             ticks: at,
             untraced: 0,
             cpu_ns: 0,
@@ -105,19 +105,19 @@ impl Jvm {
         self.remotes.push(RemoteCall {
             side,
             protocol: self.protocol,
-            thread,
+            thread: ThreadId(thread),
             ticks: self.ticks(from_us),
             duration_ns: (to_us - from_us) * 1000,
-            local_host: lh,
+            local_host: StringId(lh),
             local_port: local.1,
-            remote_host: rh,
+            remote_host: StringId(rh),
             remote_port: remote.1,
             conn_seq,
-            object,
+            object: StringId(object),
             method_hash: 0x1234,
-            method: m,
-            request_id,
-            stack: 0,
+            method: StringId(m),
+            request_id: StringId(request_id),
+            stack: StackId::NONE,
             failed: false,
         });
     }
@@ -133,7 +133,7 @@ impl Jvm {
             // Exits sort before entries at the same µs (keys 2t and 2t+1).
             evs.sort_by_key(|e| e.0);
             self.w.trace(&TraceBatch {
-                thread,
+                thread: ThreadId(thread),
                 has_cpu: false,
                 events: evs.into_iter().map(|e| e.1).collect(),
             });

@@ -10,7 +10,7 @@
 //!
 //! let mut w = ChunkWriter::new();
 //! for i in 0..3u64 {
-//!     w.event(&JvmEvent::Gc { ticks: i * 100_000_000, duration_ns: (i + 1) * 1_000_000 });
+//!     w.event(&JvmEvent::global(i * 100_000_000, EventKind::Gc { duration_ns: (i + 1) * 1_000_000 }));
 //! }
 //! w.end(1_000_000_000);
 //! let header = Header { ticks_per_second: 1_000_000_000, ..Default::default() };
@@ -37,7 +37,7 @@ mod tests;
 use std::fmt;
 use std::str::FromStr;
 
-use jscope_format::{JvmEvent, Recording};
+use jscope_format::{ClassId, EventKind, FieldValue, JvmEvent, Recording, StackId, ThreadId};
 use serde::Serialize;
 
 use crate::labels::method_label;
@@ -128,23 +128,15 @@ impl EventType {
             .map_or("?", |(_, n)| n)
     }
 
+    /// The type of `e`: the one whose name is its kind's name in the format's event
+    /// table (every kind has one; `every_event_kind_has_a_type` checks).
     pub fn of(e: &JvmEvent) -> EventType {
-        use JvmEvent::*;
-        match e {
-            ThreadStart { .. } => EventType::ThreadStart,
-            ThreadEnd { .. } => EventType::ThreadEnd,
-            MonitorBlocked { .. } => EventType::Monitor,
-            MonitorWait { .. } => EventType::Wait,
-            Park { .. } => EventType::Park,
-            Gc { .. } => EventType::Gc,
-            Alloc { .. } => EventType::Alloc,
-            ObjectFree { .. } => EventType::Free,
-            ClassLoad { .. } => EventType::ClassLoad,
-            ClassUnload { .. } => EventType::ClassUnload,
-            Compiled { .. } => EventType::Compiled,
-            CompiledUnload { .. } => EventType::CompiledUnload,
-            User { .. } => EventType::User,
-        }
+        let name = e.kind.name();
+        TYPE_NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(t, _)| *t)
+            .expect("every event kind of the format is an event type")
     }
 
     /// Parses one name or group (`threads`, `locks`, `classes`, `jit`, `objects`);
@@ -218,12 +210,12 @@ impl EventFilter {
             .iter()
             .filter(|e| {
                 self.accepts_type(e)
-                    && self.accepts_thread(rec, e.timeline())
-                    && self.accepts_time(rec, e.ticks())
+                    && self.accepts_thread(rec, e.thread.0)
+                    && self.accepts_time(rec, e.ticks)
                     && scope.as_ref().is_none_or(|s| s.contains(e))
             })
             .collect();
-        out.sort_by_key(|e| e.ticks());
+        out.sort_by_key(|e| e.ticks);
         out
     }
 
@@ -235,7 +227,8 @@ impl EventFilter {
         let Some(m) = &self.thread else {
             return true;
         };
-        rec.thread(thread).is_some_and(|t| m.matches(&t.name))
+        rec.thread(ThreadId(thread))
+            .is_some_and(|t| m.matches(&t.name))
     }
 
     fn accepts_time(&self, rec: &Recording, ticks: u64) -> bool {
@@ -275,8 +268,10 @@ impl<'r> MethodScope<'r> {
     }
 
     fn contains(&self, e: &JvmEvent) -> bool {
-        let stack = match *e {
-            JvmEvent::ObjectFree { object, .. } => self.ages.0.get(&object).map_or(0, |b| b.stack),
+        let stack = match e.kind {
+            EventKind::ObjectFree { object, .. } => {
+                self.ages.0.get(&object).map_or(StackId::NONE, |b| b.stack)
+            }
             _ => stack_of(e),
         };
         let frames = self.rec.stack(stack);
@@ -285,35 +280,32 @@ impl<'r> MethodScope<'r> {
                 .iter()
                 .any(|f| self.matcher.matches(&method_label(self.rec, f.method)));
         }
-        let ns = self.rec.ticks_to_ns(e.ticks());
+        let ns = self.rec.ticks_to_ns(e.ticks);
         self.contexts
-            .labels(e.timeline(), ns)
+            .labels(e.thread.0, ns)
             .iter()
             .any(|l| self.matcher.matches(l))
     }
 }
 
-/// The stack id an event carries; 0 when it has none.
-pub fn stack_of(e: &JvmEvent) -> u32 {
-    match *e {
-        JvmEvent::MonitorBlocked { stack, .. }
-        | JvmEvent::MonitorWait { stack, .. }
-        | JvmEvent::Park { stack, .. }
-        | JvmEvent::Alloc { stack, .. } => stack,
-        _ => 0,
+/// The stack an event carries; none when its kind has no stack.
+pub fn stack_of(e: &JvmEvent) -> StackId {
+    match e.field("stack") {
+        Some(FieldValue::Stack(stack)) => stack,
+        _ => StackId::NONE,
     }
 }
 
 /// A class's name, `[unknown]` when the id is 0 or not defined.
-pub(crate) fn class_name(rec: &Recording, class: u32) -> String {
+pub(crate) fn class_name(rec: &Recording, class: ClassId) -> String {
     match rec.class(class) {
-        Some(c) if class != 0 => rec.string(c.name).to_string(),
+        Some(c) if !class.is_none() => rec.string(c.name).to_string(),
         _ => "[unknown]".to_string(),
     }
 }
 
 /// `pkg.Class.method:line` of a stack's top frame; `[no stack]` when it has none.
-pub(crate) fn site_of(rec: &Recording, stack: u32) -> String {
+pub(crate) fn site_of(rec: &Recording, stack: StackId) -> String {
     match rec.stack(stack).first() {
         Some(f) if f.line > 0 => format!("{}:{}", method_label(rec, f.method), f.line),
         Some(f) => method_label(rec, f.method),
@@ -322,7 +314,7 @@ pub(crate) fn site_of(rec: &Recording, stack: u32) -> String {
 }
 
 /// Frame labels of a stack, top first.
-pub(crate) fn frames_of(rec: &Recording, stack: u32) -> Vec<String> {
+pub(crate) fn frames_of(rec: &Recording, stack: StackId) -> Vec<String> {
     rec.stack(stack)
         .iter()
         .map(|f| {
@@ -337,10 +329,10 @@ pub(crate) fn frames_of(rec: &Recording, stack: u32) -> Vec<String> {
 }
 
 /// The thread's name, or `#id` when it was never defined.
-pub(crate) fn thread_name(rec: &Recording, thread: u32) -> String {
+pub(crate) fn thread_name(rec: &Recording, thread: ThreadId) -> String {
     match rec.thread(thread) {
         Some(t) => t.name.clone(),
-        None if thread == 0 => String::new(),
+        None if thread.is_none() => String::new(),
         None => format!("#{thread}"),
     }
 }

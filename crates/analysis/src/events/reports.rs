@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use jscope_format::{JvmEvent, Recording, UserEventKind};
+use jscope_format::{ClassId, EventKind, JvmEvent, Recording, StackId, UserEventKind};
 use serde::Serialize;
 
 use super::rows::{user_event_name, Ages};
@@ -73,14 +73,14 @@ struct Blocking {
     count: u64,
     total_ns: u64,
     max_ns: u64,
-    sites: HashMap<u32, (u64, u64)>,
+    sites: HashMap<StackId, (u64, u64)>,
     objects: std::collections::HashSet<u64>,
     with_timeout: u64,
     timed_out: u64,
 }
 
 impl Blocking {
-    fn add(&mut self, duration_ns: u64, stack: u32) {
+    fn add(&mut self, duration_ns: u64, stack: StackId) {
         self.count += 1;
         self.total_ns += duration_ns;
         self.max_ns = self.max_ns.max(duration_ns);
@@ -116,8 +116,8 @@ fn by_total<K: Ord + Clone>(map: HashMap<K, Blocking>) -> Vec<(K, Blocking)> {
 pub fn lock_report(rec: &Recording, filter: &EventFilter) -> LockReport {
     let (mut monitors, mut waits, mut parks) = (HashMap::new(), HashMap::new(), HashMap::new());
     for e in filter.select(rec) {
-        match *e {
-            JvmEvent::MonitorBlocked {
+        match e.kind {
+            EventKind::MonitorBlocked {
                 duration_ns,
                 class,
                 object,
@@ -130,7 +130,7 @@ pub fn lock_report(rec: &Recording, filter: &EventFilter) -> LockReport {
                     b.objects.insert(object);
                 }
             }
-            JvmEvent::MonitorWait {
+            EventKind::MonitorWait {
                 duration_ns,
                 class,
                 timeout_ms,
@@ -143,13 +143,13 @@ pub fn lock_report(rec: &Recording, filter: &EventFilter) -> LockReport {
                 b.with_timeout += u64::from(timeout_ms > 0);
                 b.timed_out += u64::from(timed_out);
             }
-            JvmEvent::Park {
+            EventKind::Park {
                 duration_ns,
                 blocker_class,
                 stack,
                 ..
             } => {
-                let name = if blocker_class == 0 {
+                let name = if blocker_class.is_none() {
                     String::new()
                 } else {
                     class_name(rec, blocker_class)
@@ -230,7 +230,11 @@ pub fn gc_report(rec: &Recording, filter: &EventFilter) -> GcReport {
         .select(rec)
         .into_iter()
         .filter_map(|e| match *e {
-            JvmEvent::Gc { ticks, duration_ns } => Some(GcPause {
+            JvmEvent {
+                ticks,
+                kind: EventKind::Gc { duration_ns },
+                ..
+            } => Some(GcPause {
                 time_s: rec.ticks_to_ns(ticks) as f64 / 1e9,
                 duration_ns,
             }),
@@ -298,8 +302,8 @@ pub struct AllocReport {
 struct AllocSum {
     bytes: u64,
     count: u64,
-    stack: u32,
-    classes: HashMap<u32, u64>,
+    stack: StackId,
+    classes: HashMap<ClassId, u64>,
 }
 
 pub fn alloc_report(rec: &Recording, filter: &EventFilter, by: AllocBy) -> AllocReport {
@@ -310,9 +314,9 @@ pub fn alloc_report(rec: &Recording, filter: &EventFilter, by: AllocBy) -> Alloc
     let mut groups: HashMap<String, AllocSum> = HashMap::new();
     let (mut bytes, mut count) = (0, 0);
     for e in f.select(rec) {
-        let JvmEvent::Alloc {
+        let EventKind::Alloc {
             class, size, stack, ..
-        } = *e
+        } = e.kind
         else {
             continue;
         };
@@ -457,10 +461,14 @@ pub fn age_report(rec: &Recording, filter: &EventFilter) -> AgeReport {
         .events
         .iter()
         .filter_map(|e| match *e {
-            JvmEvent::ObjectFree {
+            JvmEvent {
                 ticks,
-                object,
-                allocated_total,
+                kind:
+                    EventKind::ObjectFree {
+                        object,
+                        allocated_total,
+                    },
+                ..
             } => Some((object, (ticks, allocated_total))),
             _ => None,
         })
@@ -469,9 +477,9 @@ pub fn age_report(rec: &Recording, filter: &EventFilter) -> AgeReport {
         types: vec![EventType::Alloc],
         ..filter.clone()
     };
-    let mut classes: HashMap<u32, ClassAges> = HashMap::new();
+    let mut classes: HashMap<ClassId, ClassAges> = HashMap::new();
     for e in f.select(rec) {
-        let JvmEvent::Alloc { object, class, .. } = *e else {
+        let EventKind::Alloc { object, class, .. } = e.kind else {
             continue;
         };
         let (Some(born), true) = (ages.0.get(&object), object != 0) else {
@@ -503,7 +511,7 @@ pub fn age_report(rec: &Recording, filter: &EventFilter) -> AgeReport {
     }
 }
 
-fn age_row(rec: &Recording, class: u32, mut c: ClassAges) -> AgeRow {
+fn age_row(rec: &Recording, class: ClassId, mut c: ClassAges) -> AgeRow {
     c.ns.sort_unstable();
     c.bytes.sort_unstable();
     let mut by_ns = vec![0; NS_BUCKETS.len()];
@@ -572,12 +580,10 @@ pub fn user_report(rec: &Recording, filter: &EventFilter) -> UserReport {
     let mut sums: HashMap<String, UserSum> = HashMap::new();
     let mut pairs = super::rows::UserPairs::default();
     for e in f.select(rec) {
-        let JvmEvent::User {
+        let JvmEvent {
             thread,
             ticks,
-            event,
-            kind,
-            value,
+            kind: EventKind::User { event, kind, value },
         } = *e
         else {
             continue;

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use jscope_format::{JvmEvent, Recording, UserEventKind};
+use jscope_format::{
+    ClassId, EventKind, FieldValue, JvmEvent, Recording, StackId, ThreadId, UserEventKind,
+};
 use serde::Serialize;
 
 use super::{class_name, frames_of, site_of, thread_name, EventType};
@@ -44,8 +46,8 @@ pub struct EventRow {
 pub(crate) struct Born {
     pub ticks: u64,
     pub allocated_total: u64,
-    pub class: u32,
-    pub stack: u32,
+    pub class: ClassId,
+    pub stack: StackId,
 }
 
 /// Tracked objects by id, from the allocation samples.
@@ -55,18 +57,17 @@ impl Ages {
     pub fn of(rec: &Recording) -> Ages {
         let mut born = HashMap::new();
         for e in &rec.events {
-            if let JvmEvent::Alloc {
-                ticks,
+            if let EventKind::Alloc {
                 class,
                 stack,
                 object,
                 allocated_total,
                 ..
-            } = *e
+            } = e.kind
             {
                 if object != 0 {
                     let b = Born {
-                        ticks,
+                        ticks: e.ticks,
                         allocated_total,
                         class,
                         stack,
@@ -81,13 +82,13 @@ impl Ages {
 
 /// Open `begin`s of user events per (thread, event), so an `end` gets its duration.
 #[derive(Default)]
-pub(crate) struct UserPairs(HashMap<(u32, u32), Vec<u64>>);
+pub(crate) struct UserPairs(HashMap<(ThreadId, u32), Vec<u64>>);
 
 impl UserPairs {
     /// Ticks of the matching begin when `kind` is an end.
     pub fn step(
         &mut self,
-        thread: u32,
+        thread: ThreadId,
         event: u32,
         kind: UserEventKind,
         ticks: u64,
@@ -119,139 +120,127 @@ fn user_kind_name(k: UserEventKind) -> &'static str {
     }
 }
 
-/// The type-dependent fields: duration, value, subject, stack, timed_out, user kind.
-type Fields = (u64, i64, String, u32, Option<bool>, Option<&'static str>);
+/// The event-table fields a row shows as its `value`; each kind has at most one.
+const VALUE_FIELDS: [&str; 7] = [
+    "parent",
+    "owner",
+    "timeout_ms",
+    "timeout_ns",
+    "size",
+    "code_size",
+    "value",
+];
 
+/// The fields of a row that depend on the event's kind.
+#[derive(Default)]
+struct Fields {
+    duration_ns: u64,
+    value: i64,
+    subject: String,
+    stack: StackId,
+    timed_out: Option<bool>,
+    user_kind: Option<&'static str>,
+}
+
+/// Read from the event's fields by their names in the format's event table; frees
+/// and user events are aged and paired against earlier events.
 fn fields(rec: &Recording, e: &JvmEvent, ages: &Ages, user: &mut UserPairs) -> Fields {
-    use JvmEvent::*;
-    let gap = |a: u64, b: u64| rec.ticks_to_ns(a).saturating_sub(rec.ticks_to_ns(b));
-    match *e {
-        ThreadStart { thread, parent, .. } => {
-            (0, parent.into(), thread_name(rec, thread), 0, None, None)
-        }
-        ThreadEnd { thread, .. } => (0, 0, thread_name(rec, thread), 0, None, None),
-        MonitorBlocked {
-            duration_ns,
-            class,
-            owner,
-            stack,
-            ..
-        } => (
-            duration_ns,
-            owner.into(),
-            class_name(rec, class),
-            stack,
-            None,
-            None,
-        ),
-        MonitorWait {
-            duration_ns,
-            class,
-            timeout_ms,
-            timed_out,
-            stack,
-            ..
-        } => (
-            duration_ns,
-            timeout_ms as i64,
-            class_name(rec, class),
-            stack,
-            Some(timed_out),
-            None,
-        ),
-        Park {
-            duration_ns,
-            blocker_class,
-            timeout_ns,
-            stack,
-            ..
-        } => {
-            let blocker = if blocker_class == 0 {
-                String::new()
-            } else {
-                class_name(rec, blocker_class)
-            };
-            (duration_ns, timeout_ns as i64, blocker, stack, None, None)
-        }
-        Gc { duration_ns, .. } => (duration_ns, 0, String::new(), 0, None, None),
-        Alloc {
-            class, size, stack, ..
-        } => (0, size as i64, class_name(rec, class), stack, None, None),
-        ObjectFree {
-            ticks,
+    match e.kind {
+        EventKind::ObjectFree {
             object,
             allocated_total,
-        } => match ages.0.get(&object) {
-            Some(b) => {
-                let bytes = allocated_total.saturating_sub(b.allocated_total) as i64;
-                (
-                    gap(ticks, b.ticks),
-                    bytes,
-                    class_name(rec, b.class),
-                    b.stack,
-                    None,
-                    None,
-                )
-            }
-            None => (0, 0, "[unknown]".to_string(), 0, None, None),
-        },
-        ClassLoad { class, .. } | ClassUnload { class, .. } => {
-            (0, 0, class_name(rec, class), 0, None, None)
-        }
-        Compiled {
-            method, code_size, ..
-        } => (
-            0,
-            code_size as i64,
-            method_label(rec, method),
-            0,
-            None,
-            None,
-        ),
-        CompiledUnload { method, .. } => (0, 0, method_label(rec, method), 0, None, None),
-        User {
-            thread,
-            ticks,
-            event,
-            kind,
-            value,
-        } => {
-            let begun = user.step(thread, event, kind, ticks);
-            let d = begun.map_or(0, |b| gap(ticks, b));
-            (
-                d,
+        } => return freed(rec, e.ticks, ages.0.get(&object), allocated_total),
+        EventKind::User { event, kind, value } => {
+            let begun = user.step(e.thread, event, kind, e.ticks);
+            return Fields {
+                duration_ns: begun.map_or(0, |b| gap(rec, e.ticks, b)),
                 value,
-                user_event_name(rec, event),
-                0,
-                None,
-                Some(user_kind_name(kind)),
-            )
+                subject: user_event_name(rec, event),
+                user_kind: Some(user_kind_name(kind)),
+                ..Fields::default()
+            };
         }
+        _ => {}
     }
+    Fields {
+        duration_ns: e.field("duration_ns").map_or(0, FieldValue::as_u64),
+        value: VALUE_FIELDS
+            .iter()
+            .find_map(|name| e.field(name))
+            .map_or(0, FieldValue::as_i64),
+        subject: subject(rec, e),
+        stack: super::stack_of(e),
+        timed_out: e.field("timed_out").map(|v| v.as_u64() != 0),
+        user_kind: None,
+    }
+}
+
+/// The class (a park without a blocker has none), the method, or for thread
+/// events the thread.
+fn subject(rec: &Recording, e: &JvmEvent) -> String {
+    match (
+        e.field("class"),
+        e.field("blocker_class"),
+        e.field("method"),
+    ) {
+        (Some(FieldValue::Class(c)), _, _) => class_name(rec, c),
+        (_, Some(FieldValue::Class(c)), _) if !c.is_none() => class_name(rec, c),
+        (_, _, Some(FieldValue::Method(m))) => method_label(rec, m),
+        _ if matches!(
+            e.kind,
+            EventKind::ThreadStart { .. } | EventKind::ThreadEnd { .. }
+        ) =>
+        {
+            thread_name(rec, e.thread)
+        }
+        _ => String::new(),
+    }
+}
+
+/// A free: its age in time and in bytes allocated since, its allocation's class and
+/// stack, when the allocation was seen.
+fn freed(rec: &Recording, ticks: u64, born: Option<&Born>, allocated_total: u64) -> Fields {
+    let Some(b) = born else {
+        return Fields {
+            subject: "[unknown]".to_string(),
+            ..Fields::default()
+        };
+    };
+    Fields {
+        duration_ns: gap(rec, ticks, b.ticks),
+        value: allocated_total.saturating_sub(b.allocated_total) as i64,
+        subject: class_name(rec, b.class),
+        stack: b.stack,
+        ..Fields::default()
+    }
+}
+
+/// Nanoseconds from `from` to `to`, 0 when `to` is earlier.
+fn gap(rec: &Recording, to: u64, from: u64) -> u64 {
+    rec.ticks_to_ns(to).saturating_sub(rec.ticks_to_ns(from))
 }
 
 impl EventRow {
     pub(crate) fn of(rec: &Recording, e: &JvmEvent, ages: &Ages, user: &mut UserPairs) -> EventRow {
-        let (duration_ns, value, subject, stack, timed_out, user_kind) = fields(rec, e, ages, user);
-        let ns = rec.ticks_to_ns(e.ticks());
-        let thread = e.timeline();
+        let f = fields(rec, e, ages, user);
+        let ns = rec.ticks_to_ns(e.ticks);
         EventRow {
             time_s: ns as f64 / 1e9,
             ns,
             kind: EventType::of(e),
-            thread,
-            thread_name: thread_name(rec, thread),
-            duration_ns,
-            value,
-            subject,
-            site: if stack == 0 {
+            thread: e.thread.0,
+            thread_name: thread_name(rec, e.thread),
+            duration_ns: f.duration_ns,
+            value: f.value,
+            subject: f.subject,
+            site: if f.stack.is_none() {
                 String::new()
             } else {
-                site_of(rec, stack)
+                site_of(rec, f.stack)
             },
-            stack: frames_of(rec, stack),
-            timed_out,
-            user_kind,
+            stack: frames_of(rec, f.stack),
+            timed_out: f.timed_out,
+            user_kind: f.user_kind,
         }
     }
 }
@@ -322,5 +311,38 @@ fn csv_field(v: &str) -> String {
         format!("\"{}\"", v.replace('"', "\"\""))
     } else {
         v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use jscope_format::EVENT_KINDS;
+
+    use super::VALUE_FIELDS;
+    use crate::events::EventType;
+
+    #[test]
+    fn every_event_kind_is_a_type_and_row_fields_are_named_in_the_table() {
+        for k in EVENT_KINDS {
+            assert!(
+                EventType::ALL.iter().any(|t| t.name() == k.name),
+                "{} has no EventType",
+                k.name
+            );
+            let values = k.fields.iter().filter(|f| VALUE_FIELDS.contains(&f.name));
+            assert!(values.count() <= 1, "{} has two value fields", k.name);
+        }
+        let named = |n: &str| {
+            EVENT_KINDS
+                .iter()
+                .any(|k| k.fields.iter().any(|f| f.name == n))
+        };
+        for n in VALUE_FIELDS
+            .iter()
+            .chain(&["duration_ns", "stack", "timed_out", "class"])
+        {
+            assert!(named(n), "no event kind has a field {n}");
+        }
+        assert!(named("blocker_class") && named("method"));
     }
 }

@@ -29,7 +29,7 @@ impl Builder {
         };
         for (id, name) in [(1, "main"), (2, "worker-1"), (3, "worker-2")] {
             b.w.thread(&ThreadDef {
-                id,
+                id: ThreadId(id),
                 name: name.into(),
                 start_order: id,
                 ..Default::default()
@@ -39,16 +39,16 @@ impl Builder {
     }
 
     fn string(&mut self, s: &str) -> u32 {
-        self.dict.string(&mut self.w, s)
+        (self.dict.string(&mut self.w, s)).0
     }
 
     fn class(&mut self, name: &str) -> u32 {
-        self.dict.class(&mut self.w, name, None)
+        (self.dict.class(&mut self.w, name, None)).0
     }
 
     /// `label` is `pkg.Class.method`.
     fn method(&mut self, label: &str) -> u32 {
-        self.dict.method_label(&mut self.w, label)
+        (self.dict.method_label(&mut self.w, label)).0
     }
 
     /// Frames top first as (label, line).
@@ -56,20 +56,23 @@ impl Builder {
         let frames: Vec<Frame> = frames
             .iter()
             .map(|&(l, line)| Frame {
-                method: self.method(l),
+                method: MethodId(self.method(l)),
                 bci: 1,
                 line,
                 kind: FrameKind::Java,
             })
             .collect();
         self.stacks += 1;
-        self.w.stack(self.stacks, &frames);
+        self.w.stack(StackId(self.stacks), &frames);
         self.stacks
     }
 
     fn user_def(&mut self, id: u32, name: &str) {
         let name = self.string(name);
-        self.w.user_event_def(&UserEventDef { id, name });
+        self.w.user_event_def(&UserEventDef {
+            id,
+            name: StringId(name),
+        });
     }
 
     fn build(mut self, end_ms: u64) -> Recording {
@@ -102,45 +105,53 @@ fn contention() -> Recording {
         ("demo.Worker.run", 33),
     ]);
     for (i, (thread, d)) in [(2, 3), (3, 5), (2, 7), (3, 1)].into_iter().enumerate() {
-        b.w.event(&JvmEvent::MonitorBlocked {
-            thread,
-            ticks: at_ms(10 * i as u64),
-            duration_ns: d * MS,
-            class: counter,
+        b.w.event(&JvmEvent::on(
+            ThreadId(thread),
+            at_ms(10 * i as u64),
+            EventKind::MonitorBlocked {
+                duration_ns: d * MS,
+                class: ClassId(counter),
+                object: 77,
+                owner: ThreadId(5 - thread),
+                stack: StackId(inc),
+            },
+        ));
+    }
+    b.w.event(&JvmEvent::on(
+        ThreadId(1),
+        at_ms(50),
+        EventKind::MonitorBlocked {
+            duration_ns: 2 * MS,
+            class: ClassId(counter),
             object: 77,
-            owner: 5 - thread,
-            stack: inc,
-        });
-    }
-    b.w.event(&JvmEvent::MonitorBlocked {
-        thread: 1,
-        ticks: at_ms(50),
-        duration_ns: 2 * MS,
-        class: counter,
-        object: 77,
-        owner: 2,
-        stack: other,
-    });
+            owner: ThreadId(2),
+            stack: StackId(other),
+        },
+    ));
     for (ms, timeout_ms, timed_out) in [(60, 100, true), (70, 0, false), (80, 50, false)] {
-        b.w.event(&JvmEvent::MonitorWait {
-            thread: 1,
-            ticks: at_ms(ms),
-            duration_ns: 4 * MS,
-            class: lock,
-            object: 9,
-            timeout_ms,
-            timed_out,
-            stack: wait,
-        });
+        b.w.event(&JvmEvent::on(
+            ThreadId(1),
+            at_ms(ms),
+            EventKind::MonitorWait {
+                duration_ns: 4 * MS,
+                class: ClassId(lock),
+                object: 9,
+                timeout_ms,
+                timed_out,
+                stack: StackId(wait),
+            },
+        ));
     }
-    b.w.event(&JvmEvent::Park {
-        thread: 3,
-        ticks: at_ms(90),
-        duration_ns: 6 * MS,
-        blocker_class: sync,
-        timeout_ns: 0,
-        stack: park,
-    });
+    b.w.event(&JvmEvent::on(
+        ThreadId(3),
+        at_ms(90),
+        EventKind::Park {
+            duration_ns: 6 * MS,
+            blocker_class: ClassId(sync),
+            timeout_ns: 0,
+            stack: StackId(park),
+        },
+    ));
     b.build(1000)
 }
 
@@ -263,10 +274,12 @@ fn rows_carry_type_dependent_values_and_write_as_columns() {
 fn gc_pauses_and_their_share_of_wall_time() {
     let mut b = Builder::new();
     for (ms, d) in [(100, 10), (400, 30), (700, 20)] {
-        b.w.event(&JvmEvent::Gc {
-            ticks: at_ms(ms),
-            duration_ns: d * MS,
-        });
+        b.w.event(&JvmEvent::global(
+            at_ms(ms),
+            EventKind::Gc {
+                duration_ns: d * MS,
+            },
+        ));
     }
     let rec = b.build(2000);
     let r = gc_report(&rec, &EventFilter::default());
@@ -307,15 +320,17 @@ fn allocations() -> Recording {
     ];
     for (i, (thread, class, size, stack, object)) in allocs.into_iter().enumerate() {
         total += size;
-        b.w.event(&JvmEvent::Alloc {
-            thread,
-            ticks: at_ms(i as u64),
-            class,
-            size,
-            stack,
-            object,
-            allocated_total: total,
-        });
+        b.w.event(&JvmEvent::on(
+            ThreadId(thread),
+            at_ms(i as u64),
+            EventKind::Alloc {
+                class: ClassId(class),
+                size,
+                stack: StackId(stack),
+                object,
+                allocated_total: total,
+            },
+        ));
     }
     // Frees: object 1 after 2 ms and 100 KB, 2 after 500 us and 0 bytes, 3 after 3 s.
     for (object, us, since) in [
@@ -324,11 +339,13 @@ fn allocations() -> Recording {
         (3, 3_002_000, 5 << 20),
     ] {
         let born_total: u64 = allocs[..object as usize].iter().map(|a| a.2).sum();
-        b.w.event(&JvmEvent::ObjectFree {
-            ticks: START + us,
-            object,
-            allocated_total: born_total + since,
-        });
+        b.w.event(&JvmEvent::global(
+            START + us,
+            EventKind::ObjectFree {
+                object,
+                allocated_total: born_total + since,
+            },
+        ));
     }
     b.build(4000)
 }
@@ -416,13 +433,15 @@ fn user_events_count_and_intervals() {
     b.user_def(2, "phase");
     // Instants 10, 20, 40, 80 and 160 ms apart (times 0, 10, 30, 70, 150, 310).
     for ms in [0, 10, 30, 70, 150, 310] {
-        b.w.event(&JvmEvent::User {
-            thread: 2,
-            ticks: at_ms(ms),
-            event: 1,
-            kind: UserEventKind::Instant,
-            value: ms as i64,
-        });
+        b.w.event(&JvmEvent::on(
+            ThreadId(2),
+            at_ms(ms),
+            EventKind::User {
+                event: 1,
+                kind: UserEventKind::Instant,
+                value: ms as i64,
+            },
+        ));
     }
     for (ms, kind) in [
         (5, UserEventKind::Begin),
@@ -430,13 +449,15 @@ fn user_events_count_and_intervals() {
         (50, UserEventKind::Begin),
         (56, UserEventKind::End),
     ] {
-        b.w.event(&JvmEvent::User {
-            thread: 1,
-            ticks: at_ms(ms),
-            event: 2,
-            kind,
-            value: 0,
-        });
+        b.w.event(&JvmEvent::on(
+            ThreadId(1),
+            at_ms(ms),
+            EventKind::User {
+                event: 2,
+                kind,
+                value: 0,
+            },
+        ));
     }
     let rec = b.build(1000);
     let r = user_report(&rec, &EventFilter::default());
@@ -490,34 +511,38 @@ fn events_nest_into_traced_invocations() {
         cpu_ns: 0,
     };
     let events = vec![
-        ev(TraceKind::Enter, main, 0),
-        ev(TraceKind::Enter, work, 10),
-        ev(TraceKind::Exit, work, 20),
-        ev(TraceKind::Enter, work, 30),
-        ev(TraceKind::Exit, work, 40),
-        ev(TraceKind::Exit, main, 50),
+        ev(TraceKind::Enter, MethodId(main), 0),
+        ev(TraceKind::Enter, MethodId(work), 10),
+        ev(TraceKind::Exit, MethodId(work), 20),
+        ev(TraceKind::Enter, MethodId(work), 30),
+        ev(TraceKind::Exit, MethodId(work), 40),
+        ev(TraceKind::Exit, MethodId(main), 50),
     ];
     b.w.trace(&TraceBatch {
-        thread: 1,
+        thread: ThreadId(1),
         has_cpu: false,
         events,
     });
-    let blocked = |ms| JvmEvent::MonitorBlocked {
-        thread: 1,
-        ticks: at_ms(ms),
-        duration_ns: MS,
-        class: counter,
-        object: 1,
-        owner: 2,
-        stack,
+    let blocked = |ms| {
+        JvmEvent::on(
+            ThreadId(1),
+            at_ms(ms),
+            EventKind::MonitorBlocked {
+                duration_ns: MS,
+                class: ClassId(counter),
+                object: 1,
+                owner: ThreadId(2),
+                stack: StackId(stack),
+            },
+        )
     };
     b.w.event(&blocked(12));
     b.w.event(&blocked(25));
     b.w.event(&blocked(60));
-    b.w.event(&JvmEvent::Gc {
-        ticks: at_ms(15),
-        duration_ns: MS,
-    });
+    b.w.event(&JvmEvent::global(
+        at_ms(15),
+        EventKind::Gc { duration_ns: MS },
+    ));
     let rec = b.build(100);
     let tree = event_tree(&rec, &EventFilter::default());
     assert_eq!(tree.basis, TreeBasis::Traced);
@@ -562,9 +587,9 @@ fn without_traces_events_nest_into_sample_intervals() {
     let s2 = b.stack(&[("demo.Worker.idle", 4), ("demo.Worker.run", 10)]);
     for (ms, stack) in [(0, s1), (10, s2), (20, s1)] {
         b.w.sample(&Sample {
-            thread: 2,
+            thread: ThreadId(2),
             ticks: at_ms(ms),
-            stack,
+            stack: StackId(stack),
             mode: SampleMode::Cpu,
             weight_ns: 10 * MS,
             state: 0,
@@ -572,13 +597,15 @@ fn without_traces_events_nest_into_sample_intervals() {
     }
     b.user_def(1, "tick");
     for ms in [3, 5, 14, 25] {
-        b.w.event(&JvmEvent::User {
-            thread: 2,
-            ticks: at_ms(ms),
-            event: 1,
-            kind: UserEventKind::Instant,
-            value: 0,
-        });
+        b.w.event(&JvmEvent::on(
+            ThreadId(2),
+            at_ms(ms),
+            EventKind::User {
+                event: 1,
+                kind: UserEventKind::Instant,
+                value: 0,
+            },
+        ));
     }
     let rec = b.build(30);
     let tree = event_tree(&rec, &EventFilter::default());
@@ -617,31 +644,37 @@ fn timeline_lanes_have_sampled_states_event_intervals_and_gc_bars() {
             ALIVE | RUNNABLE
         };
         b.w.sample(&Sample {
-            thread: 2,
+            thread: ThreadId(2),
             ticks: at_ms(ms),
-            stack: s,
+            stack: StackId(s),
             mode: SampleMode::Wall,
             weight_ns: 10 * MS,
             state,
         });
     }
-    b.w.event(&JvmEvent::MonitorBlocked {
-        thread: 2,
-        ticks: at_ms(31),
-        duration_ns: 17 * MS,
-        class: counter,
-        object: 1,
-        owner: 3,
-        stack: s,
-    });
-    b.w.event(&JvmEvent::Gc {
-        ticks: at_ms(60),
-        duration_ns: 2 * MS,
-    });
-    b.w.event(&JvmEvent::Gc {
-        ticks: at_ms(500),
-        duration_ns: 2 * MS,
-    });
+    b.w.event(&JvmEvent::on(
+        ThreadId(2),
+        at_ms(31),
+        EventKind::MonitorBlocked {
+            duration_ns: 17 * MS,
+            class: ClassId(counter),
+            object: 1,
+            owner: ThreadId(3),
+            stack: StackId(s),
+        },
+    ));
+    b.w.event(&JvmEvent::global(
+        at_ms(60),
+        EventKind::Gc {
+            duration_ns: 2 * MS,
+        },
+    ));
+    b.w.event(&JvmEvent::global(
+        at_ms(500),
+        EventKind::Gc {
+            duration_ns: 2 * MS,
+        },
+    ));
     let mut rec = b.build(1000);
     rec.header.interval_ns = 10 * MS;
     let t = timeline(&rec, None, Some(0.2), 100);
@@ -696,9 +729,9 @@ fn snapshot_states_hold_for_the_snapshot_interval_not_the_sampling_one() {
     for (k, ms) in [0u64, 100, 200].into_iter().enumerate() {
         let interval_ns = if k == 0 { 0 } else { 100 * MS };
         let threads = vec![SnapshotThread {
-            thread: 3,
+            thread: ThreadId(3),
             state: asleep,
-            stack: s,
+            stack: StackId(s),
         }];
         b.w.snapshot(&Snapshot {
             ticks: at_ms(ms),
@@ -733,25 +766,27 @@ fn method_selects_stackless_events_by_their_invocation_or_sampled_stack() {
         cpu_ns: 0,
     };
     let events = vec![
-        ev(TraceKind::Enter, main, 0),
-        ev(TraceKind::Enter, work, 10),
-        ev(TraceKind::Exit, work, 20),
-        ev(TraceKind::Exit, main, 50),
+        ev(TraceKind::Enter, MethodId(main), 0),
+        ev(TraceKind::Enter, MethodId(work), 10),
+        ev(TraceKind::Exit, MethodId(work), 20),
+        ev(TraceKind::Exit, MethodId(main), 50),
     ];
     b.w.trace(&TraceBatch {
-        thread: 1,
+        thread: ThreadId(1),
         has_cpu: false,
         events,
     });
     b.user_def(1, "step");
     for ms in [12, 25, 60] {
-        b.w.event(&JvmEvent::User {
-            thread: 1,
-            ticks: at_ms(ms),
-            event: 1,
-            kind: UserEventKind::Instant,
-            value: ms as i64,
-        });
+        b.w.event(&JvmEvent::on(
+            ThreadId(1),
+            at_ms(ms),
+            EventKind::User {
+                event: 1,
+                kind: UserEventKind::Instant,
+                value: ms as i64,
+            },
+        ));
     }
     let rec = b.build(100);
     let values = |m: &str| {
@@ -771,9 +806,9 @@ fn method_selects_stackless_events_by_their_invocation_or_sampled_stack() {
     let s2 = b.stack(&[("demo.Worker.idle", 4), ("demo.Worker.run", 10)]);
     for (ms, stack) in [(0, s1), (10, s2)] {
         b.w.sample(&Sample {
-            thread: 2,
+            thread: ThreadId(2),
             ticks: at_ms(ms),
-            stack,
+            stack: StackId(stack),
             mode: SampleMode::Cpu,
             weight_ns: 10 * MS,
             state: 0,
@@ -782,28 +817,34 @@ fn method_selects_stackless_events_by_their_invocation_or_sampled_stack() {
     b.user_def(1, "tick");
     let string = b.class("java.lang.String");
     for ms in [3, 14] {
-        b.w.event(&JvmEvent::User {
-            thread: 2,
-            ticks: at_ms(ms),
-            event: 1,
-            kind: UserEventKind::Instant,
-            value: ms as i64,
-        });
+        b.w.event(&JvmEvent::on(
+            ThreadId(2),
+            at_ms(ms),
+            EventKind::User {
+                event: 1,
+                kind: UserEventKind::Instant,
+                value: ms as i64,
+            },
+        ));
     }
-    b.w.event(&JvmEvent::Alloc {
-        thread: 2,
-        ticks: at_ms(15),
-        class: string,
-        size: 24,
-        stack: s2,
-        object: 9,
-        allocated_total: 24,
-    });
-    b.w.event(&JvmEvent::ObjectFree {
-        ticks: at_ms(40),
-        object: 9,
-        allocated_total: 48,
-    });
+    b.w.event(&JvmEvent::on(
+        ThreadId(2),
+        at_ms(15),
+        EventKind::Alloc {
+            class: ClassId(string),
+            size: 24,
+            stack: StackId(s2),
+            object: 9,
+            allocated_total: 24,
+        },
+    ));
+    b.w.event(&JvmEvent::global(
+        at_ms(40),
+        EventKind::ObjectFree {
+            object: 9,
+            allocated_total: 48,
+        },
+    ));
     let rec = b.build(50);
     let kinds = |m: &str| {
         let f = EventFilter {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use jscope_format::thread_state::{classify, StateClass};
-use jscope_format::{JvmEvent, Recording, SampleMode};
+use jscope_format::{EventKind, JvmEvent, Recording, SampleMode, ThreadId};
 use serde::Serialize;
 
 use super::rows::{Ages, EventRow, UserPairs};
@@ -104,7 +104,7 @@ fn observations(rec: &Recording) -> BTreeMap<u32, Vec<Obs>> {
             sample_hold
         };
         if let Some(state) = state {
-            out.entry(s.thread)
+            out.entry(s.thread.0)
                 .or_default()
                 .push((rec.ticks_to_ns(s.ticks), state, hold));
         }
@@ -113,7 +113,7 @@ fn observations(rec: &Recording) -> BTreeMap<u32, Vec<Obs>> {
         let ns = rec.ticks_to_ns(snap.ticks);
         for t in &snap.threads {
             if let Some(state) = state_name(classify(t.state)) {
-                out.entry(t.thread)
+                out.entry(t.thread.0)
                     .or_default()
                     .push((ns, state, snapshot_hold));
             }
@@ -147,28 +147,17 @@ fn spans(mut obs: Vec<Obs>, from: u64, to: u64) -> Vec<Span> {
 }
 
 fn interval_of(rec: &Recording, e: &JvmEvent) -> Option<(u32, Span)> {
-    let (thread, state, duration_ns) = match *e {
-        JvmEvent::MonitorBlocked {
-            thread,
-            duration_ns,
-            ..
-        } => (thread, "blocked", duration_ns),
-        JvmEvent::MonitorWait {
-            thread,
-            duration_ns,
-            ..
-        } => (thread, "waiting", duration_ns),
-        JvmEvent::Park {
-            thread,
-            duration_ns,
-            ..
-        } => (thread, "parked", duration_ns),
+    let thread = e.thread;
+    let (state, duration_ns) = match e.kind {
+        EventKind::MonitorBlocked { duration_ns, .. } => ("blocked", duration_ns),
+        EventKind::MonitorWait { duration_ns, .. } => ("waiting", duration_ns),
+        EventKind::Park { duration_ns, .. } => ("parked", duration_ns),
         _ => return None,
     };
-    let start_ns = rec.ticks_to_ns(e.ticks());
+    let start_ns = rec.ticks_to_ns(e.ticks);
     let end_ns = start_ns.saturating_add(duration_ns);
     Some((
-        thread,
+        thread.0,
         Span {
             start_ns,
             end_ns,
@@ -180,7 +169,7 @@ fn interval_of(rec: &Recording, e: &JvmEvent) -> Option<(u32, Span)> {
 fn lane<'a>(lanes: &'a mut BTreeMap<u32, Lane>, rec: &Recording, id: u32) -> &'a mut Lane {
     lanes.entry(id).or_insert_with(|| Lane {
         id,
-        name: thread_name(rec, id),
+        name: thread_name(rec, ThreadId(id)),
         spans: vec![],
         intervals: vec![],
     })
@@ -210,7 +199,12 @@ pub fn timeline(
             if span.end_ns >= from && span.start_ns <= to {
                 lane(&mut lanes, rec, thread).intervals.push(span);
             }
-        } else if let JvmEvent::Gc { ticks, duration_ns } = *e {
+        } else if let JvmEvent {
+            ticks,
+            kind: EventKind::Gc { duration_ns },
+            ..
+        } = *e
+        {
             let start_ns = rec.ticks_to_ns(ticks);
             if start_ns.saturating_add(duration_ns) >= from && start_ns <= to {
                 gc.push(GcBar {
@@ -249,7 +243,13 @@ pub fn timeline(
     for l in &mut lanes {
         l.intervals.sort_by_key(|s| s.start_ns);
     }
-    lanes.sort_by_key(|l| (rec.thread(l.id).map_or(u32::MAX, |t| t.start_order), l.id));
+    lanes.sort_by_key(|l| {
+        (
+            rec.thread(ThreadId(l.id))
+                .map_or(u32::MAX, |t| t.start_order),
+            l.id,
+        )
+    });
     Timeline {
         start_wall_ms: rec.header.start_wall_ns / 1_000_000,
         from_ns: from,

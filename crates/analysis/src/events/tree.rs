@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use jscope_format::Recording;
+use jscope_format::{MethodId, Recording, ThreadId};
 use serde::Serialize;
 
 use super::rows::{Ages, EventRow, UserPairs};
@@ -149,7 +149,7 @@ fn traced_arenas(rec: &Recording) -> BTreeMap<u32, Arena> {
                 open.truncate(c.depth as usize);
                 let node = Open {
                     label: labels.frame(&jscope_format::Frame {
-                        method: c.method,
+                        method: MethodId(c.method),
                         ..Default::default()
                     }),
                     stack: vec![],
@@ -264,15 +264,15 @@ pub fn event_tree(rec: &Recording, filter: &EventFilter) -> EventTree {
     let mut loose: BTreeMap<u32, Vec<EventRow>> = BTreeMap::new();
     for e in filter.select(rec) {
         let row = EventRow::of(rec, e, &ages, &mut user);
-        let thread = e.timeline();
-        let arena = arenas.get_mut(&thread);
+        let thread = e.thread;
+        let arena = arenas.get_mut(&thread.0);
         let path = arena.as_ref().map_or_else(Vec::new, |a| a.path(row.ns));
         match (arena, path.last()) {
             (Some(arena), Some(&i)) => {
                 path.iter().for_each(|&n| arena.nodes[n].has_events = true);
                 arena.nodes[i].events.push(row);
             }
-            _ => loose.entry(thread).or_default().push(row),
+            _ => loose.entry(thread.0).or_default().push(row),
         }
     }
     let threads: std::collections::BTreeSet<u32> = arenas
@@ -295,7 +295,7 @@ pub fn event_tree(rec: &Recording, filter: &EventFilter) -> EventTree {
             });
             ThreadEvents {
                 thread: t,
-                name: thread_name(rec, t),
+                name: thread_name(rec, ThreadId(t)),
                 roots,
                 loose: loose.remove(&t).unwrap_or_default(),
             }

@@ -1,7 +1,7 @@
 //! Statistics of aggregate-mode recordings (JX): the agent kept only per-thread
 //! caller→callee totals, so there is no self time, spread or percentile.
 
-use jscope_format::Recording;
+use jscope_format::{MethodId, Recording};
 
 use super::engine::Anomalies;
 use super::stats::{pair_key, pair_rows, MethodStats, PairAcc, PairMap};
@@ -51,7 +51,7 @@ pub fn aggregate_stats(rec: &Recording) -> TraceStats {
 
 fn method_row(rec: &Recording, id: u32, p: &PairAcc) -> MethodStats {
     MethodStats {
-        method: rec.method_label(id),
+        method: rec.method_label(MethodId(id)),
         method_id: id,
         calls: p.calls,
         total_ns: p.total,

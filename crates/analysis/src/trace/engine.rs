@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use jscope_format::{Recording, TraceBatch, TraceEvent, TraceKind};
+use jscope_format::{MethodId, Recording, TraceBatch, TraceEvent, TraceKind};
 use serde::Serialize;
 
 use crate::ThreadMatcher;
@@ -133,13 +133,13 @@ impl MethodClasses {
     }
 
     fn classify(&mut self, rec: &Recording, method: u32) -> u8 {
-        let label = rec.method_label(method);
+        let label = rec.method_label(MethodId(method));
         let mut b = CLASSIFIED;
         if self.hide.iter().any(|m| m.matches(&label)) {
             b |= HIDDEN;
         }
         // An unknown method may be defined by a later chunk: do not cache it yet.
-        if rec.method(method).is_some() {
+        if rec.method(MethodId(method)).is_some() {
             let i = method as usize;
             if self.bits.len() <= i {
                 self.bits.resize(i + 1, 0);
@@ -206,17 +206,20 @@ impl<S: CallSink> StackEngine<S> {
 
     pub(crate) fn batch(&mut self, rec: &Recording, b: &TraceBatch) {
         let next_index = self.threads.len() as u32;
-        let t = self.threads.entry(b.thread).or_insert_with(|| ThreadStack {
-            index: next_index,
-            ..Default::default()
-        });
+        let t = self
+            .threads
+            .entry(b.thread.0)
+            .or_insert_with(|| ThreadStack {
+                index: next_index,
+                ..Default::default()
+            });
         let mut run = Run {
             sink: &mut self.sink,
             anomalies: &mut self.anomalies,
             classes: &mut self.classes,
             clock: self.clock,
             cost: self.probe_cost_ns,
-            thread: b.thread,
+            thread: b.thread.0,
         };
         for e in &b.events {
             let cpu = if b.has_cpu { e.cpu_ns } else { NO_CPU };
@@ -275,22 +278,22 @@ impl<S: CallSink> Run<'_, S> {
         t.events += 1;
         match e.kind {
             TraceKind::Enter => self.enter(rec, t, e, at),
-            TraceKind::Exit => self.exit(t, e.method, at, 0),
-            TraceKind::Throw => self.exit(t, e.method, at, THREW),
+            TraceKind::Exit => self.exit(t, e.method.0, at, 0),
+            TraceKind::Throw => self.exit(t, e.method.0, at, THREW),
         }
     }
 
     #[inline]
     fn enter(&mut self, rec: &Recording, t: &mut ThreadStack, e: &TraceEvent, at: Stamp) {
-        let hidden = self.classes.bits(rec, e.method) & HIDDEN != 0;
+        let hidden = self.classes.bits(rec, e.method.0) & HIDDEN != 0;
         let (depth, caller) = t.frames.last().map_or((0, 0), Frame::inner_position);
         let slot = if hidden {
             0
         } else {
-            self.sink.enter(t.index, e.method, at.ns, depth)
+            self.sink.enter(t.index, e.method.0, at.ns, depth)
         };
         t.frames.push(Frame {
-            method: e.method,
+            method: e.method.0,
             hidden,
             depth,
             caller,

@@ -16,13 +16,16 @@
 //!
 //! // A recording where `main` calls `work` three times, taking 1, 2 and 3 ms.
 //! let mut w = ChunkWriter::new();
-//! w.string(1, "demo.App");
-//! w.string(2, "main");
-//! w.string(3, "work");
-//! w.class(&ClassDef { id: 1, name: 1, source_file: 0 });
-//! w.method(&MethodDef { id: 1, class: 1, name: 2, signature: 0, modifiers: 9 });
-//! w.method(&MethodDef { id: 2, class: 1, name: 3, signature: 0, modifiers: 9 });
-//! let ev = |kind, method, ms: u64| TraceEvent { kind, method, ticks: ms * 1_000_000, untraced: 0, cpu_ns: 0 };
+//! w.string(StringId(1), "demo.App");
+//! w.string(StringId(2), "main");
+//! w.string(StringId(3), "work");
+//! w.class(&ClassDef { id: ClassId(1), name: StringId(1), source_file: StringId::NONE });
+//! let method = |id, name| MethodDef {
+//!     id: MethodId(id), class: ClassId(1), name: StringId(name), signature: StringId::NONE, modifiers: 9,
+//! };
+//! w.method(&method(1, 2));
+//! w.method(&method(2, 3));
+//! let ev = |kind, method, ms: u64| TraceEvent { kind, method: MethodId(method), ticks: ms * 1_000_000, untraced: 0, cpu_ns: 0 };
 //! let mut events = vec![ev(TraceKind::Enter, 1, 0)];
 //! let mut at = 0;
 //! for ms in [1, 2, 3] {
@@ -31,7 +34,7 @@
 //!     at += ms;
 //! }
 //! events.push(ev(TraceKind::Exit, 1, at + 1));
-//! w.trace(&TraceBatch { thread: 1, has_cpu: false, events });
+//! w.trace(&TraceBatch { thread: ThreadId(1), has_cpu: false, events });
 //! let header = Header { ticks_per_second: 1_000_000_000, ..Default::default() };
 //! let mut bytes = encode_file_start(&header);
 //! bytes.extend(w.finish());

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
 
-use jscope_format::Recording;
+use jscope_format::{MethodId, Recording};
 use serde::Serialize;
 
 use super::engine::{Anomalies, Call, CallSink, THREW};
@@ -149,7 +149,7 @@ impl std::hash::Hasher for PairHasher {
 
 pub(crate) type PairMap = HashMap<u64, PairAcc, std::hash::BuildHasherDefault<PairHasher>>;
 
-pub(crate) fn pair_key(caller: u32, callee: u32) -> u64 {
+pub(crate) fn pair_key(caller: MethodId, callee: MethodId) -> u64 {
     (u64::from(caller) << 32) | u64::from(callee)
 }
 
@@ -177,7 +177,7 @@ impl CallSink for StatsSink {
         }
         self.methods[i].add(c, d);
         self.pairs
-            .entry(pair_key(c.caller, c.method))
+            .entry(pair_key(MethodId(c.caller), MethodId(c.method)))
             .or_default()
             .add(1, d, d, d);
     }
@@ -206,7 +206,7 @@ impl MethodAcc {
 
     fn finish(mut self, rec: &Recording, id: u32) -> MethodStats {
         MethodStats {
-            method: rec.method_label(id),
+            method: rec.method_label(MethodId(id)),
             method_id: id,
             calls: self.calls,
             total_ns: self.total,
@@ -263,9 +263,9 @@ pub(crate) fn pair_rows(rec: &Recording, pairs: &PairMap) -> Vec<PairStats> {
                 caller: if caller == 0 {
                     "[root]".into()
                 } else {
-                    rec.method_label(caller)
+                    rec.method_label(MethodId(caller))
                 },
-                callee: rec.method_label(callee),
+                callee: rec.method_label(MethodId(callee)),
                 caller_id: caller,
                 callee_id: callee,
                 calls: p.calls,

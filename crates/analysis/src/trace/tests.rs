@@ -30,7 +30,7 @@ impl TraceRec {
 
     /// `label` is `pkg.Class.method`.
     fn method(&mut self, label: &str) -> u32 {
-        self.dict.method_label(&mut self.w, label)
+        (self.dict.method_label(&mut self.w, label)).0
     }
 
     fn probe_cost(mut self, ns: &str) -> Self {
@@ -40,7 +40,7 @@ impl TraceRec {
 
     fn thread(&mut self, id: u32, name: &str, start_order: u32) {
         self.w.thread(&ThreadDef {
-            id,
+            id: ThreadId(id),
             java_id: id.into(),
             name: name.into(),
             group: "main".into(),
@@ -53,15 +53,19 @@ impl TraceRec {
         let method = self.method(label);
         let e = TraceEvent {
             kind,
-            method,
+            method: MethodId(method),
             ticks: START + at_us,
             untraced,
             cpu_ns: 0,
         };
-        match self.pending.iter_mut().find(|b| b.thread == thread) {
+        match self
+            .pending
+            .iter_mut()
+            .find(|b| b.thread == ThreadId(thread))
+        {
             Some(b) => b.events.push(e),
             None => self.pending.push(TraceBatch {
-                thread,
+                thread: ThreadId(thread),
                 has_cpu: false,
                 events: vec![e],
             }),
@@ -540,15 +544,23 @@ fn aggregate_recordings_give_per_pair_and_per_method_totals_without_percentiles(
             1,
             START + 1000,
             vec![
-                pair(0, main, 1, 900, 900, 900),
-                pair(main, work, 3, 600, 100, 300),
+                pair(MethodId::NONE, MethodId(main), 1, 900, 900, 900),
+                pair(MethodId(main), MethodId(work), 3, 600, 100, 300),
             ],
         ),
-        (1, START + 2000, vec![pair(main, work, 1, 50, 50, 50)]),
-        (2, START + 2000, vec![pair(0, work, 2, 1000, 400, 600)]),
+        (
+            1,
+            START + 2000,
+            vec![pair(MethodId(main), MethodId(work), 1, 50, 50, 50)],
+        ),
+        (
+            2,
+            START + 2000,
+            vec![pair(MethodId::NONE, MethodId(work), 2, 1000, 400, 600)],
+        ),
     ] {
         r.w.call_aggregate(&CallAggregate {
-            thread,
+            thread: ThreadId(thread),
             ticks,
             pairs,
         });
@@ -666,15 +678,15 @@ fn thread_cpu_time_is_summed_per_method_when_the_agent_recorded_it() {
         cpu_ns,
     };
     r.pending.push(TraceBatch {
-        thread: 1,
+        thread: ThreadId(1),
         has_cpu: true,
         events: vec![
-            ev(TraceKind::Enter, main, 0, 1_000),
-            ev(TraceKind::Enter, work, 10, 6_000),
-            ev(TraceKind::Exit, work, 30, 21_000),
-            ev(TraceKind::Enter, work, 31, 21_500),
-            ev(TraceKind::Exit, work, 35, 23_500),
-            ev(TraceKind::Exit, main, 40, 27_000),
+            ev(TraceKind::Enter, MethodId(main), 0, 1_000),
+            ev(TraceKind::Enter, MethodId(work), 10, 6_000),
+            ev(TraceKind::Exit, MethodId(work), 30, 21_000),
+            ev(TraceKind::Enter, MethodId(work), 31, 21_500),
+            ev(TraceKind::Exit, MethodId(work), 35, 23_500),
+            ev(TraceKind::Exit, MethodId(main), 40, 27_000),
         ],
     });
     r.enter(2, "demo.App.other", 50); // a batch without CPU time
@@ -697,7 +709,7 @@ impl CallSink for Collect<'_> {
     }
 
     fn exit(&mut self, call: &Call) {
-        let label = self.rec.method_label(call.method);
+        let label = self.rec.method_label(MethodId(call.method));
         self.calls
             .push((label, call.depth, call.duration_ns() / US));
     }

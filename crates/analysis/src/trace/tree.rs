@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use jscope_format::Recording;
+use jscope_format::{MethodId, Recording, ThreadId};
 use serde::Serialize;
 
 use super::engine::{Anomalies, Call, CallSink, ThreadStack, THREAD_START_LABEL};
@@ -177,7 +177,7 @@ impl TreeSink {
         ThreadTree {
             thread: id,
             name: rec
-                .thread(id)
+                .thread(ThreadId(id))
                 .map_or_else(|| format!("thread-{id}"), |d| d.name.clone()),
             events: t.events,
             first_ns: t.first_ns.unwrap_or(0),
@@ -190,7 +190,7 @@ impl TreeSink {
 
 fn labels(rec: &Recording) -> Vec<String> {
     (0..rec.methods.len() as u32)
-        .map(|id| rec.method_label(id))
+        .map(|id| rec.method_label(MethodId(id)))
         .collect()
 }
 

@@ -101,9 +101,9 @@ pub fn synthetic_recording() -> Synthetic {
         for n in 0..10 {
             let ticks = 1_000 + (i * 10 + n) * 10_000_000;
             w.sample(&Sample {
-                thread: 1,
+                thread: ThreadId(1),
                 ticks,
-                stack: method - 2,
+                stack: StackId(method - 2),
                 mode: SampleMode::Cpu,
                 weight_ns: 10_000_000,
                 state: ALIVE | RUNNABLE,
@@ -131,15 +131,15 @@ fn define_dictionaries(w: &mut ChunkWriter) {
         (6, "main"),
         (7, "()V"),
     ] {
-        w.string(id, s);
+        w.string(StringId(id), s);
     }
     w.class(&ClassDef {
-        id: 1,
-        name: 1,
-        source_file: 2,
+        id: ClassId(1),
+        name: StringId(1),
+        source_file: StringId(2),
     });
     w.thread(&ThreadDef {
-        id: 1,
+        id: ThreadId(1),
         java_id: 1,
         name: "main".into(),
         group: "main".into(),
@@ -148,35 +148,35 @@ fn define_dictionaries(w: &mut ChunkWriter) {
         ..ThreadDef::default()
     });
     w.method(&MethodDef {
-        id: 1,
-        class: 1,
-        name: 6,
-        signature: 7,
+        id: MethodId(1),
+        class: ClassId(1),
+        name: StringId(6),
+        signature: StringId(7),
         modifiers: 9,
     });
     for m in 3..=5u32 {
         w.method(&MethodDef {
-            id: m - 1,
-            class: 1,
-            name: m,
-            signature: 7,
+            id: MethodId(m - 1),
+            class: ClassId(1),
+            name: StringId(m),
+            signature: StringId(7),
             modifiers: 1,
         });
         let frames = [
             Frame {
-                method: m - 1,
+                method: MethodId(m - 1),
                 bci: 4,
                 line: 10 * m,
                 kind: FrameKind::Compiled,
             },
             Frame {
-                method: 1,
+                method: MethodId(1),
                 bci: 1,
                 line: 3,
                 kind: FrameKind::Interpreted,
             },
         ];
-        w.stack(m - 2, &frames);
+        w.stack(StackId(m - 2), &frames);
     }
 }
 

@@ -16,6 +16,7 @@ use jscope_format::{
     encode_file_start, ChunkWriter, ClassDef, Frame, FrameKind, Header, MethodDef, Snapshot,
     SnapshotThread, ThreadDef,
 };
+use jscope_format::{ClassId, MethodId, StackId, StringId, ThreadId};
 use jscope_wire::{ClientConfig, Outbox, Pushed, WireClient};
 
 struct Args {
@@ -68,38 +69,38 @@ const DEPTH: u32 = 24;
 
 /// Dictionaries of a simulated JVM: 64 methods, 256 stacks, `threads` threads.
 fn dictionary(w: &mut ChunkWriter, threads: u32) {
-    w.string(1, "com.example.Work");
-    w.string(2, "Work.java");
+    w.string(StringId(1), "com.example.Work");
+    w.string(StringId(2), "Work.java");
     w.class(&ClassDef {
-        id: 1,
-        name: 1,
-        source_file: 2,
+        id: ClassId(1),
+        name: StringId(1),
+        source_file: StringId(2),
     });
-    w.string(3, "()V");
+    w.string(StringId(3), "()V");
     for m in 1..=METHODS {
-        w.string(10 + m, &format!("step{m}"));
+        w.string(StringId(10 + m), &format!("step{m}"));
         w.method(&MethodDef {
-            id: m,
-            class: 1,
-            name: 10 + m,
-            signature: 3,
+            id: MethodId(m),
+            class: ClassId(1),
+            name: StringId(10 + m),
+            signature: StringId(3),
             modifiers: 1,
         });
     }
     for s in 1..=STACKS {
         let frames: Vec<Frame> = (0..DEPTH)
             .map(|d| Frame {
-                method: 1 + (s * 7 + d * 13) % METHODS,
+                method: MethodId(1 + (s * 7 + d * 13) % METHODS),
                 bci: d as i32,
                 line: 10 + d,
                 kind: FrameKind::Interpreted,
             })
             .collect();
-        w.stack(s, &frames);
+        w.stack(StackId(s), &frames);
     }
     for t in 1..=threads {
         w.thread(&ThreadDef {
-            id: t,
+            id: ThreadId(t),
             java_id: t as i64,
             name: format!("worker-{t}"),
             group: "main".into(),
@@ -139,9 +140,9 @@ fn agent(i: usize, a: &Args, totals: &Totals, deadline: Instant) -> anyhow::Resu
             ticks += header.interval_ns;
             let threads = (1..=a.threads)
                 .map(|t| SnapshotThread {
-                    thread: t,
+                    thread: ThreadId(t),
                     state: 0x5,
-                    stack: 1 + (t * 31 + ticks as u32 / 7) % STACKS,
+                    stack: StackId(1 + (t * 31 + ticks as u32 / 7) % STACKS),
                 })
                 .collect();
             w.snapshot(&Snapshot {

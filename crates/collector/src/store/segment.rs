@@ -13,6 +13,7 @@ use std::io::Write;
 use std::path::Path;
 
 use jscope_format::{decode_payload, ChunkReader, ChunkWriter, Recording};
+use jscope_format::{StackId, StringId};
 
 use crate::jvm::{apply_dictionary, new_dictionary, timed_span, JvmIdentity};
 use crate::CollectorError;
@@ -32,14 +33,14 @@ pub(crate) fn first_seq_of(name: &str) -> Option<u64> {
 pub(crate) fn encode_prelude(dict: &Recording) -> Vec<u8> {
     let mut w = ChunkWriter::new();
     for (id, s) in dict.strings.iter().enumerate().skip(1) {
-        w.string(id as u32, s);
+        w.string(StringId(id as u32), s);
     }
     dict.classes.iter().flatten().for_each(|c| w.class(c));
     dict.methods.iter().flatten().for_each(|m| w.method(m));
     dict.threads.values().for_each(|t| w.thread(t));
     for (id, frames) in dict.stacks.iter().enumerate() {
         if let Some(frames) = frames {
-            w.stack(id as u32, frames);
+            w.stack(StackId(id as u32), frames);
         }
     }
     w.finish()

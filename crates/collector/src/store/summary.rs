@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 
 use jscope_analysis::{Mode, Selection, StackCounts};
 use jscope_format::thread_state::classify;
+use jscope_format::ThreadId;
 use jscope_format::{decode_payload, ChunkReader, Record, Recording, SampleMode, StateClass};
 
 use super::{segment, SampleFilter};
@@ -192,11 +193,11 @@ fn count(records: &[Record], o: &mut Open, totals: &mut [u64; 3]) {
     };
     for r in records {
         match r {
-            Record::Sample(s) => add(sample_mode(s.mode), s.thread, s.state, s.stack),
+            Record::Sample(s) => add(sample_mode(s.mode), s.thread.0, s.state, s.stack.0),
             Record::Snapshot(snap) => snap
                 .threads
                 .iter()
-                .for_each(|t| add(Mode::Snapshot, t.thread, t.state, t.stack)),
+                .for_each(|t| add(Mode::Snapshot, t.thread.0, t.state, t.stack.0)),
             _ => {}
         }
     }
@@ -525,7 +526,7 @@ impl<'a> Accept<'a> {
         *self.threads.entry(id).or_insert_with(|| {
             names
                 .threads
-                .get(&id)
+                .get(&ThreadId(id))
                 .is_some_and(|t| matcher.matches(&t.name))
         })
     }
@@ -745,9 +746,9 @@ mod tests {
         .unwrap();
         for (id, name) in [(1, "worker-1"), (300, "gc")] {
             names.threads.insert(
-                id,
+                ThreadId(id),
                 ThreadDef {
-                    id,
+                    id: ThreadId(id),
                     name: name.into(),
                     ..ThreadDef::default()
                 },

@@ -13,6 +13,7 @@ use jscope_format::{
     encode_file_start, ChunkWriter, ClassDef, Frame, FrameKind, Header, MethodDef, Snapshot,
     SnapshotThread, ThreadDef,
 };
+use jscope_format::{ClassId, MethodId, StackId, StringId, ThreadId};
 use jscope_wire::{ClientConfig, WireClient};
 
 pub const SNAPSHOTS_PER_CHUNK: u64 = 4;
@@ -75,28 +76,28 @@ impl SimJvm {
 
     fn declare(&mut self) {
         let w = &mut self.writer;
-        w.string(1, &format!("com.acme.App{}", self.header.pid));
-        w.string(2, "App.java");
-        w.string(3, "main");
-        w.string(4, "work");
-        w.string(5, "()V");
+        w.string(StringId(1), &format!("com.acme.App{}", self.header.pid));
+        w.string(StringId(2), "App.java");
+        w.string(StringId(3), "main");
+        w.string(StringId(4), "work");
+        w.string(StringId(5), "()V");
         w.class(&ClassDef {
-            id: 1,
-            name: 1,
-            source_file: 2,
+            id: ClassId(1),
+            name: StringId(1),
+            source_file: StringId(2),
         });
         w.method(&MethodDef {
-            id: 1,
-            class: 1,
-            name: 3,
-            signature: 5,
+            id: MethodId(1),
+            class: ClassId(1),
+            name: StringId(3),
+            signature: StringId(5),
             modifiers: 9,
         });
         w.method(&MethodDef {
-            id: 2,
-            class: 1,
-            name: 4,
-            signature: 5,
+            id: MethodId(2),
+            class: ClassId(1),
+            name: StringId(4),
+            signature: StringId(5),
             modifiers: 1,
         });
         let frame = |method, line| Frame {
@@ -105,11 +106,11 @@ impl SimJvm {
             line,
             kind: FrameKind::Interpreted,
         };
-        w.stack(1, &[frame(2, 42), frame(1, 7)]);
-        w.stack(2, &[frame(1, 9)]);
+        w.stack(StackId(1), &[frame(MethodId(2), 42), frame(MethodId(1), 7)]);
+        w.stack(StackId(2), &[frame(MethodId(1), 9)]);
         for t in 1..=THREADS {
             w.thread(&ThreadDef {
-                id: t,
+                id: ThreadId(t),
                 java_id: 10 + t as i64,
                 os_tid: 0,
                 name: if t == 1 {
@@ -135,9 +136,9 @@ impl SimJvm {
             let k = (self.chunks_made - 1) * SNAPSHOTS_PER_CHUNK + i;
             let threads = (1..=THREADS)
                 .map(|t| SnapshotThread {
-                    thread: t,
+                    thread: ThreadId(t),
                     state: if t == 1 { 0x5 } else { 0x191 },
-                    stack: if t == 1 { 1 } else { 2 },
+                    stack: if t == 1 { StackId(1) } else { StackId(2) },
                 })
                 .collect();
             self.writer.snapshot(&Snapshot {
