@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -207,8 +208,10 @@ pub struct Recorder {
     /// The file and/or collector the chunks go to, for messages.
     pub destination: String,
     engines: Vec<Arc<dyn Engine>>,
-    /// How many of `engines` (a prefix) have started.
+    /// How many of `engines` (a prefix) have started and are not stopped yet.
     started: usize,
+    /// How many of `engines` have started in this recording, for the writer.
+    drainable: Arc<AtomicUsize>,
     writer_stop: Arc<Stopper>,
     writer_done: Option<Arc<Stopper>>,
     /// The sender's finish flag and counters, when streaming to a collector.
@@ -259,6 +262,7 @@ impl Recorder {
             destination,
             engines: engines.clone(),
             started: 0,
+            drainable: Arc::new(AtomicUsize::new(0)),
             writer_stop: Arc::new(Stopper::default()),
             writer_done: None,
             sender: None,
@@ -276,16 +280,19 @@ impl Recorder {
             fields,
             table: table.clone(),
             engines,
+            started: recorder.drainable.clone(),
             file,
             collector: link,
             stopper: recorder.writer_stop.clone(),
             done: Arc::new(Stopper::default()),
         };
-        // The sender before the writer, so the writer's first chunk finds it running.
+        // The sender before the writer, so the writer's first chunk finds it
+        // running; both before the engines, so a recording whose engine fails to
+        // start still ends complete (counters, end record) and reaches its collector.
         let started = recorder
-            .start_engines(&ctx)
-            .and_then(|()| recorder.spawn_sender(sender, stats))
-            .and_then(|()| recorder.spawn_writer(writer));
+            .spawn_sender(sender, stats)
+            .and_then(|()| recorder.spawn_writer(writer))
+            .and_then(|()| recorder.start_engines(&ctx));
         if let Err(e) = started {
             recorder.stop(None);
             return Err(e);
@@ -297,6 +304,7 @@ impl Recorder {
         for engine in &self.engines {
             engine.start(ctx)?;
             self.started += 1;
+            self.drainable.store(self.started, Ordering::Release);
         }
         Ok(())
     }

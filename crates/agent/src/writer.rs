@@ -8,6 +8,7 @@
 
 use std::fs::File;
 use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -36,6 +37,9 @@ pub(crate) struct WriterConfig {
     pub table: Arc<ThreadTable>,
     /// The recording's engines, drained in this order.
     pub engines: Vec<Arc<dyn Engine>>,
+    /// How many of `engines` (a prefix) have started: the writer runs before
+    /// them and drains only those.
+    pub started: Arc<AtomicUsize>,
     /// None when the chunks go to a collector only.
     pub file: Option<File>,
     pub collector: Option<CollectorLink>,
@@ -108,7 +112,8 @@ impl Writer {
     /// whenever one fills it).
     fn drain(&mut self) {
         let jni = self.sink.jni;
-        let engines = self.cfg.engines.clone();
+        let started = self.cfg.started.load(Ordering::Acquire);
+        let engines = self.cfg.engines[..started].to_vec();
         for engine in &engines {
             jni.with_local_frame(32, || {
                 while engine.drain(&mut self.sink) == Drained::More {
