@@ -4,8 +4,9 @@
 //!
 //! The recorder owns the recording's engines in one list: it starts them in
 //! order, stops them in reverse order (rolling back the started ones when one
-//! fails), then waits for their threads. The writer thread drains every engine
-//! through the same list into its [`Sink`] and asks each for its counters.
+//! fails), then waits for their threads. The writer thread starts before them and
+//! drains every started engine through the same list into its [`Sink`], and asks
+//! each for its counters.
 //! Output (file, collector) stays apart, in the writer and the sender.
 //!
 //! Methods take `&self`: the recorder's thread starts and stops an engine while

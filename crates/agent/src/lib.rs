@@ -14,7 +14,7 @@ pub(crate) mod engine;
 pub(crate) mod events;
 pub mod header;
 pub(crate) mod java_threads;
-pub mod jvm;
+pub(crate) mod jvm;
 pub(crate) mod options;
 pub(crate) mod recorder;
 pub(crate) mod remote;

@@ -141,7 +141,7 @@ impl WallSampler {
         let mut next = Instant::now() + self.interval;
         while !self.stopper.wait_until(next) {
             next = (next + self.interval).max(Instant::now());
-            if listed_at.map_or(true, |t| t.elapsed() >= RELIST_EVERY) {
+            if listed_at.is_none_or(|t| t.elapsed() >= RELIST_EVERY) {
                 tids = process_tids();
                 refs.refresh(self.jvmti, jni, self.fields);
                 listed_at = Some(Instant::now());

@@ -26,10 +26,8 @@ pub struct Hit {
 /// A frame pop asked for by a handler, on the thread whose frame returned.
 #[derive(Clone, Copy)]
 pub struct Pop {
-    pub jvmti: Jvmti,
     pub jni: Jni,
     pub thread: sys::jthread,
-    pub method: sys::jmethodID,
     pub by_exception: bool,
 }
 
@@ -95,7 +93,7 @@ unsafe extern "C" fn on_breakpoint(
 }
 
 unsafe extern "C" fn on_frame_pop(
-    jvmti: *mut sys::jvmtiEnv,
+    _jvmti: *mut sys::jvmtiEnv,
     jni: *mut sys::JNIEnv,
     thread: sys::jthread,
     method: sys::jmethodID,
@@ -104,10 +102,8 @@ unsafe extern "C" fn on_frame_pop(
     guarded_in(&BREAKPOINTS, "frame_pop", (), || {
         if let Some(on_frame_pop) = handler_of(method).and_then(|h| h.on_frame_pop) {
             on_frame_pop(&Pop {
-                jvmti: Jvmti(jvmti),
                 jni: Jni(jni),
                 thread,
-                method,
                 by_exception: by_exception != 0,
             });
         }

@@ -17,7 +17,6 @@ use std::sync::Mutex;
 
 /// A part of the agent whose entry points stop together after a panic.
 pub struct Engine {
-    name: &'static str,
     /// What the report says happens next.
     consequence: &'static str,
     /// Whether a panic stops it (the agent's lifecycle never stops: VMDeath
@@ -27,9 +26,8 @@ pub struct Engine {
 }
 
 impl Engine {
-    const fn new(name: &'static str, consequence: &'static str, stoppable: bool) -> Engine {
+    const fn new(consequence: &'static str, stoppable: bool) -> Engine {
         Engine {
-            name,
             consequence,
             stoppable,
             stopped: AtomicBool::new(false),
@@ -40,28 +38,19 @@ impl Engine {
     pub fn stopped(&self) -> bool {
         self.stopped.load(Ordering::Relaxed)
     }
-
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
 }
 
 /// Loading, attaching, VM start and death, and the callbacks every recording
 /// uses (threads, classes).
-pub static AGENT: Engine = Engine::new("agent", "the agent goes on without it", false);
+pub static AGENT: Engine = Engine::new("the agent goes on without it", false);
 /// The event callbacks (monitors, GC, allocations, JIT, class unloads).
-pub static EVENTS: Engine = Engine::new("events", "events are no longer recorded", true);
+pub static EVENTS: Engine = Engine::new("events are no longer recorded", true);
 /// The user-event natives of `jscope.Events`.
-pub static USER_EVENTS: Engine =
-    Engine::new("user events", "user events are no longer recorded", true);
+pub static USER_EVENTS: Engine = Engine::new("user events are no longer recorded", true);
 /// Tracing: the class-file hook and the `jscope/Trace` probes.
-pub static TRACE: Engine = Engine::new("trace", "calls are no longer traced", true);
+pub static TRACE: Engine = Engine::new("calls are no longer traced", true);
 /// The breakpoint environment: remote calls (RMI, HTTP) and parks.
-pub static BREAKPOINTS: Engine = Engine::new(
-    "breakpoints",
-    "remote calls and parks are no longer recorded",
-    true,
-);
+pub static BREAKPOINTS: Engine = Engine::new("remote calls and parks are no longer recorded", true);
 
 /// Panics caught at entry points since the agent loaded.
 static PANICS: AtomicU64 = AtomicU64::new(0);
@@ -217,7 +206,7 @@ pub mod panic_test {
 mod tests {
     use super::*;
 
-    static TEST_ENGINE: Engine = Engine::new("test", "tests stop", true);
+    static TEST_ENGINE: Engine = Engine::new("tests stop", true);
 
     #[test]
     fn a_panic_returns_the_default_and_stops_the_engine() {

@@ -29,7 +29,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::ptr::null_mut;
 
 pub use jni::{GlobalRef, Jni};
-pub use jvmti::{ClassUnloadCallback, Jvmti, MethodNames, StackTrace, StackTraces, ThreadInfo};
+pub use jvmti::{Jvmti, MethodNames, ThreadInfo};
 
 use crate::sys;
 

@@ -157,7 +157,7 @@ impl TraceDrain {
         let due = !probe::session_running()
             || self
                 .last_aggregate
-                .map_or(true, |t| t.elapsed() >= AGGREGATE_EVERY);
+                .is_none_or(|t| t.elapsed() >= AGGREGATE_EVERY);
         if due {
             self.last_aggregate = Some(Instant::now());
         }

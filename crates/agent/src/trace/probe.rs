@@ -351,7 +351,8 @@ thread_local! {
     static OWNER: LocalOwner = const { LocalOwner };
 }
 
-const BUSY: *mut Local = 1 as *mut Local;
+/// A sentinel no allocation can equal (the address is `Local`'s alignment).
+const BUSY: *mut Local = std::ptr::dangling_mut::<Local>();
 
 struct LocalOwner;
 
