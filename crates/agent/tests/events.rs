@@ -584,7 +584,7 @@ fn the_agents_class_wins_over_a_stub_on_the_class_path() {
 /// release figure (the 50 ns target) is measured as docs/AGENT.md shows.
 /// Run: `cargo test -p jscope-agent --test events user_event_cost -- --nocapture`.
 #[test]
-fn user_event_cost() {
+fn a_million_user_events_are_each_recorded_or_counted_as_dropped() {
     for java in javas() {
         let (rec, stdout) = record(
             &java,
@@ -620,9 +620,8 @@ fn user_event_cost() {
             logged,
             "every event recorded or counted as dropped"
         );
-        // The debug agent on a shared 2-core machine: about 70-90 ns (the release
-        // build, docs/AGENT.md, is about 25); a 3x margin for load.
-        assert!(ns < 300.0, "JDK {}: {ns} ns per event", java.major);
+        // What an event costs is measured by benches/probes.sh on the release
+        // agent, not asserted here: a loaded machine makes any bound a flake.
     }
 }
 
@@ -1061,7 +1060,7 @@ fn check_parker(rec: &Recording, stdout: &str, major: &str) {
 #[test]
 fn a_zero_threshold_records_every_park() {
     for java in javas() {
-        let (rec, _) = record(
+        let (rec, stdout) = record(
             &java,
             "park0",
             "mode=cpu,events=park,parkthreshold=0",
@@ -1077,9 +1076,16 @@ fn a_zero_threshold_records_every_park() {
             java.major,
             short.len()
         );
-        assert!(short
-            .iter()
-            .all(|p| p.timeout_ns == 100_000 && p.duration_ms < 20.0));
+        assert!(short.iter().all(|p| p.timeout_ns == 100_000));
+        // Together the recorded parks fit in the time the fixture spent parking
+        // (however long a loaded machine took to wake the thread each time).
+        let spent_ms = stdout_value(&stdout, "shorts-us") / 1000.0;
+        let recorded_ms: f64 = short.iter().map(|p| p.duration_ms).sum();
+        assert!(
+            recorded_ms <= spent_ms + 1.0,
+            "JDK {}: {recorded_ms:.2} ms of short parks recorded in {spent_ms:.2} ms",
+            java.major
+        );
         assert_eq!(parks_in(&parks, "Parker.timedPark").len(), 1);
     }
 }

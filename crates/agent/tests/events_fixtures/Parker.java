@@ -70,12 +70,16 @@ public class Parker {
         long hold = args.length > 0 ? Long.parseLong(args[0]) : 200;
         int shorts = args.length > 1 ? Integer.parseInt(args[1]) : 300;
         CountDownLatch held = new CountDownLatch(1);
+        // The holder keeps TRIED until the trier has given up on it, however late a
+        // loaded machine starts the trier.
+        CountDownLatch gaveUp = new CountDownLatch(1);
         Thread holder = new Thread(() -> {
             LOCK.lock();
             TRIED.lock();
             try {
                 held.countDown();
                 Thread.sleep(hold);
+                gaveUp.await();
             } catch (InterruptedException e) {
                 throw new RuntimeException(e);
             } finally {
@@ -89,13 +93,21 @@ public class Parker {
         Thread waiter = new Thread(() -> waited[0] = millisOf(Parker::waitForLock), "waiter");
         waiter.start();
         long[] tried = new long[1];
-        Thread trier = new Thread(() -> tried[0] = millisOf(Parker::giveUpOnLock), "trier");
+        Thread trier = new Thread(() -> {
+            try {
+                tried[0] = millisOf(Parker::giveUpOnLock);
+            } finally {
+                gaveUp.countDown();
+            }
+        }, "trier");
         trier.start();
         trier.join();
         long timed = millisOf(Parker::timedPark);
         long until = millisOf(Parker::untilPark);
         long awaited = millisOf(Parker::awaitDeadline);
+        long shortsStart = System.nanoTime();
         shortParks(shorts);
+        long shortsMicros = (System.nanoTime() - shortsStart) / 1_000;
         waiter.join();
         holder.join();
         System.out.println("waited " + waited[0]);
@@ -103,5 +115,6 @@ public class Parker {
         System.out.println("until " + until);
         System.out.println("tried " + tried[0]);
         System.out.println("awaited " + awaited);
+        System.out.println("shorts-us " + shortsMicros);
     }
 }
