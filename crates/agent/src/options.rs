@@ -34,7 +34,7 @@ pub enum OptionsError {
     MissingValue(String),
     #[error("option `{0}` takes no value")]
     UnexpectedValue(String),
-    #[error("unknown mode `{0}` (expected cpu, wall or snapshot, combined with `+`)")]
+    #[error("unknown mode `{0}` (expected cpu, wall or snapshot, combined with `+`, or none)")]
     UnknownMode(String),
     #[error("bad duration `{value}` for `{key}` (expected e.g. 10ms, 500us, 1s; at least 100us)")]
     BadDuration { key: String, value: String },
@@ -291,6 +291,10 @@ fn flag(key: &str, value: Option<&str>) -> Result<bool, OptionsError> {
 
 fn parse_modes(text: &str) -> Result<Modes, OptionsError> {
     let mut modes = Modes::default();
+    // No sampling, as `jscope record --mode none` asks: tracing or events alone.
+    if text.trim() == "none" {
+        return Ok(modes);
+    }
     for name in text.split('+').map(str::trim) {
         match name {
             "cpu" => modes.cpu = true,
@@ -537,7 +541,11 @@ mod tests {
         assert_eq!(err("bogus=1"), "unknown option `bogus`");
         assert_eq!(
             err("mode=cpu+gpu"),
-            "unknown mode `gpu` (expected cpu, wall or snapshot, combined with `+`)"
+            "unknown mode `gpu` (expected cpu, wall or snapshot, combined with `+`, or none)"
+        );
+        assert_eq!(
+            err("mode=none+cpu"),
+            "unknown mode `none` (expected cpu, wall or snapshot, combined with `+`, or none)"
         );
         assert!(err("depth=0").contains("bad number `0` for `depth`"));
         assert!(err("depth=99999").contains("depth"));

@@ -119,6 +119,17 @@ fn fixture_line(file: &str, marker: &str) -> u32 {
         + 1
 }
 
+/// `jscope record --mode none` passes `mode=none`: the agent records without
+/// sampling instead of refusing the mode and leaving the JVM unprofiled.
+#[test]
+fn mode_none_records_without_sampling() {
+    for java in javas() {
+        let rec = record(&java, "mode=none,events=gc", "Spin", &["300"]);
+        assert_eq!(rec.header.modes, "", "JDK {}", java.major);
+        assert!(rec.samples.is_empty() && rec.end_ticks.is_some());
+    }
+}
+
 #[test]
 fn bad_options_print_one_line_and_leave_the_exit_code_alone() {
     for java in javas() {
