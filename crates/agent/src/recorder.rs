@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cpu_timers::{CpuEngine, CpuTimers};
 pub use crate::engine::StartError;
@@ -31,6 +31,9 @@ use crate::{clock, sys};
 /// sender's wait is sender::wait_for_sender's).
 const ENGINE_STOP_WAIT: Duration = Duration::from_secs(2);
 const WRITER_STOP_WAIT: Duration = Duration::from_secs(5);
+/// How long start waits for the writer and the sender to be known as the agent's
+/// threads (so the cpu engine, started after them, leaves them unarmed).
+const MARK_WAIT: Duration = Duration::from_secs(2);
 
 /// A recording whose file is open but whose engines wait for the VM to be ready
 /// (between Agent_OnLoad and VMInit).
@@ -219,7 +222,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Starts recording: every engine in turn, then the sender and the writer.
+    /// Starts recording: the sender and the writer, then every engine in turn.
     /// Runs on a Java thread (VMInit's or the attach listener); `install_hooks`
     /// publishes the callbacks' state (None withdraws it). On failure whatever
     /// started is stopped again, in reverse order.
@@ -251,12 +254,7 @@ impl Recorder {
             table: table.clone(),
             timers: timers.clone(),
         };
-        let thread_events = ThreadEvents {
-            jvmti,
-            hooks: Arc::new(hooks),
-            install: install_hooks,
-        };
-        let engines = engines(&options, thread_events, timers);
+        let engines = engines(&options, hooks, install_hooks, timers);
         let mut recorder = Recorder {
             jvmti,
             destination,
@@ -286,23 +284,45 @@ impl Recorder {
             stopper: recorder.writer_stop.clone(),
             done: Arc::new(Stopper::default()),
         };
-        // The sender before the writer, so the writer's first chunk finds it
-        // running; both before the engines, so a recording whose engine fails to
-        // start still ends complete (counters, end record) and reaches its collector.
-        let started = recorder
-            .spawn_sender(sender, stats)
-            .and_then(|()| recorder.spawn_writer(writer))
-            .and_then(|()| recorder.start_engines(&ctx));
-        if let Err(e) = started {
+        if let Err(e) = recorder.launch(sender, stats, writer, &ctx) {
             recorder.stop(None);
             return Err(e);
         }
         Ok(recorder)
     }
 
+    /// The sender before the writer, so the writer's first chunk finds it
+    /// running; both before the engines, so a recording whose engine fails to
+    /// start still ends complete (counters, end record) and reaches its collector.
+    fn launch(
+        &mut self,
+        sender: Option<sender::Sender>,
+        stats: Option<Arc<SenderStats>>,
+        writer: WriterConfig,
+        ctx: &StartContext<'_>,
+    ) -> Result<(), StartError> {
+        self.spawn_sender(sender, stats)?;
+        self.spawn_writer(writer)?;
+        // A panic in an engine's start (caught by the entry point's guard) must
+        // not leave the writer and sender running without an owner.
+        let engines =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.start_engines(ctx)));
+        engines.unwrap_or_else(|panic| {
+            self.stop(None);
+            std::panic::resume_unwind(panic)
+        })
+    }
+
     fn start_engines(&mut self, ctx: &StartContext<'_>) -> Result<(), StartError> {
         for engine in &self.engines {
-            engine.start(ctx)?;
+            if let Err(e) = engine.start(ctx) {
+                // Whatever part of it did start (stop is harmless otherwise).
+                engine.stop(&StopContext {
+                    jvmti: self.jvmti,
+                    restore_with: None,
+                });
+                return Err(e);
+            }
             self.started += 1;
             self.drainable.store(self.started, Ordering::Release);
         }
@@ -317,16 +337,20 @@ impl Recorder {
         let (Some(sender), Some(stats)) = (sender, stats) else {
             return Ok(());
         };
-        let done = Arc::new(Stopper::default());
-        sender.spawn(done.clone()).map_err(StartError::Thread)?;
+        let (done, marked) = (Arc::new(Stopper::default()), Arc::new(Stopper::default()));
+        sender
+            .spawn(done.clone(), marked.clone())
+            .map_err(StartError::Thread)?;
         self.sender = Some((done, stats));
+        marked.wait_until(Instant::now() + MARK_WAIT);
         Ok(())
     }
 
     fn spawn_writer(&mut self, writer: WriterConfig) -> Result<(), StartError> {
-        let done = writer.done.clone();
-        writer.spawn().map_err(StartError::Thread)?;
+        let (done, marked) = (writer.done.clone(), Arc::new(Stopper::default()));
+        writer.spawn(marked.clone()).map_err(StartError::Thread)?;
         self.writer_done = Some(done);
+        marked.wait_until(Instant::now() + MARK_WAIT);
         Ok(())
     }
 
@@ -376,9 +400,15 @@ impl Recorder {
 /// before the timers of the threads already running, then the rest.
 fn engines(
     options: &Options,
-    thread_events: ThreadEvents,
+    hooks: Hooks,
+    install_hooks: fn(Option<Arc<Hooks>>),
     timers: Option<Arc<CpuTimers>>,
 ) -> Vec<Arc<dyn Engine>> {
+    let thread_events = ThreadEvents {
+        jvmti: hooks.jvmti,
+        hooks: Arc::new(hooks),
+        install: install_hooks,
+    };
     let signals = Arc::new(SignalEngine::new(options, timers.clone()));
     vec![
         signals.clone(),

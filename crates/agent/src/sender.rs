@@ -251,10 +251,18 @@ pub fn link(
 impl Sender {
     /// Runs the sender on its own thread (not attached to the VM: it never calls
     /// into Java). `done` is set when it has finished.
-    pub fn spawn(self, done: Arc<Stopper>) -> std::io::Result<JoinHandle<()>> {
+    /// Starts the sender thread; `marked` is stopped once the thread is known as
+    /// the agent's, so no engine started after it samples it.
+    pub fn spawn(
+        self,
+        done: Arc<Stopper>,
+        marked: Arc<Stopper>,
+    ) -> std::io::Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name("jscope-sender".into())
             .spawn(move || {
+                self.table.mark_agent(gettid());
+                marked.stop();
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run()));
                 done.stop();
             })
@@ -263,7 +271,6 @@ impl Sender {
     /// Until the writer hangs up: take chunks, talk to the collector. Then deliver
     /// what is left within FINAL_WAIT.
     fn run(mut self) {
-        self.table.mark_agent(gettid());
         loop {
             match self.rx.recv_timeout(TICK) {
                 Ok(message) => self.take(message),

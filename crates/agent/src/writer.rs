@@ -58,10 +58,14 @@ struct Writer {
 }
 
 impl WriterConfig {
-    pub fn spawn(self) -> std::io::Result<JoinHandle<()>> {
+    /// Starts the writer thread; `marked` is stopped once the thread is known as
+    /// the agent's, so no engine started after it samples it.
+    pub fn spawn(self, marked: Arc<Stopper>) -> std::io::Result<JoinHandle<()>> {
         std::thread::Builder::new()
             .name("jscope-writer".into())
             .spawn(move || {
+                self.table.mark_agent(gettid());
+                marked.stop();
                 let done = self.done.clone();
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(self)));
                 done.stop();
@@ -73,7 +77,6 @@ fn run(cfg: WriterConfig) {
     // Producers whose rings fill wake the writer before its next poll.
     let wake: &'static Wake = Box::leak(Box::new(Wake::for_current_thread()));
     thread_ring::set_wake_hook(wake);
-    cfg.table.mark_agent(gettid());
     let Some(jni) = cfg.vm.attach_daemon("jscope-writer") else {
         return;
     };
