@@ -19,7 +19,12 @@ public class Parker {
     static final ReentrantLock OTHER = new ReentrantLock();
     static final Condition NEVER = OTHER.newCondition();
 
+    /** System.nanoTime (CLOCK_MONOTONIC, as the agent's timestamps) when the waiter
+     *  called lock() and when the holder let go of it. */
+    static volatile long waiterStartNs, releasedNs;
+
     static void waitForLock() {
+        waiterStartNs = System.nanoTime();
         LOCK.lock();
         LOCK.unlock();
     }
@@ -84,6 +89,7 @@ public class Parker {
                 throw new RuntimeException(e);
             } finally {
                 TRIED.unlock();
+                releasedNs = System.nanoTime();
                 LOCK.unlock();
             }
         }, "holder");
@@ -116,5 +122,7 @@ public class Parker {
         System.out.println("tried " + tried[0]);
         System.out.println("awaited " + awaited);
         System.out.println("shorts-us " + shortsMicros);
+        System.out.println("waiter-start-ns " + waiterStartNs);
+        System.out.println("released-ns " + releasedNs);
     }
 }
