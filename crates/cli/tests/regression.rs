@@ -96,3 +96,174 @@ fn recording_cut_inside_its_header_was_called_not_a_jscope_recording() {
     let line = one_error_line(&jscope(&["info", cut.to_str().unwrap()]));
     assert!(line.contains("not a jscope recording"), "{line}");
 }
+
+// ---- Recordings of a real JVM ------------------------------------------------
+
+fn events_classes() -> PathBuf {
+    jscope_testkit::agent_path();
+    jscope_testkit::compile_fixtures(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/events_fixtures"),
+    )
+}
+
+/// `jscope record FLAGS -o DIR/NAME.jsc -- java -cp EVENTS EventsApp APP_ARGS` on
+/// the first JDK found.
+fn record_events_app(name: &str, flags: &[&str], app_args: &[&str]) -> PathBuf {
+    let java = jscope_testkit::javas().remove(0);
+    let file = temp_dir(name).join(format!("{name}.jsc"));
+    let cp = events_classes();
+    let mut args = vec!["record"];
+    args.extend_from_slice(flags);
+    args.extend(["-o", file.to_str().unwrap(), "--"]);
+    args.extend([
+        java.bin.to_str().unwrap(),
+        "-cp",
+        cp.to_str().unwrap(),
+        "EventsApp",
+    ]);
+    args.extend_from_slice(app_args);
+    let out = jscope(&args);
+    assert!(out.status.success(), "jscope {args:?}: {}", stderr(&out));
+    file
+}
+
+fn f(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn trace_only_recording_gave_a_flame_graph_saying_0_no_samples_and_info_saying_modes_comma() {
+    let file = record_events_app(
+        "trace-only",
+        &["--mode", "none", "--trace", "EventsApp", "--events", "gc"],
+        &["gc", "2"],
+    );
+    let out = jscope(&["flame", f(&file), "-o", f(&file.with_extension("html"))]);
+    assert_eq!(out.status.code(), Some(1));
+    let line = one_error_line(&out);
+    assert!(line.contains("holds no samples"), "{line}");
+    assert!(line.contains("recorded without sampling"), "{line}");
+    assert!(line.contains("jscope tree"), "{line}");
+    assert!(line.contains("--mode cpu"), "{line}");
+    assert!(!file.with_extension("html").exists());
+    let out = jscope(&["report", f(&file), "--mode", "wall"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(one_error_line(&out).contains("no wall samples"));
+
+    let out = jscope(&["info", f(&file)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("modes ,"), "{text}");
+    assert!(!text.contains("interval 100ms"), "{text}");
+    assert!(!text.contains(", interval"), "{text}");
+    assert!(
+        text.contains("no sampling (tracing or events only)"),
+        "{text}"
+    );
+    assert!(text.contains("samples:    none"), "{text}");
+    assert!(!text.contains("0 wall"), "{text}");
+
+    // No lock or allocation events were asked for: the empty reports say so.
+    let out = jscope(&["locks", f(&file)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("record with --events monitors"),
+        "{}",
+        stderr(&out)
+    );
+    let out = jscope(&["alloc", f(&file)]);
+    assert!(
+        stderr(&out).contains("record with --events alloc"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn report_mode_wall_on_a_cpu_recording_printed_0_samples_wall_and_alloc_ages_an_empty_table() {
+    let file = record_events_app(
+        "cpu-alloc",
+        &[
+            "--mode",
+            "cpu+snapshot",
+            "--interval",
+            "5ms",
+            "--events",
+            "alloc",
+            "--alloc-rate",
+            "64k",
+        ],
+        &["alloc", "300"],
+    );
+    let out = jscope(&["report", f(&file), "--mode", "wall"]);
+    assert_eq!(out.status.code(), Some(1));
+    let line = one_error_line(&out);
+    assert!(line.contains("has no wall samples"), "{line}");
+    assert!(line.contains("cpu"), "{line}");
+    assert!(
+        line.contains("record with --mode cpu+snapshot+wall"),
+        "{line}"
+    );
+
+    let out = jscope(&["info", f(&file)]);
+    let text = stdout(&out);
+    assert!(text.contains("modes cpu+snapshot"), "{text}");
+    assert!(!text.contains(" wall\n"), "no wall line expected: {text}");
+
+    // `threads --at 99` on a recording of a fraction of a second.
+    let out = jscope(&["threads", f(&file), "--at", "99"]);
+    assert_eq!(out.status.code(), Some(1));
+    let line = one_error_line(&out);
+    assert!(line.contains("past the end"), "{line}");
+    assert!(jscope(&["threads", f(&file), "--at", "0"]).status.success());
+
+    // Allocations without object ids: --ages says how to get them.
+    let out = jscope(&["alloc", f(&file), "--ages"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("object ages: none"), "{text}");
+    assert!(text.contains("--object-ages"), "{text}");
+}
+
+#[test]
+fn alloc_ages_had_no_way_to_switch_object_ages_on_from_record() {
+    let file = record_events_app(
+        "object-ages",
+        &[
+            "--mode",
+            "none",
+            "--object-ages",
+            "--alloc-rate",
+            "64k",
+            "--quiet",
+        ],
+        &["alloc", "300"],
+    );
+    let out = jscope(&["alloc", f(&file), "--ages", "--format", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = json["ages"]["rows"].as_array().expect("age rows");
+    assert!(!rows.is_empty(), "{json}");
+    assert!(!stderr(&out).contains("no object ages"), "{}", stderr(&out));
+}
+
+#[test]
+fn agent_options_needed_a_raw_agentpath() {
+    // An unknown key reaches the agent, which refuses it: proof that --agent-opt
+    // passes options through (the JVM then runs unprofiled and jscope says so).
+    let java = jscope_testkit::javas().remove(0);
+    let file = temp_dir("agent-opt").join("a.jsc");
+    let out = jscope(&[
+        "record",
+        "--agent-opt",
+        "nosuchoption=1",
+        "-o",
+        f(&file),
+        "--",
+        java.bin.to_str().unwrap(),
+        "-version",
+    ]);
+    assert!(stderr(&out).contains("nosuchoption"), "{}", stderr(&out));
+    let out = jscope(&["record", "--agent-opt", "a,b", "-o", f(&file), "--", "java"]);
+    assert_eq!(out.status.code(), Some(1));
+}
