@@ -1,6 +1,7 @@
 //! Regression tests named after what a new user saw (issue 15, "a newcomer's first
 //! hour"): each asserts the message or behaviour that replaced a puzzling one.
 
+mod serving;
 mod support;
 
 use std::path::PathBuf;
@@ -266,4 +267,45 @@ fn agent_options_needed_a_raw_agentpath() {
     assert!(stderr(&out).contains("nosuchoption"), "{}", stderr(&out));
     let out = jscope(&["record", "--agent-opt", "a,b", "-o", f(&file), "--", "java"]);
     assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn ui_locks_and_allocations_tabs_were_empty_tables_without_a_hint() {
+    let file = record_events_app(
+        "ui-hints",
+        &["--mode", "cpu", "--events", "gc"],
+        &["gc", "2"],
+    );
+    let served = serving::start(&jscope_bin(), &["view", f(&file), "--http", "127.0.0.1:0"]);
+    let id = served.json("/api/jvms")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let locks = served.json(&format!("/api/jvms/{id}/locks"));
+    assert_eq!(locks["recorded_events"], "gc", "{locks}");
+    let Some(mut b) = serving::cdp::Browser::launch("ui-hints") else {
+        return;
+    };
+    let wait = std::time::Duration::from_secs(30);
+    b.goto(&format!("{}/#tab=jvms&jvm={id}", served.url()));
+    b.click("button[data-tab=locks]");
+    b.wait_for(
+        "document.querySelector('#locks-hint').textContent.length > 0",
+        wait,
+    );
+    let hint = b.text("#locks-hint");
+    assert!(
+        hint.contains("recorded no monitor, wait or park events"),
+        "{hint}"
+    );
+    assert!(hint.contains("--events monitors,waits,park"), "{hint}");
+    b.click("button[data-tab=alloc]");
+    b.wait_for(
+        "document.querySelector('#alloc-hint').textContent.length > 0",
+        wait,
+    );
+    let hint = b.text("#alloc-hint");
+    assert!(hint.contains("recorded no allocations"), "{hint}");
+    assert!(hint.contains("--events alloc"), "{hint}");
+    b.screenshot("ui-hints-alloc.png");
 }
