@@ -309,3 +309,32 @@ fn ui_locks_and_allocations_tabs_were_empty_tables_without_a_hint() {
     assert!(hint.contains("--events alloc"), "{hint}");
     b.screenshot("ui-hints-alloc.png");
 }
+
+#[test]
+fn a_second_serve_on_the_same_data_started_without_complaint() {
+    let data = temp_dir("two-collectors");
+    let first = serving::serve(&jscope_bin(), &data, &[]);
+    let pid = first.child.id();
+    let out = jscope(&[
+        "serve",
+        "--agents",
+        "127.0.0.1:0",
+        "--http",
+        "127.0.0.1:0",
+        "--data",
+        f(&data),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let line = one_error_line(&out);
+    assert!(line.contains("is in use by another collector"), "{line}");
+    assert!(line.contains(&format!("pid {pid}: ")), "{line}");
+    assert!(line.contains("serve"), "{line}");
+    assert!(line.contains("another --data"), "{line}");
+    // Readers need no lock.
+    let out = jscope(&["info", "--data", f(&data)]);
+    assert!(!stderr(&out).contains("in use"), "{}", stderr(&out));
+    // Once the first has stopped, the directory is free again.
+    assert!(first.interrupt());
+    let second = serving::serve(&jscope_bin(), &data, &[]);
+    assert!(second.interrupt());
+}
