@@ -59,6 +59,22 @@ pub enum Command {
     Gc(crate::events::GcArgs),
     /// Sampled allocations by site, stack or class; object ages by class.
     Alloc(crate::events::AllocArgs),
+    /// List the JVMs of this machine (pid, main class, whether jscope's agent is
+    /// loaded), or with --collector those a collector knows.
+    Jvms(JvmsArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  jscope jvms\n  jscope jvms --collector http://127.0.0.1:7080")]
+pub struct JvmsArgs {
+    /// List a running collector's JVMs instead, e.g. http://127.0.0.1:7080.
+    #[arg(long, value_name = "URL")]
+    pub collector: Option<String>,
+    /// The collector's token (`jscope serve --token`).
+    #[arg(long, value_name = "TOKEN", requires = "collector")]
+    pub token: Option<String>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
 }
 
 /// What the agent samples and how often.

@@ -10,6 +10,7 @@ mod distributed;
 mod duration;
 mod events;
 mod flame;
+mod jvms;
 mod record;
 mod remote;
 mod serve;
@@ -64,6 +65,7 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Locks(a) => events::locks(a).map(|_| 0),
         Command::Gc(a) => events::gc(a).map(|_| 0),
         Command::Alloc(a) => events::alloc(a).map(|_| 0),
+        Command::Jvms(a) => jvms::jvms(a).map(|_| 0),
     }
 }
 

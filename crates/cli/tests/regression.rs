@@ -288,6 +288,17 @@ fn ui_locks_and_allocations_tabs_were_empty_tables_without_a_hint() {
     };
     let wait = std::time::Duration::from_secs(30);
     b.goto(&format!("{}/#tab=jvms&jvm={id}", served.url()));
+    // The JVM list cut the command at `java -agentpath:/long/path/libjsc…`: it now
+    // shows what the JVM runs, the full command in the cell's title.
+    b.wait_for(
+        "document.querySelectorAll('#jvms tbody td.cmd').length > 0",
+        wait,
+    );
+    let cmd = b.text("#jvms tbody td.cmd");
+    assert!(cmd.starts_with("EventsApp gc 2"), "{cmd}");
+    let picker = b.eval("document.querySelector('#locks-jvm option').textContent");
+    assert!(picker.as_str().unwrap().contains("EventsApp"), "{picker}");
+    assert!(!picker.as_str().unwrap().contains("agentpath"), "{picker}");
     b.click("button[data-tab=locks]");
     b.wait_for(
         "document.querySelector('#locks-hint').textContent.length > 0",
@@ -337,4 +348,104 @@ fn a_second_serve_on_the_same_data_started_without_complaint() {
     assert!(first.interrupt());
     let second = serving::serve(&jscope_bin(), &data, &[]);
     assert!(second.interrupt());
+}
+
+fn fixture_classes() -> PathBuf {
+    jscope_testkit::agent_path();
+    jscope_testkit::compile_fixtures(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"),
+    )
+}
+
+#[test]
+fn there_was_no_way_to_list_jvms() {
+    let java = jscope_testkit::javas().remove(0);
+    let dir = temp_dir("jvms");
+    let cp = fixture_classes();
+    // One JVM with jscope's agent, one without.
+    let with = start_logged(
+        &java,
+        &dir,
+        "with",
+        "mode=cpu,quiet,file=/dev/null",
+        &cp,
+        &["Idle", "60"],
+    );
+    let log = std::fs::File::create(dir.join("without.log")).unwrap();
+    let without = jscope_testkit::Child::spawn(
+        std::process::Command::new(&java.bin)
+            .arg("-cp")
+            .arg(&cp)
+            .args(["Idle", "60"])
+            .stdout(log),
+    );
+    wait_ready(&dir, "with");
+    wait_ready(&dir, "without");
+    let out = jscope(&["jvms", "--format", "json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = |pid: u32| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["pid"] == pid)
+            .unwrap_or_else(|| panic!("pid {pid} in {rows}"))
+            .clone()
+    };
+    let w = row(with.id());
+    assert_eq!(w["main_class"], "Idle", "{w}");
+    assert_eq!(w["jscope_loaded"], true, "{w}");
+    let wo = row(without.id());
+    assert_eq!(wo["main_class"], "Idle", "{wo}");
+    assert_eq!(wo["jscope_loaded"], false, "{wo}");
+    let text = stdout(&jscope(&["jvms"]));
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{} ", with.id())))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("loaded") && line.ends_with("Idle"), "{line}");
+}
+
+#[test]
+fn a_collectors_jvms_were_not_listed_by_the_cli() {
+    let java = jscope_testkit::javas().remove(0);
+    let data = temp_dir("jvms-collector");
+    let served = serving::serve(&jscope_bin(), &data, &[]);
+    let agents = served.agents.unwrap().to_string();
+    let file = data.join("hot.jsc");
+    let cp = fixture_classes();
+    let out = jscope(&[
+        "record",
+        "--stream-to",
+        &agents,
+        "--labels",
+        "app:demo",
+        "-o",
+        f(&file),
+        "--",
+        java.bin.to_str().unwrap(),
+        "-cp",
+        cp.to_str().unwrap(),
+        "Hot",
+        "alpha",
+        "300",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let url = served.url();
+    let mut text = String::new();
+    assert!(
+        jscope_testkit::wait_until(std::time::Duration::from_secs(20), || {
+            text = stdout(&jscope(&["jvms", "--collector", &url]));
+            text.contains(" Hot")
+        }),
+        "{text}"
+    );
+    let line = text.lines().find(|l| l.ends_with(" Hot")).unwrap();
+    assert!(
+        line.contains("gone") || line.contains("connected"),
+        "{line}"
+    );
+    let rows = jscope_json(&["jvms", "--collector", &url, "--format", "json"]);
+    assert_eq!(rows[0]["main_class"], "Hot", "{rows}");
+    assert_eq!(rows[0]["labels"]["app"], "demo", "{rows}");
 }
