@@ -449,3 +449,98 @@ fn a_collectors_jvms_were_not_listed_by_the_cli() {
     assert_eq!(rows[0]["main_class"], "Hot", "{rows}");
     assert_eq!(rows[0]["labels"]["app"], "demo", "{rows}");
 }
+
+fn readme() -> String {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"),
+    )
+    .unwrap()
+}
+
+#[test]
+fn readme_never_said_where_jscope_is_and_used_another_classpath_than_run_sh() {
+    let text = readme();
+    assert!(
+        text.contains("target/release/"),
+        "where the build puts jscope"
+    );
+    assert!(
+        text.contains("cargo install --path crates/cli"),
+        "how to install it"
+    );
+    assert!(
+        text.contains("Graphviz") && text.contains("browser"),
+        "dot and a browser"
+    );
+    // Exactly the two set-up commands.
+    let setup = &text[text.find("## Set up").unwrap()..text.find("## A tour").unwrap()];
+    let commands: Vec<&str> = setup
+        .lines()
+        .filter(|l| l.starts_with("    "))
+        .map(str::trim)
+        .collect();
+    assert_eq!(commands, ["bash examples/run.sh", "cargo test --workspace"]);
+    // The tour's class path is where examples/run.sh compiles the classes.
+    let run_sh = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/run.sh"),
+    )
+    .unwrap();
+    assert!(run_sh.contains("out=target/example") && run_sh.contains("-d \"$out/classes\""));
+    let mut cps = 0;
+    for l in text.lines().filter(|l| l.contains(" -cp ")) {
+        let cp = l
+            .split(" -cp ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        assert_eq!(cp, "target/example/classes", "{l}");
+        cps += 1;
+    }
+    assert!(cps >= 3);
+}
+
+#[test]
+fn readme_tour_commands_name_real_subcommands_and_flags() {
+    let text = readme();
+    let mut checked = 0;
+    for line in text.lines().filter(|l| l.starts_with("    jscope ")) {
+        // `jscope locks a; jscope gc b` is two commands; comments and pipes end one.
+        for cmd in line.split(';') {
+            let cmd = cmd.split(" #").next().unwrap();
+            let cmd = cmd
+                .split(" | ")
+                .next()
+                .unwrap()
+                .split(" > ")
+                .next()
+                .unwrap();
+            let cmd = cmd.split(" -- ").next().unwrap();
+            let words: Vec<&str> = cmd.split_whitespace().collect();
+            assert_eq!(words[0], "jscope", "{line}");
+            let mut help_args: Vec<&str> = vec![words[1]];
+            if words[1] == "trace" {
+                help_args.push(words[2]);
+            }
+            help_args.push("--help");
+            let help = jscope(&help_args);
+            assert!(
+                help.status.success(),
+                "jscope {help_args:?}: {}",
+                stderr(&help)
+            );
+            let help = stdout(&help);
+            for flag in words.iter().filter(|w| w.starts_with("--")) {
+                assert!(
+                    help.contains(&format!("{flag} "))
+                        || help.contains(&format!("{flag}\n"))
+                        || help.contains(&format!("{flag} <")),
+                    "{flag} of `{cmd}` is not in jscope {help_args:?}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 25, "{checked} commands");
+}
