@@ -30,9 +30,10 @@ pub fn main_class<S: AsRef<str>>(words: &[S]) -> String {
     ];
     let mut words = words.iter().map(AsRef::as_ref);
     let first = words.next().unwrap_or("");
+    let launcher = first.contains('/') || first.starts_with("java") || first.ends_with("java.exe");
     let mut rest: Vec<&str> = Vec::new();
-    if first.starts_with('-') {
-        rest.push(first); // no launcher in front
+    if !launcher {
+        rest.push(first); // no launcher in front (HotSpot's sun.java.command)
     }
     rest.extend(words);
     let mut it = rest.into_iter();
@@ -243,6 +244,7 @@ mod main_class_tests {
             "app/com.acme.Main"
         );
         assert_eq!(m("-cp x Main"), "Main");
+        assert_eq!(m("com.acme.Shop --port 8080"), "com.acme.Shop");
         assert_eq!(m("java -version"), "");
         assert_eq!(m(""), "");
     }
