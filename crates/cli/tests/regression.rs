@@ -273,8 +273,15 @@ fn agent_options_needed_a_raw_agentpath() {
 fn ui_locks_and_allocations_tabs_were_empty_tables_without_a_hint() {
     let file = record_events_app(
         "ui-hints",
-        &["--mode", "cpu", "--events", "gc"],
-        &["gc", "2"],
+        &[
+            "--mode",
+            "cpu+snapshot",
+            "--snap-interval",
+            "5ms",
+            "--events",
+            "gc",
+        ],
+        &["gc", "20"],
     );
     let served = serving::start(&jscope_bin(), &["view", f(&file), "--http", "127.0.0.1:0"]);
     let id = served.json("/api/jvms")[0]["id"]
@@ -295,7 +302,7 @@ fn ui_locks_and_allocations_tabs_were_empty_tables_without_a_hint() {
         wait,
     );
     let cmd = b.text("#jvms tbody td.cmd");
-    assert!(cmd.starts_with("EventsApp gc 2"), "{cmd}");
+    assert!(cmd.starts_with("EventsApp gc 20"), "{cmd}");
     let picker = b.eval("document.querySelector('#locks-jvm option').textContent");
     assert!(picker.as_str().unwrap().contains("EventsApp"), "{picker}");
     assert!(!picker.as_str().unwrap().contains("agentpath"), "{picker}");
@@ -319,6 +326,42 @@ fn ui_locks_and_allocations_tabs_were_empty_tables_without_a_hint() {
     assert!(hint.contains("recorded no allocations"), "{hint}");
     assert!(hint.contains("--events alloc"), "{hint}");
     b.screenshot("ui-hints-alloc.png");
+
+    // The Threads tab: the CLI's thread ids and the UI's agree, and the stack panel's
+    // rows keep their height next to a longer thread table.
+    let cli = jscope_json(&["threads", f(&file), "--format", "json"]);
+    let mut cli_ids: Vec<u64> = cli["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_u64().unwrap())
+        .collect();
+    cli_ids.sort();
+    b.click("button[data-tab=threads]");
+    b.wait_for(
+        "document.querySelectorAll('#threads tbody tr').length > 0",
+        wait,
+    );
+    let ui_ids: Vec<u64> = serde_json::from_value(b.eval(
+        "[...document.querySelectorAll('#threads tbody tr')].map(tr => Number(tr.children[1].textContent)).sort((a, b) => a - b)",
+    ))
+    .unwrap();
+    assert_eq!(ui_ids, cli_ids);
+    // The thread with the shortest non-empty stack, so the thread table is the taller.
+    b.eval(
+        "[...document.querySelectorAll('#threads tbody tr')].filter(tr => Number(tr.children[5].textContent) > 0)\
+         .sort((a, b) => Number(a.children[5].textContent) - Number(b.children[5].textContent))[0].click()",
+    );
+    let heights: Vec<f64> = serde_json::from_value(
+        b.eval("[...document.querySelectorAll('#stack tbody tr')].map(tr => tr.getBoundingClientRect().height)"),
+    )
+    .unwrap();
+    assert!(!heights.is_empty());
+    assert!(
+        heights.iter().all(|&h| h < 40.0),
+        "stretched stack rows: {heights:?}"
+    );
+    b.screenshot("ui-threads-stack.png");
 }
 
 #[test]

@@ -148,7 +148,8 @@ async function loadThreads() {
     tr.dataset.id = t.id;
     if (t.id === ui.thread) tr.className = "selected";
     cell(tr, t.start_order, "num");
-    cell(tr, t.java_id, "num");
+    // The recording's thread id, as `jscope threads` prints it; Java's own on hover.
+    cell(tr, t.id, "num").title = "Java thread id " + t.java_id;
     cell(tr, t.name);
     cell(tr, t.parent);
     cell(tr, t.group);
