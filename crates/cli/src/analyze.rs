@@ -77,29 +77,58 @@ fn samples_of(rec: &Recording, mode: Mode) -> u64 {
 }
 
 /// Fails with why a sample view would be empty, and what to record instead, when
-/// the recording holds no samples of the selected mode at all.
+/// the recording was made without the selected mode (or without sampling). When the
+/// mode was recorded but caught nothing (a short run, or damage before the first
+/// sample) the view goes on with a note.
 pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<()> {
+    let recorded = recorded_modes(rec);
     let has: Vec<String> = Mode::ALL
         .into_iter()
         .map(|m| (m, samples_of(rec, m)))
         .filter(|&(_, n)| n > 0)
         .map(|(m, n)| format!("{n} {m}"))
         .collect();
-    match sel.mode {
-        Some(m) if samples_of(rec, m) == 0 && has.is_empty() => {
-            bail!("{title} has no {m} samples, nor any other: {}", no_sampling(rec, m))
+    let wanted = sel
+        .mode
+        .or_else(|| Mode::primary(rec))
+        .or_else(|| recorded.first().and_then(|m| m.parse().ok()));
+    match wanted {
+        None if recorded.is_empty() => {
+            bail!("{title} holds no samples: {}", no_sampling(rec, Mode::Cpu))
         }
-        Some(m) if samples_of(rec, m) == 0 => bail!(
-            "{title} has no {m} samples (it has {}); record with --mode {} to get them, or choose another --mode",
-            has.join(", "),
-            with_mode(rec, m)
-        ),
-        None if has.is_empty() => bail!(
-            "{title} holds no samples: {}",
-            no_sampling(rec, Mode::Cpu)
-        ),
+        Some(m) if samples_of(rec, m) == 0 && !recorded.contains(&m.name()) => {
+            if has.is_empty() && recorded.is_empty() {
+                bail!("{title} has no {m} samples: {}", no_sampling(rec, m));
+            }
+            let it_has = if has.is_empty() {
+                format!("it was recorded with --mode {}", recorded.join("+"))
+            } else {
+                format!("it has {}", has.join(", "))
+            };
+            bail!(
+                "{title} has no {m} samples ({it_has}); record with --mode {} to get them, or choose another --mode",
+                with_mode(rec, m)
+            )
+        }
+        Some(m) if samples_of(rec, m) == 0 && rec.damage.is_none() => {
+            eprintln!(
+                "jscope: note: {title} has no {m} samples although {m} sampling was on (the program ran {:.2} s; a short or idle run catches none)",
+                rec.duration_ns() as f64 / 1e9
+            );
+            Ok(())
+        }
         _ => Ok(()),
     }
+}
+
+/// The sampling modes the recording was made with, from its header.
+fn recorded_modes(rec: &Recording) -> Vec<&str> {
+    rec.header
+        .modes
+        .split(['+', ','])
+        .map(str::trim)
+        .filter(|m| !m.is_empty() && *m != "none")
+        .collect()
 }
 
 /// The `--mode` that adds `m` to what the recording was made with (`cpu+wall`).
