@@ -587,3 +587,85 @@ fn readme_tour_commands_name_real_subcommands_and_flags() {
     }
     assert!(checked >= 25, "{checked} commands");
 }
+
+/// The tour's commands that need nothing but the example (no running JVM's pid, no
+/// collector, no app.jar), run as written, in order, in a directory where
+/// `target/example/classes` holds the example as `examples/run.sh` compiles it.
+#[test]
+fn readme_tour_runs_as_written() {
+    let text = readme();
+    let tour = &text[text.find("## A tour").unwrap()..text.find("## Documentation").unwrap()];
+    let dir = temp_dir("readme-tour");
+    let classes = dir.join("target/example/classes");
+    std::fs::create_dir_all(&classes).unwrap();
+    let java = jscope_testkit::javas().remove(0);
+    let javac = java.bin.with_file_name("javac");
+    let javac = if javac.is_file() {
+        javac
+    } else {
+        "javac".into()
+    };
+    let src =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/src/demo/Shop.java");
+    let st = std::process::Command::new(javac)
+        .args(["--release", "17", "-g", "-d"])
+        .arg(&classes)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    jscope_testkit::agent_path();
+    let bin_dir = jscope_bin().parent().unwrap().to_path_buf();
+    let java_dir = java.bin.parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}:{}",
+        bin_dir.display(),
+        java_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let has_dot = std::process::Command::new("sh")
+        .args(["-c", "command -v dot"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    // Placeholders a reader replaces: a pid, a collector, an app of their own.
+    let needs_more = [
+        "12345",
+        "127.0.0.1",
+        "/var/lib",
+        "app.jar",
+        "app.jsc",
+        "/path/to",
+        ".session",
+        "client.jsc",
+        "beacon",
+        "jscope view",
+    ];
+    let mut ran = 0;
+    for line in tour.lines().filter(|l| l.starts_with("    ")) {
+        let line = line.trim();
+        if needs_more.iter().any(|p| line.contains(p)) || (line.contains("| dot ") && !has_dot) {
+            continue;
+        }
+        // A trailing `# comment` is for the reader.
+        let cmd = line.split("  #").next().unwrap().trim();
+        let out = std::process::Command::new("sh")
+            .args(["-ec", cmd])
+            .current_dir(&dir)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "`{cmd}` failed: {}", stderr(&out));
+        ran += 1;
+    }
+    assert!(ran >= 14, "{ran} tour commands ran");
+    for made in [
+        "shop.jsc",
+        "shop.html",
+        "shop.folded",
+        "trace.jsc",
+        "trace.json",
+        "events.jsc",
+    ] {
+        assert!(dir.join(made).is_file(), "{made}");
+    }
+}
