@@ -80,7 +80,8 @@ pub struct JvmsArgs {
 /// What the agent samples and how often.
 #[derive(Debug, Args)]
 pub struct SamplingArgs {
-    /// Sampling modes: cpu, wall, snapshot, combined with `+` (e.g. cpu+snapshot).
+    /// Sampling modes: cpu, wall, snapshot, combined with `+` (e.g. cpu+snapshot);
+    /// none for tracing or events only.
     #[arg(short, long, default_value = "cpu")]
     pub mode: String,
     /// Sampling interval of the cpu and wall samplers (e.g. 10ms, 500us, 1s); for

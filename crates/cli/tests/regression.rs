@@ -56,6 +56,7 @@ fn port_in_use_said_address_already_in_use_twice() {
     let line = one_error_line(&out);
     assert_eq!(line.matches("in use").count(), 1, "{line}");
     assert!(line.contains(&addr), "{line}");
+    assert!(line.contains("choose another port with --http"), "{line}");
     let data = temp_dir("port-in-use-serve");
     let out = jscope(&[
         "serve",
@@ -69,6 +70,7 @@ fn port_in_use_said_address_already_in_use_twice() {
     assert_eq!(out.status.code(), Some(1));
     let line = one_error_line(&out);
     assert_eq!(line.matches("in use").count(), 1, "{line}");
+    assert!(line.contains("choose another port with --agents"), "{line}");
 }
 
 #[test]
