@@ -264,6 +264,23 @@ impl fmt::Display for Info {
 }
 
 impl Info {
+    /// The sampling modes the recording was made with (none for tracing or events only).
+    fn sampled_modes(&self) -> Vec<&str> {
+        self.modes
+            .split(['+', ','])
+            .map(str::trim)
+            .filter(|m| !m.is_empty() && *m != "none")
+            .collect()
+    }
+
+    /// Whether the busiest thread's median cpu gap is more than 10% off the request.
+    fn median_off_request(&self) -> bool {
+        let req = self.requested_interval_ms;
+        self.cpu_rates
+            .first()
+            .is_some_and(|r| req > 0.0 && (r.gaps.p50_ms - req).abs() > req * 0.1)
+    }
+
     fn fmt_identity(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
@@ -279,11 +296,19 @@ impl Info {
         writeln!(f, "command:    {}", self.command_line)?;
         writeln!(f, "agent:      {}", self.agent_version)?;
         writeln!(f, "started:    {}", self.start_utc)?;
-        writeln!(
-            f,
-            "settings:   modes {}, interval {}ms, max depth {}",
-            self.modes, self.requested_interval_ms, self.max_depth
-        )?;
+        if self.sampled_modes().is_empty() {
+            writeln!(
+                f,
+                "settings:   no sampling (tracing or events only), max depth {}",
+                self.max_depth
+            )?;
+        } else {
+            writeln!(
+                f,
+                "settings:   modes {}, interval {}ms, max depth {}",
+                self.modes, self.requested_interval_ms, self.max_depth
+            )?;
+        }
         for (k, v) in &self.extra {
             writeln!(f, "  {k}: {v}")?;
         }
@@ -303,7 +328,18 @@ impl Info {
             self.chunks, self.skipped_records
         )?;
         writeln!(f, "threads:    {}", self.threads)?;
-        for (mode, n) in &self.samples {
+        // A mode the recording was not made with has no line: `0 wall` would
+        // suggest wall sampling ran and found nothing.
+        let modes = self.sampled_modes();
+        let shown: Vec<_> = self
+            .samples
+            .iter()
+            .filter(|(m, &n)| n > 0 || modes.contains(&m.name()))
+            .collect();
+        if shown.is_empty() {
+            writeln!(f, "samples:    none (recorded without sampling)")?;
+        }
+        for (mode, n) in shown {
             writeln!(f, "samples:    {n} {mode}")?;
         }
         writeln!(f, "snapshots:  {}", self.snapshots)?;
@@ -313,6 +349,12 @@ impl Info {
     fn fmt_quality(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt_counters(f, "dropped", &self.dropped)?;
         fmt_counters(f, "failed walks", &self.failed_walks)?;
+        if self.failed_walks.iter().any(|c| c.value != 0) {
+            writeln!(
+                f,
+                "  (samples whose thread had no walkable Java stack when the signal came: native code, GC, a VM transition; they are not in the recording, so the sample counts above leave them out)"
+            )?;
+        }
         fmt_counters(f, "counters", &self.other_counters)?;
         if let Some(s) = &self.snapshot_interval {
             writeln!(f, "snapshot interval: {}", fmt_stats(s))?;
@@ -330,6 +372,13 @@ impl Info {
                 r.thread,
                 r.samples,
                 fmt_stats(&r.gaps)
+            )?;
+        }
+        if self.median_off_request() {
+            writeln!(
+                f,
+                "  (the median differs from the requested {}ms because the kernel fires cpu-time timers on its scheduler tick, e.g. every 4ms at HZ=250, so each gap is a whole number of ticks; the mean is the rate achieved)",
+                self.requested_interval_ms
             )?;
         }
         if let Some(d) = &self.damage {

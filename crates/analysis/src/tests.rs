@@ -439,3 +439,43 @@ fn damaged_recordings_keep_what_came_before() {
     let damage = info.damage.unwrap();
     assert!(damage.contains("damaged at byte"), "{damage}");
 }
+
+#[test]
+fn info_of_a_trace_only_recording_said_modes_comma_interval_100ms_and_0_wall() {
+    let mut rec = RecordingBuilder::new().build(Some(100));
+    rec.header.modes = String::new();
+    let text = Info::of(&rec).to_string();
+    assert!(
+        text.contains("settings:   no sampling (tracing or events only)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("modes ,") && !text.contains(", interval"),
+        "{text}"
+    );
+    assert!(text.contains("samples:    none"), "{text}");
+    assert!(
+        !text.contains("0 wall") && !text.contains("0 cpu"),
+        "{text}"
+    );
+}
+
+#[test]
+fn info_listed_failed_walks_and_a_4ms_median_for_5ms_unexplained() {
+    let mut b = RecordingBuilder::new();
+    b.thread(1, "main", "main", 1);
+    let s = b.stack(&[("a.B.c", 1)]);
+    for i in 0..20 {
+        b.sample(SampleMode::Cpu, 1, i * 4, s, RUNNING);
+    }
+    b.counters(&[("walk.failed.unknown_not_java", 3)]);
+    let mut rec = b.build(Some(100));
+    rec.header.modes = "cpu".into();
+    rec.header.interval_ns = 5_000_000;
+    let text = Info::of(&rec).to_string();
+    assert!(text.contains("samples:    20 cpu"), "{text}");
+    assert!(!text.contains("samples:    0"), "{text}");
+    assert!(text.contains("no walkable Java stack"), "{text}");
+    assert!(text.contains("differs from the requested 5ms"), "{text}");
+    assert!(text.contains("scheduler tick"), "{text}");
+}

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::args::{SamplingArgs, TracingArgs};
+use crate::args::{AgentArgs, SamplingArgs, TracingArgs};
 use crate::duration::agent_duration;
 
 pub const AGENT_FILE: &str = "libjscope_agent.so";
@@ -70,8 +70,59 @@ pub fn agent_options(sampling: &SamplingArgs, file: &Path) -> Result<String> {
     if let Some(t) = &sampling.stream_token {
         options.push(format!("token={}", option_value(t)?));
     }
+    options.extend(more_options(&sampling.agent)?);
     options.push(format!("file={file}"));
     Ok(options.join(","))
+}
+
+/// The agent options of `record`'s and `attach`'s other flags and `--agent-opt`.
+fn more_options(a: &AgentArgs) -> Result<Vec<String>> {
+    let mut options = Vec::new();
+    let flags = [
+        (a.object_ages, "objectages"),
+        (a.monitor_owners, "monitorowners"),
+        (a.quiet, "quiet"),
+    ];
+    options.extend(flags.iter().filter(|f| f.0).map(|f| f.1.to_string()));
+    if let Some(d) = &a.park_threshold {
+        options.push(format!("parkthreshold={}", option_value(d)?));
+    }
+    if let Some(f) = &a.events_config {
+        // The agent opens the file from inside the JVM, whose working directory differs.
+        let f = absolute(f)?;
+        options.push(format!(
+            "eventsconfig={}",
+            option_value(&f.to_string_lossy())?
+        ));
+    }
+    match a.remote.as_deref() {
+        None => {}
+        Some("") => options.push("remote".into()),
+        Some(p) => options.push(format!("remote={}", option_value(p)?)),
+    }
+    if let Some(l) = &a.labels {
+        options.push(format!("labels={}", option_value(l)?));
+    }
+    if let Some(b) = &a.stream_buffer {
+        options.push(format!("buffer={}", option_value(b)?));
+    }
+    if let Some(n) = a.wall_threads {
+        options.push(format!("wallthreads={n}"));
+    }
+    if let Some(n) = a.trace_buffer {
+        options.push(format!("tracebuffer={n}"));
+    }
+    for o in &a.agent_opt {
+        let key = o.split('=').next().unwrap_or("");
+        if key.is_empty() || !key.bytes().all(|b| b.is_ascii_lowercase()) {
+            bail!("--agent-opt wants KEY=VALUE or KEY with a lower-case agent option name (docs/AGENT.md), not `{o}`");
+        }
+        if key == "file" {
+            bail!("--agent-opt file=... would clash with -o; use -o FILE");
+        }
+        options.push(option_value(o)?.to_string());
+    }
+    Ok(options)
 }
 
 /// The agent's tracing options (`trace=`, `traceconfig=`, `tracecpu`, `traceagg`).
@@ -136,6 +187,7 @@ mod tests {
             alloc_rate: None,
             stream_to: None,
             stream_token: None,
+            agent: AgentArgs::default(),
         }
     }
 
@@ -166,6 +218,39 @@ mod tests {
             .contains("events=gc+monitors,"));
         s.stream_to = Some("a,b".into());
         assert!(agent_options(&s, Path::new("/tmp/x.jsc")).is_err());
+    }
+
+    #[test]
+    fn every_agent_option_is_reachable() {
+        let mut s = sampling("cpu");
+        s.stream_to = Some("127.0.0.1:7000".into());
+        s.agent = AgentArgs {
+            object_ages: true,
+            monitor_owners: true,
+            park_threshold: Some("5ms".into()),
+            events_config: Some("/etc/events.cfg".into()),
+            remote: Some("rmi+http".into()),
+            labels: Some("app:shop;env:prod".into()),
+            stream_buffer: Some("32m".into()),
+            wall_threads: Some(32),
+            trace_buffer: Some(4096),
+            quiet: true,
+            agent_opt: vec!["clockoffset=-3m".into()],
+        };
+        let o = agent_options(&s, Path::new("/tmp/x.jsc")).unwrap();
+        assert!(o.ends_with(
+            "collector=127.0.0.1:7000,objectages,monitorowners,quiet,parkthreshold=5ms,eventsconfig=/etc/events.cfg,remote=rmi+http,labels=app:shop;env:prod,buffer=32m,wallthreads=32,tracebuffer=4096,clockoffset=-3m,file=/tmp/x.jsc"
+        ), "{o}");
+        s.agent = AgentArgs {
+            remote: Some(String::new()),
+            ..AgentArgs::default()
+        };
+        let o = agent_options(&s, Path::new("/tmp/x.jsc")).unwrap();
+        assert!(o.contains(",remote,"), "{o}");
+        for bad in ["Mode=cpu", "=x", "file=/tmp/y.jsc", "a=b,c"] {
+            s.agent.agent_opt = vec![bad.into()];
+            assert!(agent_options(&s, Path::new("/tmp/x.jsc")).is_err(), "{bad}");
+        }
     }
 
     #[test]

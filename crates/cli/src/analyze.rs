@@ -3,11 +3,12 @@
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use jscope_analysis::{
     call_graph, collapse, hot_methods, parse_state, threads_at, CallGraph, CollapseOptions,
     DotOptions, Info, Mode, Selection, ThreadMatcher,
 };
+use jscope_format::{Recording, SampleMode};
 use serde::Serialize;
 
 use crate::args::{
@@ -58,9 +59,117 @@ fn print_text(value: &impl std::fmt::Display) -> Result<()> {
     with_stdout(|w| write!(w, "{value}"))
 }
 
+/// Samples of `mode` in the whole recording, before any thread/state/time filter.
+fn samples_of(rec: &Recording, mode: Mode) -> u64 {
+    match mode {
+        Mode::Snapshot => rec.snapshots.iter().map(|s| s.threads.len() as u64).sum(),
+        m => rec
+            .samples
+            .iter()
+            .filter(|s| {
+                matches!(
+                    (m, s.mode),
+                    (Mode::Cpu, SampleMode::Cpu) | (Mode::Wall, SampleMode::Wall)
+                )
+            })
+            .count() as u64,
+    }
+}
+
+/// Fails with why a sample view would be empty, and what to record instead, when
+/// the recording was made without the selected mode (or without sampling). When the
+/// mode was recorded but caught nothing (a short run, or damage before the first
+/// sample) the view goes on with a note.
+pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<()> {
+    let recorded = recorded_modes(rec);
+    let has: Vec<String> = Mode::ALL
+        .into_iter()
+        .map(|m| (m, samples_of(rec, m)))
+        .filter(|&(_, n)| n > 0)
+        .map(|(m, n)| format!("{n} {m}"))
+        .collect();
+    let wanted = sel
+        .mode
+        .or_else(|| Mode::primary(rec))
+        .or_else(|| recorded.first().and_then(|m| m.parse().ok()));
+    match wanted {
+        None if recorded.is_empty() => {
+            bail!("{title} holds no samples: {}", no_sampling(rec, Mode::Cpu))
+        }
+        Some(m) if samples_of(rec, m) == 0 && !recorded.contains(&m.name()) => {
+            if has.is_empty() && recorded.is_empty() {
+                bail!("{title} has no {m} samples: {}", no_sampling(rec, m));
+            }
+            let it_has = if has.is_empty() {
+                format!("it was recorded with --mode {}", recorded.join("+"))
+            } else {
+                format!("it has {}", has.join(", "))
+            };
+            bail!(
+                "{title} has no {m} samples ({it_has}); record with --mode {} to get them, or choose another --mode",
+                with_mode(rec, m)
+            )
+        }
+        Some(m) if samples_of(rec, m) == 0 && rec.damage.is_none() => {
+            eprintln!(
+                "jscope: note: {title} has no {m} samples although {m} sampling was on (the program ran {:.2} s; a short or idle run catches none)",
+                rec.duration_ns() as f64 / 1e9
+            );
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The sampling modes the recording was made with, from its header.
+fn recorded_modes(rec: &Recording) -> Vec<&str> {
+    rec.header
+        .modes
+        .split(['+', ','])
+        .map(str::trim)
+        .filter(|m| !m.is_empty() && *m != "none")
+        .collect()
+}
+
+/// The `--mode` that adds `m` to what the recording was made with (`cpu+wall`).
+fn with_mode(rec: &Recording, m: Mode) -> String {
+    let modes: Vec<&str> = rec
+        .header
+        .modes
+        .split(['+', ','])
+        .filter(|s| !s.is_empty() && *s != m.name())
+        .collect();
+    if modes.is_empty() {
+        m.name().to_string()
+    } else {
+        format!("{}+{m}", modes.join("+"))
+    }
+}
+
+/// What a recording without samples holds instead, and how to get samples.
+fn no_sampling(rec: &Recording, m: Mode) -> String {
+    let mut holds = Vec::new();
+    if !rec.traces.is_empty() || !rec.call_aggregates.is_empty() {
+        holds.push("traces (see jscope tree / stats)");
+    }
+    if !rec.events.is_empty() {
+        holds.push("events (see jscope events / locks / gc / alloc)");
+    }
+    let what = if holds.is_empty() {
+        "it was recorded without sampling".to_string()
+    } else {
+        format!(
+            "it was recorded without sampling and holds {}",
+            holds.join(" and ")
+        )
+    };
+    format!("{what}; record with --mode {m} for samples")
+}
+
 pub fn report(args: &ReportArgs) -> Result<()> {
-    let rec = load(args.file.as_deref(), &args.source, Some(&args.select))?.rec;
+    let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
+    require_samples(&rec, &sel, &title)?;
     let mut hot = hot_methods(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec));
     hot.truncate(args.top);
     match args.format {
@@ -70,8 +179,9 @@ pub fn report(args: &ReportArgs) -> Result<()> {
 }
 
 pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
-    let rec = load(args.file.as_deref(), &args.source, Some(&args.select))?.rec;
+    let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
+    require_samples(&rec, &sel, &title)?;
     let opts = CollapseOptions {
         lines: args.lines,
         thread_roots: args.threads,
@@ -83,6 +193,7 @@ pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
 pub fn callgraph(args: &CallgraphArgs) -> Result<()> {
     let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
+    require_samples(&rec, &sel, &title)?;
     let graph = call_graph(&rec, &sel.stack_counts(&rec));
     if args.dot {
         let opts = DotOptions {
@@ -134,7 +245,13 @@ fn write_graph_text(g: &CallGraph, node_min: f64, w: &mut dyn Write) -> io::Resu
 }
 
 pub fn threads(args: &ThreadsArgs) -> Result<()> {
-    let rec = load(args.file.as_deref(), &args.source, None)?.rec;
+    let Loaded { rec, title } = load(args.file.as_deref(), &args.source, None)?;
+    if let Some(at) = args.at {
+        let end = rec.duration_ns() as f64 / 1e9;
+        if at > end && !rec.snapshots.is_empty() {
+            bail!("--at {at} is past the end of {title}, which lasts {end:.2} s; choose --at between 0 and {end:.2}");
+        }
+    }
     let view = threads_at(&rec, args.at)?;
     match args.format {
         Format::Text => print_text(&view),

@@ -59,12 +59,29 @@ pub enum Command {
     Gc(crate::events::GcArgs),
     /// Sampled allocations by site, stack or class; object ages by class.
     Alloc(crate::events::AllocArgs),
+    /// List the JVMs of this machine (pid, main class, whether jscope's agent is
+    /// loaded), or with --collector those a collector knows.
+    Jvms(JvmsArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  jscope jvms\n  jscope jvms --collector http://127.0.0.1:7080")]
+pub struct JvmsArgs {
+    /// List a running collector's JVMs instead, e.g. http://127.0.0.1:7080.
+    #[arg(long, value_name = "URL")]
+    pub collector: Option<String>,
+    /// The collector's token (`jscope serve --token`).
+    #[arg(long, value_name = "TOKEN", requires = "collector")]
+    pub token: Option<String>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
 }
 
 /// What the agent samples and how often.
 #[derive(Debug, Args)]
 pub struct SamplingArgs {
-    /// Sampling modes: cpu, wall, snapshot, combined with `+` (e.g. cpu+snapshot).
+    /// Sampling modes: cpu, wall, snapshot, combined with `+` (e.g. cpu+snapshot);
+    /// none for tracing or events only.
     #[arg(short, long, default_value = "cpu")]
     pub mode: String,
     /// Sampling interval of the cpu and wall samplers (e.g. 10ms, 500us, 1s); for
@@ -95,6 +112,53 @@ pub struct SamplingArgs {
     /// The collector's token, with --stream-to.
     #[arg(long, value_name = "TOKEN", requires = "stream_to")]
     pub stream_token: Option<String>,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+/// The rest of the agent's options (docs/AGENT.md): flags for the common ones,
+/// `--agent-opt` for any other.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AgentArgs {
+    /// Track every sampled object until it is freed, for `jscope alloc --ages`
+    /// (implies --events alloc).
+    #[arg(long)]
+    pub object_ages: bool,
+    /// Name the owner of each contended monitor (implies --events monitors; a VM
+    /// operation per contended entry).
+    #[arg(long)]
+    pub monitor_owners: bool,
+    /// Parks shorter than this are counted, not recorded (default 20ms; 0 records
+    /// every park; implies park events).
+    #[arg(long, value_name = "DURATION")]
+    pub park_threshold: Option<String>,
+    /// A JPMT-style events config file (`observe_...` lines); see docs/AGENT.md.
+    #[arg(long, value_name = "FILE")]
+    pub events_config: Option<PathBuf>,
+    /// Record remote calls for cross-JVM trees: all protocols, or `rmi`, `http`,
+    /// `rmi+http`.
+    #[arg(long, value_name = "PROTOCOLS", num_args = 0..=1, default_missing_value = "")]
+    pub remote: Option<String>,
+    /// Labels the collector indexes the JVM by, `K:V;K:V` (with --stream-to).
+    #[arg(long, value_name = "K:V;K:V", requires = "stream_to")]
+    pub labels: Option<String>,
+    /// Bytes of chunks kept until the collector acknowledges them, e.g. 16m
+    /// (with --stream-to).
+    #[arg(long, value_name = "SIZE", requires = "stream_to")]
+    pub stream_buffer: Option<String>,
+    /// How many threads the wall sampler signals per tick (default 16).
+    #[arg(long, value_name = "N")]
+    pub wall_threads: Option<u32>,
+    /// Events a traced thread may have waiting for the writer (default 524288).
+    #[arg(long, value_name = "N")]
+    pub trace_buffer: Option<u32>,
+    /// No informational lines from the agent on the JVM's stderr.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Any other agent option, `KEY=VALUE` or a bare `KEY` (repeatable), passed
+    /// as is: e.g. --agent-opt clockoffset=-3m.
+    #[arg(long, value_name = "KEY[=VALUE]")]
+    pub agent_opt: Vec<String>,
 }
 
 /// Exact method tracing (bytecode rewriting of the selected methods).

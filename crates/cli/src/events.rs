@@ -11,7 +11,7 @@ use jscope_analysis::events::{
     EventFilter, EventType, RowFormat,
 };
 use jscope_analysis::ThreadMatcher;
-use jscope_format::Recording;
+use jscope_format::{JvmEvent, Recording};
 use serde::Serialize;
 
 use crate::args::{Format, SourceArgs};
@@ -258,6 +258,11 @@ fn write_json_lines(rows: &[impl Serialize], w: &mut dyn Write) -> io::Result<()
     writeln!(w, "]")
 }
 
+/// Why a result is empty, on stderr so stdout stays the result.
+fn note(why: &str) {
+    eprintln!("jscope: note: {why}");
+}
+
 pub fn locks(args: &LocksArgs) -> Result<()> {
     let rec = load(
         args.file.as_deref(),
@@ -266,6 +271,15 @@ pub fn locks(args: &LocksArgs) -> Result<()> {
         args.select.to,
     )?;
     let types = vec![EventType::Monitor, EventType::Wait, EventType::Park];
+    let any_lock_event = rec.events.iter().any(|e| {
+        matches!(
+            e,
+            JvmEvent::MonitorBlocked { .. } | JvmEvent::MonitorWait { .. } | JvmEvent::Park { .. }
+        )
+    });
+    if !any_lock_event {
+        note("the recording has no monitor, wait or park events; record with --events monitors,waits,park (or --events all,park)");
+    }
     let mut report = lock_report(&rec, &filter(&args.select, types)?);
     report.monitors.truncate(args.top);
     report.waits.truncate(args.top);
@@ -312,8 +326,29 @@ pub fn alloc(args: &AllocArgs) -> Result<()> {
     };
     let mut report = alloc_report(&rec, &f, by);
     report.rows.truncate(args.top);
+    let allocs = || {
+        rec.events
+            .iter()
+            .filter(|e| matches!(e, JvmEvent::Alloc { .. }))
+    };
+    if allocs().next().is_none() {
+        note("the recording has no allocation samples; record with --events alloc");
+    }
     if !args.ages {
         return print(args.format, &report);
+    }
+    if !allocs().any(|e| matches!(e, JvmEvent::Alloc { object, .. } if *object != 0)) {
+        let why = "no object ages: the recording's allocations carry no object ids; record with --object-ages (it implies --events alloc)";
+        if args.format == Format::Text {
+            return with_stdout(|w| {
+                write!(
+                    w,
+                    "{report}
+object ages: none ({why})\n"
+                )
+            });
+        }
+        note(why);
     }
     let mut ages = age_report(&rec, &f);
     ages.rows.truncate(args.top);

@@ -13,6 +13,7 @@ use crate::source::Loaded;
 pub fn run(args: &FlameArgs) -> Result<()> {
     let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
+    crate::analyze::require_samples(&rec, &sel, &title)?;
     let counts = sel.stack_counts(&rec);
     let opts = CollapseOptions {
         lines: args.lines,

@@ -10,6 +10,7 @@ mod distributed;
 mod duration;
 mod events;
 mod flame;
+mod jvms;
 mod record;
 mod remote;
 mod serve;
@@ -28,13 +29,13 @@ use crate::args::{Cli, Command};
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return usage_error(e),
+        Err(e) => return usage_error(e, &std::env::args().collect::<Vec<_>>()),
     };
     match run(&cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("jscope: {}", one_line(&format!("{e:#}")));
+            eprintln!("jscope: {}", one_line(&error_text(&e)));
             ExitCode::from(1)
         }
     }
@@ -64,12 +65,31 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Locks(a) => events::locks(a).map(|_| 0),
         Command::Gc(a) => events::gc(a).map(|_| 0),
         Command::Alloc(a) => events::alloc(a).map(|_| 0),
+        Command::Jvms(a) => jvms::jvms(a).map(|_| 0),
     }
+}
+
+/// The error and its causes joined by `: `, each cause once: an error whose
+/// message already ends with its source's text (as thiserror's `{source}` does)
+/// does not repeat it.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
 }
 
 /// Help and version go to stdout with success; anything else is a one-line
 /// error naming the problem, with exit code 1 like every other failure.
-fn usage_error(e: clap::Error) -> ExitCode {
+fn usage_error(e: clap::Error, argv: &[String]) -> ExitCode {
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = write!(io::stdout(), "{e}");
         return ExitCode::SUCCESS;
@@ -81,8 +101,26 @@ fn usage_error(e: clap::Error) -> ExitCode {
     let text = e.render().to_string();
     let message = text.split("\n\nUsage:").next().unwrap_or(&text);
     let message = message.trim().trim_start_matches("error: ");
+    if let Some(hint) = record_hint(&e, argv) {
+        eprintln!("jscope: {}; {hint}", one_line(message));
+        return ExitCode::from(1);
+    }
     eprintln!("jscope: {} (see jscope --help)", one_line(message));
     ExitCode::from(1)
+}
+
+/// `jscope record -o f.jsc java -cp app.jar Main` (no `--`): the java command is
+/// taken for jscope's own arguments; say where the `--` goes.
+fn record_hint(e: &clap::Error, argv: &[String]) -> Option<String> {
+    if argv.get(1).map(String::as_str) != Some("record") || argv.iter().any(|a| a == "--") {
+        return None;
+    }
+    let missing_command =
+        e.kind() == ErrorKind::MissingRequiredArgument && e.to_string().contains("JAVA ARGS");
+    if e.kind() != ErrorKind::UnknownArgument && !missing_command {
+        return None;
+    }
+    Some("put `--` before the java command: jscope record -o app.jsc -- java -cp app.jar com.acme.Main".into())
 }
 
 /// Joins a possibly multi-line message into one line.

@@ -21,14 +21,43 @@ pub fn run(args: &RecordArgs) -> Result<i32> {
         .args(&argv[1..])
         .status()
         .with_context(|| format!("cannot run {}", argv[0]))?;
-    if !file.exists() {
-        // The agent explains on java's stderr; say where to look.
-        eprintln!(
-            "jscope: warning: no recording was written to {} (see the agent's message above)",
-            file.display()
-        );
+    let code = exit_code(status);
+    if let Some(why) = missing_recording(&argv[0], code, &file) {
+        // A run that produced nothing is a failure even when the program succeeded.
+        eprintln!("jscope: {why}");
+        return Ok(if code == 0 { 1 } else { code });
     }
-    Ok(exit_code(status))
+    Ok(code)
+}
+
+/// Why `file` holds no recording after `program` exited with `code`, in one line;
+/// `None` when the agent wrote at least the recording's header.
+fn missing_recording(program: &str, code: i32, file: &Path) -> Option<String> {
+    let len = std::fs::metadata(file).map(|m| m.len()).ok();
+    if len.is_some_and(|n| n > jscope_format::MAGIC.len() as u64) {
+        return None;
+    }
+    let name = Path::new(program)
+        .file_name()
+        .map_or_else(|| program.to_string(), |n| n.to_string_lossy().into_owned());
+    let exited = format!("`{name}` exited with code {code}");
+    let what = match len {
+        None => format!("no recording was written to {}", file.display()),
+        Some(_) => format!(
+            "{} holds no recording header (truncated before the agent wrote it)",
+            file.display()
+        ),
+    };
+    Some(if looks_like_java(&name) {
+        format!("{exited} and {what}: the JVM did not start or did not load jscope's agent (java's own message, if any, is above)")
+    } else {
+        format!("{exited} and {what}: `{name}` is not a JVM, so jscope's agent never loaded; the command after `--` must be java (e.g. -- java -cp app.jar com.acme.Main)")
+    })
+}
+
+/// `java`, `java.exe`, `javaw`, or a launcher whose name says java.
+fn looks_like_java(name: &str) -> bool {
+    name.to_ascii_lowercase().contains("java")
 }
 
 /// The command with `-agentpath:AGENT=OPTIONS` right after the java executable,

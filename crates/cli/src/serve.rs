@@ -24,7 +24,9 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         ..ServerConfig::default()
     };
     signals::catch_interrupts();
-    let handle = jscope_collector::serve(cfg).context("cannot start the collector")?;
+    let handle = jscope_collector::serve(cfg)
+        .map_err(|e| port_hint(e, &[("--agents", &args.agents), ("--http", &args.http)]))
+        .context("cannot start the collector")?;
     if let Some(addr) = handle.agents_addr() {
         say(&format!(
             "agents: collector={addr} (data in {})",
@@ -42,6 +44,7 @@ pub fn view(args: &ViewArgs) -> Result<()> {
     }
     signals::catch_interrupts();
     let handle = jscope_collector::view(&args.file, &args.http)
+        .map_err(|e| port_hint(e, &[("--http", &args.http)]))
         .with_context(|| format!("cannot serve {}", args.file.display()))?;
     announce_ui(handle.http_addr(), None);
     run_until_interrupted(handle);
@@ -61,6 +64,23 @@ fn view_session(args: &ViewArgs) -> Result<()> {
     say("stopping");
     server.shutdown();
     Ok(())
+}
+
+/// A port in use names the flag that chooses another.
+fn port_hint(e: jscope_collector::CollectorError, flags: &[(&str, &String)]) -> anyhow::Error {
+    use jscope_collector::CollectorError;
+    if let CollectorError::Listen { addr, source } = &e {
+        if source.kind() == std::io::ErrorKind::AddrInUse {
+            let flag = flags
+                .iter()
+                .find(|(_, a)| *a == addr)
+                .map_or("--http or --agents", |(f, _)| *f);
+            return anyhow::anyhow!(
+                "cannot listen on {addr}: {source}; another program (another jscope serve or view?) holds it: choose another port with {flag} HOST:PORT"
+            );
+        }
+    }
+    e.into()
 }
 
 fn announce_ui(addr: Option<SocketAddr>, token: Option<&str>) {

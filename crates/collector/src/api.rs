@@ -45,6 +45,8 @@ pub struct JvmSummary {
     pub host: String,
     pub address: String,
     pub command_line: String,
+    /// What the command runs: main class, `-jar`'s jar or `-m`'s module.
+    pub main_class: String,
     pub vm: String,
     pub java_version: String,
     pub os: String,
@@ -89,6 +91,7 @@ fn summary(stored: Option<&StoredJvm>, live: Option<&LiveFigures>) -> Option<Jvm
         pid: identity.pid,
         host: identity.host,
         address: identity.address,
+        main_class: crate::jvm::main_class_of(&identity.command_line),
         command_line: identity.command_line,
         vm: identity.vm,
         java_version: identity.java_version,

@@ -88,7 +88,21 @@ pub(crate) fn locks_of(
     req: &Request,
 ) -> Result<Response, CollectorError> {
     let (rec, from_s, to_s) = load(store, id, req)?;
-    Ok(Response::json(&lock_report(&rec, &filter(from_s, to_s))))
+    let mut body = serde_json::to_value(lock_report(&rec, &filter(from_s, to_s)))
+        .map_err(|e| CollectorError::BadQuery(e.to_string()))?;
+    body["recorded_events"] = recorded_events(&rec).into();
+    Ok(Response::json(&body))
+}
+
+/// The event kinds the agent was asked for (its `events` setting), so an empty view
+/// can tell "none happened" from "none were recorded".
+fn recorded_events(rec: &Recording) -> String {
+    rec.header
+        .extra
+        .iter()
+        .find(|(k, _)| k == "events")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
 }
 
 /// `GET /api/jvms/{id}/alloc[?by=site|stack|class][&from=MS&to=MS]`: the report and
@@ -113,5 +127,7 @@ pub(crate) fn alloc_of(
     Ok(Response::json(&serde_json::json!({
         "alloc": alloc_report(&rec, &f, by),
         "ages": age_report(&rec, &f),
+        "recorded_events": recorded_events(&rec),
+        "object_ages": rec.header.extra.iter().any(|(k, v)| k == "events.objectages" && v == "true"),
     })))
 }

@@ -19,6 +19,8 @@ pub enum CollectorError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{} is in use by another collector ({holder}); stop it or give another --data directory", path.display())]
+    Locked { path: PathBuf, holder: String },
     #[error("{0}")]
     Format(#[from] jscope_format::FormatError),
     #[error("unknown jvm {0:?}")]

@@ -210,12 +210,26 @@ impl Ingest {
             }
         };
         self.stats.accepted.fetch_add(1, Ordering::Relaxed);
-        self.log(format!(
-            "{peer}: connected jvm {} (pid {}), resuming after chunk {}",
-            session.conn.jvm.id, session.conn.jvm.pid, session.last_seen
-        ));
+        let jvm = &session.conn.jvm;
+        let main = crate::jvm::main_class_of(&jvm.command_line);
+        let who = if main.is_empty() {
+            format!("jvm {} (pid {})", jvm.id, jvm.pid)
+        } else {
+            format!("jvm {} (pid {}, {main})", jvm.id, jvm.pid)
+        };
+        // A first connection has nothing to resume after.
+        match session.last_seen {
+            0 => self.log(format!("{peer}: connected {who}")),
+            n => self.log(format!("{peer}: connected {who}, resuming after chunk {n}")),
+        }
         let why = match self.stream_chunks(&mut session, &stream) {
-            Ok(()) => Disconnect::Clean,
+            Ok(()) => {
+                self.log(format!(
+                    "{peer}: {who} disconnected after chunk {}",
+                    session.last_seen
+                ));
+                Disconnect::Clean
+            }
             Err(f) => {
                 self.stats.dropped.fetch_add(1, Ordering::Relaxed);
                 self.log(format!(

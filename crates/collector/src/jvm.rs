@@ -8,6 +8,53 @@ use std::time::SystemTime;
 use jscope_format::{FieldValue, Header, JvmEvent, Record, Recording, TraceBatch};
 use serde::{Deserialize, Serialize};
 
+/// What a java command line runs: the main class, `-jar`'s jar or `-m`'s module,
+/// skipping the launcher and its options (`-cp X`, `-agentpath:...`, `-Xmx1g`);
+/// empty when there is none. `words` are the command's arguments, the launcher first.
+pub fn main_class<S: AsRef<str>>(words: &[S]) -> String {
+    // Launcher options whose value is the next word.
+    const WITH_VALUE: [&str; 13] = [
+        "-cp",
+        "-classpath",
+        "--class-path",
+        "-p",
+        "--module-path",
+        "--upgrade-module-path",
+        "--add-modules",
+        "--add-opens",
+        "--add-exports",
+        "--add-reads",
+        "--patch-module",
+        "--limit-modules",
+        "--source",
+    ];
+    let mut words = words.iter().map(AsRef::as_ref);
+    let first = words.next().unwrap_or("");
+    let launcher = first.contains('/') || first.starts_with("java") || first.ends_with("java.exe");
+    let mut rest: Vec<&str> = Vec::new();
+    if !launcher {
+        rest.push(first); // no launcher in front (HotSpot's sun.java.command)
+    }
+    rest.extend(words);
+    let mut it = rest.into_iter();
+    while let Some(w) = it.next() {
+        match w {
+            "-jar" | "-m" | "--module" => return it.next().unwrap_or("").to_string(),
+            w if WITH_VALUE.contains(&w) => {
+                it.next();
+            }
+            w if w.starts_with('-') => {}
+            w => return w.to_string(),
+        }
+    }
+    String::new()
+}
+
+/// [`main_class`] of a command line joined by spaces, as a recording's header has it.
+pub fn main_class_of(command_line: &str) -> String {
+    main_class(&command_line.split_whitespace().collect::<Vec<_>>())
+}
+
 /// A JVM as the collector knows it: its stream id and the identity from its header.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct JvmIdentity {
@@ -171,5 +218,28 @@ pub fn new_dictionary(header: &Header) -> Recording {
         header: header.clone(),
         strings: vec![String::new()],
         ..Recording::default()
+    }
+}
+
+#[cfg(test)]
+mod main_class_tests {
+    use super::*;
+
+    #[test]
+    fn the_main_class_follows_the_launcher_options() {
+        let m = main_class_of;
+        assert_eq!(
+            m("java -agentpath:/long/path/libjscope_agent.so=mode=cpu,file=/tmp/a.jsc -cp /x/classes com.acme.Main arg"),
+            "com.acme.Main"
+        );
+        assert_eq!(m("/usr/bin/java -Xmx1g -jar app.jar serve"), "app.jar");
+        assert_eq!(
+            m("java --module-path mods -m app/com.acme.Main"),
+            "app/com.acme.Main"
+        );
+        assert_eq!(m("-cp x Main"), "Main");
+        assert_eq!(m("com.acme.Shop --port 8080"), "com.acme.Shop");
+        assert_eq!(m("java -version"), "");
+        assert_eq!(m(""), "");
     }
 }

@@ -579,3 +579,33 @@ fn thread_and_state_filters_count_from_summaries_exactly_what_decoding_counts() 
         "the summary, not the segment"
     );
 }
+
+#[test]
+fn a_second_store_on_one_directory_is_refused_while_another_process_holds_it() {
+    let dir = temp_dir("store-locked");
+    // Another process's lock: a child holding an flock on the lock file.
+    std::fs::create_dir_all(dir.join("jvms")).unwrap();
+    let lock = dir.join("collector.lock");
+    use std::os::unix::process::CommandExt;
+    let mut holder = std::process::Command::new("flock")
+        .arg(&lock)
+        .args(["sleep", "30"])
+        .process_group(0)
+        .spawn()
+        .expect("flock(1)");
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(&lock, format!("{}\n", holder.id())).unwrap();
+    let err = FileStore::open(&dir, 64 << 20, Duration::from_secs(3600))
+        .err()
+        .expect("locked");
+    let text = err.to_string();
+    assert!(text.contains("in use by another collector"), "{text}");
+    assert!(text.contains(&format!("pid {}", holder.id())), "{text}");
+    // A reader needs no lock.
+    assert!(FileStore::open_read_only(&dir).is_ok());
+    // flock(1) and its sleep, which inherited the locked descriptor.
+    unsafe { libc::kill(-(holder.id() as i32), libc::SIGKILL) };
+    let _ = holder.wait();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(FileStore::open(&dir, 64 << 20, Duration::from_secs(3600)).is_ok());
+}

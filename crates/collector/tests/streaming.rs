@@ -191,3 +191,45 @@ fn view_serves_the_same_api_over_one_recording_file() {
     assert_eq!(http_get(http, "/api/jvms/nope/threads").0, 404);
     server.shutdown();
 }
+
+#[test]
+fn the_log_said_resuming_after_chunk_0_on_a_first_connect_and_nothing_on_disconnect() {
+    let (server, log) = start(&temp_dir("collector-log"), |_| {});
+    let addr = server.agents_addr().unwrap();
+    let mut sim = SimJvm::new(4250, "com.acme.Logged --port 1");
+    let mut c = sim.connect(addr, 1);
+    assert_eq!(c.accept().acked, 0);
+    for seq in 1..=2 {
+        c.send(seq, &sim.chunk()).unwrap();
+    }
+    assert_eq!(c.finish(Duration::from_secs(5)).unwrap(), 2);
+    let mut c = sim.connect(addr, 3);
+    assert_eq!(c.accept().acked, 2);
+    c.send(3, &sim.chunk()).unwrap();
+    assert_eq!(c.finish(Duration::from_secs(5)).unwrap(), 3);
+    assert!(wait_until(Duration::from_secs(5), || log.lines().len() >= 4));
+    let lines = log.lines();
+    let about: Vec<&String> = lines.iter().filter(|l| l.contains(&sim.stream)).collect();
+    assert_eq!(about.len(), 4, "{lines:#?}");
+    assert!(
+        about[0].ends_with(&format!(
+            "connected jvm {} (pid 4250, com.acme.Logged)",
+            sim.stream
+        )),
+        "{}",
+        about[0]
+    );
+    assert!(!about[0].contains("resuming"), "{}", about[0]);
+    assert!(
+        about[1].ends_with("disconnected after chunk 2"),
+        "{}",
+        about[1]
+    );
+    assert!(about[2].ends_with("resuming after chunk 2"), "{}", about[2]);
+    assert!(
+        about[3].ends_with("disconnected after chunk 3"),
+        "{}",
+        about[3]
+    );
+    server.shutdown();
+}

@@ -40,6 +40,10 @@ pub use write::{encode_file_start, ChunkWriter};
 pub enum FormatError {
     #[error("not a jscope recording: {0}")]
     NotARecording(String),
+    /// The magic is right but the header chunk is cut or damaged: the JVM stopped
+    /// (or the copy was cut) before the header was complete.
+    #[error("damaged recording: {0}")]
+    DamagedHeader(String),
     #[error("unsupported format version {0}.{1}")]
     UnsupportedVersion(u8, u8),
     #[error("checksum mismatch")]

@@ -310,10 +310,16 @@ impl Recording {
     }
 }
 
+/// The magic was read, so the file is a recording whose header is cut or damaged.
 fn header_error(chunks: &ChunkReader) -> FormatError {
-    let why = chunks
-        .damage()
-        .map(|d| d.reason.clone())
-        .unwrap_or_else(|| "no header chunk".into());
-    FormatError::NotARecording(format!("header unreadable: {why}"))
+    FormatError::DamagedHeader(match chunks.damage() {
+        Some(d) => format!(
+            "its header is cut or damaged at byte {} ({}); truncated before the header was complete",
+            d.offset, d.reason
+        ),
+        None => format!(
+            "truncated at byte {}, right after the magic, before the header",
+            MAGIC.len()
+        ),
+    })
 }

@@ -31,6 +31,8 @@ use crate::CollectorError;
 
 const HEADER_FILE: &str = "header.jsc";
 const INDEX_FILE: &str = "index.json";
+/// Held locked (flock) by the one collector writing the directory; holds its pid.
+const LOCK_FILE: &str = "collector.lock";
 
 pub struct FileStore {
     root: PathBuf,
@@ -40,6 +42,8 @@ pub struct FileStore {
     /// Opened by a reader (`jscope report --data`) next to a running collector:
     /// nothing on disk is changed, not even a torn tail.
     read_only: bool,
+    /// The directory's lock while this store writes to it; released on drop.
+    _lock: Option<File>,
 }
 
 struct JvmFiles {
@@ -57,6 +61,61 @@ struct OpenSegment {
     dirty: bool,
 }
 
+/// Takes the exclusive lock of the data directory `root`: two collectors writing
+/// one store would corrupt it. `None` when this process already holds it (a
+/// collector restarted in the same process while its old store is still shut down).
+fn lock_dir(root: &Path) -> Result<Option<File>, CollectorError> {
+    use std::io::{Read, Seek};
+    use std::os::fd::AsRawFd;
+    let path = root.join(LOCK_FILE);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(CollectorError::io(&path))?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::WouldBlock {
+            return Err(CollectorError::Io { path, source: err });
+        }
+        let mut text = String::new();
+        let _ = file.read_to_string(&mut text);
+        let pid = text.trim().parse::<u32>().ok();
+        if pid == Some(std::process::id()) {
+            return Ok(None);
+        }
+        return Err(CollectorError::Locked {
+            path: root.to_path_buf(),
+            holder: pid.map_or_else(|| "its pid is unknown".into(), describe_process),
+        });
+    }
+    let write = |file: &mut File| -> std::io::Result<()> {
+        file.set_len(0)?;
+        file.rewind()?;
+        writeln!(file, "{}", std::process::id())?;
+        file.sync_data()
+    };
+    write(&mut file).map_err(CollectorError::io(&path))?;
+    Ok(Some(file))
+}
+
+/// `pid 4242: jscope serve --data d`, from /proc when it is readable.
+fn describe_process(pid: u32) -> String {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let words: Vec<String> = cmdline
+        .split(|&b| b == 0)
+        .filter(|w| !w.is_empty())
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    if words.is_empty() {
+        return format!("pid {pid}");
+    }
+    format!("pid {pid}: {}", words.join(" "))
+}
+
 fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -72,8 +131,9 @@ impl FileStore {
     ) -> Result<FileStore, CollectorError> {
         let jvms_dir = root.join("jvms");
         std::fs::create_dir_all(&jvms_dir).map_err(CollectorError::io(&jvms_dir))?;
+        let lock = lock_dir(root)?;
         let mut store = FileStore::load(root, true)?;
-        (store.segment_bytes, store.segment_age) = (segment_bytes, segment_age);
+        (store.segment_bytes, store.segment_age, store._lock) = (segment_bytes, segment_age, lock);
         Ok(store)
     }
 
@@ -108,6 +168,7 @@ impl FileStore {
             segment_age: Duration::MAX,
             jvms: Mutex::new(jvms),
             read_only: !repair,
+            _lock: None,
         })
     }
 

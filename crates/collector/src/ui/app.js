@@ -76,13 +76,22 @@ function selectJvm(id) {
 }
 
 // ---- JVM list ----
+// What a JVM runs, from its main class on (`com.acme.Main --port 8080`), not the
+// launcher's options, which -agentpath makes long; the full line is the title.
+function runs(j) {
+  const cmd = j.command_line || "";
+  if (!j.main_class) return cmd;
+  const at = cmd.indexOf(" " + j.main_class);
+  return at >= 0 ? cmd.slice(at + 1) : j.main_class;
+}
+
 async function loadJvms() {
   ui.jvms = await api("jvms");
   fillRows($("#jvms tbody"), ui.jvms, (tr, j) => {
     tr.className = j.status + (j.id === ui.jvm ? " selected" : "");
     tr.dataset.id = j.id;
     cell(tr, j.pid, "num");
-    cell(tr, j.command_line, "cmd").title = j.command_line;
+    cell(tr, runs(j), "cmd").title = j.command_line;
     cell(tr, j.host ? j.host + "/" + j.address : j.address);
     cell(tr, j.vm);
     cell(tr, j.os);
@@ -101,7 +110,7 @@ async function loadJvms() {
 function fillJvmPickers() {
   document.querySelectorAll(".jvm-select").forEach((sel) => {
     const keep = ui.jvm;
-    sel.replaceChildren(...ui.jvms.map((j) => new Option(j.pid + " " + j.command_line.slice(0, 40) + " (" + j.status + ")", j.id)));
+    sel.replaceChildren(...ui.jvms.map((j) => new Option(j.pid + " " + runs(j).slice(0, 40) + " (" + j.status + ")", j.id)));
     if (keep) sel.value = keep;
   });
   document.querySelectorAll(".jvm-checks").forEach((box) => {
@@ -113,7 +122,7 @@ function fillJvmPickers() {
       i.type = "checkbox";
       i.value = j.id;
       i.checked = checked.has(j.id);
-      l.append(i, " " + j.pid);
+      l.append(i, " " + j.pid + " " + (j.main_class || ""));
       l.title = j.command_line;
       return l;
     }));
@@ -139,7 +148,8 @@ async function loadThreads() {
     tr.dataset.id = t.id;
     if (t.id === ui.thread) tr.className = "selected";
     cell(tr, t.start_order, "num");
-    cell(tr, t.java_id, "num");
+    // The recording's thread id, as `jscope threads` prints it; Java's own on hover.
+    cell(tr, t.id, "num").title = "Java thread id " + t.java_id;
     cell(tr, t.name);
     cell(tr, t.parent);
     cell(tr, t.group);

@@ -238,6 +238,31 @@ window.jscopeEvents = (() => {
     }), Object.assign(document.createElement("span"), { className: "tl-key tl-gc-key", textContent: "GC" }));
   }
 
+  // ---- Why a view is empty ----
+  function has(events, kind) {
+    return events.split(/[+,]/).some((k) => k === kind || (k === "all" && kind !== "park"));
+  }
+
+  function locksHint(events) {
+    const missing = ["monitors", "waits", "park"].filter((k) => !has(events, k));
+    if (missing.length === 3) {
+      return "This JVM recorded no monitor, wait or park events: record with --events monitors,waits,park (agent option events=monitors+waits+park).";
+    }
+    if (missing.length) {
+      return "No lock events in this range. This JVM did not record " + missing.join(", ") + ": add --events " + missing.join(",") + " to record them.";
+    }
+    return "No contended monitors, waits or parks in this range.";
+  }
+
+  function allocHint(allocRows, ageRows, events, objectAges) {
+    if (!allocRows && !has(events, "alloc") && !objectAges) {
+      return "This JVM recorded no allocations: record with --events alloc (and --object-ages for object ages).";
+    }
+    if (!allocRows) return "No sampled allocations in this range.";
+    if (!ageRows && !objectAges) return "No object ages: record with --object-ages (agent option objectages).";
+    return "";
+  }
+
   // ---- Lock view ----
   function siteText(sites) {
     return sites && sites.length ? sites[0].stack.join(" \u2190 ") : "";
@@ -251,6 +276,7 @@ window.jscopeEvents = (() => {
       ...r.parks.map((p) => ({ kind: "park", who: p.blocker || "(no blocker)", count: p.count, total: p.total_ns, max: p.max_ns, extra: "", sites: p.sites })),
     ];
     $("#locks-info").textContent = r.monitors.length + " contended monitor classes, " + r.waits.length + " waited on, " + r.parks.length + " park blockers";
+    $("#locks-hint").textContent = rows.length ? "" : locksHint(r.recorded_events || "");
     fillRows($("#locks tbody"), rows, (tr, x) => {
       cell(tr, x.kind);
       cell(tr, x.who);
@@ -272,6 +298,7 @@ window.jscopeEvents = (() => {
     const r = await api("jvms/" + encodeURIComponent(jvm) + "/alloc", { by: $("#alloc-by").value, ...range("alloc") });
     const a = r.alloc;
     $("#alloc-info").textContent = a.count + " sampled allocations, " + a.bytes + " bytes; " + r.ages.freed + " tracked objects freed, " + r.ages.live + " not";
+    $("#alloc-hint").textContent = allocHint(a.rows.length, r.ages.rows.length, r.recorded_events || "", r.object_ages);
     fillRows($("#alloc tbody"), a.rows, (tr, x) => {
       cell(tr, x.bytes, "num");
       cell(tr, x.percent.toFixed(2), "num");
