@@ -466,7 +466,7 @@ fn info_listed_failed_walks_and_a_4ms_median_for_5ms_unexplained() {
     b.thread(1, "main", "main", 1);
     let s = b.stack(&[("a.B.c", 1)]);
     for i in 0..20 {
-        b.sample(SampleMode::Cpu, 1, i * 4, s, RUNNING);
+        b.sample(SampleMode::Cpu, 1, i * 4, s.0, RUNNING);
     }
     b.counters(&[("walk.failed.unknown_not_java", 3)]);
     let mut rec = b.build(Some(100));

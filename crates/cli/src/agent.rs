@@ -44,9 +44,8 @@ pub fn agent_options(sampling: &SamplingArgs, file: &Path) -> Result<String> {
         bail!("the output path must not contain a comma: {file}");
     }
     let mut options = Vec::new();
-    if sampling.mode != "none" {
-        options.push(format!("mode={}", sampling.mode));
-    }
+    // Always said, `none` too: the agent's default is cpu.
+    options.push(format!("mode={}", sampling.mode));
     if let Some(i) = sampling.interval {
         options.push(format!("interval={}", agent_duration(i)));
     }
@@ -210,7 +209,7 @@ mod tests {
         let o = agent_options(&s, Path::new("/tmp/x.jsc")).unwrap();
         assert_eq!(
             o,
-            "interval=5000000ns,depth=64,trace=com.acme.*;!com.acme.util.*,traceagg,events=gc+monitors,collector=127.0.0.1:7000,file=/tmp/x.jsc"
+            "mode=none,interval=5000000ns,depth=64,trace=com.acme.*;!com.acme.util.*,traceagg,events=gc+monitors,collector=127.0.0.1:7000,file=/tmp/x.jsc"
         );
         s.events = Some("gc,monitors".into());
         assert!(agent_options(&s, Path::new("/tmp/x.jsc"))

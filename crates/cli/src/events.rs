@@ -11,7 +11,7 @@ use jscope_analysis::events::{
     EventFilter, EventType, RowFormat,
 };
 use jscope_analysis::ThreadMatcher;
-use jscope_format::{JvmEvent, Recording};
+use jscope_format::{EventKind, Recording};
 use serde::Serialize;
 
 use crate::args::{Format, SourceArgs};
@@ -273,8 +273,10 @@ pub fn locks(args: &LocksArgs) -> Result<()> {
     let types = vec![EventType::Monitor, EventType::Wait, EventType::Park];
     let any_lock_event = rec.events.iter().any(|e| {
         matches!(
-            e,
-            JvmEvent::MonitorBlocked { .. } | JvmEvent::MonitorWait { .. } | JvmEvent::Park { .. }
+            e.kind,
+            EventKind::MonitorBlocked { .. }
+                | EventKind::MonitorWait { .. }
+                | EventKind::Park { .. }
         )
     });
     if !any_lock_event {
@@ -329,7 +331,7 @@ pub fn alloc(args: &AllocArgs) -> Result<()> {
     let allocs = || {
         rec.events
             .iter()
-            .filter(|e| matches!(e, JvmEvent::Alloc { .. }))
+            .filter(|e| matches!(e.kind, EventKind::Alloc { .. }))
     };
     if allocs().next().is_none() {
         note("the recording has no allocation samples; record with --events alloc");
@@ -337,7 +339,7 @@ pub fn alloc(args: &AllocArgs) -> Result<()> {
     if !args.ages {
         return print(args.format, &report);
     }
-    if !allocs().any(|e| matches!(e, JvmEvent::Alloc { object, .. } if *object != 0)) {
+    if !allocs().any(|e| matches!(e.kind, EventKind::Alloc { object, .. } if object != 0)) {
         let why = "no object ages: the recording's allocations carry no object ids; record with --object-ages (it implies --events alloc)";
         if args.format == Format::Text {
             return with_stdout(|w| {

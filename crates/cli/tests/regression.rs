@@ -134,6 +134,21 @@ fn f(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `--mode none` left `mode=` out and the agent sampled cpu, its default; the
+/// agent's own `mode=none` was refused.
+#[test]
+fn record_mode_none_with_events_only_still_sampled_cpu() {
+    let file = record_events_app(
+        "mode-none",
+        &["--mode", "none", "--events", "gc"],
+        &["gc", "1"],
+    );
+    let rec = jscope_format::Recording::read_file(&file).unwrap();
+    assert_eq!(rec.header.modes, "");
+    assert!(rec.samples.is_empty(), "{} samples", rec.samples.len());
+    assert!(!rec.events.is_empty(), "the gc events are recorded");
+}
+
 #[test]
 fn trace_only_recording_gave_a_flame_graph_saying_0_no_samples_and_info_saying_modes_comma() {
     let file = record_events_app(
