@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use crate::java_threads::{self, describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
 use crate::options::Options;
 use crate::sink::Sink;
-use crate::stopper::Stopper;
+use crate::stopper::{SamplerThread, Stopper};
 use crate::threads::{gettid, ThreadTable};
 
 /// One thread in a raw snapshot.
@@ -134,9 +134,7 @@ pub(crate) struct SnapshotEngine {
     /// Snapshots the writer could not take in time.
     dropped: Arc<AtomicU64>,
     written: AtomicU64,
-    stopper: Arc<Stopper>,
-    /// Set by the sampler thread when it has left the VM; None until it started.
-    done: OnceLock<Arc<Stopper>>,
+    sampler: SamplerThread,
 }
 
 impl SnapshotEngine {
@@ -148,8 +146,7 @@ impl SnapshotEngine {
             queue: Mutex::new(None),
             dropped: Arc::default(),
             written: AtomicU64::new(0),
-            stopper: Arc::default(),
-            done: OnceLock::new(),
+            sampler: SamplerThread::default(),
         }
     }
 
@@ -186,7 +183,7 @@ impl Engine for SnapshotEngine {
             jvmti: ctx.jvmti,
             fields: ctx.fields,
             table: ctx.table.clone(),
-            stopper: self.stopper.clone(),
+            stopper: self.sampler.stopper.clone(),
             done: done.clone(),
             interval: self.interval,
             depth: self.depth,
@@ -194,18 +191,16 @@ impl Engine for SnapshotEngine {
             dropped: self.dropped.clone(),
         };
         sampler.spawn().map_err(StartError::Thread)?;
-        let _ = self.done.set(done);
+        self.sampler.started(done);
         Ok(())
     }
 
     fn stop(&self, _ctx: &StopContext) {
-        self.stopper.stop();
+        self.sampler.stop();
     }
 
     fn wait(&self, deadline: Instant) {
-        if let Some(done) = self.done.get() {
-            done.wait_until(deadline);
-        }
+        self.sampler.wait(deadline);
     }
 
     fn drain(&self, sink: &mut Sink) -> Drained {

@@ -1,7 +1,7 @@
 //! A stop flag that sleeping threads can wait on, so stopping never waits for a
 //! full sampling interval.
 
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -62,6 +62,32 @@ impl Stopper {
 
     pub fn wait(&self, timeout: Duration) -> bool {
         self.wait_until(Instant::now() + timeout)
+    }
+}
+
+/// An engine's own sampler thread: the flag that stops it, and the flag the
+/// thread sets when it has left the VM (None until it started).
+#[derive(Default)]
+pub struct SamplerThread {
+    pub stopper: Arc<Stopper>,
+    done: OnceLock<Arc<Stopper>>,
+}
+
+impl SamplerThread {
+    /// Keeps the started thread's done flag for [`SamplerThread::wait`].
+    pub fn started(&self, done: Arc<Stopper>) {
+        let _ = self.done.set(done);
+    }
+
+    pub fn stop(&self) {
+        self.stopper.stop();
+    }
+
+    /// Waits until the thread has left, at most until `deadline`.
+    pub fn wait(&self, deadline: Instant) {
+        if let Some(done) = self.done.get() {
+            done.wait_until(deadline);
+        }
     }
 }
 

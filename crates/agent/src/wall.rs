@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::engine::{Engine, StartContext, StartError, StopContext};
@@ -18,7 +18,7 @@ use crate::java_threads::{self, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
 use crate::options::Options;
 use crate::signals::{SignalEngine, SignalShared, WALL_SIGNAL};
-use crate::stopper::Stopper;
+use crate::stopper::{SamplerThread, Stopper};
 use crate::sys;
 use crate::threads::{gettid, process_tids, ThreadTable};
 
@@ -172,9 +172,7 @@ pub(crate) struct WallEngine {
     /// Threads signalled per interval at most.
     budget: usize,
     signals: Arc<SignalEngine>,
-    stopper: Arc<Stopper>,
-    /// Set by the sampler thread when it has left the VM; None until it started.
-    done: OnceLock<Arc<Stopper>>,
+    sampler: SamplerThread,
 }
 
 impl WallEngine {
@@ -184,8 +182,7 @@ impl WallEngine {
             interval: options.interval,
             budget: options.wall_threads as usize,
             signals,
-            stopper: Arc::default(),
-            done: OnceLock::new(),
+            sampler: SamplerThread::default(),
         }
     }
 }
@@ -202,24 +199,22 @@ impl Engine for WallEngine {
             fields: ctx.fields,
             shared,
             table: ctx.table.clone(),
-            stopper: self.stopper.clone(),
+            stopper: self.sampler.stopper.clone(),
             done: done.clone(),
             interval: self.interval,
             budget: self.budget,
         };
         wall.spawn().map_err(StartError::Thread)?;
-        let _ = self.done.set(done);
+        self.sampler.started(done);
         Ok(())
     }
 
     fn stop(&self, _ctx: &StopContext) {
-        self.stopper.stop();
+        self.sampler.stop();
     }
 
     fn wait(&self, deadline: Instant) {
-        if let Some(done) = self.done.get() {
-            done.wait_until(deadline);
-        }
+        self.sampler.wait(deadline);
     }
 }
 
