@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use jscope_format::Recording;
 use jscope_format::{MethodId, StackId, ThreadId};
 use jscope_testkit::{
-    agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
+    compile_fixtures, java_with_agent, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
 };
 use jscope_wire::{
     read_message, read_preamble, stream_id_for, write_message, Accept, Hello, Message, RefuseCode,
@@ -198,16 +198,8 @@ fn serve(
 
 /// `java -agentpath:AGENT=OPTIONS -cp CLASSES MAIN ARGS...` in `dir`, not yet waited for.
 fn start_jvm(java: &Java, options: &str, dir: &Path, main: &str, args: &[&str]) -> Child {
-    let mut cmd = Command::new(&java.bin);
-    cmd.current_dir(dir)
-        .arg("-Xcheck:jni")
-        .arg(format!("-agentpath:{}={options}", agent_path().display()))
-        .arg("-cp")
-        .arg(classes())
-        .arg(main)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = java_with_agent(java, options, &classes(), main, args);
+    cmd.current_dir(dir);
     Child::spawn(&mut cmd)
 }
 

@@ -10,7 +10,8 @@ use jscope_format::thread_state::{classify, StateClass};
 use jscope_format::{Recording, SampleMode};
 use jscope_format::{StackId, ThreadId};
 use jscope_testkit::{
-    agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
+    agent_path, compile_fixtures, java_with_agent, javas, jcmd, jcmd_agent_load, temp_dir, Child,
+    Java,
 };
 
 const JVM_LIMIT: Duration = Duration::from_secs(60);
@@ -21,15 +22,7 @@ fn classes() -> PathBuf {
 
 /// `java -Xcheck:jni -agentpath:AGENT=OPTIONS -cp CLASSES MAIN ARGS...`, run to the end.
 fn run_with_agent(java: &Java, options: &str, main: &str, args: &[&str]) -> Output {
-    let mut cmd = Command::new(&java.bin);
-    cmd.arg("-Xcheck:jni")
-        .arg(format!("-agentpath:{}={options}", agent_path().display()))
-        .arg("-cp")
-        .arg(classes())
-        .arg(main)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = java_with_agent(java, options, &classes(), main, args);
     Child::spawn(&mut cmd).finish(JVM_LIMIT)
 }
 

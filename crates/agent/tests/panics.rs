@@ -7,11 +7,11 @@
 //! is reported exactly once on stderr.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use jscope_format::Recording;
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{agent_path, compile_fixtures, java_with_agent, javas, temp_dir, Child, Java};
 
 const JVM_LIMIT: Duration = Duration::from_secs(120);
 
@@ -24,15 +24,7 @@ fn classes() -> PathBuf {
 }
 
 fn run(java: &Java, options: &str, main: &str, args: &[&str]) -> Output {
-    let mut cmd = Command::new(&java.bin);
-    cmd.arg("-Xcheck:jni")
-        .arg(format!("-agentpath:{}={options}", agent_path().display()))
-        .arg("-cp")
-        .arg(classes())
-        .arg(main)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = java_with_agent(java, options, &classes(), main, args);
     Child::spawn(&mut cmd).finish(JVM_LIMIT)
 }
 

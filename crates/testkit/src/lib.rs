@@ -183,6 +183,27 @@ fn refresh_from_deps(uplifted: &Path) {
     }
 }
 
+/// `java -Xcheck:jni -agentpath:AGENT=OPTIONS -cp CLASSES MAIN ARGS...` with the
+/// freshly built agent and stdout and stderr piped, not yet started.
+pub fn java_with_agent(
+    java: &Java,
+    options: &str,
+    classes: &Path,
+    main: &str,
+    args: &[&str],
+) -> Command {
+    let mut cmd = Command::new(&java.bin);
+    cmd.arg("-Xcheck:jni")
+        .arg(format!("-agentpath:{}={options}", agent_path().display()))
+        .arg("-cp")
+        .arg(classes)
+        .arg(main)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd
+}
+
 /// A fresh, empty directory under `target/jscope-test/`, unique per call.
 pub fn temp_dir(name: &str) -> PathBuf {
     static COUNTER: Mutex<u32> = Mutex::new(0);
