@@ -8,7 +8,8 @@
 //! - [`collapse`]: collapsed stacks, root first, the input of flame graphs;
 //! - [`call_graph`]: methods and caller→callee edges, with Graphviz output;
 //! - [`threads_at`]: every thread of the snapshot nearest a moment (xdProf's view);
-//! - [`Info`]: what a recording holds and how well sampling went.
+//! - [`Info`]: what a recording holds and how well sampling went;
+//! - [`diff_hot`]: two hot-method tables compared, shares normalised per side.
 //!
 //! Exact-tracing recordings (method entries and exits) are analysed by [`trace`]:
 //! call trees, call statistics and exports.
@@ -24,6 +25,7 @@
 
 mod callgraph;
 mod collapsed;
+mod diff;
 pub mod distributed;
 mod error;
 pub mod events;
@@ -38,6 +40,7 @@ pub mod trace;
 
 pub use callgraph::{call_graph, CallEdge, CallGraph, CallNode, DotOptions};
 pub use collapsed::{collapse, CollapseOptions, Collapsed};
+pub use diff::{diff_hot, HotDiff, MethodDiff, Presence};
 pub use error::AnalysisError;
 pub use glob::ThreadMatcher;
 pub use hot::{hot_methods, HotMethod, HotMethods};

@@ -29,6 +29,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Write a flame graph (interactive .html or static .svg).
     Flame(FlameArgs),
+    /// Compare two recordings: per-method shares on both sides, ranked by change.
+    Diff(DiffArgs),
     /// Print collapsed stacks (`root;...;leaf count`) for other flame-graph tools.
     Collapsed(CollapsedArgs),
     /// Print the call graph: methods and caller -> callee edges.
@@ -304,6 +306,33 @@ pub struct ReportArgs {
     pub select: SelectArgs,
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  jscope diff before.jsc after.jsc --top 20\n  jscope diff before.jsc after.jsc --mode wall --thread worker -o diff.html"
+)]
+pub struct DiffArgs {
+    /// The base recording (.jsc), the "before".
+    pub base: PathBuf,
+    /// The new recording (.jsc), the "after".
+    pub new: PathBuf,
+    /// Number of methods to list (the largest changes).
+    #[arg(short = 'n', long, default_value_t = 30)]
+    pub top: usize,
+    /// The same selection is applied to both sides; without --mode, the base's
+    /// first mode with samples (cpu, wall, snapshot) is used for both.
+    #[command(flatten)]
+    pub select: SelectArgs,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+    /// Also write a differential flame graph: .svg gives a static SVG, anything
+    /// else an HTML page (the new side's shape; red grew, blue shrank).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Title of the flame graph (default: BASE vs NEW).
+    #[arg(long)]
+    pub title: Option<String>,
 }
 
 #[derive(Debug, Args)]

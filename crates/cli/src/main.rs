@@ -6,6 +6,7 @@ mod agent;
 mod analyze;
 mod args;
 mod attach;
+mod diff;
 mod distributed;
 mod duration;
 mod events;
@@ -50,6 +51,7 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Trace(t) => attach::trace(t).map(|_| 0),
         Command::Report(a) => analyze::report(a).map(|_| 0),
         Command::Flame(a) => flame::run(a).map(|_| 0),
+        Command::Diff(a) => diff::run(a).map(|_| 0),
         Command::Collapsed(a) => analyze::collapsed(a).map(|_| 0),
         Command::Callgraph(a) => analyze::callgraph(a).map(|_| 0),
         Command::Threads(a) => analyze::threads(a).map(|_| 0),

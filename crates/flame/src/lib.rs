@@ -15,6 +15,7 @@
 //! knows nothing about recordings: callers feed it stacks.
 
 mod collapsed;
+mod diff;
 mod escape;
 mod html;
 mod kind;
@@ -24,6 +25,7 @@ mod svg;
 mod tree;
 
 pub use collapsed::{ParseError, ParseErrorKind};
+pub use diff::{frame_diff, render_diff_html, render_diff_svg, FrameDiff};
 pub use escape::{escape_xml, json_for_script};
 pub use html::render_html;
 pub use kind::{classify, colour, FrameKind};

@@ -3,7 +3,7 @@
 use crate::escape::{escape_xml, truncate_label};
 use crate::kind::{classify, colour, FrameKind};
 use crate::layout::{Frame, Label, Layout};
-use crate::tree::ROOT;
+use crate::tree::{NodeId, ROOT};
 use crate::{FlameGraph, Options};
 use std::fmt::Write;
 
@@ -18,6 +18,22 @@ const FONT_FAMILY: &str = "ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 ///
 /// Frames narrower than `o.min_width_px` are merged (see [`Options::min_width_px`]).
 pub fn render_svg(g: &FlameGraph, o: &Options) -> String {
+    render_svg_painted(g, o, &|_| None)
+}
+
+/// A frame's colour and an extra line for its tooltip, chosen by a caller
+/// (the differential graph) instead of the frame-kind rule.
+pub(crate) struct Paint {
+    pub(crate) fill: String,
+    pub(crate) note: String,
+}
+
+/// [`render_svg`] with frames of the graph coloured by `paint` where it answers.
+pub(crate) fn render_svg_painted(
+    g: &FlameGraph,
+    o: &Options,
+    paint: &dyn Fn(NodeId) -> Option<Paint>,
+) -> String {
     let canvas = Canvas::new(g, o);
     let layout = Layout::new(g, canvas.min_weight(o.min_width_px));
     let mut out = String::with_capacity(256 + layout.frames.len() * 200);
@@ -26,7 +42,7 @@ pub fn render_svg(g: &FlameGraph, o: &Options) -> String {
         canvas.write_note(&mut out, "No samples");
     }
     for frame in &layout.frames {
-        canvas.write_frame(&mut out, g, o, frame, layout.max_depth);
+        canvas.write_frame(&mut out, g, o, frame, layout.max_depth, paint);
     }
     out.push_str("</svg>\n");
     out
@@ -110,17 +126,29 @@ impl Canvas {
         o: &Options,
         f: &Frame,
         max_depth: u32,
+        paint: &dyn Fn(NodeId) -> Option<Paint>,
     ) {
-        let (name, fill) = describe(g, f.label, o.min_width_px);
+        let (name, mut fill) = describe(g, f.label, o.min_width_px);
+        let mut note = String::new();
+        if let Label::Node(id) = f.label {
+            if let Some(p) = paint(id) {
+                fill = p.fill;
+                note = p.note;
+            }
+        }
         let x = PAD_X + f.x as f64 * self.px_per_sample;
         let width = f.width as f64 * self.px_per_sample;
         let y = self.y(f.depth, max_depth);
-        let tooltip = format!(
+        let mut tooltip = format!(
             "{name} ({} {}, {})",
             group_digits(f.width),
             o.count_name,
             percent(f.width, self.total)
         );
+        if !note.is_empty() {
+            tooltip.push_str("; ");
+            tooltip.push_str(&note);
+        }
         let _ = write!(
             out,
             r#"<g class="f"><title>{}</title><rect x="{x:.2}" y="{y}" width="{width:.2}" height="{}" fill="{fill}" rx="2"/>"#,

@@ -1,0 +1,117 @@
+//! `jscope diff BASE NEW`: which methods' shares of the samples changed between
+//! two recordings, as a table and as a differential flame graph.
+
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use jscope_analysis::{collapse, diff_hot, hot_methods, CollapseOptions, Mode, Selection};
+use jscope_flame::{render_diff_html, render_diff_svg, FlameGraph, Options};
+use jscope_format::Recording;
+
+use crate::analyze::{require_samples, selection};
+use crate::args::{DiffArgs, Format, SourceArgs};
+use crate::source::Loaded;
+
+/// One side of the comparison, loaded and checked.
+struct Side {
+    rec: Recording,
+    title: String,
+}
+
+pub fn run(args: &DiffArgs) -> Result<()> {
+    let base = load_side("base", &args.base)?;
+    let new = load_side("new", &args.new)?;
+    let mut sel = selection(&args.select)?;
+    // One mode for both sides: comparing cpu shares with wall shares means nothing.
+    if sel.mode.is_none() {
+        sel.mode = Mode::primary(&base.rec).or_else(|| Mode::primary(&new.rec));
+    }
+    let base_hot = side_table(&base, &sel, "base")?;
+    let new_hot = side_table(&new, &sel, "new")?;
+    let mut diff = diff_hot(&base_hot, &new_hot);
+    if let Some(out) = &args.output {
+        write_graph(args, out, &base, &new, &sel)?;
+    }
+    diff.truncate(args.top);
+    let mut w = BufWriter::new(io::stdout().lock());
+    match args.format {
+        Format::Text => write!(w, "{diff}")?,
+        Format::Json => writeln!(w, "{}", serde_json::to_string_pretty(&diff)?)?,
+    }
+    w.flush()?;
+    Ok(())
+}
+
+fn load_side(side: &str, path: &Path) -> Result<Side> {
+    let file = crate::analyze::load(Some(path), &SourceArgs::default(), None)
+        .with_context(|| format!("{side} side"))?;
+    let Loaded { rec, title } = file;
+    Ok(Side { rec, title })
+}
+
+/// The side's hot-method table; an error naming the side when it has no
+/// selected samples.
+fn side_table(s: &Side, sel: &Selection, side: &str) -> Result<jscope_analysis::HotMethods> {
+    require_samples(&s.rec, sel, &format!("the {side} side {}", s.title))?;
+    let counts = sel.stack_counts(&s.rec);
+    let mode = sel.mode_in(&s.rec);
+    if counts.total == 0 {
+        bail!(
+            "the {side} side {} has no {} samples{}; nothing to compare",
+            s.title,
+            mode.map_or("stack", Mode::name),
+            if sel.thread.is_some()
+                || !sel.states.is_empty()
+                || sel.from_s.is_some()
+                || sel.to_s.is_some()
+            {
+                " in the selection (--thread, --state, --from, --to)"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(hot_methods(&s.rec, mode, &counts))
+}
+
+fn graph_of(s: &Side, sel: &Selection) -> FlameGraph {
+    let counts = sel.stack_counts(&s.rec);
+    let mut graph = FlameGraph::new();
+    for (frames, n) in collapse(&s.rec, &counts, CollapseOptions::default()).stacks {
+        graph.add(&frames, n);
+    }
+    graph
+}
+
+fn write_graph(
+    args: &DiffArgs,
+    out: &Path,
+    base: &Side,
+    new: &Side,
+    sel: &Selection,
+) -> Result<()> {
+    let (base_graph, new_graph) = (graph_of(base, sel), graph_of(new, sel));
+    let mode = sel.mode.map_or("no", Mode::name);
+    let options = Options {
+        title: args
+            .title
+            .clone()
+            .unwrap_or_else(|| format!("{} vs {}", base.title, new.title)),
+        subtitle: format!(
+            "{mode} samples: base {}, new {}; width is the new side, colour the change of share (red grew, blue shrank)",
+            base_graph.total(),
+            new_graph.total()
+        ),
+        ..Options::default()
+    };
+    let page = if out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+    {
+        render_diff_svg(&new_graph, &base_graph, &options)
+    } else {
+        render_diff_html(&new_graph, &base_graph, &options)
+    };
+    std::fs::write(out, page).with_context(|| format!("cannot write {}", out.display()))
+}
