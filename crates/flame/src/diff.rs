@@ -51,10 +51,7 @@ impl Diffs {
             frames.insert(id, d);
             for child in new.children_of(id) {
                 let name = new.name(new.node(child).name);
-                let base_child = base_id.and_then(|b| {
-                    base.children_of(b)
-                        .find(|&c| base.name(base.node(c).name) == name)
-                });
+                let base_child = base_id.and_then(|b| base.child_named(b, name));
                 pending.push((child, base_child));
             }
         }

@@ -147,8 +147,7 @@ impl FlameGraph {
     {
         let mut node = ROOT;
         for frame in path {
-            let name = *self.name_ids.get(frame.as_ref())?;
-            node = self.find_child(node, name)?;
+            node = self.child_named(node, frame.as_ref())?;
         }
         Some(FrameWeight {
             total: self.nodes[node as usize].total,
@@ -191,6 +190,11 @@ impl FlameGraph {
             Some(child) => child,
             None => self.insert_child(parent, name),
         }
+    }
+
+    /// The child of `parent` called `name`, if any.
+    pub(crate) fn child_named(&self, parent: NodeId, name: &str) -> Option<NodeId> {
+        self.find_child(parent, *self.name_ids.get(name)?)
     }
 
     fn find_child(&self, parent: NodeId, name: NameId) -> Option<NodeId> {
