@@ -263,14 +263,19 @@ impl fmt::Display for Info {
     }
 }
 
+/// The sampling modes of a header's `modes` (`cpu+snapshot`); none for a recording
+/// of tracing or events only.
+pub fn sampled_modes(modes: &str) -> Vec<&str> {
+    modes
+        .split(['+', ','])
+        .map(str::trim)
+        .filter(|m| !m.is_empty() && *m != "none")
+        .collect()
+}
+
 impl Info {
-    /// The sampling modes the recording was made with (none for tracing or events only).
     fn sampled_modes(&self) -> Vec<&str> {
-        self.modes
-            .split(['+', ','])
-            .map(str::trim)
-            .filter(|m| !m.is_empty() && *m != "none")
-            .collect()
+        sampled_modes(&self.modes)
     }
 
     /// Whether the busiest thread's median cpu gap is more than 10% off the request.

@@ -81,7 +81,7 @@ fn samples_of(rec: &Recording, mode: Mode) -> u64 {
 /// mode was recorded but caught nothing (a short run, or damage before the first
 /// sample) the view goes on with a note.
 pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<()> {
-    let recorded = recorded_modes(rec);
+    let recorded = jscope_analysis::sampled_modes(&rec.header.modes);
     let has: Vec<String> = Mode::ALL
         .into_iter()
         .map(|m| (m, samples_of(rec, m)))
@@ -122,22 +122,11 @@ pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<
 }
 
 /// The sampling modes the recording was made with, from its header.
-fn recorded_modes(rec: &Recording) -> Vec<&str> {
-    rec.header
-        .modes
-        .split(['+', ','])
-        .map(str::trim)
-        .filter(|m| !m.is_empty() && *m != "none")
-        .collect()
-}
-
 /// The `--mode` that adds `m` to what the recording was made with (`cpu+wall`).
 fn with_mode(rec: &Recording, m: Mode) -> String {
-    let modes: Vec<&str> = rec
-        .header
-        .modes
-        .split(['+', ','])
-        .filter(|s| !s.is_empty() && *s != m.name())
+    let modes: Vec<&str> = jscope_analysis::sampled_modes(&rec.header.modes)
+        .into_iter()
+        .filter(|s| *s != m.name())
         .collect();
     if modes.is_empty() {
         m.name().to_string()
