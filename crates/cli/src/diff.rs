@@ -5,7 +5,9 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use jscope_analysis::{collapse, diff_hot, hot_methods, CollapseOptions, Mode, Selection};
+use jscope_analysis::{
+    collapse, diff_hot, hot_methods, CollapseOptions, Mode, Selection, StackCounts,
+};
 use jscope_flame::{render_diff_html, render_diff_svg, FlameGraph, Options};
 use jscope_format::Recording;
 
@@ -27,11 +29,12 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     if sel.mode.is_none() {
         sel.mode = Mode::primary(&base.rec).or_else(|| Mode::primary(&new.rec));
     }
-    let base_hot = side_table(&base, &sel, "base")?;
-    let new_hot = side_table(&new, &sel, "new")?;
+    let (base_hot, base_counts) = side_table(&base, &sel, "base")?;
+    let (new_hot, new_counts) = side_table(&new, &sel, "new")?;
     let mut diff = diff_hot(&base_hot, &new_hot);
     if let Some(out) = &args.output {
-        write_graph(args, out, &base, &new, &sel)?;
+        let graphs = (graph_of(&base, &base_counts), graph_of(&new, &new_counts));
+        write_graph(args, out, &base, &new, &sel, graphs)?;
     }
     diff.truncate(args.top);
     let mut w = BufWriter::new(io::stdout().lock());
@@ -50,9 +53,13 @@ fn load_side(side: &str, path: &Path) -> Result<Side> {
     Ok(Side { rec, title })
 }
 
-/// The side's hot-method table; an error naming the side when it has no
-/// selected samples.
-fn side_table(s: &Side, sel: &Selection, side: &str) -> Result<jscope_analysis::HotMethods> {
+/// The side's hot-method table and the stack counts it was made of; an error
+/// naming the side when it has no selected samples.
+fn side_table(
+    s: &Side,
+    sel: &Selection,
+    side: &str,
+) -> Result<(jscope_analysis::HotMethods, StackCounts)> {
     require_samples(&s.rec, sel, &format!("the {side} side {}", s.title))?;
     let counts = sel.stack_counts(&s.rec);
     let mode = sel.mode_in(&s.rec);
@@ -72,13 +79,12 @@ fn side_table(s: &Side, sel: &Selection, side: &str) -> Result<jscope_analysis::
             }
         );
     }
-    Ok(hot_methods(&s.rec, mode, &counts))
+    Ok((hot_methods(&s.rec, mode, &counts), counts))
 }
 
-fn graph_of(s: &Side, sel: &Selection) -> FlameGraph {
-    let counts = sel.stack_counts(&s.rec);
+fn graph_of(s: &Side, counts: &StackCounts) -> FlameGraph {
     let mut graph = FlameGraph::new();
-    for (frames, n) in collapse(&s.rec, &counts, CollapseOptions::default()).stacks {
+    for (frames, n) in collapse(&s.rec, counts, CollapseOptions::default()).stacks {
         graph.add(&frames, n);
     }
     graph
@@ -90,8 +96,8 @@ fn write_graph(
     base: &Side,
     new: &Side,
     sel: &Selection,
+    (base_graph, new_graph): (FlameGraph, FlameGraph),
 ) -> Result<()> {
-    let (base_graph, new_graph) = (graph_of(base, sel), graph_of(new, sel));
     let mode = sel.mode.map_or("no", Mode::name);
     let options = Options {
         title: args
