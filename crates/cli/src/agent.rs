@@ -60,15 +60,9 @@ pub fn agent_options(sampling: &SamplingArgs, file: &Path) -> Result<String> {
         // The agent takes event kinds joined by `+`, since commas split its options.
         options.push(format!("events={}", e.replace(',', "+")));
     }
-    if let Some(r) = &sampling.alloc_rate {
-        options.push(format!("allocrate={}", option_value(r)?));
-    }
-    if let Some(c) = &sampling.stream_to {
-        options.push(format!("collector={}", option_value(c)?));
-    }
-    if let Some(t) = &sampling.stream_token {
-        options.push(format!("token={}", option_value(t)?));
-    }
+    options.extend(keyed("allocrate", &sampling.alloc_rate)?);
+    options.extend(keyed("collector", &sampling.stream_to)?);
+    options.extend(keyed("token", &sampling.stream_token)?);
     options.extend(more_options(&sampling.agent)?);
     options.push(format!("file={file}"));
     Ok(options.join(","))
@@ -83,28 +77,15 @@ fn more_options(a: &AgentArgs) -> Result<Vec<String>> {
         (a.quiet, "quiet"),
     ];
     options.extend(flags.iter().filter(|f| f.0).map(|f| f.1.to_string()));
-    if let Some(d) = &a.park_threshold {
-        options.push(format!("parkthreshold={}", option_value(d)?));
-    }
-    if let Some(f) = &a.events_config {
-        // The agent opens the file from inside the JVM, whose working directory differs.
-        let f = absolute(f)?;
-        options.push(format!(
-            "eventsconfig={}",
-            option_value(&f.to_string_lossy())?
-        ));
-    }
+    options.extend(keyed("parkthreshold", &a.park_threshold)?);
+    options.extend(path_option("eventsconfig", &a.events_config)?);
     match a.remote.as_deref() {
         None => {}
         Some("") => options.push("remote".into()),
         Some(p) => options.push(format!("remote={}", option_value(p)?)),
     }
-    if let Some(l) = &a.labels {
-        options.push(format!("labels={}", option_value(l)?));
-    }
-    if let Some(b) = &a.stream_buffer {
-        options.push(format!("buffer={}", option_value(b)?));
-    }
+    options.extend(keyed("labels", &a.labels)?);
+    options.extend(keyed("buffer", &a.stream_buffer)?);
     if let Some(n) = a.wall_threads {
         options.push(format!("wallthreads={n}"));
     }
@@ -127,16 +108,8 @@ fn more_options(a: &AgentArgs) -> Result<Vec<String>> {
 /// The agent's tracing options (`trace=`, `traceconfig=`, `tracecpu`, `traceagg`).
 pub fn tracing_options(t: &TracingArgs) -> Result<Vec<String>> {
     let mut options = Vec::new();
-    if let Some(p) = &t.trace {
-        options.push(format!("trace={}", option_value(p)?));
-    }
-    if let Some(f) = &t.trace_config {
-        let f = absolute(f)?;
-        options.push(format!(
-            "traceconfig={}",
-            option_value(&f.to_string_lossy())?
-        ));
-    }
+    options.extend(keyed("trace", &t.trace)?);
+    options.extend(path_option("traceconfig", &t.trace_config)?);
     if t.trace_cpu {
         options.push("tracecpu".into());
     }
@@ -144,6 +117,27 @@ pub fn tracing_options(t: &TracingArgs) -> Result<Vec<String>> {
         options.push("traceagg".into());
     }
     Ok(options)
+}
+
+/// `key=value` when the value is given.
+fn keyed(key: &str, value: &Option<String>) -> Result<Option<String>> {
+    value
+        .as_deref()
+        .map(|v| Ok(format!("{key}={}", option_value(v)?)))
+        .transpose()
+}
+
+/// `key=PATH` made absolute when given: the agent opens the file from inside the
+/// JVM, whose working directory differs.
+fn path_option(key: &str, path: &Option<PathBuf>) -> Result<Option<String>> {
+    path.as_deref()
+        .map(|p| {
+            Ok(format!(
+                "{key}={}",
+                option_value(&absolute(p)?.to_string_lossy())?
+            ))
+        })
+        .transpose()
 }
 
 /// The agent splits its options at commas, so a value must not hold one.
