@@ -177,22 +177,22 @@ impl Engine for SnapshotEngine {
         }
         let (tx, rx) = sync_channel(SNAPSHOT_QUEUE);
         *self.queue.lock().unwrap_or_else(|e| e.into_inner()) = Some(rx);
-        let done = Arc::new(Stopper::default());
-        let sampler = SnapshotSampler {
-            vm: ctx.vm,
-            jvmti: ctx.jvmti,
-            fields: ctx.fields,
-            table: ctx.table.clone(),
-            stopper: self.sampler.stopper.clone(),
-            done: done.clone(),
-            interval: self.interval,
-            depth: self.depth,
-            out: tx,
-            dropped: self.dropped.clone(),
-        };
-        sampler.spawn().map_err(StartError::Thread)?;
-        self.sampler.started(done);
-        Ok(())
+        let started = self.sampler.start(|stopper, done| {
+            let sampler = SnapshotSampler {
+                vm: ctx.vm,
+                jvmti: ctx.jvmti,
+                fields: ctx.fields,
+                table: ctx.table.clone(),
+                stopper,
+                done,
+                interval: self.interval,
+                depth: self.depth,
+                out: tx,
+                dropped: self.dropped.clone(),
+            };
+            sampler.spawn()
+        });
+        started.map_err(StartError::Thread)
     }
 
     fn stop(&self, _ctx: &StopContext) {

@@ -69,14 +69,21 @@ impl Stopper {
 /// thread sets when it has left the VM (None until it started).
 #[derive(Default)]
 pub struct SamplerThread {
-    pub stopper: Arc<Stopper>,
+    stopper: Arc<Stopper>,
     done: OnceLock<Arc<Stopper>>,
 }
 
 impl SamplerThread {
-    /// Keeps the started thread's done flag for [`SamplerThread::wait`].
-    pub fn started(&self, done: Arc<Stopper>) {
+    /// Starts the thread `spawn` makes from the stop flag and the done flag it
+    /// must set when it leaves.
+    pub fn start<T>(
+        &self,
+        spawn: impl FnOnce(Arc<Stopper>, Arc<Stopper>) -> std::io::Result<T>,
+    ) -> std::io::Result<()> {
+        let done = Arc::new(Stopper::default());
+        spawn(self.stopper.clone(), done.clone())?;
         let _ = self.done.set(done);
+        Ok(())
     }
 
     pub fn stop(&self) {

@@ -192,21 +192,21 @@ impl Engine for WallEngine {
         let (true, Some(shared)) = (self.wanted, self.signals.shared()) else {
             return Ok(());
         };
-        let done = Arc::new(Stopper::default());
-        let wall = WallSampler {
-            vm: ctx.vm,
-            jvmti: ctx.jvmti,
-            fields: ctx.fields,
-            shared,
-            table: ctx.table.clone(),
-            stopper: self.sampler.stopper.clone(),
-            done: done.clone(),
-            interval: self.interval,
-            budget: self.budget,
-        };
-        wall.spawn().map_err(StartError::Thread)?;
-        self.sampler.started(done);
-        Ok(())
+        let started = self.sampler.start(|stopper, done| {
+            let wall = WallSampler {
+                vm: ctx.vm,
+                jvmti: ctx.jvmti,
+                fields: ctx.fields,
+                shared,
+                table: ctx.table.clone(),
+                stopper,
+                done,
+                interval: self.interval,
+                budget: self.budget,
+            };
+            wall.spawn()
+        });
+        started.map_err(StartError::Thread)
     }
 
     fn stop(&self, _ctx: &StopContext) {
