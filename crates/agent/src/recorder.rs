@@ -277,7 +277,7 @@ impl Recorder {
             jvmti,
             fields,
             table: table.clone(),
-            engines,
+            engines: engines.into(),
             started: recorder.drainable.clone(),
             file,
             collector: link,

@@ -36,7 +36,7 @@ pub(crate) struct WriterConfig {
     pub fields: ThreadFields,
     pub table: Arc<ThreadTable>,
     /// The recording's engines, drained in this order.
-    pub engines: Vec<Arc<dyn Engine>>,
+    pub engines: Arc<[Arc<dyn Engine>]>,
     /// How many of `engines` (a prefix) have started: the writer runs before
     /// them and drains only those.
     pub started: Arc<AtomicUsize>,
@@ -116,19 +116,19 @@ impl Writer {
     fn drain(&mut self) {
         let jni = self.sink.jni;
         let started = self.cfg.started.load(Ordering::Acquire);
-        let engines = self.cfg.engines[..started].to_vec();
-        for engine in &engines {
-            jni.with_local_frame(32, || {
+        let engines = self.cfg.engines.clone();
+        jni.with_local_frame(32, || {
+            for engine in &engines[..started] {
                 while engine.drain(&mut self.sink) == Drained::More {
                     self.flush();
                 }
-            });
-        }
+            }
+        });
     }
 
     fn write_counters(&mut self) {
         let mut values = Vec::new();
-        for engine in &self.cfg.engines {
+        for engine in self.cfg.engines.iter() {
             engine.counters(&mut values);
         }
         values.push(("methods.unresolved", self.sink.symbols.unresolved()));
