@@ -80,8 +80,8 @@ pub(crate) enum Drained {
 }
 
 pub(crate) trait Engine: Send + Sync {
-    /// Starts producing. On error the engine has undone its own part; the
-    /// recorder stops the engines started before it.
+    /// Starts producing. On error the recorder stops this engine (whatever part
+    /// of it started) and the engines started before it.
     fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError>;
 
     /// Stops producing at once, without waiting (what is buffered stays for

@@ -185,13 +185,8 @@ impl Engine for ThreadEvents {
         let enabled = RECORDING_EVENTS
             .iter()
             .try_for_each(|e| self.jvmti.set_event(true, *e));
-        if let Err(e) = enabled {
-            self.stop(&StopContext {
-                jvmti: self.jvmti,
-                restore_with: None,
-            });
-            return Err(StartError::Events(e));
-        }
+        // On failure the recorder stops this engine, which withdraws the hooks.
+        enabled.map_err(StartError::Events)?;
         create_all_method_ids(self.jvmti, ctx.jni);
         Ok(())
     }
