@@ -174,7 +174,6 @@ fn callbacks() -> sys::jvmtiEventCallbacks {
 
 /// Starts a prepared recording; prints the outcome.
 fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> Result<(), String> {
-    jvm::thread::init(jvmti, jni);
     let options = &prepared.options;
     let mut modes = options.modes.label();
     let extra = [

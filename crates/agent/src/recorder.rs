@@ -229,8 +229,7 @@ impl Recorder {
         attached: bool,
         install_hooks: fn(Option<Arc<Hooks>>),
     ) -> Result<Recorder, StartError> {
-        crate::jvm::thread::init(jvmti, jni);
-        let fields = crate::jvm::thread::fields().ok_or(StartError::NoThreadFields)?;
+        let fields = crate::jvm::thread::init(jvmti, jni).ok_or(StartError::NoThreadFields)?;
         let (header, header_bytes) = prepared.write_header(jvmti, jni, attached)?;
         let table = Arc::new(ThreadTable::default());
         let (link, sender) = prepared.collector(&header, header_bytes, &table).unzip();

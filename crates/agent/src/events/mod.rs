@@ -299,10 +299,6 @@ pub fn start(
         .monitor_owners
         .store(options.monitor_owners, Ordering::Relaxed);
     state.queues.reset();
-    // Names an event's thread by its Java id: a Linux thread id can belong to
-    // another Java thread by the time the writer looks (the launcher's main
-    // thread becomes DestroyJavaVM).
-    crate::jvm::thread::init(jvmti, jni);
     if kinds.contains(Kinds::ALLOC) {
         jvmti
             .set_heap_sampling_interval(options.alloc_rate)

@@ -53,23 +53,15 @@ impl ThreadFields {
 static IDENTITY: OnceLock<(Jvmti, ThreadFields)> = OnceLock::new();
 
 /// Looks Thread's fields up once per process, on a Java thread (callbacks may
-/// then ask for ids). False when they cannot be found.
-pub fn init(jvmti: Jvmti, jni: Jni) -> bool {
-    if IDENTITY.get().is_some() {
-        return true;
+/// then ask for ids); the recorder does before any engine starts. None when
+/// they cannot be found.
+pub fn init(jvmti: Jvmti, jni: Jni) -> Option<ThreadFields> {
+    if let Some((_, fields)) = IDENTITY.get() {
+        return Some(*fields);
     }
-    match ThreadFields::lookup(jni) {
-        Some(fields) => {
-            let _ = IDENTITY.set((jvmti, fields));
-            true
-        }
-        None => false,
-    }
-}
-
-/// The fields [`init`] found, if it ran.
-pub fn fields() -> Option<ThreadFields> {
-    IDENTITY.get().map(|(_, f)| *f)
+    let fields = ThreadFields::lookup(jni)?;
+    let _ = IDENTITY.set((jvmti, fields));
+    Some(fields)
 }
 
 /// Thread.getId() of `thread`; 0 when unknown (null, or before [`init`]).

@@ -421,7 +421,6 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
 }
 
 fn install_probe_class(jvmti: Jvmti, jni: Jni) -> Result<(), TraceError> {
-    crate::jvm::thread::init(jvmti, jni);
     if TRACING.probe_class.get().is_none() {
         let class = probe_class::install(jvmti, jni, &Probes::default())?;
         let _ = TRACING.probe_class.set(class as usize);
