@@ -316,8 +316,7 @@ fn on_attach(vm: Vm, text: &str) -> Result<(), String> {
     }
     if options.stop {
         // The application runs on: give the traced classes their own code back.
-        let jni = Jni(vm.get_env(sys::JNI_VERSION_1_6).cast());
-        return stop_from_attach((!jni.0.is_null()).then_some(jni), options.quiet);
+        return stop_from_attach(vm.jni(), options.quiet);
     }
     if options.trace.stop || (options.trace.enabled() && agent().recorder.is_some()) {
         return trace_from_attach(vm, &options);
@@ -329,15 +328,14 @@ fn on_attach(vm: Vm, text: &str) -> Result<(), String> {
         ));
     }
     let jvmti = init_jvmti(vm)?;
-    let jni = vm.get_env(sys::JNI_VERSION_1_6);
-    if jni.is_null() {
-        return Err("the attaching thread has no JNI environment".into());
-    }
+    let jni = vm
+        .jni()
+        .ok_or("the attaching thread has no JNI environment")?;
     let prepared = Prepared::new(options).map_err(|e| e.to_string())?;
     jvmti
         .set_event(true, sys::JVMTI_EVENT_VM_DEATH)
         .map_err(|e| format!("cannot enable VM events: {e}"))?;
-    start(vm, jvmti, Jni(jni.cast()), prepared, true)
+    start(vm, jvmti, jni, prepared, true)
 }
 
 /// `trace=...` on a running recording starts tracing or changes its filters;
@@ -347,10 +345,9 @@ fn trace_from_attach(vm: Vm, options: &Options) -> Result<(), String> {
         return Err("no recording is running; attach with `trace=...` alone to start one".into());
     }
     let jvmti = init_jvmti(vm)?;
-    let jni = Jni(vm.get_env(sys::JNI_VERSION_1_6).cast());
-    if jni.0.is_null() {
-        return Err("the attaching thread has no JNI environment".into());
-    }
+    let jni = vm
+        .jni()
+        .ok_or("the attaching thread has no JNI environment")?;
     let result = if options.trace.stop {
         trace::stop(jvmti, Some(jni), true)
     } else {
