@@ -17,6 +17,7 @@ use jscope_format::{Sample, SampleMode, StackId, ThreadId};
 
 use crate::cpu_timers::CpuTimers;
 use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
+use crate::jvm::asgct::Asgct;
 use crate::jvm::Vm;
 use crate::options::Options;
 use crate::ring::{CallFrame, SampleHeader, SampleRing};
@@ -30,14 +31,6 @@ pub const WALL_SIGNAL: c_int = libc::SIGVTALRM;
 
 /// `num_frames` marker for a signalled thread that is not attached to the VM.
 pub const NOT_ATTACHED: i32 = -100;
-
-/// The stack walker (see `crate::jvm::asgct`).
-pub type AsgctFn = crate::jvm::asgct::Asgct;
-
-/// Finds AsyncGetCallTrace among the symbols libjvm exports.
-pub fn find_asgct() -> Option<AsgctFn> {
-    AsgctFn::find()
-}
 
 /// Counter names in index order; see [`Counter`].
 pub const COUNTER_NAMES: [&str; 16] = [
@@ -118,7 +111,7 @@ impl WallStates {
 /// sees freed memory.
 pub struct SignalShared {
     vm: Vm,
-    asgct: AsgctFn,
+    asgct: Asgct,
     pub ring: SampleRing,
     counters: [AtomicU64; COUNTER_NAMES.len()],
     cpu_weight_ns: u64,
@@ -129,7 +122,7 @@ pub struct SignalShared {
 }
 
 impl SignalShared {
-    pub fn new(vm: Vm, asgct: AsgctFn, ring: SampleRing, cpu_weight_ns: u64) -> SignalShared {
+    pub fn new(vm: Vm, asgct: Asgct, ring: SampleRing, cpu_weight_ns: u64) -> SignalShared {
         SignalShared {
             vm,
             asgct,
@@ -369,7 +362,7 @@ impl Engine for SignalEngine {
         if !self.wanted {
             return Ok(());
         }
-        let asgct = find_asgct().ok_or(StartError::NoAsyncGetCallTrace)?;
+        let asgct = Asgct::find().ok_or(StartError::NoAsyncGetCallTrace)?;
         install_handlers().map_err(StartError::Signals)?;
         let depth = self.depth;
         let slot_bytes = depth * std::mem::size_of::<CallFrame>();
