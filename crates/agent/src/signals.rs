@@ -17,6 +17,7 @@ use jscope_format::{Sample, SampleMode, StackId, ThreadId};
 
 use crate::cpu_timers::CpuTimers;
 use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
+use crate::java_threads::ThreadKey;
 use crate::jvm::asgct::Asgct;
 use crate::jvm::Vm;
 use crate::options::Options;
@@ -319,11 +320,9 @@ impl SignalEngine {
             return;
         }
         d.strikes.clear(h.tid);
-        if sink.table.is_agent(h.tid) {
+        let Some(thread) = sink.event_thread(ThreadKey::new(h.tid, h.env, 0)) else {
             return;
-        }
-        let thread = sink.thread_of(h.tid, h.env);
-        sink.emit_thread(thread);
+        };
         let stack = sink.stack(frames.iter().map(|f| (f.method as usize, f.lineno)));
         let mode = if h.mode == 1 {
             SampleMode::Cpu

@@ -83,10 +83,10 @@ impl Sink {
         if self.table.is_agent(tid) {
             return None;
         }
-        let t = match self.table.order_of_java_id(java_id) {
-            Some(t) if java_id != 0 => t,
-            _ => self.thread_of(tid, env),
-        };
+        let by_java_id = (java_id != 0)
+            .then(|| self.table.order_of_java_id(java_id))
+            .flatten();
+        let t = by_java_id.unwrap_or_else(|| self.thread_of(tid, env));
         self.emit_thread(t);
         Some(t)
     }

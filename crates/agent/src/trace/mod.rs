@@ -366,15 +366,17 @@ impl Engine for TraceEngine {
             d.taking = true;
         }
         while let Some(raw) = d.drain.next_batch() {
-            let known = raw.thread.or_else(|| match raw.key.java_id {
-                0 => None,
-                id => sink.table.order_of_java_id(id),
-            });
-            let thread = match known {
-                Some(t) => t,
-                None => sink.thread_of(raw.key.tid, raw.key.env),
+            let thread = match raw.thread {
+                Some(t) => {
+                    sink.emit_thread(t);
+                    t
+                }
+                // The agent's own threads run no traced code.
+                None => match sink.event_thread(raw.key) {
+                    Some(t) => t,
+                    None => continue,
+                },
             };
-            sink.emit_thread(thread);
             d.drain
                 .write(raw, thread, &mut sink.chunk, &mut sink.symbols);
             // A thread far behind must not make one huge chunk.
