@@ -349,7 +349,7 @@ fn trace_from_attach(vm: Vm, options: &Options) -> Result<(), String> {
         .jni()
         .ok_or("the attaching thread has no JNI environment")?;
     let result = if options.trace.stop {
-        trace::stop(jvmti, Some(jni), true)
+        trace::stop(jvmti, Some(jni))
     } else {
         trace::start(jvmti, jni, &options.trace)
     };

@@ -352,10 +352,8 @@ impl Engine for TraceEngine {
     /// Silences the probes before the writer's last drain. At VM death the
     /// classes keep their probes (restoring them would only slow the exit).
     fn stop(&self, ctx: &StopContext) {
-        if session().is_some() {
-            let restore = ctx.restore_with.is_some();
-            let _ = stop(ctx.jvmti, ctx.restore_with, restore);
-        }
+        // Not running is fine here: there is nothing to silence.
+        let _ = stop(ctx.jvmti, ctx.restore_with);
     }
 
     /// Trace events of every thread, each batch under its recording thread.
@@ -442,13 +440,14 @@ fn retarget(jvmti: Jvmti, jni: Jni, filters: Filters) -> Result<(), TraceError> 
 }
 
 /// Stops tracing: probes go silent at once (what they recorded stays for the
-/// writer); with `restore`, instrumented classes get their original code back.
-pub fn stop(jvmti: Jvmti, jni: Option<Jni>, restore: bool) -> Result<(), TraceError> {
+/// writer); given the stopping thread's `restore_with`, instrumented classes get
+/// their original code back.
+pub fn stop(jvmti: Jvmti, restore_with: Option<Jni>) -> Result<(), TraceError> {
     let session = session().ok_or(TraceError::NotRunning)?;
     probe::end_session();
     let _ = jvmti.set_event(false, crate::sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK);
     set_session(None);
-    if let (true, Some(jni)) = (restore, jni) {
+    if let Some(jni) = restore_with {
         let before = std::mem::take(&mut *session.lock_instrumented());
         retransform_loaded(jvmti, jni, &session, |dotted| before.contains(dotted));
     }
