@@ -37,7 +37,9 @@ mod tests;
 use std::fmt;
 use std::str::FromStr;
 
-use jscope_format::{ClassId, EventKind, FieldValue, JvmEvent, Recording, StackId, ThreadId};
+use jscope_format::{
+    ClassId, EventKind, FieldValue, JvmEvent, Recording, StackId, ThreadId, EVENT_KINDS,
+};
 use serde::Serialize;
 
 use crate::labels::method_label;
@@ -128,15 +130,11 @@ impl EventType {
             .map_or("?", |(_, n)| n)
     }
 
-    /// The type of `e`: the one whose name is its kind's name in the format's event
-    /// table (every kind has one; `every_event_kind_has_a_type` checks).
+    /// The type of `e`: TYPE_NAMES lists one type per kind in the order of the
+    /// format's event table, whose tags are contiguous
+    /// (`types_follow_the_format_event_table` checks), so no name is compared.
     pub fn of(e: &JvmEvent) -> EventType {
-        let name = e.kind.name();
-        TYPE_NAMES
-            .iter()
-            .find(|(_, n)| *n == name)
-            .map(|(t, _)| *t)
-            .expect("every event kind of the format is an event type")
+        TYPE_NAMES[(e.kind.tag() - EVENT_KINDS[0].tag) as usize].0
     }
 
     /// Parses one name or group (`threads`, `locks`, `classes`, `jit`, `objects`);
@@ -334,5 +332,19 @@ pub(crate) fn thread_name(rec: &Recording, thread: ThreadId) -> String {
         Some(t) => t.name.clone(),
         None if thread.is_none() => String::new(),
         None => format!("#{thread}"),
+    }
+}
+
+#[cfg(test)]
+mod type_table {
+    use super::*;
+
+    #[test]
+    fn types_follow_the_format_event_table() {
+        assert_eq!(TYPE_NAMES.len(), EVENT_KINDS.len());
+        for (i, (kind, (_, name))) in EVENT_KINDS.iter().zip(TYPE_NAMES).enumerate() {
+            assert_eq!(kind.name, name, "entry {i}");
+            assert_eq!(kind.tag, EVENT_KINDS[0].tag + i as u64, "entry {i}");
+        }
     }
 }
