@@ -338,7 +338,8 @@ pub(crate) fn encode_event(out: &mut Vec<u8>, e: &JvmEvent, dt: i64) -> u64 {
 
 /// Whether `t` tags an event record.
 pub(crate) fn is_event(t: u64) -> bool {
-    EVENT_KINDS.iter().any(|k| k.tag == t)
+    // Tags are contiguous from the first (see EventKind::info).
+    (EVENT_KINDS[0].tag..EVENT_KINDS[0].tag + EVENT_KINDS.len() as u64).contains(&t)
 }
 
 /// Decodes an event record body; `absolute` turns (timeline, delta) into ticks.
