@@ -1,14 +1,15 @@
 //! `jscope merge` and `jscope tree --distributed`: recordings of several JVMs that
 //! call each other, merged into one execution tree (docs/DISTRIBUTED.md).
 
+use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use jscope_analysis::distributed::{
-    load_members, load_source, DistributedTree, DistributedView, FlatTree, Match, Member,
-    MemberSource, Session,
+    load_members, load_source, DistributedTree, DistributedView, FlatTree, LoadError, Match,
+    Member, MemberSource, Session,
 };
 use jscope_analysis::trace::TraceOptions;
 use jscope_collector::{FileStore, Store};
@@ -98,8 +99,22 @@ pub struct MergeArgs {
 /// Reads the recordings, as many at a time as there are cores, each into its call
 /// tree; a damaged recording is read up to the damage, with a warning.
 fn load_sources(sources: &[MemberSource], options: &TraceOptions) -> Result<Vec<Member>> {
+    // Each data directory is opened once (opening recovers every JVM in it), not
+    // once per member.
+    let mut stores: HashMap<&Path, Box<dyn Store>> = HashMap::new();
+    for source in sources {
+        if let MemberSource::Data { dir, .. } = source {
+            if !stores.contains_key(dir.as_path()) {
+                let store = open_data(dir).map_err(|source| LoadError::OpenStore {
+                    dir: dir.clone(),
+                    source,
+                })?;
+                stores.insert(dir, store);
+            }
+        }
+    }
     load_members(sources, |source| {
-        let member = load_source(source, options, open_data)?;
+        let member = load_source(source, options, |dir| Ok(&stores[dir]))?;
         if let Some(d) = &member.tree.damage {
             eprintln!(
                 "jscope: warning: {} is {d}; read up to there",
