@@ -4,8 +4,7 @@
 //! matches, grafting and clock offsets.
 
 use jscope_analysis::distributed::{
-    load_members, load_stored, DistributedTree, DistributedView, FlatTree, RecordingStore,
-    StoredError,
+    load_members, DistributedTree, DistributedView, FlatTree, Member, RecordingStore,
 };
 use jscope_analysis::trace::TraceOptions;
 
@@ -43,12 +42,10 @@ pub fn distributed_tree(
     // Everything stored of each JVM: a call that overlaps the window may have begun
     // long before it, and the window is on the reference's clock, not on this JVM's.
     let members = load_members(&ids, |id| {
-        load_stored(store, "the store", id, id, &options).map_err(|e| match e {
-            StoredError::Store { source, .. } => source,
-            StoredError::Unreadable { jvm, source, .. } => CollectorError::Unreadable {
-                jvm,
-                message: source.to_string(),
-            },
+        let bytes = store.raw(id, None, None)?;
+        Member::from_bytes(id, &bytes, &options).map_err(|e| CollectorError::Unreadable {
+            jvm: id.clone(),
+            message: e.to_string(),
         })
     })?;
     let origins: Vec<u64> = members.iter().map(|m| m.start_wall_ns).collect();
