@@ -5,21 +5,12 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use jscope_analysis::{
-    collapse, diff_hot, hot_methods, CollapseOptions, Mode, Selection, StackCounts,
-};
+use jscope_analysis::{diff_hot, hot_methods, CollapseOptions, Mode, Selection, StackCounts};
 use jscope_flame::{render_diff_html, render_diff_svg, FlameGraph, Options};
-use jscope_format::Recording;
 
 use crate::analyze::{require_samples, selection};
 use crate::args::{DiffArgs, Format, SourceArgs};
 use crate::source::Loaded;
-
-/// One side of the comparison, loaded and checked.
-struct Side {
-    rec: Recording,
-    title: String,
-}
 
 pub fn run(args: &DiffArgs) -> Result<()> {
     let base = load_side("base", &args.base)?;
@@ -46,17 +37,15 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     Ok(())
 }
 
-fn load_side(side: &str, path: &Path) -> Result<Side> {
-    let file = crate::analyze::load(Some(path), &SourceArgs::default(), None)
-        .with_context(|| format!("{side} side"))?;
-    let Loaded { rec, title } = file;
-    Ok(Side { rec, title })
+fn load_side(side: &str, path: &Path) -> Result<Loaded> {
+    crate::analyze::load(Some(path), &SourceArgs::default(), None)
+        .with_context(|| format!("{side} side"))
 }
 
 /// The side's hot-method table and the stack counts it was made of; an error
 /// naming the side when it has no selected samples.
 fn side_table(
-    s: &Side,
+    s: &Loaded,
     sel: &Selection,
     side: &str,
 ) -> Result<(jscope_analysis::HotMethods, StackCounts)> {
@@ -82,19 +71,15 @@ fn side_table(
     Ok((hot_methods(&s.rec, mode, &counts), counts))
 }
 
-fn graph_of(s: &Side, counts: &StackCounts) -> FlameGraph {
-    let mut graph = FlameGraph::new();
-    for (frames, n) in collapse(&s.rec, counts, CollapseOptions::default()).stacks {
-        graph.add(&frames, n);
-    }
-    graph
+fn graph_of(s: &Loaded, counts: &StackCounts) -> FlameGraph {
+    crate::flame::graph_of(&s.rec, counts, CollapseOptions::default())
 }
 
 fn write_graph(
     args: &DiffArgs,
     out: &Path,
-    base: &Side,
-    new: &Side,
+    base: &Loaded,
+    new: &Loaded,
     sel: &Selection,
     (base_graph, new_graph): (FlameGraph, FlameGraph),
 ) -> Result<()> {
@@ -111,10 +96,7 @@ fn write_graph(
         ),
         ..Options::default()
     };
-    let page = if out
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
-    {
+    let page = if crate::flame::is_svg(out) {
         render_diff_svg(&new_graph, &base_graph, &options)
     } else {
         render_diff_html(&new_graph, &base_graph, &options)

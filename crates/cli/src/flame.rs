@@ -3,8 +3,9 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use jscope_analysis::{collapse, CollapseOptions, Mode};
+use jscope_analysis::{collapse, CollapseOptions, Mode, StackCounts};
 use jscope_flame::{render_html, render_svg, FlameGraph, Options};
+use jscope_format::Recording;
 
 use crate::analyze::{load, selection};
 use crate::args::FlameArgs;
@@ -19,10 +20,7 @@ pub fn run(args: &FlameArgs) -> Result<()> {
         lines: args.lines,
         thread_roots: args.threads,
     };
-    let mut graph = FlameGraph::new();
-    for (frames, n) in collapse(&rec, &counts, opts).stacks {
-        graph.add(&frames, n);
-    }
+    let graph = graph_of(&rec, &counts, opts);
     let mode = sel.mode_in(&rec).map_or("no", Mode::name);
     let options = Options {
         title: args.title.clone().unwrap_or(title),
@@ -40,7 +38,17 @@ pub fn run(args: &FlameArgs) -> Result<()> {
         .with_context(|| format!("cannot write {}", args.output.display()))
 }
 
-fn is_svg(path: &Path) -> bool {
+/// The flame graph of a recording's counted stacks.
+pub(crate) fn graph_of(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) -> FlameGraph {
+    let mut graph = FlameGraph::new();
+    for (frames, n) in collapse(rec, counts, opts).stacks {
+        graph.add(&frames, n);
+    }
+    graph
+}
+
+/// Whether an output path asks for SVG rather than an HTML page.
+pub(crate) fn is_svg(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
 }
