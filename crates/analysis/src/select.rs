@@ -49,7 +49,7 @@ impl Mode {
 }
 
 /// Number of stack samples of `mode` (snapshot threads count one each).
-pub(crate) fn count_mode(rec: &Recording, mode: Mode) -> u64 {
+pub fn count_mode(rec: &Recording, mode: Mode) -> u64 {
     match mode {
         Mode::Snapshot => rec.snapshots.iter().map(|s| s.threads.len() as u64).sum(),
         m => rec

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 use jscope_analysis::{
-    call_graph, collapse, hot_methods, parse_state, threads_at, CallGraph, CollapseOptions,
-    DotOptions, Info, Mode, Selection, ThreadMatcher,
+    call_graph, collapse, count_mode, hot_methods, parse_state, threads_at, CallGraph,
+    CollapseOptions, DotOptions, Info, Mode, Selection, ThreadMatcher,
 };
-use jscope_format::{Recording, SampleMode};
+use jscope_format::Recording;
 use serde::Serialize;
 
 use crate::args::{
@@ -59,44 +59,29 @@ fn print_text(value: &impl std::fmt::Display) -> Result<()> {
     with_stdout(|w| write!(w, "{value}"))
 }
 
-/// Samples of `mode` in the whole recording, before any thread/state/time filter.
-fn samples_of(rec: &Recording, mode: Mode) -> u64 {
-    match mode {
-        Mode::Snapshot => rec.snapshots.iter().map(|s| s.threads.len() as u64).sum(),
-        m => rec
-            .samples
-            .iter()
-            .filter(|s| {
-                matches!(
-                    (m, s.mode),
-                    (Mode::Cpu, SampleMode::Cpu) | (Mode::Wall, SampleMode::Wall)
-                )
-            })
-            .count() as u64,
-    }
-}
-
 /// Fails with why a sample view would be empty, and what to record instead, when
 /// the recording was made without the selected mode (or without sampling). When the
 /// mode was recorded but caught nothing (a short run, or damage before the first
 /// sample) the view goes on with a note.
 pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<()> {
     let recorded = jscope_analysis::sampled_modes(&rec.header.modes);
-    let has: Vec<String> = Mode::ALL
-        .into_iter()
-        .map(|m| (m, samples_of(rec, m)))
-        .filter(|&(_, n)| n > 0)
+    // Samples of each mode in the whole recording, before any filter; counted once.
+    let counts = Mode::ALL.map(|m| (m, count_mode(rec, m)));
+    let samples_of = |m: Mode| counts.iter().find(|(c, _)| *c == m).map_or(0, |c| c.1);
+    let has: Vec<String> = counts
+        .iter()
+        .filter(|&&(_, n)| n > 0)
         .map(|(m, n)| format!("{n} {m}"))
         .collect();
     let wanted = sel
         .mode
-        .or_else(|| Mode::primary(rec))
+        .or_else(|| counts.iter().find(|c| c.1 > 0).map(|c| c.0))
         .or_else(|| recorded.first().and_then(|m| m.parse().ok()));
     match wanted {
         None if recorded.is_empty() => {
             bail!("{title} holds no samples: {}", no_sampling(rec, Mode::Cpu))
         }
-        Some(m) if samples_of(rec, m) == 0 && !recorded.contains(&m.name()) => {
+        Some(m) if samples_of(m) == 0 && !recorded.contains(&m.name()) => {
             if has.is_empty() && recorded.is_empty() {
                 bail!("{title} has no {m} samples: {}", no_sampling(rec, m));
             }
@@ -110,7 +95,7 @@ pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<
                 with_mode(rec, m)
             )
         }
-        Some(m) if samples_of(rec, m) == 0 && rec.damage.is_none() => {
+        Some(m) if samples_of(m) == 0 && rec.damage.is_none() => {
             eprintln!(
                 "jscope: note: {title} has no {m} samples although {m} sampling was on (the program ran {:.2} s; a short or idle run catches none)",
                 rec.duration_ns() as f64 / 1e9
@@ -121,7 +106,6 @@ pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<
     }
 }
 
-/// The sampling modes the recording was made with, from its header.
 /// The `--mode` that adds `m` to what the recording was made with (`cpu+wall`).
 fn with_mode(rec: &Recording, m: Mode) -> String {
     let modes: Vec<&str> = jscope_analysis::sampled_modes(&rec.header.modes)
