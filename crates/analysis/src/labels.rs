@@ -65,7 +65,7 @@ pub(crate) fn source_position(rec: &Recording, f: &Frame) -> String {
     if f.kind == FrameKind::Native {
         return "Native Method".to_string();
     }
-    let file = source_file(rec, f.method.0);
+    let file = source_file(rec, f.method);
     match (file, f.line) {
         (Some(file), 0) => file.to_string(),
         (Some(file), line) => format!("{file}:{line}"),
@@ -75,8 +75,8 @@ pub(crate) fn source_position(rec: &Recording, f: &Frame) -> String {
 }
 
 /// The class's source file name, if the class was defined with one.
-pub(crate) fn source_file(rec: &Recording, method: u32) -> Option<&str> {
-    let c = rec.class(rec.method(MethodId(method))?.class)?;
+pub(crate) fn source_file(rec: &Recording, method: MethodId) -> Option<&str> {
+    let c = rec.class(rec.method(method)?.class)?;
     let name = rec.string(c.source_file);
     (c.source_file != StringId::NONE && !name.is_empty()).then_some(name)
 }

@@ -175,7 +175,7 @@ impl RelClock {
 }
 
 fn resolve(rec: &Recording, clock: &RelClock, c: &RemoteCall) -> Remote {
-    let s = |id: u32| rec.string(StringId(id)).to_string();
+    let s = |id: StringId| rec.string(id).to_string();
     let start_ns = clock.ns(c.ticks);
     Remote {
         side: match c.side {
@@ -190,18 +190,18 @@ fn resolve(rec: &Recording, clock: &RelClock, c: &RemoteCall) -> Remote {
         start_ns,
         end_ns: start_ns.saturating_add(c.duration_ns),
         local: Endpoint {
-            host: s(c.local_host.0),
+            host: s(c.local_host),
             port: c.local_port,
         },
         remote: Endpoint {
-            host: s(c.remote_host.0),
+            host: s(c.remote_host),
             port: c.remote_port,
         },
         conn_seq: c.conn_seq,
-        object: s(c.object.0),
+        object: s(c.object),
         method_hash: c.method_hash,
-        method: s(c.method.0),
-        request_id: (c.request_id != StringId::NONE).then(|| s(c.request_id.0)),
+        method: s(c.method),
+        request_id: (c.request_id != StringId::NONE).then(|| s(c.request_id)),
         failed: c.failed,
     }
 }
