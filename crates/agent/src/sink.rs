@@ -71,6 +71,19 @@ impl Sink {
         self.symbols.stack(&mut self.chunk, frames, &mut resolve)
     }
 
+    /// The method id of jmethodID `key`, named through JVMTI.
+    pub fn method(&mut self, key: usize) -> u32 {
+        let (jvmti, jni) = (self.jvmti, self.jni);
+        let mut resolve =
+            move |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
+        self.symbols.method_id(&mut self.chunk, key, &mut resolve)
+    }
+
+    /// The class id of a JVM class signature (`Ljava/lang/String;`).
+    pub fn class(&mut self, signature: &str) -> u32 {
+        self.symbols.class_id(&mut self.chunk, signature)
+    }
+
     /// The string id of `text`.
     pub fn string(&mut self, text: &str) -> u32 {
         self.symbols.string(&mut self.chunk, text)

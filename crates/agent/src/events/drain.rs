@@ -12,7 +12,7 @@ use jscope_format::{
 use super::queue::{RawEvent, RawKind};
 use super::{park, user};
 use crate::java_threads::ThreadKey;
-use crate::jvm::{Jni, Jvmti};
+use crate::sink::Sink;
 use crate::symbols::Symbols;
 
 /// One event taken from the queues, before it is named.
@@ -106,28 +106,14 @@ impl EventDrain {
 
     /// Writes one event on recording thread `thread` (0 for process-wide ones);
     /// `owner` is the recording thread of its monitor's owner (0 unknown).
-    pub fn write(
-        &mut self,
-        taken: Taken,
-        (thread, owner): (u32, u32),
-        (jvmti, jni): (Jvmti, Jni),
-        out: &mut ChunkWriter,
-        symbols: &mut Symbols,
-    ) {
+    pub fn write(&mut self, taken: Taken, (thread, owner): (u32, u32), sink: &mut Sink) {
         let (Taken::OnThread { event, .. } | Taken::Global(event)) = taken;
         let (kind, ticks) = match event {
             Pending::Ready(kind, ticks) => (kind, ticks),
-            Pending::Raw(raw, ticks) => {
-                let mut names = Names {
-                    out: &mut *out,
-                    symbols,
-                    jvmti,
-                    jni,
-                };
-                (raw_kind(raw, ThreadId(owner), &mut names), ticks)
-            }
+            Pending::Raw(raw, ticks) => (raw_kind(raw, ThreadId(owner), &mut Names(sink)), ticks),
         };
-        out.event(&JvmEvent::on(ThreadId(thread), ticks, kind));
+        sink.chunk
+            .event(&JvmEvent::on(ThreadId(thread), ticks, kind));
         self.written += 1;
     }
 
@@ -158,37 +144,23 @@ impl EventDrain {
 }
 
 /// Names what events refer to (classes, stacks, methods) through the writer's
-/// dictionaries, as ids of the recording.
-struct Names<'a> {
-    out: &'a mut ChunkWriter,
-    symbols: &'a mut Symbols,
-    jvmti: Jvmti,
-    jni: Jni,
-}
+/// sink, as ids of the recording; none for what a callback could not see.
+struct Names<'a>(&'a mut Sink);
 
 impl Names<'_> {
     fn class(&mut self, signature: Option<String>) -> ClassId {
-        signature.map_or(ClassId::NONE, |s| {
-            ClassId(self.symbols.class_id(self.out, &s))
-        })
+        signature.map_or(ClassId::NONE, |s| ClassId(self.0.class(&s)))
     }
 
     fn stack(&mut self, frames: Vec<(usize, i32)>) -> StackId {
         if frames.is_empty() {
             return StackId::NONE;
         }
-        let (jvmti, jni) = (self.jvmti, self.jni);
-        let mut resolve = |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
-        StackId(
-            self.symbols
-                .stack(self.out, frames.into_iter(), &mut resolve),
-        )
+        StackId(self.0.stack(frames.into_iter()))
     }
 
     fn method(&mut self, key: usize) -> MethodId {
-        let (jvmti, jni) = (self.jvmti, self.jni);
-        let mut resolve = |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
-        MethodId(self.symbols.method_id(self.out, key, &mut resolve))
+        MethodId(self.0.method(key))
     }
 }
 

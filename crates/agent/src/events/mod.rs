@@ -215,8 +215,7 @@ impl Engine for EventEngine {
                 .and_then(|id| sink.table.order_of_java_id(id))
                 .inspect(|&o| sink.emit_thread(o))
                 .unwrap_or(0);
-            let vm = (sink.jvmti, sink.jni);
-            d.write(e, (thread, owner), vm, &mut sink.chunk, &mut sink.symbols);
+            d.write(e, (thread, owner), sink);
         }
         Drained::All
     }
