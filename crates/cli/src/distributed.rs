@@ -172,8 +172,7 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
 /// of all of them, fetched through its API (`/api/jvms/{id}/recording`): the same
 /// bytes `--data` reads from its directory.
 fn fetch_recordings(c: &Collector, want: &[String]) -> Result<Vec<(String, Vec<u8>)>> {
-    let rows: Vec<JvmRow> = serde_json::from_slice(&c.get("/api/jvms")?)
-        .with_context(|| format!("{} did not answer a JVM list", c.base()))?;
+    let rows: Vec<JvmRow> = c.jvms()?;
     let ids = choose_all(&rows, want)?;
     if ids.is_empty() {
         bail!("{} holds no JVM", c.base());

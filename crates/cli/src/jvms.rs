@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use jscope_collector::jvm::{main_class, main_class_of};
 use serde::Serialize;
 use serde_json::Value;
@@ -142,8 +142,7 @@ fn hsperfdata_pids() -> BTreeSet<u32> {
 
 /// A collector's JVMs: id, pid, status, main class and host.
 fn collector_jvms(c: &Collector, format: Format) -> Result<()> {
-    let rows: Vec<Value> = serde_json::from_slice(&c.get("/api/jvms")?)
-        .with_context(|| format!("{} did not answer a JVM list", c.base()))?;
+    let rows: Vec<Value> = c.jvms()?;
     let mut out = BufWriter::new(io::stdout().lock());
     match format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?,

@@ -47,6 +47,12 @@ impl Collector {
 
     /// GETs `path` (starting with `/`) and returns the body of a 200 answer; any
     /// other status is an error carrying the collector's message.
+    /// The collector's JVM list (`/api/jvms`), as rows of the caller's shape.
+    pub fn jvms<T: serde::de::DeserializeOwned>(&self) -> Result<Vec<T>> {
+        serde_json::from_slice(&self.get("/api/jvms")?)
+            .with_context(|| format!("{} did not answer a JVM list", self.base()))
+    }
+
     pub fn get(&self, path: &str) -> Result<Vec<u8>> {
         let addr = self
             .authority

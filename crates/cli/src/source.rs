@@ -93,8 +93,7 @@ fn load_data_dir(dir: &Path, want: Option<&str>, window: Window) -> Result<Loade
 }
 
 fn load_remote(c: &Collector, want: Option<&str>, window: Window) -> Result<Loaded> {
-    let rows: Vec<JvmRow> = serde_json::from_slice(&c.get("/api/jvms")?)
-        .with_context(|| format!("{} did not answer a JVM list", c.base()))?;
+    let rows: Vec<JvmRow> = c.jvms()?;
     let jvm = choose(&rows, want)?;
     let started = jvm.started_ms * 1_000_000;
     let mut path = format!("/api/jvms/{}/recording?", encode(&jvm.id));
