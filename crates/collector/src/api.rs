@@ -35,6 +35,8 @@ pub struct ApiContext {
     pub hot: Option<Arc<HotMethodsListener>>,
     pub stats: Option<Arc<dyn Fn() -> StatsSnapshot + Send + Sync>>,
     pub token: Option<String>,
+    /// Exact-trace trees the tree browser reads, kept while their data is unchanged.
+    pub trees: crate::api_tree::TreeCache,
 }
 
 /// One row of the JVM list (xdProf's GUI, plus what a collector knows).
@@ -207,6 +209,8 @@ impl ApiContext {
             ["jvms", id, "timeline"] => crate::api_events::timeline_of(&*self.store, id, req),
             ["jvms", id, "locks"] => crate::api_events::locks_of(&*self.store, id, req),
             ["jvms", id, "alloc"] => crate::api_events::alloc_of(&*self.store, id, req),
+            ["jvms", id, "tree"] => crate::api_tree::tree_of(&self.trees, &*self.store, id, req),
+            ["diff"] => crate::api_diff::diff_of(&*self.store, req),
             ["flame"] => self.flame(req),
             ["hot"] => {
                 let q = parse_query(req)?;

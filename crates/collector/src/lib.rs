@@ -21,7 +21,9 @@
 //! [`serve`] starts everything; `jscope serve` is a thin wrapper around it.
 
 pub mod api;
+mod api_diff;
 mod api_events;
+pub mod api_tree;
 mod config;
 pub mod distributed;
 #[path = "ui/distributed.rs"]

@@ -148,3 +148,30 @@ pub fn callgraph(store: &dyn Store, q: &Query) -> Result<CallGraph, CollectorErr
     )?;
     Ok(CallGraph::merge(graphs))
 }
+
+/// One side of a diff: the flame graph and the hot-method table of the query's
+/// samples, in one pass over each JVM's data, and the mode they are of.
+pub fn side(
+    store: &dyn Store,
+    q: &Query,
+) -> Result<(FlameGraph, HotMethods, Option<Mode>), CollectorError> {
+    let mut graph = FlameGraph::new();
+    let mut tables = Vec::new();
+    let opts = CollapseOptions {
+        lines: q.lines,
+        thread_roots: false,
+    };
+    q.each_jvm(
+        store,
+        |rec, m, counts| (collapse(rec, counts, opts), hot_methods(rec, m, counts)),
+        |(collapsed, table)| {
+            for (frames, n) in collapsed.stacks {
+                graph.add(frames, n);
+            }
+            tables.push(table);
+        },
+    )?;
+    let hot = HotMethods::merge(tables);
+    let mode = hot.mode;
+    Ok((graph, hot, mode))
+}

@@ -81,6 +81,7 @@ pub fn serve_with(
         hot: Some(hot),
         stats: Some(Arc::new(move || stats_source.stats.snapshot())),
         token: cfg.token.clone(),
+        trees: Default::default(),
     });
     let stopping = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
@@ -122,6 +123,7 @@ pub fn view(recording: &Path, http: &str) -> Result<ServerHandle, CollectorError
         hot: None,
         stats: None,
         token: None,
+        trees: Default::default(),
     });
     let stopping = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();

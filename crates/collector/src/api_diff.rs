@@ -1,0 +1,136 @@
+//! `GET /api/diff`: what changed between two selections of stored samples (two
+//! JVMs, one JVM's two time ranges, two services or label values): the methods'
+//! shares on both sides ranked by change (`jscope_analysis::diff_hot`, as `jscope
+//! diff` prints it) and a differential flame graph (`jscope_flame::render_diff_html`).
+
+use jscope_analysis::{diff_hot, Mode};
+use jscope_flame::{render_diff_html, FlameGraph, Options};
+use serde_json::json;
+
+use crate::api::parse_query;
+use crate::http::{Request, Response};
+use crate::query::{self, Query};
+use crate::store::Store;
+use crate::CollectorError;
+
+/// One side's query: the shared `mode`, `thread`, `state` and `lines`, with the
+/// side's `PREFIX_jvm` (repeatable; `PREFIX` alone too), `PREFIX_label`
+/// (`key=value`: every stored JVM with that label), `PREFIX_from` and `PREFIX_to`
+/// (epoch ms).
+fn side_query(
+    store: &dyn Store,
+    req: &Request,
+    shared: &Query,
+    side: &str,
+) -> Result<Query, CollectorError> {
+    let mut jvms = req.params(side);
+    jvms.extend(req.params(&format!("{side}_jvm")));
+    for label in req.params(&format!("{side}_label")) {
+        let (key, value) = label.split_once('=').ok_or_else(|| {
+            CollectorError::BadQuery(format!("{side}_label must be key=value, not {label:?}"))
+        })?;
+        let before = jvms.len();
+        jvms.extend(
+            store
+                .jvms()
+                .into_iter()
+                .filter(|j| {
+                    j.identity
+                        .labels
+                        .iter()
+                        .any(|(k, v)| k == key && v == value)
+                })
+                .map(|j| j.identity.id),
+        );
+        if jvms.len() == before {
+            return Err(CollectorError::BadQuery(format!(
+                "no stored JVM has the label {key}={value} (the {side} side)"
+            )));
+        }
+    }
+    if jvms.is_empty() {
+        return Err(CollectorError::BadQuery(format!(
+            "choose the {side} side's JVMs ({side}_jvm=ID or {side}_label=KEY=VALUE)"
+        )));
+    }
+    let ms = |name: String| -> Result<Option<u64>, CollectorError> {
+        req.param(&name)
+            .map(|v| {
+                v.parse::<u64>()
+                    .map(|ms| ms.saturating_mul(1_000_000))
+                    .map_err(|_| {
+                        CollectorError::BadQuery(format!("{name} must be epoch milliseconds"))
+                    })
+            })
+            .transpose()
+    };
+    Ok(Query {
+        jvms,
+        from_ns: ms(format!("{side}_from"))?,
+        to_ns: ms(format!("{side}_to"))?,
+        ..shared.clone()
+    })
+}
+
+/// The diff as JSON (`format=json`: `diff` is `HotDiff`, `base` and `new` each side's
+/// collapsed stacks) or the differential flame graph page (`format=html`).
+pub fn diff_of(store: &dyn Store, req: &Request) -> Result<Response, CollectorError> {
+    let shared = parse_query(req)?;
+    let mut base_q = side_query(store, req, &shared, "base")?;
+    let mut new_q = side_query(store, req, &shared, "new")?;
+    // One mode for both sides: the base's first mode with samples unless chosen.
+    let (base_graph, base_hot, mode) = query::side(store, &base_q)?;
+    let mode = mode.ok_or_else(|| {
+        CollectorError::BadQuery("the base side has no samples in the selection".into())
+    })?;
+    // Several base JVMs may each have chosen their own first mode: count again in one.
+    let (base_graph, base_hot) = if shared.mode.is_none() && base_q.jvms.len() > 1 {
+        base_q.mode = Some(mode);
+        let (g, h, _) = query::side(store, &base_q)?;
+        (g, h)
+    } else {
+        (base_graph, base_hot)
+    };
+    new_q.mode = Some(mode);
+    let (new_graph, new_hot, _) = query::side(store, &new_q)?;
+    if new_hot.samples == 0 {
+        return Err(CollectorError::BadQuery(format!(
+            "the new side has no {} samples in the selection",
+            mode.name()
+        )));
+    }
+    let mut diff = diff_hot(&base_hot, &new_hot);
+    match req.param("format").unwrap_or("json") {
+        "html" => Ok(Response::bytes(
+            "text/html; charset=utf-8",
+            page(&base_q, &new_q, mode, &base_graph, &new_graph),
+        )),
+        "json" => {
+            if let Some(n) = req.param("limit").and_then(|v| v.parse().ok()) {
+                diff.truncate(n);
+            }
+            Ok(Response::json(&json!({
+                "diff": diff,
+                "base": { "jvms": base_q.jvms, "samples": base_graph.total(), "collapsed": base_graph.to_collapsed() },
+                "new": { "jvms": new_q.jvms, "samples": new_graph.total(), "collapsed": new_graph.to_collapsed() },
+            })))
+        }
+        other => Err(CollectorError::BadQuery(format!(
+            "unknown format {other:?}"
+        ))),
+    }
+}
+
+fn page(base_q: &Query, new_q: &Query, mode: Mode, base: &FlameGraph, new: &FlameGraph) -> String {
+    let options = Options {
+        title: format!("{} vs {}", base_q.jvms.join(" + "), new_q.jvms.join(" + ")),
+        subtitle: format!(
+            "{} samples: base {}, new {}; width is the new side, colour the change of share (red grew, blue shrank)",
+            mode.name(),
+            base.total(),
+            new.total()
+        ),
+        ..Options::default()
+    };
+    render_diff_html(new, base, &options)
+}

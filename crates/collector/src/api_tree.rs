@@ -1,0 +1,290 @@
+//! One stored JVM's exact-trace call tree for the UI's tree browser
+//! (`GET /api/jvms/ID/tree`): the tree is built once from the stored recording by
+//! `jscope_analysis::trace` (the code `jscope tree` runs) and kept while the JVM's
+//! stored data is unchanged; the browser then asks for one node's children at a
+//! time (lazy, so a deep or wide tree costs only what is expanded), for the calls of
+//! a method in tree order (find and find-next) and for per-method statistics.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use jscope_analysis::trace::{analyse_bytes, replay_bytes, Call, CallSink, CallTree, NodeRef};
+use jscope_analysis::trace::{TraceOptions, TraceStats};
+use jscope_analysis::ThreadMatcher;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::http::{Request, Response};
+use crate::store::Store;
+use crate::CollectorError;
+
+/// At most this many matches of a find are returned (the count says how many there are).
+const MAX_MATCHES: usize = 10_000;
+
+/// The last tree built, per JVM: rebuilt when the JVM's stored data or the hidden
+/// methods change.
+#[derive(Default)]
+pub struct TreeCache {
+    trees: Mutex<HashMap<String, (Key, Arc<Browsed>)>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Key {
+    last_seq: u64,
+    bytes: u64,
+    hide: Vec<String>,
+}
+
+/// A built tree with what the browser shows beside it.
+struct Browsed {
+    tree: CallTree,
+    stats: TraceStats,
+    /// Thread CPU ns of each call, by `tree.threads` index and node index, when the
+    /// agent recorded CPU time.
+    cpu: Vec<Vec<Option<u64>>>,
+}
+
+/// Records each call's CPU time at the slot the tree gives it: the tree numbers a
+/// thread's calls in order of entry, per dense thread index, as this does.
+#[derive(Default)]
+struct CpuSink {
+    /// Per dense thread index: CPU ns per call in order of entry.
+    calls: Vec<Vec<Option<u64>>>,
+    /// Thread id of each dense index.
+    ids: HashMap<u32, u32>,
+}
+
+impl CallSink for CpuSink {
+    fn enter(&mut self, thread: u32, _method: u32, _enter_ns: u64, _depth: u32) -> u32 {
+        let t = thread as usize;
+        if self.calls.len() <= t {
+            self.calls.resize_with(t + 1, Vec::new);
+        }
+        self.calls[t].push(None);
+        (self.calls[t].len() - 1) as u32
+    }
+
+    fn exit(&mut self, call: &Call) {
+        self.ids.insert(call.thread_index, call.thread);
+        if let Some(slot) = self
+            .calls
+            .get_mut(call.thread_index as usize)
+            .and_then(|c| c.get_mut(call.slot as usize))
+        {
+            *slot = call.cpu_ns;
+        }
+    }
+}
+
+impl Browsed {
+    fn build(bytes: &[u8], options: &TraceOptions, jvm: &str) -> Result<Browsed, CollectorError> {
+        let unreadable = |e: jscope_analysis::trace::TraceError| CollectorError::Unreadable {
+            jvm: jvm.to_string(),
+            message: e.to_string(),
+        };
+        let (tree, stats, _) = analyse_bytes(bytes, options).map_err(unreadable)?;
+        let (sink, _, _) = replay_bytes(bytes, options, CpuSink::default()).map_err(unreadable)?;
+        let mut by_id: HashMap<u32, Vec<Option<u64>>> = HashMap::new();
+        for (index, calls) in sink.calls.into_iter().enumerate() {
+            if let Some(&id) = sink.ids.get(&(index as u32)) {
+                by_id.insert(id, calls);
+            }
+        }
+        let cpu = tree
+            .threads
+            .iter()
+            .map(|t| {
+                by_id
+                    .remove(&t.thread)
+                    .filter(|c| c.len() == t.nodes.len())
+                    .unwrap_or_else(|| vec![None; t.nodes.len()])
+            })
+            .collect();
+        Ok(Browsed { tree, stats, cpu })
+    }
+
+    fn row(&self, r: NodeRef, caller: Option<NodeRef>) -> NodeRow {
+        let n = self.tree.node(r);
+        NodeRow {
+            id: id_of(r),
+            label: self.tree.label(n.method).to_string(),
+            caller: caller.map(|c| self.tree.label(self.tree.node(c).method).to_string()),
+            thread: self.tree.threads[r.thread].name.clone(),
+            enter_ns: n.enter_ns,
+            exit_ns: n.exit_ns,
+            duration_ns: n.duration_ns(),
+            self_ns: n.self_ns,
+            cpu_ns: self.cpu[r.thread][r.node],
+            flags: n.flags,
+            children: self.tree.children(r).len(),
+        }
+    }
+
+    /// The calls whose label `matcher` matches, in tree order (depth first, a
+    /// call's own callees before the threads it started), each as the path of ids
+    /// from a top-level call down to it; and how many there are in all.
+    fn find(&self, matches: impl Fn(&str) -> bool) -> (Vec<Vec<String>>, usize) {
+        let mut found = Vec::new();
+        let mut count = 0;
+        let mut path: Vec<NodeRef> = Vec::new();
+        // (node, depth in the browsed tree): depth tells how much of `path` to keep.
+        let mut stack: Vec<(NodeRef, usize)> = self
+            .tree
+            .virtual_root_children()
+            .into_iter()
+            .rev()
+            .map(|r| (r, 0))
+            .collect();
+        while let Some((r, depth)) = stack.pop() {
+            path.truncate(depth);
+            path.push(r);
+            if matches(self.tree.label(self.tree.node(r).method)) {
+                count += 1;
+                if found.len() < MAX_MATCHES {
+                    found.push(path.iter().map(|&p| id_of(p)).collect());
+                }
+            }
+            stack.extend(
+                self.tree
+                    .children(r)
+                    .into_iter()
+                    .rev()
+                    .map(|c| (c, depth + 1)),
+            );
+        }
+        (found, count)
+    }
+}
+
+/// One call as the browser shows it. Times are ns since the recording's start.
+#[derive(Debug, Serialize)]
+struct NodeRow {
+    /// `THREAD.NODE`: the thread's index in the tree and the call's in its thread.
+    id: String,
+    label: String,
+    /// The calling method; none for a call under the virtual root.
+    caller: Option<String>,
+    thread: String,
+    enter_ns: u64,
+    exit_ns: u64,
+    duration_ns: u64,
+    self_ns: u64,
+    cpu_ns: Option<u64>,
+    flags: u8,
+    children: usize,
+}
+
+fn id_of(r: NodeRef) -> String {
+    format!("{}.{}", r.thread, r.node)
+}
+
+fn parse_id(tree: &CallTree, id: &str) -> Result<NodeRef, CollectorError> {
+    let bad = || CollectorError::BadQuery(format!("no call {id:?} in the tree"));
+    let (t, n) = id.split_once('.').ok_or_else(bad)?;
+    let r = NodeRef {
+        thread: t.parse().map_err(|_| bad())?,
+        node: n.parse().map_err(|_| bad())?,
+    };
+    let exists = tree
+        .threads
+        .get(r.thread)
+        .is_some_and(|t| r.node < t.nodes.len());
+    exists.then_some(r).ok_or_else(bad)
+}
+
+impl TreeCache {
+    fn get(
+        &self,
+        store: &dyn Store,
+        id: &str,
+        hide: Vec<String>,
+    ) -> Result<Arc<Browsed>, CollectorError> {
+        let stored = store
+            .jvms()
+            .into_iter()
+            .find(|j| j.identity.id == id)
+            .ok_or_else(|| CollectorError::UnknownJvm(id.to_string()))?;
+        let key = Key {
+            last_seq: stored.last_seq(),
+            bytes: stored.bytes(),
+            hide,
+        };
+        if let Some((k, b)) = self.trees.lock().expect("tree cache").get(id) {
+            if *k == key {
+                return Ok(b.clone());
+            }
+        }
+        let bytes = store.raw(id, None, None)?;
+        let built = Arc::new(Browsed::build(
+            &bytes,
+            &TraceOptions::hiding(&key.hide),
+            id,
+        )?);
+        self.trees
+            .lock()
+            .expect("tree cache")
+            .insert(id.to_string(), (key, built.clone()));
+        Ok(built)
+    }
+}
+
+/// `GET /api/jvms/ID/tree`: `node=ID` its children (the virtual root's without it,
+/// with the tree's summary); `find=PATTERN` (substring or glob of `pkg.Class.method`,
+/// `exact=1` for the whole label) the matching calls' paths in tree order;
+/// `stats=1` the per-method statistics. `hide` (repeatable) leaves methods out.
+pub fn tree_of(
+    cache: &TreeCache,
+    store: &dyn Store,
+    id: &str,
+    req: &Request,
+) -> Result<Response, CollectorError> {
+    let b = cache.get(store, id, req.params("hide"))?;
+    if let Some(pattern) = req.param("find") {
+        let (paths, count) = if matches!(req.param("exact"), Some("1" | "true")) {
+            b.find(|label| label == pattern)
+        } else {
+            let m = ThreadMatcher::new(pattern);
+            b.find(|label| m.matches(label))
+        };
+        return Ok(Response::json(&json!({ "matches": paths, "count": count })));
+    }
+    if matches!(req.param("stats"), Some("1" | "true")) {
+        let methods: Vec<_> = b
+            .stats
+            .methods
+            .iter()
+            .map(|m| {
+                json!({
+                    "method": m.method, "calls": m.calls, "total_ns": m.total_ns,
+                    "self_ns": m.self_ns, "mean_ns": m.mean_ns, "max_ns": m.max_ns,
+                    "cpu_ns": m.cpu_ns,
+                })
+            })
+            .collect();
+        return Ok(Response::json(&json!({ "methods": methods })));
+    }
+    let Some(node) = req.param("node") else {
+        let rows: Vec<NodeRow> = b
+            .tree
+            .virtual_root_children()
+            .into_iter()
+            .map(|r| b.row(r, None))
+            .collect();
+        return Ok(Response::json(&json!({
+            "jvm": id,
+            "calls": b.tree.calls(),
+            "threads": b.tree.threads.len(),
+            "events": b.tree.events,
+            "damage": b.tree.damage,
+            "nodes": rows,
+        })));
+    };
+    let r = parse_id(&b.tree, node)?;
+    let rows: Vec<NodeRow> = b
+        .tree
+        .children(r)
+        .into_iter()
+        .map(|c| b.row(c, Some(r)))
+        .collect();
+    Ok(Response::json(&json!({ "parent": node, "nodes": rows })))
+}
