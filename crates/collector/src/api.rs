@@ -26,6 +26,10 @@ const TIMELINE_CSS: &str = include_str!("ui/timeline.css");
 /// The merged tree's script and style, shared with the session page (`jscope view SESSION`).
 const DISTRIBUTED_JS: &str = include_str!("ui/distributed.js");
 const DISTRIBUTED_CSS: &str = include_str!("ui/distributed.css");
+/// The trace tree browser, the sandwich and the diff views.
+const TREE_JS: &str = include_str!("ui/tree.js");
+const COMPARE_JS: &str = include_str!("ui/compare.js");
+const BROWSE_CSS: &str = include_str!("ui/browse.css");
 
 /// What the API reads from.
 pub struct ApiContext {
@@ -178,6 +182,9 @@ impl ApiContext {
             "/distributed.css" => {
                 return Response::bytes("text/css; charset=utf-8", DISTRIBUTED_CSS)
             }
+            "/tree.js" => return Response::bytes("text/javascript; charset=utf-8", TREE_JS),
+            "/compare.js" => return Response::bytes("text/javascript; charset=utf-8", COMPARE_JS),
+            "/browse.css" => return Response::bytes("text/css; charset=utf-8", BROWSE_CSS),
             _ => {}
         }
         if !path.starts_with("/api/") {

@@ -4,6 +4,9 @@
 
 const token = new URLSearchParams(location.search).get("token");
 const ui = { tab: "jvms", jvm: null, thread: null, paused: false, jvms: [] };
+// The hash as the page was opened: the other views' scripts read their own keys
+// from it (saveHash keeps only the tab, JVM and thread).
+window.jscopeStartHash = new URLSearchParams(location.hash.slice(1));
 
 function apiUrl(path, params) {
   const q = new URLSearchParams(params || {});
@@ -469,6 +472,8 @@ async function refresh() {
     if (ui.tab === "callgraph" && !graph && ui.jvm) await buildCallGraph();
     if (ui.tab === "distributed" && !dist.loaded && ui.jvms.length) await loadDistributed();
     if (window.jscopeEvents) await window.jscopeEvents.refresh(ui.tab, ui.jvm);
+    if (window.jscopeTree) await window.jscopeTree.refresh(ui.tab, ui.jvm);
+    if (window.jscopeCompare) await window.jscopeCompare.refresh(ui.tab, ui.jvm, ui.jvms);
   } catch (e) {
     status("error: " + e.message);
   }
