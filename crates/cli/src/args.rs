@@ -310,13 +310,24 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  jscope diff before.jsc after.jsc --top 20\n  jscope diff before.jsc after.jsc --mode wall --thread worker -o diff.html"
+    after_help = "Examples:\n  jscope diff before.jsc after.jsc --top 20\n  jscope diff before.jsc after.jsc --mode wall --thread worker -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242 4377 -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242@0..60 4242@60..120"
 )]
 pub struct DiffArgs {
-    /// The base recording (.jsc), the "before".
+    /// The base side, the "before": a recording (.jsc), or with --collector/--data a
+    /// JVM's id or pid; either may end in @FROM..TO (seconds from its start, either
+    /// bound may be left out) to take only that time range.
     pub base: PathBuf,
-    /// The new recording (.jsc), the "after".
+    /// The new side, the "after", given as BASE is (e.g. 4242@0..30 and 4242@30..60).
     pub new: PathBuf,
+    /// Both sides are JVMs of this running collector, e.g. http://127.0.0.1:7080.
+    #[arg(long, value_name = "URL", conflicts_with = "data")]
+    pub collector: Option<String>,
+    /// Both sides are JVMs of this collector data directory (`jscope serve --data DIR`).
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// The collector's token (`jscope serve --token`).
+    #[arg(long, value_name = "TOKEN", requires = "collector")]
+    pub token: Option<String>,
     /// Number of methods to list (the largest changes).
     #[arg(short = 'n', long, default_value_t = 30)]
     pub top: usize,

@@ -10,18 +10,19 @@ use jscope_flame::{render_diff_html, render_diff_svg, FlameGraph, Options};
 
 use crate::analyze::{require_samples, selection};
 use crate::args::{DiffArgs, Format, SourceArgs};
-use crate::source::Loaded;
+use crate::duration::parse_seconds;
+use crate::source::{Loaded, Window};
 
 pub fn run(args: &DiffArgs) -> Result<()> {
-    let base = load_side("base", &args.base)?;
-    let new = load_side("new", &args.new)?;
+    let (base, base_range) = load_side("base", &args.base, args)?;
+    let (new, new_range) = load_side("new", &args.new, args)?;
     let mut sel = selection(&args.select)?;
     // One mode for both sides: comparing cpu shares with wall shares means nothing.
     if sel.mode.is_none() {
         sel.mode = Mode::primary(&base.rec).or_else(|| Mode::primary(&new.rec));
     }
-    let (base_hot, base_counts) = side_table(&base, &sel, "base")?;
-    let (new_hot, new_counts) = side_table(&new, &sel, "new")?;
+    let (base_hot, base_counts) = side_table(&base, &base_range.narrow(&sel), "base")?;
+    let (new_hot, new_counts) = side_table(&new, &new_range.narrow(&sel), "new")?;
     let mut diff = diff_hot(&base_hot, &new_hot);
     if let Some(out) = &args.output {
         let graphs = (graph_of(&base, &base_counts), graph_of(&new, &new_counts));
@@ -37,9 +38,88 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     Ok(())
 }
 
-fn load_side(side: &str, path: &Path) -> Result<Loaded> {
-    crate::analyze::load(Some(path), &SourceArgs::default(), None)
-        .with_context(|| format!("{side} side"))
+/// A side's own time range (`SIDE@FROM..TO`), in seconds from its start.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Range {
+    from_s: Option<f64>,
+    to_s: Option<f64>,
+}
+
+impl Range {
+    /// The selection with the side's range in place of `--from`/`--to`.
+    fn narrow(&self, sel: &Selection) -> Selection {
+        let mut s = sel.clone();
+        if *self != Range::default() {
+            s.from_s = self.from_s;
+            s.to_s = self.to_s;
+        }
+        s
+    }
+}
+
+/// `SIDE` or `SIDE@FROM..TO`: the side (a file, or a collector's JVM id or pid) and
+/// its range; a suffix that is not a range stays part of the side.
+fn split_side(spec: &str) -> Result<(&str, Range)> {
+    let Some((side, range)) = spec.rsplit_once('@') else {
+        return Ok((spec, Range::default()));
+    };
+    let Some((from, to)) = range.split_once("..") else {
+        return Ok((spec, Range::default()));
+    };
+    let bound = |t: &str| -> Result<Option<f64>> {
+        if t.trim().is_empty() {
+            return Ok(None);
+        }
+        parse_seconds(t).map(Some).map_err(|e| {
+            anyhow::anyhow!(
+                "{e} in {spec:?}: give SIDE@FROM..TO, seconds from its start (e.g. 4242@0..30)"
+            )
+        })
+    };
+    let r = Range {
+        from_s: bound(from)?,
+        to_s: bound(to)?,
+    };
+    if let (Some(f), Some(t)) = (r.from_s, r.to_s) {
+        if t <= f {
+            bail!("the range of {spec:?} ends before it starts");
+        }
+    }
+    if side.is_empty() {
+        bail!("{spec:?} names no recording or JVM before the @");
+    }
+    Ok((side, r))
+}
+
+/// A side: a recording file, or with `--collector`/`--data` a collector's JVM; only
+/// its range's data is fetched from a collector.
+fn load_side(side: &str, spec: &Path, args: &DiffArgs) -> Result<(Loaded, Range)> {
+    let text = spec.to_string_lossy();
+    let (what, range) = split_side(&text).with_context(|| format!("{side} side"))?;
+    let remote = args.collector.is_some() || args.data.is_some();
+    let src = SourceArgs {
+        data: args.data.clone(),
+        collector: args.collector.clone(),
+        jvm: remote.then(|| what.to_string()),
+        token: args.token.clone(),
+    };
+    let file = (!remote).then(|| Path::new(what));
+    let window = Window {
+        from_s: range.from_s.or(args.select.from),
+        to_s: range.to_s.or(args.select.to),
+    };
+    let mut loaded =
+        crate::source::load(file, &src, window).with_context(|| format!("{side} side"))?;
+    if range != Range::default() {
+        let bound = |b: Option<f64>| b.map_or(String::new(), |s| format!("{s}"));
+        loaded.title = format!(
+            "{} {}..{} s",
+            loaded.title,
+            bound(range.from_s),
+            bound(range.to_s)
+        );
+    }
+    Ok((loaded, range))
 }
 
 /// The side's hot-method table and the stack counts it was made of; an error
