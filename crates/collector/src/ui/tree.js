@@ -246,8 +246,8 @@ window.jscopeTree = (() => {
     }
 
     // One line per shown row, indented by depth, as long as the call's share of the
-    // longest top-level call; matches red, the selected call blue; the marker is
-    // the part in view.
+    // longest top-level call, green to teal by depth; matches red, the selected call
+    // blue; the marker is the part in view.
     drawMap() {
       const c = this.p.map;
       const H = this.p.scroll.clientHeight || 400;
@@ -264,7 +264,7 @@ window.jscopeTree = (() => {
         const e = this.entries.get(id);
         const x = Math.min(W - 4, e.depth * 3);
         const w = Math.max(2, (W - x) * Math.min(1, e.node.duration_ns / this.maxDuration));
-        g.fillStyle = id === this.selected ? "#1565c0" : this.matches.ids.has(id) ? "#e53935" : `hsl(${(e.depth * 40) % 360}, 35%, 60%)`;
+        g.fillStyle = id === this.selected ? "#1565c0" : this.matches.ids.has(id) ? "#e53935" : `hsl(${95 + (e.depth * 37) % 90}, 30%, ${48 + (e.depth * 7) % 24}%)`;
         g.fillRect(x, Math.floor(i * h), w, Math.max(1, Math.ceil(h) - (h > 3 ? 1 : 0)));
       }
       const s = this.p.scroll;
