@@ -230,7 +230,7 @@ fn check_node_info(b: &mut Browser, served: &Served, traced: &str, dir: &Path) {
         .expect("pause in the stats")
         .clone();
     let ns = |k: &str| pause[k].as_u64().unwrap();
-    let (min, max, total) = (ns("min_ns"), ns("max_ns"), ns("total_ns"));
+    let (min, max, total, cpu) = (ns("min_ns"), ns("max_ns"), ns("total_ns"), ns("cpu_ns"));
 
     // The method table is linked to the tree: a click finds the method's calls.
     b.click("#tb-stats tr[data-method=\"TracedApp.pause\"]");
@@ -238,7 +238,7 @@ fn check_node_info(b: &mut Browser, served: &Served, traced: &str, dir: &Path) {
         "document.querySelector('#tb-found').textContent === 'match 1 of 3'",
         Duration::from_secs(20),
     );
-    let mut durations = Vec::new();
+    let (mut durations, mut cpus) = (Vec::new(), Vec::new());
     for k in 0..3 {
         wait_match(b, k);
         assert_eq!(info(b, "method").0, "TracedApp.pause");
@@ -249,23 +249,62 @@ fn check_node_info(b: &mut Browser, served: &Served, traced: &str, dir: &Path) {
         // Thread.sleep is not traced: all of pause's time is its own.
         assert_eq!(info(b, "self").1, Some(d));
         assert!(info(b, "duration").0.ends_with(" ms"));
+        // Recorded with tracecpu: sleeping takes little of the thread's CPU.
+        let c = info(b, "cpu").1.expect("CPU time shown");
+        assert!(c < d, "cpu {c} ns of {d} ns");
         durations.push(d);
+        cpus.push(c);
         b.click("#tb-next");
     }
-    assert_eq!(
-        durations,
-        [min, total - min - max, max],
-        "pause(1), pause(2), pause(3)"
-    );
+    // pause(1), pause(2), pause(3) as a set: a slow wake-up may reorder them.
+    let mut sorted = durations.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, [min, total - min - max, max], "{durations:?}");
     assert!(
         durations[0] >= 1_000_000 && durations[2] >= 3_000_000,
         "{durations:?}"
     );
+    assert_eq!(
+        cpus.iter().sum::<u64>(),
+        cpu,
+        "each call's CPU time: {cpus:?}"
+    );
     b.screenshot("cli-tree-browser.png");
+
+    // The same calls in the merged tree across the stored JVMs (the Shift JVMs
+    // have no traces): the same durations.
+    b.eval(
+        "const s = document.querySelector('#tb-source'); s.value = 'distributed'; s.onchange();",
+    );
+    b.wait_for(
+        "document.body.dataset.treeReady === 'true' && \
+         document.querySelector('#tb-summary').textContent.startsWith('3 JVMs')",
+        Duration::from_secs(30),
+    );
+    b.eval("document.querySelector('#tb-find').value = 'TracedApp.pause'; document.querySelector('#tb-find-go').click();");
+    let mut merged = Vec::new();
+    for k in 0..3 {
+        wait_match(b, k);
+        assert_eq!(info(b, "jvm").0, traced);
+        merged.push(info(b, "duration").1.unwrap());
+        b.click("#tb-next");
+    }
+    assert_eq!(merged, durations);
 }
 
 /// The mapper's marker follows the scroll, and a click on the mapper scrolls there.
-fn check_mapper(b: &mut Browser) {
+fn check_mapper(b: &mut Browser, served: &Served, traced: &str) {
+    goto(
+        b,
+        &format!(
+            "{}/#tab=tree&jvm={traced}&find=TracedApp.depth",
+            served.url()
+        ),
+    );
+    wait_match(b, 0);
+    // The last match: both threads' paths open, 17 rows.
+    b.click("#tb-prev");
+    wait_match(b, 6);
     // A short view, so the tree shown (about 16 rows) scrolls.
     b.eval(
         "for (const s of ['#tb-scroll', '#tb-mapper']) { const e = document.querySelector(s); \
@@ -391,7 +430,7 @@ fn tree_browser_sandwich_and_diff_over_real_jvms_in_chromium() {
         &java,
         &dir,
         "traced",
-        &format!("trace=TracedApp;java.lang.Thread#start,quiet,collector={agents}"),
+        &format!("trace=TracedApp;java.lang.Thread#start,tracecpu,quiet,collector={agents}"),
         &traced_classes,
         &["TracedApp"],
     );
@@ -429,7 +468,7 @@ fn tree_browser_sandwich_and_diff_over_real_jvms_in_chromium() {
 
     check_find_next(&mut browser, &served, traced_id);
     check_node_info(&mut browser, &served, traced_id, &dir);
-    check_mapper(&mut browser);
+    check_mapper(&mut browser, &served, traced_id);
     check_sandwich(&mut browser, &served, new_id);
     check_diff_view(&mut browser, &served, base_id, new_id);
 

@@ -140,7 +140,7 @@ window.jscopeTree = (() => {
       this.selected = null;
       this.matches = { paths: [], count: 0, at: -1, ids: new Set() };
       this.maxDuration = 1;
-      parts.scroll.addEventListener("scroll", () => this.draw());
+      parts.scroll.addEventListener("scroll", () => this.draw(false));
       parts.map.addEventListener("click", (e) => this.jumpTo(e));
       this.observer = new ResizeObserver(() => this.draw());
       this.observer.observe(parts.scroll);
@@ -207,15 +207,17 @@ window.jscopeTree = (() => {
       this.draw();
     }
 
-    // The rows in view (and a few around them), and the mapper.
-    draw() {
+    // The rows in view (and a few around them), the mapper's marker, and the
+    // mapper itself unless only the scroll position changed.
+    draw(map = true) {
       const s = this.p.scroll;
       const first = Math.max(0, Math.floor(s.scrollTop / ROW_H) - 5);
       const last = Math.min(this.visible.length, Math.ceil((s.scrollTop + s.clientHeight) / ROW_H) + 5);
       const rows = [];
       for (let i = first; i < last; i++) rows.push(this.row(this.visible[i], i));
       this.p.rows.replaceChildren(...rows);
-      this.drawMap();
+      if (map) this.drawMap();
+      this.drawMarker();
     }
 
     row(id, i) {
@@ -257,8 +259,7 @@ window.jscopeTree = (() => {
       const g = c.getContext("2d");
       g.clearRect(0, 0, W, H);
       const N = this.visible.length;
-      if (!N) return;
-      const h = H / N;
+      const h = H / Math.max(N, 1);
       for (let i = 0; i < N; i++) {
         const id = this.visible[i];
         const e = this.entries.get(id);
@@ -267,6 +268,10 @@ window.jscopeTree = (() => {
         g.fillStyle = id === this.selected ? "#1565c0" : this.matches.ids.has(id) ? "#e53935" : `hsl(${95 + (e.depth * 37) % 90}, 30%, ${48 + (e.depth * 7) % 24}%)`;
         g.fillRect(x, Math.floor(i * h), w, Math.max(1, Math.ceil(h) - (h > 3 ? 1 : 0)));
       }
+    }
+
+    drawMarker() {
+      const H = this.p.scroll.clientHeight || 400;
       const s = this.p.scroll;
       const total = Math.max(s.scrollHeight, 1);
       const top = s.scrollTop / total * H;
@@ -281,7 +286,7 @@ window.jscopeTree = (() => {
       const at = (ev.clientY - rect.top) / rect.height;
       const s = this.p.scroll;
       s.scrollTop = Math.max(0, at * this.visible.length * ROW_H - s.clientHeight / 2);
-      this.draw();
+      this.draw(false);
     }
 
     select(id) {
