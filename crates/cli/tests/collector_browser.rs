@@ -523,3 +523,155 @@ fn tree_browser_sandwich_and_diff_over_real_jvms_in_chromium() {
     );
     assert!(served.interrupt());
 }
+
+/// A traced recording of `App.main` handling `requests` requests, each `App.handle`
+/// -> `App.parse`, `App.query` (-> 3 x `Db.exec`), `App.render`.
+fn wide_trace(requests: u64) -> Vec<u8> {
+    use jscope_format::*;
+    let header = Header {
+        pid: 4242,
+        command_line: "java App".into(),
+        ticks_per_second: 1_000_000_000,
+        modes: "trace".into(),
+        ..Header::default()
+    };
+    let mut bytes = encode_file_start(&header);
+    let mut w = ChunkWriter::new();
+    let names = [
+        "App", "Db", "main", "handle", "parse", "query", "exec", "render",
+    ];
+    for (i, n) in names.iter().enumerate() {
+        w.string(StringId(i as u32 + 1), n);
+    }
+    for id in [1, 2] {
+        w.class(&ClassDef {
+            id: ClassId(id),
+            name: StringId(id),
+            source_file: StringId::NONE,
+        });
+    }
+    for (id, class, name) in [
+        (1, 1, 3),
+        (2, 1, 4),
+        (3, 1, 5),
+        (4, 1, 6),
+        (5, 2, 7),
+        (6, 1, 8),
+    ] {
+        w.method(&MethodDef {
+            id: MethodId(id),
+            class: ClassId(class),
+            name: StringId(name),
+            signature: StringId::NONE,
+            modifiers: 9,
+        });
+    }
+    let mut at = 0u64;
+    let mut events = Vec::new();
+    let mut ev = |kind, method, step: u64| {
+        at += step;
+        events.push(TraceEvent {
+            kind,
+            method: MethodId(method),
+            ticks: at,
+            untraced: 0,
+            cpu_ns: 0,
+        });
+    };
+    use TraceKind::{Enter, Exit};
+    ev(Enter, 1, 1000);
+    for r in 0..requests {
+        ev(Enter, 2, 500);
+        ev(Enter, 3, 100);
+        ev(Exit, 3, 2_000 + r);
+        ev(Enter, 4, 100);
+        for _ in 0..3 {
+            ev(Enter, 5, 50);
+            ev(Exit, 5, 10_000);
+        }
+        ev(Exit, 4, 100);
+        ev(Enter, 6, 100);
+        ev(Exit, 6, 3_000);
+        ev(Exit, 2, 200);
+    }
+    ev(Exit, 1, 1000);
+    w.trace(&TraceBatch {
+        thread: ThreadId(1),
+        has_cpu: false,
+        events,
+    });
+    bytes.extend(w.finish());
+    bytes
+}
+
+/// A call with 1,200 callees (`jscope view FILE`): the browser fetches them in pages
+/// of 500, find-next jumps to a match in a page not fetched yet, the pages between
+/// stay one "not loaded" row until it is clicked.
+#[test]
+fn tree_browser_pages_a_wide_tree_in_chromium() {
+    let Some(mut b) = Browser::launch("wide") else {
+        return;
+    };
+    let dir = temp_dir("cli-tree-wide");
+    let file = dir.join("wide.jsc");
+    std::fs::write(&file, wide_trace(1200)).unwrap();
+    let served = serving::start(
+        &jscope_bin(),
+        &["view", file.to_str().unwrap(), "--http", "127.0.0.1:0"],
+    );
+    let id = served.json("/api/jvms")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let top = served.json(&format!("/api/jvms/{id}/tree"));
+    assert_eq!(
+        (&top["calls"], &top["total"]),
+        (&json!(1 + 7 * 1200), &json!(1))
+    );
+    let main = top["nodes"][0]["id"].as_str().unwrap().to_string();
+    let kids = served.json(&format!("/api/jvms/{id}/tree?node={main}&offset=1000"));
+    assert_eq!(kids["total"], json!(1200));
+    assert_eq!(kids["nodes"].as_array().unwrap().len(), 200);
+    let found = served.json(&format!("/api/jvms/{id}/tree?find=App.render"));
+    assert_eq!(found["count"], json!(1200));
+    let last = found["matches"][1199].as_array().unwrap();
+    assert_eq!(found["indexes"][1199], json!([0, 1199, 2]));
+
+    goto(
+        &mut b,
+        &format!("{}/#tab=tree&jvm={id}&find=App.render", served.url()),
+    );
+    wait_match(&mut b, 0);
+    b.click("#tb-prev");
+    wait_match(&mut b, 1199);
+    assert_eq!(
+        b.eval("document.querySelector('#tb-info').dataset.id"),
+        last[2]
+    );
+    assert_eq!(info(&mut b, "caller").0, "App.handle");
+    assert_eq!(info(&mut b, "duration").1, Some(3_000));
+    // main, its first and last pages with one row for the page between, and the
+    // two open calls' children: not 1,200 rows.
+    let rows = |b: &mut Browser| {
+        b.eval("parseFloat(document.querySelector('#tb-spacer').style.height) / 20")
+            .as_f64()
+            .unwrap() as u64
+    };
+    assert_eq!(rows(&mut b), 1 + 500 + 1 + 200 + 3 + 3);
+    b.eval("document.querySelector('#tb-scroll').scrollTop = 480 * 20;");
+    let gap = b.wait_for(
+        "(() => { const g = document.querySelector('#tb-rows .tb-gap'); return g ? g.textContent : ''; })()",
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        gap,
+        json!("\u{2026} 500 calls not loaded (click to load 500)")
+    );
+    b.screenshot("cli-tree-wide.png");
+    b.click("#tb-rows .tb-gap");
+    b.wait_for(
+        "parseFloat(document.querySelector('#tb-spacer').style.height) / 20 === 1 + 500 + 500 + 200 + 3 + 3",
+        Duration::from_secs(10),
+    );
+    assert!(served.interrupt());
+}

@@ -20,6 +20,9 @@ use crate::CollectorError;
 
 /// At most this many matches of a find are returned (the count says how many there are).
 const MAX_MATCHES: usize = 10_000;
+/// Children answered per request unless `limit` says otherwise, and the most it may say.
+const PAGE: usize = 500;
+const MAX_PAGE: usize = 10_000;
 
 /// The last tree built, per JVM: rebuilt when the JVM's stored data or the hidden
 /// methods change.
@@ -122,38 +125,64 @@ impl Browsed {
 
     /// The calls whose label `matcher` matches, in tree order (depth first, a
     /// call's own callees before the threads it started), each as the path of ids
-    /// from a top-level call down to it; and how many there are in all.
-    fn find(&self, matches: impl Fn(&str) -> bool) -> (Vec<Vec<String>>, usize) {
-        let mut found = Vec::new();
-        let mut count = 0;
-        let mut path: Vec<NodeRef> = Vec::new();
-        // (node, depth in the browsed tree): depth tells how much of `path` to keep.
-        let mut stack: Vec<(NodeRef, usize)> = self
+    /// from a top-level call down to it with each one's index among its parent's
+    /// children (to fetch the right page of them); and how many there are in all.
+    fn find(&self, matches: impl Fn(&str) -> bool) -> Found {
+        let mut found = Found::default();
+        let mut path: Vec<(NodeRef, usize)> = Vec::new();
+        // (node, its index among its siblings, depth in the browsed tree): depth
+        // tells how much of `path` to keep.
+        let mut stack: Vec<(NodeRef, usize, usize)> = self
             .tree
             .virtual_root_children()
             .into_iter()
+            .enumerate()
             .rev()
-            .map(|r| (r, 0))
+            .map(|(i, r)| (r, i, 0))
             .collect();
-        while let Some((r, depth)) = stack.pop() {
+        while let Some((r, index, depth)) = stack.pop() {
             path.truncate(depth);
-            path.push(r);
+            path.push((r, index));
             if matches(self.tree.label(self.tree.node(r).method)) {
-                count += 1;
-                if found.len() < MAX_MATCHES {
-                    found.push(path.iter().map(|&p| id_of(p)).collect());
+                found.count += 1;
+                if found.matches.len() < MAX_MATCHES {
+                    found
+                        .matches
+                        .push(path.iter().map(|&(p, _)| id_of(p)).collect());
+                    found.indexes.push(path.iter().map(|&(_, i)| i).collect());
                 }
             }
-            stack.extend(
-                self.tree
-                    .children(r)
-                    .into_iter()
-                    .rev()
-                    .map(|c| (c, depth + 1)),
-            );
+            let kids = self.tree.children(r).into_iter().enumerate().rev();
+            stack.extend(kids.map(|(i, c)| (c, i, depth + 1)));
         }
-        (found, count)
+        found
     }
+}
+
+/// The answer to a find.
+#[derive(Debug, Default, Serialize)]
+struct Found {
+    count: usize,
+    /// Per match, the ids from a top-level call down to it.
+    matches: Vec<Vec<String>>,
+    /// Per match, the index of each of those calls among its parent's children.
+    indexes: Vec<Vec<usize>>,
+}
+
+/// One page of a node's children (or of the top-level calls): their number, the
+/// offset and the page.
+fn page(req: &Request, all: Vec<NodeRef>) -> Result<(usize, usize, Vec<NodeRef>), CollectorError> {
+    let number = |name: &str, default: usize| {
+        req.param(name).map_or(Ok(default), |v| {
+            v.parse::<usize>()
+                .map_err(|_| CollectorError::BadQuery(format!("{name} must be a number")))
+        })
+    };
+    let offset = number("offset", 0)?;
+    let limit = number("limit", PAGE)?.clamp(1, MAX_PAGE);
+    let total = all.len();
+    let rows = all.into_iter().skip(offset).take(limit).collect();
+    Ok((total, offset, rows))
 }
 
 /// One call as the browser shows it. Times are ns since the recording's start.
@@ -229,9 +258,10 @@ impl TreeCache {
 }
 
 /// `GET /api/jvms/ID/tree`: `node=ID` its children (the virtual root's without it,
-/// with the tree's summary); `find=PATTERN` (substring or glob of `pkg.Class.method`,
-/// `exact=1` for the whole label) the matching calls' paths in tree order;
-/// `stats=1` the per-method statistics. `hide` (repeatable) leaves methods out.
+/// with the tree's summary), `offset` and `limit` (500) of them; `find=PATTERN`
+/// (substring or glob of `pkg.Class.method`, `exact=1` for the whole label) the
+/// matching calls' paths in tree order; `stats=1` the per-method statistics.
+/// `hide` (repeatable) leaves methods out.
 pub fn tree_of(
     cache: &TreeCache,
     store: &dyn Store,
@@ -240,13 +270,13 @@ pub fn tree_of(
 ) -> Result<Response, CollectorError> {
     let b = cache.get(store, id, req.params("hide"))?;
     if let Some(pattern) = req.param("find") {
-        let (paths, count) = if matches!(req.param("exact"), Some("1" | "true")) {
+        let found = if matches!(req.param("exact"), Some("1" | "true")) {
             b.find(|label| label == pattern)
         } else {
             let m = ThreadMatcher::new(pattern);
             b.find(|label| m.matches(label))
         };
-        return Ok(Response::json(&json!({ "matches": paths, "count": count })));
+        return Ok(Response::json(&found));
     }
     if matches!(req.param("stats"), Some("1" | "true")) {
         let methods: Vec<_> = b
@@ -264,27 +294,23 @@ pub fn tree_of(
         return Ok(Response::json(&json!({ "methods": methods })));
     }
     let Some(node) = req.param("node") else {
-        let rows: Vec<NodeRow> = b
-            .tree
-            .virtual_root_children()
-            .into_iter()
-            .map(|r| b.row(r, None))
-            .collect();
+        let (total, offset, top) = page(req, b.tree.virtual_root_children())?;
+        let rows: Vec<NodeRow> = top.into_iter().map(|r| b.row(r, None)).collect();
         return Ok(Response::json(&json!({
             "jvm": id,
             "calls": b.tree.calls(),
             "threads": b.tree.threads.len(),
             "events": b.tree.events,
             "damage": b.tree.damage,
+            "total": total,
+            "offset": offset,
             "nodes": rows,
         })));
     };
     let r = parse_id(&b.tree, node)?;
-    let rows: Vec<NodeRow> = b
-        .tree
-        .children(r)
-        .into_iter()
-        .map(|c| b.row(c, Some(r)))
-        .collect();
-    Ok(Response::json(&json!({ "parent": node, "nodes": rows })))
+    let (total, offset, kids) = page(req, b.tree.children(r))?;
+    let rows: Vec<NodeRow> = kids.into_iter().map(|c| b.row(c, Some(r))).collect();
+    Ok(Response::json(&json!({
+        "parent": node, "total": total, "offset": offset, "nodes": rows,
+    })))
 }

@@ -42,6 +42,9 @@ window.jscopeTree = (() => {
   }
 
   // ---- Sources: what the browser reads its nodes from ----
+  // children(id, offset, limit) answers { total, nodes } (id null: the top-level
+  // calls); find answers { paths, indexes, count }: per match the ids from a
+  // top-level call down to it, and each one's index among its parent's children.
 
   // One stored JVM's trace tree, served lazily by the collector.
   class JvmSource {
@@ -49,32 +52,31 @@ window.jscopeTree = (() => {
       this.jvm = jvm;
       this.path = "jvms/" + encodeURIComponent(jvm) + "/tree";
     }
-    async roots() {
-      const t = await get(this.path);
-      this.summary = `${t.calls} calls in ${t.threads} threads, ${t.events} events` + (t.damage ? ` (${t.damage})` : "");
-      return t.nodes.map((n) => this.adapt(n));
-    }
-    async children(id) {
-      return (await get(this.path, { node: id })).nodes.map((n) => this.adapt(n));
+    async children(id, offset, limit) {
+      const params = { offset, limit };
+      if (id !== null) params.node = id;
+      const t = await get(this.path, params);
+      if (id === null) {
+        this.summary = `${t.calls} calls in ${t.threads} threads, ${t.events} events` + (t.damage ? ` (${t.damage})` : "");
+      }
+      return { total: t.total, nodes: t.nodes.map((n) => ({ ...n, jvm: this.jvm, kids: n.children })) };
     }
     async find(pattern, exact) {
       const params = { find: pattern };
       if (exact) params.exact = "1";
       const r = await get(this.path, params);
-      return { paths: r.matches, count: r.count };
+      return { paths: r.matches, indexes: r.indexes, count: r.count };
     }
     async stats() {
       return (await get(this.path, { stats: "1" })).methods;
     }
-    adapt(n) {
-      return { ...n, jvm: this.jvm, kids: n.children };
-    }
   }
 
-  // The merged tree across JVMs: every row is there at once.
+  // The merged tree across JVMs: every row arrives at once.
   class DistributedSource {
     constructor(params) {
       this.params = params;
+      this.nodes = null;
     }
     async load() {
       const t = await get("distributed", this.params);
@@ -94,23 +96,24 @@ window.jscopeTree = (() => {
       }));
       this.summary = `${t.jvms.length} JVMs, ${t.nodes.length} calls, ${t.matched} remote calls matched`;
     }
-    async roots() {
-      await this.load();
-      return this.top.map((id) => this.nodes[id]);
-    }
-    async children(id) {
-      return this.kids[Number(id)].map((c) => this.nodes[c]);
+    async children(id, offset, limit) {
+      if (id === null && !this.nodes) await this.load();
+      const all = id === null ? this.top : this.kids[Number(id)];
+      return { total: all.length, nodes: all.slice(offset, offset + limit).map((c) => this.nodes[c]) };
     }
     async find(pattern, exact) {
       const m = matcher(pattern, exact);
-      const paths = [];
-      const walk = (id, path) => {
-        const p = path.concat(id);
-        if (m(this.nodes[id].label)) paths.push(p);
-        this.kids[Number(id)].forEach((c) => walk(c, p));
+      const paths = [], indexes = [];
+      const walk = (id, index, path, at) => {
+        const p = path.concat(id), q = at.concat(index);
+        if (m(this.nodes[id].label)) {
+          paths.push(p);
+          indexes.push(q);
+        }
+        this.kids[Number(id)].forEach((c, i) => walk(c, i, p, q));
       };
-      this.top.forEach((id) => walk(id, []));
-      return { paths, count: paths.length };
+      this.top.forEach((id, i) => walk(id, i, [], []));
+      return { paths, indexes, count: paths.length };
     }
     async stats() {
       const by = new Map();
@@ -130,15 +133,20 @@ window.jscopeTree = (() => {
   }
 
   // ---- The browser ----
+  // Children arrive in pages of PAGE; the pages not fetched yet of an open node show
+  // as one "not loaded" row per gap, which fetches the gap's first page when clicked.
+  const PAGE = 500;
+  const ROOT = "";
+
   class TreeBrowser {
     constructor(parts) {
       this.p = parts;
       this.source = null;
-      this.entries = new Map(); // id -> { node, depth, open, kids (ids or null) }
-      this.top = [];
-      this.visible = [];
+      // id -> { node, depth, open, kids: null | { total, pages: Map(page -> ids) } }
+      this.entries = new Map();
+      this.visible = []; // ids, and { gap } objects for pages not loaded
       this.selected = null;
-      this.matches = { paths: [], count: 0, at: -1, ids: new Set() };
+      this.matches = { paths: [], indexes: [], count: 0, at: -1, ids: new Set() };
       this.maxDuration = 1;
       parts.scroll.addEventListener("scroll", () => this.draw(false));
       parts.map.addEventListener("click", (e) => this.jumpTo(e));
@@ -149,60 +157,71 @@ window.jscopeTree = (() => {
     async open(source) {
       this.source = source;
       this.entries.clear();
+      this.entries.set(ROOT, { node: { id: ROOT, kids: 1 }, depth: -1, open: true, kids: null });
       this.selected = null;
-      this.matches = { paths: [], count: 0, at: -1, ids: new Set() };
-      const roots = await source.roots();
-      this.top = roots.map((n) => this.add(n, 0));
-      this.maxDuration = Math.max(1, ...roots.map((n) => n.duration_ns));
+      this.matches = { paths: [], indexes: [], count: 0, at: -1, ids: new Set() };
+      await this.loadPage(ROOT, 0);
+      const top = this.entries.get(ROOT).kids.pages.get(0).map((id) => this.entries.get(id).node);
+      this.maxDuration = Math.max(1, ...top.map((n) => n.duration_ns));
       this.p.summary.textContent = source.summary || "";
       this.p.found.textContent = "";
       this.layout();
       this.showInfo(null);
       this.p.stats.replaceChildren();
-      const rows = await source.stats();
-      this.fillStats(rows);
+      this.fillStats(await source.stats());
     }
 
-    add(node, depth) {
-      if (!this.entries.has(node.id)) this.entries.set(node.id, { node, depth, open: false, kids: null });
-      return node.id;
-    }
-
-    async loadKids(id) {
+    async loadPage(id, page) {
       const e = this.entries.get(id);
-      if (e.kids === null) {
-        const kids = await this.source.children(id);
-        e.kids = kids.map((n) => this.add(n, e.depth + 1));
-      }
-      return e.kids;
+      if (e.kids && e.kids.pages.has(page)) return;
+      const r = await this.source.children(id === ROOT ? null : id, page * PAGE, PAGE);
+      if (!e.kids) e.kids = { total: r.total, pages: new Map() };
+      e.kids.pages.set(page, r.nodes.map((n) => {
+        if (!this.entries.has(n.id)) this.entries.set(n.id, { node: n, depth: e.depth + 1, open: false, kids: null });
+        return n.id;
+      }));
     }
 
     async toggle(id, open) {
       const e = this.entries.get(id);
       if (!e.node.kids) return;
-      if (open) await this.loadKids(id);
+      if (open) await this.loadPage(id, 0);
       e.open = open;
       this.layout();
     }
 
     collapseAll() {
-      this.entries.forEach((e) => (e.open = false));
+      this.entries.forEach((e, id) => (e.open = id === ROOT));
       this.layout();
     }
 
-    // The rows shown: the top-level calls and the children of every open node.
+    // The rows shown: the children of every open node, the root's first.
     layout() {
       const out = [];
-      const walk = (ids) => {
-        for (const id of ids) {
-          out.push(id);
-          const e = this.entries.get(id);
-          if (e.open && e.kids) walk(e.kids);
+      const walk = (id) => {
+        const e = this.entries.get(id);
+        if (!e.open || !e.kids) return;
+        const pages = Math.ceil(e.kids.total / PAGE);
+        let gap = null;
+        for (let p = 0; p < pages; p++) {
+          const ids = e.kids.pages.get(p);
+          if (!ids) {
+            const n = Math.min(PAGE, e.kids.total - p * PAGE);
+            if (gap) gap.count += n;
+            else out.push((gap = { gap: true, parent: id, page: p, count: n, depth: e.depth + 1 }));
+            continue;
+          }
+          gap = null;
+          for (const c of ids) {
+            out.push(c);
+            walk(c);
+          }
         }
       };
-      walk(this.top);
+      walk(ROOT);
       this.visible = out;
-      this.index = new Map(out.map((id, i) => [id, i]));
+      this.index = new Map();
+      out.forEach((item, i) => { if (typeof item === "string") this.index.set(item, i); });
       this.p.spacer.style.height = out.length * ROW_H + "px";
       this.draw();
     }
@@ -220,7 +239,20 @@ window.jscopeTree = (() => {
       this.drawMarker();
     }
 
+    gapRow(g, i) {
+      const div = document.createElement("div");
+      div.className = "tb-row tb-gap";
+      div.style.top = i * ROW_H + "px";
+      div.style.paddingLeft = 4 + 16 * g.depth + "px";
+      div.dataset.parent = g.parent;
+      div.dataset.page = g.page;
+      div.textContent = `\u2026 ${g.count} calls not loaded (click to load ${Math.min(PAGE, g.count)})`;
+      div.onclick = () => this.loadPage(g.parent, g.page).then(() => this.layout()).catch((x) => this.error(x));
+      return div;
+    }
+
     row(id, i) {
+      if (typeof id !== "string") return this.gapRow(id, i);
       const e = this.entries.get(id);
       const n = e.node;
       const div = document.createElement("div");
@@ -249,7 +281,7 @@ window.jscopeTree = (() => {
 
     // One line per shown row, indented by depth, as long as the call's share of the
     // longest top-level call, green to teal by depth; matches red, the selected call
-    // blue; the marker is the part in view.
+    // blue, rows not loaded grey.
     drawMap() {
       const c = this.p.map;
       const H = this.p.scroll.clientHeight || 400;
@@ -261,12 +293,18 @@ window.jscopeTree = (() => {
       const N = this.visible.length;
       const h = H / Math.max(N, 1);
       for (let i = 0; i < N; i++) {
-        const id = this.visible[i];
-        const e = this.entries.get(id);
+        const item = this.visible[i];
+        const y = Math.floor(i * h), lh = Math.max(1, Math.ceil(h) - (h > 3 ? 1 : 0));
+        if (typeof item !== "string") {
+          g.fillStyle = "#cfd8dc";
+          g.fillRect(Math.min(W - 4, item.depth * 3), y, W, lh);
+          continue;
+        }
+        const e = this.entries.get(item);
         const x = Math.min(W - 4, e.depth * 3);
         const w = Math.max(2, (W - x) * Math.min(1, e.node.duration_ns / this.maxDuration));
-        g.fillStyle = id === this.selected ? "#1565c0" : this.matches.ids.has(id) ? "#e53935" : `hsl(${95 + (e.depth * 37) % 90}, 30%, ${48 + (e.depth * 7) % 24}%)`;
-        g.fillRect(x, Math.floor(i * h), w, Math.max(1, Math.ceil(h) - (h > 3 ? 1 : 0)));
+        g.fillStyle = item === this.selected ? "#1565c0" : this.matches.ids.has(item) ? "#e53935" : `hsl(${95 + (e.depth * 37) % 90}, 30%, ${48 + (e.depth * 7) % 24}%)`;
+        g.fillRect(x, y, w, lh);
       }
     }
 
@@ -356,7 +394,7 @@ window.jscopeTree = (() => {
     async find(pattern, exact) {
       if (!this.source || !pattern) return;
       const r = await this.source.find(pattern, exact);
-      this.matches = { paths: r.paths, count: r.count, at: -1, ids: new Set(r.paths.map((p) => p[p.length - 1])) };
+      this.matches = { ...r, at: -1, ids: new Set(r.paths.map((p) => p[p.length - 1])) };
       if (!r.paths.length) {
         this.p.found.textContent = "no call matches";
         this.draw();
@@ -365,16 +403,16 @@ window.jscopeTree = (() => {
       await this.next(1);
     }
 
-    // The next (or previous) match in tree order: its ancestors opened, selected,
-    // scrolled into view.
+    // The next (or previous) match in tree order: the pages holding it and its
+    // ancestors fetched, its ancestors opened, selected, scrolled into view.
     async next(step) {
       const m = this.matches;
       if (!m.paths.length) return;
       m.at = (m.at + step + m.paths.length) % m.paths.length;
-      const path = m.paths[m.at];
-      for (const id of path.slice(0, -1)) {
-        await this.loadKids(id);
-        this.entries.get(id).open = true;
+      const path = m.paths[m.at], at = m.indexes[m.at];
+      for (let j = 0; j < path.length; j++) {
+        await this.loadPage(j === 0 ? ROOT : path[j - 1], Math.floor(at[j] / PAGE));
+        if (j < path.length - 1) this.entries.get(path[j]).open = true;
       }
       this.layout();
       const id = path[path.length - 1];
