@@ -173,10 +173,17 @@ fn main() {
     report("first request (builds the tree)", get(addr, &base));
     report("top-level calls again (cached)", get(addr, &base));
     let (took, size, body) = get(addr, &format!("{base}?node=0.0"));
-    report("children of App.main (all requests)", (took, size, body));
+    report(
+        "children of App.main (first page of 500)",
+        (took, size, body),
+    );
     report(
         "children of one request",
         get(addr, &format!("{base}?node=0.1")),
+    );
+    report(
+        "children of App.main (last page)",
+        get(addr, &format!("{base}?node=0.0&offset={}", requests - 500)),
     );
     report(
         "find Db.exec (first 10,000 paths of all)",

@@ -128,6 +128,9 @@ impl Browsed {
     /// from a top-level call down to it with each one's index among its parent's
     /// children (to fetch the right page of them); and how many there are in all.
     fn find(&self, matches: impl Fn(&str) -> bool) -> Found {
+        // Each method's label is matched once, not once per call.
+        let hit: Vec<bool> = self.tree.labels.iter().map(|l| matches(l)).collect();
+        let unknown = matches(self.tree.label(u32::MAX));
         let mut found = Found::default();
         let mut path: Vec<(NodeRef, usize)> = Vec::new();
         // (node, its index among its siblings, depth in the browsed tree): depth
@@ -143,7 +146,8 @@ impl Browsed {
         while let Some((r, index, depth)) = stack.pop() {
             path.truncate(depth);
             path.push((r, index));
-            if matches(self.tree.label(self.tree.node(r).method)) {
+            let method = self.tree.node(r).method as usize;
+            if hit.get(method).copied().unwrap_or(unknown) {
                 found.count += 1;
                 if found.matches.len() < MAX_MATCHES {
                     found
