@@ -318,3 +318,136 @@ pub fn tree_of(
         "parent": node, "total": total, "offset": offset, "nodes": rows,
     })))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::parse_target;
+    use jscope_format::*;
+
+    /// main: `App.main` 0..100 calls `Thread.start` 10..20 and `App.work` 30..50;
+    /// worker (first seen inside the start call): `App.run` 15..60 calls `App.work`
+    /// 20..40. CPU time is half the elapsed time.
+    fn recording() -> Vec<u8> {
+        let mut w = ChunkWriter::new();
+        for (i, s) in ["App", "java.lang.Thread", "main", "start", "work", "run"]
+            .iter()
+            .enumerate()
+        {
+            w.string(StringId(i as u32 + 1), s);
+        }
+        for id in [1, 2] {
+            w.class(&ClassDef {
+                id: ClassId(id),
+                name: StringId(id),
+                source_file: StringId::NONE,
+            });
+        }
+        for (id, class, name) in [(1, 1, 3), (2, 2, 4), (3, 1, 5), (4, 1, 6)] {
+            w.method(&MethodDef {
+                id: MethodId(id),
+                class: ClassId(class),
+                name: StringId(name),
+                signature: StringId::NONE,
+                modifiers: 9,
+            });
+        }
+        for (id, name) in [(1, "main"), (2, "worker")] {
+            w.thread(&ThreadDef {
+                id: ThreadId(id),
+                java_id: id as i64,
+                name: name.into(),
+                start_order: id,
+                ..ThreadDef::default()
+            });
+        }
+        let ev = |kind, method, at: u64| TraceEvent {
+            kind,
+            method: MethodId(method),
+            ticks: at,
+            untraced: 0,
+            cpu_ns: at / 2,
+        };
+        use TraceKind::{Enter, Exit};
+        let main = [
+            ev(Enter, 1, 0),
+            ev(Enter, 2, 10),
+            ev(Exit, 2, 20),
+            ev(Enter, 3, 30),
+            ev(Exit, 3, 50),
+            ev(Exit, 1, 100),
+        ];
+        let worker = [
+            ev(Enter, 4, 15),
+            ev(Enter, 3, 20),
+            ev(Exit, 3, 40),
+            ev(Exit, 4, 60),
+        ];
+        for (thread, events) in [(1, main.to_vec()), (2, worker.to_vec())] {
+            w.trace(&TraceBatch {
+                thread: ThreadId(thread),
+                has_cpu: true,
+                events,
+            });
+        }
+        let header = Header {
+            ticks_per_second: 1_000_000_000,
+            ..Header::default()
+        };
+        let mut bytes = encode_file_start(&header);
+        bytes.extend(w.finish());
+        bytes
+    }
+
+    #[test]
+    fn find_walks_callees_then_started_threads_with_each_calls_index() {
+        let b = Browsed::build(&recording(), &TraceOptions::default(), "x").unwrap();
+        let found = b.find(|l| l == "App.work");
+        assert_eq!(found.count, 2);
+        // Thread.start comes before main's own work(): the worker's work() first.
+        assert_eq!(
+            found.matches,
+            [vec!["0.0", "0.1", "1.0", "1.1"], vec!["0.0", "0.2"]]
+        );
+        assert_eq!(found.indexes, [vec![0, 0, 0, 0], vec![0, 1]]);
+        let glob = ThreadMatcher::new("*.w?rk");
+        assert_eq!(b.find(|l| glob.matches(l)).count, 2);
+    }
+
+    #[test]
+    fn rows_carry_caller_thread_times_and_each_calls_cpu_time() {
+        let b = Browsed::build(&recording(), &TraceOptions::default(), "x").unwrap();
+        let main = NodeRef { thread: 0, node: 0 };
+        let work = b.row(NodeRef { thread: 0, node: 2 }, Some(main));
+        assert_eq!(work.label, "App.work");
+        assert_eq!(work.caller.as_deref(), Some("App.main"));
+        assert_eq!(
+            (work.enter_ns, work.exit_ns, work.duration_ns),
+            (30, 50, 20)
+        );
+        assert_eq!(work.cpu_ns, Some(10));
+        let start = NodeRef { thread: 0, node: 1 };
+        let run = b.row(NodeRef { thread: 1, node: 0 }, Some(start));
+        assert_eq!((run.thread.as_str(), run.children), ("worker", 1));
+        assert_eq!(run.cpu_ns, Some(60 / 2 - 15 / 2));
+        assert_eq!(
+            b.row(start, Some(main)).children,
+            1,
+            "the started thread's root"
+        );
+    }
+
+    #[test]
+    fn children_come_in_pages_and_bad_ids_are_refused() {
+        let b = Browsed::build(&recording(), &TraceOptions::default(), "x").unwrap();
+        let kids = b.tree.children(NodeRef { thread: 0, node: 0 });
+        let (total, offset, rows) = page(&parse_target("/t?offset=1&limit=5"), kids).unwrap();
+        assert_eq!((total, offset), (2, 1));
+        assert_eq!(rows, [NodeRef { thread: 0, node: 2 }]);
+        let bad = page(&parse_target("/t?limit=x"), vec![]).unwrap_err();
+        assert_eq!(bad.to_string(), "bad query: limit must be a number");
+        for id in ["9.0", "0.9", "0", "a.b"] {
+            assert!(parse_id(&b.tree, id).is_err(), "{id}");
+        }
+    }
+}
