@@ -24,11 +24,21 @@ const MAX_MATCHES: usize = 10_000;
 const PAGE: usize = 500;
 const MAX_PAGE: usize = 10_000;
 
-/// The last tree built, per JVM: rebuilt when the JVM's stored data or the hidden
-/// methods change.
+/// Trees kept at once: the least recently asked for goes first.
+const KEPT_TREES: usize = 4;
+
+/// The last tree built, per JVM, for the last few JVMs browsed: rebuilt when the
+/// JVM's stored data or the hidden methods change.
 #[derive(Default)]
 pub struct TreeCache {
-    trees: Mutex<HashMap<String, (Key, Arc<Browsed>)>>,
+    trees: Mutex<Cached>,
+}
+
+#[derive(Default)]
+struct Cached {
+    /// JVM id -> the key it was built for, the tree, and when it was last asked for.
+    trees: HashMap<String, (Key, Arc<Browsed>, u64)>,
+    clock: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,9 +252,15 @@ impl TreeCache {
             bytes: stored.bytes(),
             hide,
         };
-        if let Some((k, b)) = self.trees.lock().expect("tree cache").get(id) {
-            if *k == key {
-                return Ok(b.clone());
+        {
+            let mut cached = self.trees.lock().expect("tree cache");
+            cached.clock += 1;
+            let now = cached.clock;
+            if let Some((k, b, used)) = cached.trees.get_mut(id) {
+                if *k == key {
+                    *used = now;
+                    return Ok(b.clone());
+                }
             }
         }
         let bytes = store.raw(id, None, None)?;
@@ -253,10 +269,21 @@ impl TreeCache {
             &TraceOptions::hiding(&key.hide),
             id,
         )?);
-        self.trees
-            .lock()
-            .expect("tree cache")
-            .insert(id.to_string(), (key, built.clone()));
+        let mut cached = self.trees.lock().expect("tree cache");
+        cached.clock += 1;
+        let now = cached.clock;
+        cached
+            .trees
+            .insert(id.to_string(), (key, built.clone(), now));
+        while cached.trees.len() > KEPT_TREES {
+            let oldest = cached
+                .trees
+                .iter()
+                .min_by_key(|(_, (_, _, used))| *used)
+                .map(|(id, _)| id.clone())
+                .expect("more than KEPT_TREES");
+            cached.trees.remove(&oldest);
+        }
         Ok(built)
     }
 }
