@@ -183,3 +183,49 @@ fn write_graph(
     };
     std::fs::write(out, page).with_context(|| format!("cannot write {}", out.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(from_s: Option<f64>, to_s: Option<f64>) -> Range {
+        Range { from_s, to_s }
+    }
+
+    #[test]
+    fn a_side_may_end_in_a_range_of_seconds() {
+        let ok = |spec| split_side(spec).unwrap();
+        assert_eq!(ok("base.jsc"), ("base.jsc", Range::default()));
+        assert_eq!(ok("4242@0..30"), ("4242", range(Some(0.0), Some(30.0))));
+        assert_eq!(ok("4242@12.5.."), ("4242", range(Some(12.5), None)));
+        assert_eq!(ok("vm-1-2@..10s"), ("vm-1-2", range(None, Some(10.0))));
+        // An @ without a range is part of the name.
+        assert_eq!(ok("runs/a@b.jsc"), ("runs/a@b.jsc", Range::default()));
+        let err = |spec| split_side(spec).unwrap_err().to_string();
+        assert_eq!(
+            err("4242@x..1"),
+            "bad time `x` (expected seconds from the start, e.g. 12.5) in \"4242@x..1\": give SIDE@FROM..TO, seconds from its start (e.g. 4242@0..30)"
+        );
+        assert_eq!(
+            err("4242@5..2"),
+            "the range of \"4242@5..2\" ends before it starts"
+        );
+        assert_eq!(
+            err("@0..1"),
+            "\"@0..1\" names no recording or JVM before the @"
+        );
+    }
+
+    #[test]
+    fn a_sides_range_replaces_from_and_to() {
+        let sel = Selection {
+            from_s: Some(1.0),
+            to_s: Some(2.0),
+            ..Selection::default()
+        };
+        let own = range(Some(5.0), None).narrow(&sel);
+        assert_eq!((own.from_s, own.to_s), (Some(5.0), None));
+        let shared = Range::default().narrow(&sel);
+        assert_eq!((shared.from_s, shared.to_s), (Some(1.0), Some(2.0)));
+    }
+}
