@@ -386,8 +386,9 @@ fn check_sandwich(b: &mut Browser, served: &Served, jvm: &str) {
     }
 }
 
-/// The diff view of the two Shift runs ranks Shift.grows first, grown, and draws the
-/// differential flame graph with Shift.grows red.
+/// The diff view of the two Shift runs (chosen by JVM, or by their agent label)
+/// ranks Shift.grows first, grown, and draws the differential flame graph with
+/// Shift.grows red.
 fn check_diff_view(b: &mut Browser, served: &Served, base: &str, new: &str) {
     goto(
         b,
@@ -399,6 +400,14 @@ fn check_diff_view(b: &mut Browser, served: &Served, base: &str, new: &str) {
         Duration::from_secs(30),
     );
     assert_eq!(b.text("#diff-error"), "");
+    assert_eq!(
+        b.eval("document.querySelector('#diff-base').value"),
+        json!(base)
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#diff-new').value"),
+        json!(new)
+    );
     let first = b.html("#diff-table tbody tr");
     assert!(
         first.contains("data-method=\"Shift.grows\"") && first.contains("class=\"grew\""),
@@ -435,12 +444,13 @@ fn tree_browser_sandwich_and_diff_over_real_jvms_in_chromium() {
         &["TracedApp"],
     );
     // The same 2 s of CPU; in the new run grows() spins four times as long.
-    let sampled = format!("mode=cpu,interval=5ms,quiet,collector={agents}");
+    let sampled =
+        |run: &str| format!("mode=cpu,interval=5ms,quiet,labels=run:{run},collector={agents}");
     let mut base = start_logged(
         &java,
         &dir,
         "base",
-        &sampled,
+        &sampled("base"),
         &shift_classes,
         &["Shift", "2", "1"],
     );
@@ -448,7 +458,7 @@ fn tree_browser_sandwich_and_diff_over_real_jvms_in_chromium() {
         &java,
         &dir,
         "new",
-        &sampled,
+        &sampled("new"),
         &shift_classes,
         &["Shift", "2", "4"],
     );
@@ -471,6 +481,10 @@ fn tree_browser_sandwich_and_diff_over_real_jvms_in_chromium() {
     check_mapper(&mut browser, &served, traced_id);
     check_sandwich(&mut browser, &served, new_id);
     check_diff_view(&mut browser, &served, base_id, new_id);
+    check_diff_view(&mut browser, &served, "label:run=base", "label:run=new");
+    let by_label = served.json("/api/diff?base_label=run=base&new_label=run=new&limit=1");
+    assert_eq!(by_label["diff"]["methods"][0]["method"], "Shift.grows");
+    assert_eq!(by_label["base"]["jvms"], json!([base_id]));
 
     // The CLI on the same collector: sides by pid, and one JVM's two time ranges.
     let url = served.url();

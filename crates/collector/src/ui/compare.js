@@ -151,20 +151,33 @@ window.jscopeCompare = (() => {
   }
 
   // ---- Diff ----
+  // Every JVM, then every agent label (`service=shop`: all JVMs with it).
   function fillJvmSelect(sel, jvms, want) {
     const keep = sel.value || want;
-    sel.replaceChildren(...jvms.map((j) => new Option(j.pid + " " + (j.main_class || j.id) + " (" + j.status + ")", j.id)));
-    if (keep && jvms.some((j) => j.id === keep)) sel.value = keep;
+    const labels = [...new Set(jvms.flatMap((j) => Object.entries(j.labels || {}).map(([k, v]) => k + "=" + v)))].sort();
+    sel.replaceChildren(
+      ...jvms.map((j) => new Option(j.pid + " " + (j.main_class || j.id) + " (" + j.status + ")", j.id)),
+      ...labels.map((l) => new Option("label " + l, "label:" + l)));
+    if (keep && [...sel.options].some((o) => o.value === keep)) sel.value = keep;
   }
 
-  // Seconds from the chosen JVM's start -> epoch ms.
+  // A JVM or a label; seconds from the (earliest chosen) JVM's start -> epoch ms.
   function sideParams(q, side, jvms) {
-    const id = $(`#diff-${side}`).value;
-    q.set(side + "_jvm", id);
-    const j = jvms.find((x) => x.id === id);
+    const pick = $(`#diff-${side}`).value;
+    let chosen;
+    if (pick.startsWith("label:")) {
+      const l = pick.slice(6);
+      q.set(side + "_label", l);
+      const [k, v] = [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)];
+      chosen = jvms.filter((j) => (j.labels || {})[k] === v);
+    } else {
+      q.set(side + "_jvm", pick);
+      chosen = jvms.filter((x) => x.id === pick);
+    }
+    const start = Math.min(...chosen.map((j) => j.started_ms));
     for (const bound of ["from", "to"]) {
       const v = $(`#diff-${side}-${bound}`).value.trim();
-      if (v !== "" && j) q.set(`${side}_${bound}`, String(Math.round(j.started_ms + 1000 * Number(v))));
+      if (v !== "" && chosen.length) q.set(`${side}_${bound}`, String(Math.round(start + 1000 * Number(v))));
     }
   }
 
