@@ -214,6 +214,58 @@ fn check_find_next(b: &mut Browser, served: &Served, traced: &str) {
     );
 }
 
+/// The keys of the tree: from main's first depth() call (match 1, selected), Up
+/// is main, Left closes it, Right opens it and goes to its first callee, Left
+/// closes that and goes up again, F3 is the next match.
+fn check_keys(b: &mut Browser) {
+    let key = |b: &mut Browser, k: &str| {
+        b.eval(&format!(
+            "document.querySelector('#tb-scroll').dispatchEvent(new KeyboardEvent('keydown', {{ key: '{k}', bubbles: true }}))"
+        ));
+    };
+    let selected = |b: &mut Browser| {
+        b.eval("document.querySelector('#tb-info').dataset.id")
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let rows = |b: &mut Browser| {
+        b.eval("parseFloat(document.querySelector('#tb-spacer').style.height) / 20")
+            .as_f64()
+            .unwrap() as u64
+    };
+    wait_match(b, 0);
+    let first = selected(b);
+    key(b, "ArrowUp");
+    assert_eq!(info(b, "method").0, "TracedApp.main");
+    let main = selected(b);
+    let open = rows(b);
+    key(b, "ArrowLeft");
+    b.wait_for(
+        "parseFloat(document.querySelector('#tb-spacer').style.height) === 2 * 20",
+        Duration::from_secs(10),
+    );
+    key(b, "ArrowRight");
+    b.wait_for(
+        &format!("parseFloat(document.querySelector('#tb-spacer').style.height) === {open} * 20"),
+        Duration::from_secs(10),
+    );
+    key(b, "ArrowRight");
+    assert_eq!(selected(b), first);
+    key(b, "ArrowLeft");
+    b.wait_for(
+        &format!(
+            "parseFloat(document.querySelector('#tb-spacer').style.height) === ({open} - 3) * 20"
+        ),
+        Duration::from_secs(10),
+    );
+    key(b, "ArrowLeft");
+    assert_eq!(selected(b), main);
+    key(b, "F3");
+    wait_match(b, 1);
+    assert!(rows(b) == open, "the match's ancestors opened again");
+}
+
 /// The three pause calls' node info (clicked from the method table) shows the
 /// durations `jscope stats` gives for the same stored recording.
 fn check_node_info(b: &mut Browser, served: &Served, traced: &str, dir: &Path) {
@@ -477,6 +529,7 @@ fn tree_browser_sandwich_and_diff_over_real_jvms_in_chromium() {
     let (traced_id, base_id, new_id) = (&ids[0], &ids[1], &ids[2]);
 
     check_find_next(&mut browser, &served, traced_id);
+    check_keys(&mut browser);
     check_node_info(&mut browser, &served, traced_id, &dir);
     check_mapper(&mut browser, &served, traced_id);
     check_sandwich(&mut browser, &served, new_id);

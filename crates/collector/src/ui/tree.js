@@ -150,6 +150,7 @@ window.jscopeTree = (() => {
       this.maxDuration = 1;
       parts.scroll.addEventListener("scroll", () => this.draw(false));
       parts.map.addEventListener("click", (e) => this.jumpTo(e));
+      parts.scroll.addEventListener("keydown", (e) => this.key(e));
       this.observer = new ResizeObserver(() => this.draw());
       this.observer.observe(parts.scroll);
     }
@@ -177,7 +178,7 @@ window.jscopeTree = (() => {
       const r = await this.source.children(id === ROOT ? null : id, page * PAGE, PAGE);
       if (!e.kids) e.kids = { total: r.total, pages: new Map() };
       e.kids.pages.set(page, r.nodes.map((n) => {
-        if (!this.entries.has(n.id)) this.entries.set(n.id, { node: n, depth: e.depth + 1, open: false, kids: null });
+        if (!this.entries.has(n.id)) this.entries.set(n.id, { node: n, depth: e.depth + 1, open: false, kids: null, parent: id });
         return n.id;
       }));
     }
@@ -274,7 +275,10 @@ window.jscopeTree = (() => {
       bar.className = "tb-bar";
       bar.style.width = Math.max(1, 80 * n.duration_ns / this.maxDuration) + "px";
       div.append(t, label, dur, bar);
-      div.onclick = () => this.select(id);
+      div.onclick = () => {
+        this.select(id);
+        this.p.scroll.focus({ preventScroll: true });
+      };
       div.ondblclick = () => this.toggle(id, !e.open).catch((x) => this.error(x));
       return div;
     }
@@ -325,6 +329,37 @@ window.jscopeTree = (() => {
       const s = this.p.scroll;
       s.scrollTop = Math.max(0, at * this.visible.length * ROW_H - s.clientHeight / 2);
       this.draw(false);
+    }
+
+    // Up/Down: the previous/next shown call; Right: open, then the first child;
+    // Left: close, then the caller; F3 (Shift+F3): the next (previous) match.
+    key(ev) {
+      const act = async () => {
+        if (ev.key === "F3") return this.next(ev.shiftKey ? -1 : 1);
+        const at = this.selected === null ? -1 : this.index.get(this.selected);
+        const e = this.selected === null ? null : this.entries.get(this.selected);
+        let to = null;
+        if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+          const step = ev.key === "ArrowDown" ? 1 : -1;
+          for (let i = at + step; i >= 0 && i < this.visible.length; i += step) {
+            if (typeof this.visible[i] === "string") { to = this.visible[i]; break; }
+          }
+        } else if (ev.key === "ArrowRight" && e && e.node.kids) {
+          if (!e.open) return this.toggle(this.selected, true);
+          to = this.visible[at + 1];
+        } else if (ev.key === "ArrowLeft" && e) {
+          if (e.open) return this.toggle(this.selected, false);
+          to = e.parent === ROOT ? null : e.parent;
+        } else {
+          return;
+        }
+        if (typeof to === "string") {
+          this.select(to);
+          this.reveal(to);
+        }
+      };
+      if (["ArrowDown", "ArrowUp", "ArrowLeft", "ArrowRight", "F3"].includes(ev.key)) ev.preventDefault();
+      act().catch((x) => this.error(x));
     }
 
     select(id) {
