@@ -1,0 +1,187 @@
+//! Exports of jscope recordings to other tools' formats.
+//!
+//! A recording's samples of one [`Kind`] (cpu, wall, snapshot, alloc, lock, or the
+//! self time of exact traces) are first gathered into a [`Profile`]: functions
+//! named as `jscope report` names them, stacks interned once, one [`Sample`] per
+//! observation with its thread, state, time and weight. The writers turn it into:
+//!
+//! - [`pprof`]: gzipped `profile.proto`, for `go tool pprof` and Pyroscope;
+//! - [`otlp`]: an OTLP `ExportProfilesServiceRequest` (protobuf or JSON), one
+//!   profile per kind;
+//! - [`speedscope`]: sampled profiles per thread, or evented ones for traces;
+//! - [`chrome`]: trace-event JSON, samples as nested slices over time per thread;
+//! - collapsed stacks ([`Profile::collapsed`]).
+//!
+//! Exact traces also export as themselves: Chrome events per call and collapsed
+//! self time (the call tree's own writers), speedscope evented profiles.
+//! docs/EXPORT.md maps each kind to each format's sample types.
+
+pub mod chrome;
+mod model;
+pub mod otlp;
+pub mod pprof;
+pub mod speedscope;
+
+use std::io::{self, Write};
+
+use jscope_analysis::trace::{CallTree, TraceOptions};
+use jscope_analysis::Selection;
+use jscope_format::Recording;
+
+pub use model::{Frame, Function, Kind, Profile, Sample};
+
+/// Why an export could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error("unknown export mode {0:?} (expected cpu, wall, snapshot, alloc, lock or trace)")]
+    UnknownKind(String),
+    #[error("{0}")]
+    NoData(String),
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// The formats an export writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Pprof,
+    Otlp,
+    OtlpJson,
+    Speedscope,
+    Chrome,
+    Collapsed,
+}
+
+/// What to export from a recording.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// `None`: [`Kind::default_for`]; for OTLP, every kind the recording has.
+    pub kind: Option<Kind>,
+    /// Thread, state and time filters (its mode is ignored: `kind` decides).
+    pub selection: Selection,
+    /// Methods hidden from trace exports.
+    pub trace: TraceOptions,
+    /// What to call the profile in viewers (the file name).
+    pub name: String,
+}
+
+/// Whether the recording holds anything of `kind` at all (before filters).
+pub fn has_kind(rec: &Recording, kind: Kind) -> bool {
+    match kind {
+        Kind::Trace => rec.traces.iter().any(|b| !b.events.is_empty()),
+        k => !Profile::of(rec, k, &Selection::default())
+            .samples
+            .is_empty(),
+    }
+}
+
+/// The kinds an export covers: the asked one, or the recording's default; for
+/// OTLP without a kind, every kind the recording has (traces only when there is
+/// nothing else).
+pub fn kinds(rec: &Recording, req: &Request, format: Format) -> Vec<Kind> {
+    if let Some(k) = req.kind {
+        return vec![k];
+    }
+    if matches!(format, Format::Otlp | Format::OtlpJson) {
+        let sampled: Vec<Kind> = Kind::ALL
+            .into_iter()
+            .filter(|&k| k != Kind::Trace && has_kind(rec, k))
+            .collect();
+        if !sampled.is_empty() {
+            return sampled;
+        }
+    }
+    Kind::default_for(rec).into_iter().collect()
+}
+
+/// Writes the export of `rec` in `format`.
+pub fn export(
+    rec: &Recording,
+    req: &Request,
+    format: Format,
+    out: &mut dyn Write,
+) -> Result<(), ExportError> {
+    let kinds = kinds(rec, req, format);
+    let Some(&first) = kinds.first() else {
+        return Err(ExportError::NoData(format!(
+            "{} holds no samples, allocations, lock waits or traces to export",
+            req.name
+        )));
+    };
+    if first == Kind::Trace {
+        return export_trace(rec, req, format, out);
+    }
+    let profiles: Vec<Profile> = kinds
+        .iter()
+        .map(|&k| Profile::of(rec, k, &req.selection))
+        .collect();
+    let p = &profiles[0];
+    match format {
+        Format::Pprof => pprof::write(p, out)?,
+        Format::Otlp => otlp::write(&profiles, &resource_info(rec), out)?,
+        Format::OtlpJson => otlp::write_json(&profiles, &resource_info(rec), out)?,
+        Format::Speedscope => speedscope::write(&speedscope::sampled(p, &req.name), out)?,
+        Format::Chrome => chrome::write(p, out)?,
+        Format::Collapsed => write_collapsed(&p.collapsed(), out)?,
+    }
+    Ok(())
+}
+
+/// Exports of exact traces: the call tree's own Chrome and collapsed writers,
+/// evented speedscope profiles, and self time as samples for pprof and OTLP.
+fn export_trace(
+    rec: &Recording,
+    req: &Request,
+    format: Format,
+    out: &mut dyn Write,
+) -> Result<(), ExportError> {
+    let tree = CallTree::of(rec, &req.trace);
+    if tree.events == 0 {
+        return Err(ExportError::NoData(if rec.call_aggregates.is_empty() {
+            format!("{} has no trace events (record with tracing on)", req.name)
+        } else {
+            format!(
+                "{} is an aggregate-mode recording: it has caller -> callee totals but no calls to export (use jscope stats)",
+                req.name
+            )
+        }));
+    }
+    match format {
+        Format::Chrome => tree.write_chrome(out)?,
+        Format::Collapsed => tree.write_collapsed(out)?,
+        Format::Speedscope => speedscope::write(&speedscope::evented(&tree, &req.name), out)?,
+        Format::Pprof => pprof::write(&Profile::of_trace(rec, &tree), out)?,
+        Format::Otlp | Format::OtlpJson => {
+            let profiles = [Profile::of_trace(rec, &tree)];
+            if format == Format::Otlp {
+                otlp::write(&profiles, &resource_info(rec), out)?
+            } else {
+                otlp::write_json(&profiles, &resource_info(rec), out)?
+            }
+        }
+    }
+    Ok(())
+}
+
+fn write_collapsed(stacks: &[(String, u64)], out: &mut dyn Write) -> io::Result<()> {
+    for (path, n) in stacks {
+        writeln!(out, "{path} {n}")?;
+    }
+    Ok(())
+}
+
+/// The OTLP resource of a recording's JVM.
+pub fn resource_info(rec: &Recording) -> otlp::ResourceInfo {
+    let h = &rec.header;
+    otlp::ResourceInfo {
+        service_name: h
+            .extra("service.name")
+            .map(str::to_string)
+            .unwrap_or_else(|| otlp::service_name(&h.command_line)),
+        host: h.host.clone(),
+        pid: h.pid,
+        command_line: h.command_line.clone(),
+        runtime_name: h.vm_name.clone(),
+        runtime_version: h.java_version.clone(),
+    }
+}

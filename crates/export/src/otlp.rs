@@ -1,0 +1,287 @@
+//! OTLP profiles: an `ExportProfilesServiceRequest` of the current
+//! opentelemetry-proto profiles schema (v1development), with the types of the
+//! `opentelemetry-proto` crate. One resource (the JVM), one scope (jscope), one
+//! profile per sample type; functions, locations, stacks and attributes in the
+//! request's shared dictionary, whose entry 0 is the zero value in every table.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::profiles::v1development as otlp;
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use prost::Message;
+
+use crate::model::Profile as Source;
+
+/// What the resource says about the JVM.
+#[derive(Debug, Clone, Default)]
+pub struct ResourceInfo {
+    pub service_name: String,
+    pub host: String,
+    pub pid: u32,
+    pub command_line: String,
+    pub runtime_name: String,
+    pub runtime_version: String,
+}
+
+/// The service name of a JVM: its main class (or jar's name) from the command line.
+pub fn service_name(command_line: &str) -> String {
+    let main = command_line
+        .split_whitespace()
+        .find(|w| !w.starts_with('-'))
+        .unwrap_or("");
+    let main = match main.strip_suffix(".jar") {
+        Some(jar) => jar.rsplit('/').next().unwrap_or(jar),
+        None => main,
+    };
+    if main.is_empty() {
+        "java".to_string()
+    } else {
+        main.to_string()
+    }
+}
+
+/// The shared dictionary being filled.
+struct Dictionary {
+    dict: otlp::ProfilesDictionary,
+    strings: HashMap<String, i32>,
+    locations: HashMap<(u32, u32), i32>,
+    stacks: HashMap<Vec<i32>, i32>,
+    attributes: HashMap<(i32, String), i32>,
+}
+
+impl Dictionary {
+    fn new() -> Dictionary {
+        let mut d = Dictionary {
+            dict: otlp::ProfilesDictionary {
+                mapping_table: vec![otlp::Mapping::default()],
+                location_table: vec![otlp::Location::default()],
+                function_table: vec![otlp::Function::default()],
+                link_table: vec![otlp::Link::default()],
+                string_table: vec![],
+                attribute_table: vec![otlp::KeyValueAndUnit::default()],
+                stack_table: vec![otlp::Stack::default()],
+            },
+            strings: HashMap::new(),
+            locations: HashMap::new(),
+            stacks: HashMap::new(),
+            attributes: HashMap::new(),
+        };
+        d.string("");
+        d
+    }
+
+    fn string(&mut self, s: &str) -> i32 {
+        if let Some(&i) = self.strings.get(s) {
+            return i;
+        }
+        let i = self.dict.string_table.len() as i32;
+        self.dict.string_table.push(s.to_string());
+        self.strings.insert(s.to_string(), i);
+        i
+    }
+
+    fn value_type(&mut self, (t, u): (&str, &str)) -> otlp::ValueType {
+        otlp::ValueType {
+            type_strindex: self.string(t),
+            unit_strindex: self.string(u),
+        }
+    }
+
+    /// Adds the functions of `src`; returns the dictionary index of each.
+    fn functions(&mut self, src: &Source) -> Vec<i32> {
+        src.functions
+            .iter()
+            .map(|f| {
+                let function = otlp::Function {
+                    name_strindex: self.string(&f.name),
+                    system_name_strindex: self.string(&f.system_name),
+                    filename_strindex: self.string(&f.file),
+                    start_line: 0,
+                };
+                self.dict.function_table.push(function);
+                self.dict.function_table.len() as i32 - 1
+            })
+            .collect()
+    }
+
+    fn location(&mut self, function: i32, line: u32) -> i32 {
+        let table = &mut self.dict.location_table;
+        *self
+            .locations
+            .entry((function as u32, line))
+            .or_insert_with(|| {
+                table.push(otlp::Location {
+                    lines: vec![otlp::Line {
+                        function_index: function,
+                        line: line.into(),
+                        column: 0,
+                    }],
+                    ..otlp::Location::default()
+                });
+                table.len() as i32 - 1
+            })
+    }
+
+    fn stack(&mut self, locations: Vec<i32>) -> i32 {
+        let table = &mut self.dict.stack_table;
+        *self.stacks.entry(locations).or_insert_with_key(|l| {
+            table.push(otlp::Stack {
+                location_indices: l.clone(),
+            });
+            table.len() as i32 - 1
+        })
+    }
+
+    fn attribute(&mut self, key: &str, value: &str) -> i32 {
+        let key = self.string(key);
+        let table = &mut self.dict.attribute_table;
+        *self
+            .attributes
+            .entry((key, value.to_string()))
+            .or_insert_with_key(|(_, v)| {
+                table.push(otlp::KeyValueAndUnit {
+                    key_strindex: key,
+                    value: Some(string_value(v)),
+                    unit_strindex: 0,
+                });
+                table.len() as i32 - 1
+            })
+    }
+}
+
+fn string_value(s: &str) -> AnyValue {
+    AnyValue {
+        value: Some(any_value::Value::StringValue(s.to_string())),
+    }
+}
+
+fn key_value(key: &str, value: AnyValue) -> KeyValue {
+    KeyValue {
+        key: key.to_string(),
+        value: Some(value),
+        ..KeyValue::default()
+    }
+}
+
+/// The request holding one profile per source (each one kind of measurement).
+pub fn request(sources: &[Source], info: &ResourceInfo) -> ExportProfilesServiceRequest {
+    let mut d = Dictionary::new();
+    let profiles = sources.iter().map(|src| profile(src, &mut d)).collect();
+    let int = |v: i64| AnyValue {
+        value: Some(any_value::Value::IntValue(v)),
+    };
+    let resource = Resource {
+        attributes: vec![
+            key_value("service.name", string_value(&info.service_name)),
+            key_value("host.name", string_value(&info.host)),
+            key_value("process.pid", int(info.pid.into())),
+            key_value("process.command_line", string_value(&info.command_line)),
+            key_value("process.runtime.name", string_value(&info.runtime_name)),
+            key_value(
+                "process.runtime.version",
+                string_value(&info.runtime_version),
+            ),
+        ],
+        ..Resource::default()
+    };
+    ExportProfilesServiceRequest {
+        resource_profiles: vec![otlp::ResourceProfiles {
+            resource: Some(resource),
+            scope_profiles: vec![otlp::ScopeProfiles {
+                scope: Some(InstrumentationScope {
+                    name: "jscope".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    ..InstrumentationScope::default()
+                }),
+                profiles,
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+        dictionary: Some(d.dict),
+    }
+}
+
+/// One profile of the source's weight type: a sample per distinct stack and
+/// attribute set (thread name, thread state, class), with every observation's
+/// timestamp and weight.
+fn profile(src: &Source, d: &mut Dictionary) -> otlp::Profile {
+    let kind = src.kind();
+    let functions = d.functions(src);
+    let stacks: Vec<i32> = src
+        .stacks
+        .iter()
+        .map(|frames| {
+            let locations = frames
+                .iter()
+                .map(|f| d.location(functions[f.function as usize], f.line))
+                .collect();
+            d.stack(locations)
+        })
+        .collect();
+    let class_key = match kind {
+        crate::Kind::Alloc => "jvm.allocated_class",
+        _ => "jvm.lock_class",
+    };
+    let mut index: HashMap<(i32, Vec<i32>), usize> = HashMap::new();
+    let mut samples: Vec<otlp::Sample> = Vec::new();
+    for s in &src.samples {
+        let mut attributes = vec![d.attribute("thread.name", &src.thread_name(s.thread))];
+        if let Some(state) = s.state {
+            attributes.push(d.attribute("thread.state", state));
+        }
+        if let Some(class) = &s.class {
+            attributes.push(d.attribute(class_key, class));
+        }
+        let stack = stacks[s.stack as usize];
+        let i = *index
+            .entry((stack, attributes))
+            .or_insert_with_key(|(_, a)| {
+                samples.push(otlp::Sample {
+                    stack_index: stack,
+                    attribute_indices: a.clone(),
+                    ..otlp::Sample::default()
+                });
+                samples.len() - 1
+            });
+        samples[i].values.push(s.weight as i64);
+        samples[i].timestamps_unix_nano.push(src.wall_ns(s));
+    }
+    let types = kind.value_types();
+    otlp::Profile {
+        sample_type: Some(d.value_type(types[1])),
+        samples,
+        time_unix_nano: src.start_wall_ns,
+        duration_nano: src.duration_ns,
+        period_type: Some(d.value_type(types[1])),
+        period: match kind {
+            crate::Kind::Cpu | crate::Kind::Wall | crate::Kind::Snapshot => src.period_ns as i64,
+            _ => 0,
+        },
+        profile_id: profile_id(src),
+        ..otlp::Profile::default()
+    }
+}
+
+/// A 16-byte id, different for each JVM, start and kind (never all zeroes).
+fn profile_id(src: &Source) -> Vec<u8> {
+    let mut id = Vec::with_capacity(16);
+    id.extend_from_slice(&src.start_wall_ns.to_be_bytes());
+    id.extend_from_slice(&src.pid.to_be_bytes());
+    id.extend_from_slice(&(src.kind() as u32 + 1).to_be_bytes());
+    id
+}
+
+/// Writes the request as protobuf binary.
+pub fn write(sources: &[Source], info: &ResourceInfo, out: &mut dyn Write) -> io::Result<()> {
+    out.write_all(&request(sources, info).encode_to_vec())
+}
+
+/// Writes the request as OTLP/JSON (the protobuf JSON mapping, camelCase names).
+pub fn write_json(sources: &[Source], info: &ResourceInfo, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, &request(sources, info))?;
+    out.write_all(b"\n")
+}
