@@ -26,21 +26,36 @@ pub struct ResourceInfo {
     pub runtime_version: String,
 }
 
-/// The service name of a JVM: its main class (or jar's name) from the command line.
+/// The service name of a JVM: its main class (or its jar's or module's name) from
+/// the command line, with or without the java launcher and its options in front.
 pub fn service_name(command_line: &str) -> String {
-    let main = command_line
-        .split_whitespace()
-        .find(|w| !w.starts_with('-'))
-        .unwrap_or("");
-    let main = match main.strip_suffix(".jar") {
-        Some(jar) => jar.rsplit('/').next().unwrap_or(jar),
-        None => main,
-    };
-    if main.is_empty() {
-        "java".to_string()
-    } else {
-        main.to_string()
+    let mut words = command_line.split_whitespace().peekable();
+    if words
+        .peek()
+        .is_some_and(|w| w.rsplit('/').next() == Some("java"))
+    {
+        words.next();
     }
+    while let Some(w) = words.next() {
+        match w {
+            "-jar" => {
+                let jar = words.next().unwrap_or("java");
+                let file = jar.rsplit('/').next().unwrap_or(jar);
+                return file.trim_end_matches(".jar").to_string();
+            }
+            "-m" | "--module" => {
+                let m = words.next().unwrap_or("java");
+                return m.rsplit('/').next().unwrap_or(m).to_string();
+            }
+            "-cp" | "-classpath" | "--class-path" | "-p" | "--module-path" | "--add-modules"
+            | "--add-opens" | "--add-exports" => {
+                words.next();
+            }
+            w if w.starts_with('-') => {}
+            main => return main.to_string(),
+        }
+    }
+    "java".to_string()
 }
 
 /// The shared dictionary being filled.
@@ -284,4 +299,21 @@ pub fn write(sources: &[Source], info: &ResourceInfo, out: &mut dyn Write) -> io
 pub fn write_json(sources: &[Source], info: &ResourceInfo, out: &mut dyn Write) -> io::Result<()> {
     serde_json::to_writer(&mut *out, &request(sources, info))?;
     out.write_all(b"\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::service_name;
+
+    #[test]
+    fn the_service_is_the_main_class_jar_or_module() {
+        assert_eq!(service_name("com.acme.Main --port 80"), "com.acme.Main");
+        assert_eq!(
+            service_name("/usr/bin/java -agentpath:/a.so=x -cp /tmp:/b CpuSplit 2"),
+            "CpuSplit"
+        );
+        assert_eq!(service_name("java -Xmx1g -jar /opt/shop.jar"), "shop");
+        assert_eq!(service_name("java -m app/com.acme.App"), "com.acme.App");
+        assert_eq!(service_name(""), "java");
+    }
 }
