@@ -48,9 +48,6 @@ impl<'a> ThreadSlices<'a> {
         if !f.file.is_empty() {
             args["file"] = json!(f.file);
         }
-        if o.frame.line > 0 {
-            args["line"] = json!(o.frame.line);
-        }
         json!({
             "ph": "X",
             "cat": self.src.kind().name(),
@@ -63,8 +60,9 @@ impl<'a> ThreadSlices<'a> {
         })
     }
 
-    /// Adds a sample: frames shared with the open slices (root first, and
-    /// without a gap of more than one interval between them) stay open.
+    /// Adds a sample: frames of the same functions as the open slices (root first,
+    /// whatever line they are at, and without a gap of more than one interval
+    /// between the samples) stay open.
     fn add(&mut self, s: &Sample, out: &mut Vec<serde_json::Value>) {
         let frames: Vec<Frame> = self.src.stacks[s.stack as usize]
             .iter()
@@ -76,7 +74,7 @@ impl<'a> ThreadSlices<'a> {
             self.open
                 .iter()
                 .zip(&frames)
-                .take_while(|(o, f)| o.frame == **f)
+                .take_while(|(o, f)| o.frame.function == f.function)
                 .count()
         } else {
             0
