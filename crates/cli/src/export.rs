@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use jscope_analysis::trace::TraceOptions;
 use jscope_analysis::{Mode, Selection};
-use jscope_export::{Format, Kind, Request};
+use jscope_export::{Export, Format, Kind, Request};
 
 use crate::analyze::{load, require_samples, selection};
 use crate::args::{SelectArgs, SourceArgs};
@@ -100,9 +100,8 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     if args.output.is_none() && matches!(args.format, ExportFormat::Pprof | ExportFormat::Otlp) {
         bail!("pprof and otlp output is binary: give -o FILE");
     }
-    with_output(args.output.as_deref(), |w| {
-        jscope_export::export(&rec, &request, args.format.into(), w).map_err(io_error)
-    })
+    let export = Export::new(&rec, &request, args.format.into())?;
+    with_output(args.output.as_deref(), |w| export.write(w))
 }
 
 fn sample_mode(k: Kind) -> Option<Mode> {
@@ -121,15 +120,6 @@ fn record_hint(k: Kind) -> &'static str {
     }
 }
 
-/// Keeps write errors as they are (a closed pipe is success in main) and turns
-/// the export's own errors into one-line ones.
-fn io_error(e: jscope_export::ExportError) -> io::Error {
-    match e {
-        jscope_export::ExportError::Io(io) => io,
-        other => io::Error::other(other.to_string()),
-    }
-}
-
 /// Writes to the output file or to buffered stdout, flushing at the end so a
 /// closed pipe surfaces as an error (treated as success by main).
 fn with_output(
@@ -141,14 +131,9 @@ fn with_output(
             let file =
                 File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
             let mut out = BufWriter::new(file);
-            let written = write(&mut out).and_then(|()| out.flush());
-            if let Err(e) = written {
-                let _ = std::fs::remove_file(path);
-                if e.kind() == io::ErrorKind::Other {
-                    bail!("{e}");
-                }
-                return Err(e).with_context(|| format!("cannot write {}", path.display()));
-            }
+            write(&mut out)
+                .and_then(|()| out.flush())
+                .with_context(|| format!("cannot write {}", path.display()))?;
         }
         None => {
             let mut out = BufWriter::new(io::stdout().lock());

@@ -67,12 +67,7 @@ pub struct Request {
 
 /// Whether the recording holds anything of `kind` at all (before filters).
 pub fn has_kind(rec: &Recording, kind: Kind) -> bool {
-    match kind {
-        Kind::Trace => rec.traces.iter().any(|b| !b.events.is_empty()),
-        k => !Profile::of(rec, k, &Selection::default())
-            .samples
-            .is_empty(),
-    }
+    model::has_kind(rec, kind)
 }
 
 /// The kinds an export covers: the asked one, or the recording's default; for
@@ -94,73 +89,103 @@ pub fn kinds(rec: &Recording, req: &Request, format: Format) -> Vec<Kind> {
     Kind::default_for(rec).into_iter().collect()
 }
 
-/// Writes the export of `rec` in `format`.
+/// An export ready to write: its kinds chosen and its data gathered, so that
+/// nothing to export is an error before any output is opened.
+pub struct Export {
+    format: Format,
+    name: String,
+    resource: otlp::ResourceInfo,
+    data: Data,
+}
+
+enum Data {
+    /// One profile per kind, the first the one single-kind formats write.
+    Profiles(Vec<Profile>),
+    /// Exact traces: their call tree and its self time as a profile.
+    Trace(Box<CallTree>, Profile),
+}
+
+impl Export {
+    /// Gathers what `req` asks of `rec` for `format`.
+    pub fn new(rec: &Recording, req: &Request, format: Format) -> Result<Export, ExportError> {
+        let kinds = kinds(rec, req, format);
+        let data = match kinds.first() {
+            None => {
+                return Err(ExportError::NoData(format!(
+                    "{} holds no samples, allocations, lock waits or traces to export",
+                    req.name
+                )))
+            }
+            Some(Kind::Trace) => {
+                let tree = trace_tree(rec, req)?;
+                let profile = Profile::of_trace(rec, &tree);
+                Data::Trace(Box::new(tree), profile)
+            }
+            Some(_) => Data::Profiles(
+                kinds
+                    .iter()
+                    .map(|&k| Profile::of(rec, k, &req.selection))
+                    .collect(),
+            ),
+        };
+        Ok(Export {
+            format,
+            name: req.name.clone(),
+            resource: resource_info(rec),
+            data,
+        })
+    }
+
+    /// Writes the export. Exact traces keep their own Chrome (an event per call)
+    /// and collapsed writers and become evented speedscope profiles; pprof and
+    /// OTLP get their self time as samples.
+    pub fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        let profiles = match &self.data {
+            Data::Profiles(p) => p.as_slice(),
+            Data::Trace(_, p) => std::slice::from_ref(p),
+        };
+        let p = &profiles[0];
+        match (self.format, &self.data) {
+            (Format::Chrome, Data::Trace(tree, _)) => tree.write_chrome(out),
+            (Format::Collapsed, Data::Trace(tree, _)) => tree.write_collapsed(out),
+            (Format::Speedscope, Data::Trace(tree, _)) => {
+                speedscope::write(&speedscope::evented(tree, &self.name), out)
+            }
+            (Format::Pprof, _) => pprof::write(p, out),
+            (Format::Otlp, _) => otlp::write(profiles, &self.resource, out),
+            (Format::OtlpJson, _) => otlp::write_json(profiles, &self.resource, out),
+            (Format::Speedscope, _) => speedscope::write(&speedscope::sampled(p, &self.name), out),
+            (Format::Chrome, _) => chrome::write(p, out),
+            (Format::Collapsed, _) => write_collapsed(&p.collapsed(), out),
+        }
+    }
+}
+
+/// Writes the export of `rec` in `format` ([`Export::new`], then write).
 pub fn export(
     rec: &Recording,
     req: &Request,
     format: Format,
     out: &mut dyn Write,
 ) -> Result<(), ExportError> {
-    let kinds = kinds(rec, req, format);
-    let Some(&first) = kinds.first() else {
-        return Err(ExportError::NoData(format!(
-            "{} holds no samples, allocations, lock waits or traces to export",
-            req.name
-        )));
-    };
-    if first == Kind::Trace {
-        return export_trace(rec, req, format, out);
-    }
-    let profiles: Vec<Profile> = kinds
-        .iter()
-        .map(|&k| Profile::of(rec, k, &req.selection))
-        .collect();
-    let p = &profiles[0];
-    match format {
-        Format::Pprof => pprof::write(p, out)?,
-        Format::Otlp => otlp::write(&profiles, &resource_info(rec), out)?,
-        Format::OtlpJson => otlp::write_json(&profiles, &resource_info(rec), out)?,
-        Format::Speedscope => speedscope::write(&speedscope::sampled(p, &req.name), out)?,
-        Format::Chrome => chrome::write(p, out)?,
-        Format::Collapsed => write_collapsed(&p.collapsed(), out)?,
-    }
+    Export::new(rec, req, format)?.write(out)?;
     Ok(())
 }
 
-/// Exports of exact traces: the call tree's own Chrome and collapsed writers,
-/// evented speedscope profiles, and self time as samples for pprof and OTLP.
-fn export_trace(
-    rec: &Recording,
-    req: &Request,
-    format: Format,
-    out: &mut dyn Write,
-) -> Result<(), ExportError> {
+/// The call tree of a recording's traces, or why it has none.
+fn trace_tree(rec: &Recording, req: &Request) -> Result<CallTree, ExportError> {
     let tree = CallTree::of(rec, &req.trace);
-    if tree.events == 0 {
-        return Err(ExportError::NoData(if rec.call_aggregates.is_empty() {
-            format!("{} has no trace events (record with tracing on)", req.name)
-        } else {
-            format!(
-                "{} is an aggregate-mode recording: it has caller -> callee totals but no calls to export (use jscope stats)",
-                req.name
-            )
-        }));
+    if tree.events > 0 {
+        return Ok(tree);
     }
-    match format {
-        Format::Chrome => tree.write_chrome(out)?,
-        Format::Collapsed => tree.write_collapsed(out)?,
-        Format::Speedscope => speedscope::write(&speedscope::evented(&tree, &req.name), out)?,
-        Format::Pprof => pprof::write(&Profile::of_trace(rec, &tree), out)?,
-        Format::Otlp | Format::OtlpJson => {
-            let profiles = [Profile::of_trace(rec, &tree)];
-            if format == Format::Otlp {
-                otlp::write(&profiles, &resource_info(rec), out)?
-            } else {
-                otlp::write_json(&profiles, &resource_info(rec), out)?
-            }
-        }
-    }
-    Ok(())
+    Err(ExportError::NoData(if rec.call_aggregates.is_empty() {
+        format!("{} has no trace events (record with tracing on)", req.name)
+    } else {
+        format!(
+            "{} is an aggregate-mode recording: it has caller -> callee totals but no calls to export (use jscope stats)",
+            req.name
+        )
+    }))
 }
 
 fn write_collapsed(stacks: &[(String, u64)], out: &mut dyn Write) -> io::Result<()> {

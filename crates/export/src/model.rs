@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use jscope_analysis::trace::CallTree;
-use jscope_analysis::{method_label, source_file, Mode, Selection};
+use jscope_analysis::{count_mode, method_label, source_file, Mode, Selection};
 use jscope_format::thread_state::classify;
 use jscope_format::{EventKind, MethodId, Recording, SampleMode, StackId};
 
@@ -88,7 +88,7 @@ impl Kind {
     /// has trace events (as the trace exports always did), else the first of cpu,
     /// wall, snapshot that has samples, else allocations, else lock waits.
     pub fn default_for(rec: &Recording) -> Option<Kind> {
-        if rec.traces.iter().any(|b| !b.events.is_empty()) {
+        if has_kind(rec, Kind::Trace) {
             return Some(Kind::Trace);
         }
         if let Some(m) = Mode::primary(rec) {
@@ -98,8 +98,9 @@ impl Kind {
                 Mode::Snapshot => Kind::Snapshot,
             });
         }
-        let has = |k: Kind| rec.events.iter().any(|e| event_kind(&e.kind) == Some(k));
-        [Kind::Alloc, Kind::Lock].into_iter().find(|&k| has(k))
+        [Kind::Alloc, Kind::Lock]
+            .into_iter()
+            .find(|&k| has_kind(rec, k))
     }
 }
 
@@ -117,6 +118,15 @@ impl FromStr for Kind {
             .into_iter()
             .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| ExportError::UnknownKind(s.to_string()))
+    }
+}
+
+/// Whether the recording holds anything of `kind` at all (before filters).
+pub(crate) fn has_kind(rec: &Recording, kind: Kind) -> bool {
+    match kind.sample_mode() {
+        Some(m) => count_mode(rec, m) > 0,
+        None if kind == Kind::Trace => rec.traces.iter().any(|b| !b.events.is_empty()),
+        None => rec.events.iter().any(|e| event_kind(&e.kind) == Some(kind)),
     }
 }
 
