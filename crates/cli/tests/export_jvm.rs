@@ -1,7 +1,8 @@
 //! `jscope export` of a real JVM's recording, read by the real consumers:
 //! `go tool pprof -top` agrees with `jscope report`, the OTLP request decodes
 //! with the official schema's types, and speedscope (the npm package) in headless
-//! Chromium shows the methods. Consumers that are absent are skipped with a notice
+//! Chromium shows the methods, of samples and of exact traces (evented). Consumers
+//! that are absent are skipped with a notice
 //! (.ci/run installs them).
 
 mod support;
@@ -293,26 +294,26 @@ fn speedscope_dist() -> Option<PathBuf> {
     Some(dist)
 }
 
-#[test]
-fn speedscope_export_opens_in_speedscope_in_chromium() {
+/// The DOM of speedscope's Sandwich view over the profile at `profile`, as headless
+/// Chromium renders it; `None` (with a notice) when Chromium or npm is absent.
+fn speedscope_dom(profile: &Path) -> Option<String> {
     let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|c| has_command(c))
     else {
         eprintln!("NOTICE: chromium not found; skipping the speedscope test");
-        return;
+        return None;
     };
     let Some(dist) = speedscope_dist() else {
         eprintln!("NOTICE: npm not found; skipping the speedscope test");
-        return;
+        return None;
     };
-    let rec = recorded();
     let root = temp_dir("export-speedscope");
     for entry in std::fs::read_dir(&dist).unwrap() {
         let entry = entry.unwrap();
         std::fs::copy(entry.path(), root.join(entry.file_name())).unwrap();
     }
-    export("speedscope", &root.join("profile.json"));
+    std::fs::copy(profile, root.join("profile.json")).unwrap();
     let port = serve_dir(root.clone());
     let url = format!(
         "http://127.0.0.1:{port}/index.html#profileURL=http://127.0.0.1:{port}/profile.json&view=sandwich"
@@ -334,21 +335,35 @@ fn speedscope_export_opens_in_speedscope_in_chromium() {
         .arg(&url)
         .output()
         .expect("run chromium");
-    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The Sandwich table's symbol rows, by self time (the profile picker's rows carry
+/// no shares, symbol rows do).
+fn symbol_rows(dom: &str) -> Vec<&str> {
+    dom.split("<tr")
+        .skip(1)
+        .filter(|r| r.contains("%)<div"))
+        .collect()
+}
+
+#[test]
+fn speedscope_export_opens_in_speedscope_in_chromium() {
+    let rec = recorded();
+    let file = temp_dir("export-speedscope-cpu").join("cpusplit.speedscope.json");
+    export("speedscope", &file);
+    let Some(dom) = speedscope_dom(&file) else {
+        return;
+    };
     // The page title is the profile's name; the profile shown is the main thread's.
     assert!(
         dom.contains("<title>cpusplit.jsc - speedscope</title>"),
         "{dom}"
     );
     assert!(dom.contains("main (cpu)"), "{dom}");
-    // The sandwich table lists symbols by self time: the report's hottest method
-    // first, with its source file as the row's title, and its share.
-    // (Symbol rows carry total and self shares; the profile picker's rows do not.)
-    let rows: Vec<&str> = dom
-        .split("<tr")
-        .skip(1)
-        .filter(|r| r.contains("%)<div"))
-        .collect();
+    // The report's hottest method first, with its source file as the row's title,
+    // and the share it has on the main thread.
+    let rows = symbol_rows(&dom);
     assert!(!rows.is_empty(), "no symbol rows: {dom}");
     let first = rows[0];
     assert!(
@@ -366,6 +381,94 @@ fn speedscope_export_opens_in_speedscope_in_chromium() {
         assert!(
             dom.contains(&format!(">{method}</td>")),
             "{method} in the sandwich view"
+        );
+    }
+}
+
+#[test]
+fn traces_export_as_evented_profiles_that_speedscope_opens() {
+    agent_path();
+    let classes = compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
+    let java = &javas()[0];
+    let dir = temp_dir("export-speedscope-trace");
+    let file = dir.join("trace.jsc");
+    let out = jscope(&[
+        "record",
+        "--mode",
+        "none",
+        "--trace",
+        "CpuSplit",
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+        java.bin.to_str().unwrap(),
+        "-cp",
+        classes.to_str().unwrap(),
+        "CpuSplit",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json_file = dir.join("trace.speedscope.json");
+    let out = jscope(&[
+        "export",
+        file.to_str().unwrap(),
+        "--format",
+        "speedscope",
+        "-o",
+        json_file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // One open and one close per traced call, as many spin calls as seventy and
+    // thirty calls together (jscope stats counts them).
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json_file).unwrap()).unwrap();
+    let profile = &json["profiles"][0];
+    assert_eq!(
+        (&profile["type"], &profile["name"]),
+        (&"evented".into(), &"main (trace)".into())
+    );
+    let stats = jscope_json(&["stats", file.to_str().unwrap(), "--format", "json"]);
+    let calls = |m: &str| {
+        stats["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["method"] == m)
+            .map_or(0, |r| r["calls"].as_u64().unwrap())
+    };
+    let spin = calls("CpuSplit.spin");
+    assert!(spin > 20, "{spin} spin calls");
+    assert_eq!(spin, calls("CpuSplit.seventy") + calls("CpuSplit.thirty"));
+    let frames = json["shared"]["frames"].as_array().unwrap();
+    let opens = profile["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["type"] == "O"
+                && frames[e["frame"].as_u64().unwrap() as usize]["name"] == "CpuSplit.spin"
+        })
+        .count();
+    assert_eq!(opens as u64, spin);
+
+    let Some(dom) = speedscope_dom(&json_file) else {
+        return;
+    };
+    assert!(
+        dom.contains("<title>trace.jsc - speedscope</title>"),
+        "{dom}"
+    );
+    assert!(dom.contains("main (trace)"), "{dom}");
+    let rows = symbol_rows(&dom);
+    assert!(
+        rows.first()
+            .is_some_and(|r| r.contains(">CpuSplit.spin</td>")),
+        "{rows:?}"
+    );
+    for method in ["CpuSplit.seventy", "CpuSplit.thirty", "CpuSplit.main"] {
+        assert!(
+            dom.contains(&format!(">{method}</td>")),
+            "{method} in {dom}"
         );
     }
 }
