@@ -2,8 +2,7 @@
 //! `go tool pprof -top` agrees with `jscope report`, the OTLP request decodes
 //! with the official schema's types, and speedscope (the npm package) in headless
 //! Chromium shows the methods, of samples and of exact traces (evented). Consumers
-//! that are absent are skipped with a notice
-//! (.ci/run installs them).
+//! that are absent are skipped with a notice (.ci/run installs them).
 
 mod support;
 

@@ -90,38 +90,34 @@ impl<'a> ThreadSlices<'a> {
     }
 }
 
-/// The trace events of the samples: process and thread names, then the slices.
-pub fn events(src: &Source) -> Vec<serde_json::Value> {
-    let mut out = vec![json!({
+/// Writes `{"traceEvents":[...]}`, one event per line: process and thread
+/// names, then each thread's slices (built and written a thread at a time).
+pub fn write(src: &Source, out: &mut dyn Write) -> io::Result<()> {
+    write!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
+    let process = json!({
         "ph": "M", "name": "process_name", "pid": src.pid, "tid": 0,
         "args": {"name": format!("jvm {} {}", src.pid, src.command_line)},
-    })];
+    });
+    serde_json::to_writer(&mut *out, &process)?;
     let mut by_thread: BTreeMap<u32, Vec<&Sample>> = BTreeMap::new();
     for s in &src.samples {
         by_thread.entry(s.thread).or_default().push(s);
     }
+    let mut events = Vec::new();
     for (thread, samples) in by_thread {
-        out.push(json!({
+        events.push(json!({
             "ph": "M", "name": "thread_name", "pid": src.pid, "tid": thread,
             "args": {"name": src.thread_name(thread)},
         }));
         let mut slices = ThreadSlices::new(src, thread);
         for s in samples {
-            slices.add(s, &mut out);
+            slices.add(s, &mut events);
         }
-        slices.close_to(0, &mut out);
-    }
-    out
-}
-
-/// Writes `{"traceEvents":[...]}`, one event per line.
-pub fn write(src: &Source, out: &mut dyn Write) -> io::Result<()> {
-    write!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
-    for (i, e) in events(src).iter().enumerate() {
-        if i > 0 {
+        slices.close_to(0, &mut events);
+        for e in events.drain(..) {
             out.write_all(b",\n")?;
+            serde_json::to_writer(&mut *out, &e)?;
         }
-        serde_json::to_writer(&mut *out, e)?;
     }
     writeln!(out, "]}}")
 }
