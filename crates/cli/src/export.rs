@@ -47,7 +47,8 @@ impl From<ExportFormat> for Format {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "--mode also takes alloc, lock and trace here; the default is trace for a tracing recording, else the first sampled mode (for otlp: every kind the recording has).\n\nExamples:\n  jscope export app.jsc --format pprof -o app.pb.gz && go tool pprof -top app.pb.gz\n  jscope export app.jsc --format speedscope --mode wall -o app.speedscope.json\n  jscope export --collector http://127.0.0.1:7080 --jvm 4242 --format otlp -o app.otlp\n  jscope export app.jsc --format chrome -o app.trace.json\n  jscope export app.jsc --format collapsed > app.collapsed"
+    mut_arg("mode", |a| a.help("What to export: cpu, wall, snapshot, alloc, lock or trace (default: trace for a tracing recording, else the first sampled mode; for otlp, every kind the recording has)")),
+    after_help = "Examples:\n  jscope export app.jsc --format pprof -o app.pb.gz && go tool pprof -top app.pb.gz\n  jscope export app.jsc --format speedscope --mode wall -o app.speedscope.json\n  jscope export --collector http://127.0.0.1:7080 --jvm 4242 --format otlp -o app.otlp\n  jscope export app.jsc --format chrome -o app.trace.json\n  jscope export app.jsc --format collapsed > app.collapsed"
 )]
 pub struct ExportArgs {
     /// The recording to read; or use --data / --collector.
