@@ -15,9 +15,39 @@ struct Open {
     start_ns: u64,
 }
 
-/// Slices of one thread, built sample by sample.
+/// What every slice of a function says besides its times: its name, category
+/// and file as JSON, made once per function.
+struct SliceText {
+    /// `"cat":"cpu","name":"pkg.Class.method"`
+    head: Vec<String>,
+    /// `"args":{"file":"Foo.java"}`
+    args: Vec<String>,
+}
+
+impl SliceText {
+    fn of(src: &Source) -> SliceText {
+        let cat = json!(src.kind().name());
+        let (head, args) = src
+            .functions
+            .iter()
+            .map(|f| {
+                let head = format!("\"cat\":{cat},\"name\":{}", json!(f.name));
+                let args = if f.file.is_empty() {
+                    "\"args\":{}".to_string()
+                } else {
+                    format!("\"args\":{{\"file\":{}}}", json!(f.file))
+                };
+                (head, args)
+            })
+            .unzip();
+        SliceText { head, args }
+    }
+}
+
+/// Slices of one thread, built sample by sample and written as they close.
 struct ThreadSlices<'a> {
     src: &'a Source,
+    text: &'a SliceText,
     thread: u32,
     open: Vec<Open>,
     /// Where the previous sample's interval ended.
@@ -25,73 +55,54 @@ struct ThreadSlices<'a> {
 }
 
 impl<'a> ThreadSlices<'a> {
-    fn new(src: &'a Source, thread: u32) -> Self {
-        ThreadSlices {
-            src,
-            thread,
-            open: Vec::new(),
-            end_ns: 0,
-        }
-    }
-
     /// Closes the slices above `keep` open ones, at the previous sample's end.
-    fn close_to(&mut self, keep: usize, out: &mut Vec<serde_json::Value>) {
+    fn close_to(&mut self, keep: usize, out: &mut dyn Write) -> io::Result<()> {
         while self.open.len() > keep {
             let o = self.open.pop().expect("longer than keep");
-            out.push(self.slice(&o));
+            let f = o.frame.function as usize;
+            write!(
+                out,
+                ",\n{{\"ph\":\"X\",{},\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},{}}}",
+                self.text.head[f],
+                self.src.pid,
+                self.thread,
+                micros(o.start_ns),
+                micros(self.end_ns.saturating_sub(o.start_ns)),
+                self.text.args[f]
+            )?;
         }
-    }
-
-    fn slice(&self, o: &Open) -> serde_json::Value {
-        let f = &self.src.functions[o.frame.function as usize];
-        let mut args = json!({});
-        if !f.file.is_empty() {
-            args["file"] = json!(f.file);
-        }
-        json!({
-            "ph": "X",
-            "cat": self.src.kind().name(),
-            "name": f.name,
-            "pid": self.src.pid,
-            "tid": self.thread,
-            "ts": micros(o.start_ns),
-            "dur": micros(self.end_ns.saturating_sub(o.start_ns)),
-            "args": args,
-        })
+        Ok(())
     }
 
     /// Adds a sample: frames of the same functions as the open slices (root first,
     /// whatever line they are at, and without a gap of more than one interval
     /// between the samples) stay open.
-    fn add(&mut self, s: &Sample, out: &mut Vec<serde_json::Value>) {
-        let frames: Vec<Frame> = self.src.stacks[s.stack as usize]
-            .iter()
-            .rev()
-            .copied()
-            .collect();
+    fn add(&mut self, s: &Sample, out: &mut dyn Write) -> io::Result<()> {
+        let frames = &self.src.stacks[s.stack as usize];
         let contiguous = s.time_ns <= self.end_ns.saturating_add(s.weight);
         let shared = if contiguous {
             self.open
                 .iter()
-                .zip(&frames)
+                .zip(frames.iter().rev())
                 .take_while(|(o, f)| o.frame.function == f.function)
                 .count()
         } else {
             0
         };
-        self.close_to(shared, out);
-        for f in &frames[shared..] {
+        self.close_to(shared, out)?;
+        for f in frames.iter().rev().skip(shared) {
             self.open.push(Open {
                 frame: *f,
                 start_ns: s.time_ns,
             });
         }
         self.end_ns = s.time_ns.saturating_add(s.weight);
+        Ok(())
     }
 }
 
 /// Writes `{"traceEvents":[...]}`, one event per line: process and thread
-/// names, then each thread's slices (built and written a thread at a time).
+/// names, then each thread's slices as they close.
 pub fn write(src: &Source, out: &mut dyn Write) -> io::Result<()> {
     write!(out, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
     let process = json!({
@@ -103,26 +114,29 @@ pub fn write(src: &Source, out: &mut dyn Write) -> io::Result<()> {
     for s in &src.samples {
         by_thread.entry(s.thread).or_default().push(s);
     }
-    let mut events = Vec::new();
+    let text = SliceText::of(src);
     for (thread, samples) in by_thread {
-        events.push(json!({
+        let name = json!({
             "ph": "M", "name": "thread_name", "pid": src.pid, "tid": thread,
             "args": {"name": src.thread_name(thread)},
-        }));
-        let mut slices = ThreadSlices::new(src, thread);
+        });
+        write!(out, ",\n{name}")?;
+        let mut slices = ThreadSlices {
+            src,
+            text: &text,
+            thread,
+            open: Vec::new(),
+            end_ns: 0,
+        };
         for s in samples {
-            slices.add(s, &mut events);
+            slices.add(s, out)?;
         }
-        slices.close_to(0, &mut events);
-        for e in events.drain(..) {
-            out.write_all(b",\n")?;
-            serde_json::to_writer(&mut *out, &e)?;
-        }
+        slices.close_to(0, out)?;
     }
     writeln!(out, "]}}")
 }
 
-/// ns as µs, the trace-event time unit.
-fn micros(ns: u64) -> f64 {
-    ns as f64 / 1000.0
+/// ns as µs with three decimals, the trace-event time unit.
+fn micros(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
 }

@@ -323,11 +323,18 @@ impl<'r> Builder<'r> {
 
     fn snapshots(&mut self, sel: &Selection) {
         let rec = self.rec;
+        // The first snapshot has no achieved interval: it counts as the next one's.
+        let first = rec
+            .snapshots
+            .iter()
+            .map(|s| s.interval_ns)
+            .find(|&i| i > 0)
+            .unwrap_or(rec.header.interval_ns);
         for snap in &rec.snapshots {
             let weight = if snap.interval_ns > 0 {
                 snap.interval_ns
             } else {
-                rec.header.interval_ns
+                first
             };
             for t in &snap.threads {
                 if sel.keeps(rec, t.thread.0, t.state, snap.ticks) {

@@ -295,7 +295,7 @@ fn merged_samples(src: &Source, location_ids: &[Vec<u64>], strings: &mut Strings
 /// Writes the gzipped profile.
 pub fn write(src: &Source, out: &mut dyn Write) -> io::Result<()> {
     let bytes = profile(src).encode_to_vec();
-    let mut gz = GzEncoder::new(out, Compression::default());
+    let mut gz = GzEncoder::new(out, Compression::fast());
     gz.write_all(&bytes)?;
     gz.finish()?;
     Ok(())
