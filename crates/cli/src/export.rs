@@ -68,6 +68,9 @@ pub struct ExportArgs {
 }
 
 pub fn run(args: &ExportArgs) -> Result<()> {
+    if args.output.is_none() && matches!(args.format, ExportFormat::Pprof | ExportFormat::Otlp) {
+        bail!("pprof and otlp output is binary: give -o FILE");
+    }
     let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let kind = args
         .select
@@ -98,9 +101,6 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         trace: TraceOptions::hiding(&args.hide.hide),
         name: title,
     };
-    if args.output.is_none() && matches!(args.format, ExportFormat::Pprof | ExportFormat::Otlp) {
-        bail!("pprof and otlp output is binary: give -o FILE");
-    }
     let export = Export::new(&rec, &request, args.format.into())?;
     with_output(args.output.as_deref(), |w| export.write(w))
 }
