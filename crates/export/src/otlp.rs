@@ -295,10 +295,61 @@ pub fn write(sources: &[Source], info: &ResourceInfo, out: &mut dyn Write) -> io
     out.write_all(&request(sources, info).encode_to_vec())
 }
 
-/// Writes the request as OTLP/JSON (the protobuf JSON mapping, camelCase names).
+/// Writes the request as OTLP/JSON: the protobuf JSON mapping (camelCase names,
+/// 64-bit integers as decimal strings, bytes as base64, unset fields left out),
+/// from the crate's serde form, which keeps some 64-bit numbers as JSON numbers,
+/// empty bytes as arrays and unset messages as nulls.
 pub fn write_json(sources: &[Source], info: &ResourceInfo, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer(&mut *out, &request(sources, info))?;
+    let mut json = serde_json::to_value(request(sources, info))?;
+    to_proto_json(&mut json);
+    serde_json::to_writer(&mut *out, &json)?;
     out.write_all(b"\n")
+}
+
+/// The 64-bit integer fields of the profiles messages (int32 fields stay numbers).
+const INT64_FIELDS: &[&str] = &[
+    "timeUnixNano",
+    "durationNano",
+    "period",
+    "values",
+    "line",
+    "column",
+    "startLine",
+    "address",
+    "memoryStart",
+    "memoryLimit",
+    "fileOffset",
+    "intValue",
+];
+
+fn to_proto_json(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Object(map) => {
+            map.retain(|k, v| !(v.is_null() || (k == "originalPayload" && is_empty_array(v))));
+            for (k, v) in map.iter_mut() {
+                if INT64_FIELDS.contains(&k.as_str()) {
+                    stringify_numbers(v);
+                } else {
+                    to_proto_json(v);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(to_proto_json),
+        _ => {}
+    }
+}
+
+fn is_empty_array(v: &serde_json::Value) -> bool {
+    v.as_array().is_some_and(Vec::is_empty)
+}
+
+fn stringify_numbers(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Number(n) => *v = serde_json::Value::String(n.to_string()),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(stringify_numbers),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -315,5 +366,25 @@ mod tests {
         assert_eq!(service_name("java -Xmx1g -jar /opt/shop.jar"), "shop");
         assert_eq!(service_name("java -m app/com.acme.App"), "com.acme.App");
         assert_eq!(service_name(""), "java");
+    }
+
+    #[test]
+    fn otlp_json_follows_the_protobuf_json_mapping() {
+        let mut v = serde_json::json!({
+            "timeUnixNano": 1795487517788208051u64,
+            "samples": [{"values": [5000000, 7], "stackIndex": 3}],
+            "originalPayload": [],
+            "value": null,
+            "lines": [{"line": 12, "functionIndex": 2}],
+        });
+        super::to_proto_json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "timeUnixNano": "1795487517788208051",
+                "samples": [{"values": ["5000000", "7"], "stackIndex": 3}],
+                "lines": [{"line": "12", "functionIndex": 2}],
+            })
+        );
     }
 }
