@@ -9,7 +9,7 @@ use std::str::FromStr;
 use jscope_analysis::trace::CallTree;
 use jscope_analysis::{count_mode, method_label, source_file, Mode, Selection};
 use jscope_format::thread_state::classify;
-use jscope_format::{EventKind, MethodId, Recording, SampleMode, StackId};
+use jscope_format::{EventKind, FrameKind, MethodId, Recording, SampleMode, StackId};
 
 use crate::ExportError;
 
@@ -155,6 +155,8 @@ pub struct Function {
 pub struct Frame {
     pub function: u32,
     pub line: u32,
+    /// The JIT inlined this frame into its caller (the next frame down).
+    pub inlined: bool,
 }
 
 /// One observation: a stack on a thread at a moment, with its weight.
@@ -235,6 +237,22 @@ impl Profile {
     /// The sum of every sample's weight.
     pub fn total_weight(&self) -> u64 {
         self.samples.iter().map(|s| s.weight).sum()
+    }
+
+    /// A stack's frames as machine locations, leaf first: each run of inlined
+    /// frames goes with the frame they were inlined into, innermost first (the
+    /// order pprof and OTLP give a location's lines).
+    pub fn locations(&self, stack: u32) -> Vec<&[Frame]> {
+        let frames = &self.stacks[stack as usize];
+        let mut out = Vec::new();
+        let mut start = 0;
+        for (i, f) in frames.iter().enumerate() {
+            if !f.inlined || i + 1 == frames.len() {
+                out.push(&frames[start..=i]);
+                start = i + 1;
+            }
+        }
+        out
     }
 
     /// Root-first function names of a stack.
@@ -387,7 +405,11 @@ impl<'r> Builder<'r> {
             for n in &t.nodes {
                 path.truncate(n.depth as usize);
                 let function = self.trace_function(tree, n.method);
-                path.push(Frame { function, line: 0 });
+                path.push(Frame {
+                    function,
+                    line: 0,
+                    inlined: false,
+                });
                 if n.self_ns == 0 {
                     continue;
                 }
@@ -455,6 +477,7 @@ impl<'r> Builder<'r> {
             .map(|f| Frame {
                 function: self.method_function(f.method),
                 line: f.line,
+                inlined: f.kind == FrameKind::Inlined,
             })
             .collect();
         let s = self.intern_stack(frames);

@@ -62,7 +62,7 @@ pub fn service_name(command_line: &str) -> String {
 struct Dictionary {
     dict: otlp::ProfilesDictionary,
     strings: HashMap<String, i32>,
-    locations: HashMap<(u32, u32), i32>,
+    locations: HashMap<Vec<otlp::Line>, i32>,
     stacks: HashMap<Vec<i32>, i32>,
     attributes: HashMap<(i32, String), i32>,
 }
@@ -122,22 +122,16 @@ impl Dictionary {
             .collect()
     }
 
-    fn location(&mut self, function: i32, line: u32) -> i32 {
+    /// The location of a frame and the frames inlined into it (innermost first).
+    fn location(&mut self, lines: Vec<otlp::Line>) -> i32 {
         let table = &mut self.dict.location_table;
-        *self
-            .locations
-            .entry((function as u32, line))
-            .or_insert_with(|| {
-                table.push(otlp::Location {
-                    lines: vec![otlp::Line {
-                        function_index: function,
-                        line: line.into(),
-                        column: 0,
-                    }],
-                    ..otlp::Location::default()
-                });
-                table.len() as i32 - 1
-            })
+        *self.locations.entry(lines).or_insert_with_key(|lines| {
+            table.push(otlp::Location {
+                lines: lines.clone(),
+                ..otlp::Location::default()
+            });
+            table.len() as i32 - 1
+        })
     }
 
     fn stack(&mut self, locations: Vec<i32>) -> i32 {
@@ -226,13 +220,22 @@ pub fn request(sources: &[Source], info: &ResourceInfo) -> ExportProfilesService
 fn profile(src: &Source, d: &mut Dictionary) -> otlp::Profile {
     let kind = src.kind();
     let functions = d.functions(src);
-    let stacks: Vec<i32> = src
-        .stacks
-        .iter()
-        .map(|frames| {
-            let locations = frames
-                .iter()
-                .map(|f| d.location(functions[f.function as usize], f.line))
+    let stacks: Vec<i32> = (0..src.stacks.len() as u32)
+        .map(|stack| {
+            let locations = src
+                .locations(stack)
+                .into_iter()
+                .map(|frames| {
+                    let lines = frames
+                        .iter()
+                        .map(|f| otlp::Line {
+                            function_index: functions[f.function as usize],
+                            line: f.line.into(),
+                            column: 0,
+                        })
+                        .collect();
+                    d.location(lines)
+                })
                 .collect();
             d.stack(locations)
         })

@@ -155,8 +155,8 @@ impl Strings {
     }
 }
 
-/// The profile message of a source profile: one location per distinct (function,
-/// line), samples merged per (stack, thread, state, class) with their count and
+/// The profile message of a source profile: one location per distinct run of
+/// (function, line) frames (a frame and those inlined into it), samples merged per (stack, thread, state, class) with their count and
 /// weight summed, thread and state as labels.
 pub fn profile(src: &Source) -> Profile {
     let mut strings = Strings::new();
@@ -183,25 +183,26 @@ pub fn profile(src: &Source) -> Profile {
             start_line: 0,
         })
         .collect();
-    let mut locations: HashMap<(u32, u32), u64> = HashMap::new();
+    let mut locations: HashMap<&[crate::Frame], u64> = HashMap::new();
     let mut location = Vec::new();
-    let location_ids: Vec<Vec<u64>> = src
-        .stacks
-        .iter()
-        .map(|frames| {
-            frames
-                .iter()
-                .map(|f| {
-                    *locations.entry((f.function, f.line)).or_insert_with(|| {
+    let location_ids: Vec<Vec<u64>> = (0..src.stacks.len() as u32)
+        .map(|stack| {
+            src.locations(stack)
+                .into_iter()
+                .map(|frames| {
+                    *locations.entry(frames).or_insert_with(|| {
                         let id = location.len() as u64 + 1;
                         location.push(Location {
                             id,
                             mapping_id: 1,
                             address: 0,
-                            line: vec![Line {
-                                function_id: f.function as u64 + 1,
-                                line: f.line.into(),
-                            }],
+                            line: frames
+                                .iter()
+                                .map(|f| Line {
+                                    function_id: f.function as u64 + 1,
+                                    line: f.line.into(),
+                                })
+                                .collect(),
                         });
                         id
                     })
@@ -220,6 +221,7 @@ pub fn profile(src: &Source) -> Profile {
         has_functions: true,
         has_filenames: true,
         has_line_numbers: true,
+        has_inline_frames: true,
         ..Mapping::default()
     }];
     Profile {

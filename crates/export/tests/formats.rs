@@ -14,7 +14,7 @@ use serde_json::Value;
 const MS: u64 = 1_000_000;
 
 /// Methods: 1 demo.App.main, 2 demo.App.work, 3 demo.App.idle, 4 demo.Worker.run.
-/// Stacks (top first): 1 work<main, 2 idle<main, 3 run.
+/// Stacks (top first): 1 work<main, 2 idle<main, 3 run, 4 work (inlined) <main.
 /// Thread 1 `main`: cpu samples at 0, 10, 20 ms in work (lines 12, 12, 13), at 30 ms
 /// in idle, and at 60 ms in work again (a gap). Thread 2 `worker`: two samples in
 /// run, the second blocked. Allocations: 100 and 300 bytes of demo.Item in work.
@@ -76,10 +76,15 @@ fn recording() -> Recording {
         line,
         kind: FrameKind::Compiled,
     };
+    let inlined = |m, line| Frame {
+        kind: FrameKind::Inlined,
+        ..frame(m, line)
+    };
     w.stack(StackId(1), &[frame(2, 12), frame(1, 3)]);
     w.stack(StackId(2), &[frame(3, 20), frame(1, 4)]);
     w.stack(StackId(3), &[frame(4, 7)]);
-    w.stack(StackId(4), &[frame(2, 13), frame(1, 3)]);
+    // work inlined into main (the JIT's view of the same call as stack 1).
+    w.stack(StackId(4), &[inlined(2, 13), frame(1, 3)]);
     let runnable = ALIVE | RUNNABLE;
     for (thread, ms, stack, state) in [
         (1, 0, 1, runnable),
@@ -210,6 +215,16 @@ fn pprof_has_functions_lines_sample_types_and_thread_labels() {
         .collect();
     lines.sort();
     assert_eq!(lines, [12, 13]);
+    // Inlined work:13 and main:3 it was inlined into are one location, innermost
+    // line first, as pprof's inline frames are.
+    let inlined = p.location.iter().find(|l| l.line.len() == 2).unwrap();
+    let names: Vec<(&str, i64)> = inlined
+        .line
+        .iter()
+        .map(|l| (s(p.function[l.function_id as usize - 1].name), l.line))
+        .collect();
+    assert_eq!(names, [("demo.App.work", 13), ("demo.App.main", 3)]);
+    assert!(p.mapping[0].has_inline_frames);
     // The blocked worker sample carries its thread and state.
     let labels = |x: &pprof::Sample| -> Vec<(String, String)> {
         x.label
