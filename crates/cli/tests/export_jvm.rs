@@ -270,6 +270,10 @@ fn serve_one(root: &Path, mut conn: TcpStream) {
     let _ = conn.write_all(&body);
 }
 
+/// The speedscope release the Sandwich-view markup below was read from (.ci/run
+/// installs the same).
+const SPEEDSCOPE: &str = "speedscope@1.25.0";
+
 /// speedscope's built files, installed from npm into target/npm when missing.
 fn speedscope_dist() -> Option<PathBuf> {
     let prefix = target_dir().join("npm");
@@ -281,7 +285,7 @@ fn speedscope_dist() -> Option<PathBuf> {
         let out = Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--prefix"])
             .arg(&prefix)
-            .arg("speedscope")
+            .arg(SPEEDSCOPE)
             .output()
             .expect("run npm");
         assert!(
