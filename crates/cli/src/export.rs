@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use jscope_analysis::trace::TraceOptions;
+use jscope_analysis::trace::{CallTree, TraceOptions};
 use jscope_analysis::{Mode, Selection};
 use jscope_export::{Export, Format, Kind, Request};
 
@@ -68,16 +68,17 @@ pub struct ExportArgs {
 }
 
 pub fn run(args: &ExportArgs) -> Result<()> {
-    if args.output.is_none() && matches!(args.format, ExportFormat::Pprof | ExportFormat::Otlp) {
-        bail!("pprof and otlp output is binary: give -o FILE");
-    }
-    let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let kind = args
         .select
         .mode
         .as_deref()
         .map(str::parse::<Kind>)
         .transpose()?;
+    if args.output.is_none() && matches!(args.format, ExportFormat::Pprof | ExportFormat::Otlp) {
+        bail!("pprof and otlp output is binary: give -o FILE");
+    }
+    let trace = TraceOptions::hiding(&args.hide.hide);
+    let (Loaded { rec, title }, tree) = load_streaming_traces(args, kind, &trace)?;
     // The sample filters without the mode, which jscope-export's kinds replace.
     let sel = selection(&SelectArgs {
         mode: None,
@@ -98,11 +99,47 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     let request = Request {
         kind,
         selection: sel,
-        trace: TraceOptions::hiding(&args.hide.hide),
+        trace,
         name: title,
     };
-    let export = Export::new(&rec, &request, args.format.into())?;
+    let export = match tree {
+        Some(tree) if tree.events > 0 || kind == Some(Kind::Trace) => {
+            Export::of_trace(&rec, tree, &request, args.format.into())?
+        }
+        _ => Export::new(&rec, &request, args.format.into())?,
+    };
     with_output(args.output.as_deref(), |w| export.write(w))
+}
+
+/// The recording; a jscope file whose traces are exported (the default kind,
+/// or `--mode trace`) has its call tree built while it is read, as `jscope tree`
+/// does, so its trace events are never all in memory at once. Anything else
+/// (collector data, other file formats) goes through the usual loader.
+fn load_streaming_traces(
+    args: &ExportArgs,
+    kind: Option<Kind>,
+    trace: &TraceOptions,
+) -> Result<(Loaded, Option<CallTree>)> {
+    let streamable = args.source.data.is_none() && args.source.collector.is_none();
+    if let (Some(path), true, None | Some(Kind::Trace)) = (&args.file, streamable, kind) {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        if let Ok((tree, rec)) = CallTree::from_bytes(&bytes, trace) {
+            if let Some(damage) = &rec.damage {
+                eprintln!(
+                    "jscope: warning: {} is {damage}; read up to there",
+                    path.display()
+                );
+            }
+            // Without trace events the tree is empty and the recording whole.
+            let title = crate::analyze::title_of(path);
+            return Ok((Loaded { rec, title }, Some(tree)));
+        }
+    }
+    Ok((
+        load(args.file.as_deref(), &args.source, Some(&args.select))?,
+        None,
+    ))
 }
 
 fn sample_mode(k: Kind) -> Option<Mode> {

@@ -136,6 +136,27 @@ impl Export {
         })
     }
 
+    /// The export of a call tree already built (e.g. streamed from a file with
+    /// [`CallTree::from_bytes`], which keeps no trace events in memory) out of the
+    /// recording it was built from.
+    pub fn of_trace(
+        rec: &Recording,
+        tree: CallTree,
+        req: &Request,
+        format: Format,
+    ) -> Result<Export, ExportError> {
+        if tree.events == 0 {
+            return Err(no_traces(rec, &req.name));
+        }
+        let profile = Profile::of_trace(rec, &tree);
+        Ok(Export {
+            format,
+            name: req.name.clone(),
+            resource: resource_info(rec),
+            data: Data::Trace(Box::new(tree), profile),
+        })
+    }
+
     /// Writes the export. Exact traces keep their own Chrome (an event per call)
     /// and collapsed writers and become evented speedscope profiles; pprof and
     /// OTLP get their self time as samples.
@@ -178,14 +199,17 @@ fn trace_tree(rec: &Recording, req: &Request) -> Result<CallTree, ExportError> {
     if tree.events > 0 {
         return Ok(tree);
     }
-    Err(ExportError::NoData(if rec.call_aggregates.is_empty() {
-        format!("{} has no trace events (record with tracing on)", req.name)
+    Err(no_traces(rec, &req.name))
+}
+
+fn no_traces(rec: &Recording, name: &str) -> ExportError {
+    ExportError::NoData(if rec.call_aggregates.is_empty() {
+        format!("{name} has no trace events (record with tracing on)")
     } else {
         format!(
-            "{} is an aggregate-mode recording: it has caller -> callee totals but no calls to export (use jscope stats)",
-            req.name
+            "{name} is an aggregate-mode recording: it has caller -> callee totals but no calls to export (use jscope stats)"
         )
-    }))
+    })
 }
 
 fn write_collapsed(stacks: &[(String, u64)], out: &mut dyn Write) -> io::Result<()> {
