@@ -34,7 +34,7 @@ impl Labeler<'_> {
 /// classes (`Main$$Lambda$14.0x0000000800c03000` → `Main$$Lambda$14`, JDK 21+
 /// `Main$$Lambda/0x…` → `Main$$Lambda`), so the same code has the same label in
 /// every recording.
-pub(crate) fn method_label(rec: &Recording, method: MethodId) -> String {
+pub fn method_label(rec: &Recording, method: MethodId) -> String {
     let label = rec.method_label(method);
     match hidden_class_suffix(&label) {
         Some(range) => format!("{}{}", &label[..range.start], &label[range.end..]),
@@ -75,7 +75,7 @@ pub(crate) fn source_position(rec: &Recording, f: &Frame) -> String {
 }
 
 /// The class's source file name, if the class was defined with one.
-pub(crate) fn source_file(rec: &Recording, method: MethodId) -> Option<&str> {
+pub fn source_file(rec: &Recording, method: MethodId) -> Option<&str> {
     let c = rec.class(rec.method(method)?.class)?;
     let name = rec.string(c.source_file);
     (c.source_file != StringId::NONE && !name.is_empty()).then_some(name)

@@ -171,9 +171,16 @@ impl Selection {
     }
 
     fn accepts(&self, rec: &Recording, s: &StackSample) -> bool {
-        self.accepts_thread(rec, s.thread)
-            && self.accepts_state(s.state)
-            && self.accepts_time(rec, s.ticks)
+        self.keeps(rec, s.thread, s.state, s.ticks)
+    }
+
+    /// Whether something seen on `thread` in JVMTI `state` at `ticks` passes the
+    /// thread, state and time filters (the mode aside), for views over other
+    /// weighted things than stack samples (allocations, lock waits, sample weights).
+    pub fn keeps(&self, rec: &Recording, thread: u32, state: u32, ticks: u64) -> bool {
+        self.accepts_thread(rec, thread)
+            && self.accepts_state(state)
+            && self.accepts_time(rec, ticks)
     }
 
     fn accepts_thread(&self, rec: &Recording, thread: u32) -> bool {

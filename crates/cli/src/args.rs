@@ -50,8 +50,9 @@ pub enum Command {
     Merge(crate::distributed::MergeArgs),
     /// Per-method and caller -> callee call statistics of a tracing recording.
     Stats(crate::trace::StatsArgs),
-    /// Export a tracing recording as Chrome/Perfetto trace JSON or collapsed stacks.
-    Export(crate::trace::ExportArgs),
+    /// Export samples or traces as pprof, OTLP profiles, speedscope, Chrome trace
+    /// JSON or collapsed stacks.
+    Export(crate::export::ExportArgs),
     /// JVM events one per line (text columns, CSV or JSON), as event trees, or user
     /// event intervals.
     Events(crate::events::EventsArgs),

@@ -10,6 +10,7 @@ mod diff;
 mod distributed;
 mod duration;
 mod events;
+mod export;
 mod flame;
 mod jvms;
 mod record;
@@ -62,7 +63,7 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Tree(a) => trace::tree(&a.tree).map(|_| 0),
         Command::Merge(a) => distributed::merge(a).map(|_| 0),
         Command::Stats(a) => trace::stats(a).map(|_| 0),
-        Command::Export(a) => trace::export(a).map(|_| 0),
+        Command::Export(a) => export::run(a).map(|_| 0),
         Command::Events(a) => events::events(a).map(|_| 0),
         Command::Locks(a) => events::locks(a).map(|_| 0),
         Command::Gc(a) => events::gc(a).map(|_| 0),

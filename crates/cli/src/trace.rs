@@ -1,4 +1,5 @@
-//! The commands over exact-tracing recordings: `tree`, `stats` and `export`.
+//! The commands over exact-tracing recordings: `tree` and `stats` (their exports
+//! are `jscope export`'s, in export.rs).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -89,30 +90,6 @@ pub struct StatsArgs {
     pub format: Format,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
-    /// Chrome/Perfetto trace-event JSON (open in ui.perfetto.dev or chrome://tracing).
-    Chrome,
-    /// Collapsed stacks weighted by self time in ns, for flame-graph tools.
-    Collapsed,
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  jscope export app.jsc --format chrome -o app.trace.json\n  jscope export app.jsc --format collapsed > app.collapsed"
-)]
-pub struct ExportArgs {
-    /// The recording (.jsc) to read.
-    pub file: PathBuf,
-    #[arg(long, value_enum)]
-    pub format: ExportFormat,
-    /// Output file (default: standard output).
-    #[arg(short, long)]
-    pub output: Option<PathBuf>,
-    #[command(flatten)]
-    pub hide: HideArgs,
-}
-
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
 }
@@ -201,12 +178,4 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
             with_output(None, |w| writeln!(w, "{text}"))
         }
     }
-}
-
-pub fn export(args: &ExportArgs) -> Result<()> {
-    let tree = load_tree(&args.file, &args.hide)?;
-    with_output(args.output.as_deref(), |w| match args.format {
-        ExportFormat::Chrome => tree.write_chrome(w),
-        ExportFormat::Collapsed => tree.write_collapsed(w),
-    })
 }

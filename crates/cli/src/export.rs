@@ -1,0 +1,183 @@
+//! `jscope export`: a recording (file, collector data or JFR, through the usual
+//! loader) in another tool's format, written by jscope-export.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use jscope_analysis::trace::{CallTree, TraceOptions};
+use jscope_analysis::{Mode, Selection};
+use jscope_export::{Export, Format, Kind, Request};
+
+use crate::analyze::{load, require_samples, selection};
+use crate::args::{SelectArgs, SourceArgs};
+use crate::source::Loaded;
+use crate::trace::HideArgs;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Gzipped pprof profile.proto (go tool pprof, Pyroscope, Grafana).
+    Pprof,
+    /// OTLP profiles ExportProfilesServiceRequest, protobuf binary.
+    Otlp,
+    /// The same OTLP request as OTLP/JSON.
+    OtlpJson,
+    /// speedscope JSON: sampled profiles per thread, evented ones for traces.
+    Speedscope,
+    /// Chrome/Perfetto trace-event JSON (ui.perfetto.dev, chrome://tracing).
+    Chrome,
+    /// Collapsed stacks (`root;...;leaf value`) for flame-graph tools.
+    Collapsed,
+}
+
+impl From<ExportFormat> for Format {
+    fn from(f: ExportFormat) -> Format {
+        match f {
+            ExportFormat::Pprof => Format::Pprof,
+            ExportFormat::Otlp => Format::Otlp,
+            ExportFormat::OtlpJson => Format::OtlpJson,
+            ExportFormat::Speedscope => Format::Speedscope,
+            ExportFormat::Chrome => Format::Chrome,
+            ExportFormat::Collapsed => Format::Collapsed,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(
+    mut_arg("mode", |a| a.help("What to export: cpu, wall, snapshot, alloc, lock or trace (default: trace for a tracing recording, else the first sampled mode; for otlp, every kind the recording has)")),
+    after_help = "Examples:\n  jscope export app.jsc --format pprof -o app.pb.gz && go tool pprof -top app.pb.gz\n  jscope export app.jsc --format speedscope --mode wall -o app.speedscope.json\n  jscope export --collector http://127.0.0.1:7080 --jvm 4242 --format otlp -o app.otlp\n  jscope export app.jsc --format chrome -o app.trace.json\n  jscope export app.jsc --format collapsed > app.collapsed"
+)]
+pub struct ExportArgs {
+    /// The recording to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Output file (default: standard output).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    #[command(flatten)]
+    pub hide: HideArgs,
+}
+
+pub fn run(args: &ExportArgs) -> Result<()> {
+    let kind = args
+        .select
+        .mode
+        .as_deref()
+        .map(str::parse::<Kind>)
+        .transpose()?;
+    if args.output.is_none() && matches!(args.format, ExportFormat::Pprof | ExportFormat::Otlp) {
+        bail!("pprof and otlp output is binary: give -o FILE");
+    }
+    let trace = TraceOptions::hiding(&args.hide.hide);
+    let (Loaded { rec, title }, tree) = load_streaming_traces(args, kind, &trace)?;
+    // The sample filters without the mode, which jscope-export's kinds replace.
+    let sel = selection(&SelectArgs {
+        mode: None,
+        ..args.select.clone()
+    })?;
+    if let Some(mode) = kind.and_then(sample_mode) {
+        let wanted = Selection {
+            mode: Some(mode),
+            ..sel.clone()
+        };
+        require_samples(&rec, &wanted, &title)?;
+    }
+    if let Some(k @ (Kind::Alloc | Kind::Lock)) = kind {
+        if !jscope_export::has_kind(&rec, k) {
+            bail!("{title} has no {k} events; {}", record_hint(k));
+        }
+    }
+    let request = Request {
+        kind,
+        selection: sel,
+        trace,
+        name: title,
+    };
+    let export = match tree {
+        Some(tree) if tree.events > 0 || kind == Some(Kind::Trace) => {
+            Export::of_trace(&rec, tree, &request, args.format.into())?
+        }
+        _ => Export::new(&rec, &request, args.format.into())?,
+    };
+    with_output(args.output.as_deref(), |w| export.write(w))
+}
+
+/// The recording; a jscope file whose traces are exported (the default kind,
+/// or `--mode trace`) has its call tree built while it is read, as `jscope tree`
+/// does, so its trace events are never all in memory at once. Anything else
+/// (collector data, other file formats) goes through the usual loader.
+fn load_streaming_traces(
+    args: &ExportArgs,
+    kind: Option<Kind>,
+    trace: &TraceOptions,
+) -> Result<(Loaded, Option<CallTree>)> {
+    let streamable = args.source.data.is_none() && args.source.collector.is_none();
+    if let (Some(path), true, None | Some(Kind::Trace)) = (&args.file, streamable, kind) {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        if let Ok((tree, rec)) = CallTree::from_bytes(&bytes, trace) {
+            if let Some(damage) = &rec.damage {
+                eprintln!(
+                    "jscope: warning: {} is {damage}; read up to there",
+                    path.display()
+                );
+            }
+            // Without trace events the tree is empty and the recording whole.
+            let title = crate::analyze::title_of(path);
+            return Ok((Loaded { rec, title }, Some(tree)));
+        }
+    }
+    Ok((
+        load(args.file.as_deref(), &args.source, Some(&args.select))?,
+        None,
+    ))
+}
+
+fn sample_mode(k: Kind) -> Option<Mode> {
+    match k {
+        Kind::Cpu => Some(Mode::Cpu),
+        Kind::Wall => Some(Mode::Wall),
+        Kind::Snapshot => Some(Mode::Snapshot),
+        _ => None,
+    }
+}
+
+fn record_hint(k: Kind) -> &'static str {
+    match k {
+        Kind::Alloc => "record with --events alloc",
+        _ => "record with --events monitors or --events park",
+    }
+}
+
+/// Writes to the output file or to buffered stdout, flushing at the end so a
+/// closed pipe surfaces as an error (treated as success by main).
+fn with_output(
+    output: Option<&Path>,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
+    match output {
+        Some(path) => {
+            let file =
+                File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+            let mut out = BufWriter::new(file);
+            write(&mut out)
+                .and_then(|()| out.flush())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        None => {
+            let mut out = BufWriter::new(io::stdout().lock());
+            write(&mut out)?;
+            out.flush()?;
+        }
+    }
+    Ok(())
+}

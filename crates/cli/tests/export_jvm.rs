@@ -1,0 +1,477 @@
+//! `jscope export` of a real JVM's recording, read by the real consumers:
+//! `go tool pprof -top` agrees with `jscope report`, the OTLP request decodes
+//! with the official schema's types, and speedscope (the npm package) in headless
+//! Chromium shows the methods, of samples and of exact traces (evented). Consumers
+//! that are absent are skipped with a notice (.ci/run installs them).
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use jscope_testkit::{agent_path, compile_fixtures, javas, target_dir, temp_dir};
+use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
+use prost::Message;
+use support::*;
+
+/// CpuSplit recorded once (cpu, 5 ms) for every test here, with its report.
+struct Recorded {
+    file: PathBuf,
+    report: Report,
+}
+
+fn recorded() -> &'static Recorded {
+    static REC: OnceLock<Recorded> = OnceLock::new();
+    REC.get_or_init(|| {
+        agent_path();
+        let classes =
+            compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
+        let java = &javas()[0];
+        let file = temp_dir("export-jvm").join("cpusplit.jsc");
+        let out = jscope(&[
+            "record",
+            "--mode",
+            "cpu",
+            "--interval",
+            "5ms",
+            "-o",
+            file.to_str().unwrap(),
+            "--",
+            java.bin.to_str().unwrap(),
+            "-cp",
+            classes.to_str().unwrap(),
+            "CpuSplit",
+            "2",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let report = Report::of(&file, &[]);
+        assert!(report.samples > 100, "{} samples", report.samples);
+        Recorded { file, report }
+    })
+}
+
+fn export(format: &str, out: &Path) {
+    let rec = recorded();
+    let o = jscope(&[
+        "export",
+        rec.file.to_str().unwrap(),
+        "--format",
+        format,
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{format}: {}", stderr(&o));
+}
+
+fn has_command(name: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// (method, self %, total %) of the report's rows, hottest first.
+fn report_rows(r: &Report) -> Vec<(String, f64, f64)> {
+    r.json["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["method"].as_str().unwrap().to_string(),
+                m["self_percent"].as_f64().unwrap(),
+                m["total_percent"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// (function, flat %, cum %) of `go tool pprof -top`'s rows.
+fn pprof_top(file: &Path) -> Vec<(String, f64, f64)> {
+    let out = Command::new("go")
+        .args([
+            "tool",
+            "pprof",
+            "-top",
+            "-nodefraction=0",
+            "-nodecount=1000",
+        ])
+        .arg(file)
+        .env("HOME", temp_dir("export-go-home"))
+        .output()
+        .expect("run go tool pprof");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pct = |s: &str| s.trim_end_matches('%').parse::<f64>().unwrap();
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("flat"))
+        .skip(1)
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            (cols.len() >= 6).then(|| (cols[5..].join(" "), pct(cols[1]), pct(cols[4])))
+        })
+        .collect()
+}
+
+#[test]
+fn go_tool_pprof_top_shows_the_reports_hot_methods() {
+    if !has_command("go") {
+        eprintln!("NOTICE: go not found; skipping the pprof consumer test");
+        return;
+    }
+    let rec = recorded();
+    let file = temp_dir("export-pprof").join("cpusplit.pb.gz");
+    export("pprof", &file);
+    let top = pprof_top(&file);
+    let report = report_rows(&rec.report);
+    // The same hottest method, and the same self and total shares for every method
+    // the report puts above 1% (pprof rounds to two decimals).
+    assert_eq!(
+        top[0].0, report[0].0,
+        "pprof:\n{top:?}\nreport:\n{report:?}"
+    );
+    assert!(report[0].0.ends_with("CpuSplit.spin"), "{report:?}");
+    for (method, self_pct, total_pct) in report.iter().filter(|r| r.2 >= 1.0) {
+        let row = top
+            .iter()
+            .find(|t| &t.0 == method)
+            .unwrap_or_else(|| panic!("{method} missing from pprof -top: {top:?}"));
+        assert!(
+            (row.1 - self_pct).abs() < 0.5,
+            "{method}: flat {row:?} vs self {self_pct}"
+        );
+        assert!(
+            (row.2 - total_pct).abs() < 0.5,
+            "{method}: cum {row:?} vs total {total_pct}"
+        );
+    }
+    assert!(top.iter().any(|t| t.0 == "CpuSplit.seventy" && t.2 > t.1));
+}
+
+#[test]
+fn otlp_export_decodes_with_the_official_schema() {
+    let rec = recorded();
+    let file = temp_dir("export-otlp").join("cpusplit.otlp");
+    export("otlp", &file);
+    let req = ExportProfilesServiceRequest::decode(&*std::fs::read(&file).unwrap())
+        .expect("an ExportProfilesServiceRequest");
+    let dict = req.dictionary.as_ref().expect("a dictionary");
+    let s = |i: i32| dict.string_table[i as usize].as_str();
+    let rp = &req.resource_profiles[0];
+    let service = rp
+        .resource
+        .as_ref()
+        .unwrap()
+        .attributes
+        .iter()
+        .find(|a| a.key == "service.name");
+    let service = service
+        .and_then(|a| a.value.as_ref())
+        .and_then(|v| v.value.clone());
+    assert_eq!(service, Some(AnyValue::StringValue("CpuSplit".into())));
+    let profiles = &rp.scope_profiles[0].profiles;
+    assert_eq!(profiles.len(), 1, "one cpu profile");
+    let cpu = &profiles[0];
+    let st = cpu.sample_type.unwrap();
+    assert_eq!(
+        (s(st.type_strindex), s(st.unit_strindex)),
+        ("cpu", "nanoseconds")
+    );
+    let observed: usize = cpu
+        .samples
+        .iter()
+        .map(|x| x.timestamps_unix_nano.len())
+        .sum();
+    assert_eq!(observed as u64, rec.report.samples);
+    for x in &cpu.samples {
+        assert_eq!(x.values.len(), x.timestamps_unix_nano.len());
+        assert!(x
+            .timestamps_unix_nano
+            .iter()
+            .all(|&t| t >= cpu.time_unix_nano));
+    }
+    // The leaf of the hottest stack is CpuSplit.spin, with a line number.
+    let hottest = cpu.samples.iter().max_by_key(|x| x.values.len()).unwrap();
+    let stack = &dict.stack_table[hottest.stack_index as usize];
+    let leaf = &dict.location_table[stack.location_indices[0] as usize].lines[0];
+    let function = dict.function_table[leaf.function_index as usize];
+    assert_eq!(s(function.name_strindex), "CpuSplit.spin");
+    assert_eq!(s(function.filename_strindex), "CpuSplit.java");
+    assert!(leaf.line > 0);
+    let names: Vec<&str> = hottest
+        .attribute_indices
+        .iter()
+        .map(|&a| s(dict.attribute_table[a as usize].key_strindex))
+        .collect();
+    assert!(names.contains(&"thread.name"), "{names:?}");
+
+    let json_file = file.with_extension("json");
+    export("otlp-json", &json_file);
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json_file).unwrap()).unwrap();
+    let samples = json["resourceProfiles"][0]["scopeProfiles"][0]["profiles"][0]["samples"]
+        .as_array()
+        .unwrap();
+    assert_eq!(samples.len(), cpu.samples.len());
+}
+
+/// Serves the files under `root` over HTTP on a local port until the process ends.
+fn serve_dir(root: PathBuf) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().map_while(Result::ok) {
+            let root = root.clone();
+            std::thread::spawn(move || serve_one(&root, conn));
+        }
+    });
+    port
+}
+
+fn serve_one(root: &Path, mut conn: TcpStream) {
+    let mut line = String::new();
+    let mut r = BufReader::new(conn.try_clone().unwrap());
+    if r.read_line(&mut line).is_err() {
+        return;
+    }
+    let path = line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("/")
+        .split(['?', '#'])
+        .next()
+        .unwrap();
+    let file = root.join(path.trim_start_matches('/').replace("..", ""));
+    let (status, body) = match std::fs::read(&file) {
+        Ok(b) => ("200 OK", b),
+        Err(_) => ("404 Not Found", Vec::new()),
+    };
+    let kind = match file.extension().and_then(|e| e.to_str()) {
+        Some("html") => "text/html",
+        Some("js") => "text/javascript",
+        Some("css") => "text/css",
+        Some("json") => "application/json",
+        Some("wasm") => "application/wasm",
+        _ => "application/octet-stream",
+    };
+    let _ = write!(
+        conn,
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nAccess-Control-Allow-Origin: *\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = conn.write_all(&body);
+}
+
+/// The speedscope release the Sandwich-view markup below was read from (.ci/run
+/// installs the same).
+const SPEEDSCOPE: &str = "speedscope@1.25.0";
+
+/// speedscope's built files, installed from npm into target/npm when missing.
+fn speedscope_dist() -> Option<PathBuf> {
+    let prefix = target_dir().join("npm");
+    let dist = prefix.join("node_modules/speedscope/dist/release");
+    if !dist.join("index.html").is_file() {
+        if !has_command("npm") {
+            return None;
+        }
+        let out = Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .arg(SPEEDSCOPE)
+            .output()
+            .expect("run npm");
+        assert!(
+            out.status.success(),
+            "npm install speedscope: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Some(dist)
+}
+
+/// The DOM of speedscope's Sandwich view over the profile at `profile`, as headless
+/// Chromium renders it; `None` (with a notice) when Chromium or npm is absent.
+fn speedscope_dom(profile: &Path) -> Option<String> {
+    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| has_command(c))
+    else {
+        eprintln!("NOTICE: chromium not found; skipping the speedscope test");
+        return None;
+    };
+    let Some(dist) = speedscope_dist() else {
+        eprintln!("NOTICE: npm not found; skipping the speedscope test");
+        return None;
+    };
+    let root = temp_dir("export-speedscope");
+    for entry in std::fs::read_dir(&dist).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), root.join(entry.file_name())).unwrap();
+    }
+    std::fs::copy(profile, root.join("profile.json")).unwrap();
+    let port = serve_dir(root.clone());
+    let url = format!(
+        "http://127.0.0.1:{port}/index.html#profileURL=http://127.0.0.1:{port}/profile.json&view=sandwich"
+    );
+    let out = Command::new(chromium)
+        .args([
+            "--no-sandbox",
+            "--headless",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--window-size=1400,2000",
+            "--virtual-time-budget=15000",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            root.join("chromium").display()
+        ))
+        .arg("--dump-dom")
+        .arg(&url)
+        .output()
+        .expect("run chromium");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The Sandwich table's symbol rows, by self time (the profile picker's rows carry
+/// no shares, symbol rows do).
+fn symbol_rows(dom: &str) -> Vec<&str> {
+    dom.split("<tr")
+        .skip(1)
+        .filter(|r| r.contains("%)<div"))
+        .collect()
+}
+
+#[test]
+fn speedscope_export_opens_in_speedscope_in_chromium() {
+    let rec = recorded();
+    let file = temp_dir("export-speedscope-cpu").join("cpusplit.speedscope.json");
+    export("speedscope", &file);
+    let Some(dom) = speedscope_dom(&file) else {
+        return;
+    };
+    // The page title is the profile's name; the profile shown is the main thread's.
+    assert!(
+        dom.contains("<title>cpusplit.jsc - speedscope</title>"),
+        "{dom}"
+    );
+    assert!(dom.contains("main (cpu)"), "{dom}");
+    // The report's hottest method first, with its source file as the row's title,
+    // and the share it has on the main thread.
+    let rows = symbol_rows(&dom);
+    assert!(!rows.is_empty(), "no symbol rows: {dom}");
+    let first = rows[0];
+    assert!(
+        first.contains(">CpuSplit.spin</td>") && first.contains("title=\"CpuSplit.java\""),
+        "{first}"
+    );
+    let main = Report::of(&rec.file, &["--thread", "main"]);
+    let (_, self_pct, _) = report_rows(&main)[0].clone();
+    let shown = [self_pct.floor(), self_pct.ceil()].map(|p| format!("({p}%)"));
+    assert!(
+        shown.iter().any(|s| first.contains(s)),
+        "{shown:?} in {first}"
+    );
+    for method in ["CpuSplit.seventy", "CpuSplit.thirty", "CpuSplit.main"] {
+        assert!(
+            dom.contains(&format!(">{method}</td>")),
+            "{method} in the sandwich view"
+        );
+    }
+}
+
+#[test]
+fn traces_export_as_evented_profiles_that_speedscope_opens() {
+    agent_path();
+    let classes = compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
+    let java = &javas()[0];
+    let dir = temp_dir("export-speedscope-trace");
+    let file = dir.join("trace.jsc");
+    let out = jscope(&[
+        "record",
+        "--mode",
+        "none",
+        "--trace",
+        "CpuSplit",
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+        java.bin.to_str().unwrap(),
+        "-cp",
+        classes.to_str().unwrap(),
+        "CpuSplit",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let json_file = dir.join("trace.speedscope.json");
+    let out = jscope(&[
+        "export",
+        file.to_str().unwrap(),
+        "--format",
+        "speedscope",
+        "-o",
+        json_file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // One open and one close per traced call, as many spin calls as seventy and
+    // thirty calls together (jscope stats counts them).
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json_file).unwrap()).unwrap();
+    let profile = &json["profiles"][0];
+    assert_eq!(
+        (&profile["type"], &profile["name"]),
+        (&"evented".into(), &"main (trace)".into())
+    );
+    let stats = jscope_json(&["stats", file.to_str().unwrap(), "--format", "json"]);
+    let calls = |m: &str| {
+        stats["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["method"] == m)
+            .map_or(0, |r| r["calls"].as_u64().unwrap())
+    };
+    let spin = calls("CpuSplit.spin");
+    assert!(spin > 20, "{spin} spin calls");
+    assert_eq!(spin, calls("CpuSplit.seventy") + calls("CpuSplit.thirty"));
+    let frames = json["shared"]["frames"].as_array().unwrap();
+    let opens = profile["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["type"] == "O"
+                && frames[e["frame"].as_u64().unwrap() as usize]["name"] == "CpuSplit.spin"
+        })
+        .count();
+    assert_eq!(opens as u64, spin);
+
+    let Some(dom) = speedscope_dom(&json_file) else {
+        return;
+    };
+    assert!(
+        dom.contains("<title>trace.jsc - speedscope</title>"),
+        "{dom}"
+    );
+    assert!(dom.contains("main (trace)"), "{dom}");
+    let rows = symbol_rows(&dom);
+    assert!(
+        rows.first()
+            .is_some_and(|r| r.contains(">CpuSplit.spin</td>")),
+        "{rows:?}"
+    );
+    for method in ["CpuSplit.seventy", "CpuSplit.thirty", "CpuSplit.main"] {
+        assert!(
+            dom.contains(&format!(">{method}</td>")),
+            "{method} in {dom}"
+        );
+    }
+}

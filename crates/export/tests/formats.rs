@@ -1,0 +1,488 @@
+//! Each export format over one small recording whose every value is known: two
+//! threads of cpu samples, allocations, monitor waits and exact traces.
+
+use std::io::Read;
+
+use jscope_analysis::trace::TraceOptions;
+use jscope_analysis::{collapse, CollapseOptions, Selection, ThreadMatcher};
+use jscope_export::{export, pprof, Format, Kind, Profile, Request};
+use jscope_format::thread_state::{ALIVE, BLOCKED_ON_MONITOR_ENTER, RUNNABLE};
+use jscope_format::*;
+use prost::Message;
+use serde_json::Value;
+
+const MS: u64 = 1_000_000;
+
+/// Methods: 1 demo.App.main, 2 demo.App.work, 3 demo.App.idle, 4 demo.Worker.run.
+/// Stacks (top first): 1 work<main, 2 idle<main, 3 run, 4 work (inlined) <main.
+/// Thread 1 `main`: cpu samples at 0, 10, 20 ms in work (lines 12, 12, 13), at 30 ms
+/// in idle, and at 60 ms in work again (a gap). Thread 2 `worker`: two samples in
+/// run, the second blocked. Allocations: 100 and 300 bytes of demo.Item in work.
+/// A monitor wait of 5 ms in idle. Traces on main: main [0, 10 ms] calls work
+/// [1, 4 ms] and work [5, 9 ms].
+fn recording() -> Recording {
+    let header = Header {
+        pid: 77,
+        command_line: "demo.App --fast".into(),
+        start_wall_ns: 1_700_000_000_000_000_000,
+        ticks_per_second: 1_000_000_000,
+        modes: "cpu".into(),
+        interval_ns: 10 * MS,
+        vm_name: "Test VM".into(),
+        java_version: "21".into(),
+        ..Header::default()
+    };
+    let mut w = ChunkWriter::new();
+    for (id, s) in [
+        (1, "demo.App"),
+        (2, "App.java"),
+        (3, "main"),
+        (4, "work"),
+        (5, "idle"),
+        (6, "demo.Worker"),
+        (7, "run"),
+        (8, "()V"),
+        (9, "demo.Item"),
+    ] {
+        w.string(StringId(id), s);
+    }
+    let class = |id, name, file| ClassDef {
+        id: ClassId(id),
+        name: StringId(name),
+        source_file: StringId(file),
+    };
+    w.class(&class(1, 1, 2));
+    w.class(&class(2, 6, 0));
+    w.class(&class(3, 9, 0));
+    for (id, class, name) in [(1, 1, 3), (2, 1, 4), (3, 1, 5), (4, 2, 7)] {
+        w.method(&MethodDef {
+            id: MethodId(id),
+            class: ClassId(class),
+            name: StringId(name),
+            signature: StringId(8),
+            modifiers: 1,
+        });
+    }
+    for (id, name) in [(1, "main"), (2, "worker")] {
+        w.thread(&ThreadDef {
+            id: ThreadId(id),
+            name: name.into(),
+            ..ThreadDef::default()
+        });
+    }
+    let frame = |m, line| Frame {
+        method: MethodId(m),
+        bci: 1,
+        line,
+        kind: FrameKind::Compiled,
+    };
+    let inlined = |m, line| Frame {
+        kind: FrameKind::Inlined,
+        ..frame(m, line)
+    };
+    w.stack(StackId(1), &[frame(2, 12), frame(1, 3)]);
+    w.stack(StackId(2), &[frame(3, 20), frame(1, 4)]);
+    w.stack(StackId(3), &[frame(4, 7)]);
+    // work inlined into main (the JIT's view of the same call as stack 1).
+    w.stack(StackId(4), &[inlined(2, 13), frame(1, 3)]);
+    let runnable = ALIVE | RUNNABLE;
+    for (thread, ms, stack, state) in [
+        (1, 0, 1, runnable),
+        (1, 10, 1, runnable),
+        (1, 20, 4, runnable),
+        (1, 30, 2, runnable),
+        (1, 60, 1, runnable),
+        (2, 5, 3, runnable),
+        (2, 15, 3, ALIVE | BLOCKED_ON_MONITOR_ENTER),
+    ] {
+        w.sample(&Sample {
+            thread: ThreadId(thread),
+            ticks: ms * MS,
+            stack: StackId(stack),
+            mode: SampleMode::Cpu,
+            weight_ns: 10 * MS,
+            state,
+        });
+    }
+    for (ms, size) in [(2, 100), (12, 300)] {
+        w.event(&JvmEvent::on(
+            ThreadId(1),
+            ms * MS,
+            EventKind::Alloc {
+                class: ClassId(3),
+                size,
+                stack: StackId(1),
+                object: 0,
+                allocated_total: 0,
+            },
+        ));
+    }
+    w.event(&JvmEvent::on(
+        ThreadId(1),
+        31 * MS,
+        EventKind::MonitorBlocked {
+            duration_ns: 5 * MS,
+            class: ClassId(1),
+            object: 1,
+            owner: ThreadId(2),
+            stack: StackId(2),
+        },
+    ));
+    let ev = |kind, m, ms| TraceEvent {
+        kind,
+        method: MethodId(m),
+        ticks: ms * MS,
+        untraced: 0,
+        cpu_ns: 0,
+    };
+    w.trace(&TraceBatch {
+        thread: ThreadId(1),
+        has_cpu: false,
+        events: vec![
+            ev(TraceKind::Enter, 1, 0),
+            ev(TraceKind::Enter, 2, 1),
+            ev(TraceKind::Exit, 2, 4),
+            ev(TraceKind::Enter, 2, 5),
+            ev(TraceKind::Exit, 2, 9),
+            ev(TraceKind::Exit, 1, 10),
+        ],
+    });
+    w.end(70 * MS);
+    let mut bytes = encode_file_start(&header);
+    bytes.extend(w.finish());
+    Recording::from_bytes(&bytes).unwrap()
+}
+
+fn request(kind: Kind) -> Request {
+    Request {
+        kind: Some(kind),
+        name: "demo.jsc".into(),
+        ..Request::default()
+    }
+}
+
+fn exported(rec: &Recording, req: &Request, format: Format) -> Vec<u8> {
+    let mut out = Vec::new();
+    export(rec, req, format, &mut out).unwrap();
+    out
+}
+
+fn json(rec: &Recording, req: &Request, format: Format) -> Value {
+    serde_json::from_slice(&exported(rec, req, format)).unwrap()
+}
+
+fn pprof_of(bytes: &[u8]) -> pprof::Profile {
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut raw)
+        .expect("gzip");
+    pprof::Profile::decode(&*raw).expect("a profile.proto Profile")
+}
+
+#[test]
+fn pprof_has_functions_lines_sample_types_and_thread_labels() {
+    let rec = recording();
+    let p = pprof_of(&exported(&rec, &request(Kind::Cpu), Format::Pprof));
+    let s = |i: i64| p.string_table[i as usize].as_str();
+    assert_eq!(s(0), "");
+    let types: Vec<(&str, &str)> = p
+        .sample_type
+        .iter()
+        .map(|t| (s(t.r#type), s(t.unit)))
+        .collect();
+    assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+    assert_eq!(p.period, 10 * MS as i64);
+    assert_eq!(p.duration_nanos, 70 * MS as i64);
+    let total: Vec<i64> = (0..2)
+        .map(|i| p.sample.iter().map(|x| x.value[i]).sum())
+        .collect();
+    assert_eq!(total, [7, 70 * MS as i64]);
+    // work has a location per line (12 and 13), each one line of one function.
+    let work = p
+        .function
+        .iter()
+        .find(|f| s(f.name) == "demo.App.work")
+        .unwrap();
+    assert_eq!(
+        (s(work.system_name), s(work.filename)),
+        ("demo.App.work()V", "App.java")
+    );
+    let mut lines: Vec<i64> = p
+        .location
+        .iter()
+        .filter(|l| l.line[0].function_id == work.id)
+        .map(|l| l.line[0].line)
+        .collect();
+    lines.sort();
+    assert_eq!(lines, [12, 13]);
+    // Inlined work:13 and main:3 it was inlined into are one location, innermost
+    // line first, as pprof's inline frames are.
+    let inlined = p.location.iter().find(|l| l.line.len() == 2).unwrap();
+    let names: Vec<(&str, i64)> = inlined
+        .line
+        .iter()
+        .map(|l| (s(p.function[l.function_id as usize - 1].name), l.line))
+        .collect();
+    assert_eq!(names, [("demo.App.work", 13), ("demo.App.main", 3)]);
+    assert!(p.mapping[0].has_inline_frames);
+    // The blocked worker sample carries its thread and state.
+    let labels = |x: &pprof::Sample| -> Vec<(String, String)> {
+        x.label
+            .iter()
+            .map(|l| (s(l.key).to_string(), s(l.str).to_string()))
+            .collect()
+    };
+    let blocked: Vec<_> = p
+        .sample
+        .iter()
+        .filter(|x| labels(x).contains(&("thread state".into(), "blocked".into())))
+        .collect();
+    assert_eq!(blocked.len(), 1);
+    assert!(labels(blocked[0]).contains(&("thread".into(), "worker".into())));
+    assert_eq!(blocked[0].value, [1, 10 * MS as i64]);
+}
+
+#[test]
+fn pprof_of_allocations_and_lock_waits() {
+    let rec = recording();
+    let p = pprof_of(&exported(&rec, &request(Kind::Alloc), Format::Pprof));
+    let s = |i: i64| p.string_table[i as usize].clone();
+    assert_eq!(s(p.sample_type[1].r#type), "alloc_space");
+    assert_eq!(p.sample.len(), 1, "both allocations share stack and class");
+    assert_eq!(p.sample[0].value, [2, 400]);
+    let class = p.sample[0]
+        .label
+        .iter()
+        .find(|l| s(l.key) == "allocated class");
+    assert_eq!(class.map(|l| s(l.str)).as_deref(), Some("demo.Item"));
+
+    let p = pprof_of(&exported(&rec, &request(Kind::Lock), Format::Pprof));
+    let s = |i: i64| p.string_table[i as usize].clone();
+    assert_eq!(
+        (s(p.sample_type[1].r#type), s(p.sample_type[1].unit)),
+        ("delay".into(), "nanoseconds".into())
+    );
+    assert_eq!(p.sample[0].value, [1, 5 * MS as i64]);
+}
+
+#[test]
+fn collapsed_samples_are_what_jscope_collapsed_prints() {
+    let rec = recording();
+    let text = String::from_utf8(exported(&rec, &request(Kind::Cpu), Format::Collapsed)).unwrap();
+    let sel = Selection::default();
+    let mut expected = Vec::new();
+    collapse(&rec, &sel.stack_counts(&rec), CollapseOptions::default())
+        .write_to(&mut expected)
+        .unwrap();
+    assert_eq!(text, String::from_utf8(expected).unwrap());
+    assert!(text.contains("demo.App.main;demo.App.work 4\n"), "{text}");
+}
+
+#[test]
+fn selection_filters_apply_to_every_kind() {
+    let rec = recording();
+    let req = Request {
+        selection: Selection {
+            thread: Some(ThreadMatcher::new("worker")),
+            ..Selection::default()
+        },
+        ..request(Kind::Cpu)
+    };
+    let p = Profile::of(&rec, Kind::Cpu, &req.selection);
+    assert_eq!(p.samples.len(), 2);
+    assert!(p.samples.iter().all(|s| s.thread == 2));
+    let window = Selection {
+        from_s: Some(0.011),
+        to_s: Some(0.05),
+        ..Selection::default()
+    };
+    assert_eq!(Profile::of(&rec, Kind::Alloc, &window).samples.len(), 1);
+    assert_eq!(Profile::of(&rec, Kind::Cpu, &window).samples.len(), 3);
+}
+
+#[test]
+fn chrome_slices_merge_a_frame_over_consecutive_samples() {
+    let rec = recording();
+    let json = json(&rec, &request(Kind::Cpu), Format::Chrome);
+    let slices: Vec<(String, u64, f64, f64)> = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_string(),
+                e["tid"].as_u64().unwrap(),
+                e["ts"].as_f64().unwrap(),
+                e["dur"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let on_main = |name: &str| -> Vec<(f64, f64)> {
+        let mut v: Vec<(f64, f64)> = slices
+            .iter()
+            .filter(|s| s.0 == name && s.1 == 1)
+            .map(|s| (s.2, s.3))
+            .collect();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v
+    };
+    // main runs 0-40 ms (at two lines), then again after the 20 ms gap; work is
+    // one slice over its three samples (at two lines), then idle, then work again.
+    assert_eq!(
+        on_main("demo.App.main"),
+        [(0.0, 40_000.0), (60_000.0, 10_000.0)]
+    );
+    assert_eq!(
+        on_main("demo.App.work"),
+        [(0.0, 30_000.0), (60_000.0, 10_000.0)]
+    );
+    assert_eq!(on_main("demo.App.idle"), [(30_000.0, 10_000.0)]);
+    let names: Vec<&Value> = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| &e["args"]["name"])
+        .collect();
+    assert_eq!(names, ["main", "worker"]);
+}
+
+#[test]
+fn speedscope_sampled_profiles_per_thread() {
+    let rec = recording();
+    let json = json(&rec, &request(Kind::Cpu), Format::Speedscope);
+    assert_eq!(
+        json["$schema"],
+        "https://www.speedscope.app/file-format-schema.json"
+    );
+    let frames = json["shared"]["frames"].as_array().unwrap();
+    let profiles = json["profiles"].as_array().unwrap();
+    assert_eq!(profiles.len(), 2);
+    let main = &profiles[0];
+    assert_eq!(
+        (&main["type"], &main["name"], &main["unit"]),
+        (
+            &"sampled".into(),
+            &"main (cpu)".into(),
+            &"nanoseconds".into()
+        )
+    );
+    let samples = main["samples"].as_array().unwrap();
+    let weights = main["weights"].as_array().unwrap();
+    assert_eq!((samples.len(), weights.len()), (5, 5));
+    assert_eq!(main["endValue"], 50 * MS);
+    let name = |i: &Value| {
+        frames[i.as_u64().unwrap() as usize]["name"]
+            .as_str()
+            .unwrap()
+    };
+    let first: Vec<&str> = samples[0].as_array().unwrap().iter().map(name).collect();
+    assert_eq!(first, ["demo.App.main", "demo.App.work"], "root first");
+    assert_eq!(
+        frames[samples[0][0].as_u64().unwrap() as usize]["file"],
+        "App.java"
+    );
+}
+
+#[test]
+fn speedscope_evented_profile_of_traces_nests_opens_and_closes() {
+    let rec = recording();
+    let json = json(&rec, &request(Kind::Trace), Format::Speedscope);
+    let frames = json["shared"]["frames"].as_array().unwrap();
+    let p = &json["profiles"][0];
+    assert_eq!(p["type"], "evented");
+    assert_eq!(p["name"], "main (trace)");
+    let events: Vec<(String, String, u64)> = p["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let f = frames[e["frame"].as_u64().unwrap() as usize]["name"].as_str();
+            (
+                e["type"].as_str().unwrap().to_string(),
+                f.unwrap().to_string(),
+                e["at"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expect = [
+        ("O", "demo.App.main", 0),
+        ("O", "demo.App.work", MS),
+        ("C", "demo.App.work", 4 * MS),
+        ("O", "demo.App.work", 5 * MS),
+        ("C", "demo.App.work", 9 * MS),
+        ("C", "demo.App.main", 10 * MS),
+    ];
+    let expect: Vec<(String, String, u64)> = expect
+        .iter()
+        .map(|(t, f, at)| (t.to_string(), f.to_string(), *at))
+        .collect();
+    assert_eq!(events, expect);
+    assert_eq!(
+        (&p["startValue"], &p["endValue"]),
+        (&0.into(), &(10 * MS).into())
+    );
+}
+
+#[test]
+fn traces_export_their_self_time_to_pprof() {
+    let rec = recording();
+    let req = Request {
+        trace: TraceOptions::default(),
+        ..request(Kind::Trace)
+    };
+    let p = pprof_of(&exported(&rec, &req, Format::Pprof));
+    let s = |i: i64| p.string_table[i as usize].as_str();
+    assert_eq!(s(p.sample_type[1].r#type), "self");
+    let total: i64 = p.sample.iter().map(|x| x.value[1]).sum();
+    assert_eq!(
+        total,
+        10 * MS as i64,
+        "self times add up to main's duration"
+    );
+}
+
+#[test]
+fn otlp_holds_one_profile_per_kind_the_recording_has() {
+    use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+    let rec = recording();
+    let req = Request {
+        kind: None,
+        name: "demo.jsc".into(),
+        ..Request::default()
+    };
+    let bytes = exported(&rec, &req, Format::Otlp);
+    let r = ExportProfilesServiceRequest::decode(&*bytes).unwrap();
+    let d = r.dictionary.unwrap();
+    let profiles = &r.resource_profiles[0].scope_profiles[0].profiles;
+    let kinds: Vec<(&str, usize)> = profiles
+        .iter()
+        .map(|p| {
+            let t = p.sample_type.unwrap().type_strindex as usize;
+            let n = p.samples.iter().map(|s| s.timestamps_unix_nano.len()).sum();
+            (d.string_table[t].as_str(), n)
+        })
+        .collect();
+    assert_eq!(kinds, [("cpu", 7), ("alloc_space", 2), ("delay", 1)]);
+    // Every dictionary table starts with its zero value.
+    assert_eq!(d.string_table[0], "");
+    assert_eq!(d.stack_table[0].location_indices.len(), 0);
+    assert_eq!(d.function_table[0].name_strindex, 0);
+    let first_ts = profiles[0].samples[0].timestamps_unix_nano[0];
+    assert!(first_ts >= 1_700_000_000_000_000_000);
+}
+
+#[test]
+fn unknown_kinds_and_empty_kinds_are_errors() {
+    assert!("heap"
+        .parse::<Kind>()
+        .unwrap_err()
+        .to_string()
+        .contains("unknown export mode"));
+    assert_eq!("ALLOC".parse::<Kind>().unwrap(), Kind::Alloc);
+    let empty = Recording::default();
+    let mut out = Vec::new();
+    let e = export(&empty, &request(Kind::Trace), Format::Chrome, &mut out).unwrap_err();
+    assert!(e.to_string().contains("no trace events"), "{e}");
+}
