@@ -52,6 +52,8 @@ pub enum Command {
     Stats(crate::trace::StatsArgs),
     /// Export a tracing recording as Chrome/Perfetto trace JSON or collapsed stacks.
     Export(crate::trace::ExportArgs),
+    /// Convert a JFR file (JDK Flight Recorder, async-profiler) into a .jsc recording.
+    Convert(crate::convert::ConvertArgs),
     /// JVM events one per line (text columns, CSV or JSON), as event trees, or user
     /// event intervals.
     Events(crate::events::EventsArgs),

@@ -1,0 +1,662 @@
+//! Turns JFR events into jscope's model: names into the string, class and method
+//! dictionaries, JFR stack traces and threads into stacks and thread records,
+//! sampling events into samples and the rest into jscope's JVM events and traces.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use jscope_format::thread_state as ts;
+use jscope_format::{
+    CallAggregate, CallPair, ClassDef, ClassId, EventKind, Frame, FrameKind, JvmEvent, MethodDef,
+    MethodId, Recording, Sample, SampleMode, StackId, StringId, ThreadDef, ThreadId, TraceBatch,
+    TraceEvent, TraceKind,
+};
+
+use crate::value::{Value, View};
+
+/// The JFR event types this reader maps; others are skipped unread.
+pub(crate) const MAPPED: &[&str] = &[
+    "jdk.ExecutionSample",
+    "jdk.NativeMethodSample",
+    "jdk.CPUTimeSample",
+    "profiler.WallClockSample",
+    "jdk.ObjectAllocationSample",
+    "jdk.ObjectAllocationInNewTLAB",
+    "jdk.ObjectAllocationOutsideTLAB",
+    "jdk.JavaMonitorEnter",
+    "jdk.JavaMonitorWait",
+    "jdk.ThreadPark",
+    "jdk.GarbageCollection",
+    "jdk.ThreadStart",
+    "jdk.ThreadEnd",
+    "jdk.MethodTrace",
+    "jdk.MethodTiming",
+    "jdk.ActiveSetting",
+    "jdk.JVMInformation",
+    "jdk.OSInformation",
+    "jdk.CPUInformation",
+];
+
+/// Sampling intervals when the recording's settings do not say (JFR's profile.jfc).
+const DEFAULT_CPU_INTERVAL_NS: u64 = 10_000_000;
+const DEFAULT_WALL_INTERVAL_NS: u64 = 20_000_000;
+
+/// What a chunk's pool keys were turned into; keys are only valid within a chunk.
+#[derive(Default)]
+pub(crate) struct ChunkIds {
+    stacks: HashMap<i64, StackId>,
+    methods: HashMap<i64, MethodId>,
+    classes: HashMap<i64, ClassId>,
+    threads: HashMap<i64, ThreadId>,
+}
+
+/// A JDK 25 method trace: one call of `method` on a thread.
+struct Call {
+    start: u64,
+    end: u64,
+    method: MethodId,
+}
+
+/// Which interval a sample's weight is a multiple of, filled in at the end, when
+/// every chunk's settings are known.
+struct PendingWeight {
+    sample: usize,
+    wall: bool,
+    factor: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Builder {
+    pub rec: Recording,
+    strings: HashMap<String, StringId>,
+    classes: HashMap<String, ClassId>,
+    methods: HashMap<(ClassId, StringId, StringId), MethodId>,
+    stacks: HashMap<Vec<Frame>, StackId>,
+    threads: HashMap<(i64, i64, String), ThreadId>,
+    alloc_total: u64,
+    calls: BTreeMap<ThreadId, Vec<Call>>,
+    timings: HashMap<MethodId, (u64, CallPair)>,
+    pending: Vec<PendingWeight>,
+    cpu_interval: Option<u64>,
+    wall_interval: Option<u64>,
+    modes: BTreeSet<&'static str>,
+    pub async_profiler: bool,
+}
+
+impl Builder {
+    pub(crate) fn new() -> Builder {
+        let mut b = Builder::default();
+        b.rec.strings = vec![String::new()];
+        b
+    }
+
+    fn string(&mut self, s: &str) -> StringId {
+        if s.is_empty() {
+            return StringId::NONE;
+        }
+        if let Some(&id) = self.strings.get(s) {
+            return id;
+        }
+        let id = StringId(self.rec.strings.len() as u32);
+        self.rec.strings.push(s.to_owned());
+        self.strings.insert(s.to_owned(), id);
+        id
+    }
+
+    fn class_named(&mut self, name: &str) -> ClassId {
+        if name.is_empty() {
+            return ClassId::NONE;
+        }
+        if let Some(&id) = self.classes.get(name) {
+            return id;
+        }
+        let id = ClassId(self.rec.classes.len().max(1) as u32);
+        let def = ClassDef {
+            id,
+            name: self.string(name),
+            source_file: StringId::NONE,
+        };
+        put(&mut self.rec.classes, id.index(), def);
+        self.classes.insert(name.to_owned(), id);
+        id
+    }
+
+    /// A `java.lang.Class` value (or pool reference) as a class id.
+    fn class(&mut self, v: &View, ids: &mut ChunkIds, raw: &Value) -> ClassId {
+        let key = pool_key(raw);
+        if let Some(id) = key.and_then(|k| ids.classes.get(&k)) {
+            return *id;
+        }
+        let name = v.string(raw, "name").unwrap_or_default().replace('/', ".");
+        let id = self.class_named(&name);
+        if let Some(k) = key {
+            ids.classes.insert(k, id);
+        }
+        id
+    }
+
+    fn method(&mut self, v: &View, ids: &mut ChunkIds, raw: &Value) -> MethodId {
+        let key = pool_key(raw);
+        if let Some(id) = key.and_then(|k| ids.methods.get(&k)) {
+            return *id;
+        }
+        let class = self.class(v, ids, v.raw(raw, "type"));
+        let name = self.string(&v.string(raw, "name").unwrap_or_default());
+        let signature = self.string(&v.string(raw, "descriptor").unwrap_or_default());
+        let modifiers = v.int(raw, "modifiers").unwrap_or(0) as u32;
+        let next = MethodId(self.rec.methods.len().max(1) as u32);
+        let id = *self.methods.entry((class, name, signature)).or_insert(next);
+        if id == next {
+            let def = MethodDef {
+                id,
+                class,
+                name,
+                signature,
+                modifiers,
+            };
+            put(&mut self.rec.methods, id.index(), def);
+        }
+        if let Some(k) = key {
+            ids.methods.insert(k, id);
+        }
+        id
+    }
+
+    fn stack(&mut self, v: &View, ids: &mut ChunkIds, raw: &Value) -> StackId {
+        let key = pool_key(raw);
+        if let Some(id) = key.and_then(|k| ids.stacks.get(&k)) {
+            return *id;
+        }
+        let frames = match v.get(raw, "frames") {
+            Value::Array(items) => items.iter().map(|f| self.frame(v, ids, f)).collect(),
+            _ => Vec::new(),
+        };
+        let id = if frames.is_empty() {
+            StackId::NONE
+        } else {
+            let next = StackId(self.rec.stacks.len().max(1) as u32);
+            let id = *self.stacks.entry(frames.clone()).or_insert(next);
+            if id == next {
+                put(&mut self.rec.stacks, id.index(), frames);
+            }
+            id
+        };
+        if let Some(k) = key {
+            ids.stacks.insert(k, id);
+        }
+        id
+    }
+
+    fn frame(&mut self, v: &View, ids: &mut ChunkIds, f: &Value) -> Frame {
+        let method = self.method(v, ids, v.raw(f, "method"));
+        let kind = v
+            .as_string(v.get(f, "type"))
+            .map_or(FrameKind::Java, |t| frame_kind(&t));
+        Frame {
+            method,
+            bci: v.int(f, "bytecodeIndex").unwrap_or(-1) as i32,
+            line: v.int(f, "lineNumber").unwrap_or(0).max(0) as u32,
+            kind,
+        }
+    }
+
+    fn thread(&mut self, v: &View, ids: &mut ChunkIds, raw: &Value) -> ThreadId {
+        let key = pool_key(raw);
+        if let Some(id) = key.and_then(|k| ids.threads.get(&k)) {
+            return *id;
+        }
+        if matches!(v.pools.resolve(raw), Value::Null) {
+            return ThreadId::NONE;
+        }
+        let java_id = v.int(raw, "javaThreadId").unwrap_or(0);
+        let os_tid = v.int(raw, "osThreadId").unwrap_or(0);
+        let name = v
+            .string(raw, "javaName")
+            .filter(|n| !n.is_empty())
+            .or_else(|| v.string(raw, "osName"))
+            .unwrap_or_default();
+        let next = ThreadId(self.rec.threads.len() as u32 + 1);
+        let id = *self
+            .threads
+            .entry((java_id, os_tid, name.clone()))
+            .or_insert(next);
+        if id == next {
+            let group = v.get(raw, "group");
+            self.rec.threads.insert(
+                id,
+                ThreadDef {
+                    id,
+                    java_id,
+                    os_tid: os_tid as u32,
+                    name,
+                    group: v.string(group, "name").unwrap_or_default(),
+                    parent: String::new(),
+                    start_order: id.0,
+                    daemon: false,
+                },
+            );
+        }
+        if let Some(k) = key {
+            ids.threads.insert(k, id);
+        }
+        id
+    }
+
+    /// Maps one event of type `ty`.
+    pub(crate) fn event(&mut self, v: &View, ids: &mut ChunkIds, ty: &str, e: &Value) {
+        let t = v.time_ns(e, "startTime").unwrap_or(0);
+        let dur = || v.span_ns(e, "duration").unwrap_or(0);
+        match ty {
+            "jdk.ExecutionSample" => {
+                let state = v.as_string(v.get(e, "state")).map_or(0, |s| state_bits(&s));
+                self.sample(v, ids, e, "sampledThread", SampleMode::Cpu, state, t, 1);
+            }
+            "jdk.NativeMethodSample" => {
+                let state = v
+                    .as_string(v.get(e, "state"))
+                    .map_or(ts::ALIVE | ts::RUNNABLE | ts::IN_NATIVE, |s| state_bits(&s));
+                self.sample(v, ids, e, "sampledThread", SampleMode::Wall, state, t, 1);
+            }
+            "profiler.WallClockSample" => {
+                let state = v.as_string(v.get(e, "state")).map_or(0, |s| state_bits(&s));
+                let n = v.int(e, "samples").unwrap_or(1).max(1) as u64;
+                self.sample(v, ids, e, "sampledThread", SampleMode::Wall, state, t, n);
+            }
+            "jdk.CPUTimeSample" => self.cpu_time_sample(v, ids, e, t),
+            "jdk.ObjectAllocationSample" => self.alloc(v, ids, e, t, "weight"),
+            "jdk.ObjectAllocationInNewTLAB" => {
+                let by = if v.int(e, "tlabSize").unwrap_or(0) > 0 {
+                    "tlabSize"
+                } else {
+                    "allocationSize"
+                };
+                self.alloc(v, ids, e, t, by)
+            }
+            "jdk.ObjectAllocationOutsideTLAB" => self.alloc(v, ids, e, t, "allocationSize"),
+            "jdk.JavaMonitorEnter" => {
+                let kind = EventKind::MonitorBlocked {
+                    duration_ns: dur(),
+                    class: self.class(v, ids, v.raw(e, "monitorClass")),
+                    object: v.int(e, "address").unwrap_or(0) as u64,
+                    owner: self.thread(v, ids, v.raw(e, "previousOwner")),
+                    stack: self.stack(v, ids, v.raw(e, "stackTrace")),
+                };
+                self.thread_event(v, ids, e, t, kind);
+            }
+            "jdk.JavaMonitorWait" => {
+                let kind = EventKind::MonitorWait {
+                    duration_ns: dur(),
+                    class: self.class(v, ids, v.raw(e, "monitorClass")),
+                    object: v.int(e, "address").unwrap_or(0) as u64,
+                    timeout_ms: v.span_ns(e, "timeout").unwrap_or(0) / 1_000_000,
+                    timed_out: v.bool(e, "timedOut"),
+                    stack: self.stack(v, ids, v.raw(e, "stackTrace")),
+                };
+                self.thread_event(v, ids, e, t, kind);
+            }
+            "jdk.ThreadPark" => {
+                let kind = EventKind::Park {
+                    duration_ns: dur(),
+                    blocker_class: self.class(v, ids, v.raw(e, "parkedClass")),
+                    timeout_ns: v.int(e, "timeout").filter(|&n| n > 0).unwrap_or(0) as u64,
+                    stack: self.stack(v, ids, v.raw(e, "stackTrace")),
+                };
+                self.thread_event(v, ids, e, t, kind);
+            }
+            "jdk.GarbageCollection" => {
+                let kind = EventKind::Gc { duration_ns: dur() };
+                self.rec.events.push(JvmEvent::global(t, kind));
+            }
+            "jdk.ThreadStart" => {
+                let thread = self.thread(v, ids, v.raw(e, "thread"));
+                let parent = self.thread(v, ids, v.raw(e, "parentThread"));
+                let kind = EventKind::ThreadStart { parent };
+                self.rec.events.push(JvmEvent::on(thread, t, kind));
+            }
+            "jdk.ThreadEnd" => {
+                let thread = self.thread(v, ids, v.raw(e, "thread"));
+                self.rec
+                    .events
+                    .push(JvmEvent::on(thread, t, EventKind::ThreadEnd {}));
+            }
+            "jdk.MethodTrace" => {
+                let thread = self.thread(v, ids, v.raw(e, "eventThread"));
+                let method = self.method(v, ids, v.raw(e, "method"));
+                let call = Call {
+                    start: t,
+                    end: t + dur(),
+                    method,
+                };
+                self.calls.entry(thread).or_default().push(call);
+            }
+            "jdk.MethodTiming" => self.timing(v, ids, e, t),
+            "jdk.ActiveSetting" => self.setting(v, e),
+            "jdk.JVMInformation" => self.jvm_info(v, e),
+            "jdk.OSInformation" => {
+                let os = v.string(e, "osVersion").unwrap_or_default();
+                self.rec.header.os = os.lines().next().unwrap_or("").trim().to_string();
+            }
+            "jdk.CPUInformation" => {
+                self.rec.header.arch = v.string(e, "cpu").unwrap_or_default();
+            }
+            _ => {}
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn sample(
+        &mut self,
+        v: &View,
+        ids: &mut ChunkIds,
+        e: &Value,
+        thread_field: &str,
+        mode: SampleMode,
+        state: u32,
+        ticks: u64,
+        factor: u64,
+    ) {
+        let thread = self.thread(v, ids, v.raw(e, thread_field));
+        let stack = self.stack(v, ids, v.raw(e, "stackTrace"));
+        self.pending.push(PendingWeight {
+            sample: self.rec.samples.len(),
+            wall: mode == SampleMode::Wall,
+            factor,
+        });
+        self.modes.insert(mode.name());
+        self.rec.samples.push(Sample {
+            thread,
+            ticks,
+            stack,
+            mode,
+            weight_ns: 0,
+            state,
+        });
+    }
+
+    /// JDK 25's CPU-time sampler: the event carries its own period; failed
+    /// samples have no stack and are left out.
+    fn cpu_time_sample(&mut self, v: &View, ids: &mut ChunkIds, e: &Value, t: u64) {
+        if v.bool(e, "failed") {
+            return;
+        }
+        let thread = self.thread(v, ids, v.raw(e, "eventThread"));
+        let stack = self.stack(v, ids, v.raw(e, "stackTrace"));
+        let weight = v.span_ns(e, "samplingPeriod").unwrap_or(0);
+        self.modes.insert("cpu");
+        if weight == 0 {
+            self.pending.push(PendingWeight {
+                sample: self.rec.samples.len(),
+                wall: false,
+                factor: 1,
+            });
+        }
+        self.rec.samples.push(Sample {
+            thread,
+            ticks: t,
+            stack,
+            mode: SampleMode::Cpu,
+            weight_ns: weight,
+            state: ts::ALIVE | ts::RUNNABLE,
+        });
+    }
+
+    fn alloc(&mut self, v: &View, ids: &mut ChunkIds, e: &Value, t: u64, size_field: &str) {
+        let size = v.int(e, size_field).unwrap_or(0).max(0) as u64;
+        self.alloc_total = self.alloc_total.saturating_add(size);
+        let kind = EventKind::Alloc {
+            class: self.class(v, ids, v.raw(e, "objectClass")),
+            size,
+            stack: self.stack(v, ids, v.raw(e, "stackTrace")),
+            object: 0,
+            allocated_total: self.alloc_total,
+        };
+        self.thread_event(v, ids, e, t, kind);
+    }
+
+    fn thread_event(&mut self, v: &View, ids: &mut ChunkIds, e: &Value, t: u64, kind: EventKind) {
+        let thread = self.thread(v, ids, v.raw(e, "eventThread"));
+        self.rec.events.push(JvmEvent::on(thread, t, kind));
+    }
+
+    /// JDK 25's per-method totals; each event holds the totals so far, so the last
+    /// one of each method counts.
+    fn timing(&mut self, v: &View, ids: &mut ChunkIds, e: &Value, t: u64) {
+        let callee = self.method(v, ids, v.raw(e, "method"));
+        let calls = v.int(e, "invocations").unwrap_or(0).max(0) as u64;
+        let avg = v.span_ns(e, "average").unwrap_or(0);
+        let pair = CallPair {
+            caller: MethodId::NONE,
+            callee,
+            calls,
+            total_ns: avg.saturating_mul(calls),
+            min_ns: v.span_ns(e, "minimum").unwrap_or(0),
+            max_ns: v.span_ns(e, "maximum").unwrap_or(0),
+        };
+        let entry = self.timings.entry(callee).or_insert((t, pair));
+        if t >= entry.0 {
+            *entry = (t, pair);
+        }
+    }
+
+    /// Sampling intervals from `jdk.ActiveSetting`: JFR's `period` of its samplers,
+    /// async-profiler's `interval` and `wall` (nanoseconds).
+    fn setting(&mut self, v: &View, e: &Value) {
+        let Some(id) = v.int(e, "id") else { return };
+        let ty = v.meta.classes.get(&id).map_or("", |c| c.name.as_str());
+        let name = v.string(e, "name").unwrap_or_default();
+        let value = v.string(e, "value").unwrap_or_default();
+        let Some(ns) = parse_interval(&value) else {
+            return;
+        };
+        match (ty, name.as_str()) {
+            ("jdk.ExecutionSample", "period" | "interval") => self.cpu_interval = Some(ns),
+            ("jdk.ExecutionSample", "wall") => self.wall_interval = Some(ns),
+            ("jdk.NativeMethodSample", "period") => {
+                self.wall_interval.get_or_insert(ns);
+            }
+            _ => {}
+        }
+    }
+
+    fn jvm_info(&mut self, v: &View, e: &Value) {
+        let h = &mut self.rec.header;
+        h.vm_name = v.string(e, "jvmName").unwrap_or_default();
+        h.vm_version = v.string(e, "jvmVersion").unwrap_or_default();
+        h.java_version = h
+            .vm_version
+            .split_whitespace()
+            .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
+            .unwrap_or("")
+            .to_string();
+        h.command_line = v.string(e, "javaArguments").unwrap_or_default();
+        h.pid = v.int(e, "pid").unwrap_or(0) as u32;
+        let args = v.string(e, "jvmArguments").unwrap_or_default();
+        h.extra.retain(|(k, _)| k != "jvm_arguments");
+        if !args.is_empty() {
+            h.extra.push(("jvm_arguments".into(), args));
+        }
+    }
+
+    /// Fills in what needs every chunk: sample weights, traces, timings, header.
+    pub(crate) fn finish(mut self) -> Recording {
+        let cpu = self.cpu_interval.unwrap_or(DEFAULT_CPU_INTERVAL_NS);
+        let wall = self.wall_interval.unwrap_or(DEFAULT_WALL_INTERVAL_NS);
+        for p in &self.pending {
+            let interval = if p.wall { wall } else { cpu };
+            self.rec.samples[p.sample].weight_ns = interval.saturating_mul(p.factor);
+        }
+        for (thread, calls) in std::mem::take(&mut self.calls) {
+            self.rec.traces.push(nest(thread, calls));
+        }
+        if !self.timings.is_empty() {
+            let mut pairs: Vec<CallPair> = self.timings.values().map(|(_, p)| *p).collect();
+            pairs.sort_by_key(|p| p.callee);
+            let ticks = self.timings.values().map(|(t, _)| *t).max().unwrap_or(0);
+            self.rec.call_aggregates.push(CallAggregate {
+                thread: ThreadId::NONE,
+                ticks,
+                pairs,
+            });
+        }
+        let h = &mut self.rec.header;
+        h.modes = self.modes.iter().copied().collect::<Vec<_>>().join("+");
+        h.interval_ns = cpu;
+        h.ticks_per_second = 1_000_000_000;
+        h.agent_version = if self.async_profiler {
+            "async-profiler (JFR)".into()
+        } else {
+            "JDK Flight Recorder".into()
+        };
+        h.extra.push(("source".into(), "jfr".into()));
+        self.rec
+    }
+}
+
+/// Turns calls (start, end) into properly nested enter/exit events: a call that
+/// starts before the previous one ends is inside it.
+fn nest(thread: ThreadId, mut calls: Vec<Call>) -> TraceBatch {
+    calls.sort_by_key(|c| (c.start, std::cmp::Reverse(c.end)));
+    let mut events = Vec::with_capacity(calls.len() * 2);
+    let mut open: Vec<(u64, MethodId)> = Vec::new();
+    let exit = |end: u64, method: MethodId| TraceEvent {
+        kind: TraceKind::Exit,
+        method,
+        ticks: end,
+        untraced: 0,
+        cpu_ns: 0,
+    };
+    for c in calls {
+        while let Some(&(end, m)) = open.last().filter(|(end, _)| *end <= c.start) {
+            events.push(exit(end, m));
+            open.pop();
+        }
+        // A call that outlasts its enclosing one (clock skew) ends with it.
+        let end = open.last().map_or(c.end, |&(e, _)| c.end.min(e));
+        events.push(TraceEvent {
+            kind: TraceKind::Enter,
+            method: c.method,
+            ticks: c.start,
+            untraced: 0,
+            cpu_ns: 0,
+        });
+        open.push((end, c.method));
+    }
+    while let Some((end, m)) = open.pop() {
+        events.push(exit(end, m));
+    }
+    TraceBatch {
+        thread,
+        has_cpu: false,
+        events,
+    }
+}
+
+fn pool_key(v: &Value) -> Option<i64> {
+    match v {
+        Value::Ref { key, .. } => Some(*key),
+        _ => None,
+    }
+}
+
+fn put<T>(v: &mut Vec<Option<T>>, i: usize, value: T) {
+    if v.len() <= i {
+        v.resize_with(i + 1, || None);
+    }
+    v[i] = Some(value);
+}
+
+/// JFR's frame type names (async-profiler adds `C1 compiled`, `C++`, `Kernel`).
+fn frame_kind(name: &str) -> FrameKind {
+    match name {
+        "Interpreted" => FrameKind::Interpreted,
+        "JIT compiled" | "C1 compiled" => FrameKind::Compiled,
+        "Inlined" => FrameKind::Inlined,
+        "Native" | "C++" | "Kernel" => FrameKind::Native,
+        _ => FrameKind::Java,
+    }
+}
+
+/// JFR's thread state names as JVMTI state bits.
+fn state_bits(name: &str) -> u32 {
+    let alive = ts::ALIVE;
+    match name {
+        "STATE_RUNNABLE" => alive | ts::RUNNABLE,
+        "STATE_IN_NATIVE" => alive | ts::RUNNABLE | ts::IN_NATIVE,
+        "STATE_BLOCKED" => alive | ts::BLOCKED_ON_MONITOR_ENTER,
+        "STATE_WAITING" => alive | ts::WAITING | ts::WAITING_INDEFINITELY,
+        "STATE_TIMED_WAITING" => alive | ts::WAITING | ts::WAITING_WITH_TIMEOUT,
+        "STATE_SLEEPING" => alive | ts::WAITING | ts::WAITING_WITH_TIMEOUT | ts::SLEEPING,
+        "STATE_PARKED" => alive | ts::WAITING | ts::PARKED,
+        "STATE_TERMINATED" => ts::TERMINATED,
+        "STATE_NEW" => ts::RUNNABLE,
+        _ => 0,
+    }
+}
+
+/// `10 ms`, `20ms`, `1 s`, `500 us`, or bare nanoseconds (async-profiler).
+pub(crate) fn parse_interval(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let n: u64 = s[..split].parse().ok()?;
+    let scale = match s[split..].trim() {
+        "" | "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return None,
+    };
+    Some(n * scale).filter(|&ns| ns > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_in_jfr_and_async_profiler_notation() {
+        assert_eq!(parse_interval("10 ms"), Some(10_000_000));
+        assert_eq!(parse_interval("20ms"), Some(20_000_000));
+        assert_eq!(parse_interval("10000000"), Some(10_000_000));
+        assert_eq!(parse_interval("off"), None);
+        assert_eq!(parse_interval("0 ms"), None);
+    }
+
+    #[test]
+    fn overlapping_calls_nest_and_close_in_order() {
+        let m = |i| MethodId(i);
+        let calls = vec![
+            Call {
+                start: 2,
+                end: 4,
+                method: m(2),
+            },
+            Call {
+                start: 0,
+                end: 10,
+                method: m(1),
+            },
+            Call {
+                start: 5,
+                end: 12,
+                method: m(3),
+            },
+        ];
+        let b = nest(ThreadId(1), calls);
+        let seq: Vec<(TraceKind, u32, u64)> = b
+            .events
+            .iter()
+            .map(|e| (e.kind, e.method.0, e.ticks))
+            .collect();
+        use TraceKind::*;
+        assert_eq!(
+            seq,
+            [
+                (Enter, 1, 0),
+                (Enter, 2, 2),
+                (Exit, 2, 4),
+                (Enter, 3, 5),
+                (Exit, 3, 10),
+                (Exit, 1, 10)
+            ]
+        );
+    }
+}

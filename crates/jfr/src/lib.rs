@@ -1,0 +1,132 @@
+//! Reads JDK Flight Recorder files into jscope's model, so every reading command
+//! works on `.jfr` as on `.jsc`, and writes that model out as a `.jsc` recording.
+//!
+//! JFR files from JDK 11 to 25 (format 2.x) and from async-profiler are read:
+//! chunks, the metadata event, constant pools (split over any number of
+//! checkpoints), compressed integers and every string encoding. A truncated or
+//! corrupt file is read up to the damage, which is reported in
+//! [`Recording::damage`] as for a damaged `.jsc`. See docs/JFR.md.
+
+mod build;
+mod chunk;
+mod cursor;
+mod jsc;
+mod metadata;
+mod value;
+
+use std::path::Path;
+
+use jscope_format::{Damage, Recording};
+
+use crate::build::{Builder, ChunkIds, MAPPED};
+use crate::chunk::{read_chunk, Chunk, MAGIC};
+use crate::value::View;
+
+pub use crate::jsc::encode_jsc;
+
+/// Why bytes could not be read as JFR at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JfrError {
+    #[error("not a JFR file: {0}")]
+    NotJfr(String),
+    #[error("JFR format {0}.{1} is not supported (JDK 11 and later write 2.x)")]
+    Unsupported(u16, u16),
+    #[error("malformed JFR: {0}")]
+    Malformed(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Whether `bytes` start as a JFR file does.
+pub fn is_jfr(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
+pub fn read_file(path: &Path) -> Result<Recording, JfrError> {
+    let bytes = std::fs::read(path).map_err(|e| JfrError::Io(e.to_string()))?;
+    read_bytes(&bytes)
+}
+
+/// Reads every chunk up to the first damage; fails only when `bytes` are not JFR or
+/// use a format version this reader does not know.
+pub fn read_bytes(bytes: &[u8]) -> Result<Recording, JfrError> {
+    if !is_jfr(bytes) {
+        return Err(JfrError::NotJfr("it does not start with FLR\\0".into()));
+    }
+    let mut b = Builder::new();
+    let mut at = 0usize;
+    let mut index = 0u64;
+    let mut damage = None;
+    let mut end_ns = 0u64;
+    let wanted = |name: &str| MAPPED.contains(&name);
+    while at < bytes.len() {
+        let chunk = match read_chunk(bytes, at, &wanted) {
+            Ok(c) => c,
+            Err(JfrError::Unsupported(major, minor)) if index == 0 => {
+                return Err(JfrError::Unsupported(major, minor))
+            }
+            Err(e) => {
+                damage = Some(damage_at(at as u64, index, e.to_string()));
+                break;
+            }
+        };
+        if index == 0 {
+            start_header(&mut b, &chunk);
+        }
+        b.async_profiler |= chunk.meta.id_of("profiler.WallClockSample").is_some();
+        map_chunk(&mut b, &chunk);
+        let h = chunk.header;
+        end_ns = end_ns.max(h.start_nanos.saturating_add(h.duration_nanos).max(0) as u64);
+        index += 1;
+        if let Some((offset, reason)) = chunk.damage {
+            damage = Some(damage_at(offset, index - 1, reason));
+            break;
+        }
+        match chunk.next {
+            Some(next) => at = next,
+            None => break,
+        }
+    }
+    let mut rec = b.finish();
+    rec.chunks = index;
+    if damage.is_none() && end_ns > 0 {
+        rec.end_ticks = Some(end_ns);
+    }
+    rec.damage = damage;
+    Ok(rec)
+}
+
+fn damage_at(offset: u64, chunk_index: u64, reason: String) -> Damage {
+    Damage {
+        offset,
+        chunk_index,
+        reason,
+    }
+}
+
+/// Ticks in the recording are epoch nanoseconds, whatever each chunk's clock is.
+fn start_header(b: &mut Builder, chunk: &Chunk) {
+    let h = &mut b.rec.header;
+    let start = chunk.header.start_nanos.max(0) as u64;
+    h.start_wall_ns = start;
+    h.start_ticks = start;
+    b.rec.version = (jscope_format::VERSION_MAJOR, jscope_format::VERSION_MINOR);
+    h.extra.push((
+        "jfr_version".into(),
+        format!("{}.{}", chunk.header.major, chunk.header.minor),
+    ));
+}
+
+fn map_chunk(b: &mut Builder, chunk: &Chunk) {
+    let view = View {
+        meta: &chunk.meta,
+        pools: &chunk.pools,
+        clock: chunk.header.clock(),
+    };
+    let mut ids = ChunkIds::default();
+    for (ty, e) in &chunk.events {
+        if let Some(class) = chunk.meta.classes.get(ty) {
+            b.event(&view, &mut ids, &class.name, e);
+        }
+    }
+}
