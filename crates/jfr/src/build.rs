@@ -79,6 +79,11 @@ pub(crate) struct Builder {
     cpu_interval: Option<u64>,
     wall_interval: Option<u64>,
     modes: BTreeSet<&'static str>,
+    /// Indices of `jdk.ExecutionSample` samples, dropped when the recording also has
+    /// JDK 25's `jdk.CPUTimeSample`: both sample CPU time, so keeping both would
+    /// count it twice, and the CPU-time sampler is the exact one.
+    execution_samples: Vec<usize>,
+    cpu_time_samples: u64,
     pub async_profiler: bool,
 }
 
@@ -248,6 +253,7 @@ impl Builder {
         match ty {
             "jdk.ExecutionSample" => {
                 let state = v.as_string(v.get(e, "state")).map_or(0, |s| state_bits(&s));
+                self.execution_samples.push(self.rec.samples.len());
                 self.sample(v, ids, e, "sampledThread", SampleMode::Cpu, state, t, 1);
             }
             "jdk.NativeMethodSample" => {
@@ -382,6 +388,7 @@ impl Builder {
         let stack = self.stack(v, ids, v.raw(e, "stackTrace"));
         let weight = v.span_ns(e, "samplingPeriod").unwrap_or(0);
         self.modes.insert("cpu");
+        self.cpu_time_samples += 1;
         if weight == 0 {
             self.pending.push(PendingWeight {
                 sample: self.rec.samples.len(),
@@ -460,13 +467,14 @@ impl Builder {
     fn jvm_info(&mut self, v: &View, e: &Value) {
         let h = &mut self.rec.header;
         h.vm_name = v.string(e, "jvmName").unwrap_or_default();
-        h.vm_version = v.string(e, "jvmVersion").unwrap_or_default();
-        h.java_version = h
-            .vm_version
-            .split_whitespace()
-            .find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))
-            .unwrap_or("")
-            .to_string();
+        let version = v.string(e, "jvmVersion").unwrap_or_default();
+        // `OpenJDK 64-Bit Server VM (25.0.2+10-LTS) for linux-amd64 JRE ...`
+        let inner = version
+            .split_once('(')
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(v, _)| v.to_string());
+        h.java_version = inner.clone().unwrap_or_default();
+        h.vm_version = inner.unwrap_or(version);
         h.command_line = v.string(e, "javaArguments").unwrap_or_default();
         h.pid = v.int(e, "pid").unwrap_or(0) as u32;
         let args = v.string(e, "jvmArguments").unwrap_or_default();
@@ -483,6 +491,9 @@ impl Builder {
         for p in &self.pending {
             let interval = if p.wall { wall } else { cpu };
             self.rec.samples[p.sample].weight_ns = interval.saturating_mul(p.factor);
+        }
+        if self.cpu_time_samples > 0 {
+            self.drop_execution_samples();
         }
         for (thread, calls) in std::mem::take(&mut self.calls) {
             self.rec.traces.push(nest(thread, calls));
@@ -508,6 +519,21 @@ impl Builder {
         };
         h.extra.push(("source".into(), "jfr".into()));
         self.rec
+    }
+}
+
+impl Builder {
+    fn drop_execution_samples(&mut self) {
+        let drop: std::collections::HashSet<usize> = self.execution_samples.drain(..).collect();
+        let mut i = 0;
+        self.rec.samples.retain(|_| {
+            i += 1;
+            !drop.contains(&(i - 1))
+        });
+        self.rec
+            .header
+            .extra
+            .push(("cpu_samples".into(), "jdk.CPUTimeSample".into()));
     }
 }
 

@@ -1,0 +1,197 @@
+//! JFR in, end to end: real JVMs (JDK 17 and JDK 25, as the testkit finds them)
+//! record a fixture with a known CPU split with JDK Flight Recorder, and `jscope`
+//! reads the `.jfr` as it reads its own recordings: the split, method traces' exact
+//! call counts, and `jscope convert` keeping the same report.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use support::*;
+
+/// The tests measure CPU shares; one JVM at a time keeps them from competing.
+static ONE_JVM_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_JVM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn classes() -> PathBuf {
+    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jfr_fixtures"))
+}
+
+/// Runs `JfrSplit SECONDS` under `-XX:StartFlightRecording=filename=FILE,settings=profile,EXTRA`
+/// and returns the file and what the fixture printed (its call counts).
+fn record_jfr(java: &Java, name: &str, extra: &str, seconds: &str) -> (PathBuf, String) {
+    let file = temp_dir(&format!("{name}-jdk{}", java.major)).join(format!("{name}.jfr"));
+    let mut cmd = Command::new(&java.bin);
+    cmd.arg(format!(
+        "-XX:StartFlightRecording=filename={},settings=profile{extra}",
+        file.display()
+    ))
+    .arg("-Xlog:jfr=warning")
+    .arg("-cp")
+    .arg(classes())
+    .args(["JfrSplit", seconds])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    let out = Child::spawn(&mut cmd).finish(Duration::from_secs(120));
+    assert!(
+        out.status.success() && file.is_file(),
+        "jdk {}: JFR recording failed: {}",
+        java.major,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (file, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The same fixture recorded by jscope's own agent.
+fn record_jsc(java: &Java) -> PathBuf {
+    agent_path();
+    let file = temp_dir(&format!("jfrsplit-jsc-jdk{}", java.major)).join("split.jsc");
+    let cp = classes();
+    let args = [
+        "record",
+        "--mode",
+        "cpu",
+        "--interval",
+        "5ms",
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+        java.bin.to_str().unwrap(),
+        "-cp",
+        cp.to_str().unwrap(),
+        "JfrSplit",
+        "2",
+    ];
+    let out = jscope(&args);
+    assert!(out.status.success(), "jscope record: {}", stderr(&out));
+    file
+}
+
+/// (seventy %, thirty %) of the CPU samples, with the sample count.
+fn split(file: &Path) -> (f64, f64, u64) {
+    let r = Report::of(file, &["--mode", "cpu"]);
+    let (_, seventy) = r.percent("JfrSplit.seventy").expect("seventy sampled");
+    let (_, thirty) = r.percent("JfrSplit.thirty").expect("thirty sampled");
+    (seventy, thirty, r.samples)
+}
+
+fn assert_split(what: &str, file: &Path) -> (f64, f64) {
+    let (seventy, thirty, samples) = split(file);
+    assert!(samples >= 200, "{what}: only {samples} samples");
+    assert!(
+        (seventy - 70.0).abs() <= 5.0 && (thirty - 30.0).abs() <= 5.0,
+        "{what}: {seventy:.1}% / {thirty:.1}% of {samples} samples, not 70/30 ± 5"
+    );
+    (seventy, thirty)
+}
+
+/// `(seventy, thirty)` from the fixture's `calls seventy=N thirty=M` line.
+fn printed_calls(stdout: &str) -> (u64, u64) {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("calls "))
+        .expect("the fixture prints its calls");
+    let n = |key: &str| -> u64 {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|v| v.parse().ok())
+            .expect("a count")
+    };
+    (n("seventy="), n("thirty="))
+}
+
+/// Calls per method from `jscope stats FILE --format json`.
+fn stats_calls(file: &Path, method: &str) -> u64 {
+    let json = jscope_json(&["stats", file.to_str().unwrap(), "--format", "json"]);
+    json["methods"]
+        .as_array()
+        .expect("methods")
+        .iter()
+        .find(|m| m["method"] == method)
+        .and_then(|m| m["calls"].as_u64())
+        .unwrap_or_else(|| panic!("{method} not in stats: {json}"))
+}
+
+#[test]
+fn execution_samples_show_the_split_as_jscope_does_and_convert_keeps_it() {
+    let _serial = serial();
+    for java in javas().into_iter().filter(|j| j.major >= 17) {
+        let what = format!("jdk {} JFR", java.major);
+        let (jfr, _) = record_jfr(&java, "jfrsplit", ",jdk.ExecutionSample#period=2ms", "3");
+        let from_jfr = assert_split(&what, &jfr);
+        let ours = assert_split(&format!("jdk {} jscope", java.major), &record_jsc(&java));
+        assert!(
+            (from_jfr.0 - ours.0).abs() <= 10.0,
+            "{what}: {from_jfr:?} vs jscope's {ours:?}"
+        );
+
+        let jsc = jfr.with_extension("jsc");
+        let out = jscope(&[
+            "convert",
+            jfr.to_str().unwrap(),
+            "-o",
+            jsc.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "convert: {}", stderr(&out));
+        let report = |f: &Path| stdout(&jscope(&["report", f.to_str().unwrap()]));
+        assert_eq!(
+            report(&jfr),
+            report(&jsc),
+            "{what}: convert changed the report"
+        );
+        assert!(report(&jfr).contains("JfrSplit.seventy"));
+    }
+}
+
+fn jdk25() -> Option<Java> {
+    let found = javas().into_iter().find(|j| j.major >= 25);
+    if found.is_none() {
+        eprintln!("no JDK 25 found: JDK 25's JFR events are not tested");
+    }
+    found
+}
+
+#[test]
+fn jdk25_cpu_time_samples_show_the_split_and_method_timing_counts_calls() {
+    let _serial = serial();
+    let Some(java) = jdk25() else { return };
+    let extra = ",jdk.CPUTimeSample#enabled=true,jdk.CPUTimeSample#throttle=5ms,\
+                 jdk.MethodTiming#enabled=true,jdk.MethodTiming#filter=JfrSplit::thirty";
+    let (jfr, printed) = record_jfr(&java, "cputime", extra, "3");
+    assert_split("jdk 25 CPUTimeSample", &jfr);
+    let info = stdout(&jscope(&["info", jfr.to_str().unwrap()]));
+    assert!(info.contains("jdk.CPUTimeSample"), "{info}");
+    // MethodTiming gives totals per method: stats reads them as an aggregate.
+    assert_eq!(
+        stats_calls(&jfr, "JfrSplit.thirty"),
+        printed_calls(&printed).1
+    );
+}
+
+#[test]
+fn jdk25_method_traces_give_exact_call_counts_and_a_tree() {
+    let _serial = serial();
+    let Some(java) = jdk25() else { return };
+    let extra = ",jdk.MethodTrace#enabled=true,\
+                 jdk.MethodTrace#filter=JfrSplit::seventy;JfrSplit::thirty;JfrSplit::main";
+    let (jfr, printed) = record_jfr(&java, "methodtrace", extra, "1");
+    let (seventy, thirty) = printed_calls(&printed);
+    assert!(seventy > 10, "{printed}");
+    assert_eq!(stats_calls(&jfr, "JfrSplit.seventy"), seventy);
+    assert_eq!(stats_calls(&jfr, "JfrSplit.thirty"), thirty);
+    let tree = stdout(&jscope(&["tree", jfr.to_str().unwrap()]));
+    let main_line = tree.lines().position(|l| l.contains("JfrSplit.main"));
+    let thirty_line = tree.lines().position(|l| l.contains("JfrSplit.thirty"));
+    assert!(
+        matches!((main_line, thirty_line), (Some(m), Some(t)) if m < t),
+        "main encloses the calls: {}",
+        tree.lines().take(5).collect::<Vec<_>>().join("\n")
+    );
+}
