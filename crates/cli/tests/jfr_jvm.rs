@@ -147,7 +147,31 @@ fn execution_samples_show_the_split_as_jscope_does_and_convert_keeps_it() {
             "{what}: convert changed the report"
         );
         assert!(report(&jfr).contains("JfrSplit.seventy"));
+        cut_copies_read_up_to_the_cut(&what, &jfr);
     }
+}
+
+/// A JVM writes its JFR chunk as it goes (metadata early, constant pools at every
+/// flush), so a copy cut short still holds the samples before the cut.
+fn cut_copies_read_up_to_the_cut(what: &str, jfr: &Path) {
+    let bytes = std::fs::read(jfr).unwrap();
+    let full = split(jfr).2;
+    let cut = jfr.with_file_name("cut.jfr");
+    std::fs::write(&cut, &bytes[..bytes.len() * 3 / 4]).unwrap();
+    let out = jscope(&["report", cut.to_str().unwrap(), "--format", "json"]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{what}: cut copy: {err}");
+    assert_eq!(err.lines().count(), 1, "{what}: one warning: {err}");
+    assert!(
+        err.starts_with("jscope: warning:") && err.contains("read up to there"),
+        "{err}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let samples = json["samples"].as_u64().unwrap();
+    assert!(
+        samples > 0 && samples < full,
+        "{what}: {samples} of {full} samples"
+    );
 }
 
 fn jdk25() -> Option<Java> {
