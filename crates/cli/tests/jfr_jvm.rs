@@ -147,6 +147,14 @@ fn execution_samples_show_the_split_as_jscope_does_and_convert_keeps_it() {
             "{what}: convert changed the report"
         );
         assert!(report(&jfr).contains("JfrSplit.seventy"));
+        // The fixture ends with two System.gc() calls.
+        let gc = stdout(&jscope(&["gc", jfr.to_str().unwrap()]));
+        let pauses: u64 = gc
+            .lines()
+            .find_map(|l| l.strip_prefix("GC pauses:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{what}: {gc}"));
+        assert!(pauses >= 2, "{what}: {gc}");
         cut_copies_read_up_to_the_cut(&what, &jfr);
     }
 }

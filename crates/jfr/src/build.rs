@@ -26,6 +26,7 @@ pub(crate) const MAPPED: &[&str] = &[
     "jdk.JavaMonitorWait",
     "jdk.ThreadPark",
     "jdk.GarbageCollection",
+    "jdk.GCPhasePause",
     "jdk.ThreadStart",
     "jdk.ThreadEnd",
     "jdk.MethodTrace",
@@ -72,7 +73,6 @@ pub(crate) struct Builder {
     methods: HashMap<(ClassId, StringId, StringId), MethodId>,
     stacks: HashMap<Vec<Frame>, StackId>,
     threads: HashMap<(i64, i64, String), ThreadId>,
-    alloc_total: u64,
     calls: BTreeMap<ThreadId, Vec<Call>>,
     timings: HashMap<MethodId, (u64, CallPair)>,
     pending: Vec<PendingWeight>,
@@ -83,6 +83,10 @@ pub(crate) struct Builder {
     /// JDK 25's `jdk.CPUTimeSample`: both sample CPU time, so keeping both would
     /// count it twice, and the CPU-time sampler is the exact one.
     execution_samples: Vec<usize>,
+    /// GCs as `jdk.GarbageCollection` gives them (start, sum of pauses) and the
+    /// pauses `jdk.GCPhasePause` gives; the pauses are used when there are any.
+    collections: Vec<(u64, u64)>,
+    pauses: Vec<(u64, u64)>,
     cpu_time_samples: u64,
     pub async_profiler: bool,
 }
@@ -309,9 +313,10 @@ impl Builder {
                 self.thread_event(v, ids, e, t, kind);
             }
             "jdk.GarbageCollection" => {
-                let kind = EventKind::Gc { duration_ns: dur() };
-                self.rec.events.push(JvmEvent::global(t, kind));
+                let paused = v.span_ns(e, "sumOfPauses").unwrap_or_else(dur);
+                self.collections.push((t, paused));
             }
+            "jdk.GCPhasePause" => self.pauses.push((t, dur())),
             "jdk.ThreadStart" => {
                 let thread = self.thread(v, ids, v.raw(e, "thread"));
                 let parent = self.thread(v, ids, v.raw(e, "parentThread"));
@@ -339,7 +344,7 @@ impl Builder {
             "jdk.JVMInformation" => self.jvm_info(v, e),
             "jdk.OSInformation" => {
                 let os = v.string(e, "osVersion").unwrap_or_default();
-                self.rec.header.os = os.lines().next().unwrap_or("").trim().to_string();
+                self.rec.header.os = os_name(&os);
             }
             "jdk.CPUInformation" => {
                 self.rec.header.arch = v.string(e, "cpu").unwrap_or_default();
@@ -408,13 +413,12 @@ impl Builder {
 
     fn alloc(&mut self, v: &View, ids: &mut ChunkIds, e: &Value, t: u64, size_field: &str) {
         let size = v.int(e, size_field).unwrap_or(0).max(0) as u64;
-        self.alloc_total = self.alloc_total.saturating_add(size);
         let kind = EventKind::Alloc {
             class: self.class(v, ids, v.raw(e, "objectClass")),
             size,
             stack: self.stack(v, ids, v.raw(e, "stackTrace")),
             object: 0,
-            allocated_total: self.alloc_total,
+            allocated_total: 0,
         };
         self.thread_event(v, ids, e, t, kind);
     }
@@ -495,6 +499,7 @@ impl Builder {
         if self.cpu_time_samples > 0 {
             self.drop_execution_samples();
         }
+        self.add_gcs();
         for (thread, calls) in std::mem::take(&mut self.calls) {
             self.rec.traces.push(nest(thread, calls));
         }
@@ -523,6 +528,37 @@ impl Builder {
 }
 
 impl Builder {
+    /// jscope's `gc` events are stop-the-world pauses: JFR's pause phases when the
+    /// recording has them, else each collection's sum of pauses (a concurrent
+    /// cycle's duration is mostly not a pause).
+    fn add_gcs(&mut self) {
+        let gcs = if self.pauses.is_empty() {
+            std::mem::take(&mut self.collections)
+        } else {
+            std::mem::take(&mut self.pauses)
+        };
+        for (t, duration_ns) in gcs {
+            let kind = EventKind::Gc { duration_ns };
+            self.rec.events.push(JvmEvent::global(t, kind));
+        }
+        // Within a chunk, JFR writes each thread's buffer in turn: events come in
+        // time order per thread only. jscope's are in time order, and the running
+        // allocation total follows that order.
+        self.rec.events.sort_by_key(|e| e.ticks);
+        let mut total = 0u64;
+        for e in &mut self.rec.events {
+            if let EventKind::Alloc {
+                size,
+                allocated_total,
+                ..
+            } = &mut e.kind
+            {
+                total = total.saturating_add(*size);
+                *allocated_total = total;
+            }
+        }
+    }
+
     fn drop_execution_samples(&mut self) {
         let drop: std::collections::HashSet<usize> = self.execution_samples.drain(..).collect();
         let mut i = 0;
@@ -616,6 +652,19 @@ fn state_bits(name: &str) -> u32 {
         "STATE_NEW" => ts::RUNNABLE,
         _ => 0,
     }
+}
+
+/// The OS as one line: the JDK gives /etc/os-release (`PRETTY_NAME="Debian ..."`
+/// among other lines), async-profiler `uname: Linux ...`.
+fn os_name(text: &str) -> String {
+    let pretty = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim_matches('"'));
+    let first = text.lines().next().unwrap_or("").trim();
+    pretty
+        .unwrap_or_else(|| first.strip_prefix("uname:").unwrap_or(first).trim())
+        .to_string()
 }
 
 /// `10 ms`, `20ms`, `1 s`, `500 us`, or bare nanoseconds (async-profiler).

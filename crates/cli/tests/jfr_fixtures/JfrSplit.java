@@ -21,6 +21,9 @@ public class JfrSplit {
             seventy(scale);
             thirty(scale);
         }
+        // Two collections, for the GC events of the recording.
+        System.gc();
+        System.gc();
         System.out.println("calls seventy=" + seventyCalls + " thirty=" + thirtyCalls);
     }
 
