@@ -11,7 +11,7 @@ use jscope_format::{
     TraceEvent, TraceKind,
 };
 
-use crate::value::{Value, View};
+use crate::value::{IdMap, Value, View};
 
 /// The JFR event types this reader maps; others are skipped unread.
 pub(crate) const MAPPED: &[&str] = &[
@@ -44,10 +44,10 @@ const DEFAULT_WALL_INTERVAL_NS: u64 = 20_000_000;
 /// What a chunk's pool keys were turned into; keys are only valid within a chunk.
 #[derive(Default)]
 pub(crate) struct ChunkIds {
-    stacks: HashMap<i64, StackId>,
-    methods: HashMap<i64, MethodId>,
-    classes: HashMap<i64, ClassId>,
-    threads: HashMap<i64, ThreadId>,
+    stacks: IdMap<StackId>,
+    methods: IdMap<MethodId>,
+    classes: IdMap<ClassId>,
+    threads: IdMap<ThreadId>,
 }
 
 /// A JDK 25 method trace: one call of `method` on a thread.

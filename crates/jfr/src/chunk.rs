@@ -4,6 +4,8 @@
 //! events and pools are read whole before they are interpreted, since an event may
 //! refer to pool entries written after it.
 
+use std::collections::HashSet;
+
 use crate::cursor::Cursor;
 use crate::metadata::{read_metadata, Metadata};
 use crate::value::{Clock, Pools, Reader, Value};
@@ -171,15 +173,29 @@ fn read_events(
     wanted: &dyn Fn(&str) -> bool,
 ) -> Result<(), (usize, JfrError)> {
     let compressed = chunk.header.compressed;
+    let Chunk {
+        meta,
+        pools,
+        events,
+        ..
+    } = chunk;
+    let reader = Reader::new(meta);
+    // Decided once per type, not per event.
+    let keep: HashSet<i64> = meta
+        .classes
+        .iter()
+        .filter(|(_, c)| wanted(&c.name))
+        .map(|(&id, _)| id)
+        .collect();
     let mut off = HEADER_LEN;
     while off < body.len() {
         let (mut c, ty) = event_at(body, off, compressed).map_err(|e| (off, e))?;
         let len = event_len(body, off, compressed);
-        let reader = Reader::new(&chunk.meta);
         match ty {
             TYPE_METADATA => Ok(()),
-            TYPE_CHECKPOINT => read_checkpoint(&mut c, &reader, &mut chunk.pools),
-            _ => read_event(&mut c, &reader, ty, wanted, &mut chunk.events),
+            TYPE_CHECKPOINT => read_checkpoint(&mut c, &reader, pools),
+            _ if keep.contains(&ty) => reader.value(&mut c, ty, 0).map(|v| events.push((ty, v))),
+            _ => Ok(()),
         }
         .map_err(|e| (off, e))?;
         off += len;
@@ -206,22 +222,6 @@ fn read_checkpoint(c: &mut Cursor, r: &Reader, pools: &mut Pools) -> Result<(), 
             let v = r.value(c, class, 0)?;
             pools.insert(class, key, v);
         }
-    }
-    Ok(())
-}
-
-fn read_event(
-    c: &mut Cursor,
-    r: &Reader,
-    ty: i64,
-    wanted: &dyn Fn(&str) -> bool,
-    out: &mut Vec<(i64, Value)>,
-) -> Result<(), JfrError> {
-    let Some(class) = r.meta.classes.get(&ty) else {
-        return Ok(());
-    };
-    if wanted(&class.name) {
-        out.push((ty, r.value(c, ty, 0)?));
     }
     Ok(())
 }

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use crate::cursor::{Cursor, JString};
+use crate::value::IdMap;
 use crate::JfrError;
 
 /// How a numeric field's value is to be read as time.
@@ -27,9 +28,43 @@ pub(crate) struct Field {
     pub unit: Unit,
 }
 
+/// How a value of a type is written, decided once from the type's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Layout {
+    Boolean,
+    Byte,
+    /// `short` and `char`.
+    Short,
+    Int,
+    Long,
+    Float,
+    Double,
+    String,
+    /// Its fields, in order.
+    #[default]
+    Struct,
+}
+
+impl Layout {
+    fn of(name: &str) -> Layout {
+        match name {
+            "boolean" => Layout::Boolean,
+            "byte" => Layout::Byte,
+            "short" | "char" => Layout::Short,
+            "int" => Layout::Int,
+            "long" => Layout::Long,
+            "float" => Layout::Float,
+            "double" => Layout::Double,
+            "java.lang.String" => Layout::String,
+            _ => Layout::Struct,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Class {
     pub name: String,
+    pub layout: Layout,
     pub fields: Vec<Field>,
 }
 
@@ -42,7 +77,7 @@ impl Class {
 /// The types of one chunk, by id.
 #[derive(Debug, Default)]
 pub(crate) struct Metadata {
-    pub classes: HashMap<i64, Class>,
+    pub classes: IdMap<Class>,
 }
 
 impl Metadata {
@@ -150,8 +185,10 @@ fn class_of(e: &Element, names: &HashMap<i64, &str>) -> Class {
             unit: unit_of(f, names),
         })
         .collect();
+    let name = e.attr("name").unwrap_or_default().to_string();
     Class {
-        name: e.attr("name").unwrap_or_default().to_string(),
+        layout: Layout::of(&name),
+        name,
         fields,
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use crate::cursor::{Cursor, JString};
-use crate::metadata::{Field, Metadata, Unit};
+use crate::metadata::{Field, Layout, Metadata, Unit};
 use crate::JfrError;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +25,32 @@ pub(crate) enum Value {
     },
     Array(Vec<Value>),
 }
+
+/// Hashes an integer key by one multiplication: pool keys and type ids are
+/// trusted-enough small integers, and SipHash was the reader's largest cost.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_i64(&mut self, v: i64) {
+        self.0 = (self.0 ^ v as u64)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(29);
+    }
+}
+
+/// A map keyed by type id or pool key.
+pub(crate) type IdMap<V> = HashMap<i64, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// Structs nested deeper than this are corrupt metadata, not data.
 const MAX_DEPTH: u32 = 32;
@@ -53,15 +79,15 @@ impl<'m> Reader<'m> {
             .classes
             .get(&class)
             .ok_or_else(|| JfrError::Malformed(format!("unknown type id {class}")))?;
-        Ok(match ty.name.as_str() {
-            "boolean" => Value::Bool(c.u8()? != 0),
-            "byte" => Value::Int(i64::from(c.u8()? as i8)),
-            "short" | "char" => Value::Int(c.short()?),
-            "int" => Value::Int(c.int()?),
-            "long" => Value::Int(c.long()?),
-            "float" => Value::Float(c.f32()?),
-            "double" => Value::Float(c.f64()?),
-            "java.lang.String" => match c.string()? {
+        Ok(match ty.layout {
+            Layout::Boolean => Value::Bool(c.u8()? != 0),
+            Layout::Byte => Value::Int(i64::from(c.u8()? as i8)),
+            Layout::Short => Value::Int(c.short()?),
+            Layout::Int => Value::Int(c.int()?),
+            Layout::Long => Value::Int(c.long()?),
+            Layout::Float => Value::Float(c.f32()?),
+            Layout::Double => Value::Float(c.f64()?),
+            Layout::String => match c.string()? {
                 JString::Null => Value::Null,
                 JString::Inline(s) => Value::Str(s),
                 JString::Pool(key) => Value::Ref {
@@ -69,7 +95,7 @@ impl<'m> Reader<'m> {
                     key,
                 },
             },
-            _ => {
+            Layout::Struct => {
                 let mut fields = Vec::with_capacity(ty.fields.len());
                 for f in &ty.fields {
                     fields.push(self.field(c, f, depth + 1)?);
@@ -106,7 +132,7 @@ impl<'m> Reader<'m> {
 /// The constant pools of one chunk: type id -> key -> value.
 #[derive(Debug, Default)]
 pub(crate) struct Pools {
-    pools: HashMap<i64, HashMap<i64, Value>>,
+    pools: IdMap<IdMap<Value>>,
 }
 
 /// Reference chains longer than this are corrupt (a pool entry referring to itself).
