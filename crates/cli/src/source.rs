@@ -73,6 +73,9 @@ pub(crate) fn read_recording(path: &Path) -> Result<Recording> {
     if jscope_jfr::is_jfr(&bytes) {
         return Ok(jscope_jfr::read_bytes(&bytes)?);
     }
+    if !bytes.starts_with(&jscope_format::MAGIC[..6]) {
+        bail!("not a jscope recording or a JFR file: it starts with neither JSCOPE nor FLR\\0");
+    }
     Ok(Recording::from_bytes(&bytes)?)
 }
 

@@ -135,7 +135,12 @@ pub(crate) fn read_chunk(
         }
     }
     if let Err((offset, e)) = read_events(&mut chunk, body, wanted) {
-        chunk.damage = Some((at as u64 + offset as u64, e.to_string()));
+        // In a cut chunk, the event the cut falls in is the damage, not its fault.
+        let reason = match chunk.damage.take() {
+            Some((_, cut)) => format!("{cut}; the event at byte {} runs past the end", at + offset),
+            None => e.to_string(),
+        };
+        chunk.damage = Some((at as u64 + offset as u64, reason));
         chunk.next = None;
     }
     Ok(chunk)
