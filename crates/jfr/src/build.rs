@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use jscope_format::thread_state as ts;
 use jscope_format::{
-    CallAggregate, CallPair, ClassDef, ClassId, EventKind, Frame, FrameKind, JvmEvent, MethodDef,
-    MethodId, Recording, Sample, SampleMode, StackId, StringId, ThreadDef, ThreadId, TraceBatch,
-    TraceEvent, TraceKind,
+    CallAggregate, CallPair, EventKind, JvmEvent, MethodId, Recording, Sample, SampleMode,
+    ThreadId, TraceBatch, TraceEvent, TraceKind,
 };
 
-use crate::value::{IdMap, Value, View};
+use crate::names::Names;
+use crate::value::{Value, View};
 
 /// The JFR event types this reader maps; others are skipped unread.
 pub(crate) const MAPPED: &[&str] = &[
@@ -41,15 +41,6 @@ pub(crate) const MAPPED: &[&str] = &[
 const DEFAULT_CPU_INTERVAL_NS: u64 = 10_000_000;
 const DEFAULT_WALL_INTERVAL_NS: u64 = 20_000_000;
 
-/// What a chunk's pool keys were turned into; keys are only valid within a chunk.
-#[derive(Default)]
-pub(crate) struct ChunkIds {
-    stacks: IdMap<StackId>,
-    methods: IdMap<MethodId>,
-    classes: IdMap<ClassId>,
-    threads: IdMap<ThreadId>,
-}
-
 /// A JDK 25 method trace: one call of `method` on a thread.
 struct Call {
     start: u64,
@@ -68,11 +59,7 @@ struct PendingWeight {
 #[derive(Default)]
 pub(crate) struct Builder {
     pub rec: Recording,
-    strings: HashMap<String, StringId>,
-    classes: HashMap<String, ClassId>,
-    methods: HashMap<(ClassId, StringId, StringId), MethodId>,
-    stacks: HashMap<Vec<Frame>, StackId>,
-    threads: HashMap<(i64, i64, String), ThreadId>,
+    pub names: Names,
     calls: BTreeMap<ThreadId, Vec<Call>>,
     timings: HashMap<MethodId, (u64, CallPair)>,
     pending: Vec<PendingWeight>,
@@ -93,224 +80,70 @@ pub(crate) struct Builder {
 
 impl Builder {
     pub(crate) fn new() -> Builder {
-        let mut b = Builder::default();
-        b.rec.strings = vec![String::new()];
-        b
-    }
-
-    fn string(&mut self, s: &str) -> StringId {
-        if s.is_empty() {
-            return StringId::NONE;
-        }
-        if let Some(&id) = self.strings.get(s) {
-            return id;
-        }
-        let id = StringId(self.rec.strings.len() as u32);
-        self.rec.strings.push(s.to_owned());
-        self.strings.insert(s.to_owned(), id);
-        id
-    }
-
-    fn class_named(&mut self, name: &str) -> ClassId {
-        if name.is_empty() {
-            return ClassId::NONE;
-        }
-        if let Some(&id) = self.classes.get(name) {
-            return id;
-        }
-        let id = ClassId(self.rec.classes.len().max(1) as u32);
-        let def = ClassDef {
-            id,
-            name: self.string(name),
-            source_file: StringId::NONE,
-        };
-        put(&mut self.rec.classes, id.index(), def);
-        self.classes.insert(name.to_owned(), id);
-        id
-    }
-
-    /// A `java.lang.Class` value (or pool reference) as a class id.
-    fn class(&mut self, v: &View, ids: &mut ChunkIds, raw: &Value) -> ClassId {
-        let key = pool_key(raw);
-        if let Some(id) = key.and_then(|k| ids.classes.get(&k)) {
-            return *id;
-        }
-        let name = v.string(raw, "name").unwrap_or_default().replace('/', ".");
-        let id = self.class_named(&name);
-        if let Some(k) = key {
-            ids.classes.insert(k, id);
-        }
-        id
-    }
-
-    fn method(&mut self, v: &View, ids: &mut ChunkIds, raw: &Value) -> MethodId {
-        let key = pool_key(raw);
-        if let Some(id) = key.and_then(|k| ids.methods.get(&k)) {
-            return *id;
-        }
-        let class = self.class(v, ids, v.raw(raw, "type"));
-        let name = self.string(&v.string(raw, "name").unwrap_or_default());
-        let signature = self.string(&v.string(raw, "descriptor").unwrap_or_default());
-        let modifiers = v.int(raw, "modifiers").unwrap_or(0) as u32;
-        let next = MethodId(self.rec.methods.len().max(1) as u32);
-        let id = *self.methods.entry((class, name, signature)).or_insert(next);
-        if id == next {
-            let def = MethodDef {
-                id,
-                class,
-                name,
-                signature,
-                modifiers,
-            };
-            put(&mut self.rec.methods, id.index(), def);
-        }
-        if let Some(k) = key {
-            ids.methods.insert(k, id);
-        }
-        id
-    }
-
-    fn stack(&mut self, v: &View, ids: &mut ChunkIds, raw: &Value) -> StackId {
-        let key = pool_key(raw);
-        if let Some(id) = key.and_then(|k| ids.stacks.get(&k)) {
-            return *id;
-        }
-        let frames = match v.get(raw, "frames") {
-            Value::Array(items) => items.iter().map(|f| self.frame(v, ids, f)).collect(),
-            _ => Vec::new(),
-        };
-        let id = if frames.is_empty() {
-            StackId::NONE
-        } else {
-            let next = StackId(self.rec.stacks.len().max(1) as u32);
-            let id = *self.stacks.entry(frames.clone()).or_insert(next);
-            if id == next {
-                put(&mut self.rec.stacks, id.index(), frames);
-            }
-            id
-        };
-        if let Some(k) = key {
-            ids.stacks.insert(k, id);
-        }
-        id
-    }
-
-    fn frame(&mut self, v: &View, ids: &mut ChunkIds, f: &Value) -> Frame {
-        let method = self.method(v, ids, v.raw(f, "method"));
-        let kind = v
-            .as_string(v.get(f, "type"))
-            .map_or(FrameKind::Java, |t| frame_kind(&t));
-        Frame {
-            method,
-            bci: v.int(f, "bytecodeIndex").unwrap_or(-1) as i32,
-            line: v.int(f, "lineNumber").unwrap_or(0).max(0) as u32,
-            kind,
-        }
-    }
-
-    fn thread(&mut self, v: &View, ids: &mut ChunkIds, raw: &Value) -> ThreadId {
-        let key = pool_key(raw);
-        if let Some(id) = key.and_then(|k| ids.threads.get(&k)) {
-            return *id;
-        }
-        if matches!(v.pools.resolve(raw), Value::Null) {
-            return ThreadId::NONE;
-        }
-        let java_id = v.int(raw, "javaThreadId").unwrap_or(0);
-        let os_tid = v.int(raw, "osThreadId").unwrap_or(0);
-        let name = v
-            .string(raw, "javaName")
-            .filter(|n| !n.is_empty())
-            .or_else(|| v.string(raw, "osName"))
-            .unwrap_or_default();
-        let next = ThreadId(self.rec.threads.len() as u32 + 1);
-        let id = *self
-            .threads
-            .entry((java_id, os_tid, name.clone()))
-            .or_insert(next);
-        if id == next {
-            let group = v.get(raw, "group");
-            self.rec.threads.insert(
-                id,
-                ThreadDef {
-                    id,
-                    java_id,
-                    os_tid: os_tid as u32,
-                    name,
-                    group: v.string(group, "name").unwrap_or_default(),
-                    parent: String::new(),
-                    start_order: id.0,
-                    daemon: false,
-                },
-            );
-        }
-        if let Some(k) = key {
-            ids.threads.insert(k, id);
-        }
-        id
+        Builder::default()
     }
 
     /// Maps one event of type `ty`.
-    pub(crate) fn event(&mut self, v: &View, ids: &mut ChunkIds, ty: &str, e: &Value) {
+    pub(crate) fn event(&mut self, v: &View, ty: &str, e: &Value) {
         let t = v.time_ns(e, "startTime").unwrap_or(0);
         let dur = || v.span_ns(e, "duration").unwrap_or(0);
         match ty {
             "jdk.ExecutionSample" => {
                 let state = v.as_string(v.get(e, "state")).map_or(0, |s| state_bits(&s));
                 self.execution_samples.push(self.rec.samples.len());
-                self.sample(v, ids, e, "sampledThread", SampleMode::Cpu, state, t, 1);
+                self.sample(v, e, "sampledThread", SampleMode::Cpu, state, t, 1);
             }
             "jdk.NativeMethodSample" => {
                 let state = v
                     .as_string(v.get(e, "state"))
                     .map_or(ts::ALIVE | ts::RUNNABLE | ts::IN_NATIVE, |s| state_bits(&s));
-                self.sample(v, ids, e, "sampledThread", SampleMode::Wall, state, t, 1);
+                self.sample(v, e, "sampledThread", SampleMode::Wall, state, t, 1);
             }
             "profiler.WallClockSample" => {
                 let state = v.as_string(v.get(e, "state")).map_or(0, |s| state_bits(&s));
                 let n = v.int(e, "samples").unwrap_or(1).max(1) as u64;
-                self.sample(v, ids, e, "sampledThread", SampleMode::Wall, state, t, n);
+                self.sample(v, e, "sampledThread", SampleMode::Wall, state, t, n);
             }
-            "jdk.CPUTimeSample" => self.cpu_time_sample(v, ids, e, t),
-            "jdk.ObjectAllocationSample" => self.alloc(v, ids, e, t, "weight"),
+            "jdk.CPUTimeSample" => self.cpu_time_sample(v, e, t),
+            "jdk.ObjectAllocationSample" => self.alloc(v, e, t, "weight"),
             "jdk.ObjectAllocationInNewTLAB" => {
                 let by = if v.int(e, "tlabSize").unwrap_or(0) > 0 {
                     "tlabSize"
                 } else {
                     "allocationSize"
                 };
-                self.alloc(v, ids, e, t, by)
+                self.alloc(v, e, t, by)
             }
-            "jdk.ObjectAllocationOutsideTLAB" => self.alloc(v, ids, e, t, "allocationSize"),
+            "jdk.ObjectAllocationOutsideTLAB" => self.alloc(v, e, t, "allocationSize"),
             "jdk.JavaMonitorEnter" => {
                 let kind = EventKind::MonitorBlocked {
                     duration_ns: dur(),
-                    class: self.class(v, ids, v.raw(e, "monitorClass")),
+                    class: self.names.class(v, v.raw(e, "monitorClass")),
                     object: v.int(e, "address").unwrap_or(0) as u64,
-                    owner: self.thread(v, ids, v.raw(e, "previousOwner")),
-                    stack: self.stack(v, ids, v.raw(e, "stackTrace")),
+                    owner: self.names.thread(v, v.raw(e, "previousOwner")),
+                    stack: self.names.stack(v, v.raw(e, "stackTrace")),
                 };
-                self.thread_event(v, ids, e, t, kind);
+                self.thread_event(v, e, t, kind);
             }
             "jdk.JavaMonitorWait" => {
                 let kind = EventKind::MonitorWait {
                     duration_ns: dur(),
-                    class: self.class(v, ids, v.raw(e, "monitorClass")),
+                    class: self.names.class(v, v.raw(e, "monitorClass")),
                     object: v.int(e, "address").unwrap_or(0) as u64,
                     timeout_ms: v.span_ns(e, "timeout").unwrap_or(0) / 1_000_000,
                     timed_out: v.bool(e, "timedOut"),
-                    stack: self.stack(v, ids, v.raw(e, "stackTrace")),
+                    stack: self.names.stack(v, v.raw(e, "stackTrace")),
                 };
-                self.thread_event(v, ids, e, t, kind);
+                self.thread_event(v, e, t, kind);
             }
             "jdk.ThreadPark" => {
                 let kind = EventKind::Park {
                     duration_ns: dur(),
-                    blocker_class: self.class(v, ids, v.raw(e, "parkedClass")),
+                    blocker_class: self.names.class(v, v.raw(e, "parkedClass")),
                     timeout_ns: v.int(e, "timeout").filter(|&n| n > 0).unwrap_or(0) as u64,
-                    stack: self.stack(v, ids, v.raw(e, "stackTrace")),
+                    stack: self.names.stack(v, v.raw(e, "stackTrace")),
                 };
-                self.thread_event(v, ids, e, t, kind);
+                self.thread_event(v, e, t, kind);
             }
             "jdk.GarbageCollection" => {
                 let paused = v.span_ns(e, "sumOfPauses").unwrap_or_else(dur);
@@ -318,20 +151,20 @@ impl Builder {
             }
             "jdk.GCPhasePause" => self.pauses.push((t, dur())),
             "jdk.ThreadStart" => {
-                let thread = self.thread(v, ids, v.raw(e, "thread"));
-                let parent = self.thread(v, ids, v.raw(e, "parentThread"));
+                let thread = self.names.thread(v, v.raw(e, "thread"));
+                let parent = self.names.thread(v, v.raw(e, "parentThread"));
                 let kind = EventKind::ThreadStart { parent };
                 self.rec.events.push(JvmEvent::on(thread, t, kind));
             }
             "jdk.ThreadEnd" => {
-                let thread = self.thread(v, ids, v.raw(e, "thread"));
+                let thread = self.names.thread(v, v.raw(e, "thread"));
                 self.rec
                     .events
                     .push(JvmEvent::on(thread, t, EventKind::ThreadEnd {}));
             }
             "jdk.MethodTrace" => {
-                let thread = self.thread(v, ids, v.raw(e, "eventThread"));
-                let method = self.method(v, ids, v.raw(e, "method"));
+                let thread = self.names.thread(v, v.raw(e, "eventThread"));
+                let method = self.names.method(v, v.raw(e, "method"));
                 let call = Call {
                     start: t,
                     end: t + dur(),
@@ -339,7 +172,7 @@ impl Builder {
                 };
                 self.calls.entry(thread).or_default().push(call);
             }
-            "jdk.MethodTiming" => self.timing(v, ids, e, t),
+            "jdk.MethodTiming" => self.timing(v, e, t),
             "jdk.ActiveSetting" => self.setting(v, e),
             "jdk.JVMInformation" => self.jvm_info(v, e),
             "jdk.OSInformation" => {
@@ -357,7 +190,6 @@ impl Builder {
     fn sample(
         &mut self,
         v: &View,
-        ids: &mut ChunkIds,
         e: &Value,
         thread_field: &str,
         mode: SampleMode,
@@ -365,8 +197,8 @@ impl Builder {
         ticks: u64,
         factor: u64,
     ) {
-        let thread = self.thread(v, ids, v.raw(e, thread_field));
-        let stack = self.stack(v, ids, v.raw(e, "stackTrace"));
+        let thread = self.names.thread(v, v.raw(e, thread_field));
+        let stack = self.names.stack(v, v.raw(e, "stackTrace"));
         self.pending.push(PendingWeight {
             sample: self.rec.samples.len(),
             wall: mode == SampleMode::Wall,
@@ -385,12 +217,12 @@ impl Builder {
 
     /// JDK 25's CPU-time sampler: the event carries its own period; failed
     /// samples have no stack and are left out.
-    fn cpu_time_sample(&mut self, v: &View, ids: &mut ChunkIds, e: &Value, t: u64) {
+    fn cpu_time_sample(&mut self, v: &View, e: &Value, t: u64) {
         if v.bool(e, "failed") {
             return;
         }
-        let thread = self.thread(v, ids, v.raw(e, "eventThread"));
-        let stack = self.stack(v, ids, v.raw(e, "stackTrace"));
+        let thread = self.names.thread(v, v.raw(e, "eventThread"));
+        let stack = self.names.stack(v, v.raw(e, "stackTrace"));
         let weight = v.span_ns(e, "samplingPeriod").unwrap_or(0);
         self.modes.insert("cpu");
         self.cpu_time_samples += 1;
@@ -411,27 +243,27 @@ impl Builder {
         });
     }
 
-    fn alloc(&mut self, v: &View, ids: &mut ChunkIds, e: &Value, t: u64, size_field: &str) {
+    fn alloc(&mut self, v: &View, e: &Value, t: u64, size_field: &str) {
         let size = v.int(e, size_field).unwrap_or(0).max(0) as u64;
         let kind = EventKind::Alloc {
-            class: self.class(v, ids, v.raw(e, "objectClass")),
+            class: self.names.class(v, v.raw(e, "objectClass")),
             size,
-            stack: self.stack(v, ids, v.raw(e, "stackTrace")),
+            stack: self.names.stack(v, v.raw(e, "stackTrace")),
             object: 0,
             allocated_total: 0,
         };
-        self.thread_event(v, ids, e, t, kind);
+        self.thread_event(v, e, t, kind);
     }
 
-    fn thread_event(&mut self, v: &View, ids: &mut ChunkIds, e: &Value, t: u64, kind: EventKind) {
-        let thread = self.thread(v, ids, v.raw(e, "eventThread"));
+    fn thread_event(&mut self, v: &View, e: &Value, t: u64, kind: EventKind) {
+        let thread = self.names.thread(v, v.raw(e, "eventThread"));
         self.rec.events.push(JvmEvent::on(thread, t, kind));
     }
 
     /// JDK 25's per-method totals; each event holds the totals so far, so the last
     /// one of each method counts.
-    fn timing(&mut self, v: &View, ids: &mut ChunkIds, e: &Value, t: u64) {
-        let callee = self.method(v, ids, v.raw(e, "method"));
+    fn timing(&mut self, v: &View, e: &Value, t: u64) {
+        let callee = self.names.method(v, v.raw(e, "method"));
         let calls = v.int(e, "invocations").unwrap_or(0).max(0) as u64;
         let avg = v.span_ns(e, "average").unwrap_or(0);
         let pair = CallPair {
@@ -513,6 +345,7 @@ impl Builder {
                 pairs,
             });
         }
+        std::mem::take(&mut self.names).into_recording(&mut self.rec);
         let h = &mut self.rec.header;
         h.modes = self.modes.iter().copied().collect::<Vec<_>>().join("+");
         h.interval_ns = cpu;
@@ -609,31 +442,6 @@ fn nest(thread: ThreadId, mut calls: Vec<Call>) -> TraceBatch {
         thread,
         has_cpu: false,
         events,
-    }
-}
-
-fn pool_key(v: &Value) -> Option<i64> {
-    match v {
-        Value::Ref { key, .. } => Some(*key),
-        _ => None,
-    }
-}
-
-fn put<T>(v: &mut Vec<Option<T>>, i: usize, value: T) {
-    if v.len() <= i {
-        v.resize_with(i + 1, || None);
-    }
-    v[i] = Some(value);
-}
-
-/// JFR's frame type names (async-profiler adds `C1 compiled`, `C++`, `Kernel`).
-fn frame_kind(name: &str) -> FrameKind {
-    match name {
-        "Interpreted" => FrameKind::Interpreted,
-        "JIT compiled" | "C1 compiled" => FrameKind::Compiled,
-        "Inlined" => FrameKind::Inlined,
-        "Native" | "C++" | "Kernel" => FrameKind::Native,
-        _ => FrameKind::Java,
     }
 }
 

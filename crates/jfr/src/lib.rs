@@ -12,13 +12,14 @@ mod chunk;
 mod cursor;
 mod jsc;
 mod metadata;
+mod names;
 mod value;
 
 use std::path::Path;
 
 use jscope_format::{Damage, Recording};
 
-use crate::build::{Builder, ChunkIds, MAPPED};
+use crate::build::{Builder, MAPPED};
 use crate::chunk::{read_chunk, Chunk, MAGIC};
 use crate::value::View;
 
@@ -123,10 +124,10 @@ fn map_chunk(b: &mut Builder, chunk: &Chunk) {
         pools: &chunk.pools,
         clock: chunk.header.clock(),
     };
-    let mut ids = ChunkIds::default();
+    b.names.new_chunk();
     for (ty, e) in &chunk.events {
         if let Some(class) = chunk.meta.classes.get(ty) {
-            b.event(&view, &mut ids, &class.name, e);
+            b.event(&view, &class.name, e);
         }
     }
 }
