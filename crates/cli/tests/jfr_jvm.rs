@@ -10,7 +10,9 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{
+    agent_path, compile_fixtures, javas, jcmd, temp_dir, wait_until, Child, Java,
+};
 use support::*;
 
 /// The tests measure CPU shares; one JVM at a time keeps them from competing.
@@ -226,4 +228,82 @@ fn jdk25_method_traces_give_exact_call_counts_and_a_tree() {
         "main encloses the calls: {}",
         tree.lines().take(5).collect::<Vec<_>>().join("\n")
     );
+}
+
+/// `jfr summary`'s count of one event type, and its chunk count: the JDK's own
+/// reading of the file.
+fn jfr_summary(jfr_tool: &Path, file: &Path, event: &str) -> (u64, u64) {
+    let out = Command::new(jfr_tool)
+        .arg("summary")
+        .arg(file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let value = |prefix: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(prefix))
+            .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no {prefix:?} in jfr summary: {text}"))
+    };
+    (value(&format!("{event} ")), value("Chunks:"))
+}
+
+/// Each `jcmd JFR.dump` of a running recording starts a new chunk, so the file
+/// written at exit has several: jscope reads them all, as the JDK's `jfr` does.
+#[test]
+fn a_recording_dumped_mid_run_has_several_chunks_all_read() {
+    let _serial = serial();
+    for java in javas() {
+        let Some(jcmd) = jcmd(&java) else { continue };
+        let jfr_tool = jcmd.with_file_name("jfr");
+        let dir = temp_dir(&format!("jfr-chunks-jdk{}", java.major));
+        let file = dir.join("chunks.jfr");
+        let mut cmd = Command::new(&java.bin);
+        cmd.arg(format!(
+            "-XX:StartFlightRecording=filename={},settings=profile",
+            file.display()
+        ))
+        .arg("-Xlog:jfr=warning")
+        .arg("-cp")
+        .arg(classes())
+        .args(["JfrSplit", "2"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+        let child = Child::spawn(&mut cmd);
+        let pid = child.id().to_string();
+        for n in 0..2 {
+            let copy = dir.join(format!("dump{n}.jfr"));
+            let dumped = wait_until(Duration::from_secs(30), || {
+                let out = Command::new(&jcmd)
+                    .args([pid.as_str(), "JFR.dump", "name=1"])
+                    .arg(format!("filename={}", copy.display()))
+                    .output()
+                    .unwrap();
+                String::from_utf8_lossy(&out.stdout).contains("Dumped recording")
+            });
+            assert!(dumped, "jdk {}: jcmd JFR.dump never succeeded", java.major);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let out = child.finish(Duration::from_secs(120));
+        assert!(out.status.success(), "jdk {}", java.major);
+        let info = stdout(&jscope(&["info", file.to_str().unwrap()]));
+        let chunks: u64 = info
+            .lines()
+            .find_map(|l| l.strip_prefix("chunks:"))
+            .and_then(|r| r.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{info}"));
+        let samples = Report::of(&file, &["--mode", "cpu"]).samples;
+        if !jfr_tool.exists() {
+            assert!(chunks >= 2, "jdk {}: {info}", java.major);
+            continue;
+        }
+        let (jdk_samples, jdk_chunks) = jfr_summary(&jfr_tool, &file, "jdk.ExecutionSample");
+        assert!(jdk_chunks >= 2, "jdk {}: {jdk_chunks} chunks", java.major);
+        assert_eq!(
+            (samples, chunks),
+            (jdk_samples, jdk_chunks),
+            "jdk {}",
+            java.major
+        );
+    }
 }

@@ -28,6 +28,14 @@ fn async_profiler_cpu_wall_alloc_and_lock_events_read() {
     assert_eq!(rec.damage, None);
     assert_eq!(rec.chunks, 1);
     assert_eq!(rec.header.agent_version, "async-profiler (JFR)");
+    // The counts `jfr summary` (JDK 17) gives for the file.
+    let count = |mode| rec.samples.iter().filter(|s| s.mode == mode).count();
+    assert_eq!(
+        (count(SampleMode::Cpu), count(SampleMode::Wall)),
+        (168, 249)
+    );
+    let kinds = |name: &str| rec.events.iter().filter(|e| e.kind.name() == name).count();
+    assert_eq!((kinds("alloc"), kinds("monitor")), (1974, 133));
     let cpu = labels_of_samples(&rec, SampleMode::Cpu);
     let wall = labels_of_samples(&rec, SampleMode::Wall);
     for m in ["ApFixture.burn", "ApFixture.contend", "ApFixture.main"] {
