@@ -332,6 +332,8 @@ impl Builder {
             self.drop_execution_samples();
         }
         self.add_gcs();
+        // JFR writes each thread's buffer in turn; jscope's samples are in time order.
+        self.rec.samples.sort_by_key(|s| s.ticks);
         for (thread, calls) in std::mem::take(&mut self.calls) {
             self.rec.traces.push(nest(thread, calls));
         }

@@ -55,46 +55,59 @@ pub fn read_bytes(bytes: &[u8]) -> Result<Recording, JfrError> {
         return Err(JfrError::NotJfr("it does not start with FLR\\0".into()));
     }
     let mut b = Builder::new();
-    let mut at = 0usize;
-    let mut index = 0u64;
-    let mut damage = None;
-    let mut end_ns = 0u64;
+    let walk = walk_chunks(bytes, &mut b)?;
+    let mut rec = b.finish();
+    rec.chunks = walk.chunks;
+    rec.end_ticks = Some(walk.end_ns).filter(|&ns| ns > 0 && walk.damage.is_none());
+    rec.damage = walk.damage;
+    Ok(rec)
+}
+
+/// What walking the chunks found besides their events.
+struct Walk {
+    chunks: u64,
+    /// The latest chunk end, epoch nanoseconds.
+    end_ns: u64,
+    damage: Option<Damage>,
+}
+
+/// Maps chunk after chunk into `b` until the end of `bytes` or the first damage.
+fn walk_chunks(bytes: &[u8], b: &mut Builder) -> Result<Walk, JfrError> {
     let wanted = |name: &str| MAPPED.contains(&name);
+    let mut walk = Walk {
+        chunks: 0,
+        end_ns: 0,
+        damage: None,
+    };
+    let mut at = 0usize;
     while at < bytes.len() {
         let chunk = match read_chunk(bytes, at, &wanted) {
             Ok(c) => c,
-            Err(JfrError::Unsupported(major, minor)) if index == 0 => {
-                return Err(JfrError::Unsupported(major, minor))
-            }
+            Err(e @ JfrError::Unsupported(..)) if walk.chunks == 0 => return Err(e),
             Err(e) => {
-                damage = Some(damage_at(at as u64, index, e.to_string()));
+                walk.damage = Some(damage_at(at as u64, walk.chunks, e.to_string()));
                 break;
             }
         };
-        if index == 0 {
-            start_header(&mut b, &chunk);
+        if walk.chunks == 0 {
+            start_header(b, &chunk);
         }
         b.async_profiler |= chunk.meta.id_of("profiler.WallClockSample").is_some();
-        map_chunk(&mut b, &chunk);
+        map_chunk(b, &chunk);
         let h = chunk.header;
-        end_ns = end_ns.max(h.start_nanos.saturating_add(h.duration_nanos).max(0) as u64);
-        index += 1;
+        walk.end_ns = walk
+            .end_ns
+            .max(h.start_nanos.saturating_add(h.duration_nanos).max(0) as u64);
         if let Some((offset, reason)) = chunk.damage {
-            damage = Some(damage_at(offset, index - 1, reason));
-            break;
+            walk.damage = Some(damage_at(offset, walk.chunks, reason));
         }
+        walk.chunks += 1;
         match chunk.next {
-            Some(next) => at = next,
-            None => break,
+            Some(next) if walk.damage.is_none() => at = next,
+            _ => break,
         }
     }
-    let mut rec = b.finish();
-    rec.chunks = index;
-    if damage.is_none() && end_ns > 0 {
-        rec.end_ticks = Some(end_ns);
-    }
-    rec.damage = damage;
-    Ok(rec)
+    Ok(walk)
 }
 
 fn damage_at(offset: u64, chunk_index: u64, reason: String) -> Damage {
