@@ -196,6 +196,7 @@ fn read_events(
     while off < body.len() {
         let (mut c, ty) = event_at(body, off, compressed).map_err(|e| (off, e))?;
         let len = event_len(body, off, compressed);
+        reader.begin(len);
         match ty {
             TYPE_METADATA => Ok(()),
             TYPE_CHECKPOINT => read_checkpoint(&mut c, &reader, pools),

@@ -1,6 +1,7 @@
 //! Values read by walking the metadata: primitives, strings, structs, arrays and
 //! constant pool references, and the pools they refer to.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 
 use crate::cursor::{Cursor, JString};
@@ -59,6 +60,10 @@ const MAX_DEPTH: u32 = 32;
 pub(crate) struct Reader<'m> {
     pub meta: &'m Metadata,
     string_class: i64,
+    /// Values still allowed in the current event. A struct without fields takes no
+    /// bytes, so arrays of them nested in arrays could otherwise make a few corrupt
+    /// bytes stand for billions of values.
+    budget: Cell<usize>,
 }
 
 impl<'m> Reader<'m> {
@@ -66,7 +71,13 @@ impl<'m> Reader<'m> {
         Reader {
             meta,
             string_class: meta.id_of("java.lang.String").unwrap_or(-1),
+            budget: Cell::new(0),
         }
+    }
+
+    /// Starts an event of `bytes` bytes: it may hold a few values per byte.
+    pub(crate) fn begin(&self, bytes: usize) {
+        self.budget.set(bytes.saturating_mul(4).saturating_add(64));
     }
 
     /// A value of type `class` written in full (not as a pool key).
@@ -74,6 +85,13 @@ impl<'m> Reader<'m> {
         if depth > MAX_DEPTH {
             return Err(JfrError::Malformed("values nest too deep".into()));
         }
+        let left = self.budget.get();
+        if left == 0 {
+            return Err(JfrError::Malformed(
+                "more values than its bytes can hold".into(),
+            ));
+        }
+        self.budget.set(left - 1);
         let ty = self
             .meta
             .classes
@@ -265,5 +283,52 @@ impl<'a> View<'a> {
             Unit::Nanos => n.max(0) as u64,
             Unit::Ticks | Unit::None => self.clock.epoch_ns(n),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::{Class, Field};
+
+    fn class(name: &str, fields: Vec<Field>) -> Class {
+        Class {
+            name: name.into(),
+            fields,
+            ..Default::default()
+        }
+    }
+
+    fn array_of(type_id: i64) -> Field {
+        Field {
+            name: "items".into(),
+            type_id,
+            array: true,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn arrays_of_empty_structs_cannot_make_more_values_than_bytes_allow() {
+        let mut meta = Metadata::default();
+        meta.classes.insert(10, class("Outer", vec![array_of(11)]));
+        meta.classes.insert(11, class("Inner", vec![array_of(12)]));
+        meta.classes.insert(12, class("Empty", vec![]));
+        // 100 inner arrays of 99, 98, ... empty structs (each count fits in the
+        // bytes left): 5,051 values from 101 bytes.
+        let mut bytes = vec![100u8];
+        bytes.extend((0..100u8).map(|i| 99 - i));
+        let r = Reader::new(&meta);
+        r.begin(bytes.len());
+        let e = r.value(&mut Cursor::new(&bytes, true), 10, 0).unwrap_err();
+        assert!(e.to_string().contains("more values than"), "{e}");
+        // Within the budget, the same shape reads.
+        let small = [3u8, 2, 1, 0];
+        r.begin(small.len());
+        let v = r.value(&mut Cursor::new(&small, true), 10, 0).unwrap();
+        let Value::Object { fields, .. } = v else {
+            panic!("{v:?}")
+        };
+        assert!(matches!(&fields[0], Value::Array(items) if items.len() == 3));
     }
 }
