@@ -447,17 +447,24 @@ fn nest(thread: ThreadId, mut calls: Vec<Call>) -> TraceBatch {
     }
 }
 
-/// JFR's thread state names as JVMTI state bits.
+/// JFR's thread state names as JVMTI state bits: the JDK's `STATE_*` names of
+/// JVMTI states, and async-profiler's `STATE_DEFAULT` (unknown), `STATE_RUNNABLE`
+/// (on CPU) and `STATE_SLEEPING` (off CPU, taken as sleeping).
 fn state_bits(name: &str) -> u32 {
-    let alive = ts::ALIVE;
+    let (alive, waiting) = (ts::ALIVE, ts::ALIVE | ts::WAITING);
+    let timed = waiting | ts::WAITING_WITH_TIMEOUT;
+    let untimed = waiting | ts::WAITING_INDEFINITELY;
     match name {
         "STATE_RUNNABLE" => alive | ts::RUNNABLE,
         "STATE_IN_NATIVE" => alive | ts::RUNNABLE | ts::IN_NATIVE,
-        "STATE_BLOCKED" => alive | ts::BLOCKED_ON_MONITOR_ENTER,
-        "STATE_WAITING" => alive | ts::WAITING | ts::WAITING_INDEFINITELY,
-        "STATE_TIMED_WAITING" => alive | ts::WAITING | ts::WAITING_WITH_TIMEOUT,
-        "STATE_SLEEPING" => alive | ts::WAITING | ts::WAITING_WITH_TIMEOUT | ts::SLEEPING,
-        "STATE_PARKED" => alive | ts::WAITING | ts::PARKED,
+        "STATE_BLOCKED" | "STATE_BLOCKED_ON_MONITOR_ENTER" => alive | ts::BLOCKED_ON_MONITOR_ENTER,
+        "STATE_WAITING" => untimed,
+        "STATE_IN_OBJECT_WAIT" => untimed | ts::IN_OBJECT_WAIT,
+        "STATE_TIMED_WAITING" => timed,
+        "STATE_IN_OBJECT_WAIT_TIMED" => timed | ts::IN_OBJECT_WAIT,
+        "STATE_SLEEPING" => timed | ts::SLEEPING,
+        "STATE_PARKED" => untimed | ts::PARKED,
+        "STATE_PARKED_TIMED" => timed | ts::PARKED,
         "STATE_TERMINATED" => ts::TERMINATED,
         "STATE_NEW" => ts::RUNNABLE,
         _ => 0,
@@ -495,6 +502,24 @@ pub(crate) fn parse_interval(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_states_classify_as_their_names_say() {
+        use jscope_format::thread_state::{classify, StateClass};
+        let class = |n| classify(state_bits(n));
+        assert_eq!(class("STATE_RUNNABLE"), StateClass::Runnable);
+        assert_eq!(class("STATE_IN_NATIVE"), StateClass::Native);
+        assert_eq!(class("STATE_BLOCKED_ON_MONITOR_ENTER"), StateClass::Blocked);
+        assert_eq!(class("STATE_IN_OBJECT_WAIT"), StateClass::Waiting);
+        assert_eq!(
+            class("STATE_IN_OBJECT_WAIT_TIMED"),
+            StateClass::TimedWaiting
+        );
+        assert_eq!(class("STATE_PARKED_TIMED"), StateClass::Parked);
+        assert_eq!(class("STATE_SLEEPING"), StateClass::Sleeping);
+        assert_eq!(class("STATE_NEW"), StateClass::New);
+        assert_eq!(class("STATE_DEFAULT"), StateClass::Unknown);
+    }
 
     #[test]
     fn intervals_in_jfr_and_async_profiler_notation() {
