@@ -1,9 +1,11 @@
 //! Every reading command on a JFR file kept as test data (async-profiler's, see
 //! crates/jfr/tests/data/README.md), and the errors for what is not JFR.
 
+mod serving;
 mod support;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use jscope_testkit::temp_dir;
 use support::*;
@@ -105,4 +107,31 @@ fn a_cut_jfr_file_is_converted_up_to_the_cut_with_one_warning() {
         "{}",
         stderr(&out)
     );
+}
+
+/// `jscope view` serves through the collector's store, which reads `.jsc`: a JFR
+/// file is served from a converted copy, removed when the view stops.
+#[test]
+fn view_serves_a_jfr_file_from_a_copy_it_removes() {
+    let f = async_profiler_jfr();
+    let mut served = serving::start(
+        &jscope_bin(),
+        &["view", f.to_str().unwrap(), "--http", "127.0.0.1:0"],
+    );
+    let jvms = served.json("/api/jvms");
+    assert_eq!(jvms.as_array().unwrap().len(), 1, "{jvms}");
+    assert!(
+        jvms[0]["command_line"]
+            .as_str()
+            .unwrap()
+            .contains("ApFixture"),
+        "{jvms}"
+    );
+    let pid = served.child.id();
+    let copy = std::env::temp_dir().join(format!("jscope-{pid}-async-profiler.jsc"));
+    assert!(copy.is_file(), "{}", copy.display());
+    // SAFETY: kill(2) on the child this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    assert!(served.child.wait_timeout(Duration::from_secs(20)).is_some());
+    assert!(!copy.exists(), "{} left behind", copy.display());
 }
