@@ -53,6 +53,8 @@ pub enum Command {
     /// Export samples or traces as pprof, OTLP profiles, speedscope, Chrome trace
     /// JSON or collapsed stacks.
     Export(crate::export::ExportArgs),
+    /// Convert a JFR file (JDK Flight Recorder, async-profiler) into a .jsc recording.
+    Convert(crate::convert::ConvertArgs),
     /// JVM events one per line (text columns, CSV or JSON), as event trees, or user
     /// event intervals.
     Events(crate::events::EventsArgs),

@@ -6,6 +6,7 @@ mod agent;
 mod analyze;
 mod args;
 mod attach;
+mod convert;
 mod diff;
 mod distributed;
 mod duration;
@@ -64,6 +65,7 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Merge(a) => distributed::merge(a).map(|_| 0),
         Command::Stats(a) => trace::stats(a).map(|_| 0),
         Command::Export(a) => export::run(a).map(|_| 0),
+        Command::Convert(a) => convert::run(a).map(|_| 0),
         Command::Events(a) => events::events(a).map(|_| 0),
         Command::Locks(a) => events::locks(a).map(|_| 0),
         Command::Gc(a) => events::gc(a).map(|_| 0),

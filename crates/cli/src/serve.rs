@@ -42,8 +42,10 @@ pub fn view(args: &ViewArgs) -> Result<()> {
     if crate::distributed::is_session(&args.file)? {
         return view_session(args);
     }
+    let copy = crate::convert::JscCopy::of_jfr(&args.file)?;
+    let file = copy.as_ref().map_or(args.file.as_path(), |c| c.path());
     signals::catch_interrupts();
-    let handle = jscope_collector::view(&args.file, &args.http)
+    let handle = jscope_collector::view(file, &args.http)
         .map_err(|e| port_hint(e, &[("--http", &args.http)]))
         .with_context(|| format!("cannot serve {}", args.file.display()))?;
     announce_ui(handle.http_addr(), None);

@@ -51,10 +51,10 @@ pub fn load(file: Option<&Path>, src: &SourceArgs, window: Window) -> Result<Loa
     }
 }
 
-/// Reads a recording; damage is a warning, since everything before it is usable.
+/// Reads a recording, `.jsc` or JFR (by its magic); damage is a warning, since
+/// everything before it is usable.
 fn load_file(path: &Path) -> Result<Loaded> {
-    let rec =
-        Recording::read_file(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let rec = read_recording(path).with_context(|| format!("cannot read {}", path.display()))?;
     if let Some(damage) = &rec.damage {
         eprintln!(
             "jscope: warning: {} is {damage}; read up to there",
@@ -65,6 +65,18 @@ fn load_file(path: &Path) -> Result<Loaded> {
         rec,
         title: crate::analyze::title_of(path),
     })
+}
+
+/// A `.jsc` recording, or a JFR file read into the same model.
+pub(crate) fn read_recording(path: &Path) -> Result<Recording> {
+    let bytes = std::fs::read(path)?;
+    if jscope_jfr::is_jfr(&bytes) {
+        return Ok(jscope_jfr::read_bytes(&bytes)?);
+    }
+    if !bytes.starts_with(&jscope_format::MAGIC[..6]) {
+        bail!("not a jscope recording or a JFR file: it starts with neither JSCOPE nor FLR\\0");
+    }
+    Ok(Recording::from_bytes(&bytes)?)
 }
 
 /// Epoch ns of a window bound, for a JVM whose recording started at `started_ns`.

@@ -90,8 +90,16 @@ pub struct StatsArgs {
     pub format: Format,
 }
 
+/// The recording's bytes; a JFR file is read and handed on as `.jsc` bytes, so
+/// the streaming trace readers take it as they take a recording.
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if !jscope_jfr::is_jfr(&bytes) {
+        return Ok(bytes);
+    }
+    let rec = jscope_jfr::read_bytes(&bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(jscope_jfr::encode_jsc(&rec))
 }
 
 /// Damage is a warning, worded as the other commands word it.

@@ -1,0 +1,572 @@
+//! Turns JFR events into jscope's model: names into the string, class and method
+//! dictionaries, JFR stack traces and threads into stacks and thread records,
+//! sampling events into samples and the rest into jscope's JVM events and traces.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use jscope_format::thread_state as ts;
+use jscope_format::{
+    CallAggregate, CallPair, EventKind, JvmEvent, MethodId, Recording, Sample, SampleMode,
+    ThreadId, TraceBatch, TraceEvent, TraceKind,
+};
+
+use crate::names::Names;
+use crate::value::{Value, View};
+
+/// The JFR event types this reader maps; others are skipped unread.
+pub(crate) const MAPPED: &[&str] = &[
+    "jdk.ExecutionSample",
+    "jdk.NativeMethodSample",
+    "jdk.CPUTimeSample",
+    "profiler.WallClockSample",
+    "jdk.ObjectAllocationSample",
+    "jdk.ObjectAllocationInNewTLAB",
+    "jdk.ObjectAllocationOutsideTLAB",
+    "jdk.JavaMonitorEnter",
+    "jdk.JavaMonitorWait",
+    "jdk.ThreadPark",
+    "jdk.GarbageCollection",
+    "jdk.GCPhasePause",
+    "jdk.ThreadStart",
+    "jdk.ThreadEnd",
+    "jdk.MethodTrace",
+    "jdk.MethodTiming",
+    "jdk.ActiveSetting",
+    "jdk.JVMInformation",
+    "jdk.OSInformation",
+    "jdk.CPUInformation",
+];
+
+/// Sampling intervals when the recording's settings do not say (JFR's profile.jfc).
+const DEFAULT_CPU_INTERVAL_NS: u64 = 10_000_000;
+const DEFAULT_WALL_INTERVAL_NS: u64 = 20_000_000;
+
+/// A JDK 25 method trace: one call of `method` on a thread.
+struct Call {
+    start: u64,
+    end: u64,
+    method: MethodId,
+}
+
+/// Which interval a sample's weight is a multiple of, filled in at the end, when
+/// every chunk's settings are known.
+struct PendingWeight {
+    sample: usize,
+    wall: bool,
+    factor: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Builder {
+    pub rec: Recording,
+    pub names: Names,
+    calls: BTreeMap<ThreadId, Vec<Call>>,
+    timings: HashMap<MethodId, (u64, CallPair)>,
+    pending: Vec<PendingWeight>,
+    cpu_interval: Option<u64>,
+    wall_interval: Option<u64>,
+    modes: BTreeSet<&'static str>,
+    /// Indices of `jdk.ExecutionSample` samples, dropped when the recording also has
+    /// JDK 25's `jdk.CPUTimeSample`: both sample CPU time, so keeping both would
+    /// count it twice, and the CPU-time sampler is the exact one.
+    execution_samples: Vec<usize>,
+    /// GCs as `jdk.GarbageCollection` gives them (start, sum of pauses) and the
+    /// pauses `jdk.GCPhasePause` gives; the pauses are used when there are any.
+    collections: Vec<(u64, u64)>,
+    pauses: Vec<(u64, u64)>,
+    cpu_time_samples: u64,
+    pub async_profiler: bool,
+}
+
+impl Builder {
+    pub(crate) fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Maps one event of type `ty`.
+    pub(crate) fn event(&mut self, v: &View, ty: &str, e: &Value) {
+        let t = v.time_ns(e, "startTime").unwrap_or(0);
+        let dur = || v.span_ns(e, "duration").unwrap_or(0);
+        match ty {
+            "jdk.ExecutionSample" => {
+                let state = v.as_string(v.get(e, "state")).map_or(0, |s| state_bits(&s));
+                self.execution_samples.push(self.rec.samples.len());
+                self.sample(v, e, "sampledThread", SampleMode::Cpu, state, t, 1);
+            }
+            "jdk.NativeMethodSample" => {
+                let state = v
+                    .as_string(v.get(e, "state"))
+                    .map_or(ts::ALIVE | ts::RUNNABLE | ts::IN_NATIVE, |s| state_bits(&s));
+                self.sample(v, e, "sampledThread", SampleMode::Wall, state, t, 1);
+            }
+            "profiler.WallClockSample" => {
+                let state = v.as_string(v.get(e, "state")).map_or(0, |s| state_bits(&s));
+                let n = v.int(e, "samples").unwrap_or(1).max(1) as u64;
+                self.sample(v, e, "sampledThread", SampleMode::Wall, state, t, n);
+            }
+            "jdk.CPUTimeSample" => self.cpu_time_sample(v, e, t),
+            "jdk.ObjectAllocationSample" => self.alloc(v, e, t, "weight"),
+            "jdk.ObjectAllocationInNewTLAB" => {
+                let by = if v.int(e, "tlabSize").unwrap_or(0) > 0 {
+                    "tlabSize"
+                } else {
+                    "allocationSize"
+                };
+                self.alloc(v, e, t, by)
+            }
+            "jdk.ObjectAllocationOutsideTLAB" => self.alloc(v, e, t, "allocationSize"),
+            "jdk.JavaMonitorEnter" => {
+                let kind = EventKind::MonitorBlocked {
+                    duration_ns: dur(),
+                    class: self.names.class(v, v.raw(e, "monitorClass")),
+                    object: v.int(e, "address").unwrap_or(0) as u64,
+                    owner: self.names.thread(v, v.raw(e, "previousOwner")),
+                    stack: self.names.stack(v, v.raw(e, "stackTrace")),
+                };
+                self.thread_event(v, e, t, kind);
+            }
+            "jdk.JavaMonitorWait" => {
+                let kind = EventKind::MonitorWait {
+                    duration_ns: dur(),
+                    class: self.names.class(v, v.raw(e, "monitorClass")),
+                    object: v.int(e, "address").unwrap_or(0) as u64,
+                    timeout_ms: v.span_ns(e, "timeout").unwrap_or(0) / 1_000_000,
+                    timed_out: v.bool(e, "timedOut"),
+                    stack: self.names.stack(v, v.raw(e, "stackTrace")),
+                };
+                self.thread_event(v, e, t, kind);
+            }
+            "jdk.ThreadPark" => {
+                let kind = EventKind::Park {
+                    duration_ns: dur(),
+                    blocker_class: self.names.class(v, v.raw(e, "parkedClass")),
+                    timeout_ns: v.int(e, "timeout").filter(|&n| n > 0).unwrap_or(0) as u64,
+                    stack: self.names.stack(v, v.raw(e, "stackTrace")),
+                };
+                self.thread_event(v, e, t, kind);
+            }
+            "jdk.GarbageCollection" => {
+                let paused = v.span_ns(e, "sumOfPauses").unwrap_or_else(dur);
+                self.collections.push((t, paused));
+            }
+            "jdk.GCPhasePause" => self.pauses.push((t, dur())),
+            "jdk.ThreadStart" => {
+                let thread = self.names.thread(v, v.raw(e, "thread"));
+                let parent = self.names.thread(v, v.raw(e, "parentThread"));
+                let kind = EventKind::ThreadStart { parent };
+                self.rec.events.push(JvmEvent::on(thread, t, kind));
+            }
+            "jdk.ThreadEnd" => {
+                let thread = self.names.thread(v, v.raw(e, "thread"));
+                self.rec
+                    .events
+                    .push(JvmEvent::on(thread, t, EventKind::ThreadEnd {}));
+            }
+            "jdk.MethodTrace" => {
+                let thread = self.names.thread(v, v.raw(e, "eventThread"));
+                let method = self.names.method(v, v.raw(e, "method"));
+                let call = Call {
+                    start: t,
+                    end: t + dur(),
+                    method,
+                };
+                self.calls.entry(thread).or_default().push(call);
+            }
+            "jdk.MethodTiming" => self.timing(v, e, t),
+            "jdk.ActiveSetting" => self.setting(v, e),
+            "jdk.JVMInformation" => self.jvm_info(v, e),
+            "jdk.OSInformation" => {
+                let os = v.string(e, "osVersion").unwrap_or_default();
+                self.rec.header.os = os_name(&os);
+            }
+            "jdk.CPUInformation" => {
+                self.rec.header.arch = v.string(e, "cpu").unwrap_or_default();
+            }
+            _ => {}
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn sample(
+        &mut self,
+        v: &View,
+        e: &Value,
+        thread_field: &str,
+        mode: SampleMode,
+        state: u32,
+        ticks: u64,
+        factor: u64,
+    ) {
+        let thread = self.names.thread(v, v.raw(e, thread_field));
+        let stack = self.names.stack(v, v.raw(e, "stackTrace"));
+        self.pending.push(PendingWeight {
+            sample: self.rec.samples.len(),
+            wall: mode == SampleMode::Wall,
+            factor,
+        });
+        self.modes.insert(mode.name());
+        self.rec.samples.push(Sample {
+            thread,
+            ticks,
+            stack,
+            mode,
+            weight_ns: 0,
+            state,
+        });
+    }
+
+    /// JDK 25's CPU-time sampler: the event carries its own period; failed
+    /// samples have no stack and are left out.
+    fn cpu_time_sample(&mut self, v: &View, e: &Value, t: u64) {
+        if v.bool(e, "failed") {
+            return;
+        }
+        let thread = self.names.thread(v, v.raw(e, "eventThread"));
+        let stack = self.names.stack(v, v.raw(e, "stackTrace"));
+        let weight = v.span_ns(e, "samplingPeriod").unwrap_or(0);
+        self.modes.insert("cpu");
+        self.cpu_time_samples += 1;
+        if weight == 0 {
+            self.pending.push(PendingWeight {
+                sample: self.rec.samples.len(),
+                wall: false,
+                factor: 1,
+            });
+        }
+        self.rec.samples.push(Sample {
+            thread,
+            ticks: t,
+            stack,
+            mode: SampleMode::Cpu,
+            weight_ns: weight,
+            state: ts::ALIVE | ts::RUNNABLE,
+        });
+    }
+
+    fn alloc(&mut self, v: &View, e: &Value, t: u64, size_field: &str) {
+        let size = v.int(e, size_field).unwrap_or(0).max(0) as u64;
+        let kind = EventKind::Alloc {
+            class: self.names.class(v, v.raw(e, "objectClass")),
+            size,
+            stack: self.names.stack(v, v.raw(e, "stackTrace")),
+            object: 0,
+            allocated_total: 0,
+        };
+        self.thread_event(v, e, t, kind);
+    }
+
+    fn thread_event(&mut self, v: &View, e: &Value, t: u64, kind: EventKind) {
+        let thread = self.names.thread(v, v.raw(e, "eventThread"));
+        self.rec.events.push(JvmEvent::on(thread, t, kind));
+    }
+
+    /// JDK 25's per-method totals; each event holds the totals so far, so the last
+    /// one of each method counts.
+    fn timing(&mut self, v: &View, e: &Value, t: u64) {
+        let callee = self.names.method(v, v.raw(e, "method"));
+        let calls = v.int(e, "invocations").unwrap_or(0).max(0) as u64;
+        let avg = v.span_ns(e, "average").unwrap_or(0);
+        let pair = CallPair {
+            caller: MethodId::NONE,
+            callee,
+            calls,
+            total_ns: avg.saturating_mul(calls),
+            min_ns: v.span_ns(e, "minimum").unwrap_or(0),
+            max_ns: v.span_ns(e, "maximum").unwrap_or(0),
+        };
+        let entry = self.timings.entry(callee).or_insert((t, pair));
+        if t >= entry.0 {
+            *entry = (t, pair);
+        }
+    }
+
+    /// Sampling intervals from `jdk.ActiveSetting`: JFR's `period` of its samplers,
+    /// async-profiler's `interval` and `wall` (nanoseconds).
+    fn setting(&mut self, v: &View, e: &Value) {
+        let Some(id) = v.int(e, "id") else { return };
+        let ty = v.meta.classes.get(&id).map_or("", |c| c.name.as_str());
+        let name = v.string(e, "name").unwrap_or_default();
+        let value = v.string(e, "value").unwrap_or_default();
+        let Some(ns) = parse_interval(&value) else {
+            return;
+        };
+        match (ty, name.as_str()) {
+            ("jdk.ExecutionSample", "period" | "interval") => self.cpu_interval = Some(ns),
+            ("jdk.ExecutionSample", "wall") => self.wall_interval = Some(ns),
+            ("jdk.NativeMethodSample", "period") => {
+                self.wall_interval.get_or_insert(ns);
+            }
+            _ => {}
+        }
+    }
+
+    fn jvm_info(&mut self, v: &View, e: &Value) {
+        let h = &mut self.rec.header;
+        h.vm_name = v.string(e, "jvmName").unwrap_or_default();
+        let version = v.string(e, "jvmVersion").unwrap_or_default();
+        // `OpenJDK 64-Bit Server VM (25.0.2+10-LTS) for linux-amd64 JRE ...`
+        let inner = version
+            .split_once('(')
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(v, _)| v.to_string());
+        h.java_version = inner.clone().unwrap_or_default();
+        h.vm_version = inner.unwrap_or(version);
+        h.command_line = v.string(e, "javaArguments").unwrap_or_default();
+        h.pid = v.int(e, "pid").unwrap_or(0) as u32;
+        let args = v.string(e, "jvmArguments").unwrap_or_default();
+        h.extra.retain(|(k, _)| k != "jvm_arguments");
+        if !args.is_empty() {
+            h.extra.push(("jvm_arguments".into(), args));
+        }
+    }
+
+    /// Fills in what needs every chunk: sample weights, traces, timings, header.
+    pub(crate) fn finish(mut self) -> Recording {
+        let cpu = self.cpu_interval.unwrap_or(DEFAULT_CPU_INTERVAL_NS);
+        let wall = self.wall_interval.unwrap_or(DEFAULT_WALL_INTERVAL_NS);
+        for p in &self.pending {
+            let interval = if p.wall { wall } else { cpu };
+            self.rec.samples[p.sample].weight_ns = interval.saturating_mul(p.factor);
+        }
+        if self.cpu_time_samples > 0 {
+            self.drop_execution_samples();
+        }
+        self.add_gcs();
+        // JFR writes each thread's buffer in turn; jscope's samples are in time order.
+        self.rec.samples.sort_by_key(|s| s.ticks);
+        for (thread, calls) in std::mem::take(&mut self.calls) {
+            self.rec.traces.push(nest(thread, calls));
+        }
+        if !self.timings.is_empty() {
+            let mut pairs: Vec<CallPair> = self.timings.values().map(|(_, p)| *p).collect();
+            pairs.sort_by_key(|p| p.callee);
+            let ticks = self.timings.values().map(|(t, _)| *t).max().unwrap_or(0);
+            self.rec.call_aggregates.push(CallAggregate {
+                thread: ThreadId::NONE,
+                ticks,
+                pairs,
+            });
+        }
+        std::mem::take(&mut self.names).into_recording(&mut self.rec);
+        let h = &mut self.rec.header;
+        h.modes = self.modes.iter().copied().collect::<Vec<_>>().join("+");
+        h.interval_ns = cpu;
+        h.ticks_per_second = 1_000_000_000;
+        h.agent_version = if self.async_profiler {
+            "async-profiler (JFR)".into()
+        } else {
+            "JDK Flight Recorder".into()
+        };
+        h.extra.push(("source".into(), "jfr".into()));
+        self.rec
+    }
+}
+
+impl Builder {
+    /// jscope's `gc` events are stop-the-world pauses: JFR's pause phases when the
+    /// recording has them, else each collection's sum of pauses (a concurrent
+    /// cycle's duration is mostly not a pause).
+    fn add_gcs(&mut self) {
+        let gcs = if self.pauses.is_empty() {
+            std::mem::take(&mut self.collections)
+        } else {
+            std::mem::take(&mut self.pauses)
+        };
+        for (t, duration_ns) in gcs {
+            let kind = EventKind::Gc { duration_ns };
+            self.rec.events.push(JvmEvent::global(t, kind));
+        }
+        // Within a chunk, JFR writes each thread's buffer in turn: events come in
+        // time order per thread only. jscope's are in time order, and the running
+        // allocation total follows that order.
+        self.rec.events.sort_by_key(|e| e.ticks);
+        let mut total = 0u64;
+        for e in &mut self.rec.events {
+            if let EventKind::Alloc {
+                size,
+                allocated_total,
+                ..
+            } = &mut e.kind
+            {
+                total = total.saturating_add(*size);
+                *allocated_total = total;
+            }
+        }
+    }
+
+    fn drop_execution_samples(&mut self) {
+        let drop: std::collections::HashSet<usize> = self.execution_samples.drain(..).collect();
+        let mut i = 0;
+        self.rec.samples.retain(|_| {
+            i += 1;
+            !drop.contains(&(i - 1))
+        });
+        self.rec
+            .header
+            .extra
+            .push(("cpu_samples".into(), "jdk.CPUTimeSample".into()));
+    }
+}
+
+/// Turns calls (start, end) into properly nested enter/exit events: a call that
+/// starts before the previous one ends is inside it.
+fn nest(thread: ThreadId, mut calls: Vec<Call>) -> TraceBatch {
+    calls.sort_by_key(|c| (c.start, std::cmp::Reverse(c.end)));
+    let mut events = Vec::with_capacity(calls.len() * 2);
+    let mut open: Vec<(u64, MethodId)> = Vec::new();
+    let exit = |end: u64, method: MethodId| TraceEvent {
+        kind: TraceKind::Exit,
+        method,
+        ticks: end,
+        untraced: 0,
+        cpu_ns: 0,
+    };
+    for c in calls {
+        while let Some(&(end, m)) = open.last().filter(|(end, _)| *end <= c.start) {
+            events.push(exit(end, m));
+            open.pop();
+        }
+        // A call that outlasts its enclosing one (clock skew) ends with it.
+        let end = open.last().map_or(c.end, |&(e, _)| c.end.min(e));
+        events.push(TraceEvent {
+            kind: TraceKind::Enter,
+            method: c.method,
+            ticks: c.start,
+            untraced: 0,
+            cpu_ns: 0,
+        });
+        open.push((end, c.method));
+    }
+    while let Some((end, m)) = open.pop() {
+        events.push(exit(end, m));
+    }
+    TraceBatch {
+        thread,
+        has_cpu: false,
+        events,
+    }
+}
+
+/// JFR's thread state names as JVMTI state bits: the JDK's `STATE_*` names of
+/// JVMTI states, and async-profiler's `STATE_DEFAULT` (unknown), `STATE_RUNNABLE`
+/// (on CPU) and `STATE_SLEEPING` (off CPU, taken as sleeping).
+fn state_bits(name: &str) -> u32 {
+    let (alive, waiting) = (ts::ALIVE, ts::ALIVE | ts::WAITING);
+    let timed = waiting | ts::WAITING_WITH_TIMEOUT;
+    let untimed = waiting | ts::WAITING_INDEFINITELY;
+    match name {
+        "STATE_RUNNABLE" => alive | ts::RUNNABLE,
+        "STATE_IN_NATIVE" => alive | ts::RUNNABLE | ts::IN_NATIVE,
+        "STATE_BLOCKED" | "STATE_BLOCKED_ON_MONITOR_ENTER" => alive | ts::BLOCKED_ON_MONITOR_ENTER,
+        "STATE_WAITING" => untimed,
+        "STATE_IN_OBJECT_WAIT" => untimed | ts::IN_OBJECT_WAIT,
+        "STATE_TIMED_WAITING" => timed,
+        "STATE_IN_OBJECT_WAIT_TIMED" => timed | ts::IN_OBJECT_WAIT,
+        "STATE_SLEEPING" => timed | ts::SLEEPING,
+        "STATE_PARKED" => untimed | ts::PARKED,
+        "STATE_PARKED_TIMED" => timed | ts::PARKED,
+        "STATE_TERMINATED" => ts::TERMINATED,
+        "STATE_NEW" => ts::RUNNABLE,
+        _ => 0,
+    }
+}
+
+/// The OS as one line: the JDK gives /etc/os-release (`PRETTY_NAME="Debian ..."`
+/// among other lines), async-profiler `uname: Linux ...`.
+fn os_name(text: &str) -> String {
+    let pretty = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim_matches('"'));
+    let first = text.lines().next().unwrap_or("").trim();
+    pretty
+        .unwrap_or_else(|| first.strip_prefix("uname:").unwrap_or(first).trim())
+        .to_string()
+}
+
+/// `10 ms`, `20ms`, `1 s`, `500 us`, or bare nanoseconds (async-profiler).
+pub(crate) fn parse_interval(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let n: u64 = s[..split].parse().ok()?;
+    let scale = match s[split..].trim() {
+        "" | "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return None,
+    };
+    Some(n * scale).filter(|&ns| ns > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_states_classify_as_their_names_say() {
+        use jscope_format::thread_state::{classify, StateClass};
+        let class = |n| classify(state_bits(n));
+        assert_eq!(class("STATE_RUNNABLE"), StateClass::Runnable);
+        assert_eq!(class("STATE_IN_NATIVE"), StateClass::Native);
+        assert_eq!(class("STATE_BLOCKED_ON_MONITOR_ENTER"), StateClass::Blocked);
+        assert_eq!(class("STATE_IN_OBJECT_WAIT"), StateClass::Waiting);
+        assert_eq!(
+            class("STATE_IN_OBJECT_WAIT_TIMED"),
+            StateClass::TimedWaiting
+        );
+        assert_eq!(class("STATE_PARKED_TIMED"), StateClass::Parked);
+        assert_eq!(class("STATE_SLEEPING"), StateClass::Sleeping);
+        assert_eq!(class("STATE_NEW"), StateClass::New);
+        assert_eq!(class("STATE_DEFAULT"), StateClass::Unknown);
+    }
+
+    #[test]
+    fn intervals_in_jfr_and_async_profiler_notation() {
+        assert_eq!(parse_interval("10 ms"), Some(10_000_000));
+        assert_eq!(parse_interval("20ms"), Some(20_000_000));
+        assert_eq!(parse_interval("10000000"), Some(10_000_000));
+        assert_eq!(parse_interval("off"), None);
+        assert_eq!(parse_interval("0 ms"), None);
+    }
+
+    #[test]
+    fn overlapping_calls_nest_and_close_in_order() {
+        let m = |i| MethodId(i);
+        let calls = vec![
+            Call {
+                start: 2,
+                end: 4,
+                method: m(2),
+            },
+            Call {
+                start: 0,
+                end: 10,
+                method: m(1),
+            },
+            Call {
+                start: 5,
+                end: 12,
+                method: m(3),
+            },
+        ];
+        let b = nest(ThreadId(1), calls);
+        let seq: Vec<(TraceKind, u32, u64)> = b
+            .events
+            .iter()
+            .map(|e| (e.kind, e.method.0, e.ticks))
+            .collect();
+        use TraceKind::*;
+        assert_eq!(
+            seq,
+            [
+                (Enter, 1, 0),
+                (Enter, 2, 2),
+                (Exit, 2, 4),
+                (Enter, 3, 5),
+                (Exit, 3, 10),
+                (Exit, 1, 10)
+            ]
+        );
+    }
+}
