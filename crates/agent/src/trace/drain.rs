@@ -82,6 +82,7 @@ impl TraceDrain {
     pub fn begin_take(&mut self) {
         self.has_cpu = probe::with_cpu();
         self.clock = Some(probe::tick_mapper());
+        probe::writer_alive();
         let mut pending = Vec::new();
         self.take_aggregates(&mut pending);
         self.pending = pending;
@@ -279,6 +280,8 @@ impl TraceDrain {
             ("trace.events_written", self.written),
             ("trace.pairs_written", self.pairs_written),
             ("trace.events_dropped", dropped + probe::dropped_by_ended()),
+            ("trace.waits", probe::waits().0),
+            ("trace.waited_ns", probe::waits().1),
         ];
         values.extend(session);
         values
