@@ -497,8 +497,9 @@ fn retransform_matching(jvmti: Jvmti, jni: Jni, session: &Session, also: &HashSe
     if session.has_subclass_rules() {
         learn_loaded_ancestry(jvmti, jni, session);
     }
+    let thread = hook::THREAD_CLASS.replace('/', ".");
     retransform_loaded(jvmti, jni, session, |dotted| {
-        also.contains(dotted) || session.wants_class(dotted)
+        dotted == thread || also.contains(dotted) || session.wants_class(dotted)
     });
 }
 

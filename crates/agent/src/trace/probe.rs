@@ -29,6 +29,9 @@ const RECORDED: u32 = 1 << 31;
 pub const KIND_ENTER: u32 = 0;
 pub const KIND_EXIT: u32 = 1;
 pub const KIND_THROW: u32 = 2;
+/// Not a trace event: the thread called `Thread.start`; `cpu` holds the
+/// started thread's Java id (the writer turns it into a start_call event).
+pub const KIND_START: u32 = 3;
 
 /// One probe hit as the application thread stores it.
 #[repr(C)]
@@ -304,6 +307,25 @@ impl Local {
         }
     }
 
+    /// This thread is starting the thread whose Java id is `started`: a marker
+    /// in the ring, between the events before and after (aggregate mode keeps
+    /// no events, so no marker either).
+    #[inline]
+    pub fn started(&mut self, started: i64) {
+        if self.agg.is_some() {
+            return;
+        }
+        let event = RawEvent {
+            ticks: now(),
+            cpu: started as u64,
+            head: KIND_START,
+            untraced: 0,
+        };
+        if !self.ring.try_push(event, &mut self.room) {
+            self.full(event);
+        }
+    }
+
     /// The ring is full: wait for the writer to make room, or drop and count.
     #[cold]
     #[inline(never)]
@@ -570,6 +592,17 @@ pub extern "C" fn native_exit(env: *mut sys::JNIEnv, _class: sys::jclass, id: sy
 pub extern "C" fn native_exit_throw(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
     guarded_in(&TRACE, "Trace.exitThrow", (), || {
         with_local(env, |l| l.exit(id as u32, KIND_THROW))
+    })
+}
+
+/// `jscope/Trace.started(Thread)`, called by `Thread.start` (every overload
+/// with code) before it starts `thread`.
+pub extern "C" fn native_started(env: *mut sys::JNIEnv, _class: sys::jclass, thread: sys::jobject) {
+    guarded_in(&TRACE, "Trace.started", (), || {
+        let started = crate::jvm::thread::java_id(crate::jvm::Jni(env), thread);
+        if started != 0 {
+            with_local(env, |l| l.started(started));
+        }
     })
 }
 

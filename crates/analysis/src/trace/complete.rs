@@ -12,12 +12,13 @@ pub fn incomplete_note(rec: &Recording) -> Option<String> {
         return None;
     }
     let how = match rec.header.extra("trace.overflow") {
-        Some("drop") => {
-            "recorded with traceoverflow=drop; the agent option traceoverflow=wait (the default) makes a thread wait for the writer instead"
-        }
         // Waiting is given up only when tracing stops or the writer stalls.
+        Some("wait") => {
+            "the writer stalled, or tracing stopped while threads still had events waiting"
+        }
+        // `drop`, or an agent from before waiting, which always dropped.
         _ => {
-            "the writer stalled or tracing stopped while threads still had events waiting; traceoverflow=wait (the default) keeps every other event"
+            "record with the agent option traceoverflow=wait (the default) to make a thread wait for the writer instead"
         }
     };
     Some(format!(

@@ -1,13 +1,14 @@
-//! Call trees: per thread, the calls in pre-order in one compact array; threads
-//! started by a traced `Thread.start` grafted under that call (JaViz); every other
-//! thread's root calls under one virtual root for the JVM.
+//! Call trees: per thread, the calls in pre-order in one compact array; each
+//! started thread grafted under the call that started it (JaViz), by the agent's
+//! record of each `Thread.start` (see [`CallTree::link_started_threads`]); every
+//! other thread's root calls under one virtual root for the JVM.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use jscope_format::{MethodId, Recording, ThreadId};
+use jscope_format::{EventKind, MethodId, Recording, ThreadId};
 use serde::Serialize;
 
-use super::engine::{Anomalies, Call, CallSink, ThreadStack, THREAD_START_LABEL};
+use super::engine::{Anomalies, Call, CallSink, ThreadStack, OPEN_TO_THE_END, THREAD_START_LABEL};
 
 /// One call. Times are ns since the recording's start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -101,6 +102,9 @@ pub struct CallTree {
 #[derive(Default)]
 pub(crate) struct TreeSink {
     threads: Vec<Vec<Node>>,
+    /// Per thread and node: the indices of the node's enter and closing events
+    /// among its thread's events, to find the call open at a `Thread.start`.
+    spans: Vec<Vec<(u64, u64)>>,
 }
 
 impl CallSink for TreeSink {
@@ -110,6 +114,10 @@ impl CallSink for TreeSink {
         if self.threads.len() <= t {
             self.threads.resize_with(t + 1, Vec::new);
         }
+        if self.spans.len() <= t {
+            self.spans.resize_with(t + 1, Vec::new);
+        }
+        self.spans[t].push((0, OPEN_TO_THE_END));
         let nodes = &mut self.threads[t];
         nodes.push(Node {
             method,
@@ -137,6 +145,7 @@ impl CallSink for TreeSink {
         n.self_ns = c.self_ns;
         n.corrected_ns = c.corrected_ns;
         n.corrected_self_ns = c.corrected_self_ns;
+        self.spans[c.thread_index as usize][slot] = (c.enter_event, c.exit_event);
     }
 }
 
@@ -148,9 +157,15 @@ impl TreeSink {
         anomalies: Anomalies,
         probe_cost_ns: Option<f64>,
     ) -> CallTree {
+        let mut spans: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
         let mut trees: Vec<ThreadTree> = threads
             .iter()
-            .map(|(&id, t)| self.thread_tree(rec, id, t))
+            .map(|(&id, t)| {
+                if let Some(s) = self.spans.get_mut(t.index as usize) {
+                    spans.insert(id, std::mem::take(s));
+                }
+                self.thread_tree(rec, id, t)
+            })
             .collect();
         trees.sort_by_key(|t| (t.first_ns, t.thread));
         let mut tree = CallTree {
@@ -164,7 +179,13 @@ impl TreeSink {
             events: threads.values().map(|t| t.events).sum(),
             damage: rec.damage.as_ref().map(|d| d.to_string()),
         };
-        tree.link_started_threads();
+        let starts = start_records(rec);
+        if starts.is_empty() {
+            // Recordings from agents that did not record starts.
+            tree.link_by_time();
+        } else {
+            tree.link_started_threads(rec, &starts, &spans);
+        }
         tree
     }
 
@@ -284,15 +305,90 @@ impl CallTree {
             .nth(n)
     }
 
-    /// JaViz's start/run linking: a thread whose first event falls inside a
-    /// traced `Thread.start` call of another thread is that call's child; a thread
-    /// whose first event comes after the call returned (`start` often returns before
-    /// `run` begins) takes the latest start call before it not yet linked. JaViz
-    /// took the oldest (a queue), but start calls whose thread never produces a
-    /// traced event (JDK threads, untraced `run` methods) would then capture
-    /// unrelated threads; the latest one is wrong only in the order of siblings
-    /// when several starts precede their threads' first events.
-    fn link_started_threads(&mut self) {
+    /// JaViz's start/run linking, exact: the agent records each `Thread.start`
+    /// on the starting thread's timeline (a `start_call` event) with the started
+    /// thread's Java id and the number of trace events its caller had written
+    /// then. The started thread (found by its Java id) hangs under the innermost
+    /// call of the starting thread open at that point: the traced `Thread.start`
+    /// itself when it is traced, else the call during which `start()` ran. Threads
+    /// started under one call come in start order. A start made outside every
+    /// traced call links nothing: its thread stays under the virtual root.
+    fn link_started_threads(
+        &mut self,
+        rec: &Recording,
+        starts: &[StartRecord],
+        spans: &HashMap<u32, Vec<(u64, u64)>>,
+    ) {
+        let index_of: HashMap<u32, usize> = self
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.thread, i))
+            .collect();
+        let by_java_id: HashMap<i64, u32> = rec
+            .threads
+            .values()
+            .filter(|d| d.java_id != 0)
+            .map(|d| (d.java_id, d.id.0))
+            .collect();
+        let mut linked = HashSet::new();
+        for s in starts {
+            let (Some(&parent), Some(child)) = (
+                index_of.get(&s.parent),
+                by_java_id
+                    .get(&s.started)
+                    .and_then(|id| index_of.get(id))
+                    .copied(),
+            ) else {
+                continue;
+            };
+            if parent == child || linked.contains(&child) {
+                continue; // a nested start of the same thread keeps the outer one
+            }
+            let Some(node) = spans
+                .get(&s.parent)
+                .and_then(|sp| self.open_at(parent, sp, s.trace_events))
+            else {
+                continue;
+            };
+            linked.insert(child);
+            let at = NodeRef {
+                thread: parent,
+                node,
+            };
+            self.threads[child].started_by = Some(at);
+            self.grafts.push((at, child));
+        }
+        // Stable: threads started under one call keep their start order.
+        self.grafts.sort_by_key(|g| g.0);
+    }
+
+    /// The innermost call of thread `t` open after its first `n` events: down
+    /// from the roots, the last call entered before that point, while it is
+    /// still open there.
+    fn open_at(&self, t: usize, spans: &[(u64, u64)], n: u64) -> Option<usize> {
+        let tree = &self.threads[t];
+        let open = |i: usize| {
+            spans
+                .get(i)
+                .is_some_and(|&(enter, exit)| enter < n && n <= exit)
+        };
+        let entered = |i: &usize| spans.get(*i).is_some_and(|&(enter, _)| enter < n);
+        let mut found = None;
+        let mut last = tree.roots().take_while(entered).last();
+        while let Some(i) = last.filter(|&i| open(i)) {
+            found = Some(i);
+            last = tree.children(i).take_while(entered).last();
+        }
+        found
+    }
+
+    /// The time heuristic for recordings without start records: a thread whose
+    /// first event falls inside a traced `Thread.start` call of another thread is
+    /// that call's child; a thread whose first event comes after the call returned
+    /// takes the latest start call before it not yet linked. It pairs threads
+    /// wrongly when several starts precede their threads' first events.
+    fn link_by_time(&mut self) {
         let mut starts = self.start_calls();
         let mut order: Vec<usize> = (0..self.threads.len())
             .filter(|&t| !self.threads[t].nodes.is_empty())
@@ -333,6 +429,38 @@ impl CallTree {
         out.sort_by_key(|s| (s.enter_ns, s.at.thread));
         out
     }
+}
+
+/// One `Thread.start` as the agent recorded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct StartRecord {
+    /// The starting thread (recording id).
+    parent: u32,
+    /// Trace events the starting thread had written when it called `start()`.
+    trace_events: u64,
+    /// The started thread's Java id.
+    started: i64,
+}
+
+/// The recording's start records, by starting thread and then in start order.
+fn start_records(rec: &Recording) -> Vec<StartRecord> {
+    let mut out: Vec<StartRecord> = rec
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ThreadStartCall {
+                started,
+                trace_events,
+            } => Some(StartRecord {
+                parent: e.thread.0,
+                trace_events,
+                started,
+            }),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 /// The start call a thread first seen at `first_ns` belongs to (`starts` sorted by
