@@ -473,3 +473,108 @@ fn pick_start(starts: &[StartCall], thread: usize, first_ns: u64) -> Option<usiz
         .position(|s| open(s) && first_ns <= s.exit_ns)
         .or_else(|| starts.iter().rposition(open))
 }
+
+#[cfg(test)]
+mod link_tests {
+    use jscope_format::*;
+
+    use super::super::TraceOptions;
+    use super::*;
+
+    /// main runs `main`, which calls `helper`; it starts thread b before the
+    /// helper, a inside it and c after it. The started threads' first events come
+    /// in the order b, c, a, all after the starts, so timing alone cannot tell.
+    fn recording() -> Vec<u8> {
+        let mut w = ChunkWriter::new();
+        for (id, s) in [(1, "T"), (2, "main"), (3, "work"), (4, "helper")] {
+            w.string(StringId(id), s);
+        }
+        w.class(&ClassDef {
+            id: ClassId(1),
+            name: StringId(1),
+            source_file: StringId::NONE,
+        });
+        for (id, name) in [(1, 2), (2, 3), (3, 4)] {
+            w.method(&MethodDef {
+                id: MethodId(id),
+                class: ClassId(1),
+                name: StringId(name),
+                signature: StringId::NONE,
+                modifiers: 9,
+            });
+        }
+        for (id, java_id, name) in [(1, 1, "main"), (2, 12, "a"), (3, 13, "b"), (4, 14, "c")] {
+            w.thread(&ThreadDef {
+                id: ThreadId(id),
+                java_id,
+                name: name.into(),
+                ..Default::default()
+            });
+        }
+        let ev = |kind, method, ns| TraceEvent {
+            kind,
+            method: MethodId(method),
+            ticks: ns,
+            untraced: 0,
+            cpu_ns: 0,
+        };
+        let batch = |thread, events| TraceBatch {
+            thread: ThreadId(thread),
+            has_cpu: false,
+            events,
+        };
+        use TraceKind::{Enter, Exit};
+        w.trace(&batch(
+            1,
+            vec![
+                ev(Enter, 1, 10),
+                ev(Enter, 3, 20),
+                ev(Exit, 3, 30),
+                ev(Exit, 1, 40),
+            ],
+        ));
+        for (started, trace_events) in [(13, 1), (12, 2), (14, 3)] {
+            w.event(&JvmEvent::on(
+                ThreadId(1),
+                35,
+                EventKind::ThreadStartCall {
+                    started,
+                    trace_events,
+                },
+            ));
+        }
+        for (thread, at) in [(3, 50), (4, 60), (2, 70)] {
+            w.trace(&batch(thread, vec![ev(Enter, 2, at), ev(Exit, 2, at + 1)]));
+        }
+        let header = Header {
+            ticks_per_second: 1_000_000_000,
+            ..Default::default()
+        };
+        let mut bytes = encode_file_start(&header);
+        bytes.extend(w.finish());
+        bytes
+    }
+
+    #[test]
+    fn started_threads_hang_under_the_call_open_at_their_start_in_start_order() {
+        let (tree, _) = CallTree::from_bytes(&recording(), &TraceOptions::default()).unwrap();
+        let thread = |name: &str| tree.threads.iter().position(|t| t.name == name).unwrap();
+        let main = tree.find("T.main", 0).unwrap();
+        let helper = tree.find("T.helper", 0).unwrap();
+        assert_eq!(tree.threads[thread("a")].started_by, Some(helper));
+        assert_eq!(tree.threads[thread("b")].started_by, Some(main));
+        assert_eq!(tree.threads[thread("c")].started_by, Some(main));
+        let names: Vec<&str> = tree
+            .children(main)
+            .iter()
+            .map(|r| tree.threads[r.thread].name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["main", "b", "c"],
+            "own callee, then starts in order"
+        );
+        assert!(tree.threads[thread("main")].started_by.is_none());
+        assert_eq!(tree.virtual_root_children(), [main]);
+    }
+}
