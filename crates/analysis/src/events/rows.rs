@@ -180,6 +180,14 @@ fn fields(rec: &Recording, e: &JvmEvent, ages: &Ages, user: &mut UserPairs) -> F
 /// The class (a park without a blocker has none), the method, or for thread
 /// events the thread.
 fn subject(rec: &Recording, e: &JvmEvent) -> String {
+    if let EventKind::ThreadStartCall { started, .. } = e.kind {
+        // The started thread, by its Java id.
+        return rec
+            .threads
+            .values()
+            .find(|t| t.java_id == started)
+            .map_or_else(String::new, |t| t.name.clone());
+    }
     match (
         e.field("class"),
         e.field("blocker_class"),
