@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Cost of jscope's in-application probes, with the release agent:
 #  - one traced call (entry + exit) of an empty method in a tight loop, against the
-#    same loop untraced (fixture crates/agent/tests/trace_fixtures/Hot.java);
+#    same loop untraced (fixture crates/agent/tests/trace_fixtures/Hot.java), with
+#    the share of its events dropped and the probes' waits for the writer
+#    (`traceoverflow=wait`, the default: a full ring waits instead of dropping);
 #  - one user event (jscope.Events.log) in a tight loop
 #    (fixture crates/agent/tests/events_fixtures/UserEvents.java);
 #  - the floor under a traced call: the same loop with two minimal C JNI natives
@@ -34,9 +36,9 @@ fi
 for i in 1 2 3; do
   plain=$("$java" -cp "$out/hot" Hot "$n" | awk '{print $2}')
   traced=$("$java" "-agentpath:$agent=trace=Hot#empty,quiet,file=$out/hot.jsc" -cp "$out/hot" Hot "$n" | awk '{print $2}')
-  dropped=$("$jscope" info "$out/hot.jsc" | awk '$1=="trace.events_dropped" {d=$2} $1=="trace.events_written" {w=$2} END {printf "%.1f%%", 100 * d / (d + w)}')
+  dropped=$("$jscope" info "$out/hot.jsc" 2>/dev/null | awk '$1=="trace.events_dropped" {d=$2} $1=="trace.events_written" {w=$2} $1=="trace.waits" {k=$2} $1=="trace.waited_ns" {ns=$2} END {printf "%.2f%% of its events dropped, %d waits for the writer, %.3f s waited", 100 * d / (d + w), k, ns / 1e9}')
   events=$("$java" "-agentpath:$agent=events=user,quiet,file=$out/events.jsc" -cp "$out/events" UserEvents bench 1000000 | awk '/ns-per-event/ {print $2}')
-  line="run $i: untraced call ${plain} ns, traced call ${traced} ns (${dropped} of its events dropped), user event ${events} ns"
+  line="run $i: untraced call ${plain} ns, traced call ${traced} ns (${dropped}), user event ${events} ns"
   if [[ -n $floor ]]; then
     line+=", floor $("$java" -cp "$out/floor" Floor "$n" "$floor" 2>/dev/null | awk '{print $2 " ns (JNI transitions alone " $4 " ns)"}')"
   fi

@@ -1,7 +1,10 @@
 //! A Java thread's events on their way to the writer (trace probes, user events):
 //! a single-producer single-consumer ring. The thread writes slots and then
-//! publishes `head`; the writer reads up to `head` and then publishes `tail`. A
-//! full ring drops the event and counts it, so a producer never waits; a ring
+//! publishes `head`; the writer reads up to `head` and then publishes `tail`. On a
+//! full ring [`ThreadRing::push`] drops the event and counts it, so a producer
+//! never waits; trace probes may instead wait for room with
+//! [`ThreadRing::try_push`] and [`ThreadRing::refresh_room`] (see
+//! `trace::probe`). A ring
 //! crossing half full wakes its consumer early through the wake hook, which
 //! whoever owns the consumer sets ([`set_wake_hook`]); this module knows nothing
 //! of the writer.
@@ -109,15 +112,24 @@ impl<T: ZeroValid> ThreadRing<T> {
     /// hot path reads the consumer's cache line only when that room runs out.
     #[inline(always)]
     pub fn push(&self, e: T, room: &mut usize) -> bool {
+        if self.try_push(e, room) {
+            return true;
+        }
+        self.count_drop();
+        false
+    }
+
+    /// Producer side: like [`ThreadRing::push`] but a full ring only wakes the
+    /// consumer; the caller decides whether to wait ([`ThreadRing::refresh_room`])
+    /// or to drop ([`ThreadRing::count_drop`]).
+    #[inline(always)]
+    pub fn try_push(&self, e: T, room: &mut usize) -> bool {
         let len = self.slots.len();
         let head = self.head.load(Ordering::Relaxed);
         if head >= *room {
             let tail = self.tail.load(Ordering::Acquire);
             *room = tail + len;
             if head >= *room {
-                // Only this thread writes the count: no locked instruction.
-                let n = self.dropped.load(Ordering::Relaxed);
-                self.dropped.store(n + 1, Ordering::Relaxed);
                 wake_consumer();
                 return false;
             }
@@ -132,6 +144,24 @@ impl<T: ZeroValid> ThreadRing<T> {
             wake_consumer(); // crossing half full: wake the writer early
         }
         true
+    }
+
+    /// Producer side: rereads the consumer's tail into `room`; true when the ring
+    /// has room for another event.
+    #[inline]
+    pub fn refresh_room(&self, room: &mut usize) -> bool {
+        let head = self.head.load(Ordering::Relaxed);
+        *room = self.tail.load(Ordering::Acquire) + self.slots.len();
+        head < *room
+    }
+
+    /// Producer side: counts an event that did not fit.
+    #[inline]
+    pub fn count_drop(&self) {
+        // Only this thread writes the count: no locked instruction.
+        let n = self.dropped.load(Ordering::Relaxed);
+        self.dropped.store(n + 1, Ordering::Relaxed);
+        wake_consumer();
     }
 }
 

@@ -576,3 +576,78 @@ fn attach_starts_changes_and_stops_tracing_in_a_running_jvm() {
         );
     }
 }
+
+/// Enters of `label` over every thread.
+fn enters_of(rec: &Recording, label: &str) -> u64 {
+    rec.traces
+        .iter()
+        .flat_map(|b| &b.events)
+        .filter(|e| e.kind == TraceKind::Enter && rec.method_label(e.method) == label)
+        .count() as u64
+}
+
+#[test]
+fn threads_outrunning_the_writer_wait_and_lose_no_call() {
+    // Four threads in a tight loop over 1024-event buffers: each fills its
+    // buffer in microseconds, far faster than the writer is woken.
+    let (threads, per_thread) = (4u64, 200_000u64);
+    let args = [threads.to_string(), per_thread.to_string()];
+    let args = [args[0].as_str(), args[1].as_str()];
+    let total = threads * per_thread;
+    for java in javas() {
+        let options = "trace=HotThreads#empty,tracebuffer=1024";
+        let (rec, out) = record(&java, "wait", options, "HotThreads", &args);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("calls {total}\n")
+        );
+        assert_eq!(rec.header.extra("trace.overflow"), Some("wait"));
+        assert_eq!(
+            counter(&rec, "trace.events_dropped"),
+            0,
+            "JDK {}",
+            java.major
+        );
+        assert_eq!(
+            enters_of(&rec, "HotThreads.empty"),
+            total,
+            "JDK {}",
+            java.major
+        );
+        assert_eq!(counter(&rec, "trace.events_written"), 2 * total);
+        for (name, events) in events_by_thread(&rec) {
+            let n = counts(&calls(&rec, &events));
+            assert_eq!(
+                n["HotThreads.empty"],
+                (per_thread as u32, per_thread as u32, 0),
+                "{name}"
+            );
+        }
+        assert!(
+            counter(&rec, "trace.waits") > 0 && counter(&rec, "trace.waited_ns") > 0,
+            "JDK {}: the loop never outran the writer: {:?}",
+            java.major,
+            rec.counters
+        );
+
+        // Dropping instead: the program runs, and what is missing is counted.
+        let options = "trace=HotThreads#empty,tracebuffer=1024,traceoverflow=drop";
+        let (rec, out) = record(&java, "drop", options, "HotThreads", &args);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("calls {total}\n")
+        );
+        assert_eq!(rec.header.extra("trace.overflow"), Some("drop"));
+        let written = counter(&rec, "trace.events_written");
+        let in_file: u64 = rec.traces.iter().map(|b| b.events.len() as u64).sum();
+        assert_eq!(written, in_file);
+        assert_eq!(
+            written + counter(&rec, "trace.events_dropped"),
+            2 * total,
+            "JDK {}: {:?}",
+            java.major,
+            rec.counters
+        );
+        assert_eq!(counter(&rec, "trace.waits"), 0);
+    }
+}

@@ -4,6 +4,7 @@ use crate::bytes::{be_i16, be_i32};
 
 pub mod op {
     pub const ACONST_NULL: u8 = 0x01;
+    pub const ALOAD_0: u8 = 0x2a;
     pub const ICONST_M1: u8 = 0x02;
     pub const BIPUSH: u8 = 0x10;
     pub const SIPUSH: u8 = 0x11;

@@ -169,7 +169,12 @@ fn instrument_method(
         None => *refs.insert(ProbeRefs::new(&mut class.pool, probes)?),
     };
     let snippets = ProbeSnippets::new(&mut class.pool, refs, m.id)?;
-    let rewritten = analysis.rewrite(&mut class.pool, &snippets)?;
+    let ins = Insertions {
+        entry: &snippets.entry,
+        before_return: &snippets.exit,
+        tail: &snippets.handler,
+    };
+    let rewritten = analysis.rewrite(&mut class.pool, &ins, true)?;
     class.methods[m.index].attributes[code_at].info =
         rewritten.to_bytes().map_err(|_| Reason::CodeTooLarge)?;
     Ok(())
@@ -392,24 +397,22 @@ impl<'a> MethodAnalysis<'a> {
         })
     }
 
+    /// The method with `ins` inserted; `catch_all` when `ins.tail` is the
+    /// catch-all handler (it gets the last exception row and its frame).
     fn rewrite(
         &self,
         pool: &mut ConstantPool,
-        probes: &ProbeSnippets,
+        ins: &Insertions,
+        catch_all: bool,
     ) -> Result<CodeAttribute, Reason> {
-        let ins = Insertions {
-            entry: &probes.entry,
-            before_return: &probes.exit,
-            tail: &probes.handler,
-        };
         let code_len = self.code.code.len() as u32;
-        let layout = Layout::compute(self.insns, code_len, &ins);
-        let new_code = layout.emit(self.insns, &self.code.code, &ins);
+        let layout = Layout::compute(self.insns, code_len, ins);
+        let new_code = layout.emit(self.insns, &self.code.code, ins);
         if new_code.len() > usize::from(u16::MAX) {
             return Err(Reason::CodeTooLarge);
         }
-        let exceptions = self.relocate_exceptions(&layout)?;
-        let attributes = self.relocate_attributes(&layout, pool)?;
+        let exceptions = self.relocate_exceptions(&layout, catch_all)?;
+        let attributes = self.relocate_attributes(&layout, pool, catch_all)?;
         let max_stack = self
             .code
             .max_stack
@@ -427,7 +430,11 @@ impl<'a> MethodAnalysis<'a> {
 
     /// The original rows moved, then the catch-all row last so the method's own
     /// handlers keep priority.
-    fn relocate_exceptions(&self, layout: &Layout) -> Result<Vec<ExceptionEntry>, Reason> {
+    fn relocate_exceptions(
+        &self,
+        layout: &Layout,
+        catch_all: bool,
+    ) -> Result<Vec<ExceptionEntry>, Reason> {
         let map = |old: u16| -> Result<u16, Reason> {
             if !layout.is_boundary(u32::from(old)) {
                 return Err(Reason::MalformedCode);
@@ -447,6 +454,9 @@ impl<'a> MethodAnalysis<'a> {
                 })
             })
             .collect::<Result<Vec<_>, Reason>>()?;
+        if !catch_all {
+            return Ok(out);
+        }
         let end = layout.body_end as u16;
         out.push(ExceptionEntry {
             start: layout.new_offset(self.body_start) as u16,
@@ -461,6 +471,7 @@ impl<'a> MethodAnalysis<'a> {
         &self,
         layout: &Layout,
         pool: &mut ConstantPool,
+        catch_all: bool,
     ) -> Result<Vec<Attribute>, Reason> {
         let mut out = Vec::with_capacity(self.code.attributes.len() + 1);
         for (attr, name) in self.code.attributes.iter().zip(&self.attribute_names) {
@@ -487,7 +498,7 @@ impl<'a> MethodAnalysis<'a> {
                 .map_err(|_| Reason::ConstantPoolFull)?;
             out.push(Attribute {
                 name_index,
-                info: self.stack_map(layout, pool)?,
+                info: self.stack_map(layout, pool, catch_all)?,
             });
         }
         Ok(out)
@@ -496,7 +507,12 @@ impl<'a> MethodAnalysis<'a> {
     /// The old frames at their new offsets, frames for the targets that widening
     /// created, and the catch-all handler's frame (no locals, a Throwable on the stack:
     /// every local type is assignable to an absent one).
-    fn stack_map(&self, layout: &Layout, pool: &mut ConstantPool) -> Result<Vec<u8>, Reason> {
+    fn stack_map(
+        &self,
+        layout: &Layout,
+        pool: &mut ConstantPool,
+        catch_all: bool,
+    ) -> Result<Vec<u8>, Reason> {
         let mut frames = self.frames.clone().unwrap_or_default();
         for fallthrough in layout.widened_fallthroughs(self.insns) {
             if let std::collections::btree_map::Entry::Vacant(slot) = frames.entry(fallthrough) {
@@ -510,16 +526,88 @@ impl<'a> MethodAnalysis<'a> {
             .values()
             .map(|f| f.relocated(|o| layout.new_offset(o)))
             .collect();
-        moved.push(Frame {
-            offset: layout.body_end,
-            locals: vec![],
-            stack: vec![VType::Object("java/lang/Throwable".into())],
-        });
+        if catch_all {
+            moved.push(Frame {
+                offset: layout.body_end,
+                locals: vec![],
+                stack: vec![VType::Object("java/lang/Throwable".into())],
+            });
+        }
         encode_stack_map(&moved, &self.initial, pool).map_err(|e| match e {
             ClassError::ConstantPoolFull => Reason::ConstantPoolFull,
             _ => Reason::CodeTooLarge,
         })
     }
+}
+
+/// Inserts `aload_0; invokestatic call` at the entry of each instance method
+/// (constructors excepted) that `select(name, descriptor)` picks: the method
+/// hands `this` to the static method `call` = (class, name, descriptor taking
+/// one object) before its own first instruction; nothing else changes. Methods
+/// that cannot be rewritten safely are left as they are. None when no method
+/// changed.
+pub fn prepend_this_call(
+    class_bytes: &[u8],
+    select: impl Fn(&str, &str) -> bool,
+    call: (&str, &str, &str),
+) -> Result<Option<Vec<u8>>, ClassError> {
+    let mut class = ClassFile::parse(class_bytes)?;
+    let class_name = class.name()?;
+    let mut call_ref = None;
+    let mut changed = false;
+    for index in 0..class.methods.len() {
+        let name = class.pool.utf8(class.methods[index].name_index)?;
+        let descriptor = class.pool.utf8(class.methods[index].descriptor_index)?;
+        if class.methods[index].access & ACC_STATIC != 0
+            || name == "<init>"
+            || !select(&name, &descriptor)
+        {
+            continue;
+        }
+        let Some(code_at) = code_attribute_index(&class, index) else {
+            continue;
+        };
+        let Ok(code) = CodeAttribute::parse(&class.methods[index].attributes[code_at].info) else {
+            continue;
+        };
+        let Ok(insns) = decode(&code.code) else {
+            continue;
+        };
+        if insns.iter().any(|i| i.kind == Kind::Subroutine) {
+            continue;
+        }
+        let target = MethodTarget {
+            class: &class_name,
+            name: &name,
+            descriptor: &descriptor,
+            index,
+            id: 0,
+        };
+        let Ok(analysis) = MethodAnalysis::new(&class, &target, &code, &insns) else {
+            continue;
+        };
+        let method = match call_ref {
+            Some(r) => r,
+            None => *call_ref.insert(class.pool.add_method_ref(call.0, call.1, call.2)?),
+        };
+        let [hi, lo] = method.to_be_bytes();
+        let entry = [op::ALOAD_0, op::INVOKESTATIC, hi, lo];
+        let ins = Insertions {
+            entry: &entry,
+            before_return: &[],
+            tail: &[],
+        };
+        let Ok(rewritten) = analysis.rewrite(&mut class.pool, &ins, false) else {
+            continue;
+        };
+        class.methods[index].attributes[code_at].info = rewritten.to_bytes()?;
+        changed = true;
+    }
+    Ok(if changed {
+        Some(class.to_bytes()?)
+    } else {
+        None
+    })
 }
 
 fn decode_frames(

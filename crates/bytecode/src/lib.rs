@@ -23,6 +23,7 @@ pub use class::{Attribute, ClassFile, Member};
 pub use code::{CodeAttribute, ExceptionEntry};
 pub use error::ClassError;
 pub use instrument::{
-    instrument, Instrumented, MethodOutcome, Outcome, Probes, Reason, PROBE_DESCRIPTOR,
+    instrument, prepend_this_call, Instrumented, MethodOutcome, Outcome, Probes, Reason,
+    PROBE_DESCRIPTOR,
 };
 pub use pool::{Constant, ConstantPool};

@@ -305,3 +305,36 @@ fn probe_references_are_shared_by_all_methods_of_a_class() {
     // Methodrefs, and the StackMapTable attribute name and Throwable class + name.
     assert_eq!(after.pool.len() - before, 2 + 3 + 1 + 3 + 3 + 1 + 2);
 }
+
+#[test]
+fn prepend_this_call_hands_this_to_a_static_method_before_the_first_instruction() {
+    let instance = |name, code: &[u8]| MethodSpec {
+        access: 0x0001,
+        ..method(name, "()V", code)
+    };
+    let bytes = class(
+        49,
+        vec![
+            // A loop back to offset 0 must not run the inserted call again.
+            instance("start", &[op::GOTO, 0, 0]),
+            method("start", "(I)V", &[op::RETURN]), // static: left alone
+            instance("run", &[op::RETURN]),         // not selected
+        ],
+    );
+    let call = ("jscope/Trace", "started", "(Ljava/lang/Thread;)V");
+    let out = jscope_bytecode::prepend_this_call(&bytes, |m, _| m == "start", call)
+        .unwrap()
+        .expect("start changed");
+    let (class, code) = code_of(&out, 0);
+    let [hi, lo] = [code.code[2], code.code[3]];
+    assert_eq!(code.code, [0x2a, op::INVOKESTATIC, hi, lo, op::GOTO, 0, 0]);
+    let target = class.pool.member_ref(u16::from_be_bytes([hi, lo])).unwrap();
+    assert_eq!(
+        target,
+        (call.0.to_string(), call.1.to_string(), call.2.to_string())
+    );
+    assert_eq!(code_of(&out, 1).1.code, [op::RETURN]);
+    assert_eq!(code_of(&out, 2).1.code, [op::RETURN]);
+    let none = jscope_bytecode::prepend_this_call(&bytes, |m, _| m == "absent", call).unwrap();
+    assert_eq!(none, None);
+}

@@ -234,6 +234,7 @@ pub fn threads(args: &ThreadsArgs) -> Result<()> {
 
 pub fn info(args: &InfoArgs) -> Result<()> {
     let rec = load(args.file.as_deref(), &args.source, None)?.rec;
+    crate::trace::warn_incomplete(&rec);
     let info = Info::of(&rec);
     match args.format {
         Format::Text => print_text(&info),

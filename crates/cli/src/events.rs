@@ -68,7 +68,8 @@ pub struct EventsArgs {
     pub source: SourceArgs,
     /// Event types, comma-separated or repeated: thread_start, thread_end, monitor,
     /// wait, park, gc, alloc, free, class_load, class_unload, compiled,
-    /// compiled_unload, user; or groups threads, locks, classes, jit, objects.
+    /// compiled_unload, user, start_call; or groups threads, locks, classes, jit,
+    /// objects.
     #[arg(long = "type", value_name = "TYPE", value_delimiter = ',')]
     pub types: Vec<String>,
     #[command(flatten)]

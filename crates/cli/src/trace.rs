@@ -112,6 +112,13 @@ fn warn_damage(path: &Path, rec: &Recording) {
     }
 }
 
+/// One line when the recording's trace lost events (info and stats print it).
+pub fn warn_incomplete(rec: &Recording) {
+    if let Some(note) = jscope_analysis::trace::incomplete_note(rec) {
+        eprintln!("jscope: warning: {note}");
+    }
+}
+
 /// The call tree, or an error saying why the recording has none.
 fn load_tree(path: &Path, hide: &HideArgs) -> Result<CallTree> {
     let bytes = read_bytes(path)?;
@@ -171,6 +178,7 @@ pub fn stats(args: &StatsArgs) -> Result<()> {
     let (mut stats, rec) = TraceStats::from_bytes(&bytes, &args.hide.options())
         .with_context(|| format!("cannot read {}", args.file.display()))?;
     warn_damage(&args.file, &rec);
+    warn_incomplete(&rec);
     if stats.events == 0 && !stats.aggregate_mode {
         bail!(
             "{} has no trace events or call aggregates (record with tracing on)",

@@ -286,6 +286,10 @@ event_kinds! {
     CompiledUnload = 43, "compiled_unload" { method: MethodId }
     /// `event` is a user event id; `value` what was logged with it.
     User = 44, "user" { event: u32, kind: UserEventKind, value: i64 }
+    /// The event's thread called `Thread.start` on the thread whose Java id is
+    /// `started`, after it had written `trace_events` trace events: the call open
+    /// at that point is the one that started the thread (written while tracing).
+    ThreadStartCall = 45, "start_call" { started: i64, trace_events: u64 }
 }
 
 pub(crate) mod tag {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jscope_format::{CallAggregate, CallPair, ChunkWriter, TraceBatch, TraceEvent, TraceKind};
-use jscope_format::{MethodId, ThreadId};
+use jscope_format::{EventKind, JvmEvent, MethodId, ThreadId};
 
 use super::aggregate::{self, PairKey, PairTotals};
 use super::probe::{self, RawEvent};
@@ -54,6 +54,9 @@ pub struct TraceDrain {
     /// thread surely lives (a Linux thread id can later belong to another Java
     /// thread, as main's does to DestroyJavaVM).
     threads: HashMap<usize, u32>,
+    /// Recording thread -> trace events written for it so far: where its
+    /// `Thread.start` calls fall among its events.
+    thread_events: HashMap<u32, u64>,
     written: u64,
     has_cpu: bool,
     /// Probe ticks to recording ticks, refreshed at each take.
@@ -82,6 +85,7 @@ impl TraceDrain {
     pub fn begin_take(&mut self) {
         self.has_cpu = probe::with_cpu();
         self.clock = Some(probe::tick_mapper());
+        probe::writer_alive();
         let mut pending = Vec::new();
         self.take_aggregates(&mut pending);
         self.pending = pending;
@@ -224,7 +228,20 @@ impl TraceDrain {
     ) {
         let mut events = std::mem::take(&mut self.spare_events);
         events.clear();
+        let before = self.thread_events.get(&thread).copied().unwrap_or(0);
         for e in raw {
+            if e.head & 3 == probe::KIND_START {
+                let ticks = self.clock.map_or(e.ticks, |c| c.ns(e.ticks));
+                out.event(&JvmEvent::on(
+                    ThreadId(thread),
+                    ticks,
+                    EventKind::ThreadStartCall {
+                        started: e.cpu as i64,
+                        trace_events: before + events.len() as u64,
+                    },
+                ));
+                continue;
+            }
             events.push(TraceEvent {
                 kind: TraceKind::from_u8((e.head & 3) as u8).unwrap_or(TraceKind::Throw),
                 method: MethodId(self.method_id(e.head >> 2, out, symbols)),
@@ -233,14 +250,18 @@ impl TraceDrain {
                 cpu_ns: e.cpu,
             });
         }
+        let n = events.len() as u64;
         let batch = TraceBatch {
             thread: ThreadId(thread),
             has_cpu: self.has_cpu,
             events,
         };
-        out.trace(&batch);
+        if n > 0 {
+            out.trace(&batch);
+        }
         self.spare_events = batch.events;
-        self.written += raw.len() as u64;
+        self.written += n;
+        self.thread_events.insert(thread, before + n);
     }
 
     fn method_id(&mut self, index: u32, out: &mut ChunkWriter, symbols: &mut Symbols) -> u32 {
@@ -279,6 +300,8 @@ impl TraceDrain {
             ("trace.events_written", self.written),
             ("trace.pairs_written", self.pairs_written),
             ("trace.events_dropped", dropped + probe::dropped_by_ended()),
+            ("trace.waits", probe::waits().0),
+            ("trace.waited_ns", probe::waits().1),
         ];
         values.extend(session);
         values

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_uchar};
 use std::sync::atomic::Ordering;
 
-use jscope_bytecode::{instrument, ClassFile, Outcome};
+use jscope_bytecode::{instrument, prepend_this_call, ClassFile, Outcome};
 
 use super::filter::is_library;
 use super::probe::{COUNT_BIT, LIBRARY_BIT};
@@ -21,6 +21,11 @@ use crate::sys;
 /// allocation and C2 crashed (JDK 17, SIGSEGV in find_instance_klass while
 /// compiling an instrumented `Object.<init>` after retransformation).
 const NEVER_TRACED: [&str; 1] = ["java/lang/Object"];
+
+/// The class whose `start` methods always tell the probes which thread they
+/// start (`jscope/Trace.started(this)` at their entry), whatever the filters, so
+/// analysis links each started thread to the call that started it.
+pub const THREAD_CLASS: &str = "java/lang/Thread";
 
 const ACC_NATIVE: u16 = 0x0100;
 const ACC_ABSTRACT: u16 = 0x0400;
@@ -68,6 +73,34 @@ pub unsafe extern "C" fn on_class_file_load(
 
 /// The instrumented class file, or None to leave the class unchanged.
 pub fn rewrite(session: &Session, internal_name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+    if internal_name == THREAD_CLASS {
+        return rewrite_thread(session, bytes);
+    }
+    rewrite_selected(session, internal_name, bytes)
+}
+
+/// java.lang.Thread: `started(this)` at the entry of its `start` methods (the
+/// probes come first when the filters select `start` too, so the marker lands
+/// inside its traced call), then the probes the filters select.
+fn rewrite_thread(session: &Session, bytes: &[u8]) -> Option<Vec<u8>> {
+    let (name, descriptor) = super::probe_class::STARTED;
+    let call = (session.probes.class.as_str(), name, descriptor);
+    let marked = match prepend_this_call(bytes, |m, _| m == "start", call) {
+        Ok(Some(b)) => b,
+        _ => {
+            session
+                .counters
+                .class_errors
+                .fetch_add(1, Ordering::Relaxed);
+            return rewrite_selected(session, THREAD_CLASS, bytes);
+        }
+    };
+    session.instrumented(&THREAD_CLASS.replace('/', "."));
+    Some(rewrite_selected(session, THREAD_CLASS, &marked).unwrap_or(marked))
+}
+
+/// The class file with the probes the filters select, or None when none.
+fn rewrite_selected(session: &Session, internal_name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
     if internal_name == session.probes.class
         || internal_name.starts_with("jscope/")
         || NEVER_TRACED.contains(&internal_name)

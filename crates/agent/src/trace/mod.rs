@@ -44,6 +44,18 @@ pub struct TraceOptions {
     pub stop: bool,
     /// `tracebuffer=N`: events a thread may have waiting for the writer.
     pub buffer: Option<usize>,
+    /// `traceoverflow=wait|drop`: what a probe does when its thread's buffer is full.
+    pub overflow: Overflow,
+}
+
+/// What a probe does when its thread's trace buffer is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overflow {
+    /// Wait for the writer (bounded): no event is lost. The default.
+    #[default]
+    Wait,
+    /// Drop the event and count it: the application never waits (always-on use).
+    Drop,
 }
 
 impl TraceOptions {
@@ -51,7 +63,13 @@ impl TraceOptions {
     pub fn owns(key: &str) -> bool {
         matches!(
             key,
-            "trace" | "traceconfig" | "tracecpu" | "traceagg" | "tracestop" | "tracebuffer"
+            "trace"
+                | "traceconfig"
+                | "tracecpu"
+                | "traceagg"
+                | "tracestop"
+                | "tracebuffer"
+                | "traceoverflow"
         )
     }
 
@@ -89,6 +107,17 @@ impl TraceOptions {
                     format!("bad number `{v}` for `tracebuffer` (64 to 16777216 events)")
                 })?);
             }
+            "traceoverflow" => {
+                self.overflow = match need()? {
+                    "wait" => Overflow::Wait,
+                    "drop" => Overflow::Drop,
+                    v => {
+                        return Err(format!(
+                            "bad value `{v}` for `traceoverflow` (wait or drop)"
+                        ))
+                    }
+                }
+            }
             _ => return Err(format!("unknown option `{key}`")),
         }
         Ok(())
@@ -123,6 +152,14 @@ pub fn header_extra(options: &TraceOptions) -> Vec<(String, String)> {
             probe::measure_probe_cost(options.cpu).to_string(),
         ),
         ("trace.cpu".to_string(), options.cpu.to_string()),
+        (
+            "trace.overflow".to_string(),
+            match options.overflow {
+                Overflow::Wait => "wait",
+                Overflow::Drop => "drop",
+            }
+            .to_string(),
+        ),
         (
             "trace.mode".to_string(),
             if options.aggregate {
@@ -406,12 +443,13 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
     caps.set_can_generate_all_class_hook_events(1);
     jvmti.add_capabilities(&caps)?;
     install_probe_class(jvmti, jni)?;
-    probe::begin_session(
-        options.cpu,
-        filters.exclude_library,
-        options.aggregate,
-        options.buffer.unwrap_or(probe::RING_EVENTS),
-    );
+    probe::begin_session(probe::SessionSettings {
+        with_cpu: options.cpu,
+        exclude_library: filters.exclude_library,
+        aggregate: options.aggregate,
+        ring_capacity: options.buffer.unwrap_or(probe::RING_EVENTS),
+        wait_on_full: options.overflow == Overflow::Wait,
+    });
     let session = Arc::new(Session::new(filters));
     *TRACING.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.clone());
     set_session(Some(session.clone()));
@@ -459,8 +497,9 @@ fn retransform_matching(jvmti: Jvmti, jni: Jni, session: &Session, also: &HashSe
     if session.has_subclass_rules() {
         learn_loaded_ancestry(jvmti, jni, session);
     }
+    let thread = hook::THREAD_CLASS.replace('/', ".");
     retransform_loaded(jvmti, jni, session, |dotted| {
-        also.contains(dotted) || session.wants_class(dotted)
+        dotted == thread || also.contains(dotted) || session.wants_class(dotted)
     });
 }
 
@@ -596,6 +635,11 @@ mod tests {
         o.set("traceagg", None).unwrap();
         assert!(o.aggregate);
         o.set("tracebuffer", Some("4096")).unwrap();
+        assert_eq!(o.overflow, Overflow::Wait, "waiting is the default");
+        o.set("traceoverflow", Some("drop")).unwrap();
+        assert_eq!(o.overflow, Overflow::Drop);
+        let err = o.set("traceoverflow", Some("block")).unwrap_err();
+        assert_eq!(err, "bad value `block` for `traceoverflow` (wait or drop)");
         assert!(o.enabled() && o.cpu);
         assert_eq!(o.buffer, Some(4096));
         assert_eq!(o.filters().unwrap().rules.len(), 2);

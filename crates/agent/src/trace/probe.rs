@@ -29,6 +29,9 @@ const RECORDED: u32 = 1 << 31;
 pub const KIND_ENTER: u32 = 0;
 pub const KIND_EXIT: u32 = 1;
 pub const KIND_THROW: u32 = 2;
+/// Not a trace event: the thread called `Thread.start`; `cpu` holds the
+/// started thread's Java id (the writer turns it into a start_call event).
+pub const KIND_START: u32 = 3;
 
 /// One probe hit as the application thread stores it.
 #[repr(C)]
@@ -43,8 +46,14 @@ pub struct RawEvent {
     pub untraced: u32,
 }
 
-/// Events one thread may have waiting for the writer before new ones are dropped.
+/// Events one thread may have waiting for the writer before its probes wait (or,
+/// with `traceoverflow=drop`, drop).
 pub const RING_EVENTS: usize = 1 << 19;
+
+/// The longest a probe waits for room in its thread's ring. A writer that frees
+/// no room for this long is taken for stopped or dead: probes then drop (and
+/// count) instead of waiting, until the writer drains again.
+const WAIT_LIMIT_NS: u64 = 5_000_000_000;
 
 /// A thread's trace events on their way to the writer.
 pub type ThreadRing = crate::thread_ring::ThreadRing<RawEvent>;
@@ -74,6 +83,13 @@ struct ProbeState {
     /// stamps to CLOCK_MONOTONIC ns.
     clock: ProbeClock,
     dropped_ended: AtomicU64,
+    /// `traceoverflow=wait`: a probe whose ring is full waits for the writer.
+    wait_on_full: AtomicBool,
+    /// Set when a wait reached WAIT_LIMIT_NS; cleared by the writer's next drain.
+    wait_gave_up: AtomicBool,
+    /// Waits for room in this session, and their total length.
+    waits: AtomicU64,
+    waited_ns: AtomicU64,
     /// Rings of the current session, for the writer.
     rings: Mutex<Vec<Arc<ThreadRing>>>,
     /// Aggregate tables of the current session's threads (`traceagg`).
@@ -92,13 +108,39 @@ static PROBES: ProbeState = ProbeState {
     threads: AtomicU32::new(0),
     clock: ProbeClock::new(),
     dropped_ended: AtomicU64::new(0),
+    wait_on_full: AtomicBool::new(true),
+    wait_gave_up: AtomicBool::new(false),
+    waits: AtomicU64::new(0),
+    waited_ns: AtomicU64::new(0),
     rings: Mutex::new(Vec::new()),
     tables: Mutex::new(Vec::new()),
 };
 
+/// The settings of a session's probes.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionSettings {
+    pub with_cpu: bool,
+    pub exclude_library: bool,
+    pub aggregate: bool,
+    pub ring_capacity: usize,
+    /// Wait for the writer when a ring is full (else drop and count).
+    pub wait_on_full: bool,
+}
+
 /// Switches the probes on for a new session with these settings.
-pub fn begin_session(with_cpu: bool, exclude_library: bool, aggregate: bool, ring_capacity: usize) {
+pub fn begin_session(settings: SessionSettings) {
+    let SessionSettings {
+        with_cpu,
+        exclude_library,
+        aggregate,
+        ring_capacity,
+        wait_on_full,
+    } = settings;
     PROBES.with_cpu.store(with_cpu, Ordering::Relaxed);
+    PROBES.wait_on_full.store(wait_on_full, Ordering::Relaxed);
+    PROBES.wait_gave_up.store(false, Ordering::Relaxed);
+    PROBES.waits.store(0, Ordering::Relaxed);
+    PROBES.waited_ns.store(0, Ordering::Relaxed);
     PROBES.aggregate.store(aggregate, Ordering::Relaxed);
     tables().clear();
     PROBES
@@ -148,6 +190,21 @@ pub fn forget_ended(rings: &mut Vec<Arc<ThreadRing>>) {
 /// Events dropped by threads whose rings were forgotten.
 pub fn dropped_by_ended() -> u64 {
     PROBES.dropped_ended.load(Ordering::Relaxed)
+}
+
+/// The writer drains: probes that gave up waiting may wait again.
+pub fn writer_alive() {
+    if PROBES.wait_gave_up.load(Ordering::Relaxed) {
+        PROBES.wait_gave_up.store(false, Ordering::Relaxed);
+    }
+}
+
+/// (waits for room in a full ring, ns spent waiting) in the current session.
+pub fn waits() -> (u64, u64) {
+    (
+        PROBES.waits.load(Ordering::Relaxed),
+        PROBES.waited_ns.load(Ordering::Relaxed),
+    )
 }
 
 /// Process-wide probe counters as (name, value).
@@ -208,6 +265,8 @@ pub struct Local {
     with_cpu: bool,
     /// The ring index this thread may fill up to (see [`ThreadRing::push`]).
     room: usize,
+    /// On a full ring, wait for the writer (`traceoverflow=wait`) or drop.
+    wait: bool,
 }
 
 impl Local {
@@ -225,6 +284,7 @@ impl Local {
             stack: Vec::with_capacity(256),
             with_cpu,
             room: 0,
+            wait: false,
         }
     }
 
@@ -236,15 +296,47 @@ impl Local {
         } else {
             0
         };
-        self.ring.push(
-            RawEvent {
-                ticks: now(),
-                cpu,
-                head: ((id & INDEX_MASK) << 2) | kind,
-                untraced,
-            },
-            &mut self.room,
-        );
+        let event = RawEvent {
+            ticks: now(),
+            cpu,
+            head: ((id & INDEX_MASK) << 2) | kind,
+            untraced,
+        };
+        if !self.ring.try_push(event, &mut self.room) {
+            self.full(event);
+        }
+    }
+
+    /// This thread is starting the thread whose Java id is `started`: a marker
+    /// in the ring, between the events before and after (aggregate mode keeps
+    /// no events, so no marker either).
+    #[inline]
+    pub fn started(&mut self, started: i64) {
+        if self.agg.is_some() {
+            return;
+        }
+        let event = RawEvent {
+            ticks: now(),
+            cpu: started as u64,
+            head: KIND_START,
+            untraced: 0,
+        };
+        if !self.ring.try_push(event, &mut self.room) {
+            self.full(event);
+        }
+    }
+
+    /// The ring is full: wait for the writer to make room, or drop and count.
+    #[cold]
+    #[inline(never)]
+    fn full(&mut self, event: RawEvent) {
+        if self.wait
+            && wait_for_room(&self.ring, &mut self.room)
+            && self.ring.try_push(event, &mut self.room)
+        {
+            return;
+        }
+        self.ring.count_drop();
     }
 
     /// A method entry. Under `exclude-library` a library method is recorded only
@@ -426,12 +518,59 @@ fn new_local(env: *mut sys::JNIEnv, generation: u64) -> Local {
         agg
     });
     PROBES.threads.fetch_add(1, Ordering::Relaxed);
-    Local::new(
+    let mut local = Local::new(
         ring,
         agg,
         generation,
         PROBES.with_cpu.load(Ordering::Relaxed),
-    )
+    );
+    local.wait = PROBES.wait_on_full.load(Ordering::Relaxed);
+    local
+}
+
+/// Waits until the writer has made room in `ring`: spinning briefly, then
+/// yielding, then sleeping in growing steps (up to 1 ms). The thread is inside a
+/// JNI native meanwhile, so safepoints and GC go on without it. Gives up (false)
+/// when tracing stops (the writer's last drain is coming, nothing more is
+/// taken) or after WAIT_LIMIT_NS, after which probes drop until the writer
+/// drains again: a stopped or dead writer never hangs the application. The wait
+/// is counted either way.
+#[cold]
+#[inline(never)]
+fn wait_for_room(ring: &ThreadRing, room: &mut usize) -> bool {
+    if PROBES.wait_gave_up.load(Ordering::Relaxed) {
+        return false;
+    }
+    let start = clock::monotonic_ns();
+    let mut round = 0u32;
+    let ok = loop {
+        if ring.refresh_room(room) {
+            break true;
+        }
+        if PROBES.generation.load(Ordering::Acquire) == 0 {
+            break false;
+        }
+        crate::thread_ring::wake_consumer();
+        if round < 64 {
+            std::hint::spin_loop();
+        } else if round < 96 {
+            std::thread::yield_now();
+        } else {
+            if clock::monotonic_ns().saturating_sub(start) > WAIT_LIMIT_NS {
+                PROBES.wait_gave_up.store(true, Ordering::Relaxed);
+                break false;
+            }
+            let step = 5u64 << (round - 96).min(8);
+            std::thread::sleep(std::time::Duration::from_micros(step.min(1000)));
+        }
+        round += 1;
+    };
+    PROBES.waits.fetch_add(1, Ordering::Relaxed);
+    PROBES.waited_ns.fetch_add(
+        clock::monotonic_ns().saturating_sub(start),
+        Ordering::Relaxed,
+    );
+    ok
 }
 
 /// `jscope/Trace.enter(int)`.
@@ -453,6 +592,17 @@ pub extern "C" fn native_exit(env: *mut sys::JNIEnv, _class: sys::jclass, id: sy
 pub extern "C" fn native_exit_throw(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
     guarded_in(&TRACE, "Trace.exitThrow", (), || {
         with_local(env, |l| l.exit(id as u32, KIND_THROW))
+    })
+}
+
+/// `jscope/Trace.started(Thread)`, called by `Thread.start` (every overload
+/// with code) before it starts `thread`.
+pub extern "C" fn native_started(env: *mut sys::JNIEnv, _class: sys::jclass, thread: sys::jobject) {
+    guarded_in(&TRACE, "Trace.started", (), || {
+        let started = crate::jvm::thread::java_id(crate::jvm::Jni(env), thread);
+        if started != 0 {
+            with_local(env, |l| l.started(started));
+        }
     })
 }
 
@@ -572,6 +722,44 @@ mod tests {
         assert_eq!(events(&ring).len(), 4);
         l.enter(1, false);
         assert_eq!(events(&ring).len(), 1, "room again once drained");
+    }
+
+    #[test]
+    fn a_full_ring_waits_for_the_writer_unless_tracing_stopped() {
+        // The only test that touches the session's generation.
+        PROBES.generation.store(u64::MAX, Ordering::Release);
+        let (mut l, ring) = local(8);
+        l.wait = true;
+        let writer = {
+            let ring = ring.clone();
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while n < 2000 {
+                    n += ring.drain(|_| {});
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                }
+                n
+            })
+        };
+        for _ in 0..1000 {
+            l.enter(1, false);
+            l.exit(1, KIND_EXIT);
+        }
+        assert_eq!(
+            writer.join().unwrap(),
+            2000,
+            "every event reached the writer"
+        );
+        assert_eq!(ring.dropped.load(Ordering::Relaxed), 0);
+        let (waits, waited_ns) = waits();
+        assert!(waits > 0 && waited_ns > 0, "{waits} waits, {waited_ns} ns");
+        // Tracing stopped: nothing will drain any more, so a full ring drops.
+        PROBES.generation.store(0, Ordering::Release);
+        for _ in 0..5 {
+            l.enter(1, false);
+            l.exit(1, KIND_EXIT);
+        }
+        assert_eq!(ring.dropped.load(Ordering::Relaxed), 2);
     }
 
     #[test]

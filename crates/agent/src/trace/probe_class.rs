@@ -1,7 +1,8 @@
 //! The probe class `jscope/Trace`: synthesised at run time with the bytecode
-//! crate's class writer (three `public static native (I)V` methods, no code, so no
-//! javac and no files), defined in the bootstrap loader so every class can see it,
-//! and bound to the Rust probes with RegisterNatives.
+//! crate's class writer (three `public static native (I)V` probes and
+//! `started(Thread)`, which `Thread.start` calls; no code, so no javac and no
+//! files), defined in the bootstrap loader so every class can see it, and bound
+//! to the Rust probes with RegisterNatives.
 
 use std::ffi::c_void;
 
@@ -22,11 +23,16 @@ pub enum ProbeClassError {
     Natives(String),
 }
 
-/// The class file of the probe class: three `public static native (I)V`.
+/// The native `Thread.start` calls with the thread it starts (see
+/// `hook::THREAD_CLASS`).
+pub const STARTED: (&str, &str) = ("started", "(Ljava/lang/Thread;)V");
+
+/// The class file of the probe class: three `public static native (I)V` and
+/// [`STARTED`].
 pub fn class_bytes(probes: &Probes) -> Result<Vec<u8>, jscope_bytecode::ClassError> {
-    let methods =
+    let [enter, exit, exit_throw] =
         [&probes.enter, &probes.exit, &probes.exit_throw].map(|n| (n.as_str(), PROBE_DESCRIPTOR));
-    ClassFile::natives_only(&probes.class, &methods)
+    ClassFile::natives_only(&probes.class, &[enter, exit, exit_throw, STARTED])
 }
 
 /// Defines the probe class, binds its natives and lets every named module read
@@ -62,6 +68,7 @@ fn bind_natives(jni: Jni, class: sys::jclass, probes: &Probes) -> Result<(), Pro
             PROBE_DESCRIPTOR,
             probe::native_exit_throw as *mut c_void,
         ),
+        (STARTED.0, STARTED.1, probe::native_started as *mut c_void),
     ];
     if jni.register_natives(class, &methods) {
         Ok(())
@@ -90,7 +97,7 @@ mod tests {
     use jscope_bytecode::class::{ACC_NATIVE, ACC_PUBLIC, ACC_STATIC};
 
     #[test]
-    fn the_probe_class_parses_back_with_three_static_natives() {
+    fn the_probe_class_parses_back_with_its_static_natives() {
         let bytes = class_bytes(&Probes::default()).unwrap();
         let class = ClassFile::parse(&bytes).unwrap();
         assert_eq!(class.name().unwrap(), "jscope/Trace");
@@ -99,7 +106,7 @@ mod tests {
             .iter()
             .map(|m| class.pool.utf8(m.name_index).unwrap())
             .collect();
-        assert_eq!(names, ["enter", "exit", "exitThrow"]);
+        assert_eq!(names, ["enter", "exit", "exitThrow", "started"]);
         assert!(class
             .methods
             .iter()

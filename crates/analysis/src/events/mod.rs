@@ -47,7 +47,7 @@ use crate::{AnalysisError, ThreadMatcher};
 
 /// A `--type` name that is no event type or group.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event type `{0}` (expected thread_start, thread_end, monitor, wait, park, gc, alloc, free, class_load, class_unload, compiled, compiled_unload, user, or a group: threads, locks, classes, jit, objects)")]
+#[error("unknown event type `{0}` (expected thread_start, thread_end, monitor, wait, park, gc, alloc, free, class_load, class_unload, compiled, compiled_unload, user, start_call, or a group: threads, locks, classes, jit, objects)")]
 pub struct UnknownEventType(pub String);
 
 pub use reports::{
@@ -76,9 +76,11 @@ pub enum EventType {
     Compiled,
     CompiledUnload,
     User,
+    /// A traced thread's `Thread.start` call (the start/run link of tracing).
+    StartCall,
 }
 
-const TYPE_NAMES: [(EventType, &str); 13] = [
+const TYPE_NAMES: [(EventType, &str); 14] = [
     (EventType::ThreadStart, "thread_start"),
     (EventType::ThreadEnd, "thread_end"),
     (EventType::Monitor, "monitor"),
@@ -92,11 +94,19 @@ const TYPE_NAMES: [(EventType, &str); 13] = [
     (EventType::Compiled, "compiled"),
     (EventType::CompiledUnload, "compiled_unload"),
     (EventType::User, "user"),
+    (EventType::StartCall, "start_call"),
 ];
 
 /// Names that stand for several types, so `--type threads` reads naturally.
 const GROUPS: [(&str, &[EventType]); 5] = [
-    ("threads", &[EventType::ThreadStart, EventType::ThreadEnd]),
+    (
+        "threads",
+        &[
+            EventType::ThreadStart,
+            EventType::ThreadEnd,
+            EventType::StartCall,
+        ],
+    ),
     (
         "locks",
         &[EventType::Monitor, EventType::Wait, EventType::Park],
@@ -107,7 +117,7 @@ const GROUPS: [(&str, &[EventType]); 5] = [
 ];
 
 impl EventType {
-    pub const ALL: [EventType; 13] = [
+    pub const ALL: [EventType; 14] = [
         EventType::ThreadStart,
         EventType::ThreadEnd,
         EventType::Monitor,
@@ -121,6 +131,7 @@ impl EventType {
         EventType::Compiled,
         EventType::CompiledUnload,
         EventType::User,
+        EventType::StartCall,
     ];
 
     pub fn name(self) -> &'static str {

@@ -15,7 +15,8 @@ use crate::labels::method_label;
 /// One event. `duration_ns` and `value` depend on the type (docs/EVENTS.md):
 /// monitor: blocked time and owner thread; wait: waited time and timeout in ms;
 /// park: parked time and timeout in ns; alloc: size; free: age in ns and in bytes
-/// allocated since; compiled: code size; thread_start: parent thread; user: the
+/// allocated since; compiled: code size; thread_start: parent thread; start_call: the started
+/// thread's Java id; user: the
 /// logged value, and on `end` the time since its `begin`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EventRow {
@@ -121,7 +122,7 @@ fn user_kind_name(k: UserEventKind) -> &'static str {
 }
 
 /// The event-table fields a row shows as its `value`; each kind has at most one.
-const VALUE_FIELDS: [&str; 7] = [
+const VALUE_FIELDS: [&str; 8] = [
     "parent",
     "owner",
     "timeout_ms",
@@ -129,6 +130,7 @@ const VALUE_FIELDS: [&str; 7] = [
     "size",
     "code_size",
     "value",
+    "started",
 ];
 
 /// The fields of a row that depend on the event's kind.
@@ -178,6 +180,14 @@ fn fields(rec: &Recording, e: &JvmEvent, ages: &Ages, user: &mut UserPairs) -> F
 /// The class (a park without a blocker has none), the method, or for thread
 /// events the thread.
 fn subject(rec: &Recording, e: &JvmEvent) -> String {
+    if let EventKind::ThreadStartCall { started, .. } = e.kind {
+        // The started thread, by its Java id.
+        return rec
+            .threads
+            .values()
+            .find(|t| t.java_id == started)
+            .map_or_else(String::new, |t| t.name.clone());
+    }
     match (
         e.field("class"),
         e.field("blocker_class"),

@@ -53,7 +53,15 @@ pub struct Call {
     /// Thread CPU time spent in the call, when the agent recorded CPU time.
     pub cpu_ns: Option<u64>,
     pub flags: u8,
+    /// Index of the call's enter among its thread's trace events (0 for the first).
+    pub enter_event: u64,
+    /// Index of the event that closed the call; [`OPEN_TO_THE_END`] for a call
+    /// still open at the thread's last event.
+    pub exit_event: u64,
 }
+
+/// [`Call::exit_event`] of a call closed by the end of its thread's events.
+pub const OPEN_TO_THE_END: u64 = u64::MAX;
 
 impl Call {
     pub fn duration_ns(&self) -> u64 {
@@ -72,11 +80,13 @@ pub trait CallSink {
 /// Stands for "no CPU time": the event's batch did not carry it.
 const NO_CPU: u64 = u64::MAX;
 
-/// When an event happened: ns since the start, and thread CPU ns or `NO_CPU`.
+/// When an event happened: ns since the start, thread CPU ns or `NO_CPU`, and
+/// the event's index among its thread's events.
 #[derive(Debug, Clone, Copy, Default)]
 struct Stamp {
     ns: u64,
     cpu: u64,
+    event: u64,
 }
 
 /// Nanoseconds since the recording's start, from ticks.
@@ -161,6 +171,7 @@ struct Frame {
     slot: u32,
     enter_ns: u64,
     enter_cpu: u64,
+    enter_event: u64,
     untraced_at_enter: u64,
     /// Durations of the visible calls directly inside (through hidden frames).
     child_ns: u64,
@@ -248,6 +259,7 @@ impl<S: CallSink> StackEngine<S> {
             let at = Stamp {
                 ns: t.last_ns,
                 cpu: t.last_cpu,
+                event: OPEN_TO_THE_END,
             };
             while !t.frames.is_empty() {
                 run.pop(t, at, UNFINISHED);
@@ -272,6 +284,7 @@ impl<S: CallSink> Run<'_, S> {
         let at = Stamp {
             ns: self.clock.ns(e.ticks),
             cpu,
+            event: t.events,
         };
         t.first_ns.get_or_insert(at.ns);
         (t.last_ns, t.last_cpu) = (at.ns, cpu);
@@ -300,6 +313,7 @@ impl<S: CallSink> Run<'_, S> {
             slot,
             enter_ns: at.ns,
             enter_cpu: at.cpu,
+            enter_event: at.event,
             untraced_at_enter: e.untraced.into(),
             child_ns: 0,
             child_corrected_ns: 0,
@@ -357,6 +371,8 @@ impl<S: CallSink> Run<'_, S> {
             corrected_self_ns: corrected.saturating_sub(f.child_corrected_ns),
             cpu_ns: cpu_between(f.enter_cpu, at.cpu),
             flags,
+            enter_event: f.enter_event,
+            exit_event: at.event,
         };
         self.sink.exit(&call);
         if let Some(p) = t.frames.last_mut() {

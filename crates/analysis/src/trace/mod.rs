@@ -53,6 +53,7 @@
 //! ```
 
 mod aggregate;
+mod complete;
 mod engine;
 mod export;
 mod histogram;
@@ -68,6 +69,7 @@ use jscope_format::{Recording, TraceBatch};
 use serde::Serialize;
 
 pub use aggregate::aggregate_stats;
+pub use complete::incomplete_note;
 pub use engine::{Anomalies, Call, CallSink, CLOSED_BY_MISMATCH, THREW, UNFINISHED};
 pub use read::{scan_bytes, scan_file, scan_recording, TraceError};
 pub use render::TreeView;

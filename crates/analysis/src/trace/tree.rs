@@ -1,13 +1,14 @@
-//! Call trees: per thread, the calls in pre-order in one compact array; threads
-//! started by a traced `Thread.start` grafted under that call (JaViz); every other
-//! thread's root calls under one virtual root for the JVM.
+//! Call trees: per thread, the calls in pre-order in one compact array; each
+//! started thread grafted under the call that started it (JaViz), by the agent's
+//! record of each `Thread.start` (see [`CallTree::link_started_threads`]); every
+//! other thread's root calls under one virtual root for the JVM.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use jscope_format::{MethodId, Recording, ThreadId};
+use jscope_format::{EventKind, MethodId, Recording, ThreadId};
 use serde::Serialize;
 
-use super::engine::{Anomalies, Call, CallSink, ThreadStack, THREAD_START_LABEL};
+use super::engine::{Anomalies, Call, CallSink, ThreadStack, OPEN_TO_THE_END, THREAD_START_LABEL};
 
 /// One call. Times are ns since the recording's start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -101,6 +102,9 @@ pub struct CallTree {
 #[derive(Default)]
 pub(crate) struct TreeSink {
     threads: Vec<Vec<Node>>,
+    /// Per thread and node: the indices of the node's enter and closing events
+    /// among its thread's events, to find the call open at a `Thread.start`.
+    spans: Vec<Vec<(u64, u64)>>,
 }
 
 impl CallSink for TreeSink {
@@ -110,6 +114,10 @@ impl CallSink for TreeSink {
         if self.threads.len() <= t {
             self.threads.resize_with(t + 1, Vec::new);
         }
+        if self.spans.len() <= t {
+            self.spans.resize_with(t + 1, Vec::new);
+        }
+        self.spans[t].push((0, OPEN_TO_THE_END));
         let nodes = &mut self.threads[t];
         nodes.push(Node {
             method,
@@ -137,6 +145,7 @@ impl CallSink for TreeSink {
         n.self_ns = c.self_ns;
         n.corrected_ns = c.corrected_ns;
         n.corrected_self_ns = c.corrected_self_ns;
+        self.spans[c.thread_index as usize][slot] = (c.enter_event, c.exit_event);
     }
 }
 
@@ -148,9 +157,15 @@ impl TreeSink {
         anomalies: Anomalies,
         probe_cost_ns: Option<f64>,
     ) -> CallTree {
+        let mut spans: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
         let mut trees: Vec<ThreadTree> = threads
             .iter()
-            .map(|(&id, t)| self.thread_tree(rec, id, t))
+            .map(|(&id, t)| {
+                if let Some(s) = self.spans.get_mut(t.index as usize) {
+                    spans.insert(id, std::mem::take(s));
+                }
+                self.thread_tree(rec, id, t)
+            })
             .collect();
         trees.sort_by_key(|t| (t.first_ns, t.thread));
         let mut tree = CallTree {
@@ -164,7 +179,13 @@ impl TreeSink {
             events: threads.values().map(|t| t.events).sum(),
             damage: rec.damage.as_ref().map(|d| d.to_string()),
         };
-        tree.link_started_threads();
+        let starts = start_records(rec);
+        if starts.is_empty() {
+            // Recordings from agents that did not record starts.
+            tree.link_by_time();
+        } else {
+            tree.link_started_threads(rec, &starts, &spans);
+        }
         tree
     }
 
@@ -284,15 +305,90 @@ impl CallTree {
             .nth(n)
     }
 
-    /// JaViz's start/run linking: a thread whose first event falls inside a
-    /// traced `Thread.start` call of another thread is that call's child; a thread
-    /// whose first event comes after the call returned (`start` often returns before
-    /// `run` begins) takes the latest start call before it not yet linked. JaViz
-    /// took the oldest (a queue), but start calls whose thread never produces a
-    /// traced event (JDK threads, untraced `run` methods) would then capture
-    /// unrelated threads; the latest one is wrong only in the order of siblings
-    /// when several starts precede their threads' first events.
-    fn link_started_threads(&mut self) {
+    /// JaViz's start/run linking, exact: the agent records each `Thread.start`
+    /// on the starting thread's timeline (a `start_call` event) with the started
+    /// thread's Java id and the number of trace events its caller had written
+    /// then. The started thread (found by its Java id) hangs under the innermost
+    /// call of the starting thread open at that point: the traced `Thread.start`
+    /// itself when it is traced, else the call during which `start()` ran. Threads
+    /// started under one call come in start order. A start made outside every
+    /// traced call links nothing: its thread stays under the virtual root.
+    fn link_started_threads(
+        &mut self,
+        rec: &Recording,
+        starts: &[StartRecord],
+        spans: &HashMap<u32, Vec<(u64, u64)>>,
+    ) {
+        let index_of: HashMap<u32, usize> = self
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.thread, i))
+            .collect();
+        let by_java_id: HashMap<i64, u32> = rec
+            .threads
+            .values()
+            .filter(|d| d.java_id != 0)
+            .map(|d| (d.java_id, d.id.0))
+            .collect();
+        let mut linked = HashSet::new();
+        for s in starts {
+            let (Some(&parent), Some(child)) = (
+                index_of.get(&s.parent),
+                by_java_id
+                    .get(&s.started)
+                    .and_then(|id| index_of.get(id))
+                    .copied(),
+            ) else {
+                continue;
+            };
+            if parent == child || linked.contains(&child) {
+                continue; // a nested start of the same thread keeps the outer one
+            }
+            let Some(node) = spans
+                .get(&s.parent)
+                .and_then(|sp| self.open_at(parent, sp, s.trace_events))
+            else {
+                continue;
+            };
+            linked.insert(child);
+            let at = NodeRef {
+                thread: parent,
+                node,
+            };
+            self.threads[child].started_by = Some(at);
+            self.grafts.push((at, child));
+        }
+        // Stable: threads started under one call keep their start order.
+        self.grafts.sort_by_key(|g| g.0);
+    }
+
+    /// The innermost call of thread `t` open after its first `n` events: down
+    /// from the roots, the last call entered before that point, while it is
+    /// still open there.
+    fn open_at(&self, t: usize, spans: &[(u64, u64)], n: u64) -> Option<usize> {
+        let tree = &self.threads[t];
+        let open = |i: usize| {
+            spans
+                .get(i)
+                .is_some_and(|&(enter, exit)| enter < n && n <= exit)
+        };
+        let entered = |i: &usize| spans.get(*i).is_some_and(|&(enter, _)| enter < n);
+        let mut found = None;
+        let mut last = tree.roots().take_while(entered).last();
+        while let Some(i) = last.filter(|&i| open(i)) {
+            found = Some(i);
+            last = tree.children(i).take_while(entered).last();
+        }
+        found
+    }
+
+    /// The time heuristic for recordings without start records: a thread whose
+    /// first event falls inside a traced `Thread.start` call of another thread is
+    /// that call's child; a thread whose first event comes after the call returned
+    /// takes the latest start call before it not yet linked. It pairs threads
+    /// wrongly when several starts precede their threads' first events.
+    fn link_by_time(&mut self) {
         let mut starts = self.start_calls();
         let mut order: Vec<usize> = (0..self.threads.len())
             .filter(|&t| !self.threads[t].nodes.is_empty())
@@ -335,6 +431,38 @@ impl CallTree {
     }
 }
 
+/// One `Thread.start` as the agent recorded it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct StartRecord {
+    /// The starting thread (recording id).
+    parent: u32,
+    /// Trace events the starting thread had written when it called `start()`.
+    trace_events: u64,
+    /// The started thread's Java id.
+    started: i64,
+}
+
+/// The recording's start records, by starting thread and then in start order.
+fn start_records(rec: &Recording) -> Vec<StartRecord> {
+    let mut out: Vec<StartRecord> = rec
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ThreadStartCall {
+                started,
+                trace_events,
+            } => Some(StartRecord {
+                parent: e.thread.0,
+                trace_events,
+                started,
+            }),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// The start call a thread first seen at `first_ns` belongs to (`starts` sorted by
 /// entry). Start calls that began strictly earlier only, so two threads can never
 /// start each other.
@@ -344,4 +472,109 @@ fn pick_start(starts: &[StartCall], thread: usize, first_ns: u64) -> Option<usiz
         .iter()
         .position(|s| open(s) && first_ns <= s.exit_ns)
         .or_else(|| starts.iter().rposition(open))
+}
+
+#[cfg(test)]
+mod link_tests {
+    use jscope_format::*;
+
+    use super::super::TraceOptions;
+    use super::*;
+
+    /// main runs `main`, which calls `helper`; it starts thread b before the
+    /// helper, a inside it and c after it. The started threads' first events come
+    /// in the order b, c, a, all after the starts, so timing alone cannot tell.
+    fn recording() -> Vec<u8> {
+        let mut w = ChunkWriter::new();
+        for (id, s) in [(1, "T"), (2, "main"), (3, "work"), (4, "helper")] {
+            w.string(StringId(id), s);
+        }
+        w.class(&ClassDef {
+            id: ClassId(1),
+            name: StringId(1),
+            source_file: StringId::NONE,
+        });
+        for (id, name) in [(1, 2), (2, 3), (3, 4)] {
+            w.method(&MethodDef {
+                id: MethodId(id),
+                class: ClassId(1),
+                name: StringId(name),
+                signature: StringId::NONE,
+                modifiers: 9,
+            });
+        }
+        for (id, java_id, name) in [(1, 1, "main"), (2, 12, "a"), (3, 13, "b"), (4, 14, "c")] {
+            w.thread(&ThreadDef {
+                id: ThreadId(id),
+                java_id,
+                name: name.into(),
+                ..Default::default()
+            });
+        }
+        let ev = |kind, method, ns| TraceEvent {
+            kind,
+            method: MethodId(method),
+            ticks: ns,
+            untraced: 0,
+            cpu_ns: 0,
+        };
+        let batch = |thread, events| TraceBatch {
+            thread: ThreadId(thread),
+            has_cpu: false,
+            events,
+        };
+        use TraceKind::{Enter, Exit};
+        w.trace(&batch(
+            1,
+            vec![
+                ev(Enter, 1, 10),
+                ev(Enter, 3, 20),
+                ev(Exit, 3, 30),
+                ev(Exit, 1, 40),
+            ],
+        ));
+        for (started, trace_events) in [(13, 1), (12, 2), (14, 3)] {
+            w.event(&JvmEvent::on(
+                ThreadId(1),
+                35,
+                EventKind::ThreadStartCall {
+                    started,
+                    trace_events,
+                },
+            ));
+        }
+        for (thread, at) in [(3, 50), (4, 60), (2, 70)] {
+            w.trace(&batch(thread, vec![ev(Enter, 2, at), ev(Exit, 2, at + 1)]));
+        }
+        let header = Header {
+            ticks_per_second: 1_000_000_000,
+            ..Default::default()
+        };
+        let mut bytes = encode_file_start(&header);
+        bytes.extend(w.finish());
+        bytes
+    }
+
+    #[test]
+    fn started_threads_hang_under_the_call_open_at_their_start_in_start_order() {
+        let (tree, _) = CallTree::from_bytes(&recording(), &TraceOptions::default()).unwrap();
+        let thread = |name: &str| tree.threads.iter().position(|t| t.name == name).unwrap();
+        let main = tree.find("T.main", 0).unwrap();
+        let helper = tree.find("T.helper", 0).unwrap();
+        assert_eq!(tree.threads[thread("a")].started_by, Some(helper));
+        assert_eq!(tree.threads[thread("b")].started_by, Some(main));
+        assert_eq!(tree.threads[thread("c")].started_by, Some(main));
+        let names: Vec<&str> = tree
+            .children(main)
+            .iter()
+            .map(|r| tree.threads[r.thread].name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["main", "b", "c"],
+            "own callee, then starts in order"
+        );
+        assert!(tree.threads[thread("main")].started_by.is_none());
+        assert_eq!(tree.virtual_root_children(), [main]);
+    }
 }

@@ -1,0 +1,85 @@
+//! `jscope info` and `jscope stats` on a trace that lost events say so in one
+//! line naming the option that avoids it; a complete trace gets no such line.
+
+mod support;
+
+use jscope_format::*;
+use jscope_testkit::temp_dir;
+use support::*;
+
+/// A one-call trace whose counters say `dropped` events were lost, recorded
+/// with `traceoverflow=drop`.
+fn recording(dropped: u64) -> std::path::PathBuf {
+    let mut w = ChunkWriter::new();
+    w.string(StringId(1), "demo.App");
+    w.string(StringId(2), "main");
+    w.class(&ClassDef {
+        id: ClassId(1),
+        name: StringId(1),
+        source_file: StringId::NONE,
+    });
+    w.method(&MethodDef {
+        id: MethodId(1),
+        class: ClassId(1),
+        name: StringId(2),
+        signature: StringId::NONE,
+        modifiers: 9,
+    });
+    let ev = |kind, ticks| TraceEvent {
+        kind,
+        method: MethodId(1),
+        ticks,
+        untraced: 0,
+        cpu_ns: 0,
+    };
+    w.trace(&TraceBatch {
+        thread: ThreadId(1),
+        has_cpu: false,
+        events: vec![ev(TraceKind::Enter, 10), ev(TraceKind::Exit, 20)],
+    });
+    w.counters(
+        30,
+        &[
+            ("trace.events_written", 2),
+            ("trace.events_dropped", dropped),
+        ],
+    );
+    w.end(40);
+    let header = Header {
+        ticks_per_second: 1_000_000_000,
+        extra: vec![("trace.overflow".into(), "drop".into())],
+        ..Default::default()
+    };
+    let mut bytes = encode_file_start(&header);
+    bytes.extend(w.finish());
+    let file = temp_dir(&format!("incomplete-{dropped}")).join("t.jsc");
+    std::fs::write(&file, bytes).unwrap();
+    file
+}
+
+#[test]
+fn a_trace_that_dropped_events_says_so_in_info_and_stats() {
+    let file = recording(1234);
+    for command in ["info", "stats"] {
+        let out = jscope(&[command, file.to_str().unwrap()]);
+        assert!(out.status.success(), "{command}: {}", stderr(&out));
+        let lines: Vec<String> = stderr(&out)
+            .lines()
+            .filter(|l| l.contains("trace incomplete"))
+            .map(String::from)
+            .collect();
+        assert_eq!(lines.len(), 1, "{command}: {}", stderr(&out));
+        assert!(
+            lines[0].starts_with("jscope: warning: trace incomplete: 1234 events dropped")
+                && lines[0].contains("traceoverflow=wait"),
+            "{command}: {}",
+            lines[0]
+        );
+    }
+    let complete = recording(0);
+    for command in ["info", "stats"] {
+        let out = jscope(&[command, complete.to_str().unwrap()]);
+        assert!(out.status.success(), "{command}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("incomplete"), "{}", stderr(&out));
+    }
+}
