@@ -44,21 +44,52 @@ const ZSTD_LEVEL: i32 = 1;
 
 /// Compresses `payload` and frames it as one chunk.
 pub fn frame_chunk(kind: ChunkKind, payload: &[u8]) -> Vec<u8> {
-    let compressed = zstd::bulk::compress(payload, ZSTD_LEVEL).ok();
-    let (codec, data) = match &compressed {
-        Some(c) if c.len() < payload.len() => (CODEC_ZSTD, c.as_slice()),
-        _ => (CODEC_NONE, payload),
-    };
-    let mut body = Vec::with_capacity(data.len() + 12);
-    body.push(kind as u8);
-    body.push(codec);
-    put_u64(&mut body, payload.len() as u64);
-    body.extend_from_slice(data);
-    let mut out = Vec::with_capacity(body.len() + FRAME_BYTES);
-    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
-    out.extend_from_slice(&body);
+    let mut out = Vec::new();
+    frame_chunk_into(&mut out, kind, payload);
     out
+}
+
+thread_local! {
+    /// One zstd context per thread, reused: creating one per chunk costs more than
+    /// compressing a small chunk.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Compresses `payload` into `dst`; the size, or None when it does not fit.
+fn compress_into(payload: &[u8], dst: &mut [u8]) -> Option<usize> {
+    COMPRESSOR.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.is_none() {
+            *c = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+        }
+        c.as_mut()?.compress_to_buffer(payload, dst).ok()
+    })
+}
+
+/// Compresses `payload` and appends it to `out` framed as one chunk, compressing
+/// straight into `out`; kept uncompressed when zstd does not make it smaller.
+pub fn frame_chunk_into(out: &mut Vec<u8>, kind: ChunkKind, payload: &[u8]) {
+    let frame_at = out.len();
+    out.extend_from_slice(&[0; FRAME_BYTES]);
+    let body_at = out.len();
+    out.push(kind as u8);
+    out.push(CODEC_ZSTD);
+    put_u64(out, payload.len() as u64);
+    let data_at = out.len();
+    // Only a smaller result is kept, so the room is the payload's size.
+    out.resize(data_at + payload.len(), 0);
+    match compress_into(payload, &mut out[data_at..]) {
+        Some(n) if n < payload.len() => out.truncate(data_at + n),
+        _ => {
+            out[body_at + 1] = CODEC_NONE;
+            out[data_at..].copy_from_slice(payload);
+        }
+    }
+    let body_len = (out.len() - body_at) as u32;
+    let crc = crc32c::crc32c(&out[body_at..]);
+    out[frame_at..frame_at + 4].copy_from_slice(&body_len.to_le_bytes());
+    out[frame_at + 4..body_at].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// A chunk whose frame and checksum are intact, payload decompressed.

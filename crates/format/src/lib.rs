@@ -19,8 +19,8 @@ mod varint;
 mod write;
 
 pub use chunk::{
-    check_magic, frame_chunk, split_chunk, ChunkKind, RawChunk, Split, MAGIC, MAX_CHUNK_BYTES,
-    VERSION_MAJOR, VERSION_MINOR,
+    check_magic, frame_chunk, frame_chunk_into, split_chunk, ChunkKind, RawChunk, Split, MAGIC,
+    MAX_CHUNK_BYTES, VERSION_MAJOR, VERSION_MINOR,
 };
 pub use dictionary::Dictionary;
 pub use events::{

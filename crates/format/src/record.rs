@@ -15,7 +15,7 @@ use crate::events::{self, decode_event, JvmEvent, UserEventDef};
 use crate::ids::{MethodId, StackId, StringId, ThreadId};
 use crate::model::*;
 use crate::remote::{self, decode_remote, RemoteCall};
-use crate::varint::{put_i64, put_str, put_u64, Cursor};
+use crate::varint::{put_i64, put_str, put_u64, write_i64, write_u64, Cursor, MAX_VARINT};
 use crate::FormatError;
 
 pub(crate) mod tag {
@@ -341,25 +341,48 @@ const TRACE_HAS_CPU: u8 = 1;
 
 /// Trace events are the highest-volume records: each costs a varint of
 /// `method << 2 | kind`, a varint time delta within the batch, and on entries the
-/// untraced-call count.
+/// untraced-call count. The events are written into room reserved once per batch
+/// (at most 35 bytes an event), so the loop does no per-byte capacity checks.
 pub(crate) fn encode_trace(out: &mut Vec<u8>, b: &TraceBatch, first_dt: i64) {
     put_u64(out, b.thread.into());
     put_i64(out, first_dt);
     out.push(if b.has_cpu { TRACE_HAS_CPU } else { 0 });
     put_u64(out, b.events.len() as u64);
-    let (mut prev, mut prev_cpu) = (b.events.first().map_or(0, |e| e.ticks), 0u64);
-    for e in &b.events {
-        put_u64(out, (u64::from(e.method) << 2) | e.kind as u64);
-        put_u64(out, e.ticks.wrapping_sub(prev));
-        prev = e.ticks;
-        if e.kind == TraceKind::Enter {
-            put_u64(out, e.untraced.into());
-        }
-        if b.has_cpu {
-            put_i64(out, e.cpu_ns.wrapping_sub(prev_cpu) as i64);
+    let start = out.len();
+    let per_event = if b.has_cpu {
+        3 * MAX_VARINT + 5
+    } else {
+        2 * MAX_VARINT + 5
+    };
+    // 8 bytes of slack: a short varint stores 8 bytes of which it keeps its own.
+    out.resize(start + b.events.len() * per_event + 8, 0);
+    let buf = &mut out[..];
+    let mut pos = start;
+    let mut prev = b.events.first().map_or(0, |e| e.ticks);
+    if b.has_cpu {
+        let mut prev_cpu = 0u64;
+        for e in &b.events {
+            pos = write_event(buf, pos, e, &mut prev);
+            pos = write_i64(buf, pos, e.cpu_ns.wrapping_sub(prev_cpu) as i64);
             prev_cpu = e.cpu_ns;
         }
+    } else {
+        for e in &b.events {
+            pos = write_event(buf, pos, e, &mut prev);
+        }
     }
+    out.truncate(pos);
+}
+
+#[inline(always)]
+fn write_event(buf: &mut [u8], pos: usize, e: &TraceEvent, prev: &mut u64) -> usize {
+    let mut pos = write_u64(buf, pos, (u64::from(e.method) << 2) | e.kind as u64);
+    pos = write_u64(buf, pos, e.ticks.wrapping_sub(*prev));
+    *prev = e.ticks;
+    if e.kind == TraceKind::Enter {
+        pos = write_u64(buf, pos, e.untraced.into());
+    }
+    pos
 }
 
 fn decode_trace(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<TraceBatch, FormatError> {

@@ -1,6 +1,6 @@
 //! Writing: the file prelude and `ChunkWriter`, which buffers records for one chunk.
 
-use crate::chunk::{frame_chunk, ChunkKind, MAGIC};
+use crate::chunk::{frame_chunk, frame_chunk_into, ChunkKind, MAGIC};
 use crate::events::{self, encode_event, JvmEvent, UserEventDef};
 use crate::ids::{StackId, StringId, ThreadId};
 use crate::model::*;
@@ -35,6 +35,8 @@ fn put_record(out: &mut Vec<u8>, t: u64, body: &[u8]) {
 #[derive(Default)]
 pub struct ChunkWriter {
     records: Vec<u8>,
+    /// The finished chunk's payload, kept so each chunk does not allocate it anew.
+    payload: Vec<u8>,
     body: Vec<u8>,
     base: Option<u64>,
     times: DeltaEncoder,
@@ -189,11 +191,13 @@ impl ChunkWriter {
 
     /// Frames the buffered records as one chunk and resets the writer for the next.
     pub fn finish(&mut self) -> Vec<u8> {
-        let mut payload = Vec::with_capacity(self.records.len() + 10);
-        put_u64(&mut payload, self.base.unwrap_or(0));
-        payload.extend_from_slice(&self.records);
+        self.payload.clear();
+        put_u64(&mut self.payload, self.base.unwrap_or(0));
+        self.payload.extend_from_slice(&self.records);
         self.records.clear();
         self.base = None;
-        frame_chunk(ChunkKind::Data, &payload)
+        let mut out = Vec::with_capacity(self.payload.len() / 2);
+        frame_chunk_into(&mut out, ChunkKind::Data, &self.payload);
+        out
     }
 }
