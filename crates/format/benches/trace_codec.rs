@@ -121,12 +121,12 @@ fn main() {
         if w.raw_len() >= CHUNK_BYTES {
             raw_bytes += w.raw_len() as u64;
             let f = Instant::now();
-            file_bytes += w.finish().len() as u64;
+            file_bytes += w.finish_indexed().len() as u64;
             framing += f.elapsed();
         }
     }
     raw_bytes += w.raw_len() as u64;
-    file_bytes += w.finish().len() as u64;
+    file_bytes += w.finish_indexed().len() as u64;
     let d = t.elapsed();
     let cpu = thread_cpu().zip(cpu0).map(|(b, a)| b - a);
     println!("trace events:       {written}");

@@ -33,6 +33,11 @@ const FRAME_BYTES: usize = 8;
 pub enum ChunkKind {
     Header = 1,
     Data = 2,
+    /// What the data chunk right after it holds (record counts, trace event counts,
+    /// latest event time, its thread, counter and end records), stored
+    /// uncompressed so `jscope info` can read a recording without decompressing its
+    /// data. Readers that do not know it skip it.
+    Summary = 3,
 }
 
 const CODEC_NONE: u8 = 0;
@@ -67,6 +72,44 @@ fn compress_into(payload: &[u8], dst: &mut [u8]) -> Option<usize> {
     })
 }
 
+/// Appends `payload` to `out` framed as one uncompressed chunk.
+pub fn frame_chunk_plain(out: &mut Vec<u8>, kind: ChunkKind, payload: &[u8]) {
+    let frame_at = out.len();
+    out.extend_from_slice(&[0; FRAME_BYTES]);
+    let body_at = out.len();
+    out.push(kind as u8);
+    out.push(CODEC_NONE);
+    put_u64(out, payload.len() as u64);
+    out.extend_from_slice(payload);
+    seal_frame(out, frame_at, body_at);
+}
+
+/// Fills in the frame (body length and CRC) of the chunk whose body ends `out`.
+fn seal_frame(out: &mut [u8], frame_at: usize, body_at: usize) {
+    let body_len = (out.len() - body_at) as u32;
+    let crc = crc32c::crc32c(&out[body_at..]);
+    out[frame_at..frame_at + 4].copy_from_slice(&body_len.to_le_bytes());
+    out[frame_at + 4..body_at].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The frame of a chunk: its kind and stored length, from its first
+/// [`FRAME_PEEK`] bytes, without its body. Errors as [`split_chunk`] words them.
+pub fn peek_frame(head: &[u8]) -> Result<(u8, usize), FormatError> {
+    if head.len() < FRAME_PEEK {
+        return Err(FormatError::Truncated);
+    }
+    let body_len = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) as usize;
+    if !(3..=MAX_CHUNK_BYTES).contains(&body_len) {
+        return Err(FormatError::Malformed(format!(
+            "implausible chunk length {body_len}"
+        )));
+    }
+    Ok((head[FRAME_BYTES], FRAME_BYTES + body_len))
+}
+
+/// Bytes [`peek_frame`] needs: the frame and the kind.
+pub const FRAME_PEEK: usize = FRAME_BYTES + 1;
+
 /// Compresses `payload` and appends it to `out` framed as one chunk, compressing
 /// straight into `out`; kept uncompressed when zstd does not make it smaller.
 pub fn frame_chunk_into(out: &mut Vec<u8>, kind: ChunkKind, payload: &[u8]) {
@@ -86,10 +129,7 @@ pub fn frame_chunk_into(out: &mut Vec<u8>, kind: ChunkKind, payload: &[u8]) {
             out[data_at..].copy_from_slice(payload);
         }
     }
-    let body_len = (out.len() - body_at) as u32;
-    let crc = crc32c::crc32c(&out[body_at..]);
-    out[frame_at..frame_at + 4].copy_from_slice(&body_len.to_le_bytes());
-    out[frame_at + 4..body_at].copy_from_slice(&crc.to_le_bytes());
+    seal_frame(out, frame_at, body_at);
 }
 
 /// A chunk whose frame and checksum are intact, payload decompressed.

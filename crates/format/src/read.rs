@@ -155,6 +155,9 @@ impl Recording {
         rec.read_header_chunk(&first)?;
         rec.chunks = 1;
         for chunk in chunks.by_ref() {
+            if chunk.kind == ChunkKind::Summary as u8 {
+                continue; // says again what the next chunk holds
+            }
             if let Err(e) = rec.apply_chunk(&chunk) {
                 rec.damage = Some(Damage {
                     offset: chunk.offset,
@@ -190,7 +193,11 @@ impl Recording {
     }
 
     /// Decodes one data chunk and adds its records; nothing is added if it fails.
+    /// Summary chunks add nothing (their data chunk has it all).
     pub fn apply_chunk(&mut self, chunk: &RawChunk) -> Result<(), FormatError> {
+        if chunk.kind == ChunkKind::Summary as u8 {
+            return Ok(());
+        }
         if chunk.kind != ChunkKind::Data as u8 {
             self.skipped_records += 1;
             return Ok(());
@@ -295,7 +302,9 @@ impl Recording {
         self.ticks_to_ns(last)
     }
 
-    fn last_event_ticks(&self) -> u64 {
+    /// The latest sample, snapshot, trace event or JVM event time held, or the
+    /// start when there is none.
+    pub fn last_event_ticks(&self) -> u64 {
         let s = self.samples.iter().map(|s| s.ticks).max().unwrap_or(0);
         let n = self.snapshots.iter().map(|s| s.ticks).max().unwrap_or(0);
         let t = self

@@ -31,6 +31,8 @@ pub(crate) mod tag {
     pub const END: u64 = 19;
     pub const TRACE: u64 = 20;
     pub const CALL_AGGREGATE: u64 = 21;
+    /// Only in summary chunks (see `summary.rs`).
+    pub const SUMMARY: u64 = 22;
 }
 
 /// One decoded record, with absolute timestamps.
@@ -88,12 +90,19 @@ impl DeltaEncoder {
 }
 
 /// Undoes `DeltaEncoder` (reader side).
-struct DeltaDecoder {
+pub(crate) struct DeltaDecoder {
     base: u64,
     last: HashMap<ThreadId, u64>,
 }
 
 impl DeltaDecoder {
+    pub(crate) fn new(base: u64) -> DeltaDecoder {
+        DeltaDecoder {
+            base,
+            last: HashMap::new(),
+        }
+    }
+
     fn absolute(&mut self, timeline: ThreadId, delta: i64) -> u64 {
         let prev = self.last.get(&timeline).copied().unwrap_or(self.base);
         let ticks = prev.wrapping_add(delta as u64);
@@ -199,21 +208,23 @@ pub(crate) fn encode_thread(out: &mut Vec<u8>, t: &ThreadDef) {
 pub fn decode_payload(payload: &[u8]) -> Result<Vec<Record>, FormatError> {
     let mut c = Cursor::new(payload);
     let base = c.u64()?;
-    let mut times = DeltaDecoder {
-        base,
-        last: HashMap::new(),
-    };
+    let mut times = DeltaDecoder::new(base);
     let mut out = Vec::new();
     while !c.is_empty() {
         let t = c.u64()?;
         let len = usize::try_from(c.u64()?).map_err(|_| FormatError::Truncated)?;
         let mut body = Cursor::new(c.bytes(len)?);
-        out.push(decode_record(t, &mut body, &mut times)?);
+        out.push(decode_record_in(t, &mut body, &mut times)?);
     }
     Ok(out)
 }
 
-fn decode_record(t: u64, c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Record, FormatError> {
+/// Decodes one record's body, its deltas on `times`.
+pub(crate) fn decode_record_in(
+    t: u64,
+    c: &mut Cursor,
+    times: &mut DeltaDecoder,
+) -> Result<Record, FormatError> {
     Ok(match t {
         tag::HEADER => Record::Header(Box::new(decode_header(c)?)),
         tag::STRING => Record::String {
