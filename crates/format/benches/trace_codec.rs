@@ -1,6 +1,7 @@
 //! Trace-event throughput of the writer's path: `ChunkWriter::trace` batches of
 //! 8192 events (the agent drain's batch size), chunks cut at 1 MiB raw (the agent
-//! writer's) and framed with zstd, as the agent's writer does on one core.
+//! writer's) and framed with zstd with their summary chunks, as the agent's writer
+//! does for its file, on one core.
 //! Run: `cargo bench -p jscope-format --bench trace_codec` (`-- 200` for 200 M
 //! events; the default is 50 M).
 
@@ -12,50 +13,10 @@ use jscope_format::*;
 const BATCH_EVENTS: usize = 8192;
 const CHUNK_BYTES: usize = 1 << 20;
 
-/// Realistic trace events: 4 threads, 40 methods, nested calls 1 to 6 deep with
-/// 20 to 300 ns between events, an untraced call now and then.
-struct Synth {
-    x: u64,
-    ticks: u64,
-    stack: Vec<u32>,
-}
+#[path = "support/synth.rs"]
+mod synth;
 
-impl Synth {
-    fn next_u64(&mut self) -> u64 {
-        self.x ^= self.x << 13;
-        self.x ^= self.x >> 7;
-        self.x ^= self.x << 17;
-        self.x
-    }
-
-    fn fill(&mut self, out: &mut Vec<TraceEvent>, n: usize) {
-        out.clear();
-        while out.len() < n {
-            let r = self.next_u64();
-            self.ticks += 20 + r % 280;
-            let enter = self.stack.is_empty() || (self.stack.len() < 6 && r & (1 << 20) != 0);
-            let (kind, method, untraced) = if enter {
-                let m = 1 + ((r >> 24) % 40) as u32;
-                self.stack.push(m);
-                let untraced = if r & (0xf << 40) == 0 {
-                    (r >> 50) as u32 % 5
-                } else {
-                    0
-                };
-                (TraceKind::Enter, m, untraced)
-            } else {
-                (TraceKind::Exit, self.stack.pop().expect("not empty"), 0)
-            };
-            out.push(TraceEvent {
-                kind,
-                method: MethodId(method),
-                ticks: self.ticks,
-                untraced,
-                cpu_ns: 0,
-            });
-        }
-    }
-}
+use synth::Synth;
 
 /// This thread's CPU time (user + system), from /proc; None elsewhere. The rate per
 /// CPU second is the figure that holds on a machine shared with other work.
@@ -75,11 +36,7 @@ fn main() {
     let total = millions * 1_000_000;
     let threads = 4;
     let mut synth: Vec<Synth> = (0..threads)
-        .map(|i| Synth {
-            x: 88172645463325252 ^ (i as u64 * 0x9e37_79b9_7f4a_7c15),
-            ticks: 1_000_000,
-            stack: Vec::new(),
-        })
+        .map(|i| Synth::new(i as u64, 1_000_000))
         .collect();
     // Events are generated ahead (as the rings hold them) so only the writer's
     // work is timed.
