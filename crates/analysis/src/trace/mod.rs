@@ -123,6 +123,9 @@ pub struct TraceStats {
     pub percentiles_exact: bool,
     pub events: u64,
     pub calls: u64,
+    /// The agent's `trace.events_dropped` counter: events lost when a thread's
+    /// trace ring was full. The trace is incomplete when it is not 0.
+    pub dropped_events: u64,
     pub probe_cost_ns: Option<f64>,
     pub anomalies: Anomalies,
     pub methods: Vec<MethodStats>,
