@@ -485,6 +485,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_golden_file_gives_the_same_info_counted_or_decoded() {
+        // Written before chunk summaries: counted by decoding chunk by chunk.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../format/tests/golden/small.jsc");
+        let full = Info::of(&Recording::read_file(&path).unwrap());
+        let o = Overview::read_file(&path).unwrap();
+        assert_eq!(o.summarized_chunks, 0);
+        assert_eq!(Info::of_overview(&o), full);
+        assert_eq!(full.trace, TraceInfo::default());
+        let text = full.to_string();
+        assert!(text.contains("samples:    3 cpu"), "{text}");
+        assert!(!text.contains("trace:"), "{text}");
+    }
+
+    #[test]
     fn civil_dates_match_known_days() {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
