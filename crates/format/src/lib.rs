@@ -34,7 +34,7 @@ pub use ids::{ClassId, MethodId, StackId, StringId, ThreadId};
 pub use model::*;
 pub use overview::Overview;
 pub use read::{ChunkReader, Damage, Recording};
-pub use record::{decode_payload, Record};
+pub use record::{decode_payload, decode_payload_counting_traces, Record};
 pub use remote::{RemoteCall, RemoteProtocol, RemoteSide};
 pub use stream::ChunkStream;
 pub use summary::{decode_summary, ChunkSummary, TraceCounts};

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::chunk::{check_magic, split_chunk, ChunkKind, Split, FRAME_PEEK, MAGIC};
 use crate::read::{Damage, Recording};
-use crate::record::{decode_payload, Record};
+use crate::record::{decode_payload_counting_traces, Record};
 use crate::summary::{decode_summary, ChunkSummary, TraceCounts};
 use crate::FormatError;
 
@@ -120,7 +120,12 @@ impl Overview {
                 o.rec.chunks += 1;
                 continue;
             }
-            match decode_payload(&chunk.payload) {
+            let counted = decode_payload_counting_traces(
+                &chunk.payload,
+                &mut o.trace,
+                &mut o.last_event_ticks,
+            );
+            match counted {
                 Ok(records) => {
                     for r in records {
                         o.add(r);
@@ -178,12 +183,8 @@ impl Overview {
 
     fn add(&mut self, r: Record) {
         match r {
-            Record::Trace(b) => {
-                self.trace.add_batch(&b);
-                if let Some(e) = b.events.last() {
-                    self.last_event_ticks = self.last_event_ticks.max(e.ticks);
-                }
-            }
+            // Counted by `decode_payload_counting_traces`.
+            Record::Trace(_) => {}
             Record::Event(e) => {
                 self.jvm_events += 1;
                 self.last_event_ticks = self.last_event_ticks.max(e.ticks);

@@ -15,6 +15,7 @@ use crate::events::{self, decode_event, JvmEvent, UserEventDef};
 use crate::ids::{MethodId, StackId, StringId, ThreadId};
 use crate::model::*;
 use crate::remote::{self, decode_remote, RemoteCall};
+use crate::summary::TraceCounts;
 use crate::varint::{put_i64, put_str, put_u64, write_i64, write_u64, Cursor, MAX_VARINT};
 use crate::FormatError;
 
@@ -217,6 +218,77 @@ pub fn decode_payload(payload: &[u8]) -> Result<Vec<Record>, FormatError> {
         out.push(decode_record_in(t, &mut body, &mut times)?);
     }
     Ok(out)
+}
+
+/// Decodes a payload's records as [`decode_payload`] does, except trace batches,
+/// which are checked as decoding checks them but only counted: their events by
+/// kind into `trace`, their latest event time into `last_ticks` (nothing is added
+/// when the payload does not decode). For readers that count a recording
+/// (`Overview`) without holding its events.
+pub fn decode_payload_counting_traces(
+    payload: &[u8],
+    trace: &mut TraceCounts,
+    last_ticks: &mut u64,
+) -> Result<Vec<Record>, FormatError> {
+    let mut c = Cursor::new(payload);
+    let base = c.u64()?;
+    let mut times = DeltaDecoder::new(base);
+    let (mut counts, mut last) = (TraceCounts::default(), 0u64);
+    let mut out = Vec::new();
+    while !c.is_empty() {
+        let t = c.u64()?;
+        let len = usize::try_from(c.u64()?).map_err(|_| FormatError::Truncated)?;
+        let mut body = Cursor::new(c.bytes(len)?);
+        if t == tag::TRACE {
+            skim_trace(&mut body, &mut times, &mut counts, &mut last)?;
+        } else {
+            out.push(decode_record_in(t, &mut body, &mut times)?);
+        }
+    }
+    trace.add(&counts);
+    *last_ticks = (*last_ticks).max(last);
+    Ok(out)
+}
+
+/// Walks a trace batch as `decode_trace` reads it, counting its events.
+fn skim_trace(
+    c: &mut Cursor,
+    times: &mut DeltaDecoder,
+    counts: &mut TraceCounts,
+    last: &mut u64,
+) -> Result<(), FormatError> {
+    let thread: ThreadId = c.id()?;
+    let mut ticks = times.absolute(thread, c.i64()?);
+    let has_cpu = c.u8()? & TRACE_HAS_CPU != 0;
+    let n = c.u64()?;
+    let mut kinds = [0u64; 3];
+    for _ in 0..n {
+        let head = c.u64()?;
+        let kind = (head & 3) as usize;
+        if kind == 3 {
+            return Err(FormatError::Malformed("unknown trace event kind 3".into()));
+        }
+        if head >> 2 > u64::from(u32::MAX) {
+            return Err(FormatError::Malformed("method id exceeds u32".into()));
+        }
+        ticks = ticks.wrapping_add(c.u64()?);
+        if kind == TraceKind::Enter as usize {
+            c.u32()?;
+        }
+        if has_cpu {
+            c.i64()?;
+        }
+        kinds[kind] += 1;
+    }
+    times.last.insert(thread, ticks);
+    counts.batches += 1;
+    counts.enters += kinds[TraceKind::Enter as usize];
+    counts.exits += kinds[TraceKind::Exit as usize];
+    counts.throws += kinds[TraceKind::Throw as usize];
+    if n > 0 {
+        *last = (*last).max(ticks);
+    }
+    Ok(())
 }
 
 /// Decodes one record's body, its deltas on `times`.

@@ -65,12 +65,12 @@ fn recording(finish: fn(&mut ChunkWriter) -> Vec<u8>, samples: bool) -> Vec<u8> 
                     method: MethodId(1),
                     ticks,
                     untraced: (i % 3) as u32,
-                    cpu_ns: 0,
+                    cpu_ns: if t == 2 { i * 5 } else { 0 },
                 });
             }
             w.trace(&TraceBatch {
                 thread: ThreadId(t),
-                has_cpu: false,
+                has_cpu: t == 2,
                 events,
             });
         }
@@ -181,7 +181,9 @@ fn overview_counts_from_summaries_what_a_full_decode_counts() {
 
 #[test]
 fn overview_of_a_file_without_summaries_decodes_it_chunk_by_chunk() {
-    let bytes = recording(plain, false);
+    // Samples after trace batches on the same thread: their times are deltas
+    // from the batches' last events, which counting must follow.
+    let bytes = recording(plain, true);
     let path = write_temp("plain.jsc", &bytes);
     let o = Overview::read_file(&path).unwrap();
     assert_same(&o, &Recording::from_bytes(&bytes).unwrap());
