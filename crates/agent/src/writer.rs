@@ -150,9 +150,12 @@ impl Writer {
         self.write_chunk();
     }
 
+    /// The file gets each data chunk after its summary chunk (so `jscope info`
+    /// counts it without decompressing); the collector gets the data chunk alone.
     fn write_chunk(&mut self) {
-        let bytes = self.sink.chunk.finish();
+        let (summary, bytes) = self.sink.chunk.finish_parts();
         self.last_flush = Instant::now();
+        self.write_file(&summary);
         self.write_file(&bytes);
         if let Some(mut link) = self.cfg.collector.take() {
             link.offer(bytes, || self.dictionary_chunks());

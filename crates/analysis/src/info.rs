@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use jscope_format::{Recording, ThreadId};
+use jscope_format::{Overview, Recording, ThreadId, TraceCounts};
 use serde::Serialize;
 
 use crate::stats::{mean, quantile};
@@ -50,6 +50,20 @@ pub struct CounterValue {
     pub value: u64,
 }
 
+/// Exact-tracing events of a recording, and whether any were lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct TraceInfo {
+    pub events: u64,
+    pub enters: u64,
+    pub exits: u64,
+    pub throws: u64,
+    /// TraceBatch records.
+    pub batches: u64,
+    /// The agent's `trace.events_dropped` counter: events lost when a thread's
+    /// trace ring was full; the trace is incomplete when it is not 0.
+    pub dropped: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Info {
     pub agent_version: String,
@@ -77,6 +91,7 @@ pub struct Info {
     /// Stack samples per mode; snapshot counts one per thread per snapshot.
     pub samples: BTreeMap<Mode, u64>,
     pub snapshots: usize,
+    pub trace: TraceInfo,
     /// Samples whose stack has no frames.
     pub empty_stacks: u64,
     /// Counters naming dropped data (`*drop*`).
@@ -97,7 +112,24 @@ const CPU_RATE_THREADS: usize = 10;
 const CPU_RATE_MIN_SAMPLES: usize = 10;
 
 impl Info {
+    /// The info of a whole decoded recording.
     pub fn of(rec: &Recording) -> Info {
+        let mut trace = TraceCounts::default();
+        for b in &rec.traces {
+            trace.add_batch(b);
+        }
+        Info::build(rec, trace, rec.duration_ns())
+    }
+
+    /// The info of a recording counted with [`Overview::read_file`]: the same as
+    /// [`Info::of`] of the whole recording, without holding its events (read
+    /// from its chunk summaries where it has them, in well under a second
+    /// whatever its size).
+    pub fn of_overview(o: &Overview) -> Info {
+        Info::build(&o.rec, o.trace, o.duration_ns())
+    }
+
+    fn build(rec: &Recording, trace: TraceCounts, duration_ns: u64) -> Info {
         let h = &rec.header;
         let (dropped, failed_walks, other_counters) = split_counters(rec);
         Info {
@@ -117,7 +149,7 @@ impl Info {
             requested_interval_ms: h.interval_ns as f64 / 1e6,
             max_depth: h.max_depth,
             extra: h.extra.clone(),
-            duration_s: rec.duration_ns() as f64 / 1e9,
+            duration_s: duration_ns as f64 / 1e9,
             ended_cleanly: rec.end_ticks.is_some(),
             chunks: rec.chunks,
             skipped_records: rec.skipped_records,
@@ -127,6 +159,18 @@ impl Info {
                 .map(|m| (m, count_mode(rec, m)))
                 .collect(),
             snapshots: rec.snapshots.len(),
+            trace: TraceInfo {
+                events: trace.events(),
+                enters: trace.enters,
+                exits: trace.exits,
+                throws: trace.throws,
+                batches: trace.batches,
+                dropped: rec
+                    .counters
+                    .get("trace.events_dropped")
+                    .copied()
+                    .unwrap_or(0),
+            },
             empty_stacks: count_empty_stacks(rec),
             dropped,
             failed_walks,
@@ -348,7 +392,23 @@ impl Info {
             writeln!(f, "samples:    {n} {mode}")?;
         }
         writeln!(f, "snapshots:  {}", self.snapshots)?;
+        self.fmt_trace(f)?;
         writeln!(f, "empty stacks: {}", self.empty_stacks)
+    }
+
+    /// A line for exact tracing when there are trace events or lost ones (the CLI
+    /// warns once, with the fix, when the trace is incomplete).
+    fn fmt_trace(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.trace;
+        if t.events == 0 && t.dropped == 0 {
+            return Ok(());
+        }
+        writeln!(
+            f,
+            "trace:      {} events ({} enters, {} exits, {} throws)",
+            t.events, t.enters, t.exits, t.throws
+        )?;
+        Ok(())
     }
 
     fn fmt_quality(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -416,6 +476,21 @@ fn fmt_counters(f: &mut fmt::Formatter<'_>, title: &str, counters: &[CounterValu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_golden_file_gives_the_same_info_counted_or_decoded() {
+        // Written before chunk summaries: counted by decoding chunk by chunk.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../format/tests/golden/small.jsc");
+        let full = Info::of(&Recording::read_file(&path).unwrap());
+        let o = Overview::read_file(&path).unwrap();
+        assert_eq!(o.summarized_chunks, 0);
+        assert_eq!(Info::of_overview(&o), full);
+        assert_eq!(full.trace, TraceInfo::default());
+        let text = full.to_string();
+        assert!(text.contains("samples:    3 cpu"), "{text}");
+        assert!(!text.contains("trace:"), "{text}");
+    }
 
     #[test]
     fn civil_dates_match_known_days() {

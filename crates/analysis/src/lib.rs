@@ -44,7 +44,7 @@ pub use diff::{diff_hot, HotDiff, MethodDiff, Presence};
 pub use error::AnalysisError;
 pub use glob::ThreadMatcher;
 pub use hot::{hot_methods, HotMethod, HotMethods};
-pub use info::{sampled_modes, CounterValue, CpuThreadRate, Info, IntervalStats};
+pub use info::{sampled_modes, CounterValue, CpuThreadRate, Info, IntervalStats, TraceInfo};
 pub use labels::{method_label, source_file};
 pub use select::{count_mode, parse_state, Mode, Selection, StackCounts, StackSample};
 pub use threads::{threads_at, FrameRow, ThreadRow, ThreadsView};

@@ -3,12 +3,12 @@
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use jscope_analysis::{
     call_graph, collapse, count_mode, hot_methods, parse_state, threads_at, CallGraph,
     CollapseOptions, DotOptions, Info, Mode, Selection, ThreadMatcher,
 };
-use jscope_format::Recording;
+use jscope_format::{Overview, Recording};
 use serde::Serialize;
 
 use crate::args::{
@@ -233,9 +233,27 @@ pub fn threads(args: &ThreadsArgs) -> Result<()> {
 }
 
 pub fn info(args: &InfoArgs) -> Result<()> {
-    let rec = load(args.file.as_deref(), &args.source, None)?.rec;
-    crate::trace::warn_incomplete(&rec);
-    let info = Info::of(&rec);
+    let info = match (&args.file, &args.source.data, &args.source.collector) {
+        // A jscope file is counted from its chunk summaries, without decoding its
+        // events (a JFR file is read whole, below).
+        (Some(path), None, None) if !crate::source::is_jfr_file(path)? => {
+            let o = Overview::read_file(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            if let Some(damage) = &o.rec.damage {
+                eprintln!(
+                    "jscope: warning: {} is {damage}; read up to there",
+                    path.display()
+                );
+            }
+            crate::trace::warn_incomplete(&o.rec);
+            Info::of_overview(&o)
+        }
+        _ => {
+            let rec = load(args.file.as_deref(), &args.source, None)?.rec;
+            crate::trace::warn_incomplete(&rec);
+            Info::of(&rec)
+        }
+    };
     match args.format {
         Format::Text => print_text(&info),
         Format::Json => print_json(&info),

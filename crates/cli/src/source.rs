@@ -67,6 +67,16 @@ fn load_file(path: &Path) -> Result<Loaded> {
     })
 }
 
+/// Whether the file starts with JFR's magic (read from its first bytes only).
+pub(crate) fn is_jfr_file(path: &Path) -> Result<bool> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let n = f.read(&mut magic)?;
+    Ok(jscope_jfr::is_jfr(&magic[..n]))
+}
+
 /// A `.jsc` recording, or a JFR file read into the same model.
 pub(crate) fn read_recording(path: &Path) -> Result<Recording> {
     let bytes = std::fs::read(path)?;

@@ -2,12 +2,13 @@
 //! are `jscope export`'s, in export.rs).
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use jscope_analysis::trace::{CallTree, SortKey, TraceOptions, TraceStats, TreeView};
+use jscope_analysis::trace::{CallTree, ScanProgress, SortKey, TraceOptions, TraceStats, TreeView};
 use jscope_analysis::ThreadMatcher;
 use jscope_format::Recording;
 
@@ -90,16 +91,88 @@ pub struct StatsArgs {
     pub format: Format,
 }
 
-/// The recording's bytes; a JFR file is read and handed on as `.jsc` bytes, so
-/// the streaming trace readers take it as they take a recording.
-fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if !jscope_jfr::is_jfr(&bytes) {
-        return Ok(bytes);
+/// A JFR file's contents as `.jsc` bytes, so the trace readers take it as they take
+/// a recording; None for any other file, which is streamed from disk.
+fn jfr_as_jsc(path: &Path) -> Result<Option<Vec<u8>>> {
+    if !crate::source::is_jfr_file(path)? {
+        return Ok(None);
     }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let rec = jscope_jfr::read_bytes(&bytes)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(jscope_jfr::encode_jsc(&rec))
+    Ok(Some(jscope_jfr::encode_jsc(&rec)))
+}
+
+/// A progress line on stderr while a recording is read, for big ones: updated in
+/// place (4 times a second) when stderr is a terminal and the read has taken over
+/// a second; otherwise a line every 10 seconds, so logs of long reads show it and
+/// quick reads print nothing. `JSCOPE_PROGRESS=0` turns it off, `=1` prints a line
+/// after every chunk.
+struct Progress {
+    name: String,
+    start: Instant,
+    last: Option<Instant>,
+    tty: bool,
+    always: bool,
+    off: bool,
+}
+
+impl Progress {
+    fn new(path: &Path) -> Progress {
+        let env = std::env::var("JSCOPE_PROGRESS").unwrap_or_default();
+        Progress {
+            name: path.display().to_string(),
+            start: Instant::now(),
+            last: None,
+            tty: io::stderr().is_terminal(),
+            always: env == "1",
+            off: env == "0",
+        }
+    }
+
+    fn update(&mut self, p: ScanProgress) {
+        if self.off {
+            return;
+        }
+        let now = Instant::now();
+        if !self.always {
+            let (wait, every) = if self.tty {
+                (Duration::from_secs(1), Duration::from_millis(250))
+            } else {
+                (Duration::from_secs(10), Duration::from_secs(10))
+            };
+            let since = self.last.unwrap_or(self.start);
+            if now - self.start < wait || now - since < every {
+                return;
+            }
+        }
+        self.last = Some(now);
+        let pct = if p.total_bytes > 0 {
+            p.bytes as f64 * 100.0 / p.total_bytes as f64
+        } else {
+            0.0
+        };
+        let line = format!(
+            "jscope: reading {}: {pct:.0}% ({} of {} MB), {:.1} M trace events, {:.0}s",
+            self.name,
+            p.bytes >> 20,
+            p.total_bytes >> 20,
+            p.events as f64 / 1e6,
+            (now - self.start).as_secs_f64()
+        );
+        if self.tty && !self.always {
+            eprint!("\r{line}\x1b[K");
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Clears the updated line, so what follows starts on a clean line.
+    fn finish(&self) {
+        if self.tty && !self.always && self.last.is_some() {
+            eprint!("\r\x1b[K");
+        }
+    }
 }
 
 /// Damage is a warning, worded as the other commands word it.
@@ -121,9 +194,16 @@ pub fn warn_incomplete(rec: &Recording) {
 
 /// The call tree, or an error saying why the recording has none.
 fn load_tree(path: &Path, hide: &HideArgs) -> Result<CallTree> {
-    let bytes = read_bytes(path)?;
-    let (tree, rec) = CallTree::from_bytes(&bytes, &hide.options())
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let read = match jfr_as_jsc(path)? {
+        Some(bytes) => CallTree::from_bytes(&bytes, &hide.options()),
+        None => {
+            let mut progress = Progress::new(path);
+            let read = CallTree::from_file(path, &hide.options(), &mut |p| progress.update(p));
+            progress.finish();
+            read
+        }
+    };
+    let (tree, rec) = read.with_context(|| format!("cannot read {}", path.display()))?;
     warn_damage(path, &rec);
     if tree.events == 0 {
         if !rec.call_aggregates.is_empty() {
@@ -174,9 +254,18 @@ pub fn tree(args: &TreeArgs) -> Result<()> {
 }
 
 pub fn stats(args: &StatsArgs) -> Result<()> {
-    let bytes = read_bytes(&args.file)?;
-    let (mut stats, rec) = TraceStats::from_bytes(&bytes, &args.hide.options())
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let read = match jfr_as_jsc(&args.file)? {
+        Some(bytes) => TraceStats::from_bytes(&bytes, &args.hide.options()),
+        None => {
+            let mut progress = Progress::new(&args.file);
+            let read = TraceStats::from_file(&args.file, &args.hide.options(), &mut |p| {
+                progress.update(p)
+            });
+            progress.finish();
+            read
+        }
+    };
+    let (mut stats, rec) = read.with_context(|| format!("cannot read {}", args.file.display()))?;
     warn_damage(&args.file, &rec);
     warn_incomplete(&rec);
     if stats.events == 0 && !stats.aggregate_mode {

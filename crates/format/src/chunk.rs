@@ -33,6 +33,11 @@ const FRAME_BYTES: usize = 8;
 pub enum ChunkKind {
     Header = 1,
     Data = 2,
+    /// What the data chunk right after it holds (record counts, trace event counts,
+    /// latest event time, its thread, counter and end records), stored
+    /// uncompressed so `jscope info` can read a recording without decompressing its
+    /// data. Readers that do not know it skip it.
+    Summary = 3,
 }
 
 const CODEC_NONE: u8 = 0;
@@ -44,21 +49,87 @@ const ZSTD_LEVEL: i32 = 1;
 
 /// Compresses `payload` and frames it as one chunk.
 pub fn frame_chunk(kind: ChunkKind, payload: &[u8]) -> Vec<u8> {
-    let compressed = zstd::bulk::compress(payload, ZSTD_LEVEL).ok();
-    let (codec, data) = match &compressed {
-        Some(c) if c.len() < payload.len() => (CODEC_ZSTD, c.as_slice()),
-        _ => (CODEC_NONE, payload),
-    };
-    let mut body = Vec::with_capacity(data.len() + 12);
-    body.push(kind as u8);
-    body.push(codec);
-    put_u64(&mut body, payload.len() as u64);
-    body.extend_from_slice(data);
-    let mut out = Vec::with_capacity(body.len() + FRAME_BYTES);
-    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
-    out.extend_from_slice(&body);
+    let mut out = Vec::new();
+    frame_chunk_into(&mut out, kind, payload);
     out
+}
+
+thread_local! {
+    /// One zstd context per thread, reused: creating one per chunk costs more than
+    /// compressing a small chunk.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Compresses `payload` into `dst`; the size, or None when it does not fit.
+fn compress_into(payload: &[u8], dst: &mut [u8]) -> Option<usize> {
+    COMPRESSOR.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.is_none() {
+            *c = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+        }
+        c.as_mut()?.compress_to_buffer(payload, dst).ok()
+    })
+}
+
+/// Appends `payload` to `out` framed as one uncompressed chunk.
+pub fn frame_chunk_plain(out: &mut Vec<u8>, kind: ChunkKind, payload: &[u8]) {
+    let frame_at = out.len();
+    out.extend_from_slice(&[0; FRAME_BYTES]);
+    let body_at = out.len();
+    out.push(kind as u8);
+    out.push(CODEC_NONE);
+    put_u64(out, payload.len() as u64);
+    out.extend_from_slice(payload);
+    seal_frame(out, frame_at, body_at);
+}
+
+/// Fills in the frame (body length and CRC) of the chunk whose body ends `out`.
+fn seal_frame(out: &mut [u8], frame_at: usize, body_at: usize) {
+    let body_len = (out.len() - body_at) as u32;
+    let crc = crc32c::crc32c(&out[body_at..]);
+    out[frame_at..frame_at + 4].copy_from_slice(&body_len.to_le_bytes());
+    out[frame_at + 4..body_at].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The frame of a chunk: its kind and stored length, from its first
+/// [`FRAME_PEEK`] bytes, without its body. Errors as [`split_chunk`] words them.
+pub fn peek_frame(head: &[u8]) -> Result<(u8, usize), FormatError> {
+    if head.len() < FRAME_PEEK {
+        return Err(FormatError::Truncated);
+    }
+    let body_len = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) as usize;
+    if !(3..=MAX_CHUNK_BYTES).contains(&body_len) {
+        return Err(FormatError::Malformed(format!(
+            "implausible chunk length {body_len}"
+        )));
+    }
+    Ok((head[FRAME_BYTES], FRAME_BYTES + body_len))
+}
+
+/// Bytes [`peek_frame`] needs: the frame and the kind.
+pub const FRAME_PEEK: usize = FRAME_BYTES + 1;
+
+/// Compresses `payload` and appends it to `out` framed as one chunk, compressing
+/// straight into `out`; kept uncompressed when zstd does not make it smaller.
+pub fn frame_chunk_into(out: &mut Vec<u8>, kind: ChunkKind, payload: &[u8]) {
+    let frame_at = out.len();
+    out.extend_from_slice(&[0; FRAME_BYTES]);
+    let body_at = out.len();
+    out.push(kind as u8);
+    out.push(CODEC_ZSTD);
+    put_u64(out, payload.len() as u64);
+    let data_at = out.len();
+    // Only a smaller result is kept, so the room is the payload's size.
+    out.resize(data_at + payload.len(), 0);
+    match compress_into(payload, &mut out[data_at..]) {
+        Some(n) if n < payload.len() => out.truncate(data_at + n),
+        _ => {
+            out[body_at + 1] = CODEC_NONE;
+            out[data_at..].copy_from_slice(payload);
+        }
+    }
+    seal_frame(out, frame_at, body_at);
 }
 
 /// A chunk whose frame and checksum are intact, payload decompressed.

@@ -11,16 +11,19 @@ mod dictionary;
 mod events;
 mod ids;
 mod model;
+mod overview;
 mod read;
 mod record;
 mod remote;
+mod stream;
+mod summary;
 pub mod thread_state;
 mod varint;
 mod write;
 
 pub use chunk::{
-    check_magic, frame_chunk, split_chunk, ChunkKind, RawChunk, Split, MAGIC, MAX_CHUNK_BYTES,
-    VERSION_MAJOR, VERSION_MINOR,
+    check_magic, frame_chunk, frame_chunk_into, frame_chunk_plain, peek_frame, split_chunk,
+    ChunkKind, RawChunk, Split, MAGIC, MAX_CHUNK_BYTES, VERSION_MAJOR, VERSION_MINOR,
 };
 pub use dictionary::Dictionary;
 pub use events::{
@@ -29,9 +32,12 @@ pub use events::{
 };
 pub use ids::{ClassId, MethodId, StackId, StringId, ThreadId};
 pub use model::*;
+pub use overview::Overview;
 pub use read::{ChunkReader, Damage, Recording};
-pub use record::{decode_payload, Record};
+pub use record::{decode_payload, decode_payload_counting_traces, Record};
 pub use remote::{RemoteCall, RemoteProtocol, RemoteSide};
+pub use stream::ChunkStream;
+pub use summary::{decode_summary, ChunkSummary, TraceCounts};
 pub use thread_state::StateClass;
 pub use write::{encode_file_start, ChunkWriter};
 

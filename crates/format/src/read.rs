@@ -146,15 +146,12 @@ impl Recording {
     pub fn from_bytes(bytes: &[u8]) -> Result<Recording, FormatError> {
         let version = check_magic(bytes)?;
         let mut chunks = ChunkReader::new(bytes)?;
-        let first = chunks.next().ok_or_else(|| header_error(&chunks))?;
-        let mut rec = Recording {
-            version,
-            strings: vec![String::new()],
-            ..Default::default()
-        };
-        rec.read_header_chunk(&first)?;
-        rec.chunks = 1;
+        let first = chunks.next();
+        let mut rec = Recording::from_header_chunk(version, first.as_ref(), chunks.damage())?;
         for chunk in chunks.by_ref() {
+            if chunk.kind == ChunkKind::Summary as u8 {
+                continue; // says again what the next chunk holds
+            }
             if let Err(e) = rec.apply_chunk(&chunk) {
                 rec.damage = Some(Damage {
                     offset: chunk.offset,
@@ -168,6 +165,25 @@ impl Recording {
         if rec.damage.is_none() {
             rec.damage = chunks.damage().cloned();
         }
+        Ok(rec)
+    }
+
+    /// A recording with just its header read, from the first chunk a chunk reader
+    /// gave (`None` when it gave none, `damage` then saying why): where readers
+    /// that stream the other chunks start. Errors as [`Recording::from_bytes`].
+    pub fn from_header_chunk(
+        version: (u8, u8),
+        first: Option<&RawChunk>,
+        damage: Option<&Damage>,
+    ) -> Result<Recording, FormatError> {
+        let first = first.ok_or_else(|| header_error(damage))?;
+        let mut rec = Recording {
+            version,
+            strings: vec![String::new()],
+            ..Default::default()
+        };
+        rec.read_header_chunk(first)?;
+        rec.chunks = 1;
         Ok(rec)
     }
 
@@ -190,7 +206,11 @@ impl Recording {
     }
 
     /// Decodes one data chunk and adds its records; nothing is added if it fails.
+    /// Summary chunks add nothing (their data chunk has it all).
     pub fn apply_chunk(&mut self, chunk: &RawChunk) -> Result<(), FormatError> {
+        if chunk.kind == ChunkKind::Summary as u8 {
+            return Ok(());
+        }
         if chunk.kind != ChunkKind::Data as u8 {
             self.skipped_records += 1;
             return Ok(());
@@ -295,7 +315,9 @@ impl Recording {
         self.ticks_to_ns(last)
     }
 
-    fn last_event_ticks(&self) -> u64 {
+    /// The latest sample, snapshot, trace event or JVM event time held, or the
+    /// start when there is none.
+    pub fn last_event_ticks(&self) -> u64 {
         let s = self.samples.iter().map(|s| s.ticks).max().unwrap_or(0);
         let n = self.snapshots.iter().map(|s| s.ticks).max().unwrap_or(0);
         let t = self
@@ -311,8 +333,8 @@ impl Recording {
 }
 
 /// The magic was read, so the file is a recording whose header is cut or damaged.
-fn header_error(chunks: &ChunkReader) -> FormatError {
-    FormatError::DamagedHeader(match chunks.damage() {
+fn header_error(damage: Option<&Damage>) -> FormatError {
+    FormatError::DamagedHeader(match damage {
         Some(d) => format!(
             "its header is cut or damaged at byte {} ({}); truncated before the header was complete",
             d.offset, d.reason

@@ -15,7 +15,8 @@ use crate::events::{self, decode_event, JvmEvent, UserEventDef};
 use crate::ids::{MethodId, StackId, StringId, ThreadId};
 use crate::model::*;
 use crate::remote::{self, decode_remote, RemoteCall};
-use crate::varint::{put_i64, put_str, put_u64, Cursor};
+use crate::summary::TraceCounts;
+use crate::varint::{put_i64, put_str, put_u64, write_i64, write_u64, Cursor, MAX_VARINT};
 use crate::FormatError;
 
 pub(crate) mod tag {
@@ -31,6 +32,8 @@ pub(crate) mod tag {
     pub const END: u64 = 19;
     pub const TRACE: u64 = 20;
     pub const CALL_AGGREGATE: u64 = 21;
+    /// Only in summary chunks (see `summary.rs`).
+    pub const SUMMARY: u64 = 22;
 }
 
 /// One decoded record, with absolute timestamps.
@@ -88,12 +91,19 @@ impl DeltaEncoder {
 }
 
 /// Undoes `DeltaEncoder` (reader side).
-struct DeltaDecoder {
+pub(crate) struct DeltaDecoder {
     base: u64,
     last: HashMap<ThreadId, u64>,
 }
 
 impl DeltaDecoder {
+    pub(crate) fn new(base: u64) -> DeltaDecoder {
+        DeltaDecoder {
+            base,
+            last: HashMap::new(),
+        }
+    }
+
     fn absolute(&mut self, timeline: ThreadId, delta: i64) -> u64 {
         let prev = self.last.get(&timeline).copied().unwrap_or(self.base);
         let ticks = prev.wrapping_add(delta as u64);
@@ -199,21 +209,94 @@ pub(crate) fn encode_thread(out: &mut Vec<u8>, t: &ThreadDef) {
 pub fn decode_payload(payload: &[u8]) -> Result<Vec<Record>, FormatError> {
     let mut c = Cursor::new(payload);
     let base = c.u64()?;
-    let mut times = DeltaDecoder {
-        base,
-        last: HashMap::new(),
-    };
+    let mut times = DeltaDecoder::new(base);
     let mut out = Vec::new();
     while !c.is_empty() {
         let t = c.u64()?;
         let len = usize::try_from(c.u64()?).map_err(|_| FormatError::Truncated)?;
         let mut body = Cursor::new(c.bytes(len)?);
-        out.push(decode_record(t, &mut body, &mut times)?);
+        out.push(decode_record_in(t, &mut body, &mut times)?);
     }
     Ok(out)
 }
 
-fn decode_record(t: u64, c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Record, FormatError> {
+/// Decodes a payload's records as [`decode_payload`] does, except trace batches,
+/// which are checked as decoding checks them but only counted: their events by
+/// kind into `trace`, their latest event time into `last_ticks` (nothing is added
+/// when the payload does not decode). For readers that count a recording
+/// (`Overview`) without holding its events.
+pub fn decode_payload_counting_traces(
+    payload: &[u8],
+    trace: &mut TraceCounts,
+    last_ticks: &mut u64,
+) -> Result<Vec<Record>, FormatError> {
+    let mut c = Cursor::new(payload);
+    let base = c.u64()?;
+    let mut times = DeltaDecoder::new(base);
+    let (mut counts, mut last) = (TraceCounts::default(), 0u64);
+    let mut out = Vec::new();
+    while !c.is_empty() {
+        let t = c.u64()?;
+        let len = usize::try_from(c.u64()?).map_err(|_| FormatError::Truncated)?;
+        let mut body = Cursor::new(c.bytes(len)?);
+        if t == tag::TRACE {
+            skim_trace(&mut body, &mut times, &mut counts, &mut last)?;
+        } else {
+            out.push(decode_record_in(t, &mut body, &mut times)?);
+        }
+    }
+    trace.add(&counts);
+    *last_ticks = (*last_ticks).max(last);
+    Ok(out)
+}
+
+/// Walks a trace batch as `decode_trace` reads it, counting its events.
+fn skim_trace(
+    c: &mut Cursor,
+    times: &mut DeltaDecoder,
+    counts: &mut TraceCounts,
+    last: &mut u64,
+) -> Result<(), FormatError> {
+    let thread: ThreadId = c.id()?;
+    let mut ticks = times.absolute(thread, c.i64()?);
+    let has_cpu = c.u8()? & TRACE_HAS_CPU != 0;
+    let n = c.u64()?;
+    let mut kinds = [0u64; 3];
+    for _ in 0..n {
+        let head = c.u64()?;
+        let kind = (head & 3) as usize;
+        if kind == 3 {
+            return Err(FormatError::Malformed("unknown trace event kind 3".into()));
+        }
+        if head >> 2 > u64::from(u32::MAX) {
+            return Err(FormatError::Malformed("method id exceeds u32".into()));
+        }
+        ticks = ticks.wrapping_add(c.u64()?);
+        if kind == TraceKind::Enter as usize {
+            c.u32()?;
+        }
+        if has_cpu {
+            c.i64()?;
+        }
+        kinds[kind] += 1;
+    }
+    times.last.insert(thread, ticks);
+    counts.batches += 1;
+    counts.enters += kinds[TraceKind::Enter as usize];
+    counts.exits += kinds[TraceKind::Exit as usize];
+    counts.throws += kinds[TraceKind::Throw as usize];
+    if n > 0 {
+        *last = (*last).max(ticks);
+    }
+    Ok(())
+}
+
+/// Decodes one record's body, its deltas on `times`.
+pub(crate) fn decode_record_in(
+    t: u64,
+    c: &mut Cursor,
+    times: &mut DeltaDecoder,
+) -> Result<Record, FormatError> {
     Ok(match t {
         tag::HEADER => Record::Header(Box::new(decode_header(c)?)),
         tag::STRING => Record::String {
@@ -341,25 +424,48 @@ const TRACE_HAS_CPU: u8 = 1;
 
 /// Trace events are the highest-volume records: each costs a varint of
 /// `method << 2 | kind`, a varint time delta within the batch, and on entries the
-/// untraced-call count.
+/// untraced-call count. The events are written into room reserved once per batch
+/// (at most 35 bytes an event), so the loop does no per-byte capacity checks.
 pub(crate) fn encode_trace(out: &mut Vec<u8>, b: &TraceBatch, first_dt: i64) {
     put_u64(out, b.thread.into());
     put_i64(out, first_dt);
     out.push(if b.has_cpu { TRACE_HAS_CPU } else { 0 });
     put_u64(out, b.events.len() as u64);
-    let (mut prev, mut prev_cpu) = (b.events.first().map_or(0, |e| e.ticks), 0u64);
-    for e in &b.events {
-        put_u64(out, (u64::from(e.method) << 2) | e.kind as u64);
-        put_u64(out, e.ticks.wrapping_sub(prev));
-        prev = e.ticks;
-        if e.kind == TraceKind::Enter {
-            put_u64(out, e.untraced.into());
-        }
-        if b.has_cpu {
-            put_i64(out, e.cpu_ns.wrapping_sub(prev_cpu) as i64);
+    let start = out.len();
+    let per_event = if b.has_cpu {
+        3 * MAX_VARINT + 5
+    } else {
+        2 * MAX_VARINT + 5
+    };
+    // 8 bytes of slack: a short varint stores 8 bytes of which it keeps its own.
+    out.resize(start + b.events.len() * per_event + 8, 0);
+    let buf = &mut out[..];
+    let mut pos = start;
+    let mut prev = b.events.first().map_or(0, |e| e.ticks);
+    if b.has_cpu {
+        let mut prev_cpu = 0u64;
+        for e in &b.events {
+            pos = write_event(buf, pos, e, &mut prev);
+            pos = write_i64(buf, pos, e.cpu_ns.wrapping_sub(prev_cpu) as i64);
             prev_cpu = e.cpu_ns;
         }
+    } else {
+        for e in &b.events {
+            pos = write_event(buf, pos, e, &mut prev);
+        }
     }
+    out.truncate(pos);
+}
+
+#[inline(always)]
+fn write_event(buf: &mut [u8], pos: usize, e: &TraceEvent, prev: &mut u64) -> usize {
+    let mut pos = write_u64(buf, pos, (u64::from(e.method) << 2) | e.kind as u64);
+    pos = write_u64(buf, pos, e.ticks.wrapping_sub(*prev));
+    *prev = e.ticks;
+    // Entries and exits alternate unpredictably: the count is written either way
+    // and kept only for entries, instead of a branch that mispredicts.
+    let after = write_u64(buf, pos, e.untraced.into());
+    pos + usize::from(e.kind == TraceKind::Enter) * (after - pos)
 }
 
 fn decode_trace(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<TraceBatch, FormatError> {

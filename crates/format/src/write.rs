@@ -1,6 +1,6 @@
 //! Writing: the file prelude and `ChunkWriter`, which buffers records for one chunk.
 
-use crate::chunk::{frame_chunk, ChunkKind, MAGIC};
+use crate::chunk::{frame_chunk, frame_chunk_into, frame_chunk_plain, ChunkKind, MAGIC};
 use crate::events::{self, encode_event, JvmEvent, UserEventDef};
 use crate::ids::{StackId, StringId, ThreadId};
 use crate::model::*;
@@ -8,6 +8,7 @@ use crate::record::{
     encode_aggregate, encode_frames, encode_header, encode_thread, encode_trace, tag, DeltaEncoder,
 };
 use crate::remote::{encode_remote, RemoteCall};
+use crate::summary::SummaryBuilder;
 use crate::varint::{put_i64, put_str, put_u64};
 
 /// Magic and header chunk: the first bytes of every recording file and agent stream.
@@ -20,6 +21,15 @@ pub fn encode_file_start(header: &Header) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&frame_chunk(ChunkKind::Header, &payload));
     out
+}
+
+fn encode_counters(out: &mut Vec<u8>, dt: i64, values: &[(&str, u64)]) {
+    put_i64(out, dt);
+    put_u64(out, values.len() as u64);
+    for (name, v) in values {
+        put_str(out, name);
+        put_u64(out, *v);
+    }
 }
 
 fn put_record(out: &mut Vec<u8>, t: u64, body: &[u8]) {
@@ -35,9 +45,12 @@ fn put_record(out: &mut Vec<u8>, t: u64, body: &[u8]) {
 #[derive(Default)]
 pub struct ChunkWriter {
     records: Vec<u8>,
+    /// The finished chunk's payload, kept so each chunk does not allocate it anew.
+    payload: Vec<u8>,
     body: Vec<u8>,
     base: Option<u64>,
     times: DeltaEncoder,
+    summary: SummaryBuilder,
 }
 
 impl ChunkWriter {
@@ -48,6 +61,7 @@ impl ChunkWriter {
     fn push(&mut self, t: u64) {
         put_record(&mut self.records, t, &self.body);
         self.body.clear();
+        self.summary.count(t);
     }
 
     fn delta(&mut self, timeline: ThreadId, ticks: u64) -> i64 {
@@ -81,6 +95,10 @@ impl ChunkWriter {
     pub fn thread(&mut self, t: &ThreadDef) {
         encode_thread(&mut self.body, t);
         self.push(tag::THREAD);
+        self.summary
+            .copy(tag::THREAD, ThreadId::NONE, None, |b, _| {
+                encode_thread(b, t)
+            });
     }
 
     pub fn stack(&mut self, id: StackId, frames_top_first: &[Frame]) {
@@ -98,6 +116,7 @@ impl ChunkWriter {
         put_u64(&mut self.body, s.weight_ns);
         put_u64(&mut self.body, s.state.into());
         self.push(tag::SAMPLE);
+        self.summary.saw(s.ticks);
     }
 
     pub fn snapshot(&mut self, s: &Snapshot) {
@@ -111,18 +130,18 @@ impl ChunkWriter {
             }
         }
         self.push(tag::SNAPSHOT);
+        self.summary.saw(s.ticks);
     }
 
     /// Cumulative counter totals (drops, failed walks by reason, ...) at `ticks`.
     pub fn counters(&mut self, ticks: u64, values: &[(&str, u64)]) {
         let dt = self.delta(ThreadId::NONE, ticks);
-        put_i64(&mut self.body, dt);
-        put_u64(&mut self.body, values.len() as u64);
-        for (name, v) in values {
-            put_str(&mut self.body, name);
-            put_u64(&mut self.body, *v);
-        }
+        encode_counters(&mut self.body, dt, values);
         self.push(tag::COUNTERS);
+        self.summary
+            .copy(tag::COUNTERS, ThreadId::NONE, Some(ticks), |b, dt| {
+                encode_counters(b, dt, values)
+            });
     }
 
     /// Method entries and exits of one thread, in order. The thread's timeline moves
@@ -135,6 +154,8 @@ impl ChunkWriter {
         encode_trace(&mut self.body, b, dt);
         self.times.delta(b.thread, last.ticks);
         self.push(tag::TRACE);
+        self.summary.trace.add_batch(b);
+        self.summary.saw(last.ticks);
     }
 
     /// Caller→callee totals of one thread (aggregate tracing).
@@ -149,6 +170,7 @@ impl ChunkWriter {
         let dt = self.delta(e.thread, e.ticks);
         let t = encode_event(&mut self.body, e, dt);
         self.push(t);
+        self.summary.saw(e.ticks);
     }
 
     /// A remote call as this JVM saw it (client or server side).
@@ -170,12 +192,17 @@ impl ChunkWriter {
         let dt = self.delta(ThreadId::NONE, ticks);
         put_i64(&mut self.body, dt);
         self.push(tag::END);
+        self.summary
+            .copy(tag::END, ThreadId::NONE, Some(ticks), |b, dt| {
+                put_i64(b, dt)
+            });
     }
 
     /// Writes a record of a kind this crate does not define (for forward-compatibility tests
     /// and for extensions); readers that do not know `tag` skip it.
     pub fn raw_record(&mut self, tag: u64, body: &[u8]) {
         put_record(&mut self.records, tag, body);
+        self.summary.count(tag);
     }
 
     /// Uncompressed bytes buffered so far.
@@ -189,11 +216,38 @@ impl ChunkWriter {
 
     /// Frames the buffered records as one chunk and resets the writer for the next.
     pub fn finish(&mut self) -> Vec<u8> {
-        let mut payload = Vec::with_capacity(self.records.len() + 10);
-        put_u64(&mut payload, self.base.unwrap_or(0));
-        payload.extend_from_slice(&self.records);
+        self.summary = SummaryBuilder::default();
+        self.finish_data()
+    }
+
+    /// As [`ChunkWriter::finish`], preceded by the chunk's summary chunk (see
+    /// `ChunkKind::Summary`): what files get, so `jscope info` reads them without
+    /// decompressing. Streams to a collector take [`ChunkWriter::finish_parts`]'s
+    /// data chunk alone.
+    pub fn finish_indexed(&mut self) -> Vec<u8> {
+        let (mut summary, data) = self.finish_parts();
+        summary.extend_from_slice(&data);
+        summary
+    }
+
+    /// The summary chunk and the data chunk it describes, for a writer that sends
+    /// the data chunk elsewhere too.
+    pub fn finish_parts(&mut self) -> (Vec<u8>, Vec<u8>) {
+        let data = self.finish_data();
+        let payload = self.summary.finish(data.len());
+        let mut summary = Vec::with_capacity(payload.len() + 16);
+        frame_chunk_plain(&mut summary, ChunkKind::Summary, &payload);
+        (summary, data)
+    }
+
+    fn finish_data(&mut self) -> Vec<u8> {
+        self.payload.clear();
+        put_u64(&mut self.payload, self.base.unwrap_or(0));
+        self.payload.extend_from_slice(&self.records);
         self.records.clear();
         self.base = None;
-        frame_chunk(ChunkKind::Data, &payload)
+        let mut out = Vec::with_capacity(self.payload.len() / 2);
+        frame_chunk_into(&mut out, ChunkKind::Data, &self.payload);
+        out
     }
 }

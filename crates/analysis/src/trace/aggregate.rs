@@ -4,7 +4,7 @@
 use jscope_format::{MethodId, Recording};
 
 use super::engine::Anomalies;
-use super::stats::{pair_key, pair_rows, MethodStats, PairAcc, PairMap};
+use super::stats::{dropped_events, pair_key, pair_rows, MethodStats, PairAcc, PairMap};
 use super::TraceStats;
 
 /// Sums every thread's caller→callee totals over the recording (successive
@@ -42,6 +42,7 @@ pub fn aggregate_stats(rec: &Recording) -> TraceStats {
         percentiles_exact: false,
         events: 0,
         calls: methods.iter().map(|m| m.calls).sum(),
+        dropped_events: dropped_events(rec),
         probe_cost_ns: None,
         anomalies: Anomalies::default(),
         methods,

@@ -71,7 +71,9 @@ use serde::Serialize;
 pub use aggregate::aggregate_stats;
 pub use complete::incomplete_note;
 pub use engine::{Anomalies, Call, CallSink, CLOSED_BY_MISMATCH, THREW, UNFINISHED};
-pub use read::{scan_bytes, scan_file, scan_recording, TraceError};
+pub use read::{
+    scan_bytes, scan_file, scan_file_with_progress, scan_recording, ScanProgress, TraceError,
+};
 pub use render::TreeView;
 pub use stats::{fmt_ns, MethodStats, PairStats, SortKey};
 pub use tree::{CallTree, Node, NodeRef, ThreadTree};
@@ -123,6 +125,9 @@ pub struct TraceStats {
     pub percentiles_exact: bool,
     pub events: u64,
     pub calls: u64,
+    /// The agent's `trace.events_dropped` counter: events lost when a thread's
+    /// trace ring was full. The trace is incomplete when it is not 0.
+    pub dropped_events: u64,
     pub probe_cost_ns: Option<f64>,
     pub anomalies: Anomalies,
     pub methods: Vec<MethodStats>,
@@ -190,6 +195,20 @@ impl TraceStats {
     ) -> Result<(TraceStats, Recording), TraceError> {
         let mut feeder = Feeder::new(StatsSink::default(), options);
         let rec = scan_bytes(bytes, |r, b| feeder.batch(r, b))?;
+        Ok((Self::finish(feeder, &rec, options), rec))
+    }
+
+    /// Statistics streamed from a recording file, one chunk at a time (memory is
+    /// the per-thread stacks and per-method totals, whatever the file's size),
+    /// calling `progress` after each chunk; returns the recording without its
+    /// traces too.
+    pub fn from_file(
+        path: &std::path::Path,
+        options: &TraceOptions,
+        progress: &mut dyn FnMut(ScanProgress),
+    ) -> Result<(TraceStats, Recording), TraceError> {
+        let mut feeder = Feeder::new(StatsSink::default(), options);
+        let rec = scan_file_with_progress(path, progress, |r, b| feeder.batch(r, b))?;
         Ok((Self::finish(feeder, &rec, options), rec))
     }
 
@@ -284,6 +303,18 @@ impl CallTree {
     ) -> Result<(CallTree, Recording), TraceError> {
         let mut feeder = Feeder::new(TreeSink::default(), options);
         let rec = scan_bytes(bytes, |r, b| feeder.batch(r, b))?;
+        Ok((Self::finish(feeder, &rec, options), rec))
+    }
+
+    /// The call tree streamed from a recording file, one chunk at a time (only
+    /// the nodes are kept), calling `progress` after each chunk.
+    pub fn from_file(
+        path: &std::path::Path,
+        options: &TraceOptions,
+        progress: &mut dyn FnMut(ScanProgress),
+    ) -> Result<(CallTree, Recording), TraceError> {
+        let mut feeder = Feeder::new(TreeSink::default(), options);
+        let rec = scan_file_with_progress(path, progress, |r, b| feeder.batch(r, b))?;
         Ok((Self::finish(feeder, &rec, options), rec))
     }
 

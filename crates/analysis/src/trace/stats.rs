@@ -246,12 +246,21 @@ impl StatsSink {
             percentiles_exact: exact,
             events,
             calls: self.calls,
+            dropped_events: dropped_events(rec),
             probe_cost_ns: None,
             anomalies,
             methods,
             pairs: pair_rows(rec, &self.pairs),
         }
     }
+}
+
+/// The recording's count of dropped trace events.
+pub(crate) fn dropped_events(rec: &Recording) -> u64 {
+    rec.counters
+        .get("trace.events_dropped")
+        .copied()
+        .unwrap_or(0)
 }
 
 pub(crate) fn pair_rows(rec: &Recording, pairs: &PairMap) -> Vec<PairStats> {
@@ -422,5 +431,55 @@ impl TraceStats {
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use jscope_format::*;
+
+    use crate::trace::{TraceOptions, TraceStats};
+    use crate::Info;
+
+    /// One call of method 1 on thread 1, and the agent's counters saying `dropped`
+    /// events were lost.
+    fn recording(dropped: u64) -> Vec<u8> {
+        let mut w = ChunkWriter::new();
+        let ev = |kind, ticks| TraceEvent {
+            kind,
+            method: MethodId(1),
+            ticks,
+            untraced: 0,
+            cpu_ns: 0,
+        };
+        w.trace(&TraceBatch {
+            thread: ThreadId(1),
+            has_cpu: false,
+            events: vec![ev(TraceKind::Enter, 10), ev(TraceKind::Exit, 30)],
+        });
+        w.counters(40, &[("trace.events_dropped", dropped)]);
+        let mut bytes = encode_file_start(&Header {
+            ticks_per_second: 1_000_000_000,
+            ..Default::default()
+        });
+        bytes.extend(w.finish_indexed());
+        bytes
+    }
+
+    #[test]
+    fn stats_and_info_count_dropped_trace_events() {
+        let bytes = recording(5);
+        let (stats, rec) = TraceStats::from_bytes(&bytes, &TraceOptions::default()).unwrap();
+        assert_eq!((stats.events, stats.dropped_events), (2, 5));
+        let info = Info::of(&rec);
+        assert_eq!(info.trace.dropped, 5);
+        assert!(crate::trace::incomplete_note(&rec)
+            .unwrap()
+            .starts_with("trace incomplete: 5 events dropped"));
+
+        let bytes = recording(0);
+        let (stats, rec) = TraceStats::from_bytes(&bytes, &TraceOptions::default()).unwrap();
+        assert_eq!(stats.dropped_events, 0);
+        assert_eq!(crate::trace::incomplete_note(&rec), None);
     }
 }
