@@ -341,6 +341,54 @@ fn folded_pushes_keep_their_labels_and_bad_bodies_get_400() {
 }
 
 #[test]
+fn a_pprof_push_reads_like_its_recording() {
+    let data = temp_dir("cli-push-pprof");
+    let served = serving::serve(&jscope_bin(), &data, &[]);
+    let dir = temp_dir("cli-push-pprof-file");
+    let jsc = dir.join("app.jsc");
+    std::fs::write(&jsc, synthetic_recording().bytes).unwrap();
+    let pprof = dir.join("app.pb.gz");
+    let out = jscope(&[
+        "export",
+        jsc.to_str().unwrap(),
+        "--format",
+        "pprof",
+        "-o",
+        pprof.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let gz = std::fs::read(&pprof).unwrap();
+    // As the Go SDK sends it (a multipart `profile` part), and as a raw body.
+    let body = multipart("xyz", &[("profile", &gz), ("sample_type_config", b"{}")]);
+    let (status, _, reply) = post(
+        served.http,
+        "/ingest?name=gosvc.cpu%7Bpod%3Da%7D&from=1700000000&until=1700000010&format=pprof",
+        &[("Content-Type", "multipart/form-data; boundary=xyz")],
+        &body,
+    );
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&reply));
+    let id = pushed_id(&reply);
+    let (status, _, reply) = post(
+        served.http,
+        "/ingest?name=gosvc.cpu%7Bpod%3Da%7D&format=pprof",
+        &[],
+        &gz,
+    );
+    assert_eq!((status, pushed_id(&reply)), (200, id.clone()));
+    let (samples, stacks) = flame(&served, &id, "cpu");
+    assert_eq!(samples, 60);
+    for method in ["first", "second", "third"] {
+        assert_eq!(
+            count_of(&stacks, &format!("demo.App.main;demo.App.{method}")),
+            20,
+            "{stacks}"
+        );
+    }
+    assert_eq!(row(&served, &id)["service"], "gosvc");
+    assert!(served.interrupt());
+}
+
+#[test]
 fn pushes_need_the_token_when_the_collector_has_one() {
     let data = temp_dir("cli-push-token");
     let served = serving::serve(&jscope_bin(), &data, &["--token", "s3cret"]);
