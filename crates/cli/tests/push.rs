@@ -338,6 +338,34 @@ fn folded_pushes_keep_their_labels_and_bad_bodies_get_400() {
     assert_eq!(v["samples"], 0);
     assert_eq!(served.json("/api/jvms").as_array().unwrap().len(), 2);
     assert!(served.interrupt());
+
+    // A restarted collector carries the stream on: new names are added to what the
+    // store holds, the old ones keep their meaning.
+    let served = serving::serve(&jscope_bin(), &data, &[]);
+    let more =
+        b"com.acme.Main.main;com.acme.Shop.pay 5\ncom.acme.Main.main;com.acme.Shop.browse 1\n";
+    let push = |name: &str, body: &[u8]| {
+        post(
+            served.http,
+            &format!("/ingest?name={name}&from=1700000020&until=1700000021"),
+            &[],
+            body,
+        )
+    };
+    let (status, _, reply) = push("shop.cpu%7Bregion%3Deu%2Cenv%3Dprod%7D", more);
+    assert_eq!((status, pushed_id(&reply)), (200, prod.clone()));
+    let (samples, stacks) = flame(&served, &prod, "cpu");
+    assert_eq!(samples, 86);
+    assert_eq!(
+        count_of(&stacks, "com.acme.Main.main;com.acme.Shop.checkout"),
+        60
+    );
+    assert_eq!(
+        count_of(&stacks, "com.acme.Main.main;com.acme.Shop.browse"),
+        21
+    );
+    assert_eq!(count_of(&stacks, "com.acme.Main.main;com.acme.Shop.pay"), 5);
+    assert!(served.interrupt());
 }
 
 #[test]
