@@ -160,6 +160,15 @@ fn a_pyroscope_jfr_push_and_an_otlp_push_show_as_jvms_with_their_service() {
     assert_eq!(cpu_samples, 168);
     assert_eq!(count_of(&cpu, "ApFixture.main;ApFixture.burn"), 19, "{cpu}");
 
+    // Its allocations and monitor waits too.
+    for command in ["alloc", "locks"] {
+        let of_file = jscope(&[command, file]);
+        let of_push = jscope(&[command, "--collector", &url, "--jvm", &jfr_id]);
+        assert!(of_push.status.success(), "{}", stderr(&of_push));
+        assert_eq!(stdout(&of_push), stdout(&of_file), "{command}");
+    }
+    assert!(stdout(&jscope(&["alloc", file])).contains("1974"));
+
     // OTLP: an export of a known recording, as protobuf.
     let dir = temp_dir("cli-push-otlp");
     let jsc = dir.join("app.jsc");

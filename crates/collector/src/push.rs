@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use jscope_format::{
-    encode_file_start, ChunkWriter, ClassDef, ClassId, Frame, FrameKind, Header, MethodDef,
-    MethodId, Record, Recording, Sample, SampleMode, StackId, StringId, ThreadDef, ThreadId,
+    encode_file_start, ChunkWriter, ClassDef, ClassId, EventKind, Frame, FrameKind, Header,
+    JvmEvent, MethodDef, MethodId, Record, Recording, Sample, SampleMode, StackId, StringId,
+    ThreadDef, ThreadId,
 };
 
 use crate::http::{Request, Response};
@@ -109,6 +110,9 @@ pub struct Pushed {
     pub samples: Vec<PushedSample>,
     /// Profile types the push held that jscope does not store (alloc, lock, ...).
     pub skipped: Vec<String>,
+    /// A pushed JFR recording, whose JVM events (allocations, monitors, parks, GC,
+    /// thread starts and ends) are stored beside the samples.
+    pub events_of: Option<Recording>,
 }
 
 impl Pushed {
@@ -127,6 +131,10 @@ impl Pushed {
 
     fn total(&self) -> u64 {
         self.samples.iter().map(|s| s.count).sum()
+    }
+
+    fn events(&self) -> usize {
+        self.events_of.as_ref().map_or(0, |r| r.events.len())
     }
 }
 
@@ -235,26 +243,27 @@ impl Stream {
         id
     }
 
-    fn method(&mut self, w: &mut ChunkWriter, f: &PushedFrame) -> MethodId {
-        let class = if f.class.is_empty() {
-            ClassId(0)
-        } else {
-            let name = self.string(w, &f.class);
-            match self.classes.get(&name) {
-                Some(&id) => id,
-                None => {
-                    let c = ClassDef {
-                        id: ClassId(self.dict.classes.len().max(1) as u32),
-                        name,
-                        source_file: StringId(0),
-                    };
-                    w.class(&c);
-                    self.dict.apply(Record::Class(c));
-                    self.classes.insert(name, c.id);
-                    c.id
-                }
-            }
+    fn class(&mut self, w: &mut ChunkWriter, class: &str) -> ClassId {
+        if class.is_empty() {
+            return ClassId(0);
+        }
+        let name = self.string(w, class);
+        if let Some(&id) = self.classes.get(&name) {
+            return id;
+        }
+        let c = ClassDef {
+            id: ClassId(self.dict.classes.len().max(1) as u32),
+            name,
+            source_file: StringId(0),
         };
+        w.class(&c);
+        self.dict.apply(Record::Class(c));
+        self.classes.insert(name, c.id);
+        c.id
+    }
+
+    fn method(&mut self, w: &mut ChunkWriter, f: &PushedFrame) -> MethodId {
+        let class = self.class(w, &f.class);
         let name = self.string(w, &f.method);
         if let Some(&id) = self.methods.get(&(class, name)) {
             return id;
@@ -313,6 +322,127 @@ impl Stream {
     }
 }
 
+/// A pushed recording's ids as the stream's: classes, stacks and threads by name.
+struct Remap<'a> {
+    rec: &'a Recording,
+    stacks: HashMap<StackId, StackId>,
+}
+
+impl Remap<'_> {
+    fn class(&self, st: &mut Stream, w: &mut ChunkWriter, id: ClassId) -> ClassId {
+        let name = self.rec.class(id).map_or("", |c| self.rec.string(c.name));
+        st.class(w, name)
+    }
+
+    fn stack(&mut self, st: &mut Stream, w: &mut ChunkWriter, id: StackId) -> StackId {
+        if id == StackId::NONE {
+            return id;
+        }
+        if let Some(&s) = self.stacks.get(&id) {
+            return s;
+        }
+        let s = st.stack(w, &crate::push_formats::frames_of(self.rec, id));
+        self.stacks.insert(id, s);
+        s
+    }
+
+    fn thread(&self, st: &mut Stream, w: &mut ChunkWriter, id: ThreadId) -> ThreadId {
+        if id == ThreadId::NONE {
+            return id;
+        }
+        st.thread(w, &crate::push_formats::thread_name(self.rec, id))
+    }
+
+    /// The event with the stream's ids; `None` for kinds a push does not keep
+    /// (class loads, compilations, user events).
+    fn event(
+        &mut self,
+        st: &mut Stream,
+        w: &mut ChunkWriter,
+        e: &JvmEvent,
+        start: u64,
+    ) -> Option<JvmEvent> {
+        use EventKind as K;
+        let kind = match e.kind {
+            K::ThreadStart { parent } => K::ThreadStart {
+                parent: self.thread(st, w, parent),
+            },
+            K::ThreadEnd {} => K::ThreadEnd {},
+            K::MonitorBlocked {
+                duration_ns,
+                class,
+                object,
+                owner,
+                stack,
+            } => K::MonitorBlocked {
+                duration_ns,
+                class: self.class(st, w, class),
+                object,
+                owner: self.thread(st, w, owner),
+                stack: self.stack(st, w, stack),
+            },
+            K::MonitorWait {
+                duration_ns,
+                class,
+                object,
+                timeout_ms,
+                timed_out,
+                stack,
+            } => K::MonitorWait {
+                duration_ns,
+                class: self.class(st, w, class),
+                object,
+                timeout_ms,
+                timed_out,
+                stack: self.stack(st, w, stack),
+            },
+            K::Park {
+                duration_ns,
+                blocker_class,
+                timeout_ns,
+                stack,
+            } => K::Park {
+                duration_ns,
+                blocker_class: self.class(st, w, blocker_class),
+                timeout_ns,
+                stack: self.stack(st, w, stack),
+            },
+            K::Gc { duration_ns } => K::Gc { duration_ns },
+            K::Alloc {
+                class,
+                size,
+                stack,
+                object,
+                allocated_total,
+            } => K::Alloc {
+                class: self.class(st, w, class),
+                size,
+                stack: self.stack(st, w, stack),
+                object,
+                allocated_total,
+            },
+            K::ObjectFree {
+                object,
+                allocated_total,
+            } => K::ObjectFree {
+                object,
+                allocated_total,
+            },
+            _ => return None,
+        };
+        let wall = self
+            .rec
+            .header
+            .start_wall_ns
+            .saturating_add(self.rec.ticks_to_ns(e.ticks));
+        Some(JvmEvent {
+            thread: self.thread(st, w, e.thread),
+            ticks: wall.saturating_sub(start),
+            kind,
+        })
+    }
+}
+
 /// The pushed streams this collector has written to since it started.
 #[derive(Default)]
 pub struct Pushes {
@@ -362,7 +492,7 @@ impl Pushes {
             )));
         }
         let id = src.stream_id();
-        if total == 0 {
+        if total == 0 && pushed.events() == 0 {
             return Ok((id, 0));
         }
         let stream = {
@@ -448,6 +578,26 @@ fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Resul
             }
         }
     }
+    if let Some(rec) = &pushed.events_of {
+        let mut remap = Remap {
+            rec,
+            stacks: HashMap::new(),
+        };
+        for e in &rec.events {
+            let Some(e) = remap.event(st, &mut w, e, start) else {
+                continue;
+            };
+            w.event(&e);
+            let (lo, hi) = (
+                start + e.ticks,
+                start + e.ticks + crate::jvm::event_ticks(&e).2,
+            );
+            span = Some(span.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+            if w.raw_len() >= CHUNK_BYTES {
+                append(store, id, st, &mut w, span.take())?;
+            }
+        }
+    }
     if !w.is_empty() {
         append(store, id, st, &mut w, span)?;
     }
@@ -476,6 +626,7 @@ pub fn ingest(pushes: &Pushes, store: &dyn Store, req: &Request) -> Result<Respo
         "jvm": id,
         "service": src.service,
         "samples": samples,
+        "events": pushed.events(),
         "skipped": pushed.skipped,
     })))
 }

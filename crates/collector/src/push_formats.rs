@@ -7,7 +7,7 @@ use std::io::Read;
 
 use flate2::read::GzDecoder;
 use jscope_export::pprof;
-use jscope_format::{FrameKind, Recording, SampleMode};
+use jscope_format::{FrameKind, Recording, SampleMode, StackId, ThreadId};
 use opentelemetry_proto::tonic::collector::profiles::v1development::{
     ExportProfilesServiceRequest, ExportProfilesServiceResponse,
 };
@@ -436,10 +436,39 @@ fn jfr_body(body: &[u8]) -> Result<Pushed, PushError> {
             d.offset, d.reason
         )));
     }
-    Ok(from_recording(&rec))
+    Ok(from_recording(rec))
 }
 
-fn from_recording(rec: &Recording) -> Pushed {
+/// The frames of a recording's stack, by name.
+pub(crate) fn frames_of(rec: &Recording, stack: StackId) -> Vec<PushedFrame> {
+    rec.stack(stack)
+        .iter()
+        .map(|f| {
+            let (class, method) = match rec.method(f.method) {
+                Some(m) => (
+                    rec.class(m.class)
+                        .map_or("", |c| rec.string(c.name))
+                        .to_string(),
+                    rec.string(m.name).to_string(),
+                ),
+                None => (String::new(), "[unknown]".to_string()),
+            };
+            PushedFrame {
+                class,
+                method,
+                line: f.line,
+                kind: f.kind,
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn thread_name(rec: &Recording, id: ThreadId) -> String {
+    rec.thread(id)
+        .map_or_else(|| format!("thread {}", id.0), |t| t.name.clone())
+}
+
+fn from_recording(rec: Recording) -> Pushed {
     let mut p = Pushed::default();
     let mut stacks: HashMap<u32, usize> = HashMap::new();
     let mut index = HashMap::new();
@@ -447,28 +476,7 @@ fn from_recording(rec: &Recording) -> Pushed {
         let stack = match stacks.get(&s.stack.0) {
             Some(&i) => i,
             None => {
-                let frames = rec
-                    .stack(s.stack)
-                    .iter()
-                    .map(|f| {
-                        let (class, method) = match rec.method(f.method) {
-                            Some(m) => (
-                                rec.class(m.class)
-                                    .map_or("", |c| rec.string(c.name))
-                                    .to_string(),
-                                rec.string(m.name).to_string(),
-                            ),
-                            None => (String::new(), "[unknown]".to_string()),
-                        };
-                        PushedFrame {
-                            class,
-                            method,
-                            line: f.line,
-                            kind: f.kind,
-                        }
-                    })
-                    .collect();
-                let i = p.stack(&mut index, frames);
+                let i = p.stack(&mut index, frames_of(&rec, s.stack));
                 stacks.insert(s.stack.0, i);
                 i
             }
@@ -477,12 +485,9 @@ fn from_recording(rec: &Recording) -> Pushed {
             .header
             .start_wall_ns
             .saturating_add(rec.ticks_to_ns(s.ticks));
-        let thread = rec
-            .thread(s.thread)
-            .map_or_else(|| format!("thread {}", s.thread.0), |t| t.name.clone());
         p.samples.push(PushedSample {
             stack,
-            thread,
+            thread: thread_name(&rec, s.thread),
             mode: s.mode,
             count: 1,
             from_ns: wall,
@@ -491,12 +496,7 @@ fn from_recording(rec: &Recording) -> Pushed {
             state: s.state,
         });
     }
-    if !rec.events.is_empty() {
-        p.skipped.push(format!(
-            "{} JVM events (only samples are stored)",
-            rec.events.len()
-        ));
-    }
+    p.events_of = Some(rec);
     p
 }
 
