@@ -496,15 +496,16 @@ impl Pushes {
             return Ok((id, 0));
         }
         let stream = {
-            let streams = self.streams.lock().expect("push streams lock");
-            streams.get(&id).cloned()
-        };
-        let stream = match stream {
-            Some(s) => s,
-            None => {
-                let s = Arc::new(Mutex::new(self.open(store, &id, src, pushed)?));
-                let mut streams = self.streams.lock().expect("push streams lock");
-                streams.entry(id.clone()).or_insert(s).clone()
+            // Held while a new stream opens, so that two first pushes of one stream
+            // open it once; opening reads at most the stream's last segment.
+            let mut streams = self.streams.lock().expect("push streams lock");
+            match streams.get(&id) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = Arc::new(Mutex::new(self.open(store, &id, src, pushed)?));
+                    streams.insert(id.clone(), s.clone());
+                    s
+                }
             }
         };
         let mut st = stream.lock().expect("push stream lock");
