@@ -241,9 +241,14 @@ impl ApiContext {
         if !self.authorised(req) {
             return Some(Response::error(401, "token required"));
         }
-        Some(match handler(pushes, &*self.store, req) {
-            Ok(r) => r,
-            Err(e) => Response::error(e.status, &e.message),
+        // A push that panics (a bug) answers 500 and leaves the collector serving.
+        let pushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handler(pushes, &*self.store, req)
+        }));
+        Some(match pushed {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => Response::error(e.status, &e.message),
+            Err(_) => Response::error(500, "jscope: the push failed (internal error)"),
         })
     }
 

@@ -130,7 +130,9 @@ impl Pushed {
     }
 
     fn total(&self) -> u64 {
-        self.samples.iter().map(|s| s.count).sum()
+        self.samples
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.count))
     }
 
     fn events(&self) -> usize {
@@ -498,7 +500,7 @@ impl Pushes {
         let stream = {
             // Held while a new stream opens, so that two first pushes of one stream
             // open it once; opening reads at most the stream's last segment.
-            let mut streams = self.streams.lock().expect("push streams lock");
+            let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
             match streams.get(&id) {
                 Some(s) => s.clone(),
                 None => {
@@ -508,7 +510,7 @@ impl Pushes {
                 }
             }
         };
-        let mut st = stream.lock().expect("push stream lock");
+        let mut st = stream.lock().unwrap_or_else(|e| e.into_inner());
         write(store, &id, &mut st, pushed)?;
         Ok((id, total))
     }
@@ -589,10 +591,8 @@ fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Resul
                 continue;
             };
             w.event(&e);
-            let (lo, hi) = (
-                start + e.ticks,
-                start + e.ticks + crate::jvm::event_ticks(&e).2,
-            );
+            let lo = start.saturating_add(e.ticks);
+            let hi = lo.saturating_add(crate::jvm::event_ticks(&e).2);
             span = Some(span.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
             if w.raw_len() >= CHUNK_BYTES {
                 append(store, id, st, &mut w, span.take())?;

@@ -176,8 +176,8 @@ fn number(req: &Request, name: &str) -> Result<Option<u64>, PushError> {
 fn epoch_ns(v: u64) -> u64 {
     match v {
         0..=99_999_999_999 => v.saturating_mul(1_000_000_000),
-        100_000_000_000..=99_999_999_999_999 => v * 1_000_000,
-        100_000_000_000_000..=99_999_999_999_999_999 => v * 1_000,
+        100_000_000_000..=99_999_999_999_999 => v.saturating_mul(1_000_000),
+        100_000_000_000_000..=99_999_999_999_999_999 => v.saturating_mul(1_000),
         _ => v,
     }
 }
@@ -367,7 +367,7 @@ fn pprof_body(
     };
     let (from, to) = if prof.time_nanos > 0 {
         let t = prof.time_nanos as u64;
-        (t, t + prof.duration_nanos.max(0) as u64)
+        (t, t.saturating_add(prof.duration_nanos.max(0) as u64))
     } else {
         (from, to)
     };
@@ -680,6 +680,116 @@ mod tests {
         assert!(parse_name("shop{env").is_err());
         assert!(parse_name("shop{env}").is_err());
         assert!(parse_name("{env=prod}").is_err());
+    }
+
+    fn ingest(format: &str, body: &[u8]) -> Request {
+        let mut req = crate::http::parse_target(&format!(
+            "/ingest?name=app.cpu&from=1700000000&until=1700000001&format={format}"
+        ));
+        req.body = body.to_vec();
+        req
+    }
+
+    fn small_pprof() -> Vec<u8> {
+        use pprof::{Function, Line, Location, Profile, Sample, ValueType};
+        let strings = [
+            "",
+            "samples",
+            "count",
+            "cpu",
+            "nanoseconds",
+            "a.B.c",
+            "a.B.d",
+        ];
+        Profile {
+            sample_type: vec![
+                ValueType { r#type: 1, unit: 2 },
+                ValueType { r#type: 3, unit: 4 },
+            ],
+            sample: vec![Sample {
+                location_id: vec![2, 1],
+                value: vec![3, 30_000_000],
+                label: vec![],
+            }],
+            location: (1..=2)
+                .map(|id| Location {
+                    id,
+                    line: vec![Line {
+                        function_id: id,
+                        line: 7,
+                    }],
+                    ..Location::default()
+                })
+                .collect(),
+            function: (1..=2)
+                .map(|id| Function {
+                    id,
+                    name: 4 + id as i64,
+                    ..Function::default()
+                })
+                .collect(),
+            string_table: strings.iter().map(|s| s.to_string()).collect(),
+            ..Profile::default()
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn a_pprof_body_counts_its_samples() {
+        let (src, p) = pyroscope(&ingest("pprof", &small_pprof())).unwrap();
+        assert_eq!(src.service, "app");
+        assert_eq!(p.samples.len(), 1);
+        let s = &p.samples[0];
+        assert_eq!(
+            (s.count, s.weight_ns, s.mode),
+            (3, 10_000_000, SampleMode::Cpu)
+        );
+        let names: Vec<&str> = p.stacks[s.stack]
+            .iter()
+            .map(|f| f.method.as_str())
+            .collect();
+        assert_eq!(names, ["d", "c"]);
+    }
+
+    /// Every cut and many corruptions of real bodies are refused or read, never a panic.
+    #[test]
+    fn cut_and_corrupt_bodies_never_panic() {
+        let jfr = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../jfr/tests/data/async-profiler.jfr"),
+        )
+        .unwrap();
+        let bodies = [
+            ("pprof", small_pprof()),
+            ("jfr", jfr),
+            ("folded", b"a;b 3\nc 1\n".to_vec()),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for (format, body) in &bodies {
+            let step = (body.len() / 100).max(1);
+            for cut in (0..body.len()).step_by(step) {
+                let _ = pyroscope(&ingest(format, &body[..cut]));
+            }
+            for _ in 0..100 {
+                let mut b = body.clone();
+                for _ in 0..4 {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let i = (seed % b.len() as u64) as usize;
+                    b[i] = (seed >> 32) as u8;
+                }
+                let _ = pyroscope(&ingest(format, &b));
+            }
+        }
+        let otlp = ExportProfilesServiceRequest::default().encode_to_vec();
+        for cut in 0..otlp.len() {
+            let req = Request {
+                body: otlp[..cut].to_vec(),
+                ..Request::default()
+            };
+            let _ = super::otlp(&req);
+        }
     }
 
     #[test]
