@@ -446,5 +446,23 @@ fn pushes_need_the_token_when_the_collector_has_one() {
         b"a;b 1\n",
     );
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&reply));
+
+    // `Expect: 100-continue` (curl's way with bodies over 1 KiB) is answered at once.
+    let mut s = TcpStream::connect(served.http).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let body = b"a;b 2\n";
+    write!(
+        s,
+        "POST {path}&token=s3cret HTTP/1.1\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    let mut interim = [0u8; 25];
+    s.read_exact(&mut interim).unwrap();
+    assert_eq!(&interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    s.write_all(body).unwrap();
+    let mut rest = String::new();
+    s.read_to_string(&mut rest).unwrap();
+    assert!(rest.starts_with("HTTP/1.1 200"), "{rest}");
     assert!(served.interrupt());
 }
