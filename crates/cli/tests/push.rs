@@ -238,6 +238,74 @@ fn a_pyroscope_jfr_push_and_an_otlp_push_show_as_jvms_with_their_service() {
     assert_eq!(stored, collapsed(&[file, "--mode", "cpu"]));
 }
 
+/// A JFR that a JDK records in the test run (`-XX:StartFlightRecording`, the
+/// `JfrSplit` fixture), pushed raw: the collector holds the file's stacks.
+#[test]
+fn a_jdk_flight_recording_pushed_reads_like_the_file() {
+    let java = jscope_testkit::javas()
+        .into_iter()
+        .next()
+        .expect("a JDK to record with");
+    let classes = jscope_testkit::compile_fixtures(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/jfr_fixtures"),
+    );
+    let file = temp_dir("cli-push-jdk").join("split.jfr");
+    let out = jscope_testkit::Child::spawn(
+        std::process::Command::new(&java.bin)
+            .arg(format!(
+                "-XX:StartFlightRecording=filename={},settings=profile",
+                file.display()
+            ))
+            .arg("-Xlog:jfr=warning")
+            .arg("-cp")
+            .arg(classes)
+            .args(["JfrSplit", "1"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped()),
+    )
+    .finish(Duration::from_secs(120));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let data = temp_dir("cli-push-jdk-data");
+    let served = serving::serve(&jscope_bin(), &data, &[]);
+    let jdk = java.major.to_string();
+    let (status, _, reply) = post(
+        served.http,
+        &format!("/ingest?name=jfrsplit%7Bjdk%3D{jdk}%7D&format=jfr&spyName=jfr"),
+        &[("Content-Type", "application/octet-stream")],
+        &std::fs::read(&file).unwrap(),
+    );
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&reply));
+    let id = pushed_id(&reply);
+    let r = row(&served, &id);
+    assert_eq!(r["service"], "jfrsplit");
+    assert_eq!(r["labels"]["jdk"], jdk.as_str());
+    let file = file.to_str().unwrap();
+    let expected = collapsed(&[file, "--mode", "cpu"]);
+    assert!(
+        expected.iter().any(|l| l.contains("JfrSplit.seventy")),
+        "{expected:?}"
+    );
+    assert_eq!(
+        collapsed(&["--collector", &served.url(), "--jvm", &id, "--mode", "cpu"]),
+        expected
+    );
+    let report = |args: &[&str]| {
+        let out = jscope(&[&["report", "--mode", "cpu"][..], args].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    assert_eq!(
+        report(&["--collector", &served.url(), "--jvm", &id]),
+        report(&[file])
+    );
+    assert!(served.interrupt());
+}
+
 #[test]
 fn folded_pushes_keep_their_labels_and_bad_bodies_get_400() {
     let data = temp_dir("cli-push-folded");
