@@ -346,6 +346,11 @@ fn folded_pushes_keep_their_labels_and_bad_bodies_get_400() {
         count_of(&stacks, "com.acme.Main.main;com.acme.Shop.browse"),
         10
     );
+    // Hot methods: the checkout on top of 30 of the 40.
+    let hot = served.json(&format!("/api/jvms/{prod}/hot?mode=cpu"));
+    assert_eq!(hot["samples"], 40);
+    assert_eq!(hot["methods"][0]["method"], "com.acme.Shop.checkout");
+    assert_eq!(hot["methods"][0]["self_samples"], 30);
     // Samples spread over from..until: the pushed JVM starts at `from`.
     assert_eq!(r["started_ms"], 1_700_000_000_000u64);
 
