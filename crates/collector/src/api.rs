@@ -41,6 +41,8 @@ pub struct ApiContext {
     pub token: Option<String>,
     /// Exact-trace trees the tree browser reads, kept while their data is unchanged.
     pub trees: crate::api_tree::TreeCache,
+    /// Streams of pushed profiles; `None` where pushes are not accepted (`view`).
+    pub pushes: Option<crate::push::Pushes>,
 }
 
 /// One row of the JVM list (xdProf's GUI, plus what a collector knows).
@@ -62,6 +64,8 @@ pub struct JvmSummary {
     /// count seconds from here.
     pub started_ms: u64,
     pub labels: BTreeMap<String, String>,
+    /// The service a push named; for agents, the main class.
+    pub service: String,
     /// `connected` or `gone`.
     pub status: &'static str,
     pub connected_since_ms: Option<u64>,
@@ -92,12 +96,18 @@ fn summary(stored: Option<&StoredJvm>, live: Option<&LiveFigures>) -> Option<Jvm
     let connected = l.as_ref().is_some_and(|l| l.connected);
     let dropped = l.as_ref().map_or(0, |l| l.dropped_samples);
     let lost = l.as_ref().map_or(0, |l| l.lost_chunks);
+    let main_class = crate::jvm::main_class_of(&identity.command_line);
+    let service = if identity.service.is_empty() {
+        main_class.clone()
+    } else {
+        identity.service.clone()
+    };
     Some(JvmSummary {
         id: identity.id,
         pid: identity.pid,
         host: identity.host,
         address: identity.address,
-        main_class: crate::jvm::main_class_of(&identity.command_line),
+        main_class,
         command_line: identity.command_line,
         vm: identity.vm,
         java_version: identity.java_version,
@@ -106,6 +116,7 @@ fn summary(stored: Option<&StoredJvm>, live: Option<&LiveFigures>) -> Option<Jvm
         modes: identity.modes,
         started_ms: ms(identity.start_wall_ns),
         labels: identity.labels.into_iter().collect(),
+        service,
         status: if connected { "connected" } else { "gone" },
         connected_since_ms: l.as_ref().map(|l| ms(l.connected_since_ns)),
         gone_since_ms: l.as_ref().and_then(|l| l.disconnected_ns).map(ms),
@@ -187,6 +198,12 @@ impl ApiContext {
             "/browse.css" => return Response::bytes("text/css; charset=utf-8", BROWSE_CSS),
             _ => {}
         }
+        if let Some(r) = self.push(path, req) {
+            return r;
+        }
+        if req.method == "POST" {
+            return Response::error(405, "only GET here");
+        }
         if !path.starts_with("/api/") {
             return Response::error(404, "no such page");
         }
@@ -203,6 +220,36 @@ impl ApiContext {
             }
             Err(e) => Response::error(500, &e.to_string()),
         }
+    }
+
+    /// Pyroscope's and OTLP's push endpoints; `None` for other paths.
+    fn push(&self, path: &str, req: &Request) -> Option<Response> {
+        let handler = match path {
+            "/ingest" => crate::push::ingest,
+            "/v1development/profiles" => crate::push::otlp,
+            _ => return None,
+        };
+        let Some(pushes) = &self.pushes else {
+            return Some(Response::error(
+                404,
+                "pushes go to a collector (jscope serve)",
+            ));
+        };
+        if req.method != "POST" {
+            return Some(Response::error(405, "push with POST"));
+        }
+        if !self.authorised(req) {
+            return Some(Response::error(401, "token required"));
+        }
+        // A push that panics (a bug) answers 500 and leaves the collector serving.
+        let pushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handler(pushes, &*self.store, req)
+        }));
+        Some(match pushed {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => Response::error(e.status, &e.message),
+            Err(_) => Response::error(500, "jscope: the push failed (internal error)"),
+        })
     }
 
     fn route(&self, path: &str, req: &Request) -> Result<Response, CollectorError> {

@@ -1,5 +1,6 @@
-//! A small HTTP/1.1 server for the API and the UI: GET only, one request per
-//! connection, bounded request size and time, a thread per request up to a limit.
+//! A small HTTP/1.1 server for the API and the UI: GET, and POST with a
+//! `Content-Length` body for pushes (`push`), one request per connection, bounded
+//! request size and time, a thread per request up to a limit.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -10,6 +11,8 @@ use std::time::Duration;
 
 const MAX_HEAD: u64 = 16 << 10;
 const MAX_CONCURRENT: usize = 64;
+/// The largest request body read (a pushed profile).
+pub const MAX_BODY: u64 = 64 << 20;
 
 /// A parsed request.
 #[derive(Debug, Clone, Default)]
@@ -18,6 +21,10 @@ pub struct Request {
     pub path: String,
     pub query: Vec<(String, String)>,
     pub authorization: Option<String>,
+    pub content_type: Option<String>,
+    pub content_encoding: Option<String>,
+    /// The body of a POST (empty for GET).
+    pub body: Vec<u8>,
 }
 
 impl Request {
@@ -107,34 +114,78 @@ fn handle(stream: TcpStream, handler: &Handler) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
     let response = match read_request(&stream) {
-        Some(req) if req.method == "GET" || req.method == "HEAD" => handler(&req),
-        Some(_) => Response::error(405, "only GET"),
-        None => Response::error(400, "bad request"),
+        Ok(req) if matches!(req.method.as_str(), "GET" | "HEAD" | "POST") => handler(&req),
+        Ok(_) => Response::error(405, "only GET and POST"),
+        Err(r) => r,
     };
     let _ = respond(&stream, &response);
 }
 
-fn read_request(stream: &TcpStream) -> Option<Request> {
+fn read_request(stream: &TcpStream) -> Result<Request, Response> {
+    let bad = || Response::error(400, "bad request");
     let mut r = BufReader::new(stream.take(MAX_HEAD));
     let mut line = String::new();
-    r.read_line(&mut line).ok()?;
+    r.read_line(&mut line).map_err(|_| bad())?;
     let mut parts = line.split_whitespace();
-    let method = parts.next()?.to_string();
-    let target = parts.next()?;
+    let method = parts.next().ok_or_else(bad)?.to_string();
+    let target = parts.next().ok_or_else(bad)?;
     let mut req = parse_target(target);
     req.method = method;
+    let mut length: Option<u64> = None;
+    let mut chunked = false;
+    let mut expect_continue = false;
     loop {
         let mut h = String::new();
-        if r.read_line(&mut h).ok()? == 0 || h.trim().is_empty() {
+        if r.read_line(&mut h).map_err(|_| bad())? == 0 || h.trim().is_empty() {
             break;
         }
-        if let Some((k, v)) = h.split_once(':') {
-            if k.trim().eq_ignore_ascii_case("authorization") {
-                req.authorization = Some(v.trim().to_string());
-            }
+        let Some((k, v)) = h.split_once(':') else {
+            continue;
+        };
+        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_string());
+        match k.as_str() {
+            "authorization" => req.authorization = Some(v),
+            "content-type" => req.content_type = Some(v),
+            "content-encoding" => req.content_encoding = Some(v),
+            "content-length" => length = Some(v.parse().map_err(|_| bad())?),
+            "transfer-encoding" => chunked = !v.eq_ignore_ascii_case("identity"),
+            "expect" => expect_continue = v.eq_ignore_ascii_case("100-continue"),
+            _ => {}
         }
     }
-    Some(req)
+    if req.method != "POST" {
+        return Ok(req);
+    }
+    if chunked {
+        return Err(Response::error(411, "send the body with a Content-Length"));
+    }
+    let length = length.unwrap_or(0);
+    if length > MAX_BODY {
+        return Err(Response::error(
+            413,
+            &format!("body of {length} bytes is over the limit of {MAX_BODY}"),
+        ));
+    }
+    if expect_continue {
+        // curl asks before sending a body over 1 KiB; say yes rather than make it wait.
+        let mut w = stream;
+        w.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .map_err(|_| bad())?;
+    }
+    // What the head's reader buffered past the head is the body's start.
+    let buffered = r.buffer().len() as u64;
+    r.get_mut().set_limit(length.saturating_sub(buffered));
+    let mut body = Vec::with_capacity(length as usize);
+    r.read_to_end(&mut body).map_err(|_| bad())?;
+    body.truncate(length as usize);
+    if (body.len() as u64) < length {
+        return Err(Response::error(
+            400,
+            &format!("body ended after {} of {length} bytes", body.len()),
+        ));
+    }
+    req.body = body;
+    Ok(req)
 }
 
 /// Splits `/path?a=1&b=2` and percent-decodes the parts.
@@ -187,6 +238,9 @@ fn respond(mut stream: &TcpStream, r: &Response) -> std::io::Result<()> {
         401 => "Unauthorized",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        411 => "Length Required",
+        413 => "Payload Too Large",
+        415 => "Unsupported Media Type",
         503 => "Service Unavailable",
         _ => "Error",
     };

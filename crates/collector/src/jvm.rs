@@ -78,6 +78,10 @@ pub struct JvmIdentity {
     pub start_ticks: u64,
     pub ticks_per_second: u64,
     pub labels: Vec<(String, String)>,
+    /// The service a pushed profile named (Pyroscope's app name, OTLP's
+    /// `service.name`); empty for agents.
+    #[serde(default)]
+    pub service: String,
 }
 
 impl JvmIdentity {
@@ -98,6 +102,7 @@ impl JvmIdentity {
             start_ticks: h.start_ticks,
             ticks_per_second: h.ticks_per_second,
             labels: labels.to_vec(),
+            service: String::new(),
         }
     }
 

@@ -18,6 +18,9 @@
 //! - [`view_distributed`]: a page over one merged execution tree across JVMs
 //!   (`jscope view SESSION`), rows coloured by JVM.
 //!
+//! - [`push`]: pushed profiles (Pyroscope's `/ingest`, OTLP's
+//!   `/v1development/profiles`) stored as JVMs beside the agents' (docs/COLLECTOR.md).
+//!
 //! [`serve`] starts everything; `jscope serve` is a thin wrapper around it.
 
 pub mod api;
@@ -36,6 +39,8 @@ pub mod jvm;
 pub mod listener;
 pub mod live;
 mod log;
+pub mod push;
+mod push_formats;
 pub mod query;
 mod server;
 pub mod store;

@@ -82,6 +82,7 @@ pub fn serve_with(
         stats: Some(Arc::new(move || stats_source.stats.snapshot())),
         token: cfg.token.clone(),
         trees: Default::default(),
+        pushes: Some(Default::default()),
     });
     let stopping = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
@@ -124,6 +125,7 @@ pub fn view(recording: &Path, http: &str) -> Result<ServerHandle, CollectorError
         stats: None,
         token: None,
         trees: Default::default(),
+        pushes: None,
     });
     let stopping = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();

@@ -83,6 +83,7 @@ function selectJvm(id) {
 // launcher's options, which -agentpath makes long; the full line is the title.
 function runs(j) {
   const cmd = j.command_line || "";
+  if (!cmd) return [j.service, ...Object.entries(j.labels || {}).map(([k, v]) => k + "=" + v)].filter(Boolean).join(" "); // a push: service and labels
   if (!j.main_class) return cmd;
   const at = cmd.indexOf(" " + j.main_class);
   return at >= 0 ? cmd.slice(at + 1) : j.main_class;

@@ -1,0 +1,685 @@
+//! Pushed profiles: Pyroscope's HTTP ingest (`POST /ingest`) and OTLP profiles over
+//! HTTP (`POST /v1development/profiles`), so JVMs that run pyroscope-java or an
+//! OpenTelemetry profiler show up beside jscope agents.
+//!
+//! Every push is parsed whole into [`Pushed`] first (a bad body stores nothing),
+//! then written as data chunks of one stream per service and label set: a JVM in
+//! the store like an agent's, whose dictionary grows with each push (names, methods
+//! and stacks are interned once per stream, so pushes never reuse each other's ids).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use jscope_format::{
+    encode_file_start, ChunkWriter, ClassDef, ClassId, EventKind, Frame, FrameKind, Header,
+    JvmEvent, MethodDef, MethodId, Record, Recording, Sample, SampleMode, StackId, StringId,
+    ThreadDef, ThreadId,
+};
+
+use crate::http::{Request, Response};
+use crate::jvm::{new_dictionary, JvmIdentity};
+use crate::push_formats as formats;
+use crate::store::Store;
+use crate::CollectorError;
+
+/// Samples one push may expand to (a folded line's count is that many samples).
+const MAX_SAMPLES: u64 = 5_000_000;
+/// Data chunks are cut at this size, well under the format's limit.
+const CHUNK_BYTES: usize = 4 << 20;
+
+/// Why a push was refused: the HTTP status and a one-line reason.
+#[derive(Debug)]
+pub struct PushError {
+    pub status: u16,
+    pub message: String,
+}
+
+impl PushError {
+    pub fn bad(message: impl Into<String>) -> PushError {
+        PushError {
+            status: 400,
+            message: format!("jscope: {}", message.into()),
+        }
+    }
+}
+
+impl From<CollectorError> for PushError {
+    fn from(e: CollectorError) -> PushError {
+        PushError {
+            status: 500,
+            message: format!("jscope: storing the push failed: {e}"),
+        }
+    }
+}
+
+/// One pushed frame.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PushedFrame {
+    /// `com.acme.Foo`; empty when the name has no class part.
+    pub class: String,
+    pub method: String,
+    pub line: u32,
+    pub kind: FrameKind,
+}
+
+impl PushedFrame {
+    /// Splits `com.acme.Foo.bar` (or `com/acme/Foo.bar`, or `Foo::bar`) at its last
+    /// separator; a trailing argument list is dropped.
+    pub fn from_name(name: &str, line: u32, kind: FrameKind) -> PushedFrame {
+        let name = name.trim();
+        let name = match name.find('(') {
+            Some(i) if i > 0 => &name[..i],
+            _ => name,
+        };
+        let (class, method) = match (name.rfind("::"), name.rfind('.')) {
+            (Some(i), _) => (&name[..i], &name[i + 2..]),
+            (None, Some(i)) if i > 0 && i + 1 < name.len() => (&name[..i], &name[i + 1..]),
+            _ => ("", name),
+        };
+        PushedFrame {
+            class: class.replace('/', "."),
+            method: method.to_string(),
+            line,
+            kind,
+        }
+    }
+}
+
+/// Observations of one stack on one thread.
+#[derive(Debug, Clone)]
+pub struct PushedSample {
+    /// Index into [`Pushed::stacks`].
+    pub stack: usize,
+    pub thread: String,
+    pub mode: SampleMode,
+    /// How many samples, spread evenly over `[from_ns, to_ns]` (epoch ns).
+    pub count: u64,
+    pub from_ns: u64,
+    pub to_ns: u64,
+    /// What each sample stands for.
+    pub weight_ns: u64,
+    /// JVMTI state bits; 0 when unknown.
+    pub state: u32,
+}
+
+/// A parsed push: stacks (top frame first) and their samples.
+#[derive(Debug, Clone, Default)]
+pub struct Pushed {
+    pub stacks: Vec<Vec<PushedFrame>>,
+    pub samples: Vec<PushedSample>,
+    /// Profile types the push held that jscope does not store (alloc, lock, ...).
+    pub skipped: Vec<String>,
+    /// A pushed JFR recording, whose JVM events (allocations, monitors, parks, GC,
+    /// thread starts and ends) are stored beside the samples.
+    pub events_of: Option<Recording>,
+}
+
+impl Pushed {
+    /// The index of a stack, added once.
+    pub fn stack(
+        &mut self,
+        index: &mut HashMap<Vec<PushedFrame>, usize>,
+        frames: Vec<PushedFrame>,
+    ) -> usize {
+        let stacks = &mut self.stacks;
+        *index.entry(frames).or_insert_with_key(|f| {
+            stacks.push(f.clone());
+            stacks.len() - 1
+        })
+    }
+
+    fn total(&self) -> u64 {
+        self.samples
+            .iter()
+            .fold(0u64, |n, s| n.saturating_add(s.count))
+    }
+
+    fn events(&self) -> usize {
+        self.events_of.as_ref().map_or(0, |r| r.events.len())
+    }
+}
+
+/// Who pushed: the stream's service, labels and where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    pub service: String,
+    pub labels: Vec<(String, String)>,
+    /// `pyroscope` or `otlp`.
+    pub protocol: &'static str,
+    /// The client, e.g. Pyroscope's `spyName`.
+    pub client: String,
+    pub host: String,
+    pub pid: u32,
+    pub command_line: String,
+    pub interval_ns: u64,
+}
+
+impl Source {
+    /// A stable stream id: the service's name and a hash of service and labels.
+    pub fn stream_id(&self) -> String {
+        let mut key = self.service.clone();
+        let mut labels = self.labels.clone();
+        labels.sort();
+        for (k, v) in &labels {
+            key.push('\0');
+            key.push_str(k);
+            key.push('=');
+            key.push_str(v);
+        }
+        let name: String = self
+            .service
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect();
+        let name = name.trim_start_matches('.');
+        let name = if name.is_empty() { "service" } else { name };
+        format!("{name}-{:08x}", crc32c::crc32c(key.as_bytes()))
+    }
+}
+
+/// A pushed stream's dictionary and where it stands.
+struct Stream {
+    dict: Recording,
+    next_seq: u64,
+    strings: HashMap<String, StringId>,
+    classes: HashMap<StringId, ClassId>,
+    methods: HashMap<(ClassId, StringId), MethodId>,
+    stacks: HashMap<Vec<Frame>, StackId>,
+    threads: HashMap<String, ThreadId>,
+}
+
+impl Stream {
+    fn new(dict: Recording, next_seq: u64) -> Stream {
+        let mut s = Stream {
+            dict,
+            next_seq,
+            strings: HashMap::new(),
+            classes: HashMap::new(),
+            methods: HashMap::new(),
+            stacks: HashMap::new(),
+            threads: HashMap::new(),
+        };
+        let d = &s.dict;
+        for (i, v) in d.strings.iter().enumerate().skip(1) {
+            s.strings.insert(v.clone(), StringId(i as u32));
+        }
+        for c in d.classes.iter().flatten() {
+            s.classes.insert(c.name, c.id);
+        }
+        for m in d.methods.iter().flatten() {
+            s.methods.insert((m.class, m.name), m.id);
+        }
+        for (i, f) in d.stacks.iter().enumerate() {
+            if let Some(f) = f {
+                s.stacks.insert(f.clone(), StackId(i as u32));
+            }
+        }
+        for t in d.threads.values() {
+            s.threads.insert(t.name.clone(), t.id);
+        }
+        s
+    }
+
+    fn string(&mut self, w: &mut ChunkWriter, v: &str) -> StringId {
+        if v.is_empty() {
+            return StringId(0);
+        }
+        if let Some(&id) = self.strings.get(v) {
+            return id;
+        }
+        let id = StringId(self.dict.strings.len().max(1) as u32);
+        w.string(id, v);
+        self.dict.apply(Record::String {
+            id,
+            value: v.to_string(),
+        });
+        self.strings.insert(v.to_string(), id);
+        id
+    }
+
+    fn class(&mut self, w: &mut ChunkWriter, class: &str) -> ClassId {
+        if class.is_empty() {
+            return ClassId(0);
+        }
+        let name = self.string(w, class);
+        if let Some(&id) = self.classes.get(&name) {
+            return id;
+        }
+        let c = ClassDef {
+            id: ClassId(self.dict.classes.len().max(1) as u32),
+            name,
+            source_file: StringId(0),
+        };
+        w.class(&c);
+        self.dict.apply(Record::Class(c));
+        self.classes.insert(name, c.id);
+        c.id
+    }
+
+    fn method(&mut self, w: &mut ChunkWriter, f: &PushedFrame) -> MethodId {
+        let class = self.class(w, &f.class);
+        let name = self.string(w, &f.method);
+        if let Some(&id) = self.methods.get(&(class, name)) {
+            return id;
+        }
+        let m = MethodDef {
+            id: MethodId(self.dict.methods.len().max(1) as u32),
+            class,
+            name,
+            signature: StringId(0),
+            modifiers: 0,
+        };
+        w.method(&m);
+        self.dict.apply(Record::Method(m));
+        self.methods.insert((class, name), m.id);
+        m.id
+    }
+
+    fn stack(&mut self, w: &mut ChunkWriter, frames: &[PushedFrame]) -> StackId {
+        let frames: Vec<Frame> = frames
+            .iter()
+            .map(|f| Frame {
+                method: self.method(w, f),
+                bci: -1,
+                line: f.line,
+                kind: f.kind,
+            })
+            .collect();
+        if let Some(&id) = self.stacks.get(&frames) {
+            return id;
+        }
+        let id = StackId(self.dict.stacks.len().max(1) as u32);
+        w.stack(id, &frames);
+        self.dict.apply(Record::Stack {
+            id,
+            frames: frames.clone(),
+        });
+        self.stacks.insert(frames, id);
+        id
+    }
+
+    fn thread(&mut self, w: &mut ChunkWriter, name: &str) -> ThreadId {
+        if let Some(&id) = self.threads.get(name) {
+            return id;
+        }
+        let next = self.dict.threads.keys().map(|t| t.0).max().unwrap_or(0) + 1;
+        let t = ThreadDef {
+            id: ThreadId(next),
+            name: name.to_string(),
+            start_order: next,
+            ..ThreadDef::default()
+        };
+        w.thread(&t);
+        self.threads.insert(name.to_string(), t.id);
+        self.dict.apply(Record::Thread(t));
+        ThreadId(next)
+    }
+}
+
+/// A pushed recording's ids as the stream's: classes, stacks and threads by name.
+struct Remap<'a> {
+    rec: &'a Recording,
+    stacks: HashMap<StackId, StackId>,
+}
+
+impl Remap<'_> {
+    fn class(&self, st: &mut Stream, w: &mut ChunkWriter, id: ClassId) -> ClassId {
+        let name = self.rec.class(id).map_or("", |c| self.rec.string(c.name));
+        st.class(w, name)
+    }
+
+    fn stack(&mut self, st: &mut Stream, w: &mut ChunkWriter, id: StackId) -> StackId {
+        if id == StackId::NONE {
+            return id;
+        }
+        if let Some(&s) = self.stacks.get(&id) {
+            return s;
+        }
+        let s = st.stack(w, &crate::push_formats::frames_of(self.rec, id));
+        self.stacks.insert(id, s);
+        s
+    }
+
+    fn thread(&self, st: &mut Stream, w: &mut ChunkWriter, id: ThreadId) -> ThreadId {
+        if id == ThreadId::NONE {
+            return id;
+        }
+        st.thread(w, &crate::push_formats::thread_name(self.rec, id))
+    }
+
+    /// The event with the stream's ids; `None` for kinds a push does not keep
+    /// (class loads, compilations, user events).
+    fn event(
+        &mut self,
+        st: &mut Stream,
+        w: &mut ChunkWriter,
+        e: &JvmEvent,
+        start: u64,
+    ) -> Option<JvmEvent> {
+        use EventKind as K;
+        let kind = match e.kind {
+            K::ThreadStart { parent } => K::ThreadStart {
+                parent: self.thread(st, w, parent),
+            },
+            K::ThreadEnd {} => K::ThreadEnd {},
+            K::MonitorBlocked {
+                duration_ns,
+                class,
+                object,
+                owner,
+                stack,
+            } => K::MonitorBlocked {
+                duration_ns,
+                class: self.class(st, w, class),
+                object,
+                owner: self.thread(st, w, owner),
+                stack: self.stack(st, w, stack),
+            },
+            K::MonitorWait {
+                duration_ns,
+                class,
+                object,
+                timeout_ms,
+                timed_out,
+                stack,
+            } => K::MonitorWait {
+                duration_ns,
+                class: self.class(st, w, class),
+                object,
+                timeout_ms,
+                timed_out,
+                stack: self.stack(st, w, stack),
+            },
+            K::Park {
+                duration_ns,
+                blocker_class,
+                timeout_ns,
+                stack,
+            } => K::Park {
+                duration_ns,
+                blocker_class: self.class(st, w, blocker_class),
+                timeout_ns,
+                stack: self.stack(st, w, stack),
+            },
+            K::Gc { duration_ns } => K::Gc { duration_ns },
+            K::Alloc {
+                class,
+                size,
+                stack,
+                object,
+                allocated_total,
+            } => K::Alloc {
+                class: self.class(st, w, class),
+                size,
+                stack: self.stack(st, w, stack),
+                object,
+                allocated_total,
+            },
+            K::ObjectFree {
+                object,
+                allocated_total,
+            } => K::ObjectFree {
+                object,
+                allocated_total,
+            },
+            _ => return None,
+        };
+        let wall = self
+            .rec
+            .header
+            .start_wall_ns
+            .saturating_add(self.rec.ticks_to_ns(e.ticks));
+        Some(JvmEvent {
+            thread: self.thread(st, w, e.thread),
+            ticks: wall.saturating_sub(start),
+            kind,
+        })
+    }
+}
+
+/// The pushed streams this collector has written to since it started.
+#[derive(Default)]
+pub struct Pushes {
+    streams: Mutex<HashMap<String, Arc<Mutex<Stream>>>>,
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn header_of(src: &Source, start_wall_ns: u64, modes: &str) -> Header {
+    Header {
+        agent_version: format!("{} push", src.protocol),
+        pid: src.pid,
+        host: src.host.clone(),
+        command_line: src.command_line.clone(),
+        vm_name: if src.client.is_empty() {
+            src.protocol.to_string()
+        } else {
+            format!("{} ({})", src.protocol, src.client)
+        },
+        start_wall_ns,
+        start_ticks: 0,
+        ticks_per_second: 1_000_000_000,
+        modes: modes.to_string(),
+        interval_ns: src.interval_ns,
+        extra: vec![("service".into(), src.service.clone())],
+        ..Header::default()
+    }
+}
+
+impl Pushes {
+    /// Stores a parsed push under its source's stream; returns the stream id and the
+    /// samples stored.
+    pub fn store(
+        &self,
+        store: &dyn Store,
+        src: &Source,
+        pushed: &Pushed,
+    ) -> Result<(String, u64), PushError> {
+        let total = pushed.total();
+        if total > MAX_SAMPLES {
+            return Err(PushError::bad(format!(
+                "the push holds {total} samples, over the limit of {MAX_SAMPLES}"
+            )));
+        }
+        let id = src.stream_id();
+        if total == 0 && pushed.events() == 0 {
+            return Ok((id, 0));
+        }
+        let stream = {
+            // Held while a new stream opens, so that two first pushes of one stream
+            // open it once; opening reads at most the stream's last segment.
+            let mut streams = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+            match streams.get(&id) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = Arc::new(Mutex::new(self.open(store, &id, src, pushed)?));
+                    streams.insert(id.clone(), s.clone());
+                    s
+                }
+            }
+        };
+        let mut st = stream.lock().unwrap_or_else(|e| e.into_inner());
+        write(store, &id, &mut st, pushed)?;
+        Ok((id, total))
+    }
+
+    /// Opens the stream in the store: where it stands if a earlier run stored it,
+    /// else a new JVM whose clock starts at the push's first sample.
+    fn open(
+        &self,
+        store: &dyn Store,
+        id: &str,
+        src: &Source,
+        pushed: &Pushed,
+    ) -> Result<Stream, PushError> {
+        let first = pushed
+            .samples
+            .iter()
+            .map(|s| s.from_ns)
+            .min()
+            .unwrap_or_else(now_ns);
+        let mut modes: Vec<&str> = pushed.samples.iter().map(|s| s.mode.name()).collect();
+        modes.sort();
+        modes.dedup();
+        let (dict, next_seq) = match store.resume(id)? {
+            Some(status) => (status.dict, status.acked + 1),
+            None => {
+                let header = header_of(src, first, &modes.join("+"));
+                (new_dictionary(&header), 1)
+            }
+        };
+        let mut identity = JvmIdentity::from_header(id, &dict.header, "", &src.labels);
+        identity.service = src.service.clone();
+        store.open(&identity, &encode_file_start(&dict.header), next_seq, &dict)?;
+        Ok(Stream::new(dict, next_seq))
+    }
+}
+
+/// Writes the samples as data chunks (cut at [`CHUNK_BYTES`]) and makes them durable.
+fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Result<(), PushError> {
+    let start = st.dict.header.start_wall_ns;
+    let mut w = ChunkWriter::new();
+    let mut span: Option<(u64, u64)> = None;
+    let mut stacks: HashMap<usize, StackId> = HashMap::new();
+    for s in &pushed.samples {
+        let stack = match stacks.get(&s.stack) {
+            Some(&id) => id,
+            None => {
+                let id = st.stack(&mut w, &pushed.stacks[s.stack]);
+                stacks.insert(s.stack, id);
+                id
+            }
+        };
+        let thread = st.thread(&mut w, &s.thread);
+        let (from, to) = (s.from_ns.min(s.to_ns), s.to_ns.max(s.from_ns));
+        for i in 0..s.count {
+            let wall = from + ((to - from) as u128 * i as u128 / s.count as u128) as u64;
+            w.sample(&Sample {
+                thread,
+                ticks: wall.saturating_sub(start),
+                stack,
+                mode: s.mode,
+                weight_ns: s.weight_ns,
+                state: s.state,
+            });
+            let wall = wall.max(start);
+            span = Some(span.map_or((wall, wall), |(a, b)| (a.min(wall), b.max(wall))));
+            if w.raw_len() >= CHUNK_BYTES {
+                append(store, id, st, &mut w, span.take())?;
+            }
+        }
+    }
+    if let Some(rec) = &pushed.events_of {
+        let mut remap = Remap {
+            rec,
+            stacks: HashMap::new(),
+        };
+        for e in &rec.events {
+            let Some(e) = remap.event(st, &mut w, e, start) else {
+                continue;
+            };
+            w.event(&e);
+            let lo = start.saturating_add(e.ticks);
+            let hi = lo.saturating_add(crate::jvm::event_ticks(&e).2);
+            span = Some(span.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+            if w.raw_len() >= CHUNK_BYTES {
+                append(store, id, st, &mut w, span.take())?;
+            }
+        }
+    }
+    if !w.is_empty() {
+        append(store, id, st, &mut w, span)?;
+    }
+    store.sync(id)?;
+    Ok(())
+}
+
+fn append(
+    store: &dyn Store,
+    id: &str,
+    st: &mut Stream,
+    w: &mut ChunkWriter,
+    span: Option<(u64, u64)>,
+) -> Result<(), PushError> {
+    let chunk = w.finish();
+    store.append(id, st.next_seq, &chunk, span, &st.dict)?;
+    st.next_seq += 1;
+    Ok(())
+}
+
+/// `POST /ingest`: Pyroscope's ingest API.
+pub fn ingest(pushes: &Pushes, store: &dyn Store, req: &Request) -> Result<Response, PushError> {
+    let (src, pushed) = formats::pyroscope(req)?;
+    let (id, samples) = pushes.store(store, &src, &pushed)?;
+    Ok(Response::json(&serde_json::json!({
+        "jvm": id,
+        "service": src.service,
+        "samples": samples,
+        "events": pushed.events(),
+        "skipped": pushed.skipped,
+    })))
+}
+
+/// `POST /v1development/profiles`: an OTLP `ExportProfilesServiceRequest`; the
+/// reply is an empty `ExportProfilesServiceResponse`.
+pub fn otlp(pushes: &Pushes, store: &dyn Store, req: &Request) -> Result<Response, PushError> {
+    let resources = formats::otlp(req)?;
+    for (src, pushed) in &resources {
+        pushes.store(store, src, pushed)?;
+    }
+    Ok(Response::bytes(
+        "application/x-protobuf",
+        formats::otlp_response(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_names_split_at_the_last_separator() {
+        let f = |n| {
+            let p = PushedFrame::from_name(n, 0, FrameKind::Java);
+            (p.class, p.method)
+        };
+        assert_eq!(f("com.acme.Foo.bar"), ("com.acme.Foo".into(), "bar".into()));
+        assert_eq!(
+            f("com/acme/Foo.bar(I)V"),
+            ("com.acme.Foo".into(), "bar".into())
+        );
+        assert_eq!(f("std::vec::push"), ("std::vec".into(), "push".into()));
+        assert_eq!(f("start_thread"), ("".into(), "start_thread".into()));
+    }
+
+    #[test]
+    fn stream_ids_are_stable_and_valid() {
+        let src = |labels: &[(&str, &str)]| Source {
+            service: "my app/1".into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Source::default()
+        };
+        let a = src(&[("env", "prod"), ("region", "eu")]).stream_id();
+        let b = src(&[("region", "eu"), ("env", "prod")]).stream_id();
+        let c = src(&[("env", "dev")]).stream_id();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.starts_with("my_app_1-"), "{a}");
+        assert!(jscope_wire::valid_stream_id(&a));
+    }
+}
