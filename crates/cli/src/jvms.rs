@@ -154,8 +154,10 @@ fn collector_jvms(c: &Collector, format: Format) -> Result<()> {
             )?;
             for r in &rows {
                 let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
-                let main = match s("main_class") {
-                    m if !m.is_empty() => m,
+                // A pushed JVM (Pyroscope, OTLP) has no main class: its service names it.
+                let main = match (s("main_class"), s("service")) {
+                    (m, _) if !m.is_empty() => m,
+                    (_, service) if !service.is_empty() => service,
                     _ => main_class_of(&s("command_line")),
                 };
                 writeln!(
