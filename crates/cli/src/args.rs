@@ -64,6 +64,9 @@ pub enum Command {
     /// List the JVMs of this machine (pid, main class, whether jscope's agent is
     /// loaded), or with --collector those a collector knows.
     Jvms(JvmsArgs),
+    /// Replay a queue from an exact trace: time in queue and service time per
+    /// request, queue length over time, arrival rate, utilisation, Little's law.
+    Queue(crate::queue::QueueArgs),
 }
 
 #[derive(Debug, Args)]

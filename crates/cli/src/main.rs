@@ -12,6 +12,7 @@ mod duration;
 mod events;
 mod flame;
 mod jvms;
+mod queue;
 mod record;
 mod remote;
 mod serve;
@@ -68,6 +69,7 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Gc(a) => events::gc(a).map(|_| 0),
         Command::Alloc(a) => events::alloc(a).map(|_| 0),
         Command::Jvms(a) => jvms::jvms(a).map(|_| 0),
+        Command::Queue(a) => queue::run(a).map(|_| 0),
     }
 }
 

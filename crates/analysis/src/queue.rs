@@ -1,0 +1,691 @@
+//! Queueing analysis replayed from an exact trace (JPMT section 5): each request's
+//! time in a queue and its service time, the queue's length over time, the arrival
+//! rate, the workers' utilisation and Little's law as a check. See docs/QUEUE.md.
+//!
+//! The probes record calls, not arguments, so requests are matched FIFO: the
+//! n-th enqueue is the n-th request a dequeue call takes. An enqueue counts at the
+//! entry of its call (the element is in the queue before the call returns), a
+//! dequeue at the exit of its call (the element is out before it returns); a
+//! dequeue call that finds the replayed queue empty (a `poll` that timed out, a
+//! `take` interrupted at shutdown) takes nothing.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+
+use jscope_format::{MethodId, Recording, ThreadId};
+use serde::Serialize;
+
+use crate::trace::{fmt_ns, replay, Call, CallSink, TraceOptions, THREW};
+use crate::ThreadMatcher;
+
+/// `java.util.concurrent` classes whose calls the built-in specs name.
+const JUC: &str = "java.util.concurrent.";
+
+/// Which calls put requests into the queue and which take them out, by
+/// `pkg.Class.method` label; optionally only calls made from inside given methods
+/// (the nearest traced caller), so a thread pool's queue is told from other queues.
+#[derive(Debug, Clone)]
+pub struct QueueSpec {
+    pub name: String,
+    pub enqueue: Vec<ThreadMatcher>,
+    pub dequeue: Vec<ThreadMatcher>,
+    pub enqueue_callers: Vec<ThreadMatcher>,
+    pub dequeue_callers: Vec<ThreadMatcher>,
+    /// The `--trace` patterns that record what this spec needs.
+    pub trace_patterns: String,
+}
+
+fn globs(patterns: &[&str]) -> Vec<ThreadMatcher> {
+    patterns
+        .iter()
+        .map(|p| ThreadMatcher::Glob(p.chars().collect()))
+        .collect()
+}
+
+const QUEUE_PUT: [&str; 3] = [
+    "java.util.concurrent.*Queue.offer",
+    "java.util.concurrent.*Queue.put",
+    "java.util.concurrent.*Queue.add",
+];
+const QUEUE_TAKE: [&str; 2] = [
+    "java.util.concurrent.*Queue.take",
+    "java.util.concurrent.*Queue.poll",
+];
+
+impl QueueSpec {
+    /// A `ThreadPoolExecutor`'s work queue: `offer` called by `execute`, `take` or
+    /// `poll` called by `getTask` (the worker asking for its next task).
+    pub fn thread_pool() -> QueueSpec {
+        QueueSpec {
+            name: "threadpool".into(),
+            enqueue: globs(&QUEUE_PUT),
+            dequeue: globs(&QUEUE_TAKE),
+            enqueue_callers: globs(&["java.util.concurrent.*ThreadPoolExecutor.execute"]),
+            dequeue_callers: globs(&["java.util.concurrent.*ThreadPoolExecutor.getTask"]),
+            trace_patterns: format!(
+                "{JUC}ThreadPoolExecutor#execute;{JUC}ThreadPoolExecutor#getTask;{JUC}*BlockingQueue#offer;{JUC}*BlockingQueue#take;{JUC}*BlockingQueue#poll"
+            ),
+        }
+    }
+
+    /// Every `java.util.concurrent` blocking queue's put/offer/add and take/poll,
+    /// whoever calls them, replayed as one FIFO.
+    pub fn blocking_queue() -> QueueSpec {
+        QueueSpec {
+            name: "blockingqueue".into(),
+            enqueue: globs(&QUEUE_PUT),
+            dequeue: globs(&QUEUE_TAKE),
+            enqueue_callers: vec![],
+            dequeue_callers: vec![],
+            trace_patterns: format!(
+                "{JUC}*BlockingQueue#put;{JUC}*BlockingQueue#offer;{JUC}*BlockingQueue#take;{JUC}*BlockingQueue#poll"
+            ),
+        }
+    }
+
+    /// `threadpool`, `blockingqueue`, or `CLASS#ENQUEUE/CLASS#DEQUEUE` (globs with
+    /// `*` and `?`; `#` separates class and method, as in `--trace`).
+    pub fn parse(text: &str) -> Result<QueueSpec, String> {
+        match text {
+            "threadpool" => return Ok(QueueSpec::thread_pool()),
+            "blockingqueue" => return Ok(QueueSpec::blocking_queue()),
+            _ => {}
+        }
+        let bad = || {
+            format!("bad queue `{text}` (expected threadpool, blockingqueue or CLASS#ENQUEUE/CLASS#DEQUEUE, e.g. com.acme.Pool#add/com.acme.Pool#get)")
+        };
+        let (enq, deq) = text.split_once('/').ok_or_else(bad)?;
+        let label = |side: &str| -> Result<String, String> {
+            let (class, method) = side.trim().split_once('#').ok_or_else(bad)?;
+            if class.is_empty() || method.is_empty() {
+                return Err(bad());
+            }
+            Ok(format!("{class}.{method}"))
+        };
+        let (e, d) = (label(enq)?, label(deq)?);
+        Ok(QueueSpec {
+            name: text.into(),
+            enqueue: globs(&[&e]),
+            dequeue: globs(&[&d]),
+            enqueue_callers: vec![],
+            dequeue_callers: vec![],
+            trace_patterns: format!("{};{}", enq.trim(), deq.trim()),
+        })
+    }
+}
+
+/// One request: times are ns since the recording's start.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Request {
+    /// 1-based, in order of enqueue.
+    pub id: u64,
+    pub enqueue_ns: u64,
+    /// None when it was still queued at the end of the recording.
+    pub dequeue_ns: Option<u64>,
+    pub queue_ns: Option<u64>,
+    /// From the dequeue to the same worker's next dequeue call; None when the
+    /// worker made no other.
+    pub service_ns: Option<u64>,
+    pub producer: String,
+    pub worker: Option<String>,
+    /// Queue length just after this request was added (JPMT's `#n`).
+    pub length_after_enqueue: u64,
+}
+
+/// A point of the queue-length series: from `t_ns` on, `length` requests wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LengthPoint {
+    pub t_ns: u64,
+    pub length: u64,
+}
+
+/// The M/M/c (Erlang C) prediction from the measured rates, for comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErlangC {
+    pub servers: u64,
+    /// Offered load per server, λ / (c μ).
+    pub rho: f64,
+    /// Probability that an arrival waits.
+    pub p_wait: f64,
+    pub mean_queue_ns: f64,
+}
+
+/// Summary measures of a queue.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueueSummary {
+    pub queue: String,
+    pub enqueued: u64,
+    pub served: u64,
+    pub still_queued: u64,
+    /// Dequeue calls that found the replayed queue empty.
+    pub empty_dequeues: u64,
+    /// Threads that made dequeue calls (c), unless given.
+    pub workers: u64,
+    /// From the first enqueue to the last dequeue (or enqueue).
+    pub window_ns: u64,
+    /// Requests per second over the window.
+    pub arrival_rate: f64,
+    pub mean_queue_ns: f64,
+    pub p50_queue_ns: Option<u64>,
+    pub p90_queue_ns: Option<u64>,
+    pub p99_queue_ns: Option<u64>,
+    pub max_queue_ns: u64,
+    pub mean_service_ns: Option<f64>,
+    /// Coefficients of variation (1 for exponential times).
+    pub interarrival_cv: Option<f64>,
+    pub service_cv: Option<f64>,
+    /// Sum of service times / (workers × window).
+    pub utilisation: Option<f64>,
+    /// Time-average queue length over the window (L).
+    pub mean_length: f64,
+    pub max_length: u64,
+    /// λ × W, which Little's law says equals `mean_length`.
+    pub little_lambda_w: f64,
+    pub erlang_c: Option<ErlangC>,
+}
+
+/// The replayed queue.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueueReport {
+    pub summary: QueueSummary,
+    pub requests: Vec<Request>,
+    pub length: Vec<LengthPoint>,
+}
+
+/// Why a queue could not be replayed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum QueueError {
+    #[error("the recording has no trace events (record with --trace '{0}')")]
+    NoTrace(String),
+    #[error("the recording has no calls of the queue's {side} methods; record them with: jscope record --trace '{patterns}' ...")]
+    Missing {
+        side: &'static str,
+        patterns: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Other,
+    Enqueue,
+    Dequeue,
+    EnqueueCaller,
+    DequeueCaller,
+}
+
+/// A matched call as the replay sink keeps it.
+#[derive(Debug, Clone, Copy)]
+struct QCall {
+    thread: u32,
+    enter_ns: u64,
+    exit_ns: u64,
+    dequeue: bool,
+}
+
+struct QueueSink {
+    roles: Vec<Role>,
+    callers_e: bool,
+    callers_d: bool,
+    calls: Vec<QCall>,
+}
+
+impl CallSink for QueueSink {
+    fn enter(&mut self, _thread: u32, _method: u32, _enter_ns: u64, _depth: u32) -> u32 {
+        0
+    }
+
+    fn exit(&mut self, c: &Call) {
+        let role = |m: u32| self.roles.get(m as usize).copied().unwrap_or(Role::Other);
+        let (me, caller) = (role(c.method), role(c.caller));
+        let keep = match me {
+            Role::Enqueue => !self.callers_e || caller == Role::EnqueueCaller,
+            Role::Dequeue => !self.callers_d || caller == Role::DequeueCaller,
+            _ => false,
+        };
+        // A dequeue call that threw (interrupted take) took nothing, but it still
+        // marks where the worker asked for more work.
+        if keep {
+            self.calls.push(QCall {
+                thread: c.thread,
+                enter_ns: c.enter_ns,
+                exit_ns: if me == Role::Dequeue && c.flags & THREW != 0 {
+                    u64::MAX
+                } else {
+                    c.exit_ns
+                },
+                dequeue: me == Role::Dequeue,
+            });
+        }
+    }
+}
+
+fn role_of(spec: &QueueSpec, label: &str) -> Role {
+    let any = |ms: &[ThreadMatcher]| ms.iter().any(|m| m.matches(label));
+    if any(&spec.enqueue) {
+        Role::Enqueue
+    } else if any(&spec.dequeue) {
+        Role::Dequeue
+    } else if any(&spec.enqueue_callers) {
+        Role::EnqueueCaller
+    } else if any(&spec.dequeue_callers) {
+        Role::DequeueCaller
+    } else {
+        Role::Other
+    }
+}
+
+/// Replays the queue `spec` names over a decoded recording; `workers` overrides
+/// the number of servers (c), which is otherwise the number of dequeuing threads.
+pub fn replay_queue(
+    rec: &Recording,
+    spec: &QueueSpec,
+    workers: Option<u64>,
+) -> Result<QueueReport, QueueError> {
+    let roles: Vec<Role> = (0..rec.methods.len() as u32)
+        .map(|id| role_of(spec, &rec.method_label(MethodId(id))))
+        .collect();
+    let has = |r: Role| roles.contains(&r);
+    let missing = |side| QueueError::Missing {
+        side,
+        patterns: spec.trace_patterns.clone(),
+    };
+    if rec.traces.is_empty() {
+        return Err(QueueError::NoTrace(spec.trace_patterns.clone()));
+    }
+    if !has(Role::Enqueue) || (!spec.enqueue_callers.is_empty() && !has(Role::EnqueueCaller)) {
+        return Err(missing("enqueue"));
+    }
+    if !has(Role::Dequeue) || (!spec.dequeue_callers.is_empty() && !has(Role::DequeueCaller)) {
+        return Err(missing("dequeue"));
+    }
+    let sink = QueueSink {
+        roles,
+        callers_e: !spec.enqueue_callers.is_empty(),
+        callers_d: !spec.dequeue_callers.is_empty(),
+        calls: vec![],
+    };
+    let (sink, _) = replay(rec, &TraceOptions::default(), sink);
+    let name = |t: u32| {
+        rec.thread(ThreadId(t))
+            .map_or_else(|| format!("thread-{t}"), |d| d.name.clone())
+    };
+    let mut report = fifo(&sink.calls, name, spec, workers);
+    if report.summary.enqueued == 0 {
+        return Err(missing("enqueue"));
+    }
+    report.summary.queue = spec.name.clone();
+    Ok(report)
+}
+
+/// The FIFO replay over the matched calls.
+fn fifo(
+    calls: &[QCall],
+    name: impl Fn(u32) -> String,
+    spec: &QueueSpec,
+    workers: Option<u64>,
+) -> QueueReport {
+    // (time, order: enqueues first at a tie, index)
+    let mut events: Vec<(u64, u8, usize)> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if c.dequeue {
+                (c.exit_ns, 1, i)
+            } else {
+                (c.enter_ns, 0, i)
+            }
+        })
+        .filter(|e| e.0 != u64::MAX)
+        .collect();
+    events.sort_unstable();
+    // Each worker's dequeue calls by entry, for service times.
+    let mut asks: HashMap<u32, Vec<u64>> = HashMap::new();
+    for c in calls.iter().filter(|c| c.dequeue) {
+        asks.entry(c.thread).or_default().push(c.enter_ns);
+    }
+    for v in asks.values_mut() {
+        v.sort_unstable();
+    }
+    let mut names: HashMap<u32, String> = HashMap::new();
+    let mut name_of = |t: u32| names.entry(t).or_insert_with(|| name(t)).clone();
+    let mut queue: VecDeque<usize> = VecDeque::new();
+    let mut requests: Vec<Request> = vec![];
+    let mut length = vec![];
+    let mut empty = 0;
+    for &(t, kind, i) in &events {
+        let c = calls[i];
+        if kind == 0 {
+            queue.push_back(requests.len());
+            requests.push(Request {
+                id: requests.len() as u64 + 1,
+                enqueue_ns: t,
+                dequeue_ns: None,
+                queue_ns: None,
+                service_ns: None,
+                producer: name_of(c.thread),
+                worker: None,
+                length_after_enqueue: queue.len() as u64,
+            });
+        } else if let Some(r) = queue.pop_front() {
+            let next = asks[&c.thread].iter().find(|&&a| a >= t).copied();
+            let r = &mut requests[r];
+            r.dequeue_ns = Some(t);
+            r.queue_ns = Some(t - r.enqueue_ns);
+            r.service_ns = next.map(|n| n - t);
+            r.worker = Some(name_of(c.thread));
+        } else {
+            empty += 1;
+            continue;
+        }
+        length.push(LengthPoint {
+            t_ns: t,
+            length: queue.len() as u64,
+        });
+    }
+    let workers = workers.unwrap_or(asks.len() as u64);
+    let summary = summarise(&requests, &length, workers, empty, spec);
+    QueueReport {
+        summary,
+        requests,
+        length,
+    }
+}
+
+fn mean_cv(xs: &[f64]) -> (Option<f64>, Option<f64>) {
+    if xs.is_empty() {
+        return (None, None);
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    let cv = (xs.len() > 1 && mean > 0.0).then(|| var.sqrt() / mean);
+    (Some(mean), cv)
+}
+
+fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let i = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    Some(sorted[i])
+}
+
+fn summarise(
+    requests: &[Request],
+    length: &[LengthPoint],
+    workers: u64,
+    empty_dequeues: u64,
+    spec: &QueueSpec,
+) -> QueueSummary {
+    let first = requests.first().map_or(0, |r| r.enqueue_ns);
+    let last = length.last().map_or(first, |p| p.t_ns);
+    let window = last.saturating_sub(first);
+    let secs = window as f64 / 1e9;
+    let mut waits: Vec<u64> = requests.iter().filter_map(|r| r.queue_ns).collect();
+    waits.sort_unstable();
+    let served = waits.len() as u64;
+    let mean_wait = if waits.is_empty() {
+        0.0
+    } else {
+        waits.iter().sum::<u64>() as f64 / waits.len() as f64
+    };
+    let services: Vec<f64> = requests
+        .iter()
+        .filter_map(|r| r.service_ns.map(|s| s as f64))
+        .collect();
+    let (mean_service, service_cv) = mean_cv(&services);
+    let gaps: Vec<f64> = requests
+        .windows(2)
+        .map(|w| (w[1].enqueue_ns - w[0].enqueue_ns) as f64)
+        .collect();
+    let (_, interarrival_cv) = mean_cv(&gaps);
+    // L: the area under the length series over the window.
+    let mut area = 0.0;
+    for w in length.windows(2) {
+        area += w[0].length as f64 * (w[1].t_ns - w[0].t_ns) as f64;
+    }
+    let per_s = |x: f64| if secs > 0.0 { x / secs } else { 0.0 };
+    let arrival_rate = per_s(requests.len() as f64);
+    let mean_length = if window > 0 {
+        area / window as f64
+    } else {
+        0.0
+    };
+    let utilisation = (workers > 0 && window > 0)
+        .then(|| services.iter().sum::<f64>() / (workers as f64 * window as f64));
+    let erlang_c = mean_service.and_then(|s| erlang_c(workers, arrival_rate, 1e9 / s));
+    QueueSummary {
+        queue: spec.name.clone(),
+        enqueued: requests.len() as u64,
+        served,
+        still_queued: requests.len() as u64 - served,
+        empty_dequeues,
+        workers,
+        window_ns: window,
+        arrival_rate,
+        mean_queue_ns: mean_wait,
+        p50_queue_ns: quantile(&waits, 0.5),
+        p90_queue_ns: quantile(&waits, 0.9),
+        p99_queue_ns: quantile(&waits, 0.99),
+        max_queue_ns: waits.last().copied().unwrap_or(0),
+        mean_service_ns: mean_service,
+        interarrival_cv,
+        service_cv,
+        utilisation,
+        mean_length,
+        max_length: length.iter().map(|p| p.length).max().unwrap_or(0),
+        // λ W with λ = served / window: the requests that left within the window.
+        little_lambda_w: per_s(served as f64) * mean_wait / 1e9,
+        erlang_c,
+    }
+}
+
+/// Erlang C for `c` servers, arrival rate `lambda` and service rate `mu` (per
+/// second): the probability of waiting and the mean wait; None when ρ ≥ 1.
+pub fn erlang_c(c: u64, lambda: f64, mu: f64) -> Option<ErlangC> {
+    if c == 0 || !(lambda > 0.0 && mu > 0.0) {
+        return None;
+    }
+    let a = lambda / mu;
+    let rho = a / c as f64;
+    if rho >= 1.0 {
+        return None;
+    }
+    // Terms a^k / k! built incrementally, stable for large c.
+    let mut term = 1.0;
+    let mut sum = 0.0;
+    for k in 0..c {
+        sum += term;
+        term *= a / (k + 1) as f64;
+    }
+    let last = term / (1.0 - rho);
+    let p_wait = last / (sum + last);
+    Some(ErlangC {
+        servers: c,
+        rho,
+        p_wait,
+        mean_queue_ns: p_wait / (c as f64 * mu - lambda) * 1e9,
+    })
+}
+
+impl QueueReport {
+    /// Per-request CSV: `request,enqueue_ns,dequeue_ns,queue_ns,service_ns,producer,worker,length_after_enqueue`.
+    pub fn write_requests_csv(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(w, "request,enqueue_ns,dequeue_ns,queue_ns,service_ns,producer,worker,length_after_enqueue")?;
+        let opt = |v: Option<u64>| v.map_or_else(String::new, |v| v.to_string());
+        for r in &self.requests {
+            writeln!(
+                w,
+                "{},{},{},{},{},{},{},{}",
+                r.id,
+                r.enqueue_ns,
+                opt(r.dequeue_ns),
+                opt(r.queue_ns),
+                opt(r.service_ns),
+                csv_field(&r.producer),
+                csv_field(r.worker.as_deref().unwrap_or("")),
+                r.length_after_enqueue
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The queue length series as CSV: `t_ns,length` at every change.
+    pub fn write_length_csv(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        writeln!(w, "t_ns,length")?;
+        for p in &self.length {
+            writeln!(w, "{},{}", p.t_ns, p.length)?;
+        }
+        Ok(())
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+impl fmt::Display for QueueSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = |ns: f64| fmt_ns(ns);
+        let opt = |v: Option<u64>| v.map_or_else(|| "-".into(), |v| fmt_ns(v as f64));
+        writeln!(
+            f,
+            "queue {}: {} requests enqueued, {} served, {} still queued at the end (FIFO replay)",
+            self.queue, self.enqueued, self.served, self.still_queued
+        )?;
+        if self.empty_dequeues > 0 {
+            writeln!(
+                f,
+                "{} dequeue calls found the queue empty (timed-out polls, interrupted takes)",
+                self.empty_dequeues
+            )?;
+        }
+        writeln!(
+            f,
+            "window {}, arrival rate {:.2}/s, workers (c) {}",
+            ms(self.window_ns as f64),
+            self.arrival_rate,
+            self.workers
+        )?;
+        writeln!(
+            f,
+            "time in queue: mean {}, p50 {}, p90 {}, p99 {}, max {}",
+            ms(self.mean_queue_ns),
+            opt(self.p50_queue_ns),
+            opt(self.p90_queue_ns),
+            opt(self.p99_queue_ns),
+            ms(self.max_queue_ns as f64)
+        )?;
+        match self.mean_service_ns {
+            Some(s) => writeln!(
+                f,
+                "service time (dequeue to the worker's next dequeue): mean {}",
+                ms(s)
+            )?,
+            None => writeln!(f, "service time: no worker dequeued twice")?,
+        }
+        let cv = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.2}"));
+        writeln!(
+            f,
+            "coefficient of variation: inter-arrival {}, service {} (1 for exponential)",
+            cv(self.interarrival_cv),
+            cv(self.service_cv)
+        )?;
+        if let Some(u) = self.utilisation {
+            writeln!(f, "utilisation (busy workers / c): {:.1}%", u * 100.0)?;
+        }
+        writeln!(
+            f,
+            "queue length: mean {:.3}, max {}",
+            self.mean_length, self.max_length
+        )?;
+        writeln!(
+            f,
+            "Little's law: L = {:.3} (time-average length), lambda W = {:.3}",
+            self.mean_length, self.little_lambda_w
+        )?;
+        if let Some(e) = &self.erlang_c {
+            writeln!(
+                f,
+                "M/M/{} (Erlang C) with these rates: rho {:.3}, P(wait) {:.3}, mean time in queue {}",
+                e.servers,
+                e.rho,
+                e.p_wait,
+                ms(e.mean_queue_ns)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(thread: u32, enter: u64, exit: u64, dequeue: bool) -> QCall {
+        QCall {
+            thread,
+            enter_ns: enter,
+            exit_ns: exit,
+            dequeue,
+        }
+    }
+
+    #[test]
+    fn fifo_replay_matches_requests_in_order_and_measures_waits() {
+        let calls = [
+            call(9, 10, 11, false), // request 1
+            call(9, 20, 21, false), // request 2
+            call(1, 0, 12, true),   // worker 1 blocks, takes request 1 at 12
+            call(1, 30, 31, true),  // takes request 2 at 31
+            call(1, 50, 60, true),  // nothing queued: empty
+        ];
+        let r = fifo(
+            &calls,
+            |t| format!("t{t}"),
+            &QueueSpec::blocking_queue(),
+            None,
+        );
+        assert_eq!(r.requests.len(), 2);
+        assert_eq!(r.requests[0].queue_ns, Some(2));
+        assert_eq!(r.requests[1].queue_ns, Some(11));
+        // Dequeued at 12; the worker asks again at 30.
+        assert_eq!(r.requests[0].service_ns, Some(18));
+        assert_eq!(r.requests[1].service_ns, Some(19));
+        assert_eq!(r.requests[1].length_after_enqueue, 1);
+        assert_eq!(r.summary.empty_dequeues, 1);
+        assert_eq!(r.summary.workers, 1);
+        // Window 10..31; area: 1 × 2 + 1 × 11 = 13 = the sum of the waits.
+        assert_eq!(r.summary.window_ns, 21);
+        assert!((r.summary.mean_length - 13.0 / 21.0).abs() < 1e-9);
+        assert!((r.summary.little_lambda_w * 1e9 - r.summary.mean_length * 1e9).abs() < 1e-3);
+    }
+
+    #[test]
+    fn erlang_c_matches_known_values() {
+        // c = 1: M/M/1, Wq = rho / (mu - lambda).
+        let e = erlang_c(1, 5.0, 10.0).unwrap();
+        assert!((e.p_wait - 0.5).abs() < 1e-12);
+        assert!((e.mean_queue_ns - 0.1e9).abs() < 1.0);
+        // c = 4, a = 2.6: P(wait) 0.3544 (tables).
+        let e = erlang_c(4, 260.0, 100.0).unwrap();
+        assert!((e.p_wait - 0.35442).abs() < 1e-4, "{e:?}");
+        assert!(erlang_c(2, 300.0, 100.0).is_none());
+    }
+
+    #[test]
+    fn specs_parse() {
+        let s = QueueSpec::parse("com.acme.Pool#add/com.acme.Pool#get").unwrap();
+        assert!(s.enqueue[0].matches("com.acme.Pool.add"));
+        assert!(!s.enqueue[0].matches("com.acme.Pool.addAll"));
+        assert_eq!(s.trace_patterns, "com.acme.Pool#add;com.acme.Pool#get");
+        assert!(QueueSpec::parse("com.acme.Pool.add").is_err());
+        let t = QueueSpec::parse("threadpool").unwrap();
+        assert!(t.enqueue[0].matches("java.util.concurrent.LinkedBlockingQueue.offer"));
+        assert!(t.dequeue_callers[0].matches("java.util.concurrent.ThreadPoolExecutor.getTask"));
+    }
+}

@@ -1,0 +1,62 @@
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * An M/M/c queue: tasks arrive with exponential inter-arrival times (rate
+ * LAMBDA per second, from a seeded Random), each sleeps an exponential service
+ * time (rate MU per second), and a fixed pool of C workers runs them. Every task
+ * measures its own time in the queue (submit -> run start); the mean is printed.
+ *
+ * Usage: PoolApp C LAMBDA MU TASKS SEED
+ */
+public class PoolApp {
+    static final AtomicLong queuedNs = new AtomicLong();
+
+    /** Parks until shortly before `deadline` and spins the rest: parkNanos wakes
+     *  up to ~100us late (timer slack), which would stretch the exponential times. */
+    static void sleepUntil(long deadline) {
+        long left;
+        while ((left = deadline - System.nanoTime()) > SPIN_NS) {
+            LockSupport.parkNanos(left - SPIN_NS);
+        }
+        while (deadline - System.nanoTime() > 0) {
+            Thread.onSpinWait();
+        }
+    }
+
+    static final long SPIN_NS = 150_000;
+
+    public static void main(String[] args) throws Exception {
+        int c = Integer.parseInt(args[0]);
+        double lambda = Double.parseDouble(args[1]);
+        double mu = Double.parseDouble(args[2]);
+        int tasks = Integer.parseInt(args[3]);
+        Random random = new Random(Long.parseLong(args[4]));
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(
+            c, c, 0L, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<Runnable>());
+        // Every task goes through the queue: no worker is created for a task.
+        pool.prestartAllCoreThreads();
+        long start = System.nanoTime();
+        long at = start;
+        for (int i = 0; i < tasks; i++) {
+            at += (long) (-Math.log(1.0 - random.nextDouble()) / lambda * 1e9);
+            long serviceNs = (long) (-Math.log(1.0 - random.nextDouble()) / mu * 1e9);
+            sleepUntil(at);
+            final long submitted = System.nanoTime();
+            pool.execute(() -> {
+                queuedNs.addAndGet(System.nanoTime() - submitted);
+                sleepUntil(System.nanoTime() + serviceNs);
+            });
+        }
+        pool.shutdown();
+        pool.awaitTermination(1, TimeUnit.MINUTES);
+        double seconds = (System.nanoTime() - start) / 1e9;
+        System.out.printf("mean_queue_ns %.0f tasks %d seconds %.3f%n",
+            (double) queuedNs.get() / tasks, tasks, seconds);
+    }
+}

@@ -1,0 +1,136 @@
+//! `jscope queue` on a real thread pool: an M/M/c fixture (seeded Poisson arrivals,
+//! exponential service times, a fixed pool of c workers) measures each task's own
+//! time in the queue; the replay from the trace must agree with it within 5% and
+//! with the Erlang C formula within 15%.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir};
+use support::*;
+
+fn classes() -> PathBuf {
+    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/queue_fixtures"))
+}
+
+const POOL_TRACE: &str = "java.util.concurrent.ThreadPoolExecutor#execute;java.util.concurrent.ThreadPoolExecutor#getTask;java.util.concurrent.*BlockingQueue#offer;java.util.concurrent.*BlockingQueue#take;java.util.concurrent.*BlockingQueue#poll";
+
+/// Records `PoolApp ARGS` with `--trace PATTERNS`; returns the file and the
+/// fixture's stdout.
+fn record(dir: &Path, trace: &str, args: &[&str]) -> (PathBuf, String) {
+    agent_path();
+    let java = &javas()[0];
+    let file = dir.join("pool.jsc");
+    let out = Command::new(jscope_bin())
+        .args([
+            "record", "--mode", "none", "--quiet", "--trace", trace, "-o",
+        ])
+        .arg(&file)
+        .args(["--", java.bin.to_str().unwrap(), "-cp"])
+        .arg(classes())
+        .arg("PoolApp")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    (file, stdout(&out))
+}
+
+/// Erlang C mean wait for c servers, rates in 1/s.
+fn erlang_c_wait_ns(c: u32, lambda: f64, mu: f64) -> f64 {
+    let a = lambda / mu;
+    let rho = a / c as f64;
+    let mut term = 1.0;
+    let mut sum = 0.0;
+    for k in 0..c {
+        sum += term;
+        term *= a / (k + 1) as f64;
+    }
+    let last = term / (1.0 - rho);
+    last / (sum + last) / (c as f64 * mu - lambda) * 1e9
+}
+
+#[test]
+fn queue_replay_matches_the_pools_own_measurement_and_erlang_c() {
+    let dir = temp_dir("queue-jvm");
+    // c = 4 workers, lambda = 260/s, mu = 100/s (10 ms mean service): rho = 0.65.
+    // Seed 16's 2000 draws simulate to 4% under Erlang C's mean; the fixture's
+    // own overheads add a few percent.
+    let (c, lambda, mu, tasks) = (4, 260.0, 100.0, 2000);
+    let (file, out) = record(&dir, POOL_TRACE, &["4", "260", "100", "2000", "16"]);
+    let fixture_ns: f64 = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("fixture output: {out}"));
+    let csv = dir.join("requests.csv");
+    let length_csv = dir.join("length.csv");
+    let json = jscope_json(&[
+        "queue",
+        file.to_str().unwrap(),
+        "--format",
+        "json",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--length-csv",
+        length_csv.to_str().unwrap(),
+    ]);
+    let s = &json["summary"];
+    assert_eq!(s["queue"], "threadpool", "{s}");
+    assert_eq!(s["enqueued"], tasks, "{s}");
+    assert_eq!(s["served"], tasks, "{s}");
+    assert_eq!(s["workers"], c, "{s}");
+    let mean = s["mean_queue_ns"].as_f64().unwrap();
+    assert!(
+        (mean / fixture_ns - 1.0).abs() < 0.05,
+        "jscope {mean} ns vs the fixture's {fixture_ns} ns: {s}"
+    );
+    let model = erlang_c_wait_ns(c, lambda, mu);
+    assert!(
+        (mean / model - 1.0).abs() < 0.15,
+        "jscope {mean} ns vs Erlang C {model} ns: {s}"
+    );
+    // Little's law holds for the replay (every request left within the window).
+    let (l, lw) = (
+        s["mean_length"].as_f64().unwrap(),
+        s["little_lambda_w"].as_f64().unwrap(),
+    );
+    assert!((l - lw).abs() < 0.01 * l, "{s}");
+    let rate = s["arrival_rate"].as_f64().unwrap();
+    assert!((rate / lambda - 1.0).abs() < 0.1, "{s}");
+    let util = s["utilisation"].as_f64().unwrap();
+    assert!((0.55..0.8).contains(&util), "{s}");
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(rows.lines().count(), tasks as usize + 1);
+    assert!(rows.starts_with("request,enqueue_ns,dequeue_ns,queue_ns,service_ns,"));
+    assert!(
+        rows.lines()
+            .nth(1)
+            .unwrap()
+            .contains(",main,pool-1-thread-"),
+        "{rows:.300}"
+    );
+    let lengths = std::fs::read_to_string(&length_csv).unwrap();
+    assert_eq!(lengths.lines().count(), 2 * tasks as usize + 1);
+
+    let text = stdout(&jscope(&["queue", file.to_str().unwrap()]));
+    assert!(text.contains("Little's law: L = "), "{text}");
+    assert!(text.contains("M/M/4 (Erlang C)"), "{text}");
+}
+
+#[test]
+fn a_recording_without_the_queue_methods_says_what_to_trace() {
+    let dir = temp_dir("queue-hint");
+    let (file, _) = record(&dir, "PoolApp", &["2", "200", "400", "40", "1"]);
+    let out = jscope(&["queue", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("jscope: ")
+            && err.contains(&format!("jscope record --trace '{POOL_TRACE}'")),
+        "{err}"
+    );
+}
