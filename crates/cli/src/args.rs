@@ -313,7 +313,7 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  jscope diff before.jsc after.jsc --top 20\n  jscope diff before.jsc after.jsc --mode wall --thread worker -o diff.html"
+    after_help = "Examples:\n  jscope diff before.jsc after.jsc --top 20\n  jscope diff before.jsc after.jsc --mode wall --thread worker -o diff.html\n  jscope diff traced-before.jsc traced-after.jsc --format json"
 )]
 pub struct DiffArgs {
     /// The base recording (.jsc), the "before".
@@ -336,6 +336,10 @@ pub struct DiffArgs {
     /// Title of the flame graph (default: BASE vs NEW).
     #[arg(long)]
     pub title: Option<String>,
+    /// Exact-trace recordings on both sides (and no --mode) get a statistics and
+    /// call-tree diff instead.
+    #[command(flatten)]
+    pub trace: crate::trace_diff::TraceDiffArgs,
 }
 
 #[derive(Debug, Args)]

@@ -19,6 +19,7 @@ mod serve;
 mod signals;
 mod source;
 mod trace;
+mod trace_diff;
 
 use std::io::{self, Write};
 use std::process::ExitCode;

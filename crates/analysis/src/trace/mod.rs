@@ -53,6 +53,7 @@
 //! ```
 
 mod aggregate;
+mod diff;
 mod engine;
 mod export;
 mod histogram;
@@ -68,6 +69,10 @@ use jscope_format::{Recording, TraceBatch};
 use serde::Serialize;
 
 pub use aggregate::aggregate_stats;
+pub use diff::{
+    benjamini_hochberg, mann_whitney, normalise_thread, poisson_test, DiffOptions, MethodChange,
+    NodeChange, OneSided, Presence, SideStats, TraceDiff, TreeDiff,
+};
 pub use engine::{Anomalies, Call, CallSink, CLOSED_BY_MISMATCH, THREW, UNFINISHED};
 pub use read::{scan_bytes, scan_file, scan_recording, TraceError};
 pub use render::TreeView;
