@@ -12,10 +12,19 @@ import java.util.concurrent.locks.LockSupport;
  * time (rate MU per second), and a fixed pool of C workers runs them. Every task
  * measures its own time in the queue (submit -> run start); the mean is printed.
  *
+ * A loaded machine wakes threads late; a late worker would stretch every service
+ * time and push the pool above its nominal utilisation, where waits grow
+ * steeply. So each worker keeps the schedule of an ideal M/M/c pool: a task's
+ * service ends at max(its arrival, the worker's previous end) + its exponential
+ * time, on the ideal clock, however late the worker started it. The queue itself
+ * is the real ThreadPoolExecutor's, and the measured waits are the real ones.
+ *
  * Usage: PoolApp C LAMBDA MU TASKS SEED
  */
 public class PoolApp {
     static final AtomicLong queuedNs = new AtomicLong();
+    /** When this worker's previous task ended on the ideal clock. */
+    static final ThreadLocal<long[]> idealFree = ThreadLocal.withInitial(() -> new long[1]);
 
     /** Parks until shortly before `deadline` and spins the rest: parkNanos wakes
      *  up to ~100us late (timer slack), which would stretch the exponential times. */
@@ -47,10 +56,13 @@ public class PoolApp {
             at += (long) (-Math.log(1.0 - random.nextDouble()) / lambda * 1e9);
             long serviceNs = (long) (-Math.log(1.0 - random.nextDouble()) / mu * 1e9);
             sleepUntil(at);
+            final long arrival = at;
             final long submitted = System.nanoTime();
             pool.execute(() -> {
                 queuedNs.addAndGet(System.nanoTime() - submitted);
-                sleepUntil(System.nanoTime() + serviceNs);
+                long[] free = idealFree.get();
+                free[0] = Math.max(arrival, free[0]) + serviceNs;
+                sleepUntil(free[0]);
             });
         }
         pool.shutdown();
