@@ -489,22 +489,56 @@ fn tree_diff(
     new: &HashMap<Vec<String>, Acc>,
     options: DiffOptions,
 ) -> TreeDiff {
-    let one_sided = |side: &HashMap<Vec<String>, Acc>, other: &HashMap<Vec<String>, Acc>| {
-        let mut roots: Vec<OneSided> = side
-            .iter()
-            .filter(|(p, _)| {
-                !other.contains_key(*p) && (p.len() <= 2 || other.contains_key(&p[..p.len() - 1]))
-            })
-            .map(|(p, a)| OneSided {
-                path: p.clone(),
+    let mut changed = changed_paths(base, new, options);
+    let delta = |c: &NodeChange| (c.new.total_ns as i64 - c.base.total_ns as i64).unsigned_abs();
+    changed.sort_by(|a, b| delta(b).cmp(&delta(a)).then(a.path.cmp(&b.path)));
+    TreeDiff {
+        only_base: one_sided(base, new),
+        only_new: one_sided(new, base),
+        matched: base.keys().filter(|p| new.contains_key(*p)).count() as u64,
+        changed,
+    }
+}
+
+/// The topmost paths of `side` that `other` lacks, with the paths under each.
+fn one_sided(side: &HashMap<Vec<String>, Acc>, other: &HashMap<Vec<String>, Acc>) -> Vec<OneSided> {
+    // A path's prefixes are paths of its side too, and once a prefix is missing
+    // from `other` every longer one is: the subtree's root is the shortest
+    // missing prefix (at least thread and root call), found by bisection.
+    let mut roots: HashMap<&[String], u64> = HashMap::new();
+    for p in side.keys().filter(|p| !other.contains_key(*p)) {
+        let (mut lo, mut hi) = (2.min(p.len()), p.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if other.contains_key(&p[..mid]) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        *roots.entry(&p[..lo]).or_default() += 1;
+    }
+    let mut out: Vec<OneSided> = roots
+        .into_iter()
+        .filter_map(|(p, nodes)| {
+            side.get(p).map(|a| OneSided {
+                path: p.to_vec(),
                 calls: a.calls,
                 total_ns: a.total,
-                nodes: side.keys().filter(|q| q.starts_with(p)).count() as u64,
+                nodes,
             })
-            .collect();
-        roots.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.path.cmp(&b.path)));
-        roots
-    };
+        })
+        .collect();
+    out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.path.cmp(&b.path)));
+    out
+}
+
+/// Paths on both sides whose call counts or durations changed significantly.
+fn changed_paths(
+    base: &HashMap<Vec<String>, Acc>,
+    new: &HashMap<Vec<String>, Acc>,
+    options: DiffOptions,
+) -> Vec<NodeChange> {
     let mut both: Vec<(&Vec<String>, &Acc, &Acc)> = base
         .iter()
         .filter_map(|(p, b)| new.get(p).map(|n| (p, b, n)))
@@ -523,8 +557,7 @@ fn tree_diff(
     all.extend(&dur_p);
     let q = benjamini_hochberg(&all);
     let (calls_q, dur_q) = q.split_at(both.len());
-    let mut changed: Vec<NodeChange> = both
-        .iter()
+    both.iter()
         .enumerate()
         .filter_map(|(i, (p, b, n))| {
             let (bs, ns) = (side_stats(b), side_stats(n));
@@ -547,15 +580,7 @@ fn tree_diff(
                 duration_changed,
             })
         })
-        .collect();
-    let delta = |c: &NodeChange| (c.new.total_ns as i64 - c.base.total_ns as i64).unsigned_abs();
-    changed.sort_by(|a, b| delta(b).cmp(&delta(a)).then(a.path.cmp(&b.path)));
-    TreeDiff {
-        only_base: one_sided(base, new),
-        only_new: one_sided(new, base),
-        changed,
-        matched: both.len() as u64,
-    }
+        .collect()
 }
 
 /// Two-sided p-value of the Mann-Whitney U test (normal approximation, tie and
@@ -784,6 +809,131 @@ impl fmt::Display for TraceDiff {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jscope_format::*;
+
+    /// Calls made one after another: (path of labels from the root, µs).
+    type Calls<'a> = Vec<(Vec<&'a str>, u64)>;
+
+    /// A trace recording of threads (id, name, calls).
+    fn recording(threads: &[(u32, &str, Calls)]) -> Vec<u8> {
+        let mut w = ChunkWriter::new();
+        let mut dict = Dictionary::new();
+        for (id, name, calls) in threads {
+            w.thread(&ThreadDef {
+                id: ThreadId(*id),
+                java_id: (*id).into(),
+                name: (*name).into(),
+                group: "main".into(),
+                ..Default::default()
+            });
+            let mut events = vec![];
+            let mut at = 0;
+            for (path, us) in calls {
+                let ids: Vec<MethodId> =
+                    path.iter().map(|l| dict.method_label(&mut w, l)).collect();
+                for &m in &ids {
+                    events.push(TraceEvent {
+                        kind: TraceKind::Enter,
+                        method: m,
+                        ticks: at,
+                        untraced: 0,
+                        cpu_ns: 0,
+                    });
+                }
+                at += us * 1000;
+                for &m in ids.iter().rev() {
+                    events.push(TraceEvent {
+                        kind: TraceKind::Exit,
+                        method: m,
+                        ticks: at,
+                        untraced: 0,
+                        cpu_ns: 0,
+                    });
+                }
+                at += 1000;
+            }
+            w.trace(&TraceBatch {
+                thread: ThreadId(*id),
+                has_cpu: false,
+                events,
+            });
+        }
+        let header = Header {
+            ticks_per_second: 1_000_000_000,
+            ..Default::default()
+        };
+        let mut bytes = encode_file_start(&header);
+        bytes.extend(w.finish());
+        bytes
+    }
+
+    #[test]
+    fn trace_diff_matches_threads_by_normalised_name_and_finds_one_sided_subtrees() {
+        // Base: pool-1-thread-1 runs a.run > a.get (100 µs) 20 times and
+        // a.run > a.put 20 times. New: pool-7-thread-3 does the same, but get
+        // takes 200 µs and put is gone; a.run > a.fresh > a.deep is new.
+        let calls = |get_us: u64, put: bool, fresh: bool| {
+            let mut v = vec![];
+            for i in 0..20u64 {
+                v.push((vec!["a.run", "a.get"], get_us + i % 3));
+                if put {
+                    v.push((vec!["a.run", "a.put"], 50 + i % 2));
+                }
+                if fresh {
+                    v.push((vec!["a.run", "a.fresh", "a.deep"], 10));
+                }
+            }
+            v
+        };
+        let base = recording(&[(1, "pool-1-thread-1", calls(100, true, false))]);
+        let new = recording(&[(5, "pool-7-thread-3", calls(200, false, true))]);
+        let d = TraceDiff::from_bytes(
+            &base,
+            &new,
+            &TraceOptions::default(),
+            DiffOptions::default(),
+        )
+        .unwrap();
+        let decoded = TraceDiff::of(
+            &Recording::from_bytes(&base).unwrap(),
+            &Recording::from_bytes(&new).unwrap(),
+            &TraceOptions::default(),
+            DiffOptions::default(),
+        );
+        assert_eq!(d, decoded);
+        assert_eq!(d.methods[0].method, "a.get");
+        assert!(d.methods[0].significant);
+        assert!((d.methods[0].p50_change.unwrap() - 1.0).abs() < 0.05);
+        assert_eq!(d.method("a.put").unwrap().presence, Presence::Base);
+        assert_eq!(d.method("a.deep").unwrap().presence, Presence::New);
+        let t = &d.tree;
+        let path = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(t.only_base.len(), 1);
+        assert_eq!(
+            t.only_base[0].path,
+            path(&["pool-#-thread-#", "a.run", "a.put"])
+        );
+        assert_eq!(t.only_new.len(), 1);
+        assert_eq!(
+            t.only_new[0].path,
+            path(&["pool-#-thread-#", "a.run", "a.fresh"])
+        );
+        assert_eq!((t.only_new[0].calls, t.only_new[0].nodes), (20, 2));
+        // run's calls: 40 -> 40 (put replaced by fresh), get's durations doubled.
+        let changed: Vec<_> = t
+            .changed
+            .iter()
+            .map(|c| c.path.last().unwrap().as_str())
+            .collect();
+        assert!(changed.contains(&"a.get"), "{changed:?}");
+        let get = t
+            .changed
+            .iter()
+            .find(|c| c.path.last().unwrap() == "a.get")
+            .unwrap();
+        assert!(get.duration_changed && !get.calls_changed);
+        assert_eq!(t.matched, 2);
+    }
 
     #[test]
     fn mann_whitney_separates_shifted_samples_and_not_equal_ones() {
