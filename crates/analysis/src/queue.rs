@@ -31,6 +31,10 @@ pub struct QueueSpec {
     pub dequeue: Vec<ThreadMatcher>,
     pub enqueue_callers: Vec<ThreadMatcher>,
     pub dequeue_callers: Vec<ThreadMatcher>,
+    /// The task's own method (e.g. its `run`): when given, a request's service
+    /// ends at the exit of the first such call its worker makes after taking it,
+    /// instead of at the worker's next dequeue call.
+    pub task: Vec<ThreadMatcher>,
     /// The `--trace` patterns that record what this spec needs.
     pub trace_patterns: String,
 }
@@ -52,7 +56,24 @@ const QUEUE_TAKE: [&str; 2] = [
     "java.util.concurrent.*Queue.poll",
 ];
 
+/// `CLASS#METHOD` (globs) as a `pkg.Class.method` label glob.
+fn method_glob(side: &str) -> Option<String> {
+    let (class, method) = side.trim().split_once('#')?;
+    (!class.is_empty() && !method.is_empty()).then(|| format!("{class}.{method}"))
+}
+
 impl QueueSpec {
+    /// Ends each service at the exit of the worker's next call of `CLASS#METHOD`
+    /// (globs), the task's own method; its pattern joins the trace hint.
+    pub fn with_task(mut self, pattern: &str) -> Result<QueueSpec, String> {
+        let glob = method_glob(pattern).ok_or_else(|| {
+            format!("bad task method `{pattern}` (expected CLASS#METHOD, e.g. com.acme.Job#run)")
+        })?;
+        self.task = globs(&[&glob]);
+        self.trace_patterns = format!("{};{}", self.trace_patterns, pattern.trim());
+        Ok(self)
+    }
+
     /// A `ThreadPoolExecutor`'s work queue: `offer` called by `execute`, `take` or
     /// `poll` called by `getTask` (the worker asking for its next task).
     pub fn thread_pool() -> QueueSpec {
@@ -62,6 +83,7 @@ impl QueueSpec {
             dequeue: globs(&QUEUE_TAKE),
             enqueue_callers: globs(&["java.util.concurrent.*ThreadPoolExecutor.execute"]),
             dequeue_callers: globs(&["java.util.concurrent.*ThreadPoolExecutor.getTask"]),
+            task: vec![],
             trace_patterns: format!(
                 "{JUC}ThreadPoolExecutor#execute;{JUC}ThreadPoolExecutor#getTask;{JUC}*BlockingQueue#offer;{JUC}*BlockingQueue#take;{JUC}*BlockingQueue#poll"
             ),
@@ -77,6 +99,7 @@ impl QueueSpec {
             dequeue: globs(&QUEUE_TAKE),
             enqueue_callers: vec![],
             dequeue_callers: vec![],
+            task: vec![],
             trace_patterns: format!(
                 "{JUC}*BlockingQueue#put;{JUC}*BlockingQueue#offer;{JUC}*BlockingQueue#take;{JUC}*BlockingQueue#poll"
             ),
@@ -95,13 +118,7 @@ impl QueueSpec {
             format!("bad queue `{text}` (expected threadpool, blockingqueue or CLASS#ENQUEUE/CLASS#DEQUEUE, e.g. com.acme.Pool#add/com.acme.Pool#get)")
         };
         let (enq, deq) = text.split_once('/').ok_or_else(bad)?;
-        let label = |side: &str| -> Result<String, String> {
-            let (class, method) = side.trim().split_once('#').ok_or_else(bad)?;
-            if class.is_empty() || method.is_empty() {
-                return Err(bad());
-            }
-            Ok(format!("{class}.{method}"))
-        };
+        let label = |side: &str| method_glob(side).ok_or_else(bad);
         let (e, d) = (label(enq)?, label(deq)?);
         Ok(QueueSpec {
             name: text.into(),
@@ -109,6 +126,7 @@ impl QueueSpec {
             dequeue: globs(&[&d]),
             enqueue_callers: vec![],
             dequeue_callers: vec![],
+            task: vec![],
             trace_patterns: format!("{};{}", enq.trim(), deq.trim()),
         })
     }
@@ -123,8 +141,8 @@ pub struct Request {
     /// None when it was still queued at the end of the recording.
     pub dequeue_ns: Option<u64>,
     pub queue_ns: Option<u64>,
-    /// From the dequeue to the same worker's next dequeue call; None when the
-    /// worker made no other.
+    /// From the dequeue to the same worker's next dequeue call (or to the end of
+    /// its task call, with a task method); None when there is none.
     pub service_ns: Option<u64>,
     pub producer: String,
     pub worker: Option<String>,
@@ -171,6 +189,9 @@ pub struct QueueSummary {
     pub p99_queue_ns: Option<u64>,
     pub max_queue_ns: u64,
     pub mean_service_ns: Option<f64>,
+    /// Where a service ends: the worker's next dequeue, or the end of its next
+    /// call of the task method.
+    pub service_end: String,
     /// Coefficients of variation (1 for exponential times).
     pub interarrival_cv: Option<f64>,
     pub service_cv: Option<f64>,
@@ -211,6 +232,7 @@ enum Role {
     Dequeue,
     EnqueueCaller,
     DequeueCaller,
+    Task,
 }
 
 /// A matched call as the replay sink keeps it.
@@ -219,7 +241,7 @@ struct QCall {
     thread: u32,
     enter_ns: u64,
     exit_ns: u64,
-    dequeue: bool,
+    role: Role,
 }
 
 struct QueueSink {
@@ -240,6 +262,7 @@ impl CallSink for QueueSink {
         let keep = match me {
             Role::Enqueue => !self.callers_e || caller == Role::EnqueueCaller,
             Role::Dequeue => !self.callers_d || caller == Role::DequeueCaller,
+            Role::Task => true,
             _ => false,
         };
         // A dequeue call that threw (interrupted take) took nothing, but it still
@@ -253,7 +276,7 @@ impl CallSink for QueueSink {
                 } else {
                     c.exit_ns
                 },
-                dequeue: me == Role::Dequeue,
+                role: me,
             });
         }
     }
@@ -269,6 +292,8 @@ fn role_of(spec: &QueueSpec, label: &str) -> Role {
         Role::EnqueueCaller
     } else if any(&spec.dequeue_callers) {
         Role::DequeueCaller
+    } else if any(&spec.task) {
+        Role::Task
     } else {
         Role::Other
     }
@@ -297,6 +322,9 @@ pub fn replay_queue(
     }
     if !has(Role::Dequeue) || (!spec.dequeue_callers.is_empty() && !has(Role::DequeueCaller)) {
         return Err(missing("dequeue"));
+    }
+    if !spec.task.is_empty() && !has(Role::Task) {
+        return Err(missing("task"));
     }
     let sink = QueueSink {
         roles,
@@ -328,24 +356,34 @@ fn fifo(
     let mut events: Vec<(u64, u8, usize)> = calls
         .iter()
         .enumerate()
-        .map(|(i, c)| {
-            if c.dequeue {
-                (c.exit_ns, 1, i)
-            } else {
-                (c.enter_ns, 0, i)
-            }
+        .filter_map(|(i, c)| match c.role {
+            Role::Dequeue => Some((c.exit_ns, 1, i)),
+            Role::Enqueue => Some((c.enter_ns, 0, i)),
+            _ => None,
         })
         .filter(|e| e.0 != u64::MAX)
         .collect();
     events.sort_unstable();
-    // Each worker's dequeue calls by entry, for service times.
+    // Each worker's dequeue calls by entry, and its task calls, for service times.
     let mut asks: HashMap<u32, Vec<u64>> = HashMap::new();
-    for c in calls.iter().filter(|c| c.dequeue) {
-        asks.entry(c.thread).or_default().push(c.enter_ns);
+    let mut tasks: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    for c in calls {
+        match c.role {
+            Role::Dequeue => asks.entry(c.thread).or_default().push(c.enter_ns),
+            Role::Task => tasks
+                .entry(c.thread)
+                .or_default()
+                .push((c.enter_ns, c.exit_ns)),
+            _ => {}
+        }
     }
     for v in asks.values_mut() {
         v.sort_unstable();
     }
+    for v in tasks.values_mut() {
+        v.sort_unstable();
+    }
+    let by_task = !spec.task.is_empty();
     let mut names: HashMap<u32, String> = HashMap::new();
     let mut name_of = |t: u32| names.entry(t).or_insert_with(|| name(t)).clone();
     let mut queue: VecDeque<usize> = VecDeque::new();
@@ -368,10 +406,21 @@ fn fifo(
             });
         } else if let Some(r) = queue.pop_front() {
             let next = asks[&c.thread].iter().find(|&&a| a >= t).copied();
+            let end = if by_task {
+                // The worker's first task call after the dequeue, before its next.
+                tasks.get(&c.thread).and_then(|v| {
+                    let i = v.partition_point(|&(enter, _)| enter < t);
+                    v.get(i)
+                        .filter(|&&(enter, _)| next.is_none_or(|n| enter < n))
+                        .map(|&(_, exit)| exit)
+                })
+            } else {
+                next
+            };
             let r = &mut requests[r];
             r.dequeue_ns = Some(t);
             r.queue_ns = Some(t - r.enqueue_ns);
-            r.service_ns = next.map(|n| n - t);
+            r.service_ns = end.map(|n| n.saturating_sub(t));
             r.worker = Some(name_of(c.thread));
         } else {
             empty += 1;
@@ -469,6 +518,14 @@ fn summarise(
         p99_queue_ns: quantile(&waits, 0.99),
         max_queue_ns: waits.last().copied().unwrap_or(0),
         mean_service_ns: mean_service,
+        service_end: match spec.task.first() {
+            Some(ThreadMatcher::Glob(g)) => format!(
+                "the end of the worker's next {} call",
+                g.iter().collect::<String>()
+            ),
+            Some(ThreadMatcher::Substring(t)) => format!("the end of the worker's next {t} call"),
+            None => "the worker's next dequeue".into(),
+        },
         interarrival_cv,
         service_cv,
         utilisation,
@@ -583,10 +640,11 @@ impl fmt::Display for QueueSummary {
         match self.mean_service_ns {
             Some(s) => writeln!(
                 f,
-                "service time (dequeue to the worker's next dequeue): mean {}",
+                "service time (dequeue to {}): mean {}",
+                self.service_end,
                 ms(s)
             )?,
-            None => writeln!(f, "service time: no worker dequeued twice")?,
+            None => writeln!(f, "service time ({}): none measured", self.service_end)?,
         }
         let cv = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.2}"));
         writeln!(
@@ -631,7 +689,11 @@ mod tests {
             thread,
             enter_ns: enter,
             exit_ns: exit,
-            dequeue,
+            role: if dequeue {
+                Role::Dequeue
+            } else {
+                Role::Enqueue
+            },
         }
     }
 
@@ -663,6 +725,37 @@ mod tests {
         assert_eq!(r.summary.window_ns, 21);
         assert!((r.summary.mean_length - 13.0 / 21.0).abs() < 1e-9);
         assert!((r.summary.little_lambda_w * 1e9 - r.summary.mean_length * 1e9).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_task_method_ends_the_service_at_its_exit() {
+        let task = |thread, enter, exit| QCall {
+            thread,
+            enter_ns: enter,
+            exit_ns: exit,
+            role: Role::Task,
+        };
+        let calls = [
+            call(9, 10, 11, false),
+            call(9, 20, 21, false),
+            call(1, 0, 12, true),
+            task(1, 13, 17),
+            call(1, 30, 31, true),
+            call(1, 50, 60, true),
+        ];
+        let spec = QueueSpec::blocking_queue()
+            .with_task("demo.Job#run")
+            .unwrap();
+        let r = fifo(&calls, |t| format!("t{t}"), &spec, None);
+        // Request 1: taken at 12, its run ends at 17. Request 2: no run call
+        // before the worker's next dequeue, so no service time.
+        assert_eq!(r.requests[0].service_ns, Some(5));
+        assert_eq!(r.requests[1].service_ns, None);
+        assert_eq!(
+            r.summary.service_end,
+            "the end of the worker's next demo.Job.run call"
+        );
+        assert!(spec.trace_patterns.ends_with(";demo.Job#run"));
     }
 
     #[test]

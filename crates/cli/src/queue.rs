@@ -27,6 +27,11 @@ pub struct QueueArgs {
     /// the recording has its methods, else blockingqueue.
     #[arg(long, value_name = "SPEC", value_parser = QueueSpec::parse)]
     pub queue: Option<QueueSpec>,
+    /// The task's own method, `CLASS#METHOD` (globs; traced too): a service
+    /// ends at the exit of the worker's first call of it after the dequeue
+    /// (default: at the worker's next dequeue call).
+    #[arg(long, value_name = "CLASS#METHOD")]
+    pub task: Option<String>,
     /// Number of workers (c) for utilisation and the M/M/c comparison (default: the
     /// threads that made dequeue calls).
     #[arg(long, value_name = "N")]
@@ -62,11 +67,20 @@ pub fn run(args: &QueueArgs) -> Result<()> {
             path.display()
         );
     }
+    let with_task = |spec: QueueSpec| match &args.task {
+        Some(t) => spec.with_task(t).map_err(anyhow::Error::msg),
+        None => Ok(spec),
+    };
     let report: QueueReport = match &args.queue {
-        Some(spec) => replay_queue(&rec, spec, args.workers),
-        None => replay_queue(&rec, &QueueSpec::thread_pool(), args.workers).or_else(|e| {
-            replay_queue(&rec, &QueueSpec::blocking_queue(), args.workers).map_err(|_| e)
-        }),
+        Some(spec) => replay_queue(&rec, &with_task(spec.clone())?, args.workers),
+        None => {
+            let (pool, queue) = (
+                with_task(QueueSpec::thread_pool())?,
+                with_task(QueueSpec::blocking_queue())?,
+            );
+            replay_queue(&rec, &pool, args.workers)
+                .or_else(|e| replay_queue(&rec, &queue, args.workers).map_err(|_| e))
+        }
     }
     .with_context(|| format!("{}", path.display()))?;
     if let Some(csv) = &args.csv {

@@ -60,12 +60,16 @@ fn queue_replay_matches_the_pools_own_measurement_and_erlang_c() {
     // add a few percent (the fixture keeps the ideal schedule, so they do not
     // pile up: about +3% on a 2-core machine at load average 8).
     let (c, lambda, mu, tasks) = (4, 260.0, 100.0, 2000);
-    let (file, out) = record(&dir, POOL_TRACE, &["4", "260", "100", "2000", "16"]);
-    let fixture_ns: f64 = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("fixture output: {out}"));
+    let trace = format!("{POOL_TRACE};PoolApp$Task#run");
+    let (file, out) = record(&dir, &trace, &["4", "260", "100", "2000", "16"]);
+    // `mean_queue_ns Q mean_service_ns S tasks N seconds T`
+    let field = |i: usize| -> f64 {
+        out.split_whitespace()
+            .nth(i)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("fixture output: {out}"))
+    };
+    let (fixture_ns, fixture_service_ns) = (field(1), field(3));
     let csv = dir.join("requests.csv");
     let length_csv = dir.join("length.csv");
     let json = jscope_json(&[
@@ -115,6 +119,30 @@ fn queue_replay_matches_the_pools_own_measurement_and_erlang_c() {
     );
     let lengths = std::fs::read_to_string(&length_csv).unwrap();
     assert_eq!(lengths.lines().count(), 2 * tasks as usize + 1);
+
+    // Service from the dequeue to the worker's next dequeue holds the task's run
+    // and the pool's bookkeeping around it.
+    let service = s["mean_service_ns"].as_f64().unwrap();
+    assert!(
+        service >= fixture_service_ns && service < 1.05 * fixture_service_ns,
+        "jscope {service} ns vs the tasks' own {fixture_service_ns} ns: {s}"
+    );
+    // With the task's run method, the service is its run.
+    let by_task = jscope_json(&[
+        "queue",
+        file.to_str().unwrap(),
+        "--task",
+        "PoolApp$Task#run",
+        "--format",
+        "json",
+    ]);
+    let t = &by_task["summary"];
+    let run = t["mean_service_ns"].as_f64().unwrap();
+    assert!(
+        (run / fixture_service_ns - 1.0).abs() < 0.05 && run <= service,
+        "jscope {run} ns vs the tasks' own {fixture_service_ns} ns: {t}"
+    );
+    assert_eq!(t["mean_queue_ns"], s["mean_queue_ns"]);
 
     let text = stdout(&jscope(&["queue", file.to_str().unwrap()]));
     assert!(text.contains("Little's law: L = "), "{text}");

@@ -1,5 +1,4 @@
 import java.util.Random;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -23,8 +22,31 @@ import java.util.concurrent.locks.LockSupport;
  */
 public class PoolApp {
     static final AtomicLong queuedNs = new AtomicLong();
+    static final AtomicLong servedNs = new AtomicLong();
     /** When this worker's previous task ended on the ideal clock. */
     static final ThreadLocal<long[]> idealFree = ThreadLocal.withInitial(() -> new long[1]);
+
+    static final class Task implements Runnable {
+        final long arrival;
+        final long serviceNs;
+        final long submitted;
+
+        Task(long arrival, long serviceNs, long submitted) {
+            this.arrival = arrival;
+            this.serviceNs = serviceNs;
+            this.submitted = submitted;
+        }
+
+        @Override
+        public void run() {
+            long start = System.nanoTime();
+            queuedNs.addAndGet(start - submitted);
+            long[] free = idealFree.get();
+            free[0] = Math.max(arrival, free[0]) + serviceNs;
+            sleepUntil(free[0]);
+            servedNs.addAndGet(System.nanoTime() - start);
+        }
+    }
 
     /** Parks until shortly before `deadline` and spins the rest: parkNanos wakes
      *  up to ~100us late (timer slack), which would stretch the exponential times. */
@@ -56,19 +78,12 @@ public class PoolApp {
             at += (long) (-Math.log(1.0 - random.nextDouble()) / lambda * 1e9);
             long serviceNs = (long) (-Math.log(1.0 - random.nextDouble()) / mu * 1e9);
             sleepUntil(at);
-            final long arrival = at;
-            final long submitted = System.nanoTime();
-            pool.execute(() -> {
-                queuedNs.addAndGet(System.nanoTime() - submitted);
-                long[] free = idealFree.get();
-                free[0] = Math.max(arrival, free[0]) + serviceNs;
-                sleepUntil(free[0]);
-            });
+            pool.execute(new Task(at, serviceNs, System.nanoTime()));
         }
         pool.shutdown();
         pool.awaitTermination(1, TimeUnit.MINUTES);
         double seconds = (System.nanoTime() - start) / 1e9;
-        System.out.printf("mean_queue_ns %.0f tasks %d seconds %.3f%n",
-            (double) queuedNs.get() / tasks, tasks, seconds);
+        System.out.printf("mean_queue_ns %.0f mean_service_ns %.0f tasks %d seconds %.3f%n",
+            (double) queuedNs.get() / tasks, (double) servedNs.get() / tasks, tasks, seconds);
     }
 }
