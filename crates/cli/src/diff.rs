@@ -14,6 +14,9 @@ use crate::args::{DiffArgs, Format, SourceArgs};
 use crate::source::Loaded;
 
 pub fn run(args: &DiffArgs) -> Result<()> {
+    if crate::trace_diff::try_streamed(args)? {
+        return Ok(());
+    }
     let base = load_side("base", &args.base)?;
     let new = load_side("new", &args.new)?;
     if crate::trace_diff::applies(args, &base, &new) {

@@ -5,9 +5,10 @@
 
 use std::io::{self, BufWriter, Write};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use jscope_analysis::trace::{DiffOptions, TraceDiff, TraceOptions};
+use jscope_format::{ChunkReader, Recording};
 
 use crate::args::{DiffArgs, Format};
 use crate::source::Loaded;
@@ -34,7 +35,72 @@ pub fn applies(args: &DiffArgs, base: &Loaded, new: &Loaded) -> bool {
     args.select.mode.is_none() && !base.rec.traces.is_empty() && !new.rec.traces.is_empty()
 }
 
-pub fn run(args: &DiffArgs, base: &Loaded, new: &Loaded) -> Result<()> {
+/// Whether a recording's header says the agent traced events (`trace.mode`),
+/// read from its first chunk only.
+fn traced_events(bytes: &[u8]) -> bool {
+    let Ok(mut chunks) = ChunkReader::new(bytes) else {
+        return false;
+    };
+    let Some(first) = chunks.next() else {
+        return false;
+    };
+    let end = first.offset as usize + first.stored_len;
+    Recording::from_bytes(&bytes[..end.min(bytes.len())])
+        .is_ok_and(|r| r.header.extra("trace.mode") == Some("events"))
+}
+
+/// Streams the diff when both files' headers say they hold trace events and
+/// nothing asks for samples: the events are not kept, only the per-method and
+/// per-path samples. Ok(false) leaves the diff to the decoded path.
+pub fn try_streamed(args: &DiffArgs) -> Result<bool> {
+    if args.select.mode.is_some() {
+        return Ok(false);
+    }
+    // A file that cannot be read is left to the decoded path, which words the error.
+    let Ok(base) = std::fs::read(&args.base) else {
+        return Ok(false);
+    };
+    if !traced_events(&base) {
+        return Ok(false);
+    }
+    let Ok(new) = std::fs::read(&args.new) else {
+        return Ok(false);
+    };
+    if !traced_events(&new) {
+        return Ok(false);
+    }
+    let options = options(args)?;
+    let (diff, brec, nrec) = TraceDiff::from_bytes(
+        &base,
+        &new,
+        &TraceOptions::hiding(&args.trace.hide),
+        options,
+    )
+    .context("cannot read the recordings")?;
+    for (path, rec) in [(&args.base, &brec), (&args.new, &nrec)] {
+        if let Some(damage) = &rec.damage {
+            eprintln!(
+                "jscope: warning: {} is {damage}; read up to there",
+                path.display()
+            );
+        }
+    }
+    for (side, path, calls) in [
+        ("base", &args.base, diff.base_calls),
+        ("new", &args.new, diff.new_calls),
+    ] {
+        if calls == 0 {
+            bail!(
+                "the {side} side {} has no traced calls to compare",
+                path.display()
+            );
+        }
+    }
+    write_diff(args, diff)?;
+    Ok(true)
+}
+
+fn options(args: &DiffArgs) -> Result<DiffOptions> {
     let t = &args.trace;
     if !(t.alpha > 0.0 && t.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1 (got {})", t.alpha);
@@ -48,11 +114,25 @@ pub fn run(args: &DiffArgs, base: &Loaded, new: &Loaded) -> Result<()> {
     if args.output.is_some() {
         bail!("differential flame graphs (-o) are drawn from samples; these are exact-trace recordings (give --mode to compare their samples)");
     }
-    let options = DiffOptions {
+    Ok(DiffOptions {
         alpha: t.alpha,
         min_change: t.min_change / 100.0,
-    };
-    let mut diff = TraceDiff::of(&base.rec, &new.rec, &TraceOptions::hiding(&t.hide), options);
+    })
+}
+
+/// The diff of two decoded recordings (traces started on a running JVM, whose
+/// headers do not say so).
+pub fn run(args: &DiffArgs, base: &Loaded, new: &Loaded) -> Result<()> {
+    let diff = TraceDiff::of(
+        &base.rec,
+        &new.rec,
+        &TraceOptions::hiding(&args.trace.hide),
+        options(args)?,
+    );
+    write_diff(args, diff)
+}
+
+fn write_diff(args: &DiffArgs, mut diff: TraceDiff) -> Result<()> {
     diff.truncate(args.top);
     let mut w = BufWriter::new(io::stdout().lock());
     match args.format {

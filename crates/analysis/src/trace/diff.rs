@@ -361,18 +361,20 @@ pub struct TraceDiff {
 }
 
 impl TraceDiff {
-    /// Compares two recordings' bytes, streamed.
+    /// Compares two recordings' bytes, streamed (trace batches are not kept);
+    /// also returns both recordings without their traces, for their headers and
+    /// damage.
     pub fn from_bytes(
         base: &[u8],
         new: &[u8],
         trace: &TraceOptions,
         options: DiffOptions,
-    ) -> Result<TraceDiff, TraceError> {
+    ) -> Result<(TraceDiff, Recording, Recording), TraceError> {
         let (b, _, brec) = replay_bytes(base, trace, DiffSink::default())?;
         let base = b.finish(&brec);
         let (n, _, nrec) = replay_bytes(new, trace, DiffSink::default())?;
         let new = n.finish(&nrec);
-        Ok(compare(base, new, options))
+        Ok((compare(base, new, options), brec, nrec))
     }
 
     /// Compares two decoded recordings.
@@ -887,7 +889,7 @@ mod tests {
         };
         let base = recording(&[(1, "pool-1-thread-1", calls(100, true, false))]);
         let new = recording(&[(5, "pool-7-thread-3", calls(200, false, true))]);
-        let d = TraceDiff::from_bytes(
+        let (d, _, _) = TraceDiff::from_bytes(
             &base,
             &new,
             &TraceOptions::default(),
