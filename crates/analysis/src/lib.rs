@@ -47,8 +47,8 @@ pub use glob::ThreadMatcher;
 pub use hot::{hot_methods, HotMethod, HotMethods};
 pub use info::{sampled_modes, CounterValue, CpuThreadRate, Info, IntervalStats};
 pub use queue::{
-    erlang_c, replay_queue, ErlangC, LengthPoint, QueueError, QueueReport, QueueSpec, QueueSummary,
-    Request,
+    erlang_c, replay_queue, replay_queue_bytes, ErlangC, LengthPoint, QueueError, QueueReport,
+    QueueSpec, QueueSummary, Request,
 };
 pub use select::{count_mode, parse_state, Mode, Selection, StackCounts, StackSample};
 pub use threads::{threads_at, FrameRow, ThreadRow, ThreadsView};

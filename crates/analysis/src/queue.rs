@@ -15,7 +15,9 @@ use std::fmt;
 use jscope_format::{MethodId, Recording, ThreadId};
 use serde::Serialize;
 
-use crate::trace::{fmt_ns, replay, Call, CallSink, TraceOptions, THREW};
+use crate::trace::{
+    fmt_ns, replay, replay_bytes, scan_bytes, Call, CallSink, TraceError, TraceOptions, THREW,
+};
 use crate::ThreadMatcher;
 
 /// `java.util.concurrent` classes whose calls the built-in specs name.
@@ -216,6 +218,8 @@ pub struct QueueReport {
 /// Why a queue could not be replayed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum QueueError {
+    #[error("{0}")]
+    Read(#[from] TraceError),
     #[error("the recording has no trace events (record with --trace '{0}')")]
     NoTrace(String),
     #[error("the recording has no calls of the queue's {side} methods; record them with: jscope record --trace '{patterns}' ...")]
@@ -306,6 +310,28 @@ pub fn replay_queue(
     spec: &QueueSpec,
     workers: Option<u64>,
 ) -> Result<QueueReport, QueueError> {
+    let sink = sink_for(rec, spec, !rec.traces.is_empty())?;
+    let (sink, _) = replay(rec, &TraceOptions::default(), sink);
+    finish(rec, spec, workers, &sink.calls)
+}
+
+/// [`replay_queue`] streamed from a recording's bytes: a first pass learns the
+/// methods, the second keeps only the queue's calls (the events are never held).
+/// Also returns the recording without its traces.
+pub fn replay_queue_bytes(
+    bytes: &[u8],
+    spec: &QueueSpec,
+    workers: Option<u64>,
+) -> Result<(QueueReport, Recording), QueueError> {
+    let mut traced = false;
+    let dict = scan_bytes(bytes, |_, b| traced |= !b.events.is_empty())?;
+    let sink = sink_for(&dict, spec, traced)?;
+    let (sink, _, rec) = replay_bytes(bytes, &TraceOptions::default(), sink)?;
+    Ok((finish(&rec, spec, workers, &sink.calls)?, rec))
+}
+
+/// The sink that keeps `spec`'s calls, or why the recording cannot have them.
+fn sink_for(rec: &Recording, spec: &QueueSpec, traced: bool) -> Result<QueueSink, QueueError> {
     let roles: Vec<Role> = (0..rec.methods.len() as u32)
         .map(|id| role_of(spec, &rec.method_label(MethodId(id))))
         .collect();
@@ -314,7 +340,7 @@ pub fn replay_queue(
         side,
         patterns: spec.trace_patterns.clone(),
     };
-    if rec.traces.is_empty() {
+    if !traced {
         return Err(QueueError::NoTrace(spec.trace_patterns.clone()));
     }
     if !has(Role::Enqueue) || (!spec.enqueue_callers.is_empty() && !has(Role::EnqueueCaller)) {
@@ -326,22 +352,31 @@ pub fn replay_queue(
     if !spec.task.is_empty() && !has(Role::Task) {
         return Err(missing("task"));
     }
-    let sink = QueueSink {
+    Ok(QueueSink {
         roles,
         callers_e: !spec.enqueue_callers.is_empty(),
         callers_d: !spec.dequeue_callers.is_empty(),
         calls: vec![],
-    };
-    let (sink, _) = replay(rec, &TraceOptions::default(), sink);
+    })
+}
+
+fn finish(
+    rec: &Recording,
+    spec: &QueueSpec,
+    workers: Option<u64>,
+    calls: &[QCall],
+) -> Result<QueueReport, QueueError> {
     let name = |t: u32| {
         rec.thread(ThreadId(t))
             .map_or_else(|| format!("thread-{t}"), |d| d.name.clone())
     };
-    let mut report = fifo(&sink.calls, name, spec, workers);
+    let report = fifo(calls, name, spec, workers);
     if report.summary.enqueued == 0 {
-        return Err(missing("enqueue"));
+        return Err(QueueError::Missing {
+            side: "enqueue",
+            patterns: spec.trace_patterns.clone(),
+        });
     }
-    report.summary.queue = spec.name.clone();
     Ok(report)
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use jscope_analysis::{replay_queue, QueueReport, QueueSpec};
+use jscope_analysis::{replay_queue_bytes, QueueError, QueueReport, QueueSpec};
 use jscope_format::Recording;
 
 use crate::args::Format;
@@ -58,31 +58,29 @@ fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>)
 pub fn run(args: &QueueArgs) -> Result<()> {
     let path = &args.file;
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let rec =
-        Recording::from_bytes(&bytes).with_context(|| format!("cannot read {}", path.display()))?;
-    drop(bytes);
+    let with_task = |spec: QueueSpec| match &args.task {
+        Some(t) => spec.with_task(t).map_err(anyhow::Error::msg),
+        None => Ok(spec),
+    };
+    let replay = |spec: &QueueSpec| replay_queue_bytes(&bytes, spec, args.workers);
+    let (report, rec): (QueueReport, Recording) = match &args.queue {
+        Some(spec) => replay(&with_task(spec.clone())?),
+        None => {
+            let pool = with_task(QueueSpec::thread_pool())?;
+            let queue = with_task(QueueSpec::blocking_queue())?;
+            replay(&pool).or_else(|e| match e {
+                QueueError::Missing { .. } => replay(&queue).map_err(|_| e),
+                e => Err(e),
+            })
+        }
+    }
+    .with_context(|| format!("{}", path.display()))?;
     if let Some(damage) = &rec.damage {
         eprintln!(
             "jscope: warning: {} is {damage}; read up to there",
             path.display()
         );
     }
-    let with_task = |spec: QueueSpec| match &args.task {
-        Some(t) => spec.with_task(t).map_err(anyhow::Error::msg),
-        None => Ok(spec),
-    };
-    let report: QueueReport = match &args.queue {
-        Some(spec) => replay_queue(&rec, &with_task(spec.clone())?, args.workers),
-        None => {
-            let (pool, queue) = (
-                with_task(QueueSpec::thread_pool())?,
-                with_task(QueueSpec::blocking_queue())?,
-            );
-            replay_queue(&rec, &pool, args.workers)
-                .or_else(|e| replay_queue(&rec, &queue, args.workers).map_err(|_| e))
-        }
-    }
-    .with_context(|| format!("{}", path.display()))?;
     if let Some(csv) = &args.csv {
         write_file(csv, |w| report.write_requests_csv(w))?;
     }
