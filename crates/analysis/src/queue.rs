@@ -718,6 +718,7 @@ impl fmt::Display for QueueSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jscope_format::TraceKind;
 
     fn call(thread: u32, enter: u64, exit: u64, dequeue: bool) -> QCall {
         QCall {
@@ -791,6 +792,108 @@ mod tests {
             "the end of the worker's next demo.Job.run call"
         );
         assert!(spec.trace_patterns.ends_with(";demo.Job#run"));
+    }
+
+    /// A thread's events: (kind, method label, µs).
+    type Events<'a> = Vec<(TraceKind, &'a str, u64)>;
+
+    /// A recording of threads (id, name, events).
+    fn recording(threads: &[(u32, &str, Events)]) -> Vec<u8> {
+        use jscope_format::*;
+        let mut w = ChunkWriter::new();
+        let mut dict = Dictionary::new();
+        for (id, name, events) in threads {
+            w.thread(&ThreadDef {
+                id: ThreadId(*id),
+                java_id: (*id).into(),
+                name: (*name).into(),
+                group: "main".into(),
+                ..Default::default()
+            });
+            let events = events
+                .iter()
+                .map(|&(kind, label, us)| TraceEvent {
+                    kind,
+                    method: dict.method_label(&mut w, label),
+                    ticks: us * 1000,
+                    untraced: 0,
+                    cpu_ns: 0,
+                })
+                .collect();
+            w.trace(&TraceBatch {
+                thread: ThreadId(*id),
+                has_cpu: false,
+                events,
+            });
+        }
+        let header = Header {
+            ticks_per_second: 1_000_000_000,
+            ..Default::default()
+        };
+        let mut bytes = encode_file_start(&header);
+        bytes.extend(w.finish());
+        bytes
+    }
+
+    #[test]
+    fn a_thread_pool_queue_is_told_from_other_queues_by_its_callers() {
+        use jscope_format::TraceKind::{Enter, Exit, Throw};
+        const EXEC: &str = "java.util.concurrent.ThreadPoolExecutor.execute";
+        const GET: &str = "java.util.concurrent.ThreadPoolExecutor.getTask";
+        const OFFER: &str = "java.util.concurrent.LinkedBlockingQueue.offer";
+        const TAKE: &str = "java.util.concurrent.LinkedBlockingQueue.take";
+        let submit = |at: u64| {
+            [
+                (Enter, EXEC, at),
+                (Enter, OFFER, at + 1),
+                (Exit, OFFER, at + 2),
+                (Exit, EXEC, at + 3),
+            ]
+        };
+        let mut main: Events = vec![];
+        main.extend(submit(100));
+        // Some other queue's offer, not from execute.
+        main.extend([(Enter, OFFER, 150), (Exit, OFFER, 151)]);
+        main.extend(submit(200));
+        let worker = vec![
+            (Enter, GET, 0),
+            (Enter, TAKE, 1),
+            (Exit, TAKE, 130), // request 1 waited 29 µs (offer entered at 101)
+            (Exit, GET, 131),
+            (Enter, GET, 180),
+            (Enter, TAKE, 181),
+            (Exit, TAKE, 260), // request 2 waited 59 µs
+            (Exit, GET, 261),
+            (Enter, GET, 300),
+            (Enter, TAKE, 301),
+            (Throw, TAKE, 400), // interrupted at shutdown: took nothing
+            (Throw, GET, 400),
+        ];
+        let bytes = recording(&[(1, "main", main), (2, "pool-1-thread-1", worker)]);
+        let rec = Recording::from_bytes(&bytes).unwrap();
+        let r = replay_queue(&rec, &QueueSpec::thread_pool(), None).unwrap();
+        let waits: Vec<_> = r.requests.iter().map(|r| r.queue_ns).collect();
+        assert_eq!(waits, [Some(29_000), Some(59_000)]);
+        // Taken at 130, the worker's next take is entered at 181; at 260, 301.
+        let services: Vec<_> = r.requests.iter().map(|r| r.service_ns).collect();
+        assert_eq!(services, [Some(51_000), Some(41_000)]);
+        assert_eq!(r.requests[0].worker.as_deref(), Some("pool-1-thread-1"));
+        assert_eq!((r.summary.workers, r.summary.empty_dequeues), (1, 0));
+        let (streamed, _) = replay_queue_bytes(&bytes, &QueueSpec::thread_pool(), None).unwrap();
+        assert_eq!(streamed, r);
+        // Every blocking queue: the stray offer is a third request, never taken.
+        let all = replay_queue(&rec, &QueueSpec::blocking_queue(), None).unwrap();
+        assert_eq!((all.summary.enqueued, all.summary.served), (3, 2));
+        assert_eq!(all.summary.still_queued, 1);
+        // Without the pool's methods the error names what to trace.
+        let bare = recording(&[(1, "main", vec![(Enter, "a.B.c", 0), (Exit, "a.B.c", 1)])]);
+        let e = replay_queue_bytes(&bare, &QueueSpec::thread_pool(), None).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "jscope record --trace 'java.util.concurrent.ThreadPoolExecutor#execute;"
+            ),
+            "{e}"
+        );
     }
 
     #[test]
