@@ -24,6 +24,10 @@ pub struct TraceDiffArgs {
     /// percent, that is reported as a change.
     #[arg(long, value_name = "PERCENT", default_value_t = 10.0)]
     pub min_change: f64,
+    /// Traces: smallest change of the median duration that is reported (probes
+    /// cost tens of ns, clocks tick in 10-40 ns steps).
+    #[arg(long, value_name = "D", default_value = "1us", value_parser = crate::duration::parse_duration)]
+    pub min_delta: std::time::Duration,
     /// Traces: leave out methods whose `pkg.Class.method` contains this (or matches
     /// it as a glob); their callees attach to the nearest shown caller. Repeatable.
     #[arg(long, value_name = "PATTERN")]
@@ -117,6 +121,7 @@ fn options(args: &DiffArgs) -> Result<DiffOptions> {
     Ok(DiffOptions {
         alpha: t.alpha,
         min_change: t.min_change / 100.0,
+        min_delta_ns: t.min_delta.as_nanos() as u64,
     })
 }
 

@@ -37,6 +37,10 @@ pub struct DiffOptions {
     /// Smallest relative change of the median duration (or of the call count)
     /// that counts, e.g. 0.1 for 10%.
     pub min_change: f64,
+    /// Smallest absolute change of the median duration that counts: probes cost
+    /// tens of ns and clocks tick in steps of 10-40 ns, so a method of 20 ns that
+    /// "became 80 ns" is noise however significant.
+    pub min_delta_ns: u64,
 }
 
 impl Default for DiffOptions {
@@ -44,7 +48,17 @@ impl Default for DiffOptions {
         DiffOptions {
             alpha: 0.01,
             min_change: 0.1,
+            min_delta_ns: 1_000,
         }
+    }
+}
+
+impl DiffOptions {
+    /// Whether a median moved enough to count (significance aside).
+    fn moved(&self, base_p50: u64, new_p50: u64) -> bool {
+        let delta = new_p50.abs_diff(base_p50);
+        delta >= self.min_delta_ns
+            && rel(base_p50 as f64, new_p50 as f64).is_some_and(|c| c.abs() >= self.min_change)
     }
 }
 
@@ -149,11 +163,75 @@ impl CallSink for DiffSink {
     }
 }
 
-/// A side reduced to labels: per method and per path (thread group first).
+/// Labels shared by both sides, so that ids compare across them.
+#[derive(Default)]
+struct Interner {
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+impl Interner {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(s.to_string());
+        self.ids.insert(s.to_string(), id);
+        id
+    }
+}
+
+const NONE: u32 = u32::MAX;
+
+/// A calling-context tree: thread groups at the top (parent [`NONE`]), then the
+/// calls by interned label; nodes in creation order, so parents come first.
+#[derive(Default)]
+struct Cct {
+    nodes: Vec<CctNode>,
+    index: HashMap<(u32, u32), u32>,
+}
+
+struct CctNode {
+    parent: u32,
+    key: u32,
+    group: bool,
+    acc: Acc,
+}
+
+impl Cct {
+    fn node(&mut self, parent: u32, key: u32, group: bool) -> u32 {
+        let next = self.nodes.len() as u32;
+        let id = *self.index.entry((parent, key)).or_insert(next);
+        if id == next {
+            self.nodes.push(CctNode {
+                parent,
+                key,
+                group,
+                acc: Acc::default(),
+            });
+        }
+        id
+    }
+
+    /// Thread group, then the labels from the thread's root call to node `i`.
+    fn path(&self, mut i: u32, names: &[String]) -> Vec<String> {
+        let mut out = vec![];
+        while i != NONE {
+            let n = &self.nodes[i as usize];
+            out.push(names[n.key as usize].clone());
+            i = n.parent;
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// A side reduced to interned labels: per method and the calling-context tree.
 struct Side {
     calls: u64,
-    methods: HashMap<String, Acc>,
-    paths: HashMap<Vec<String>, Acc>,
+    methods: HashMap<u32, Acc>,
+    tree: Cct,
 }
 
 /// `pool-1-thread-3` and `pool-2-thread-7` are both `pool-#-thread-#`.
@@ -195,52 +273,60 @@ fn merge(into: &mut Acc, from: Acc, cap: usize, rng: &mut u64) {
 }
 
 impl DiffSink {
-    fn finish(self, rec: &Recording) -> Side {
+    fn finish(self, rec: &Recording, names: &mut Interner) -> Side {
         let mut rng = 0x5eed;
-        let label = |m: u32| rec.method_label(MethodId(m));
-        let mut methods = HashMap::new();
+        let mut labels: Vec<u32> = vec![NONE; rec.methods.len().max(self.methods.len())];
+        let mut label = |names: &mut Interner, m: u32| {
+            let i = m as usize;
+            if labels.len() <= i {
+                labels.resize(i + 1, NONE);
+            }
+            if labels[i] == NONE {
+                labels[i] = names.id(&rec.method_label(MethodId(m)));
+            }
+            labels[i]
+        };
+        let mut methods: HashMap<u32, Acc> = HashMap::new();
         let mut calls = 0;
         for (id, a) in self.methods.into_iter().enumerate() {
             if a.calls > 0 {
                 calls += a.calls;
-                merge(
-                    methods.entry(label(id as u32)).or_default(),
-                    a,
-                    METHOD_SAMPLE,
-                    &mut rng,
-                );
+                let key = label(names, id as u32);
+                merge(methods.entry(key).or_default(), a, METHOD_SAMPLE, &mut rng);
             }
         }
-        let thread_name = |ti: u32| -> String {
-            let name = match self.thread_ids.get(ti as usize).copied().flatten() {
+        let thread_ids = self.thread_ids;
+        let group_of = |names: &mut Interner, ti: u32| -> u32 {
+            let name = match thread_ids.get(ti as usize).copied().flatten() {
                 Some(id) => rec
                     .thread(ThreadId(id))
                     .map_or_else(|| format!("thread-{id}"), |d| d.name.clone()),
                 None => format!("thread-{ti}"),
             };
-            normalise_thread(&name)
+            names.id(&normalise_thread(&name))
         };
-        // Paths of every node, parents first (a node's parent has a smaller id).
-        let mut path_of: Vec<Vec<String>> = Vec::with_capacity(self.nodes.len());
-        for (parent, method, _) in &self.nodes {
-            let mut p = if parent & THREAD_TAG != 0 {
-                vec![thread_name(*parent as u32)]
+        // Each of the sink's per-thread nodes onto the side's tree, parents first
+        // (a sink node's parent has a smaller id); threads of a group merge.
+        let mut tree = Cct::default();
+        let mut side_of: Vec<u32> = Vec::with_capacity(self.nodes.len());
+        for (parent, method, acc) in self.nodes {
+            let up = if parent & THREAD_TAG != 0 {
+                let g = group_of(names, parent as u32);
+                tree.node(NONE, g, true)
             } else {
-                path_of[*parent as usize].clone()
+                side_of[parent as usize]
             };
-            p.push(label(*method));
-            path_of.push(p);
-        }
-        let mut paths: HashMap<Vec<String>, Acc> = HashMap::new();
-        for ((_, _, a), p) in self.nodes.into_iter().zip(path_of) {
-            if a.calls > 0 {
-                merge(paths.entry(p).or_default(), a, NODE_SAMPLE, &mut rng);
+            let key = label(names, method);
+            let id = tree.node(up, key, false);
+            if acc.calls > 0 {
+                merge(&mut tree.nodes[id as usize].acc, acc, NODE_SAMPLE, &mut rng);
             }
+            side_of.push(id);
         }
         Side {
             calls,
             methods,
-            paths,
+            tree,
         }
     }
 }
@@ -370,11 +456,12 @@ impl TraceDiff {
         trace: &TraceOptions,
         options: DiffOptions,
     ) -> Result<(TraceDiff, Recording, Recording), TraceError> {
+        let mut names = Interner::default();
         let (b, _, brec) = replay_bytes(base, trace, DiffSink::default())?;
-        let base = b.finish(&brec);
+        let base = b.finish(&brec, &mut names);
         let (n, _, nrec) = replay_bytes(new, trace, DiffSink::default())?;
-        let new = n.finish(&nrec);
-        Ok((compare(base, new, options), brec, nrec))
+        let new = n.finish(&nrec, &mut names);
+        Ok((compare(base, new, &names.names, options), brec, nrec))
     }
 
     /// Compares two decoded recordings.
@@ -384,9 +471,14 @@ impl TraceDiff {
         trace: &TraceOptions,
         options: DiffOptions,
     ) -> TraceDiff {
-        let b = replay(base, trace, DiffSink::default()).0.finish(base);
-        let n = replay(new, trace, DiffSink::default()).0.finish(new);
-        compare(b, n, options)
+        let mut names = Interner::default();
+        let b = replay(base, trace, DiffSink::default())
+            .0
+            .finish(base, &mut names);
+        let n = replay(new, trace, DiffSink::default())
+            .0
+            .finish(new, &mut names);
+        compare(b, n, &names.names, options)
     }
 
     /// Keeps the first `n` method rows, one-sided subtrees and changed nodes.
@@ -406,19 +498,33 @@ fn rel(base: f64, new: f64) -> Option<f64> {
     (base > 0.0).then(|| new / base - 1.0)
 }
 
-fn compare(base: Side, new: Side, options: DiffOptions) -> TraceDiff {
-    let mut names: Vec<&String> = base.methods.keys().chain(new.methods.keys()).collect();
-    names.sort();
-    names.dedup();
-    let mut rows: Vec<MethodChange> = names
+fn compare(base: Side, new: Side, names: &[String], options: DiffOptions) -> TraceDiff {
+    let mut keys: Vec<u32> = base
+        .methods
+        .keys()
+        .chain(new.methods.keys())
+        .copied()
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut rows: Vec<MethodChange> = keys
         .into_iter()
-        .map(|m| method_row(m, base.methods.get(m), new.methods.get(m)))
+        .map(|m| {
+            method_row(
+                &names[m as usize],
+                base.methods.get(&m),
+                new.methods.get(&m),
+            )
+        })
         .collect();
     let ps: Vec<Option<f64>> = rows.iter().map(|r| r.p_value).collect();
     for (r, q) in rows.iter_mut().zip(benjamini_hochberg(&ps)) {
         r.q_value = q;
-        r.significant = q.is_some_and(|q| q < options.alpha)
-            && r.p50_change.is_some_and(|c| c.abs() >= options.min_change);
+        let moved = match (&r.base, &r.new) {
+            (Some(b), Some(n)) => options.moved(b.p50_ns, n.p50_ns),
+            _ => false,
+        };
+        r.significant = q.is_some_and(|q| q < options.alpha) && moved;
     }
     rows.sort_by(|a, b| {
         let group = |r: &MethodChange| match (r.significant, r.presence) {
@@ -456,7 +562,7 @@ fn compare(base: Side, new: Side, options: DiffOptions) -> TraceDiff {
         base_calls: base.calls,
         new_calls: new.calls,
         methods: rows,
-        tree: tree_diff(&base.paths, &new.paths, options),
+        tree: tree_diff(&base.tree, &new.tree, names, options),
     }
 }
 
@@ -486,49 +592,63 @@ fn method_row(method: &str, b: Option<&Acc>, n: Option<&Acc>) -> MethodChange {
     }
 }
 
-fn tree_diff(
-    base: &HashMap<Vec<String>, Acc>,
-    new: &HashMap<Vec<String>, Acc>,
-    options: DiffOptions,
-) -> TreeDiff {
-    let mut changed = changed_paths(base, new, options);
+fn tree_diff(base: &Cct, new: &Cct, names: &[String], options: DiffOptions) -> TreeDiff {
+    // Base node -> new node with the same path: parents are matched first.
+    let mut to_new: Vec<Option<u32>> = Vec::with_capacity(base.nodes.len());
+    for n in &base.nodes {
+        let up = match n.parent {
+            NONE => Some(NONE),
+            p => to_new[p as usize],
+        };
+        to_new.push(up.and_then(|up| new.index.get(&(up, n.key)).copied()));
+    }
+    let mut to_base: Vec<Option<u32>> = vec![None; new.nodes.len()];
+    for (i, m) in to_new.iter().enumerate() {
+        if let Some(m) = m {
+            to_base[*m as usize] = Some(i as u32);
+        }
+    }
+    let mut changed = changed_paths(base, new, &to_new, names, options);
     let delta = |c: &NodeChange| (c.new.total_ns as i64 - c.base.total_ns as i64).unsigned_abs();
     changed.sort_by(|a, b| delta(b).cmp(&delta(a)).then(a.path.cmp(&b.path)));
     TreeDiff {
-        only_base: one_sided(base, new),
-        only_new: one_sided(new, base),
-        matched: base.keys().filter(|p| new.contains_key(*p)).count() as u64,
+        only_base: one_sided(base, &to_new, names),
+        only_new: one_sided(new, &to_base, names),
+        matched: to_new
+            .iter()
+            .zip(&base.nodes)
+            .filter(|(m, n)| m.is_some() && !n.group)
+            .count() as u64,
         changed,
     }
 }
 
-/// The topmost paths of `side` that `other` lacks, with the paths under each.
-fn one_sided(side: &HashMap<Vec<String>, Acc>, other: &HashMap<Vec<String>, Acc>) -> Vec<OneSided> {
-    // A path's prefixes are paths of its side too, and once a prefix is missing
-    // from `other` every longer one is: the subtree's root is the shortest
-    // missing prefix (at least thread and root call), found by bisection.
-    let mut roots: HashMap<&[String], u64> = HashMap::new();
-    for p in side.keys().filter(|p| !other.contains_key(*p)) {
-        let (mut lo, mut hi) = (2.min(p.len()), p.len());
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if other.contains_key(&p[..mid]) {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
+/// The topmost calls of `side` the other side lacks (`matched[i]` is None), with
+/// the paths under each: a call whose caller is matched (or is a thread group
+/// the other side lacks) roots a subtree; the calls below it belong to it.
+fn one_sided(side: &Cct, matched: &[Option<u32>], names: &[String]) -> Vec<OneSided> {
+    let mut root_of = vec![NONE; side.nodes.len()];
+    let mut count: HashMap<u32, u64> = HashMap::new();
+    for (i, n) in side.nodes.iter().enumerate() {
+        if n.group || matched[i].is_some() {
+            continue;
         }
-        *roots.entry(&p[..lo]).or_default() += 1;
+        let p = n.parent as usize;
+        let inherits = matched[p].is_none() && !side.nodes[p].group;
+        let r = if inherits { root_of[p] } else { i as u32 };
+        root_of[i] = r;
+        *count.entry(r).or_default() += 1;
     }
-    let mut out: Vec<OneSided> = roots
+    let mut out: Vec<OneSided> = count
         .into_iter()
-        .filter_map(|(p, nodes)| {
-            side.get(p).map(|a| OneSided {
-                path: p.to_vec(),
+        .map(|(r, nodes)| {
+            let a = &side.nodes[r as usize].acc;
+            OneSided {
+                path: side.path(r, names),
                 calls: a.calls,
                 total_ns: a.total,
                 nodes,
-            })
+            }
         })
         .collect();
     out.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.path.cmp(&b.path)));
@@ -537,15 +657,18 @@ fn one_sided(side: &HashMap<Vec<String>, Acc>, other: &HashMap<Vec<String>, Acc>
 
 /// Paths on both sides whose call counts or durations changed significantly.
 fn changed_paths(
-    base: &HashMap<Vec<String>, Acc>,
-    new: &HashMap<Vec<String>, Acc>,
+    base: &Cct,
+    new: &Cct,
+    to_new: &[Option<u32>],
+    names: &[String],
     options: DiffOptions,
 ) -> Vec<NodeChange> {
-    let mut both: Vec<(&Vec<String>, &Acc, &Acc)> = base
+    let both: Vec<(u32, &Acc, &Acc)> = to_new
         .iter()
-        .filter_map(|(p, b)| new.get(p).map(|n| (p, b, n)))
+        .enumerate()
+        .filter(|(i, _)| !base.nodes[*i].group)
+        .filter_map(|(i, m)| m.map(|m| (i as u32, &base.nodes[i].acc, &new.nodes[m as usize].acc)))
         .collect();
-    both.sort_by(|a, b| a.0.cmp(b.0));
     let calls_p: Vec<Option<f64>> = both
         .iter()
         .map(|(_, b, n)| poisson_test(b.calls, n.calls))
@@ -559,23 +682,25 @@ fn changed_paths(
     all.extend(&dur_p);
     let q = benjamini_hochberg(&all);
     let (calls_q, dur_q) = q.split_at(both.len());
+    let significant = |q: Option<f64>| q.is_some_and(|q| q < options.alpha);
     both.iter()
         .enumerate()
-        .filter_map(|(i, (p, b, n))| {
+        .filter_map(|(i, &(node, b, n))| {
+            let calls_changed = significant(calls_q[i])
+                && rel(b.calls as f64, n.calls as f64)
+                    .is_some_and(|c| c.abs() >= options.min_change);
+            // The samples are only sorted for the few paths that may have changed.
+            if !calls_changed && !significant(dur_q[i]) {
+                return None;
+            }
             let (bs, ns) = (side_stats(b), side_stats(n));
-            let calls_change = rel(bs.calls as f64, ns.calls as f64).unwrap_or(0.0);
-            let p50_change = rel(bs.p50_ns as f64, ns.p50_ns as f64).unwrap_or(0.0);
-            let sig = |q: Option<f64>, c: f64| {
-                q.is_some_and(|q| q < options.alpha) && c.abs() >= options.min_change
-            };
-            let calls_changed = sig(calls_q[i], calls_change);
-            let duration_changed = sig(dur_q[i], p50_change);
+            let duration_changed = significant(dur_q[i]) && options.moved(bs.p50_ns, ns.p50_ns);
             (calls_changed || duration_changed).then(|| NodeChange {
-                path: (*p).clone(),
+                path: base.path(node, names),
+                calls_change: rel(bs.calls as f64, ns.calls as f64).unwrap_or(0.0),
+                p50_change: rel(bs.p50_ns as f64, ns.p50_ns as f64).unwrap_or(0.0),
                 base: bs,
                 new: ns,
-                calls_change,
-                p50_change,
                 calls_q: calls_q[i],
                 duration_q: dur_q[i],
                 calls_changed,
@@ -700,11 +825,12 @@ impl fmt::Display for TraceDiff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "trace diff: base {} calls, new {} calls. * = significant: Mann-Whitney U over per-call durations, Benjamini-Hochberg q < {} and median change >= {:.0}%",
+            "trace diff: base {} calls, new {} calls. * = significant: Mann-Whitney U over per-call durations, Benjamini-Hochberg q < {}, median change >= {:.0}% and >= {}",
             self.base_calls,
             self.new_calls,
             self.options.alpha,
-            self.options.min_change * 100.0
+            self.options.min_change * 100.0,
+            fmt_ns(self.options.min_delta_ns as f64)
         )?;
         writeln!(
             f,
