@@ -61,37 +61,59 @@ fn queue_replay_matches_the_pools_own_measurement_and_erlang_c() {
     // pile up: about +3% on a 2-core machine at load average 8).
     let (c, lambda, mu, tasks) = (4, 260.0, 100.0, 2000);
     let trace = format!("{POOL_TRACE};PoolApp$Task#run");
-    let (file, out) = record(&dir, &trace, &["4", "260", "100", "2000", "16"]);
-    // `mean_queue_ns Q mean_service_ns S tasks N seconds T`
-    let field = |i: usize| -> f64 {
-        out.split_whitespace()
-            .nth(i)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("fixture output: {out}"))
-    };
-    let (fixture_ns, fixture_service_ns) = (field(1), field(3));
     let csv = dir.join("requests.csv");
     let length_csv = dir.join("length.csv");
-    let json = jscope_json(&[
-        "queue",
-        file.to_str().unwrap(),
-        "--format",
-        "json",
-        "--csv",
-        csv.to_str().unwrap(),
-        "--length-csv",
-        length_csv.to_str().unwrap(),
-    ]);
-    let s = &json["summary"];
-    assert_eq!(s["queue"], "threadpool", "{s}");
-    assert_eq!(s["enqueued"], tasks, "{s}");
-    assert_eq!(s["served"], tasks, "{s}");
-    assert_eq!(s["workers"], c, "{s}");
+    // The M/M/c comparison needs Poisson arrivals. On a busy machine the
+    // submitting thread can wake so late that tasks go in bursts (an inter-arrival
+    // coefficient of variation of 1.4 was seen at load average 8, against 1.0 for
+    // the fixture's draws); such a run still checks the replay against the
+    // fixture, but is repeated, up to three times, for the model.
+    let mut runs = vec![];
+    let (file, s, fixture_service_ns) = loop {
+        let (file, out) = record(&dir, &trace, &["4", "260", "100", "2000", "16"]);
+        // `mean_queue_ns Q mean_service_ns S tasks N seconds T`
+        let field = |i: usize| -> f64 {
+            out.split_whitespace()
+                .nth(i)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("fixture output: {out}"))
+        };
+        let (fixture_ns, fixture_service_ns) = (field(1), field(3));
+        let json = jscope_json(&[
+            "queue",
+            file.to_str().unwrap(),
+            "--format",
+            "json",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--length-csv",
+            length_csv.to_str().unwrap(),
+        ]);
+        let s = json["summary"].clone();
+        assert_eq!(s["queue"], "threadpool", "{s}");
+        assert_eq!(s["enqueued"], tasks, "{s}");
+        assert_eq!(s["served"], tasks, "{s}");
+        assert_eq!(s["workers"], c, "{s}");
+        let mean = s["mean_queue_ns"].as_f64().unwrap();
+        assert!(
+            (mean / fixture_ns - 1.0).abs() < 0.05,
+            "jscope {mean} ns vs the fixture's {fixture_ns} ns: {s}"
+        );
+        let cv = s["interarrival_cv"].as_f64().unwrap();
+        runs.push(format!("inter-arrival cv {cv:.2}, mean wait {mean:.0} ns"));
+        if (0.85..1.15).contains(&cv) {
+            break (file, s, fixture_service_ns);
+        }
+        assert!(
+            runs.len() < 3,
+            "the arrivals were never Poisson-like (the machine delayed the submitting thread): {runs:?}"
+        );
+        eprintln!(
+            "queue test: bursty arrivals ({}), running again",
+            runs.last().unwrap()
+        );
+    };
     let mean = s["mean_queue_ns"].as_f64().unwrap();
-    assert!(
-        (mean / fixture_ns - 1.0).abs() < 0.05,
-        "jscope {mean} ns vs the fixture's {fixture_ns} ns: {s}"
-    );
     let model = erlang_c_wait_ns(c, lambda, mu);
     assert!(
         (mean / model - 1.0).abs() < 0.15,
