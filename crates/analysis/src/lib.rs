@@ -33,6 +33,7 @@ mod glob;
 mod hot;
 mod info;
 mod labels;
+mod queue;
 mod select;
 mod stats;
 mod threads;
@@ -46,6 +47,10 @@ pub use glob::ThreadMatcher;
 pub use hot::{hot_methods, HotMethod, HotMethods};
 pub use info::{sampled_modes, CounterValue, CpuThreadRate, Info, IntervalStats, TraceInfo};
 pub use labels::{method_label, source_file};
+pub use queue::{
+    erlang_c, replay_queue, replay_queue_bytes, ErlangC, LengthPoint, QueueError, QueueReport,
+    QueueSpec, QueueSummary, Request,
+};
 pub use select::{count_mode, parse_state, Mode, Selection, StackCounts, StackSample};
 pub use threads::{threads_at, FrameRow, ThreadRow, ThreadsView};
 

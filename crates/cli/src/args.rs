@@ -67,6 +67,9 @@ pub enum Command {
     /// List the JVMs of this machine (pid, main class, whether jscope's agent is
     /// loaded), or with --collector those a collector knows.
     Jvms(JvmsArgs),
+    /// Replay a queue from an exact trace: time in queue and service time per
+    /// request, queue length over time, arrival rate, utilisation, Little's law.
+    Queue(crate::queue::QueueArgs),
 }
 
 #[derive(Debug, Args)]
@@ -313,7 +316,7 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  jscope diff before.jsc after.jsc --top 20\n  jscope diff before.jsc after.jsc --mode wall --thread worker -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242 4377 -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242@0..60 4242@60..120"
+    after_help = "Examples:\n  jscope diff before.jsc after.jsc --top 20\n  jscope diff before.jsc after.jsc --mode wall --thread worker -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242 4377 -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242@0..60 4242@60..120\n  jscope diff traced-before.jsc traced-after.jsc --format json"
 )]
 pub struct DiffArgs {
     /// The base side, the "before": a recording (.jsc), or with --collector/--data a
@@ -347,6 +350,10 @@ pub struct DiffArgs {
     /// Title of the flame graph (default: BASE vs NEW).
     #[arg(long)]
     pub title: Option<String>,
+    /// Exact-trace recordings on both sides (and no --mode) get a statistics and
+    /// call-tree diff instead.
+    #[command(flatten)]
+    pub trace: crate::trace_diff::TraceDiffArgs,
 }
 
 #[derive(Debug, Args)]

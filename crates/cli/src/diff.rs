@@ -1,5 +1,6 @@
 //! `jscope diff BASE NEW`: which methods' shares of the samples changed between
-//! two recordings, as a table and as a differential flame graph.
+//! two recordings, as a table and as a differential flame graph; exact-trace
+//! recordings go to [`crate::trace_diff`].
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
@@ -14,8 +15,14 @@ use crate::duration::parse_seconds;
 use crate::source::{Loaded, Window};
 
 pub fn run(args: &DiffArgs) -> Result<()> {
+    if crate::trace_diff::try_streamed(args)? {
+        return Ok(());
+    }
     let (base, base_range) = load_side("base", &args.base, args)?;
     let (new, new_range) = load_side("new", &args.new, args)?;
+    if crate::trace_diff::applies(args, &base, &new) {
+        return crate::trace_diff::run(args, &base, &new);
+    }
     let mut sel = selection(&args.select)?;
     // One mode for both sides: comparing cpu shares with wall shares means nothing.
     if sel.mode.is_none() {

@@ -14,12 +14,14 @@ mod events;
 mod export;
 mod flame;
 mod jvms;
+mod queue;
 mod record;
 mod remote;
 mod serve;
 mod signals;
 mod source;
 mod trace;
+mod trace_diff;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -71,6 +73,7 @@ fn run(command: &Command) -> anyhow::Result<u8> {
         Command::Gc(a) => events::gc(a).map(|_| 0),
         Command::Alloc(a) => events::alloc(a).map(|_| 0),
         Command::Jvms(a) => jvms::jvms(a).map(|_| 0),
+        Command::Queue(a) => queue::run(a).map(|_| 0),
     }
 }
 

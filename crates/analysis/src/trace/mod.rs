@@ -54,6 +54,7 @@
 
 mod aggregate;
 mod complete;
+mod diff;
 mod engine;
 mod export;
 mod histogram;
@@ -70,6 +71,10 @@ use serde::Serialize;
 
 pub use aggregate::aggregate_stats;
 pub use complete::incomplete_note;
+pub use diff::{
+    benjamini_hochberg, mann_whitney, normalise_thread, poisson_test, DiffOptions, MethodChange,
+    NodeChange, OneSided, Presence, SideStats, TraceDiff, TreeDiff,
+};
 pub use engine::{Anomalies, Call, CallSink, CLOSED_BY_MISMATCH, THREW, UNFINISHED};
 pub use read::{
     scan_bytes, scan_file, scan_file_with_progress, scan_recording, ScanProgress, TraceError,
