@@ -2,8 +2,9 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use jscope_analysis::{collapse, CollapseOptions, Mode, StackCounts};
+use anyhow::{bail, Context, Result};
+use jscope_analysis::events::{weighted_stacks, EventFilter, EventWeight};
+use jscope_analysis::{collapse, CollapseOptions, Mode, StackCounts, ThreadMatcher};
 use jscope_flame::{render_html, render_svg, FlameGraph, Options};
 use jscope_format::Recording;
 
@@ -12,19 +13,31 @@ use crate::args::FlameArgs;
 use crate::source::Loaded;
 
 pub fn run(args: &FlameArgs) -> Result<()> {
-    let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
-    let sel = selection(&args.select)?;
-    crate::analyze::require_samples(&rec, &sel, &title)?;
-    let counts = sel.stack_counts(&rec);
+    let weighted = args.select.mode.as_deref().and_then(EventWeight::parse);
+    let Loaded { rec, title } = match weighted {
+        // The window selects events, not samples (load's check is about samples).
+        Some(_) => load(args.file.as_deref(), &args.source, None)?,
+        None => load(args.file.as_deref(), &args.source, Some(&args.select))?,
+    };
+    let (counts, subtitle) = match weighted {
+        Some(what) => event_counts(&rec, args, what, &title)?,
+        None => {
+            let sel = selection(&args.select)?;
+            crate::analyze::require_samples(&rec, &sel, &title)?;
+            let counts = sel.stack_counts(&rec);
+            let mode = sel.mode_in(&rec).map_or("no", Mode::name);
+            let subtitle = format!("{} {mode} samples", counts.total);
+            (counts, subtitle)
+        }
+    };
     let opts = CollapseOptions {
         lines: args.lines,
         thread_roots: args.threads,
     };
     let graph = graph_of(&rec, &counts, opts);
-    let mode = sel.mode_in(&rec).map_or("no", Mode::name);
     let options = Options {
         title: args.title.clone().unwrap_or(title),
-        subtitle: format!("{} {mode} samples", counts.total),
+        subtitle,
         width_px: args.width,
         inverted: args.inverted,
         ..Options::default()
@@ -36,6 +49,39 @@ pub fn run(args: &FlameArgs) -> Result<()> {
     };
     std::fs::write(&args.output, page)
         .with_context(|| format!("cannot write {}", args.output.display()))
+}
+
+/// `--mode alloc` and `--mode lock`: the event stacks weighted by estimated
+/// bytes or contention time, and the graph's subtitle.
+fn event_counts(
+    rec: &Recording,
+    args: &FlameArgs,
+    what: EventWeight,
+    title: &str,
+) -> Result<(StackCounts, String)> {
+    if !args.select.state.is_empty() {
+        bail!(
+            "--state selects samples; --mode {} draws events",
+            what.name()
+        );
+    }
+    let filter = EventFilter {
+        thread: args.select.thread.as_deref().map(ThreadMatcher::new),
+        from_s: args.select.from,
+        to_s: args.select.to,
+        ..Default::default()
+    };
+    filter.validate()?;
+    let counts = weighted_stacks(rec, &filter, what);
+    if counts.total == 0 {
+        let how = match what {
+            EventWeight::Alloc => "record with the agent's events=alloc",
+            EventWeight::Lock => "record with the agent's events=monitor,park (or events=all)",
+        };
+        bail!("{title} has no {} events to draw; {how}", what.name());
+    }
+    let subtitle = format!("{} {}", counts.total, what.unit());
+    Ok((counts, subtitle))
 }
 
 /// The flame graph of a recording's counted stacks.

@@ -66,7 +66,7 @@ impl EventDrain {
         let mut out: Vec<Taken> = queues.take().into_iter().map(on_thread).collect();
         while let Some([ticks, duration_ns, _]) = queues.gcs.pop() {
             out.push(Taken::Global(Pending::Ready(
-                EventKind::Gc { duration_ns },
+                EventKind::gc_pause(duration_ns),
                 ticks,
             )));
         }
@@ -231,12 +231,14 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             stack,
             object,
             allocated_total,
+            weight,
         } => Alloc {
             class: n.class(class),
             size,
             stack: n.stack(stack),
             object,
             allocated_total,
+            weight,
         },
         RawKind::ClassLoad { class } => ClassLoad {
             class: n.class(class),

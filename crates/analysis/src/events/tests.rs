@@ -274,12 +274,7 @@ fn rows_carry_type_dependent_values_and_write_as_columns() {
 fn gc_pauses_and_their_share_of_wall_time() {
     let mut b = Builder::new();
     for (ms, d) in [(100, 10), (400, 30), (700, 20)] {
-        b.w.event(&JvmEvent::global(
-            at_ms(ms),
-            EventKind::Gc {
-                duration_ns: d * MS,
-            },
-        ));
+        b.w.event(&JvmEvent::global(at_ms(ms), EventKind::gc_pause(d * MS)));
     }
     let rec = b.build(2000);
     let r = gc_report(&rec, &EventFilter::default());
@@ -329,6 +324,7 @@ fn allocations() -> Recording {
                 stack: StackId(stack),
                 object,
                 allocated_total: total,
+                weight: 0,
             },
         ));
     }
@@ -539,10 +535,7 @@ fn events_nest_into_traced_invocations() {
     b.w.event(&blocked(12));
     b.w.event(&blocked(25));
     b.w.event(&blocked(60));
-    b.w.event(&JvmEvent::global(
-        at_ms(15),
-        EventKind::Gc { duration_ns: MS },
-    ));
+    b.w.event(&JvmEvent::global(at_ms(15), EventKind::gc_pause(MS)));
     let rec = b.build(100);
     let tree = event_tree(&rec, &EventFilter::default());
     assert_eq!(tree.basis, TreeBasis::Traced);
@@ -663,18 +656,8 @@ fn timeline_lanes_have_sampled_states_event_intervals_and_gc_bars() {
             stack: StackId(s),
         },
     ));
-    b.w.event(&JvmEvent::global(
-        at_ms(60),
-        EventKind::Gc {
-            duration_ns: 2 * MS,
-        },
-    ));
-    b.w.event(&JvmEvent::global(
-        at_ms(500),
-        EventKind::Gc {
-            duration_ns: 2 * MS,
-        },
-    ));
+    b.w.event(&JvmEvent::global(at_ms(60), EventKind::gc_pause(2 * MS)));
+    b.w.event(&JvmEvent::global(at_ms(500), EventKind::gc_pause(2 * MS)));
     let mut rec = b.build(1000);
     rec.header.interval_ns = 10 * MS;
     let t = timeline(&rec, None, Some(0.2), 100);
@@ -708,7 +691,8 @@ fn timeline_lanes_have_sampled_states_event_intervals_and_gc_bars() {
         t.gc,
         [GcBar {
             start_ns: 60 * MS,
-            duration_ns: 2 * MS
+            duration_ns: 2 * MS,
+            detail: Default::default(),
         }],
         "the second GC is outside the window"
     );
@@ -836,6 +820,7 @@ fn method_selects_stackless_events_by_their_invocation_or_sampled_stack() {
             stack: StackId(s2),
             object: 9,
             allocated_total: 24,
+            weight: 0,
         },
     ));
     b.w.event(&JvmEvent::global(
