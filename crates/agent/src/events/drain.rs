@@ -9,6 +9,7 @@ use jscope_format::{
     UserEventKind,
 };
 
+use super::gcinfo::{self, GcNote};
 use super::queue::{RawEvent, RawKind};
 use super::{park, user};
 use crate::java_threads::ThreadKey;
@@ -28,6 +29,10 @@ pub enum Taken {
 pub enum Pending {
     Raw(RawKind, u64),
     Ready(EventKind, u64),
+    /// A collection the JVM's GC notification described, with its time and
+    /// duration: the JVMTI pause it matched, or its own for concurrent cycles
+    /// and notes no pause matched.
+    Gc(Box<GcNote>, u64, u64),
 }
 
 impl Taken {
@@ -57,7 +62,13 @@ pub struct EventDrain {
     /// User event names written so far (ids 1..=this).
     defs_written: u32,
     written: u64,
+    /// JVMTI pauses (start, duration) waiting for their GC notification.
+    pauses: Vec<(u64, u64)>,
+    matcher: gcinfo::Matcher,
 }
+
+/// How long a pause waits for its notification before it is written without.
+const NOTE_WAIT_NS: u64 = 2_000_000_000;
 
 impl EventDrain {
     /// Everything queued now: the callbacks' queue, GCs, frees, user rings.
@@ -65,11 +76,16 @@ impl EventDrain {
         let queues = &super::STATE.queues;
         let mut out: Vec<Taken> = queues.take().into_iter().map(on_thread).collect();
         while let Some([ticks, duration_ns, _]) = queues.gcs.pop() {
-            out.push(Taken::Global(Pending::Ready(
-                EventKind::gc_pause(duration_ns),
-                ticks,
-            )));
+            if gcinfo::installed() {
+                self.pauses.push((ticks, duration_ns));
+            } else {
+                out.push(Taken::Global(Pending::Ready(
+                    EventKind::gc_pause(duration_ns),
+                    ticks,
+                )));
+            }
         }
+        self.match_gcs(&mut out);
         while let Some([ticks, object, allocated_total]) = queues.frees.pop() {
             let kind = EventKind::ObjectFree {
                 object,
@@ -89,6 +105,49 @@ impl EventDrain {
         }
         user::forget_ended(&mut rings);
         out
+    }
+
+    /// Pairs GC notes with the pauses they describe; writes pauses whose note
+    /// did not come in time (all of them once the recording stopped) as pauses
+    /// only.
+    fn match_gcs(&mut self, out: &mut Vec<Taken>) {
+        let notes = gcinfo::take_notes();
+        let matched = self.matcher.match_all(&notes, &self.pauses);
+        let mut used = vec![false; self.pauses.len()];
+        for (note, pause) in notes.into_iter().zip(matched) {
+            let (ticks, duration_ns) = match pause {
+                Some(i) => {
+                    used[i] = true;
+                    self.pauses[i]
+                }
+                None => {
+                    let d = note.duration_ns();
+                    (note.arrival_ns.saturating_sub(d), d)
+                }
+            };
+            out.push(Taken::Global(Pending::Gc(
+                Box::new(note),
+                ticks,
+                duration_ns,
+            )));
+        }
+        let mut i = 0;
+        self.pauses.retain(|_| {
+            i += 1;
+            !used[i - 1]
+        });
+        let now = crate::clock::monotonic_ns();
+        let stopped = !super::on(super::Kinds::GC);
+        self.pauses.retain(|&(ticks, duration_ns)| {
+            let waited = now.saturating_sub(ticks + duration_ns) > NOTE_WAIT_NS;
+            if stopped || waited {
+                out.push(Taken::Global(Pending::Ready(
+                    EventKind::gc_pause(duration_ns),
+                    ticks,
+                )));
+            }
+            !(stopped || waited)
+        });
     }
 
     /// Names registered since the last call, as UserEventDef records; called
@@ -111,6 +170,23 @@ impl EventDrain {
         let (kind, ticks) = match event {
             Pending::Ready(kind, ticks) => (kind, ticks),
             Pending::Raw(raw, ticks) => (raw_kind(raw, ThreadId(owner), &mut Names(sink)), ticks),
+            Pending::Gc(note, ticks, duration_ns) => {
+                let mut name = |s: &str| match s {
+                    "" => StringId(0),
+                    s => StringId(sink.symbols.string(&mut sink.chunk, s)),
+                };
+                let kind = EventKind::Gc {
+                    duration_ns,
+                    collector: name(&note.collector),
+                    cause: name(&note.cause),
+                    generation: note.generation,
+                    heap_before: note.heap_before,
+                    heap_after: note.heap_after,
+                    gc_id: note.gc_id,
+                    concurrent: note.concurrent,
+                };
+                (kind, ticks)
+            }
         };
         sink.chunk
             .event(&JvmEvent::on(ThreadId(thread), ticks, kind));
@@ -131,6 +207,7 @@ impl EventDrain {
                     + q.frees.dropped.load(Ordering::Relaxed)
             }),
             ("events.user_dropped", user::dropped()),
+            ("events.gc_notes_dropped", gcinfo::dropped()),
             (
                 "events.park_short",
                 park::PARK.short.load(Ordering::Relaxed),

@@ -12,6 +12,7 @@
 
 pub mod callbacks;
 pub mod drain;
+pub mod gcinfo;
 pub mod options;
 pub mod park;
 pub mod queue;
@@ -314,6 +315,12 @@ pub fn start(
     }
     if kinds.contains(Kinds::USER) {
         user::install(jvmti, jni)?;
+    }
+    if kinds.contains(Kinds::GC) {
+        // Best effort: without the listener GCs are recorded as pauses only.
+        if let Err(e) = gcinfo::install(jni) {
+            eprintln!("jscope: {e}; GC causes and heap sizes are not recorded");
+        }
     }
     state.started.store(true, Ordering::Relaxed);
     state.active.store(kinds.bits(), Ordering::Release);

@@ -220,12 +220,15 @@ pub struct GcDetail {
     /// `young`, `old` (mixed or concurrent), `full`; empty when unknown.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub generation: String,
-    /// Heap used before and after, bytes (all pools); 0 unknown.
+    /// Heap used before and after, bytes (all heap pools); 0 unknown.
+    #[serde(skip_serializing_if = "is_zero")]
     pub heap_before: u64,
+    #[serde(skip_serializing_if = "is_zero")]
     pub heap_after: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub gc_id: u64,
     /// A concurrent cycle (not a pause): its length is `duration_ns`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub concurrent: bool,
 }
 
