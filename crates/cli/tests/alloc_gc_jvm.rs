@@ -4,6 +4,7 @@
 //! `jscope gc` causes and heap sizes against the JVM's own `-Xlog:gc` of the same
 //! run, and `flame`/`collapsed --mode alloc|lock` with the right top frames.
 
+mod serving;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -11,7 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
-use support::{jscope, jscope_json, stdout};
+use serving::cdp::Browser;
+use support::{jscope, jscope_bin, jscope_json, stdout};
 
 /// `byte[1024]` and `long[126]`: 16 bytes of header plus 1024 of data.
 const OBJECT: f64 = 1040.0;
@@ -355,4 +357,86 @@ fn xlog_lines_parse() {
         ("G1 Evacuation Pause", 24, 2)
     );
     assert_eq!(l[1].cause, "System.gc()");
+}
+
+/// The collector's flame API draws `mode=alloc` and `mode=lock`, and the web UI's
+/// flame view has them in its mode selector; the timeline's GC bars tell the
+/// cause on hover and the allocation view shows estimated bytes.
+#[test]
+fn flame_modes_in_the_collector_api_and_the_web_ui() {
+    let Some(java) = javas().into_iter().next() else {
+        return;
+    };
+    let f = record(
+        &java,
+        "mix",
+        "mode=wall,events=alloc+monitors+gc,allocrate=64k",
+        &[],
+        &["mix"],
+    );
+    let served = serving::start(&jscope_bin(), &["view", s(&f), "--http", "127.0.0.1:0"]);
+    let id = served.json("/api/jvms")[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for (mode, top) in [("alloc", "AllocGc.makeBlock"), ("lock", "AllocGc.hold")] {
+        let (status, body) =
+            served.get(&format!("/api/flame?jvm={id}&mode={mode}&format=collapsed"));
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        let (frames, _) = heaviest(&String::from_utf8_lossy(&body));
+        assert!(frames.ends_with(top), "{mode}: {frames}");
+        let j = served.json(&format!("/api/flame?jvm={id}&mode={mode}"));
+        assert_eq!(j["mode"], mode);
+        assert!(j["samples"].as_u64().unwrap() > 0);
+    }
+    let t = served.json(&format!("/api/jvms/{id}/timeline?last=1h"));
+    assert!(
+        t["gc"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["cause"] == "System.gc()" && g["heap_before"].as_u64().unwrap() > 0),
+        "{}",
+        t["gc"]
+    );
+    let Some(mut b) = Browser::launch("alloc-gc") else {
+        return;
+    };
+    b.goto(&format!("{}/#tab=flame&jvm={id}", served.url()));
+    let frame_has = |text: &str| {
+        format!(
+            "(() => {{ const d = document.querySelector('#flame-frame').contentDocument; \
+             return !!d && !!d.body && d.body.innerHTML.includes({}); }})()",
+            serde_json::json!(text)
+        )
+    };
+    for (mode, top, unit) in [
+        ("alloc", "AllocGc.makeBlock", "bytes allocated (estimated)"),
+        ("lock", "AllocGc.hold", "ns of contention"),
+    ] {
+        b.eval(&format!(
+            "document.querySelector('#flame-mode').value = '{mode}'"
+        ));
+        b.click("#flame-go");
+        b.wait_for(&frame_has(unit), Duration::from_secs(30));
+        assert!(b
+            .wait_for(&frame_has(top), Duration::from_secs(5))
+            .as_bool()
+            .unwrap());
+        b.screenshot(&format!("flame-{mode}.png"));
+    }
+    // The timeline's GC bars tell the cause on hover.
+    // A hash-only navigation does not reload the page: switch tabs by clicking.
+    b.click("button[data-tab=timeline]");
+    b.wait_for(
+        "[...document.querySelectorAll('#tl-svg .tl-gc title')].some(t => t.textContent.includes('System.gc()'))",
+        Duration::from_secs(30),
+    );
+    // The allocation view: estimated bytes by site.
+    b.click("button[data-tab=alloc]");
+    b.wait_for(
+        "document.querySelector('#alloc tbody').textContent.includes('AllocGc.makeBlock') && document.querySelector('#alloc-info').textContent.startsWith('about ')",
+        Duration::from_secs(30),
+    );
+    b.screenshot("alloc-estimates.png");
 }

@@ -12,6 +12,7 @@ import java.util.List;
  *                  R*K*1040 bytes allocated; System.gc() at the end (the ring stays)
  *   gc G M         G times: M MB of 1 KB garbage, then System.gc()
  *   lock T N       T threads each entering AllocGc.hold N times (1 ms inside)
+ *   mix            alloc 20000, System.gc(), lock 4 50
  */
 public class AllocGc {
     static volatile Object sink;
@@ -94,6 +95,7 @@ public class AllocGc {
             case "ages": ages(Integer.parseInt(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3])); break;
             case "gc": gc(Integer.parseInt(args[1]), Integer.parseInt(args[2])); break;
             case "lock": lock(Integer.parseInt(args[1]), Integer.parseInt(args[2])); break;
+            case "mix": alloc(20000); System.gc(); lock(4, 50); break;
             default: throw new IllegalArgumentException(args[0]);
         }
         System.out.println("done " + args[0]);
