@@ -324,7 +324,12 @@ pub fn gc(args: &GcArgs) -> Result<()> {
             write!(w, "{:>14.6} {:>14.3}", p.time_s, p.duration_ns as f64 / 1e6)?;
             let d = &p.detail;
             if detailed && !d.cause.is_empty() {
-                let heap = format!("{}K -> {}K", d.heap_before >> 10, d.heap_after >> 10);
+                // Pause-only beans (ZGC's, Shenandoah's pauses) report no heap.
+                let heap = if d.heap_before == 0 && d.heap_after == 0 {
+                    "-".to_string()
+                } else {
+                    format!("{}K -> {}K", d.heap_before >> 10, d.heap_after >> 10)
+                };
                 let kind = if d.concurrent { "concurrent" } else { "pause" };
                 let generation = if d.generation.is_empty() {
                     "-"

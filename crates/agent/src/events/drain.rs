@@ -64,10 +64,14 @@ pub struct EventDrain {
     written: u64,
     /// JVMTI pauses (start, duration) waiting for their GC notification.
     pauses: Vec<(u64, u64)>,
+    /// GC notifications waiting for the clock offset to settle.
+    notes: Vec<GcNote>,
     matcher: gcinfo::Matcher,
 }
 
-/// How long a pause waits for its notification before it is written without.
+/// How long a notification waits for the offset to settle before it is paired
+/// on the best guess; a pause waits twice that for its notification before it
+/// is written without.
 const NOTE_WAIT_NS: u64 = 2_000_000_000;
 
 impl EventDrain {
@@ -111,20 +115,44 @@ impl EventDrain {
     /// did not come in time (all of them once the recording stopped) as pauses
     /// only.
     fn match_gcs(&mut self, out: &mut Vec<Taken>) {
-        let notes = gcinfo::take_notes();
+        let fresh = gcinfo::take_notes();
+        self.matcher.vote(&fresh, &self.pauses);
+        self.notes.extend(fresh);
+        let now = crate::clock::monotonic_ns();
+        let stopped = !super::on(super::Kinds::GC);
+        let overdue = self
+            .notes
+            .first()
+            .is_some_and(|n| now.saturating_sub(n.arrival_ns) > NOTE_WAIT_NS);
+        // Until the offset is settled, notes wait (pairing early on a guess
+        // could shift every later pair).
+        let notes = if self.matcher.confident() || stopped || overdue {
+            std::mem::take(&mut self.notes)
+        } else {
+            Vec::new()
+        };
         let matched = self.matcher.match_all(&notes, &self.pauses);
         let mut used = vec![false; self.pauses.len()];
+        // Notes that share a pause become one collection (see `Matcher`).
+        let mut joined: Vec<(usize, GcNote)> = Vec::new();
         for (note, pause) in notes.into_iter().zip(matched) {
-            let (ticks, duration_ns) = match pause {
+            match pause {
                 Some(i) => {
                     used[i] = true;
-                    self.pauses[i]
+                    match joined.iter_mut().find(|(j, _)| *j == i) {
+                        Some((_, first)) => gcinfo::join(first, note),
+                        None => joined.push((i, note)),
+                    }
                 }
                 None => {
                     let d = note.duration_ns();
-                    (note.arrival_ns.saturating_sub(d), d)
+                    let ticks = note.arrival_ns.saturating_sub(d);
+                    out.push(Taken::Global(Pending::Gc(Box::new(note), ticks, d)));
                 }
-            };
+            }
+        }
+        for (i, note) in joined {
+            let (ticks, duration_ns) = self.pauses[i];
             out.push(Taken::Global(Pending::Gc(
                 Box::new(note),
                 ticks,
@@ -136,10 +164,8 @@ impl EventDrain {
             i += 1;
             !used[i - 1]
         });
-        let now = crate::clock::monotonic_ns();
-        let stopped = !super::on(super::Kinds::GC);
         self.pauses.retain(|&(ticks, duration_ns)| {
-            let waited = now.saturating_sub(ticks + duration_ns) > NOTE_WAIT_NS;
+            let waited = now.saturating_sub(ticks + duration_ns) > 2 * NOTE_WAIT_NS;
             if stopped || waited {
                 out.push(Taken::Global(Pending::Ready(
                     EventKind::gc_pause(duration_ns),

@@ -237,6 +237,23 @@ fn heap_used(jni: Jni, usage: sys::jobject, pools: &[String]) -> u64 {
     used
 }
 
+/// Folds `next`, a later collection in the same pause, into `first`: the
+/// collectors joined with ` + `, the heap before the first and after the last,
+/// the larger generation (a full collection after a scavenge is full), the
+/// last's cause and id.
+pub fn join(first: &mut GcNote, next: GcNote) {
+    if first.collector != next.collector {
+        first.collector = format!("{} + {}", first.collector, next.collector);
+    }
+    if first.cause != next.cause {
+        first.cause = next.cause;
+    }
+    first.end_ms = first.end_ms.max(next.end_ms);
+    first.generation = first.generation.max(next.generation);
+    first.heap_after = next.heap_after;
+    first.gc_id = next.gc_id;
+}
+
 /// The kind of collection a notification describes: (generation, concurrent).
 pub fn classify(collector: &str, action: &str) -> (u64, bool) {
     let (c, a) = (collector.to_ascii_lowercase(), action.to_ascii_lowercase());
@@ -335,40 +352,73 @@ fn read_note(jni: Jni, n: sys::jobject, arrival_ns: u64) -> Option<GcNote> {
 pub struct Matcher {
     /// The offset in ms, once learned.
     offset_ms: Option<i64>,
+    /// Votes for each offset, over every batch so far (the offset settles as
+    /// collections accumulate).
+    votes: std::collections::HashMap<i64, u32>,
 }
 
 /// How far a pause may be from a note's start at the offset (ms) and match.
 const MATCH_SLACK_MS: i64 = 3;
 
+/// Whether a pause could be the one `n` describes: it ended before the note
+/// arrived and lasted as long within GcInfo's ms resolution.
+fn fits(n: &GcNote, &(s, d): &(u64, u64)) -> bool {
+    let note_ms = n.end_ms.saturating_sub(n.start_ms) as i64;
+    s + d <= n.arrival_ns && ((d / 1_000_000) as i64 - note_ms).abs() <= 2
+}
+
 impl Matcher {
-    /// For each note, the index in `pauses` ((start, duration) in ns) of the
-    /// pause it describes; None for concurrent cycles and when none fits. A
-    /// pause is given to one note at most.
-    pub fn match_all(&mut self, notes: &[GcNote], pauses: &[(u64, u64)]) -> Vec<Option<usize>> {
-        let fits = |n: &GcNote, &(s, d): &(u64, u64)| {
-            let note_ms = n.end_ms.saturating_sub(n.start_ms) as i64;
-            s + d <= n.arrival_ns && ((d / 1_000_000) as i64 - note_ms).abs() <= 2
-        };
-        let mut votes: std::collections::HashMap<i64, u32> = Default::default();
+    /// Counts the votes of newly arrived notes against the pauses still unpaired.
+    pub fn vote(&mut self, notes: &[GcNote], pauses: &[(u64, u64)]) {
         for n in notes.iter().filter(|n| !n.concurrent) {
             for p in pauses.iter().filter(|p| fits(n, p)) {
                 let d = (p.0 / 1_000_000) as i64 - n.start_ms as i64;
-                *votes.entry(d).or_default() += 1;
+                *self.votes.entry(d).or_default() += 1;
             }
         }
-        let score = |d: i64| {
-            (d - 1..=d + 1)
-                .map(|k| votes.get(&k).copied().unwrap_or(0))
-                .sum::<u32>()
+        if let Some((_, d)) = self.best() {
+            self.offset_ms = Some(d);
+        }
+    }
+
+    fn score(&self, d: i64) -> u32 {
+        (d - 1..=d + 1)
+            .map(|k| self.votes.get(&k).copied().unwrap_or(0))
+            .sum()
+    }
+
+    /// The best-voted offset and its score (ties: the smaller offset).
+    fn best(&self) -> Option<(u32, i64)> {
+        self.votes
+            .keys()
+            .map(|&d| (self.score(d), -d))
+            .max()
+            .map(|(score, d)| (score, -d))
+    }
+
+    /// Whether the offset is settled: at least two votes, and more than any
+    /// offset away from it has.
+    pub fn confident(&self) -> bool {
+        let Some((score, d)) = self.best() else {
+            return false;
         };
-        let best = votes.keys().map(|&d| (score(d), -d)).max();
-        if let Some((votes, d)) = best {
-            if self.offset_ms.is_none() || votes >= 2 {
-                self.offset_ms = Some(-d);
-            }
-        }
+        let rival = self
+            .votes
+            .keys()
+            .filter(|&&k| (k - d).abs() > 2)
+            .map(|&k| self.score(k))
+            .max()
+            .unwrap_or(0);
+        score >= 2 && score > rival
+    }
+
+    /// For each note, the index in `pauses` ((start, duration) in ns) of the
+    /// pause it describes at the learned offset ([`Matcher::vote`] first); None
+    /// for concurrent cycles and when none fits. A pause is given to one note,
+    /// or to several that lie wholly inside it (below).
+    pub fn match_all(&mut self, notes: &[GcNote], pauses: &[(u64, u64)]) -> Vec<Option<usize>> {
         let mut taken = vec![false; pauses.len()];
-        notes
+        let mut matched: Vec<Option<usize>> = notes
             .iter()
             .map(|n| {
                 let offset = self.offset_ms?;
@@ -388,7 +438,27 @@ impl Matcher {
                 taken[i] = true;
                 Some(i)
             })
-            .collect()
+            .collect();
+        // Collections inside one pause (Parallel's System.gc(): a scavenge, then
+        // a full collection, between one GarbageCollectionStart and Finish): each
+        // unmatched note whose whole span lies in an unclaimed pause joins it.
+        let Some(offset) = self.offset_ms else {
+            return matched;
+        };
+        for (n, m) in notes.iter().zip(matched.iter_mut()) {
+            if m.is_some() || n.concurrent {
+                continue;
+            }
+            let (start, end) = (n.start_ms as i64 + offset, n.end_ms as i64 + offset);
+            *m = pauses.iter().enumerate().position(|(i, &(s, d))| {
+                let (ps, pe) = ((s / 1_000_000) as i64, ((s + d) / 1_000_000) as i64);
+                !taken[i]
+                    && s + d <= n.arrival_ns
+                    && ps - MATCH_SLACK_MS <= start
+                    && end <= pe + MATCH_SLACK_MS
+            });
+        }
+        matched
     }
 }
 
@@ -461,10 +531,15 @@ mod tests {
             note(1391 * MS, 120, 132),
             note(1392 * MS, 300, 305),
         ];
+        m.vote(&notes[..1], &pauses);
+        assert!(!m.confident(), "one note is no evidence");
+        m.vote(&notes[1..], &pauses);
+        assert!(m.confident());
         assert_eq!(m.match_all(&notes, &pauses), [Some(0), Some(2), Some(3)]);
         // Later batches keep the offset; a note that arrived before the pause
         // ended does not take it.
         let later = [(2000 * MS, 4 * MS)];
+        m.vote(&[note(2010 * MS, 1000, 1004)], &later);
         assert_eq!(m.match_all(&[note(2003 * MS, 1000, 1004)], &later), [None]);
         assert_eq!(
             m.match_all(&[note(2010 * MS, 1000, 1004)], &later),
