@@ -363,8 +363,10 @@ const MATCH_SLACK_MS: i64 = 3;
 /// Whether a pause could be the one `n` describes: it ended before the note
 /// arrived and lasted as long within GcInfo's ms resolution.
 fn fits(n: &GcNote, &(s, d): &(u64, u64)) -> bool {
-    let note_ms = n.end_ms.saturating_sub(n.start_ms) as i64;
-    s + d <= n.arrival_ns && ((d / 1_000_000) as i64 - note_ms).abs() <= 2
+    // Both GcInfo times are truncated to ms: its duration is within 1 ms of
+    // the pause's (a little more for the events' own skew).
+    let note_ms = n.end_ms.saturating_sub(n.start_ms) as f64;
+    s + d <= n.arrival_ns && (d as f64 / 1e6 - note_ms).abs() <= 1.5
 }
 
 impl Matcher {
@@ -417,49 +419,70 @@ impl Matcher {
     /// for concurrent cycles and when none fits. A pause is given to one note,
     /// or to several that lie wholly inside it (below).
     pub fn match_all(&mut self, notes: &[GcNote], pauses: &[(u64, u64)]) -> Vec<Option<usize>> {
-        let mut taken = vec![false; pauses.len()];
-        let mut matched: Vec<Option<usize>> = notes
+        // Periodic collections make the votes a lattice (a note also fits the
+        // pause one period earlier), so of the best-voted offsets the one that
+        // pairs the most notes of this batch wins (ties: more votes).
+        let mut candidates: Vec<(u32, i64)> =
+            self.votes.keys().map(|&d| (self.score(d), d)).collect();
+        candidates.sort_by(|a, b| b.cmp(a));
+        candidates.truncate(8);
+        let best = candidates
             .iter()
-            .map(|n| {
-                let offset = self.offset_ms?;
-                if n.concurrent {
-                    return None;
-                }
-                let expected = n.start_ms as i64 + offset;
-                let (off, i) = pauses
-                    .iter()
-                    .enumerate()
-                    .filter(|&(i, p)| !taken[i] && fits(n, p))
-                    .map(|(i, p)| (((p.0 / 1_000_000) as i64 - expected).abs(), i))
-                    .min()?;
-                if off > MATCH_SLACK_MS {
-                    return None;
-                }
-                taken[i] = true;
-                Some(i)
+            .map(|&(votes, d)| {
+                let m = assign(d, notes, pauses);
+                (m.iter().filter(|x| x.is_some()).count(), votes, -d, m)
             })
-            .collect();
-        // Collections inside one pause (Parallel's System.gc(): a scavenge, then
-        // a full collection, between one GarbageCollectionStart and Finish): each
-        // unmatched note whose whole span lies in an unclaimed pause joins it.
-        let Some(offset) = self.offset_ms else {
-            return matched;
-        };
-        for (n, m) in notes.iter().zip(matched.iter_mut()) {
-            if m.is_some() || n.concurrent {
-                continue;
+            .max_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
+        match best {
+            Some((_, _, d, m)) => {
+                self.offset_ms = Some(-d);
+                m
             }
-            let (start, end) = (n.start_ms as i64 + offset, n.end_ms as i64 + offset);
-            *m = pauses.iter().enumerate().position(|(i, &(s, d))| {
-                let (ps, pe) = ((s / 1_000_000) as i64, ((s + d) / 1_000_000) as i64);
-                !taken[i]
-                    && s + d <= n.arrival_ns
-                    && ps - MATCH_SLACK_MS <= start
-                    && end <= pe + MATCH_SLACK_MS
-            });
+            None => vec![None; notes.len()],
         }
-        matched
     }
+}
+
+/// Pairs notes with pauses at `offset` ms: each note takes the free pause that
+/// fits nearest its start; then a note whose whole span lies in a free pause
+/// joins it (Parallel's System.gc(): a scavenge, then a full collection,
+/// between one GarbageCollectionStart and Finish).
+fn assign(offset: i64, notes: &[GcNote], pauses: &[(u64, u64)]) -> Vec<Option<usize>> {
+    let mut taken = vec![false; pauses.len()];
+    let mut matched: Vec<Option<usize>> = notes
+        .iter()
+        .map(|n| {
+            if n.concurrent {
+                return None;
+            }
+            let expected = n.start_ms as i64 + offset;
+            let (off, i) = pauses
+                .iter()
+                .enumerate()
+                .filter(|&(i, p)| !taken[i] && fits(n, p))
+                .map(|(i, p)| (((p.0 / 1_000_000) as i64 - expected).abs(), i))
+                .min()?;
+            if off > MATCH_SLACK_MS {
+                return None;
+            }
+            taken[i] = true;
+            Some(i)
+        })
+        .collect();
+    for (n, m) in notes.iter().zip(matched.iter_mut()) {
+        if m.is_some() || n.concurrent {
+            continue;
+        }
+        let (start, end) = (n.start_ms as i64 + offset, n.end_ms as i64 + offset);
+        *m = pauses.iter().enumerate().position(|(i, &(s, d))| {
+            let (ps, pe) = ((s / 1_000_000) as i64, ((s + d) / 1_000_000) as i64);
+            !taken[i]
+                && s + d <= n.arrival_ns
+                && ps - MATCH_SLACK_MS <= start
+                && end <= pe + MATCH_SLACK_MS
+        });
+    }
+    matched
 }
 
 #[cfg(test)]
