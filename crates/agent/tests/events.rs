@@ -329,6 +329,7 @@ fn allocation_samples_find_the_top_site_and_object_ages() {
                         stack,
                         object,
                         allocated_total,
+                        ..
                     },
             } = *e
             {

@@ -152,14 +152,14 @@ pub fn report(args: &ReportArgs) -> Result<()> {
 }
 
 pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
-    let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
-    let sel = selection(&args.select)?;
-    require_samples(&rec, &sel, &title)?;
+    // Samples, or with --mode alloc|lock weighted event stacks (as jscope flame).
+    let (Loaded { rec, .. }, counts, _) =
+        crate::flame::counted(args.file.as_deref(), &args.source, &args.select)?;
     let opts = CollapseOptions {
         lines: args.lines,
         thread_roots: args.threads,
     };
-    let stacks = collapse(&rec, &sel.stack_counts(&rec), opts);
+    let stacks = collapse(&rec, &counts, opts);
     with_stdout(|w| stacks.write_to(w))
 }
 

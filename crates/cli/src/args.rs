@@ -270,7 +270,9 @@ pub struct SourceArgs {
 /// Which samples an analysis looks at.
 #[derive(Debug, Args, Clone, Default)]
 pub struct SelectArgs {
-    /// Sample source: cpu, wall or snapshot (default: the first the recording has).
+    /// Sample source: cpu, wall or snapshot (default: the first the recording has);
+    /// `jscope flame` also takes alloc (allocation samples weighted by estimated
+    /// bytes) and lock (stacks weighted by lock contention time).
     #[arg(short, long)]
     pub mode: Option<String>,
     /// Threads whose name contains this, or matches it as a glob when it has * or ?.

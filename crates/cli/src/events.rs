@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use jscope_analysis::events::{
-    age_report, alloc_report, event_tree, gc_report, lock_report, user_report, write_rows, AllocBy,
-    EventFilter, EventType, RowFormat,
+    age_report, alloc_report, event_tree, gc_report, live_report, lock_report, user_report,
+    write_rows, AllocBy, EventFilter, EventType, RowFormat,
 };
 use jscope_analysis::ThreadMatcher;
 use jscope_format::{EventKind, Recording};
@@ -154,6 +154,11 @@ pub struct AllocArgs {
     /// and bytes allocated between allocation and free (JX).
     #[arg(long)]
     pub ages: bool,
+    /// Only what was still alive when the recording ended (async-profiler's
+    /// --live): tracked objects no free was seen for, by site, stack or class
+    /// (needs the agent's object tracking, `objectages`).
+    #[arg(long, conflicts_with = "ages")]
+    pub live: bool,
     /// Number of rows to list.
     #[arg(short = 'n', long, default_value_t = 30)]
     pub top: usize,
@@ -304,11 +309,41 @@ pub fn gc(args: &GcArgs) -> Result<()> {
         }
         return print(args.format, &report);
     }
+    let detailed = report.pauses.iter().any(|p| !p.detail.cause.is_empty());
     with_stdout(|w| {
         write!(w, "{report}")?;
-        writeln!(w, "\n{:>14} {:>14}", "start_s", "duration_ms")?;
+        write!(w, "\n{:>14} {:>14}", "start_s", "duration_ms")?;
+        if detailed {
+            write!(
+                w,
+                " {:>10} {:>23}  {:<11} collector: cause",
+                "generation", "heap before -> after", "kind"
+            )?;
+        }
+        writeln!(w)?;
         for p in &report.pauses {
-            writeln!(w, "{:>14.6} {:>14.3}", p.time_s, p.duration_ns as f64 / 1e6)?;
+            write!(w, "{:>14.6} {:>14.3}", p.time_s, p.duration_ns as f64 / 1e6)?;
+            let d = &p.detail;
+            if detailed && !d.cause.is_empty() {
+                // Pause-only beans (ZGC's, Shenandoah's pauses) report no heap.
+                let heap = if d.heap_before == 0 && d.heap_after == 0 {
+                    "-".to_string()
+                } else {
+                    format!("{}K -> {}K", d.heap_before >> 10, d.heap_after >> 10)
+                };
+                let kind = if d.concurrent { "concurrent" } else { "pause" };
+                let generation = if d.generation.is_empty() {
+                    "-"
+                } else {
+                    &d.generation
+                };
+                write!(
+                    w,
+                    " {generation:>10} {heap:>23}  {kind:<11} {}: {}",
+                    d.collector, d.cause
+                )?;
+            }
+            writeln!(w)?;
         }
         Ok(())
     })
@@ -327,8 +362,6 @@ pub fn alloc(args: &AllocArgs) -> Result<()> {
         ByArg::Stack => AllocBy::Stack,
         ByArg::Class => AllocBy::Class,
     };
-    let mut report = alloc_report(&rec, &f, by);
-    report.rows.truncate(args.top);
     let allocs = || {
         rec.events
             .iter()
@@ -337,10 +370,28 @@ pub fn alloc(args: &AllocArgs) -> Result<()> {
     if allocs().next().is_none() {
         note("the recording has no allocation samples; record with --events alloc");
     }
+    let tracked =
+        || allocs().any(|e| matches!(e.kind, EventKind::Alloc { object, .. } if object != 0));
+    if args.live {
+        if !tracked() {
+            anyhow::bail!("no live objects: the recording's allocations carry no object ids; record with --object-ages (the agent's objectages)");
+        }
+        let mut live = live_report(&rec, &f, by);
+        live.rows.truncate(args.top);
+        return match args.format {
+            Format::Json => print(args.format, &live),
+            Format::Text => with_stdout(|w| {
+                writeln!(w, "Live at the end (tracked objects never freed):")?;
+                write!(w, "{live}")
+            }),
+        };
+    }
+    let mut report = alloc_report(&rec, &f, by);
+    report.rows.truncate(args.top);
     if !args.ages {
         return print(args.format, &report);
     }
-    if !allocs().any(|e| matches!(e.kind, EventKind::Alloc { object, .. } if object != 0)) {
+    if !tracked() {
         let why = "no object ages: the recording's allocations carry no object ids; record with --object-ages (it implies --events alloc)";
         if args.format == Format::Text {
             return with_stdout(|w| {

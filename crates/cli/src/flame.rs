@@ -2,29 +2,27 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use jscope_analysis::{collapse, CollapseOptions, Mode, StackCounts};
+use anyhow::{bail, Context, Result};
+use jscope_analysis::events::{weighted_stacks, EventFilter, EventWeight};
+use jscope_analysis::{collapse, CollapseOptions, Mode, StackCounts, ThreadMatcher};
 use jscope_flame::{render_html, render_svg, FlameGraph, Options};
 use jscope_format::Recording;
 
 use crate::analyze::{load, selection};
-use crate::args::FlameArgs;
+use crate::args::{FlameArgs, SelectArgs, SourceArgs};
 use crate::source::Loaded;
 
 pub fn run(args: &FlameArgs) -> Result<()> {
-    let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
-    let sel = selection(&args.select)?;
-    crate::analyze::require_samples(&rec, &sel, &title)?;
-    let counts = sel.stack_counts(&rec);
+    let (Loaded { rec, title }, counts, subtitle) =
+        counted(args.file.as_deref(), &args.source, &args.select)?;
     let opts = CollapseOptions {
         lines: args.lines,
         thread_roots: args.threads,
     };
     let graph = graph_of(&rec, &counts, opts);
-    let mode = sel.mode_in(&rec).map_or("no", Mode::name);
     let options = Options {
         title: args.title.clone().unwrap_or(title),
-        subtitle: format!("{} {mode} samples", counts.total),
+        subtitle,
         width_px: args.width,
         inverted: args.inverted,
         ..Options::default()
@@ -36,6 +34,63 @@ pub fn run(args: &FlameArgs) -> Result<()> {
     };
     std::fs::write(&args.output, page)
         .with_context(|| format!("cannot write {}", args.output.display()))
+}
+
+/// The recording and its counted stacks with a subtitle saying what they
+/// count: samples of a mode, or with `--mode alloc`/`lock` event stacks
+/// weighted by estimated bytes or contention time (`jscope flame`, `collapsed`).
+pub(crate) fn counted(
+    file: Option<&Path>,
+    source: &SourceArgs,
+    select: &SelectArgs,
+) -> Result<(Loaded, StackCounts, String)> {
+    let weighted = select.mode.as_deref().and_then(EventWeight::parse);
+    let Some(what) = weighted else {
+        let loaded = load(file, source, Some(select))?;
+        let sel = selection(select)?;
+        crate::analyze::require_samples(&loaded.rec, &sel, &loaded.title)?;
+        let counts = sel.stack_counts(&loaded.rec);
+        let mode = sel.mode_in(&loaded.rec).map_or("no", Mode::name);
+        let subtitle = format!("{} {mode} samples", counts.total);
+        return Ok((loaded, counts, subtitle));
+    };
+    // The window selects events here, not samples (load's check is about samples).
+    let loaded = load(file, source, None)?;
+    let (counts, subtitle) = event_counts(&loaded.rec, select, what, &loaded.title)?;
+    Ok((loaded, counts, subtitle))
+}
+
+/// `--mode alloc` and `--mode lock`: the event stacks weighted by estimated
+/// bytes or contention time, and the graph's subtitle.
+fn event_counts(
+    rec: &Recording,
+    select: &SelectArgs,
+    what: EventWeight,
+    title: &str,
+) -> Result<(StackCounts, String)> {
+    if !select.state.is_empty() {
+        bail!(
+            "--state selects samples; --mode {} draws events",
+            what.name()
+        );
+    }
+    let filter = EventFilter {
+        thread: select.thread.as_deref().map(ThreadMatcher::new),
+        from_s: select.from,
+        to_s: select.to,
+        ..Default::default()
+    };
+    filter.validate()?;
+    let counts = weighted_stacks(rec, &filter, what);
+    if counts.total == 0 {
+        let how = match what {
+            EventWeight::Alloc => "record with the agent's events=alloc",
+            EventWeight::Lock => "record with the agent's events=monitor,park (or events=all)",
+        };
+        bail!("{title} has no {} events to draw; {how}", what.name());
+    }
+    let subtitle = format!("{} {}", counts.total, what.unit());
+    Ok((counts, subtitle))
 }
 
 /// The flame graph of a recording's counted stacks.

@@ -188,9 +188,7 @@ fn shop_recording() -> Vec<u8> {
     for i in 0..4 {
         d.w.event(&JvmEvent::global(
             t(100 + i * 250),
-            EventKind::Gc {
-                duration_ns: 5 * MS,
-            },
+            EventKind::gc_pause(5 * MS),
         ));
     }
     let mut total = 0;
@@ -210,6 +208,7 @@ fn shop_recording() -> Vec<u8> {
                 stack: StackId(stack),
                 object: i + 1,
                 allocated_total: total,
+                weight: 0,
             },
         ));
         if i % 2 == 0 {

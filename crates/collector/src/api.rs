@@ -342,6 +342,9 @@ impl ApiContext {
 
     fn flame(&self, req: &Request) -> Result<Response, CollectorError> {
         let q = parse_query(req)?;
+        if let Some(what) = crate::api_events::event_weight(req) {
+            return crate::api_events::event_flame(&*self.store, &q, what, req);
+        }
         let (graph, mode) = query::flame(&*self.store, &q)?;
         match req.param("format").unwrap_or("json") {
             "html" => {
@@ -447,7 +450,11 @@ pub fn parse_query(req: &Request) -> Result<Query, CollectorError> {
         jvms: req.params("jvm"),
         from_ns,
         to_ns: parse_ms(req, "to")?,
-        mode: parse_mode(req)?,
+        // `alloc` and `lock` are the flame graph's event weights, not sample modes.
+        mode: match crate::api_events::event_weight(req) {
+            Some(_) => None,
+            None => parse_mode(req)?,
+        },
         thread: req.param("thread").map(str::to_string),
         states,
         lines: matches!(req.param("lines"), Some("1" | "true")),

@@ -2,9 +2,14 @@
 //! lock report and the allocation report, each over `from`/`to` (epoch ms).
 
 use jscope_analysis::events::{
-    age_report, alloc_report, lock_report, timeline, AllocBy, EventFilter,
+    age_report, alloc_report, live_report, lock_report, timeline, weighted_stacks, AllocBy,
+    EventFilter, EventWeight,
 };
+use jscope_analysis::{collapse, CollapseOptions, ThreadMatcher};
+use jscope_flame::{render_html, FlameGraph, Options};
 use jscope_format::Recording;
+
+use crate::query::Query;
 
 use crate::http::{Request, Response};
 use crate::store::Store;
@@ -126,8 +131,73 @@ pub(crate) fn alloc_of(
     let f = filter(from_s, to_s);
     Ok(Response::json(&serde_json::json!({
         "alloc": alloc_report(&rec, &f, by),
+        "live": live_report(&rec, &f, by),
         "ages": age_report(&rec, &f),
         "recorded_events": recorded_events(&rec),
         "object_ages": rec.header.extra.iter().any(|(k, v)| k == "events.objectages" && v == "true"),
     })))
+}
+
+/// The flame graph's event weight a request asks for with `mode=alloc|lock`.
+pub(crate) fn event_weight(req: &Request) -> Option<EventWeight> {
+    req.param("mode").and_then(EventWeight::parse)
+}
+
+/// `GET /api/flame?mode=alloc|lock&jvm=...`: the JVMs' allocation samples
+/// weighted by estimated bytes, or their contention (monitor and lock parks)
+/// weighted by time, merged into one flame graph; formats as `/api/flame`.
+pub(crate) fn event_flame(
+    store: &dyn Store,
+    q: &Query,
+    what: EventWeight,
+    req: &Request,
+) -> Result<Response, CollectorError> {
+    if q.jvms.is_empty() {
+        return Err(CollectorError::BadQuery("no jvm selected".into()));
+    }
+    let opts = CollapseOptions {
+        lines: q.lines,
+        thread_roots: false,
+    };
+    let mut graph = FlameGraph::new();
+    for id in &q.jvms {
+        let rec = store.read(id, q.from_ns, q.to_ns)?;
+        let start = rec.header.start_wall_ns;
+        let seconds = |ns: Option<u64>| ns.map(|n| n.saturating_sub(start) as f64 / 1e9);
+        let f = EventFilter {
+            thread: q.thread.as_deref().map(ThreadMatcher::new),
+            from_s: seconds(q.from_ns),
+            to_s: seconds(q.to_ns),
+            ..EventFilter::default()
+        };
+        for (frames, n) in collapse(&rec, &weighted_stacks(&rec, &f, what), opts).stacks {
+            graph.add(frames, n);
+        }
+    }
+    match req.param("format").unwrap_or("json") {
+        "html" => {
+            let opts = Options {
+                title: format!("{} ({})", q.jvms.join(" + "), what.name()),
+                subtitle: format!("{} {}", graph.total(), what.unit()),
+                ..Options::default()
+            };
+            Ok(Response::bytes(
+                "text/html; charset=utf-8",
+                render_html(&graph, &opts),
+            ))
+        }
+        "collapsed" => Ok(Response::bytes(
+            "text/plain; charset=utf-8",
+            graph.to_collapsed(),
+        )),
+        "json" => Ok(Response::json(&serde_json::json!({
+            "mode": what,
+            "unit": what.unit(),
+            "samples": graph.total(),
+            "collapsed": graph.to_collapsed(),
+        }))),
+        other => Err(CollectorError::BadQuery(format!(
+            "unknown format {other:?}"
+        ))),
+    }
 }

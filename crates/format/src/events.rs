@@ -69,6 +69,7 @@ pub enum FieldValue {
     Method(MethodId),
     Stack(StackId),
     Thread(ThreadId),
+    String(StringId),
     /// A user event id ([`UserEventDef::id`]).
     UserEvent(u32),
     UserKind(UserEventKind),
@@ -91,6 +92,7 @@ impl FieldValue {
             FieldValue::Method(id) => id.0.into(),
             FieldValue::Stack(id) => id.0.into(),
             FieldValue::Thread(id) => id.0.into(),
+            FieldValue::String(id) => id.0.into(),
             FieldValue::UserEvent(id) => id.into(),
             FieldValue::UserKind(k) => k as i64,
         }
@@ -102,6 +104,11 @@ trait Wire: Sized + Copy {
     fn put(self, out: &mut Vec<u8>);
     fn get(c: &mut Cursor) -> Result<Self, FormatError>;
     fn value(self) -> FieldValue;
+    /// The value a trailing field missing from an older record reads as.
+    fn zero() -> Self;
+    fn is_zero(self) -> bool {
+        self.value().as_u64() == 0
+    }
 }
 
 impl Wire for u64 {
@@ -113,6 +120,9 @@ impl Wire for u64 {
     }
     fn value(self) -> FieldValue {
         FieldValue::U64(self)
+    }
+    fn zero() -> u64 {
+        0
     }
 }
 
@@ -127,6 +137,9 @@ impl Wire for i64 {
     fn value(self) -> FieldValue {
         FieldValue::I64(self)
     }
+    fn zero() -> i64 {
+        0
+    }
 }
 
 impl Wire for bool {
@@ -138,6 +151,9 @@ impl Wire for bool {
     }
     fn value(self) -> FieldValue {
         FieldValue::Bool(self)
+    }
+    fn zero() -> bool {
+        false
     }
 }
 
@@ -151,6 +167,9 @@ impl Wire for u32 {
     }
     fn value(self) -> FieldValue {
         FieldValue::UserEvent(self)
+    }
+    fn zero() -> u32 {
+        0
     }
 }
 
@@ -171,6 +190,9 @@ impl Wire for UserEventKind {
     fn value(self) -> FieldValue {
         FieldValue::UserKind(self)
     }
+    fn zero() -> UserEventKind {
+        UserEventKind::Instant
+    }
 }
 
 macro_rules! id_wire {
@@ -185,30 +207,44 @@ macro_rules! id_wire {
             fn value(self) -> FieldValue {
                 FieldValue::$variant(self)
             }
+            fn zero() -> $id {
+                $id(0)
+            }
         }
     )*};
 }
 
-id_wire!(ClassId => Class, MethodId => Method, StackId => Stack, ThreadId => Thread);
+id_wire!(
+    ClassId => Class,
+    MethodId => Method,
+    StackId => Stack,
+    ThreadId => Thread,
+    StringId => String
+);
 
 /// Declares the event kinds: the enum, its tags and names, the encoder and decoder,
 /// field access by name, and [`EVENT_KINDS`].
 macro_rules! event_kinds {
     ($(
         $(#[$doc:meta])*
-        $kind:ident = $tag:literal, $name:literal { $($field:ident: $ty:ident),* }
+        $kind:ident = $tag:literal, $name:literal {
+            $($field:ident: $ty:ident),* $(; $($opt:ident: $oty:ident),*)?
+        }
     )*) => {
         /// What happened, with the fields of its kind (in wire order).
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum EventKind {
-            $($(#[$doc])* $kind { $($field: $ty),* },)*
+            $($(#[$doc])* $kind { $($field: $ty,)* $($($opt: $oty),*)? },)*
         }
 
         /// Every event kind, in tag order.
         pub const EVENT_KINDS: &[EventKindInfo] = &[$(EventKindInfo {
             tag: $tag,
             name: $name,
-            fields: &[$(EventField { name: stringify!($field), ty: stringify!($ty) }),*],
+            fields: &[
+                $(EventField { name: stringify!($field), ty: stringify!($ty) },)*
+                $($(EventField { name: stringify!($opt), ty: stringify!($oty) }),*)?
+            ],
         }),*];
 
         impl EventKind {
@@ -219,17 +255,28 @@ macro_rules! event_kinds {
                 }
             }
 
-            /// Writes the fields in wire order.
+            /// Writes the fields in wire order; the trailing ones (after `;` in the
+            /// table) only when one of them is not zero, so an event without them
+            /// has the bytes it had before they were added.
             fn encode_fields(&self, out: &mut Vec<u8>) {
                 match *self {
-                    $(EventKind::$kind { $($field),* } => { $($field.put(out);)* })*
+                    $(EventKind::$kind { $($field,)* $($($opt),*)? } => {
+                        $($field.put(out);)*
+                        $(if false $(|| !$opt.is_zero())* {
+                            $($opt.put(out);)*
+                        })?
+                    })*
                 }
             }
 
             /// Reads the fields of the kind tagged `tag`; `None` when it is no event.
+            /// Trailing fields missing from the record (older writers) read as zero.
             fn decode_fields(tag: u64, c: &mut Cursor) -> Result<Option<EventKind>, FormatError> {
                 Ok(Some(match tag {
-                    $($tag => EventKind::$kind { $($field: Wire::get(c)?),* },)*
+                    $($tag => EventKind::$kind {
+                        $($field: Wire::get(c)?,)*
+                        $($($opt: if c.is_empty() { Wire::zero() } else { Wire::get(c)? }),*)?
+                    },)*
                     _ => return Ok(None),
                 }))
             }
@@ -237,10 +284,13 @@ macro_rules! event_kinds {
             /// The field called `name`, when this kind has one.
             pub fn field(&self, name: &str) -> Option<FieldValue> {
                 match *self {
-                    $(EventKind::$kind { $($field),* } => {
+                    $(EventKind::$kind { $($field,)* $($($opt),*)? } => {
                         $(if name == stringify!($field) {
                             return Some($field.value());
                         })*
+                        $($(if name == stringify!($opt) {
+                            return Some($opt.value());
+                        })*)?
                     })*
                 }
                 None
@@ -268,13 +318,28 @@ event_kinds! {
     Park = 36, "park" {
         duration_ns: u64, blocker_class: ClassId, timeout_ns: u64, stack: StackId
     }
-    /// A garbage collection (JVMTI GarbageCollectionStart/Finish).
-    Gc = 37, "gc" { duration_ns: u64 }
+    /// A garbage collection (JVMTI GarbageCollectionStart/Finish): a pause.
+    /// The trailing fields come from the JVM's GC notification of the same
+    /// collection when the agent matched one (zero otherwise): `collector` (the
+    /// GarbageCollectorMXBean's name), `cause` (`System.gc()`, `G1 Evacuation
+    /// Pause`, ...), `generation` ([`GC_YOUNG`], [`GC_OLD`], [`GC_FULL`], 0 unknown),
+    /// the heap's used bytes `heap_before`/`heap_after` (all pools), `gc_id` (the
+    /// collector's count) and `concurrent` (a concurrent cycle: `duration_ns` is
+    /// then its length, not a pause).
+    Gc = 37, "gc" {
+        duration_ns: u64;
+        collector: StringId, cause: StringId, generation: u64, heap_before: u64,
+        heap_after: u64, gc_id: u64, concurrent: bool
+    }
     /// A sampled allocation. `object` is the id of the tagged object (0 when its
     /// lifetime is not tracked); `allocated_total` is the agent's running total of
-    /// sampled allocated bytes at this moment (JX's age in bytes = difference).
+    /// allocated bytes at this moment (JX's age in bytes = difference): the sum of
+    /// the samples' weights, or of their sizes in recordings without weights.
+    /// `weight` is the bytes the sample stands for (0: not recorded, an older
+    /// writer; readers estimate it from `size` and the header's `events.allocrate`).
     Alloc = 38, "alloc" {
-        class: ClassId, size: u64, stack: StackId, object: u64, allocated_total: u64
+        class: ClassId, size: u64, stack: StackId, object: u64, allocated_total: u64;
+        weight: u64
     }
     /// A tracked object was freed (JVMTI ObjectFree).
     ObjectFree = 39, "free" { object: u64, allocated_total: u64 }
@@ -292,11 +357,51 @@ event_kinds! {
     ThreadStartCall = 45, "start_call" { started: i64, trace_events: u64 }
 }
 
+/// The bytes an allocation sample of `size` bytes stands for when the JVM samples
+/// about every `interval` bytes (JVMTI `SetHeapSamplingInterval`: HotSpot draws
+/// the distance to the next sample from an exponential distribution of mean
+/// `interval`, so an object of `size` bytes is sampled with probability
+/// `1 - exp(-size/interval)`, and weighting each sample by the inverse of that
+/// probability makes the sum of the weights an unbiased estimate of the bytes
+/// allocated). About `interval + size/2` for small objects, `size` for objects
+/// much larger than the interval, `size` when every allocation is sampled.
+pub fn alloc_sample_weight(size: u64, interval: u64) -> u64 {
+    if interval == 0 || size == 0 {
+        return size;
+    }
+    let x = size as f64 / interval as f64;
+    // -expm1(-x) = 1 - exp(-x), exact for small x.
+    let p = -(-x).exp_m1();
+    (size as f64 / p).round() as u64
+}
+
+/// [`EventKind::Gc`]'s `generation`: a young (minor) collection.
+pub const GC_YOUNG: u64 = 1;
+/// An old-generation or mixed collection that is not a full one (G1's mixed, a
+/// concurrent cycle).
+pub const GC_OLD: u64 = 2;
+/// A full collection (`end of major GC`).
+pub const GC_FULL: u64 = 3;
+
 pub(crate) mod tag {
     pub const USER_EVENT_DEF: u64 = 7;
 }
 
 impl EventKind {
+    /// A GC pause with no details (JVMTI's start and finish only).
+    pub const fn gc_pause(duration_ns: u64) -> EventKind {
+        EventKind::Gc {
+            duration_ns,
+            collector: StringId(0),
+            cause: StringId(0),
+            generation: 0,
+            heap_before: 0,
+            heap_after: 0,
+            gc_id: 0,
+            concurrent: false,
+        }
+    }
+
     /// The table's entry for this kind.
     pub fn info(&self) -> &'static EventKindInfo {
         let tag = self.tag();
@@ -368,8 +473,13 @@ mod tests {
         for (i, k) in EVENT_KINDS.iter().enumerate() {
             assert_eq!(k.tag, EVENT_KINDS[0].tag + i as u64, "{}", k.name);
         }
-        let gc = EventKind::Gc { duration_ns: 5 };
-        assert_eq!((gc.name(), gc.info().fields.len()), ("gc", 1));
+        let gc = EventKind::gc_pause(5);
+        assert_eq!(alloc_sample_weight(1024, 0), 1024);
+        assert_eq!(alloc_sample_weight(24, 512 * 1024), 512 * 1024 + 12);
+        assert_eq!(alloc_sample_weight(1 << 30, 1 << 19), 1 << 30);
+        // 1 MB objects at a 512 KB interval: sampled with probability 1 - e^-2.
+        assert_eq!(alloc_sample_weight(1 << 20, 1 << 19), 1_212_697);
+        assert_eq!((gc.name(), gc.info().fields.len()), ("gc", 8));
         assert_eq!(gc.field("duration_ns"), Some(FieldValue::U64(5)));
         assert_eq!(gc.field("stack"), None);
     }

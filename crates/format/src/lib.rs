@@ -27,8 +27,8 @@ pub use chunk::{
 };
 pub use dictionary::Dictionary;
 pub use events::{
-    EventField, EventKind, EventKindInfo, FieldValue, JvmEvent, UserEventDef, UserEventKind,
-    EVENT_KINDS,
+    alloc_sample_weight, EventField, EventKind, EventKindInfo, FieldValue, JvmEvent, UserEventDef,
+    UserEventKind, EVENT_KINDS, GC_FULL, GC_OLD, GC_YOUNG,
 };
 pub use ids::{ClassId, MethodId, StackId, StringId, ThreadId};
 pub use model::*;

@@ -49,12 +49,7 @@ fn one_of_each() -> Vec<JvmEvent> {
                 stack: StackId(14),
             },
         ),
-        JvmEvent::global(
-            3_000_000,
-            Gc {
-                duration_ns: 2_000_000,
-            },
-        ),
+        JvmEvent::global(3_000_000, EventKind::gc_pause(2_000_000)),
         JvmEvent::on(
             t3,
             3_500_000,
@@ -64,6 +59,7 @@ fn one_of_each() -> Vec<JvmEvent> {
                 stack: StackId(15),
                 object: 301,
                 allocated_total: 5 << 20,
+                weight: 0,
             },
         ),
         JvmEvent::global(

@@ -407,10 +407,19 @@ fn every_jvm_event_kind_round_trips_on_its_timeline() {
                 stack: StackId(2),
             },
         ),
+        JvmEvent::global(130, EventKind::gc_pause(1_000_000)),
+        // Trailing fields, written when one is not zero.
         JvmEvent::global(
-            130,
+            135,
             EventKind::Gc {
-                duration_ns: 1_000_000,
+                duration_ns: 2_000_000,
+                collector: StringId(1),
+                cause: StringId(2),
+                generation: GC_YOUNG,
+                heap_before: 40 << 20,
+                heap_after: 3 << 20,
+                gc_id: 7,
+                concurrent: false,
             },
         ),
         JvmEvent::on(
@@ -422,6 +431,19 @@ fn every_jvm_event_kind_round_trips_on_its_timeline() {
                 stack: StackId(2),
                 object: 9,
                 allocated_total: 3 << 20,
+                weight: 0,
+            },
+        ),
+        JvmEvent::on(
+            ThreadId(1),
+            150,
+            EventKind::Alloc {
+                class: ClassId(5),
+                size: 24,
+                stack: StackId(2),
+                object: 0,
+                allocated_total: 3 << 20,
+                weight: 512 << 10,
             },
         ),
         JvmEvent::global(

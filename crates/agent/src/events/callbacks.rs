@@ -253,7 +253,11 @@ unsafe extern "C" fn sampled_object_alloc(
         let now = clock::monotonic_ns();
         let jvmti = Jvmti(jvmti);
         let size = size.max(0) as u64;
-        let allocated_total = STATE.allocated_total.fetch_add(size, Ordering::Relaxed) + size;
+        // The interval-based estimate, as JFR's and async-profiler's: reading the
+        // thread's allocated bytes would need a Java call per sample.
+        let interval = STATE.alloc_interval.load(Ordering::Relaxed);
+        let weight = jscope_format::alloc_sample_weight(size, interval);
+        let allocated_total = STATE.allocated_total.fetch_add(weight, Ordering::Relaxed) + weight;
         let mut id = 0;
         if super::object_ages() {
             id = STATE.next_object.fetch_add(1, Ordering::Relaxed);
@@ -267,6 +271,7 @@ unsafe extern "C" fn sampled_object_alloc(
             stack: jvmti.current_stack(super::depth()),
             object: id,
             allocated_total,
+            weight,
         };
         push(jni, thread, now, kind);
     })

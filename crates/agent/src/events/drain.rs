@@ -9,6 +9,7 @@ use jscope_format::{
     UserEventKind,
 };
 
+use super::gcinfo::{self, GcNote};
 use super::queue::{RawEvent, RawKind};
 use super::{park, user};
 use crate::java_threads::ThreadKey;
@@ -28,6 +29,10 @@ pub enum Taken {
 pub enum Pending {
     Raw(RawKind, u64),
     Ready(EventKind, u64),
+    /// A collection the JVM's GC notification described, with its time and
+    /// duration: the JVMTI pause it matched, or its own for concurrent cycles
+    /// and notes no pause matched.
+    Gc(Box<GcNote>, u64, u64),
 }
 
 impl Taken {
@@ -57,7 +62,17 @@ pub struct EventDrain {
     /// User event names written so far (ids 1..=this).
     defs_written: u32,
     written: u64,
+    /// JVMTI pauses (start, duration) waiting for their GC notification.
+    pauses: Vec<(u64, u64)>,
+    /// GC notifications waiting for the clock offset to settle.
+    notes: Vec<GcNote>,
+    matcher: gcinfo::Matcher,
 }
+
+/// How long a notification waits for the offset to settle before it is paired
+/// on the best guess; a pause waits twice that for its notification before it
+/// is written without.
+const NOTE_WAIT_NS: u64 = 2_000_000_000;
 
 impl EventDrain {
     /// Everything queued now: the callbacks' queue, GCs, frees, user rings.
@@ -65,11 +80,16 @@ impl EventDrain {
         let queues = &super::STATE.queues;
         let mut out: Vec<Taken> = queues.take().into_iter().map(on_thread).collect();
         while let Some([ticks, duration_ns, _]) = queues.gcs.pop() {
-            out.push(Taken::Global(Pending::Ready(
-                EventKind::Gc { duration_ns },
-                ticks,
-            )));
+            if gcinfo::installed() {
+                self.pauses.push((ticks, duration_ns));
+            } else {
+                out.push(Taken::Global(Pending::Ready(
+                    EventKind::gc_pause(duration_ns),
+                    ticks,
+                )));
+            }
         }
+        self.match_gcs(&mut out);
         while let Some([ticks, object, allocated_total]) = queues.frees.pop() {
             let kind = EventKind::ObjectFree {
                 object,
@@ -89,6 +109,71 @@ impl EventDrain {
         }
         user::forget_ended(&mut rings);
         out
+    }
+
+    /// Pairs GC notes with the pauses they describe; writes pauses whose note
+    /// did not come in time (all of them once the recording stopped) as pauses
+    /// only.
+    fn match_gcs(&mut self, out: &mut Vec<Taken>) {
+        let fresh = gcinfo::take_notes();
+        self.matcher.vote(&fresh, &self.pauses);
+        self.notes.extend(fresh);
+        let now = crate::clock::monotonic_ns();
+        let stopped = !super::on(super::Kinds::GC);
+        let overdue = self
+            .notes
+            .first()
+            .is_some_and(|n| now.saturating_sub(n.arrival_ns) > NOTE_WAIT_NS);
+        // Until the offset is settled, notes wait (pairing early on a guess
+        // could shift every later pair).
+        let notes = if self.matcher.confident() || stopped || overdue {
+            std::mem::take(&mut self.notes)
+        } else {
+            Vec::new()
+        };
+        let matched = self.matcher.match_all(&notes, &self.pauses);
+        let mut used = vec![false; self.pauses.len()];
+        // Notes that share a pause become one collection (see `Matcher`).
+        let mut joined: Vec<(usize, GcNote)> = Vec::new();
+        for (note, pause) in notes.into_iter().zip(matched) {
+            match pause {
+                Some(i) => {
+                    used[i] = true;
+                    match joined.iter_mut().find(|(j, _)| *j == i) {
+                        Some((_, first)) => gcinfo::join(first, note),
+                        None => joined.push((i, note)),
+                    }
+                }
+                None => {
+                    let d = note.duration_ns();
+                    let ticks = note.arrival_ns.saturating_sub(d);
+                    out.push(Taken::Global(Pending::Gc(Box::new(note), ticks, d)));
+                }
+            }
+        }
+        for (i, note) in joined {
+            let (ticks, duration_ns) = self.pauses[i];
+            out.push(Taken::Global(Pending::Gc(
+                Box::new(note),
+                ticks,
+                duration_ns,
+            )));
+        }
+        let mut i = 0;
+        self.pauses.retain(|_| {
+            i += 1;
+            !used[i - 1]
+        });
+        self.pauses.retain(|&(ticks, duration_ns)| {
+            let waited = now.saturating_sub(ticks + duration_ns) > 2 * NOTE_WAIT_NS;
+            if stopped || waited {
+                out.push(Taken::Global(Pending::Ready(
+                    EventKind::gc_pause(duration_ns),
+                    ticks,
+                )));
+            }
+            !(stopped || waited)
+        });
     }
 
     /// Names registered since the last call, as UserEventDef records; called
@@ -111,6 +196,23 @@ impl EventDrain {
         let (kind, ticks) = match event {
             Pending::Ready(kind, ticks) => (kind, ticks),
             Pending::Raw(raw, ticks) => (raw_kind(raw, ThreadId(owner), &mut Names(sink)), ticks),
+            Pending::Gc(note, ticks, duration_ns) => {
+                let mut name = |s: &str| match s {
+                    "" => StringId(0),
+                    s => StringId(sink.symbols.string(&mut sink.chunk, s)),
+                };
+                let kind = EventKind::Gc {
+                    duration_ns,
+                    collector: name(&note.collector),
+                    cause: name(&note.cause),
+                    generation: note.generation,
+                    heap_before: note.heap_before,
+                    heap_after: note.heap_after,
+                    gc_id: note.gc_id,
+                    concurrent: note.concurrent,
+                };
+                (kind, ticks)
+            }
         };
         sink.chunk
             .event(&JvmEvent::on(ThreadId(thread), ticks, kind));
@@ -131,6 +233,7 @@ impl EventDrain {
                     + q.frees.dropped.load(Ordering::Relaxed)
             }),
             ("events.user_dropped", user::dropped()),
+            ("events.gc_notes_dropped", gcinfo::dropped()),
             (
                 "events.park_short",
                 park::PARK.short.load(Ordering::Relaxed),
@@ -231,12 +334,14 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             stack,
             object,
             allocated_total,
+            weight,
         } => Alloc {
             class: n.class(class),
             size,
             stack: n.stack(stack),
             object,
             allocated_total,
+            weight,
         },
         RawKind::ClassLoad { class } => ClassLoad {
             class: n.class(class),

@@ -12,6 +12,7 @@
 
 pub mod callbacks;
 pub mod drain;
+pub mod gcinfo;
 pub mod options;
 pub mod park;
 pub mod queue;
@@ -44,9 +45,11 @@ pub(crate) struct EventState {
     monitor_owners: AtomicBool,
     /// Set once events were started in this process (their counters are written).
     started: AtomicBool,
-    /// The agent's running total of sampled allocated bytes (JX's clock for ages
-    /// in bytes allocated).
+    /// The agent's running total of the allocation samples' weights: estimated
+    /// bytes allocated (JX's clock for ages in bytes allocated).
     pub allocated_total: AtomicU64,
+    /// The heap sampling interval in bytes (`allocrate`), for the samples' weights.
+    pub alloc_interval: AtomicU64,
     /// The next object tag.
     pub next_object: AtomicU64,
     /// When the running collection started, 0 when none runs.
@@ -62,6 +65,7 @@ pub(crate) static STATE: EventState = EventState {
     monitor_owners: AtomicBool::new(false),
     started: AtomicBool::new(false),
     allocated_total: AtomicU64::new(0),
+    alloc_interval: AtomicU64::new(0),
     next_object: AtomicU64::new(1),
     gc_start: AtomicU64::new(0),
     queues: queue::Queues::new(),
@@ -299,6 +303,9 @@ pub fn start(
         .store(options.monitor_owners, Ordering::Relaxed);
     state.queues.reset();
     if kinds.contains(Kinds::ALLOC) {
+        state
+            .alloc_interval
+            .store(options.alloc_rate.into(), Ordering::Relaxed);
         jvmti
             .set_heap_sampling_interval(options.alloc_rate)
             .map_err(|source| EventsError::Enable {
@@ -308,6 +315,12 @@ pub fn start(
     }
     if kinds.contains(Kinds::USER) {
         user::install(jvmti, jni)?;
+    }
+    if kinds.contains(Kinds::GC) {
+        // Best effort: without the listener GCs are recorded as pauses only.
+        if let Err(e) = gcinfo::install(jni) {
+            eprintln!("jscope: {e}; GC causes and heap sizes are not recorded");
+        }
     }
     state.started.store(true, Ordering::Relaxed);
     state.active.store(kinds.bits(), Ordering::Release);

@@ -45,6 +45,8 @@ pub enum RawKind {
         stack: Vec<(usize, i32)>,
         object: u64,
         allocated_total: u64,
+        /// The bytes the sample stands for (see `callbacks::sample_weight`).
+        weight: u64,
     },
     ClassLoad {
         class: Option<String>,

@@ -179,6 +179,56 @@ impl Jni {
         !self.clear_exception()
     }
 
+    /// `class.name(args...)` for a static method returning an object; null on any
+    /// failure (the exception cleared).
+    pub fn call_static_object_with(
+        &self,
+        class: sys::jclass,
+        (name, sig): (&str, &str),
+        args: &[sys::jvalue],
+    ) -> sys::jobject {
+        let t = self.table();
+        let (Ok(get), Ok(call), Ok(n), Ok(s)) = (
+            function!(t, GetStaticMethodID),
+            function!(t, CallStaticObjectMethodA),
+            CString::new(name),
+            CString::new(sig),
+        ) else {
+            return null_mut();
+        };
+        if class.is_null() {
+            return null_mut();
+        }
+        // SAFETY: valid env, class reference and strings.
+        let m = unsafe { get(self.0, class, n.as_ptr(), s.as_ptr()) };
+        if self.clear_exception() || m.is_null() {
+            return null_mut();
+        }
+        // SAFETY: m is a static method of class whose parameters match args.
+        let r = unsafe { call(self.0, class, m, args.as_ptr()) };
+        if self.clear_exception() {
+            return null_mut();
+        }
+        r
+    }
+
+    /// A new instance of `class` with no constructor run (JNI AllocObject); null
+    /// on failure.
+    pub fn alloc_object(&self, class: sys::jclass) -> sys::jobject {
+        let Ok(alloc) = function!(self.table(), AllocObject) else {
+            return null_mut();
+        };
+        if class.is_null() {
+            return null_mut();
+        }
+        // SAFETY: valid env and class reference.
+        let o = unsafe { alloc(self.0, class) };
+        if self.clear_exception() {
+            return null_mut();
+        }
+        o
+    }
+
     /// `o.name()` for a method returning an int.
     pub fn call_int(&self, o: sys::jobject, name: &str) -> Option<i32> {
         if o.is_null() {

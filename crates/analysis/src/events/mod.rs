@@ -10,7 +10,7 @@
 //!
 //! let mut w = ChunkWriter::new();
 //! for i in 0..3u64 {
-//!     w.event(&JvmEvent::global(i * 100_000_000, EventKind::Gc { duration_ns: (i + 1) * 1_000_000 }));
+//!     w.event(&JvmEvent::global(i * 100_000_000, EventKind::gc_pause((i + 1) * 1_000_000)));
 //! }
 //! w.end(1_000_000_000);
 //! let header = Header { ticks_per_second: 1_000_000_000, ..Default::default() };
@@ -30,6 +30,7 @@ mod reports;
 mod rows;
 mod timeline;
 mod tree;
+mod weighted;
 
 #[cfg(test)]
 mod tests;
@@ -51,13 +52,14 @@ use crate::{AnalysisError, ThreadMatcher};
 pub struct UnknownEventType(pub String);
 
 pub use reports::{
-    age_report, alloc_report, gc_report, lock_report, user_report, AgeBucket, AgeReport, AgeRow,
-    AllocBy, AllocReport, AllocRow, GcPause, GcReport, LockReport, MonitorRow, ParkRow, SiteRow,
-    UserReport, UserRow, WaitRow,
+    age_report, alloc_report, gc_report, live_report, lock_report, user_report, AgeBucket,
+    AgeReport, AgeRow, AllocBy, AllocReport, AllocRow, AllocWeights, GcDetail, GcPause, GcReport,
+    LockReport, MonitorRow, ParkRow, SiteRow, UserReport, UserRow, WaitRow,
 };
 pub use rows::{write_rows, EventRow, RowFormat};
 pub use timeline::{timeline, GcBar, Lane, Span, Timeline, MARKER_FRAMES};
 pub use tree::{event_tree, EventNode, EventTree, ThreadEvents, TreeBasis};
+pub use weighted::{weighted_stacks, EventWeight};
 
 /// The kinds of JVM event, as `--type` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

@@ -13,6 +13,22 @@ fn ns(v: u64) -> String {
     fmt_ns(v as f64)
 }
 
+/// Bytes as `12.3 MB` (powers of 1024).
+pub(crate) fn bytes_text(v: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut x = v as f64;
+    let mut i = 0;
+    while x >= 1024.0 && i + 1 < UNITS.len() {
+        x /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{v} B")
+    } else {
+        format!("{x:.1} {}", UNITS[i])
+    }
+}
+
 fn opt_ns(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_string(), ns)
 }
@@ -105,7 +121,12 @@ impl fmt::Display for GcReport {
             "wall time: {} ({:.3}% in GC)",
             ns(self.wall_ns),
             self.wall_percent
-        )
+        )?;
+        let concurrent = self.pauses.iter().filter(|p| p.detail.concurrent).count();
+        if concurrent > 0 {
+            writeln!(f, "concurrent cycles: {concurrent} (not counted as pauses)")?;
+        }
+        Ok(())
     }
 }
 
@@ -121,19 +142,35 @@ impl fmt::Display for AllocReport {
             "Sampled allocations: {} ({} bytes), by {what}:",
             self.count, self.bytes
         )?;
-        writeln!(f, "{:>14} {:>7} {:>8}  {what}", "bytes", "%", "count")?;
+        writeln!(
+            f,
+            "Estimated allocated: {} bytes ({}), {} objects{}",
+            self.est_bytes,
+            bytes_text(self.est_bytes),
+            self.est_objects,
+            if self.weights_recorded {
+                ""
+            } else {
+                " (weights estimated from events.allocrate)"
+            }
+        )?;
+        writeln!(
+            f,
+            "{:>14} {:>11} {:>7} {:>8} {:>12}  {what}",
+            "est. bytes", "est. objs", "%", "samples", "sampled"
+        )?;
         for r in &self.rows {
             write!(
                 f,
-                "{:>14} {:>7.2} {:>8}  {}",
-                r.bytes, r.percent, r.count, r.key
+                "{:>14} {:>11} {:>7.2} {:>8} {:>12}  {}",
+                r.est_bytes, r.est_objects, r.percent, r.count, r.bytes, r.key
             )?;
             if !r.top_class.is_empty() {
                 write!(f, "  ({})", r.top_class)?;
             }
             writeln!(f)?;
             if r.stack.len() > 1 {
-                writeln!(f, "{:>33}{}", "<- ", r.stack[1..].join(" <- "))?;
+                writeln!(f, "{:>58}{}", "<- ", r.stack[1..].join(" <- "))?;
             }
         }
         Ok(())

@@ -2,9 +2,11 @@
 //! allocation by site, stack or class; object ages by class; user events and the
 //! intervals between them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use jscope_format::{ClassId, EventKind, JvmEvent, Recording, StackId, UserEventKind};
+use jscope_format::{
+    alloc_sample_weight, ClassId, EventKind, JvmEvent, Recording, StackId, UserEventKind,
+};
 use serde::Serialize;
 
 use super::rows::{user_event_name, Ages};
@@ -203,9 +205,85 @@ pub fn lock_report(rec: &Recording, filter: &EventFilter) -> LockReport {
 pub struct GcPause {
     pub time_s: f64,
     pub duration_ns: u64,
+    #[serde(flatten)]
+    pub detail: GcDetail,
 }
 
-/// GC pauses: count, total, max and their share of the wall time.
+/// What the JVM's GC notification said about a collection; all empty/0 when the
+/// recording has only the JVMTI pause.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GcDetail {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub collector: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub cause: String,
+    /// `young`, `old` (mixed or concurrent), `full`; empty when unknown.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub generation: String,
+    /// Heap used before and after, bytes (all heap pools); 0 unknown.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub heap_before: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub heap_after: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub gc_id: u64,
+    /// A concurrent cycle (not a pause): its length is `duration_ns`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub concurrent: bool,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// The generation's name (`young`, `old`, `full`), empty for 0 or unknown.
+pub fn generation_name(g: u64) -> &'static str {
+    match g {
+        jscope_format::GC_YOUNG => "young",
+        jscope_format::GC_OLD => "old",
+        jscope_format::GC_FULL => "full",
+        _ => "",
+    }
+}
+
+/// The duration and details of a GC event; `None` for other events.
+pub fn gc_of(rec: &Recording, e: &JvmEvent) -> Option<(u64, GcDetail)> {
+    let EventKind::Gc {
+        duration_ns,
+        collector,
+        cause,
+        generation,
+        heap_before,
+        heap_after,
+        gc_id,
+        concurrent,
+    } = e.kind
+    else {
+        return None;
+    };
+    let name = |id: jscope_format::StringId| {
+        if id.0 == 0 {
+            String::new()
+        } else {
+            rec.string(id).to_string()
+        }
+    };
+    Some((
+        duration_ns,
+        GcDetail {
+            collector: name(collector),
+            cause: name(cause),
+            generation: generation_name(generation).to_string(),
+            heap_before,
+            heap_after,
+            gc_id,
+            concurrent,
+        },
+    ))
+}
+
+/// GC pauses: count, total, max and their share of the wall time (concurrent
+/// cycles are listed but not counted as pauses).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GcReport {
     pub count: u64,
@@ -229,25 +307,22 @@ pub fn gc_report(rec: &Recording, filter: &EventFilter) -> GcReport {
     let pauses: Vec<GcPause> = f
         .select(rec)
         .into_iter()
-        .filter_map(|e| match *e {
-            JvmEvent {
-                ticks,
-                kind: EventKind::Gc { duration_ns },
-                ..
-            } => Some(GcPause {
-                time_s: rec.ticks_to_ns(ticks) as f64 / 1e9,
+        .filter_map(|e| {
+            gc_of(rec, e).map(|(duration_ns, detail)| GcPause {
+                time_s: rec.ticks_to_ns(e.ticks) as f64 / 1e9,
                 duration_ns,
-            }),
-            _ => None,
+                detail,
+            })
         })
         .collect();
-    let total_ns: u64 = pauses.iter().map(|p| p.duration_ns).sum();
-    let count = pauses.len() as u64;
+    let paused = || pauses.iter().filter(|p| !p.detail.concurrent);
+    let total_ns: u64 = paused().map(|p| p.duration_ns).sum();
+    let count = paused().count() as u64;
     let wall_ns = window_ns(rec, filter);
     GcReport {
         count,
         total_ns,
-        max_ns: pauses.iter().map(|p| p.duration_ns).max().unwrap_or(0),
+        max_ns: paused().map(|p| p.duration_ns).max().unwrap_or(0),
         mean_ns: total_ns / count.max(1),
         wall_ns,
         wall_percent: percent(total_ns, wall_ns),
@@ -284,17 +359,27 @@ pub struct AllocRow {
     /// The class allocated most (in bytes) at this site or stack.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub top_class: String,
+    /// The sampled objects' own bytes and their number.
     pub bytes: u64,
     pub count: u64,
+    /// Estimated bytes and objects allocated: the samples' weights, and the
+    /// objects they stand for (weight / size each).
+    pub est_bytes: u64,
+    pub est_objects: u64,
+    /// Share of the estimated bytes.
     pub percent: f64,
 }
 
-/// Sampled allocations grouped by site, stack or class, most bytes first.
+/// Allocations grouped by site, stack or class, most estimated bytes first.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AllocReport {
     pub by: AllocBy,
     pub bytes: u64,
     pub count: u64,
+    pub est_bytes: u64,
+    pub est_objects: u64,
+    /// Whether the weights were recorded (else estimated from `events.allocrate`).
+    pub weights_recorded: bool,
     pub rows: Vec<AllocRow>,
 }
 
@@ -302,8 +387,52 @@ pub struct AllocReport {
 struct AllocSum {
     bytes: u64,
     count: u64,
+    est_bytes: u64,
+    est_objects: f64,
     stack: StackId,
     classes: HashMap<ClassId, u64>,
+}
+
+impl AllocSum {
+    fn add(&mut self, class: ClassId, size: u64, weight: u64, stack: StackId) {
+        self.bytes += size;
+        self.count += 1;
+        self.est_bytes += weight;
+        self.est_objects += weight as f64 / size.max(1) as f64;
+        self.stack = stack;
+        *self.classes.entry(class).or_default() += weight;
+    }
+}
+
+/// The bytes each allocation sample stands for: its recorded weight, or for
+/// recordings from before weights, the estimate from its size and the header's
+/// sampling interval (`events.allocrate`; the sizes themselves without one).
+#[derive(Debug, Clone, Copy)]
+pub struct AllocWeights {
+    interval: Option<u64>,
+}
+
+impl AllocWeights {
+    pub fn of(rec: &Recording) -> AllocWeights {
+        AllocWeights {
+            interval: rec
+                .header
+                .extra("events.allocrate")
+                .and_then(|v| v.parse().ok()),
+        }
+    }
+
+    /// The weight of an event; `None` when it is no allocation sample.
+    pub fn weight(&self, e: &JvmEvent) -> Option<u64> {
+        match e.kind {
+            EventKind::Alloc { weight, .. } if weight != 0 => Some(weight),
+            EventKind::Alloc { size, .. } => Some(match self.interval {
+                Some(i) => alloc_sample_weight(size, i),
+                None => size,
+            }),
+            _ => None,
+        }
+    }
 }
 
 pub fn alloc_report(rec: &Recording, filter: &EventFilter, by: AllocBy) -> AllocReport {
@@ -311,39 +440,81 @@ pub fn alloc_report(rec: &Recording, filter: &EventFilter, by: AllocBy) -> Alloc
         types: vec![EventType::Alloc],
         ..filter.clone()
     };
+    let events = f.select(rec);
+    alloc_report_of(rec, &events, by)
+}
+
+/// [`alloc_report`] over chosen allocation events (the live ones for `--live`).
+fn alloc_report_of(rec: &Recording, events: &[&JvmEvent], by: AllocBy) -> AllocReport {
+    let weights = AllocWeights::of(rec);
     let mut groups: HashMap<String, AllocSum> = HashMap::new();
-    let (mut bytes, mut count) = (0, 0);
-    for e in f.select(rec) {
+    let mut all = AllocSum::default();
+    let mut recorded = true;
+    for e in events {
         let EventKind::Alloc {
-            class, size, stack, ..
+            class,
+            size,
+            stack,
+            weight: w,
+            ..
         } = e.kind
         else {
             continue;
         };
+        recorded &= w != 0;
+        let weight = weights.weight(e).unwrap_or(size);
         let key = match by {
             AllocBy::Site => site_of(rec, stack),
             AllocBy::Stack => frames_of(rec, stack).join(";"),
             AllocBy::Class => class_name(rec, class),
         };
-        let g = groups.entry(key).or_default();
-        g.bytes += size;
-        g.count += 1;
-        g.stack = stack;
-        *g.classes.entry(class).or_default() += size;
-        bytes += size;
-        count += 1;
+        groups
+            .entry(key)
+            .or_default()
+            .add(class, size, weight, stack);
+        all.add(class, size, weight, stack);
     }
     let mut rows: Vec<AllocRow> = groups
         .into_iter()
-        .map(|(key, g)| alloc_row(rec, by, key, g, bytes))
+        .map(|(key, g)| alloc_row(rec, by, key, g, all.est_bytes))
         .collect();
-    rows.sort_by(|a, b| (b.bytes, b.count, &a.key).cmp(&(a.bytes, a.count, &b.key)));
+    rows.sort_by(|a, b| (b.est_bytes, b.count, &a.key).cmp(&(a.est_bytes, a.count, &b.key)));
     AllocReport {
         by,
-        bytes,
-        count,
+        bytes: all.bytes,
+        count: all.count,
+        est_bytes: all.est_bytes,
+        est_objects: all.est_objects.round() as u64,
+        weights_recorded: recorded && all.count > 0,
         rows,
     }
+}
+
+/// What was still alive at the end (async-profiler's `--live`): the tracked
+/// sampled objects (`objectages`) the filter selects that no free event
+/// reported, grouped as [`alloc_report`]. Objects that were garbage but not yet
+/// collected when the recording ended count as live.
+pub fn live_report(rec: &Recording, filter: &EventFilter, by: AllocBy) -> AllocReport {
+    let freed: HashSet<u64> = rec
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::ObjectFree { object, .. } => Some(object),
+            _ => None,
+        })
+        .collect();
+    let f = EventFilter {
+        types: vec![EventType::Alloc],
+        ..filter.clone()
+    };
+    let live: Vec<&JvmEvent> = f
+        .select(rec)
+        .into_iter()
+        .filter(|e| {
+            matches!(e.kind, EventKind::Alloc { object, .. } if object != 0 && !freed.contains(&object))
+        })
+        .collect();
+    alloc_report_of(rec, &live, by)
 }
 
 fn alloc_row(rec: &Recording, by: AllocBy, key: String, g: AllocSum, total: u64) -> AllocRow {
@@ -370,7 +541,9 @@ fn alloc_row(rec: &Recording, by: AllocBy, key: String, g: AllocSum, total: u64)
         top_class,
         bytes: g.bytes,
         count: g.count,
-        percent: percent(g.bytes, total),
+        est_bytes: g.est_bytes,
+        est_objects: g.est_objects.round() as u64,
+        percent: percent(g.est_bytes, total),
     }
 }
 

@@ -40,6 +40,9 @@ pub struct EventRow {
     /// User events: instant, begin or end.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_kind: Option<&'static str>,
+    /// Allocation samples: the bytes the sample stands for (JSON only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u64>,
 }
 
 /// What an allocation sample knew about a tracked object, to age it when freed.
@@ -251,6 +254,10 @@ impl EventRow {
             stack: frames_of(rec, f.stack),
             timed_out: f.timed_out,
             user_kind: f.user_kind,
+            weight: match e.kind {
+                EventKind::Alloc { .. } => super::AllocWeights::of(rec).weight(e),
+                _ => None,
+            },
         }
     }
 }

@@ -75,11 +75,20 @@ impl Builder {
         });
     }
 
-    fn build(mut self, end_ms: u64) -> Recording {
+    fn build(self, end_ms: u64) -> Recording {
+        self.build_with(end_ms, &[])
+    }
+
+    /// With header keys (`events.allocrate`, ...).
+    fn build_with(mut self, end_ms: u64, extra: &[(&str, &str)]) -> Recording {
         self.w.end(at_ms(end_ms));
         let header = Header {
             start_ticks: START,
             ticks_per_second: TPS,
+            extra: extra
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             ..Default::default()
         };
         let mut bytes = encode_file_start(&header);
@@ -274,12 +283,7 @@ fn rows_carry_type_dependent_values_and_write_as_columns() {
 fn gc_pauses_and_their_share_of_wall_time() {
     let mut b = Builder::new();
     for (ms, d) in [(100, 10), (400, 30), (700, 20)] {
-        b.w.event(&JvmEvent::global(
-            at_ms(ms),
-            EventKind::Gc {
-                duration_ns: d * MS,
-            },
-        ));
+        b.w.event(&JvmEvent::global(at_ms(ms), EventKind::gc_pause(d * MS)));
     }
     let rec = b.build(2000);
     let r = gc_report(&rec, &EventFilter::default());
@@ -329,6 +333,7 @@ fn allocations() -> Recording {
                 stack: StackId(stack),
                 object,
                 allocated_total: total,
+                weight: 0,
             },
         ));
     }
@@ -539,10 +544,7 @@ fn events_nest_into_traced_invocations() {
     b.w.event(&blocked(12));
     b.w.event(&blocked(25));
     b.w.event(&blocked(60));
-    b.w.event(&JvmEvent::global(
-        at_ms(15),
-        EventKind::Gc { duration_ns: MS },
-    ));
+    b.w.event(&JvmEvent::global(at_ms(15), EventKind::gc_pause(MS)));
     let rec = b.build(100);
     let tree = event_tree(&rec, &EventFilter::default());
     assert_eq!(tree.basis, TreeBasis::Traced);
@@ -663,18 +665,8 @@ fn timeline_lanes_have_sampled_states_event_intervals_and_gc_bars() {
             stack: StackId(s),
         },
     ));
-    b.w.event(&JvmEvent::global(
-        at_ms(60),
-        EventKind::Gc {
-            duration_ns: 2 * MS,
-        },
-    ));
-    b.w.event(&JvmEvent::global(
-        at_ms(500),
-        EventKind::Gc {
-            duration_ns: 2 * MS,
-        },
-    ));
+    b.w.event(&JvmEvent::global(at_ms(60), EventKind::gc_pause(2 * MS)));
+    b.w.event(&JvmEvent::global(at_ms(500), EventKind::gc_pause(2 * MS)));
     let mut rec = b.build(1000);
     rec.header.interval_ns = 10 * MS;
     let t = timeline(&rec, None, Some(0.2), 100);
@@ -708,7 +700,8 @@ fn timeline_lanes_have_sampled_states_event_intervals_and_gc_bars() {
         t.gc,
         [GcBar {
             start_ns: 60 * MS,
-            duration_ns: 2 * MS
+            duration_ns: 2 * MS,
+            detail: Default::default(),
         }],
         "the second GC is outside the window"
     );
@@ -836,6 +829,7 @@ fn method_selects_stackless_events_by_their_invocation_or_sampled_stack() {
             stack: StackId(s2),
             object: 9,
             allocated_total: 24,
+            weight: 0,
         },
     ));
     b.w.event(&JvmEvent::global(
@@ -865,4 +859,188 @@ fn method_selects_stackless_events_by_their_invocation_or_sampled_stack() {
             (EventType::Free, 24)
         ]
     );
+}
+
+#[test]
+fn estimated_totals_use_the_weights_or_the_sampling_interval() {
+    // No weights and no interval: the sizes themselves.
+    let rec = allocations();
+    let site = alloc_report(&rec, &EventFilter::default(), AllocBy::Site);
+    assert_eq!((site.est_bytes, site.est_objects), (12_360, 5));
+    assert!(!site.weights_recorded);
+    // Recorded weights.
+    let mut b = Builder::new();
+    let bytes = b.class("byte[]");
+    let fill = b.stack(&[("demo.Gen.fill", 21)]);
+    for (i, (size, weight)) in [(1000, 64_000), (1000, 66_000), (200_000, 200_500)]
+        .into_iter()
+        .enumerate()
+    {
+        b.w.event(&JvmEvent::on(
+            ThreadId(2),
+            at_ms(i as u64),
+            EventKind::Alloc {
+                class: ClassId(bytes),
+                size,
+                stack: StackId(fill),
+                object: 0,
+                allocated_total: 0,
+                weight,
+            },
+        ));
+    }
+    let rec = b.build(10);
+    let r = alloc_report(&rec, &EventFilter::default(), AllocBy::Class);
+    assert!(r.weights_recorded);
+    assert_eq!((r.bytes, r.est_bytes), (202_000, 330_500));
+    // 64 + 66 objects of 1000 bytes and one of 200 000.
+    assert_eq!(r.est_objects, 131);
+    assert_eq!(r.rows[0].est_objects, 131);
+    // Without weights, from the header's interval.
+    let mut b = Builder::new();
+    let bytes = b.class("byte[]");
+    b.w.event(&JvmEvent::on(
+        ThreadId(2),
+        at_ms(1),
+        EventKind::Alloc {
+            class: ClassId(bytes),
+            size: 24,
+            stack: StackId::NONE,
+            object: 0,
+            allocated_total: 24,
+            weight: 0,
+        },
+    ));
+    let rec = b.build_with(10, &[("events.allocrate", "524288")]);
+    let r = alloc_report(&rec, &EventFilter::default(), AllocBy::Class);
+    assert_eq!(r.est_bytes, alloc_sample_weight(24, 524_288));
+    assert_eq!(r.est_bytes, 524_288 + 12);
+}
+
+#[test]
+fn live_objects_are_the_tracked_ones_never_freed() {
+    let rec = allocations();
+    let live = live_report(&rec, &EventFilter::default(), AllocBy::Site);
+    // Object 4 (a String at demo.Gen.name) was never freed; object 0 is untracked.
+    assert_eq!(live.count, 1);
+    assert_eq!(live.rows.len(), 1);
+    assert_eq!(
+        (live.rows[0].key.as_str(), live.rows[0].top_class.as_str()),
+        ("demo.Gen.name:30", "java.lang.String")
+    );
+}
+
+#[test]
+fn alloc_and_lock_weights_for_flame_graphs() {
+    let mut b = Builder::new();
+    let counter = b.class("demo.Counter");
+    let sync = b.class("java.util.concurrent.locks.ReentrantLock$NonfairSync");
+    let cond = b.class("java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject");
+    let inc = b.stack(&[("demo.Counter.increment", 12)]);
+    let lock = b.stack(&[("jdk.internal.misc.Unsafe.park", 0), ("demo.Q.put", 5)]);
+    let wait = b.stack(&[("jdk.internal.misc.Unsafe.park", 0), ("demo.Q.take", 9)]);
+    let fill = b.stack(&[("demo.Gen.fill", 21)]);
+    let events = [
+        (
+            2,
+            EventKind::MonitorBlocked {
+                duration_ns: 5 * MS,
+                class: ClassId(counter),
+                object: 1,
+                owner: ThreadId(3),
+                stack: StackId(inc),
+            },
+        ),
+        (
+            3,
+            EventKind::Park {
+                duration_ns: 3 * MS,
+                blocker_class: ClassId(sync),
+                timeout_ns: 0,
+                stack: StackId(lock),
+            },
+        ),
+        (
+            3,
+            EventKind::Park {
+                duration_ns: 10 * MS,
+                blocker_class: ClassId(cond),
+                timeout_ns: 0,
+                stack: StackId(wait),
+            },
+        ),
+        (
+            2,
+            EventKind::Alloc {
+                class: ClassId(counter),
+                size: 16,
+                stack: StackId(fill),
+                object: 0,
+                allocated_total: 0,
+                weight: 4096,
+            },
+        ),
+    ];
+    for (i, (thread, kind)) in events.into_iter().enumerate() {
+        b.w.event(&JvmEvent::on(ThreadId(thread), at_ms(i as u64), kind));
+    }
+    let rec = b.build(10);
+    let locks = weighted_stacks(&rec, &EventFilter::default(), EventWeight::Lock);
+    assert_eq!(locks.total, 8 * MS, "the condition wait is no contention");
+    assert_eq!(locks.counts[&(inc, 2)], 5 * MS);
+    assert_eq!(locks.counts[&(lock, 3)], 3 * MS);
+    let alloc = weighted_stacks(&rec, &EventFilter::default(), EventWeight::Alloc);
+    assert_eq!((alloc.total, alloc.counts[&(fill, 2)]), (4096, 4096));
+    assert_eq!(EventWeight::parse("locks"), Some(EventWeight::Lock));
+    assert_eq!(EventWeight::parse("cpu"), None);
+}
+
+#[test]
+fn gc_details_and_concurrent_cycles() {
+    let mut b = Builder::new();
+    let g1 = b.string("G1 Young Generation");
+    let cause = b.string("G1 Evacuation Pause");
+    let conc = b.string("G1 Concurrent GC");
+    let mark = b.string("No GC");
+    let detailed = |collector, cause, duration_ns, concurrent| EventKind::Gc {
+        duration_ns,
+        collector: StringId(collector),
+        cause: StringId(cause),
+        generation: if concurrent { GC_OLD } else { GC_YOUNG },
+        heap_before: 30 << 20,
+        heap_after: 2 << 20,
+        gc_id: 4,
+        concurrent,
+    };
+    b.w.event(&JvmEvent::global(at_ms(1), EventKind::gc_pause(MS)));
+    b.w.event(&JvmEvent::global(
+        at_ms(2),
+        detailed(g1, cause, 2 * MS, false),
+    ));
+    b.w.event(&JvmEvent::global(
+        at_ms(3),
+        detailed(conc, mark, 50 * MS, true),
+    ));
+    let rec = b.build(100);
+    let r = gc_report(&rec, &EventFilter::default());
+    assert_eq!((r.count, r.total_ns, r.max_ns), (2, 3 * MS, 2 * MS));
+    assert_eq!(r.pauses.len(), 3);
+    let d = &r.pauses[1].detail;
+    assert_eq!(
+        (
+            d.collector.as_str(),
+            d.cause.as_str(),
+            d.generation.as_str()
+        ),
+        ("G1 Young Generation", "G1 Evacuation Pause", "young")
+    );
+    assert_eq!(
+        (d.heap_before, d.heap_after, d.gc_id),
+        (30 << 20, 2 << 20, 4)
+    );
+    assert!(r.pauses[2].detail.concurrent && r.pauses[0].detail == GcDetail::default());
+    assert!(r.to_string().contains("concurrent cycles: 1"));
+    // A pause without details serialises as before.
+    let j = serde_json::to_value(&r.pauses[0]).unwrap();
+    assert_eq!(j.as_object().unwrap().len(), 2, "{j}");
 }

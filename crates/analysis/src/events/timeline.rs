@@ -39,6 +39,9 @@ pub struct Lane {
 pub struct GcBar {
     pub start_ns: u64,
     pub duration_ns: u64,
+    /// Cause, collector, generation, heap before and after, when recorded.
+    #[serde(flatten)]
+    pub detail: super::reports::GcDetail,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -199,17 +202,13 @@ pub fn timeline(
             if span.end_ns >= from && span.start_ns <= to {
                 lane(&mut lanes, rec, thread).intervals.push(span);
             }
-        } else if let JvmEvent {
-            ticks,
-            kind: EventKind::Gc { duration_ns },
-            ..
-        } = *e
-        {
-            let start_ns = rec.ticks_to_ns(ticks);
+        } else if let Some((duration_ns, detail)) = super::reports::gc_of(rec, e) {
+            let start_ns = rec.ticks_to_ns(e.ticks);
             if start_ns.saturating_add(duration_ns) >= from && start_ns <= to {
                 gc.push(GcBar {
                     start_ns,
                     duration_ns,
+                    detail,
                 });
             }
         }

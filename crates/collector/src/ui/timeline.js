@@ -124,8 +124,8 @@ window.jscopeEvents = (() => {
       const x1 = Math.max(TL.labelW, xOf(gc.start_ns, w));
       const x2 = Math.min(TL.labelW + w, xOf(end, w));
       const r = svgEl("rect", { x: x1, y: TL.axisH - 4, width: Math.max(2, x2 - x1), height: height - TL.axisH + 4, class: "tl-gc" }, svg);
-      svgEl("title", {}, r).textContent = "GC " + fmtNs(gc.duration_ns) + " at " + fmtNs(gc.start_ns);
-      r.onclick = (ev) => { ev.stopPropagation(); details([["GC pause", fmtNs(gc.duration_ns)], ["start", fmtNs(gc.start_ns)], ["end", fmtNs(end)]]); };
+      svgEl("title", {}, r).textContent = gcText(gc);
+      r.onclick = (ev) => { ev.stopPropagation(); details(gcDetails(gc, end)); };
     }
   }
 
@@ -263,6 +263,23 @@ window.jscopeEvents = (() => {
     return "";
   }
 
+  // GC bars' hover text and details: the pause, and when the JVM's GC
+  // notification was recorded its cause, collector, generation and heap.
+  function gcText(gc) {
+    let t = (gc.concurrent ? "GC cycle " : "GC ") + fmtNs(gc.duration_ns) + " at " + fmtNs(gc.start_ns);
+    if (gc.cause) t += "\n" + gc.collector + ": " + gc.cause + (gc.generation ? " (" + gc.generation + ")" : "");
+    if (gc.heap_before) t += "\nheap " + fmtBytes(gc.heap_before) + " \u2192 " + fmtBytes(gc.heap_after || 0);
+    return t;
+  }
+
+  function gcDetails(gc, end) {
+    const rows = [[gc.concurrent ? "GC cycle (concurrent)" : "GC pause", fmtNs(gc.duration_ns)], ["start", fmtNs(gc.start_ns)], ["end", fmtNs(end)]];
+    if (gc.cause) rows.push(["cause", gc.cause], ["collector", gc.collector]);
+    if (gc.generation) rows.push(["generation", gc.generation]);
+    if (gc.heap_before) rows.push(["heap before", fmtBytes(gc.heap_before)], ["heap after", fmtBytes(gc.heap_after || 0)]);
+    return rows;
+  }
+
   // ---- Lock view ----
   function siteText(sites) {
     return sites && sites.length ? sites[0].stack.join(" \u2190 ") : "";
@@ -294,16 +311,32 @@ window.jscopeEvents = (() => {
   }
 
   // ---- Allocation view ----
+  function fmtBytes(v) {
+    const units = ["B", "KB", "MB", "GB", "TB"];
+    let i = 0;
+    while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    return (i ? v.toFixed(1) : String(v)) + " " + units[i];
+  }
+
   async function loadAlloc(jvm) {
     const r = await api("jvms/" + encodeURIComponent(jvm) + "/alloc", { by: $("#alloc-by").value, ...range("alloc") });
     const a = r.alloc;
-    $("#alloc-info").textContent = a.count + " sampled allocations, " + a.bytes + " bytes; " + r.ages.freed + " tracked objects freed, " + r.ages.live + " not";
+    $("#alloc-info").textContent = "about " + fmtBytes(a.est_bytes) + " in " + a.est_objects + " objects allocated (" + a.count + " samples of " + a.bytes + " bytes); " + r.ages.freed + " tracked objects freed, " + r.ages.live + " not";
     $("#alloc-hint").textContent = allocHint(a.rows.length, r.ages.rows.length, r.recorded_events || "", r.object_ages);
+    const where = (x) => x.stack && x.stack.length ? x.stack.join(" \u2190 ") : x.key;
     fillRows($("#alloc tbody"), a.rows, (tr, x) => {
-      cell(tr, x.bytes, "num");
+      cell(tr, fmtBytes(x.est_bytes), "num");
+      cell(tr, x.est_objects, "num");
       cell(tr, x.percent.toFixed(2), "num");
       cell(tr, x.count, "num");
-      cell(tr, x.stack && x.stack.length ? x.stack.join(" \u2190 ") : x.key);
+      cell(tr, x.bytes, "num");
+      cell(tr, where(x));
+      cell(tr, x.top_class || "");
+    });
+    fillRows($("#alloc-live tbody"), r.live ? r.live.rows : [], (tr, x) => {
+      cell(tr, fmtBytes(x.est_bytes), "num");
+      cell(tr, x.count, "num");
+      cell(tr, where(x));
       cell(tr, x.top_class || "");
     });
     fillRows($("#ages tbody"), r.ages.rows, (tr, x) => {
