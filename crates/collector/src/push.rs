@@ -331,6 +331,10 @@ struct Remap<'a> {
 }
 
 impl Remap<'_> {
+    fn string(&self, st: &mut Stream, w: &mut ChunkWriter, id: StringId) -> StringId {
+        st.string(w, self.rec.string(id))
+    }
+
     fn class(&self, st: &mut Stream, w: &mut ChunkWriter, id: ClassId) -> ClassId {
         let name = self.rec.class(id).map_or("", |c| self.rec.string(c.name));
         st.class(w, name)
@@ -409,16 +413,36 @@ impl Remap<'_> {
                 timeout_ns,
                 stack: self.stack(st, w, stack),
             },
-            K::Gc { duration_ns } => K::Gc { duration_ns },
+            K::Gc {
+                duration_ns,
+                collector,
+                cause,
+                generation,
+                heap_before,
+                heap_after,
+                gc_id,
+                concurrent,
+            } => K::Gc {
+                duration_ns,
+                collector: self.string(st, w, collector),
+                cause: self.string(st, w, cause),
+                generation,
+                heap_before,
+                heap_after,
+                gc_id,
+                concurrent,
+            },
             K::Alloc {
                 class,
                 size,
+                weight,
                 stack,
                 object,
                 allocated_total,
             } => K::Alloc {
                 class: self.class(st, w, class),
                 size,
+                weight,
                 stack: self.stack(st, w, stack),
                 object,
                 allocated_total,

@@ -365,6 +365,8 @@ impl<'r> Builder<'r> {
     fn events(&mut self, sel: &Selection) {
         let rec = self.rec;
         let kind = self.profile.kind();
+        // Allocation samples count the bytes they stand for, as `jscope alloc` does.
+        let alloc_weights = jscope_analysis::events::AllocWeights::of(rec);
         for e in rec
             .events
             .iter()
@@ -374,9 +376,9 @@ impl<'r> Builder<'r> {
                 continue;
             }
             let (weight, class, stack) = match e.kind {
-                EventKind::Alloc {
-                    size, class, stack, ..
-                } => (size, class, stack),
+                EventKind::Alloc { class, stack, .. } => {
+                    (alloc_weights.weight(e).unwrap_or(0), class, stack)
+                }
                 EventKind::MonitorBlocked {
                     duration_ns,
                     class,

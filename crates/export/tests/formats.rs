@@ -111,6 +111,7 @@ fn recording() -> Recording {
             EventKind::Alloc {
                 class: ClassId(3),
                 size,
+                weight: size * 10,
                 stack: StackId(1),
                 object: 0,
                 allocated_total: 0,
@@ -249,7 +250,11 @@ fn pprof_of_allocations_and_lock_waits() {
     let s = |i: i64| p.string_table[i as usize].clone();
     assert_eq!(s(p.sample_type[1].r#type), "alloc_space");
     assert_eq!(p.sample.len(), 1, "both allocations share stack and class");
-    assert_eq!(p.sample[0].value, [2, 400]);
+    assert_eq!(
+        p.sample[0].value,
+        [2, 4000],
+        "the bytes the samples stand for"
+    );
     let class = p.sample[0]
         .label
         .iter()

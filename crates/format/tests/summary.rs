@@ -76,7 +76,7 @@ fn recording(finish: fn(&mut ChunkWriter) -> Vec<u8>, samples: bool) -> Vec<u8> 
         }
         w.event(&JvmEvent::global(
             ticks + 3,
-            EventKind::Gc { duration_ns: 9 },
+            EventKind::gc_pause(9),
         ));
         if samples && chunk == 2 {
             w.stack(StackId(1), &[]);

@@ -105,16 +105,20 @@ impl Builder {
                 self.sample(v, e, "sampledThread", SampleMode::Wall, state, t, n);
             }
             "jdk.CPUTimeSample" => self.cpu_time_sample(v, e, t),
-            "jdk.ObjectAllocationSample" => self.alloc(v, e, t, "weight"),
+            // JDK's throttled samples carry only the bytes they stand for.
+            "jdk.ObjectAllocationSample" => self.alloc(v, e, t, "weight", "weight"),
+            // A TLAB sample stands for the TLAB it opened (async-profiler's too).
             "jdk.ObjectAllocationInNewTLAB" => {
                 let by = if v.int(e, "tlabSize").unwrap_or(0) > 0 {
                     "tlabSize"
                 } else {
                     "allocationSize"
                 };
-                self.alloc(v, e, t, by)
+                self.alloc(v, e, t, "allocationSize", by)
             }
-            "jdk.ObjectAllocationOutsideTLAB" => self.alloc(v, e, t, "allocationSize"),
+            "jdk.ObjectAllocationOutsideTLAB" => {
+                self.alloc(v, e, t, "allocationSize", "allocationSize")
+            }
             "jdk.JavaMonitorEnter" => {
                 let kind = EventKind::MonitorBlocked {
                     duration_ns: dur(),
@@ -243,11 +247,14 @@ impl Builder {
         });
     }
 
-    fn alloc(&mut self, v: &View, e: &Value, t: u64, size_field: &str) {
+    /// An allocation sample: the object's own size, and the bytes it stands for.
+    fn alloc(&mut self, v: &View, e: &Value, t: u64, size_field: &str, weight_field: &str) {
         let size = v.int(e, size_field).unwrap_or(0).max(0) as u64;
+        let weight = v.int(e, weight_field).unwrap_or(0).max(0) as u64;
         let kind = EventKind::Alloc {
             class: self.names.class(v, v.raw(e, "objectClass")),
             size,
+            weight: weight.max(size),
             stack: self.names.stack(v, v.raw(e, "stackTrace")),
             object: 0,
             allocated_total: 0,
@@ -373,7 +380,7 @@ impl Builder {
             std::mem::take(&mut self.pauses)
         };
         for (t, duration_ns) in gcs {
-            let kind = EventKind::Gc { duration_ns };
+            let kind = EventKind::gc_pause(duration_ns);
             self.rec.events.push(JvmEvent::global(t, kind));
         }
         // Within a chunk, JFR writes each thread's buffer in turn: events come in
@@ -383,12 +390,13 @@ impl Builder {
         let mut total = 0u64;
         for e in &mut self.rec.events {
             if let EventKind::Alloc {
-                size,
+                weight,
                 allocated_total,
                 ..
             } = &mut e.kind
             {
-                total = total.saturating_add(*size);
+                // The allocation clock runs on the bytes samples stand for, as the agent's.
+                total = total.saturating_add(*weight);
                 *allocated_total = total;
             }
         }
