@@ -295,7 +295,7 @@ pub struct Track {
 /// Virtual-thread ring capacity: far more virtual threads than platform
 /// threads exist at once, so each gets a smaller ring (their writer waits or
 /// drops alike).
-const VIRTUAL_RING_EVENTS: usize = 1 << 14;
+const VIRTUAL_RING_EVENTS: usize = 1 << 12;
 
 /// Tracks of the virtual threads not mounted now, by Java id.
 static UNMOUNTED: Mutex<Option<std::collections::HashMap<i64, Track>>> = Mutex::new(None);
