@@ -53,6 +53,10 @@ fn traced_run(java: &Java) -> Option<PathBuf> {
     Some(file)
 }
 
+fn tree_recording(bytes: &[u8]) -> jscope_format::Recording {
+    jscope_format::Recording::from_bytes(bytes).unwrap()
+}
+
 fn method<'a>(stats: &'a Value, label: &str) -> &'a Value {
     stats["methods"]
         .as_array()
@@ -119,6 +123,15 @@ fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
                 "JDK {jdk}: no tree for {name}"
             );
         }
+
+        // Each names the carrier it started on (a platform thread of the JVM).
+        let rec = tree_recording(&bytes);
+        let vt0 = rec.threads.values().find(|t| t.name == "vt-0").unwrap();
+        assert!(
+            vt0.group.starts_with("virtual (carrier "),
+            "JDK {jdk}: {vt0:?}"
+        );
+        assert!(vt0.java_id > 0 && vt0.os_tid == 0, "JDK {jdk}: {vt0:?}");
 
         // `jscope tree` prints them under their names.
         let out = jscope(&["tree", path]);

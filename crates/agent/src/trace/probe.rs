@@ -842,6 +842,44 @@ mod tests {
         assert_eq!(events(&ring), [(1, 0, 4), (1, 1, 0)]);
     }
 
+    /// The ring of virtual thread `java_id` (registered at its first mount).
+    fn virtual_ring(java_id: i64) -> Arc<ThreadRing> {
+        rings()
+            .iter()
+            .find(|r| r.thread == ThreadKey::new(0, 0, java_id))
+            .cloned()
+            .expect("a ring for the virtual thread")
+    }
+
+    #[test]
+    fn a_virtual_thread_keeps_its_ring_and_stack_across_carriers() {
+        // Ids no other test uses; the rings are process-wide.
+        let (a, b) = (-1001, -1002);
+        let (mut carrier1, home1) = local(64);
+        let (mut carrier2, _home2) = local(64);
+        carrier1.enter(1, false); // the carrier's own call
+        carrier1.mount(a);
+        carrier1.enter(2, false); // a enters 2, then sleeps
+        carrier1.unmount(a);
+        carrier1.mount(b);
+        carrier1.enter(2, false); // b enters 2 on the same carrier
+        carrier1.unmount(b);
+        carrier2.mount(a);
+        carrier2.exit(2, KIND_EXIT); // a leaves 2 on another carrier
+        carrier2.end(a);
+        carrier1.mount(b);
+        carrier1.exit(2, KIND_EXIT);
+        carrier1.unmount(b);
+        carrier1.exit(1, KIND_EXIT); // the carrier's stack was kept aside
+        assert_eq!(events(&home1), [(1, 0, 0), (1, 1, 0)]);
+        let ring_a = virtual_ring(a);
+        assert_eq!(events(&ring_a), [(2, 0, 0), (2, 1, 0)]);
+        assert!(ring_a.ended.load(Ordering::Acquire), "a ended");
+        let ring_b = virtual_ring(b);
+        assert_eq!(events(&ring_b), [(2, 0, 0), (2, 1, 0)]);
+        assert!(!ring_b.ended.load(Ordering::Acquire));
+    }
+
     #[test]
     fn a_full_ring_drops_and_counts() {
         let (mut l, ring) = local(4);
