@@ -87,6 +87,21 @@ pub type ClassUnloadCallback =
 
 const CLASS_UNLOAD_ID: &CStr = c"com.sun.hotspot.events.ClassUnload";
 
+/// HotSpot's VirtualThreadMount/Unmount extension events (JDK 21+): posted on
+/// the carrier with the virtual thread current, after it mounted or before it
+/// unmounts.
+pub type VirtualThreadCallback =
+    unsafe extern "C" fn(*mut sys::jvmtiEnv, *mut sys::JNIEnv, sys::jthread);
+/// VirtualThreadStart/End (JDK 21+ standard events), same parameters.
+pub type VirtualThreadEventCallback = VirtualThreadCallback;
+
+const VTHREAD_MOUNT_ID: &CStr = c"com.sun.hotspot.events.VirtualThreadMount";
+const VTHREAD_UNMOUNT_ID: &CStr = c"com.sun.hotspot.events.VirtualThreadUnmount";
+/// `can_support_virtual_threads`' bit in jvmtiCapabilities (JDK 21's jvmti.h).
+const CAN_SUPPORT_VIRTUAL_THREADS_BIT: usize = 44;
+const VIRTUAL_THREAD_START: sys::jvmtiEvent = 87;
+const VIRTUAL_THREAD_END: sys::jvmtiEvent = 88;
+
 impl Jvmti {
     fn table(&self) -> &sys::jvmtiInterface_1_ {
         // SAFETY: a jvmtiEnv points at the VM's JVMTI function table, which lives
@@ -614,30 +629,7 @@ impl Jvmti {
     /// JVM has no such event or gives it other parameters than (JNIEnv*, const
     /// char*) (older JDKs passed a jclass, which cannot be used once unloaded).
     pub fn set_class_unload_callback(&self, callback: Option<ClassUnloadCallback>) -> bool {
-        let t = self.table();
-        let (Ok(get), Ok(set)) = (
-            function!(t, GetExtensionEvents),
-            function!(t, SetExtensionEventCallback),
-        ) else {
-            return false;
-        };
-        let (mut n, mut infos) = (0, null_mut());
-        // SAFETY: valid env and out-pointers.
-        if check(unsafe { get(self.0, &mut n, &mut infos) }).is_err() || infos.is_null() {
-            return false;
-        }
-        // SAFETY: JVMTI filled n entries, freed below.
-        let list = unsafe { std::slice::from_raw_parts(infos, n.max(0) as usize) };
-        let index = list.iter().find_map(|e| {
-            // SAFETY: ids are NUL-terminated strings.
-            let id = unsafe { CStr::from_ptr(e.id) };
-            (id == CLASS_UNLOAD_ID && takes_jni_and_name(e)).then_some(e.extension_event_index)
-        });
-        for e in list {
-            self.free_event_info(e);
-        }
-        self.deallocate(infos.cast());
-        let Some(index) = index else {
+        let Some(index) = self.extension_event(CLASS_UNLOAD_ID, takes_jni_and_name) else {
             return false;
         };
         let cb: sys::jvmtiExtensionEvent = callback.map(|f| {
@@ -650,6 +642,118 @@ impl Jvmti {
                 >(f)
             }
         });
+        self.set_extension_callback(index, cb)
+    }
+
+    /// Sets HotSpot's VirtualThreadMount and VirtualThreadUnmount extension
+    /// callbacks (JDK 21+) and enables both events. False when the JVM
+    /// lacks either or declares other parameters than (JNIEnv, jthread).
+    pub fn set_virtual_thread_mount_callbacks(
+        &self,
+        mount: VirtualThreadCallback,
+        unmount: VirtualThreadCallback,
+    ) -> bool {
+        let (Some(m), Some(u)) = (
+            self.extension_event(VTHREAD_MOUNT_ID, takes_jni_and_thread),
+            self.extension_event(VTHREAD_UNMOUNT_ID, takes_jni_and_thread),
+        ) else {
+            return false;
+        };
+        let erase = |f: VirtualThreadCallback| {
+            // SAFETY: the JVM calls extension callbacks with the parameters it
+            // declared, which were just checked to be the callback's.
+            Some(unsafe {
+                std::mem::transmute::<
+                    VirtualThreadCallback,
+                    unsafe extern "C" fn(*mut sys::jvmtiEnv, ...),
+                >(f)
+            })
+        };
+        // HotSpot sets the callback's bit only: the events are thread-filtered and
+        // must be enabled too (their indexes are the event numbers).
+        self.set_extension_callback(m, erase(mount))
+            && self.set_extension_callback(u, erase(unmount))
+            && self.set_event(true, m as sys::jvmtiEvent).is_ok()
+            && self.set_event(true, u as sys::jvmtiEvent).is_ok()
+    }
+
+    /// Whether this JVM can give `can_support_virtual_threads` (JDK 21+; the bit
+    /// after `can_generate_sampled_object_alloc_events`, unused before 21).
+    pub fn add_virtual_thread_capability(&self) -> Result<(), JvmtiError> {
+        let get = function!(self.table(), GetPotentialCapabilities)?;
+        let mut potential = super::no_capabilities();
+        // SAFETY: valid env and out-pointer.
+        check(unsafe { get(self.0, &mut potential) })?;
+        if potential
+            ._bitfield_1
+            .get(CAN_SUPPORT_VIRTUAL_THREADS_BIT, 1)
+            == 0
+        {
+            return Err(JvmtiError::Code(sys::JVMTI_ERROR_NOT_AVAILABLE));
+        }
+        let mut caps = super::no_capabilities();
+        caps._bitfield_1.set(CAN_SUPPORT_VIRTUAL_THREADS_BIT, 1, 1);
+        self.add_capabilities(&caps)
+    }
+
+    /// Sets the VirtualThreadStart and VirtualThreadEnd callbacks (events 87 and
+    /// 88 of JDK 21+, past the end of the JDK 17 table the bindings know) and
+    /// enables both. For an environment of its own: it replaces every callback.
+    pub fn set_virtual_thread_lifecycle_callbacks(
+        &self,
+        start: VirtualThreadEventCallback,
+        end: VirtualThreadEventCallback,
+    ) -> Result<(), JvmtiError> {
+        #[repr(C)]
+        struct Callbacks21 {
+            base: sys::jvmtiEventCallbacks,
+            virtual_thread_start: Option<VirtualThreadEventCallback>,
+            virtual_thread_end: Option<VirtualThreadEventCallback>,
+        }
+        let callbacks = Callbacks21 {
+            base: super::no_callbacks(),
+            virtual_thread_start: Some(start),
+            virtual_thread_end: Some(end),
+        };
+        let size = std::mem::size_of::<Callbacks21>() as sys::jint;
+        let set = function!(self.table(), SetEventCallbacks)?;
+        // SAFETY: valid env; JVMTI copies at most `size` bytes of the struct,
+        // whose layout extends the JDK 21 table (pointers only, no padding).
+        check(unsafe { set(self.0, &callbacks.base, size) })?;
+        self.set_event(true, VIRTUAL_THREAD_START)?;
+        self.set_event(true, VIRTUAL_THREAD_END)
+    }
+
+    /// The index of the extension event `id` whose parameters `accept` takes.
+    fn extension_event(
+        &self,
+        id: &CStr,
+        accept: fn(&sys::jvmtiExtensionEventInfo) -> bool,
+    ) -> Option<sys::jint> {
+        let get = function!(self.table(), GetExtensionEvents).ok()?;
+        let (mut n, mut infos) = (0, null_mut());
+        // SAFETY: valid env and out-pointers.
+        if check(unsafe { get(self.0, &mut n, &mut infos) }).is_err() || infos.is_null() {
+            return None;
+        }
+        // SAFETY: JVMTI filled n entries, freed below.
+        let list = unsafe { std::slice::from_raw_parts(infos, n.max(0) as usize) };
+        let index = list.iter().find_map(|e| {
+            // SAFETY: ids are NUL-terminated strings.
+            let this = unsafe { CStr::from_ptr(e.id) };
+            (this == id && accept(e)).then_some(e.extension_event_index)
+        });
+        for e in list {
+            self.free_event_info(e);
+        }
+        self.deallocate(infos.cast());
+        index
+    }
+
+    fn set_extension_callback(&self, index: sys::jint, cb: sys::jvmtiExtensionEvent) -> bool {
+        let Ok(set) = function!(self.table(), SetExtensionEventCallback) else {
+            return false;
+        };
         // SAFETY: valid env and index.
         check(unsafe { set(self.0, index, cb) }).is_ok()
     }
@@ -668,6 +772,15 @@ impl Jvmti {
         self.deallocate(e.id.cast());
         self.deallocate(e.short_description.cast());
     }
+}
+
+fn takes_jni_and_thread(e: &sys::jvmtiExtensionEventInfo) -> bool {
+    if e.param_count != 2 || e.params.is_null() {
+        return false;
+    }
+    // SAFETY: JVMTI filled param_count (2) entries.
+    let p = unsafe { std::slice::from_raw_parts(e.params, 2) };
+    p[0].base_type == sys::JVMTI_TYPE_JNIENV && p[1].base_type == sys::JVMTI_TYPE_JTHREAD
 }
 
 fn takes_jni_and_name(e: &sys::jvmtiExtensionEventInfo) -> bool {

@@ -87,3 +87,20 @@ pub fn current_java_id(jni: Jni) -> i64 {
     jni.delete_local(me);
     id
 }
+
+/// True when the calling Java thread is a virtual thread (its Thread object
+/// has no native thread behind it); false when unknown.
+pub fn current_is_virtual(jni: Jni) -> bool {
+    let Some((jvmti, fields)) = IDENTITY.get() else {
+        return false;
+    };
+    if jni.0.is_null() || fields.eetop.is_null() {
+        return false;
+    }
+    let Some(me) = jvmti.current_thread() else {
+        return false;
+    };
+    let virtual_thread = fields.native_address(jni, me).is_none();
+    jni.delete_local(me);
+    virtual_thread
+}

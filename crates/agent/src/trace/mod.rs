@@ -8,6 +8,7 @@
 //! - [`probe`]: the natives' hot path and the per-thread rings.
 //! - [`hook`]: the ClassFileLoadHook; [`registry`]: probe ids and their names.
 //! - [`drain`]: the writer's side, rings to TraceBatch records.
+//! - [`vthreads`]: one ring and shadow stack per virtual thread (JDK 21+).
 
 pub mod aggregate;
 pub mod drain;
@@ -16,6 +17,7 @@ pub mod hook;
 pub mod probe;
 pub mod probe_class;
 pub mod registry;
+pub mod vthreads;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -406,6 +408,18 @@ impl Engine for TraceEngine {
                     sink.emit_thread(t);
                     t
                 }
+                // A virtual thread's ring: a thread of its own.
+                None if raw.key.tid == 0 && raw.key.env == 0 && raw.key.java_id != 0 => {
+                    let table = sink.table.clone();
+                    let carrier_name = |tid: u32| {
+                        let order = table.order_of_tid(tid)?;
+                        table.changed_since(order, u32::MAX).map(|e| e.info.name)
+                    };
+                    let info = vthreads::description(raw.key.java_id, carrier_name);
+                    let t = table.see(raw.key.java_id, info, None);
+                    sink.emit_thread(t);
+                    t
+                }
                 // The agent's own threads run no traced code.
                 None => match sink.event_thread(raw.key) {
                     Some(t) => t,
@@ -450,6 +464,8 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
         ring_capacity: options.buffer.unwrap_or(probe::RING_EVENTS),
         wait_on_full: options.overflow == Overflow::Wait,
     });
+    // Virtual threads (JDK 21+) keep their own rings and stacks.
+    vthreads::enable();
     let session = Arc::new(Session::new(filters));
     *TRACING.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(session.clone());
     set_session(Some(session.clone()));

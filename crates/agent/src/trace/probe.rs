@@ -78,6 +78,8 @@ struct ProbeState {
     /// Enters without exit closed by an outer exit (see `Local::exit`).
     repaired: AtomicU64,
     threads: AtomicU32,
+    /// Virtual threads given a ring of their own.
+    virtual_threads: AtomicU32,
     /// Probes stamp events with the probe clock (the TSC when the kernel trusts
     /// it): a few ns instead of the ~20 ns of clock_gettime. The writer maps
     /// stamps to CLOCK_MONOTONIC ns.
@@ -106,6 +108,7 @@ static PROBES: ProbeState = ProbeState {
     unmatched_exits: AtomicU64::new(0),
     repaired: AtomicU64::new(0),
     threads: AtomicU32::new(0),
+    virtual_threads: AtomicU32::new(0),
     clock: ProbeClock::new(),
     dropped_ended: AtomicU64::new(0),
     wait_on_full: AtomicBool::new(true),
@@ -148,6 +151,7 @@ pub fn begin_session(settings: SessionSettings) {
         .store(exclude_library, Ordering::Relaxed);
     PROBES.ring_capacity.store(ring_capacity, Ordering::Relaxed);
     rings().clear();
+    *unmounted() = None;
     PROBES.clock.start();
     let generation = PROBES.next_generation.fetch_add(1, Ordering::Relaxed);
     PROBES.generation.store(generation, Ordering::Release);
@@ -208,7 +212,7 @@ pub fn waits() -> (u64, u64) {
 }
 
 /// Process-wide probe counters as (name, value).
-pub fn counter_values() -> [(&'static str, u64); 3] {
+pub fn counter_values() -> [(&'static str, u64); 4] {
     [
         (
             "trace.unmatched_exits",
@@ -221,6 +225,10 @@ pub fn counter_values() -> [(&'static str, u64); 3] {
         (
             "trace.threads",
             PROBES.threads.load(Ordering::Relaxed).into(),
+        ),
+        (
+            "trace.virtual_threads",
+            PROBES.virtual_threads.load(Ordering::Relaxed).into(),
         ),
     ]
 }
@@ -267,6 +275,55 @@ pub struct Local {
     room: usize,
     /// On a full ring, wait for the writer (`traceoverflow=wait`) or drop.
     wait: bool,
+    /// The Java id of the virtual thread mounted on this carrier (0: none):
+    /// `ring`, `room`, `stack` and `untraced` are then that virtual thread's.
+    mounted: i64,
+    /// The carrier's own track while a virtual thread is mounted.
+    home: Option<Track>,
+}
+
+/// What a thread's events go through: its ring and shadow stack. A carrier
+/// swaps its own for a virtual thread's at each mount, so a virtual thread keeps
+/// one ring and one stack whichever carrier runs it.
+pub struct Track {
+    ring: Arc<ThreadRing>,
+    room: usize,
+    stack: Vec<Open>,
+    untraced: u32,
+}
+
+/// Virtual-thread ring capacity: far more virtual threads than platform
+/// threads exist at once, so each gets a smaller ring (their writer waits or
+/// drops alike).
+const VIRTUAL_RING_EVENTS: usize = 1 << 12;
+
+/// Tracks of the virtual threads not mounted now, by Java id.
+static UNMOUNTED: Mutex<Option<std::collections::HashMap<i64, Track>>> = Mutex::new(None);
+
+fn unmounted() -> std::sync::MutexGuard<'static, Option<std::collections::HashMap<i64, Track>>> {
+    UNMOUNTED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A new virtual thread's track, its ring registered for the writer under a key
+/// with only the Java id (no Linux thread: the writer names it a virtual thread).
+fn virtual_track(java_id: i64) -> Track {
+    let capacity = if PROBES.aggregate.load(Ordering::Relaxed) {
+        64
+    } else {
+        PROBES
+            .ring_capacity
+            .load(Ordering::Relaxed)
+            .min(VIRTUAL_RING_EVENTS)
+    };
+    let ring = Arc::new(ThreadRing::new(capacity, ThreadKey::new(0, 0, java_id)));
+    rings().push(ring.clone());
+    PROBES.virtual_threads.fetch_add(1, Ordering::Relaxed);
+    Track {
+        ring,
+        room: 0,
+        stack: Vec::new(),
+        untraced: 0,
+    }
 }
 
 impl Local {
@@ -285,7 +342,66 @@ impl Local {
             with_cpu,
             room: 0,
             wait: false,
+            mounted: 0,
+            home: None,
         }
+    }
+
+    /// Swaps this thread's track with `other`.
+    fn swap_track(&mut self, other: &mut Track) {
+        std::mem::swap(&mut self.ring, &mut other.ring);
+        std::mem::swap(&mut self.room, &mut other.room);
+        std::mem::swap(&mut self.stack, &mut other.stack);
+        std::mem::swap(&mut self.untraced, &mut other.untraced);
+    }
+
+    /// Virtual thread `java_id` was mounted on this carrier (or started on it):
+    /// its events go to its own ring and stack until it unmounts.
+    pub fn mount(&mut self, java_id: i64) {
+        if self.mounted == java_id {
+            return;
+        }
+        if self.mounted != 0 {
+            // Its unmount was not seen: it ended.
+            self.end(self.mounted);
+        }
+        let taken = unmounted().as_mut().and_then(|m| m.remove(&java_id));
+        let mut track = taken.unwrap_or_else(|| virtual_track(java_id));
+        self.swap_track(&mut track);
+        self.home = Some(track);
+        self.mounted = java_id;
+    }
+
+    /// Virtual thread `java_id` unmounts from this carrier: its track waits for
+    /// its next mount, on whichever carrier.
+    pub fn unmount(&mut self, java_id: i64) {
+        if self.mounted != java_id {
+            return; // mounted before this session began
+        }
+        let Some(mut track) = self.home.take() else {
+            return;
+        };
+        self.swap_track(&mut track);
+        self.mounted = 0;
+        unmounted()
+            .get_or_insert_with(Default::default)
+            .insert(java_id, track);
+    }
+
+    /// Virtual thread `java_id` ends: its ring is handed to the writer as ended.
+    pub fn end(&mut self, java_id: i64) {
+        if self.mounted != java_id {
+            if let Some(t) = unmounted().as_mut().and_then(|m| m.remove(&java_id)) {
+                t.ring.ended.store(true, Ordering::Release);
+            }
+            return;
+        }
+        let Some(mut track) = self.home.take() else {
+            return;
+        };
+        self.swap_track(&mut track);
+        self.mounted = 0;
+        track.ring.ended.store(true, Ordering::Release);
     }
 
     // Always inlined: as a call it cost a frame per probe on the hottest path.
@@ -426,6 +542,9 @@ impl Local {
 impl Drop for Local {
     fn drop(&mut self) {
         self.ring.ended.store(true, Ordering::Release);
+        if let Some(home) = &self.home {
+            home.ring.ended.store(true, Ordering::Release);
+        }
         if let Some(agg) = &self.agg {
             agg.ended.store(true, Ordering::Release);
         }
@@ -506,7 +625,13 @@ fn replace_local(
 
 #[cold]
 fn new_local(env: *mut sys::JNIEnv, generation: u64) -> Local {
-    let key = ThreadKey::current(crate::jvm::Jni(env));
+    let jni = crate::jvm::Jni(env);
+    let mut key = ThreadKey::current(jni);
+    if crate::jvm::thread::current_is_virtual(jni) {
+        // Made on a carrier while a virtual thread runs: the ring is the
+        // carrier's, which the writer finds by its JNIEnv.
+        key.java_id = 0;
+    }
     let ring = Arc::new(ThreadRing::new(
         PROBES.ring_capacity.load(Ordering::Relaxed),
         key,
@@ -604,6 +729,12 @@ pub extern "C" fn native_started(env: *mut sys::JNIEnv, _class: sys::jclass, thr
             with_local(env, |l| l.started(started));
         }
     })
+}
+
+/// A virtual-thread transition on this carrier (JVMTI callbacks, see
+/// [`super::vthreads`]); nothing while tracing is off.
+pub fn virtual_thread(env: *mut sys::JNIEnv, f: impl FnOnce(&mut Local)) {
+    with_local(env, f)
 }
 
 /// The agent's own cost of one probe (timestamp, shadow stack, ring store) in ns,
@@ -709,6 +840,44 @@ mod tests {
         l.enter(1, false);
         l.exit(1, KIND_EXIT);
         assert_eq!(events(&ring), [(1, 0, 4), (1, 1, 0)]);
+    }
+
+    /// The ring of virtual thread `java_id` (registered at its first mount).
+    fn virtual_ring(java_id: i64) -> Arc<ThreadRing> {
+        rings()
+            .iter()
+            .find(|r| r.thread == ThreadKey::new(0, 0, java_id))
+            .cloned()
+            .expect("a ring for the virtual thread")
+    }
+
+    #[test]
+    fn a_virtual_thread_keeps_its_ring_and_stack_across_carriers() {
+        // Ids no other test uses; the rings are process-wide.
+        let (a, b) = (-1001, -1002);
+        let (mut carrier1, home1) = local(64);
+        let (mut carrier2, _home2) = local(64);
+        carrier1.enter(1, false); // the carrier's own call
+        carrier1.mount(a);
+        carrier1.enter(2, false); // a enters 2, then sleeps
+        carrier1.unmount(a);
+        carrier1.mount(b);
+        carrier1.enter(2, false); // b enters 2 on the same carrier
+        carrier1.unmount(b);
+        carrier2.mount(a);
+        carrier2.exit(2, KIND_EXIT); // a leaves 2 on another carrier
+        carrier2.end(a);
+        carrier1.mount(b);
+        carrier1.exit(2, KIND_EXIT);
+        carrier1.unmount(b);
+        carrier1.exit(1, KIND_EXIT); // the carrier's stack was kept aside
+        assert_eq!(events(&home1), [(1, 0, 0), (1, 1, 0)]);
+        let ring_a = virtual_ring(a);
+        assert_eq!(events(&ring_a), [(2, 0, 0), (2, 1, 0)]);
+        assert!(ring_a.ended.load(Ordering::Acquire), "a ended");
+        let ring_b = virtual_ring(b);
+        assert_eq!(events(&ring_b), [(2, 0, 0), (2, 1, 0)]);
+        assert!(!ring_b.ended.load(Ordering::Acquire));
     }
 
     #[test]

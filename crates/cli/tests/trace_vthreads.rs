@@ -1,0 +1,151 @@
+//! Exact tracing of virtual threads (issue 16) on a real JVM: 2,000 virtual
+//! threads each call a traced method three times, every call sleeping 1 ms, so
+//! each unmounts in the middle of every call and may resume on another carrier.
+//! `jscope stats` counts exactly 3N calls of at least 1 ms with nothing
+//! unfinished, and `jscope tree` shows one tree per virtual thread, named by its
+//! name or `virtual-<id>`. On JDK 17 (no virtual threads) nothing changes.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use jscope_analysis::trace::{CallTree, TraceOptions};
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use serde_json::Value;
+use support::*;
+
+const THREADS: usize = 2000;
+
+fn classes() -> PathBuf {
+    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vthread_fixtures"))
+}
+
+/// Runs VThreads traced; None on a JDK without virtual threads.
+fn traced_run(java: &Java) -> Option<PathBuf> {
+    let file = temp_dir(&format!("trace-vthreads-{}", java.major)).join("v.jsc");
+    let agent = format!(
+        "-agentpath:{}=trace=VThreads#task;VThreads#work,file={}",
+        agent_path().display(),
+        file.display()
+    );
+    let mut cmd = Command::new(&java.bin);
+    cmd.args([&agent, "-cp"])
+        .arg(classes())
+        .arg("VThreads")
+        .arg(THREADS.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = Child::spawn(&mut cmd).finish(Duration::from_secs(180));
+    assert!(
+        out.status.success(),
+        "JDK {}: {}",
+        java.major,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    if printed == "no virtual threads\n" {
+        assert!(java.major < 21, "JDK {} has virtual threads", java.major);
+        return None;
+    }
+    assert_eq!(printed, format!("done {THREADS}\n"));
+    Some(file)
+}
+
+fn tree_recording(bytes: &[u8]) -> jscope_format::Recording {
+    jscope_format::Recording::from_bytes(bytes).unwrap()
+}
+
+fn method<'a>(stats: &'a Value, label: &str) -> &'a Value {
+    stats["methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["method"] == label)
+        .unwrap_or_else(|| panic!("no {label} in {stats}"))
+}
+
+#[test]
+fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
+    let mut tested = 0;
+    for java in javas() {
+        let Some(file) = traced_run(&java) else {
+            continue;
+        };
+        tested += 1;
+        let path = file.to_str().unwrap();
+        let jdk = java.major;
+
+        let stats = jscope_json(&["stats", path, "--format", "json"]);
+        let work = method(&stats, "VThreads.work");
+        assert_eq!(work["calls"], 3 * THREADS as u64, "JDK {jdk}: {work}");
+        let min = work["min_ns"].as_u64().unwrap();
+        assert!(min >= 1_000_000, "JDK {jdk}: a 1 ms sleep took {min} ns");
+        let task = method(&stats, "VThreads.task");
+        assert_eq!(task["calls"], THREADS as u64, "JDK {jdk}: {task}");
+        let anomalies = &stats["anomalies"];
+        for key in ["unfinished", "unmatched_exits", "mismatched_exits"] {
+            assert_eq!(anomalies[key], 0, "JDK {jdk}: {key} in {anomalies}");
+        }
+
+        // One tree per virtual thread: a task call with its three work calls.
+        let bytes = std::fs::read(&file).unwrap();
+        let tree = CallTree::from_bytes(&bytes, &TraceOptions::default())
+            .unwrap()
+            .0;
+        let virtual_trees: Vec<_> = tree
+            .threads
+            .iter()
+            .filter(|t| t.name.starts_with("vt-") || t.name.starts_with("virtual-"))
+            .collect();
+        assert_eq!(virtual_trees.len(), THREADS, "JDK {jdk}");
+        for t in &virtual_trees {
+            let roots: Vec<usize> = t.roots().collect();
+            assert_eq!(roots.len(), 1, "JDK {jdk}: {} has {roots:?}", t.name);
+            assert_eq!(tree.label(t.nodes[roots[0]].method), "VThreads.task");
+            let works: Vec<usize> = t.children(roots[0]).collect();
+            assert_eq!(works.len(), 3, "JDK {jdk}: {}", t.name);
+            for w in works {
+                assert_eq!(tree.label(t.nodes[w].method), "VThreads.work");
+                assert!(t.nodes[w].duration_ns() >= 1_000_000, "JDK {jdk}");
+            }
+        }
+        // Named ones by name (even i), the others by their Java id.
+        let named = virtual_trees
+            .iter()
+            .filter(|t| t.name.starts_with("vt-"))
+            .count();
+        assert_eq!(named, THREADS / 2, "JDK {jdk}");
+        for name in ["vt-0", "vt-998", &format!("vt-{}", THREADS - 2)] {
+            assert!(
+                virtual_trees.iter().any(|t| t.name == name),
+                "JDK {jdk}: no tree for {name}"
+            );
+        }
+
+        // Each names the carrier it started on (a platform thread of the JVM).
+        let rec = tree_recording(&bytes);
+        let vt0 = rec.threads.values().find(|t| t.name == "vt-0").unwrap();
+        assert!(
+            vt0.group.starts_with("virtual (carrier "),
+            "JDK {jdk}: {vt0:?}"
+        );
+        assert!(vt0.java_id > 0 && vt0.os_tid == 0, "JDK {jdk}: {vt0:?}");
+
+        // `jscope tree` prints them under their names.
+        let out = jscope(&["tree", path]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.contains("VThreads.task [vt-0]"), "JDK {jdk}");
+        assert!(text.contains("VThreads.work [vt-998]"), "JDK {jdk}");
+        let unnamed = text
+            .lines()
+            .filter(|l| l.starts_with("  VThreads.task [virtual-"))
+            .count();
+        assert_eq!(unnamed, THREADS / 2, "JDK {jdk}");
+    }
+    if javas().iter().any(|j| j.major >= 21) {
+        assert!(tested > 0);
+    }
+}
