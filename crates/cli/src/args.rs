@@ -144,9 +144,16 @@ pub struct AgentArgs {
     /// `rmi+http`.
     #[arg(long, value_name = "PROTOCOLS", num_args = 0..=1, default_missing_value = "")]
     pub remote: Option<String>,
-    /// Labels the collector indexes the JVM by, `K:V;K:V` (with --stream-to).
-    #[arg(long, value_name = "K:V;K:V", requires = "stream_to")]
+    /// Labels of the JVM, `K:V;K:V`, kept in the recording's header and by the
+    /// collector (`--label K=V` says the same one at a time).
+    #[arg(long, value_name = "K:V;K:V")]
     pub labels: Option<String>,
+    /// A label of the JVM, `K=V` (repeatable); readers select JVMs by it.
+    #[arg(long = "label", value_name = "K=V")]
+    pub label: Vec<String>,
+    /// The service this JVM belongs to; readers select JVMs by it (`--service`).
+    #[arg(long, value_name = "NAME")]
+    pub service: Option<String>,
     /// Bytes of chunks kept until the collector acknowledges them, e.g. 16m
     /// (with --stream-to).
     #[arg(long, value_name = "SIZE", requires = "stream_to")]

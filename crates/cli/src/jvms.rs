@@ -160,9 +160,24 @@ fn collector_jvms(c: &Collector, format: Format) -> Result<()> {
                     (_, service) if !service.is_empty() => service,
                     _ => main_class_of(&s("command_line")),
                 };
+                // The service (when it is not the main class) and labels follow.
+                let mut tags = Vec::new();
+                if !s("service").is_empty() && s("service") != main {
+                    tags.push(format!("service={}", s("service")));
+                }
+                if let Some(labels) = r["labels"].as_object() {
+                    for (k, v) in labels {
+                        tags.push(format!("{k}={}", v.as_str().unwrap_or("")));
+                    }
+                }
+                let tags = if tags.is_empty() {
+                    String::new()
+                } else {
+                    format!("  {}", tags.join(" "))
+                };
                 writeln!(
                     out,
-                    "{:>8}  {:<9}  {:<32}  {:<20}  {main}",
+                    "{:>8}  {:<9}  {:<32}  {:<20}  {main}{tags}",
                     r["pid"].as_u64().unwrap_or(0),
                     s("status"),
                     s("id"),
