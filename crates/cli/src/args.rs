@@ -262,10 +262,18 @@ pub struct SourceArgs {
     /// Read from a running collector, e.g. http://127.0.0.1:7080.
     #[arg(long, value_name = "URL", conflicts_with = "file")]
     pub collector: Option<String>,
-    /// The collector's JVM to analyse: its id, or a pid (the newest JVM with it).
-    /// Needed when the collector holds more than one.
-    #[arg(long, value_name = "ID|PID")]
+    /// The collector's JVM to analyse: its id, a pid (the newest JVM with it), or
+    /// `all` (merged into one profile). Needed when the collector holds more than
+    /// one and neither --service nor --label narrows them.
+    #[arg(long, value_name = "ID|PID|all")]
     pub jvm: Option<String>,
+    /// Only the collector's JVMs of this service (agent option `service=`, or the
+    /// main class); several are merged into one profile.
+    #[arg(long, value_name = "NAME")]
+    pub service: Option<String>,
+    /// Only the collector's JVMs with this label, `K=V` (repeatable: all must match).
+    #[arg(long = "label", value_name = "K=V")]
+    pub label: Vec<String>,
     /// The collector's token (`jscope serve --token`).
     #[arg(long, value_name = "TOKEN", requires = "collector")]
     pub token: Option<String>,

@@ -14,6 +14,7 @@ mod events;
 mod export;
 mod flame;
 mod jvms;
+mod merge_rec;
 mod record;
 mod remote;
 mod serve;
