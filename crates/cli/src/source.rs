@@ -11,7 +11,7 @@ use jscope_collector::{FileStore, Store};
 use jscope_format::Recording;
 use serde::Deserialize;
 
-use crate::args::SourceArgs;
+use crate::args::{Command, SelectArgs, SourceArgs};
 use crate::remote::Collector;
 
 /// A recording ready for analysis, and what to call it in titles.
@@ -37,6 +37,9 @@ pub struct JvmRow {
     #[serde(default)]
     pub status: String,
     pub started_ms: u64,
+    /// The exact start, when known (a data directory); else `started_ms` counts.
+    #[serde(default)]
+    pub started_ns: u64,
     /// The agent's `service=` (or a push's); for others, the main class.
     #[serde(default)]
     pub service: String,
@@ -152,7 +155,52 @@ fn load_remote(c: &Collector, filter: &Filter, window: Window) -> Result<Loaded>
 /// Epoch ns the window's seconds count from: the (earliest) selected JVM's start,
 /// which is where the merged recording starts too.
 fn origin_ns(chosen: &[&JvmRow]) -> u64 {
-    chosen.iter().map(|j| j.started_ms).min().unwrap_or(0) * 1_000_000
+    let start = |j: &&JvmRow| match j.started_ns {
+        0 => j.started_ms * 1_000_000,
+        ns => ns,
+    };
+    chosen.iter().map(start).min().unwrap_or(0)
+}
+
+/// Turns wall-clock `--from`/`--to`/`--since` into seconds from the start of what
+/// the command reads: a file's recording, or the (earliest) selected JVM.
+pub fn resolve_window(file: Option<&Path>, src: &SourceArgs, sel: &mut SelectArgs) -> Result<()> {
+    sel.resolve(|| {
+        if let Some(path) = file {
+            let rec =
+                read_recording(path).with_context(|| format!("cannot read {}", path.display()))?;
+            return Ok(rec.header.start_wall_ns);
+        }
+        let filter = Filter::of(src)?;
+        let rows = match (&src.data, &src.collector) {
+            (Some(dir), _) => {
+                let store = FileStore::open_read_only(dir)
+                    .with_context(|| format!("cannot open collector data {}", dir.display()))?;
+                data_rows(&store)
+            }
+            (None, Some(url)) => Collector::new(url, src.token.clone())?.jvms()?,
+            (None, None) => bail!("give a recording FILE, --data DIR or --collector URL"),
+        };
+        Ok(origin_ns(&filter.select(&rows)?))
+    })
+}
+
+/// Resolves the time window of every command that has one, before it runs.
+pub fn resolve_times(command: &mut Command) -> Result<()> {
+    match command {
+        Command::Report(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Flame(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Collapsed(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Callgraph(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Export(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Diff(a) => {
+            if a.select.has_wall_time() {
+                bail!("jscope diff takes --from/--to as seconds from each side's start (or SIDE@FROM..TO), not wall-clock times");
+            }
+            a.select.resolve(|| Ok(0))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// One JVM's recording as it is, several merged into one, titled by the selection.
@@ -260,6 +308,7 @@ pub(crate) fn data_rows(store: &dyn Store) -> Vec<JvmRow> {
             command_line: j.identity.command_line,
             status: String::new(),
             started_ms: j.identity.start_wall_ns / 1_000_000,
+            started_ns: j.identity.start_wall_ns,
             labels: j.identity.labels.into_iter().collect(),
         })
         .collect()
@@ -341,6 +390,7 @@ mod tests {
             command_line: "com.acme.Main arg".into(),
             status: status.into(),
             started_ms,
+            started_ns: 0,
             service: String::new(),
             labels: BTreeMap::new(),
         }

@@ -14,8 +14,9 @@ use common::{SimJvm, SNAPSHOTS_PER_CHUNK, THREADS};
 use jscope_testkit::temp_dir;
 use support::*;
 
-/// A simulated JVM of `service` with `labels` streaming `chunks` chunks, all acknowledged.
-fn stream(agents: std::net::SocketAddr, pid: u32, service: &str, labels: &str, chunks: u64) {
+/// A simulated JVM of `service` with `labels` streaming `chunks` chunks, all
+/// acknowledged; its start, epoch ns.
+fn stream(agents: std::net::SocketAddr, pid: u32, service: &str, labels: &str, chunks: u64) -> u64 {
     let mut sim = SimJvm::new(pid, &format!("com.acme.Main{pid}"));
     sim.header.extra = vec![
         ("service".into(), service.into()),
@@ -26,6 +27,22 @@ fn stream(agents: std::net::SocketAddr, pid: u32, service: &str, labels: &str, c
         c.send(seq, &sim.chunk()).unwrap();
     }
     assert_eq!(c.finish(Duration::from_secs(10)).unwrap(), chunks);
+    sim.header.start_wall_ns
+}
+
+/// Epoch ns as RFC 3339 in UTC, to the nanosecond (by GNU date).
+fn rfc3339(ns: u64) -> String {
+    let out = std::process::Command::new("date")
+        .args([
+            "-u",
+            "-d",
+            &format!("@{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000),
+            "+%Y-%m-%dT%H:%M:%S.%NZ",
+        ])
+        .output()
+        .expect("run date");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 fn samples(args: &[&str]) -> u64 {
@@ -55,9 +72,10 @@ fn jvms_are_selected_by_service_label_or_all_and_merged() {
         (6102, "shop", "env:dev;zone:a", 5),
         (6103, "billing", "env:prod;zone:b", 2),
     ];
-    for (pid, service, labels, chunks) in jvms {
-        stream(agents, pid, service, labels, chunks);
-    }
+    let starts: Vec<u64> = jvms
+        .iter()
+        .map(|&(pid, service, labels, chunks)| stream(agents, pid, service, labels, chunks))
+        .collect();
     let per_chunk = SNAPSHOTS_PER_CHUNK * THREADS as u64;
     let url = served.url();
 
@@ -122,6 +140,84 @@ fn jvms_are_selected_by_service_label_or_all_and_merged() {
                 && err.contains("no JVM matches service nope")
                 && err.lines().count() == 1,
             "{err}"
+        );
+        // The last ten minutes hold everything.
+        assert_eq!(
+            samples(&[source, value, "--service", "shop", "--since", "10m"]),
+            a + b
+        );
+        assert_eq!(
+            samples(&[source, value, "--jvm", "all", "--from", "-10m"]),
+            a + b + c
+        );
+        assert_eq!(samples(&[source, value, "--jvm", "all", "--to", "-10m"]), 0);
+        // A wall-clock window cuts exactly where the same seconds from the start do:
+        // snapshots are 100 ms apart, so bounds fall on snapshots.
+        for (from, to) in [(0.5, 1.0), (0.0, 0.3), (0.2, 10.0)] {
+            let at = |s: f64| rfc3339(starts[1] + (s * 1e9) as u64);
+            let seconds = samples(&[
+                source,
+                value,
+                "--jvm",
+                "6102",
+                "--from",
+                &from.to_string(),
+                "--to",
+                &to.to_string(),
+            ]);
+            let wall = samples(&[
+                source,
+                value,
+                "--jvm",
+                "6102",
+                "--from",
+                &at(from),
+                "--to",
+                &at(to),
+            ]);
+            assert_eq!(wall, seconds, "{source} [{from}, {to})");
+            assert!(
+                seconds > 0 && seconds < b,
+                "{source} [{from}, {to}): {seconds}"
+            );
+        }
+        // Merged, seconds count from the earliest JVM's start (6101's here).
+        let at = |s: f64| rfc3339(starts[0] + (s * 1e9) as u64);
+        assert_eq!(
+            samples(&[
+                source,
+                value,
+                "--service",
+                "shop",
+                "--from",
+                "0.3",
+                "--to",
+                "0.9"
+            ]),
+            samples(&[
+                source,
+                value,
+                "--service",
+                "shop",
+                "--from",
+                &at(0.3),
+                "--to",
+                &at(0.9)
+            ]),
+        );
+        let out = jscope(&[
+            "report",
+            source,
+            value,
+            "--jvm",
+            "all",
+            "--from",
+            "yesterday",
+        ]);
+        assert!(
+            stderr(&out).contains("bad time `yesterday`"),
+            "{}",
+            stderr(&out)
         );
         let out = jscope(&["report", source, value, "--label", "env"]);
         assert!(
