@@ -96,7 +96,7 @@ fn jvms_are_selected_by_service_label_or_all_and_merged() {
     let text = stdout(&out);
     assert!(
         text.lines()
-            .any(|l| l.contains("6103") && l.contains("service=billing") && l.contains("env=prod")),
+            .any(|l| l.contains("6103") && l.contains("billing") && l.contains("env=prod,zone=b")),
         "{text}"
     );
 

@@ -114,7 +114,12 @@ fn recorded_services_and_labels_select_and_merge_real_jvms() {
     }
     let url = served.url();
     let text = stdout(&jscope(&["jvms", "--collector", &url]));
-    assert!(text.contains("service=billing"), "{text}");
+    assert!(
+        text.lines().any(|l| l.contains("billing")
+            && l.contains("env=prod,which=gamma")
+            && l.ends_with(" Hot")),
+        "{text}"
+    );
 
     // Each JVM alone, then merged.
     let id = |which: &str| row(which)["id"].as_str().unwrap().to_string();
