@@ -170,3 +170,101 @@ fn tps(t: u64) -> u64 {
         t
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jscope_format::{ClassDef, FrameKind, MethodDef, Sample, SampleMode, ThreadDef};
+
+    /// A recording with one method `Cls.name`, one thread and samples at `ms`.
+    fn rec(cls: &str, name: &str, start_wall_ns: u64, tps: u64, ms: &[u64]) -> Recording {
+        let mut r = Recording::default();
+        r.header.start_wall_ns = start_wall_ns;
+        r.header.start_ticks = 5_000;
+        r.header.ticks_per_second = tps;
+        // Ids collide on purpose: both recordings use 1 for everything.
+        r.strings = vec!["".into(), cls.into(), name.into()];
+        r.classes = vec![
+            None,
+            Some(ClassDef {
+                id: ClassId(1),
+                name: StringId(1),
+                source_file: StringId(0),
+            }),
+        ];
+        r.methods = vec![
+            None,
+            Some(MethodDef {
+                id: MethodId(1),
+                class: ClassId(1),
+                name: StringId(2),
+                ..MethodDef::default()
+            }),
+        ];
+        let frame = Frame {
+            method: MethodId(1),
+            bci: 0,
+            line: 1,
+            kind: FrameKind::Java,
+        };
+        r.stacks = vec![None, Some(vec![frame])];
+        r.threads.insert(
+            ThreadId(1),
+            ThreadDef {
+                id: ThreadId(1),
+                name: "main".into(),
+                ..ThreadDef::default()
+            },
+        );
+        r.samples = ms
+            .iter()
+            .map(|m| Sample {
+                thread: ThreadId(1),
+                ticks: 5_000 + m * tps / 1000,
+                stack: StackId(1),
+                mode: SampleMode::Cpu,
+                weight_ns: 1,
+                state: 0,
+            })
+            .collect();
+        r
+    }
+
+    fn method_of(r: &Recording, s: &Sample) -> String {
+        let frames = r.stacks[s.stack.0 as usize].as_ref().unwrap();
+        let m = r.methods[frames[0].method.0 as usize].unwrap();
+        let c = r.classes[m.class.0 as usize].unwrap();
+        format!(
+            "{}.{}",
+            r.strings[c.name.0 as usize], r.strings[m.name.0 as usize]
+        )
+    }
+
+    #[test]
+    fn samples_keep_their_methods_threads_and_wall_times() {
+        let second = 1_000_000_000;
+        // B started 2 s after A and counts ticks in microseconds.
+        let a = rec("A", "run", 100 * second, 1_000_000_000, &[0, 500]);
+        let b = rec("B", "work", 102 * second, 1_000_000, &[250]);
+        let merged = merge(vec![b, a]).unwrap();
+        assert_eq!(merged.header.start_wall_ns, 100 * second, "the earliest's");
+        let seen: Vec<(String, u64, u32)> = merged
+            .samples
+            .iter()
+            .map(|s| {
+                let at_ms = merged.ticks_to_ns(s.ticks) / 1_000_000;
+                (method_of(&merged, s), at_ms, s.thread.0)
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("A.run".to_string(), 0, 1),
+                ("A.run".to_string(), 500, 1),
+                ("B.work".to_string(), 2_250, 2),
+            ]
+        );
+        assert_eq!(merged.threads.len(), 2, "threads stay apart per JVM");
+        assert!(merge(Vec::new()).is_none());
+    }
+}
