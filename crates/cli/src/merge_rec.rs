@@ -16,8 +16,13 @@ pub fn merge(mut recs: Vec<Recording>) -> Option<Recording> {
     let mut it = recs.into_iter();
     let mut base = it.next()?;
     let mut m = Merger::new(&base);
+    let mut left_out = 0;
     for rec in it {
+        left_out += rec.events.len() + rec.traces.len() + rec.remote_calls.len();
         m.add(&mut base, &rec);
+    }
+    if left_out > 0 {
+        eprintln!("jscope: note: the merged JVMs' samples are all there; their events, traces and remote calls are the earliest JVM's only ({left_out} records of the others left out)");
     }
     Some(base)
 }
