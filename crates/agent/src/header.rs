@@ -89,6 +89,13 @@ fn extra(options: &Options, file: &str, attached: bool) -> Vec<(String, String)>
     ];
     let mut extra: Vec<(String, String)> =
         pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    if !options.service.is_empty() {
+        extra.push(("service".to_string(), options.service.clone()));
+    }
+    if !options.labels.is_empty() {
+        let text = crate::options::labels_text(&options.labels);
+        extra.push(("labels".to_string(), text));
+    }
     if let Some(c) = &options.collector {
         extra.push(("collector".to_string(), c.addr.clone()));
     }

@@ -52,6 +52,8 @@ pub enum OptionsError {
     BadSize { key: String, value: String },
     #[error("bad labels `{0}` (expected key:value;key:value)")]
     BadLabels(String),
+    #[error("bad service name `{0}` (expected a name without `:`, `;` or `,`)")]
+    BadService(String),
     #[error("option `{0}` only applies with `collector=HOST:PORT`")]
     NeedsCollector(String),
     /// A tracing option (crate::trace) with its own message.
@@ -130,6 +132,10 @@ pub struct Options {
     pub events: crate::events::EventOptions,
     /// Remote calls (`remote`) and a simulated clock offset (`clockoffset=`).
     pub remote: crate::remote::RemoteOptions,
+    /// The service this JVM belongs to (`service=NAME`), in the header; empty: none.
+    pub service: String,
+    /// Labels (`labels=K:V;K:V`), in the header and sent to a collector.
+    pub labels: Vec<(String, String)>,
 }
 
 impl Default for Options {
@@ -150,6 +156,8 @@ impl Default for Options {
             trace: Default::default(),
             events: Default::default(),
             remote: Default::default(),
+            service: String::new(),
+            labels: Vec::new(),
         }
     }
 }
@@ -193,7 +201,8 @@ impl Options {
                 "file" => options.file = Some(parse_file(need(key, value)?)?),
                 "collector" => link.addr = Some(parse_collector(need(key, value)?)?),
                 "token" => link.token = Some(need(key, value)?.to_string()),
-                "labels" => link.labels = Some(parse_labels(need(key, value)?)?),
+                "labels" => options.labels = parse_labels(need(key, value)?)?,
+                "service" => options.service = parse_service(need(key, value)?)?,
                 "buffer" => link.buffer = Some(parse_size(key, need(key, value)?)?),
                 "depth" => options.depth = parse_number(key, need(key, value)?, MAX_DEPTH)?,
                 "wallthreads" => {
@@ -217,7 +226,7 @@ impl Options {
             options.modes = Modes::default(); // tracing alone: no sampling unless asked
         }
         options.apply_intervals(interval, snap_interval);
-        options.collector = link.finish()?;
+        options.collector = link.finish(&options.labels)?;
         Ok(options)
     }
 
@@ -251,16 +260,14 @@ impl Options {
 struct LinkOptions {
     addr: Option<String>,
     token: Option<String>,
-    labels: Option<Vec<(String, String)>>,
     buffer: Option<usize>,
 }
 
 impl LinkOptions {
-    fn finish(self) -> Result<Option<CollectorOptions>, OptionsError> {
+    fn finish(self, labels: &[(String, String)]) -> Result<Option<CollectorOptions>, OptionsError> {
         let Some(addr) = self.addr else {
             let stray = [
                 ("token", self.token.is_some()),
-                ("labels", self.labels.is_some()),
                 ("buffer", self.buffer.is_some()),
             ];
             return match stray.iter().find(|(_, given)| *given) {
@@ -271,7 +278,7 @@ impl LinkOptions {
         Ok(Some(CollectorOptions {
             addr,
             token: self.token.unwrap_or_default(),
-            labels: self.labels.unwrap_or_default(),
+            labels: labels.to_vec(),
             buffer: self.buffer.unwrap_or(DEFAULT_BUFFER),
         }))
     }
@@ -359,6 +366,21 @@ fn parse_collector(text: &str) -> Result<String, OptionsError> {
         Ok(p) if p != 0 && !host.is_empty() => Ok(text.to_string()),
         _ => Err(bad()),
     }
+}
+
+/// A service name: anything printable but `;` and `:`, which the header's label
+/// list uses (commas already split the options).
+fn parse_service(text: &str) -> Result<String, OptionsError> {
+    if text.is_empty() || text.contains([';', ':']) || text.chars().any(char::is_control) {
+        return Err(OptionsError::BadService(text.to_string()));
+    }
+    Ok(text.to_string())
+}
+
+/// The header's spelling of labels, `key:value;key:value`, as `labels=` takes them.
+pub fn labels_text(labels: &[(String, String)]) -> String {
+    let pairs: Vec<String> = labels.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+    pairs.join(";")
 }
 
 /// Parses `key:value;key:value` (an empty string is no labels).
@@ -486,6 +508,19 @@ mod tests {
         );
         assert!(err("collector=h:1,labels=novalue").starts_with("bad labels"));
         assert!(err("collector=h:1,buffer=lots").starts_with("bad size `lots`"));
+    }
+
+    #[test]
+    fn service_and_labels_stand_without_a_collector() {
+        let o = Options::parse("service=shop,labels=env:prod;pod:a-1").unwrap();
+        assert_eq!(o.service, "shop");
+        let labels = vec![("env".into(), "prod".into()), ("pod".into(), "a-1".into())];
+        assert_eq!(o.labels, labels);
+        assert_eq!(labels_text(&o.labels), "env:prod;pod:a-1");
+        assert!(o.collector.is_none());
+        let err = |s| Options::parse(s).unwrap_err().to_string();
+        assert!(err("service=a:b").starts_with("bad service name"));
+        assert!(err("service=").starts_with("bad service name"));
     }
 
     #[test]

@@ -84,7 +84,19 @@ fn more_options(a: &AgentArgs) -> Result<Vec<String>> {
         Some("") => options.push("remote".into()),
         Some(p) => options.push(format!("remote={}", option_value(p)?)),
     }
-    options.extend(keyed("labels", &a.labels)?);
+    options.extend(keyed("service", &a.service)?);
+    let mut labels: Vec<String> = a.labels.iter().cloned().collect();
+    for l in &a.label {
+        match l.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() && !l.contains([';', ':']) => {
+                labels.push(format!("{}:{}", k.trim(), v.trim()))
+            }
+            _ => bail!("--label wants KEY=VALUE without `:` or `;`, not `{l}`"),
+        }
+    }
+    if !labels.is_empty() {
+        options.extend(keyed("labels", &Some(labels.join(";")))?);
+    }
     options.extend(keyed("buffer", &a.stream_buffer)?);
     if let Some(n) = a.wall_threads {
         options.push(format!("wallthreads={n}"));
@@ -224,6 +236,8 @@ mod tests {
             events_config: Some("/etc/events.cfg".into()),
             remote: Some("rmi+http".into()),
             labels: Some("app:shop;env:prod".into()),
+            label: vec!["pod=a-1".into()],
+            service: Some("shop".into()),
             stream_buffer: Some("32m".into()),
             wall_threads: Some(32),
             trace_buffer: Some(4096),
@@ -232,7 +246,7 @@ mod tests {
         };
         let o = agent_options(&s, Path::new("/tmp/x.jsc")).unwrap();
         assert!(o.ends_with(
-            "collector=127.0.0.1:7000,objectages,monitorowners,quiet,parkthreshold=5ms,eventsconfig=/etc/events.cfg,remote=rmi+http,labels=app:shop;env:prod,buffer=32m,wallthreads=32,tracebuffer=4096,clockoffset=-3m,file=/tmp/x.jsc"
+            "collector=127.0.0.1:7000,objectages,monitorowners,quiet,parkthreshold=5ms,eventsconfig=/etc/events.cfg,remote=rmi+http,service=shop,labels=app:shop;env:prod;pod:a-1,buffer=32m,wallthreads=32,tracebuffer=4096,clockoffset=-3m,file=/tmp/x.jsc"
         ), "{o}");
         s.agent = AgentArgs {
             remote: Some(String::new()),
@@ -240,6 +254,9 @@ mod tests {
         };
         let o = agent_options(&s, Path::new("/tmp/x.jsc")).unwrap();
         assert!(o.contains(",remote,"), "{o}");
+        s.agent.label = vec!["novalue".into()];
+        assert!(agent_options(&s, Path::new("/tmp/x.jsc")).is_err());
+        s.agent.label.clear();
         for bad in ["Mode=cpu", "=x", "file=/tmp/y.jsc", "a=b,c"] {
             s.agent.agent_opt = vec![bad.into()];
             assert!(agent_options(&s, Path::new("/tmp/x.jsc")).is_err(), "{bad}");

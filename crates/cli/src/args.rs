@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::duration::{parse_duration, parse_seconds};
+use crate::duration::{parse_duration, parse_seconds, parse_since, parse_time, TimeArg};
 
 /// jscope: sample Java stacks with a JVMTI agent and analyse the recordings.
 #[derive(Debug, Parser)]
@@ -147,9 +147,16 @@ pub struct AgentArgs {
     /// `rmi+http`.
     #[arg(long, value_name = "PROTOCOLS", num_args = 0..=1, default_missing_value = "")]
     pub remote: Option<String>,
-    /// Labels the collector indexes the JVM by, `K:V;K:V` (with --stream-to).
-    #[arg(long, value_name = "K:V;K:V", requires = "stream_to")]
+    /// Labels of the JVM, `K:V;K:V`, kept in the recording's header and by the
+    /// collector (`--label K=V` says the same one at a time).
+    #[arg(long, value_name = "K:V;K:V")]
     pub labels: Option<String>,
+    /// A label of the JVM, `K=V` (repeatable); readers select JVMs by it.
+    #[arg(long = "label", value_name = "K=V")]
+    pub label: Vec<String>,
+    /// The service this JVM belongs to; readers select JVMs by it (`--service`).
+    #[arg(long, value_name = "NAME")]
+    pub service: Option<String>,
     /// Bytes of chunks kept until the collector acknowledges them, e.g. 16m
     /// (with --stream-to).
     #[arg(long, value_name = "SIZE", requires = "stream_to")]
@@ -258,10 +265,18 @@ pub struct SourceArgs {
     /// Read from a running collector, e.g. http://127.0.0.1:7080.
     #[arg(long, value_name = "URL", conflicts_with = "file")]
     pub collector: Option<String>,
-    /// The collector's JVM to analyse: its id, or a pid (the newest JVM with it).
-    /// Needed when the collector holds more than one.
-    #[arg(long, value_name = "ID|PID")]
+    /// The collector's JVM to analyse: its id, a pid (the newest JVM with it), or
+    /// `all` (merged into one profile). Needed when the collector holds more than
+    /// one and neither --service nor --label narrows them.
+    #[arg(long, value_name = "ID|PID|all")]
     pub jvm: Option<String>,
+    /// Only the collector's JVMs of this service (agent option `service=`, or the
+    /// main class); several are merged into one profile.
+    #[arg(long, value_name = "NAME")]
+    pub service: Option<String>,
+    /// Only the collector's JVMs with this label, `K=V` (repeatable: all must match).
+    #[arg(long = "label", value_name = "K=V")]
+    pub label: Vec<String>,
     /// The collector's token (`jscope serve --token`).
     #[arg(long, value_name = "TOKEN", requires = "collector")]
     pub token: Option<String>,
@@ -282,12 +297,60 @@ pub struct SelectArgs {
     /// timed_waiting, sleeping, parked, native, terminated, new, unknown.
     #[arg(short, long, value_name = "STATES", value_delimiter = ',')]
     pub state: Vec<String>,
-    /// Only samples at or after this many seconds from the start.
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    /// Only samples at or after this time: seconds from the start (12.5; of the
+    /// earliest JVM when several are merged), an RFC 3339 time
+    /// (2026-11-24T03:00:00Z) or that long ago (-10m).
+    #[arg(long = "from", value_name = "TIME", value_parser = parse_time, allow_hyphen_values = true)]
+    pub from_at: Option<TimeArg>,
+    /// Only samples before this time, given as for --from.
+    #[arg(long = "to", value_name = "TIME", value_parser = parse_time, allow_hyphen_values = true)]
+    pub to_at: Option<TimeArg>,
+    /// Only samples of the last DURATION (10m, 1h, 1h30m, 2d): --from -DURATION.
+    #[arg(long, value_name = "DURATION", value_parser = parse_since, conflicts_with = "from_at")]
+    pub since: Option<u64>,
+    /// --from as seconds from the start, once resolved (`source::resolve_window`).
+    #[arg(skip)]
     pub from: Option<f64>,
-    /// Only samples before this many seconds from the start.
-    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    /// --to as seconds from the start, once resolved.
+    #[arg(skip)]
     pub to: Option<f64>,
+}
+
+impl SelectArgs {
+    /// Turns the bounds into seconds from the start; `origin_ns` (the start's
+    /// epoch ns) is asked only when a bound is a wall-clock time.
+    pub fn resolve(
+        &mut self,
+        origin_ns: impl FnOnce() -> anyhow::Result<u64>,
+    ) -> anyhow::Result<()> {
+        let from = self.since.map(TimeArg::Epoch).or(self.from_at);
+        let bounds = [from, self.to_at];
+        let mut origin = None;
+        let mut origin_ns = Some(origin_ns);
+        let mut out = [None, None];
+        for (bound, slot) in bounds.into_iter().zip(&mut out) {
+            *slot = match bound {
+                None => None,
+                Some(TimeArg::FromStart(s)) => Some(s),
+                Some(TimeArg::Epoch(ns)) => {
+                    if origin.is_none() {
+                        origin = Some((origin_ns.take().expect("asked once"))()?);
+                    }
+                    let o = origin.unwrap_or(0);
+                    Some(ns.saturating_sub(o) as f64 / 1e9)
+                }
+            };
+        }
+        [self.from, self.to] = out;
+        Ok(())
+    }
+
+    /// Whether a bound is a wall-clock time (which needs the source's start).
+    pub fn has_wall_time(&self) -> bool {
+        self.since.is_some()
+            || matches!(self.from_at, Some(TimeArg::Epoch(_)))
+            || matches!(self.to_at, Some(TimeArg::Epoch(_)))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]

@@ -109,6 +109,7 @@ fn load_side(side: &str, spec: &Path, args: &DiffArgs) -> Result<(Loaded, Range)
         collector: args.collector.clone(),
         jvm: remote.then(|| what.to_string()),
         token: args.token.clone(),
+        ..SourceArgs::default()
     };
     let file = (!remote).then(|| Path::new(what));
     let window = Window {

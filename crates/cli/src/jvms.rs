@@ -149,8 +149,8 @@ fn collector_jvms(c: &Collector, format: Format) -> Result<()> {
         Format::Text => {
             writeln!(
                 out,
-                "{:>8}  {:<9}  {:<32}  {:<20}  MAIN",
-                "PID", "STATUS", "ID", "HOST"
+                "{:>8}  {:<9}  {:<32}  {:<20}  {:<16}  {:<24}  MAIN",
+                "PID", "STATUS", "ID", "HOST", "SERVICE", "LABELS"
             )?;
             for r in &rows {
                 let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
@@ -160,9 +160,27 @@ fn collector_jvms(c: &Collector, format: Format) -> Result<()> {
                     (_, service) if !service.is_empty() => service,
                     _ => main_class_of(&s("command_line")),
                 };
+                // The service (`-` when it is the main class) and labels, before MAIN.
+                let service = match s("service") {
+                    svc if svc.is_empty() || svc == main => "-".to_string(),
+                    svc => svc,
+                };
+                let labels: Vec<String> = r["labels"]
+                    .as_object()
+                    .map(|l| {
+                        l.iter()
+                            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let labels = if labels.is_empty() {
+                    "-".to_string()
+                } else {
+                    labels.join(",")
+                };
                 writeln!(
                     out,
-                    "{:>8}  {:<9}  {:<32}  {:<20}  {main}",
+                    "{:>8}  {:<9}  {:<32}  {:<20}  {service:<16}  {labels:<24}  {main}",
                     r["pid"].as_u64().unwrap_or(0),
                     s("status"),
                     s("id"),

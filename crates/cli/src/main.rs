@@ -14,6 +14,7 @@ mod events;
 mod export;
 mod flame;
 mod jvms;
+mod merge_rec;
 mod queue;
 mod record;
 mod remote;
@@ -36,7 +37,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e, &std::env::args().collect::<Vec<_>>()),
     };
-    match run(&cli.command) {
+    match run(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
@@ -47,8 +48,9 @@ fn main() -> ExitCode {
 }
 
 /// Runs a command; the result is the process exit code.
-fn run(command: &Command) -> anyhow::Result<u8> {
-    match command {
+fn run(mut command: Command) -> anyhow::Result<u8> {
+    source::resolve_times(&mut command)?;
+    match &command {
         Command::Record(a) => record::run(a).map(|code| code.clamp(0, 255) as u8),
         Command::Attach(a) => attach::attach(a).map(|_| 0),
         Command::Stop(a) => attach::stop(a).map(|_| 0),

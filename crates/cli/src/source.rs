@@ -3,6 +3,7 @@
 //! data is turned into one `Recording` of the chosen JVM, so every command runs the
 //! same analysis code on it as on a file.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -10,7 +11,7 @@ use jscope_collector::{FileStore, Store};
 use jscope_format::Recording;
 use serde::Deserialize;
 
-use crate::args::SourceArgs;
+use crate::args::{Command, SelectArgs, SourceArgs};
 use crate::remote::Collector;
 
 /// A recording ready for analysis, and what to call it in titles.
@@ -36,15 +37,27 @@ pub struct JvmRow {
     #[serde(default)]
     pub status: String,
     pub started_ms: u64,
+    /// The exact start, when known (a data directory); else `started_ms` counts.
+    #[serde(default)]
+    pub started_ns: u64,
+    /// The agent's `service=` (or a push's); for others, the main class.
+    #[serde(default)]
+    pub service: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
 }
 
 pub fn load(file: Option<&Path>, src: &SourceArgs, window: Window) -> Result<Loaded> {
+    let filter = Filter::of(src)?;
+    if file.is_some() && (filter.service.is_some() || !filter.labels.is_empty()) {
+        bail!("--service and --label select JVMs of --data DIR or --collector URL, not of a file");
+    }
     match (file, &src.data, &src.collector) {
         (Some(path), None, None) => load_file(path),
-        (None, Some(dir), None) => load_data_dir(dir, src.jvm.as_deref(), window),
+        (None, Some(dir), None) => load_data_dir(dir, &filter, window),
         (None, None, Some(url)) => {
             let c = Collector::new(url, src.token.clone())?;
-            load_remote(&c, src.jvm.as_deref(), window)
+            load_remote(&c, &filter, window)
         }
         (None, None, None) => bail!("give a recording FILE, --data DIR or --collector URL"),
         _ => bail!("give only one of a recording FILE, --data DIR and --collector URL"),
@@ -94,48 +107,189 @@ fn epoch_ns(started_ns: u64, seconds: Option<f64>) -> Option<u64> {
     seconds.map(|s| started_ns.saturating_add((s * 1e9) as u64))
 }
 
-fn load_data_dir(dir: &Path, want: Option<&str>, window: Window) -> Result<Loaded> {
+fn load_data_dir(dir: &Path, filter: &Filter, window: Window) -> Result<Loaded> {
     // Read-only: a collector may be writing to the directory right now.
     let store = FileStore::open_read_only(dir)
         .with_context(|| format!("cannot open collector data {}", dir.display()))?;
     let rows = data_rows(&store);
-    let jvm = choose(&rows, want)?;
-    let started = jvm.started_ms * 1_000_000;
-    let rec = store
-        .read(
-            &jvm.id,
-            epoch_ns(started, window.from_s),
-            epoch_ns(started, window.to_s),
-        )
-        .with_context(|| format!("cannot read JVM {} from {}", jvm.id, dir.display()))?;
-    Ok(Loaded {
-        rec,
-        title: title_of_jvm(jvm),
+    let chosen = filter.select(&rows)?;
+    let origin = origin_ns(&chosen);
+    let read = |jvm: &JvmRow| {
+        store
+            .read(
+                &jvm.id,
+                epoch_ns(origin, window.from_s),
+                epoch_ns(origin, window.to_s),
+            )
+            .with_context(|| format!("cannot read JVM {} from {}", jvm.id, dir.display()))
+    };
+    let recs = chosen.iter().map(|j| read(j)).collect::<Result<Vec<_>>>()?;
+    Ok(merged(recs, &chosen, filter))
+}
+
+fn load_remote(c: &Collector, filter: &Filter, window: Window) -> Result<Loaded> {
+    let rows: Vec<JvmRow> = c.jvms()?;
+    let chosen = filter.select(&rows)?;
+    let origin = origin_ns(&chosen);
+    let mut recs = Vec::new();
+    for jvm in &chosen {
+        let mut path = format!("/api/jvms/{}/recording?", encode(&jvm.id));
+        if let Some(ns) = epoch_ns(origin, window.from_s) {
+            path += &format!("from={}&", ns / 1_000_000);
+        }
+        if let Some(ns) = epoch_ns(origin, window.to_s) {
+            // `to` is exclusive in ms; round up so the last partial ms is kept.
+            path += &format!("to={}&", ns.div_ceil(1_000_000));
+        }
+        let bytes = c.get(path.trim_end_matches(['?', '&']))?;
+        let mut rec = Recording::from_bytes(&bytes)
+            .with_context(|| format!("{} sent an unreadable recording", c.base()))?;
+        if let Some(damage) = rec.damage.take() {
+            eprintln!("jscope: warning: the collector's data is {damage}; read up to there");
+        }
+        recs.push(rec);
+    }
+    Ok(merged(recs, &chosen, filter))
+}
+
+/// Epoch ns the window's seconds count from: the (earliest) selected JVM's start,
+/// which is where the merged recording starts too.
+fn origin_ns(chosen: &[&JvmRow]) -> u64 {
+    let start = |j: &&JvmRow| match j.started_ns {
+        0 => j.started_ms * 1_000_000,
+        ns => ns,
+    };
+    chosen.iter().map(start).min().unwrap_or(0)
+}
+
+/// Turns wall-clock `--from`/`--to`/`--since` into seconds from the start of what
+/// the command reads: a file's recording, or the (earliest) selected JVM.
+pub fn resolve_window(file: Option<&Path>, src: &SourceArgs, sel: &mut SelectArgs) -> Result<()> {
+    sel.resolve(|| {
+        if let Some(path) = file {
+            let rec =
+                read_recording(path).with_context(|| format!("cannot read {}", path.display()))?;
+            return Ok(rec.header.start_wall_ns);
+        }
+        let filter = Filter::of(src)?;
+        let rows = match (&src.data, &src.collector) {
+            (Some(dir), _) => {
+                let store = FileStore::open_read_only(dir)
+                    .with_context(|| format!("cannot open collector data {}", dir.display()))?;
+                data_rows(&store)
+            }
+            (None, Some(url)) => Collector::new(url, src.token.clone())?.jvms()?,
+            (None, None) => bail!("give a recording FILE, --data DIR or --collector URL"),
+        };
+        Ok(origin_ns(&filter.select(&rows)?))
     })
 }
 
-fn load_remote(c: &Collector, want: Option<&str>, window: Window) -> Result<Loaded> {
-    let rows: Vec<JvmRow> = c.jvms()?;
-    let jvm = choose(&rows, want)?;
-    let started = jvm.started_ms * 1_000_000;
-    let mut path = format!("/api/jvms/{}/recording?", encode(&jvm.id));
-    if let Some(ns) = epoch_ns(started, window.from_s) {
-        path += &format!("from={}&", ns / 1_000_000);
+/// Resolves the time window of every command that has one, before it runs.
+pub fn resolve_times(command: &mut Command) -> Result<()> {
+    match command {
+        Command::Report(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Flame(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Collapsed(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Callgraph(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Export(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Diff(a) => {
+            if a.select.has_wall_time() {
+                bail!("jscope diff takes --from/--to as seconds from each side's start (or SIDE@FROM..TO), not wall-clock times");
+            }
+            a.select.resolve(|| Ok(0))
+        }
+        _ => Ok(()),
     }
-    if let Some(ns) = epoch_ns(started, window.to_s) {
-        // `to` is exclusive in ms; round up so the last partial ms is kept.
-        path += &format!("to={}&", ns.div_ceil(1_000_000));
+}
+
+/// One JVM's recording as it is, several merged into one, titled by the selection.
+fn merged(recs: Vec<Recording>, chosen: &[&JvmRow], filter: &Filter) -> Loaded {
+    let title = match chosen {
+        [one] => title_of_jvm(one),
+        _ => format!("{} ({} JVMs)", filter.title(), chosen.len()),
+    };
+    let rec = crate::merge_rec::merge(recs).unwrap_or_default();
+    Loaded { rec, title }
+}
+
+/// Which JVMs of a collector a command reads: `--jvm ID|PID|all`, `--service NAME`,
+/// `--label K=V` (all must match).
+#[derive(Debug, Default)]
+pub struct Filter {
+    pub jvm: Option<String>,
+    pub service: Option<String>,
+    pub labels: Vec<(String, String)>,
+}
+
+impl Filter {
+    pub fn of(src: &SourceArgs) -> Result<Filter> {
+        let labels = src
+            .label
+            .iter()
+            .map(|l| match l.split_once('=') {
+                Some((k, v)) if !k.trim().is_empty() => {
+                    Ok((k.trim().to_string(), v.trim().to_string()))
+                }
+                _ => bail!("--label wants KEY=VALUE, not `{l}`"),
+            })
+            .collect::<Result<_>>()?;
+        Ok(Filter {
+            jvm: src.jvm.clone(),
+            service: src.service.clone(),
+            labels,
+        })
     }
-    let bytes = c.get(path.trim_end_matches(['?', '&']))?;
-    let mut rec = Recording::from_bytes(&bytes)
-        .with_context(|| format!("{} sent an unreadable recording", c.base()))?;
-    if let Some(damage) = rec.damage.take() {
-        eprintln!("jscope: warning: the collector's data is {damage}; read up to there");
+
+    fn matches(&self, row: &JvmRow) -> bool {
+        self.service.as_ref().is_none_or(|s| *s == row.service)
+            && self
+                .labels
+                .iter()
+                .all(|(k, v)| row.labels.get(k).is_some_and(|have| have == v))
     }
-    Ok(Loaded {
-        rec,
-        title: title_of_jvm(jvm),
-    })
+
+    fn narrowed(&self) -> bool {
+        self.service.is_some() || !self.labels.is_empty()
+    }
+
+    /// The selected rows: `--jvm ID|PID` one of those matching the filters,
+    /// `--jvm all` or filters alone every match, nothing the only JVM there is.
+    pub fn select<'a>(&self, rows: &'a [JvmRow]) -> Result<Vec<&'a JvmRow>> {
+        let matching: Vec<JvmRow> = rows.iter().filter(|r| self.matches(r)).cloned().collect();
+        if self.narrowed() && matching.is_empty() {
+            bail!("no JVM matches {}; known: {}", self.title(), listing(rows));
+        }
+        let pick = |id: &str| rows.iter().find(|r| r.id == id);
+        match self.jvm.as_deref() {
+            Some("all") => {
+                if rows.is_empty() {
+                    bail!("the collector holds no JVM");
+                }
+                Ok(matching.iter().filter_map(|m| pick(&m.id)).collect())
+            }
+            Some(want) => {
+                let one = choose(&matching, Some(want))?;
+                Ok(pick(&one.id).into_iter().collect())
+            }
+            None if self.narrowed() => Ok(matching.iter().filter_map(|m| pick(&m.id)).collect()),
+            None => Ok(vec![choose(rows, None)?]),
+        }
+    }
+
+    /// Names the selection in titles and errors, e.g. `service shop, env=prod`.
+    pub fn title(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(s) = &self.service {
+            parts.push(format!("service {s}"));
+        }
+        parts.extend(self.labels.iter().map(|(k, v)| format!("{k}={v}")));
+        if parts.is_empty() {
+            "all JVMs".into()
+        } else {
+            parts.join(", ")
+        }
+    }
 }
 
 /// The JVMs a collector's store holds, as rows to choose from.
@@ -144,11 +298,18 @@ pub(crate) fn data_rows(store: &dyn Store) -> Vec<JvmRow> {
         .jvms()
         .into_iter()
         .map(|j| JvmRow {
+            service: if j.identity.service.is_empty() {
+                jscope_collector::jvm::main_class_of(&j.identity.command_line)
+            } else {
+                j.identity.service
+            },
             id: j.identity.id,
             pid: j.identity.pid,
             command_line: j.identity.command_line,
             status: String::new(),
             started_ms: j.identity.start_wall_ns / 1_000_000,
+            started_ns: j.identity.start_wall_ns,
+            labels: j.identity.labels.into_iter().collect(),
         })
         .collect()
 }
@@ -166,7 +327,7 @@ pub fn choose<'a>(rows: &'a [JvmRow], want: Option<&str>) -> Result<&'a JvmRow> 
             [only] => Ok(only),
             [] => bail!("the collector holds no JVM"),
             _ => bail!(
-                "the collector holds {} JVMs; choose one with --jvm ID|PID: {}",
+                "the collector holds {} JVMs; choose one with --jvm ID|PID, all with --jvm all, or some with --service/--label: {}",
                 rows.len(),
                 listing(rows)
             ),
@@ -229,6 +390,9 @@ mod tests {
             command_line: "com.acme.Main arg".into(),
             status: status.into(),
             started_ms,
+            started_ns: 0,
+            service: String::new(),
+            labels: BTreeMap::new(),
         }
     }
 

@@ -63,6 +63,8 @@ pub struct JvmSummary {
     /// When the agent's recording started (epoch ms): `--from`/`--to` of the CLI
     /// count seconds from here.
     pub started_ms: u64,
+    /// The same to the nanosecond, so wall-clock windows cut exactly.
+    pub started_ns: u64,
     pub labels: BTreeMap<String, String>,
     /// The service a push named; for agents, the main class.
     pub service: String,
@@ -115,6 +117,7 @@ fn summary(stored: Option<&StoredJvm>, live: Option<&LiveFigures>) -> Option<Jvm
         agent_version: identity.agent_version,
         modes: identity.modes,
         started_ms: ms(identity.start_wall_ns),
+        started_ns: identity.start_wall_ns,
         labels: identity.labels.into_iter().collect(),
         service,
         status: if connected { "connected" } else { "gone" },

@@ -78,14 +78,31 @@ pub struct JvmIdentity {
     pub start_ticks: u64,
     pub ticks_per_second: u64,
     pub labels: Vec<(String, String)>,
-    /// The service a pushed profile named (Pyroscope's app name, OTLP's
-    /// `service.name`); empty for agents.
+    /// The service an agent's `service=` option or a pushed profile named
+    /// (Pyroscope's app name, OTLP's `service.name`); empty when none did.
     #[serde(default)]
     pub service: String,
 }
 
 impl JvmIdentity {
+    /// The service and labels come from the header (agent options `service=`,
+    /// `labels=`) and the connection's labels, which win on a shared key.
     pub fn from_header(id: &str, h: &Header, address: &str, labels: &[(String, String)]) -> Self {
+        let extra = |key: &str| {
+            h.extra
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        let mut all = labels.to_vec();
+        for pair in extra("labels").unwrap_or("").split(';') {
+            if let Some((k, v)) = pair.split_once(':') {
+                let (k, v) = (k.trim(), v.trim());
+                if !k.is_empty() && !all.iter().any(|(have, _)| have == k) {
+                    all.push((k.to_string(), v.to_string()));
+                }
+            }
+        }
         JvmIdentity {
             id: id.to_string(),
             pid: h.pid,
@@ -101,8 +118,8 @@ impl JvmIdentity {
             start_wall_ns: h.start_wall_ns,
             start_ticks: h.start_ticks,
             ticks_per_second: h.ticks_per_second,
-            labels: labels.to_vec(),
-            service: String::new(),
+            labels: all,
+            service: extra("service").unwrap_or("").to_string(),
         }
     }
 
