@@ -264,6 +264,7 @@ impl ApiContext {
             ["jvms", id, "locks"] => crate::api_events::locks_of(&*self.store, id, req),
             ["jvms", id, "alloc"] => crate::api_events::alloc_of(&*self.store, id, req),
             ["jvms", id, "tree"] => crate::api_tree::tree_of(&self.trees, &*self.store, id, req),
+            ["jvms", id, "queue"] => crate::api_queue::queue_of(&*self.store, id, req),
             ["diff"] => crate::api_diff::diff_of(&*self.store, req),
             ["flame"] => self.flame(req),
             ["hot"] => {
