@@ -12,10 +12,10 @@ window.jscopeQueue = (() => {
 
   const style = document.createElement("style");
   style.textContent = `
-    #q-summary { max-width: 640px; }
+    .q-main { display: grid; grid-template-columns: minmax(320px, 30%) minmax(0, 1fr); gap: 10px; align-items: start; }
     #q-summary td.num { text-align: right; font-variant-numeric: tabular-nums; }
-    .q-charts { display: grid; grid-template-columns: 1fr; gap: 10px; margin-top: 10px; }
-    .q-chart { border: 1px solid #ddd; background: #fff; }
+    .q-charts { display: grid; grid-template-columns: 1fr; gap: 6px; }
+    .q-chart { border: 1px solid #ddd; background: #fff; width: 100%; height: auto; display: block; }
     .q-chart text { font: 11px sans-serif; fill: #555; }
     #q-length-line { fill: none; stroke: #1565c0; stroke-width: 1.2; }
     .q-axis { stroke: #999; stroke-width: 1; }
@@ -85,7 +85,7 @@ window.jscopeQueue = (() => {
   }
 
   // ---- Charts ----
-  const W = 900, H = 220, L = 50, R = 10, T = 10, B = 24;
+  const W = 900, H = 220, L = 70, R = 10, T = 10, B = 24;
 
   function axes(svg, t0, t1, ymax, yfmt) {
     const x = (t) => L + (W - L - R) * (t1 > t0 ? (t - t0) / (t1 - t0) : 0);
@@ -107,8 +107,9 @@ window.jscopeQueue = (() => {
     svg.replaceChildren();
     if (!points.length) return;
     const t0 = points[0].t_ns, t1 = Math.max(points[points.length - 1].t_ns, t0 + 1);
-    const ymax = Math.max(1, ...points.map((p) => p.length));
-    const { x, y } = axes(svg, t0, t1, ymax, (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1)));
+    // Whole-number ticks: the axis goes up to the next multiple of 4.
+    const ymax = 4 * Math.ceil(Math.max(1, ...points.map((p) => p.length)) / 4);
+    const { x, y } = axes(svg, t0, t1, ymax, (v) => String(v));
     let d = `M${x(points[0].t_ns).toFixed(1)} ${y(points[0].length).toFixed(1)}`;
     for (const p of points.slice(1)) d += ` H${x(p.t_ns).toFixed(1)} V${y(p.length).toFixed(1)}`;
     const line = el("path", { id: "q-length-line", d });
@@ -130,7 +131,9 @@ window.jscopeQueue = (() => {
     const t0 = Math.min(...done.map((r) => r.enqueue_ns));
     const t1 = Math.max(t0 + 1, ...done.map((r) => r.enqueue_ns));
     const ymax = Math.max(1, ...done.map((r) => Math.max(r.queue_ns, r.service_ns || 0)));
-    const { x, y } = axes(svg, t0, t1, ymax, ms);
+    // Ticks in the unit of the largest time.
+    const [unit, div] = ymax >= 1e9 ? ["s", 1e9] : ymax >= 1e6 ? ["ms", 1e6] : ["µs", 1e3];
+    const { x, y } = axes(svg, t0, t1, ymax, (v) => (v / div).toFixed(ymax / div >= 10 ? 0 : 1) + " " + unit);
     const dots = el("g", { id: "q-dots" });
     for (const r of done) {
       const cx = x(r.enqueue_ns).toFixed(1);
