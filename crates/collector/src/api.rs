@@ -29,6 +29,8 @@ const DISTRIBUTED_CSS: &str = include_str!("ui/distributed.css");
 /// The trace tree browser, the sandwich and the diff views.
 const TREE_JS: &str = include_str!("ui/tree.js");
 const COMPARE_JS: &str = include_str!("ui/compare.js");
+/// The queue view (a queue replayed from a JVM's trace).
+const QUEUE_JS: &str = include_str!("ui/queue.js");
 const BROWSE_CSS: &str = include_str!("ui/browse.css");
 
 /// What the API reads from.
@@ -198,6 +200,7 @@ impl ApiContext {
             }
             "/tree.js" => return Response::bytes("text/javascript; charset=utf-8", TREE_JS),
             "/compare.js" => return Response::bytes("text/javascript; charset=utf-8", COMPARE_JS),
+            "/queue.js" => return Response::bytes("text/javascript; charset=utf-8", QUEUE_JS),
             "/browse.css" => return Response::bytes("text/css; charset=utf-8", BROWSE_CSS),
             _ => {}
         }
@@ -267,6 +270,7 @@ impl ApiContext {
             ["jvms", id, "locks"] => crate::api_events::locks_of(&*self.store, id, req),
             ["jvms", id, "alloc"] => crate::api_events::alloc_of(&*self.store, id, req),
             ["jvms", id, "tree"] => crate::api_tree::tree_of(&self.trees, &*self.store, id, req),
+            ["jvms", id, "queue"] => crate::api_queue::queue_of(&*self.store, id, req),
             ["diff"] => crate::api_diff::diff_of(&*self.store, req),
             ["flame"] => self.flame(req),
             ["hot"] => {

@@ -26,6 +26,7 @@
 pub mod api;
 mod api_diff;
 mod api_events;
+mod api_queue;
 pub mod api_tree;
 mod config;
 pub mod distributed;

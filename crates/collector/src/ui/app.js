@@ -475,6 +475,7 @@ async function refresh() {
     if (window.jscopeEvents) await window.jscopeEvents.refresh(ui.tab, ui.jvm);
     if (window.jscopeTree) await window.jscopeTree.refresh(ui.tab, ui.jvm);
     if (window.jscopeCompare) await window.jscopeCompare.refresh(ui.tab, ui.jvm, ui.jvms);
+    if (window.jscopeQueue) await window.jscopeQueue.refresh(ui.tab, ui.jvm);
   } catch (e) {
     status("error: " + e.message);
   }
