@@ -381,12 +381,13 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  jscope diff before.jsc after.jsc --top 20\n  jscope diff before.jsc after.jsc --mode wall --thread worker -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242 4377 -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242@0..60 4242@60..120\n  jscope diff traced-before.jsc traced-after.jsc --format json"
+    after_help = "Examples:\n  jscope diff before.jsc after.jsc --top 20\n  jscope diff before.jsc after.jsc --mode wall --thread worker -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242 4377 -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242@0..60 4242@60..120\n  jscope diff --collector http://127.0.0.1:7080 version=1.4 version=1.5\n  jscope diff traced-before.jsc traced-after.jsc --format json"
 )]
 pub struct DiffArgs {
     /// The base side, the "before": a recording (.jsc), or with --collector/--data a
-    /// JVM's id or pid; either may end in @FROM..TO (seconds from its start, either
-    /// bound may be left out) to take only that time range.
+    /// JVM's id or pid, or `service=NAME` and/or labels `K=V` joined by commas (every
+    /// matching JVM, merged); either may end in @FROM..TO (seconds from its start,
+    /// either bound may be left out) to take only that time range.
     pub base: PathBuf,
     /// The new side, the "after", given as BASE is (e.g. 4242@0..30 and 4242@30..60).
     pub new: PathBuf,

@@ -104,13 +104,16 @@ fn load_side(side: &str, spec: &Path, args: &DiffArgs) -> Result<(Loaded, Range)
     let text = spec.to_string_lossy();
     let (what, range) = split_side(&text).with_context(|| format!("{side} side"))?;
     let remote = args.collector.is_some() || args.data.is_some();
-    let src = SourceArgs {
+    let mut src = SourceArgs {
         data: args.data.clone(),
         collector: args.collector.clone(),
         jvm: remote.then(|| what.to_string()),
         token: args.token.clone(),
         ..SourceArgs::default()
     };
+    if remote && what.contains('=') {
+        select_by_tags(&mut src, what);
+    }
     let file = (!remote).then(|| Path::new(what));
     let window = Window {
         from_s: range.from_s.or(args.select.from),
@@ -128,6 +131,18 @@ fn load_side(side: &str, spec: &Path, args: &DiffArgs) -> Result<(Loaded, Range)
         );
     }
     Ok((loaded, range))
+}
+
+/// A side given as `service=NAME` and/or labels `K=V`, joined by commas (all must
+/// match): every JVM of the collector that matches, merged into one side.
+fn select_by_tags(src: &mut SourceArgs, what: &str) {
+    src.jvm = Some("all".to_string());
+    for tag in what.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        match tag.strip_prefix("service=") {
+            Some(service) => src.service = Some(service.to_string()),
+            None => src.label.push(tag.to_string()),
+        }
+    }
 }
 
 /// The side's hot-method table and the stack counts it was made of; an error

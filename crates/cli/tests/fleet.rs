@@ -262,6 +262,33 @@ fn jvms_are_selected_by_service_label_or_all_and_merged() {
         "titled by the selection"
     );
 
+    // jscope diff compares two selections: a service against a label, each merged.
+    let out = jscope(&[
+        "diff",
+        "--data",
+        data_dir,
+        "service=shop",
+        "env=prod,zone=b",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let diff: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(diff["base_samples"], (3 + 5) * per_chunk, "{diff}");
+    assert_eq!(diff["new_samples"], 2 * per_chunk, "{diff}");
+    let row = |m: &str| {
+        diff["methods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["method"] == m)
+            .unwrap_or_else(|| panic!("{m} in {diff}"))
+            .clone()
+    };
+    assert_eq!(row("com.acme.App6103.main")["base_total_samples"], 0);
+    assert_eq!(row("com.acme.App6103.main")["new_total_percent"], 100.0);
+    assert_eq!(row("com.acme.App6102.main")["new_total_samples"], 0);
+
     // A file has no JVMs to select.
     let out = jscope(&["report", "x.jsc", "--service", "shop"]);
     assert!(
