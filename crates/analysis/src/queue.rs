@@ -803,13 +803,7 @@ mod tests {
         let mut w = ChunkWriter::new();
         let mut dict = Dictionary::new();
         for (id, name, events) in threads {
-            w.thread(&ThreadDef {
-                id: ThreadId(*id),
-                java_id: (*id).into(),
-                name: (*name).into(),
-                group: "main".into(),
-                ..Default::default()
-            });
+            crate::testutil::main_thread(&mut w, *id, name);
             let events = events
                 .iter()
                 .map(|&(kind, label, us)| TraceEvent {
@@ -826,13 +820,7 @@ mod tests {
                 events,
             });
         }
-        let header = Header {
-            ticks_per_second: 1_000_000_000,
-            ..Default::default()
-        };
-        let mut bytes = encode_file_start(&header);
-        bytes.extend(w.finish());
-        bytes
+        crate::testutil::ns_file(&mut w)
     }
 
     #[test]

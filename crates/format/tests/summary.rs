@@ -74,10 +74,7 @@ fn recording(finish: fn(&mut ChunkWriter) -> Vec<u8>, samples: bool) -> Vec<u8> 
                 events,
             });
         }
-        w.event(&JvmEvent::global(
-            ticks + 3,
-            EventKind::gc_pause(9),
-        ));
+        w.event(&JvmEvent::global(ticks + 3, EventKind::gc_pause(9)));
         if samples && chunk == 2 {
             w.stack(StackId(1), &[]);
             for s in 0..3 {

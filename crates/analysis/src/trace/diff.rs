@@ -366,16 +366,8 @@ fn quantile(sorted: &[u64], q: f64) -> u64 {
     sorted[i]
 }
 
-/// Where a method or subtree was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Presence {
-    Both,
-    /// Only in the base recording (gone).
-    Base,
-    /// Only in the new recording (added).
-    New,
-}
+/// Where a method or subtree was seen: the same as in the sampled diff.
+pub use crate::diff::Presence;
 
 /// One method on both sides.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -951,13 +943,7 @@ mod tests {
         let mut w = ChunkWriter::new();
         let mut dict = Dictionary::new();
         for (id, name, calls) in threads {
-            w.thread(&ThreadDef {
-                id: ThreadId(*id),
-                java_id: (*id).into(),
-                name: (*name).into(),
-                group: "main".into(),
-                ..Default::default()
-            });
+            crate::testutil::main_thread(&mut w, *id, name);
             let mut events = vec![];
             let mut at = 0;
             for (path, us) in calls {
@@ -990,13 +976,7 @@ mod tests {
                 events,
             });
         }
-        let header = Header {
-            ticks_per_second: 1_000_000_000,
-            ..Default::default()
-        };
-        let mut bytes = encode_file_start(&header);
-        bytes.extend(w.finish());
-        bytes
+        crate::testutil::ns_file(&mut w)
     }
 
     #[test]
