@@ -806,19 +806,11 @@ mod tests {
             crate::testutil::main_thread(&mut w, *id, name);
             let events = events
                 .iter()
-                .map(|&(kind, label, us)| TraceEvent {
-                    kind,
-                    method: dict.method_label(&mut w, label),
-                    ticks: us * 1000,
-                    untraced: 0,
-                    cpu_ns: 0,
+                .map(|&(kind, label, us)| {
+                    crate::testutil::trace_event(kind, dict.method_label(&mut w, label), us * 1000)
                 })
                 .collect();
-            w.trace(&TraceBatch {
-                thread: ThreadId(*id),
-                has_cpu: false,
-                events,
-            });
+            crate::testutil::trace_batch(&mut w, *id, events);
         }
         crate::testutil::ns_file(&mut w)
     }

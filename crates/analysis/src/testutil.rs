@@ -177,3 +177,23 @@ pub fn main_thread(w: &mut ChunkWriter, id: u32, name: &str) {
         ..Default::default()
     });
 }
+
+/// A trace event without CPU time or untraced calls.
+pub fn trace_event(kind: TraceKind, method: MethodId, ticks: u64) -> TraceEvent {
+    TraceEvent {
+        kind,
+        method,
+        ticks,
+        untraced: 0,
+        cpu_ns: 0,
+    }
+}
+
+/// Writes thread `id`'s `events` as one batch without CPU times.
+pub fn trace_batch(w: &mut ChunkWriter, id: u32, events: Vec<TraceEvent>) {
+    w.trace(&TraceBatch {
+        thread: ThreadId(id),
+        has_cpu: false,
+        events,
+    });
+}

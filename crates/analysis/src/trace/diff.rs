@@ -950,31 +950,15 @@ mod tests {
                 let ids: Vec<MethodId> =
                     path.iter().map(|l| dict.method_label(&mut w, l)).collect();
                 for &m in &ids {
-                    events.push(TraceEvent {
-                        kind: TraceKind::Enter,
-                        method: m,
-                        ticks: at,
-                        untraced: 0,
-                        cpu_ns: 0,
-                    });
+                    events.push(crate::testutil::trace_event(TraceKind::Enter, m, at));
                 }
                 at += us * 1000;
                 for &m in ids.iter().rev() {
-                    events.push(TraceEvent {
-                        kind: TraceKind::Exit,
-                        method: m,
-                        ticks: at,
-                        untraced: 0,
-                        cpu_ns: 0,
-                    });
+                    events.push(crate::testutil::trace_event(TraceKind::Exit, m, at));
                 }
                 at += 1000;
             }
-            w.trace(&TraceBatch {
-                thread: ThreadId(*id),
-                has_cpu: false,
-                events,
-            });
+            crate::testutil::trace_batch(&mut w, *id, events);
         }
         crate::testutil::ns_file(&mut w)
     }
