@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::{HotMethod, HotMethods, Mode};
 
-/// Where a method was seen.
+/// Where a method (or, in a trace diff, a subtree) was seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Presence {

@@ -803,36 +803,16 @@ mod tests {
         let mut w = ChunkWriter::new();
         let mut dict = Dictionary::new();
         for (id, name, events) in threads {
-            w.thread(&ThreadDef {
-                id: ThreadId(*id),
-                java_id: (*id).into(),
-                name: (*name).into(),
-                group: "main".into(),
-                ..Default::default()
-            });
+            crate::testutil::main_thread(&mut w, *id, name);
             let events = events
                 .iter()
-                .map(|&(kind, label, us)| TraceEvent {
-                    kind,
-                    method: dict.method_label(&mut w, label),
-                    ticks: us * 1000,
-                    untraced: 0,
-                    cpu_ns: 0,
+                .map(|&(kind, label, us)| {
+                    crate::testutil::trace_event(kind, dict.method_label(&mut w, label), us * 1000)
                 })
                 .collect();
-            w.trace(&TraceBatch {
-                thread: ThreadId(*id),
-                has_cpu: false,
-                events,
-            });
+            crate::testutil::trace_batch(&mut w, *id, events);
         }
-        let header = Header {
-            ticks_per_second: 1_000_000_000,
-            ..Default::default()
-        };
-        let mut bytes = encode_file_start(&header);
-        bytes.extend(w.finish());
-        bytes
+        crate::testutil::ns_file(&mut w)
     }
 
     #[test]

@@ -155,3 +155,45 @@ pub fn header() -> Header {
         extra: vec![("note".into(), "test".into())],
     }
 }
+
+/// A file whose ticks are nanoseconds, holding what `w` wrote.
+pub fn ns_file(w: &mut ChunkWriter) -> Vec<u8> {
+    let header = Header {
+        ticks_per_second: 1_000_000_000,
+        ..Default::default()
+    };
+    let mut bytes = encode_file_start(&header);
+    bytes.extend(w.finish());
+    bytes
+}
+
+/// Declares thread `id` in the "main" group with `id` as its Java id.
+pub fn main_thread(w: &mut ChunkWriter, id: u32, name: &str) {
+    w.thread(&ThreadDef {
+        id: ThreadId(id),
+        java_id: id.into(),
+        name: name.into(),
+        group: "main".into(),
+        ..Default::default()
+    });
+}
+
+/// A trace event without CPU time or untraced calls.
+pub fn trace_event(kind: TraceKind, method: MethodId, ticks: u64) -> TraceEvent {
+    TraceEvent {
+        kind,
+        method,
+        ticks,
+        untraced: 0,
+        cpu_ns: 0,
+    }
+}
+
+/// Writes thread `id`'s `events` as one batch without CPU times.
+pub fn trace_batch(w: &mut ChunkWriter, id: u32, events: Vec<TraceEvent>) {
+    w.trace(&TraceBatch {
+        thread: ThreadId(id),
+        has_cpu: false,
+        events,
+    });
+}

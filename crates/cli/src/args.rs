@@ -360,6 +360,20 @@ pub enum Format {
     Json,
 }
 
+impl Format {
+    /// Prints `v` to stdout as its text table or as pretty JSON.
+    pub fn print<T: std::fmt::Display + serde::Serialize>(self, v: &T) -> anyhow::Result<()> {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+        match self {
+            Format::Text => write!(w, "{v}")?,
+            Format::Json => writeln!(w, "{}", serde_json::to_string_pretty(v)?)?,
+        }
+        w.flush()?;
+        Ok(())
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(
     after_help = "Example:\n  jscope report app.jsc --top 20 --thread worker --state runnable"

@@ -2,7 +2,6 @@
 //! two recordings, as a table and as a differential flame graph; exact-trace
 //! recordings go to [`crate::trace_diff`].
 
-use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -10,7 +9,7 @@ use jscope_analysis::{diff_hot, hot_methods, CollapseOptions, Mode, Selection, S
 use jscope_flame::{render_diff_html, render_diff_svg, FlameGraph, Options};
 
 use crate::analyze::{require_samples, selection};
-use crate::args::{DiffArgs, Format, SourceArgs};
+use crate::args::{DiffArgs, SourceArgs};
 use crate::duration::parse_seconds;
 use crate::source::{Loaded, Window};
 
@@ -36,13 +35,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         write_graph(args, out, &base, &new, &sel, graphs)?;
     }
     diff.truncate(args.top);
-    let mut w = BufWriter::new(io::stdout().lock());
-    match args.format {
-        Format::Text => write!(w, "{diff}")?,
-        Format::Json => writeln!(w, "{}", serde_json::to_string_pretty(&diff)?)?,
-    }
-    w.flush()?;
-    Ok(())
+    args.format.print(&diff)
 }
 
 /// A side's own time range (`SIDE@FROM..TO`), in seconds from its start.

@@ -160,7 +160,7 @@ fn record_hint(k: Kind) -> &'static str {
 
 /// Writes to the output file or to buffered stdout, flushing at the end so a
 /// closed pipe surfaces as an error (treated as success by main).
-fn with_output(
+pub(crate) fn with_output(
     output: Option<&Path>,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<()> {

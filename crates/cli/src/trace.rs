@@ -1,8 +1,7 @@
 //! The commands over exact-tracing recordings: `tree` and `stats` (their exports
 //! are `jscope export`'s, in export.rs).
 
-use std::fs::File;
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -14,6 +13,7 @@ use jscope_format::Recording;
 
 use crate::args::Format;
 use crate::duration::parse_duration;
+use crate::export::with_output;
 
 /// Which methods the trace commands leave out.
 #[derive(Debug, Args, Clone, Default)]
@@ -218,29 +218,6 @@ fn load_tree(path: &Path, hide: &HideArgs) -> Result<CallTree> {
         );
     }
     Ok(tree)
-}
-
-/// Writes to the output file or to buffered stdout, flushing at the end so a
-/// closed pipe surfaces as an error (treated as success by main).
-fn with_output(
-    output: Option<&Path>,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<()> {
-    match output {
-        Some(path) => {
-            let file =
-                File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-            let mut out = BufWriter::new(file);
-            write(&mut out).with_context(|| format!("cannot write {}", path.display()))?;
-            out.flush()?;
-        }
-        None => {
-            let mut out = BufWriter::new(io::stdout().lock());
-            write(&mut out)?;
-            out.flush()?;
-        }
-    }
-    Ok(())
 }
 
 pub fn tree(args: &TreeArgs) -> Result<()> {

@@ -3,14 +3,12 @@
 //! trees compared path by path (subtrees on one side only, paths whose calls or
 //! durations changed).
 
-use std::io::{self, BufWriter, Write};
-
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use jscope_analysis::trace::{DiffOptions, TraceDiff, TraceOptions};
 use jscope_format::{ChunkReader, Recording};
 
-use crate::args::{DiffArgs, Format};
+use crate::args::DiffArgs;
 use crate::source::Loaded;
 
 /// The options of `jscope diff` that apply to exact-trace recordings.
@@ -140,11 +138,5 @@ pub fn run(args: &DiffArgs, base: &Loaded, new: &Loaded) -> Result<()> {
 
 fn write_diff(args: &DiffArgs, mut diff: TraceDiff) -> Result<()> {
     diff.truncate(args.top);
-    let mut w = BufWriter::new(io::stdout().lock());
-    match args.format {
-        Format::Text => write!(w, "{diff}")?,
-        Format::Json => writeln!(w, "{}", serde_json::to_string_pretty(&diff)?)?,
-    }
-    w.flush()?;
-    Ok(())
+    args.format.print(&diff)
 }

@@ -22,25 +22,13 @@ fn f(path: &Path) -> &str {
 /// Records `java -cp CLASSES Shift SECONDS FACTOR` with cpu sampling every 5 ms.
 fn record_shift(java: &Java, dir: &Path, name: &str, factor: &str) -> PathBuf {
     let file = dir.join(format!("{name}.jsc"));
-    let cp = classes();
-    let args = [
-        "record",
-        "--mode",
-        "cpu",
-        "--interval",
-        "5ms",
-        "-o",
-        f(&file),
-        "--",
-        f(&java.bin),
-        "-cp",
-        f(&cp),
-        "Shift",
-        "2",
-        factor,
-    ];
-    let out = jscope(&args);
-    assert!(out.status.success(), "jscope {args:?}: {}", stderr(&out));
+    record(
+        &file,
+        &["--mode", "cpu", "--interval", "5ms"],
+        &java.bin,
+        &classes(),
+        &["Shift", "2", factor],
+    );
     file
 }
 

@@ -32,22 +32,13 @@ fn recorded() -> &'static Recorded {
             compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"));
         let java = &javas()[0];
         let file = temp_dir("export-jvm").join("cpusplit.jsc");
-        let out = jscope(&[
-            "record",
-            "--mode",
-            "cpu",
-            "--interval",
-            "5ms",
-            "-o",
-            file.to_str().unwrap(),
-            "--",
-            java.bin.to_str().unwrap(),
-            "-cp",
-            classes.to_str().unwrap(),
-            "CpuSplit",
-            "2",
-        ]);
-        assert!(out.status.success(), "{}", stderr(&out));
+        record(
+            &file,
+            &["--mode", "cpu", "--interval", "5ms"],
+            &java.bin,
+            &classes,
+            &["CpuSplit", "2"],
+        );
         let report = Report::of(&file, &[]);
         assert!(report.samples > 100, "{} samples", report.samples);
         Recorded { file, report }
@@ -395,22 +386,13 @@ fn traces_export_as_evented_profiles_that_speedscope_opens() {
     let java = &javas()[0];
     let dir = temp_dir("export-speedscope-trace");
     let file = dir.join("trace.jsc");
-    let out = jscope(&[
-        "record",
-        "--mode",
-        "none",
-        "--trace",
-        "CpuSplit",
-        "-o",
-        file.to_str().unwrap(),
-        "--",
-        java.bin.to_str().unwrap(),
-        "-cp",
-        classes.to_str().unwrap(),
-        "CpuSplit",
-        "1",
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    record(
+        &file,
+        &["--mode", "none", "--trace", "CpuSplit"],
+        &java.bin,
+        &classes,
+        &["CpuSplit", "1"],
+    );
     let json_file = dir.join("trace.speedscope.json");
     let out = jscope(&[
         "export",

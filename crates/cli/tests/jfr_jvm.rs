@@ -55,24 +55,13 @@ fn record_jfr(java: &Java, name: &str, extra: &str, seconds: &str) -> (PathBuf, 
 fn record_jsc(java: &Java) -> PathBuf {
     agent_path();
     let file = temp_dir(&format!("jfrsplit-jsc-jdk{}", java.major)).join("split.jsc");
-    let cp = classes();
-    let args = [
-        "record",
-        "--mode",
-        "cpu",
-        "--interval",
-        "5ms",
-        "-o",
-        file.to_str().unwrap(),
-        "--",
-        java.bin.to_str().unwrap(),
-        "-cp",
-        cp.to_str().unwrap(),
-        "JfrSplit",
-        "2",
-    ];
-    let out = jscope(&args);
-    assert!(out.status.success(), "jscope record: {}", stderr(&out));
+    record(
+        &file,
+        &["--mode", "cpu", "--interval", "5ms"],
+        &java.bin,
+        &classes(),
+        &["JfrSplit", "2"],
+    );
     file
 }
 

@@ -7,13 +7,12 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use jscope_analysis::trace::{CallTree, TraceOptions, TraceStats};
 use jscope_analysis::Info;
 use jscope_format::{Overview, Recording};
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{compile_fixtures, javas, Java};
 use support::*;
 
 /// Runs BusyApp traced (2 M events over several chunks, thread events among
@@ -21,27 +20,16 @@ use support::*;
 fn trace_run(java: &Java) -> PathBuf {
     let classes =
         compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/trace_index_fixtures"));
-    let file = temp_dir(&format!("trace-index-{}", java.major)).join("app.jsc");
-    let agent = format!(
-        "-agentpath:{}=trace=BusyApp;java.lang.Thread#start,events=threads,file={}",
-        agent_path().display(),
-        file.display()
-    );
-    let mut cmd = Command::new(&java.bin);
-    cmd.arg(&agent)
-        .arg("-cp")
-        .arg(classes)
-        .arg("BusyApp")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let out = Child::spawn(&mut cmd).finish(Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "JDK {}: {}",
-        java.major,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    file
+    agent_run(
+        java,
+        &format!("trace-index-{}", java.major),
+        &[],
+        "trace=BusyApp;java.lang.Thread#start,events=threads",
+        &classes,
+        &["BusyApp"],
+        120,
+    )
+    .0
 }
 
 #[test]

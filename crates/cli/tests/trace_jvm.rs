@@ -6,7 +6,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
@@ -19,29 +19,16 @@ fn classes() -> PathBuf {
 
 /// Runs TracedApp with the agent's `options` plus a fresh file; returns the file.
 fn trace_run(java: &Java, options: &str) -> PathBuf {
-    let file = temp_dir(&format!("trace-jvm-{}", java.major)).join("app.jsc");
-    let agent = format!(
-        "-agentpath:{}={options},file={}",
-        agent_path().display(),
-        file.display()
+    let (file, printed) = agent_run(
+        java,
+        &format!("trace-jvm-{}", java.major),
+        &["-Xverify:all"],
+        options,
+        &classes(),
+        &["TracedApp"],
+        120,
     );
-    let mut cmd = Command::new(&java.bin);
-    cmd.args(["-Xverify:all", &agent, "-cp"])
-        .arg(classes())
-        .arg("TracedApp")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let out = Child::spawn(&mut cmd).finish(Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "JDK {}: {}",
-        java.major,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "depth 3 rescued true\n"
-    );
+    assert_eq!(printed, "depth 3 rescued true\n");
     file
 }
 

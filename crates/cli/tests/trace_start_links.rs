@@ -3,12 +3,13 @@
 //! that make their first traced call in scrambled order each hang under their
 //! own start() call, with and without `java.lang.Thread#start` traced.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use jscope_analysis::trace::{CallTree, NodeRef, TraceOptions};
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{compile_fixtures, javas, Java};
+use support::*;
 
 fn classes() -> PathBuf {
     compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/trace_fixtures"))
@@ -18,28 +19,17 @@ const PATTERNS: &str = "Starts#main;Starts#work;Starts#launch;Starts#viaPool";
 
 /// Runs Starts traced with `patterns` and builds its call tree.
 fn traced_tree(java: &Java, name: &str, patterns: &str) -> CallTree {
-    let file = temp_dir(&format!("trace-starts-{name}-{}", java.major)).join("starts.jsc");
-    let agent = format!(
-        "-agentpath:{}=trace={patterns},file={}",
-        agent_path().display(),
-        file.display()
-    );
-    let mut cmd = Command::new(&java.bin);
-    cmd.args(["-Xverify:all", &agent, "-cp"])
-        .arg(classes())
-        .arg("Starts")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let out = Child::spawn(&mut cmd).finish(Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "JDK {}: {}",
-        java.major,
-        String::from_utf8_lossy(&out.stderr)
+    let (file, printed) = agent_run(
+        java,
+        &format!("trace-starts-{name}-{}", java.major),
+        &["-Xverify:all"],
+        &format!("trace={patterns}"),
+        &classes(),
+        &["Starts"],
+        120,
     );
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "started w0 w1 w2 w3 w4 w5 w6 w7\n",
+        printed, "started w0 w1 w2 w3 w4 w5 w6 w7\n",
         "the names in start order"
     );
     let bytes = std::fs::read(&file).unwrap();

@@ -8,11 +8,9 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use jscope_analysis::trace::{CallTree, TraceOptions};
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{compile_fixtures, javas, Java};
 use serde_json::Value;
 use support::*;
 
@@ -24,27 +22,15 @@ fn classes() -> PathBuf {
 
 /// Runs VThreads traced; None on a JDK without virtual threads.
 fn traced_run(java: &Java) -> Option<PathBuf> {
-    let file = temp_dir(&format!("trace-vthreads-{}", java.major)).join("v.jsc");
-    let agent = format!(
-        "-agentpath:{}=trace=VThreads#task;VThreads#work,file={}",
-        agent_path().display(),
-        file.display()
+    let (file, printed) = agent_run(
+        java,
+        &format!("trace-vthreads-{}", java.major),
+        &[],
+        "trace=VThreads#task;VThreads#work",
+        &classes(),
+        &["VThreads", &THREADS.to_string()],
+        180,
     );
-    let mut cmd = Command::new(&java.bin);
-    cmd.args([&agent, "-cp"])
-        .arg(classes())
-        .arg("VThreads")
-        .arg(THREADS.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let out = Child::spawn(&mut cmd).finish(Duration::from_secs(180));
-    assert!(
-        out.status.success(),
-        "JDK {}: {}",
-        java.major,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
     if printed == "no virtual threads\n" {
         assert!(java.major < 21, "JDK {} has virtual threads", java.major);
         return None;

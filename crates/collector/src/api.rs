@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use jscope_analysis::{parse_state, threads_at, DotOptions, Mode};
-use jscope_flame::{render_html, Options};
+use jscope_flame::{render_html, FlameGraph, Options};
 use serde::Serialize;
 
 use crate::config::parse_duration;
@@ -353,35 +353,26 @@ impl ApiContext {
             return crate::api_events::event_flame(&*self.store, &q, what, req);
         }
         let (graph, mode) = query::flame(&*self.store, &q)?;
-        match req.param("format").unwrap_or("json") {
-            "html" => {
-                let opts = Options {
-                    title: format!(
-                        "{} ({})",
-                        q.jvms.join(" + "),
-                        mode.map_or("no samples", Mode::name)
-                    ),
-                    subtitle: describe(&q),
-                    ..Options::default()
-                };
-                Ok(Response::bytes(
-                    "text/html; charset=utf-8",
-                    render_html(&graph, &opts),
-                ))
-            }
-            "collapsed" => Ok(Response::bytes(
-                "text/plain; charset=utf-8",
-                graph.to_collapsed(),
-            )),
-            "json" => Ok(Response::json(&serde_json::json!({
-                "mode": mode,
-                "samples": graph.total(),
-                "collapsed": graph.to_collapsed(),
-            }))),
-            other => Err(CollectorError::BadQuery(format!(
-                "unknown format {other:?}"
-            ))),
-        }
+        flame_response(
+            &graph,
+            req,
+            || Options {
+                title: format!(
+                    "{} ({})",
+                    q.jvms.join(" + "),
+                    mode.map_or("no samples", Mode::name)
+                ),
+                subtitle: describe(&q),
+                ..Options::default()
+            },
+            || {
+                serde_json::json!({
+                    "mode": mode,
+                    "samples": graph.total(),
+                    "collapsed": graph.to_collapsed(),
+                })
+            },
+        )
     }
 
     fn callgraph(&self, req: &Request) -> Result<Response, CollectorError> {
@@ -395,6 +386,30 @@ impl ApiContext {
             return Ok(Response::bytes("text/vnd.graphviz", out));
         }
         Ok(Response::json(&graph))
+    }
+}
+
+/// A flame graph in the `format` the request asks for (json by default): an
+/// HTML page with `options`, collapsed stacks, or the `json` body.
+pub(crate) fn flame_response(
+    graph: &FlameGraph,
+    req: &Request,
+    options: impl FnOnce() -> Options,
+    json: impl FnOnce() -> serde_json::Value,
+) -> Result<Response, CollectorError> {
+    match req.param("format").unwrap_or("json") {
+        "html" => Ok(Response::bytes(
+            "text/html; charset=utf-8",
+            render_html(graph, &options()),
+        )),
+        "collapsed" => Ok(Response::bytes(
+            "text/plain; charset=utf-8",
+            graph.to_collapsed(),
+        )),
+        "json" => Ok(Response::json(&json())),
+        other => Err(CollectorError::BadQuery(format!(
+            "unknown format {other:?}"
+        ))),
     }
 }
 

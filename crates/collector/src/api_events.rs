@@ -6,7 +6,7 @@ use jscope_analysis::events::{
     EventFilter, EventWeight,
 };
 use jscope_analysis::{collapse, CollapseOptions, ThreadMatcher};
-use jscope_flame::{render_html, FlameGraph, Options};
+use jscope_flame::{FlameGraph, Options};
 use jscope_format::Recording;
 
 use crate::query::Query;
@@ -174,30 +174,21 @@ pub(crate) fn event_flame(
             graph.add(frames, n);
         }
     }
-    match req.param("format").unwrap_or("json") {
-        "html" => {
-            let opts = Options {
-                title: format!("{} ({})", q.jvms.join(" + "), what.name()),
-                subtitle: format!("{} {}", graph.total(), what.unit()),
-                ..Options::default()
-            };
-            Ok(Response::bytes(
-                "text/html; charset=utf-8",
-                render_html(&graph, &opts),
-            ))
-        }
-        "collapsed" => Ok(Response::bytes(
-            "text/plain; charset=utf-8",
-            graph.to_collapsed(),
-        )),
-        "json" => Ok(Response::json(&serde_json::json!({
-            "mode": what,
-            "unit": what.unit(),
-            "samples": graph.total(),
-            "collapsed": graph.to_collapsed(),
-        }))),
-        other => Err(CollectorError::BadQuery(format!(
-            "unknown format {other:?}"
-        ))),
-    }
+    crate::api::flame_response(
+        &graph,
+        req,
+        || Options {
+            title: format!("{} ({})", q.jvms.join(" + "), what.name()),
+            subtitle: format!("{} {}", graph.total(), what.unit()),
+            ..Options::default()
+        },
+        || {
+            serde_json::json!({
+                "mode": what,
+                "unit": what.unit(),
+                "samples": graph.total(),
+                "collapsed": graph.to_collapsed(),
+            })
+        },
+    )
 }

@@ -366,16 +366,8 @@ fn quantile(sorted: &[u64], q: f64) -> u64 {
     sorted[i]
 }
 
-/// Where a method or subtree was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Presence {
-    Both,
-    /// Only in the base recording (gone).
-    Base,
-    /// Only in the new recording (added).
-    New,
-}
+/// Where a method or subtree was seen: the same as in the sampled diff.
+pub use crate::diff::Presence;
 
 /// One method on both sides.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -951,52 +943,24 @@ mod tests {
         let mut w = ChunkWriter::new();
         let mut dict = Dictionary::new();
         for (id, name, calls) in threads {
-            w.thread(&ThreadDef {
-                id: ThreadId(*id),
-                java_id: (*id).into(),
-                name: (*name).into(),
-                group: "main".into(),
-                ..Default::default()
-            });
+            crate::testutil::main_thread(&mut w, *id, name);
             let mut events = vec![];
             let mut at = 0;
             for (path, us) in calls {
                 let ids: Vec<MethodId> =
                     path.iter().map(|l| dict.method_label(&mut w, l)).collect();
                 for &m in &ids {
-                    events.push(TraceEvent {
-                        kind: TraceKind::Enter,
-                        method: m,
-                        ticks: at,
-                        untraced: 0,
-                        cpu_ns: 0,
-                    });
+                    events.push(crate::testutil::trace_event(TraceKind::Enter, m, at));
                 }
                 at += us * 1000;
                 for &m in ids.iter().rev() {
-                    events.push(TraceEvent {
-                        kind: TraceKind::Exit,
-                        method: m,
-                        ticks: at,
-                        untraced: 0,
-                        cpu_ns: 0,
-                    });
+                    events.push(crate::testutil::trace_event(TraceKind::Exit, m, at));
                 }
                 at += 1000;
             }
-            w.trace(&TraceBatch {
-                thread: ThreadId(*id),
-                has_cpu: false,
-                events,
-            });
+            crate::testutil::trace_batch(&mut w, *id, events);
         }
-        let header = Header {
-            ticks_per_second: 1_000_000_000,
-            ..Default::default()
-        };
-        let mut bytes = encode_file_start(&header);
-        bytes.extend(w.finish());
-        bytes
+        crate::testutil::ns_file(&mut w)
     }
 
     #[test]

@@ -546,13 +546,7 @@ mod link_tests {
         for (thread, at) in [(3, 50), (4, 60), (2, 70)] {
             w.trace(&batch(thread, vec![ev(Enter, 2, at), ev(Exit, 2, at + 1)]));
         }
-        let header = Header {
-            ticks_per_second: 1_000_000_000,
-            ..Default::default()
-        };
-        let mut bytes = encode_file_start(&header);
-        bytes.extend(w.finish());
-        bytes
+        crate::testutil::ns_file(&mut w)
     }
 
     #[test]

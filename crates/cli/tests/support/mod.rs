@@ -244,3 +244,56 @@ pub fn free_port() -> String {
         .port()
         .to_string()
 }
+
+/// `jscope record OPTIONS... -o FILE -- JAVA -cp CLASSES ARGS...`, asserting it
+/// succeeded.
+pub fn record(file: &Path, options: &[&str], java: &Path, classes: &Path, args: &[&str]) {
+    let mut all = vec!["record"];
+    all.extend_from_slice(options);
+    all.extend([
+        "-o",
+        file.to_str().unwrap(),
+        "--",
+        java.to_str().unwrap(),
+        "-cp",
+        classes.to_str().unwrap(),
+    ]);
+    all.extend_from_slice(args);
+    let out = jscope(&all);
+    assert!(out.status.success(), "jscope {all:?}: {}", stderr(&out));
+}
+
+/// Runs `java JVM_ARGS... -agentpath:AGENT=OPTIONS,file=FILE -cp CLASSES ARGS...`
+/// to its end (`secs` at most), FILE being `app.jsc` in a fresh temp dir `dir`;
+/// asserts it exited 0 and returns FILE and what the fixture printed.
+pub fn agent_run(
+    java: &jscope_testkit::Java,
+    dir: &str,
+    jvm_args: &[&str],
+    options: &str,
+    classes: &Path,
+    args: &[&str],
+    secs: u64,
+) -> (PathBuf, String) {
+    let file = jscope_testkit::temp_dir(dir).join("app.jsc");
+    let mut cmd = Command::new(&java.bin);
+    cmd.args(jvm_args)
+        .arg(format!(
+            "-agentpath:{}={options},file={}",
+            jscope_testkit::agent_path().display(),
+            file.display()
+        ))
+        .arg("-cp")
+        .arg(classes)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = jscope_testkit::Child::spawn(&mut cmd).finish(std::time::Duration::from_secs(secs));
+    assert!(
+        out.status.success(),
+        "JDK {}: {}",
+        java.major,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (file, String::from_utf8_lossy(&out.stdout).into_owned())
+}
