@@ -2,7 +2,11 @@
 //! methods' shares of the samples grew and which shrank.
 //!
 //! Each side is normalised to its own selected samples, so a 30 s recording
-//! compares fairly with a 10 s one; the change is in percentage points.
+//! compares fairly with a 10 s one; the change is in percentage points. A change
+//! is significant when a two-proportion z-test of the method's self or total
+//! share (the smaller p-value, doubled for the two tests) stays below
+//! [`SIGNIFICANT_Q`] after Benjamini-Hochberg over all methods, and the share
+//! moved at least [`MIN_POINTS`] points: sampling noise alone rarely passes both.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -40,6 +44,30 @@ pub struct MethodDiff {
     pub self_delta: f64,
     /// `new_total_percent - base_total_percent`, in percentage points.
     pub total_delta: f64,
+    /// Benjamini-Hochberg q-value of the change (see the module's docs).
+    pub q_value: f64,
+    /// Whether the change is more than sampling noise.
+    pub significant: bool,
+}
+
+/// The false-discovery rate under which a change counts as significant.
+pub const SIGNIFICANT_Q: f64 = 0.01;
+/// The least change of share, in points, that counts as significant.
+pub const MIN_POINTS: f64 = 1.0;
+
+/// Two-sided p-value of a two-proportion z-test: `x1` of `n1` against `x2` of `n2`.
+fn two_proportion_p(x1: u64, n1: u64, x2: u64, n2: u64) -> f64 {
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    let (n1, n2) = (n1 as f64, n2 as f64);
+    let pooled = (x1 as f64 + x2 as f64) / (n1 + n2);
+    let se = (pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2)).sqrt();
+    if se == 0.0 {
+        return 1.0;
+    }
+    let z = (x1 as f64 / n1 - x2 as f64 / n2).abs() / se;
+    crate::trace::erfc(z / std::f64::consts::SQRT_2).min(1.0)
 }
 
 /// The method-share comparison of two sides, rows ranked by the absolute
@@ -97,9 +125,34 @@ pub fn diff_hot(base: &HotMethods, new: &HotMethods) -> HotDiff {
                 new_total_percent: ntp,
                 self_delta: nsp - bsp,
                 total_delta: ntp - btp,
+                q_value: 1.0,
+                significant: false,
             }
         })
         .collect();
+    let p: Vec<Option<f64>> = methods
+        .iter()
+        .map(|m| {
+            let ps = two_proportion_p(
+                m.base_self_samples,
+                base.samples,
+                m.new_self_samples,
+                new.samples,
+            );
+            let pt = two_proportion_p(
+                m.base_total_samples,
+                base.samples,
+                m.new_total_samples,
+                new.samples,
+            );
+            Some((2.0 * ps.min(pt)).min(1.0))
+        })
+        .collect();
+    for (m, q) in methods.iter_mut().zip(crate::trace::benjamini_hochberg(&p)) {
+        m.q_value = q.unwrap_or(1.0);
+        m.significant =
+            m.q_value < SIGNIFICANT_Q && m.self_delta.abs().max(m.total_delta.abs()) >= MIN_POINTS;
+    }
     methods.sort_by(|a, b| {
         b.self_delta
             .abs()
@@ -127,12 +180,12 @@ impl fmt::Display for HotDiff {
         let mode = self.mode.map_or("none", Mode::name);
         writeln!(
             f,
-            "base {} samples, new {} samples ({mode}); shares of each side's samples, change in percentage points",
+            "base {} samples, new {} samples ({mode}); shares of each side's samples, change in percentage points; * more than sampling noise (q < {SIGNIFICANT_Q})",
             self.base_samples, self.new_samples
         )?;
         writeln!(
             f,
-            "{:>7} {:>7} {:>8}  {:>7} {:>7} {:>8}  method",
+            "{:>7} {:>7} {:>8}  {:>7} {:>7} {:>8}    method",
             "self", "self", "self", "total", "total", "total"
         )?;
         writeln!(
@@ -148,13 +201,14 @@ impl fmt::Display for HotDiff {
             };
             writeln!(
                 f,
-                "{:>6.2}% {:>6.2}% {:>+8.2}  {:>6.2}% {:>6.2}% {:>+8.2}  {}{tag}",
+                "{:>6.2}% {:>6.2}% {:>+8.2}  {:>6.2}% {:>6.2}% {:>+8.2}  {} {}{tag}",
                 m.base_self_percent,
                 m.new_self_percent,
                 m.self_delta,
                 m.base_total_percent,
                 m.new_total_percent,
                 m.total_delta,
+                if m.significant { '*' } else { ' ' },
                 m.method
             )?;
         }
@@ -201,6 +255,20 @@ mod tests {
 
     fn row<'d>(d: &'d HotDiff, method: &str) -> &'d MethodDiff {
         d.methods.iter().find(|m| m.method == method).unwrap()
+    }
+
+    #[test]
+    fn a_real_change_is_significant_and_noise_is_not() {
+        // 400 samples a side: b from a third to about half is far beyond noise.
+        let d = diff_hot(&hot(&side(133, 133, 134, 0)), &hot(&side(100, 200, 100, 0)));
+        let b = row(&d, "demo.Work.b");
+        assert!(b.significant && b.q_value < 1e-4, "{b:?}");
+        // The same split give or take a few samples: nothing is.
+        let d = diff_hot(&hot(&side(133, 133, 134, 0)), &hot(&side(128, 139, 133, 0)));
+        assert!(d.methods.iter().all(|m| !m.significant), "{d:#?}");
+        // A small side moves a lot by chance: 6 of 20 against 4 of 20 is not a change.
+        let d = diff_hot(&hot(&side(6, 7, 7, 0)), &hot(&side(4, 8, 8, 0)));
+        assert!(!row(&d, "demo.Work.a").significant);
     }
 
     #[test]

@@ -54,6 +54,7 @@ fn diff_ranks_the_method_whose_share_grew_first() {
     let first = &rows[0];
     assert_eq!(first["method"], "Shift.grows", "{json:#}");
     assert_eq!(first["presence"], "both");
+    assert_eq!(first["significant"], true, "{json:#}");
     // A third before, two thirds after: +33 points, with sampling slack.
     let delta = first["self_delta"].as_f64().unwrap();
     assert!(
@@ -104,6 +105,22 @@ fn diff_ranks_the_method_whose_share_grew_first() {
             && err.lines().count() == 1,
         "{err}"
     );
+}
+
+#[test]
+fn two_runs_of_an_unchanged_fixture_show_no_significant_difference() {
+    let java = javas().into_iter().next().expect("a java");
+    let dir = temp_dir("diff-same");
+    let base = record_shift(&java, &dir, "base", "1");
+    let new = record_shift(&java, &dir, "new", "1");
+    let json: Value = jscope_json(&["diff", f(&base), f(&new), "--format", "json"]);
+    let rows = json["methods"].as_array().unwrap();
+    assert!(rows.len() >= 3, "{json:#}");
+    for row in rows {
+        assert_eq!(row["significant"], false, "{row:#}");
+    }
+    let text = stdout(&jscope(&["diff", f(&base), f(&new)]));
+    assert!(text.lines().skip(3).all(|l| !l.contains('*')), "{text}");
 }
 
 #[test]

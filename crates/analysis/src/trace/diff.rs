@@ -769,7 +769,7 @@ pub fn benjamini_hochberg(p: &[Option<f64>]) -> Vec<Option<f64>> {
 
 /// Complementary error function with fractional error below 1.2e-7 (Chebyshev
 /// fit, Numerical Recipes' erfcc): tiny p-values keep their magnitude.
-fn erfc(x: f64) -> f64 {
+pub(crate) fn erfc(x: f64) -> f64 {
     let z = x.abs();
     let t = 1.0 / (1.0 + 0.5 * z);
     let r = t

@@ -71,6 +71,7 @@ use serde::Serialize;
 
 pub use aggregate::aggregate_stats;
 pub use complete::incomplete_note;
+pub(crate) use diff::erfc;
 pub use diff::{
     benjamini_hochberg, mann_whitney, normalise_thread, poisson_test, DiffOptions, MethodChange,
     NodeChange, OneSided, Presence, SideStats, TraceDiff, TreeDiff,
