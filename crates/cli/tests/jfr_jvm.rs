@@ -116,12 +116,18 @@ fn execution_samples_show_the_split_as_jscope_does_and_convert_keeps_it() {
     for java in javas().into_iter().filter(|j| j.major >= 17) {
         let what = format!("jdk {} JFR", java.major);
         let (jfr, _) = record_jfr(&java, "jfrsplit", ",jdk.ExecutionSample#period=2ms", "3");
-        let from_jfr = assert_split(&what, &jfr);
-        let ours = assert_split(&format!("jdk {} jscope", java.major), &record_jsc(&java));
-        assert!(
-            (from_jfr.0 - ours.0).abs() <= 10.0,
-            "{what}: {from_jfr:?} vs jscope's {ours:?}"
-        );
+        // JDK 25 samples cooperatively (JEP 518): on some runs it wrote a few dozen
+        // execution samples for 3 s of CPU (the reader counts what `jfr summary` does:
+        // the several-chunks test), so its
+        // split is checked on jdk.CPUTimeSample, its CPU sampler, in the test below.
+        if java.major < 25 {
+            let from_jfr = assert_split(&what, &jfr);
+            let ours = assert_split(&format!("jdk {} jscope", java.major), &record_jsc(&java));
+            assert!(
+                (from_jfr.0 - ours.0).abs() <= 10.0,
+                "{what}: {from_jfr:?} vs jscope's {ours:?}"
+            );
+        }
 
         let jsc = jfr.with_extension("jsc");
         let out = jscope(&[
