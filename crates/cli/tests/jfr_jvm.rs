@@ -118,8 +118,8 @@ fn execution_samples_show_the_split_as_jscope_does_and_convert_keeps_it() {
         let (jfr, _) = record_jfr(&java, "jfrsplit", ",jdk.ExecutionSample#period=2ms", "3");
         // JDK 25 samples cooperatively (JEP 518): on some runs it wrote a few dozen
         // execution samples for 3 s of CPU (the reader counts what `jfr summary` does:
-        // the several-chunks test), so its
-        // split is checked on jdk.CPUTimeSample, its CPU sampler, in the test below.
+        // the several-chunks test), so its split is checked on jdk.CPUTimeSample, its
+        // CPU sampler, in the test below.
         if java.major < 25 {
             let from_jfr = assert_split(&what, &jfr);
             let ours = assert_split(&format!("jdk {} jscope", java.major), &record_jsc(&java));
