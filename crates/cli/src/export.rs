@@ -122,15 +122,7 @@ fn load_streaming_traces(
 ) -> Result<(Loaded, Option<CallTree>)> {
     let streamable = args.source.data.is_none() && args.source.collector.is_none();
     if let (Some(path), true, None | Some(Kind::Trace)) = (&args.file, streamable, kind) {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        if let Ok((tree, rec)) = CallTree::from_bytes(&bytes, trace) {
-            if let Some(damage) = &rec.damage {
-                eprintln!(
-                    "jscope: warning: {} is {damage}; read up to there",
-                    path.display()
-                );
-            }
+        if let Ok((tree, rec)) = crate::trace::read_tree(path, trace) {
             // Without trace events the tree is empty and the recording whole.
             let title = crate::analyze::title_of(path);
             return Ok((Loaded { rec, title }, Some(tree)));

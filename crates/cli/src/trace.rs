@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use jscope_analysis::trace::{CallTree, ScanProgress, SortKey, TraceOptions, TraceStats, TreeView};
+use jscope_analysis::trace::{
+    CallTree, ScanProgress, SortKey, TraceError, TraceOptions, TraceStats, TreeView,
+};
 use jscope_analysis::ThreadMatcher;
 use jscope_format::Recording;
 
@@ -192,19 +194,40 @@ pub fn warn_incomplete(rec: &Recording) {
     }
 }
 
-/// The call tree, or an error saying why the recording has none.
-fn load_tree(path: &Path, hide: &HideArgs) -> Result<CallTree> {
+/// Reads a trace file once, as the trace commands do: a JFR file converted in
+/// memory, a jscope file streamed chunk by chunk with a progress line; damage is
+/// a warning.
+fn read_traces<T>(
+    path: &Path,
+    from_bytes: impl FnOnce(&[u8]) -> Result<(T, Recording), TraceError>,
+    from_file: impl FnOnce(&mut dyn FnMut(ScanProgress)) -> Result<(T, Recording), TraceError>,
+) -> Result<(T, Recording)> {
     let read = match jfr_as_jsc(path)? {
-        Some(bytes) => CallTree::from_bytes(&bytes, &hide.options()),
+        Some(bytes) => from_bytes(&bytes),
         None => {
             let mut progress = Progress::new(path);
-            let read = CallTree::from_file(path, &hide.options(), &mut |p| progress.update(p));
+            let read = from_file(&mut |p| progress.update(p));
             progress.finish();
             read
         }
     };
-    let (tree, rec) = read.with_context(|| format!("cannot read {}", path.display()))?;
+    let (t, rec) = read.with_context(|| format!("cannot read {}", path.display()))?;
     warn_damage(path, &rec);
+    Ok((t, rec))
+}
+
+/// A trace file's call tree, built while it is read (see [`read_traces`]).
+pub(crate) fn read_tree(path: &Path, options: &TraceOptions) -> Result<(CallTree, Recording)> {
+    read_traces(
+        path,
+        |bytes| CallTree::from_bytes(bytes, options),
+        |progress| CallTree::from_file(path, options, progress),
+    )
+}
+
+/// The call tree, or an error saying why the recording has none.
+fn load_tree(path: &Path, hide: &HideArgs) -> Result<CallTree> {
+    let (tree, rec) = read_tree(path, &hide.options())?;
     if tree.events == 0 {
         if !rec.call_aggregates.is_empty() {
             bail!(
@@ -231,19 +254,12 @@ pub fn tree(args: &TreeArgs) -> Result<()> {
 }
 
 pub fn stats(args: &StatsArgs) -> Result<()> {
-    let read = match jfr_as_jsc(&args.file)? {
-        Some(bytes) => TraceStats::from_bytes(&bytes, &args.hide.options()),
-        None => {
-            let mut progress = Progress::new(&args.file);
-            let read = TraceStats::from_file(&args.file, &args.hide.options(), &mut |p| {
-                progress.update(p)
-            });
-            progress.finish();
-            read
-        }
-    };
-    let (mut stats, rec) = read.with_context(|| format!("cannot read {}", args.file.display()))?;
-    warn_damage(&args.file, &rec);
+    let options = args.hide.options();
+    let (mut stats, rec) = read_traces(
+        &args.file,
+        |bytes| TraceStats::from_bytes(bytes, &options),
+        |progress| TraceStats::from_file(&args.file, &options, progress),
+    )?;
     warn_incomplete(&rec);
     if stats.events == 0 && !stats.aggregate_mode {
         bail!(
