@@ -263,20 +263,16 @@ struct Open {
 
 /// One thread's probe state in one session.
 pub struct Local {
-    ring: Arc<ThreadRing>,
+    /// This thread's ring and shadow stack, or while a virtual thread is mounted
+    /// on this carrier, that virtual thread's.
+    track: Track,
     /// Aggregate mode: caller→callee totals instead of events.
     agg: Option<Arc<ThreadAgg>>,
     generation: u64,
-    /// JPMT: calls not recorded since the previous recorded event.
-    untraced: u32,
-    stack: Vec<Open>,
     with_cpu: bool,
-    /// The ring index this thread may fill up to (see [`ThreadRing::push`]).
-    room: usize,
     /// On a full ring, wait for the writer (`traceoverflow=wait`) or drop.
     wait: bool,
-    /// The Java id of the virtual thread mounted on this carrier (0: none):
-    /// `ring`, `room`, `stack` and `untraced` are then that virtual thread's.
+    /// The Java id of the virtual thread mounted on this carrier (0: none).
     mounted: i64,
     /// The carrier's own track while a virtual thread is mounted.
     home: Option<Track>,
@@ -287,8 +283,10 @@ pub struct Local {
 /// one ring and one stack whichever carrier runs it.
 pub struct Track {
     ring: Arc<ThreadRing>,
+    /// The ring index this thread may fill up to (see [`ThreadRing::push`]).
     room: usize,
     stack: Vec<Open>,
+    /// JPMT: calls not recorded since the previous recorded event.
     untraced: u32,
 }
 
@@ -334,25 +332,19 @@ impl Local {
         with_cpu: bool,
     ) -> Local {
         Local {
-            ring,
+            track: Track {
+                ring,
+                room: 0,
+                stack: Vec::with_capacity(256),
+                untraced: 0,
+            },
             agg,
             generation,
-            untraced: 0,
-            stack: Vec::with_capacity(256),
             with_cpu,
-            room: 0,
             wait: false,
             mounted: 0,
             home: None,
         }
-    }
-
-    /// Swaps this thread's track with `other`.
-    fn swap_track(&mut self, other: &mut Track) {
-        std::mem::swap(&mut self.ring, &mut other.ring);
-        std::mem::swap(&mut self.room, &mut other.room);
-        std::mem::swap(&mut self.stack, &mut other.stack);
-        std::mem::swap(&mut self.untraced, &mut other.untraced);
     }
 
     /// Virtual thread `java_id` was mounted on this carrier (or started on it):
@@ -367,7 +359,7 @@ impl Local {
         }
         let taken = unmounted().as_mut().and_then(|m| m.remove(&java_id));
         let mut track = taken.unwrap_or_else(|| virtual_track(java_id));
-        self.swap_track(&mut track);
+        std::mem::swap(&mut self.track, &mut track);
         self.home = Some(track);
         self.mounted = java_id;
     }
@@ -381,7 +373,7 @@ impl Local {
         let Some(mut track) = self.home.take() else {
             return;
         };
-        self.swap_track(&mut track);
+        std::mem::swap(&mut self.track, &mut track);
         self.mounted = 0;
         unmounted()
             .get_or_insert_with(Default::default)
@@ -399,7 +391,7 @@ impl Local {
         let Some(mut track) = self.home.take() else {
             return;
         };
-        self.swap_track(&mut track);
+        std::mem::swap(&mut self.track, &mut track);
         self.mounted = 0;
         track.ring.ended.store(true, Ordering::Release);
     }
@@ -418,7 +410,7 @@ impl Local {
             head: ((id & INDEX_MASK) << 2) | kind,
             untraced,
         };
-        if !self.ring.try_push(event, &mut self.room) {
+        if !self.track.ring.try_push(event, &mut self.track.room) {
             self.full(event);
         }
     }
@@ -437,7 +429,7 @@ impl Local {
             head: KIND_START,
             untraced: 0,
         };
-        if !self.ring.try_push(event, &mut self.room) {
+        if !self.track.ring.try_push(event, &mut self.track.room) {
             self.full(event);
         }
     }
@@ -447,12 +439,12 @@ impl Local {
     #[inline(never)]
     fn full(&mut self, event: RawEvent) {
         if self.wait
-            && wait_for_room(&self.ring, &mut self.room)
-            && self.ring.try_push(event, &mut self.room)
+            && wait_for_room(&self.track.ring, &mut self.track.room)
+            && self.track.ring.try_push(event, &mut self.track.room)
         {
             return;
         }
-        self.ring.count_drop();
+        self.track.ring.count_drop();
     }
 
     /// A method entry. Under `exclude-library` a library method is recorded only
@@ -461,23 +453,27 @@ impl Local {
     #[inline]
     pub fn enter(&mut self, id: u32, exclude_library: bool) {
         if id & COUNT_BIT != 0 {
-            self.untraced = self.untraced.saturating_add(1);
+            self.track.untraced = self.track.untraced.saturating_add(1);
             return;
         }
-        let caller_is_app = self.stack.last().is_some_and(|e| e.id & LIBRARY_BIT == 0);
+        let caller_is_app = self
+            .track
+            .stack
+            .last()
+            .is_some_and(|e| e.id & LIBRARY_BIT == 0);
         if exclude_library && id & LIBRARY_BIT != 0 && !caller_is_app {
-            self.untraced = self.untraced.saturating_add(1);
-            self.stack.push(Open { id, start: 0 });
+            self.track.untraced = self.track.untraced.saturating_add(1);
+            self.track.stack.push(Open { id, start: 0 });
             return;
         }
-        let untraced = std::mem::take(&mut self.untraced);
+        let untraced = std::mem::take(&mut self.track.untraced);
         let start = if self.agg.is_some() {
             now()
         } else {
             self.emit(id, KIND_ENTER, untraced);
             0
         };
-        self.stack.push(Open {
+        self.track.stack.push(Open {
             id: id | RECORDED,
             start,
         });
@@ -492,14 +488,14 @@ impl Local {
         if id & COUNT_BIT != 0 {
             return;
         }
-        match self.stack.pop() {
+        match self.track.stack.pop() {
             Some(top) if top.id & !RECORDED == id => {
                 if top.id & RECORDED != 0 {
                     self.record_exit(top, kind);
                 }
             }
             Some(top) => {
-                self.stack.push(top);
+                self.track.stack.push(top);
                 self.exit_repairing(id, kind);
             }
             None => {
@@ -514,6 +510,7 @@ impl Local {
             return self.emit(open.id, kind, 0);
         };
         let caller = self
+            .track
             .stack
             .iter()
             .rev()
@@ -524,12 +521,19 @@ impl Local {
 
     #[cold]
     fn exit_repairing(&mut self, id: u32, kind: u32) {
-        let Some(pos) = self.stack.iter().rposition(|e| e.id & !RECORDED == id) else {
+        let Some(pos) = self
+            .track
+            .stack
+            .iter()
+            .rposition(|e| e.id & !RECORDED == id)
+        else {
             PROBES.unmatched_exits.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        while self.stack.len() > pos + 1 {
-            let Some(open) = self.stack.pop() else { break };
+        while self.track.stack.len() > pos + 1 {
+            let Some(open) = self.track.stack.pop() else {
+                break;
+            };
             PROBES.repaired.fetch_add(1, Ordering::Relaxed);
             if open.id & RECORDED != 0 {
                 self.record_exit(open, KIND_THROW);
@@ -541,7 +545,7 @@ impl Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
-        self.ring.ended.store(true, Ordering::Release);
+        self.track.ring.ended.store(true, Ordering::Release);
         if let Some(home) = &self.home {
             home.ring.ended.store(true, Ordering::Release);
         }
