@@ -32,6 +32,8 @@ const TREE_JS: &str = include_str!("ui/tree.js");
 const COMPARE_JS: &str = include_str!("ui/compare.js");
 /// The queue view (a queue replayed from a JVM's trace).
 const QUEUE_JS: &str = include_str!("ui/queue.js");
+/// The tag explorer.
+const EXPLORE_JS: &str = include_str!("ui/explore.js");
 const BROWSE_CSS: &str = include_str!("ui/browse.css");
 
 /// What the API reads from.
@@ -202,6 +204,7 @@ impl ApiContext {
             "/tree.js" => return Response::bytes("text/javascript; charset=utf-8", TREE_JS),
             "/compare.js" => return Response::bytes("text/javascript; charset=utf-8", COMPARE_JS),
             "/queue.js" => return Response::bytes("text/javascript; charset=utf-8", QUEUE_JS),
+            "/explore.js" => return Response::bytes("text/javascript; charset=utf-8", EXPLORE_JS),
             "/browse.css" => return Response::bytes("text/css; charset=utf-8", BROWSE_CSS),
             _ => {}
         }
