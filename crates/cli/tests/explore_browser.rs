@@ -3,8 +3,8 @@
 //! version=b (Hot.beta for 1.5 s). `/api/tags` lists the key and its values, and
 //! the Explore view broken down by version shows each value's samples and share as
 //! the recordings read one by one from the data directory give them, each value's
-//! top method, and a clicked value's top methods and flame graph. Skipped with a
-//! notice when Chromium is absent.
+//! top method, and a clicked value's top methods and flame graph. The browser's part
+//! is skipped with a notice when Chromium is absent.
 
 mod serving;
 mod support;
@@ -25,9 +25,6 @@ fn classes() -> PathBuf {
 
 #[test]
 fn the_explorer_breaks_a_service_down_by_version_in_chromium() {
-    let Some(mut b) = Browser::launch("explore") else {
-        return;
-    };
     let java = javas().into_iter().next().expect("a java");
     let dir = temp_dir("cli-explore-browser");
     let data = dir.join("data");
@@ -151,6 +148,10 @@ fn the_explorer_breaks_a_service_down_by_version_in_chromium() {
     assert_eq!(code, 400, "a value no JVM has");
 
     // The view.
+    let Some(mut b) = Browser::launch("explore") else {
+        assert!(served.interrupt());
+        return;
+    };
     b.goto("about:blank");
     b.goto(&format!(
         "{}/#tab=explore&by=version&mode=cpu&since=",
@@ -225,5 +226,23 @@ fn the_explorer_breaks_a_service_down_by_version_in_chromium() {
         .unwrap()
         .contains("value=b"));
     b.screenshot("cli-explore-b.png");
+
+    // The JVM list shows service and labels, and its filter keeps a label's JVMs.
+    b.goto("about:blank");
+    b.goto(&format!("{}/#tab=jvms", served.url()));
+    b.wait_for(
+        "document.querySelectorAll('#jvms tbody tr').length === 2",
+        Duration::from_secs(20),
+    );
+    b.eval(
+        "(() => { const f = document.querySelector('#jvms-filter'); f.value = 'version=b'; \
+         f.dispatchEvent(new Event('input')); })()",
+    );
+    b.wait_for(
+        "document.querySelectorAll('#jvms tbody tr').length === 1",
+        Duration::from_secs(20),
+    );
+    assert_eq!(b.text("#jvms tbody td.service"), "shop");
+    assert_eq!(b.text("#jvms tbody td.labels"), "version=b");
     assert!(served.interrupt());
 }
