@@ -244,5 +244,41 @@ fn the_explorer_breaks_a_service_down_by_version_in_chromium() {
     );
     assert_eq!(b.text("#jvms tbody td.service"), "shop");
     assert_eq!(b.text("#jvms tbody td.labels"), "version=b");
+
+    // The Flame graph tab draws a service's JVMs with a label, without checking JVMs.
+    b.goto("about:blank");
+    b.goto(&format!("{}/#tab=flame", served.url()));
+    b.wait_for(
+        "document.querySelectorAll('#flame-service option').length === 2",
+        Duration::from_secs(20),
+    );
+    b.eval(
+        "(() => { document.querySelector('#flame-service').value = 'shop'; \
+         document.querySelector('#flame-labels').value = 'version=a'; \
+         document.querySelector('#flame-range').value = ''; \
+         document.querySelector('#flame-mode').value = 'cpu'; \
+         document.querySelector('#flame-go').click(); })()",
+    );
+    b.wait_for(
+        "(() => { const d = document.querySelector('#flame-frame').contentDocument; \
+         return !!d && d.readyState === 'complete' && d.documentElement.outerHTML.includes('Hot.alpha'); })()",
+        Duration::from_secs(30),
+    );
+    let src = b.eval("document.querySelector('#flame-frame').getAttribute('src')");
+    assert!(
+        src.as_str()
+            .unwrap()
+            .contains("service=shop&label=version%3Da")
+            && !src.as_str().unwrap().contains("jvm="),
+        "{src}"
+    );
+    let page =
+        b.eval("document.querySelector('#flame-frame').contentDocument.documentElement.outerHTML");
+    let page = page.as_str().unwrap();
+    assert!(!page.contains("Hot.beta"), "version=a's JVM only");
+    assert!(
+        page.contains("service shop, version=a (1 JVM) (cpu)"),
+        "the title names the selection"
+    );
     assert!(served.interrupt());
 }

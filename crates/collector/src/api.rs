@@ -331,7 +331,10 @@ impl ApiContext {
         let rows = self.jvm_list();
         q.jvms = sel.pick(&rows)?;
         let title = if sel.narrowed() || sel.jvms == ["all"] {
-            format!("{} ({} JVMs)", sel.describe(), q.jvms.len())
+            match q.jvms.len() {
+                1 => format!("{} (1 JVM)", sel.describe()),
+                n => format!("{} ({n} JVMs)", sel.describe()),
+            }
         } else {
             q.jvms.join(" + ")
         };

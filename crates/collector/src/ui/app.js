@@ -126,9 +126,21 @@ async function loadJvms() {
     tr.onclick = () => { selectJvm(j.id); showTab("threads"); };
   });
   fillJvmPickers();
+  fillServicePickers();
   fillDistJvms();
   if (!ui.jvm && ui.jvms.length) selectJvm(ui.jvms[0].id);
   status(ui.jvms.filter((j) => j.status === "connected").length + " connected, " + ui.jvms.length + " known");
+}
+
+function fillServicePickers() {
+  const services = [...new Set(ui.jvms.map((j) => j.service).filter(Boolean))].sort();
+  document.querySelectorAll(".service-select").forEach((sel) => {
+    const have = [...sel.options].slice(1).map((o) => o.value);
+    if (have.join("\n") === services.join("\n")) return;
+    const keep = sel.value;
+    sel.replaceChildren(sel.options[0], ...services.map((s) => new Option(s, s)));
+    sel.value = services.includes(keep) ? keep : "";
+  });
 }
 
 function fillJvmPickers() {
@@ -218,6 +230,14 @@ function rangeQuery(prefix) {
 
 function drawFlame() {
   const q = rangeQuery("flame");
+  // A service or labels select the JVMs instead of the checked ones (all must match).
+  const service = $("#flame-service").value;
+  const labels = $("#flame-labels").value.trim().split(/\s+/).filter(Boolean);
+  if (service || labels.length) {
+    q.delete("jvm");
+    if (service) q.set("service", service);
+    labels.forEach((l) => q.append("label", l));
+  }
   for (const [k, id] of [["thread", "#flame-thread"], ["state", "#flame-state"], ["mode", "#flame-mode"]]) {
     const v = $(id).value.trim();
     if (v) q.set(k, v);
