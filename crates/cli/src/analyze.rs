@@ -14,6 +14,7 @@ use serde::Serialize;
 use crate::args::{
     CallgraphArgs, CollapsedArgs, Format, InfoArgs, ReportArgs, SelectArgs, SourceArgs, ThreadsArgs,
 };
+use crate::remote_profile::Remote;
 use crate::source::{self, Loaded, Window};
 
 /// Reads the recording of a command: a file or a collector's JVM, fetching only the
@@ -140,6 +141,14 @@ fn no_sampling(rec: &Recording, m: Mode) -> String {
 }
 
 pub fn report(args: &ReportArgs) -> Result<()> {
+    // A collector merges the selected JVMs' tables itself.
+    let remote = Remote::of(args.file.as_deref(), &args.source, &args.select)?;
+    if let Some(hot) = remote.map(|r| r.hot(args.top)).transpose()?.flatten() {
+        return match args.format {
+            Format::Text => print_text(&hot),
+            Format::Json => print_json(&hot),
+        };
+    }
     let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
     require_samples(&rec, &sel, &title)?;
@@ -152,6 +161,12 @@ pub fn report(args: &ReportArgs) -> Result<()> {
 }
 
 pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
+    if !args.threads {
+        let remote = Remote::of(args.file.as_deref(), &args.source, &args.select)?;
+        if let Some(got) = remote.map(|r| r.stacks(args.lines)).transpose()?.flatten() {
+            return with_stdout(|w| w.write_all(got.graph.to_collapsed().as_bytes()));
+        }
+    }
     // Samples, or with --mode alloc|lock weighted event stacks (as jscope flame).
     let (Loaded { rec, .. }, counts, _) =
         crate::flame::counted(args.file.as_deref(), &args.source, &args.select)?;

@@ -10,16 +10,32 @@ use jscope_format::Recording;
 
 use crate::analyze::{load, selection};
 use crate::args::{FlameArgs, SelectArgs, SourceArgs};
+use crate::remote_profile::Remote;
 use crate::source::Loaded;
 
 pub fn run(args: &FlameArgs) -> Result<()> {
-    let (Loaded { rec, title }, counts, subtitle) =
-        counted(args.file.as_deref(), &args.source, &args.select)?;
-    let opts = CollapseOptions {
-        lines: args.lines,
-        thread_roots: args.threads,
+    // A collector merges the selected JVMs' stacks itself (not thread roots).
+    let remote = match args.threads {
+        true => None,
+        false => Remote::of(args.file.as_deref(), &args.source, &args.select)?,
     };
-    let graph = graph_of(&rec, &counts, opts);
+    let (graph, title, subtitle) = match remote.map(|r| r.stacks(args.lines)).transpose()?.flatten()
+    {
+        Some(got) => {
+            let mode = got.mode.map_or("no", Mode::name);
+            let subtitle = format!("{} {mode} samples", got.graph.total());
+            (got.graph, got.title, subtitle)
+        }
+        None => {
+            let (Loaded { rec, title }, counts, subtitle) =
+                counted(args.file.as_deref(), &args.source, &args.select)?;
+            let opts = CollapseOptions {
+                lines: args.lines,
+                thread_roots: args.threads,
+            };
+            (graph_of(&rec, &counts, opts), title, subtitle)
+        }
+    };
     let options = Options {
         title: args.title.clone().unwrap_or(title),
         subtitle,

@@ -18,6 +18,7 @@ mod merge_rec;
 mod queue;
 mod record;
 mod remote;
+mod remote_profile;
 mod serve;
 mod signals;
 mod source;

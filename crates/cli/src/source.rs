@@ -154,7 +154,7 @@ fn load_remote(c: &Collector, filter: &Filter, window: Window) -> Result<Loaded>
 
 /// Epoch ns the window's seconds count from: the (earliest) selected JVM's start,
 /// which is where the merged recording starts too.
-fn origin_ns(chosen: &[&JvmRow]) -> u64 {
+pub(crate) fn origin_ns(chosen: &[&JvmRow]) -> u64 {
     let start = |j: &&JvmRow| match j.started_ns {
         0 => j.started_ms * 1_000_000,
         ns => ns,
@@ -205,10 +205,7 @@ pub fn resolve_times(command: &mut Command) -> Result<()> {
 
 /// One JVM's recording as it is, several merged into one, titled by the selection.
 fn merged(recs: Vec<Recording>, chosen: &[&JvmRow], filter: &Filter) -> Loaded {
-    let title = match chosen {
-        [one] => title_of_jvm(one),
-        _ => format!("{} ({} JVMs)", filter.title(), chosen.len()),
-    };
+    let title = title_of_selection(chosen, filter);
     let rec = crate::merge_rec::merge(recs).unwrap_or_default();
     Loaded { rec, title }
 }
@@ -312,6 +309,14 @@ pub(crate) fn data_rows(store: &dyn Store) -> Vec<JvmRow> {
             labels: j.identity.labels.into_iter().collect(),
         })
         .collect()
+}
+
+/// One JVM's title, or the selection's with how many JVMs it merges.
+pub(crate) fn title_of_selection(chosen: &[&JvmRow], filter: &Filter) -> String {
+    match chosen {
+        [one] => title_of_jvm(one),
+        _ => format!("{} ({} JVMs)", filter.title(), chosen.len()),
+    }
 }
 
 fn title_of_jvm(jvm: &JvmRow) -> String {

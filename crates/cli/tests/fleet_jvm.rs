@@ -33,6 +33,16 @@ fn collapsed_total(args: &[&str]) -> u64 {
         .sum()
 }
 
+/// Collapsed stacks as a map, identical stacks added up (line order aside).
+fn stacks(text: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for l in text.lines() {
+        let (stack, n) = l.rsplit_once(' ').unwrap();
+        *out.entry(stack.to_string()).or_default() += n.parse::<u64>().unwrap();
+    }
+    out
+}
+
 /// Epoch ns as RFC 3339 in UTC, to the nanosecond (by GNU date).
 fn rfc3339(ns: u64) -> String {
     let out = Command::new("date")
@@ -152,6 +162,45 @@ fn recorded_services_and_labels_select_and_merge_real_jvms() {
         "{methods:?}"
     );
     assert!(!methods.contains(&"Hot.gamma"), "{methods:?}");
+
+    // The collector aggregates (/api/hot, /api/flame); reading the same JVMs'
+    // recordings one by one from its data directory and merging them gives the same.
+    let data_dir = data.to_str().unwrap().to_string();
+    for pick in [
+        &["--service", "shop"][..],
+        &["--label", "env=prod"],
+        &["--jvm", "all"],
+        &["--service", "shop", "--label", "env=dev"],
+    ] {
+        let via = |source: &[&str], window: &[&str]| {
+            let args = [source, pick, window].concat();
+            let report = jscope_json(
+                &[
+                    &[
+                        "report", "--format", "json", "--mode", "cpu", "--top", "1000",
+                    ],
+                    &args[..],
+                ]
+                .concat(),
+            );
+            let out = jscope(&[&["collapsed", "--mode", "cpu"], &args[..]].concat());
+            assert!(out.status.success(), "collapsed {args:?}: {}", stderr(&out));
+            (report, stacks(&stdout(&out)))
+        };
+        let (api_report, api_stacks) = via(&["--collector", &url], &["--since", "10m"]);
+        let (files_report, files_stacks) = via(&["--data", &data_dir], &[]);
+        assert_eq!(api_report, files_report, "{pick:?}");
+        assert_eq!(api_stacks, files_stacks, "{pick:?}");
+        assert!(api_report["samples"].as_u64().unwrap() > 0, "{pick:?}");
+    }
+    // The API's own selection parameters name the same JVMs.
+    let hot = served.json("/api/hot?service=shop&since=10m&mode=cpu&limit=1000");
+    assert_eq!(hot["samples"].as_u64(), Some(a + b), "{hot}");
+    let prod = served.json("/api/flame?label=env%3Dprod&from=-10m&format=json");
+    assert_eq!(prod["samples"].as_u64(), Some(a + c), "{prod}");
+    let listed = served.json("/api/jvms?service=shop&label=env%3Ddev");
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed[0]["labels"]["which"], "beta", "{listed}");
 
     let data = data.to_str().unwrap();
     let each: u64 = ["alpha", "beta", "gamma"]

@@ -2,12 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use jscope_analysis::{parse_state, threads_at, DotOptions, Mode};
 use jscope_flame::{render_html, FlameGraph, Options};
 use serde::Serialize;
 
+use crate::api_select::{common_mode, JvmSelection};
 use crate::config::parse_duration;
 use crate::distributed::{distributed_tree, DistributedQuery};
 use crate::hot::HotMethodsListener;
@@ -16,6 +16,7 @@ use crate::ingest::StatsSnapshot;
 use crate::live::{LiveFigures, LiveState};
 use crate::query::{self, Query};
 use crate::store::{Store, StoredJvm};
+use crate::when::{moment_ns, now_ns, span_ns};
 use crate::CollectorError;
 
 const INDEX_HTML: &str = include_str!("ui/index.html");
@@ -31,6 +32,8 @@ const TREE_JS: &str = include_str!("ui/tree.js");
 const COMPARE_JS: &str = include_str!("ui/compare.js");
 /// The queue view (a queue replayed from a JVM's trace).
 const QUEUE_JS: &str = include_str!("ui/queue.js");
+/// The tag explorer.
+const EXPLORE_JS: &str = include_str!("ui/explore.js");
 const BROWSE_CSS: &str = include_str!("ui/browse.css");
 
 /// What the API reads from.
@@ -48,7 +51,7 @@ pub struct ApiContext {
 }
 
 /// One row of the JVM list (xdProf's GUI, plus what a collector knows).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct JvmSummary {
     pub id: String,
     pub pid: u32,
@@ -201,6 +204,7 @@ impl ApiContext {
             "/tree.js" => return Response::bytes("text/javascript; charset=utf-8", TREE_JS),
             "/compare.js" => return Response::bytes("text/javascript; charset=utf-8", COMPARE_JS),
             "/queue.js" => return Response::bytes("text/javascript; charset=utf-8", QUEUE_JS),
+            "/explore.js" => return Response::bytes("text/javascript; charset=utf-8", EXPLORE_JS),
             "/browse.css" => return Response::bytes("text/css; charset=utf-8", BROWSE_CSS),
             _ => {}
         }
@@ -261,7 +265,7 @@ impl ApiContext {
     fn route(&self, path: &str, req: &Request) -> Result<Response, CollectorError> {
         let parts: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
         match parts.as_slice() {
-            ["jvms"] => Ok(Response::json(&self.jvm_list())),
+            ["jvms"] => self.jvms(req),
             ["jvms", id] => self.jvm(id),
             ["jvms", id, "threads"] => self.threads(id, req),
             ["jvms", id, "hot"] => self.live_hot(id, req),
@@ -271,10 +275,12 @@ impl ApiContext {
             ["jvms", id, "alloc"] => crate::api_events::alloc_of(&*self.store, id, req),
             ["jvms", id, "tree"] => crate::api_tree::tree_of(&self.trees, &*self.store, id, req),
             ["jvms", id, "queue"] => crate::api_queue::queue_of(&*self.store, id, req),
-            ["diff"] => crate::api_diff::diff_of(&*self.store, req),
+            ["diff"] => crate::api_diff::diff_of(&*self.store, &self.jvm_list(), req),
             ["flame"] => self.flame(req),
+            ["tags"] => crate::api_tags::tags(&self.jvm_list(), req),
+            ["explore"] => crate::api_tags::explore(self, req),
             ["hot"] => {
-                let q = parse_query(req)?;
+                let q = self.query(req)?.0;
                 Ok(Response::json(&query::hot(&*self.store, &q, limit(req))?))
             }
             ["callgraph"] => self.callgraph(req),
@@ -285,6 +291,57 @@ impl ApiContext {
             ["stats"] => Ok(Response::json(&self.stats.as_ref().map(|s| s()))),
             _ => Ok(Response::error(404, "no such endpoint")),
         }
+    }
+
+    /// The JVM list, narrowed by `service`, `host`, `label` and `jvm` when given.
+    fn jvms(&self, req: &Request) -> Result<Response, CollectorError> {
+        let rows = self.jvm_list();
+        let sel = JvmSelection::parse(req, "")?;
+        if sel.is_empty() {
+            return Ok(Response::json(&rows));
+        }
+        let ids = sel.pick(&rows)?;
+        let chosen: Vec<&JvmSummary> = rows.iter().filter(|r| ids.contains(&r.id)).collect();
+        Ok(Response::json(&chosen))
+    }
+
+    /// A query over the JVMs the request selects (`jvm`, `service`, `host`,
+    /// `label`), with one sampling mode for several unless `mode` names one; and
+    /// what to call the selection in titles.
+    pub(crate) fn query(&self, req: &Request) -> Result<(Query, String), CollectorError> {
+        self.query_with(req, false)
+    }
+
+    /// [`Self::query`], over every JVM when the request selects none.
+    pub(crate) fn query_or_all(&self, req: &Request) -> Result<(Query, String), CollectorError> {
+        self.query_with(req, true)
+    }
+
+    fn query_with(&self, req: &Request, all: bool) -> Result<(Query, String), CollectorError> {
+        let mut q = parse_query(req)?;
+        let mut sel = JvmSelection::parse(req, "")?;
+        if sel.is_empty() && all {
+            sel.jvms.push("all".into());
+        }
+        if sel.is_empty() {
+            return Err(CollectorError::BadQuery(
+                "no jvm selected: give jvm=ID|PID|all, service=NAME or label=KEY=VALUE".into(),
+            ));
+        }
+        let rows = self.jvm_list();
+        q.jvms = sel.pick(&rows)?;
+        let title = if sel.narrowed() || sel.jvms == ["all"] {
+            match q.jvms.len() {
+                1 => format!("{} (1 JVM)", sel.describe()),
+                n => format!("{} ({n} JVMs)", sel.describe()),
+            }
+        } else {
+            q.jvms.join(" + ")
+        };
+        if q.mode.is_none() && q.jvms.len() > 1 && crate::api_events::event_weight(req).is_none() {
+            q.mode = common_mode(&rows, &q.jvms);
+        }
+        Ok((q, title))
     }
 
     fn jvm(&self, id: &str) -> Result<Response, CollectorError> {
@@ -348,7 +405,7 @@ impl ApiContext {
     }
 
     fn flame(&self, req: &Request) -> Result<Response, CollectorError> {
-        let q = parse_query(req)?;
+        let (q, title) = self.query(req)?;
         if let Some(what) = crate::api_events::event_weight(req) {
             return crate::api_events::event_flame(&*self.store, &q, what, req);
         }
@@ -357,11 +414,7 @@ impl ApiContext {
             &graph,
             req,
             || Options {
-                title: format!(
-                    "{} ({})",
-                    q.jvms.join(" + "),
-                    mode.map_or("no samples", Mode::name)
-                ),
+                title: format!("{title} ({})", mode.map_or("no samples", Mode::name)),
                 subtitle: describe(&q),
                 ..Options::default()
             },
@@ -376,7 +429,7 @@ impl ApiContext {
     }
 
     fn callgraph(&self, req: &Request) -> Result<Response, CollectorError> {
-        let q = parse_query(req)?;
+        let q = self.query(req)?.0;
         let graph = query::callgraph(&*self.store, &q)?;
         if req.param("format") == Some("dot") {
             let mut out = Vec::new();
@@ -413,7 +466,7 @@ pub(crate) fn flame_response(
     }
 }
 
-fn describe(q: &Query) -> String {
+pub(crate) fn describe(q: &Query) -> String {
     let mut parts = Vec::new();
     if let Some(t) = &q.thread {
         parts.push(format!("threads {t}"));
@@ -440,28 +493,41 @@ fn parse_mode(req: &Request) -> Result<Option<Mode>, CollectorError> {
         .transpose()
 }
 
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
-fn parse_ms(req: &Request, name: &str) -> Result<Option<u64>, CollectorError> {
+/// A window bound: `{name}_ns` (epoch ns, exact), else `{name}` as epoch ms, an
+/// RFC 3339 time or a span ago (`10m`, `-1h30m`).
+pub(crate) fn parse_moment(
+    req: &Request,
+    name: &str,
+    now_ns: u64,
+) -> Result<Option<u64>, CollectorError> {
+    if let Some(v) = req.param(&format!("{name}_ns")) {
+        return v
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| CollectorError::BadQuery(format!("{name}_ns must be epoch nanoseconds")));
+    }
     req.param(name)
-        .map(|v| {
-            v.parse::<u64>()
-                .map(|ms| ms.saturating_mul(1_000_000))
-                .map_err(|_| CollectorError::BadQuery(format!("{name} must be epoch milliseconds")))
-        })
+        .map(|v| moment_ns(v, now_ns).map_err(|e| CollectorError::BadQuery(format!("{name}: {e}"))))
         .transpose()
 }
 
-/// `jvm` (repeatable or comma-separated), `from`/`to` (epoch ms) or `last` (e.g. 5m),
-/// `mode`, `thread`, `state` (repeatable), `lines`.
+/// `jvm` (repeatable or comma-separated ids; `jvm=all`, pids, `service`, `host`
+/// and `label` are resolved by [`ApiContext::query`]), `from`/`to` (epoch ms, RFC
+/// 3339 or a span ago; `from_ns`/`to_ns` exact), `since` (e.g. 1h30m) or `last`
+/// (e.g. 5m), `mode`, `thread`, `state` (repeatable), `lines`.
 pub fn parse_query(req: &Request) -> Result<Query, CollectorError> {
-    let mut from_ns = parse_ms(req, "from")?;
+    let now = now_ns();
+    let mut from_ns = parse_moment(req, "from", now)?;
     if let Some(last) = req.param("last") {
-        from_ns = Some(now_ns().saturating_sub(parse_duration(last)?.as_nanos() as u64));
+        from_ns = Some(now.saturating_sub(parse_duration(last)?.as_nanos() as u64));
+    }
+    if let Some(since) = req.param("since") {
+        let span = span_ns(since).ok_or_else(|| {
+            CollectorError::BadQuery(format!(
+                "since must be a span like 10m, 1h or 1h30m, not {since:?}"
+            ))
+        })?;
+        from_ns = Some(now.saturating_sub(span));
     }
     let states = req
         .params("state")
@@ -471,7 +537,7 @@ pub fn parse_query(req: &Request) -> Result<Query, CollectorError> {
     Ok(Query {
         jvms: req.params("jvm"),
         from_ns,
-        to_ns: parse_ms(req, "to")?,
+        to_ns: parse_moment(req, "to", now)?,
         // `alloc` and `lock` are the flame graph's event weights, not sample modes.
         mode: match crate::api_events::event_weight(req) {
             Some(_) => None,

@@ -7,77 +7,54 @@ use jscope_analysis::{diff_hot, Mode};
 use jscope_flame::{render_diff_html, FlameGraph, Options};
 use serde_json::json;
 
-use crate::api::parse_query;
+use crate::api::{parse_moment, parse_query, JvmSummary};
+use crate::api_select::JvmSelection;
 use crate::http::{Request, Response};
 use crate::query::{self, Query};
 use crate::store::Store;
 use crate::CollectorError;
 
 /// One side's query: the shared `mode`, `thread`, `state` and `lines`, with the
-/// side's `PREFIX_jvm` (repeatable; `PREFIX` alone too), `PREFIX_label`
-/// (`key=value`: every stored JVM with that label), `PREFIX_from` and `PREFIX_to`
-/// (epoch ms).
+/// side's JVMs as a query selects them under the side's prefix: `PREFIX_jvm`
+/// (ids, pids or `all`; `PREFIX` alone too), `PREFIX_service`, `PREFIX_host`,
+/// `PREFIX_label` (`key=value`, repeatable: all must match), and `PREFIX_from`/
+/// `PREFIX_to` (epoch ms, RFC 3339 or a span ago).
 fn side_query(
-    store: &dyn Store,
+    rows: &[JvmSummary],
     req: &Request,
     shared: &Query,
     side: &str,
 ) -> Result<Query, CollectorError> {
-    let mut jvms = req.params(side);
-    jvms.extend(req.params(&format!("{side}_jvm")));
-    for label in req.params(&format!("{side}_label")) {
-        let (key, value) = label.split_once('=').ok_or_else(|| {
-            CollectorError::BadQuery(format!("{side}_label must be key=value, not {label:?}"))
-        })?;
-        let before = jvms.len();
-        jvms.extend(
-            store
-                .jvms()
-                .into_iter()
-                .filter(|j| {
-                    j.identity
-                        .labels
-                        .iter()
-                        .any(|(k, v)| k == key && v == value)
-                })
-                .map(|j| j.identity.id),
-        );
-        if jvms.len() == before {
-            return Err(CollectorError::BadQuery(format!(
-                "no stored JVM has the label {key}={value} (the {side} side)"
-            )));
-        }
-    }
-    if jvms.is_empty() {
+    let mut sel = JvmSelection::parse(req, &format!("{side}_"))?;
+    sel.jvms.splice(0..0, req.params(side));
+    if sel.is_empty() {
         return Err(CollectorError::BadQuery(format!(
-            "choose the {side} side's JVMs ({side}_jvm=ID or {side}_label=KEY=VALUE)"
+            "choose the {side} side's JVMs ({side}_jvm=ID, {side}_service=NAME or {side}_label=KEY=VALUE)"
         )));
     }
-    let ms = |name: String| -> Result<Option<u64>, CollectorError> {
-        req.param(&name)
-            .map(|v| {
-                v.parse::<u64>()
-                    .map(|ms| ms.saturating_mul(1_000_000))
-                    .map_err(|_| {
-                        CollectorError::BadQuery(format!("{name} must be epoch milliseconds"))
-                    })
-            })
-            .transpose()
-    };
+    let jvms = sel.pick(rows).map_err(|e| match e {
+        CollectorError::BadQuery(m) => CollectorError::BadQuery(format!("{m} (the {side} side)")),
+        e => e,
+    })?;
+    let now = crate::when::now_ns();
     Ok(Query {
         jvms,
-        from_ns: ms(format!("{side}_from"))?,
-        to_ns: ms(format!("{side}_to"))?,
+        from_ns: parse_moment(req, &format!("{side}_from"), now)?,
+        to_ns: parse_moment(req, &format!("{side}_to"), now)?,
         ..shared.clone()
     })
 }
 
 /// The diff as JSON (`format=json`: `diff` is `HotDiff`, `base` and `new` each side's
 /// collapsed stacks) or the differential flame graph page (`format=html`).
-pub fn diff_of(store: &dyn Store, req: &Request) -> Result<Response, CollectorError> {
+pub fn diff_of(
+    store: &dyn Store,
+    rows: &[JvmSummary],
+    req: &Request,
+) -> Result<Response, CollectorError> {
     let shared = parse_query(req)?;
-    let mut base_q = side_query(store, req, &shared, "base")?;
-    let mut new_q = side_query(store, req, &shared, "new")?;
+    let mut base_q = side_query(rows, req, &shared, "base")?;
+    let mut new_q = side_query(rows, req, &shared, "new")?;
     // One mode for both sides: the base's first mode with samples unless chosen.
     let (base_graph, base_hot, mode) = query::side(store, &base_q)?;
     let mode = mode.ok_or_else(|| {

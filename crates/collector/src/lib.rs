@@ -27,6 +27,8 @@ pub mod api;
 mod api_diff;
 mod api_events;
 mod api_queue;
+mod api_select;
+mod api_tags;
 pub mod api_tree;
 mod config;
 pub mod distributed;
@@ -45,6 +47,7 @@ mod push_formats;
 pub mod query;
 mod server;
 pub mod store;
+pub mod when;
 
 pub use config::{parse_duration, ServerConfig};
 pub use distributed_ui::{view_distributed, DistributedServer};

@@ -89,13 +89,33 @@ function runs(j) {
   return at >= 0 ? cmd.slice(at + 1) : j.main_class;
 }
 
+function labelText(j) {
+  return Object.entries(j.labels || {}).map(([k, v]) => k + "=" + v).join(" ");
+}
+
+// The list's filter: every word must match, `KEY=VALUE` a label exactly, other
+// words the service, a label, the host or the command line in part.
+function jvmMatches(j, filter) {
+  return filter.split(/\s+/).filter(Boolean).every((w) => {
+    const eq = w.indexOf("=");
+    if (eq > 0) return (j.labels || {})[w.slice(0, eq)] === w.slice(eq + 1);
+    const text = [j.service, labelText(j), j.host, j.command_line].join(" ").toLowerCase();
+    return text.includes(w.toLowerCase());
+  });
+}
+
 async function loadJvms() {
   ui.jvms = await api("jvms");
-  fillRows($("#jvms tbody"), ui.jvms, (tr, j) => {
+  const filter = $("#jvms-filter").value.trim();
+  const listed = ui.jvms.filter((j) => jvmMatches(j, filter));
+  $("#jvms-info").textContent = filter ? listed.length + " of " + ui.jvms.length + " JVMs" : "";
+  fillRows($("#jvms tbody"), listed, (tr, j) => {
     tr.className = j.status + (j.id === ui.jvm ? " selected" : "");
     tr.dataset.id = j.id;
     cell(tr, j.pid, "num");
     cell(tr, runs(j), "cmd").title = j.command_line;
+    cell(tr, j.service, "service");
+    cell(tr, labelText(j), "labels");
     cell(tr, j.host ? j.host + "/" + j.address : j.address);
     cell(tr, j.vm);
     cell(tr, j.os);
@@ -106,9 +126,21 @@ async function loadJvms() {
     tr.onclick = () => { selectJvm(j.id); showTab("threads"); };
   });
   fillJvmPickers();
+  fillServicePickers();
   fillDistJvms();
   if (!ui.jvm && ui.jvms.length) selectJvm(ui.jvms[0].id);
   status(ui.jvms.filter((j) => j.status === "connected").length + " connected, " + ui.jvms.length + " known");
+}
+
+function fillServicePickers() {
+  const services = [...new Set(ui.jvms.map((j) => j.service).filter(Boolean))].sort();
+  document.querySelectorAll(".service-select").forEach((sel) => {
+    const have = [...sel.options].slice(1).map((o) => o.value);
+    if (have.join("\n") === services.join("\n")) return;
+    const keep = sel.value;
+    sel.replaceChildren(sel.options[0], ...services.map((s) => new Option(s, s)));
+    sel.value = services.includes(keep) ? keep : "";
+  });
 }
 
 function fillJvmPickers() {
@@ -198,6 +230,14 @@ function rangeQuery(prefix) {
 
 function drawFlame() {
   const q = rangeQuery("flame");
+  // A service or labels select the JVMs instead of the checked ones (all must match).
+  const service = $("#flame-service").value;
+  const labels = $("#flame-labels").value.trim().split(/\s+/).filter(Boolean);
+  if (service || labels.length) {
+    q.delete("jvm");
+    if (service) q.set("service", service);
+    labels.forEach((l) => q.append("label", l));
+  }
   for (const [k, id] of [["thread", "#flame-thread"], ["state", "#flame-state"], ["mode", "#flame-mode"]]) {
     const v = $(id).value.trim();
     if (v) q.set(k, v);
@@ -476,6 +516,7 @@ async function refresh() {
     if (window.jscopeTree) await window.jscopeTree.refresh(ui.tab, ui.jvm);
     if (window.jscopeCompare) await window.jscopeCompare.refresh(ui.tab, ui.jvm, ui.jvms);
     if (window.jscopeQueue) await window.jscopeQueue.refresh(ui.tab, ui.jvm);
+    if (window.jscopeExplore) await window.jscopeExplore.refresh(ui.tab);
   } catch (e) {
     status("error: " + e.message);
   }
@@ -486,6 +527,7 @@ function start() {
   document.querySelectorAll("#tabs button").forEach((b) => (b.onclick = () => showTab(b.dataset.tab)));
   document.querySelectorAll(".jvm-select").forEach((s) => (s.onchange = () => { selectJvm(s.value); refresh(); }));
   $("#pause").onclick = togglePause;
+  $("#jvms-filter").oninput = () => loadJvms().catch((e) => status("error: " + e.message));
   $("#flame-go").onclick = drawFlame;
   $("#cg-go").onclick = () => buildCallGraph().catch((e) => status("error: " + e.message));
   $("#cg-max").onchange = () => graph && drawCallGraph(graph, Number($("#cg-max").value) || 40);
