@@ -545,3 +545,31 @@ fn remote_calls_round_trip_on_both_sides() {
     let r = Recording::from_bytes(&out).unwrap();
     assert_eq!(r.remote_calls, vec![client, server]);
 }
+
+#[test]
+fn every_frame_kind_round_trips_and_a_later_kind_reads_as_unknown() {
+    let mut out = encode_file_start(&header());
+    let mut w = ChunkWriter::new();
+    let frames: Vec<Frame> = FrameKind::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, &kind)| Frame {
+            method: MethodId(i as u32 + 1),
+            bci: -1,
+            line: 0,
+            kind,
+        })
+        .collect();
+    w.stack(StackId(1), &frames);
+    out.extend(w.finish());
+    let r = Recording::from_bytes(&out).unwrap();
+    let kinds: Vec<FrameKind> = r.stack(StackId(1)).iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, FrameKind::ALL);
+    assert_eq!(FrameKind::from_u8(6), FrameKind::Kernel);
+    assert_eq!(FrameKind::from_u8(7), FrameKind::Vm);
+    assert_eq!(FrameKind::from_u8(8), FrameKind::Unknown);
+    for k in FrameKind::ALL {
+        assert_eq!(FrameKind::from_u8(k as u8), k);
+        assert!(!(k.is_java() && k.is_native()), "{k:?}");
+    }
+}
