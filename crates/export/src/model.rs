@@ -146,8 +146,12 @@ pub struct Function {
     pub name: String,
     /// `pkg.Class.method(signature)` when the signature is known, else the name.
     pub system_name: String,
-    /// The class's source file; empty when unknown.
+    /// The class's source file; for native code (a mixed-stack frame) its library's
+    /// file name (`libc.so.6`, `[kernel]`); empty when unknown.
     pub file: String,
+    /// The library of native code (`libjvm.so`, `libc.so.6`, `[kernel]`); empty for
+    /// Java code. pprof and OTLP write one mapping per library.
+    pub lib: String,
 }
 
 /// One frame: a function and the source line executing in it (0: unknown).
@@ -441,6 +445,7 @@ impl<'r> Builder<'r> {
                 .unwrap_or("")
                 .to_string(),
             name,
+            lib: String::new(),
         };
         let id = self.intern_function(f);
         self.by_method.insert(method, id);
@@ -500,10 +505,14 @@ impl<'r> Builder<'r> {
             return f;
         }
         let name = method_label(self.rec, method);
+        let lib = self.rec.native_library(method).unwrap_or("").to_string();
         let f = Function {
             system_name: self.system_name(method, &name),
-            file: source_file(self.rec, method).unwrap_or("").to_string(),
+            file: source_file(self.rec, method)
+                .unwrap_or(lib.as_str())
+                .to_string(),
             name,
+            lib,
         };
         let id = self.intern_function(f);
         self.by_method.insert(method.0, id);
