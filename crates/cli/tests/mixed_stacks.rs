@@ -256,3 +256,34 @@ fn the_flame_graph_splits_tiers_and_colours_each_kind() {
         jscope_flame::FrameKind::Vm
     );
 }
+
+#[test]
+fn export_annotates_speedscope_and_collapsed_when_asked() {
+    let file = mixed_recording();
+    let f = file.to_str().unwrap();
+    let collapsed = ok(&["export", f, "--format", "collapsed", "--annotate"]);
+    assert!(
+        collapsed.contains("demo.Main.main_[j];demo.Spin.spin;Java_demo_Spin_spin [libspin.so];write [libc.so.6];do_syscall_64_[k] 6\n"),
+        "{collapsed}"
+    );
+    assert!(collapsed.contains("demo.Main.main_[0] 2\n"), "{collapsed}");
+    let plain = ok(&["export", f, "--format", "collapsed"]);
+    assert!(
+        !plain.contains("_[j]") && plain.contains("do_syscall_64_[k]"),
+        "{plain}"
+    );
+    let speedscope: serde_json::Value =
+        serde_json::from_str(&ok(&["export", f, "--format", "speedscope", "--annotate"])).unwrap();
+    let names: Vec<&str> = speedscope["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"demo.Main.main_[j]"), "{names:?}");
+    assert!(names.contains(&"demo.Main.main_[0]"), "{names:?}");
+    assert!(
+        names.contains(&"Compile::Optimize [libjvm.so]"),
+        "{names:?}"
+    );
+}
