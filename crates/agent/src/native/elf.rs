@@ -235,6 +235,9 @@ struct Sym {
     bind: u8,
 }
 
+/// How far past a symbol without a size an address is still taken to be in it.
+const SIZELESS_SPAN: u64 = 4096;
+
 /// Where ELF bytes come from: a file read piecewise, or an image in memory.
 enum Source<'a> {
     File(File),
@@ -383,8 +386,9 @@ impl ElfSymbols {
         // end; then a few before it, which may enclose it (a function and a smaller
         // one at an address inside it).
         for s in self.syms[..i].iter().rev().take(8) {
-            if s.size == 0 && s.addr == self.syms[i - 1].addr {
-                // No size (hand-written assembly): the nearest symbol is the best guess.
+            if s.size == 0 && s.addr == self.syms[i - 1].addr && vaddr - s.addr < SIZELESS_SPAN {
+                // No size (hand-written assembly): the nearest symbol is the best
+                // guess, near it (far past it is other code: PLT stubs after `_init`).
                 return Some(demangle(self.raw_name(s)?));
             }
             if vaddr - s.addr < s.size {
@@ -815,6 +819,24 @@ mod tests {
         assert_eq!(elf.name_at(0x2080).as_deref(), Some("big"));
         assert_eq!(elf.name_at(0x2012).as_deref(), Some("small"));
         assert_eq!(elf.name_at(0x2100), None);
+    }
+
+    #[test]
+    fn a_symbol_without_a_size_covers_only_what_is_near_it() {
+        let elf = ElfSymbols::from_parsed(Parsed {
+            loads: vec![],
+            build_id: None,
+            syms: vec![Sym {
+                addr: 0x1000,
+                size: 0,
+                name: 0,
+                name_len: 5,
+                bind: 1,
+            }],
+            names: b"_init".to_vec(),
+        });
+        assert_eq!(elf.name_at(0x1010).as_deref(), Some("_init"));
+        assert_eq!(elf.name_at(0x1000 + SIZELESS_SPAN), None);
     }
 
     #[test]
