@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use jscope_format::{Recording, ThreadId};
+use jscope_format::{FrameKind, Recording, StackId, ThreadId};
 
 use crate::labels::Labeler;
 use crate::StackCounts;
@@ -26,13 +26,33 @@ pub struct Collapsed {
 /// to the same labels (line numbers dropped, overloads), so counts are merged.
 /// Samples without any frame are left out: they have nothing to draw.
 pub fn collapse(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) -> Collapsed {
+    collapse_annotated(rec, counts, opts, false)
+}
+
+/// As [`collapse`]; with `annotate`, Java frames whose tier is known carry
+/// async-profiler's suffixes (`_[0]` interpreted, `_[j]` JIT-compiled, `_[i]` inlined),
+/// so one method run at two tiers is two frames. Kernel frames always end in `_[k]`.
+pub fn collapse_annotated(
+    rec: &Recording,
+    counts: &StackCounts,
+    opts: CollapseOptions,
+    annotate: bool,
+) -> Collapsed {
     let labeler = Labeler {
         rec,
         lines: opts.lines,
     };
     let mut merged: BTreeMap<Vec<String>, u64> = BTreeMap::new();
     for (&(stack, thread), &n) in &counts.counts {
-        let mut frames = labeler.root_first(stack);
+        let mut frames = if annotate {
+            rec.stack(StackId(stack))
+                .iter()
+                .rev()
+                .map(|f| labeler.frame(f) + kind_suffix(f.kind))
+                .collect()
+        } else {
+            labeler.root_first(stack)
+        };
         if frames.is_empty() {
             continue;
         }
@@ -43,6 +63,17 @@ pub fn collapse(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) ->
     }
     Collapsed {
         stacks: merged.into_iter().collect(),
+    }
+}
+
+/// async-profiler's annotation of a frame's kind in collapsed stacks; empty where the
+/// label says it already (kernel `_[k]`, native `symbol [lib]`) or the tier is unknown.
+pub fn kind_suffix(kind: FrameKind) -> &'static str {
+    match kind {
+        FrameKind::Interpreted => "_[0]",
+        FrameKind::Compiled => "_[j]",
+        FrameKind::Inlined => "_[i]",
+        _ => "",
     }
 }
 

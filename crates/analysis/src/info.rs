@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use jscope_format::{Overview, Recording, ThreadId, TraceCounts};
+use jscope_format::{FrameKind, Overview, Recording, ThreadId, TraceCounts};
 use serde::Serialize;
 
 use crate::stats::{mean, quantile};
@@ -104,7 +104,26 @@ pub struct Info {
     /// Busiest threads' achieved cpu sampling intervals, most samples first.
     pub cpu_rates: Vec<CpuThreadRate>,
     pub damage: Option<String>,
+    /// The cpu engine the agent ran (header `cpu_engine`, with `cstack` and
+    /// `kernel_frames`), e.g. `perf (cstack fp, kernel frames yes)`; `None` when the
+    /// header does not say (recordings from before mixed stacks: Java frames only).
+    pub cpu_engine: Option<String>,
+    /// Threads that are not Java threads (GC workers, compiler threads, native threads).
+    pub native_threads: usize,
+    /// Per frame kind, the samples (and snapshot stacks) holding at least one frame of
+    /// it, in [`FrameKind::ALL`] order; kinds no stack holds are left out.
+    pub frame_kinds: Vec<KindCount>,
 }
+
+/// Samples holding a frame of one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KindCount {
+    pub kind: String,
+    pub samples: u64,
+}
+
+/// Header keys shown in the `cpu engine:` line rather than among the other extras.
+const ENGINE_KEYS: [&str; 3] = ["cpu_engine", "cstack", "kernel_frames"];
 
 /// How many threads [`Info::cpu_rates`] lists.
 const CPU_RATE_THREADS: usize = 10;
@@ -178,8 +197,60 @@ impl Info {
             snapshot_interval: snapshot_intervals(rec),
             cpu_rates: cpu_rates(rec),
             damage: rec.damage.as_ref().map(|d| d.to_string()),
+            cpu_engine: cpu_engine(h),
+            native_threads: rec
+                .threads
+                .values()
+                .filter(|t| t.java_id == 0 && t.group == "[native]")
+                .count(),
+            frame_kinds: frame_kinds(rec),
         }
     }
+}
+
+fn cpu_engine(h: &jscope_format::Header) -> Option<String> {
+    let engine = h.extra("cpu_engine")?;
+    let details: Vec<String> = [("cstack", "cstack"), ("kernel_frames", "kernel frames")]
+        .iter()
+        .filter_map(|(key, name)| h.extra(key).map(|v| format!("{name} {v}")))
+        .collect();
+    Some(if details.is_empty() {
+        engine.to_string()
+    } else {
+        format!("{engine} ({})", details.join(", "))
+    })
+}
+
+fn frame_kinds(rec: &Recording) -> Vec<KindCount> {
+    // Kinds per stack once (a bit per kind), then counted per sample.
+    let mut masks: BTreeMap<u32, u8> = BTreeMap::new();
+    let mut mask_of = |id: jscope_format::StackId| {
+        *masks.entry(id.0).or_insert_with(|| {
+            rec.stack(id)
+                .iter()
+                .fold(0u8, |m, f| m | 1 << (f.kind as u8 & 7))
+        })
+    };
+    let mut counts = [0u64; 8];
+    let stacks = rec.samples.iter().map(|s| s.stack).chain(
+        rec.snapshots
+            .iter()
+            .flat_map(|s| s.threads.iter().map(|t| t.stack)),
+    );
+    for id in stacks {
+        let m = mask_of(id);
+        for (k, c) in counts.iter_mut().enumerate() {
+            *c += u64::from(m >> k & 1);
+        }
+    }
+    FrameKind::ALL
+        .iter()
+        .filter(|k| counts[**k as usize] > 0)
+        .map(|k| KindCount {
+            kind: k.name().to_string(),
+            samples: counts[*k as usize],
+        })
+        .collect()
 }
 
 fn count_empty_stacks(rec: &Recording) -> u64 {
@@ -359,7 +430,12 @@ impl Info {
             )?;
         }
         for (k, v) in &self.extra {
-            writeln!(f, "  {k}: {v}")?;
+            if !(self.cpu_engine.is_some() && ENGINE_KEYS.contains(&k.as_str())) {
+                writeln!(f, "  {k}: {v}")?;
+            }
+        }
+        if let Some(engine) = &self.cpu_engine {
+            writeln!(f, "cpu engine: {engine}")?;
         }
         Ok(())
     }
@@ -376,7 +452,17 @@ impl Info {
             "chunks:     {} ({} unknown records skipped)",
             self.chunks, self.skipped_records
         )?;
-        writeln!(f, "threads:    {}", self.threads)?;
+        if self.native_threads > 0 {
+            writeln!(
+                f,
+                "threads:    {} ({} Java, {} native)",
+                self.threads,
+                self.threads - self.native_threads.min(self.threads),
+                self.native_threads
+            )?;
+        } else {
+            writeln!(f, "threads:    {}", self.threads)?;
+        }
         // A mode the recording was not made with has no line: `0 wall` would
         // suggest wall sampling ran and found nothing.
         let modes = self.sampled_modes();
@@ -392,6 +478,18 @@ impl Info {
             writeln!(f, "samples:    {n} {mode}")?;
         }
         writeln!(f, "snapshots:  {}", self.snapshots)?;
+        if !self.frame_kinds.is_empty() {
+            let kinds: Vec<String> = self
+                .frame_kinds
+                .iter()
+                .map(|k| format!("{} {}", k.kind, k.samples))
+                .collect();
+            writeln!(
+                f,
+                "frame kinds: {} (samples with such a frame)",
+                kinds.join(", ")
+            )?;
+        }
         self.fmt_trace(f)?;
         writeln!(f, "empty stacks: {}", self.empty_stacks)
     }

@@ -1,6 +1,6 @@
 //! Frame labels as the views print them.
 
-use jscope_format::{Frame, FrameKind, MethodId, Recording, StackId, StringId};
+use jscope_format::{Frame, MethodId, Recording, StackId, StringId};
 
 /// Labels frames `pkg.Class.method`, optionally with `:line`.
 #[derive(Clone, Copy)]
@@ -62,7 +62,7 @@ fn hidden_class_suffix(label: &str) -> Option<std::ops::Range<usize>> {
 /// The source position in Java's stack-trace notation: `Foo.java:12`,
 /// `Native Method`, or `Unknown Source`.
 pub(crate) fn source_position(rec: &Recording, f: &Frame) -> String {
-    if f.kind == FrameKind::Native {
+    if f.kind.is_native() {
         return "Native Method".to_string();
     }
     let file = source_file(rec, f.method);

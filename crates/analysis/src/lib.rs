@@ -40,12 +40,14 @@ mod threads;
 pub mod trace;
 
 pub use callgraph::{call_graph, CallEdge, CallGraph, CallNode, DotOptions};
-pub use collapsed::{collapse, CollapseOptions, Collapsed};
+pub use collapsed::{collapse, collapse_annotated, kind_suffix, CollapseOptions, Collapsed};
 pub use diff::{diff_hot, HotDiff, MethodDiff, Presence};
 pub use error::AnalysisError;
 pub use glob::ThreadMatcher;
 pub use hot::{hot_methods, HotMethod, HotMethods};
-pub use info::{sampled_modes, CounterValue, CpuThreadRate, Info, IntervalStats, TraceInfo};
+pub use info::{
+    sampled_modes, CounterValue, CpuThreadRate, Info, IntervalStats, KindCount, TraceInfo,
+};
 pub use labels::{method_label, source_file};
 pub use queue::{
     erlang_c, replay_queue, replay_queue_bytes, ErlangC, LengthPoint, QueueError, QueueReport,

@@ -482,6 +482,10 @@ pub struct CollapsedArgs {
     /// Put each thread's name at the root of its stacks.
     #[arg(long)]
     pub threads: bool,
+    /// Mark how each Java frame ran, as async-profiler does: `_[0]` interpreted,
+    /// `_[j]` JIT-compiled, `_[i]` inlined (kernel frames always end in `_[k]`).
+    #[arg(long)]
+    pub annotate: bool,
 }
 
 #[derive(Debug, Args)]

@@ -65,6 +65,11 @@ pub struct ExportArgs {
     pub select: SelectArgs,
     #[command(flatten)]
     pub hide: HideArgs,
+    /// Name Java frames with how they ran, as async-profiler's --annotate: `_[0]`
+    /// interpreted, `_[j]` JIT-compiled, `_[i]` inlined (kernel frames always end
+    /// in `_[k]`).
+    #[arg(long)]
+    pub annotate: bool,
 }
 
 pub fn run(args: &ExportArgs) -> Result<()> {
@@ -101,6 +106,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         selection: sel,
         trace,
         name: title,
+        annotate: args.annotate,
     };
     let export = match tree {
         Some(tree) if tree.events > 0 || kind == Some(Kind::Trace) => {

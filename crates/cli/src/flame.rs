@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use jscope_analysis::events::{weighted_stacks, EventFilter, EventWeight};
-use jscope_analysis::{collapse, CollapseOptions, Mode, StackCounts, ThreadMatcher};
+use jscope_analysis::{collapse_annotated, CollapseOptions, Mode, StackCounts, ThreadMatcher};
 use jscope_flame::{render_html, render_svg, FlameGraph, Options};
 use jscope_format::Recording;
 
@@ -112,7 +112,8 @@ fn event_counts(
 /// The flame graph of a recording's counted stacks.
 pub(crate) fn graph_of(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) -> FlameGraph {
     let mut graph = FlameGraph::new();
-    for (frames, n) in collapse(rec, counts, opts).stacks {
+    // Java frames carry their tier so the graph shades (and splits) them by it.
+    for (frames, n) in collapse_annotated(rec, counts, opts, true).stacks {
         graph.add(&frames, n);
     }
     graph

@@ -63,6 +63,9 @@ pub struct Request {
     pub trace: TraceOptions,
     /// What to call the profile in viewers (the file name).
     pub name: String,
+    /// Name Java frames with their tier, as async-profiler's `--annotate` (`_[0]`
+    /// interpreted, `_[j]` JIT-compiled, `_[i]` inlined).
+    pub annotate: bool,
 }
 
 /// Whether the recording holds anything of `kind` at all (before filters).
@@ -124,7 +127,7 @@ impl Export {
             Some(_) => Data::Profiles(
                 kinds
                     .iter()
-                    .map(|&k| Profile::of(rec, k, &req.selection))
+                    .map(|&k| Profile::of_annotated(rec, k, &req.selection, req.annotate))
                     .collect(),
             ),
         };

@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use jscope_analysis::trace::CallTree;
-use jscope_analysis::{count_mode, method_label, source_file, Mode, Selection};
+use jscope_analysis::{count_mode, kind_suffix, method_label, source_file, Mode, Selection};
 use jscope_format::thread_state::classify;
 use jscope_format::{EventKind, FrameKind, MethodId, Recording, SampleMode, StackId};
 
@@ -146,8 +146,12 @@ pub struct Function {
     pub name: String,
     /// `pkg.Class.method(signature)` when the signature is known, else the name.
     pub system_name: String,
-    /// The class's source file; empty when unknown.
+    /// The class's source file; for native code (a mixed-stack frame) its library's
+    /// file name (`libc.so.6`, `[kernel]`); empty when unknown.
     pub file: String,
+    /// The library of native code (`libjvm.so`, `libc.so.6`, `[kernel]`); empty for
+    /// Java code. pprof and OTLP write one mapping per library.
+    pub lib: String,
 }
 
 /// One frame: a function and the source line executing in it (0: unknown).
@@ -200,7 +204,15 @@ impl Profile {
     /// The selected samples of `kind` (the selection's thread, state and time
     /// filters apply; its mode is `kind`'s) out of a recording.
     pub fn of(rec: &Recording, kind: Kind, sel: &Selection) -> Profile {
+        Profile::of_annotated(rec, kind, sel, false)
+    }
+
+    /// As [`Profile::of`]; with `annotate`, Java frames whose tier the recording
+    /// knows are named with async-profiler's suffix (`_[0]` interpreted, `_[j]`
+    /// JIT-compiled, `_[i]` inlined), one function per method and tier.
+    pub fn of_annotated(rec: &Recording, kind: Kind, sel: &Selection, annotate: bool) -> Profile {
         let mut b = Builder::new(rec, kind);
+        b.annotate = annotate;
         match kind {
             Kind::Cpu | Kind::Wall => b.signal_samples(sel),
             Kind::Snapshot => b.snapshots(sel),
@@ -288,6 +300,9 @@ struct Builder<'r> {
     by_method: HashMap<u32, u32>,
     stacks: HashMap<Vec<Frame>, u32>,
     by_stack_id: HashMap<u32, u32>,
+    /// Name Java frames with their tier's suffix.
+    annotate: bool,
+    by_method_tier: HashMap<(u32, u8), u32>,
 }
 
 impl<'r> Builder<'r> {
@@ -317,6 +332,8 @@ impl<'r> Builder<'r> {
             by_method: HashMap::new(),
             stacks: HashMap::new(),
             by_stack_id: HashMap::new(),
+            annotate: false,
+            by_method_tier: HashMap::new(),
         }
     }
 
@@ -441,6 +458,7 @@ impl<'r> Builder<'r> {
                 .unwrap_or("")
                 .to_string(),
             name,
+            lib: String::new(),
         };
         let id = self.intern_function(f);
         self.by_method.insert(method, id);
@@ -477,7 +495,7 @@ impl<'r> Builder<'r> {
             .stack(id)
             .iter()
             .map(|f| Frame {
-                function: self.method_function(f.method),
+                function: self.frame_function(f),
                 line: f.line,
                 inlined: f.kind == FrameKind::Inlined,
             })
@@ -495,15 +513,37 @@ impl<'r> Builder<'r> {
         })
     }
 
+    /// The function of a frame: its method's, or with `annotate` its method's at the
+    /// frame's tier.
+    fn frame_function(&mut self, f: &jscope_format::Frame) -> u32 {
+        let suffix = kind_suffix(f.kind);
+        let function = self.method_function(f.method);
+        if !self.annotate || suffix.is_empty() {
+            return function;
+        }
+        if let Some(&id) = self.by_method_tier.get(&(f.method.0, f.kind as u8)) {
+            return id;
+        }
+        let mut tiered = self.profile.functions[function as usize].clone();
+        tiered.name.push_str(suffix);
+        let id = self.intern_function(tiered);
+        self.by_method_tier.insert((f.method.0, f.kind as u8), id);
+        id
+    }
+
     fn method_function(&mut self, method: MethodId) -> u32 {
         if let Some(&f) = self.by_method.get(&method.0) {
             return f;
         }
         let name = method_label(self.rec, method);
+        let lib = self.rec.native_library(method).unwrap_or("").to_string();
         let f = Function {
             system_name: self.system_name(method, &name),
-            file: source_file(self.rec, method).unwrap_or("").to_string(),
+            file: source_file(self.rec, method)
+                .unwrap_or(lib.as_str())
+                .to_string(),
             name,
+            lib,
         };
         let id = self.intern_function(f);
         self.by_method.insert(method.0, id);

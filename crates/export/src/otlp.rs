@@ -65,6 +65,8 @@ struct Dictionary {
     locations: HashMap<Vec<otlp::Line>, i32>,
     stacks: HashMap<Vec<i32>, i32>,
     attributes: HashMap<(i32, String), i32>,
+    /// Mapping index of each native library; Java code uses mapping 0.
+    mappings: HashMap<String, i32>,
 }
 
 impl Dictionary {
@@ -83,6 +85,7 @@ impl Dictionary {
             locations: HashMap::new(),
             stacks: HashMap::new(),
             attributes: HashMap::new(),
+            mappings: HashMap::new(),
         };
         d.string("");
         d
@@ -122,12 +125,33 @@ impl Dictionary {
             .collect()
     }
 
-    /// The location of a frame and the frames inlined into it (innermost first).
-    fn location(&mut self, lines: Vec<otlp::Line>) -> i32 {
+    /// The mapping of a native library (`libc.so.6`), named by its file; 0 (the
+    /// table's zero entry) for Java code.
+    fn mapping(&mut self, lib: &str) -> i32 {
+        if lib.is_empty() {
+            return 0;
+        }
+        if let Some(&i) = self.mappings.get(lib) {
+            return i;
+        }
+        let filename_strindex = self.string(lib);
+        self.dict.mapping_table.push(otlp::Mapping {
+            filename_strindex,
+            ..otlp::Mapping::default()
+        });
+        let i = self.dict.mapping_table.len() as i32 - 1;
+        self.mappings.insert(lib.to_string(), i);
+        i
+    }
+
+    /// The location of a frame and the frames inlined into it (innermost first), in
+    /// the mapping of its code.
+    fn location(&mut self, lines: Vec<otlp::Line>, mapping_index: i32) -> i32 {
         let table = &mut self.dict.location_table;
         *self.locations.entry(lines).or_insert_with_key(|lines| {
             table.push(otlp::Location {
                 lines: lines.clone(),
+                mapping_index,
                 ..otlp::Location::default()
             });
             table.len() as i32 - 1
@@ -220,6 +244,7 @@ pub fn request(sources: &[Source], info: &ResourceInfo) -> ExportProfilesService
 fn profile(src: &Source, d: &mut Dictionary) -> otlp::Profile {
     let kind = src.kind();
     let functions = d.functions(src);
+    let mappings: Vec<i32> = src.functions.iter().map(|f| d.mapping(&f.lib)).collect();
     let stacks: Vec<i32> = (0..src.stacks.len() as u32)
         .map(|stack| {
             let locations = src
@@ -234,7 +259,8 @@ fn profile(src: &Source, d: &mut Dictionary) -> otlp::Profile {
                             column: 0,
                         })
                         .collect();
-                    d.location(lines)
+                    let mapping = frames.first().map_or(0, |f| mappings[f.function as usize]);
+                    d.location(lines, mapping)
                 })
                 .collect();
             d.stack(locations)

@@ -183,6 +183,36 @@ pub fn profile(src: &Source) -> Profile {
             start_line: 0,
         })
         .collect();
+    // Mapping 1 is the JVM's Java code; each native library gets its own.
+    let mut mapping = vec![Mapping {
+        id: 1,
+        filename: strings.get("jvm"),
+        has_functions: true,
+        has_filenames: true,
+        has_line_numbers: true,
+        has_inline_frames: true,
+        ..Mapping::default()
+    }];
+    let mut mapping_of_lib: HashMap<&str, u64> = HashMap::new();
+    let function_mapping: Vec<u64> = src
+        .functions
+        .iter()
+        .map(|f| {
+            if f.lib.is_empty() {
+                return 1;
+            }
+            *mapping_of_lib.entry(&f.lib).or_insert_with(|| {
+                let id = mapping.len() as u64 + 1;
+                mapping.push(Mapping {
+                    id,
+                    filename: strings.get(&f.lib),
+                    has_functions: true,
+                    ..Mapping::default()
+                });
+                id
+            })
+        })
+        .collect();
     let mut locations: HashMap<&[crate::Frame], u64> = HashMap::new();
     let mut location = Vec::new();
     let location_ids: Vec<Vec<u64>> = (0..src.stacks.len() as u32)
@@ -194,7 +224,9 @@ pub fn profile(src: &Source) -> Profile {
                         let id = location.len() as u64 + 1;
                         location.push(Location {
                             id,
-                            mapping_id: 1,
+                            mapping_id: frames
+                                .first()
+                                .map_or(1, |f| function_mapping[f.function as usize]),
                             address: 0,
                             line: frames
                                 .iter()
@@ -215,15 +247,6 @@ pub fn profile(src: &Source) -> Profile {
         "jscope {} profile of pid {}: {}",
         kind, src.pid, src.command_line
     ))];
-    let mapping = vec![Mapping {
-        id: 1,
-        filename: strings.get("jvm"),
-        has_functions: true,
-        has_filenames: true,
-        has_line_numbers: true,
-        has_inline_frames: true,
-        ..Mapping::default()
-    }];
     Profile {
         default_sample_type: sample_type[1].r#type,
         sample_type,

@@ -491,3 +491,141 @@ fn unknown_kinds_and_empty_kinds_are_errors() {
     let e = export(&empty, &request(Kind::Trace), Format::Chrome, &mut out).unwrap_err();
     assert!(e.to_string().contains("no trace events"), "{e}");
 }
+
+/// A mixed stack, top first: `do_syscall_64` in the kernel, `write` in libc.so.6,
+/// then Java's `demo.App.main`; 3 cpu samples of it on thread `main`.
+fn mixed_recording() -> Recording {
+    let header = Header {
+        pid: 78,
+        ticks_per_second: 1_000_000_000,
+        modes: "cpu".into(),
+        interval_ns: 10 * MS,
+        ..Header::default()
+    };
+    let mut w = ChunkWriter::new();
+    for (id, s) in [
+        (1, "demo.App"),
+        (2, "main"),
+        (3, "([Ljava/lang/String;)V"),
+        (4, "libc.so.6"),
+        (5, "write"),
+        (6, "[kernel]"),
+        (7, "do_syscall_64"),
+    ] {
+        w.string(StringId(id), s);
+    }
+    for (id, name) in [(1, 1), (2, 4), (3, 6)] {
+        w.class(&ClassDef {
+            id: ClassId(id),
+            name: StringId(name),
+            source_file: StringId(0),
+        });
+    }
+    for (id, class, name, signature, modifiers) in
+        [(1, 1, 2, 3, 9), (2, 2, 5, 0, 0x100), (3, 3, 7, 0, 0x100)]
+    {
+        w.method(&MethodDef {
+            id: MethodId(id),
+            class: ClassId(class),
+            name: StringId(name),
+            signature: StringId(signature),
+            modifiers,
+        });
+    }
+    w.thread(&ThreadDef {
+        id: ThreadId(1),
+        name: "main".into(),
+        ..ThreadDef::default()
+    });
+    let frame = |m, kind| Frame {
+        method: MethodId(m),
+        bci: -1,
+        line: 0,
+        kind,
+    };
+    w.stack(
+        StackId(1),
+        &[
+            frame(3, FrameKind::Kernel),
+            frame(2, FrameKind::Native),
+            frame(1, FrameKind::Compiled),
+        ],
+    );
+    for ms in [0, 10, 20] {
+        w.sample(&Sample {
+            thread: ThreadId(1),
+            ticks: ms * MS,
+            stack: StackId(1),
+            mode: SampleMode::Cpu,
+            weight_ns: 10 * MS,
+            state: 0,
+        });
+    }
+    let mut bytes = encode_file_start(&header);
+    bytes.extend(w.finish());
+    Recording::from_bytes(&bytes).unwrap()
+}
+
+#[test]
+fn native_and_kernel_frames_export_in_their_librarys_mapping() {
+    let rec = mixed_recording();
+    let p = pprof_of(&exported(&rec, &request(Kind::Cpu), Format::Pprof));
+    let s = |i: i64| p.string_table[i as usize].as_str();
+    let mappings: Vec<&str> = p.mapping.iter().map(|m| s(m.filename)).collect();
+    assert_eq!(mappings.len(), 3, "{mappings:?}");
+    assert_eq!(mappings[0], "jvm");
+    // Each frame's location lies in the mapping of its code; the function's file is
+    // the library.
+    for (function, lib) in [
+        ("write [libc.so.6]", "libc.so.6"),
+        ("do_syscall_64_[k]", "[kernel]"),
+        ("demo.App.main", "jvm"),
+    ] {
+        let f = p.function.iter().find(|f| s(f.name) == function).unwrap();
+        let l = p
+            .location
+            .iter()
+            .find(|l| l.line[0].function_id == f.id)
+            .unwrap();
+        assert_eq!(s(p.mapping[l.mapping_id as usize - 1].filename), lib);
+        if lib != "jvm" {
+            assert_eq!(s(f.filename), lib);
+        }
+    }
+
+    use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+    let bytes = exported(&rec, &request(Kind::Cpu), Format::Otlp);
+    let d = ExportProfilesServiceRequest::decode(&*bytes)
+        .unwrap()
+        .dictionary
+        .unwrap();
+    let name_of_location = |l: &opentelemetry_proto::tonic::profiles::v1development::Location| {
+        let f = &d.function_table[l.lines[0].function_index as usize];
+        d.string_table[f.name_strindex as usize].as_str()
+    };
+    let lib_of = |function: &str| {
+        let l = d.location_table[1..]
+            .iter()
+            .find(|l| name_of_location(l) == function)
+            .unwrap();
+        let m = &d.mapping_table[l.mapping_index as usize];
+        d.string_table[m.filename_strindex as usize].as_str()
+    };
+    assert_eq!(lib_of("write [libc.so.6]"), "libc.so.6");
+    assert_eq!(lib_of("do_syscall_64_[k]"), "[kernel]");
+    assert_eq!(lib_of("demo.App.main"), "");
+
+    let speedscope = json(&rec, &request(Kind::Cpu), Format::Speedscope);
+    let frames = speedscope["shared"]["frames"].as_array().unwrap();
+    let write = frames
+        .iter()
+        .find(|f| f["name"] == "write [libc.so.6]")
+        .unwrap();
+    assert_eq!(write["file"], "libc.so.6");
+    let collapsed =
+        String::from_utf8(exported(&rec, &request(Kind::Cpu), Format::Collapsed)).unwrap();
+    assert_eq!(
+        collapsed,
+        "demo.App.main;write [libc.so.6];do_syscall_64_[k] 3\n"
+    );
+}

@@ -5,7 +5,7 @@
 //! element; `page.js` documents the encoding it decodes.
 
 use crate::escape::{escape_xml, json_for_script};
-use crate::kind::{classify, colour, FrameKind};
+use crate::kind::{classify, colour, display_name, FrameKind};
 use crate::layout::{weight_for_budget, Label, Layout};
 use crate::tree::{NameId, ROOT};
 use crate::{FlameGraph, Options};
@@ -28,8 +28,42 @@ pub fn render_html(g: &FlameGraph, o: &Options) -> String {
         "style" => STYLE.to_string(),
         "script" => SCRIPT.to_string(),
         "data" => data.clone(),
+        "legend" => legend(),
         other => panic!("page.html uses unknown placeholder {{{{{other}}}}}"),
     })
+}
+
+/// What each colour means, with swatches drawn by the colouring rule itself from a
+/// typical name of each kind.
+pub(crate) const LEGEND: [(&str, &str); 10] = [
+    ("com.example.App.run_[j]", "Java (hue by package)"),
+    ("com.example.App.run_[0]", "interpreted"),
+    ("com.example.App.run_[i]", "inlined"),
+    ("java.util.HashMap.get", "JDK"),
+    ("write [libc.so.6]", "native"),
+    ("JavaThread::run [libjvm.so]", "JVM (libjvm)"),
+    ("do_syscall_64_[k]", "kernel"),
+    ("[unknown]", "internal"),
+    ("", "root, merged"),
+    ("#e040fb", "search match"),
+];
+
+fn legend() -> String {
+    let mut out = String::new();
+    for (name, what) in LEGEND {
+        let fill = match name {
+            "" => colour("", FrameKind::Synthetic),
+            n if n.starts_with('#') => n.to_string(),
+            n => colour(n, classify(n)),
+        };
+        let _ = write!(
+            out,
+            "\n    <i style=\"background:{fill}\"></i>{}",
+            escape_xml(what)
+        );
+    }
+    out.push_str("\n  ");
+    out
 }
 
 /// Replaces each `{{key}}` in one pass, so substituted text is never scanned again.
@@ -131,7 +165,7 @@ impl PageData {
         let names = self
             .names
             .iter()
-            .map(|id| id.map_or(FlameGraph::ROOT_NAME, |id| g.name(id)));
+            .map(|id| id.map_or(FlameGraph::ROOT_NAME, |id| display_name(g.name(id))));
         join(&mut out, names, |out, name| {
             out.push_str(&json_string(name))
         });

@@ -4,15 +4,20 @@
 //! 1. An annotation suffix `_[j]` (JIT), `_[i]` (inlined), `_[0]` (interpreted),
 //!    `_[1]` (C1) or `_[c]` (compiled) is stripped first; `_[k]` means kernel and
 //!    `_[n]` native.
-//! 2. Names starting with `[` (`[unknown]`, `[GC]`, `[vm]`) are VM/internal.
-//! 3. Names containing `[native]`, `::` (C++), a shared-object segment such as
+//! 2. Names ending in ` [libjvm.so]` (jscope's label of a native frame in the JVM's
+//!    own library) are VM code, async-profiler's "C++" frames.
+//! 3. Names starting with `[` (`[unknown]`, `[GC]`, `[vm]`) are VM/internal.
+//! 4. Names containing `[native]`, `::` (C++), a shared-object segment such as
 //!    `libc.so.6`, or with no `.`/`/` separator at all (plain C symbols) are native.
-//! 4. Remaining `package.Class.method` names are Java: `java.`, `javax.`, `jdk.`,
+//! 5. Remaining `package.Class.method` names are Java: `java.`, `javax.`, `jdk.`,
 //!    `sun.` and `com.sun.` packages are JDK, everything else application code.
 //!
-//! Each kind has its own hue band; within the Java bands the hue comes from a
-//! stable hash of the package so that one package keeps one colour across
-//! graphs, and the lightness varies by the full name so neighbours stay apart.
+//! Each kind has its own hue band, as async-profiler's: Java greens, JDK blues, native
+//! red, VM yellow, kernel orange. Within the Java bands the hue comes from a stable
+//! hash of the package so that one package keeps one colour across graphs, and the
+//! lightness varies by the full name so neighbours stay apart. The annotation shades
+//! a Java frame by how it ran: interpreted pale, C1 lighter, inlined towards aqua,
+//! JIT-compiled as it is. The suffix itself is not shown ([`display_name`]).
 
 /// The kind of code a frame belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,6 +30,8 @@ pub enum FrameKind {
     Native,
     /// Operating-system kernel code.
     Kernel,
+    /// Native code of the JVM itself (`libjvm.so`): compilers, GC, runtime.
+    Vm,
     /// Bracketed pseudo-frames the VM or profiler reports, such as `[unknown]`.
     Internal,
     /// Frames this crate adds: the root and boxes standing for merged narrow frames.
@@ -44,6 +51,9 @@ pub fn classify(name: &str) -> FrameKind {
     if name.ends_with("_[n]") || name.contains("[native]") {
         return FrameKind::Native;
     }
+    if name.ends_with(" [libjvm.so]") {
+        return FrameKind::Vm;
+    }
     let bare = strip_java_suffix(name);
     if bare.starts_with('[') {
         return FrameKind::Internal;
@@ -60,18 +70,48 @@ pub fn colour(name: &str, kind: FrameKind) -> String {
     let bare = strip_java_suffix(name);
     let vary = (fnv1a(bare) % 1000) as f64 / 1000.0;
     let (hue, saturation, lightness) = match kind {
-        FrameKind::Java | FrameKind::Jdk => java_hsl(bare, kind, vary),
+        FrameKind::Java | FrameKind::Jdk => {
+            let (h, s, l) = java_hsl(bare, kind, vary);
+            match tier(name) {
+                Some(Tier::Interpreted) => (h, s * 0.55, l + 0.16),
+                Some(Tier::C1) => (h, s * 0.8, l + 0.06),
+                Some(Tier::Inlined) => (h + 18.0, s, l + 0.08),
+                _ => (h, s, l),
+            }
+        }
         FrameKind::Native => (2.0 + 14.0 * vary, 0.70, 0.64),
         FrameKind::Kernel => (28.0 + 10.0 * vary, 0.85, 0.58),
+        FrameKind::Vm => (60.0 + 8.0 * vary, 0.58, 0.50),
         FrameKind::Internal => (52.0 + 6.0 * vary, 0.75, 0.55),
         FrameKind::Synthetic => (0.0, 0.0, 0.78),
     };
-    let lightness = if name.ends_with("_[i]") {
-        lightness + 0.08
-    } else {
-        lightness
-    };
     hsl_to_hex(hue, saturation, lightness.min(0.9))
+}
+
+/// How an annotated Java frame ran.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tier {
+    Interpreted,
+    C1,
+    Compiled,
+    Inlined,
+}
+
+fn tier(name: &str) -> Option<Tier> {
+    let suffix = name.get(name.len().checked_sub(4)?..)?;
+    Some(match suffix {
+        "_[0]" => Tier::Interpreted,
+        "_[1]" => Tier::C1,
+        "_[j]" | "_[c]" => Tier::Compiled,
+        "_[i]" => Tier::Inlined,
+        _ => return None,
+    })
+}
+
+/// The name as a frame box shows it: without a Java tier annotation (`_[j]`, `_[i]`,
+/// `_[0]`, `_[1]`, `_[c]`), which its colour shows instead. Kernel `_[k]` stays.
+pub fn display_name(name: &str) -> &str {
+    strip_java_suffix(name)
 }
 
 /// Java hues: application packages spread over greens, JDK packages over blues.

@@ -28,7 +28,7 @@ pub use collapsed::{ParseError, ParseErrorKind};
 pub use diff::{frame_diff, render_diff_html, render_diff_svg, FrameDiff};
 pub use escape::{escape_xml, json_for_script};
 pub use html::render_html;
-pub use kind::{classify, colour, FrameKind};
+pub use kind::{classify, colour, display_name, FrameKind};
 pub use options::Options;
 pub use svg::render_svg;
 pub use tree::{FlameGraph, FrameWeight};

@@ -1,7 +1,7 @@
 //! The static SVG renderer: one `<g>` per box with a `<title>` tooltip, no script.
 
 use crate::escape::{escape_xml, truncate_label};
-use crate::kind::{classify, colour, FrameKind};
+use crate::kind::{classify, colour, display_name, FrameKind};
 use crate::layout::{Frame, Label, Layout};
 use crate::tree::{NodeId, ROOT};
 use crate::{FlameGraph, Options};
@@ -179,7 +179,7 @@ fn describe(g: &FlameGraph, label: Label, min_width_px: f64) -> (String, String)
             } else {
                 classify(name)
             };
-            (name.to_string(), colour(name, kind))
+            (display_name(name).to_string(), colour(name, kind))
         }
         Label::Merged { count } => (
             format!("[{count} frames narrower than {min_width_px} px]"),

@@ -147,3 +147,46 @@ fn huge_weights_stay_unsigned() {
     assert_eq!(data["total"].as_u64(), Some(u64::MAX));
     assert_eq!(frames(&data)[1], ("a".to_string(), 1, u64::MAX));
 }
+
+#[test]
+fn a_method_at_two_tiers_is_two_boxes_of_one_name_and_two_colours_with_a_legend() {
+    let g = FlameGraph::from_collapsed(
+        "a.Main.main_[0];a.Main.work_[j];write [libc.so.6];do_syscall_64_[k] 3\n\
+         a.Main.main_[0];a.Main.work_[0] 1\n\
+         [C2 CompilerThread0];JavaThread::run [libjvm.so] 2\n",
+    )
+    .unwrap();
+    let html = render_html(&g, &Options::default());
+    let data = page_data(&html);
+    let names = data["names"].as_array().unwrap();
+    let colours = data["colors"].as_array().unwrap();
+    let name_colour = data["nameColor"].as_array().unwrap();
+    let work: Vec<&str> = names
+        .iter()
+        .zip(name_colour)
+        .filter(|(n, _)| n.as_str() == Some("a.Main.work"))
+        .map(|(_, c)| colours[c.as_u64().unwrap() as usize].as_str().unwrap())
+        .collect();
+    assert_eq!(work.len(), 2, "{names:?}");
+    assert_ne!(work[0], work[1]);
+    assert!(names.iter().all(|n| !n.as_str().unwrap().ends_with("_[j]")));
+    assert!(names.iter().any(|n| n == "do_syscall_64_[k]"));
+    // The legend names every kind, each swatch in the colour such a frame gets.
+    let legend = &html[html.find(r#"<span class="legend">"#).unwrap()..];
+    let legend = &legend[..legend.find("</span>").unwrap()];
+    for what in [
+        "interpreted",
+        "inlined",
+        "JDK",
+        "native",
+        "JVM (libjvm)",
+        "kernel",
+    ] {
+        assert!(legend.contains(&format!("></i>{what}")), "{legend}");
+    }
+    let kernel = jscope_flame::colour("do_syscall_64_[k]", jscope_flame::FrameKind::Kernel);
+    assert!(
+        legend.contains(&format!("background:{kernel}\"></i>kernel")),
+        "{legend}"
+    );
+}

@@ -1,6 +1,6 @@
 //! The frame colouring rule: kinds by name, hues by kind, Java hues by package.
 
-use jscope_flame::{classify, colour, FrameKind};
+use jscope_flame::{classify, colour, display_name, FrameKind};
 
 #[test]
 fn java_frames_split_into_application_and_jdk() {
@@ -95,4 +95,46 @@ fn one_package_keeps_one_hue_and_colours_are_stable() {
         colour("a.b.C.d", FrameKind::Java),
         colour("a.b.C.d", FrameKind::Jdk)
     );
+}
+
+#[test]
+fn mixed_stack_frames_get_async_profilers_colours() {
+    assert_eq!(classify("JavaThread::run [libjvm.so]"), FrameKind::Vm);
+    assert_eq!(classify("write [libc.so.6]"), FrameKind::Native);
+    assert_eq!(classify("0x1a2b [libspin.so]"), FrameKind::Native);
+    let bands = [
+        ("JavaThread::run [libjvm.so]", 58.0..70.0),
+        ("write [libc.so.6]", 0.0..18.0),
+        ("do_syscall_64_[k]", 26.0..40.0),
+    ];
+    for (name, band) in bands {
+        let h = hue_of(name);
+        assert!(band.contains(&h), "{name}: hue {h} outside {band:?}");
+    }
+}
+
+/// Lightness in 0..=1 of a `#rrggbb` colour.
+fn lightness(hex: &str) -> f64 {
+    let channel = |i: usize| u8::from_str_radix(&hex[i..i + 2], 16).unwrap() as f64 / 255.0;
+    let (r, g, b) = (channel(1), channel(3), channel(5));
+    (r.max(g).max(b) + r.min(g).min(b)) / 2.0
+}
+
+#[test]
+fn a_java_frame_is_shaded_by_how_it_ran_and_shown_without_the_suffix() {
+    let base = "com.example.Foo.bar";
+    let compiled = colour(&format!("{base}_[j]"), FrameKind::Java);
+    let interpreted = colour(&format!("{base}_[0]"), FrameKind::Java);
+    let inlined = colour(&format!("{base}_[i]"), FrameKind::Java);
+    assert_eq!(compiled, colour(base, FrameKind::Java));
+    assert!(lightness(&interpreted) > lightness(&compiled) + 0.1);
+    assert!(
+        hue(&inlined) > hue(&compiled) + 10.0,
+        "inlined leans towards aqua"
+    );
+    assert_ne!(interpreted, inlined);
+    for suffix in ["_[j]", "_[0]", "_[i]", "_[1]", "_[c]"] {
+        assert_eq!(display_name(&format!("{base}{suffix}")), base);
+    }
+    assert_eq!(display_name("do_syscall_64_[k]"), "do_syscall_64_[k]");
 }

@@ -51,6 +51,12 @@ pub enum FrameKind {
     Native = 4,
     /// The method could not be resolved (e.g. its class was unloaded).
     Unknown = 5,
+    /// Kernel code (a system call, a page fault, an interrupt), from perf_events' kernel
+    /// call chain. Its method's class is `[kernel]`.
+    Kernel = 6,
+    /// Native code inside the JVM itself (`libjvm.so`: the interpreter's runtime, the
+    /// compilers, the garbage collector), async-profiler's "C++" frames.
+    Vm = 7,
 }
 
 impl FrameKind {
@@ -60,9 +66,51 @@ impl FrameKind {
             2 => FrameKind::Compiled,
             3 => FrameKind::Inlined,
             4 => FrameKind::Native,
+            6 => FrameKind::Kernel,
+            7 => FrameKind::Vm,
             0 => FrameKind::Java,
             _ => FrameKind::Unknown,
         }
+    }
+
+    /// Every kind, in byte order.
+    pub const ALL: [FrameKind; 8] = [
+        FrameKind::Java,
+        FrameKind::Interpreted,
+        FrameKind::Compiled,
+        FrameKind::Inlined,
+        FrameKind::Native,
+        FrameKind::Unknown,
+        FrameKind::Kernel,
+        FrameKind::Vm,
+    ];
+
+    /// The kind's name as `jscope info` and the flame graph's legend spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FrameKind::Java => "java",
+            FrameKind::Interpreted => "interpreted",
+            FrameKind::Compiled => "compiled",
+            FrameKind::Inlined => "inlined",
+            FrameKind::Native => "native",
+            FrameKind::Unknown => "unknown",
+            FrameKind::Kernel => "kernel",
+            FrameKind::Vm => "vm",
+        }
+    }
+
+    /// Whether the frame is Java code (any tier), as opposed to native, VM or kernel code.
+    pub fn is_java(self) -> bool {
+        matches!(
+            self,
+            FrameKind::Java | FrameKind::Interpreted | FrameKind::Compiled | FrameKind::Inlined
+        )
+    }
+
+    /// Whether the frame is machine code outside Java: a native library, the JVM or the
+    /// kernel.
+    pub fn is_native(self) -> bool {
+        matches!(self, FrameKind::Native | FrameKind::Kernel | FrameKind::Vm)
     }
 }
 

@@ -267,15 +267,40 @@ impl Recording {
         self.classes.get(id.index()).and_then(Option::as_ref)
     }
 
-    /// `com.acme.Foo.bar`, or `[unknown]` when the method is not known.
+    /// `com.acme.Foo.bar`, or `[unknown]` when the method is not known. Native code
+    /// (see [`Recording::native_library`]) reads `symbol [libc.so.6]`, kernel code
+    /// `symbol_[k]` as async-profiler writes it, code in no known mapping `[unknown]`.
     pub fn method_label(&self, method: MethodId) -> String {
         let Some(m) = self.method(method) else {
             return "[unknown]".to_string();
         };
+        if let Some(lib) = self.native_library(method) {
+            let name = self.string(m.name);
+            return match lib {
+                "[kernel]" => format!("{name}_[k]"),
+                "[unknown]" => "[unknown]".to_string(),
+                "" => name.to_string(),
+                _ => format!("{name} [{lib}]"),
+            };
+        }
         match self.class(m.class) {
             Some(c) => format!("{}.{}", self.string(c.name), self.string(m.name)),
             None => self.string(m.name).to_string(),
         }
+    }
+
+    /// The library of a method that stands for native code (a mixed-stack frame): its
+    /// class is named by the library file (`libc.so.6`, `[kernel]`, `[unknown]`; none when the library is not known), its
+    /// signature is empty and its modifiers say native. `None` for Java methods,
+    /// including Java's own `native` methods, which have a signature.
+    pub fn native_library(&self, method: MethodId) -> Option<&str> {
+        let m = self.method(method)?;
+        if m.modifiers & 0x100 == 0
+            || m.signature != StringId::NONE && !self.string(m.signature).is_empty()
+        {
+            return None;
+        }
+        Some(self.class(m.class).map_or("", |c| self.string(c.name)))
     }
 
     /// The method label, with `:line` when the line is known.

@@ -545,3 +545,83 @@ fn remote_calls_round_trip_on_both_sides() {
     let r = Recording::from_bytes(&out).unwrap();
     assert_eq!(r.remote_calls, vec![client, server]);
 }
+
+#[test]
+fn every_frame_kind_round_trips_and_a_later_kind_reads_as_unknown() {
+    let mut out = encode_file_start(&header());
+    let mut w = ChunkWriter::new();
+    let frames: Vec<Frame> = FrameKind::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, &kind)| Frame {
+            method: MethodId(i as u32 + 1),
+            bci: -1,
+            line: 0,
+            kind,
+        })
+        .collect();
+    w.stack(StackId(1), &frames);
+    out.extend(w.finish());
+    let r = Recording::from_bytes(&out).unwrap();
+    let kinds: Vec<FrameKind> = r.stack(StackId(1)).iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, FrameKind::ALL);
+    assert_eq!(FrameKind::from_u8(6), FrameKind::Kernel);
+    assert_eq!(FrameKind::from_u8(7), FrameKind::Vm);
+    assert_eq!(FrameKind::from_u8(8), FrameKind::Unknown);
+    for k in FrameKind::ALL {
+        assert_eq!(FrameKind::from_u8(k as u8), k);
+        assert!(!(k.is_java() && k.is_native()), "{k:?}");
+    }
+}
+
+#[test]
+fn native_kernel_and_unknown_frames_are_labelled_by_library() {
+    let mut out = encode_file_start(&header());
+    let mut w = ChunkWriter::new();
+    let strings = [
+        "libc.so.6",
+        "getpid",
+        "[kernel]",
+        "do_syscall_64",
+        "[unknown]",
+        "0x1f",
+        "java.lang.Thread",
+        "sleep0",
+        "(J)V",
+        "",
+    ];
+    for (i, s) in strings.iter().enumerate() {
+        w.string(StringId(i as u32 + 1), s);
+    }
+    for (id, name) in [(1, 1), (2, 3), (3, 5), (4, 7)] {
+        w.class(&ClassDef {
+            id: ClassId(id),
+            name: StringId(name),
+            source_file: StringId(0),
+        });
+    }
+    let method = |id, class, name, signature| MethodDef {
+        id: MethodId(id),
+        class: ClassId(class),
+        name: StringId(name),
+        signature: StringId(signature),
+        modifiers: 0x100,
+    };
+    w.method(&method(1, 1, 2, 0));
+    w.method(&method(2, 2, 4, 10));
+    w.method(&method(3, 3, 6, 0));
+    // A Java native method keeps its Java label: it has a signature.
+    w.method(&method(4, 4, 8, 9));
+    // A native frame of no known library is its symbol alone.
+    w.method(&method(5, 0, 2, 0));
+    out.extend(w.finish());
+    let r = Recording::from_bytes(&out).unwrap();
+    let label = |m| r.method_label(MethodId(m));
+    assert_eq!(label(1), "getpid [libc.so.6]");
+    assert_eq!(label(2), "do_syscall_64_[k]");
+    assert_eq!(label(3), "[unknown]");
+    assert_eq!(label(4), "java.lang.Thread.sleep0");
+    assert_eq!(label(5), "getpid");
+    assert_eq!(r.native_library(MethodId(1)), Some("libc.so.6"));
+    assert_eq!(r.native_library(MethodId(4)), None);
+}

@@ -172,12 +172,45 @@ impl Names {
         let kind = v
             .as_string(v.get(f, "type"))
             .map_or(FrameKind::Java, |t| frame_kind(&t));
+        let method = if kind == FrameKind::Kernel {
+            self.kernel_method(method)
+        } else {
+            method
+        };
         Frame {
             method,
             bci: v.int(f, "bytecodeIndex").unwrap_or(-1) as i32,
             line: v.int(f, "lineNumber").unwrap_or(0).max(0) as u32,
             kind,
         }
+    }
+
+    /// A kernel frame's method as jscope's mixed stacks write it: class `[kernel]`, no
+    /// signature, native modifiers, so it reads `symbol_[k]`.
+    fn kernel_method(&mut self, method: MethodId) -> MethodId {
+        let Some(def) = self.methods.get(method.index()).and_then(Option::as_ref) else {
+            return method;
+        };
+        let name = self.strings[def.name.index()].clone();
+        let name = name.strip_suffix("_[k]").unwrap_or(&name).to_string();
+        let class = self.class_named("[kernel]");
+        let name = self.string(&name);
+        let next = MethodId(self.methods.len().max(1) as u32);
+        let id = *self
+            .method_ids
+            .entry((class, name, StringId::NONE))
+            .or_insert(next);
+        if id == next {
+            let def = MethodDef {
+                id,
+                class,
+                name,
+                signature: StringId::NONE,
+                modifiers: 0x100,
+            };
+            put(&mut self.methods, id.index(), def);
+        }
+        id
     }
 
     pub(crate) fn thread(&mut self, v: &View, raw: &Value) -> ThreadId {
@@ -201,7 +234,14 @@ impl Names {
             .entry((java_id, os_tid, name.clone()))
             .or_insert(next);
         if id == next {
-            let group = v.get(raw, "group");
+            let group = v.string(v.get(raw, "group"), "name").unwrap_or_default();
+            // Threads without a Java id (async-profiler's GC, compiler and native
+            // threads) are native threads, as the agent writes them.
+            let group = if group.is_empty() && java_id == 0 {
+                "[native]".to_string()
+            } else {
+                group
+            };
             self.threads.insert(
                 id,
                 ThreadDef {
@@ -209,7 +249,7 @@ impl Names {
                     java_id,
                     os_tid: os_tid as u32,
                     name,
-                    group: v.string(group, "name").unwrap_or_default(),
+                    group,
                     parent: String::new(),
                     start_order: id.0,
                     daemon: false,
@@ -237,13 +277,16 @@ fn put<T>(v: &mut Vec<Option<T>>, i: usize, value: T) {
     v[i] = Some(value);
 }
 
-/// JFR's frame type names (async-profiler adds `C1 compiled`, `C++`, `Kernel`).
+/// JFR's frame type names (async-profiler adds `C1 compiled`, `C++` for code in the
+/// JVM, `Kernel`).
 fn frame_kind(name: &str) -> FrameKind {
     match name {
         "Interpreted" => FrameKind::Interpreted,
         "JIT compiled" | "C1 compiled" => FrameKind::Compiled,
         "Inlined" => FrameKind::Inlined,
-        "Native" | "C++" | "Kernel" => FrameKind::Native,
+        "Native" => FrameKind::Native,
+        "C++" => FrameKind::Vm,
+        "Kernel" => FrameKind::Kernel,
         _ => FrameKind::Java,
     }
 }

@@ -265,6 +265,11 @@ const TICKS_PER_SECOND: i64 = 1_000_000;
 /// One chunk: metadata, a checkpoint with threads, classes and some symbols, the
 /// events, then a checkpoint with the methods, stacks, frame types and the rest.
 fn chunk(compressed: bool) -> Vec<u8> {
+    chunk_with(compressed, "JIT compiled", 42)
+}
+
+/// As [`chunk`], with the frame's JFR type and the thread's Java id given.
+fn chunk_with(compressed: bool, frame_type: &str, java_id: i64) -> Vec<u8> {
     let mut body = Out::new(compressed);
     let metadata_offset = 68 + body.buf.len();
     body.event(0, metadata);
@@ -275,7 +280,7 @@ fn chunk(compressed: bool) -> Vec<u8> {
             p.long(7);
             p.buf.extend([2]); // the name is a key into the string pool
             p.long(1);
-            p.long(42);
+            p.long(java_id);
             p.long(SYMBOL);
             p.int(2);
             p.long(1);
@@ -317,7 +322,7 @@ fn chunk(compressed: bool) -> Vec<u8> {
             p.long(FRAME_TYPE);
             p.int(1);
             p.long(1);
-            p.utf8("JIT compiled");
+            p.utf8(frame_type);
             p.long(STACK);
             p.int(1);
             p.long(500);
@@ -386,6 +391,30 @@ fn both_integer_encodings_every_string_encoding_and_split_pools_read() {
         assert_eq!(ev[1].ticks - ev[0].ticks, 2_500_000);
         assert_eq!(rec.end_ticks, Some(START_NANOS as u64 + 20_000_000));
     }
+}
+
+#[test]
+fn async_profilers_cpp_kernel_and_native_frames_and_threads_without_java_ids_map() {
+    for (frame_type, kind, label) in [
+        ("C++", FrameKind::Vm, "com.acme.Caf\u{e9}.brew"),
+        ("Native", FrameKind::Native, "com.acme.Caf\u{e9}.brew"),
+        ("Kernel", FrameKind::Kernel, "brew_[k]"),
+        (
+            "Interpreted",
+            FrameKind::Interpreted,
+            "com.acme.Caf\u{e9}.brew",
+        ),
+    ] {
+        let rec = jscope_jfr::read_bytes(&chunk_with(true, frame_type, 0)).unwrap();
+        let s = rec.samples[0];
+        let frames = rec.stack(s.stack);
+        assert_eq!(frames[0].kind, kind, "{frame_type}");
+        assert_eq!(rec.method_label(frames[0].method), label, "{frame_type}");
+        let t = rec.thread(s.thread).unwrap();
+        assert_eq!((t.java_id, t.group.as_str()), (0, "[native]"));
+    }
+    let rec = jscope_jfr::read_bytes(&chunk(true)).unwrap();
+    assert_eq!(rec.thread(rec.samples[0].thread).unwrap().group, "");
 }
 
 #[test]
