@@ -34,8 +34,10 @@ pub struct SampleHeader {
     pub tid: u32,
     /// 1 = cpu, 2 = wall (the format's SampleMode values).
     pub mode: u8,
-    /// Frames written, or the walker's negative failure code.
+    /// Frames written (native ones first), or the walker's negative failure code.
     pub num_frames: i32,
+    /// What AsyncGetCallTrace returned: its frame count or failure code.
+    pub java_code: i32,
     /// CLOCK_MONOTONIC nanoseconds when the sample was taken.
     pub ticks: u64,
     /// The thread's JNIEnv address; identifies threads the agent has not seen start.
