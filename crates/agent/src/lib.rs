@@ -15,7 +15,7 @@ pub(crate) mod events;
 pub mod header;
 pub(crate) mod java_threads;
 pub(crate) mod jvm;
-pub(crate) mod native;
+pub mod native;
 pub(crate) mod options;
 pub(crate) mod recorder;
 pub(crate) mod remote;

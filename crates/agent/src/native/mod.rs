@@ -2,14 +2,19 @@
 //! frames walked under Java frames, kernel frames from perf_events, and perf
 //! events as sampling sources.
 //!
+//! - [`elf`], [`kallsyms`]: symbols of the loaded ELF libraries and of the
+//!   kernel, read on the writer thread.
+//! - [`names`]: the writer's names of native and kernel frames.
 //! - [`perf`]: per-thread perf_event counters whose overflow signals their thread.
 //! - [`walk`]: the handler's frame-pointer walk over library code.
 //! - [`scan`]: the thread that arms threads the JVM starts outside JVMTI's view
 //!   (GC workers, compiler threads, native threads) and keeps the code table fresh.
 
+pub mod elf;
+pub mod kallsyms;
 pub mod names;
 pub mod perf;
-pub mod scan;
+pub(crate) mod scan;
 pub mod walk;
 
 /// How native frames are walked (`cstack=`).

@@ -2,10 +2,12 @@
 //! library (its file name) and the function, cached per address.
 
 use std::collections::HashMap;
-use std::ffi::CStr;
 use std::sync::Arc;
 
 use jscope_format::FrameKind;
+
+use super::elf::Symbolizer;
+use super::kallsyms::KernelSymbols;
 
 /// A named native frame.
 #[derive(Debug, Clone)]
@@ -22,6 +24,10 @@ pub struct NativeName {
 pub struct NativeNames {
     cache: HashMap<(usize, bool), NativeName>,
     libs: HashMap<String, Arc<str>>,
+    /// Made on first use (it reads /proc/self/maps).
+    symbolizer: Option<Symbolizer>,
+    /// Read on first kernel frame; None inside when /proc/kallsyms is unreadable.
+    kernel: Option<Option<KernelSymbols>>,
 }
 
 impl NativeNames {
@@ -31,11 +37,7 @@ impl NativeNames {
             return n.clone();
         }
         let n = if kernel {
-            NativeName {
-                lib: self.lib("[kernel]"),
-                name: format!("0x{pc:x}"),
-                kind: FrameKind::Kernel,
-            }
+            self.kernel_name(pc)
         } else {
             self.user(pc)
         };
@@ -52,38 +54,40 @@ impl NativeNames {
         l
     }
 
+    fn kernel_name(&mut self, pc: usize) -> NativeName {
+        let symbols = self.kernel.get_or_insert_with(KernelSymbols::load);
+        let name = symbols
+            .as_ref()
+            .and_then(|k| k.lookup(pc as u64))
+            .map_or_else(|| format!("0x{pc:x}"), str::to_string);
+        NativeName {
+            lib: self.lib("[kernel]"),
+            name,
+            kind: FrameKind::Kernel,
+        }
+    }
+
     fn user(&mut self, pc: usize) -> NativeName {
-        // SAFETY: a zeroed Dl_info is valid; dladdr fills it or returns 0.
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        // SAFETY: any address may be asked about.
-        let found = unsafe { libc::dladdr(pc as *const _, &mut info) } != 0;
-        if !found || info.dli_fname.is_null() {
-            return NativeName {
+        let symbolizer = self.symbolizer.get_or_insert_with(Symbolizer::new);
+        match symbolizer.lookup(pc as u64) {
+            Some(sym) => {
+                let kind = if &*sym.lib == "libjvm.so" {
+                    FrameKind::Vm
+                } else {
+                    FrameKind::Native
+                };
+                let name = sym.name.unwrap_or_else(|| format!("0x{:x}", sym.offset));
+                NativeName {
+                    lib: sym.lib,
+                    name,
+                    kind,
+                }
+            }
+            None => NativeName {
                 lib: self.lib("[unknown]"),
                 name: format!("0x{pc:x}"),
                 kind: FrameKind::Native,
-            };
-        }
-        // SAFETY: dladdr's strings live as long as the library stays loaded.
-        let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy();
-        let file = path.rsplit('/').next().unwrap_or(&path).to_string();
-        let name = if info.dli_sname.is_null() {
-            format!("0x{:x}", pc.wrapping_sub(info.dli_fbase as usize))
-        } else {
-            // SAFETY: as above.
-            unsafe { CStr::from_ptr(info.dli_sname) }
-                .to_string_lossy()
-                .into_owned()
-        };
-        let kind = if file == "libjvm.so" {
-            FrameKind::Vm
-        } else {
-            FrameKind::Native
-        };
-        NativeName {
-            lib: self.lib(&file),
-            name,
-            kind,
+            },
         }
     }
 }
