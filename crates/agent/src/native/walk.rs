@@ -51,23 +51,45 @@ impl CodeRanges {
 
 /// The table the handler reads; replaced (never freed) when the mappings change.
 static CURRENT: AtomicPtr<CodeRanges> = AtomicPtr::new(std::ptr::null_mut());
-static LAST: Mutex<Option<&'static CodeRanges>> = Mutex::new(None);
+/// The dynamic loader's (loads, unloads) counts when the table was built.
+static LAST: Mutex<Option<(u64, u64)>> = Mutex::new(None);
 
-/// Re-reads /proc/self/maps and publishes a new table when library code was
-/// mapped or unmapped. Off the handler (the thread scanner calls it).
+/// Publishes a new table when the dynamic loader loaded or unloaded a library
+/// since the last call (checked cheaply through dl_iterate_phdr's counters).
+/// Off the handler (the cpu engine's start and its thread scanner call it).
 pub fn refresh_code_ranges() {
+    let counts = loader_counts();
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if *last == Some(counts) {
+        return;
+    }
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return;
     };
-    let fresh = CodeRanges::parse(&maps);
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if last.is_some_and(|l| *l == fresh) {
-        return;
-    }
     // Leaked: a handler may be reading the previous table (a few KB per change).
-    let table: &'static CodeRanges = Box::leak(Box::new(fresh));
+    let table: &'static CodeRanges = Box::leak(Box::new(CodeRanges::parse(&maps)));
     CURRENT.store(table as *const _ as *mut _, Ordering::Release);
-    *last = Some(table);
+    *last = Some(counts);
+}
+
+/// How many objects the dynamic loader has loaded and unloaded so far.
+fn loader_counts() -> (u64, u64) {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut std::ffi::c_void,
+    ) -> libc::c_int {
+        // SAFETY: the loader passes a valid info; data is the caller's pair.
+        unsafe {
+            let info = &*info;
+            *data.cast::<(u64, u64)>() = (info.dlpi_adds, info.dlpi_subs);
+        }
+        1 // the counters are the same in every entry: stop at the first
+    }
+    let mut counts = (0u64, 0u64);
+    // SAFETY: the callback only writes the pair passed as data.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&mut counts as *mut (u64, u64)).cast()) };
+    counts
 }
 
 fn code_ranges() -> Option<&'static CodeRanges> {

@@ -10,8 +10,8 @@ import java.util.regex.Pattern;
 /**
  * Spends CPU in Java, in a JNI library (args[0], loaded with System.load), in
  * system calls and in the JIT compilers and GC at start; prints the process's CPU
- * time over the busy window: "window START_NS END_NS CPU_NS" (System.nanoTime is
- * CLOCK_MONOTONIC, like the recording's ticks).
+ * time over the busy window: "window START_NS END_NS CPU_NS AGENT_CPU_NS"
+ * (System.nanoTime is CLOCK_MONOTONIC, like the recording's ticks).
  */
 public class Mixed {
     static native double spinNative(long millis);
@@ -30,6 +30,26 @@ public class Mixed {
     /** The calling thread's CPU time: the busy threads stop after `millis` of it. */
     static long threadCpuNs() {
         return THREADS.getCurrentThreadCpuTime();
+    }
+
+    /** CPU time of the profiler's own threads (named jscope-*), which it does not sample. */
+    static long agentCpuNs() throws Exception {
+        long sum = 0;
+        try (var tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path t : (Iterable<Path>) tasks::iterator) {
+                try {
+                    if (!Files.readString(t.resolve("comm")).startsWith("jscope-")) {
+                        continue;
+                    }
+                    String stat = Files.readString(t.resolve("stat"));
+                    String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                    sum += (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10_000_000L;
+                } catch (java.io.IOException ended) {
+                    // the thread ended
+                }
+            }
+        }
+        return sum;
     }
 
     static double javaSpin(long millis) {
@@ -90,6 +110,7 @@ public class Mixed {
         long millis = Long.parseLong(args[1]);
         long t0 = System.nanoTime();
         long c0 = cpuNs();
+        long a0 = agentCpuNs();
         Thread[] threads = {
             new Thread(() -> sink = javaSpin(millis), "java-spinner"),
             new Thread(() -> nativeCaller(millis), "native-caller"),
@@ -102,8 +123,9 @@ public class Mixed {
         for (Thread t : threads) {
             t.join();
         }
+        long a1 = agentCpuNs();
         long c1 = cpuNs();
         long t1 = System.nanoTime();
-        System.out.println("window " + t0 + " " + t1 + " " + (c1 - c0));
+        System.out.println("window " + t0 + " " + t1 + " " + (c1 - c0) + " " + (a1 - a0));
     }
 }
