@@ -47,7 +47,7 @@ const MAX_KERNEL: usize = 64;
 const POLL_CODES: std::ops::RangeInclusive<c_int> = 1..=6;
 
 /// Counter names in index order; see [`Counter`].
-pub const COUNTER_NAMES: [&str; 16] = [
+pub const COUNTER_NAMES: [&str; 17] = [
     "walk.ok",
     "walk.failed.no_java_frame",
     "walk.failed.no_class_load",
@@ -64,6 +64,7 @@ pub const COUNTER_NAMES: [&str; 16] = [
     "walk.failed.not_attached",
     "samples.dropped",
     "signals.received",
+    "walk.native_only",
 ];
 
 /// Index of the counter for a walk result: 0 for success, 1..=11 for HotSpot's
@@ -79,6 +80,9 @@ pub fn walk_counter(num_frames: i32) -> usize {
 
 const DROPPED: usize = 14;
 const RECEIVED: usize = 15;
+/// A mixed sample with native frames and no Java frame (a VM or native thread,
+/// or a Java thread whose Java walk failed inside native code).
+const NATIVE_ONLY: usize = 16;
 
 /// Slots of [`WallStates`]; a power of two well above the threads signalled per tick.
 const WALL_STATE_SLOTS: usize = 4096;
@@ -275,7 +279,11 @@ impl SignalShared {
         } else {
             0
         };
-        self.count(walk_counter(java_code));
+        if native > 0 && java_code <= 0 {
+            self.count(NATIVE_ONLY);
+        } else {
+            self.count(walk_counter(java_code));
+        }
         let num_frames = match native {
             0 => java_code,
             n => n as i32 + java_code.max(0),
@@ -467,7 +475,9 @@ impl SignalEngine {
     /// or plain native threads).
     fn exclude(&self, sink: &mut Sink, tid: u32) {
         sink.table.mark_not_java(tid);
-        if let Some(timers) = &self.timers {
+        // With mixed stacks the cpu engine samples such threads all the same
+        // (only the wall sampler leaves them alone).
+        if let (Some(timers), false) = (&self.timers, self.mixed) {
             timers.disarm(tid);
         }
     }

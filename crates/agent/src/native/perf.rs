@@ -283,13 +283,14 @@ impl PerfEvents {
         // SAFETY: our own fd.
         unsafe { libc::ioctl(perf.fd, IOC_DISABLE, 0) };
         if perf.ring != 0 {
-            self.rings[perf.fd as usize].store(0, Ordering::Release);
+            // SeqCst here and in kernel_frames: a handler either counts itself
+            // in before this store (and is waited for) or reads 0 after it.
+            self.rings[perf.fd as usize].store(0, Ordering::SeqCst);
             let deadline = std::time::Instant::now() + std::time::Duration::from_millis(100);
-            while self.readers.load(Ordering::Acquire) != 0 && std::time::Instant::now() < deadline
-            {
+            while self.readers.load(Ordering::SeqCst) != 0 && std::time::Instant::now() < deadline {
                 std::thread::yield_now();
             }
-            if self.readers.load(Ordering::Acquire) == 0 {
+            if self.readers.load(Ordering::SeqCst) == 0 {
                 // SAFETY: the mapping made in map_ring, no longer published.
                 unsafe {
                     libc::munmap(perf.ring as *mut _, (1 + DATA_PAGES) * self.page);
@@ -326,8 +327,8 @@ impl PerfEvents {
         if !self.kernel || fd < 0 || fd as usize >= self.rings.len() {
             return 0;
         }
-        self.readers.fetch_add(1, Ordering::AcqRel);
-        let base = self.rings[fd as usize].load(Ordering::Acquire);
+        self.readers.fetch_add(1, Ordering::SeqCst);
+        let base = self.rings[fd as usize].load(Ordering::SeqCst);
         let n = if base == 0 {
             0
         } else {
