@@ -9,7 +9,8 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use jscope_format::{FrameKind, Recording, SampleMode, StackId, ThreadId};
+use jscope_agent::native::perf::{self, PerfKind};
+use jscope_format::{FrameKind, Recording, SampleMode, StackId};
 use jscope_testkit::{compile_fixtures, java_with_agent, javas, temp_dir, Child, Java};
 
 const JVM_LIMIT: Duration = Duration::from_secs(120);
@@ -41,7 +42,7 @@ fn libspin() -> PathBuf {
     LIB.get_or_init(|| {
         let out = temp_dir("libspin").join("libspin.so");
         let include = jdk_include();
-        let status = Command::new("gcc")
+        let status = Command::new("cc")
             .args(["-O1", "-fno-omit-frame-pointer", "-shared", "-fPIC"])
             .arg(format!("-I{}", include.display()))
             .arg(format!("-I{}", include.join("linux").display()))
@@ -49,8 +50,8 @@ fn libspin() -> PathBuf {
             .arg(&out)
             .arg(fixtures().join("spin.c"))
             .status()
-            .expect("gcc must be installed to build the JNI fixture");
-        assert!(status.success(), "gcc failed on spin.c");
+            .expect("a C compiler (cc) must be installed to build the JNI fixture");
+        assert!(status.success(), "cc failed on spin.c");
         out
     })
     .clone()
@@ -132,8 +133,12 @@ fn cpu_mode_accounts_for_the_process_with_native_frames_and_vm_threads() {
             &[lib.to_str().unwrap(), "1000"],
         );
         assert_eq!(header(&rec, "cstack"), "fp");
-        assert_eq!(header(&rec, "cpu_engine"), "perf_events", "we are root");
-        assert_eq!(header(&rec, "kernel_frames"), "yes");
+        // perf_events where the kernel lets the JVM open them (root, or
+        // perf_event_paranoid <= 2 for its own threads), else timers.
+        let engine = header(&rec, "cpu_engine");
+        assert!(engine == "perf_events" || engine == "timers", "{engine}");
+        let kernel = if engine == "perf_events" { "yes" } else { "no" };
+        assert_eq!(header(&rec, "kernel_frames"), kernel);
         // The profiler's own threads are not sampled: their CPU time (the
         // writer's symbol tables, compression; more in a debug build) is not
         // the application's.
@@ -315,8 +320,21 @@ fn a_missing_hardware_counter_fails_in_one_line_and_the_jvm_runs_on() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("touched"));
 }
 
+/// Whether this kernel lets a process open software perf events on its own
+/// threads (a container's seccomp filter may refuse perf_event_open).
+fn perf_events_allowed() -> bool {
+    let ok = perf::probe(PerfKind::PageFaults).is_ok();
+    if !ok {
+        eprintln!("perf_event_open is refused here: perf event sampling is not tested");
+    }
+    ok
+}
+
 #[test]
 fn page_fault_sampling_points_at_the_allocation() {
+    if !perf_events_allowed() {
+        return;
+    }
     for java in javas() {
         let (rec, _, _) = record(
             &java,
@@ -343,6 +361,9 @@ fn page_fault_sampling_points_at_the_allocation() {
 
 #[test]
 fn context_switch_sampling_shows_the_thread_blocking_on_io() {
+    if !perf_events_allowed() {
+        return;
+    }
     for java in javas() {
         let (rec, _, _) = record(
             &java,
@@ -395,9 +416,4 @@ fn context_switch_sampling_shows_the_thread_blocking_on_io() {
             reader.len()
         );
     }
-}
-
-#[allow(dead_code)]
-fn thread_name(rec: &Recording, id: ThreadId) -> &str {
-    rec.thread(id).map_or("", |t| t.name.as_str())
 }
