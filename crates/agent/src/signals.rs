@@ -22,7 +22,7 @@ use crate::jvm::asgct::Asgct;
 use crate::jvm::Vm;
 use crate::native::{perf, walk as native_walk};
 use crate::options::Options;
-use crate::ring::{CallFrame, SampleHeader, SampleRing};
+use crate::ring::{CallFrame, SampleHeader, SampleRing, ABANDONED};
 use crate::sink::Sink;
 use crate::{clock, sys, threads};
 
@@ -47,7 +47,7 @@ const MAX_KERNEL: usize = 64;
 const POLL_CODES: std::ops::RangeInclusive<c_int> = 1..=6;
 
 /// Counter names in index order; see [`Counter`].
-pub const COUNTER_NAMES: [&str; 17] = [
+pub const COUNTER_NAMES: [&str; 18] = [
     "walk.ok",
     "walk.failed.no_java_frame",
     "walk.failed.no_class_load",
@@ -65,6 +65,7 @@ pub const COUNTER_NAMES: [&str; 17] = [
     "samples.dropped",
     "signals.received",
     "walk.native_only",
+    "signals.panics",
 ];
 
 /// Index of the counter for a walk result: 0 for success, 1..=11 for HotSpot's
@@ -83,6 +84,8 @@ const RECEIVED: usize = 15;
 /// A mixed sample with native frames and no Java frame (a VM or native thread,
 /// or a Java thread whose Java walk failed inside native code).
 const NATIVE_ONLY: usize = 16;
+/// Panics caught in the handler (the sample is abandoned).
+const PANICS: usize = 17;
 
 /// Slots of [`WallStates`]; a power of two well above the threads signalled per tick.
 const WALL_STATE_SLOTS: usize = 4096;
@@ -330,15 +333,18 @@ pub fn publish(shared: Box<SignalShared>) -> &'static SignalShared {
 extern "C" fn on_signal(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { *libc::__errno_location() };
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let shared = CURRENT.load(Ordering::Acquire);
-        // SAFETY: published states are leaked, so the pointer stays valid.
-        if let Some(shared) = unsafe { shared.as_ref() } {
+    let shared = CURRENT.load(Ordering::Acquire);
+    // SAFETY: published states are leaked, so the pointer stays valid.
+    if let Some(shared) = unsafe { shared.as_ref() } {
+        let sampled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if shared.active.load(Ordering::Acquire) {
                 shared.on_signal(signo, info, ucontext);
             }
+        }));
+        if sampled.is_err() {
+            shared.count(PANICS);
         }
-    }));
+    }
     // SAFETY: as above; the interrupted code must see its errno unchanged.
     unsafe { *libc::__errno_location() = errno };
 }
@@ -429,6 +435,9 @@ impl SignalEngine {
         h: &SampleHeader,
         frames: &[CallFrame],
     ) {
+        if h.num_frames == ABANDONED {
+            return;
+        }
         let mixed_cpu = self.mixed && h.mode == 1;
         if h.num_frames <= 0 && !mixed_cpu {
             // Failed walks are counted by the handler; here only threads that

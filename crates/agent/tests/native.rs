@@ -371,6 +371,15 @@ fn context_switch_sampling_shows_the_thread_blocking_on_io() {
             "BlockingIo",
             &["60"],
         );
+        // A sample must not cause the next: the signal wakes a sleeping thread,
+        // and that wake-up is not counted as the application's switch.
+        assert_eq!(rec.counters["samples.dropped"], 0, "JDK {}", java.major);
+        assert!(
+            rec.counters["signals.received"] < 5000,
+            "JDK {}: {} signals for 60 reads",
+            java.major,
+            rec.counters["signals.received"]
+        );
         let reader: Vec<_> = rec
             .samples
             .iter()

@@ -172,9 +172,17 @@ impl PerfEvents {
     pub fn new(kind: PerfKind, period: u64, signo: c_int, kernel: bool) -> PerfEvents {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        // The overflow signal wakes a sleeping thread, which switches out once
+        // more when the handler returns: that switch is the sample's own, so a
+        // context-switch counter counts one more than the period asked for
+        // (with a period of 1 each sample would otherwise cause the next).
+        let period = match kind {
+            PerfKind::ContextSwitches => period.max(1) + 1,
+            _ => period.max(1),
+        };
         PerfEvents {
             kind,
-            period: period.max(1),
+            period,
             signo,
             kernel,
             rings: (0..if kernel { MAX_FD } else { 0 })
