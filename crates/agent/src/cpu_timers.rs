@@ -1,13 +1,17 @@
-//! Per-thread CPU-time timers for the cpu engine: one POSIX timer per thread on
-//! that thread's CPU-time clock, delivering SIGPROF to that very thread
-//! (SIGEV_THREAD_ID). Samples therefore follow CPU consumption and land wherever
-//! the thread is, not only at safepoints.
+//! The cpu engine's signal sources, one per thread, each delivering SIGPROF to
+//! that very thread: a perf_event counter (task-clock, or the event `event=`
+//! names; see crate::native::perf) when the kernel allows it, else a POSIX timer
+//! on the thread's CPU-time clock (SIGEV_THREAD_ID). Samples therefore follow CPU
+//! consumption (or the event) and land wherever the thread is, not only at
+//! safepoints.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::engine::{Engine, StartContext, StartError, StopContext};
+use crate::native::perf::{PerfEvents, PerfFd};
+use crate::native::scan::Scanner;
 use crate::threads::process_tids;
 
 /// The kernel's CPU-time clock id of thread `tid` (CPUCLOCK_SCHED, per thread),
@@ -16,16 +20,24 @@ pub fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
     ((!(tid as libc::clockid_t)) << 3) | 6
 }
 
-/// The armed timers, by Linux thread id.
+/// The armed sources, by Linux thread id.
 pub struct CpuTimers {
     interval: Duration,
     signo: libc::c_int,
+    /// perf_event counters instead of timers.
+    perf: Option<PerfEvents>,
     timers: Mutex<Timers>,
+}
+
+/// One thread's source.
+enum Source {
+    Timer(usize),
+    Perf(PerfFd),
 }
 
 #[derive(Default)]
 struct Timers {
-    by_tid: HashMap<u32, usize>,
+    by_tid: HashMap<u32, Source>,
     /// Set by disarm_all: a thread starting while the recording stops gets none.
     closed: bool,
 }
@@ -36,8 +48,24 @@ impl CpuTimers {
         CpuTimers {
             interval,
             signo,
+            perf: None,
             timers: Mutex::default(),
         }
+    }
+
+    /// perf_event counters (already made for `signo`) instead of timers.
+    pub fn with_perf(perf: PerfEvents, signo: libc::c_int) -> CpuTimers {
+        CpuTimers {
+            interval: Duration::ZERO,
+            signo,
+            perf: Some(perf),
+            timers: Mutex::default(),
+        }
+    }
+
+    /// The perf counters, when they are the source.
+    pub fn perf(&self) -> Option<&PerfEvents> {
+        self.perf.as_ref()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Timers> {
@@ -51,28 +79,68 @@ impl CpuTimers {
         if timers.closed || timers.by_tid.contains_key(&tid) {
             return Ok(());
         }
+        if let Some(perf) = &self.perf {
+            timers.by_tid.insert(tid, Source::Perf(perf.open(tid)?));
+            return Ok(());
+        }
         let timer = create_timer(tid, self.signo)?;
         if let Err(e) = set_timer(timer, self.interval) {
             delete_timer(timer);
             return Err(e);
         }
-        timers.by_tid.insert(tid, timer as usize);
+        timers.by_tid.insert(tid, Source::Timer(timer as usize));
         Ok(())
+    }
+
+    fn release(&self, source: Source) {
+        match source {
+            Source::Timer(timer) => delete_timer(timer as libc::timer_t),
+            Source::Perf(fd) => {
+                if let Some(perf) = &self.perf {
+                    perf.close(fd);
+                }
+            }
+        }
     }
 
     /// Stops sampling thread `tid`.
     pub fn disarm(&self, tid: u32) {
-        if let Some(timer) = self.lock().by_tid.remove(&tid) {
-            delete_timer(timer as libc::timer_t);
+        let source = self.lock().by_tid.remove(&tid);
+        if let Some(source) = source {
+            self.release(source);
+        }
+    }
+
+    /// Arms the threads of `live` that have no source yet and releases the
+    /// sources of threads no longer alive.
+    pub fn sync(&self, live: &[u32]) {
+        let gone: Vec<u32> = {
+            let timers = self.lock();
+            let set: std::collections::HashSet<u32> = live.iter().copied().collect();
+            timers
+                .by_tid
+                .keys()
+                .filter(|t| !set.contains(t))
+                .copied()
+                .collect()
+        };
+        for tid in gone {
+            self.disarm(tid);
+        }
+        for &tid in live {
+            let _ = self.arm(tid);
         }
     }
 
     /// Disarms every thread, for good.
     pub fn disarm_all(&self) {
-        let mut timers = self.lock();
-        timers.closed = true;
-        for (_, timer) in timers.by_tid.drain() {
-            delete_timer(timer as libc::timer_t);
+        let drained: Vec<Source> = {
+            let mut timers = self.lock();
+            timers.closed = true;
+            timers.by_tid.drain().map(|(_, s)| s).collect()
+        };
+        for source in drained {
+            self.release(source);
         }
     }
 
@@ -82,41 +150,66 @@ impl CpuTimers {
     }
 }
 
-/// The cpu engine: a CPU-time timer per Java thread, each firing CPU_SIGNAL
-/// every interval of its thread's CPU time. Threads alive at start are armed
-/// here; later ones by the ThreadStart hook (recorder::Hooks).
+/// The cpu engine: a source per thread, each firing CPU_SIGNAL every interval
+/// of its thread's CPU time (or every period of events). Threads alive at start
+/// are armed here; later Java threads by the ThreadStart hook
+/// (recorder::Hooks), and with `all_threads` every other thread by the
+/// [`Scanner`], which re-lists the process's threads a few times a second.
 pub(crate) struct CpuEngine {
     timers: Option<Arc<CpuTimers>>,
+    all_threads: bool,
+    scanner: Mutex<Option<Scanner>>,
 }
 
 impl CpuEngine {
-    /// `timers` is None when cpu sampling is not asked for.
-    pub fn new(timers: Option<Arc<CpuTimers>>) -> CpuEngine {
-        CpuEngine { timers }
+    /// `timers` is None when cpu sampling is not asked for; `all_threads` samples
+    /// threads that are not Java threads too.
+    pub fn new(timers: Option<Arc<CpuTimers>>, all_threads: bool) -> CpuEngine {
+        CpuEngine {
+            timers,
+            all_threads,
+            scanner: Mutex::new(None),
+        }
     }
 }
 
 impl Engine for CpuEngine {
-    /// Arms every thread of the process except the agent's own; threads that
-    /// turn out not to be Java threads are disarmed by the signal engine's drain.
+    /// Arms every thread of the process except the agent's own; unless all
+    /// threads are sampled, threads that turn out not to be Java threads are
+    /// disarmed by the signal engine's drain.
     fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
         if let Some(timers) = &self.timers {
+            crate::native::walk::refresh_code_ranges();
             let mut tids = process_tids();
             ctx.table.retain_sampleable(&mut tids);
             for tid in tids {
                 let _ = timers.arm(tid);
+            }
+            if self.all_threads {
+                let scanner = Scanner::spawn(timers.clone(), ctx.table.clone())
+                    .map_err(StartError::Thread)?;
+                *self.scanner.lock().unwrap_or_else(|e| e.into_inner()) = Some(scanner);
             }
         }
         Ok(())
     }
 
     fn stop(&self, _ctx: &StopContext) {
+        if let Some(scanner) = &*self.scanner.lock().unwrap_or_else(|e| e.into_inner()) {
+            scanner.stop();
+        }
         self.silence();
     }
 
     fn silence(&self) {
         if let Some(timers) = &self.timers {
             timers.disarm_all();
+        }
+    }
+
+    fn wait(&self, deadline: std::time::Instant) {
+        if let Some(scanner) = &*self.scanner.lock().unwrap_or_else(|e| e.into_inner()) {
+            scanner.wait(deadline);
         }
     }
 }

@@ -40,6 +40,8 @@ pub enum StartError {
     NoThreadFields,
     #[error("cannot install the sampling signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("cannot sample on event `{event}`: {reason}")]
+    Event { event: &'static str, reason: String },
     #[error("cannot start a thread: {0}")]
     Thread(std::io::Error),
     #[error("JVMTI refused to enable events: {0}")]

@@ -44,6 +44,12 @@ pub enum OptionsError {
         value: String,
         max: u32,
     },
+    #[error("unknown event `{0}` (expected cpu-clock, page-faults, context-switches, cycles, instructions or cache-misses)")]
+    UnknownEvent(String),
+    #[error("bad cstack `{0}` (expected fp or no)")]
+    BadCStack(String),
+    #[error("bad event count `{0}` for `interval` (expected an integer from 1)")]
+    BadEventCount(String),
     #[error("empty file name")]
     EmptyFile,
     #[error("bad collector address `{0}` (expected HOST:PORT)")]
@@ -136,6 +142,11 @@ pub struct Options {
     pub service: String,
     /// Labels (`labels=K:V;K:V`), in the header and sent to a collector.
     pub labels: Vec<(String, String)>,
+    /// Native frames and non-Java threads in cpu mode (`cstack=fp|no`).
+    pub cstack: crate::native::CStack,
+    /// The perf event cpu mode samples on (`event=`), with its period (events,
+    /// or nanoseconds for clocks); None: the thread's CPU time every `interval`.
+    pub event: Option<(crate::native::perf::PerfKind, u64)>,
 }
 
 impl Default for Options {
@@ -158,6 +169,8 @@ impl Default for Options {
             remote: Default::default(),
             service: String::new(),
             labels: Vec::new(),
+            cstack: crate::native::CStack::default(),
+            event: None,
         }
     }
 }
@@ -172,7 +185,7 @@ impl Options {
             .and_then(|t| t.strip_suffix('"'))
             .unwrap_or(text);
         let mut options = Options::default();
-        let mut interval = None;
+        let mut interval_text: Option<String> = None;
         let mut snap_interval = None;
         let mut link = LinkOptions::default();
         let mut mode_given = false;
@@ -196,7 +209,18 @@ impl Options {
                     options.modes = parse_modes(need(key, value)?)?;
                     mode_given = true;
                 }
-                "interval" => interval = Some(parse_duration(key, need(key, value)?)?),
+                "interval" => interval_text = Some(need(key, value)?.to_string()),
+                "cstack" => {
+                    let v = need(key, value)?;
+                    options.cstack = crate::native::CStack::parse(v)
+                        .ok_or_else(|| OptionsError::BadCStack(v.to_string()))?;
+                }
+                "event" => {
+                    let v = need(key, value)?;
+                    let kind = crate::native::perf::PerfKind::parse(v)
+                        .ok_or_else(|| OptionsError::UnknownEvent(v.to_string()))?;
+                    options.event = Some((kind, kind.default_period()));
+                }
                 "snapinterval" => snap_interval = Some(parse_duration(key, need(key, value)?)?),
                 "file" => options.file = Some(parse_file(need(key, value)?)?),
                 "collector" => link.addr = Some(parse_collector(need(key, value)?)?),
@@ -225,9 +249,46 @@ impl Options {
         if options.trace.enabled() && !mode_given {
             options.modes = Modes::default(); // tracing alone: no sampling unless asked
         }
+        // `interval=` counts events for a counting event, else it is a duration.
+        let mut interval = None;
+        match (&mut options.event, interval_text) {
+            (Some((kind, period)), Some(text)) if !kind.is_clock() => {
+                *period = text
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or(OptionsError::BadEventCount(text))?;
+            }
+            (event, Some(text)) => {
+                let d = parse_duration("interval", &text)?;
+                if let Some((_, period)) = event {
+                    *period = d.as_nanos() as u64;
+                }
+                interval = Some(d);
+            }
+            (Some((kind, period)), None) if kind.is_clock() => {
+                *period = DEFAULT_INTERVAL.as_nanos() as u64;
+            }
+            _ => {}
+        }
+        if options.event.is_some() && !mode_given {
+            options.modes = Modes {
+                cpu: true,
+                ..Modes::default()
+            };
+        }
         options.apply_intervals(interval, snap_interval);
         options.collector = link.finish(&options.labels)?;
         Ok(options)
+    }
+
+    /// What one cpu sample stands for: nanoseconds of CPU time, or the event
+    /// period when sampling on a counting event.
+    pub fn cpu_weight(&self) -> u64 {
+        match self.event {
+            Some((_, period)) => period,
+            None => self.interval.as_nanos() as u64,
+        }
     }
 
     /// The file to write: the one given, else the default unless the chunks go to a
@@ -587,6 +648,27 @@ mod tests {
         assert_eq!(err("file"), "option `file` needs a value (`file=...`)");
         assert_eq!(err("quiet=yes"), "option `quiet` takes no value");
         assert!(err("interval=fast").starts_with("bad duration `fast`"));
+    }
+
+    #[test]
+    fn cstack_and_events_parse() {
+        use crate::native::{perf::PerfKind, CStack};
+        let o = Options::parse("").unwrap();
+        assert_eq!((o.cstack, o.event), (CStack::Fp, None));
+        assert_eq!(Options::parse("cstack=no").unwrap().cstack, CStack::No);
+        let o = Options::parse("event=page-faults,interval=50").unwrap();
+        assert_eq!(o.event, Some((PerfKind::PageFaults, 50)));
+        assert_eq!(o.cpu_weight(), 50);
+        assert_eq!(o.interval, DEFAULT_INTERVAL, "a count is not a duration");
+        let o = Options::parse("interval=5ms,event=cpu-clock").unwrap();
+        assert_eq!(o.event, Some((PerfKind::CpuClock, 5_000_000)));
+        let o = Options::parse("event=context-switches").unwrap();
+        assert_eq!(o.event, Some((PerfKind::ContextSwitches, 1)));
+        assert!(o.modes.cpu);
+        let err = |s| Options::parse(s).unwrap_err().to_string();
+        assert!(err("event=gpu").starts_with("unknown event `gpu`"));
+        assert!(err("cstack=dwarf").starts_with("bad cstack"));
+        assert!(err("event=page-faults,interval=10ms").starts_with("bad event count"));
     }
 
     #[test]

@@ -15,6 +15,8 @@ use crate::events::{EventEngine, ParkEngine};
 use crate::header::{self, StartTime};
 use crate::java_threads::{describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
+use crate::native::perf::{self, PerfEvents, PerfKind};
+use crate::native::CStack;
 use crate::options::{expand_file_pattern, Options};
 use crate::remote::RemoteEngine;
 use crate::sender::{self, CollectorLink, SenderStats};
@@ -90,9 +92,11 @@ impl Prepared {
         jvmti: Jvmti,
         jni: Jni,
         attached: bool,
+        extra: Vec<(String, String)>,
     ) -> Result<(jscope_format::Header, Vec<u8>), StartError> {
         let path = self.path.as_deref().unwrap_or("");
-        let header = header::build(jvmti, jni, &self.options, self.start, path, attached);
+        let mut header = header::build(jvmti, jni, &self.options, self.start, path, attached);
+        header.extra.extend(extra);
         let bytes = jscope_format::encode_file_start(&header);
         if let Some(file) = &mut self.file {
             file.write_all(&bytes).map_err(|source| StartError::Write {
@@ -230,7 +234,13 @@ impl Recorder {
         install_hooks: fn(Option<Arc<Hooks>>),
     ) -> Result<Recorder, StartError> {
         let fields = crate::jvm::thread::init(jvmti, jni).ok_or(StartError::NoThreadFields)?;
-        let (header, header_bytes) = prepared.write_header(jvmti, jni, attached)?;
+        // Before the header, which says which engine samples.
+        let sources = match prepared.options.modes.cpu {
+            true => Some(Arc::new(cpu_sources(&prepared.options)?)),
+            false => None,
+        };
+        let native = native_header(&prepared.options, sources.as_deref());
+        let (header, header_bytes) = prepared.write_header(jvmti, jni, attached, native)?;
         let table = Arc::new(ThreadTable::default());
         let (link, sender) = prepared.collector(&header, header_bytes, &table).unzip();
         let stats = link.as_ref().map(|l| l.stats.clone());
@@ -238,10 +248,7 @@ impl Recorder {
         let Prepared { options, file, .. } = prepared;
 
         register_live_threads(jvmti, jni, fields, &table);
-        let timers = options
-            .modes
-            .cpu
-            .then(|| Arc::new(CpuTimers::new(options.interval, CPU_SIGNAL)));
+        let timers = sources;
         let hooks = Hooks {
             jvmti,
             fields,
@@ -404,10 +411,11 @@ fn engines(
         install: install_hooks,
     };
     let signals = Arc::new(SignalEngine::new(options, timers.clone()));
+    let all_threads = options.cstack == CStack::Fp;
     vec![
         signals.clone(),
         Arc::new(thread_events),
-        Arc::new(CpuEngine::new(timers)),
+        Arc::new(CpuEngine::new(timers, all_threads)),
         Arc::new(SnapshotEngine::new(options)),
         Arc::new(WallEngine::new(options, signals)),
         Arc::new(TraceEngine::new(options.trace.clone())),
@@ -415,6 +423,78 @@ fn engines(
         Arc::new(ParkEngine::new(&options.events)),
         Arc::new(RemoteEngine),
     ]
+}
+
+/// The cpu engine's per-thread sources: perf_event counters of the event asked
+/// for (an error when this machine lacks it), else task-clock counters when
+/// native stacks are on and the kernel allows them, else CPU-time timers.
+fn cpu_sources(options: &Options) -> Result<CpuTimers, StartError> {
+    let kernel = options.cstack == CStack::Fp;
+    if let Some((kind, period)) = options.event {
+        perf::probe(kind).map_err(|e| StartError::Event {
+            event: kind.name(),
+            reason: event_refusal(kind, &e),
+        })?;
+        let events = PerfEvents::new(kind, period, CPU_SIGNAL, kernel);
+        return Ok(CpuTimers::with_perf(events, CPU_SIGNAL));
+    }
+    if kernel && perf::probe(PerfKind::TaskClock).is_ok() {
+        let period = options.interval.as_nanos() as u64;
+        let events = PerfEvents::new(PerfKind::TaskClock, period, CPU_SIGNAL, kernel);
+        return Ok(CpuTimers::with_perf(events, CPU_SIGNAL));
+    }
+    Ok(CpuTimers::new(options.interval, CPU_SIGNAL))
+}
+
+/// Why perf_event_open refused an event, in words.
+fn event_refusal(kind: PerfKind, e: &std::io::Error) -> String {
+    let missing = matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV)
+    );
+    match (kind.is_hardware(), missing) {
+        (true, true) => format!("this machine has no hardware performance counters ({e}); the JVM runs on without jscope"),
+        (_, _) if e.raw_os_error() == Some(libc::EACCES) || e.raw_os_error() == Some(libc::EPERM) => {
+            format!("perf_event_open is not allowed here ({e}; see /proc/sys/kernel/perf_event_paranoid); the JVM runs on without jscope")
+        }
+        _ => format!("perf_event_open failed ({e}); the JVM runs on without jscope"),
+    }
+}
+
+/// The header's keys for the cpu engine: which source samples
+/// (`cpu_engine`), whether native frames are walked (`cstack`), whether kernel
+/// frames are recorded (`kernel_frames`) and the event sampled on.
+fn native_header(options: &Options, sources: Option<&CpuTimers>) -> Vec<(String, String)> {
+    let Some(sources) = sources else {
+        return Vec::new();
+    };
+    let perf = sources.perf();
+    let mut extra = vec![
+        (
+            "cpu_engine",
+            if perf.is_some() {
+                "perf_events"
+            } else {
+                "timers"
+            }
+            .to_string(),
+        ),
+        ("cstack", options.cstack.label().to_string()),
+        (
+            "kernel_frames",
+            if perf.is_some_and(|p| p.kernel()) {
+                "yes"
+            } else {
+                "no"
+            }
+            .to_string(),
+        ),
+    ];
+    if let Some((kind, period)) = options.event {
+        extra.push(("event", kind.name().to_string()));
+        extra.push(("event_period", period.to_string()));
+    }
+    extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
 /// Numbers the threads alive now in GetAllThreads order; the calling thread's

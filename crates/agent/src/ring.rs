@@ -34,8 +34,10 @@ pub struct SampleHeader {
     pub tid: u32,
     /// 1 = cpu, 2 = wall (the format's SampleMode values).
     pub mode: u8,
-    /// Frames written, or the walker's negative failure code.
+    /// Frames written (native ones first), or the walker's negative failure code.
     pub num_frames: i32,
+    /// What AsyncGetCallTrace returned: its frame count or failure code.
+    pub java_code: i32,
     /// CLOCK_MONOTONIC nanoseconds when the sample was taken.
     pub ticks: u64,
     /// The thread's JNIEnv address; identifies threads the agent has not seen start.
@@ -51,10 +53,28 @@ struct Slot {
     header: UnsafeCell<SampleHeader>,
 }
 
-/// A claimed slot: the producer fills the frames and then publishes.
+/// `num_frames` of a slot whose producer gave it up without publishing (a
+/// panic caught in the handler): the consumer skips it.
+pub const ABANDONED: i32 = i32::MIN;
+
+/// A claimed slot: the producer fills the frames and then publishes. A claim
+/// dropped unpublished publishes an [`ABANDONED`] sample, so the consumer never
+/// waits for a slot forever.
 pub struct Claim<'a> {
     ring: &'a SampleRing,
     pos: usize,
+    published: bool,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if !self.published {
+            self.store(SampleHeader {
+                num_frames: ABANDONED,
+                ..SampleHeader::default()
+            });
+        }
+    }
 }
 
 impl Claim<'_> {
@@ -64,7 +84,12 @@ impl Claim<'_> {
     }
 
     /// Makes the sample visible to the consumer.
-    pub fn publish(self, header: SampleHeader) {
+    pub fn publish(mut self, header: SampleHeader) {
+        self.store(header);
+        self.published = true;
+    }
+
+    fn store(&self, header: SampleHeader) {
         let slot = &self.ring.slots[self.pos & self.ring.mask];
         // SAFETY: the successful claim gave this producer exclusive use of the slot
         // until the sequence store below hands it to the consumer.
@@ -139,7 +164,13 @@ impl SampleRing {
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Some(Claim { ring: self, pos }),
+                Ok(_) => {
+                    return Some(Claim {
+                        ring: self,
+                        pos,
+                        published: false,
+                    })
+                }
                 Err(current) => pos = current,
             }
         }

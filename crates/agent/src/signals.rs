@@ -20,8 +20,9 @@ use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
 use crate::java_threads::ThreadKey;
 use crate::jvm::asgct::Asgct;
 use crate::jvm::Vm;
+use crate::native::{perf, walk as native_walk};
 use crate::options::Options;
-use crate::ring::{CallFrame, SampleHeader, SampleRing};
+use crate::ring::{CallFrame, SampleHeader, SampleRing, ABANDONED};
 use crate::sink::Sink;
 use crate::{clock, sys, threads};
 
@@ -33,8 +34,20 @@ pub const WALL_SIGNAL: c_int = libc::SIGVTALRM;
 /// `num_frames` marker for a signalled thread that is not attached to the VM.
 pub const NOT_ATTACHED: i32 = -100;
 
+/// `CallFrame::lineno` of a native frame: `method` holds its program counter.
+pub const NATIVE_PC: i32 = i32::MIN;
+/// `CallFrame::lineno` of a kernel frame: `method` holds its address.
+pub const KERNEL_PC: i32 = i32::MIN + 1;
+
+/// Native (and kernel) frames kept per sample at most, before the Java frames.
+const MAX_NATIVE: usize = 128;
+const MAX_KERNEL: usize = 64;
+
+/// si_code values of a perf_event overflow signal (POLL_IN..=POLL_HUP).
+const POLL_CODES: std::ops::RangeInclusive<c_int> = 1..=6;
+
 /// Counter names in index order; see [`Counter`].
-pub const COUNTER_NAMES: [&str; 16] = [
+pub const COUNTER_NAMES: [&str; 18] = [
     "walk.ok",
     "walk.failed.no_java_frame",
     "walk.failed.no_class_load",
@@ -51,6 +64,8 @@ pub const COUNTER_NAMES: [&str; 16] = [
     "walk.failed.not_attached",
     "samples.dropped",
     "signals.received",
+    "walk.native_only",
+    "signals.panics",
 ];
 
 /// Index of the counter for a walk result: 0 for success, 1..=11 for HotSpot's
@@ -66,6 +81,11 @@ pub fn walk_counter(num_frames: i32) -> usize {
 
 const DROPPED: usize = 14;
 const RECEIVED: usize = 15;
+/// A mixed sample with native frames and no Java frame (a VM or native thread,
+/// or a Java thread whose Java walk failed inside native code).
+const NATIVE_ONLY: usize = 16;
+/// Panics caught in the handler (the sample is abandoned).
+const PANICS: usize = 17;
 
 /// Slots of [`WallStates`]; a power of two well above the threads signalled per tick.
 const WALL_STATE_SLOTS: usize = 4096;
@@ -120,11 +140,25 @@ pub struct SignalShared {
     pub wall_weight_ns: AtomicU64,
     pub wall_states: WallStates,
     active: AtomicBool,
+    /// Walk native frames (and kernel frames, when the counters record them)
+    /// for cpu samples.
+    mixed: bool,
+    /// The cpu engine's sources: perf counters are re-enabled after each signal.
+    cpu: Option<Arc<CpuTimers>>,
 }
 
 impl SignalShared {
-    pub fn new(vm: Vm, asgct: Asgct, ring: SampleRing, cpu_weight_ns: u64) -> SignalShared {
+    pub fn new(
+        vm: Vm,
+        asgct: Asgct,
+        ring: SampleRing,
+        cpu_weight_ns: u64,
+        mixed: bool,
+        cpu: Option<Arc<CpuTimers>>,
+    ) -> SignalShared {
         SignalShared {
+            mixed,
+            cpu,
             vm,
             asgct,
             ring,
@@ -154,8 +188,69 @@ impl SignalShared {
             .collect()
     }
 
+    /// The perf counter whose overflow sent this signal, if one did.
+    fn perf_fd(&self, signo: c_int, info: *mut libc::siginfo_t) -> Option<c_int> {
+        self.cpu.as_ref()?.perf()?;
+        // SAFETY: the kernel's siginfo for this signal; si_fd follows si_band
+        // in the SIGPOLL layout (x86_64 and aarch64: offset 24).
+        let info = unsafe { info.as_ref()? };
+        if signo != CPU_SIGNAL || !POLL_CODES.contains(&info.si_code) {
+            return None;
+        }
+        // SAFETY: as above; the SIGPOLL member is what F_SETSIG signals carry.
+        Some(unsafe { *((info as *const libc::siginfo_t as *const u8).add(24) as *const c_int) })
+    }
+
+    /// Handler: samples, then re-enables the perf counter that signalled.
+    fn on_signal(&self, signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+        let fd = self.perf_fd(signo, info);
+        self.sample(signo, fd, ucontext);
+        if let Some(fd) = fd {
+            perf::rearm(fd);
+        }
+    }
+
+    /// Native and kernel frames of a cpu sample into `frames` (room for
+    /// `room`); how many.
+    fn native_frames(
+        &self,
+        fd: Option<c_int>,
+        frames: *mut CallFrame,
+        room: usize,
+        ucontext: *mut c_void,
+    ) -> usize {
+        let mut n = 0;
+        let mut put = |lineno: i32, pc: usize| {
+            // SAFETY: n < room, within the claimed slot's frames.
+            unsafe {
+                *frames.add(n) = CallFrame {
+                    lineno,
+                    method: pc as *mut c_void,
+                }
+            };
+            n += 1;
+        };
+        let kernel_room = room.min(MAX_KERNEL);
+        let mut kernel = [0u64; MAX_KERNEL];
+        let k = match (fd, self.cpu.as_ref().and_then(|c| c.perf())) {
+            (Some(fd), Some(p)) => p.kernel_frames(fd, &mut kernel[..kernel_room]),
+            _ => 0,
+        };
+        for ip in &kernel[..k] {
+            put(KERNEL_PC, *ip as usize);
+        }
+        let mut pcs = [0usize; MAX_NATIVE];
+        let user_room = (room - k).min(MAX_NATIVE);
+        // SAFETY: the handler's own context.
+        let u = unsafe { native_walk::walk(ucontext, &mut pcs[..user_room]) };
+        for pc in &pcs[..u] {
+            put(NATIVE_PC, *pc);
+        }
+        n
+    }
+
     /// Walks the current thread's stack into a ring slot. Called from the handler.
-    fn sample(&self, signo: c_int, ucontext: *mut c_void) {
+    fn sample(&self, signo: c_int, fd: Option<c_int>, ucontext: *mut c_void) {
         self.count(RECEIVED);
         let tid = threads::gettid();
         // A CPU-time timer fires only while its thread runs on a CPU.
@@ -171,17 +266,36 @@ impl SignalShared {
             self.count(DROPPED);
             return;
         };
-        let env = self.vm.get_env(sys::JNI_VERSION_1_6).cast::<sys::JNIEnv>();
-        let num_frames = if env.is_null() {
-            NOT_ATTACHED
+        let depth = self.ring.depth();
+        let native = if mode == 1 && self.mixed {
+            self.native_frames(fd, claim.frames_ptr(), depth, ucontext)
         } else {
-            self.walk(env, claim.frames_ptr(), ucontext)
+            0
         };
-        self.count(walk_counter(num_frames));
+        let env = self.vm.get_env(sys::JNI_VERSION_1_6).cast::<sys::JNIEnv>();
+        let java_code = if env.is_null() {
+            NOT_ATTACHED
+        } else if native < depth {
+            // SAFETY: the slot has room for depth frames; native are taken.
+            let rest = unsafe { claim.frames_ptr().add(native) };
+            self.walk(env, rest, (depth - native) as i32, ucontext)
+        } else {
+            0
+        };
+        if native > 0 && java_code <= 0 {
+            self.count(NATIVE_ONLY);
+        } else {
+            self.count(walk_counter(java_code));
+        }
+        let num_frames = match native {
+            0 => java_code,
+            n => n as i32 + java_code.max(0),
+        };
         let header = SampleHeader {
             tid,
             mode,
             num_frames,
+            java_code,
             ticks: clock::monotonic_ns(),
             env: env as usize,
             weight_ns: weight,
@@ -190,13 +304,16 @@ impl SignalShared {
         claim.publish(header);
     }
 
-    fn walk(&self, env: *mut sys::JNIEnv, frames: *mut CallFrame, ucontext: *mut c_void) -> i32 {
-        // SAFETY: frames has room for ring.depth() entries, env is this thread's
-        // and ucontext the handler's.
-        unsafe {
-            self.asgct
-                .walk(env, frames, self.ring.depth() as i32, ucontext)
-        }
+    fn walk(
+        &self,
+        env: *mut sys::JNIEnv,
+        frames: *mut CallFrame,
+        depth: i32,
+        ucontext: *mut c_void,
+    ) -> i32 {
+        // SAFETY: frames has room for depth entries, env is this thread's and
+        // ucontext the handler's.
+        unsafe { self.asgct.walk(env, frames, depth, ucontext) }
     }
 }
 
@@ -213,18 +330,21 @@ pub fn publish(shared: Box<SignalShared>) -> &'static SignalShared {
     shared
 }
 
-extern "C" fn on_signal(signo: c_int, _info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+extern "C" fn on_signal(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { *libc::__errno_location() };
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let shared = CURRENT.load(Ordering::Acquire);
-        // SAFETY: published states are leaked, so the pointer stays valid.
-        if let Some(shared) = unsafe { shared.as_ref() } {
+    let shared = CURRENT.load(Ordering::Acquire);
+    // SAFETY: published states are leaked, so the pointer stays valid.
+    if let Some(shared) = unsafe { shared.as_ref() } {
+        let sampled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if shared.active.load(Ordering::Acquire) {
-                shared.sample(signo, ucontext);
+                shared.on_signal(signo, info, ucontext);
             }
+        }));
+        if sampled.is_err() {
+            shared.count(PANICS);
         }
-    }));
+    }
     // SAFETY: as above; the interrupted code must see its errno unchanged.
     unsafe { *libc::__errno_location() = errno };
 }
@@ -274,6 +394,9 @@ pub(crate) struct SignalEngine {
     shared: OnceLock<&'static SignalShared>,
     /// The cpu engine's timers, disarmed for threads that are not Java threads.
     timers: Option<Arc<CpuTimers>>,
+    /// Every thread is sampled, with native frames (cstack=fp): failed walks
+    /// are kept as `[unknown]` samples and no thread is struck out.
+    mixed: bool,
     drain: Mutex<SampleDrain>,
 }
 
@@ -288,9 +411,10 @@ impl SignalEngine {
         SignalEngine {
             wanted: options.modes.signals(),
             depth: options.depth as usize,
-            cpu_weight_ns: options.interval.as_nanos() as u64,
+            cpu_weight_ns: options.cpu_weight(),
             shared: OnceLock::new(),
             timers,
+            mixed: options.cstack == crate::native::CStack::Fp,
             drain: Mutex::default(),
         }
     }
@@ -311,7 +435,11 @@ impl SignalEngine {
         h: &SampleHeader,
         frames: &[CallFrame],
     ) {
-        if h.num_frames <= 0 {
+        if h.num_frames == ABANDONED {
+            return;
+        }
+        let mixed_cpu = self.mixed && h.mode == 1;
+        if h.num_frames <= 0 && !mixed_cpu {
             // Failed walks are counted by the handler; here only threads that
             // can never give a Java stack are dropped from sampling.
             if d.strikes.strike(h.tid, h.num_frames) && !sink.is_java_thread(h.tid, h.env) {
@@ -323,15 +451,23 @@ impl SignalEngine {
         let Some(thread) = sink.event_thread(ThreadKey::new(h.tid, h.env, 0)) else {
             return;
         };
-        let stack = sink.stack(frames.iter().map(|f| (f.method as usize, f.lineno)));
+        let stack = if h.num_frames <= 0 {
+            // The time was spent all the same: kept, under the walk's failure.
+            let reason = COUNTER_NAMES[walk_counter(h.num_frames)];
+            sink.unknown_stack(reason.trim_start_matches("walk.failed."))
+        } else if mixed_cpu {
+            sink.mixed_stack(frames.iter().map(|f| (f.method as usize, f.lineno)))
+        } else {
+            sink.stack(frames.iter().map(|f| (f.method as usize, f.lineno)))
+        };
         let mode = if h.mode == 1 {
             SampleMode::Cpu
         } else {
             SampleMode::Wall
         };
-        let top_native = frames
-            .first()
-            .is_some_and(|f| sink.symbols.is_native(f.method as usize));
+        let top_native = frames.first().is_some_and(|f| {
+            matches!(f.lineno, NATIVE_PC | KERNEL_PC) || sink.symbols.is_native(f.method as usize)
+        });
         let sample = Sample {
             thread: ThreadId(thread),
             ticks: h.ticks,
@@ -348,7 +484,9 @@ impl SignalEngine {
     /// or plain native threads).
     fn exclude(&self, sink: &mut Sink, tid: u32) {
         sink.table.mark_not_java(tid);
-        if let Some(timers) = &self.timers {
+        // With mixed stacks the cpu engine samples such threads all the same
+        // (only the wall sampler leaves them alone).
+        if let (Some(timers), false) = (&self.timers, self.mixed) {
             timers.disarm(tid);
         }
     }
@@ -367,7 +505,14 @@ impl Engine for SignalEngine {
         let slot_bytes = depth * std::mem::size_of::<CallFrame>();
         let capacity = (RING_FRAME_BYTES / slot_bytes).clamp(256, 8192);
         let ring = SampleRing::new(capacity, depth);
-        let shared = SignalShared::new(ctx.vm, asgct, ring, self.cpu_weight_ns);
+        let shared = SignalShared::new(
+            ctx.vm,
+            asgct,
+            ring,
+            self.cpu_weight_ns,
+            self.mixed,
+            self.timers.clone(),
+        );
         let _ = self.shared.set(publish(Box::new(shared)));
         Ok(())
     }

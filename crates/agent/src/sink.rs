@@ -5,10 +5,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use jscope_format::{ChunkWriter, ThreadDef, ThreadId};
+use jscope_format::{ChunkWriter, Frame, MethodId, ThreadDef, ThreadId};
 
 use crate::java_threads::{EnvMapper, ThreadKey};
 use crate::jvm::{Jni, Jvmti};
+use crate::native::names::NativeNames;
+use crate::signals::{KERNEL_PC, NATIVE_PC};
 use crate::symbols::Symbols;
 use crate::threads::{kernel_thread_name, ThreadEntry, ThreadTable};
 
@@ -30,6 +32,7 @@ pub(crate) struct Sink {
     unmatched_envs: HashMap<usize, u32>,
     /// Revision of each thread definition already written.
     emitted: HashMap<u32, u32>,
+    native: NativeNames,
 }
 
 impl Sink {
@@ -48,6 +51,7 @@ impl Sink {
             env_mapper,
             unmatched_envs: HashMap::new(),
             emitted: HashMap::new(),
+            native: NativeNames::default(),
         }
     }
 
@@ -69,6 +73,47 @@ impl Sink {
         let mut resolve =
             move |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
         self.symbols.stack(&mut self.chunk, frames, &mut resolve)
+    }
+
+    /// The stack id of a mixed stack, top first: native and kernel program
+    /// counters (lineno NATIVE_PC, KERNEL_PC) named from the libraries' symbols,
+    /// then Java frames (jmethodID, bci) named through JVMTI.
+    pub fn mixed_stack(&mut self, frames: impl Iterator<Item = (usize, i32)>) -> u32 {
+        let (jvmti, jni) = (self.jvmti, self.jni);
+        let mut resolve =
+            move |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
+        let frames: Vec<Frame> = frames
+            .map(|(key, lineno)| match lineno {
+                NATIVE_PC | KERNEL_PC => {
+                    let n = self.native.name(key, lineno == KERNEL_PC);
+                    let id = self.symbols.native_method(&mut self.chunk, &n.lib, &n.name);
+                    Frame {
+                        method: MethodId(id),
+                        bci: -1,
+                        line: 0,
+                        kind: n.kind,
+                    }
+                }
+                _ => self
+                    .symbols
+                    .frame(&mut self.chunk, key, lineno, &mut resolve),
+            })
+            .collect();
+        self.symbols.stack_of(&mut self.chunk, frames)
+    }
+
+    /// A one-frame stack `[unknown].reason`, for CPU time whose stack could not
+    /// be walked.
+    pub fn unknown_stack(&mut self, reason: &str) -> u32 {
+        let lib: std::sync::Arc<str> = std::sync::Arc::from("[unknown]");
+        let id = self.symbols.native_method(&mut self.chunk, &lib, reason);
+        let frame = Frame {
+            method: MethodId(id),
+            bci: -1,
+            line: 0,
+            kind: jscope_format::FrameKind::Unknown,
+        };
+        self.symbols.stack_of(&mut self.chunk, vec![frame])
     }
 
     /// The method id of jmethodID `key`, named through JVMTI.
@@ -130,6 +175,10 @@ impl Sink {
     pub fn thread_of(&mut self, tid: u32, env: usize) -> u32 {
         if let Some(order) = self.table.order_of_tid(tid) {
             return order;
+        }
+        if env == 0 {
+            // Not attached to the VM: a native thread, named by the kernel.
+            return self.table.see_anonymous(tid, kernel_thread_name(tid));
         }
         if let Some(&order) = self.unmatched_envs.get(&env) {
             return order;

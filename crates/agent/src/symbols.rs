@@ -27,6 +27,8 @@ pub struct Symbols {
     strings: HashMap<Arc<str>, u32>,
     classes: HashMap<String, u32>,
     methods: HashMap<usize, MethodEntry>,
+    /// Native functions by (library, symbol): their method ids.
+    natives: HashMap<(Arc<str>, String), u32>,
     stacks: HashMap<Vec<(u32, i32)>, u32>,
     unresolved: u64,
     /// Every entry declared so far, in id order (id = index + 1).
@@ -170,8 +172,48 @@ impl Symbols {
         &self.methods[&key]
     }
 
+    /// The method id of native function `name` in library `lib` (a file name,
+    /// `[kernel]` or `[unknown]`): a method of the class named by the library,
+    /// with an empty signature and the native modifier.
+    pub fn native_method(&mut self, out: &mut ChunkWriter, lib: &Arc<str>, name: &str) -> u32 {
+        if let Some(&id) = self.natives.get(&(lib.clone(), name.to_string())) {
+            return id;
+        }
+        let key = format!("\0native\0{lib}");
+        let class = match self.classes.get(&key) {
+            Some(&id) => id,
+            None => {
+                let class_name = self.string(out, lib);
+                let id = self.class_list.len() as u32 + 1;
+                self.classes.insert(key, id);
+                let def = ClassDef {
+                    id: ClassId(id),
+                    name: StringId(class_name),
+                    source_file: StringId(0),
+                };
+                out.class(&def);
+                self.class_list.push(def);
+                id
+            }
+        };
+        let name_id = self.string(out, name);
+        let signature = self.string(out, "");
+        let id = self.method_list.len() as u32 + 1;
+        let def = MethodDef {
+            id: MethodId(id),
+            class: ClassId(class),
+            name: StringId(name_id),
+            signature: StringId(signature),
+            modifiers: 0x100,
+        };
+        out.method(&def);
+        self.method_list.push(def);
+        self.natives.insert((lib.clone(), name.to_string()), id);
+        id
+    }
+
     /// A frame for (jmethodID, bci) with its line and kind.
-    fn frame(
+    pub fn frame(
         &mut self,
         out: &mut ChunkWriter,
         key: usize,
@@ -212,6 +254,11 @@ impl Symbols {
         let frames: Vec<Frame> = frames
             .map(|(key, bci)| self.frame(out, key, bci, resolve))
             .collect();
+        self.stack_of(out, frames)
+    }
+
+    /// The id of the stack made of `frames`, top first.
+    pub fn stack_of(&mut self, out: &mut ChunkWriter, frames: Vec<Frame>) -> u32 {
         let key: Vec<(u32, i32)> = frames.iter().map(|f| (f.method.0, f.bci)).collect();
         if let Some(&id) = self.stacks.get(&key) {
             return id;

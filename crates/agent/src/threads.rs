@@ -10,6 +10,10 @@ use std::sync::Mutex;
 
 use crate::jvm::ThreadInfo;
 
+/// The group of threads known only by their Linux id (GC workers, compiler
+/// threads, the VM thread, native threads).
+pub const NATIVE_GROUP: &str = "[native]";
+
 /// What the agent knows about one thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadEntry {
@@ -122,6 +126,7 @@ impl ThreadTable {
             0,
             ThreadInfo {
                 name,
+                group: NATIVE_GROUP.to_string(),
                 ..ThreadInfo::default()
             },
         );

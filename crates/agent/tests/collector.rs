@@ -527,12 +527,13 @@ fn a_full_buffer_drops_whole_chunks_and_a_resync_keeps_the_rest_readable() {
         let dir = temp_dir(&format!("drops-{}", java.major));
         let file = dir.join("all.jsc");
         // cpu samples make chunks of 1 to 2 KiB a second, so a 4 KiB buffer is
-        // full after about three seconds. TwoPhases.second starts at 4.5 s, while
+        // full after about three seconds (Java-only stacks, cstack=no: mixed
+        // stacks of every thread make chunks larger than the whole buffer). TwoPhases.second starts at 4.5 s, while
         // the collector is still away (it comes up at 5.5 s and the agent's backoff
         // reaches it at about 6.5 s): the chunk that first declares second() and
         // its stacks is dropped, and later chunks use them again.
         let options = format!(
-            "quiet,mode=cpu,interval=1ms,buffer=4k,collector=127.0.0.1:{port},file={}",
+            "quiet,mode=cpu,interval=1ms,cstack=no,buffer=4k,collector=127.0.0.1:{port},file={}",
             file.display()
         );
         let jvm = start_jvm(&java, &options, &dir, "TwoPhases", &["4500", "5500"]);

@@ -78,6 +78,12 @@ fn more_options(a: &AgentArgs) -> Result<Vec<String>> {
     ];
     options.extend(flags.iter().filter(|f| f.0).map(|f| f.1.to_string()));
     options.extend(keyed("parkthreshold", &a.park_threshold)?);
+    options.extend(keyed("cstack", &a.cstack)?);
+    options.extend(keyed("event", &a.event)?);
+    if let Some(n) = a.event_period {
+        // After --interval's, so the count is the one the agent keeps.
+        options.push(format!("interval={n}"));
+    }
     options.extend(path_option("eventsconfig", &a.events_config)?);
     match a.remote.as_deref() {
         None => {}
@@ -242,11 +248,14 @@ mod tests {
             wall_threads: Some(32),
             trace_buffer: Some(4096),
             quiet: true,
+            cstack: Some("no".into()),
+            event: Some("page-faults".into()),
+            event_period: Some(100),
             agent_opt: vec!["clockoffset=-3m".into()],
         };
         let o = agent_options(&s, Path::new("/tmp/x.jsc")).unwrap();
         assert!(o.ends_with(
-            "collector=127.0.0.1:7000,objectages,monitorowners,quiet,parkthreshold=5ms,eventsconfig=/etc/events.cfg,remote=rmi+http,service=shop,labels=app:shop;env:prod;pod:a-1,buffer=32m,wallthreads=32,tracebuffer=4096,clockoffset=-3m,file=/tmp/x.jsc"
+            "collector=127.0.0.1:7000,objectages,monitorowners,quiet,parkthreshold=5ms,cstack=no,event=page-faults,interval=100,eventsconfig=/etc/events.cfg,remote=rmi+http,service=shop,labels=app:shop;env:prod;pod:a-1,buffer=32m,wallthreads=32,tracebuffer=4096,clockoffset=-3m,file=/tmp/x.jsc"
         ), "{o}");
         s.agent = AgentArgs {
             remote: Some(String::new()),

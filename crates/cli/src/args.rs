@@ -170,6 +170,19 @@ pub struct AgentArgs {
     /// No informational lines from the agent on the JVM's stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// Native stacks in cpu mode: `fp` (the default: every thread of the process,
+    /// native and kernel frames under the Java frames) or `no` (Java frames of
+    /// Java threads only).
+    #[arg(long, value_name = "fp|no", value_parser = ["fp", "no"])]
+    pub cstack: Option<String>,
+    /// Sample cpu mode on a perf event instead of CPU time: cpu-clock,
+    /// page-faults, context-switches, or (with a PMU) cycles, instructions,
+    /// cache-misses.
+    #[arg(long, value_name = "EVENT")]
+    pub event: Option<String>,
+    /// Events per sample with --event (a counting event; clocks take --interval).
+    #[arg(long, value_name = "N", requires = "event")]
+    pub event_period: Option<u64>,
     /// Any other agent option, `KEY=VALUE` or a bare `KEY` (repeatable), passed
     /// as is: e.g. --agent-opt clockoffset=-3m.
     #[arg(long, value_name = "KEY[=VALUE]")]

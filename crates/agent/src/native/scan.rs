@@ -1,0 +1,60 @@
+//! The cpu engine's thread scanner: every RESCAN it lists /proc/self/task, arms
+//! the threads that have no signal source yet (the JVM starts GC workers and
+//! compiler threads without a JVMTI ThreadStart, and native code starts its own),
+//! releases the sources of threads that ended, and refreshes the handler's table
+//! of library code (libraries loaded since, e.g. by System.load). It never
+//! attaches to the VM.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::cpu_timers::CpuTimers;
+use crate::stopper::Stopper;
+use crate::threads::{gettid, process_tids, ThreadTable};
+
+/// How often the threads and mappings are re-read.
+const RESCAN: Duration = Duration::from_millis(150);
+
+pub struct Scanner {
+    stopper: Arc<Stopper>,
+    done: Arc<Stopper>,
+}
+
+impl Scanner {
+    pub fn spawn(timers: Arc<CpuTimers>, table: Arc<ThreadTable>) -> std::io::Result<Scanner> {
+        let stopper = Arc::new(Stopper::default());
+        let done = Arc::new(Stopper::default());
+        let marked = Arc::new(Stopper::default());
+        let (s, d, m) = (stopper.clone(), done.clone(), marked.clone());
+        std::thread::Builder::new()
+            .name("jscope-threads".into())
+            .spawn(move || {
+                table.mark_agent(gettid());
+                m.stop();
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run(&timers, &table, &s)
+                }));
+                d.stop();
+            })?;
+        // The scanner must be known as the agent's before it can be armed.
+        marked.wait_until(Instant::now() + Duration::from_secs(2));
+        Ok(Scanner { stopper, done })
+    }
+
+    pub fn stop(&self) {
+        self.stopper.stop();
+    }
+
+    pub fn wait(&self, deadline: Instant) {
+        self.done.wait_until(deadline);
+    }
+}
+
+fn run(timers: &CpuTimers, table: &ThreadTable, stopper: &Stopper) {
+    while !stopper.wait_until(Instant::now() + RESCAN) {
+        super::walk::refresh_code_ranges();
+        let mut tids = process_tids();
+        tids.retain(|t| !table.is_agent(*t));
+        timers.sync(&tids);
+    }
+}

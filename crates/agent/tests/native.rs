@@ -1,0 +1,428 @@
+//! All of the process in cpu mode (issue 11): every thread sampled, native frames
+//! under Java frames, perf events as sampling sources. The fixtures (Java classes
+//! and a JNI library, tests/native_fixtures) are built during the run with javac
+//! and gcc, and run under -Xcheck:jni on every JDK jscope_testkit::javas() finds.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use jscope_agent::native::perf::{self, PerfKind};
+use jscope_format::{FrameKind, Recording, SampleMode, StackId};
+use jscope_testkit::{compile_fixtures, java_with_agent, javas, temp_dir, Child, Java};
+
+const JVM_LIMIT: Duration = Duration::from_secs(120);
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/native_fixtures")
+}
+
+fn classes() -> PathBuf {
+    compile_fixtures(&fixtures())
+}
+
+/// The JDK whose `javac` is on PATH (or JAVA_HOME): its include directory has jni.h.
+fn jdk_include() -> PathBuf {
+    let javac = match std::env::var_os("JAVA_HOME") {
+        Some(home) => Path::new(&home).join("bin/javac"),
+        None => std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .map(|d| d.join("javac"))
+            .find(|p| p.exists())
+            .expect("javac on PATH"),
+    };
+    let real = javac.canonicalize().expect("javac resolves");
+    real.parent().unwrap().parent().unwrap().join("include")
+}
+
+/// libspin.so, built once per test process with frame pointers.
+fn libspin() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let out = temp_dir("libspin").join("libspin.so");
+        let include = jdk_include();
+        let status = Command::new("cc")
+            .args(["-O1", "-fno-omit-frame-pointer", "-shared", "-fPIC"])
+            .arg(format!("-I{}", include.display()))
+            .arg(format!("-I{}", include.join("linux").display()))
+            .arg("-o")
+            .arg(&out)
+            .arg(fixtures().join("spin.c"))
+            .status()
+            .expect("a C compiler (cc) must be installed to build the JNI fixture");
+        assert!(status.success(), "cc failed on spin.c");
+        out
+    })
+    .clone()
+}
+
+/// Runs `main` with the agent writing to a fresh file; returns the recording,
+/// stdout and stderr.
+fn record(java: &Java, options: &str, main: &str, args: &[&str]) -> (Recording, String, String) {
+    let file = temp_dir(&format!("native-{}-{main}", java.major)).join("out.jsc");
+    let options = format!("{options},file={}", file.display());
+    let mut cmd = java_with_agent(java, &options, &classes(), main, args);
+    if java.major >= 22 {
+        // System.load is a restricted method there; allowed without a warning.
+        cmd.env("JDK_JAVA_OPTIONS", "--enable-native-access=ALL-UNNAMED");
+    }
+    let out: Output = Child::spawn(&mut cmd).finish(JVM_LIMIT);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        out.status.success(),
+        "JDK {}: {main} failed: {stderr}",
+        java.major
+    );
+    assert!(
+        !stderr.contains("WARNING") && !stderr.contains("FATAL"),
+        "JDK {}: -Xcheck:jni complained: {stderr}",
+        java.major
+    );
+    let rec = Recording::read_file(&file).expect("readable recording");
+    assert!(rec.damage.is_none() && rec.end_ticks.is_some());
+    (rec, stdout, stderr)
+}
+
+fn header<'a>(rec: &'a Recording, key: &str) -> &'a str {
+    rec.header
+        .extra
+        .iter()
+        .find(|(k, _)| k == key)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+fn labels(rec: &Recording, stack: StackId) -> Vec<String> {
+    rec.stack(stack)
+        .iter()
+        .map(|f| rec.method_label(f.method))
+        .collect()
+}
+
+/// Thread name -> cpu samples.
+fn samples_by_thread(rec: &Recording) -> BTreeMap<String, usize> {
+    let mut by = BTreeMap::new();
+    for s in rec.samples.iter().filter(|s| s.mode == SampleMode::Cpu) {
+        let name = rec
+            .thread(s.thread)
+            .map_or("?".to_string(), |t| t.name.clone());
+        *by.entry(name).or_default() += 1;
+    }
+    by
+}
+
+/// "window START END CPU_NS AGENT_CPU_NS" from the Mixed fixture.
+fn window(stdout: &str) -> (u64, u64, u64, u64) {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("window "))
+        .unwrap_or_else(|| panic!("no window line in {stdout}"));
+    let v: Vec<u64> = line[7..].split(' ').map(|n| n.parse().unwrap()).collect();
+    (v[0], v[1], v[2], v[3])
+}
+
+#[test]
+fn cpu_mode_accounts_for_the_process_with_native_frames_and_vm_threads() {
+    let lib = libspin();
+    for java in javas() {
+        let (rec, stdout, _) = record(
+            &java,
+            "mode=cpu,interval=5ms",
+            "Mixed",
+            &[lib.to_str().unwrap(), "1000"],
+        );
+        assert_eq!(header(&rec, "cstack"), "fp");
+        // perf_events where the kernel lets the JVM open them (root, or
+        // perf_event_paranoid <= 2 for its own threads), else timers.
+        let engine = header(&rec, "cpu_engine");
+        assert!(engine == "perf_events" || engine == "timers", "{engine}");
+        let kernel = if engine == "perf_events" { "yes" } else { "no" };
+        assert_eq!(header(&rec, "kernel_frames"), kernel);
+        // The profiler's own threads are not sampled: their CPU time (the
+        // writer's symbol tables, compression; more in a debug build) is not
+        // the application's.
+        let (start, end, process_ns, agent_ns) = window(&stdout);
+        let cpu_ns = process_ns - agent_ns;
+        let in_window: Vec<_> = rec
+            .samples
+            .iter()
+            .filter(|s| s.mode == SampleMode::Cpu && s.ticks >= start && s.ticks <= end)
+            .collect();
+        let sampled_ns: u64 = in_window.iter().map(|s| s.weight_ns).sum();
+        let ratio = sampled_ns as f64 / cpu_ns as f64;
+        let by_thread = samples_by_thread(&rec);
+        eprintln!(
+            "JDK {}: sampled/CPU {ratio:.3}, agent {:.1}% of the process",
+            java.major,
+            agent_ns as f64 * 100.0 / process_ns as f64
+        );
+        assert!(
+            (0.9..=1.1).contains(&ratio),
+            "JDK {}: {} samples x 5 ms = {sampled_ns} ns against {cpu_ns} ns of process CPU ({ratio:.3}; the agent's {agent_ns} ns left out); by thread {by_thread:?}",
+            java.major,
+            in_window.len()
+        );
+
+        // The C function, named, right under... above its Java caller.
+        let native_stacks: BTreeSet<StackId> = rec
+            .samples
+            .iter()
+            .map(|s| s.stack)
+            .filter(|st| {
+                labels(&rec, *st)
+                    .iter()
+                    .any(|l| l == "libspin.so.jscope_spin_burn")
+            })
+            .collect();
+        assert!(
+            !native_stacks.is_empty(),
+            "JDK {}: no sample in jscope_spin_burn",
+            java.major
+        );
+        let st = *native_stacks.iter().next().unwrap();
+        let l = labels(&rec, st);
+        let burn = l
+            .iter()
+            .position(|l| l == "libspin.so.jscope_spin_burn")
+            .unwrap();
+        let jni = l.iter().position(|l| l == "Mixed.spinNative");
+        let caller = l.iter().position(|l| l == "Mixed.nativeCaller");
+        assert!(
+            matches!((jni, caller), (Some(j), Some(c)) if burn < j && j < c),
+            "JDK {}: the C function sits above its Java callers: {l:?}",
+            java.major
+        );
+        let frames = rec.stack(st);
+        assert_eq!(frames[burn].kind, FrameKind::Native);
+        let native_caller = rec
+            .samples
+            .iter()
+            .filter(|s| native_stacks.contains(&s.stack))
+            .map(|s| rec.thread(s.thread).unwrap().name.clone())
+            .collect::<BTreeSet<_>>();
+        assert_eq!(native_caller, BTreeSet::from(["native-caller".to_string()]));
+
+        // VM threads by the names the JVM gives them.
+        let names: Vec<&String> = by_thread.keys().collect();
+        assert!(
+            names
+                .iter()
+                .any(|n| n.starts_with("C2 CompilerThre") || n.starts_with("C1 CompilerThre")),
+            "JDK {}: no compiler thread among {by_thread:?}",
+            java.major
+        );
+        assert!(
+            names
+                .iter()
+                .any(|n| n.starts_with("GC Thread") || n.starts_with("G1 ")),
+            "JDK {}: no GC thread among {by_thread:?}",
+            java.major
+        );
+        let vm_thread = rec
+            .threads
+            .values()
+            .find(|t| {
+                t.name.starts_with("C2 CompilerThre") || t.name.starts_with("C1 CompilerThre")
+            })
+            .unwrap();
+        assert_eq!(
+            (vm_thread.java_id, vm_thread.group.as_str()),
+            (0, "[native]")
+        );
+        // Frames inside libjvm are VM frames.
+        let vm_frames = rec
+            .samples
+            .iter()
+            .flat_map(|s| rec.stack(s.stack))
+            .filter(|f| f.kind == FrameKind::Vm)
+            .count();
+        assert!(vm_frames > 0, "JDK {}: no libjvm frame", java.major);
+    }
+}
+
+#[test]
+fn cstack_no_keeps_java_only_stacks_of_java_threads() {
+    let lib = libspin();
+    for java in javas() {
+        let (rec, _, _) = record(
+            &java,
+            "mode=cpu,interval=5ms,cstack=no",
+            "Mixed",
+            &[lib.to_str().unwrap(), "500"],
+        );
+        assert_eq!(header(&rec, "cstack"), "no");
+        assert_eq!(header(&rec, "cpu_engine"), "timers");
+        let cpu: Vec<_> = rec
+            .samples
+            .iter()
+            .filter(|s| s.mode == SampleMode::Cpu)
+            .collect();
+        assert!(cpu.len() >= 50, "JDK {}: {} samples", java.major, cpu.len());
+        for s in &cpu {
+            let t = rec.thread(s.thread).unwrap();
+            assert_ne!(
+                t.java_id, 0,
+                "JDK {}: {} is not a Java thread",
+                java.major, t.name
+            );
+            for f in rec.stack(s.stack) {
+                assert!(
+                    !matches!(f.kind, FrameKind::Kernel | FrameKind::Vm),
+                    "JDK {}: {:?}",
+                    java.major,
+                    labels(&rec, s.stack)
+                );
+                assert!(
+                    !rec.method_label(f.method).starts_with("lib"),
+                    "JDK {}: {:?}",
+                    java.major,
+                    labels(&rec, s.stack)
+                );
+            }
+        }
+        // The JNI call is there, as the native Java method it is.
+        assert!(cpu.iter().any(|s| labels(&rec, s.stack)
+            .first()
+            .is_some_and(|l| l == "Mixed.spinNative")));
+    }
+}
+
+#[test]
+fn a_missing_hardware_counter_fails_in_one_line_and_the_jvm_runs_on() {
+    let java = &javas()[0];
+    let file = temp_dir("native-cycles").join("out.jsc");
+    let mut cmd = java_with_agent(
+        java,
+        &format!("event=cycles,file={}", file.display()),
+        &classes(),
+        "Faults",
+        &["16"],
+    );
+    let out = Child::spawn(&mut cmd).finish(JVM_LIMIT);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("jscope: "))
+        .collect();
+    if std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.contains(" arch_perfmon"))
+        && lines.is_empty()
+    {
+        return; // this machine has a PMU
+    }
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("jscope: cannot sample on event `cycles`: "),
+        "{}",
+        lines[0]
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("touched"));
+}
+
+/// Whether this kernel lets a process open software perf events on its own
+/// threads (a container's seccomp filter may refuse perf_event_open).
+fn perf_events_allowed() -> bool {
+    let ok = perf::probe(PerfKind::PageFaults).is_ok();
+    if !ok {
+        eprintln!("perf_event_open is refused here: perf event sampling is not tested");
+    }
+    ok
+}
+
+#[test]
+fn page_fault_sampling_points_at_the_allocation() {
+    if !perf_events_allowed() {
+        return;
+    }
+    for java in javas() {
+        let (rec, _, _) = record(
+            &java,
+            "event=page-faults,interval=100,cstack=no",
+            "Faults",
+            &["512"],
+        );
+        assert_eq!(header(&rec, "event"), "page-faults");
+        let mut tops: BTreeMap<String, u64> = BTreeMap::new();
+        for s in rec.samples.iter().filter(|s| s.mode == SampleMode::Cpu) {
+            let top = labels(&rec, s.stack).first().cloned().unwrap_or_default();
+            *tops.entry(top).or_default() += s.weight_ns;
+        }
+        let total: u64 = tops.values().sum();
+        let at_site = tops.get("Faults.allocate").copied().unwrap_or(0);
+        // 512 MiB of 4 KiB pages is 131072 faults; at least half of them there.
+        assert!(
+            at_site >= 65_536 && at_site * 2 >= total,
+            "JDK {}: {at_site} of {total} faults at the allocation: {tops:?}",
+            java.major
+        );
+    }
+}
+
+#[test]
+fn context_switch_sampling_shows_the_thread_blocking_on_io() {
+    if !perf_events_allowed() {
+        return;
+    }
+    for java in javas() {
+        let (rec, _, _) = record(
+            &java,
+            "event=context-switches,interval=1",
+            "BlockingIo",
+            &["60"],
+        );
+        // A sample must not cause the next: the signal wakes a sleeping thread,
+        // and that wake-up is not counted as the application's switch.
+        assert_eq!(rec.counters["samples.dropped"], 0, "JDK {}", java.major);
+        assert!(
+            rec.counters["signals.received"] < 5000,
+            "JDK {}: {} signals for 60 reads",
+            java.major,
+            rec.counters["signals.received"]
+        );
+        let reader: Vec<_> = rec
+            .samples
+            .iter()
+            .filter(|s| {
+                rec.thread(s.thread)
+                    .is_some_and(|t| t.name == "pipe-reader")
+            })
+            .collect();
+        assert!(
+            reader.len() >= 30,
+            "JDK {}: {} switches of the reader; by thread {:?}",
+            java.major,
+            reader.len(),
+            samples_by_thread(&rec)
+        );
+        let in_read = reader
+            .iter()
+            .filter(|s| {
+                labels(&rec, s.stack)
+                    .iter()
+                    .any(|l| l == "BlockingIo.readAll")
+            })
+            .count();
+        assert!(
+            in_read * 10 >= reader.len() * 8,
+            "JDK {}: {in_read} of {} in BlockingIo.readAll",
+            java.major,
+            reader.len()
+        );
+        // Blocked in the kernel: kernel frames on top when perf allows them.
+        let kernel_top = reader
+            .iter()
+            .filter(|s| {
+                rec.stack(s.stack)
+                    .first()
+                    .is_some_and(|f| f.kind == FrameKind::Kernel)
+            })
+            .count();
+        assert!(
+            kernel_top * 2 >= reader.len(),
+            "JDK {}: {kernel_top} of {}",
+            java.major,
+            reader.len()
+        );
+    }
+}
