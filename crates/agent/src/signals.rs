@@ -397,6 +397,9 @@ pub(crate) struct SignalEngine {
     /// Every thread is sampled, with native frames (cstack=fp): failed walks
     /// are kept as `[unknown]` samples and no thread is struck out.
     mixed: bool,
+    /// With mixed stacks: the symbol tables being read off the writer thread;
+    /// samples wait in their ring until they are.
+    symbols: OnceLock<Arc<crate::native::names::Preload>>,
     drain: Mutex<SampleDrain>,
 }
 
@@ -415,6 +418,7 @@ impl SignalEngine {
             shared: OnceLock::new(),
             timers,
             mixed: options.cstack == crate::native::CStack::Fp,
+            symbols: OnceLock::new(),
             drain: Mutex::default(),
         }
     }
@@ -514,6 +518,11 @@ impl Engine for SignalEngine {
             self.timers.clone(),
         );
         let _ = self.shared.set(publish(Box::new(shared)));
+        if self.mixed {
+            if let Some(preload) = crate::native::names::Preload::start() {
+                let _ = self.symbols.set(preload);
+            }
+        }
         Ok(())
     }
 
@@ -529,6 +538,10 @@ impl Engine for SignalEngine {
 
     fn drain(&self, sink: &mut Sink) -> Drained {
         if let Some(shared) = self.shared() {
+            if !sink.native_names_ready(self.symbols.get().map(|p| &**p)) {
+                // The ring holds them (or counts what it cannot) meanwhile.
+                return Drained::All;
+            }
             let mut d = self.lock();
             while shared
                 .ring

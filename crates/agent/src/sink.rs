@@ -9,7 +9,7 @@ use jscope_format::{ChunkWriter, Frame, MethodId, ThreadDef, ThreadId};
 
 use crate::java_threads::{EnvMapper, ThreadKey};
 use crate::jvm::{Jni, Jvmti};
-use crate::native::names::NativeNames;
+use crate::native::names::{NativeNames, Preload};
 use crate::signals::{KERNEL_PC, NATIVE_PC};
 use crate::symbols::Symbols;
 use crate::threads::{kernel_thread_name, ThreadEntry, ThreadTable};
@@ -33,6 +33,8 @@ pub(crate) struct Sink {
     /// Revision of each thread definition already written.
     emitted: HashMap<u32, u32>,
     native: NativeNames,
+    /// The recording's last drain: whatever is buffered goes now.
+    pub last_drain: bool,
 }
 
 impl Sink {
@@ -52,6 +54,7 @@ impl Sink {
             unmatched_envs: HashMap::new(),
             emitted: HashMap::new(),
             native: NativeNames::default(),
+            last_drain: false,
         }
     }
 
@@ -78,6 +81,12 @@ impl Sink {
     /// The stack id of a mixed stack, top first: native and kernel program
     /// counters (lineno NATIVE_PC, KERNEL_PC) named from the libraries' symbols,
     /// then Java frames (jmethodID, bci) named through JVMTI.
+    /// Whether native frames can be named without the writer reading symbol
+    /// tables first (see [`Preload`]); always true on the last drain.
+    pub fn native_names_ready(&mut self, preload: Option<&Preload>) -> bool {
+        self.native.ready(preload, self.last_drain)
+    }
+
     pub fn mixed_stack(&mut self, frames: impl Iterator<Item = (usize, i32)>) -> u32 {
         let (jvmti, jni) = (self.jvmti, self.jni);
         let mut resolve =
@@ -102,11 +111,14 @@ impl Sink {
         self.symbols.stack_of(&mut self.chunk, frames)
     }
 
-    /// A one-frame stack `[unknown].reason`, for CPU time whose stack could not
-    /// be walked.
+    /// A one-frame stack `[reason]` (as async-profiler names such time), for CPU
+    /// time whose stack could not be walked: a native-code frame of no library,
+    /// so every reader labels it by its name alone.
     pub fn unknown_stack(&mut self, reason: &str) -> u32 {
-        let lib: std::sync::Arc<str> = std::sync::Arc::from("[unknown]");
-        let id = self.symbols.native_method(&mut self.chunk, &lib, reason);
+        let lib: std::sync::Arc<str> = std::sync::Arc::from("");
+        let id = self
+            .symbols
+            .native_method(&mut self.chunk, &lib, &format!("[{reason}]"));
         let frame = Frame {
             method: MethodId(id),
             bci: -1,

@@ -100,6 +100,7 @@ impl Writer {
         loop {
             let stopping = self.cfg.stopper.park(POLL);
             self.wake.rearm();
+            self.sink.last_drain = stopping;
             self.drain();
             if stopping {
                 break;

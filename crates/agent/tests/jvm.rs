@@ -180,10 +180,13 @@ fn cpu_mode_finds_the_hot_method() {
         let rec = record(&java, "mode=cpu,interval=5ms", "Spin", &["1500"]);
         assert_eq!(rec.header.modes, "cpu");
         assert_eq!(rec.header.interval_ns, 5_000_000);
-        let cpu: Vec<_> = rec
-            .samples
-            .iter()
-            .filter(|s| s.mode == SampleMode::Cpu)
+        let all_cpu = rec.samples.iter().filter(|s| s.mode == SampleMode::Cpu);
+        // Compiler and GC threads are sampled too (mixed stacks, the default) and
+        // take a share that varies with the machine's load: the Java profile is
+        // held to the Java threads' samples.
+        let cpu: Vec<_> = all_cpu
+            .clone()
+            .filter(|s| rec.thread(s.thread).is_some_and(|t| t.java_id != 0))
             .collect();
         assert!(
             cpu.len() >= 40,
@@ -219,16 +222,16 @@ fn cpu_mode_finds_the_hot_method() {
             main_samples * 10 >= cpu.len() * 8,
             "the spinning thread is main"
         );
-        assert!(cpu.iter().all(|s| s.weight_ns == 5_000_000));
+        assert!(all_cpu.clone().all(|s| s.weight_ns == 5_000_000));
         assert_eq!(rec.counters["samples.written"], rec.samples.len() as u64);
         // Every sample has a walked stack: Java frames, or with mixed stacks (the
         // default) native frames alone (compiler and GC threads), or it is CPU
-        // time whose walk failed, kept as `[unknown].<reason>`.
+        // time whose walk failed, kept as `[<reason>]`.
         let native_only = rec.counters.get("walk.native_only").copied().unwrap_or(0);
         let unknown = rec
             .samples
             .iter()
-            .filter(|s| top_label(&rec, s.stack.0).starts_with("[unknown]."))
+            .filter(|s| top_label(&rec, s.stack.0).starts_with('['))
             .count() as u64;
         let failed: u64 = rec
             .counters
@@ -577,7 +580,12 @@ fn samples_in_classes_that_get_unloaded_leave_a_complete_recording() {
         let unknown_frames = sampled
             .chain(snapped)
             .flat_map(|id| rec.stack(id))
-            .filter(|f| f.kind == jscope_format::FrameKind::Unknown)
+            // Failed walks' one-frame `[reason]` stacks are no library's code, not
+            // unresolved Java methods.
+            .filter(|f| {
+                f.kind == jscope_format::FrameKind::Unknown
+                    && rec.native_library(f.method).is_none()
+            })
             .count();
         assert_eq!(
             unknown_frames > 0,

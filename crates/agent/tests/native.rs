@@ -172,7 +172,7 @@ fn cpu_mode_accounts_for_the_process_with_native_frames_and_vm_threads() {
             .filter(|st| {
                 labels(&rec, *st)
                     .iter()
-                    .any(|l| l == "libspin.so.jscope_spin_burn")
+                    .any(|l| l == "jscope_spin_burn [libspin.so]")
             })
             .collect();
         assert!(
@@ -184,7 +184,7 @@ fn cpu_mode_accounts_for_the_process_with_native_frames_and_vm_threads() {
         let l = labels(&rec, st);
         let burn = l
             .iter()
-            .position(|l| l == "libspin.so.jscope_spin_burn")
+            .position(|l| l == "jscope_spin_burn [libspin.so]")
             .unwrap();
         let jni = l.iter().position(|l| l == "Mixed.spinNative");
         let caller = l.iter().position(|l| l == "Mixed.nativeCaller");
@@ -274,7 +274,7 @@ fn cstack_no_keeps_java_only_stacks_of_java_threads() {
                     labels(&rec, s.stack)
                 );
                 assert!(
-                    !rec.method_label(f.method).starts_with("lib"),
+                    rec.native_library(f.method).is_none(),
                     "JDK {}: {:?}",
                     java.major,
                     labels(&rec, s.stack)

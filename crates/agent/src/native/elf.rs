@@ -131,18 +131,7 @@ impl Symbolizer {
         };
         let lib = &mut self.libs[m.lib];
         let file_offset = pc - m.start + m.file_offset;
-        if lib.elf.is_none() {
-            lib.elf = Some(match lib.in_memory {
-                // SAFETY: the vDSO is mapped readable for the life of the process, at
-                // the range /proc/self/maps gave for it.
-                Some((start, end)) => unsafe {
-                    let image =
-                        std::slice::from_raw_parts(start as *const u8, (end - start) as usize);
-                    ElfSymbols::from_source(&Source::Memory(image))
-                },
-                None => ElfSymbols::load(Path::new(&lib.path)),
-            });
-        }
+        lib.load();
         let Some(Some(elf)) = &lib.elf else {
             return Some(Symbol {
                 lib: lib.name.clone(),
@@ -163,6 +152,17 @@ impl Symbolizer {
         })
     }
 
+    /// Reads the symbol tables of every library mapped now, so that lookups find
+    /// them ready (the writer must not stall on a large library's tables while
+    /// other engines' bounded queues fill).
+    pub fn preload(&mut self) {
+        for lib in &mut self.libs {
+            lib.load();
+        }
+        // Reading them took a while: libraries loaded meanwhile are found at once.
+        self.refresh();
+    }
+
     fn mapping(&self, pc: u64) -> Option<Mapping> {
         let i = self.maps.partition_point(|m| m.start <= pc);
         let m = self.maps.get(i.checked_sub(1)?)?;
@@ -173,6 +173,24 @@ impl Symbolizer {
 impl Default for Symbolizer {
     fn default() -> Self {
         Symbolizer::new()
+    }
+}
+
+impl Lib {
+    /// Reads the library's symbol table, once.
+    fn load(&mut self) {
+        if self.elf.is_none() {
+            self.elf = Some(match self.in_memory {
+                // SAFETY: the vDSO is mapped readable for the life of the process, at
+                // the range /proc/self/maps gave for it.
+                Some((start, end)) => unsafe {
+                    let image =
+                        std::slice::from_raw_parts(start as *const u8, (end - start) as usize);
+                    ElfSymbols::from_source(&Source::Memory(image))
+                },
+                None => ElfSymbols::load(Path::new(&self.path)),
+            });
+        }
     }
 }
 

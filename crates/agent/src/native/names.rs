@@ -2,7 +2,8 @@
 //! library (its file name) and the function, cached per address.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use jscope_format::FrameKind;
 
@@ -19,6 +20,51 @@ pub struct NativeName {
     pub kind: FrameKind,
 }
 
+/// The symbol tables, read on a thread of their own (`jscope-symbols`) as cpu
+/// sampling starts: libjvm alone has some 40,000 symbols and the kernel over
+/// 100,000, and the writer, reading them itself at the first native frame, left
+/// the other engines' bounded queues to fill and drop meanwhile.
+pub struct Preload {
+    /// `None` while reading; `Some(None)` once taken or when reading failed.
+    slot: Mutex<Option<Option<Loaded>>>,
+}
+
+type Loaded = (Symbolizer, Option<KernelSymbols>);
+
+impl Preload {
+    /// Starts reading the tables; `None` when no thread could be started (the
+    /// writer then reads them itself, on first use).
+    pub fn start() -> Option<Arc<Preload>> {
+        let preload = Arc::new(Preload {
+            slot: Mutex::new(None),
+        });
+        let filled = preload.clone();
+        std::thread::Builder::new()
+            .name("jscope-symbols".into())
+            .spawn(move || {
+                // Nothing here may unwind out of the thread unnoticed: a panic
+                // leaves the slot empty and the writer reads on first use.
+                let loaded = std::panic::catch_unwind(|| {
+                    let mut s = Symbolizer::new();
+                    s.preload();
+                    (s, KernelSymbols::load())
+                });
+                *filled.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(loaded.ok());
+            })
+            .ok()?;
+        Some(preload)
+    }
+
+    /// `None` while reading; then the tables once, and `Some(None)` after.
+    fn take(&self) -> Option<Option<Loaded>> {
+        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_mut() {
+            None => None,
+            Some(loaded) => Some(loaded.take()),
+        }
+    }
+}
+
 /// The writer's cache of native names.
 #[derive(Default)]
 pub struct NativeNames {
@@ -30,18 +76,55 @@ pub struct NativeNames {
     kernel: Option<Option<KernelSymbols>>,
 }
 
+/// How long the last drain waits for the symbol tables being read.
+const LAST_WAIT: Duration = Duration::from_secs(10);
+
 impl NativeNames {
+    /// Whether names can be given without reading symbol tables now: true once
+    /// `preload` has read them (taken over here), or when there is none. With
+    /// `last`, waits for it (the recording's last drain), at most `LAST_WAIT`.
+    pub fn ready(&mut self, preload: Option<&Preload>, last: bool) -> bool {
+        let Some(preload) = preload else {
+            return true;
+        };
+        if self.symbolizer.is_some() {
+            return true;
+        }
+        let until = Instant::now() + LAST_WAIT;
+        loop {
+            match preload.take() {
+                Some(Some((symbolizer, kernel))) => {
+                    self.symbolizer = Some(symbolizer);
+                    self.kernel = Some(kernel);
+                    return true;
+                }
+                // Failed (or taken): the writer reads on first use.
+                Some(None) => return true,
+                None => {}
+            }
+            if !last || Instant::now() >= until {
+                // Past the wait the writer reads them itself.
+                return last;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// The name of user-space `pc` (`kernel` false) or kernel address `pc`.
     pub fn name(&mut self, pc: usize, kernel: bool) -> NativeName {
         if let Some(n) = self.cache.get(&(pc, kernel)) {
             return n.clone();
         }
-        let n = if kernel {
-            self.kernel_name(pc)
+        let (n, found) = if kernel {
+            (self.kernel_name(pc), true)
         } else {
             self.user(pc)
         };
-        self.cache.insert((pc, kernel), n.clone());
+        // An address in no mapping known yet is asked again later: the library
+        // may have been loaded after the maps were last read.
+        if found {
+            self.cache.insert((pc, kernel), n.clone());
+        }
         n
     }
 
@@ -67,7 +150,8 @@ impl NativeNames {
         }
     }
 
-    fn user(&mut self, pc: usize) -> NativeName {
+    /// The name, and whether `pc` was in a known mapping.
+    fn user(&mut self, pc: usize) -> (NativeName, bool) {
         let symbolizer = self.symbolizer.get_or_insert_with(Symbolizer::new);
         match symbolizer.lookup(pc as u64) {
             Some(sym) => {
@@ -77,17 +161,23 @@ impl NativeNames {
                     FrameKind::Native
                 };
                 let name = sym.name.unwrap_or_else(|| format!("0x{:x}", sym.offset));
-                NativeName {
-                    lib: sym.lib,
-                    name,
-                    kind,
-                }
+                (
+                    NativeName {
+                        lib: sym.lib,
+                        name,
+                        kind,
+                    },
+                    true,
+                )
             }
-            None => NativeName {
-                lib: self.lib("[unknown]"),
-                name: format!("0x{pc:x}"),
-                kind: FrameKind::Native,
-            },
+            None => (
+                NativeName {
+                    lib: self.lib("[unknown]"),
+                    name: format!("0x{pc:x}"),
+                    kind: FrameKind::Native,
+                },
+                false,
+            ),
         }
     }
 }
