@@ -58,10 +58,7 @@ impl Preload {
     /// `None` while reading; then the tables once, and `Some(None)` after.
     fn take(&self) -> Option<Option<Loaded>> {
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
-        match slot.as_mut() {
-            None => None,
-            Some(loaded) => Some(loaded.take()),
-        }
+        slot.as_mut().map(Option::take)
     }
 }
 
