@@ -122,6 +122,17 @@ impl Outbox {
         self.queue.front().map_or(self.next_seq, |(seq, _)| *seq)
     }
 
+    /// The sequence number of the newest chunk queued so far (0 before the first).
+    pub fn last_seq(&self) -> u64 {
+        self.next_seq - 1
+    }
+
+    /// Whether a chunk written to the current connection still awaits its
+    /// acknowledgement.
+    pub fn in_flight(&self) -> bool {
+        self.queue.front().is_some_and(|(seq, _)| *seq <= self.sent)
+    }
+
     /// The next chunk not yet written to the current connection.
     pub fn next_unsent(&self) -> Option<(u64, &[u8])> {
         let first = self.queue.front()?.0;
