@@ -114,8 +114,9 @@ pub struct SamplingArgs {
     /// Mean bytes between allocation samples (e.g. 512k) with `--events alloc`.
     #[arg(long, value_name = "SIZE")]
     pub alloc_rate: Option<String>,
-    /// Also stream the recording to a collector's agent port (`jscope serve`).
-    #[arg(long, value_name = "HOST:PORT")]
+    /// Also stream the recording to a collector's agent port (`jscope serve`); several
+    /// collectors joined by `|` are tried in turn, the next taking over when one dies.
+    #[arg(long, value_name = "HOST:PORT[|HOST:PORT...]")]
     pub stream_to: Option<String>,
     /// The collector's token, with --stream-to.
     #[arg(long, value_name = "TOKEN", requires = "stream_to")]

@@ -108,6 +108,14 @@ pub trait Store: Send + Sync {
     /// Where `stream` stands, or `None` when the store has never seen it.
     fn resume(&self, stream: &str) -> Result<Option<StreamStatus>, CollectorError>;
 
+    /// `resume`'s `acked` alone. Several collectors may share a store: the ingest asks
+    /// this at every handshake of a stream it has cached, and rebuilds its cache with
+    /// `resume` when another collector took the stream further. Stores that can
+    /// answer without rebuilding the dictionary should.
+    fn acked(&self, stream: &str) -> Result<Option<u64>, CollectorError> {
+        Ok(self.resume(stream)?.map(|s| s.acked))
+    }
+
     /// Starts appending for a new connection. `dict` is what the stream's earlier
     /// chunks declared; stored pieces must stay readable on their own.
     fn open(
