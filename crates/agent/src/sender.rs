@@ -211,6 +211,8 @@ pub struct Sender {
     /// Since when a chunk sent on this connection has been waiting for its
     /// acknowledgement (reset whenever one arrives).
     waiting_since: Option<Instant>,
+    /// ACK_TIMEOUT (shorter in tests).
+    ack_timeout: Duration,
     /// Magic and header chunk, sent in every hello.
     header: Vec<u8>,
     rx: Receiver<Outgoing>,
@@ -263,6 +265,7 @@ pub fn link(
         last_connected: None,
         awaiting_dictionary: false,
         waiting_since: None,
+        ack_timeout: ACK_TIMEOUT,
         header,
         rx,
         outbox: Outbox::new(options.buffer),
@@ -543,11 +546,11 @@ impl Sender {
         };
         if self
             .waiting_since
-            .is_some_and(|since| now.duration_since(since) >= ACK_TIMEOUT)
+            .is_some_and(|since| now.duration_since(since) >= self.ack_timeout)
         {
             return Err(WireError::Io(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,
-                format!("nothing acknowledged for {}s", ACK_TIMEOUT.as_secs()),
+                format!("nothing acknowledged for {:?}", self.ack_timeout),
             )));
         }
         Ok(())
@@ -760,6 +763,50 @@ mod tests {
         assert!(sender.backoff.next - t0 >= BACKOFF_MIN);
         sender.pump();
         assert_eq!(sender.current, 0, "nothing is tried before the backoff");
+    }
+
+    #[test]
+    fn a_collector_that_acknowledges_nothing_is_left_for_the_next() {
+        use jscope_wire::{read_message, read_preamble, write_message, Accept, Message};
+        use std::io::Read;
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = silent.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = silent.accept().unwrap();
+            let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+            read_preamble(&mut r).unwrap();
+            assert!(matches!(
+                read_message(&mut r, DEFAULT_MAX_FRAME),
+                Ok(Message::Hello(_))
+            ));
+            let yes = Message::Accept(Accept {
+                acked: 0,
+                max_frame: DEFAULT_MAX_FRAME,
+                server: "silent".into(),
+            });
+            write_message(&mut &s, &yes).unwrap();
+            // Takes every chunk and acknowledges none, until the client goes.
+            let _ = r.read_to_end(&mut Vec::new());
+        });
+        let (mut writer, mut sender) = test_sender(1 << 20);
+        sender.addrs = vec![addr.to_string(), "127.0.0.1:1".into()];
+        sender.ack_timeout = Duration::from_millis(300);
+        writer.offer(vec![1; 10], || panic!("no resync"));
+        deliver(&mut sender);
+        sender.pump();
+        assert!(sender.client.is_some(), "connected to the silent collector");
+        let start = Instant::now();
+        while sender.client.is_some() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(TICK);
+            sender.pump();
+        }
+        assert!(sender.client.is_none(), "left after the ack timeout");
+        assert!(start.elapsed() >= Duration::from_millis(300));
+        assert_eq!(sender.current, 1, "the next collector's turn");
+        assert!(sender.backoff.due(Instant::now()), "tried at once");
+        assert_eq!(sender.outbox.len(), 1, "the chunk waits for the next one");
+        drop(sender);
+        server.join().unwrap();
     }
 
     #[test]
