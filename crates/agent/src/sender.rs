@@ -227,7 +227,9 @@ pub struct Sender {
     client: Option<WireClient>,
     backoff: Backoff,
     connected_once: bool,
-    /// Set after a refusal that retrying cannot fix (bad token, bad hello).
+    /// Per collector: it refused the stream for good (bad token, bad hello).
+    refused: Vec<bool>,
+    /// Set once every collector refused the stream for good.
     gave_up: bool,
     quiet: bool,
     told_unreachable: bool,
@@ -260,6 +262,7 @@ pub fn link(
     let sender = Sender {
         cfg,
         addrs: options.addrs.clone(),
+        refused: vec![false; options.addrs.len()],
         current: 0,
         failed_in_round: 0,
         last_connected: None,
@@ -427,6 +430,10 @@ impl Sender {
         if self.gave_up || !self.backoff.due(now) {
             return false;
         }
+        if self.refused[self.current] {
+            self.pass_turn();
+            return false;
+        }
         self.cfg.addr = self.addrs[self.current].clone();
         match WireClient::connect(&self.cfg, &self.header, self.outbox.next_seq()) {
             Ok(client) => {
@@ -434,11 +441,23 @@ impl Sender {
                 true
             }
             Err(WireError::Refused { code, message }) if !code.is_transient() => {
+                // Retrying this collector cannot help; the others may take the stream.
+                self.refused[self.current] = true;
+                let all = self.refused.iter().all(|r| *r);
                 crate::report(format!(
-                    "collector {} refused the stream ({code}: {message}); streaming stopped",
-                    self.cfg.addr
+                    "collector {} refused the stream ({code}: {message}); {}",
+                    self.cfg.addr,
+                    if all {
+                        "streaming stopped"
+                    } else {
+                        "trying the others"
+                    }
                 ));
-                self.give_up();
+                if all {
+                    self.give_up();
+                } else {
+                    self.pass_turn();
+                }
                 false
             }
             Err(e) => {
@@ -495,12 +514,7 @@ impl Sender {
         self.waiting_since = None;
         self.stats.connected.store(false, Ordering::Release);
         let n = self.addrs.len().max(1);
-        self.current = (self.current + 1) % n;
-        self.failed_in_round += 1;
-        if self.failed_in_round >= n {
-            self.failed_in_round = 0;
-            self.backoff.failed(Instant::now());
-        }
+        self.pass_turn();
         if !self.quiet && !self.told_unreachable {
             self.told_unreachable = true;
             let then = if n > 1 {
@@ -512,6 +526,17 @@ impl Sender {
                 "collector {}: {e}; keeping up to {} bytes of chunks and {then}",
                 self.cfg.addr, self.buffer
             ));
+        }
+    }
+
+    /// The next collector's turn; a whole round of failures waits for the backoff.
+    fn pass_turn(&mut self) {
+        let n = self.addrs.len().max(1);
+        self.current = (self.current + 1) % n;
+        self.failed_in_round += 1;
+        if self.failed_in_round >= n {
+            self.failed_in_round = 0;
+            self.backoff.failed(Instant::now());
         }
     }
 
@@ -749,6 +774,7 @@ mod tests {
         let (_writer, mut sender) = test_sender(1 << 20);
         // Nothing listens on ports 1 and 2 of the loopback: refused at once.
         sender.addrs = vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()];
+        sender.refused = vec![false; 2];
         let t0 = Instant::now();
         sender.pump();
         assert_eq!(sender.current, 1, "the second collector is next");
@@ -790,6 +816,7 @@ mod tests {
         });
         let (mut writer, mut sender) = test_sender(1 << 20);
         sender.addrs = vec![addr.to_string(), "127.0.0.1:1".into()];
+        sender.refused = vec![false; 2];
         sender.ack_timeout = Duration::from_millis(300);
         writer.offer(vec![1; 10], || panic!("no resync"));
         deliver(&mut sender);
@@ -806,6 +833,47 @@ mod tests {
         assert!(sender.backoff.due(Instant::now()), "tried at once");
         assert_eq!(sender.outbox.len(), 1, "the chunk waits for the next one");
         drop(sender);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_collector_refusing_for_good_is_skipped_and_all_refusing_stops_streaming() {
+        use jscope_wire::{read_message, read_preamble, write_message, Message, RefuseCode};
+        let strict = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = strict.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            for _ in 0..2 {
+                let (s, _) = strict.accept().unwrap();
+                let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+                read_preamble(&mut r).unwrap();
+                let _ = read_message(&mut r, DEFAULT_MAX_FRAME);
+                let no = Message::Refuse {
+                    code: RefuseCode::BadToken,
+                    message: "wrong or missing token".into(),
+                };
+                write_message(&mut &s, &no).unwrap();
+            }
+        });
+        let (_writer, mut sender) = test_sender(1 << 20);
+        sender.addrs = vec![addr.to_string(), "127.0.0.1:1".into()];
+        sender.refused = vec![false; 2];
+        sender.pump();
+        assert_eq!(sender.refused, [true, false]);
+        assert!(!sender.gave_up, "the other collector may take the stream");
+        assert_eq!(sender.current, 1);
+        sender.pump(); // refused by the kernel: a round ends, the backoff applies
+        assert_eq!(sender.current, 0);
+        sender.backoff.reset(Instant::now());
+        sender.pump();
+        assert_eq!(
+            sender.current, 1,
+            "the refusing collector is not asked again"
+        );
+        // One collector alone refusing for good ends the streaming.
+        let (_writer, mut alone) = test_sender(1 << 20);
+        alone.addrs = vec![addr.to_string()];
+        alone.pump();
+        assert!(alone.gave_up);
         server.join().unwrap();
     }
 
