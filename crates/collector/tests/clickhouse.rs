@@ -110,6 +110,23 @@ fn agents_stream_into_clickhouse_and_every_collector_reads_them_back() {
     let (window, _) = flame(&other, &q).unwrap();
     assert_eq!(window.total(), 4 * (THREADS as u64 - 1));
     server.shutdown();
+
+    // Retention drops whole days: a cutoff tomorrow drops today's partitions.
+    let gone = other.retain(now_ns() + 86_400_000_000_000).unwrap();
+    assert!(
+        gone.segments_deleted >= 2 && gone.bytes_freed > 0,
+        "{gone:?}"
+    );
+    assert!(other.jvms().iter().all(|j| j.segments.is_empty()));
+    let (all, _) = flame(
+        &other,
+        &Query {
+            jvms: ids,
+            ..Query::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(all.total(), 0);
 }
 
 #[test]
