@@ -42,7 +42,7 @@ use crate::CollectorError;
 
 const SAMPLE_COLUMNS: &str =
     "day, time_ns, service, stream, labels.key, labels.value, seq, mode, thread, state, stack, weight";
-const CHUNK_COLUMNS: &str = "day, stream, seq, kind, start_ns, end_ns, chunk";
+const CHUNK_COLUMNS: &str = "day, stream, seq, kind, start_ns, end_ns, bytes, chunk";
 const STACK_COLUMNS: &str = "hash, frames";
 const JVM_COLUMNS: &str = "stream, service, labels.key, labels.value, identity, header, updated";
 /// A batch is inserted at once beyond this many bytes of rows.
@@ -61,7 +61,7 @@ fn schema(db: &str) -> Vec<String> {
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {db}.chunks (day Date, stream String, seq UInt64, \
-             kind UInt8, start_ns UInt64, end_ns UInt64, chunk String) \
+             kind UInt8, start_ns UInt64, end_ns UInt64, bytes UInt64, chunk String) \
              ENGINE = ReplacingMergeTree PARTITION BY toYYYYMMDD(day) ORDER BY (stream, seq, kind)"
         ),
         format!(
@@ -586,6 +586,7 @@ impl ClickHouseStore {
                 .u8(KIND_PRELUDE)
                 .u64(0)
                 .u64(0)
+                .u64(0)
                 .bytes(&encode_prelude(dict));
             st.prelude_day = Some(day);
         }
@@ -597,6 +598,7 @@ impl ClickHouseStore {
             .u8(KIND_CHUNK)
             .u64(lo)
             .u64(hi)
+            .u64(chunk.len() as u64)
             .bytes(chunk);
 
         let mut samples = Vec::new();
@@ -907,7 +909,7 @@ impl Store for ClickHouseStore {
             ))?;
             let spans = self.select(&format!(
                 "SELECT stream, min(seq), max(seq), minIf(start_ns, start_ns > 0), max(end_ns), \
-                 sum(length(chunk)) FROM {}.chunks WHERE kind = {KIND_CHUNK} GROUP BY stream",
+                 sum(bytes) FROM {}.chunks WHERE kind = {KIND_CHUNK} GROUP BY stream",
                 self.db
             ))?;
             let mut by_stream = BTreeMap::new();
