@@ -549,9 +549,15 @@ pub struct ServeArgs {
     /// Directory of the stored data (created if needed).
     #[arg(long, value_name = "DIR", default_value = "jscope-data")]
     pub data: PathBuf,
-    /// Delete stored data older than this (e.g. 12h, 7d); default: keep everything.
+    /// Delete stored data older than this (e.g. 12h, 7d); default: keep everything
+    /// (30d with --store clickhouse://..., whose whole days are dropped).
     #[arg(long, value_name = "DURATION")]
     pub retention: Option<String>,
+    /// Keep the data in ClickHouse instead of --data:
+    /// clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE (its HTTP port; user and password
+    /// also from JSCOPE_CLICKHOUSE_USER and JSCOPE_CLICKHOUSE_PASSWORD).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
     /// Token agents and HTTP clients must present.
     #[arg(long)]
     pub token: Option<String>,
