@@ -274,7 +274,7 @@ impl Ingest {
         self.claim(&hello.stream, conn_id, stream)?;
         let entry = self.jvm_entry(&hello.stream, &header).map_err(|e| {
             self.release(&hello.stream, conn_id);
-            Failure::refuse(RefuseCode::Other, e)
+            Failure::refuse(RefuseCode::StoreUnavailable, e)
         })?;
         let acked = *entry.acked.lock().expect("acked lock");
         let identity = JvmIdentity::from_header(
@@ -293,7 +293,7 @@ impl Ingest {
         };
         if let Err(e) = self.listeners.connect(&conn) {
             self.release(&conn.jvm.id, conn_id);
-            return Err(Failure::refuse(RefuseCode::Other, e.to_string()));
+            return Err(Failure::refuse(RefuseCode::StoreUnavailable, e.to_string()));
         }
         let accept = Message::Accept(Accept {
             acked,

@@ -12,6 +12,7 @@ use common::*;
 use jscope_collector::{ClickHouseStore, MemoryLog, Store};
 use jscope_format::Recording;
 use jscope_testkit::{temp_dir, ClickHouse};
+use jscope_wire::{ClientConfig, RefuseCode, WireClient, WireError};
 
 const ACK: Duration = Duration::from_secs(20);
 
@@ -69,4 +70,32 @@ fn an_agent_back_on_a_collector_resumes_where_the_shared_store_stands() {
     );
     a.shutdown();
     b.shutdown();
+}
+
+#[test]
+fn a_collector_whose_store_is_down_refuses_for_now_and_accepts_once_it_is_back() {
+    let Some(mut ch) = ClickHouse::start("ch-down") else {
+        return;
+    };
+    let url = format!("{}?flush_ms=100", ch.url("jscope"));
+    let (server, _) = start(&temp_dir("ch-down-run"), |c| c.store = Some(url));
+    let addr = server.agents_addr().unwrap();
+    let sim = SimJvm::new(8302, "com.acme.Down");
+    ch.stop();
+    let cfg = ClientConfig::new(addr.to_string(), sim.stream.clone());
+    match WireClient::connect(&cfg, &sim.header_bytes(), 1) {
+        Err(WireError::Refused { code, message }) => {
+            assert_eq!(code, RefuseCode::StoreUnavailable, "{message}");
+            assert!(
+                code.is_transient(),
+                "an agent retries, or tries another collector"
+            );
+        }
+        Ok(_) => panic!("accepted without a store"),
+        Err(e) => panic!("{e}"),
+    }
+    ch.restart();
+    let client = sim.connect(addr, 1);
+    assert_eq!(client.accept().acked, 0);
+    server.shutdown();
 }

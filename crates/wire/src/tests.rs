@@ -49,6 +49,12 @@ fn every_message_round_trips() {
         code: RefuseCode::BadToken,
         message: "wrong token".into(),
     });
+    round_trip(Message::Refuse {
+        code: RefuseCode::StoreUnavailable,
+        message: "clickhouse: connection refused".into(),
+    });
+    assert!(RefuseCode::StoreUnavailable.is_transient());
+    assert!(!RefuseCode::BadToken.is_transient() && !RefuseCode::Other.is_transient());
     round_trip(Message::Chunk {
         seq: 9,
         chunk: chunk(3),
