@@ -52,7 +52,7 @@ pub enum OptionsError {
     BadEventCount(String),
     #[error("empty file name")]
     EmptyFile,
-    #[error("bad collector address `{0}` (expected HOST:PORT)")]
+    #[error("bad collector address `{0}` (expected HOST:PORT, several joined by |)")]
     BadCollector(String),
     #[error("bad size `{value}` for `{key}` (expected e.g. 512k, 16m; from 4k to 1g)")]
     BadSize { key: String, value: String },
@@ -103,11 +103,13 @@ impl Modes {
     }
 }
 
-/// Where and how to stream chunks to a collector (`collector=HOST:PORT`).
+/// Where and how to stream chunks to a collector (`collector=HOST:PORT|HOST:PORT`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectorOptions {
-    /// `HOST:PORT`, resolved when connecting.
+    /// The option as given (`HOST:PORT`, or several joined by `|`), for the header.
     pub addr: String,
+    /// The collectors to try in turn, each `HOST:PORT`, resolved when connecting.
+    pub addrs: Vec<String>,
     /// Empty when the collector needs none.
     pub token: String,
     pub labels: Vec<(String, String)>,
@@ -223,7 +225,7 @@ impl Options {
                 }
                 "snapinterval" => snap_interval = Some(parse_duration(key, need(key, value)?)?),
                 "file" => options.file = Some(parse_file(need(key, value)?)?),
-                "collector" => link.addr = Some(parse_collector(need(key, value)?)?),
+                "collector" => link.addrs = Some(parse_collectors(need(key, value)?)?),
                 "token" => link.token = Some(need(key, value)?.to_string()),
                 "labels" => options.labels = parse_labels(need(key, value)?)?,
                 "service" => options.service = parse_service(need(key, value)?)?,
@@ -319,14 +321,14 @@ impl Options {
 /// The collector options as given, checked together once all are known.
 #[derive(Default)]
 struct LinkOptions {
-    addr: Option<String>,
+    addrs: Option<Vec<String>>,
     token: Option<String>,
     buffer: Option<usize>,
 }
 
 impl LinkOptions {
     fn finish(self, labels: &[(String, String)]) -> Result<Option<CollectorOptions>, OptionsError> {
-        let Some(addr) = self.addr else {
+        let Some(addrs) = self.addrs else {
             let stray = [
                 ("token", self.token.is_some()),
                 ("buffer", self.buffer.is_some()),
@@ -337,7 +339,8 @@ impl LinkOptions {
             };
         };
         Ok(Some(CollectorOptions {
-            addr,
+            addr: addrs.join("|"),
+            addrs,
             token: self.token.unwrap_or_default(),
             labels: labels.to_vec(),
             buffer: self.buffer.unwrap_or(DEFAULT_BUFFER),
@@ -416,6 +419,11 @@ fn parse_file(text: &str) -> Result<String, OptionsError> {
         return Err(OptionsError::EmptyFile);
     }
     Ok(text.to_string())
+}
+
+/// Checks `HOST:PORT|HOST:PORT|...`: one or more collectors, tried in turn.
+fn parse_collectors(text: &str) -> Result<Vec<String>, OptionsError> {
+    text.split('|').map(|a| parse_collector(a.trim())).collect()
 }
 
 /// Checks `HOST:PORT` (a bracketed IPv6 host included) without resolving it: name
@@ -529,6 +537,7 @@ mod tests {
         .unwrap();
         let c = o.collector.clone().unwrap();
         assert_eq!(c.addr, "127.0.0.1:7000");
+        assert_eq!(c.addrs, ["127.0.0.1:7000"]);
         assert_eq!(c.token, "s3cret");
         assert_eq!(c.buffer, 512 << 10);
         assert_eq!(
@@ -539,6 +548,10 @@ mod tests {
         let both = Options::parse("collector=[::1]:7000,file=x.jsc").unwrap();
         assert_eq!(both.file_pattern(), Some("x.jsc"));
         assert_eq!(both.collector.unwrap().buffer, DEFAULT_BUFFER);
+        let several = Options::parse("collector=a:7000| [::1]:7001|c:7002").unwrap();
+        let c = several.collector.unwrap();
+        assert_eq!(c.addrs, ["a:7000", "[::1]:7001", "c:7002"]);
+        assert_eq!(c.addr, "a:7000|[::1]:7001|c:7002");
     }
 
     #[test]
@@ -559,8 +572,13 @@ mod tests {
         let err = |s| Options::parse(s).unwrap_err().to_string();
         assert_eq!(
             err("collector=localhost"),
-            "bad collector address `localhost` (expected HOST:PORT)"
+            "bad collector address `localhost` (expected HOST:PORT, several joined by |)"
         );
+        assert_eq!(
+            err("collector=a:1|b"),
+            "bad collector address `b` (expected HOST:PORT, several joined by |)"
+        );
+        assert!(err("collector=a:1|").starts_with("bad collector address ``"));
         assert!(err("collector=:7000").starts_with("bad collector address"));
         assert!(err("collector=h:99999").starts_with("bad collector address"));
         assert_eq!(

@@ -1,11 +1,22 @@
-//! The collector transport (`collector=HOST:PORT`): a sender thread that streams the
-//! writer's chunks to a collector with `jscope_wire`, and the writer's end of it.
+//! The collector transport (`collector=HOST:PORT|HOST:PORT|...`): a sender thread that
+//! streams the writer's chunks to a collector with `jscope_wire`, and the writer's end
+//! of it.
 //!
 //! The writer never waits for the network: it offers each finished chunk through a
 //! bounded queue and moves on (a full queue drops the chunk and counts it). The sender
 //! keeps chunks in a bounded [`Outbox`] until the collector acknowledges them,
 //! connects with backoff while the collector is away, and resends what was not
 //! acknowledged after a reconnection.
+//!
+//! With several collectors the sender streams to one at a time: it tries them in turn
+//! from the first, and when its collector dies (the connection breaks or closes, or
+//! nothing sent is acknowledged within ACK_TIMEOUT) it moves to the next one at once,
+//! waiting (with a doubling backoff) only after a whole round failed. Each collector
+//! says in its Accept how much of the stream its store holds; the sender resends only
+//! what is above that. A collector whose store lacks chunks the sender no longer holds
+//! (another store, or none yet) gets a resync first: the sender asks the writer for
+//! the dictionary and puts it in front of the held chunks, numbered afresh from the
+//! oldest held one ([`Outbox::rebase`]), so that store can resolve what follows.
 //!
 //! A chunk may declare dictionary entries (strings, methods, stacks, threads) that
 //! later chunks use, so losing one would orphan what follows. After any drop the
@@ -33,6 +44,9 @@ const TICK: Duration = Duration::from_millis(50);
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// A collector that acknowledges nothing sent for this long is taken for dead (a
+/// store's fsync or insert batch takes milliseconds to a second or two).
+const ACK_TIMEOUT: Duration = Duration::from_secs(15);
 /// Bounds every write and the wait for the collector's answer to the hello.
 const IO_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long the sender tries to deliver and get acknowledged what is left at the end.
@@ -182,7 +196,23 @@ enum StreamSync {
 
 /// The sender thread's state.
 pub struct Sender {
+    /// `cfg.addr` is the collector being tried or streamed to: `addrs[current]`.
     cfg: ClientConfig,
+    addrs: Vec<String>,
+    current: usize,
+    /// Collectors that failed since the last successful connection; a whole round
+    /// of them failing means waiting for the backoff.
+    failed_in_round: usize,
+    /// The collector streamed to last, to say when another takes over.
+    last_connected: Option<usize>,
+    /// The connected collector lacks the start of the stream: nothing goes to it
+    /// until the writer's resync arrives and is put in front of the held chunks.
+    awaiting_dictionary: bool,
+    /// Since when a chunk sent on this connection has been waiting for its
+    /// acknowledgement (reset whenever one arrives).
+    waiting_since: Option<Instant>,
+    /// ACK_TIMEOUT (shorter in tests).
+    ack_timeout: Duration,
     /// Magic and header chunk, sent in every hello.
     header: Vec<u8>,
     rx: Receiver<Outgoing>,
@@ -197,7 +227,9 @@ pub struct Sender {
     client: Option<WireClient>,
     backoff: Backoff,
     connected_once: bool,
-    /// Set after a refusal that retrying cannot fix (bad token, bad hello).
+    /// Per collector: it refused the stream for good (bad token, bad hello).
+    refused: Vec<bool>,
+    /// Set once every collector refused the stream for good.
     gave_up: bool,
     quiet: bool,
     told_unreachable: bool,
@@ -215,7 +247,8 @@ pub fn link(
     let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE_CHUNKS);
     let resync = Arc::new(AtomicBool::new(false));
     let stats = Arc::new(SenderStats::default());
-    let mut cfg = ClientConfig::new(options.addr.clone(), stream);
+    let first = options.addrs.first().cloned().unwrap_or_default();
+    let mut cfg = ClientConfig::new(first, stream);
     cfg.token = options.token.clone();
     cfg.labels = options.labels.clone();
     cfg.connect_timeout = CONNECT_TIMEOUT;
@@ -228,6 +261,14 @@ pub fn link(
     };
     let sender = Sender {
         cfg,
+        addrs: options.addrs.clone(),
+        refused: vec![false; options.addrs.len()],
+        current: 0,
+        failed_in_round: 0,
+        last_connected: None,
+        awaiting_dictionary: false,
+        waiting_since: None,
+        ack_timeout: ACK_TIMEOUT,
         header,
         rx,
         outbox: Outbox::new(options.buffer),
@@ -294,6 +335,7 @@ impl Sender {
                 }
             }
             (Outgoing::Data(chunk), StreamSync::Lost { .. }) => self.stats.dropped(chunk.len()),
+            (Outgoing::Resync(chunks), _) if self.awaiting_dictionary => self.take_rebase(chunks),
             (Outgoing::Resync(chunks), _) => self.take_resync(chunks),
         }
     }
@@ -315,6 +357,32 @@ impl Sender {
         } else {
             StreamSync::Lost { requested: false }
         };
+    }
+
+    /// The resync a collector lacking the stream's start waits for: it goes in front
+    /// of every held chunk (all written before it, so it declares what they use).
+    fn take_rebase(&mut self, chunks: Vec<Vec<u8>>) {
+        let too_large = chunks
+            .iter()
+            .any(|c| c.len() as u64 + 8 > self.max_frame as u64);
+        if self.gave_up || too_large {
+            chunks.iter().for_each(|c| self.stats.dropped(c.len()));
+            self.sync = StreamSync::Lost { requested: false };
+            return;
+        }
+        let (chunks, bytes, kept) = self.outbox.rebase(chunks);
+        self.stats
+            .chunks_dropped
+            .fetch_add(chunks, Ordering::Relaxed);
+        self.stats.bytes_dropped.fetch_add(bytes, Ordering::Relaxed);
+        self.last_seq = self.outbox.last_seq();
+        if kept {
+            self.stats.resyncs.fetch_add(1, Ordering::Relaxed);
+            self.awaiting_dictionary = false;
+            self.sync = StreamSync::InSync;
+        } else {
+            self.sync = StreamSync::Lost { requested: false };
+        }
     }
 
     /// Queues a chunk for the collector; false when it was dropped (and counted).
@@ -362,17 +430,34 @@ impl Sender {
         if self.gave_up || !self.backoff.due(now) {
             return false;
         }
+        if self.refused[self.current] {
+            self.pass_turn();
+            return false;
+        }
+        self.cfg.addr = self.addrs[self.current].clone();
         match WireClient::connect(&self.cfg, &self.header, self.outbox.next_seq()) {
             Ok(client) => {
                 self.connected(client);
                 true
             }
             Err(WireError::Refused { code, message }) if !code.is_transient() => {
+                // Retrying this collector cannot help; the others may take the stream.
+                self.refused[self.current] = true;
+                let all = self.refused.iter().all(|r| *r);
                 crate::report(format!(
-                    "collector {} refused the stream ({code}: {message}); streaming stopped",
-                    self.cfg.addr
+                    "collector {} refused the stream ({code}: {message}); {}",
+                    self.cfg.addr,
+                    if all {
+                        "streaming stopped"
+                    } else {
+                        "trying the others"
+                    }
                 ));
-                self.give_up();
+                if all {
+                    self.give_up();
+                } else {
+                    self.pass_turn();
+                }
                 false
             }
             Err(e) => {
@@ -384,12 +469,30 @@ impl Sender {
 
     fn connected(&mut self, client: WireClient) {
         let accept = client.accept();
+        // The collector's store lacks chunks this side no longer holds: the ones it
+        // gets next would name dictionary entries it never saw.
+        let lacks_start = accept.acked + 1 < self.outbox.next_seq();
         self.outbox.resume(accept.acked);
         self.max_frame = accept.max_frame;
         self.note_acked(accept.acked);
+        self.awaiting_dictionary = lacks_start;
+        if lacks_start {
+            self.resync.store(true, Ordering::Release);
+        }
         if self.connected_once {
             self.stats.reconnects.fetch_add(1, Ordering::Relaxed);
         }
+        if let Some(before) = self.last_connected.filter(|b| *b != self.current) {
+            if !self.quiet {
+                crate::report(format!(
+                    "collector {} takes over the stream from {} (it holds up to chunk {})",
+                    self.addrs[self.current], self.addrs[before], accept.acked
+                ));
+            }
+        }
+        self.last_connected = Some(self.current);
+        self.failed_in_round = 0;
+        self.waiting_since = None;
         self.connected_once = true;
         self.backoff.reset(Instant::now());
         self.client = Some(client);
@@ -404,31 +507,77 @@ impl Sender {
         self.outbox = Outbox::new(0);
     }
 
+    /// The current collector failed (to connect, or while streaming): the next one
+    /// is tried at once, and after a whole round of failures the backoff applies.
     fn lost_connection(&mut self, e: WireError) {
         self.client = None;
+        self.waiting_since = None;
         self.stats.connected.store(false, Ordering::Release);
-        self.backoff.failed(Instant::now());
+        let n = self.addrs.len().max(1);
+        self.pass_turn();
         if !self.quiet && !self.told_unreachable {
             self.told_unreachable = true;
+            let then = if n > 1 {
+                "trying the others in turn"
+            } else {
+                "retrying"
+            };
             crate::report(format!(
-                "collector {}: {e}; keeping up to {} bytes of chunks and retrying",
+                "collector {}: {e}; keeping up to {} bytes of chunks and {then}",
                 self.cfg.addr, self.buffer
             ));
         }
     }
 
+    /// The next collector's turn; a whole round of failures waits for the backoff.
+    fn pass_turn(&mut self) {
+        let n = self.addrs.len().max(1);
+        self.current = (self.current + 1) % n;
+        self.failed_in_round += 1;
+        if self.failed_in_round >= n {
+            self.failed_in_round = 0;
+            self.backoff.failed(Instant::now());
+        }
+    }
+
     /// Sends every chunk not yet sent on this connection, then reads acknowledgements.
+    /// A collector that closed its end, or acknowledges nothing for ACK_TIMEOUT, is
+    /// an error like a broken connection.
     fn exchange(&mut self) -> Result<(), WireError> {
         let Some(client) = self.client.as_mut() else {
             return Ok(());
         };
-        while let Some((seq, chunk)) = self.outbox.next_unsent() {
+        while let Some((seq, chunk)) = self
+            .outbox
+            .next_unsent()
+            .filter(|_| !self.awaiting_dictionary)
+        {
             client.send(seq, chunk)?;
             self.stats.sent(chunk.len());
             self.outbox.mark_sent(seq);
         }
+        let before = self.outbox.next_seq();
         let acked = client.poll_acks()?;
+        if client.is_closed() {
+            return Err(WireError::Closed);
+        }
         self.note_acked(acked);
+        let now = Instant::now();
+        self.waiting_since = match self.waiting_since {
+            _ if !self.outbox.in_flight() => None,
+            Some(_) if self.outbox.next_seq() != before => Some(now),
+            Some(since) => Some(since),
+            None => Some(now),
+        };
+        if self
+            .waiting_since
+            .is_some_and(|since| now.duration_since(since) >= self.ack_timeout)
+        {
+            return Err(WireError::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("nothing acknowledged for {:?}", self.ack_timeout),
+            )));
+        }
         Ok(())
     }
 
@@ -444,9 +593,13 @@ impl Sender {
         if self.outbox.is_empty() && self.client.is_none() {
             return;
         }
-        if self.client.is_none() && !self.gave_up {
-            self.backoff.reset(Instant::now());
+        // One attempt at each collector, as long as the deadline allows.
+        for _ in 0..self.addrs.len() {
             let left = deadline.saturating_duration_since(Instant::now());
+            if self.client.is_some() || self.gave_up || left.is_zero() {
+                break;
+            }
+            self.backoff.reset(Instant::now());
             self.cfg.connect_timeout = self.cfg.connect_timeout.min(left);
             self.cfg.io_timeout = self.cfg.io_timeout.min(left);
             self.connect(Instant::now());
@@ -458,8 +611,12 @@ impl Sender {
             return;
         };
         let left = deadline.saturating_duration_since(Instant::now());
-        if let Ok(acked) = client.wait_for_ack(self.last_seq, left) {
-            self.note_acked(acked);
+        // A collector still waiting for the dictionary was sent nothing: the writer
+        // that would make the resync is gone.
+        if !self.awaiting_dictionary {
+            if let Ok(acked) = client.wait_for_ack(self.last_seq, left) {
+                self.note_acked(acked);
+            }
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if let Ok(acked) = client.finish(left.min(Duration::from_millis(200))) {
@@ -539,6 +696,7 @@ mod tests {
     fn test_sender(buffer: usize) -> (CollectorLink, Sender) {
         let options = CollectorOptions {
             addr: "127.0.0.1:1".into(),
+            addrs: vec!["127.0.0.1:1".into()],
             token: String::new(),
             labels: Vec::new(),
             buffer,
@@ -609,6 +767,140 @@ mod tests {
         deliver(&mut sender);
         assert_eq!(sender.outbox.len(), QUEUE_CHUNKS + 2);
         assert_eq!(sender.sync, StreamSync::InSync);
+    }
+
+    #[test]
+    fn a_failed_collector_passes_the_turn_and_a_failed_round_backs_off() {
+        let (_writer, mut sender) = test_sender(1 << 20);
+        // Nothing listens on ports 1 and 2 of the loopback: refused at once.
+        sender.addrs = vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()];
+        sender.refused = vec![false; 2];
+        let t0 = Instant::now();
+        sender.pump();
+        assert_eq!(sender.current, 1, "the second collector is next");
+        assert!(sender.backoff.due(Instant::now()), "and tried at once");
+        sender.pump();
+        assert_eq!(sender.cfg.addr, "127.0.0.1:2");
+        assert_eq!(sender.current, 0);
+        assert!(
+            !sender.backoff.due(Instant::now()),
+            "a whole round failed: the backoff applies"
+        );
+        assert!(sender.backoff.next - t0 >= BACKOFF_MIN);
+        sender.pump();
+        assert_eq!(sender.current, 0, "nothing is tried before the backoff");
+    }
+
+    #[test]
+    fn a_collector_that_acknowledges_nothing_is_left_for_the_next() {
+        use jscope_wire::{read_message, read_preamble, write_message, Accept, Message};
+        use std::io::Read;
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = silent.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = silent.accept().unwrap();
+            let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+            read_preamble(&mut r).unwrap();
+            assert!(matches!(
+                read_message(&mut r, DEFAULT_MAX_FRAME),
+                Ok(Message::Hello(_))
+            ));
+            let yes = Message::Accept(Accept {
+                acked: 0,
+                max_frame: DEFAULT_MAX_FRAME,
+                server: "silent".into(),
+            });
+            write_message(&mut &s, &yes).unwrap();
+            // Takes every chunk and acknowledges none, until the client goes.
+            let _ = r.read_to_end(&mut Vec::new());
+        });
+        let (mut writer, mut sender) = test_sender(1 << 20);
+        sender.addrs = vec![addr.to_string(), "127.0.0.1:1".into()];
+        sender.refused = vec![false; 2];
+        sender.ack_timeout = Duration::from_millis(300);
+        writer.offer(vec![1; 10], || panic!("no resync"));
+        deliver(&mut sender);
+        sender.pump();
+        assert!(sender.client.is_some(), "connected to the silent collector");
+        let start = Instant::now();
+        while sender.client.is_some() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(TICK);
+            sender.pump();
+        }
+        assert!(sender.client.is_none(), "left after the ack timeout");
+        assert!(start.elapsed() >= Duration::from_millis(300));
+        assert_eq!(sender.current, 1, "the next collector's turn");
+        assert!(sender.backoff.due(Instant::now()), "tried at once");
+        assert_eq!(sender.outbox.len(), 1, "the chunk waits for the next one");
+        drop(sender);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_collector_refusing_for_good_is_skipped_and_all_refusing_stops_streaming() {
+        use jscope_wire::{read_message, read_preamble, write_message, Message, RefuseCode};
+        let strict = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = strict.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            for _ in 0..2 {
+                let (s, _) = strict.accept().unwrap();
+                let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+                read_preamble(&mut r).unwrap();
+                let _ = read_message(&mut r, DEFAULT_MAX_FRAME);
+                let no = Message::Refuse {
+                    code: RefuseCode::BadToken,
+                    message: "wrong or missing token".into(),
+                };
+                write_message(&mut &s, &no).unwrap();
+            }
+        });
+        let (_writer, mut sender) = test_sender(1 << 20);
+        sender.addrs = vec![addr.to_string(), "127.0.0.1:1".into()];
+        sender.refused = vec![false; 2];
+        sender.pump();
+        assert_eq!(sender.refused, [true, false]);
+        assert!(!sender.gave_up, "the other collector may take the stream");
+        assert_eq!(sender.current, 1);
+        sender.pump(); // refused by the kernel: a round ends, the backoff applies
+        assert_eq!(sender.current, 0);
+        sender.backoff.reset(Instant::now());
+        sender.pump();
+        assert_eq!(
+            sender.current, 1,
+            "the refusing collector is not asked again"
+        );
+        // One collector alone refusing for good ends the streaming.
+        let (_writer, mut alone) = test_sender(1 << 20);
+        alone.addrs = vec![addr.to_string()];
+        alone.pump();
+        assert!(alone.gave_up);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_collector_lacking_the_start_gets_the_dictionary_before_the_held_chunks() {
+        let (mut writer, mut sender) = test_sender(1 << 20);
+        for i in 1..=3u8 {
+            writer.offer(vec![i; 10], || panic!("no resync yet"));
+        }
+        deliver(&mut sender);
+        sender.outbox.resume(1);
+        assert_eq!(sender.outbox.next_seq(), 2);
+        // What `connected` does on an Accept saying the store holds nothing.
+        sender.awaiting_dictionary = true;
+        sender.resync.store(true, Ordering::Release);
+        writer.offer(vec![4; 10], || vec![vec![9; 10]]);
+        deliver(&mut sender);
+        assert!(!sender.awaiting_dictionary);
+        assert_eq!(sender.sync, StreamSync::InSync);
+        let sent: Vec<(u64, u8)> = std::iter::from_fn(|| {
+            let (seq, first) = sender.outbox.next_unsent().map(|(s, c)| (s, c[0]))?;
+            sender.outbox.mark_sent(seq);
+            Some((seq, first))
+        })
+        .collect();
+        assert_eq!(sent, [(2, 9), (3, 2), (4, 3), (5, 4)]);
+        assert_eq!(sender.last_seq, 5);
     }
 
     #[test]

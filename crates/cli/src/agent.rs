@@ -227,6 +227,10 @@ mod tests {
         assert!(agent_options(&s, Path::new("/tmp/x.jsc"))
             .unwrap()
             .contains("events=gc+monitors,"));
+        s.stream_to = Some("127.0.0.1:7000|127.0.0.1:7001".into());
+        assert!(agent_options(&s, Path::new("/tmp/x.jsc"))
+            .unwrap()
+            .contains(",collector=127.0.0.1:7000|127.0.0.1:7001,"));
         s.stream_to = Some("a,b".into());
         assert!(agent_options(&s, Path::new("/tmp/x.jsc")).is_err());
     }

@@ -114,8 +114,9 @@ pub struct SamplingArgs {
     /// Mean bytes between allocation samples (e.g. 512k) with `--events alloc`.
     #[arg(long, value_name = "SIZE")]
     pub alloc_rate: Option<String>,
-    /// Also stream the recording to a collector's agent port (`jscope serve`).
-    #[arg(long, value_name = "HOST:PORT")]
+    /// Also stream the recording to a collector's agent port (`jscope serve`); several
+    /// collectors joined by `|` are tried in turn, the next taking over when one dies.
+    #[arg(long, value_name = "HOST:PORT[|HOST:PORT...]")]
     pub stream_to: Option<String>,
     /// The collector's token, with --stream-to.
     #[arg(long, value_name = "TOKEN", requires = "stream_to")]
@@ -565,9 +566,15 @@ pub struct ServeArgs {
     /// Directory of the stored data (created if needed).
     #[arg(long, value_name = "DIR", default_value = "jscope-data")]
     pub data: PathBuf,
-    /// Delete stored data older than this (e.g. 12h, 7d); default: keep everything.
+    /// Delete stored data older than this (e.g. 12h, 7d); default: keep everything
+    /// (30d with --store clickhouse://..., whose whole days are dropped).
     #[arg(long, value_name = "DURATION")]
     pub retention: Option<String>,
+    /// Keep the data in ClickHouse instead of --data:
+    /// clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE (its HTTP port; user and password
+    /// also from JSCOPE_CLICKHOUSE_USER and JSCOPE_CLICKHOUSE_PASSWORD).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
     /// Token agents and HTTP clients must present.
     #[arg(long)]
     pub token: Option<String>,

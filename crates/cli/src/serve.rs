@@ -14,11 +14,15 @@ use crate::args::{ServeArgs, ViewArgs};
 use crate::signals;
 
 pub fn serve(args: &ServeArgs) -> Result<()> {
-    let retention = args.retention.as_deref().map(parse_duration).transpose()?;
+    let mut retention = args.retention.as_deref().map(parse_duration).transpose()?;
+    if args.store.is_some() && retention.is_none() {
+        retention = Some(Duration::from_secs(30 * 86_400));
+    }
     let cfg = ServerConfig {
         agents: args.agents.clone(),
         http: Some(args.http.clone()),
         data: args.data.clone(),
+        store: args.store.clone(),
         retention,
         token: args.token.clone().filter(|t| !t.is_empty()),
         ..ServerConfig::default()
@@ -28,14 +32,26 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         .map_err(|e| port_hint(e, &[("--agents", &args.agents), ("--http", &args.http)]))
         .context("cannot start the collector")?;
     if let Some(addr) = handle.agents_addr() {
-        say(&format!(
-            "agents: collector={addr} (data in {})",
-            args.data.display()
-        ));
+        let place = match &args.store {
+            Some(url) => format!("data in {}", hide_password(url)),
+            None => format!("data in {}", args.data.display()),
+        };
+        say(&format!("agents: collector={addr} ({place})"));
     }
     announce_ui(handle.http_addr(), args.token.as_deref());
     run_until_interrupted(handle);
     Ok(())
+}
+
+/// The store URL without its password, for printing.
+fn hide_password(url: &str) -> String {
+    let Some((auth, rest)) = url.split_once('@') else {
+        return url.to_string();
+    };
+    match auth.rsplit_once(':') {
+        Some((user, _)) if user != "clickhouse" => format!("{user}:***@{rest}"),
+        _ => url.to_string(),
+    }
 }
 
 pub fn view(args: &ViewArgs) -> Result<()> {

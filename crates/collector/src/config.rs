@@ -17,6 +17,9 @@ pub struct ServerConfig {
     pub http: Option<String>,
     /// The embedded store's directory.
     pub data: PathBuf,
+    /// `clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE`: keep everything in ClickHouse
+    /// instead of `data` (docs/COLLECTOR.md); `None` is the embedded file store.
+    pub store: Option<String>,
     /// Stored data older than this is deleted; `None` keeps everything.
     pub retention: Option<Duration>,
     /// Required from agents and HTTP clients when set; mandatory off loopback.
@@ -42,6 +45,7 @@ impl Default for ServerConfig {
             agents: "127.0.0.1:7000".into(),
             http: Some("127.0.0.1:7080".into()),
             data: PathBuf::from("jscope-data"),
+            store: None,
             retention: None,
             token: None,
             max_frame: jscope_wire::DEFAULT_MAX_FRAME,

@@ -25,6 +25,8 @@ pub enum CollectorError {
     Format(#[from] jscope_format::FormatError),
     #[error("unknown jvm {0:?}")]
     UnknownJvm(String),
+    #[error("clickhouse: {0}")]
+    ClickHouse(String),
     #[error("bad query: {0}")]
     BadQuery(String),
     #[error("cannot read the stored data of jvm {jvm:?}: {message}")]

@@ -1,5 +1,8 @@
 //! The running hot-methods table, a plugin: per JVM, how many stack samples each
 //! distinct stack got since the collector started, labelled only when asked for.
+//! A table is a cache of what the store holds: one that missed part of the stream
+//! (a collector started, or taken over to, mid-stream; chunks that went to another
+//! collector of the same store) answers nothing, and the API asks the store.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
@@ -14,6 +17,10 @@ struct Table {
     dict: Arc<RwLock<Recording>>,
     /// Samples per mode per stack id.
     counts: BTreeMap<Mode, HashMap<u32, u64>>,
+    /// The last chunk counted.
+    last_seq: u64,
+    /// Every chunk of the stream up to `last_seq` was counted here.
+    whole: bool,
 }
 
 #[derive(Default)]
@@ -31,10 +38,14 @@ impl HotMethodsListener {
     }
 
     /// The table for one JVM: `mode`, or else the first of cpu, wall and snapshot
-    /// that has samples; at most `limit` rows.
+    /// that has samples; at most `limit` rows. `None` when this collector has no
+    /// table for it or its table missed part of the stream.
     pub fn hot_methods(&self, id: &str, mode: Option<Mode>, limit: usize) -> Option<HotMethods> {
         let table = self.table(id)?;
         let table = table.lock().expect("table lock");
+        if !table.whole {
+            return None;
+        }
         let mode = mode.or_else(|| Mode::ALL.into_iter().find(|m| table.counts.contains_key(m)));
         let mut counts = StackCounts::default();
         if let Some(per_stack) = mode.and_then(|m| table.counts.get(&m)) {
@@ -86,15 +97,24 @@ impl ServerListener for HotMethodsListener {
             Arc::new(Mutex::new(Table {
                 dict: c.dict.clone(),
                 counts: BTreeMap::new(),
+                last_seq: 0,
+                whole: true,
             }))
         });
-        table.lock().expect("table lock").dict = c.dict.clone();
+        let mut table = table.lock().expect("table lock");
+        table.dict = c.dict.clone();
+        // Chunks the store holds that this table never counted.
+        if c.resumed_after > table.last_seq {
+            table.whole = false;
+        }
         Ok(())
     }
 
     fn on_data(&self, c: &Connection, t: &Trace) -> Result<(), ListenerError> {
         if let Some(table) = self.table(&c.jvm.id) {
-            count(&mut table.lock().expect("table lock").counts, t.records);
+            let mut table = table.lock().expect("table lock");
+            count(&mut table.counts, t.records);
+            table.last_seq = t.seq;
         }
         Ok(())
     }

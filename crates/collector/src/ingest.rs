@@ -274,7 +274,7 @@ impl Ingest {
         self.claim(&hello.stream, conn_id, stream)?;
         let entry = self.jvm_entry(&hello.stream, &header).map_err(|e| {
             self.release(&hello.stream, conn_id);
-            Failure::refuse(RefuseCode::Other, e)
+            Failure::refuse(RefuseCode::StoreUnavailable, e)
         })?;
         let acked = *entry.acked.lock().expect("acked lock");
         let identity = JvmIdentity::from_header(
@@ -293,7 +293,7 @@ impl Ingest {
         };
         if let Err(e) = self.listeners.connect(&conn) {
             self.release(&conn.jvm.id, conn_id);
-            return Err(Failure::refuse(RefuseCode::Other, e.to_string()));
+            return Err(Failure::refuse(RefuseCode::StoreUnavailable, e.to_string()));
         }
         let accept = Message::Accept(Accept {
             acked,
@@ -379,14 +379,24 @@ impl Ingest {
         }
     }
 
-    /// The JVM's lasting state: from memory, else from the store, else new.
+    /// The JVM's lasting state: from memory while the store holds no more of the
+    /// stream than that, else from the store, else new. The memory is a cache: with
+    /// a store shared by several collectors, an agent may have streamed to another
+    /// collector since it left this one, and then resuming from the cached point
+    /// would store again what the other one stored.
     fn jvm_entry(
         &self,
         stream_id: &str,
         header: &jscope_format::Header,
     ) -> Result<Arc<JvmEntry>, String> {
-        if let Some(e) = self.jvms.lock().expect("jvms lock").get(stream_id) {
-            return Ok(e.clone());
+        let cached = self.jvms.lock().expect("jvms lock").get(stream_id).cloned();
+        if let Some(e) = cached {
+            let mine = *e.acked.lock().expect("acked lock");
+            let stored = self.store.acked(stream_id).map_err(|e| e.to_string())?;
+            if stored.is_none_or(|s| s <= mine) {
+                return Ok(e);
+            }
+            self.jvms.lock().expect("jvms lock").remove(stream_id);
         }
         let (acked, dict) = match self.store.resume(stream_id).map_err(|e| e.to_string())? {
             Some(s) => (s.acked, s.dict),

@@ -58,4 +58,4 @@ pub use listener::{Disconnect, ListenerError, Listeners, ServerListener, Trace};
 pub use live::{LiveFigures, LiveState};
 pub use log::{LogSink, MemoryLog, StderrLog};
 pub use server::{serve, serve_with, view, ServerHandle};
-pub use store::{FileStore, RecordingStore, SampleFilter, Store, StoreListener};
+pub use store::{ClickHouseStore, FileStore, RecordingStore, SampleFilter, Store, StoreListener};

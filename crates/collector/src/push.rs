@@ -469,7 +469,8 @@ impl Remap<'_> {
     }
 }
 
-/// The pushed streams this collector has written to since it started.
+/// The pushed streams this collector has written to since it started: a cache of
+/// their dictionaries, checked against the store at every push.
 #[derive(Default)]
 pub struct Pushes {
     streams: Mutex<HashMap<String, Arc<Mutex<Stream>>>>,
@@ -535,6 +536,11 @@ impl Pushes {
             }
         };
         let mut st = stream.lock().unwrap_or_else(|e| e.into_inner());
+        // The cached stream is stale when another collector of a shared store
+        // wrote to it since: carry on where the store stands.
+        if store.acked(&id)?.is_some_and(|acked| acked >= st.next_seq) {
+            *st = self.open(store, &id, src, pushed)?;
+        }
         write(store, &id, &mut st, pushed)?;
         Ok((id, total))
     }

@@ -78,6 +78,17 @@ impl Query {
         if self.jvms.is_empty() {
             return Err(CollectorError::BadQuery("no jvm selected".into()));
         }
+        // A store that counts across JVMs where the data lives answers in one pass.
+        if let Some((rec, mode, counts)) = store.stack_counts_across(
+            &self.jvms,
+            self.from_ns,
+            self.to_ns,
+            self.mode,
+            &self.filter(),
+        )? {
+            merge(per_jvm(&rec, mode, &counts));
+            return Ok(());
+        }
         let next = AtomicUsize::new(0);
         let workers = thread::available_parallelism()
             .map_or(1, |n| n.get())

@@ -13,7 +13,7 @@ use crate::hot::HotMethodsListener;
 use crate::ingest::{Ingest, StatsSnapshot};
 use crate::listener::{Listeners, ServerListener};
 use crate::live::LiveState;
-use crate::store::{FileStore, RecordingStore, Store, StoreListener};
+use crate::store::{ClickHouseStore, FileStore, RecordingStore, Store, StoreListener};
 use crate::{CollectorError, ServerConfig};
 
 /// A running collector. Dropping it without `shutdown` leaves it running in the
@@ -58,11 +58,14 @@ pub fn serve_with(
         .as_deref()
         .map(|a| cfg.checked_addr(a))
         .transpose()?;
-    let store: Arc<dyn Store> = Arc::new(FileStore::open(
-        &cfg.data,
-        cfg.segment_bytes,
-        cfg.segment_age,
-    )?);
+    let store: Arc<dyn Store> = match &cfg.store {
+        Some(url) => Arc::new(ClickHouseStore::connect(url, cfg.log.clone())?),
+        None => Arc::new(FileStore::open(
+            &cfg.data,
+            cfg.segment_bytes,
+            cfg.segment_age,
+        )?),
+    };
     let live = Arc::new(LiveState::new());
     let hot = Arc::new(HotMethodsListener::new());
     let mut listeners = Listeners::default();

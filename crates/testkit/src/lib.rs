@@ -320,3 +320,6 @@ mod tests {
         assert!(javas.iter().all(|j| j.major >= 17), "{javas:?}");
     }
 }
+
+mod clickhouse;
+pub use clickhouse::ClickHouse;

@@ -100,6 +100,12 @@ impl WireClient {
         self.acked
     }
 
+    /// True once the collector closed its end (read end of stream): the connection
+    /// can take no more chunks, and what it did not acknowledge must go elsewhere.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         self.stream.peer_addr().ok()
     }

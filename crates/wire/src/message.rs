@@ -60,6 +60,8 @@ pub enum RefuseCode {
     /// The collector is at its connection limit.
     Full = 5,
     ShuttingDown = 6,
+    /// The collector's store failed (down, full): try later, or another collector.
+    StoreUnavailable = 7,
     Other = 255,
 }
 
@@ -73,6 +75,7 @@ impl RefuseCode {
             Busy,
             Full,
             ShuttingDown,
+            StoreUnavailable,
         ]
         .into_iter()
         .find(|c| *c as u8 == v)
@@ -83,7 +86,10 @@ impl RefuseCode {
     pub fn is_transient(self) -> bool {
         matches!(
             self,
-            RefuseCode::Busy | RefuseCode::Full | RefuseCode::ShuttingDown
+            RefuseCode::Busy
+                | RefuseCode::Full
+                | RefuseCode::ShuttingDown
+                | RefuseCode::StoreUnavailable
         )
     }
 }
@@ -97,6 +103,7 @@ impl fmt::Display for RefuseCode {
             RefuseCode::Busy => "stream busy",
             RefuseCode::Full => "collector full",
             RefuseCode::ShuttingDown => "shutting down",
+            RefuseCode::StoreUnavailable => "store unavailable",
             RefuseCode::Other => "other",
         };
         f.write_str(name)

@@ -77,9 +77,60 @@ impl Outbox {
         self.sent = acked;
     }
 
+    /// Puts `first` (chunks declaring a whole dictionary) in front of every chunk held
+    /// and numbers them all afresh from the oldest sequence number held, for a
+    /// collector that lacks the chunks before it and so the dictionary entries they
+    /// declared. Every held chunk must predate `first`'s dictionary. When the result
+    /// exceeds the bound, the oldest held chunks go (the dictionary covers what they
+    /// declared); when `first` alone exceeds it, everything goes. Returns the chunks
+    /// and bytes dropped, and whether `first` was kept.
+    pub fn rebase(&mut self, first: Vec<Vec<u8>>) -> (u64, u64, bool) {
+        let start = self.next_seq();
+        let mut held: VecDeque<Vec<u8>> = self.queue.drain(..).map(|(_, c)| c).collect();
+        let head: usize = first.iter().map(Vec::len).sum();
+        let (mut chunks, mut bytes) = (0u64, 0u64);
+        let mut held_bytes: usize = held.iter().map(Vec::len).sum();
+        let kept = head <= self.max_bytes;
+        while !held.is_empty() && (!kept || head + held_bytes > self.max_bytes) {
+            let c = held.pop_front().expect("not empty");
+            held_bytes -= c.len();
+            chunks += 1;
+            bytes += c.len() as u64;
+        }
+        let mut next = start;
+        let mut put = |c: Vec<u8>, queue: &mut VecDeque<(u64, Vec<u8>)>| {
+            queue.push_back((next, c));
+            next += 1;
+        };
+        if kept {
+            first.into_iter().for_each(|c| put(c, &mut self.queue));
+        } else {
+            chunks += first.len() as u64;
+            bytes += head as u64;
+        }
+        held.into_iter().for_each(|c| put(c, &mut self.queue));
+        self.next_seq = next;
+        self.bytes = self.queue.iter().map(|(_, c)| c.len()).sum();
+        self.sent = start - 1;
+        self.dropped_chunks += chunks;
+        self.dropped_bytes += bytes;
+        (chunks, bytes, kept)
+    }
+
     /// The `Hello::next_seq` to announce: the oldest sequence number still held.
     pub fn next_seq(&self) -> u64 {
         self.queue.front().map_or(self.next_seq, |(seq, _)| *seq)
+    }
+
+    /// The sequence number of the newest chunk queued so far (0 before the first).
+    pub fn last_seq(&self) -> u64 {
+        self.next_seq - 1
+    }
+
+    /// Whether a chunk written to the current connection still awaits its
+    /// acknowledgement.
+    pub fn in_flight(&self) -> bool {
+        self.queue.front().is_some_and(|(seq, _)| *seq <= self.sent)
     }
 
     /// The next chunk not yet written to the current connection.

@@ -49,6 +49,12 @@ fn every_message_round_trips() {
         code: RefuseCode::BadToken,
         message: "wrong token".into(),
     });
+    round_trip(Message::Refuse {
+        code: RefuseCode::StoreUnavailable,
+        message: "clickhouse: connection refused".into(),
+    });
+    assert!(RefuseCode::StoreUnavailable.is_transient());
+    assert!(!RefuseCode::BadToken.is_transient() && !RefuseCode::Other.is_transient());
     round_trip(Message::Chunk {
         seq: 9,
         chunk: chunk(3),
@@ -257,4 +263,41 @@ fn outbox_numbers_resends_and_bounds() {
     o.ack(3);
     assert!(o.is_empty());
     assert_eq!((o.bytes(), o.next_seq()), (0, 4));
+}
+
+#[test]
+fn outbox_rebase_puts_the_dictionary_first_and_renumbers() {
+    let mut o = Outbox::new(100);
+    for i in 1..=3u8 {
+        assert_eq!(o.push(vec![i; 20]), Pushed::Queued(i as u64));
+    }
+    o.mark_sent(2);
+    o.ack(1);
+    // A collector without the chunks before 2 (another store): dictionary first.
+    assert_eq!(o.rebase(vec![vec![9; 10], vec![8; 10]]), (0, 0, true));
+    let order: Vec<(u64, u8)> = (2..=5)
+        .map(|seq| {
+            let (s, first) = o.next_unsent().map(|(s, c)| (s, c[0])).unwrap();
+            o.mark_sent(s);
+            assert_eq!(s, seq);
+            (s, first)
+        })
+        .collect();
+    assert_eq!(order, [(2, 9), (3, 8), (4, 2), (5, 3)]);
+    assert_eq!((o.bytes(), o.push(vec![4; 10])), (60, Pushed::Queued(6)));
+    // Over the bound: the oldest held chunks go, the dictionary stays.
+    assert_eq!(o.rebase(vec![vec![7; 50]]), (2, 20, true));
+    let held: Vec<(u64, u8)> = std::iter::from_fn(|| {
+        let (s, first) = o.next_unsent().map(|(s, c)| (s, c[0]))?;
+        o.mark_sent(s);
+        Some((s, first))
+    })
+    .collect();
+    assert_eq!(held, [(2, 7), (3, 2), (4, 3), (5, 4)]);
+    assert_eq!(o.bytes(), 100);
+    // A dictionary larger than the bound: nothing is kept.
+    assert_eq!(o.rebase(vec![vec![6; 101]]), (5, 201, false));
+    assert!(o.is_empty());
+    assert_eq!(o.next_seq(), 2);
+    assert_eq!(o.dropped_chunks(), 7);
 }

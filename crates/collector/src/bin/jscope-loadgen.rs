@@ -4,7 +4,10 @@
 //! collector's CPU time and peak memory over the run.
 //!
 //! Usage: jscope-loadgen ADDR [--agents N] [--rate SNAPSHOTS_PER_S] [--threads T]
-//!        [--seconds S] [--pid COLLECTOR_PID]
+//!        [--seconds S] [--pid COLLECTOR_PID] [--services K]
+//!
+//! With `--services K`, agent i names the service `svc-(i mod K)` (the agent's
+//! `service=` option), so a service's JVMs can be queried together.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,6 +29,7 @@ struct Args {
     threads: u32,
     seconds: u64,
     pid: Option<u32>,
+    services: usize,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -39,6 +43,7 @@ fn parse_args() -> anyhow::Result<Args> {
         threads: 50,
         seconds: 10,
         pid: None,
+        services: 0,
     };
     while let Some(flag) = it.next() {
         let v = it.next().with_context(|| format!("{flag} needs a value"))?;
@@ -48,6 +53,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--threads" => a.threads = v.parse()?,
             "--seconds" => a.seconds = v.parse()?,
             "--pid" => a.pid = Some(v.parse()?),
+            "--services" => a.services = v.parse()?,
             other => bail!("unknown option {other}"),
         }
     }
@@ -122,6 +128,10 @@ fn agent(i: usize, a: &Args, totals: &Totals, deadline: Instant) -> anyhow::Resu
         ticks_per_second: 1_000_000_000,
         modes: "snapshot".into(),
         interval_ns: 1_000_000_000 / a.rate.max(1),
+        extra: match a.services {
+            0 => Vec::new(),
+            k => vec![("service".into(), format!("svc-{}", i % k))],
+        },
         ..Header::default()
     };
     let mut cfg = ClientConfig::new(

@@ -530,6 +530,13 @@ impl Store for FileStore {
         Ok(Some(StreamStatus { acked, dict }))
     }
 
+    fn acked(&self, stream: &str) -> Result<Option<u64>, CollectorError> {
+        Ok(self
+            .get(stream)
+            .ok()
+            .map(|jf| jf.lock().expect("jvm lock").info.last_seq()))
+    }
+
     fn open(
         &self,
         jvm: &JvmIdentity,

@@ -2,6 +2,8 @@
 //! without touching ingest or queries. The ingest asks a store where a stream resumes
 //! and writes through [`StoreListener`]; queries read through [`Store::read`].
 
+mod clickhouse;
+mod clickhouse_http;
 mod file;
 mod recording;
 mod segment;
@@ -10,9 +12,11 @@ mod summary;
 use std::sync::Arc;
 
 use jscope_analysis::{Mode, StackCounts, ThreadMatcher};
-use jscope_format::{Recording, StateClass};
+use jscope_format::{Record, Recording, StateClass};
 use serde::{Deserialize, Serialize};
 
+pub use clickhouse::ClickHouseStore;
+pub use clickhouse_http::ClickHouseUrl;
 pub use file::FileStore;
 pub use recording::RecordingStore;
 
@@ -108,6 +112,14 @@ pub trait Store: Send + Sync {
     /// Where `stream` stands, or `None` when the store has never seen it.
     fn resume(&self, stream: &str) -> Result<Option<StreamStatus>, CollectorError>;
 
+    /// `resume`'s `acked` alone. Several collectors may share a store: the ingest asks
+    /// this at every handshake of a stream it has cached, and rebuilds its cache with
+    /// `resume` when another collector took the stream further. Stores that can
+    /// answer without rebuilding the dictionary should.
+    fn acked(&self, stream: &str) -> Result<Option<u64>, CollectorError> {
+        Ok(self.resume(stream)?.map(|s| s.acked))
+    }
+
     /// Starts appending for a new connection. `dict` is what the stream's earlier
     /// chunks declared; stored pieces must stay readable on their own.
     fn open(
@@ -128,6 +140,20 @@ pub trait Store: Send + Sync {
         span_ns: Option<(u64, u64)>,
         dict: &Recording,
     ) -> Result<(), CollectorError>;
+
+    /// `append` with the chunk's records as the ingest decoded them, for stores that
+    /// keep more than the bytes (the ClickHouse store's sample rows).
+    fn append_records(
+        &self,
+        stream: &str,
+        seq: u64,
+        chunk: &[u8],
+        span_ns: Option<(u64, u64)>,
+        dict: &Recording,
+        _records: &[Record],
+    ) -> Result<(), CollectorError> {
+        self.append(stream, seq, chunk, span_ns, dict)
+    }
 
     /// Makes every appended chunk survive a crash of the collector or the machine.
     fn sync(&self, stream: &str) -> Result<(), CollectorError>;
@@ -164,6 +190,23 @@ pub trait Store: Send + Sync {
     fn stack_counts(
         &self,
         _stream: &str,
+        _from_ns: Option<u64>,
+        _to_ns: Option<u64>,
+        _mode: Option<Mode>,
+        _filter: &SampleFilter,
+    ) -> Result<Option<Counted>, CollectorError> {
+        Ok(None)
+    }
+
+    /// The samples of every JVM of `jvms` (stream ids, e.g. a service's or a
+    /// label's JVMs) counted together as [`Store::stack_counts`] counts one JVM's, in
+    /// one pass where the data lives: `mode` `None` takes the first of cpu, wall,
+    /// snapshot with samples in the whole set. The recording holds the merged
+    /// dictionaries (frames by name) and the header of the first JVM. `None` when the
+    /// store cannot (the default; callers count JVM by JVM and merge).
+    fn stack_counts_across(
+        &self,
+        _jvms: &[String],
         _from_ns: Option<u64>,
         _to_ns: Option<u64>,
         _mode: Option<Mode>,
@@ -210,7 +253,7 @@ impl ServerListener for StoreListener {
     fn on_data(&self, c: &Connection, t: &Trace) -> Result<(), ListenerError> {
         let dict = c.dict.read().expect("dict lock");
         self.store
-            .append(&c.jvm.id, t.seq, t.chunk, t.span_ns, &dict)
+            .append_records(&c.jvm.id, t.seq, t.chunk, t.span_ns, &dict, t.records)
             .map_err(failed)
     }
 

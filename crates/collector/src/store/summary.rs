@@ -155,7 +155,9 @@ pub(crate) fn build(path: &Path, jvm: &JvmIdentity) -> Result<Summary, Collector
         }
         let span = event_span(jvm, &records);
         if let (Some(o), Some((start, _))) = (&open, span) {
-            if start >= o.start_ns + BUCKET_NS {
+            // A bucket opened by chunks without timed records (a resync's
+            // dictionary) has no start yet: u64::MAX.
+            if start >= o.start_ns.saturating_add(BUCKET_NS) {
                 buckets.push(open.take().expect("open bucket").close());
             }
         }

@@ -1,0 +1,1098 @@
+//! The ClickHouse store: every collector pointed at one database shares the JVMs,
+//! and flame graphs, hot methods and call graphs are counted there in SQL.
+//!
+//! ```text
+//! jvms     identity (JSON), header bytes, service, labels     ReplacingMergeTree(updated) by stream
+//! chunks   the agents' chunks byte for byte (kind 1) and      ReplacingMergeTree by (stream, seq, kind)
+//!          dictionary preludes (kind 0)                        partitioned by day
+//! samples  one row per stack sample (snapshot threads too)   MergeTree by (stream, mode, time_ns)
+//! stacks   a stack's frames, stored once by content hash      ReplacingMergeTree by hash
+//! ```
+//! JVM events, trace events and remote calls stay in the raw chunks (`read` returns
+//! them); only stack samples are rows. A prelude starts each connection and each day
+//! of a stream, so a day's partition reads on its own after retention dropped the
+//! ones before it (`retain` drops whole day partitions: 18.16 has no TTL).
+//!
+//! One writer thread batches the rows of every stream and inserts them when a batch
+//! is ~1 s old or large; `sync` returns once the batch holding the stream's chunks
+//! committed, so a chunk is acknowledged only after ClickHouse confirmed it. Samples
+//! and stacks are inserted before chunks: a chunk row is the mark that its samples are
+//! in. A connection starts (`open`) from what ClickHouse holds: chunks at or below
+//! its highest stored sequence number are skipped, and sample rows beyond it (from a
+//! batch whose chunk insert failed) are deleted first.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use jscope_analysis::{Mode, StackCounts};
+use jscope_format::thread_state::classify;
+use jscope_format::{
+    ClassDef, ClassId, Frame, FrameKind, MethodDef, MethodId, Record, Recording, StackId,
+    StateClass, StringId, ThreadId,
+};
+
+use super::clickhouse_http::{quote, ClickHouseUrl, Client, Cursor, Row};
+use super::segment::encode_prelude;
+use super::{Counted, Retained, SampleFilter, SegmentInfo, Store, StoredJvm, StreamStatus};
+use crate::jvm::{apply_dictionary, new_dictionary, JvmIdentity};
+use crate::log::LogSink;
+use crate::CollectorError;
+
+const SAMPLE_COLUMNS: &str =
+    "day, time_ns, service, stream, labels.key, labels.value, seq, mode, thread, state, stack, weight";
+const CHUNK_COLUMNS: &str = "day, stream, seq, kind, start_ns, end_ns, bytes, chunk";
+const STACK_COLUMNS: &str = "hash, frames";
+const JVM_COLUMNS: &str = "stream, service, labels.key, labels.value, identity, header, updated";
+/// A batch is inserted at once beyond this many bytes of rows.
+const BATCH_BYTES: usize = 8 << 20;
+const KIND_PRELUDE: u8 = 0;
+const KIND_CHUNK: u8 = 1;
+
+/// The tables, in SQL that ClickHouse 18.16 and current releases both accept.
+fn schema(db: &str) -> Vec<String> {
+    vec![
+        format!("CREATE DATABASE IF NOT EXISTS {db}"),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {db}.jvms (stream String, service String, \
+             labels Nested(key String, value String), identity String, header String, \
+             updated UInt64) ENGINE = ReplacingMergeTree(updated) ORDER BY stream"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {db}.chunks (day Date, stream String, seq UInt64, \
+             kind UInt8, start_ns UInt64, end_ns UInt64, bytes UInt64, chunk String) \
+             ENGINE = ReplacingMergeTree PARTITION BY toYYYYMMDD(day) ORDER BY (stream, seq, kind)"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {db}.samples (day Date, time_ns UInt64, service String, \
+             stream String, labels Nested(key String, value String), seq UInt64, mode UInt8, \
+             thread String, state UInt8, stack UInt64, weight UInt64) \
+             ENGINE = MergeTree PARTITION BY toYYYYMMDD(day) ORDER BY (stream, mode, time_ns)"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {db}.stacks (hash UInt64, frames String) \
+             ENGINE = ReplacingMergeTree ORDER BY hash"
+        ),
+    ]
+}
+
+fn ch(e: String) -> CollectorError {
+    CollectorError::ClickHouse(e)
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// `'YYYY-MM-DD'` of a day number, as a SQL `Date` literal.
+fn date_sql(day: u16) -> String {
+    // Howard Hinnant's civil_from_days.
+    let z = i64::from(day) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("toDate('{y:04}-{m:02}-{d:02}')")
+}
+
+/// Days since 1970-01-01 (ClickHouse's `Date` in RowBinary).
+fn day_of(ns: u64) -> u16 {
+    (ns / 86_400_000_000_000).min(u16::MAX as u64) as u16
+}
+
+fn mode_code(m: Mode) -> u8 {
+    match m {
+        Mode::Cpu => 1,
+        Mode::Wall => 2,
+        Mode::Snapshot => 3,
+    }
+}
+
+fn mode_of(code: u8) -> Option<Mode> {
+    match code {
+        1 => Some(Mode::Cpu),
+        2 => Some(Mode::Wall),
+        3 => Some(Mode::Snapshot),
+        _ => None,
+    }
+}
+
+fn state_code(s: StateClass) -> u8 {
+    s as u8
+}
+
+/// FNV-1a: a stack's hash from its encoded frames, the same in every collector.
+fn fnv(bytes: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// A stack's frames by name, independent of any JVM's ids.
+fn encode_frames(dict: &Recording, frames: &[Frame]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut row = Row(&mut out);
+    row.u32(frames.len() as u32);
+    for f in frames {
+        match dict.method(f.method) {
+            Some(m) => {
+                let class = dict.class(m.class);
+                row.u8(1)
+                    .str(class.map_or("", |c| dict.string(c.name)))
+                    .str(class.map_or("", |c| dict.string(c.source_file)))
+                    .str(dict.string(m.name))
+                    .str(dict.string(m.signature))
+                    .u32(m.modifiers);
+            }
+            None => {
+                row.u8(0);
+            }
+        }
+        row.u32(f.bci as u32).u32(f.line).u8(f.kind as u8);
+    }
+    out
+}
+
+/// Builds a recording whose dictionaries hold decoded stacks, interning names.
+struct Rebuild {
+    rec: Recording,
+    strings: HashMap<String, StringId>,
+    classes: HashMap<(StringId, StringId), ClassId>,
+    methods: HashMap<(ClassId, StringId, StringId, u32), MethodId>,
+}
+
+impl Rebuild {
+    fn new(header: &jscope_format::Header) -> Rebuild {
+        Rebuild {
+            rec: new_dictionary(header),
+            strings: HashMap::new(),
+            classes: HashMap::new(),
+            methods: HashMap::new(),
+        }
+    }
+
+    fn string(&mut self, s: &str) -> StringId {
+        if s.is_empty() {
+            return StringId(0);
+        }
+        if let Some(&id) = self.strings.get(s) {
+            return id;
+        }
+        let id = StringId(self.rec.strings.len() as u32);
+        self.rec.strings.push(s.to_string());
+        self.strings.insert(s.to_string(), id);
+        id
+    }
+
+    fn stack(&mut self, blob: &[u8]) -> Result<StackId, String> {
+        let mut c = Cursor::new(blob);
+        let u32_of = |c: &mut Cursor| -> Result<u32, String> {
+            let b = [c.u8()?, c.u8()?, c.u8()?, c.u8()?];
+            Ok(u32::from_le_bytes(b))
+        };
+        let n = u32_of(&mut c)?;
+        let mut frames = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let method = if c.u8()? == 1 {
+                let (class, file) = (c.string()?, c.string()?);
+                let (name, sig) = (c.string()?, c.string()?);
+                let modifiers = u32_of(&mut c)?;
+                let key = (self.string(&class), self.string(&file));
+                let next_class = ClassId(self.rec.classes.len().max(1) as u32);
+                let class_id = *self.classes.entry(key).or_insert(next_class);
+                if class_id == next_class {
+                    put(
+                        &mut self.rec.classes,
+                        class_id.index(),
+                        ClassDef {
+                            id: class_id,
+                            name: key.0,
+                            source_file: key.1,
+                        },
+                    );
+                }
+                let mkey = (class_id, self.string(&name), self.string(&sig), modifiers);
+                let next_method = MethodId(self.rec.methods.len().max(1) as u32);
+                let method_id = *self.methods.entry(mkey).or_insert(next_method);
+                if method_id == next_method {
+                    put(
+                        &mut self.rec.methods,
+                        method_id.index(),
+                        MethodDef {
+                            id: method_id,
+                            class: class_id,
+                            name: mkey.1,
+                            signature: mkey.2,
+                            modifiers,
+                        },
+                    );
+                }
+                method_id
+            } else {
+                MethodId(u32::MAX)
+            };
+            let bci = u32_of(&mut c)? as i32;
+            let line = u32_of(&mut c)?;
+            let kind = FrameKind::from_u8(c.u8()?);
+            frames.push(Frame {
+                method,
+                bci,
+                line,
+                kind,
+            });
+        }
+        let id = StackId(self.rec.stacks.len().max(1) as u32);
+        put(&mut self.rec.stacks, id.index(), frames);
+        Ok(id)
+    }
+}
+
+fn put<T>(v: &mut Vec<Option<T>>, i: usize, value: T) {
+    if v.len() <= i {
+        v.resize_with(i + 1, || None);
+    }
+    v[i] = Some(value);
+}
+
+/// A stream's state in this collector while it streams here.
+struct StreamState {
+    identity: JvmIdentity,
+    /// Highest sequence number ClickHouse held when the connection started:
+    /// chunks up to it are not inserted again.
+    stored_upto: u64,
+    /// The JVM's stack ids' hashes.
+    hashes: HashMap<u32, u64>,
+    /// The day of the last prelude written.
+    prelude_day: Option<u16>,
+    /// The batch that holds the stream's last appended rows.
+    batch: u64,
+    active: bool,
+}
+
+/// Rows waiting for the writer.
+#[derive(Default)]
+struct Pending {
+    samples: Vec<u8>,
+    chunks: Vec<u8>,
+    stacks: Vec<u8>,
+    new_stacks: Vec<u64>,
+    streams: HashSet<String>,
+    since: Option<Instant>,
+}
+
+impl Pending {
+    fn bytes(&self) -> usize {
+        self.samples.len() + self.chunks.len() + self.stacks.len()
+    }
+}
+
+struct Writer {
+    pending: Pending,
+    /// Id of the batch being filled; batches before it are inserted or failed.
+    filling: u64,
+    /// Why the last batch holding a stream failed, until its `sync` reports it.
+    errors: HashMap<String, String>,
+    down: bool,
+    stopping: bool,
+}
+
+struct Shared {
+    client: Client,
+    writer: Mutex<Writer>,
+    wake: Condvar,
+    /// Stack hashes known to be in the stacks table.
+    stored_stacks: Mutex<HashSet<u64>>,
+    log: Arc<dyn LogSink>,
+}
+
+pub struct ClickHouseStore {
+    shared: Arc<Shared>,
+    db: String,
+    streams: Mutex<HashMap<String, Arc<Mutex<StreamState>>>>,
+    /// Frames of stacks read back, by hash.
+    frames: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
+    headers: Mutex<HashMap<String, jscope_format::Header>>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl ClickHouseStore {
+    /// Connects, creating the database and tables when missing.
+    pub fn connect(url: &str, log: Arc<dyn LogSink>) -> Result<ClickHouseStore, CollectorError> {
+        let url = ClickHouseUrl::parse(url).map_err(CollectorError::BadQuery)?;
+        let db = url.database.clone();
+        let flush = url.flush;
+        let client = Client::new(url);
+        for sql in schema(&db) {
+            client.query(&sql).map_err(ch)?;
+        }
+        let shared = Arc::new(Shared {
+            client,
+            writer: Mutex::new(Writer {
+                pending: Pending::default(),
+                filling: 1,
+                errors: HashMap::new(),
+                down: false,
+                stopping: false,
+            }),
+            wake: Condvar::new(),
+            stored_stacks: Mutex::new(HashSet::new()),
+            log,
+        });
+        let for_writer = shared.clone();
+        let writer = std::thread::Builder::new()
+            .name("jscope-clickhouse".into())
+            .spawn(move || write_loop(&for_writer, flush))
+            .expect("spawn the clickhouse writer");
+        Ok(ClickHouseStore {
+            shared,
+            db,
+            streams: Mutex::new(HashMap::new()),
+            frames: Mutex::new(HashMap::new()),
+            headers: Mutex::new(HashMap::new()),
+            writer: Some(writer),
+        })
+    }
+
+    fn client(&self) -> &Client {
+        &self.shared.client
+    }
+
+    fn select(&self, sql: &str) -> Result<Vec<u8>, CollectorError> {
+        self.client()
+            .query(&format!("{sql} FORMAT RowBinary"))
+            .map_err(ch)
+    }
+
+    fn scalar(&self, sql: &str) -> Result<u64, CollectorError> {
+        let out = self.select(sql)?;
+        let mut c = Cursor::new(&out);
+        if c.done() {
+            return Ok(0);
+        }
+        c.u64().map_err(ch)
+    }
+
+    /// The agent's magic and header chunk as stored, `None` for an unknown stream.
+    fn header_bytes(&self, stream: &str) -> Result<Option<Vec<u8>>, CollectorError> {
+        let out = self.select(&format!(
+            "SELECT argMax(header, updated) FROM {}.jvms WHERE stream = {} GROUP BY stream",
+            self.db,
+            quote(stream)
+        ))?;
+        let mut c = Cursor::new(&out);
+        if c.done() {
+            return Ok(None);
+        }
+        Ok(Some(c.bytes().map_err(ch)?.to_vec()))
+    }
+
+    fn header(&self, stream: &str) -> Result<jscope_format::Header, CollectorError> {
+        if let Some(h) = self.headers.lock().expect("headers lock").get(stream) {
+            return Ok(h.clone());
+        }
+        let bytes = self
+            .header_bytes(stream)?
+            .ok_or_else(|| CollectorError::UnknownJvm(stream.to_string()))?;
+        let h = Recording::from_bytes(&bytes)?.header;
+        self.headers
+            .lock()
+            .expect("headers lock")
+            .insert(stream.to_string(), h.clone());
+        Ok(h)
+    }
+
+    fn max_chunk_seq(&self, stream: &str) -> Result<u64, CollectorError> {
+        self.scalar(&format!(
+            "SELECT max(seq) FROM {}.chunks WHERE stream = {} AND kind = {KIND_CHUNK}",
+            self.db,
+            quote(stream)
+        ))
+    }
+
+    fn stream(&self, stream: &str) -> Result<Arc<Mutex<StreamState>>, CollectorError> {
+        self.streams
+            .lock()
+            .expect("streams lock")
+            .get(stream)
+            .cloned()
+            .ok_or_else(|| CollectorError::UnknownJvm(stream.to_string()))
+    }
+
+    /// The WHERE clause of a sample count; `None` when nothing can match.
+    fn sample_filter(
+        &self,
+        jvms: &[String],
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+        filter: &SampleFilter,
+    ) -> Result<Option<String>, CollectorError> {
+        let ids: Vec<String> = jvms.iter().map(|j| quote(j)).collect();
+        let mut w = format!("stream IN ({})", ids.join(", "));
+        if let Some(f) = from_ns {
+            w.push_str(&format!(
+                " AND time_ns >= {f} AND day >= {}",
+                date_sql(day_of(f))
+            ));
+        }
+        if let Some(t) = to_ns {
+            w.push_str(&format!(
+                " AND time_ns < {t} AND day <= {}",
+                date_sql(day_of(t))
+            ));
+        }
+        if !filter.states.is_empty() {
+            let codes: Vec<String> = filter
+                .states
+                .iter()
+                .map(|s| state_code(*s).to_string())
+                .collect();
+            w.push_str(&format!(" AND state IN ({})", codes.join(", ")));
+        }
+        if let Some(m) = &filter.thread {
+            let out = self.select(&format!(
+                "SELECT DISTINCT thread FROM {}.samples WHERE {w}",
+                self.db
+            ))?;
+            let mut c = Cursor::new(&out);
+            let mut names = Vec::new();
+            while !c.done() {
+                let name = c.string().map_err(ch)?;
+                if m.matches(&name) {
+                    names.push(quote(&name));
+                }
+            }
+            if names.is_empty() {
+                return Ok(None);
+            }
+            w.push_str(&format!(" AND thread IN ({})", names.join(", ")));
+        }
+        Ok(Some(w))
+    }
+
+    /// Frames of the stacks `hashes`, from the cache or the stacks table.
+    fn frames_of(&self, hashes: &[u64]) -> Result<HashMap<u64, Arc<Vec<u8>>>, CollectorError> {
+        let mut out = HashMap::new();
+        let mut missing = Vec::new();
+        {
+            let cache = self.frames.lock().expect("frames lock");
+            for h in hashes {
+                match cache.get(h) {
+                    Some(f) => {
+                        out.insert(*h, f.clone());
+                    }
+                    None => missing.push(*h),
+                }
+            }
+        }
+        for part in missing.chunks(5000) {
+            let list: Vec<String> = part.iter().map(u64::to_string).collect();
+            let rows = self.select(&format!(
+                "SELECT hash, any(frames) FROM {}.stacks WHERE hash IN ({}) GROUP BY hash",
+                self.db,
+                list.join(",")
+            ))?;
+            let mut c = Cursor::new(&rows);
+            let mut cache = self.frames.lock().expect("frames lock");
+            while !c.done() {
+                let h = c.u64().map_err(ch)?;
+                let f = Arc::new(c.bytes().map_err(ch)?.to_vec());
+                cache.insert(h, f.clone());
+                out.insert(h, f);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Raw rows (kind, bytes) of `stream` in sequence order from the prelude that
+    /// precedes the first chunk covering `from_ns` to the last starting by `to_ns`.
+    fn rows(
+        &self,
+        stream: &str,
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+    ) -> Result<Vec<(u8, Vec<u8>)>, CollectorError> {
+        let (db, s) = (&self.db, quote(stream));
+        let mut range = String::new();
+        if let Some(f) = from_ns {
+            let lo = self.scalar(&format!(
+                "SELECT min(seq) FROM {db}.chunks WHERE stream = {s} AND kind = {KIND_CHUNK} AND end_ns >= {f}"
+            ))?;
+            let base = self.scalar(&format!(
+                "SELECT max(seq) FROM {db}.chunks WHERE stream = {s} AND kind = {KIND_PRELUDE} AND seq <= {lo}"
+            ))?;
+            range.push_str(&format!(" AND seq >= {base}"));
+        }
+        if let Some(t) = to_ns {
+            let hi = self.scalar(&format!(
+                "SELECT max(seq) FROM {db}.chunks WHERE stream = {s} AND kind = {KIND_CHUNK} AND start_ns <= {t}"
+            ))?;
+            range.push_str(&format!(" AND seq <= {hi}"));
+        }
+        let out = self.select(&format!(
+            "SELECT kind, chunk FROM {db}.chunks WHERE stream = {s}{range} \
+             ORDER BY seq, kind LIMIT 1 BY seq, kind"
+        ))?;
+        let mut c = Cursor::new(&out);
+        let mut rows = Vec::new();
+        while !c.done() {
+            let kind = c.u8().map_err(ch)?;
+            rows.push((kind, c.bytes().map_err(ch)?.to_vec()));
+        }
+        Ok(rows)
+    }
+
+    /// The first of cpu, wall, snapshot with samples under `filter`.
+    fn first_mode(&self, filter: &str) -> Result<Option<Mode>, CollectorError> {
+        let out = self.select(&format!(
+            "SELECT mode FROM {}.samples WHERE {filter} GROUP BY mode ORDER BY mode LIMIT 1",
+            self.db
+        ))?;
+        let mut c = Cursor::new(&out);
+        Ok(if c.done() {
+            None
+        } else {
+            mode_of(c.u8().map_err(ch)?)
+        })
+    }
+
+    /// Appends rows for one chunk to the writer's batch.
+    fn stage(
+        &self,
+        st: &mut StreamState,
+        seq: u64,
+        chunk: &[u8],
+        span_ns: Option<(u64, u64)>,
+        dict: &Recording,
+        records: &[Record],
+    ) {
+        let id = &st.identity;
+        let day = day_of(span_ns.map_or_else(now_ns, |s| s.1));
+        let mut chunks = Vec::new();
+        if st.prelude_day != Some(day) {
+            Row(&mut chunks)
+                .u16(day)
+                .str(&id.id)
+                .u64(seq)
+                .u8(KIND_PRELUDE)
+                .u64(0)
+                .u64(0)
+                .u64(0)
+                .bytes(&encode_prelude(dict));
+            st.prelude_day = Some(day);
+        }
+        let (lo, hi) = span_ns.unwrap_or((0, 0));
+        Row(&mut chunks)
+            .u16(day)
+            .str(&id.id)
+            .u64(seq)
+            .u8(KIND_CHUNK)
+            .u64(lo)
+            .u64(hi)
+            .u64(chunk.len() as u64)
+            .bytes(chunk);
+
+        let mut samples = Vec::new();
+        let (mut stacks, mut new_stacks) = (Vec::new(), Vec::new());
+        let mut sample = |st: &mut StreamState,
+                          mode: Mode,
+                          ticks: u64,
+                          thread: ThreadId,
+                          stack: StackId,
+                          state: u32,
+                          weight: u64| {
+            let hash = match st.hashes.get(&stack.0) {
+                Some(&h) => h,
+                None => {
+                    let blob = encode_frames(dict, dict.stack(stack));
+                    let h = fnv(&blob);
+                    let stored = self.shared.stored_stacks.lock().expect("stacks lock");
+                    if !stored.contains(&h) && !new_stacks.contains(&h) {
+                        Row(&mut stacks).u64(h).bytes(&blob);
+                        new_stacks.push(h);
+                    }
+                    st.hashes.insert(stack.0, h);
+                    h
+                }
+            };
+            let time = st.identity.wall_ns(ticks);
+            let thread_name = dict.thread(thread).map_or("", |t| t.name.as_str());
+            Row(&mut samples)
+                .u16(day_of(time))
+                .u64(time)
+                .str(&st.identity.service)
+                .str(&st.identity.id)
+                .strings(st.identity.labels.iter().map(|(k, _)| k.as_str()))
+                .strings(st.identity.labels.iter().map(|(_, v)| v.as_str()))
+                .u64(seq)
+                .u8(mode_code(mode))
+                .str(thread_name)
+                .u8(state_code(classify(state)))
+                .u64(hash)
+                .u64(weight);
+        };
+        for r in records {
+            match r {
+                Record::Sample(s) => {
+                    let mode = match s.mode {
+                        jscope_format::SampleMode::Cpu => Mode::Cpu,
+                        jscope_format::SampleMode::Wall => Mode::Wall,
+                    };
+                    sample(st, mode, s.ticks, s.thread, s.stack, s.state, s.weight_ns);
+                }
+                Record::Snapshot(snap) => {
+                    for t in &snap.threads {
+                        sample(
+                            st,
+                            Mode::Snapshot,
+                            snap.ticks,
+                            t.thread,
+                            t.stack,
+                            t.state,
+                            snap.interval_ns,
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut w = self.shared.writer.lock().expect("writer lock");
+        let p = &mut w.pending;
+        p.samples.extend_from_slice(&samples);
+        p.chunks.extend_from_slice(&chunks);
+        p.stacks.extend_from_slice(&stacks);
+        p.new_stacks.extend(new_stacks);
+        p.streams.insert(st.identity.id.clone());
+        p.since.get_or_insert_with(Instant::now);
+        let full = p.bytes() >= BATCH_BYTES;
+        st.batch = w.filling;
+        if full {
+            self.shared.wake.notify_all();
+        }
+    }
+}
+
+/// Inserts batches until the store is dropped.
+fn write_loop(shared: &Shared, flush: Duration) {
+    let mut w = shared.writer.lock().expect("writer lock");
+    loop {
+        let ready = w.pending.since.is_some_and(|t| t.elapsed() >= flush)
+            || w.pending.bytes() >= BATCH_BYTES
+            || (w.stopping && w.pending.since.is_some());
+        if !ready {
+            if w.stopping {
+                return;
+            }
+            let wait = w
+                .pending
+                .since
+                .map_or(flush, |t| flush.saturating_sub(t.elapsed()));
+            w = shared
+                .wake
+                .wait_timeout(w, wait.max(Duration::from_millis(1)))
+                .expect("writer lock")
+                .0;
+            continue;
+        }
+        let batch = std::mem::take(&mut w.pending);
+        w.filling += 1;
+        drop(w);
+        let result = insert_batch(&shared.client, &batch);
+        w = shared.writer.lock().expect("writer lock");
+        match result {
+            Ok(()) => {
+                if w.down {
+                    w.down = false;
+                    shared.log.line("clickhouse is back: acknowledging again");
+                }
+                shared
+                    .stored_stacks
+                    .lock()
+                    .expect("stacks lock")
+                    .extend(batch.new_stacks);
+            }
+            Err(e) => {
+                if !w.down {
+                    w.down = true;
+                    shared.log.line(&format!(
+                        "clickhouse insert failed, not acknowledging until it works again: {e}"
+                    ));
+                }
+                for s in batch.streams {
+                    w.errors.insert(s, e.clone());
+                }
+            }
+        }
+        shared.wake.notify_all();
+    }
+}
+
+fn insert_batch(client: &Client, b: &Pending) -> Result<(), String> {
+    if !b.stacks.is_empty() {
+        client.insert("stacks", STACK_COLUMNS, &b.stacks)?;
+    }
+    if !b.samples.is_empty() {
+        client.insert("samples", SAMPLE_COLUMNS, &b.samples)?;
+    }
+    if !b.chunks.is_empty() {
+        client.insert("chunks", CHUNK_COLUMNS, &b.chunks)?;
+    }
+    Ok(())
+}
+
+impl Drop for ClickHouseStore {
+    fn drop(&mut self) {
+        self.shared.writer.lock().expect("writer lock").stopping = true;
+        self.shared.wake.notify_all();
+        if let Some(t) = self.writer.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Store for ClickHouseStore {
+    fn resume(&self, stream: &str) -> Result<Option<StreamStatus>, CollectorError> {
+        let Some(header) = self.header_bytes(stream)? else {
+            return Ok(None);
+        };
+        let acked = self.max_chunk_seq(stream)?;
+        let head = Recording::from_bytes(&header)?;
+        let mut dict = new_dictionary(&head.header);
+        // The dictionaries: from the last prelude on.
+        let base = self.scalar(&format!(
+            "SELECT max(seq) FROM {}.chunks WHERE stream = {} AND kind = {KIND_PRELUDE}",
+            self.db,
+            quote(stream)
+        ))?;
+        let out = self.select(&format!(
+            "SELECT chunk FROM {}.chunks WHERE stream = {} AND seq >= {base} \
+             ORDER BY seq, kind LIMIT 1 BY seq, kind",
+            self.db,
+            quote(stream)
+        ))?;
+        let mut c = Cursor::new(&out);
+        while !c.done() {
+            let bytes = c.bytes().map_err(ch)?;
+            if let Ok(jscope_format::Split::Chunk(raw)) = jscope_format::split_chunk(bytes, 0) {
+                if let Ok(records) = jscope_format::decode_payload(&raw.payload) {
+                    apply_dictionary(&mut dict, &records);
+                }
+            }
+        }
+        dict.end_ticks = None;
+        Ok(Some(StreamStatus { acked, dict }))
+    }
+
+    fn open(
+        &self,
+        jvm: &JvmIdentity,
+        header: &[u8],
+        _next_seq: u64,
+        _dict: &Recording,
+    ) -> Result<(), CollectorError> {
+        let mut row = Vec::new();
+        let identity = serde_json::to_string(jvm).expect("identity serialises");
+        Row(&mut row)
+            .str(&jvm.id)
+            .str(&jvm.service)
+            .strings(jvm.labels.iter().map(|(k, _)| k.as_str()))
+            .strings(jvm.labels.iter().map(|(_, v)| v.as_str()))
+            .str(&identity)
+            .bytes(header)
+            .u64(now_ns());
+        self.client()
+            .insert("jvms", JVM_COLUMNS, &row)
+            .map_err(ch)?;
+        let stored_upto = self.max_chunk_seq(&jvm.id)?;
+        // Samples of chunks whose insert did not complete would count twice.
+        let orphans = self.scalar(&format!(
+            "SELECT count() FROM {}.samples WHERE stream = {} AND seq > {stored_upto}",
+            self.db,
+            quote(&jvm.id)
+        ))?;
+        if orphans > 0 {
+            self.client()
+                .query(&format!(
+                    "ALTER TABLE {}.samples DELETE WHERE stream = {} AND seq > {stored_upto}",
+                    self.db,
+                    quote(&jvm.id)
+                ))
+                .map_err(ch)?;
+        }
+        if let Ok(h) = Recording::from_bytes(header) {
+            self.headers
+                .lock()
+                .expect("headers lock")
+                .insert(jvm.id.clone(), h.header);
+        }
+        let state = StreamState {
+            identity: jvm.clone(),
+            stored_upto,
+            hashes: HashMap::new(),
+            prelude_day: None,
+            batch: 0,
+            active: true,
+        };
+        self.streams
+            .lock()
+            .expect("streams lock")
+            .insert(jvm.id.clone(), Arc::new(Mutex::new(state)));
+        Ok(())
+    }
+
+    fn append(
+        &self,
+        stream: &str,
+        seq: u64,
+        chunk: &[u8],
+        span_ns: Option<(u64, u64)>,
+        dict: &Recording,
+    ) -> Result<(), CollectorError> {
+        let records = match jscope_format::split_chunk(chunk, 0) {
+            Ok(jscope_format::Split::Chunk(raw)) => jscope_format::decode_payload(&raw.payload)?,
+            _ => Vec::new(),
+        };
+        self.append_records(stream, seq, chunk, span_ns, dict, &records)
+    }
+
+    fn append_records(
+        &self,
+        stream: &str,
+        seq: u64,
+        chunk: &[u8],
+        span_ns: Option<(u64, u64)>,
+        dict: &Recording,
+        records: &[Record],
+    ) -> Result<(), CollectorError> {
+        let st = self.stream(stream)?;
+        let mut st = st.lock().expect("stream lock");
+        if seq <= st.stored_upto {
+            return Ok(());
+        }
+        self.stage(&mut st, seq, chunk, span_ns, dict, records);
+        Ok(())
+    }
+
+    fn sync(&self, stream: &str) -> Result<(), CollectorError> {
+        let batch = self.stream(stream)?.lock().expect("stream lock").batch;
+        let mut w = self.shared.writer.lock().expect("writer lock");
+        while w.filling <= batch {
+            w = self.shared.wake.wait(w).expect("writer lock");
+        }
+        match w.errors.remove(stream) {
+            Some(e) => Err(ch(e)),
+            None => Ok(()),
+        }
+    }
+
+    fn close(&self, stream: &str) -> Result<(), CollectorError> {
+        if let Ok(st) = self.stream(stream) {
+            st.lock().expect("stream lock").active = false;
+        }
+        Ok(())
+    }
+
+    fn jvms(&self) -> Vec<StoredJvm> {
+        let listed = || -> Result<Vec<StoredJvm>, CollectorError> {
+            let ids = self.select(&format!(
+                "SELECT stream, argMax(identity, updated) FROM {}.jvms GROUP BY stream ORDER BY stream",
+                self.db
+            ))?;
+            let spans = self.select(&format!(
+                "SELECT stream, min(seq), max(seq), minIf(start_ns, start_ns > 0), max(end_ns), \
+                 sum(bytes) FROM {}.chunks WHERE kind = {KIND_CHUNK} GROUP BY stream",
+                self.db
+            ))?;
+            let mut by_stream = BTreeMap::new();
+            let mut c = Cursor::new(&spans);
+            while !c.done() {
+                let s = c.string().map_err(ch)?;
+                let v = [
+                    c.u64().map_err(ch)?,
+                    c.u64().map_err(ch)?,
+                    c.u64().map_err(ch)?,
+                    c.u64().map_err(ch)?,
+                    c.u64().map_err(ch)?,
+                ];
+                by_stream.insert(s, v);
+            }
+            let active = self.streams.lock().expect("streams lock");
+            let mut out = Vec::new();
+            let mut c = Cursor::new(&ids);
+            while !c.done() {
+                let s = c.string().map_err(ch)?;
+                let json = c.bytes().map_err(ch)?;
+                let Ok(identity) = serde_json::from_slice::<JvmIdentity>(json) else {
+                    continue;
+                };
+                let here = active
+                    .get(&s)
+                    .is_some_and(|st| st.lock().expect("stream lock").active);
+                let segments = by_stream
+                    .get(&s)
+                    .map(|&[first, last, lo, hi, bytes]| SegmentInfo {
+                        file: "clickhouse".into(),
+                        first_seq: first,
+                        last_seq: last,
+                        bytes,
+                        start_ns: (lo > 0).then_some(lo),
+                        end_ns: (hi > 0).then_some(hi),
+                        spans_all_records: true,
+                        created_ns: identity.start_wall_ns,
+                        closed: !here,
+                    })
+                    .into_iter()
+                    .collect();
+                out.push(StoredJvm { identity, segments });
+            }
+            Ok(out)
+        };
+        match listed() {
+            Ok(v) => v,
+            Err(e) => {
+                self.shared
+                    .log
+                    .line(&format!("cannot list jvms from clickhouse: {e}"));
+                Vec::new()
+            }
+        }
+    }
+
+    fn read(
+        &self,
+        stream: &str,
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+    ) -> Result<Recording, CollectorError> {
+        let bytes = self.raw(stream, from_ns, to_ns)?;
+        let mut rec = Recording::from_bytes(&bytes)?;
+        rec.damage = None;
+        Ok(rec)
+    }
+
+    fn raw(
+        &self,
+        stream: &str,
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+    ) -> Result<Vec<u8>, CollectorError> {
+        let mut out = self
+            .header_bytes(stream)?
+            .ok_or_else(|| CollectorError::UnknownJvm(stream.to_string()))?;
+        for (_, bytes) in self.rows(stream, from_ns, to_ns)? {
+            out.extend_from_slice(&bytes);
+        }
+        Ok(out)
+    }
+
+    fn stack_counts(
+        &self,
+        stream: &str,
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+        mode: Option<Mode>,
+        filter: &SampleFilter,
+    ) -> Result<Option<Counted>, CollectorError> {
+        self.stack_counts_across(&[stream.to_string()], from_ns, to_ns, mode, filter)
+    }
+
+    fn stack_counts_across(
+        &self,
+        jvms: &[String],
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+        mode: Option<Mode>,
+        filter: &SampleFilter,
+    ) -> Result<Option<Counted>, CollectorError> {
+        let Some(first) = jvms.first() else {
+            return Ok(None);
+        };
+        let header = self.header(first)?;
+        let empty = |mode| {
+            Ok(Some((
+                new_dictionary(&header),
+                mode,
+                StackCounts::default(),
+            )))
+        };
+        let Some(w) = self.sample_filter(jvms, from_ns, to_ns, filter)? else {
+            return empty(mode);
+        };
+        let Some(mode) = mode.map_or_else(|| self.first_mode(&w), |m| Ok(Some(m)))? else {
+            return empty(None);
+        };
+        let out = self.select(&format!(
+            "SELECT stack, count() FROM {}.samples WHERE {w} AND mode = {} GROUP BY stack",
+            self.db,
+            mode_code(mode)
+        ))?;
+        let mut counted = Vec::new();
+        let mut c = Cursor::new(&out);
+        while !c.done() {
+            counted.push((c.u64().map_err(ch)?, c.u64().map_err(ch)?));
+        }
+        let hashes: Vec<u64> = counted.iter().map(|(h, _)| *h).collect();
+        let frames = self.frames_of(&hashes)?;
+        let mut rebuild = Rebuild::new(&header);
+        let mut counts = StackCounts::default();
+        for (hash, n) in counted {
+            let id = match frames.get(&hash) {
+                Some(blob) => rebuild.stack(blob).map_err(ch)?,
+                None => rebuild.stack(&0u32.to_le_bytes()).map_err(ch)?,
+            };
+            *counts.counts.entry((id.0, 0)).or_default() += n;
+            counts.total += n;
+        }
+        Ok(Some((rebuild.rec, Some(mode), counts)))
+    }
+
+    fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError> {
+        let out = self.select(&format!(
+            "SELECT table, partition, sum(bytes) FROM system.parts WHERE database = {} \
+             AND table IN ('chunks', 'samples') AND active GROUP BY table, partition \
+             HAVING max(max_date) < {}",
+            quote(&self.db),
+            date_sql(day_of(cutoff_ns))
+        ))?;
+        let mut c = Cursor::new(&out);
+        let mut done = Retained::default();
+        while !c.done() {
+            let table = c.string().map_err(ch)?;
+            let partition = c.string().map_err(ch)?;
+            let bytes = c.u64().map_err(ch)?;
+            if !partition.chars().all(|ch| ch.is_ascii_digit()) {
+                continue;
+            }
+            self.client()
+                .query(&format!(
+                    "ALTER TABLE {}.{table} DROP PARTITION {partition}",
+                    self.db
+                ))
+                .map_err(ch)?;
+            done.segments_deleted += 1;
+            done.bytes_freed += bytes;
+        }
+        Ok(done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn day_numbers_print_as_dates() {
+        assert_eq!(date_sql(0), "toDate('1970-01-01')");
+        assert_eq!(date_sql(20_416), "toDate('2025-11-24')");
+        assert_eq!(day_of(1_764_000_000_000_000_000), 20_416);
+    }
+}

@@ -1,0 +1,191 @@
+//! The ClickHouse store against a real `clickhouse-server` (skipped, saying why, when
+//! it is not installed): agents streaming through the real ingest, their JVMs read
+//! back whole, flame graphs counted in SQL across JVMs, and ClickHouse going away.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use jscope_analysis::{collapse, CollapseOptions, Selection};
+use jscope_collector::query::{flame, Query};
+use jscope_collector::{ClickHouseStore, MemoryLog, Store};
+use jscope_flame::FlameGraph;
+use jscope_format::Recording;
+use jscope_testkit::{temp_dir, ClickHouse};
+
+const ACK: Duration = Duration::from_secs(20);
+
+/// The agent's own file: its header and every chunk it sent.
+fn own_file(sim: &SimJvm, chunks: &[Vec<u8>]) -> Recording {
+    let mut bytes = sim.header_bytes();
+    chunks.iter().for_each(|c| bytes.extend_from_slice(c));
+    Recording::from_bytes(&bytes).unwrap()
+}
+
+fn collapsed(rec: &Recording) -> String {
+    let counts = Selection::default().stack_counts(rec);
+    let mut g = FlameGraph::new();
+    for (frames, n) in collapse(rec, &counts, CollapseOptions::default()).stacks {
+        g.add(frames, n);
+    }
+    g.to_collapsed()
+}
+
+fn store_at(ch: &ClickHouse, db: &str) -> ClickHouseStore {
+    let log = Arc::new(MemoryLog::default());
+    ClickHouseStore::connect(&format!("{}?flush_ms=100", ch.url(db)), log).unwrap()
+}
+
+#[test]
+fn agents_stream_into_clickhouse_and_every_collector_reads_them_back() {
+    let Some(ch) = ClickHouse::start("ch-stream") else {
+        return;
+    };
+    let url = format!("{}?flush_ms=100", ch.url("jscope"));
+    let (server, _log) = start(&temp_dir("ch-stream-unused"), |c| c.store = Some(url));
+    let addr = server.agents_addr().unwrap();
+    let mut sims = [
+        SimJvm::new(8101, "com.acme.A"),
+        SimJvm::new(8102, "com.acme.B"),
+    ];
+    let mut sent = vec![Vec::new(), Vec::new()];
+    for (sim, sent) in sims.iter_mut().zip(&mut sent) {
+        let mut client = sim.connect(addr, 1);
+        for seq in 1..=5 {
+            let chunk = sim.chunk();
+            client.send(seq, &chunk).unwrap();
+            sent.push(chunk);
+        }
+        assert_eq!(client.wait_for_ack(5, ACK).unwrap(), 5);
+        assert_eq!(client.finish(ACK).unwrap(), 5);
+    }
+
+    // Another collector on the same database sees both JVMs and where they stand.
+    let other = store_at(&ch, "jscope");
+    let jvms = other.jvms();
+    assert_eq!(jvms.len(), 2, "{jvms:?}");
+    for (sim, sent) in sims.iter().zip(&sent) {
+        assert_eq!(other.resume(&sim.stream).unwrap().unwrap().acked, 5);
+        let stored = other.read(&sim.stream, None, None).unwrap();
+        let own = own_file(sim, sent);
+        assert_eq!(stored.snapshots, own.snapshots);
+        assert_eq!(stored.threads, own.threads);
+        assert_eq!(collapsed(&stored), collapsed(&own));
+        let raw = other.raw(&sim.stream, None, None).unwrap();
+        assert_eq!(
+            collapsed(&Recording::from_bytes(&raw).unwrap()),
+            collapsed(&own)
+        );
+    }
+
+    // One flame graph of both, counted in SQL, equals the merge of each read alone.
+    let ids: Vec<String> = sims.iter().map(|s| s.stream.clone()).collect();
+    let q = Query {
+        jvms: ids.clone(),
+        ..Query::default()
+    };
+    let (merged, _) = flame(&other, &q).unwrap();
+    let mut by_hand = FlameGraph::new();
+    for id in &ids {
+        let rec = other.read(id, None, None).unwrap();
+        let counts = Selection::default().stack_counts(&rec);
+        for (frames, n) in collapse(&rec, &counts, CollapseOptions::default()).stacks {
+            by_hand.add(frames, n);
+        }
+    }
+    assert_eq!(merged.to_collapsed(), by_hand.to_collapsed());
+    assert_eq!(merged.total(), 2 * 5 * SNAPSHOTS_PER_CHUNK * THREADS as u64);
+
+    // A time window and a thread filter are answered in SQL too.
+    let start = sims[0].header.start_wall_ns;
+    let q = Query {
+        jvms: vec![ids[0].clone()],
+        from_ns: Some(start),
+        to_ns: Some(start + 400_000_000),
+        thread: Some("worker-*".into()),
+        ..Query::default()
+    };
+    let (window, _) = flame(&other, &q).unwrap();
+    assert_eq!(window.total(), 4 * (THREADS as u64 - 1));
+    server.shutdown();
+
+    // Retention drops whole days: a cutoff tomorrow drops today's partitions.
+    let gone = other.retain(now_ns() + 86_400_000_000_000).unwrap();
+    assert!(
+        gone.segments_deleted >= 2 && gone.bytes_freed > 0,
+        "{gone:?}"
+    );
+    assert!(other.jvms().iter().all(|j| j.segments.is_empty()));
+    let (all, _) = flame(
+        &other,
+        &Query {
+            jvms: ids,
+            ..Query::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(all.total(), 0);
+}
+
+#[test]
+fn while_clickhouse_is_down_nothing_is_acknowledged_and_nothing_acknowledged_is_lost() {
+    let Some(mut ch) = ClickHouse::start("ch-down") else {
+        return;
+    };
+    let url = format!("{}?flush_ms=100", ch.url("jscope"));
+    let (server, log) = start(&temp_dir("ch-down-unused"), |c| c.store = Some(url));
+    let addr = server.agents_addr().unwrap();
+    let mut sim = SimJvm::new(8201, "com.acme.Down");
+    let mut chunks = Vec::new();
+    let mut client = sim.connect(addr, 1);
+    for seq in 1..=3 {
+        chunks.push(sim.chunk());
+        client.send(seq, &chunks[seq as usize - 1]).unwrap();
+    }
+    assert_eq!(client.wait_for_ack(3, ACK).unwrap(), 3);
+
+    ch.stop();
+    for seq in 4..=6 {
+        chunks.push(sim.chunk());
+        let _ = client.send(seq, &chunks[seq as usize - 1]);
+    }
+    let acked = client.wait_for_ack(6, Duration::from_secs(3)).unwrap_or(3);
+    assert_eq!(acked, 3, "nothing is acknowledged while clickhouse is down");
+    let said = |what: &str| log.lines().iter().filter(|l| l.contains(what)).count();
+    assert_eq!(said("clickhouse insert failed"), 1, "{:?}", log.lines());
+
+    ch.restart();
+    // The agent reconnects and resends what was not acknowledged.
+    let mut client = None;
+    assert!(jscope_testkit::wait_until(Duration::from_secs(30), || {
+        client = std::panic::catch_unwind(|| sim.connect(addr, 4)).ok();
+        client.is_some()
+    }));
+    let mut client = client.unwrap();
+    assert_eq!(client.accept().acked, 3);
+    for seq in 4..=6 {
+        client.send(seq, &chunks[seq as usize - 1]).unwrap();
+    }
+    assert_eq!(client.wait_for_ack(6, ACK).unwrap(), 6);
+    assert_eq!(client.finish(ACK).unwrap(), 6);
+    assert_eq!(said("clickhouse is back"), 1, "{:?}", log.lines());
+
+    let rows = ch
+        .query(&format!(
+            "SELECT count() FROM jscope.samples WHERE stream = '{}'",
+            sim.stream
+        ))
+        .unwrap();
+    assert_eq!(
+        rows.trim().parse::<u64>().unwrap(),
+        6 * SNAPSHOTS_PER_CHUNK * THREADS as u64,
+        "every snapshot thread of every acknowledged chunk, once"
+    );
+    let stored = store_at(&ch, "jscope")
+        .read(&sim.stream, None, None)
+        .unwrap();
+    assert_eq!(stored.snapshots, own_file(&sim, &chunks).snapshots);
+    server.shutdown();
+}

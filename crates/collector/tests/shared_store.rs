@@ -1,0 +1,101 @@
+//! Several collectors over one store (ClickHouse; skipped, saying why, when
+//! `clickhouse-server` is not installed): a collector's memory of a stream is only a
+//! cache, so an agent coming back to it after streaming to another one resumes where
+//! the store stands, and nothing is stored twice.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use jscope_collector::{ClickHouseStore, MemoryLog, Store};
+use jscope_format::Recording;
+use jscope_testkit::{temp_dir, ClickHouse};
+use jscope_wire::{ClientConfig, RefuseCode, WireClient, WireError};
+
+const ACK: Duration = Duration::from_secs(20);
+
+#[test]
+fn an_agent_back_on_a_collector_resumes_where_the_shared_store_stands() {
+    let Some(ch) = ClickHouse::start("ch-shared") else {
+        return;
+    };
+    let url = format!("{}?flush_ms=100", ch.url("jscope"));
+    let (a, _) = start(&temp_dir("ch-shared-a"), |c| c.store = Some(url.clone()));
+    let (b, _) = start(&temp_dir("ch-shared-b"), |c| c.store = Some(url.clone()));
+    let (a_addr, b_addr) = (a.agents_addr().unwrap(), b.agents_addr().unwrap());
+    let mut sim = SimJvm::new(8301, "com.acme.Shared");
+    let mut sent = Vec::new();
+    // A, then B, then A again, three chunks each; each Accept says where the
+    // stream stands in the store.
+    for (turn, addr) in [a_addr, b_addr, a_addr].into_iter().enumerate() {
+        let first = turn as u64 * 3 + 1;
+        let mut client = sim.connect(addr, first);
+        assert_eq!(
+            client.accept().acked,
+            first - 1,
+            "turn {turn}: the collector resumes where the store stands"
+        );
+        for seq in first..first + 3 {
+            let chunk = sim.chunk();
+            client.send(seq, &chunk).unwrap();
+            sent.push(chunk);
+        }
+        assert_eq!(client.wait_for_ack(first + 2, ACK).unwrap(), first + 2);
+        client.finish(Duration::from_secs(5)).unwrap();
+    }
+    // Every chunk once: the store's copy is the agent's own file.
+    let mut own = sim.header_bytes();
+    sent.iter().for_each(|c| own.extend_from_slice(c));
+    let own = Recording::from_bytes(&own).unwrap();
+    let store = ClickHouseStore::connect(
+        &format!("{}?flush_ms=100", ch.url("jscope")),
+        Arc::new(MemoryLog::default()),
+    )
+    .unwrap();
+    let stored = store.read(&sim.stream, None, None).unwrap();
+    assert_eq!(stored.snapshots.len(), own.snapshots.len());
+    assert_eq!(own.snapshots.len() as u64, 9 * SNAPSHOTS_PER_CHUNK);
+    assert_eq!(store.acked(&sim.stream).unwrap(), Some(9));
+    // A's hot table missed B's chunks: the API answers from the store.
+    let hot = get_json(
+        a.http_addr().unwrap(),
+        &format!("/api/jvms/{}/hot?mode=snapshot", sim.stream),
+    );
+    assert_eq!(
+        hot["samples"].as_u64(),
+        Some(9 * SNAPSHOTS_PER_CHUNK * THREADS as u64),
+        "{hot}"
+    );
+    a.shutdown();
+    b.shutdown();
+}
+
+#[test]
+fn a_collector_whose_store_is_down_refuses_for_now_and_accepts_once_it_is_back() {
+    let Some(mut ch) = ClickHouse::start("ch-down") else {
+        return;
+    };
+    let url = format!("{}?flush_ms=100", ch.url("jscope"));
+    let (server, _) = start(&temp_dir("ch-down-run"), |c| c.store = Some(url));
+    let addr = server.agents_addr().unwrap();
+    let sim = SimJvm::new(8302, "com.acme.Down");
+    ch.stop();
+    let cfg = ClientConfig::new(addr.to_string(), sim.stream.clone());
+    match WireClient::connect(&cfg, &sim.header_bytes(), 1) {
+        Err(WireError::Refused { code, message }) => {
+            assert_eq!(code, RefuseCode::StoreUnavailable, "{message}");
+            assert!(
+                code.is_transient(),
+                "an agent retries, or tries another collector"
+            );
+        }
+        Ok(_) => panic!("accepted without a store"),
+        Err(e) => panic!("{e}"),
+    }
+    ch.restart();
+    let client = sim.connect(addr, 1);
+    assert_eq!(client.accept().acked, 0);
+    server.shutdown();
+}
