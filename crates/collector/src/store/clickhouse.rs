@@ -834,6 +834,13 @@ impl Store for ClickHouseStore {
                 .expect("headers lock")
                 .insert(jvm.id.clone(), h.header);
         }
+        // A failure of the previous connection's last batch was its own.
+        self.shared
+            .writer
+            .lock()
+            .expect("writer lock")
+            .errors
+            .remove(&jvm.id);
         let state = StreamState {
             identity: jvm.clone(),
             stored_upto,
