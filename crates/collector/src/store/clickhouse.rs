@@ -387,7 +387,7 @@ pub struct ClickHouseStore {
 impl ClickHouseStore {
     /// Connects, creating the database and tables when missing.
     pub fn connect(url: &str, log: Arc<dyn LogSink>) -> Result<ClickHouseStore, CollectorError> {
-        let url = ClickHouseUrl::parse(url).map_err(CollectorError::BadQuery)?;
+        let url = ClickHouseUrl::parse(url).map_err(CollectorError::ClickHouse)?;
         let db = url.database.clone();
         let flush = url.flush;
         let client = Client::new(url);
