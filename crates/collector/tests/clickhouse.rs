@@ -109,6 +109,23 @@ fn agents_stream_into_clickhouse_and_every_collector_reads_them_back() {
     };
     let (window, _) = flame(&other, &q).unwrap();
     assert_eq!(window.total(), 4 * (THREADS as u64 - 1));
+    // Windows of whole minutes (per-minute counts) and ragged ends (sample rows).
+    for (from, to) in [
+        (Some(start - 30_000_000_000), None),
+        (None, Some(start + 90_000_000_000)),
+        (Some(start - 61_000_000_000), Some(start + 61_000_000_000)),
+    ] {
+        let q = Query {
+            jvms: ids.clone(),
+            from_ns: from,
+            to_ns: to,
+            ..Query::default()
+        };
+        assert_eq!(
+            flame(&other, &q).unwrap().0.to_collapsed(),
+            by_hand.to_collapsed()
+        );
+    }
     server.shutdown();
 
     // Retention drops whole days: a cutoff tomorrow drops today's partitions.
