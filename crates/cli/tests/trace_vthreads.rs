@@ -10,7 +10,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use jscope_analysis::trace::{CallTree, TraceOptions};
-use jscope_testkit::{compile_fixtures, javas, Java};
+use jscope_testkit::{all_javas, compile_fixtures, Java};
 use serde_json::Value;
 use support::*;
 
@@ -55,7 +55,7 @@ fn method<'a>(stats: &'a Value, label: &str) -> &'a Value {
 #[test]
 fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
     let mut tested = 0;
-    for java in javas() {
+    for java in all_javas() {
         let Some(file) = traced_run(&java) else {
             continue;
         };
@@ -131,7 +131,7 @@ fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
             .count();
         assert_eq!(unnamed, THREADS / 2, "JDK {jdk}");
     }
-    if javas().iter().any(|j| j.major >= 21) {
+    if all_javas().iter().any(|j| j.major >= 21) {
         assert!(tested > 0);
     }
 }
