@@ -334,6 +334,7 @@ impl SignalEngine {
             .is_some_and(|f| sink.symbols.is_native(f.method as usize));
         let sample = Sample {
             thread: ThreadId(thread),
+            carrier: Default::default(),
             ticks: h.ticks,
             stack: StackId(stack),
             mode,

@@ -157,6 +157,7 @@ impl SnapshotEngine {
             let stack = sink.stack(t.frames.into_iter());
             threads.push(SnapshotThread {
                 thread: ThreadId(t.order),
+                carrier: Default::default(),
                 state: t.state,
                 stack: StackId(stack),
             });

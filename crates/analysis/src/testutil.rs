@@ -82,6 +82,7 @@ impl RecordingBuilder {
         let ticks = START + at_ms * TICKS_PER_SECOND / 1000;
         self.chunk.sample(&Sample {
             thread: ThreadId(thread),
+            carrier: Default::default(),
             ticks,
             stack: StackId(stack),
             mode,
@@ -95,6 +96,7 @@ impl RecordingBuilder {
             .iter()
             .map(|&(thread, state, stack)| SnapshotThread {
                 thread: ThreadId(thread),
+                carrier: Default::default(),
                 state,
                 stack: StackId(stack),
             })

@@ -97,6 +97,7 @@ fn recording() -> Recording {
     ] {
         w.sample(&Sample {
             thread: ThreadId(thread),
+            carrier: Default::default(),
             ticks: ms * MS,
             stack: StackId(stack),
             mode: SampleMode::Cpu,
