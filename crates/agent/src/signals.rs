@@ -186,6 +186,7 @@ impl SignalShared {
             env: env as usize,
             weight_ns: weight,
             state,
+            vthread: crate::trace::vthreads::mounted_on(tid),
         };
         claim.publish(header);
     }
@@ -320,9 +321,14 @@ impl SignalEngine {
             return;
         }
         d.strikes.clear(h.tid);
-        let Some(thread) = sink.event_thread(ThreadKey::new(h.tid, h.env, 0)) else {
+        let Some(mut thread) = sink.event_thread(ThreadKey::new(h.tid, h.env, 0)) else {
             return;
         };
+        // A carrier running a virtual thread: the sample is the virtual thread's.
+        let mut carrier = 0;
+        if h.vthread != 0 {
+            carrier = std::mem::replace(&mut thread, sink.virtual_thread(h.vthread));
+        }
         let stack = sink.stack(frames.iter().map(|f| (f.method as usize, f.lineno)));
         let mode = if h.mode == 1 {
             SampleMode::Cpu
@@ -334,7 +340,7 @@ impl SignalEngine {
             .is_some_and(|f| sink.symbols.is_native(f.method as usize));
         let sample = Sample {
             thread: ThreadId(thread),
-            carrier: Default::default(),
+            carrier: ThreadId(carrier),
             ticks: h.ticks,
             stack: StackId(stack),
             mode,

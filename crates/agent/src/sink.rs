@@ -104,6 +104,25 @@ impl Sink {
         Some(t)
     }
 
+    /// The recording thread of virtual thread `java_id` (JDK 21+), described and
+    /// its definition written at its first sighting.
+    pub fn virtual_thread(&mut self, java_id: i64) -> u32 {
+        let t = match self.table.order_of_java_id(java_id) {
+            Some(t) => t,
+            None => {
+                let table = self.table.clone();
+                let carrier_name = |tid: u32| {
+                    let order = table.order_of_tid(tid)?;
+                    table.changed_since(order, u32::MAX).map(|e| e.info.name)
+                };
+                let info = crate::trace::vthreads::description(java_id, carrier_name);
+                self.table.see(java_id, info, None)
+            }
+        };
+        self.emit_thread(t);
+        t
+    }
+
     /// True for a thread JVMTI shows as a java.lang.Thread. Such a thread is never
     /// struck out, whatever its failed walks say: an application thread can give
     /// "unknown, not Java" several times in a row (in the VM while classes load and
