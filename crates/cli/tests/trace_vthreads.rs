@@ -1,9 +1,13 @@
-//! Exact tracing of virtual threads (issue 16) on a real JVM: 2,000 virtual
-//! threads each call a traced method three times, every call sleeping 1 ms, so
+//! Virtual threads (issue 16) on a real JVM, traced and cpu-sampled at once:
+//! 10,000 virtual threads each call a traced method three times, every call
+//! computing a little and sleeping 1 ms (every fifth thread also parks 1 ms), so
 //! each unmounts in the middle of every call and may resume on another carrier.
 //! `jscope stats` counts exactly 3N calls of at least 1 ms with nothing
-//! unfinished, and `jscope tree` shows one tree per virtual thread, named by its
-//! name or `virtual-<id>`. On JDK 17 (no virtual threads) nothing changes.
+//! unfinished, `jscope tree` shows one tree per virtual thread, named by its
+//! name or `virtual-<id>`, and cpu samples taken while a virtual thread ran
+//! belong to it, with its carrier kept (`--group-by carrier` counts them for the
+//! carriers). Run on JDK 21 and 25; on JDK 17 (no virtual threads) nothing
+//! changes.
 
 mod support;
 
@@ -14,7 +18,7 @@ use jscope_testkit::{all_javas, compile_fixtures, Java};
 use serde_json::Value;
 use support::*;
 
-const THREADS: usize = 2000;
+const THREADS: usize = 10_000;
 
 fn classes() -> PathBuf {
     compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vthread_fixtures"))
@@ -26,7 +30,7 @@ fn traced_run(java: &Java) -> Option<PathBuf> {
         java,
         &format!("trace-vthreads-{}", java.major),
         &[],
-        "trace=VThreads#task;VThreads#work",
+        "mode=cpu,interval=1ms,trace=VThreads#task;VThreads#work",
         &classes(),
         &["VThreads", &THREADS.to_string()],
         180,
@@ -118,6 +122,62 @@ fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
             "JDK {jdk}: {vt0:?}"
         );
         assert!(vt0.java_id > 0 && vt0.os_tid == 0, "JDK {jdk}: {vt0:?}");
+
+        // Cpu samples taken while a virtual thread ran are the virtual thread's,
+        // with the carrier (a platform thread) it ran on.
+        let on_virtual: Vec<_> = rec.samples.iter().filter(|s| s.carrier.0 != 0).collect();
+        let spinning = on_virtual
+            .iter()
+            .filter(|s| {
+                rec.stack(s.stack)
+                    .first()
+                    .is_some_and(|f| rec.method_label(f.method) == "VThreads.spin")
+            })
+            .count();
+        assert!(
+            spinning >= 20 && spinning * 2 >= on_virtual.len(),
+            "JDK {jdk}: {spinning} of {} virtual threads' samples in VThreads.spin, {} samples",
+            on_virtual.len(),
+            rec.samples.len()
+        );
+        for s in &on_virtual {
+            let (t, c) = (&rec.threads[&s.thread], &rec.threads[&s.carrier]);
+            assert!(
+                t.os_tid == 0 && t.java_id > 0 && t.group.starts_with("virtual"),
+                "JDK {jdk}: {t:?}"
+            );
+            assert!(
+                c.os_tid != 0 && !c.group.starts_with("virtual"),
+                "JDK {jdk}: {c:?}"
+            );
+        }
+        let virtual_threads: std::collections::HashSet<_> =
+            on_virtual.iter().map(|s| s.thread).collect();
+        assert!(
+            virtual_threads.len() >= 10,
+            "JDK {jdk}: {virtual_threads:?}"
+        );
+        // Reports count them for the virtual threads, or for their carriers.
+        let report = |group: &str, thread: &str| {
+            let j = jscope_json(&[
+                "report",
+                path,
+                "--group-by",
+                group,
+                "--thread",
+                thread,
+                "--format",
+                "json",
+            ]);
+            j["samples"].as_u64().unwrap_or_else(|| panic!("{j}"))
+        };
+        let named = report("virtual", "vt-*") + report("virtual", "virtual-*");
+        assert_eq!(named, on_virtual.len() as u64, "JDK {jdk}");
+        assert_eq!(
+            report("carrier", "vt-*") + report("carrier", "virtual-*"),
+            0
+        );
+        assert!(report("carrier", "ForkJoinPool-*") >= on_virtual.len() as u64);
 
         // `jscope tree` prints them under their names.
         let out = jscope(&["tree", path]);
