@@ -96,6 +96,10 @@ impl Sink {
         if self.table.is_agent(tid) {
             return None;
         }
+        if tid == 0 && env == 0 && java_id != 0 {
+            // Known only by its Java id: a virtual thread (JDK 21+).
+            return Some(self.virtual_thread(java_id));
+        }
         let by_java_id = (java_id != 0)
             .then(|| self.table.order_of_java_id(java_id))
             .flatten();

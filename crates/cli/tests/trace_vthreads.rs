@@ -30,7 +30,7 @@ fn traced_run(java: &Java) -> Option<PathBuf> {
         java,
         &format!("trace-vthreads-{}", java.major),
         &[],
-        "mode=cpu,interval=1ms,trace=VThreads#task;VThreads#work",
+        "mode=cpu,interval=1ms,events=park,parkthreshold=0,trace=VThreads#task;VThreads#work",
         &classes(),
         &["VThreads", &THREADS.to_string()],
         180,
@@ -178,6 +178,43 @@ fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
             0
         );
         assert!(report("carrier", "ForkJoinPool-*") >= on_virtual.len() as u64);
+
+        // Parks inside VThreads.work are the virtual threads' own: every fifth
+        // thread parked at least 1 ms in each of its three calls.
+        let mut parked: std::collections::HashMap<u32, u64> = Default::default();
+        for e in &rec.events {
+            if let jscope_format::EventKind::Park {
+                duration_ns, stack, ..
+            } = e.kind
+            {
+                let frames = rec.stack(stack);
+                if !frames
+                    .iter()
+                    .any(|f| rec.method_label(f.method) == "VThreads.work")
+                {
+                    continue;
+                }
+                let t = &rec.threads[&e.thread];
+                assert!(
+                    t.os_tid == 0 && t.group.starts_with("virtual"),
+                    "JDK {jdk}: {t:?}"
+                );
+                *parked.entry(e.thread.0).or_default() += duration_ns;
+            }
+        }
+        assert_eq!(parked.len(), THREADS / 5, "JDK {jdk}");
+        assert!(
+            parked.values().all(|&ns| ns >= 2_900_000),
+            "JDK {jdk}: {:?}",
+            parked.values().min()
+        );
+        let vt0_id = rec
+            .threads
+            .iter()
+            .find(|(_, t)| t.name == "vt-0")
+            .unwrap()
+            .0;
+        assert!(parked.contains_key(&vt0_id.0), "JDK {jdk}: vt-0 parks");
 
         // `jscope tree` prints them under their names.
         let out = jscope(&["tree", path]);

@@ -179,6 +179,9 @@ fn transition(
         // Kept whether or not anything records now: a recording that starts
         // while this virtual thread runs finds it mounted.
         set_mounted(gettid(), if mounts { id } else { 0 });
+        if mounts {
+            crate::events::park::virtual_thread_mounted(Jni(env), vthread);
+        }
         if id != 0 && probe::session_running() {
             probe::virtual_thread(env, |l| f(l, id));
         }

@@ -5,7 +5,7 @@ import java.util.concurrent.locks.LockSupport;
  * N virtual threads (JDK 21+), each calling a traced method three times; every
  * call computes a little (so cpu samples land in it) and sleeps 1 ms, so the
  * thread unmounts in the middle of the call and may resume on another carrier;
- * in every fifth thread (i % 5 == 0) each call also parks 1 ms with
+ * in every fifth thread (i % 5 == 0) each call also parks at least 1 ms with
  * LockSupport.parkNanos. Even-numbered threads are named vt-i, the others have
  * no name. Written against JDK 17 (the fixtures' release), so the virtual
  * thread API is reached by reflection; on JDK 17 it prints "no virtual threads".
@@ -25,7 +25,12 @@ public class VThreads {
         long x = spin(k);
         Thread.sleep(1);
         if (park) {
-            LockSupport.parkNanos(1_000_000);
+            // At least 1 ms parked: a park may return at once (a permit left
+            // by the sleep's wake-up) or early, so it parks until the deadline.
+            long until = System.nanoTime() + 1_000_000;
+            for (long left = 1_000_000; left > 0; left = until - System.nanoTime()) {
+                LockSupport.parkNanos(left);
+            }
         }
         return x;
     }
