@@ -6,7 +6,7 @@
 //! unfinished, `jscope tree` shows one tree per virtual thread, named by its
 //! name or `virtual-<id>`, and cpu samples taken while a virtual thread ran
 //! belong to it, with its carrier kept (`--group-by carrier` counts them for the
-//! carriers). Run on JDK 21 and 25; on JDK 17 (no virtual threads) nothing
+//! carriers), as do snapshots of its carriers and its parks. Run on JDK 21 and 25; on JDK 17 (no virtual threads) nothing
 //! changes.
 
 mod support;
@@ -30,7 +30,8 @@ fn traced_run(java: &Java) -> Option<PathBuf> {
         java,
         &format!("trace-vthreads-{}", java.major),
         &[],
-        "mode=cpu,interval=1ms,events=park,parkthreshold=0,trace=VThreads#task;VThreads#work",
+        "mode=cpu+snapshot,interval=1ms,snapinterval=20ms,events=park,parkthreshold=0,\
+         trace=VThreads#task;VThreads#work",
         &classes(),
         &["VThreads", &THREADS.to_string()],
         180,
@@ -178,6 +179,32 @@ fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
             0
         );
         assert!(report("carrier", "ForkJoinPool-*") >= on_virtual.len() as u64);
+
+        // Snapshots too: a carrier running a virtual thread stands for it, with
+        // the virtual thread's own stack.
+        let entries: Vec<_> = rec
+            .snapshots
+            .iter()
+            .flat_map(|s| &s.threads)
+            .filter(|t| t.carrier.0 != 0)
+            .collect();
+        let in_task = entries
+            .iter()
+            .filter(|t| {
+                rec.stack(t.stack)
+                    .iter()
+                    .any(|f| rec.method_label(f.method) == "VThreads.task")
+            })
+            .count();
+        assert!(
+            in_task >= 5 && in_task * 2 >= entries.len(),
+            "JDK {jdk}: {in_task} of {} snapshot entries of virtual threads in VThreads.task",
+            entries.len()
+        );
+        for t in &entries {
+            assert_eq!(rec.threads[&t.thread].os_tid, 0, "JDK {jdk}");
+            assert_ne!(rec.threads[&t.carrier].os_tid, 0, "JDK {jdk}");
+        }
 
         // Parks inside VThreads.work are the virtual threads' own: every fifth
         // thread parked at least 1 ms in each of its three calls.

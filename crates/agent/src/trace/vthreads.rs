@@ -74,6 +74,57 @@ fn set_mounted(tid: u32, java_id: i64) {
     }
 }
 
+/// Set while snapshots are taken: the mounted virtual threads are then kept as
+/// references too ([`MOUNTED_REFS`]), so a snapshot can take their stacks.
+static SNAPSHOTS: AtomicBool = AtomicBool::new(false);
+
+/// Carrier tid -> (the mounted virtual thread's Java id, a global reference to
+/// it), while [`SNAPSHOTS`] is set. A carrier's own stack shows only
+/// `Continuation.run` above its pool's frames while a virtual thread runs.
+static MOUNTED_REFS: Mutex<Option<HashMap<u32, (i64, usize)>>> = Mutex::new(None);
+
+fn mounted_refs() -> std::sync::MutexGuard<'static, Option<HashMap<u32, (i64, usize)>>> {
+    MOUNTED_REFS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Snapshots want the mounted virtual threads (`on`), or no more.
+pub fn keep_mounted_refs(on: bool, jni: Jni) {
+    SNAPSHOTS.store(on, Ordering::Relaxed);
+    if !on {
+        for (_, r) in mounted_refs().take().unwrap_or_default().into_values() {
+            jni.delete_global(r as sys::jobject);
+        }
+    }
+}
+
+/// The virtual thread mounted on carrier `tid`, as its Java id and a local
+/// reference of the caller's (`jni`), when snapshots keep them.
+pub fn mounted_ref(tid: u32, jni: Jni) -> Option<(i64, sys::jthread)> {
+    let guard = mounted_refs();
+    let &(id, r) = guard.as_ref()?.get(&tid)?;
+    let local = jni.new_local(r as sys::jobject);
+    drop(guard);
+    (!local.is_null()).then_some((id, local))
+}
+
+fn update_mounted_ref(jni: Jni, tid: u32, mounted: Option<(i64, sys::jthread)>) {
+    if !SNAPSHOTS.load(Ordering::Relaxed) {
+        return;
+    }
+    let new = mounted.map(|(id, t)| (id, jni.new_global(t) as usize));
+    let old = {
+        let mut guard = mounted_refs();
+        let map = guard.get_or_insert_with(HashMap::new);
+        match new {
+            Some(n) => map.insert(tid, n),
+            None => map.remove(&tid),
+        }
+    };
+    if let Some((_, r)) = old {
+        jni.delete_global(r as sys::jobject);
+    }
+}
+
 /// Follows virtual threads for a recording's samples and events (`on`), or
 /// stops naming them when it ends; true when the JVM has virtual threads.
 pub fn follow(on: bool) -> bool {
@@ -179,6 +230,8 @@ fn transition(
         // Kept whether or not anything records now: a recording that starts
         // while this virtual thread runs finds it mounted.
         set_mounted(gettid(), if mounts { id } else { 0 });
+        let mounted = (mounts && id != 0).then_some((id, vthread));
+        update_mounted_ref(Jni(env), gettid(), mounted);
         if mounts {
             crate::events::park::virtual_thread_mounted(Jni(env), vthread);
         }
