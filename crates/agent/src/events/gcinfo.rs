@@ -490,10 +490,20 @@ fn assign(offset: i64, notes: &[GcNote], pauses: &[(u64, u64)]) -> Vec<Option<us
             continue;
         }
         let (start, end) = (n.start_ms as i64 + offset, n.end_ms as i64 + offset);
-        *m = pauses.iter().position(|&(s, d)| {
-            let (ps, pe) = ((s / 1_000_000) as i64, ((s + d) / 1_000_000) as i64);
-            s + d <= n.arrival_ns && ps - MATCH_SLACK_MS <= start && end <= pe + MATCH_SLACK_MS
-        });
+        // Of the pauses that hold it (within the slack), the one needing the
+        // least slack: the next collection's scavenge may start within the
+        // slack of the previous pause's end.
+        *m = pauses
+            .iter()
+            .enumerate()
+            .filter(|&(_, &(s, d))| s + d <= n.arrival_ns)
+            .filter_map(|(i, &(s, d))| {
+                let (ps, pe) = ((s / 1_000_000) as i64, ((s + d) / 1_000_000) as i64);
+                let slack = (ps - start).max(end - pe).max(0);
+                (slack <= MATCH_SLACK_MS).then_some((slack, i))
+            })
+            .min()
+            .map(|(_, i)| i);
     }
     matched
 }
