@@ -248,6 +248,12 @@ impl Recorder {
         let Prepared { options, file, .. } = prepared;
 
         register_live_threads(jvmti, jni, fields, &table);
+        // Samples, snapshots and parks of virtual threads (JDK 21+) are theirs,
+        // not their carriers': follow the mounts.
+        let modes = &options.modes;
+        if modes.cpu || modes.wall || modes.snapshot || !options.events.kinds.is_empty() {
+            crate::trace::vthreads::follow(true);
+        }
         let timers = sources;
         let hooks = Hooks {
             jvmti,
@@ -384,6 +390,7 @@ impl Recorder {
             engine.wait(deadline);
         }
         self.started = 0;
+        crate::trace::vthreads::follow(false);
         self.writer_stop.stop();
         let complete = match &self.writer_done {
             Some(done) => done.wait(WRITER_STOP_WAIT),

@@ -46,6 +46,8 @@ pub struct SampleHeader {
     pub weight_ns: u64,
     /// JVMTI thread state bits as the handler knew them (0 when unknown).
     pub state: u32,
+    /// Java id of the virtual thread mounted on this carrier thread, 0 for none.
+    pub vthread: i64,
 }
 
 struct Slot {

@@ -300,6 +300,7 @@ impl SignalShared {
             env: env as usize,
             weight_ns: weight,
             state,
+            vthread: crate::trace::vthreads::mounted_on(tid),
         };
         claim.publish(header);
     }
@@ -452,9 +453,14 @@ impl SignalEngine {
             return;
         }
         d.strikes.clear(h.tid);
-        let Some(thread) = sink.event_thread(ThreadKey::new(h.tid, h.env, 0)) else {
+        let Some(mut thread) = sink.event_thread(ThreadKey::new(h.tid, h.env, 0)) else {
             return;
         };
+        // A carrier running a virtual thread: the sample is the virtual thread's.
+        let mut carrier = 0;
+        if h.vthread != 0 {
+            carrier = std::mem::replace(&mut thread, sink.virtual_thread(h.vthread));
+        }
         let stack = if h.num_frames <= 0 {
             // The time was spent all the same: kept, under the walk's failure.
             let reason = COUNTER_NAMES[walk_counter(h.num_frames)];
@@ -474,6 +480,7 @@ impl SignalEngine {
         });
         let sample = Sample {
             thread: ThreadId(thread),
+            carrier: ThreadId(carrier),
             ticks: h.ticks,
             stack: StackId(stack),
             mode,

@@ -153,12 +153,35 @@ impl Sink {
         if self.table.is_agent(tid) {
             return None;
         }
+        if tid == 0 && env == 0 && java_id != 0 {
+            // Known only by its Java id: a virtual thread (JDK 21+).
+            return Some(self.virtual_thread(java_id));
+        }
         let by_java_id = (java_id != 0)
             .then(|| self.table.order_of_java_id(java_id))
             .flatten();
         let t = by_java_id.unwrap_or_else(|| self.thread_of(tid, env));
         self.emit_thread(t);
         Some(t)
+    }
+
+    /// The recording thread of virtual thread `java_id` (JDK 21+), described and
+    /// its definition written at its first sighting.
+    pub fn virtual_thread(&mut self, java_id: i64) -> u32 {
+        let t = match self.table.order_of_java_id(java_id) {
+            Some(t) => t,
+            None => {
+                let table = self.table.clone();
+                let carrier_name = |tid: u32| {
+                    let order = table.order_of_tid(tid)?;
+                    table.changed_since(order, u32::MAX).map(|e| e.info.name)
+                };
+                let info = crate::trace::vthreads::description(java_id, carrier_name);
+                self.table.see(java_id, info, None)
+            }
+        };
+        self.emit_thread(t);
+        t
     }
 
     /// True for a thread JVMTI shows as a java.lang.Thread. Such a thread is never

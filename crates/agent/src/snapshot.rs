@@ -26,6 +26,9 @@ struct RawSnapshotThread {
     state: u32,
     /// (jmethodID, bci) top first; bci is -1 for native frames.
     frames: Vec<(usize, i32)>,
+    /// Java id of the virtual thread mounted on this carrier (0: none): the
+    /// state and frames are then the virtual thread's.
+    vthread: i64,
 }
 
 /// A snapshot before symbol resolution.
@@ -67,6 +70,7 @@ impl SnapshotSampler {
             return;
         };
         java_threads::mark_agent_java(&self.table, jni);
+        crate::trace::vthreads::keep_mounted_refs(true, jni);
         let mut previous: Option<u64> = None;
         let mut next = Instant::now();
         while !self.stopper.wait_until(next) {
@@ -87,6 +91,7 @@ impl SnapshotSampler {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
+        crate::trace::vthreads::keep_mounted_refs(false, jni);
         self.vm.detach();
     }
 
@@ -106,17 +111,47 @@ impl SnapshotSampler {
                 if let Some((java_id, info)) = describe(self.jvmti, jni, self.fields, thread) {
                     if !self.table.is_agent_java(java_id) {
                         let order = self.table.see(java_id, info, None);
-                        threads.push(RawSnapshotThread {
-                            order,
-                            state,
-                            frames,
-                        });
+                        threads.push(self.mounted_or(jni, order, state, frames));
                     }
                 }
                 jni.delete_local(thread);
             }
             threads
         })
+    }
+}
+
+impl SnapshotSampler {
+    /// A carrier running a virtual thread stands for the virtual thread (its
+    /// own stack shows only `Continuation.run`); any other thread for itself.
+    fn mounted_or(
+        &self,
+        jni: Jni,
+        order: u32,
+        state: u32,
+        frames: Vec<(usize, i32)>,
+    ) -> RawSnapshotThread {
+        let tid = self.table.tid_of(order);
+        let mounted = (tid != 0)
+            .then(|| crate::trace::vthreads::mounted_ref(tid, jni))
+            .flatten();
+        let Some((vthread, local)) = mounted else {
+            return RawSnapshotThread {
+                order,
+                state,
+                frames,
+                vthread: 0,
+            };
+        };
+        let frames = self.jvmti.stack_of(local, self.depth);
+        let state = self.jvmti.thread_state(local);
+        jni.delete_local(local);
+        RawSnapshotThread {
+            order,
+            state,
+            frames,
+            vthread,
+        }
     }
 }
 
@@ -154,9 +189,14 @@ impl SnapshotEngine {
         let mut threads = Vec::with_capacity(raw.threads.len());
         for t in raw.threads {
             sink.emit_thread(t.order);
+            let (thread, carrier) = match t.vthread {
+                0 => (t.order, 0),
+                id => (sink.virtual_thread(id), t.order),
+            };
             let stack = sink.stack(t.frames.into_iter());
             threads.push(SnapshotThread {
-                thread: ThreadId(t.order),
+                thread: ThreadId(thread),
+                carrier: ThreadId(carrier),
                 state: t.state,
                 stack: StackId(stack),
             });

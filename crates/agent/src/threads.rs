@@ -134,6 +134,13 @@ impl ThreadTable {
         order
     }
 
+    /// The Linux id of the thread with start order `order`; 0 when unknown.
+    pub fn tid_of(&self, order: u32) -> u32 {
+        let inner = self.lock();
+        let index = (order as usize).wrapping_sub(1);
+        inner.entries.get(index).map_or(0, |e| e.os_tid)
+    }
+
     pub fn order_of_tid(&self, tid: u32) -> Option<u32> {
         self.lock().by_tid.get(&tid).copied()
     }

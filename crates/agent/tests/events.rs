@@ -13,7 +13,7 @@ use std::time::Duration;
 use jscope_format::{ClassId, EventKind, StackId, ThreadId};
 use jscope_format::{JvmEvent, Recording, UserEventKind};
 use jscope_testkit::{
-    agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
+    agent_path, all_javas, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
 };
 
 const JVM_LIMIT: Duration = Duration::from_secs(240);
@@ -1167,12 +1167,13 @@ fn attach_without_park_breakpoints() {
     assert!(tested > 0, "no JDK with jcmd found");
 }
 
-/// Virtual threads (JDK 21+) park without calling Unsafe.park from LockSupport:
-/// their parks are not recorded, a platform thread's park beside them is.
+/// Virtual threads (JDK 21+) park through their own branch of LockSupport's
+/// park methods (no Unsafe.park): their parks are recorded as the virtual
+/// threads' own, beside a platform thread's.
 #[test]
-fn virtual_threads_parks_are_not_recorded() {
+fn virtual_threads_parks_are_theirs() {
     let mut tested = 0;
-    for java in javas().into_iter().filter(|j| j.major >= 21) {
+    for java in all_javas().into_iter().filter(|j| j.major >= 21) {
         let (rec, stdout) = record(
             &java,
             "vpark",
@@ -1182,11 +1183,26 @@ fn virtual_threads_parks_are_not_recorded() {
         );
         assert!(stdout.contains("parked 20"), "{stdout}");
         let parks = parks(&rec);
-        assert!(
-            parks_in(&parks, "VirtualParker.virtualPark").is_empty(),
-            "JDK {}: {parks:#?}",
+        let virtual_parks = parks_in(&parks, "VirtualParker.virtualPark");
+        assert_eq!(virtual_parks.len(), 20, "JDK {}: {parks:#?}", java.major);
+        let mut names: Vec<&str> = virtual_parks.iter().map(|p| p.thread.as_str()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(
+            names.len(),
+            20,
+            "JDK {}: one park per virtual thread",
             java.major
         );
+        for p in &virtual_parks {
+            assert!(
+                p.thread.starts_with("virtual-"),
+                "JDK {}: {p:?}",
+                java.major
+            );
+            assert_eq!(p.timeout_ns, 40_000_000, "JDK {}: {p:?}", java.major);
+            assert!(p.duration_ms >= 39.0, "JDK {}: {p:?}", java.major);
+        }
         let platform = parks_in(&parks, "VirtualParker.platformPark");
         assert_eq!(platform.len(), 1, "JDK {}: {parks:#?}", java.major);
         assert_eq!(platform[0].thread, "platform");

@@ -8,6 +8,8 @@ pub enum AnalysisError {
     UnknownMode(String),
     #[error("unknown thread state `{0}` (expected runnable, blocked, waiting, timed_waiting, sleeping, parked, native, terminated, new or unknown)")]
     UnknownState(String),
+    #[error("unknown thread grouping `{0}` (expected virtual or carrier)")]
+    UnknownGrouping(String),
     #[error("the recording has no snapshots (record with --mode snapshot)")]
     NoSnapshots,
     #[error("invalid time window: from {from}s is after to {to}s")]

@@ -53,7 +53,9 @@ pub use queue::{
     erlang_c, replay_queue, replay_queue_bytes, ErlangC, LengthPoint, QueueError, QueueReport,
     QueueSpec, QueueSummary, Request,
 };
-pub use select::{count_mode, parse_state, Mode, Selection, StackCounts, StackSample};
+pub use select::{
+    count_mode, parse_state, Mode, Selection, StackCounts, StackSample, ThreadGrouping,
+};
 pub use threads::{threads_at, FrameRow, ThreadRow, ThreadsView};
 
 #[cfg(test)]

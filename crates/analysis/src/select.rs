@@ -77,11 +77,37 @@ impl FromStr for Mode {
     }
 }
 
+/// Which thread a sample taken on a carrier running a virtual thread (JDK 21+)
+/// counts for: the virtual thread (default: what ran) or its carrier (where it
+/// ran: per platform thread, as before virtual threads were told apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThreadGrouping {
+    #[default]
+    Virtual,
+    Carrier,
+}
+
+impl FromStr for ThreadGrouping {
+    type Err = AnalysisError;
+
+    fn from_str(s: &str) -> Result<ThreadGrouping, AnalysisError> {
+        match s.to_ascii_lowercase().as_str() {
+            "virtual" => Ok(ThreadGrouping::Virtual),
+            "carrier" => Ok(ThreadGrouping::Carrier),
+            _ => Err(AnalysisError::UnknownGrouping(s.to_string())),
+        }
+    }
+}
+
 /// One stack observed on one thread at one moment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StackSample {
     pub mode: Mode,
+    /// A virtual thread's, when one ran on a carrier (see [`ThreadGrouping`]).
     pub thread: u32,
+    /// The carrier a virtual `thread` ran on; 0 for a platform thread.
+    pub carrier: u32,
     pub ticks: u64,
     pub stack: u32,
     /// JVMTI thread state bits; 0 when unknown.
@@ -93,6 +119,7 @@ impl StackSample {
         StackSample {
             mode: Mode::of_sample(s.mode),
             thread: s.thread.0,
+            carrier: s.carrier.0,
             ticks: s.ticks,
             stack: s.stack.0,
             state: s.state,
@@ -103,6 +130,7 @@ impl StackSample {
         snap.threads.iter().map(move |t| StackSample {
             mode: Mode::Snapshot,
             thread: t.thread.0,
+            carrier: t.carrier.0,
             ticks: snap.ticks,
             stack: t.stack.0,
             state: t.state,
@@ -131,6 +159,8 @@ pub struct Selection {
     pub from_s: Option<f64>,
     /// Seconds since the start of the recording, exclusive.
     pub to_s: Option<f64>,
+    /// Whether virtual threads' samples count for them or their carriers.
+    pub group: ThreadGrouping,
 }
 
 impl Selection {
@@ -160,8 +190,15 @@ impl Selection {
             .iter()
             .filter(move |_| mode == Some(Mode::Snapshot))
             .flat_map(StackSample::from_snapshot);
+        let group = self.group;
         signal
             .chain(snapshots)
+            .map(move |mut s| {
+                if group == ThreadGrouping::Carrier && s.carrier != 0 {
+                    s.thread = std::mem::take(&mut s.carrier);
+                }
+                s
+            })
             .filter(move |s| self.accepts(rec, s))
     }
 

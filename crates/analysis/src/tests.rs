@@ -479,3 +479,49 @@ fn info_listed_failed_walks_and_a_4ms_median_for_5ms_unexplained() {
     assert!(text.contains("differs from the requested 5ms"), "{text}");
     assert!(text.contains("scheduler tick"), "{text}");
 }
+
+#[test]
+fn virtual_threads_samples_group_by_virtual_thread_or_by_carrier() {
+    let mut b = RecordingBuilder::new();
+    b.thread(1, "ForkJoinPool-1-worker-1", "CarrierThreads", 1);
+    b.thread(2, "vt-0", "virtual", 2);
+    b.thread(3, "virtual-41", "virtual", 3);
+    let spin = b.stack(&[("demo.Task.spin", 3)]);
+    let idle = b.stack(&[("java.util.concurrent.ForkJoinPool.awaitWork", 9)]);
+    b.sample_on(SampleMode::Cpu, (2, 1), 10, spin.0, RUNNING);
+    b.sample_on(SampleMode::Cpu, (3, 1), 20, spin.0, RUNNING);
+    b.sample_on(SampleMode::Cpu, (3, 1), 30, spin.0, RUNNING);
+    b.sample(SampleMode::Cpu, 1, 40, idle.0, RUNNING);
+    let rec = b.build(Some(100));
+    let threads_of = |group: ThreadGrouping| {
+        let sel = Selection {
+            group,
+            ..Selection::default()
+        };
+        let mut t: Vec<u32> = sel.samples(&rec).map(|s| s.thread).collect();
+        t.sort();
+        t
+    };
+    assert_eq!(threads_of(ThreadGrouping::Virtual), [1, 2, 3, 3]);
+    assert_eq!(threads_of(ThreadGrouping::Carrier), [1, 1, 1, 1]);
+    // A thread filter sees the grouped thread's name.
+    let by_name = |group, name: &str| Selection {
+        group,
+        thread: Some(ThreadMatcher::new(name)),
+        ..Selection::default()
+    };
+    assert_eq!(
+        by_name(ThreadGrouping::Virtual, "vt-")
+            .samples(&rec)
+            .count(),
+        1
+    );
+    assert_eq!(
+        by_name(ThreadGrouping::Carrier, "ForkJoinPool")
+            .samples(&rec)
+            .count(),
+        4
+    );
+    assert_eq!("carrier".parse(), Ok(ThreadGrouping::Carrier));
+    assert!("platform".parse::<ThreadGrouping>().is_err());
+}

@@ -79,9 +79,22 @@ impl RecordingBuilder {
 
     /// `at_ms` since the start.
     pub fn sample(&mut self, mode: SampleMode, thread: u32, at_ms: u64, stack: u32, state: u32) {
+        self.sample_on(mode, (thread, 0), at_ms, stack, state);
+    }
+
+    /// A sample of virtual thread `thread` taken on `carrier` (0: a platform thread).
+    pub fn sample_on(
+        &mut self,
+        mode: SampleMode,
+        (thread, carrier): (u32, u32),
+        at_ms: u64,
+        stack: u32,
+        state: u32,
+    ) {
         let ticks = START + at_ms * TICKS_PER_SECOND / 1000;
         self.chunk.sample(&Sample {
             thread: ThreadId(thread),
+            carrier: ThreadId(carrier),
             ticks,
             stack: StackId(stack),
             mode,
@@ -95,6 +108,7 @@ impl RecordingBuilder {
             .iter()
             .map(|&(thread, state, stack)| SnapshotThread {
                 thread: ThreadId(thread),
+                carrier: Default::default(),
                 state,
                 stack: StackId(stack),
             })

@@ -38,6 +38,12 @@ pub fn selection(args: &SelectArgs) -> Result<Selection> {
             .collect::<Result<_, _>>()?,
         from_s: args.from,
         to_s: args.to,
+        group: args
+            .group_by
+            .as_deref()
+            .map(str::parse)
+            .transpose()?
+            .unwrap_or_default(),
     };
     selection.validate()?;
     Ok(selection)

@@ -322,6 +322,10 @@ pub struct SelectArgs {
     /// Only samples of the last DURATION (10m, 1h, 1h30m, 2d): --from -DURATION.
     #[arg(long, value_name = "DURATION", value_parser = parse_since, conflicts_with = "from_at")]
     pub since: Option<u64>,
+    /// A virtual thread's samples (JDK 21+) count for the virtual thread
+    /// (`virtual`, the default) or for the carrier thread it ran on (`carrier`).
+    #[arg(long = "group-by", value_name = "THREADS", value_parser = ["virtual", "carrier"])]
+    pub group_by: Option<String>,
     /// --from as seconds from the start, once resolved (`source::resolve_window`).
     #[arg(skip)]
     pub from: Option<f64>,

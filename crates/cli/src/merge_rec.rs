@@ -225,6 +225,7 @@ mod tests {
             .iter()
             .map(|m| Sample {
                 thread: ThreadId(1),
+                carrier: Default::default(),
                 ticks: 5_000 + m * tps / 1000,
                 stack: StackId(1),
                 mode: SampleMode::Cpu,

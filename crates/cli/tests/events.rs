@@ -149,6 +149,7 @@ fn shop_recording() -> Vec<u8> {
             };
             d.w.sample(&Sample {
                 thread: ThreadId(thread),
+                carrier: Default::default(),
                 ticks: t(ms),
                 stack: StackId(stack),
                 mode: SampleMode::Wall,

@@ -123,6 +123,7 @@ fn mixed_recording() -> PathBuf {
             ms += 10;
             w.sample(&Sample {
                 thread: ThreadId(thread),
+                carrier: ThreadId(0),
                 ticks: ms * MS,
                 stack: StackId(stack),
                 mode: SampleMode::Cpu,

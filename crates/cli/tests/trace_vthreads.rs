@@ -1,20 +1,24 @@
-//! Exact tracing of virtual threads (issue 16) on a real JVM: 2,000 virtual
-//! threads each call a traced method three times, every call sleeping 1 ms, so
+//! Virtual threads (issue 16) on a real JVM, traced and cpu-sampled at once:
+//! 10,000 virtual threads each call a traced method three times, every call
+//! computing a little and sleeping 1 ms (every fifth thread also parks 1 ms), so
 //! each unmounts in the middle of every call and may resume on another carrier.
 //! `jscope stats` counts exactly 3N calls of at least 1 ms with nothing
-//! unfinished, and `jscope tree` shows one tree per virtual thread, named by its
-//! name or `virtual-<id>`. On JDK 17 (no virtual threads) nothing changes.
+//! unfinished, `jscope tree` shows one tree per virtual thread, named by its
+//! name or `virtual-<id>`, and cpu samples taken while a virtual thread ran
+//! belong to it, with its carrier kept (`--group-by carrier` counts them for the
+//! carriers), as do snapshots of its carriers and its parks. Run on JDK 21 and 25; on JDK 17 (no virtual threads) nothing
+//! changes.
 
 mod support;
 
 use std::path::{Path, PathBuf};
 
 use jscope_analysis::trace::{CallTree, TraceOptions};
-use jscope_testkit::{compile_fixtures, javas, Java};
+use jscope_testkit::{all_javas, compile_fixtures, Java};
 use serde_json::Value;
 use support::*;
 
-const THREADS: usize = 2000;
+const THREADS: usize = 10_000;
 
 fn classes() -> PathBuf {
     compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vthread_fixtures"))
@@ -26,7 +30,8 @@ fn traced_run(java: &Java) -> Option<PathBuf> {
         java,
         &format!("trace-vthreads-{}", java.major),
         &[],
-        "trace=VThreads#task;VThreads#work",
+        "mode=cpu+snapshot,interval=1ms,snapinterval=20ms,events=park,parkthreshold=0,\
+         trace=VThreads#task;VThreads#work",
         &classes(),
         &["VThreads", &THREADS.to_string()],
         180,
@@ -55,7 +60,7 @@ fn method<'a>(stats: &'a Value, label: &str) -> &'a Value {
 #[test]
 fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
     let mut tested = 0;
-    for java in javas() {
+    for java in all_javas() {
         let Some(file) = traced_run(&java) else {
             continue;
         };
@@ -119,6 +124,125 @@ fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
         );
         assert!(vt0.java_id > 0 && vt0.os_tid == 0, "JDK {jdk}: {vt0:?}");
 
+        // Cpu samples taken while a virtual thread ran are the virtual thread's,
+        // with the carrier (a platform thread) it ran on.
+        let on_virtual: Vec<_> = rec.samples.iter().filter(|s| s.carrier.0 != 0).collect();
+        let spinning = on_virtual
+            .iter()
+            .filter(|s| {
+                rec.stack(s.stack)
+                    .first()
+                    .is_some_and(|f| rec.method_label(f.method) == "VThreads.spin")
+            })
+            .count();
+        assert!(
+            spinning >= 20 && spinning * 2 >= on_virtual.len(),
+            "JDK {jdk}: {spinning} of {} virtual threads' samples in VThreads.spin, {} samples",
+            on_virtual.len(),
+            rec.samples.len()
+        );
+        for s in &on_virtual {
+            let (t, c) = (&rec.threads[&s.thread], &rec.threads[&s.carrier]);
+            assert!(
+                t.os_tid == 0 && t.java_id > 0 && t.group.starts_with("virtual"),
+                "JDK {jdk}: {t:?}"
+            );
+            assert!(
+                c.os_tid != 0 && !c.group.starts_with("virtual"),
+                "JDK {jdk}: {c:?}"
+            );
+        }
+        let virtual_threads: std::collections::HashSet<_> =
+            on_virtual.iter().map(|s| s.thread).collect();
+        assert!(
+            virtual_threads.len() >= 10,
+            "JDK {jdk}: {virtual_threads:?}"
+        );
+        // Reports count them for the virtual threads, or for their carriers.
+        let report = |group: &str, thread: &str| {
+            let j = jscope_json(&[
+                "report",
+                path,
+                "--group-by",
+                group,
+                "--thread",
+                thread,
+                "--format",
+                "json",
+            ]);
+            j["samples"].as_u64().unwrap_or_else(|| panic!("{j}"))
+        };
+        let named = report("virtual", "vt-*") + report("virtual", "virtual-*");
+        assert_eq!(named, on_virtual.len() as u64, "JDK {jdk}");
+        assert_eq!(
+            report("carrier", "vt-*") + report("carrier", "virtual-*"),
+            0
+        );
+        assert!(report("carrier", "ForkJoinPool-*") >= on_virtual.len() as u64);
+
+        // Snapshots too: a carrier running a virtual thread stands for it, with
+        // the virtual thread's own stack.
+        let entries: Vec<_> = rec
+            .snapshots
+            .iter()
+            .flat_map(|s| &s.threads)
+            .filter(|t| t.carrier.0 != 0)
+            .collect();
+        let in_task = entries
+            .iter()
+            .filter(|t| {
+                rec.stack(t.stack)
+                    .iter()
+                    .any(|f| rec.method_label(f.method) == "VThreads.task")
+            })
+            .count();
+        assert!(
+            in_task >= 5 && in_task * 2 >= entries.len(),
+            "JDK {jdk}: {in_task} of {} snapshot entries of virtual threads in VThreads.task",
+            entries.len()
+        );
+        for t in &entries {
+            assert_eq!(rec.threads[&t.thread].os_tid, 0, "JDK {jdk}");
+            assert_ne!(rec.threads[&t.carrier].os_tid, 0, "JDK {jdk}");
+        }
+
+        // Parks inside VThreads.work are the virtual threads' own: every fifth
+        // thread parked at least 1 ms in each of its three calls.
+        let mut parked: std::collections::HashMap<u32, u64> = Default::default();
+        for e in &rec.events {
+            if let jscope_format::EventKind::Park {
+                duration_ns, stack, ..
+            } = e.kind
+            {
+                let frames = rec.stack(stack);
+                if !frames
+                    .iter()
+                    .any(|f| rec.method_label(f.method) == "VThreads.work")
+                {
+                    continue;
+                }
+                let t = &rec.threads[&e.thread];
+                assert!(
+                    t.os_tid == 0 && t.group.starts_with("virtual"),
+                    "JDK {jdk}: {t:?}"
+                );
+                *parked.entry(e.thread.0).or_default() += duration_ns;
+            }
+        }
+        assert_eq!(parked.len(), THREADS / 5, "JDK {jdk}");
+        assert!(
+            parked.values().all(|&ns| ns >= 2_900_000),
+            "JDK {jdk}: {:?}",
+            parked.values().min()
+        );
+        let vt0_id = rec
+            .threads
+            .iter()
+            .find(|(_, t)| t.name == "vt-0")
+            .unwrap()
+            .0;
+        assert!(parked.contains_key(&vt0_id.0), "JDK {jdk}: vt-0 parks");
+
         // `jscope tree` prints them under their names.
         let out = jscope(&["tree", path]);
         assert!(out.status.success(), "{}", stderr(&out));
@@ -131,7 +255,7 @@ fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
             .count();
         assert_eq!(unnamed, THREADS / 2, "JDK {jdk}");
     }
-    if javas().iter().any(|j| j.major >= 21) {
+    if all_javas().iter().any(|j| j.major >= 21) {
         assert!(tested > 0);
     }
 }

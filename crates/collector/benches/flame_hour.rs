@@ -176,6 +176,7 @@ fn write_jvm(store: &FileStore, pid: u32, start_wall_ns: u64, a: &Args) {
         for i in 0..per_chunk {
             w.sample(&Sample {
                 thread: ThreadId(1 + rng.next(THREADS)),
+                carrier: Default::default(),
                 ticks: chunk_start * 1_000_000_000 + i * step,
                 stack: StackId(1 + rng.next(STACKS).min(rng.next(STACKS))),
                 mode: SampleMode::Cpu,

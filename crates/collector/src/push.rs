@@ -598,6 +598,7 @@ fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Resul
             let wall = from + ((to - from) as u128 * i as u128 / s.count as u128) as u64;
             w.sample(&Sample {
                 thread,
+                carrier: Default::default(),
                 ticks: wall.saturating_sub(start),
                 stack,
                 mode: s.mode,

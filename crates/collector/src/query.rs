@@ -42,6 +42,7 @@ impl Query {
             states: self.states.clone(),
             from_s: self.from_ns.map(rel),
             to_s: self.to_ns.map(rel),
+            group: Default::default(),
         }
     }
 

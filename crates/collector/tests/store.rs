@@ -225,6 +225,7 @@ impl Sparse {
             self.next += 1;
             self.writer.sample(&jscope_format::Sample {
                 thread: ThreadId(1),
+                carrier: Default::default(),
                 ticks: self.header.start_ticks + i * 5_000_000_000,
                 stack: StackId(1 + (i % 3) as u32),
                 mode: if i % 4 == 3 {
@@ -389,6 +390,7 @@ impl Busy {
             let ticks = self.header.start_ticks + i * 5_000_000_000;
             self.writer.sample(&jscope_format::Sample {
                 thread: ThreadId(1 + (i % 5) as u32),
+                carrier: Default::default(),
                 ticks,
                 stack: StackId(1 + (i % 3) as u32),
                 mode: if i % 4 == 3 {
@@ -403,6 +405,7 @@ impl Busy {
                 let threads = (0..3u64)
                     .map(|t| jscope_format::SnapshotThread {
                         thread: ThreadId(1 + ((i + t) % 5) as u32),
+                        carrier: Default::default(),
                         state: BUSY_STATES[((i + 2 * t) % 5) as usize],
                         stack: StackId(1 + ((i + t) % 3) as u32),
                     })
@@ -495,6 +498,7 @@ fn thread_and_state_filters_count_from_summaries_exactly_what_decoding_counts() 
                     states: filter.states.clone(),
                     from_s: from.map(rel),
                     to_s: to.map(rel),
+                    group: Default::default(),
                 };
                 let slow = sel.stack_counts(&full);
                 assert_eq!(m, sel.mode_in(&full), "{what}");

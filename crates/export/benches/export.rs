@@ -86,6 +86,7 @@ fn recording(samples: u64) -> Recording {
         }
         w.sample(&Sample {
             thread: ThreadId(t as u32 + 1),
+            carrier: Default::default(),
             ticks: (i / u64::from(THREADS)) * 10_000_000,
             stack: StackId(current[t]),
             mode: SampleMode::Cpu,

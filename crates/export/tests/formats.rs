@@ -97,6 +97,7 @@ fn recording() -> Recording {
     ] {
         w.sample(&Sample {
             thread: ThreadId(thread),
+            carrier: Default::default(),
             ticks: ms * MS,
             stack: StackId(stack),
             mode: SampleMode::Cpu,
@@ -554,6 +555,7 @@ fn mixed_recording() -> Recording {
     for ms in [0, 10, 20] {
         w.sample(&Sample {
             thread: ThreadId(1),
+            carrier: ThreadId(0),
             ticks: ms * MS,
             stack: StackId(1),
             mode: SampleMode::Cpu,

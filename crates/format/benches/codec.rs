@@ -28,6 +28,7 @@ fn encode() -> Vec<u8> {
         let thread = 1 + (i % 16) as u32;
         let s = Sample {
             thread: ThreadId(thread),
+            carrier: Default::default(),
             ticks: i / 16 * 10_000_000 + x % 50_000,
             stack: StackId(1 + (x % 500) as u32),
             mode: SampleMode::Cpu,

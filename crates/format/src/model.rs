@@ -184,7 +184,11 @@ impl SampleMode {
 /// One signal-driven stack sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
+    /// The sampled thread: a virtual thread when one was mounted on its carrier.
     pub thread: ThreadId,
+    /// The carrier (platform) thread a virtual `thread` ran on; 0 when `thread`
+    /// is a platform thread.
+    pub carrier: ThreadId,
     pub ticks: u64,
     pub stack: StackId,
     pub mode: SampleMode,
@@ -196,7 +200,10 @@ pub struct Sample {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnapshotThread {
+    /// A virtual thread when one was mounted on its carrier.
     pub thread: ThreadId,
+    /// The carrier a virtual `thread` ran on; 0 for a platform thread.
+    pub carrier: ThreadId,
     pub state: u32,
     pub stack: StackId,
 }

@@ -381,13 +381,21 @@ fn decode_sample(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Sample, For
     let mode_byte = c.u8()?;
     let mode = SampleMode::from_u8(mode_byte)
         .ok_or_else(|| FormatError::Malformed(format!("unknown sample mode {mode_byte}")))?;
+    let (weight_ns, state) = (c.u64()?, c.u32()?);
+    // Trailing, newer: a virtual thread's carrier.
+    let carrier = if c.is_empty() {
+        ThreadId::NONE
+    } else {
+        c.id()?
+    };
     Ok(Sample {
         thread,
+        carrier,
         ticks,
         stack,
         mode,
-        weight_ns: c.u64()?,
-        state: c.u32()?,
+        weight_ns,
+        state,
     })
 }
 
@@ -399,9 +407,16 @@ fn decode_snapshot(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Snapshot,
     for _ in 0..n {
         threads.push(SnapshotThread {
             thread: c.id()?,
+            carrier: ThreadId::NONE,
             state: c.u32()?,
             stack: c.id()?,
         });
+    }
+    // Trailing, newer: each thread's carrier (virtual threads).
+    if !c.is_empty() {
+        for t in &mut threads {
+            t.carrier = c.id()?;
+        }
     }
     Ok(Snapshot {
         ticks,

@@ -115,6 +115,10 @@ impl ChunkWriter {
         self.body.push(s.mode as u8);
         put_u64(&mut self.body, s.weight_ns);
         put_u64(&mut self.body, s.state.into());
+        // A trailing field: left out for platform threads (their bytes as before).
+        if s.carrier != ThreadId::NONE {
+            put_u64(&mut self.body, s.carrier.into());
+        }
         self.push(tag::SAMPLE);
         self.summary.saw(s.ticks);
     }
@@ -127,6 +131,12 @@ impl ChunkWriter {
         for t in &s.threads {
             for v in [t.thread.0, t.state, t.stack.0] {
                 put_u64(&mut self.body, v.into());
+            }
+        }
+        // Trailing: each thread's carrier, only when one of them ran on a carrier.
+        if s.threads.iter().any(|t| t.carrier != ThreadId::NONE) {
+            for t in &s.threads {
+                put_u64(&mut self.body, t.carrier.into());
             }
         }
         self.push(tag::SNAPSHOT);

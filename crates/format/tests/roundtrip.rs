@@ -80,6 +80,7 @@ fn sample_recording() -> Vec<u8> {
     for i in 0..3 {
         let s = Sample {
             thread: ThreadId(1),
+            carrier: Default::default(),
             ticks: 2_000_000 + i * 10_000_000,
             stack: StackId(1),
             mode: SampleMode::Cpu,
@@ -94,6 +95,7 @@ fn sample_recording() -> Vec<u8> {
         interval_ns: 0,
         threads: vec![SnapshotThread {
             thread: ThreadId(1),
+            carrier: Default::default(),
             state: 0x401,
             stack: StackId(1),
         }],
@@ -218,6 +220,7 @@ fn per_thread_deltas_survive_interleaving_and_time_going_backwards() {
     for (thread, ticks) in times {
         w.sample(&Sample {
             thread: ThreadId(thread),
+            carrier: Default::default(),
             ticks,
             stack: StackId::NONE,
             mode: SampleMode::Wall,
@@ -237,6 +240,7 @@ fn repeated_stacks_compress_well() {
     for i in 0..100_000u64 {
         w.sample(&Sample {
             thread: ThreadId(1 + (i % 4) as u32),
+            carrier: Default::default(),
             ticks: i * 10_000_000,
             stack: StackId(1 + (i % 7) as u32),
             mode: SampleMode::Cpu,
@@ -313,6 +317,7 @@ fn trace_batches_and_call_aggregates_round_trip() {
     w.trace(&batch);
     w.sample(&Sample {
         thread: ThreadId(3),
+        carrier: Default::default(),
         ticks: 9_500,
         stack: StackId::NONE,
         mode: SampleMode::Cpu,
@@ -624,4 +629,50 @@ fn native_kernel_and_unknown_frames_are_labelled_by_library() {
     assert_eq!(label(5), "getpid");
     assert_eq!(r.native_library(MethodId(1)), Some("libc.so.6"));
     assert_eq!(r.native_library(MethodId(4)), None);
+}
+
+#[test]
+fn virtual_threads_keep_their_carriers_and_platform_threads_their_old_bytes() {
+    let sample = |thread, carrier| Sample {
+        thread: ThreadId(thread),
+        carrier: ThreadId(carrier),
+        ticks: 1_000,
+        stack: StackId(2),
+        mode: SampleMode::Wall,
+        weight_ns: 10,
+        state: 5,
+    };
+    let snap = |carriers: [u32; 2]| Snapshot {
+        ticks: 2_000,
+        interval_ns: 0,
+        threads: carriers
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| SnapshotThread {
+                thread: ThreadId(7 + i as u32),
+                carrier: ThreadId(c),
+                state: 1,
+                stack: StackId(2),
+            })
+            .collect(),
+    };
+    let bytes = |s: &Sample, n: &Snapshot| {
+        let mut w = ChunkWriter::new();
+        w.sample(s);
+        w.snapshot(n);
+        let mut out = encode_file_start(&header());
+        out.extend(w.finish());
+        out
+    };
+    let platform = bytes(&sample(1, 0), &snap([0, 0]));
+    let virtual_ = bytes(&sample(9, 3), &snap([0, 4]));
+    // The carrier is a trailing field: a platform thread's sample (and a snapshot
+    // without virtual threads) is a byte shorter than a virtual one's, as before.
+    let r = Recording::from_bytes(&virtual_).unwrap();
+    assert_eq!(r.samples, vec![sample(9, 3)]);
+    assert_eq!(r.snapshots, vec![snap([0, 4])]);
+    let r = Recording::from_bytes(&platform).unwrap();
+    assert_eq!(r.samples, vec![sample(1, 0)]);
+    assert_eq!(r.snapshots, vec![snap([0, 0])]);
+    assert!(virtual_.len() > platform.len());
 }

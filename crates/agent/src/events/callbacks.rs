@@ -73,8 +73,13 @@ pub fn capabilities(kinds: Kinds, object_ages: bool) -> sys::jvmtiCapabilities {
 }
 
 pub(super) fn push(jni: *mut sys::JNIEnv, java_thread: sys::jthread, ticks: u64, kind: RawKind) {
+    push_key(ThreadKey::of(Jni(jni), java_thread), ticks, kind);
+}
+
+/// Queues an event of the thread `thread` names.
+pub(super) fn push_key(thread: ThreadKey, ticks: u64, kind: RawKind) {
     STATE.queues.push(RawEvent {
-        thread: ThreadKey::of(Jni(jni), java_thread),
+        thread,
         ticks,
         kind,
     });

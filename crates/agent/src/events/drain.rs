@@ -153,6 +153,15 @@ impl EventDrain {
         }
         for (i, note) in joined {
             let (ticks, duration_ns) = self.pauses[i];
+            // A pause longer than the notes joined to it so far may still get
+            // another (Parallel's System.gc(): the full collection's note can
+            // come a batch after the scavenge's): they wait for it a while.
+            let whole = gcinfo::covers(&note, duration_ns);
+            if !whole && !stopped && now.saturating_sub(note.arrival_ns) <= NOTE_WAIT_NS {
+                used[i] = false;
+                self.notes.push(note);
+                continue;
+            }
             out.push(Taken::Global(Pending::Gc(
                 Box::new(note),
                 ticks,

@@ -241,7 +241,14 @@ fn heap_used(jni: Jni, usage: sys::jobject, pools: &[String]) -> u64 {
 /// collectors joined with ` + `, the heap before the first and after the last,
 /// the larger generation (a full collection after a scavenge is full), the
 /// last's cause and id.
-pub fn join(first: &mut GcNote, next: GcNote) {
+pub fn join(first: &mut GcNote, mut next: GcNote) {
+    // Notes may come in either order: the earlier collection leads (of two
+    // starting in the same ms, the one that ended first; ids count per collector).
+    if (next.start_ms, next.end_ms, next.generation)
+        < (first.start_ms, first.end_ms, first.generation)
+    {
+        std::mem::swap(first, &mut next);
+    }
     if first.collector != next.collector {
         first.collector = format!("{} + {}", first.collector, next.collector);
     }
@@ -252,6 +259,13 @@ pub fn join(first: &mut GcNote, next: GcNote) {
     first.generation = first.generation.max(next.generation);
     first.heap_after = next.heap_after;
     first.gc_id = next.gc_id;
+}
+
+/// Whether `note` (one collection, or several joined) accounts for a pause of
+/// `duration_ns`, within GcInfo's ms resolution.
+pub fn covers(note: &GcNote, duration_ns: u64) -> bool {
+    let note_ms = note.end_ms.saturating_sub(note.start_ms) as f64;
+    (duration_ns as f64 / 1e6 - note_ms).abs() <= 1.5
 }
 
 /// The kind of collection a notification describes: (generation, concurrent).
@@ -444,9 +458,11 @@ impl Matcher {
 }
 
 /// Pairs notes with pauses at `offset` ms: each note takes the free pause that
-/// fits nearest its start; then a note whose whole span lies in a free pause
-/// joins it (Parallel's System.gc(): a scavenge, then a full collection,
-/// between one GarbageCollectionStart and Finish).
+/// fits nearest its start; then a note whose whole span lies in a pause (free
+/// or just taken) joins it (Parallel's System.gc(): a scavenge, then a full
+/// collection, between one GarbageCollectionStart and Finish; the full one fits
+/// the pause's length within GcInfo's ms, and the scavenge, which did not, must
+/// join it rather than be written as a collection of its own).
 fn assign(offset: i64, notes: &[GcNote], pauses: &[(u64, u64)]) -> Vec<Option<usize>> {
     let mut taken = vec![false; pauses.len()];
     let mut matched: Vec<Option<usize>> = notes
@@ -474,13 +490,20 @@ fn assign(offset: i64, notes: &[GcNote], pauses: &[(u64, u64)]) -> Vec<Option<us
             continue;
         }
         let (start, end) = (n.start_ms as i64 + offset, n.end_ms as i64 + offset);
-        *m = pauses.iter().enumerate().position(|(i, &(s, d))| {
-            let (ps, pe) = ((s / 1_000_000) as i64, ((s + d) / 1_000_000) as i64);
-            !taken[i]
-                && s + d <= n.arrival_ns
-                && ps - MATCH_SLACK_MS <= start
-                && end <= pe + MATCH_SLACK_MS
-        });
+        // Of the pauses that hold it (within the slack), the one needing the
+        // least slack: the next collection's scavenge may start within the
+        // slack of the previous pause's end.
+        *m = pauses
+            .iter()
+            .enumerate()
+            .filter(|&(_, &(s, d))| s + d <= n.arrival_ns)
+            .filter_map(|(i, &(s, d))| {
+                let (ps, pe) = ((s / 1_000_000) as i64, ((s + d) / 1_000_000) as i64);
+                let slack = (ps - start).max(end - pe).max(0);
+                (slack <= MATCH_SLACK_MS).then_some((slack, i))
+            })
+            .min()
+            .map(|(_, i)| i);
     }
     matched
 }
@@ -534,6 +557,56 @@ mod tests {
             gc_id: 1,
             concurrent: false,
         }
+    }
+
+    #[test]
+    fn parallels_system_gc_is_one_pause_whichever_note_fits_it() {
+        const MS: u64 = 1_000_000;
+        let mut m = Matcher::default();
+        // Offset 1000 ms. Pause 1: a 64 ms scavenge then a 7 ms full collection
+        // (neither note fits 71 ms); pause 2: a 1 ms scavenge then a 15 ms full
+        // one, which fits the 16.4 ms pause by itself.
+        let pauses = [
+            (1100 * MS, 71 * MS + 400_000),
+            (1300 * MS, 16 * MS + 400_000),
+        ];
+        let young = |arrival, start, end| GcNote {
+            collector: "PS Scavenge".into(),
+            cause: "System.gc()".into(),
+            heap_before: 30,
+            heap_after: 20,
+            gc_id: 1,
+            ..note(arrival, start, end)
+        };
+        let full = |arrival, start, end| GcNote {
+            collector: "PS MarkSweep".into(),
+            cause: "System.gc()".into(),
+            generation: GC_FULL,
+            heap_before: 20,
+            heap_after: 5,
+            gc_id: 2,
+            ..note(arrival, start, end)
+        };
+        let notes = [
+            young(1400 * MS, 100, 164),
+            full(1400 * MS, 164, 171),
+            full(1401 * MS, 301, 316),
+            young(1401 * MS, 300, 301),
+        ];
+        m.vote(&notes, &pauses);
+        assert_eq!(
+            m.match_all(&notes, &pauses),
+            [Some(0), Some(0), Some(1), Some(1)]
+        );
+        // Joined in either order, the earlier collection leads.
+        let mut first = notes[2].clone();
+        join(&mut first, notes[3].clone());
+        assert_eq!(first.collector, "PS Scavenge + PS MarkSweep");
+        assert_eq!((first.heap_before, first.heap_after), (30, 5));
+        assert_eq!(
+            (first.generation, first.start_ms, first.end_ms),
+            (GC_FULL, 300, 316)
+        );
     }
 
     #[test]

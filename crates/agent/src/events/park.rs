@@ -11,14 +11,19 @@
 //! mode (its compiled frames deoptimised) for the park's length. A method with a
 //! breakpoint runs interpreted, which costs little next to parking.
 //!
-//! Virtual threads (JDK 21+) take `park*`'s other branch (the carrier is
-//! released, `Unsafe.park` is not called), so their parks are not recorded; a
-//! carrier thread's own idle parks are, like any platform thread's.
+//! Virtual threads (JDK 21+) take `park*`'s other branch: the carrier is
+//! released through `VirtualThreads.park*` (JDK 21) or
+//! `JavaLangAccess.parkVirtualThread` (JDK 25) instead of `Unsafe.park`. Those
+//! calls get the same pair of breakpoints; a virtual thread may resume on
+//! another carrier, so its park's start is kept by its Java id rather than in
+//! the carrier's thread-local, and the event is the virtual thread's. A
+//! carrier thread's own idle parks are recorded like any platform thread's.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use jscope_bytecode::{insn, ClassFile, ConstantPool};
 
@@ -34,6 +39,41 @@ const LOCK_SUPPORT: &str = "java/util/concurrent/locks/LockSupport";
 /// The call `park*` makes on platform threads, as its constant pool names it.
 const UNSAFE_PARK: (&str, &str, &str) = ("jdk/internal/misc/Unsafe", "park", "(ZJ)V");
 const INVOKEVIRTUAL: u8 = 0xb6;
+const INVOKESTATIC: u8 = 0xb8;
+const INVOKEINTERFACE: u8 = 0xb9;
+
+/// The calls `park*` makes on virtual threads: JDK 21's and JDK 25's.
+fn is_virtual_park((class, name, desc): (&str, &str, &str)) -> bool {
+    matches!(
+        (class, name, desc),
+        (
+            "jdk/internal/misc/VirtualThreads",
+            "park" | "parkUntil",
+            "()V" | "(J)V"
+        ) | (
+            "jdk/internal/access/JavaLangAccess",
+            "parkVirtualThread",
+            "()V" | "(J)V"
+        )
+    )
+}
+
+/// A virtual thread's park under way: when it began, its site (an index into
+/// the sites) and its timeout argument as read then (the frame is gone when
+/// the park ends at a mount).
+#[derive(Clone, Copy)]
+struct VirtualPark {
+    since: u64,
+    site: usize,
+    timeout_arg: i64,
+}
+
+/// Virtual threads' parks not ended yet, by Java id.
+static VIRTUAL_PARKS: Mutex<Option<HashMap<i64, VirtualPark>>> = Mutex::new(None);
+
+fn virtual_parks() -> std::sync::MutexGuard<'static, Option<HashMap<i64, VirtualPark>>> {
+    VIRTUAL_PARKS.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Why park events cannot be recorded.
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +149,8 @@ struct Site {
     before: i64,
     after: i64,
     timeout: Timeout,
+    /// The virtual-thread branch's call.
+    virtual_thread: bool,
 }
 
 /// The park methods of JDK 17 and 25, by name and descriptor, and where their
@@ -255,34 +297,41 @@ fn find_sites(jvmti: Jvmti, class: sys::jclass) -> Vec<Site> {
         let Some(code) = jvmti.bytecodes(method) else {
             continue;
         };
-        for (before, after) in park_calls(&code, &pool) {
+        for (before, after, virtual_thread) in park_calls(&code, &pool) {
             out.push(Site {
                 method: method as usize,
                 before: before.into(),
                 after: after.into(),
                 timeout,
+                virtual_thread,
             });
         }
     }
     out
 }
 
-/// (call bci, next bci) of each `invokevirtual Unsafe.park(ZJ)V` in `code`.
-fn park_calls(code: &[u8], pool: &ConstantPool) -> Vec<(u32, u32)> {
+/// (call bci, next bci, virtual) of each `invokevirtual Unsafe.park(ZJ)V` in
+/// `code`, and of each call of a virtual thread's park (virtual: true).
+fn park_calls(code: &[u8], pool: &ConstantPool) -> Vec<(u32, u32, bool)> {
     let Ok(insns) = insn::decode(code) else {
         return Vec::new();
     };
     insns
         .iter()
-        .filter(|i| i.opcode == INVOKEVIRTUAL)
-        .filter(|i| {
-            // decode checked that the instruction's 3 bytes are there.
+        .filter(|i| matches!(i.opcode, INVOKEVIRTUAL | INVOKESTATIC | INVOKEINTERFACE))
+        .filter_map(|i| {
+            // decode checked that the instruction's bytes are there.
             let at = i.offset as usize;
             let index = u16::from_be_bytes([code[at + 1], code[at + 2]]);
-            pool.member_ref(index)
-                .is_ok_and(|(c, n, d)| (c.as_str(), n.as_str(), d.as_str()) == UNSAFE_PARK)
+            let (c, n, d) = pool.member_ref(index).ok()?;
+            let called = (c.as_str(), n.as_str(), d.as_str());
+            let virtual_thread = match i.opcode {
+                INVOKEVIRTUAL if called == UNSAFE_PARK => false,
+                INVOKESTATIC | INVOKEINTERFACE if is_virtual_park(called) => true,
+                _ => return None,
+            };
+            Some((i.offset, i.offset + i.len, virtual_thread))
         })
-        .map(|i| (i.offset, i.offset + i.len))
         .collect()
 }
 
@@ -316,31 +365,135 @@ const HANDLER: Handler = Handler {
 
 /// A breakpoint of park's: the park starts before `Unsafe.park`, ends after it.
 fn on_park_breakpoint(hit: &Hit) {
-    let Some(site) = PARK
-        .sites
-        .get()
-        .and_then(|s| s.iter().find(|s| s.method == hit.method as usize))
-    else {
+    let Some(site) = PARK.sites.get().and_then(|s| {
+        s.iter().find(|s| {
+            s.method == hit.method as usize && (s.before == hit.location || s.after == hit.location)
+        })
+    }) else {
         return;
     };
     if !on(Kinds::PARK) {
         return;
     }
     let now = clock::monotonic_ns();
-    if hit.location == site.before {
+    if site.virtual_thread {
+        virtual_park(hit, site, now);
+    } else if hit.location == site.before {
         PARKED_SINCE.with(|c| c.set(now));
     } else if hit.location == site.after {
         let since = PARKED_SINCE.with(|c| c.replace(0));
         if since == 0 {
+            // A virtual thread whose park unmounted it does not always stop at
+            // its own call's next instruction when it resumes (a thawed frame),
+            // but it does at this one, where both branches return.
+            if crate::jvm::thread::current_is_virtual(hit.jni) {
+                let id = crate::jvm::thread::java_id(hit.jni, hit.thread);
+                let started = virtual_parks().as_mut().and_then(|m| m.remove(&id));
+                let own = PARK.sites.get().and_then(|s| {
+                    s.iter()
+                        .find(|s| s.method == site.method && s.virtual_thread)
+                });
+                if let (Some(p), Some(own)) = (started, own) {
+                    parked(
+                        hit.jvmti,
+                        hit.jni,
+                        hit.thread,
+                        own,
+                        (p.since, now),
+                        p.timeout_arg,
+                    );
+                }
+                return;
+            }
             PARK.unmatched.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        parked(hit.jvmti, hit.jni, hit.thread, site, (since, now));
+        let timeout_arg = timeout_arg(hit.jvmti, site);
+        parked(
+            hit.jvmti,
+            hit.jni,
+            hit.thread,
+            site,
+            (since, now),
+            timeout_arg,
+        );
+    }
+}
+
+/// A breakpoint around a virtual thread's park: it unmounts in between and may
+/// come back on another carrier, so the start is kept by its Java id.
+fn virtual_park(hit: &Hit, site: &Site, now: u64) {
+    let id = crate::jvm::thread::java_id(hit.jni, hit.thread);
+    let sites = PARK.sites.get().map_or(&[][..], Vec::as_slice);
+    let Some(index) = sites.iter().position(|s| std::ptr::eq(s, site)) else {
+        return;
+    };
+    if id == 0 {
+        return;
+    }
+    if hit.location == site.before {
+        let park = VirtualPark {
+            since: now,
+            site: index,
+            timeout_arg: timeout_arg(hit.jvmti, site),
+        };
+        virtual_parks()
+            .get_or_insert_with(HashMap::new)
+            .insert(id, park);
+        return;
+    }
+    // A park that returned without unmounting (a mount ends the others).
+    if let Some(p) = virtual_parks().as_mut().and_then(|m| m.remove(&id)) {
+        parked(
+            hit.jvmti,
+            hit.jni,
+            hit.thread,
+            site,
+            (p.since, now),
+            p.timeout_arg,
+        );
+    }
+}
+
+/// VirtualThreadMount (see `crate::trace::vthreads`): a virtual thread that
+/// parked comes back, its park over (its own breakpoint after the call is not
+/// reliably reached by a frame thawed at the mount).
+pub fn virtual_thread_mounted(jni: Jni, vthread: sys::jthread) {
+    if !on(Kinds::PARK) {
+        return;
+    }
+    let (Some(jvmti), Some(sites)) = (env(), PARK.sites.get()) else {
+        return;
+    };
+    let id = crate::jvm::thread::java_id(jni, vthread);
+    let Some(p) = virtual_parks().as_mut().and_then(|m| m.remove(&id)) else {
+        return;
+    };
+    if let Some(site) = sites.get(p.site) {
+        let now = clock::monotonic_ns();
+        parked(jvmti, jni, vthread, site, (p.since, now), p.timeout_arg);
+    }
+}
+
+/// The park method's timeout argument (0 without one), read in its frame.
+fn timeout_arg(jvmti: Jvmti, site: &Site) -> i64 {
+    match site.timeout {
+        Timeout::None => 0,
+        Timeout::Nanos(slot) | Timeout::Until(slot) => {
+            jvmti.local_long(null_mut(), 0, slot).unwrap_or(0)
+        }
     }
 }
 
 /// A park of this thread ended: queued when long enough, counted otherwise.
-fn parked(jvmti: Jvmti, jni: Jni, thread: sys::jthread, site: &Site, (since, end): (u64, u64)) {
+fn parked(
+    jvmti: Jvmti,
+    jni: Jni,
+    thread: sys::jthread,
+    site: &Site,
+    (since, end): (u64, u64),
+    timeout_arg: i64,
+) {
     let duration_ns = end.saturating_sub(since);
     if duration_ns < PARK.threshold_ns.load(Ordering::Relaxed) {
         PARK.short.fetch_add(1, Ordering::Relaxed);
@@ -350,11 +503,8 @@ fn parked(jvmti: Jvmti, jni: Jni, thread: sys::jthread, site: &Site, (since, end
     let blocker = blocker_class(jvmti, jni, thread);
     let timeout_ns = match site.timeout {
         Timeout::None => 0,
-        Timeout::Nanos(slot) => jvmti.local_long(null_mut(), 0, slot).unwrap_or(0).max(0) as u64,
-        Timeout::Until(slot) => until_timeout(
-            jvmti.local_long(null_mut(), 0, slot).unwrap_or(0),
-            duration_ns,
-        ),
+        Timeout::Nanos(_) => timeout_arg.max(0) as u64,
+        Timeout::Until(_) => until_timeout(timeout_arg, duration_ns),
     };
     let kind = RawKind::Park {
         duration_ns,
@@ -362,7 +512,14 @@ fn parked(jvmti: Jvmti, jni: Jni, thread: sys::jthread, site: &Site, (since, end
         timeout_ns,
         stack: jvmti.current_stack(super::depth()),
     };
-    callbacks::push(jni.0, thread, since, kind);
+    if site.virtual_thread {
+        // The virtual thread's own, whichever carrier it ended on (the writer
+        // names a thread known only by its Java id as a virtual thread).
+        let id = crate::jvm::thread::java_id(jni, thread);
+        callbacks::push_key(crate::java_threads::ThreadKey::new(0, 0, id), since, kind);
+    } else {
+        callbacks::push(jni.0, thread, since, kind);
+    }
 }
 
 /// A `parkUntil` deadline (ms since the epoch) as the timeout it was when the
@@ -441,8 +598,36 @@ mod tests {
             p2,
             0xb1,
         ];
-        assert_eq!(park_calls(&code, &pool), vec![(8, 11)]);
+        assert_eq!(park_calls(&code, &pool), vec![(8, 11, false)]);
         assert!(park_calls(&[0xff], &pool).is_empty(), "undecodable code");
+    }
+
+    #[test]
+    fn virtual_threads_park_calls_of_jdk_21_and_25_are_sites() {
+        let mut pool = ConstantPool::new();
+        let jdk21 = method_ref(
+            &mut pool,
+            ("jdk/internal/misc/VirtualThreads", "park", "(J)V"),
+        );
+        let other = method_ref(
+            &mut pool,
+            ("jdk/internal/misc/VirtualThreads", "unpark", "(J)V"),
+        );
+        let [a1, a2] = jdk21.to_be_bytes();
+        let [o1, o2] = other.to_be_bytes();
+        // lload_0; invokestatic park(J); lload_0; invokestatic unpark(J); return
+        let code = [0x1e, INVOKESTATIC, a1, a2, 0x1e, INVOKESTATIC, o1, o2, 0xb1];
+        assert_eq!(park_calls(&code, &pool), vec![(1, 4, true)]);
+        assert!(is_virtual_park((
+            "jdk/internal/access/JavaLangAccess",
+            "parkVirtualThread",
+            "()V"
+        )));
+        assert!(!is_virtual_park((
+            "jdk/internal/access/JavaLangAccess",
+            "unparkVirtualThread",
+            "(Ljava/lang/Thread;)V"
+        )));
     }
 
     #[test]

@@ -400,6 +400,18 @@ impl Jni {
     }
 
     /// A global reference to `object` (null for null or on failure).
+    /// A local reference of this thread to `object` (a global reference).
+    pub fn new_local(&self, object: sys::jobject) -> sys::jobject {
+        if object.is_null() {
+            return null_mut();
+        }
+        let Ok(new) = function!(self.table(), NewLocalRef) else {
+            return null_mut();
+        };
+        // SAFETY: object is a live reference.
+        unsafe { new(self.0, object) }
+    }
+
     pub fn new_global(&self, object: sys::jobject) -> sys::jobject {
         if object.is_null() {
             return null_mut();

@@ -295,6 +295,11 @@ impl Jvmti {
     /// The calling thread's stack, top first, as (jmethodID, bci) with bci -1 for
     /// native frames.
     pub fn current_stack(&self, depth: u32) -> Vec<(usize, i32)> {
+        self.stack_of(null_mut(), depth)
+    }
+
+    /// `thread`'s stack (null: the calling thread's), as [`Jvmti::current_stack`].
+    pub fn stack_of(&self, thread: sys::jthread, depth: u32) -> Vec<(usize, i32)> {
         let Ok(get) = function!(self.table(), GetStackTrace) else {
             return Vec::new();
         };
@@ -307,7 +312,7 @@ impl Jvmti {
         let code = unsafe {
             get(
                 self.0,
-                null_mut(),
+                thread,
                 0,
                 depth as sys::jint,
                 frames.as_mut_ptr(),

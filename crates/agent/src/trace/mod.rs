@@ -410,15 +410,7 @@ impl Engine for TraceEngine {
                 }
                 // A virtual thread's ring: a thread of its own.
                 None if raw.key.tid == 0 && raw.key.env == 0 && raw.key.java_id != 0 => {
-                    let table = sink.table.clone();
-                    let carrier_name = |tid: u32| {
-                        let order = table.order_of_tid(tid)?;
-                        table.changed_since(order, u32::MAX).map(|e| e.info.name)
-                    };
-                    let info = vthreads::description(raw.key.java_id, carrier_name);
-                    let t = table.see(raw.key.java_id, info, None);
-                    sink.emit_thread(t);
-                    t
+                    sink.virtual_thread(raw.key.java_id)
                 }
                 // The agent's own threads run no traced code.
                 None => match sink.event_thread(raw.key) {

@@ -13,6 +13,7 @@
 //! nothing changes.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use super::probe::{self, Local};
@@ -26,6 +27,115 @@ const JVMTI_VERSION_21: u32 = 0x3015_0000;
 
 /// Whether virtual-thread transitions are followed (set up once per process).
 static ENABLED: OnceLock<bool> = OnceLock::new();
+
+/// Set while a recording samples or records events: virtual threads are then
+/// named for the writer even when no tracing session runs.
+static FOLLOWED: AtomicBool = AtomicBool::new(false);
+
+/// Slots of [`MOUNTS`]; a power of two well above the carriers a JVM runs.
+const MOUNT_SLOTS: usize = 4096;
+
+/// Which virtual thread each carrier runs now, for the signal handler: one slot
+/// per Linux thread id (direct-mapped by `tid % MOUNT_SLOTS`), packing the
+/// carrier's tid and the virtual thread's Java id into one word, so the handler
+/// reads both at once without a lock. Only the carrier itself writes its slot
+/// (the mount callbacks run on it) and the handler reads it on that same thread.
+/// Two carriers sharing a slot only cost the later-mounted one's samples their
+/// virtual thread (they stay the carrier's); so do Java ids above 2^32.
+static MOUNTS: [AtomicU64; MOUNT_SLOTS] = [const { AtomicU64::new(0) }; MOUNT_SLOTS];
+
+fn mount_slot(tid: u32) -> &'static AtomicU64 {
+    &MOUNTS[tid as usize % MOUNT_SLOTS]
+}
+
+/// The Java id of the virtual thread mounted on carrier `tid` now, or 0.
+/// Async-signal-safe: one atomic load.
+pub fn mounted_on(tid: u32) -> i64 {
+    let word = mount_slot(tid).load(Ordering::Relaxed);
+    if (word >> 32) as u32 == tid {
+        i64::from(word as u32)
+    } else {
+        0
+    }
+}
+
+/// Carrier `tid` now runs virtual thread `java_id` (0: none).
+fn set_mounted(tid: u32, java_id: i64) {
+    let slot = mount_slot(tid);
+    match u32::try_from(java_id) {
+        Ok(id) if id != 0 => slot.store((u64::from(tid) << 32) | u64::from(id), Ordering::Relaxed),
+        // Only its own word: another carrier's sharing the slot stays.
+        _ => {
+            let word = slot.load(Ordering::Relaxed);
+            if (word >> 32) as u32 == tid {
+                let _ = slot.compare_exchange(word, 0, Ordering::Relaxed, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Set while snapshots are taken: the mounted virtual threads are then kept as
+/// references too ([`MOUNTED_REFS`]), so a snapshot can take their stacks.
+static SNAPSHOTS: AtomicBool = AtomicBool::new(false);
+
+/// Carrier tid -> (the mounted virtual thread's Java id, a global reference to
+/// it), while [`SNAPSHOTS`] is set. A carrier's own stack shows only
+/// `Continuation.run` above its pool's frames while a virtual thread runs.
+static MOUNTED_REFS: Mutex<Option<HashMap<u32, (i64, usize)>>> = Mutex::new(None);
+
+fn mounted_refs() -> std::sync::MutexGuard<'static, Option<HashMap<u32, (i64, usize)>>> {
+    MOUNTED_REFS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Snapshots want the mounted virtual threads (`on`), or no more.
+pub fn keep_mounted_refs(on: bool, jni: Jni) {
+    SNAPSHOTS.store(on, Ordering::Relaxed);
+    if !on {
+        for (_, r) in mounted_refs().take().unwrap_or_default().into_values() {
+            jni.delete_global(r as sys::jobject);
+        }
+    }
+}
+
+/// The virtual thread mounted on carrier `tid`, as its Java id and a local
+/// reference of the caller's (`jni`), when snapshots keep them.
+pub fn mounted_ref(tid: u32, jni: Jni) -> Option<(i64, sys::jthread)> {
+    let guard = mounted_refs();
+    let &(id, r) = guard.as_ref()?.get(&tid)?;
+    let local = jni.new_local(r as sys::jobject);
+    drop(guard);
+    (!local.is_null()).then_some((id, local))
+}
+
+fn update_mounted_ref(jni: Jni, tid: u32, mounted: Option<(i64, sys::jthread)>) {
+    if !SNAPSHOTS.load(Ordering::Relaxed) {
+        return;
+    }
+    let new = mounted.map(|(id, t)| (id, jni.new_global(t) as usize));
+    let old = {
+        let mut guard = mounted_refs();
+        let map = guard.get_or_insert_with(HashMap::new);
+        match new {
+            Some(n) => map.insert(tid, n),
+            None => map.remove(&tid),
+        }
+    };
+    if let Some((_, r)) = old {
+        jni.delete_global(r as sys::jobject);
+    }
+}
+
+/// Follows virtual threads for a recording's samples and events (`on`), or
+/// stops naming them when it ends; true when the JVM has virtual threads.
+pub fn follow(on: bool) -> bool {
+    FOLLOWED.store(on, Ordering::Relaxed);
+    !on || enable()
+}
+
+/// True while someone records what virtual threads do.
+fn wanted() -> bool {
+    FOLLOWED.load(Ordering::Relaxed) || probe::session_running()
+}
 
 /// Virtual threads seen but not yet named in the recording: Java id -> (its
 /// name, empty when unset; the Linux id of the carrier it started on).
@@ -63,7 +173,7 @@ pub fn enable() -> bool {
 /// sighting in a session.
 fn identify(jvmti: *mut sys::jvmtiEnv, jni: Jni, vthread: sys::jthread) -> i64 {
     let id = crate::jvm::thread::java_id(jni, vthread);
-    if id == 0 || !probe::session_running() {
+    if id == 0 || !wanted() {
         return id;
     }
     if names().as_ref().is_some_and(|m| m.contains_key(&id)) {
@@ -110,14 +220,22 @@ fn transition(
     jvmti: *mut sys::jvmtiEnv,
     env: *mut sys::JNIEnv,
     vthread: sys::jthread,
-    f: fn(&mut Local, i64),
+    (mounts, f): (bool, fn(&mut Local, i64)),
 ) {
     guarded_in(&TRACE, name, (), || {
-        if !probe::session_running() || env.is_null() || vthread.is_null() {
+        if env.is_null() || vthread.is_null() {
             return;
         }
         let id = identify(jvmti, Jni(env), vthread);
-        if id != 0 {
+        // Kept whether or not anything records now: a recording that starts
+        // while this virtual thread runs finds it mounted.
+        set_mounted(gettid(), if mounts { id } else { 0 });
+        let mounted = (mounts && id != 0).then_some((id, vthread));
+        update_mounted_ref(Jni(env), gettid(), mounted);
+        if mounts {
+            crate::events::park::virtual_thread_mounted(Jni(env), vthread);
+        }
+        if id != 0 && probe::session_running() {
             probe::virtual_thread(env, |l| f(l, id));
         }
     })
@@ -125,20 +243,26 @@ fn transition(
 
 /// VirtualThreadStart: on its carrier, as it first runs.
 unsafe extern "C" fn on_start(jvmti: *mut sys::jvmtiEnv, env: *mut sys::JNIEnv, t: sys::jthread) {
-    transition("VirtualThreadStart", jvmti, env, t, Local::mount)
+    transition("VirtualThreadStart", jvmti, env, t, (true, Local::mount))
 }
 
 /// VirtualThreadMount: it continues on this carrier.
 unsafe extern "C" fn on_mount(jvmti: *mut sys::jvmtiEnv, env: *mut sys::JNIEnv, t: sys::jthread) {
-    transition("VirtualThreadMount", jvmti, env, t, Local::mount)
+    transition("VirtualThreadMount", jvmti, env, t, (true, Local::mount))
 }
 
 /// VirtualThreadUnmount: it yields this carrier (a sleep, a park, blocking I/O).
 unsafe extern "C" fn on_unmount(jvmti: *mut sys::jvmtiEnv, env: *mut sys::JNIEnv, t: sys::jthread) {
-    transition("VirtualThreadUnmount", jvmti, env, t, Local::unmount)
+    transition(
+        "VirtualThreadUnmount",
+        jvmti,
+        env,
+        t,
+        (false, Local::unmount),
+    )
 }
 
 /// VirtualThreadEnd: its last moment on its carrier.
 unsafe extern "C" fn on_end(jvmti: *mut sys::jvmtiEnv, env: *mut sys::JNIEnv, t: sys::jthread) {
-    transition("VirtualThreadEnd", jvmti, env, t, Local::end)
+    transition("VirtualThreadEnd", jvmti, env, t, (false, Local::end))
 }

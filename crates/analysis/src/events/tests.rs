@@ -590,6 +590,7 @@ fn without_traces_events_nest_into_sample_intervals() {
     for (ms, stack) in [(0, s1), (10, s2), (20, s1)] {
         b.w.sample(&Sample {
             thread: ThreadId(2),
+            carrier: Default::default(),
             ticks: at_ms(ms),
             stack: StackId(stack),
             mode: SampleMode::Cpu,
@@ -647,6 +648,7 @@ fn timeline_lanes_have_sampled_states_event_intervals_and_gc_bars() {
         };
         b.w.sample(&Sample {
             thread: ThreadId(2),
+            carrier: Default::default(),
             ticks: at_ms(ms),
             stack: StackId(s),
             mode: SampleMode::Wall,
@@ -723,6 +725,7 @@ fn snapshot_states_hold_for_the_snapshot_interval_not_the_sampling_one() {
         let interval_ns = if k == 0 { 0 } else { 100 * MS };
         let threads = vec![SnapshotThread {
             thread: ThreadId(3),
+            carrier: Default::default(),
             state: asleep,
             stack: StackId(s),
         }];
@@ -800,6 +803,7 @@ fn method_selects_stackless_events_by_their_invocation_or_sampled_stack() {
     for (ms, stack) in [(0, s1), (10, s2)] {
         b.w.sample(&Sample {
             thread: ThreadId(2),
+            carrier: Default::default(),
             ticks: at_ms(ms),
             stack: StackId(stack),
             mode: SampleMode::Cpu,

@@ -102,6 +102,7 @@ pub fn synthetic_recording() -> Synthetic {
             let ticks = 1_000 + (i * 10 + n) * 10_000_000;
             w.sample(&Sample {
                 thread: ThreadId(1),
+                carrier: Default::default(),
                 ticks,
                 stack: StackId(method - 2),
                 mode: SampleMode::Cpu,

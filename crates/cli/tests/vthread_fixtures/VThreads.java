@@ -1,24 +1,44 @@
 import java.lang.reflect.Method;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * N virtual threads (JDK 21+), each calling a traced method three times; every
- * call sleeps 1 ms, so the thread unmounts in the middle of the call and may
- * resume on another carrier. Even-numbered threads are named vt-i, the others
- * have no name. Written against JDK 17 (the fixtures' release), so the virtual
+ * call computes a little (so cpu samples land in it) and sleeps 1 ms, so the
+ * thread unmounts in the middle of the call and may resume on another carrier;
+ * in every fifth thread (i % 5 == 0) each call also parks at least 1 ms with
+ * LockSupport.parkNanos. Even-numbered threads are named vt-i, the others have
+ * no name. Written against JDK 17 (the fixtures' release), so the virtual
  * thread API is reached by reflection; on JDK 17 it prints "no virtual threads".
  */
 public class VThreads {
     static volatile long sink;
 
-    static long work(int k) throws InterruptedException {
-        Thread.sleep(1);
-        return k;
+    static long spin(int k) {
+        long x = k;
+        for (int i = 0; i < 40_000; i++) {
+            x += (x << 1) ^ (x >>> 7) ^ i;
+        }
+        return x;
     }
 
-    static void task() {
+    static long work(int k, boolean park) throws InterruptedException {
+        long x = spin(k);
+        Thread.sleep(1);
+        if (park) {
+            // At least 1 ms parked: a park may return at once (a permit left
+            // by the sleep's wake-up) or early, so it parks until the deadline.
+            long until = System.nanoTime() + 1_000_000;
+            for (long left = 1_000_000; left > 0; left = until - System.nanoTime()) {
+                LockSupport.parkNanos(left);
+            }
+        }
+        return x;
+    }
+
+    static void task(boolean park) {
         try {
             for (int k = 0; k < 3; k++) {
-                sink += work(k);
+                sink += work(k, park);
             }
         } catch (InterruptedException e) {
             throw new RuntimeException(e);
@@ -43,7 +63,8 @@ public class VThreads {
             if (i % 2 == 0) {
                 b = name.invoke(b, "vt-" + i);
             }
-            threads[i] = (Thread) unstarted.invoke(b, (Runnable) VThreads::task);
+            boolean park = i % 5 == 0;
+            threads[i] = (Thread) unstarted.invoke(b, (Runnable) () -> task(park));
         }
         for (Thread t : threads) {
             t.start();

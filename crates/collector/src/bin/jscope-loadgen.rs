@@ -151,6 +151,7 @@ fn agent(i: usize, a: &Args, totals: &Totals, deadline: Instant) -> anyhow::Resu
             let threads = (1..=a.threads)
                 .map(|t| SnapshotThread {
                     thread: ThreadId(t),
+                    carrier: Default::default(),
                     state: 0x5,
                     stack: StackId(1 + (t * 31 + ticks as u32 / 7) % STACKS),
                 })

@@ -686,6 +686,7 @@ impl Store for FileStore {
             states: filter.states.clone(),
             from_s: from_ns.map(rel),
             to_s: to_ns.map(rel),
+            group: Default::default(),
         };
         let mut counts = selection.stack_counts(&rec);
         let window = summary::Window {

@@ -137,6 +137,7 @@ impl SimJvm {
             let threads = (1..=THREADS)
                 .map(|t| SnapshotThread {
                     thread: ThreadId(t),
+                    carrier: Default::default(),
                     state: if t == 1 { 0x5 } else { 0x191 },
                     stack: if t == 1 { StackId(1) } else { StackId(2) },
                 })
