@@ -83,14 +83,14 @@ for ((i = 1; i <= repeat; i++)); do
       note+=$(du -m "$out/javac.jsc" | awk '{printf ", %d MB", $1}')
     fi
     if [[ $name == jfr ]]; then
-      note+=$("$home/bin/jfr" summary "$out/javac.jfr" | awk '$1 == "jdk.MethodTrace" {printf ", %d MethodTrace events", $2}')
+      note+=$("$home/bin/jfr" summary "$out/javac.jfr" | awk '$1 == "jdk.MethodTrace" {printf ", %d MethodTrace events in the file (JFR keeps the last 250 MB)", $2}')
     fi
     echo "run $i: $name ${ms} ms wall, ${cpu} ms CPU (load average $load$note)"
     echo "$name $ms $load $cpu" >> "$out/times.txt"
   done
 done
 
-stats() { sort -n | awk '{a[NR] = $1} END {m = (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2); printf "%s %s %s", m, a[1], a[NR]}'; }
+stats() { sort -n | awk '{a[NR] = $1} END {m = (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2); printf "%s %s %s\n", m, a[1], a[NR]}'; }
 read -r base _ _ < <(awk '$1 == "untraced" {print $2}' "$out/times.txt" | stats)
 read -r cbase _ _ < <(awk '$1 == "untraced" {print $4}' "$out/times.txt" | stats)
 printf '%-10s %10s %16s %8s %12s %16s %8s\n' run wall_ms range factor cpu_ms range factor
