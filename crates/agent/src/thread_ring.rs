@@ -186,6 +186,24 @@ impl<T> ThreadRing<T> {
         head - tail
     }
 
+    /// Consumer side: hands `f` at most `max` of the oldest published events as
+    /// one slice, read in place (up to the end of the slots, where the ring
+    /// wraps), then frees them for the producer; returns how many.
+    pub fn drain_slice(&self, max: usize, f: impl FnOnce(&[T])) -> usize {
+        let len = self.slots.len();
+        let tail = self.tail.load(Ordering::Relaxed);
+        let head = self.head.load(Ordering::Acquire);
+        let start = tail & (len - 1);
+        let n = (head - tail).min(max).min(len - start);
+        let slots = &self.slots[start..start + n];
+        // SAFETY: UnsafeCell<T> has T's layout; slots between `tail` and `head`
+        // are published and the producer writes none of them before `tail` moves
+        // past it (see the Sync impl), which happens below, after `f`.
+        f(unsafe { std::slice::from_raw_parts(slots.as_ptr().cast::<T>(), n) });
+        self.tail.store(tail + n, Ordering::Release);
+        n
+    }
+
     /// Published events not drained yet.
     pub fn pending(&self) -> u64 {
         let head = self.head.load(Ordering::Acquire);
@@ -231,6 +249,35 @@ mod tests {
     struct Ev(u64);
     // SAFETY: a plain integer.
     unsafe impl ZeroValid for Ev {}
+
+    #[test]
+    fn slices_end_where_the_ring_wraps_and_free_their_slots() {
+        let ring = ThreadRing::<Ev>::new(4, ThreadKey::new(1, 2, 3));
+        let mut room = 0;
+        for i in 0..3 {
+            assert!(ring.push(Ev(i), &mut room));
+        }
+        let mut seen = vec![];
+        assert_eq!(
+            ring.drain_slice(2, |s| seen.extend(s.iter().map(|e| e.0))),
+            2
+        );
+        for i in 3..6 {
+            assert!(ring.push(Ev(i), &mut room), "room freed by the slice");
+        }
+        assert!(!ring.push(Ev(6), &mut room), "full");
+        // Slots 2 and 3, then (wrapped) 0 and 1.
+        assert_eq!(
+            ring.drain_slice(8, |s| seen.extend(s.iter().map(|e| e.0))),
+            2
+        );
+        assert_eq!(
+            ring.drain_slice(8, |s| seen.extend(s.iter().map(|e| e.0))),
+            2
+        );
+        assert_eq!(ring.drain_slice(8, |s| assert!(s.is_empty())), 0);
+        assert_eq!(seen, [0, 1, 2, 3, 4, 5]);
+    }
 
     #[test]
     fn a_full_ring_drops_and_counts_and_takes_again_once_drained() {

@@ -441,35 +441,52 @@ const TRACE_HAS_CPU: u8 = 1;
 /// `method << 2 | kind`, a varint time delta within the batch, and on entries the
 /// untraced-call count. The events are written into room reserved once per batch
 /// (at most 35 bytes an event), so the loop does no per-byte capacity checks.
-pub(crate) fn encode_trace(out: &mut Vec<u8>, b: &TraceBatch, first_dt: i64) {
-    put_u64(out, b.thread.into());
+/// The events are those `map` makes of `items`, one at a time, so a producer's
+/// own records are encoded without an intermediate batch. Returns the number of
+/// (enters, exits, throws).
+#[inline]
+pub(crate) fn encode_trace_with<E>(
+    out: &mut Vec<u8>,
+    thread: ThreadId,
+    has_cpu: bool,
+    items: &[E],
+    first_dt: i64,
+    map: impl Fn(&E) -> TraceEvent,
+) -> [u64; 3] {
+    put_u64(out, thread.into());
     put_i64(out, first_dt);
-    out.push(if b.has_cpu { TRACE_HAS_CPU } else { 0 });
-    put_u64(out, b.events.len() as u64);
+    out.push(if has_cpu { TRACE_HAS_CPU } else { 0 });
+    put_u64(out, items.len() as u64);
     let start = out.len();
-    let per_event = if b.has_cpu {
+    let per_event = if has_cpu {
         3 * MAX_VARINT + 5
     } else {
         2 * MAX_VARINT + 5
     };
     // 8 bytes of slack: a short varint stores 8 bytes of which it keeps its own.
-    out.resize(start + b.events.len() * per_event + 8, 0);
+    out.resize(start + items.len() * per_event + 8, 0);
     let buf = &mut out[..];
     let mut pos = start;
-    let mut prev = b.events.first().map_or(0, |e| e.ticks);
-    if b.has_cpu {
+    let mut prev = items.first().map_or(0, |e| map(e).ticks);
+    let mut kinds = [0u64; 4];
+    if has_cpu {
         let mut prev_cpu = 0u64;
-        for e in &b.events {
-            pos = write_event(buf, pos, e, &mut prev);
+        for item in items {
+            let e = map(item);
+            kinds[e.kind as usize & 3] += 1;
+            pos = write_event(buf, pos, &e, &mut prev);
             pos = write_i64(buf, pos, e.cpu_ns.wrapping_sub(prev_cpu) as i64);
             prev_cpu = e.cpu_ns;
         }
     } else {
-        for e in &b.events {
-            pos = write_event(buf, pos, e, &mut prev);
+        for item in items {
+            let e = map(item);
+            kinds[e.kind as usize & 3] += 1;
+            pos = write_event(buf, pos, &e, &mut prev);
         }
     }
     out.truncate(pos);
+    [kinds[0], kinds[1], kinds[2]]
 }
 
 #[inline(always)]

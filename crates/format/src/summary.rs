@@ -48,6 +48,14 @@ impl TraceCounts {
         self.throws += k[TraceKind::Throw as usize];
     }
 
+    /// Counts one batch of (enters, exits, throws).
+    pub(crate) fn add_kinds(&mut self, [enters, exits, throws]: [u64; 3]) {
+        self.batches += 1;
+        self.enters += enters;
+        self.exits += exits;
+        self.throws += throws;
+    }
+
     pub fn add(&mut self, o: &TraceCounts) {
         self.batches += o.batches;
         self.enters += o.enters;

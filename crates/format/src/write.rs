@@ -5,7 +5,8 @@ use crate::events::{self, encode_event, JvmEvent, UserEventDef};
 use crate::ids::{StackId, StringId, ThreadId};
 use crate::model::*;
 use crate::record::{
-    encode_aggregate, encode_frames, encode_header, encode_thread, encode_trace, tag, DeltaEncoder,
+    encode_aggregate, encode_frames, encode_header, encode_thread, encode_trace_with, tag,
+    DeltaEncoder,
 };
 use crate::remote::{encode_remote, RemoteCall};
 use crate::summary::SummaryBuilder;
@@ -161,11 +162,34 @@ impl ChunkWriter {
             return;
         };
         let dt = self.delta(b.thread, first.ticks);
-        encode_trace(&mut self.body, b, dt);
+        let kinds = encode_trace_with(&mut self.body, b.thread, b.has_cpu, &b.events, dt, |e| *e);
         self.times.delta(b.thread, last.ticks);
         self.push(tag::TRACE);
-        self.summary.trace.add_batch(b);
+        self.summary.trace.add_kinds(kinds);
         self.summary.saw(last.ticks);
+    }
+
+    /// The trace record [`ChunkWriter::trace`] writes for the batch of `thread`
+    /// whose events `map` makes of `items` (in order, at least one), without the
+    /// batch: the agent's writer encodes its rings' slots straight into the chunk.
+    #[inline]
+    pub fn trace_mapped<E>(
+        &mut self,
+        thread: ThreadId,
+        has_cpu: bool,
+        items: &[E],
+        map: impl Fn(&E) -> TraceEvent,
+    ) {
+        let (Some(first), Some(last)) = (items.first(), items.last()) else {
+            return;
+        };
+        let last_ticks = map(last).ticks;
+        let dt = self.delta(thread, map(first).ticks);
+        let kinds = encode_trace_with(&mut self.body, thread, has_cpu, items, dt, map);
+        self.times.delta(thread, last_ticks);
+        self.push(tag::TRACE);
+        self.summary.trace.add_kinds(kinds);
+        self.summary.saw(last_ticks);
     }
 
     /// Caller→callee totals of one thread (aggregate tracing).

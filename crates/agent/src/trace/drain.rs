@@ -1,6 +1,6 @@
 //! The writer's side of tracing: takes the events waiting in every thread's ring,
 //! names probe ids with MethodDef records (through the writer's dictionaries) and
-//! encodes them as TraceBatch records.
+//! encodes them as TraceBatch records straight from the rings' slots.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use std::time::{Duration, Instant};
 
-use jscope_format::{CallAggregate, CallPair, ChunkWriter, TraceBatch, TraceEvent, TraceKind};
+use jscope_format::{CallAggregate, CallPair, ChunkWriter, TraceEvent, TraceKind};
 use jscope_format::{EventKind, JvmEvent, MethodId, ThreadId};
 
 use super::aggregate::{self, PairKey, PairTotals};
-use super::probe::{self, RawEvent};
+use super::probe::{self, RawEvent, ThreadRing};
 use super::registry;
 use crate::clock;
 use crate::java_threads::ThreadKey;
@@ -37,7 +37,8 @@ pub struct RawBatch {
 }
 
 enum Payload {
-    Events(Vec<RawEvent>),
+    /// Events waiting in this ring, encoded from it in place by `write`.
+    Events(Arc<ThreadRing>),
     Pairs(Vec<(PairKey, PairTotals)>),
 }
 
@@ -71,10 +72,6 @@ pub struct TraceDrain {
     ring_pos: usize,
     ring_batches: usize,
     batches_per_ring: usize,
-    /// Buffers of written batches, reused so the writer does not map and unmap a
-    /// few hundred KiB per batch.
-    spare_raw: Vec<Vec<RawEvent>>,
-    spare_events: Vec<TraceEvent>,
 }
 
 impl TraceDrain {
@@ -125,14 +122,7 @@ impl TraceDrain {
             return Some(batch);
         }
         while let Some(ring) = self.rings.get(self.ring_pos).cloned() {
-            let mut events = self.spare_raw.pop().unwrap_or_default();
-            events.clear();
-            if self.ring_batches < self.batches_per_ring {
-                events.reserve(BATCH_EVENTS);
-                ring.drain_max(BATCH_EVENTS, |e| events.push(*e));
-            }
-            if events.is_empty() {
-                self.spare_raw.push(events);
+            if self.ring_batches >= self.batches_per_ring || ring.is_empty() {
                 self.ring_pos += 1;
                 self.ring_batches = 0;
                 continue;
@@ -143,7 +133,7 @@ impl TraceDrain {
                 key: ring.thread,
                 thread: self.threads.get(&key).copied(),
                 source: key,
-                payload: Payload::Events(events),
+                payload: Payload::Events(ring),
             });
         }
         self.rings.clear();
@@ -160,11 +150,10 @@ impl TraceDrain {
     ) {
         self.threads.insert(raw.source, thread);
         match raw.payload {
-            Payload::Events(events) => {
-                self.write_events(&events, thread, out, symbols);
-                if self.spare_raw.is_empty() {
-                    self.spare_raw.push(events);
-                }
+            Payload::Events(ring) => {
+                ring.drain_slice(BATCH_EVENTS, |raw| {
+                    self.write_events(raw, thread, out, symbols)
+                });
             }
             Payload::Pairs(pairs) => self.write_pairs(&pairs, thread, out, symbols),
         }
@@ -236,6 +225,16 @@ impl TraceDrain {
         });
     }
 
+    /// A batch of nobody's events (no recording thread): taken and left out.
+    pub fn skip(&mut self, raw: RawBatch) {
+        if let Payload::Events(ring) = raw.payload {
+            ring.drain_slice(BATCH_EVENTS, |_| ());
+        }
+    }
+
+    /// Encodes a thread's raw events straight into the chunk: their methods
+    /// defined first, then the events between `Thread.start` markers as trace
+    /// batches, each marker as a start_call event between them.
     fn write_events(
         &mut self,
         raw: &[RawEvent],
@@ -243,42 +242,58 @@ impl TraceDrain {
         out: &mut ChunkWriter,
         symbols: &mut Symbols,
     ) {
-        let mut events = std::mem::take(&mut self.spare_events);
-        events.clear();
-        let before = self.thread_events.get(&thread).copied().unwrap_or(0);
-        for e in raw {
-            if e.head & 3 == probe::KIND_START {
-                let ticks = self.clock.map_or(e.ticks, |c| c.ns(e.ticks));
-                out.event(&JvmEvent::on(
-                    ThreadId(thread),
-                    ticks,
-                    EventKind::ThreadStartCall {
-                        started: e.cpu as i64,
-                        trace_events: before + events.len() as u64,
-                    },
-                ));
+        let mut written = self.thread_events.get(&thread).copied().unwrap_or(0);
+        let mut from = 0;
+        for (i, e) in raw.iter().enumerate() {
+            if e.head & 3 != probe::KIND_START {
+                self.define(e.head >> 2, out, symbols);
                 continue;
             }
-            events.push(TraceEvent {
-                kind: TraceKind::from_u8((e.head & 3) as u8).unwrap_or(TraceKind::Throw),
-                method: MethodId(self.method_id(e.head >> 2, out, symbols)),
-                ticks: self.clock.map_or(e.ticks, |c| c.ns(e.ticks)),
-                untraced: e.untraced,
-                cpu_ns: e.cpu,
-            });
+            written += self.encode(&raw[from..i], thread, out);
+            from = i + 1;
+            let ticks = self.clock.map_or(e.ticks, |c| c.ns(e.ticks));
+            out.event(&JvmEvent::on(
+                ThreadId(thread),
+                ticks,
+                EventKind::ThreadStartCall {
+                    started: e.cpu as i64,
+                    trace_events: written,
+                },
+            ));
         }
-        let n = events.len() as u64;
-        let batch = TraceBatch {
-            thread: ThreadId(thread),
-            has_cpu: self.has_cpu,
-            events,
-        };
-        if n > 0 {
-            out.trace(&batch);
+        written += self.encode(&raw[from..], thread, out);
+        self.thread_events.insert(thread, written);
+    }
+
+    /// Encodes trace events (no start markers) whose methods are defined as one
+    /// TraceBatch; returns how many.
+    #[inline]
+    fn encode(&mut self, raw: &[RawEvent], thread: u32, out: &mut ChunkWriter) -> u64 {
+        let methods = &self.methods;
+        let clock = self.clock;
+        out.trace_mapped(ThreadId(thread), self.has_cpu, raw, |e| TraceEvent {
+            kind: match e.head & 3 {
+                probe::KIND_ENTER => TraceKind::Enter,
+                probe::KIND_EXIT => TraceKind::Exit,
+                _ => TraceKind::Throw,
+            },
+            method: MethodId(methods.get((e.head >> 2) as usize).copied().unwrap_or(0)),
+            ticks: clock.map_or(e.ticks, |c| c.ns(e.ticks)),
+            untraced: e.untraced,
+            cpu_ns: e.cpu,
+        });
+        self.written += raw.len() as u64;
+        raw.len() as u64
+    }
+
+    /// Makes sure probe `index` has its recording method id (0 when the registry
+    /// does not know it).
+    #[inline]
+    fn define(&mut self, index: u32, out: &mut ChunkWriter, symbols: &mut Symbols) {
+        if self.last_method.0 == index && index != 0 {
+            return;
         }
-        self.spare_events = batch.events;
-        self.written += n;
-        self.thread_events.insert(thread, before + n);
+        self.method_id(index, out, symbols);
     }
 
     fn method_id(&mut self, index: u32, out: &mut ChunkWriter, symbols: &mut Symbols) -> u32 {

@@ -415,7 +415,10 @@ impl Engine for TraceEngine {
                 // The agent's own threads run no traced code.
                 None => match sink.event_thread(raw.key) {
                     Some(t) => t,
-                    None => continue,
+                    None => {
+                        d.drain.skip(raw);
+                        continue;
+                    }
                 },
             };
             d.drain
