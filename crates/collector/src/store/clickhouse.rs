@@ -5,9 +5,13 @@
 //! jvms     identity (JSON), header bytes, service, labels     ReplacingMergeTree(updated) by stream
 //! chunks   the agents' chunks byte for byte (kind 1) and      ReplacingMergeTree by (stream, seq, kind)
 //!          dictionary preludes (kind 0)                        partitioned by day
-//! samples  one row per stack sample (snapshot threads too)   MergeTree by (stream, mode, time_ns)
+//! samples  one row per stack sample (snapshot threads too)   MergeTree by (jvm, mode, time_ns)
+//! stack_minutes  samples counted per (minute, jvm, mode,      SummingMergeTree, filled by a
+//!          state, thread, stack)                               materialized view over samples
 //! stacks   a stack's frames, stored once by content hash      ReplacingMergeTree by hash
 //! ```
+//! Queries count the whole minutes of a window from `stack_minutes` and its ragged
+//! ends from `samples`, all in SQL.
 //! JVM events, trace events and remote calls stay in the raw chunks (`read` returns
 //! them); only stack samples are rows. A prelude starts each connection and each day
 //! of a stream, so a day's partition reads on its own after retention dropped the
