@@ -526,7 +526,7 @@ impl Engine for SignalEngine {
         );
         let _ = self.shared.set(publish(Box::new(shared)));
         if self.mixed {
-            if let Some(preload) = crate::native::names::Preload::start() {
+            if let Some(preload) = crate::native::names::Preload::start(ctx.table.clone()) {
                 let _ = self.symbols.set(preload);
             }
         }

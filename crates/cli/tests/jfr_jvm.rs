@@ -57,7 +57,8 @@ fn record_jsc(java: &Java) -> PathBuf {
     let file = temp_dir(&format!("jfrsplit-jsc-jdk{}", java.major)).join("split.jsc");
     record(
         &file,
-        &["--mode", "cpu", "--interval", "5ms"],
+        // JFR samples Java threads' Java frames: so does jscope here.
+        &["--mode", "cpu", "--interval", "5ms", "--cstack", "no"],
         &java.bin,
         &classes(),
         &["JfrSplit", "2"],

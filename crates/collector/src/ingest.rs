@@ -84,12 +84,17 @@ pub(crate) struct Ingest {
     next_conn: AtomicU64,
     pub(crate) stats: IngestStats,
     pub(crate) stopping: AtomicBool,
+    /// A store failure was logged and the store has not worked since: agents
+    /// retrying meanwhile are refused or dropped without a line each.
+    store_down: AtomicBool,
 }
 
 /// Why a session ended badly: the log line, and what to tell the client if anything.
 struct Failure {
     line: String,
     refuse: Option<RefuseCode>,
+    /// The store failed (not the agent or the network): logged once per outage.
+    store: bool,
 }
 
 impl Failure {
@@ -97,6 +102,7 @@ impl Failure {
         Failure {
             line: line.into(),
             refuse: None,
+            store: false,
         }
     }
 
@@ -104,6 +110,15 @@ impl Failure {
         Failure {
             line: line.into(),
             refuse: Some(code),
+            store: code == RefuseCode::StoreUnavailable,
+        }
+    }
+
+    /// The store could not take or make durable what the agent sent.
+    fn store(line: impl Into<String>) -> Failure {
+        Failure {
+            store: true,
+            ..Failure::lost(line)
         }
     }
 }
@@ -141,11 +156,25 @@ impl Ingest {
             next_conn: AtomicU64::new(1),
             stats: IngestStats::default(),
             stopping: AtomicBool::new(false),
+            store_down: AtomicBool::new(false),
         }
     }
 
     fn log(&self, line: String) {
         self.cfg.log.line(&line);
+    }
+
+    /// Logs a failed session; of store failures only the first until the store
+    /// works again (every agent retries, and would repeat it once per retry).
+    fn log_failure(&self, f: &Failure, line: impl FnOnce() -> String) {
+        if !f.store {
+            self.log(line());
+        } else if !self.store_down.swap(true, Ordering::Relaxed) {
+            self.log(format!(
+                "{} (the store is failing: agents are refused until it works again, without a line each)",
+                line()
+            ));
+        }
     }
 
     /// Accepts connections until `stopping` is set (and a connection wakes it).
@@ -205,11 +234,12 @@ impl Ingest {
                     };
                     let _ = write_message(&mut &stream, &no);
                 }
-                self.log(format!("{peer}: refused: {}", f.line));
+                self.log_failure(&f, || format!("{peer}: refused: {}", f.line));
                 return;
             }
         };
         self.stats.accepted.fetch_add(1, Ordering::Relaxed);
+        self.store_down.store(false, Ordering::Relaxed);
         let jvm = &session.conn.jvm;
         let main = crate::jvm::main_class_of(&jvm.command_line);
         let who = if main.is_empty() {
@@ -232,10 +262,9 @@ impl Ingest {
             }
             Err(f) => {
                 self.stats.dropped.fetch_add(1, Ordering::Relaxed);
-                self.log(format!(
-                    "{peer}: dropped jvm {}: {}",
-                    session.conn.jvm.id, f.line
-                ));
+                self.log_failure(&f, || {
+                    format!("{peer}: dropped jvm {}: {}", session.conn.jvm.id, f.line)
+                });
                 Disconnect::Lost(f.line)
             }
         };
@@ -460,7 +489,7 @@ impl Ingest {
         };
         self.listeners
             .data(&s.conn, &trace)
-            .map_err(|e| Failure::lost(e.to_string()))?;
+            .map_err(|e| Failure::store(e.to_string()))?;
         s.last_seen = seq;
         self.count(bytes.len(), &records);
         Ok(())
@@ -484,7 +513,8 @@ impl Ingest {
     fn commit(&self, s: &mut Session, stream: &TcpStream) -> Result<(), Failure> {
         self.listeners
             .before_ack(&s.conn)
-            .map_err(|e| Failure::lost(e.to_string()))?;
+            .map_err(|e| Failure::store(e.to_string()))?;
+        self.store_down.store(false, Ordering::Relaxed);
         *s.entry.acked.lock().expect("acked lock") = s.last_seen;
         let mut w = stream;
         write_message(&mut w, &Message::Ack { seq: s.last_seen })

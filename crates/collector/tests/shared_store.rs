@@ -78,11 +78,31 @@ fn a_collector_whose_store_is_down_refuses_for_now_and_accepts_once_it_is_back()
         return;
     };
     let url = format!("{}?flush_ms=100", ch.url("jscope"));
-    let (server, _) = start(&temp_dir("ch-down-run"), |c| c.store = Some(url));
+    let (server, log) = start(&temp_dir("ch-down-run"), |c| c.store = Some(url));
     let addr = server.agents_addr().unwrap();
     let sim = SimJvm::new(8302, "com.acme.Down");
     ch.stop();
     let cfg = ClientConfig::new(addr.to_string(), sim.stream.clone());
+    // Agents retrying meanwhile are refused without a line each.
+    for _ in 0..3 {
+        let again = WireClient::connect(&cfg, &sim.header_bytes(), 1);
+        assert!(matches!(again, Err(WireError::Refused { .. })));
+    }
+    // A connection's line follows its refusal: wait for the first.
+    let refused = || {
+        log.lines()
+            .into_iter()
+            .filter(|l| l.contains("refused"))
+            .collect::<Vec<_>>()
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while refused().is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let refusals = refused();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert!(refusals[0].contains("the store is failing"), "{refusals:?}");
     match WireClient::connect(&cfg, &sim.header_bytes(), 1) {
         Err(WireError::Refused { code, message }) => {
             assert_eq!(code, RefuseCode::StoreUnavailable, "{message}");

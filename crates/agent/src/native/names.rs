@@ -34,7 +34,7 @@ type Loaded = (Symbolizer, Option<KernelSymbols>);
 impl Preload {
     /// Starts reading the tables; `None` when no thread could be started (the
     /// writer then reads them itself, on first use).
-    pub fn start() -> Option<Arc<Preload>> {
+    pub fn start(table: Arc<crate::threads::ThreadTable>) -> Option<Arc<Preload>> {
         let preload = Arc::new(Preload {
             slot: Mutex::new(None),
         });
@@ -42,6 +42,8 @@ impl Preload {
         std::thread::Builder::new()
             .name("jscope-symbols".into())
             .spawn(move || {
+                // The agent's own work: never sampled.
+                table.mark_agent(crate::threads::gettid());
                 // Nothing here may unwind out of the thread unnoticed: a panic
                 // leaves the slot empty and the writer reads on first use.
                 let loaded = std::panic::catch_unwind(|| {

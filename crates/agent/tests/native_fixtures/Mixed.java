@@ -105,9 +105,36 @@ public class Mixed {
         sink += live.length;
     }
 
+    /**
+     * The agent reads symbol tables on a short-lived thread (jscope-symbols) as it
+     * starts; the window opens once it is gone, so that the agent's threads counted
+     * at the window's start are the ones counted at its end.
+     */
+    static void waitForAgentStartUp() throws Exception {
+        for (int i = 0; i < 1000 && symbolsThreadRuns(); i++) {
+            Thread.sleep(10);
+        }
+    }
+
+    static boolean symbolsThreadRuns() throws Exception {
+        try (var tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path t : (Iterable<Path>) tasks::iterator) {
+                try {
+                    if (Files.readString(t.resolve("comm")).startsWith("jscope-symbols")) {
+                        return true;
+                    }
+                } catch (java.io.IOException ended) {
+                    // the thread ended
+                }
+            }
+        }
+        return false;
+    }
+
     public static void main(String[] args) throws Exception {
         System.load(args[0]);
         long millis = Long.parseLong(args[1]);
+        waitForAgentStartUp();
         long t0 = System.nanoTime();
         long c0 = cpuNs();
         long a0 = agentCpuNs();
