@@ -2,90 +2,18 @@
 //! with the agent's `collector=` option, and the CLI and the web UI reading what it
 //! stored. On each JDK that `jscope_testkit::javas()` finds.
 
+mod jvms;
 mod serving;
 mod support;
 
-use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::Duration;
 
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, wait_until, Child, Java};
-use serde_json::Value;
+use jscope_testkit::{javas, temp_dir, wait_until, Child, Java};
+use jvms::*;
 use serving::cdp::Browser;
 use serving::ui::{self, Shown};
 use serving::Served;
 use support::*;
-
-/// The JVMs of these tests spin; one test at a time keeps them from starving.
-static ONE_TEST_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_TEST_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn classes() -> PathBuf {
-    agent_path();
-    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
-}
-
-/// `java -agentpath:AGENT=OPTIONS -cp CLASSES Hot WHICH MILLIS`, running.
-fn hot_jvm(java: &Java, options: &str, which: &str, millis: u64) -> Child {
-    Child::spawn(
-        Command::new(&java.bin)
-            .arg(format!("-agentpath:{}={options}", agent_path().display()))
-            .arg("-cp")
-            .arg(classes())
-            .args(["Hot", which, &millis.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit()),
-    )
-}
-
-fn rows(served: &Served) -> Vec<Value> {
-    served.json("/api/jvms").as_array().unwrap().clone()
-}
-
-fn row_of(served: &Served, pid: u32) -> Option<Value> {
-    rows(served).into_iter().find(|r| r["pid"] == pid)
-}
-
-/// A free loopback port (free when this returns; good enough for a test).
-fn free_port() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-/// `jscope info SOURCE... --format json`.
-fn info(args: &[&str]) -> Value {
-    jscope_json(&[&["info"], args, &["--format", "json"]].concat())
-}
-
-fn counter(info: &Value, name: &str) -> Option<u64> {
-    info["other_counters"]
-        .as_array()?
-        .iter()
-        .find(|c| c["name"] == name)?["value"]
-        .as_u64()
-}
-
-/// What a recording holds, to compare a file with a collector's copy.
-fn holdings(info: &Value) -> (u64, u64) {
-    (
-        info["samples"]["cpu"].as_u64().unwrap(),
-        info["snapshots"].as_u64().unwrap(),
-    )
-}
-
-fn wait_exit(jvm: &mut Child, java: &Java) {
-    let status = jvm
-        .wait_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|| panic!("jdk {}: the JVM did not exit", java.major));
-    assert!(status.success(), "jdk {}: {status}", java.major);
-}
 
 #[test]
 fn three_jvms_stream_at_once_and_each_is_reported_and_shown() {
@@ -284,7 +212,7 @@ fn a_jvm_started_while_the_collector_is_down_delivers_its_buffer_once_it_is_up()
         let dir = temp_dir(&format!("e2e-late-jdk{}", java.major));
         let data = dir.join("data");
         let file = dir.join("copy.jsc");
-        let addr = free_port();
+        let addr = free_addr();
         let options = format!(
             "quiet,mode=cpu+snapshot,collector={addr},file={}",
             file.display()

@@ -4,88 +4,21 @@
 //! running from the start. Run on the first JDK `jscope_testkit::javas()` finds: the
 //! failover is the agent's and the collector's, not the JVM's.
 
+mod jvms;
 mod serving;
 mod support;
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::Duration;
 
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, wait_until, Child, Java};
+use jscope_testkit::{agent_path, javas, temp_dir, wait_until, Child, Java};
+use jvms::*;
 use serde_json::Value;
 use serving::Served;
 use support::*;
-
-/// The JVMs of these tests spin; one test at a time keeps them from starving.
-static ONE_TEST_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_TEST_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn classes() -> PathBuf {
-    agent_path();
-    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"))
-}
-
-/// `java -agentpath:AGENT=OPTIONS -cp CLASSES Hot beta MILLIS`, running.
-fn hot_jvm(java: &Java, options: &str, millis: u64) -> Child {
-    Child::spawn(
-        Command::new(&java.bin)
-            .arg(format!("-agentpath:{}={options}", agent_path().display()))
-            .arg("-cp")
-            .arg(classes())
-            .args(["Hot", "beta", &millis.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit()),
-    )
-}
-
-fn rows(served: &Served) -> Vec<Value> {
-    served.json("/api/jvms").as_array().unwrap().clone()
-}
-
-fn row_of(served: &Served, pid: u32) -> Option<Value> {
-    rows(served).into_iter().find(|r| r["pid"] == pid)
-}
-
-/// A loopback address nobody listens on yet.
-fn free_addr() -> SocketAddr {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-}
-
-fn info(args: &[&str]) -> Value {
-    jscope_json(&[&["info"], args, &["--format", "json"]].concat())
-}
-
-fn counter(info: &Value, name: &str) -> u64 {
-    info["other_counters"]
-        .as_array()
-        .and_then(|all| all.iter().find(|c| c["name"] == name))
-        .and_then(|c| c["value"].as_u64())
-        .unwrap_or(0)
-}
-
-/// Cpu samples and snapshots: what a recording holds, to compare copies.
-fn holdings(info: &Value) -> (u64, u64) {
-    (
-        info["samples"]["cpu"].as_u64().unwrap(),
-        info["snapshots"].as_u64().unwrap(),
-    )
-}
-
-fn wait_exit(jvm: &mut Child) {
-    let status = jvm
-        .wait_timeout(Duration::from_secs(60))
-        .expect("the JVM did not exit");
-    assert!(status.success(), "{status}");
-}
 
 /// The JVM's stored copy in a data directory, read as `jscope info --data DIR`.
 fn stored(data: &Path, pid: u32) -> Value {
@@ -107,7 +40,7 @@ fn stream_to_a(
         "mode=cpu+snapshot,collector={a_addr}|{b},file={}",
         file.display()
     );
-    let jvm = hot_jvm(java, &options, 9_000);
+    let jvm = hot_jvm(java, &options, "beta", 9_000);
     let pid = jvm.id();
     assert!(
         wait_until(Duration::from_secs(20), || {
@@ -145,18 +78,29 @@ fn kill_9_of_a_collector_moves_the_agent_to_the_next_on_the_same_store_exactly_o
         id.as_str(),
         "the same stream, the same JVM: {row}"
     );
-    wait_exit(&mut jvm);
+    wait_exit(&mut jvm, &java);
     assert!(wait_until(Duration::from_secs(10), || {
         row_of(&b, pid).is_some_and(|r| r["status"] == "gone")
     }));
 
     let copy = info(&[file.to_str().unwrap()]);
     let in_store = stored(&data, pid);
-    assert!(counter(&copy, "collector.reconnects") >= 1, "{copy}");
-    assert_eq!(counter(&copy, "collector.chunks_dropped"), 0, "{copy}");
+    assert!(
+        counter(&copy, "collector.reconnects").unwrap_or(0) >= 1,
+        "{copy}"
+    );
+    assert_eq!(
+        counter(&copy, "collector.chunks_dropped").unwrap_or(0),
+        0,
+        "{copy}"
+    );
     // The store had the stream's start: no dictionary was resent.
-    assert_eq!(counter(&copy, "collector.resyncs"), 0, "{copy}");
-    let acked = counter(&copy, "collector.chunks_acked");
+    assert_eq!(
+        counter(&copy, "collector.resyncs").unwrap_or(0),
+        0,
+        "{copy}"
+    );
+    let acked = counter(&copy, "collector.chunks_acked").unwrap_or(0);
     let stored_seq = b.json(&format!("/api/jvms/{id}"))["jvm"]["last_seq"]
         .as_u64()
         .unwrap();
@@ -210,17 +154,24 @@ fn kill_9_of_a_collector_moves_the_agent_to_a_running_one_with_its_own_store() {
         rows(&b)
     );
     assert_eq!(row_of(&b, pid).unwrap()["id"], id.as_str());
-    wait_exit(&mut jvm);
+    wait_exit(&mut jvm, &java);
     assert!(wait_until(Duration::from_secs(10), || {
         row_of(&b, pid).is_some_and(|r| r["status"] == "gone")
     }));
 
     let copy = info(&[file.to_str().unwrap()]);
     let (in_a, in_b) = (stored(&data_a, pid), stored(&data_b, pid));
-    assert_eq!(counter(&copy, "collector.chunks_dropped"), 0, "{copy}");
+    assert_eq!(
+        counter(&copy, "collector.chunks_dropped").unwrap_or(0),
+        0,
+        "{copy}"
+    );
     // B's store lacked the stream's start: it got the dictionary first.
-    assert!(counter(&copy, "collector.resyncs") >= 1, "{copy}");
-    let acked = counter(&copy, "collector.chunks_acked");
+    assert!(
+        counter(&copy, "collector.resyncs").unwrap_or(0) >= 1,
+        "{copy}"
+    );
+    let acked = counter(&copy, "collector.chunks_acked").unwrap_or(0);
     let b_seq = b.json(&format!("/api/jvms/{id}"))["jvm"]["last_seq"]
         .as_u64()
         .unwrap();
@@ -360,7 +311,7 @@ fn clickhouse_two_collectors_four_jvms_kill_9_of_one_exactly_once_and_service_fl
         assert_eq!(row["labels"]["zone"], plan[i].1, "{row}");
     }
     for jvm in &mut jvms {
-        wait_exit(jvm);
+        wait_exit(jvm, &java);
     }
     assert!(wait_until(Duration::from_secs(20), || pids
         .iter()
@@ -370,13 +321,24 @@ fn clickhouse_two_collectors_four_jvms_kill_9_of_one_exactly_once_and_service_fl
     let mut by_service: BTreeMap<&str, BTreeMap<String, u64>> = BTreeMap::new();
     for (i, &pid) in pids.iter().enumerate() {
         let copy = info(&[files[i].to_str().unwrap()]);
-        assert!(counter(&copy, "collector.reconnects") >= 1, "{copy}");
-        assert_eq!(counter(&copy, "collector.chunks_dropped"), 0, "{copy}");
-        assert_eq!(counter(&copy, "collector.resyncs"), 0, "{copy}");
+        assert!(
+            counter(&copy, "collector.reconnects").unwrap_or(0) >= 1,
+            "{copy}"
+        );
+        assert_eq!(
+            counter(&copy, "collector.chunks_dropped").unwrap_or(0),
+            0,
+            "{copy}"
+        );
+        assert_eq!(
+            counter(&copy, "collector.resyncs").unwrap_or(0),
+            0,
+            "{copy}"
+        );
         let stored_seq = b.json(&format!("/api/jvms/{}", ids[i]))["jvm"]["last_seq"]
             .as_u64()
             .unwrap();
-        let acked = counter(&copy, "collector.chunks_acked");
+        let acked = counter(&copy, "collector.chunks_acked").unwrap_or(0);
         assert!(stored_seq >= acked, "jvm {i}: {stored_seq} >= {acked}");
         // Exactly once: the stored JVM, read back whole, is the agent's own file.
         let own = collapsed(&[files[i].to_str().unwrap()]);
