@@ -131,6 +131,7 @@ pub fn tracing_options(t: &TracingArgs) -> Result<Vec<String>> {
     if t.trace_cpu {
         options.push("tracecpu".into());
     }
+    options.extend(keyed("tracecounter", &t.trace_counter)?);
     if t.trace_agg {
         options.push("traceagg".into());
     }
