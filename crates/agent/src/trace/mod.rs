@@ -724,6 +724,11 @@ mod tests {
         assert!(o.set("tracebuffer", Some("1")).is_err());
         assert!(o.set("tracecpu", Some("yes")).is_err());
         assert!(TraceOptions::owns("traceconfig") && !TraceOptions::owns("tracex"));
+        o.set("tracecounter", Some("cpu-migrations")).unwrap();
+        assert_eq!(o.counter, Some(PerfKind::CpuMigrations));
+        let err = o.set("tracecounter", Some("task-clock")).unwrap_err();
+        assert!(err.starts_with("bad value `task-clock` for `tracecounter` (page-faults, "));
+        assert!(o.set("tracecounter", None).is_err());
     }
 
     #[test]
