@@ -224,6 +224,11 @@ mod tests {
             o,
             "mode=none,interval=5000000ns,depth=64,trace=com.acme.*;!com.acme.util.*,traceagg,events=gc+monitors,collector=127.0.0.1:7000,file=/tmp/x.jsc"
         );
+        s.tracing.trace_counter = Some("page-faults".into());
+        assert!(agent_options(&s, Path::new("/tmp/x.jsc"))
+            .unwrap()
+            .contains(",tracecounter=page-faults,traceagg,"));
+        s.tracing.trace_counter = None;
         s.events = Some("gc,monitors".into());
         assert!(agent_options(&s, Path::new("/tmp/x.jsc"))
             .unwrap()
