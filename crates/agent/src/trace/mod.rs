@@ -50,7 +50,8 @@ pub struct TraceOptions {
     /// `traceoverflow=wait|drop`: what a probe does when its thread's buffer is full.
     pub overflow: Overflow,
     /// `tracecounter=EVENT`: every event carries the thread's count of this perf
-    /// event instead of its CPU time (it wins over `tracecpu`).
+    /// event instead of its CPU time (it wins over `tracecpu`; `traceagg`
+    /// ignores it).
     pub counter: Option<PerfKind>,
 }
 
@@ -155,7 +156,7 @@ impl TraceOptions {
 
     /// The `tracecounter=` event when this thread can open it, else None.
     pub fn usable_counter(&self) -> Option<PerfKind> {
-        let kind = self.counter?;
+        let kind = self.counter.filter(|_| !self.aggregate)?;
         let fd = perf::open_counter(kind).ok()?;
         // SAFETY: our own fd, closed once.
         unsafe { libc::close(fd) };
@@ -165,7 +166,8 @@ impl TraceOptions {
     /// The `tracecounter=` event when it can be opened; otherwise says why in
     /// one line (tracing runs on without it).
     fn counter_or_say(&self) -> Option<PerfKind> {
-        let kind = self.counter?;
+        // Aggregate mode keeps no events to carry it.
+        let kind = self.counter.filter(|_| !self.aggregate)?;
         match perf::open_counter(kind) {
             Ok(fd) => {
                 // SAFETY: our own fd, closed once.
