@@ -289,6 +289,98 @@ fn sleeping_methods_get_their_durations() {
     }
 }
 
+/// Per call of `label` on `thread`: the event column's difference between exit
+/// and enter (a counter's events under `tracecounter=`).
+fn counted_per_call(rec: &Recording, thread: &[TraceEvent], label: &str) -> Vec<u64> {
+    calls(rec, thread)
+        .iter()
+        .filter(|(l, _, _)| l == label)
+        .map(|(_, enter, exit)| exit.cpu_ns - enter.cpu_ns)
+        .collect()
+}
+
+#[test]
+fn tracecounter_counts_each_calls_page_faults() {
+    const ROUNDS: usize = 100;
+    const PAGES: f64 = 64.0;
+    let java = &javas()[0];
+    let options = "trace=PageTouch#touch;PageTouch#spin,tracecounter=page-faults";
+    let (rec, out) = record(java, "counter", options, "PageTouch", &["100"]);
+    assert_eq!(rec.header.extra("trace.counter"), Some("page-faults"));
+    assert_eq!(rec.header.extra("trace.cpu"), Some("false"));
+    let threads = events_by_thread(&rec);
+    let touch = counted_per_call(&rec, &threads["main"], "PageTouch.touch");
+    let spin = counted_per_call(&rec, &threads["main"], "PageTouch.spin");
+    assert_eq!((touch.len(), spin.len()), (ROUNDS, ROUNDS));
+    assert!(rec.traces.iter().all(|b| b.has_cpu));
+    let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64;
+    // Every page of a fresh buffer faults once on its first write.
+    assert!(
+        mean(&touch) >= 0.8 * PAGES,
+        "touch: {} page faults per call, {touch:?}",
+        mean(&touch)
+    );
+    assert!(
+        mean(&spin) < 1.0,
+        "spin: {} per call, {spin:?}",
+        mean(&spin)
+    );
+    eprintln!(
+        "page faults per call: touch {}, spin {}",
+        mean(&touch),
+        mean(&spin)
+    );
+    assert!(jscope_lines(&out).is_empty(), "{:?}", jscope_lines(&out));
+}
+
+/// The agent's `jscope: ` lines on stderr but the one naming the recording.
+fn jscope_lines(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("jscope: ") && !l.starts_with("jscope: recording "))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn a_missing_hardware_counter_is_one_line_and_tracing_goes_on() {
+    let java = &javas()[0];
+    let available = jscope_agent::native::perf::open_counter(
+        jscope_agent::native::perf::PerfKind::Instructions,
+    )
+    .map(|fd| {
+        // SAFETY: our own fd.
+        unsafe { libc::close(fd) };
+    })
+    .is_ok();
+    let options = "trace=PageTouch#touch;PageTouch#spin,tracecounter=instructions";
+    let (rec, out) = record(java, "no-pmu", options, "PageTouch", &["20"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines = jscope_lines(&out);
+    let threads = events_by_thread(&rec);
+    let main = &threads["main"];
+    assert_eq!(counted_per_call(&rec, main, "PageTouch.touch").len(), 20);
+    assert_eq!(counted_per_call(&rec, main, "PageTouch.spin").len(), 20);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "rounds 20 true\n");
+    if available {
+        // A PMU: the counter is recorded and instructions are counted.
+        assert!(lines.is_empty(), "{stderr}");
+        assert_eq!(rec.header.extra("trace.counter"), Some("instructions"));
+        let spin = counted_per_call(&rec, main, "PageTouch.spin");
+        assert!(spin.iter().all(|&n| n > 1000), "{spin:?}");
+        return;
+    }
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].starts_with("jscope: tracecounter=instructions: ")
+            && lines[0].ends_with("tracing runs on without the counter"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(rec.header.extra("trace.counter"), None);
+    assert!(rec.traces.iter().all(|b| !b.has_cpu));
+}
+
 /// (thread name, caller label or "-", callee label).
 type PairLabel = (String, String, String);
 

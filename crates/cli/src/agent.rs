@@ -131,6 +131,7 @@ pub fn tracing_options(t: &TracingArgs) -> Result<Vec<String>> {
     if t.trace_cpu {
         options.push("tracecpu".into());
     }
+    options.extend(keyed("tracecounter", &t.trace_counter)?);
     if t.trace_agg {
         options.push("traceagg".into());
     }
@@ -223,6 +224,11 @@ mod tests {
             o,
             "mode=none,interval=5000000ns,depth=64,trace=com.acme.*;!com.acme.util.*,traceagg,events=gc+monitors,collector=127.0.0.1:7000,file=/tmp/x.jsc"
         );
+        s.tracing.trace_counter = Some("page-faults".into());
+        assert!(agent_options(&s, Path::new("/tmp/x.jsc"))
+            .unwrap()
+            .contains(",tracecounter=page-faults,traceagg,"));
+        s.tracing.trace_counter = None;
         s.events = Some("gc,monitors".into());
         assert!(agent_options(&s, Path::new("/tmp/x.jsc"))
             .unwrap()

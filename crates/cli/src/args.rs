@@ -204,6 +204,11 @@ pub struct TracingArgs {
     /// Record thread CPU time at every traced entry and exit.
     #[arg(long)]
     pub trace_cpu: bool,
+    /// Record this perf counter of the thread at every traced entry and exit,
+    /// instead of CPU time: page-faults, context-switches, cpu-migrations,
+    /// instructions, cycles or cache-misses (the last three need a PMU).
+    #[arg(long, value_name = "EVENT")]
+    pub trace_counter: Option<String>,
     /// Keep only per-thread caller->callee totals (cheap, always-on timing).
     #[arg(long)]
     pub trace_agg: bool,

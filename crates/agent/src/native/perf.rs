@@ -20,6 +20,7 @@ pub enum PerfKind {
     CpuClock,
     PageFaults,
     ContextSwitches,
+    CpuMigrations,
     Cycles,
     Instructions,
     CacheMisses,
@@ -33,6 +34,7 @@ impl PerfKind {
             "task-clock" => PerfKind::TaskClock,
             "page-faults" | "faults" => PerfKind::PageFaults,
             "context-switches" | "cs" => PerfKind::ContextSwitches,
+            "cpu-migrations" | "migrations" => PerfKind::CpuMigrations,
             "cycles" => PerfKind::Cycles,
             "instructions" => PerfKind::Instructions,
             "cache-misses" => PerfKind::CacheMisses,
@@ -46,6 +48,7 @@ impl PerfKind {
             PerfKind::CpuClock => "cpu-clock",
             PerfKind::PageFaults => "page-faults",
             PerfKind::ContextSwitches => "context-switches",
+            PerfKind::CpuMigrations => "cpu-migrations",
             PerfKind::Cycles => "cycles",
             PerfKind::Instructions => "instructions",
             PerfKind::CacheMisses => "cache-misses",
@@ -70,7 +73,7 @@ impl PerfKind {
         match self {
             PerfKind::TaskClock | PerfKind::CpuClock => 10_000_000,
             PerfKind::PageFaults => 1000,
-            PerfKind::ContextSwitches => 1,
+            PerfKind::ContextSwitches | PerfKind::CpuMigrations => 1,
             PerfKind::Cycles | PerfKind::Instructions => 10_000_000,
             PerfKind::CacheMisses => 10_000,
         }
@@ -84,6 +87,7 @@ impl PerfKind {
             PerfKind::TaskClock => (SOFTWARE, 1),
             PerfKind::PageFaults => (SOFTWARE, 2),
             PerfKind::ContextSwitches => (SOFTWARE, 3),
+            PerfKind::CpuMigrations => (SOFTWARE, 4),
             PerfKind::Cycles => (HARDWARE, 0),
             PerfKind::Instructions => (HARDWARE, 1),
             PerfKind::CacheMisses => (HARDWARE, 3),
@@ -405,9 +409,37 @@ pub fn probe(kind: PerfKind) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Reads a counter's current value (tests).
-#[cfg(test)]
-fn read_count(fd: c_int) -> u64 {
+/// Opens a counting-only counter of `kind` for the calling thread, already
+/// enabled (no sampling, no signal): exact tracing's per-call counter
+/// (`tracecounter=`). The caller closes the fd.
+pub fn open_counter(kind: PerfKind) -> std::io::Result<c_int> {
+    let (kind, config) = kind.type_and_config();
+    let attr = Attr {
+        kind,
+        size: std::mem::size_of::<Attr>() as u32,
+        config,
+        ..Attr::default()
+    };
+    // SAFETY: a valid attr of the size it states; the other arguments are plain.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const Attr,
+            0 as c_long,
+            -1 as c_long,
+            -1 as c_long,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(fd as c_int)
+}
+
+/// A counter's current value; 0 when the read fails (a bad or closed fd).
+#[inline]
+pub fn read_count(fd: c_int) -> u64 {
     let mut v = 0u64;
     // SAFETY: reading 8 bytes into a u64.
     unsafe { libc::read(fd, &mut v as *mut u64 as *mut _, 8) };

@@ -27,6 +27,7 @@ use jscope_bytecode::{ClassFile, Probes};
 
 use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
 use crate::jvm::{Jni, Jvmti};
+use crate::native::perf::{self, PerfKind};
 use crate::sink::Sink;
 use crate::sys;
 use filter::{FilterError, Filters};
@@ -48,6 +49,10 @@ pub struct TraceOptions {
     pub buffer: Option<usize>,
     /// `traceoverflow=wait|drop`: what a probe does when its thread's buffer is full.
     pub overflow: Overflow,
+    /// `tracecounter=EVENT`: every event carries the thread's count of this perf
+    /// event instead of its CPU time (it wins over `tracecpu`; `traceagg`
+    /// ignores it).
+    pub counter: Option<PerfKind>,
 }
 
 /// What a probe does when its thread's trace buffer is full.
@@ -72,6 +77,7 @@ impl TraceOptions {
                 | "tracestop"
                 | "tracebuffer"
                 | "traceoverflow"
+                | "tracecounter"
         )
     }
 
@@ -120,6 +126,12 @@ impl TraceOptions {
                     }
                 }
             }
+            "tracecounter" => {
+                let v = need()?;
+                self.counter = Some(PerfKind::parse(v).filter(|k| !k.is_clock()).ok_or_else(|| {
+                    format!("bad value `{v}` for `tracecounter` (page-faults, context-switches, cpu-migrations, instructions, cycles or cache-misses)")
+                })?);
+            }
             _ => return Err(format!("unknown option `{key}`")),
         }
         Ok(())
@@ -141,6 +153,54 @@ impl TraceOptions {
         }
         Ok(filters)
     }
+
+    /// The `tracecounter=` event when this thread can open it, else None.
+    pub fn usable_counter(&self) -> Option<PerfKind> {
+        let kind = self.counter.filter(|_| !self.aggregate)?;
+        let fd = perf::open_counter(kind).ok()?;
+        // SAFETY: our own fd, closed once.
+        unsafe { libc::close(fd) };
+        Some(kind)
+    }
+
+    /// The `tracecounter=` event when it can be opened; otherwise says why in
+    /// one line (tracing runs on without it).
+    fn counter_or_say(&self) -> Option<PerfKind> {
+        // Aggregate mode keeps no events to carry it.
+        let kind = self.counter.filter(|_| !self.aggregate)?;
+        match perf::open_counter(kind) {
+            Ok(fd) => {
+                // SAFETY: our own fd, closed once.
+                unsafe { libc::close(fd) };
+                if self.cpu {
+                    eprintln!(
+                        "jscope: tracecounter={} replaces tracecpu: trace events carry {} counts, not CPU time",
+                        kind.name(),
+                        kind.name()
+                    );
+                }
+                Some(kind)
+            }
+            Err(e) => {
+                let why = match e.raw_os_error() {
+                    Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV)
+                        if kind.is_hardware() =>
+                    {
+                        format!("this machine has no hardware performance counters ({e})")
+                    }
+                    Some(libc::EACCES) | Some(libc::EPERM) => format!(
+                        "perf_event_open is not allowed here ({e}; see /proc/sys/kernel/perf_event_paranoid)"
+                    ),
+                    _ => format!("perf_event_open failed ({e})"),
+                };
+                eprintln!(
+                    "jscope: tracecounter={}: {why}; tracing runs on without the counter",
+                    kind.name()
+                );
+                None
+            }
+        }
+    }
 }
 
 /// Header keys describing tracing, with the measured probe cost (JX).
@@ -148,12 +208,16 @@ pub fn header_extra(options: &TraceOptions) -> Vec<(String, String)> {
     if !options.enabled() {
         return Vec::new();
     }
+    let counter = options.usable_counter();
     let mut pairs = vec![
         (
             "trace.probe_cost_ns".to_string(),
-            probe::measure_probe_cost(options.cpu).to_string(),
+            probe::measure_probe_cost(options.cpu, counter).to_string(),
         ),
-        ("trace.cpu".to_string(), options.cpu.to_string()),
+        (
+            "trace.cpu".to_string(),
+            (options.cpu && counter.is_none()).to_string(),
+        ),
         (
             "trace.overflow".to_string(),
             match options.overflow {
@@ -187,6 +251,9 @@ pub fn header_extra(options: &TraceOptions) -> Vec<(String, String)> {
                 .to_string(),
         ),
     ];
+    if let Some(kind) = counter {
+        pairs.push(("trace.counter".to_string(), kind.name().to_string()));
+    }
     if let Some(p) = &options.patterns {
         pairs.push(("trace.patterns".to_string(), p.clone()));
     }
@@ -458,6 +525,7 @@ pub fn start(jvmti: Jvmti, jni: Jni, options: &TraceOptions) -> Result<(), Trace
         aggregate: options.aggregate,
         ring_capacity: options.buffer.unwrap_or(probe::RING_EVENTS),
         wait_on_full: options.overflow == Overflow::Wait,
+        counter: options.counter_or_say(),
     });
     // Virtual threads (JDK 21+) keep their own rings and stacks.
     vthreads::enable();
@@ -658,6 +726,11 @@ mod tests {
         assert!(o.set("tracebuffer", Some("1")).is_err());
         assert!(o.set("tracecpu", Some("yes")).is_err());
         assert!(TraceOptions::owns("traceconfig") && !TraceOptions::owns("tracex"));
+        o.set("tracecounter", Some("cpu-migrations")).unwrap();
+        assert_eq!(o.counter, Some(PerfKind::CpuMigrations));
+        let err = o.set("tracecounter", Some("task-clock")).unwrap_err();
+        assert!(err.starts_with("bad value `task-clock` for `tracecounter` (page-faults, "));
+        assert!(o.set("tracecounter", None).is_err());
     }
 
     #[test]

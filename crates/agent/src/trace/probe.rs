@@ -14,6 +14,7 @@ use super::aggregate::ThreadAgg;
 use crate::clock::{self, ProbeClock, StampMapper};
 use crate::java_threads::ThreadKey;
 use crate::jvm::entry::{guarded_in, TRACE};
+use crate::native::perf::{self, PerfKind};
 use crate::sys;
 
 /// Bit 30 of a probe id marks a library (JDK) method; the rest is the index into
@@ -38,7 +39,8 @@ pub const KIND_START: u32 = 3;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RawEvent {
     pub ticks: u64,
-    /// Thread CPU ns when the session records CPU time, else 0.
+    /// Thread CPU ns when the session records CPU time, or the thread's perf
+    /// counter under `tracecounter=`, else 0.
     pub cpu: u64,
     /// `index << 2 | kind`.
     pub head: u32,
@@ -94,6 +96,9 @@ struct ProbeState {
     waited_ns: AtomicU64,
     /// Rings of the current session, for the writer.
     rings: Mutex<Vec<Arc<ThreadRing>>>,
+    /// `tracecounter=`: the perf counter each thread opens in place of its CPU
+    /// time (read only when a thread's probe state is made).
+    counter: Mutex<Option<PerfKind>>,
     /// Aggregate tables of the current session's threads (`traceagg`).
     tables: Mutex<Vec<Arc<ThreadAgg>>>,
 }
@@ -116,6 +121,7 @@ static PROBES: ProbeState = ProbeState {
     waits: AtomicU64::new(0),
     waited_ns: AtomicU64::new(0),
     rings: Mutex::new(Vec::new()),
+    counter: Mutex::new(None),
     tables: Mutex::new(Vec::new()),
 };
 
@@ -128,6 +134,9 @@ pub struct SessionSettings {
     pub ring_capacity: usize,
     /// Wait for the writer when a ring is full (else drop and count).
     pub wait_on_full: bool,
+    /// `tracecounter=`: events carry this counter's value instead of CPU time
+    /// (then `with_cpu` is set too: the column is the same).
+    pub counter: Option<PerfKind>,
 }
 
 /// Switches the probes on for a new session with these settings.
@@ -138,8 +147,12 @@ pub fn begin_session(settings: SessionSettings) {
         aggregate,
         ring_capacity,
         wait_on_full,
+        counter,
     } = settings;
-    PROBES.with_cpu.store(with_cpu, Ordering::Relaxed);
+    *PROBES.counter.lock().unwrap_or_else(|e| e.into_inner()) = counter;
+    PROBES
+        .with_cpu
+        .store(with_cpu || counter.is_some(), Ordering::Relaxed);
     PROBES.wait_on_full.store(wait_on_full, Ordering::Relaxed);
     PROBES.wait_gave_up.store(false, Ordering::Relaxed);
     PROBES.waits.store(0, Ordering::Relaxed);
@@ -276,7 +289,15 @@ pub struct Local {
     mounted: i64,
     /// The carrier's own track while a virtual thread is mounted.
     home: Option<Track>,
+    /// `tracecounter=`: this thread's perf counter fd, read in place of its CPU
+    /// time ([`NO_COUNTER`]: CPU time; below that, the open failed: 0 is read).
+    counter_fd: i32,
 }
+
+/// `Local::counter_fd` when the session has no counter.
+const NO_COUNTER: i32 = -1;
+/// `Local::counter_fd` when this thread could not open the session's counter.
+const COUNTER_FAILED: i32 = -2;
 
 /// What a thread's events go through: its ring and shadow stack. A carrier
 /// swaps its own for a virtual thread's at each mount, so a virtual thread keeps
@@ -344,7 +365,14 @@ impl Local {
             wait: false,
             mounted: 0,
             home: None,
+            counter_fd: NO_COUNTER,
         }
+    }
+
+    /// Events carry `kind`'s count for this thread instead of its CPU time.
+    fn open_counter(&mut self, kind: PerfKind) {
+        self.with_cpu = true;
+        self.counter_fd = perf::open_counter(kind).unwrap_or(COUNTER_FAILED);
     }
 
     /// Virtual thread `java_id` was mounted on this carrier (or started on it):
@@ -400,7 +428,11 @@ impl Local {
     #[inline(always)]
     fn emit(&mut self, id: u32, kind: u32, untraced: u32) {
         let cpu = if self.with_cpu {
-            clock::thread_cpu_ns()
+            if self.counter_fd == NO_COUNTER {
+                clock::thread_cpu_ns()
+            } else {
+                perf::read_count(self.counter_fd)
+            }
         } else {
             0
         };
@@ -552,6 +584,10 @@ impl Drop for Local {
         if let Some(agg) = &self.agg {
             agg.ended.store(true, Ordering::Release);
         }
+        if self.counter_fd >= 0 {
+            // SAFETY: this thread's own counter fd, closed once.
+            unsafe { libc::close(self.counter_fd) };
+        }
     }
 }
 
@@ -654,6 +690,10 @@ fn new_local(env: *mut sys::JNIEnv, generation: u64) -> Local {
         PROBES.with_cpu.load(Ordering::Relaxed),
     );
     local.wait = PROBES.wait_on_full.load(Ordering::Relaxed);
+    let counter = *PROBES.counter.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(kind) = counter {
+        local.open_counter(kind);
+    }
     local
 }
 
@@ -744,13 +784,16 @@ pub fn virtual_thread(env: *mut sys::JNIEnv, f: impl FnOnce(&mut Local)) {
 /// The agent's own cost of one probe (timestamp, shadow stack, ring store) in ns,
 /// measured on a private ring: JX's error correction subtracts it per event. The
 /// JNI transition into the probe is not included (see docs/AGENT.md).
-pub fn measure_probe_cost(with_cpu: bool) -> u64 {
+pub fn measure_probe_cost(with_cpu: bool, counter: Option<PerfKind>) -> u64 {
     PROBES.clock.choose_source();
     const CALLS: u32 = 20_000;
     let ring = Arc::new(ThreadRing::new(2 * CALLS as usize, ThreadKey::default()));
     let mut best = u64::MAX;
     for _ in 0..3 {
         let mut local = Local::new(ring.clone(), None, 1, with_cpu);
+        if let Some(kind) = counter {
+            local.open_counter(kind);
+        }
         let start = clock::monotonic_ns();
         for i in 0..CALLS {
             local.enter(i & 1023, false);
@@ -951,7 +994,7 @@ mod tests {
 
     #[test]
     fn probe_cost_is_measured() {
-        let ns = measure_probe_cost(false);
+        let ns = measure_probe_cost(false, None);
         assert!(ns > 0 && ns < 10_000, "{ns}");
     }
 }

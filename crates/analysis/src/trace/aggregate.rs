@@ -44,6 +44,7 @@ pub fn aggregate_stats(rec: &Recording) -> TraceStats {
         calls: methods.iter().map(|m| m.calls).sum(),
         dropped_events: dropped_events(rec),
         probe_cost_ns: None,
+        counter: None,
         anomalies: Anomalies::default(),
         methods,
         pairs: pair_rows(rec, &pairs),
@@ -68,5 +69,7 @@ fn method_row(rec: &Recording, id: u32, p: &PairAcc) -> MethodStats {
         corrected_self_ns: None,
         threw: 0,
         cpu_ns: None,
+        self_cpu_ns: None,
+        counter: None,
     }
 }

@@ -50,8 +50,11 @@ pub struct Call {
     /// Duration minus the probe cost of every traced and untraced call inside it.
     pub corrected_ns: u64,
     pub corrected_self_ns: u64,
-    /// Thread CPU time spent in the call, when the agent recorded CPU time.
+    /// Thread CPU time spent in the call, when the agent recorded CPU time (or
+    /// the count of the recording's `trace.counter` event in its place).
     pub cpu_ns: Option<u64>,
+    /// `cpu_ns` minus that of the visible calls directly inside.
+    pub self_cpu_ns: Option<u64>,
     pub flags: u8,
     /// Index of the call's enter among its thread's trace events (0 for the first).
     pub enter_event: u64,
@@ -176,6 +179,8 @@ struct Frame {
     /// Durations of the visible calls directly inside (through hidden frames).
     child_ns: u64,
     child_corrected_ns: u64,
+    /// CPU time (or counter) of the visible calls directly inside.
+    child_cpu: u64,
     /// Traced calls inside, hidden ones included (each cost two probes).
     traced_inside: u64,
     /// Untraced calls counted on the entries inside.
@@ -317,6 +322,7 @@ impl<S: CallSink> Run<'_, S> {
             untraced_at_enter: e.untraced.into(),
             child_ns: 0,
             child_corrected_ns: 0,
+            child_cpu: 0,
             traced_inside: 0,
             untraced_inside: 0,
         });
@@ -357,6 +363,7 @@ impl<S: CallSink> Run<'_, S> {
             fold_hidden(&mut t.frames, &f);
             return;
         }
+        let cpu = cpu_between(f.enter_cpu, at.cpu);
         let call = Call {
             thread: self.thread,
             thread_index: t.index,
@@ -369,7 +376,8 @@ impl<S: CallSink> Run<'_, S> {
             self_ns: duration.saturating_sub(f.child_ns),
             corrected_ns: corrected,
             corrected_self_ns: corrected.saturating_sub(f.child_corrected_ns),
-            cpu_ns: cpu_between(f.enter_cpu, at.cpu),
+            cpu_ns: cpu,
+            self_cpu_ns: cpu.map(|c| c.saturating_sub(f.child_cpu)),
             flags,
             enter_event: f.enter_event,
             exit_event: at.event,
@@ -378,6 +386,7 @@ impl<S: CallSink> Run<'_, S> {
         if let Some(p) = t.frames.last_mut() {
             p.child_ns += duration;
             p.child_corrected_ns += corrected;
+            p.child_cpu += cpu.unwrap_or(0);
             p.traced_inside += 1 + f.traced_inside;
             p.untraced_inside += f.untraced_at_enter + f.untraced_inside;
         }
@@ -403,6 +412,7 @@ fn fold_hidden(frames: &mut [Frame], f: &Frame) {
     if let Some(p) = frames.last_mut() {
         p.child_ns += f.child_ns;
         p.child_corrected_ns += f.child_corrected_ns;
+        p.child_cpu += f.child_cpu;
         p.traced_inside += 1 + f.traced_inside;
         p.untraced_inside += f.untraced_at_enter + f.untraced_inside;
     }

@@ -135,6 +135,10 @@ pub struct TraceStats {
     /// trace ring was full. The trace is incomplete when it is not 0.
     pub dropped_events: u64,
     pub probe_cost_ns: Option<f64>,
+    /// The perf event the agent counted per traced call (`tracecounter=`, the
+    /// header's `trace.counter`); then each method's `counter` holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter: Option<String>,
     pub anomalies: Anomalies,
     pub methods: Vec<MethodStats>,
     /// Sorted by total time, largest first.

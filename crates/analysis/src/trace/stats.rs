@@ -68,6 +68,24 @@ pub struct MethodStats {
     pub threw: u64,
     /// Thread CPU time of the calls, when the agent recorded it (`tracecpu`).
     pub cpu_ns: Option<u64>,
+    /// The part of `cpu_ns` not in traced calls inside.
+    pub self_cpu_ns: Option<u64>,
+    /// The recording's per-call perf counter (`tracecounter=`), in place of
+    /// the CPU time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter: Option<CounterStats>,
+}
+
+/// A perf event's counts in one method's calls (`tracecounter=`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CounterStats {
+    /// The perf event's name (`page-faults`, `instructions`, ...).
+    pub event: String,
+    pub total: u64,
+    pub per_call: f64,
+    /// Counts not in traced calls inside.
+    #[serde(rename = "self")]
+    pub self_count: u64,
 }
 
 /// Calls of `callee` made directly by `caller` (0 = from untraced code or a root).
@@ -97,6 +115,7 @@ struct MethodAcc {
     corrected_self: u64,
     threw: u64,
     cpu: Option<u64>,
+    self_cpu: Option<u64>,
     durations: Durations,
 }
 
@@ -197,6 +216,9 @@ impl MethodAcc {
         if let Some(cpu) = c.cpu_ns {
             *self.cpu.get_or_insert(0) += cpu;
         }
+        if let Some(cpu) = c.self_cpu_ns {
+            *self.self_cpu.get_or_insert(0) += cpu;
+        }
         // Welford: stable for long runs of similar durations.
         let delta = d as f64 - self.mean;
         self.mean += delta / self.calls as f64;
@@ -204,7 +226,14 @@ impl MethodAcc {
         self.durations.add(d);
     }
 
-    fn finish(mut self, rec: &Recording, id: u32) -> MethodStats {
+    fn finish(mut self, rec: &Recording, id: u32, counter: Option<&str>) -> MethodStats {
+        let counted = counter.zip(self.cpu).map(|(event, total)| CounterStats {
+            event: event.to_string(),
+            total,
+            per_call: total as f64 / self.calls.max(1) as f64,
+            self_count: self.self_cpu.unwrap_or(0),
+        });
+        let cpu = |v| if counter.is_some() { None } else { v };
         MethodStats {
             method: rec.method_label(MethodId(id)),
             method_id: id,
@@ -221,7 +250,9 @@ impl MethodAcc {
             corrected_total_ns: Some(self.corrected_total),
             corrected_self_ns: Some(self.corrected_self),
             threw: self.threw,
-            cpu_ns: self.cpu,
+            cpu_ns: cpu(self.cpu),
+            self_cpu_ns: cpu(self.self_cpu),
+            counter: counted,
         }
     }
 }
@@ -234,12 +265,13 @@ impl StatsSink {
 
     pub(crate) fn finish(self, rec: &Recording, anomalies: Anomalies, events: u64) -> TraceStats {
         let exact = self.exact();
+        let counter = rec.header.extra("trace.counter");
         let methods = self
             .methods
             .into_iter()
             .enumerate()
             .filter(|(_, m)| m.calls > 0)
-            .map(|(id, m)| m.finish(rec, id as u32))
+            .map(|(id, m)| m.finish(rec, id as u32, counter))
             .collect();
         TraceStats {
             aggregate_mode: false,
@@ -248,6 +280,7 @@ impl StatsSink {
             calls: self.calls,
             dropped_events: dropped_events(rec),
             probe_cost_ns: None,
+            counter: counter.map(String::from),
             anomalies,
             methods,
             pairs: pair_rows(rec, &self.pairs),
@@ -350,6 +383,9 @@ fn opt(v: Option<u64>) -> String {
 impl fmt::Display for TraceStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.write_summary(f)?;
+        if let Some(event) = &self.counter {
+            return self.write_counter_table(f, event);
+        }
         writeln!(
             f,
             "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>12}  method",
@@ -409,6 +445,51 @@ impl TraceStats {
             )?;
         }
         writeln!(f)
+    }
+
+    /// The table of a recording whose events carry a perf counter
+    /// (`tracecounter=`): its total, mean per call and self counts in place of
+    /// the cpu column.
+    fn write_counter_table(&self, f: &mut fmt::Formatter<'_>, event: &str) -> fmt::Result {
+        writeln!(
+            f,
+            "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>14} {:>14} {:>14}  method",
+            "calls", "total", "self", "min", "max", "mean", "stddev", "p50", "p90", "p99", "total(corr)", "self(corr)",
+            event, format!("{event}/call"), format!("{event}(self)")
+        )?;
+        for m in &self.methods {
+            let (total, per_call, own) = m.counter.as_ref().map_or_else(
+                || ("-".to_string(), "-".to_string(), "-".to_string()),
+                |c| {
+                    (
+                        c.total.to_string(),
+                        format!("{:.2}", c.per_call),
+                        c.self_count.to_string(),
+                    )
+                },
+            );
+            writeln!(
+                f,
+                "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>14} {:>14} {:>14}  {}",
+                m.calls,
+                fmt_ns(m.total_ns as f64),
+                opt(m.self_ns),
+                fmt_ns(m.min_ns as f64),
+                fmt_ns(m.max_ns as f64),
+                fmt_ns(m.mean_ns),
+                m.stddev_ns.map_or_else(|| "-".into(), fmt_ns),
+                opt(m.p50_ns),
+                opt(m.p90_ns),
+                opt(m.p99_ns),
+                opt(m.corrected_total_ns),
+                opt(m.corrected_self_ns),
+                total,
+                per_call,
+                own,
+                m.method
+            )?;
+        }
+        self.write_pairs(f)
     }
 
     fn write_pairs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -695,6 +695,64 @@ fn thread_cpu_time_is_summed_per_method_when_the_agent_recorded_it() {
     assert_eq!(stats.method("demo.App.work").unwrap().cpu_ns, Some(17_000));
     assert_eq!(stats.method("demo.App.main").unwrap().cpu_ns, Some(26_000));
     assert_eq!(stats.method("demo.App.other").unwrap().cpu_ns, None);
+    assert_eq!(
+        stats.method("demo.App.main").unwrap().self_cpu_ns,
+        Some(9_000)
+    );
+}
+
+#[test]
+fn a_per_call_counter_shows_under_its_event_name() {
+    let mut r = TraceRec::new();
+    r.extra.push(("trace.counter".into(), "page-faults".into()));
+    let (main, work) = (r.method("demo.App.main"), r.method("demo.App.work"));
+    let ev = |kind, method, at_us: u64, count| TraceEvent {
+        kind,
+        method,
+        ticks: START + at_us,
+        untraced: 0,
+        cpu_ns: count,
+    };
+    r.pending.push(TraceBatch {
+        thread: ThreadId(1),
+        has_cpu: true,
+        events: vec![
+            ev(TraceKind::Enter, MethodId(main), 0, 100),
+            ev(TraceKind::Enter, MethodId(work), 10, 103),
+            ev(TraceKind::Exit, MethodId(work), 30, 203),
+            ev(TraceKind::Enter, MethodId(work), 31, 204),
+            ev(TraceKind::Exit, MethodId(work), 35, 304),
+            ev(TraceKind::Exit, MethodId(main), 40, 310),
+        ],
+    });
+    let stats = TraceStats::of(&r.recording(), &TraceOptions::default());
+    assert_eq!(stats.counter.as_deref(), Some("page-faults"));
+    let work = stats.method("demo.App.work").unwrap();
+    assert_eq!(work.cpu_ns, None, "a counter is not CPU time");
+    let c = work.counter.as_ref().unwrap();
+    assert_eq!(
+        (c.event.as_str(), c.total, c.per_call, c.self_count),
+        ("page-faults", 200, 100.0, 200)
+    );
+    let main = stats
+        .method("demo.App.main")
+        .unwrap()
+        .counter
+        .clone()
+        .unwrap();
+    assert_eq!((main.total, main.self_count), (210, 10));
+    let text = stats.to_string();
+    assert!(text.contains("page-faults/call"), "{text}");
+    assert!(!text.contains(" cpu "), "{text}");
+    let json = serde_json::to_value(&stats).unwrap();
+    assert_eq!(json["counter"], "page-faults");
+    let rows = json["methods"].as_array().unwrap();
+    let main = rows
+        .iter()
+        .find(|m| m["method"] == "demo.App.main")
+        .unwrap();
+    assert_eq!(main["counter"]["self"], 10);
+    assert_eq!(main["counter"]["per_call"], 210.0);
 }
 
 /// Collects (method label, depth, duration in µs) of every finished call.
