@@ -383,39 +383,82 @@ fn opt(v: Option<u64>) -> String {
 impl fmt::Display for TraceStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.write_summary(f)?;
-        if let Some(event) = &self.counter {
-            return self.write_counter_table(f, event);
-        }
-        writeln!(
-            f,
-            "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>12}  method",
-            "calls", "total", "self", "min", "max", "mean", "stddev", "p50", "p90", "p99", "total(corr)", "self(corr)", "cpu"
-        )?;
-        for m in &self.methods {
-            writeln!(
-                f,
-                "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>12}  {}",
-                m.calls,
-                fmt_ns(m.total_ns as f64),
-                opt(m.self_ns),
-                fmt_ns(m.min_ns as f64),
-                fmt_ns(m.max_ns as f64),
-                fmt_ns(m.mean_ns),
-                m.stddev_ns.map_or_else(|| "-".into(), fmt_ns),
-                opt(m.p50_ns),
-                opt(m.p90_ns),
-                opt(m.p99_ns),
-                opt(m.corrected_total_ns),
-                opt(m.corrected_self_ns),
-                opt(m.cpu_ns),
-                m.method
-            )?;
+        match &self.counter {
+            Some(event) => self.write_counter_table(f, event)?,
+            None => self.write_table(f, 12, &["cpu".to_string()], |m| vec![opt(m.cpu_ns)])?,
         }
         self.write_pairs(f)
     }
 }
 
+/// The timing columns every method table starts with, right-aligned to the widths
+/// of `timing_columns`.
+fn timing_heads() -> String {
+    format!(
+        "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12}",
+        "calls",
+        "total",
+        "self",
+        "min",
+        "max",
+        "mean",
+        "stddev",
+        "p50",
+        "p90",
+        "p99",
+        "total(corr)",
+        "self(corr)"
+    )
+}
+
+fn timing_columns(m: &MethodStats) -> String {
+    format!(
+        "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12}",
+        m.calls,
+        fmt_ns(m.total_ns as f64),
+        opt(m.self_ns),
+        fmt_ns(m.min_ns as f64),
+        fmt_ns(m.max_ns as f64),
+        fmt_ns(m.mean_ns),
+        m.stddev_ns.map_or_else(|| "-".into(), fmt_ns),
+        opt(m.p50_ns),
+        opt(m.p90_ns),
+        opt(m.p99_ns),
+        opt(m.corrected_total_ns),
+        opt(m.corrected_self_ns),
+    )
+}
+
 impl TraceStats {
+    /// One row per method: the timing columns, then `extra` columns of `width`
+    /// under `heads`, then the method.
+    fn write_table(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        width: usize,
+        heads: &[String],
+        extra: impl Fn(&MethodStats) -> Vec<String>,
+    ) -> fmt::Result {
+        let cells = |values: &[String]| {
+            values
+                .iter()
+                .map(|v| format!("{v:>width$}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        writeln!(f, "{} {}  method", timing_heads(), cells(heads))?;
+        for m in &self.methods {
+            writeln!(
+                f,
+                "{} {}  {}",
+                timing_columns(m),
+                cells(&extra(m)),
+                m.method
+            )?;
+        }
+        Ok(())
+    }
+
     fn write_summary(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.aggregate_mode {
             writeln!(f, "aggregate-mode recording: per caller->callee totals only; no self time, stddev or percentiles")?;
@@ -451,45 +494,19 @@ impl TraceStats {
     /// (`tracecounter=`): its total, mean per call and self counts in place of
     /// the cpu column.
     fn write_counter_table(&self, f: &mut fmt::Formatter<'_>, event: &str) -> fmt::Result {
-        writeln!(
-            f,
-            "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>14} {:>14} {:>14}  method",
-            "calls", "total", "self", "min", "max", "mean", "stddev", "p50", "p90", "p99", "total(corr)", "self(corr)",
-            event, format!("{event}/call"), format!("{event}(self)")
-        )?;
-        for m in &self.methods {
-            let (total, per_call, own) = m.counter.as_ref().map_or_else(
-                || ("-".to_string(), "-".to_string(), "-".to_string()),
-                |c| {
-                    (
-                        c.total.to_string(),
-                        format!("{:.2}", c.per_call),
-                        c.self_count.to_string(),
-                    )
-                },
-            );
-            writeln!(
-                f,
-                "{:>10} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12} {:>12} {:>14} {:>14} {:>14}  {}",
-                m.calls,
-                fmt_ns(m.total_ns as f64),
-                opt(m.self_ns),
-                fmt_ns(m.min_ns as f64),
-                fmt_ns(m.max_ns as f64),
-                fmt_ns(m.mean_ns),
-                m.stddev_ns.map_or_else(|| "-".into(), fmt_ns),
-                opt(m.p50_ns),
-                opt(m.p90_ns),
-                opt(m.p99_ns),
-                opt(m.corrected_total_ns),
-                opt(m.corrected_self_ns),
-                total,
-                per_call,
-                own,
-                m.method
-            )?;
-        }
-        self.write_pairs(f)
+        let heads = [
+            event.to_string(),
+            format!("{event}/call"),
+            format!("{event}(self)"),
+        ];
+        self.write_table(f, 14, &heads, |m| match &m.counter {
+            Some(c) => vec![
+                c.total.to_string(),
+                format!("{:.2}", c.per_call),
+                c.self_count.to_string(),
+            ],
+            None => vec!["-".to_string(); 3],
+        })
     }
 
     fn write_pairs(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
