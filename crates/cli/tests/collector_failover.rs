@@ -53,6 +53,15 @@ fn stream_to_a(
     (a, jvm, pid, id)
 }
 
+/// The agent's own counters (its file's `info`): it reconnected, dropped nothing,
+/// and resent no dictionary (the new collector's store had the stream's start).
+fn assert_moved_on_one_store(copy: &Value) {
+    let count = |name| counter(copy, name).unwrap_or(0);
+    assert!(count("collector.reconnects") >= 1, "{copy}");
+    assert_eq!(count("collector.chunks_dropped"), 0, "{copy}");
+    assert_eq!(count("collector.resyncs"), 0, "{copy}");
+}
+
 #[test]
 fn kill_9_of_a_collector_moves_the_agent_to_the_next_on_the_same_store_exactly_once() {
     let _one = serial();
@@ -85,21 +94,8 @@ fn kill_9_of_a_collector_moves_the_agent_to_the_next_on_the_same_store_exactly_o
 
     let copy = info(&[file.to_str().unwrap()]);
     let in_store = stored(&data, pid);
-    assert!(
-        counter(&copy, "collector.reconnects").unwrap_or(0) >= 1,
-        "{copy}"
-    );
-    assert_eq!(
-        counter(&copy, "collector.chunks_dropped").unwrap_or(0),
-        0,
-        "{copy}"
-    );
     // The store had the stream's start: no dictionary was resent.
-    assert_eq!(
-        counter(&copy, "collector.resyncs").unwrap_or(0),
-        0,
-        "{copy}"
-    );
+    assert_moved_on_one_store(&copy);
     let acked = counter(&copy, "collector.chunks_acked").unwrap_or(0);
     let stored_seq = b.json(&format!("/api/jvms/{id}"))["jvm"]["last_seq"]
         .as_u64()
@@ -321,20 +317,7 @@ fn clickhouse_two_collectors_four_jvms_kill_9_of_one_exactly_once_and_service_fl
     let mut by_service: BTreeMap<&str, BTreeMap<String, u64>> = BTreeMap::new();
     for (i, &pid) in pids.iter().enumerate() {
         let copy = info(&[files[i].to_str().unwrap()]);
-        assert!(
-            counter(&copy, "collector.reconnects").unwrap_or(0) >= 1,
-            "{copy}"
-        );
-        assert_eq!(
-            counter(&copy, "collector.chunks_dropped").unwrap_or(0),
-            0,
-            "{copy}"
-        );
-        assert_eq!(
-            counter(&copy, "collector.resyncs").unwrap_or(0),
-            0,
-            "{copy}"
-        );
+        assert_moved_on_one_store(&copy);
         let stored_seq = b.json(&format!("/api/jvms/{}", ids[i]))["jvm"]["last_seq"]
             .as_u64()
             .unwrap();
