@@ -127,20 +127,20 @@ fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
         // Cpu samples taken while a virtual thread ran are the virtual thread's,
         // with the carrier (a platform thread) it ran on.
         let on_virtual: Vec<_> = rec.samples.iter().filter(|s| s.carrier.0 != 0).collect();
-        let spinning = on_virtual
-            .iter()
-            .filter(|s| {
-                // The top Java frame: kernel and native frames may lie above it
-                // (cpu mode's mixed stacks).
-                rec.stack(s.stack)
-                    .iter()
-                    .find(|f| f.kind.is_java())
-                    .is_some_and(|f| rec.method_label(f.method) == "VThreads.spin")
-            })
-            .count();
+        // By their top Java frame (kernel and native frames may lie above it: cpu
+        // mode's mixed stacks). The spin is the most sampled; a virtual thread's
+        // timed park costs CPU too (its yield, the mount events).
+        let mut by_top: std::collections::HashMap<String, usize> = Default::default();
+        for s in &on_virtual {
+            if let Some(f) = rec.stack(s.stack).iter().find(|f| f.kind.is_java()) {
+                *by_top.entry(rec.method_label(f.method)).or_default() += 1;
+            }
+        }
+        let spinning = by_top.get("VThreads.spin").copied().unwrap_or(0);
+        let most = by_top.values().copied().max().unwrap_or(0);
         assert!(
-            spinning >= 20 && spinning * 2 >= on_virtual.len(),
-            "JDK {jdk}: {spinning} of {} virtual threads' samples in VThreads.spin, {} samples",
+            spinning >= 20 && spinning == most && spinning * 4 >= on_virtual.len(),
+            "JDK {jdk}: {spinning} of {} virtual threads' samples in VThreads.spin, {} samples; by top Java frame {by_top:?}",
             on_virtual.len(),
             rec.samples.len()
         );
