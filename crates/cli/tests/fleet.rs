@@ -30,21 +30,6 @@ fn stream(agents: std::net::SocketAddr, pid: u32, service: &str, labels: &str, c
     sim.header.start_wall_ns
 }
 
-/// Epoch ns as RFC 3339 in UTC, to the nanosecond (by GNU date).
-fn rfc3339(ns: u64) -> String {
-    let out = std::process::Command::new("date")
-        .args([
-            "-u",
-            "-d",
-            &format!("@{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000),
-            "+%Y-%m-%dT%H:%M:%S.%NZ",
-        ])
-        .output()
-        .expect("run date");
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 fn samples(args: &[&str]) -> u64 {
     let json = jscope_json(&[&["report", "--format", "json"], args].concat());
     json["samples"].as_u64().unwrap()

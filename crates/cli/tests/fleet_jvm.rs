@@ -43,20 +43,6 @@ fn stacks(text: &str) -> std::collections::BTreeMap<String, u64> {
     out
 }
 
-/// Epoch ns as RFC 3339 in UTC, to the nanosecond (by GNU date).
-fn rfc3339(ns: u64) -> String {
-    let out = Command::new("date")
-        .args([
-            "-u",
-            "-d",
-            &format!("@{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000),
-            "+%Y-%m-%dT%H:%M:%S.%NZ",
-        ])
-        .output()
-        .expect("run date");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 #[test]
 fn recorded_services_and_labels_select_and_merge_real_jvms() {
     let Some(java) = javas().into_iter().next() else {

@@ -298,3 +298,19 @@ pub fn agent_run(
     );
     (file, String::from_utf8_lossy(&out.stdout).into_owned())
 }
+
+/// Epoch ns as RFC 3339 in UTC, to the nanosecond, by GNU date (an oracle
+/// independent of jscope's own time parsing).
+pub fn rfc3339(ns: u64) -> String {
+    let out = Command::new("date")
+        .args([
+            "-u",
+            "-d",
+            &format!("@{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000),
+            "+%Y-%m-%dT%H:%M:%S.%NZ",
+        ])
+        .output()
+        .expect("run date");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
