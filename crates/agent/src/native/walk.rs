@@ -9,7 +9,7 @@
 //! instead of faulting on a bad frame pointer (glibc is built without frame
 //! pointers, so chains through it can hold anything).
 
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use std::sync::Mutex;
 
 /// Executable file-backed mappings, sorted by start.
@@ -51,6 +51,9 @@ impl CodeRanges {
 
 /// The table the handler reads; replaced (never freed) when the mappings change.
 static CURRENT: AtomicPtr<CodeRanges> = AtomicPtr::new(std::ptr::null_mut());
+/// This process's id for [`read_pair`], set off the handler (getpid is a
+/// system call, too dear per native frame).
+static PID: AtomicI32 = AtomicI32::new(0);
 /// The dynamic loader's (loads, unloads) counts when the table was built.
 static LAST: Mutex<Option<(u64, u64)>> = Mutex::new(None);
 
@@ -58,6 +61,8 @@ static LAST: Mutex<Option<(u64, u64)>> = Mutex::new(None);
 /// since the last call (checked cheaply through dl_iterate_phdr's counters).
 /// Off the handler (the cpu engine's start and its thread scanner call it).
 pub fn refresh_code_ranges() {
+    // SAFETY: getpid has no preconditions.
+    PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
     let counts = loader_counts();
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     if *last == Some(counts) {
@@ -97,7 +102,8 @@ fn code_ranges() -> Option<&'static CodeRanges> {
     unsafe { CURRENT.load(Ordering::Acquire).as_ref() }
 }
 
-/// Reads two words at `addr` without faulting; None when not readable.
+/// Reads two words at `addr` without faulting; None when not readable (or
+/// before [`refresh_code_ranges`] has run).
 fn read_pair(addr: usize) -> Option<[usize; 2]> {
     let mut out = [0usize; 2];
     let local = libc::iovec {
@@ -108,8 +114,9 @@ fn read_pair(addr: usize) -> Option<[usize; 2]> {
         iov_base: addr as *mut _,
         iov_len: 16,
     };
+    let pid = PID.load(Ordering::Relaxed);
     // SAFETY: a plain system call on this process; the kernel checks `addr`.
-    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
     (n == 16).then_some(out)
 }
 
