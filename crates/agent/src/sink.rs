@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use jscope_format::{ChunkWriter, Frame, MethodId, ThreadDef, ThreadId};
+use jscope_format::{ChunkWriter, Frame, FrameKind, MethodId, ThreadDef, ThreadId};
 
 use crate::java_threads::{EnvMapper, ThreadKey};
 use crate::jvm::{Jni, Jvmti};
@@ -33,6 +33,9 @@ pub(crate) struct Sink {
     /// Revision of each thread definition already written.
     emitted: HashMap<u32, u32>,
     native: NativeNames,
+    /// The method id and kind of each native (false) or kernel (true) address
+    /// named so far; addresses whose library was not found are left out.
+    native_frames: HashMap<(usize, bool), (u32, FrameKind)>,
     /// The recording's last drain: whatever is buffered goes now.
     pub last_drain: bool,
 }
@@ -54,6 +57,7 @@ impl Sink {
             unmatched_envs: HashMap::new(),
             emitted: HashMap::new(),
             native: NativeNames::default(),
+            native_frames: HashMap::new(),
             last_drain: false,
         }
     }
@@ -94,13 +98,23 @@ impl Sink {
         let frames: Vec<Frame> = frames
             .map(|(key, lineno)| match lineno {
                 NATIVE_PC | KERNEL_PC => {
-                    let n = self.native.name(key, lineno == KERNEL_PC);
-                    let id = self.symbols.native_method(&mut self.chunk, &n.lib, &n.name);
+                    let address = (key, lineno == KERNEL_PC);
+                    let (id, kind) = match self.native_frames.get(&address) {
+                        Some(&known) => known,
+                        None => {
+                            let (n, found) = self.native.name(key, address.1);
+                            let id = self.symbols.native_method(&mut self.chunk, &n.lib, &n.name);
+                            if found {
+                                self.native_frames.insert(address, (id, n.kind));
+                            }
+                            (id, n.kind)
+                        }
+                    };
                     Frame {
                         method: MethodId(id),
                         bci: -1,
                         line: 0,
-                        kind: n.kind,
+                        kind,
                     }
                 }
                 _ => self
