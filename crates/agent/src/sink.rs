@@ -36,6 +36,8 @@ pub(crate) struct Sink {
     /// The method id and kind of each native (false) or kernel (true) address
     /// named so far; addresses whose library was not found are left out.
     native_frames: HashMap<(usize, bool), (u32, FrameKind)>,
+    /// The stack id of each reason given to [`Sink::unknown_stack`].
+    unknown_stacks: HashMap<&'static str, u32>,
     /// The recording's last drain: whatever is buffered goes now.
     pub last_drain: bool,
 }
@@ -58,6 +60,7 @@ impl Sink {
             emitted: HashMap::new(),
             native: NativeNames::default(),
             native_frames: HashMap::new(),
+            unknown_stacks: HashMap::new(),
             last_drain: false,
         }
     }
@@ -128,7 +131,10 @@ impl Sink {
     /// A one-frame stack `[reason]` (as async-profiler names such time), for CPU
     /// time whose stack could not be walked: a native-code frame of no library,
     /// so every reader labels it by its name alone.
-    pub fn unknown_stack(&mut self, reason: &str) -> u32 {
+    pub fn unknown_stack(&mut self, reason: &'static str) -> u32 {
+        if let Some(&id) = self.unknown_stacks.get(reason) {
+            return id;
+        }
         let lib: std::sync::Arc<str> = std::sync::Arc::from("");
         let id = self
             .symbols
@@ -137,9 +143,11 @@ impl Sink {
             method: MethodId(id),
             bci: -1,
             line: 0,
-            kind: jscope_format::FrameKind::Unknown,
+            kind: FrameKind::Unknown,
         };
-        self.symbols.stack_of(&mut self.chunk, vec![frame])
+        let id = self.symbols.stack_of(&mut self.chunk, vec![frame]);
+        self.unknown_stacks.insert(reason, id);
+        id
     }
 
     /// The method id of jmethodID `key`, named through JVMTI.
