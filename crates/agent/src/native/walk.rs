@@ -12,6 +12,8 @@
 use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use std::sync::Mutex;
 
+use super::elf::parse_maps_line;
+
 /// Executable file-backed mappings, sorted by start.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct CodeRanges {
@@ -23,20 +25,9 @@ impl CodeRanges {
     pub fn parse(maps: &str) -> CodeRanges {
         let mut ranges: Vec<(usize, usize)> = maps
             .lines()
-            .filter_map(|line| {
-                let mut parts = line.split_whitespace();
-                let span = parts.next()?;
-                let perms = parts.next()?;
-                let path = parts.nth(3)?;
-                if !perms.contains('x') || !(path.starts_with('/') || path == "[vdso]") {
-                    return None;
-                }
-                let (a, b) = span.split_once('-')?;
-                Some((
-                    usize::from_str_radix(a, 16).ok()?,
-                    usize::from_str_radix(b, 16).ok()?,
-                ))
-            })
+            .filter_map(parse_maps_line)
+            .filter(|m| m.perms.contains('x'))
+            .map(|m| (m.start as usize, m.end as usize))
             .collect();
         ranges.sort_unstable();
         CodeRanges { ranges }
