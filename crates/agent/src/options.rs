@@ -268,9 +268,6 @@ impl Options {
                 }
                 interval = Some(d);
             }
-            (Some((kind, period)), None) if kind.is_clock() => {
-                *period = DEFAULT_INTERVAL.as_nanos() as u64;
-            }
             _ => {}
         }
         if options.event.is_some() && !mode_given {

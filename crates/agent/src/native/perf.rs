@@ -68,10 +68,13 @@ impl PerfKind {
         )
     }
 
-    /// Events per sample when `interval=` does not say.
+    /// Events per sample when `interval=` does not say (a clock's are
+    /// nanoseconds: the sampling interval's default).
     pub fn default_period(self) -> u64 {
         match self {
-            PerfKind::TaskClock | PerfKind::CpuClock => 10_000_000,
+            PerfKind::TaskClock | PerfKind::CpuClock => {
+                crate::options::DEFAULT_INTERVAL.as_nanos() as u64
+            }
             PerfKind::PageFaults => 1000,
             PerfKind::ContextSwitches | PerfKind::CpuMigrations => 1,
             PerfKind::Cycles | PerfKind::Instructions => 10_000_000,
