@@ -89,11 +89,9 @@ const CLASS_UNLOAD_ID: &CStr = c"com.sun.hotspot.events.ClassUnload";
 
 /// HotSpot's VirtualThreadMount/Unmount extension events (JDK 21+): posted on
 /// the carrier with the virtual thread current, after it mounted or before it
-/// unmounts.
+/// unmounts. VirtualThreadStart/End (JDK 21+ standard events) take the same.
 pub type VirtualThreadCallback =
     unsafe extern "C" fn(*mut sys::jvmtiEnv, *mut sys::JNIEnv, sys::jthread);
-/// VirtualThreadStart/End (JDK 21+ standard events), same parameters.
-pub type VirtualThreadEventCallback = VirtualThreadCallback;
 
 const VTHREAD_MOUNT_ID: &CStr = c"com.sun.hotspot.events.VirtualThreadMount";
 const VTHREAD_UNMOUNT_ID: &CStr = c"com.sun.hotspot.events.VirtualThreadUnmount";
@@ -706,14 +704,14 @@ impl Jvmti {
     /// enables both. For an environment of its own: it replaces every callback.
     pub fn set_virtual_thread_lifecycle_callbacks(
         &self,
-        start: VirtualThreadEventCallback,
-        end: VirtualThreadEventCallback,
+        start: VirtualThreadCallback,
+        end: VirtualThreadCallback,
     ) -> Result<(), JvmtiError> {
         #[repr(C)]
         struct Callbacks21 {
             base: sys::jvmtiEventCallbacks,
-            virtual_thread_start: Option<VirtualThreadEventCallback>,
-            virtual_thread_end: Option<VirtualThreadEventCallback>,
+            virtual_thread_start: Option<VirtualThreadCallback>,
+            virtual_thread_end: Option<VirtualThreadCallback>,
         }
         let callbacks = Callbacks21 {
             base: super::no_callbacks(),
