@@ -85,15 +85,15 @@ impl Sink {
         self.symbols.stack(&mut self.chunk, frames, &mut resolve)
     }
 
-    /// The stack id of a mixed stack, top first: native and kernel program
-    /// counters (lineno NATIVE_PC, KERNEL_PC) named from the libraries' symbols,
-    /// then Java frames (jmethodID, bci) named through JVMTI.
     /// Whether native frames can be named without the writer reading symbol
     /// tables first (see [`Preload`]); always true on the last drain.
     pub fn native_names_ready(&mut self, preload: Option<&Preload>) -> bool {
         self.native.ready(preload, self.last_drain)
     }
 
+    /// The stack id of a mixed stack, top first: native and kernel program
+    /// counters (lineno NATIVE_PC, KERNEL_PC) named from the libraries' symbols,
+    /// then Java frames (jmethodID, bci) named through JVMTI.
     pub fn mixed_stack(&mut self, frames: impl Iterator<Item = (usize, i32)>) -> u32 {
         let (jvmti, jni) = (self.jvmti, self.jni);
         let mut resolve =
