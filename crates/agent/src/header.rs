@@ -97,7 +97,7 @@ fn extra(options: &Options, file: &str, attached: bool) -> Vec<(String, String)>
         extra.push(("labels".to_string(), text));
     }
     if let Some(c) = &options.collector {
-        extra.push(("collector".to_string(), c.addr.clone()));
+        extra.push(("collector".to_string(), c.addr()));
     }
     extra.extend(crate::trace::header_extra(&options.trace));
     extra.extend(crate::events::header_extra(&options.events));

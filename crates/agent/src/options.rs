@@ -106,8 +106,6 @@ impl Modes {
 /// Where and how to stream chunks to a collector (`collector=HOST:PORT|HOST:PORT`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectorOptions {
-    /// The option as given (`HOST:PORT`, or several joined by `|`), for the header.
-    pub addr: String,
     /// The collectors to try in turn, each `HOST:PORT`, resolved when connecting.
     pub addrs: Vec<String>,
     /// Empty when the collector needs none.
@@ -115,6 +113,14 @@ pub struct CollectorOptions {
     pub labels: Vec<(String, String)>,
     /// Bytes of chunks kept until acknowledged; beyond it chunks are dropped.
     pub buffer: usize,
+}
+
+impl CollectorOptions {
+    /// The collectors as the option gives them (`HOST:PORT`, or several joined
+    /// by `|`), for the header and messages.
+    pub fn addr(&self) -> String {
+        self.addrs.join("|")
+    }
 }
 
 /// Everything the option string can set.
@@ -268,9 +274,6 @@ impl Options {
                 }
                 interval = Some(d);
             }
-            (Some((kind, period)), None) if kind.is_clock() => {
-                *period = DEFAULT_INTERVAL.as_nanos() as u64;
-            }
             _ => {}
         }
         if options.event.is_some() && !mode_given {
@@ -339,7 +342,6 @@ impl LinkOptions {
             };
         };
         Ok(Some(CollectorOptions {
-            addr: addrs.join("|"),
             addrs,
             token: self.token.unwrap_or_default(),
             labels: labels.to_vec(),
@@ -536,7 +538,7 @@ mod tests {
         )
         .unwrap();
         let c = o.collector.clone().unwrap();
-        assert_eq!(c.addr, "127.0.0.1:7000");
+        assert_eq!(c.addr(), "127.0.0.1:7000");
         assert_eq!(c.addrs, ["127.0.0.1:7000"]);
         assert_eq!(c.token, "s3cret");
         assert_eq!(c.buffer, 512 << 10);
@@ -551,7 +553,7 @@ mod tests {
         let several = Options::parse("collector=a:7000| [::1]:7001|c:7002").unwrap();
         let c = several.collector.unwrap();
         assert_eq!(c.addrs, ["a:7000", "[::1]:7001", "c:7002"]);
-        assert_eq!(c.addr, "a:7000|[::1]:7001|c:7002");
+        assert_eq!(c.addr(), "a:7000|[::1]:7001|c:7002");
     }
 
     #[test]

@@ -76,7 +76,7 @@ impl Prepared {
 
     /// Where the chunks go, for the agent's messages: the file, the collector or both.
     pub fn destination(&self) -> String {
-        let collector = self.options.collector.as_ref().map(|c| c.addr.as_str());
+        let collector = self.options.collector.as_ref().map(|c| c.addr());
         match (&self.path, collector) {
             (Some(path), None) => path.clone(),
             (None, Some(addr)) => format!("collector {addr}"),

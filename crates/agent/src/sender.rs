@@ -695,7 +695,6 @@ mod tests {
 
     fn test_sender(buffer: usize) -> (CollectorLink, Sender) {
         let options = CollectorOptions {
-            addr: "127.0.0.1:1".into(),
             addrs: vec!["127.0.0.1:1".into()],
             token: String::new(),
             labels: Vec::new(),

@@ -201,15 +201,6 @@ impl SignalShared {
         Some(unsafe { *((info as *const libc::siginfo_t as *const u8).add(24) as *const c_int) })
     }
 
-    /// Handler: samples, then re-enables the perf counter that signalled.
-    fn on_signal(&self, signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
-        let fd = self.perf_fd(signo, info);
-        self.sample(signo, fd, ucontext);
-        if let Some(fd) = fd {
-            perf::rearm(fd);
-        }
-    }
-
     /// Native and kernel frames of a cpu sample into `frames` (room for
     /// `room`); how many.
     fn native_frames(
@@ -337,11 +328,19 @@ extern "C" fn on_signal(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut
     let shared = CURRENT.load(Ordering::Acquire);
     // SAFETY: published states are leaked, so the pointer stays valid.
     if let Some(shared) = unsafe { shared.as_ref() } {
+        // The perf counter that signalled is taken first and re-enabled after
+        // the sample whatever happened in it: a caught panic must not leave
+        // the thread's counter disabled for good.
+        let mut fd = None;
         let sampled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             if shared.active.load(Ordering::Acquire) {
-                shared.on_signal(signo, info, ucontext);
+                fd = shared.perf_fd(signo, info);
+                shared.sample(signo, fd, ucontext);
             }
         }));
+        if let Some(fd) = fd {
+            perf::rearm(fd);
+        }
         if sampled.is_err() {
             shared.count(PANICS);
         }

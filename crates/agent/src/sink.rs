@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use jscope_format::{ChunkWriter, Frame, MethodId, ThreadDef, ThreadId};
+use jscope_format::{ChunkWriter, Frame, FrameKind, MethodId, ThreadDef, ThreadId};
 
 use crate::java_threads::{EnvMapper, ThreadKey};
 use crate::jvm::{Jni, Jvmti};
@@ -33,6 +33,11 @@ pub(crate) struct Sink {
     /// Revision of each thread definition already written.
     emitted: HashMap<u32, u32>,
     native: NativeNames,
+    /// The method id and kind of each native (false) or kernel (true) address
+    /// named so far; addresses whose library was not found are left out.
+    native_frames: HashMap<(usize, bool), (u32, FrameKind)>,
+    /// The stack id of each reason given to [`Sink::unknown_stack`].
+    unknown_stacks: HashMap<&'static str, u32>,
     /// The recording's last drain: whatever is buffered goes now.
     pub last_drain: bool,
 }
@@ -54,6 +59,8 @@ impl Sink {
             unmatched_envs: HashMap::new(),
             emitted: HashMap::new(),
             native: NativeNames::default(),
+            native_frames: HashMap::new(),
+            unknown_stacks: HashMap::new(),
             last_drain: false,
         }
     }
@@ -78,15 +85,15 @@ impl Sink {
         self.symbols.stack(&mut self.chunk, frames, &mut resolve)
     }
 
-    /// The stack id of a mixed stack, top first: native and kernel program
-    /// counters (lineno NATIVE_PC, KERNEL_PC) named from the libraries' symbols,
-    /// then Java frames (jmethodID, bci) named through JVMTI.
     /// Whether native frames can be named without the writer reading symbol
     /// tables first (see [`Preload`]); always true on the last drain.
     pub fn native_names_ready(&mut self, preload: Option<&Preload>) -> bool {
         self.native.ready(preload, self.last_drain)
     }
 
+    /// The stack id of a mixed stack, top first: native and kernel program
+    /// counters (lineno NATIVE_PC, KERNEL_PC) named from the libraries' symbols,
+    /// then Java frames (jmethodID, bci) named through JVMTI.
     pub fn mixed_stack(&mut self, frames: impl Iterator<Item = (usize, i32)>) -> u32 {
         let (jvmti, jni) = (self.jvmti, self.jni);
         let mut resolve =
@@ -94,13 +101,23 @@ impl Sink {
         let frames: Vec<Frame> = frames
             .map(|(key, lineno)| match lineno {
                 NATIVE_PC | KERNEL_PC => {
-                    let n = self.native.name(key, lineno == KERNEL_PC);
-                    let id = self.symbols.native_method(&mut self.chunk, &n.lib, &n.name);
+                    let address = (key, lineno == KERNEL_PC);
+                    let (id, kind) = match self.native_frames.get(&address) {
+                        Some(&known) => known,
+                        None => {
+                            let (n, found) = self.native.name(key, address.1);
+                            let id = self.symbols.native_method(&mut self.chunk, &n.lib, &n.name);
+                            if found {
+                                self.native_frames.insert(address, (id, n.kind));
+                            }
+                            (id, n.kind)
+                        }
+                    };
                     Frame {
                         method: MethodId(id),
                         bci: -1,
                         line: 0,
-                        kind: n.kind,
+                        kind,
                     }
                 }
                 _ => self
@@ -114,7 +131,10 @@ impl Sink {
     /// A one-frame stack `[reason]` (as async-profiler names such time), for CPU
     /// time whose stack could not be walked: a native-code frame of no library,
     /// so every reader labels it by its name alone.
-    pub fn unknown_stack(&mut self, reason: &str) -> u32 {
+    pub fn unknown_stack(&mut self, reason: &'static str) -> u32 {
+        if let Some(&id) = self.unknown_stacks.get(reason) {
+            return id;
+        }
         let lib: std::sync::Arc<str> = std::sync::Arc::from("");
         let id = self
             .symbols
@@ -123,9 +143,11 @@ impl Sink {
             method: MethodId(id),
             bci: -1,
             line: 0,
-            kind: jscope_format::FrameKind::Unknown,
+            kind: FrameKind::Unknown,
         };
-        self.symbols.stack_of(&mut self.chunk, vec![frame])
+        let id = self.symbols.stack_of(&mut self.chunk, vec![frame]);
+        self.unknown_stacks.insert(reason, id);
+        id
     }
 
     /// The method id of jmethodID `key`, named through JVMTI.

@@ -201,6 +201,12 @@ impl ThreadTable {
         self.lock().agent.contains(&tid)
     }
 
+    /// Drops the agent's own threads from `tids`, under one lock.
+    pub fn drop_agent(&self, tids: &mut Vec<u32>) {
+        let inner = self.lock();
+        tids.retain(|t| !inner.agent.contains(t));
+    }
+
     /// Forgets the Linux id of a thread that ended, so a reused id is not
     /// mistaken for it.
     #[cfg(test)]

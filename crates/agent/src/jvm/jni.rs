@@ -399,7 +399,6 @@ impl Jni {
         }
     }
 
-    /// A global reference to `object` (null for null or on failure).
     /// A local reference of this thread to `object` (a global reference).
     pub fn new_local(&self, object: sys::jobject) -> sys::jobject {
         if object.is_null() {
@@ -412,6 +411,7 @@ impl Jni {
         unsafe { new(self.0, object) }
     }
 
+    /// A global reference to `object` (null for null or on failure).
     pub fn new_global(&self, object: sys::jobject) -> sys::jobject {
         if object.is_null() {
             return null_mut();

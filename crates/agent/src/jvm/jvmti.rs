@@ -89,11 +89,9 @@ const CLASS_UNLOAD_ID: &CStr = c"com.sun.hotspot.events.ClassUnload";
 
 /// HotSpot's VirtualThreadMount/Unmount extension events (JDK 21+): posted on
 /// the carrier with the virtual thread current, after it mounted or before it
-/// unmounts.
+/// unmounts. VirtualThreadStart/End (JDK 21+ standard events) take the same.
 pub type VirtualThreadCallback =
     unsafe extern "C" fn(*mut sys::jvmtiEnv, *mut sys::JNIEnv, sys::jthread);
-/// VirtualThreadStart/End (JDK 21+ standard events), same parameters.
-pub type VirtualThreadEventCallback = VirtualThreadCallback;
 
 const VTHREAD_MOUNT_ID: &CStr = c"com.sun.hotspot.events.VirtualThreadMount";
 const VTHREAD_UNMOUNT_ID: &CStr = c"com.sun.hotspot.events.VirtualThreadUnmount";
@@ -634,7 +632,7 @@ impl Jvmti {
     /// JVM has no such event or gives it other parameters than (JNIEnv*, const
     /// char*) (older JDKs passed a jclass, which cannot be used once unloaded).
     pub fn set_class_unload_callback(&self, callback: Option<ClassUnloadCallback>) -> bool {
-        let Some(index) = self.extension_event(CLASS_UNLOAD_ID, takes_jni_and_name) else {
+        let Some(index) = self.extension_event(CLASS_UNLOAD_ID, sys::JVMTI_TYPE_CCHAR) else {
             return false;
         };
         let cb: sys::jvmtiExtensionEvent = callback.map(|f| {
@@ -659,8 +657,8 @@ impl Jvmti {
         unmount: VirtualThreadCallback,
     ) -> bool {
         let (Some(m), Some(u)) = (
-            self.extension_event(VTHREAD_MOUNT_ID, takes_jni_and_thread),
-            self.extension_event(VTHREAD_UNMOUNT_ID, takes_jni_and_thread),
+            self.extension_event(VTHREAD_MOUNT_ID, sys::JVMTI_TYPE_JTHREAD),
+            self.extension_event(VTHREAD_UNMOUNT_ID, sys::JVMTI_TYPE_JTHREAD),
         ) else {
             return false;
         };
@@ -706,14 +704,14 @@ impl Jvmti {
     /// enables both. For an environment of its own: it replaces every callback.
     pub fn set_virtual_thread_lifecycle_callbacks(
         &self,
-        start: VirtualThreadEventCallback,
-        end: VirtualThreadEventCallback,
+        start: VirtualThreadCallback,
+        end: VirtualThreadCallback,
     ) -> Result<(), JvmtiError> {
         #[repr(C)]
         struct Callbacks21 {
             base: sys::jvmtiEventCallbacks,
-            virtual_thread_start: Option<VirtualThreadEventCallback>,
-            virtual_thread_end: Option<VirtualThreadEventCallback>,
+            virtual_thread_start: Option<VirtualThreadCallback>,
+            virtual_thread_end: Option<VirtualThreadCallback>,
         }
         let callbacks = Callbacks21 {
             base: super::no_callbacks(),
@@ -729,12 +727,9 @@ impl Jvmti {
         self.set_event(true, VIRTUAL_THREAD_END)
     }
 
-    /// The index of the extension event `id` whose parameters `accept` takes.
-    fn extension_event(
-        &self,
-        id: &CStr,
-        accept: fn(&sys::jvmtiExtensionEventInfo) -> bool,
-    ) -> Option<sys::jint> {
+    /// The index of the extension event `id` when its parameters are
+    /// (JNIEnv, `second`).
+    fn extension_event(&self, id: &CStr, second: sys::jvmtiParamTypes) -> Option<sys::jint> {
         let get = function!(self.table(), GetExtensionEvents).ok()?;
         let (mut n, mut infos) = (0, null_mut());
         // SAFETY: valid env and out-pointers.
@@ -746,7 +741,7 @@ impl Jvmti {
         let index = list.iter().find_map(|e| {
             // SAFETY: ids are NUL-terminated strings.
             let this = unsafe { CStr::from_ptr(e.id) };
-            (this == id && accept(e)).then_some(e.extension_event_index)
+            (this == id && takes_jni_and(e, second)).then_some(e.extension_event_index)
         });
         for e in list {
             self.free_event_info(e);
@@ -779,20 +774,12 @@ impl Jvmti {
     }
 }
 
-fn takes_jni_and_thread(e: &sys::jvmtiExtensionEventInfo) -> bool {
+/// Whether extension event `e` passes (JNIEnv, `second`).
+fn takes_jni_and(e: &sys::jvmtiExtensionEventInfo, second: sys::jvmtiParamTypes) -> bool {
     if e.param_count != 2 || e.params.is_null() {
         return false;
     }
     // SAFETY: JVMTI filled param_count (2) entries.
     let p = unsafe { std::slice::from_raw_parts(e.params, 2) };
-    p[0].base_type == sys::JVMTI_TYPE_JNIENV && p[1].base_type == sys::JVMTI_TYPE_JTHREAD
-}
-
-fn takes_jni_and_name(e: &sys::jvmtiExtensionEventInfo) -> bool {
-    if e.param_count != 2 || e.params.is_null() {
-        return false;
-    }
-    // SAFETY: JVMTI filled param_count (2) entries.
-    let p = unsafe { std::slice::from_raw_parts(e.params, 2) };
-    p[0].base_type == sys::JVMTI_TYPE_JNIENV && p[1].base_type == sys::JVMTI_TYPE_CCHAR
+    p[0].base_type == sys::JVMTI_TYPE_JNIENV && p[1].base_type == second
 }

@@ -194,20 +194,23 @@ impl Lib {
     }
 }
 
-struct MapsLine {
-    start: u64,
-    end: u64,
-    offset: u64,
-    dev: String,
-    inode: u64,
-    path: String,
+/// A mapping of a file or the vDSO, from one line of /proc/PID/maps.
+pub(super) struct MapsLine {
+    pub start: u64,
+    pub end: u64,
+    /// `r-xp` and the like.
+    pub perms: String,
+    pub offset: u64,
+    pub dev: String,
+    pub inode: u64,
+    pub path: String,
 }
 
 /// One line of /proc/PID/maps: `start-end perms offset dev inode path`. Only mappings
 /// of files (absolute paths) and the vDSO are kept.
-fn parse_maps_line(line: &str) -> Option<MapsLine> {
+pub(super) fn parse_maps_line(line: &str) -> Option<MapsLine> {
     let mut it = line.splitn(6, ' ');
-    let (range, _perms, offset, dev, inode) =
+    let (range, perms, offset, dev, inode) =
         (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
     let path = it.next().unwrap_or("").trim_start();
     let path = path.strip_suffix(" (deleted)").unwrap_or(path);
@@ -218,6 +221,7 @@ fn parse_maps_line(line: &str) -> Option<MapsLine> {
     Some(MapsLine {
         start: u64::from_str_radix(start, 16).ok()?,
         end: u64::from_str_radix(end, 16).ok()?,
+        perms: perms.to_string(),
         offset: u64::from_str_radix(offset, 16).ok()?,
         dev: dev.to_string(),
         inode: inode.parse().ok()?,

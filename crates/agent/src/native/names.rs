@@ -1,5 +1,6 @@
 //! Names of native and kernel program counters, on the writer thread: the
-//! library (its file name) and the function, cached per address.
+//! library (its file name) and the function. The writer caches what it makes
+//! of them per address (see `Sink::mixed_stack`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -64,10 +65,9 @@ impl Preload {
     }
 }
 
-/// The writer's cache of native names.
+/// The writer's namer of native frames.
 #[derive(Default)]
 pub struct NativeNames {
-    cache: HashMap<(usize, bool), NativeName>,
     libs: HashMap<String, Arc<str>>,
     /// Made on first use (it reads /proc/self/maps).
     symbolizer: Option<Symbolizer>,
@@ -109,22 +109,16 @@ impl NativeNames {
         }
     }
 
-    /// The name of user-space `pc` (`kernel` false) or kernel address `pc`.
-    pub fn name(&mut self, pc: usize, kernel: bool) -> NativeName {
-        if let Some(n) = self.cache.get(&(pc, kernel)) {
-            return n.clone();
-        }
-        let (n, found) = if kernel {
+    /// The name of user-space `pc` (`kernel` false) or kernel address `pc`,
+    /// and whether it was found: an address in no mapping known yet is to be
+    /// asked again later (the library may have been loaded after the maps
+    /// were last read).
+    pub fn name(&mut self, pc: usize, kernel: bool) -> (NativeName, bool) {
+        if kernel {
             (self.kernel_name(pc), true)
         } else {
             self.user(pc)
-        };
-        // An address in no mapping known yet is asked again later: the library
-        // may have been loaded after the maps were last read.
-        if found {
-            self.cache.insert((pc, kernel), n.clone());
         }
-        n
     }
 
     fn lib(&mut self, name: &str) -> Arc<str> {

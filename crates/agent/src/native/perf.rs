@@ -68,10 +68,13 @@ impl PerfKind {
         )
     }
 
-    /// Events per sample when `interval=` does not say.
+    /// Events per sample when `interval=` does not say (a clock's are
+    /// nanoseconds: the sampling interval's default).
     pub fn default_period(self) -> u64 {
         match self {
-            PerfKind::TaskClock | PerfKind::CpuClock => 10_000_000,
+            PerfKind::TaskClock | PerfKind::CpuClock => {
+                crate::options::DEFAULT_INTERVAL.as_nanos() as u64
+            }
             PerfKind::PageFaults => 1000,
             PerfKind::ContextSwitches | PerfKind::CpuMigrations => 1,
             PerfKind::Cycles | PerfKind::Instructions => 10_000_000,
@@ -232,21 +235,7 @@ impl PerfEvents {
             attr.sample_type = SAMPLE_CALLCHAIN;
             attr.flags |= FLAG_EXCLUDE_CALLCHAIN_USER;
         }
-        // SAFETY: a valid attr of the size it states; the other arguments are plain.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_perf_event_open,
-                &attr as *const Attr,
-                tid as c_long,
-                -1 as c_long,
-                -1 as c_long,
-                PERF_FLAG_FD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(fd as c_int)
+        perf_event_open(&attr, tid)
     }
 
     fn map_ring(&self, fd: c_int) -> usize {
@@ -420,12 +409,18 @@ pub fn open_counter(kind: PerfKind) -> std::io::Result<c_int> {
         config,
         ..Attr::default()
     };
+    perf_event_open(&attr, 0)
+}
+
+/// Opens a counter described by `attr` for thread `tid` (0: the calling
+/// thread), on any cpu, in no group, closed on exec.
+fn perf_event_open(attr: &Attr, tid: c_int) -> std::io::Result<c_int> {
     // SAFETY: a valid attr of the size it states; the other arguments are plain.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_perf_event_open,
-            &attr as *const Attr,
-            0 as c_long,
+            attr as *const Attr,
+            tid as c_long,
             -1 as c_long,
             -1 as c_long,
             PERF_FLAG_FD_CLOEXEC,

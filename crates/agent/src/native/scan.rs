@@ -54,7 +54,7 @@ fn run(timers: &CpuTimers, table: &ThreadTable, stopper: &Stopper) {
     while !stopper.wait_until(Instant::now() + RESCAN) {
         super::walk::refresh_code_ranges();
         let mut tids = process_tids();
-        tids.retain(|t| !table.is_agent(*t));
+        table.drop_agent(&mut tids);
         timers.sync(&tids);
     }
 }

@@ -9,8 +9,10 @@
 //! instead of faulting on a bad frame pointer (glibc is built without frame
 //! pointers, so chains through it can hold anything).
 
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use std::sync::Mutex;
+
+use super::elf::parse_maps_line;
 
 /// Executable file-backed mappings, sorted by start.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -23,20 +25,9 @@ impl CodeRanges {
     pub fn parse(maps: &str) -> CodeRanges {
         let mut ranges: Vec<(usize, usize)> = maps
             .lines()
-            .filter_map(|line| {
-                let mut parts = line.split_whitespace();
-                let span = parts.next()?;
-                let perms = parts.next()?;
-                let path = parts.nth(3)?;
-                if !perms.contains('x') || !(path.starts_with('/') || path == "[vdso]") {
-                    return None;
-                }
-                let (a, b) = span.split_once('-')?;
-                Some((
-                    usize::from_str_radix(a, 16).ok()?,
-                    usize::from_str_radix(b, 16).ok()?,
-                ))
-            })
+            .filter_map(parse_maps_line)
+            .filter(|m| m.perms.contains('x'))
+            .map(|m| (m.start as usize, m.end as usize))
             .collect();
         ranges.sort_unstable();
         CodeRanges { ranges }
@@ -51,6 +42,9 @@ impl CodeRanges {
 
 /// The table the handler reads; replaced (never freed) when the mappings change.
 static CURRENT: AtomicPtr<CodeRanges> = AtomicPtr::new(std::ptr::null_mut());
+/// This process's id for [`read_pair`], set off the handler (getpid is a
+/// system call, too dear per native frame).
+static PID: AtomicI32 = AtomicI32::new(0);
 /// The dynamic loader's (loads, unloads) counts when the table was built.
 static LAST: Mutex<Option<(u64, u64)>> = Mutex::new(None);
 
@@ -58,6 +52,8 @@ static LAST: Mutex<Option<(u64, u64)>> = Mutex::new(None);
 /// since the last call (checked cheaply through dl_iterate_phdr's counters).
 /// Off the handler (the cpu engine's start and its thread scanner call it).
 pub fn refresh_code_ranges() {
+    // SAFETY: getpid has no preconditions.
+    PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
     let counts = loader_counts();
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     if *last == Some(counts) {
@@ -97,7 +93,8 @@ fn code_ranges() -> Option<&'static CodeRanges> {
     unsafe { CURRENT.load(Ordering::Acquire).as_ref() }
 }
 
-/// Reads two words at `addr` without faulting; None when not readable.
+/// Reads two words at `addr` without faulting; None when not readable (or
+/// before [`refresh_code_ranges`] has run).
 fn read_pair(addr: usize) -> Option<[usize; 2]> {
     let mut out = [0usize; 2];
     let local = libc::iovec {
@@ -108,8 +105,9 @@ fn read_pair(addr: usize) -> Option<[usize; 2]> {
         iov_base: addr as *mut _,
         iov_len: 16,
     };
+    let pid = PID.load(Ordering::Relaxed);
     // SAFETY: a plain system call on this process; the kernel checks `addr`.
-    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
     (n == 16).then_some(out)
 }
 
