@@ -290,14 +290,13 @@ pub struct Local {
     /// The carrier's own track while a virtual thread is mounted.
     home: Option<Track>,
     /// `tracecounter=`: this thread's perf counter fd, read in place of its CPU
-    /// time ([`NO_COUNTER`]: CPU time; below that, the open failed: 0 is read).
+    /// time ([`NO_COUNTER`]: CPU time, or no fd: the open failed and `with_cpu`
+    /// is off, so 0 is written).
     counter_fd: i32,
 }
 
-/// `Local::counter_fd` when the session has no counter.
+/// `Local::counter_fd` when this thread has no counter.
 const NO_COUNTER: i32 = -1;
-/// `Local::counter_fd` when this thread could not open the session's counter.
-const COUNTER_FAILED: i32 = -2;
 
 /// What a thread's events go through: its ring and shadow stack. A carrier
 /// swaps its own for a virtual thread's at each mount, so a virtual thread keeps
@@ -370,9 +369,16 @@ impl Local {
     }
 
     /// Events carry `kind`'s count for this thread instead of its CPU time.
+    /// A thread whose counter fails to open writes 0 without trying a read per
+    /// event (each would be a failing syscall on the probe's path).
     fn open_counter(&mut self, kind: PerfKind) {
-        self.with_cpu = true;
-        self.counter_fd = perf::open_counter(kind).unwrap_or(COUNTER_FAILED);
+        match perf::open_counter(kind) {
+            Ok(fd) => {
+                self.with_cpu = true;
+                self.counter_fd = fd;
+            }
+            Err(_) => self.with_cpu = false,
+        }
     }
 
     /// Virtual thread `java_id` was mounted on this carrier (or started on it):
