@@ -8,7 +8,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::aggregate::ThreadAgg;
 use crate::clock::{self, ProbeClock, StampMapper};
@@ -324,17 +324,23 @@ fn unmounted() -> std::sync::MutexGuard<'static, Option<std::collections::HashMa
 
 /// A new virtual thread's track, its ring registered for the writer under a key
 /// with only the Java id (no Linux thread: the writer names it a virtual thread).
-fn virtual_track(java_id: i64) -> Track {
-    let capacity = if PROBES.aggregate.load(Ordering::Relaxed) {
-        64
+/// Aggregate mode writes no events: its tracks share one ring the writer never
+/// sees, so the drain does not scan a ring per virtual thread.
+fn virtual_track(java_id: i64, aggregate: bool) -> Track {
+    let ring = if aggregate {
+        static NO_EVENTS: OnceLock<Arc<ThreadRing>> = OnceLock::new();
+        NO_EVENTS
+            .get_or_init(|| Arc::new(ThreadRing::new(1, ThreadKey::default())))
+            .clone()
     } else {
-        PROBES
+        let capacity = PROBES
             .ring_capacity
             .load(Ordering::Relaxed)
-            .min(VIRTUAL_RING_EVENTS)
+            .min(VIRTUAL_RING_EVENTS);
+        let ring = Arc::new(ThreadRing::new(capacity, ThreadKey::new(0, 0, java_id)));
+        rings().push(ring.clone());
+        ring
     };
-    let ring = Arc::new(ThreadRing::new(capacity, ThreadKey::new(0, 0, java_id)));
-    rings().push(ring.clone());
     PROBES.virtual_threads.fetch_add(1, Ordering::Relaxed);
     Track {
         ring,
@@ -392,7 +398,7 @@ impl Local {
             self.end(self.mounted);
         }
         let taken = unmounted().as_mut().and_then(|m| m.remove(&java_id));
-        let mut track = taken.unwrap_or_else(|| virtual_track(java_id));
+        let mut track = taken.unwrap_or_else(|| virtual_track(java_id, self.agg.is_some()));
         std::mem::swap(&mut self.track, &mut track);
         self.home = Some(track);
         self.mounted = java_id;
