@@ -457,15 +457,14 @@ fn virtual_park(hit: &Hit, site: &Site, now: u64) {
 
 /// VirtualThreadMount (see `crate::trace::vthreads`): a virtual thread that
 /// parked comes back, its park over (its own breakpoint after the call is not
-/// reliably reached by a frame thawed at the mount).
-pub fn virtual_thread_mounted(jni: Jni, vthread: sys::jthread) {
+/// reliably reached by a frame thawed at the mount). `id` is its Java id.
+pub fn virtual_thread_mounted(jni: Jni, vthread: sys::jthread, id: i64) {
     if !on(Kinds::PARK) {
         return;
     }
     let (Some(jvmti), Some(sites)) = (env(), PARK.sites.get()) else {
         return;
     };
-    let id = crate::jvm::thread::java_id(jni, vthread);
     let Some(p) = virtual_parks().as_mut().and_then(|m| m.remove(&id)) else {
         return;
     };

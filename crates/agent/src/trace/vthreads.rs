@@ -171,7 +171,8 @@ pub fn enable() -> bool {
 
 /// The Java id of `vthread`, and its name kept for the writer at its first
 /// sighting in a session.
-fn identify(jvmti: *mut sys::jvmtiEnv, jni: Jni, vthread: sys::jthread) -> i64 {
+/// `carrier` is the Linux id of the thread it runs on now.
+fn identify(jvmti: *mut sys::jvmtiEnv, jni: Jni, vthread: sys::jthread, carrier: u32) -> i64 {
     let id = crate::jvm::thread::java_id(jni, vthread);
     if id == 0 || !wanted() {
         return id;
@@ -186,7 +187,7 @@ fn identify(jvmti: *mut sys::jvmtiEnv, jni: Jni, vthread: sys::jthread) -> i64 {
     names()
         .get_or_insert_with(HashMap::new)
         .entry(id)
-        .or_insert((name, gettid()));
+        .or_insert((name, carrier));
     id
 }
 
@@ -226,14 +227,15 @@ fn transition(
         if env.is_null() || vthread.is_null() {
             return;
         }
-        let id = identify(jvmti, Jni(env), vthread);
+        let tid = gettid();
+        let id = identify(jvmti, Jni(env), vthread, tid);
         // Kept whether or not anything records now: a recording that starts
         // while this virtual thread runs finds it mounted.
-        set_mounted(gettid(), if mounts { id } else { 0 });
+        set_mounted(tid, if mounts { id } else { 0 });
         let mounted = (mounts && id != 0).then_some((id, vthread));
-        update_mounted_ref(Jni(env), gettid(), mounted);
+        update_mounted_ref(Jni(env), tid, mounted);
         if mounts {
-            crate::events::park::virtual_thread_mounted(Jni(env), vthread);
+            crate::events::park::virtual_thread_mounted(Jni(env), vthread, id);
         }
         if id != 0 && probe::session_running() {
             probe::virtual_thread(env, |l| f(l, id));
