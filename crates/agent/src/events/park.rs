@@ -394,29 +394,19 @@ fn on_park_breakpoint(hit: &Hit) {
                         .find(|s| s.method == site.method && s.virtual_thread)
                 });
                 if let (Some(p), Some(own)) = (started, own) {
-                    parked(
-                        hit.jvmti,
-                        hit.jni,
-                        hit.thread,
-                        own,
-                        (p.since, now),
-                        p.timeout_arg,
-                    );
+                    parked(hit.jvmti, hit.jni, hit.thread, own, (p.since, now), || {
+                        p.timeout_arg
+                    });
                 }
                 return;
             }
             PARK.unmatched.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let timeout_arg = timeout_arg(hit.jvmti, site);
-        parked(
-            hit.jvmti,
-            hit.jni,
-            hit.thread,
-            site,
-            (since, now),
-            timeout_arg,
-        );
+        // Read in its frame only for a park long enough to be recorded.
+        parked(hit.jvmti, hit.jni, hit.thread, site, (since, now), || {
+            timeout_arg(hit.jvmti, site)
+        });
     }
 }
 
@@ -444,14 +434,9 @@ fn virtual_park(hit: &Hit, site: &Site, now: u64) {
     }
     // A park that returned without unmounting (a mount ends the others).
     if let Some(p) = virtual_parks().as_mut().and_then(|m| m.remove(&id)) {
-        parked(
-            hit.jvmti,
-            hit.jni,
-            hit.thread,
-            site,
-            (p.since, now),
-            p.timeout_arg,
-        );
+        parked(hit.jvmti, hit.jni, hit.thread, site, (p.since, now), || {
+            p.timeout_arg
+        });
     }
 }
 
@@ -470,7 +455,7 @@ pub fn virtual_thread_mounted(jni: Jni, vthread: sys::jthread, id: i64) {
     };
     if let Some(site) = sites.get(p.site) {
         let now = clock::monotonic_ns();
-        parked(jvmti, jni, vthread, site, (p.since, now), p.timeout_arg);
+        parked(jvmti, jni, vthread, site, (p.since, now), || p.timeout_arg);
     }
 }
 
@@ -485,13 +470,14 @@ fn timeout_arg(jvmti: Jvmti, site: &Site) -> i64 {
 }
 
 /// A park of this thread ended: queued when long enough, counted otherwise.
+/// `timeout_arg` gives the park's timeout argument, asked only when queued.
 fn parked(
     jvmti: Jvmti,
     jni: Jni,
     thread: sys::jthread,
     site: &Site,
     (since, end): (u64, u64),
-    timeout_arg: i64,
+    timeout_arg: impl FnOnce() -> i64,
 ) {
     let duration_ns = end.saturating_sub(since);
     if duration_ns < PARK.threshold_ns.load(Ordering::Relaxed) {
@@ -502,8 +488,8 @@ fn parked(
     let blocker = blocker_class(jvmti, jni, thread);
     let timeout_ns = match site.timeout {
         Timeout::None => 0,
-        Timeout::Nanos(_) => timeout_arg.max(0) as u64,
-        Timeout::Until(_) => until_timeout(timeout_arg, duration_ns),
+        Timeout::Nanos(_) => timeout_arg().max(0) as u64,
+        Timeout::Until(_) => until_timeout(timeout_arg(), duration_ns),
     };
     let kind = RawKind::Park {
         duration_ns,
