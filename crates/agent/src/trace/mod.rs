@@ -177,17 +177,7 @@ impl TraceOptions {
     fn counter_or_say(&self) -> Option<PerfKind> {
         let (kind, opened) = self.counter_check()?;
         if let Err(e) = opened {
-            let why = match e.raw_os_error() {
-                Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV)
-                    if kind.is_hardware() =>
-                {
-                    format!("this machine has no hardware performance counters ({e})")
-                }
-                Some(libc::EACCES) | Some(libc::EPERM) => format!(
-                    "perf_event_open is not allowed here ({e}; see /proc/sys/kernel/perf_event_paranoid)"
-                ),
-                _ => format!("perf_event_open failed ({e})"),
-            };
+            let why = perf::refusal(kind, &e);
             eprintln!(
                 "jscope: tracecounter={}: {why}; tracing runs on without the counter",
                 kind.name()
