@@ -220,7 +220,6 @@ pub struct Sender {
     buffer: usize,
     /// The largest chunk frame the collector takes (from its last Accept).
     max_frame: u32,
-    last_seq: u64,
     sync: StreamSync,
     resync: Arc<AtomicBool>,
     stats: Arc<SenderStats>,
@@ -274,7 +273,6 @@ pub fn link(
         outbox: Outbox::new(options.buffer),
         buffer: options.buffer,
         max_frame: DEFAULT_MAX_FRAME,
-        last_seq: 0,
         sync: StreamSync::InSync,
         resync,
         stats,
@@ -375,7 +373,6 @@ impl Sender {
             .chunks_dropped
             .fetch_add(chunks, Ordering::Relaxed);
         self.stats.bytes_dropped.fetch_add(bytes, Ordering::Relaxed);
-        self.last_seq = self.outbox.last_seq();
         if kept {
             self.stats.resyncs.fetch_add(1, Ordering::Relaxed);
             self.awaiting_dictionary = false;
@@ -393,10 +390,7 @@ impl Sender {
             return false;
         }
         match self.outbox.push(chunk) {
-            Pushed::Queued(seq) => {
-                self.last_seq = seq;
-                true
-            }
+            Pushed::Queued(_) => true,
             Pushed::Dropped => {
                 self.stats.dropped(len);
                 false
@@ -614,7 +608,7 @@ impl Sender {
         // A collector still waiting for the dictionary was sent nothing: the writer
         // that would make the resync is gone.
         if !self.awaiting_dictionary {
-            if let Ok(acked) = client.wait_for_ack(self.last_seq, left) {
+            if let Ok(acked) = client.wait_for_ack(self.outbox.last_seq(), left) {
                 self.note_acked(acked);
             }
         }
@@ -900,7 +894,7 @@ mod tests {
         })
         .collect();
         assert_eq!(sent, [(2, 9), (3, 2), (4, 3), (5, 4)]);
-        assert_eq!(sender.last_seq, 5);
+        assert_eq!(sender.outbox.last_seq(), 5);
     }
 
     #[test]
