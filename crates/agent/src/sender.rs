@@ -360,9 +360,7 @@ impl Sender {
     /// The resync a collector lacking the stream's start waits for: it goes in front
     /// of every held chunk (all written before it, so it declares what they use).
     fn take_rebase(&mut self, chunks: Vec<Vec<u8>>) {
-        let too_large = chunks
-            .iter()
-            .any(|c| c.len() as u64 + 8 > self.max_frame as u64);
+        let too_large = chunks.iter().any(|c| self.too_large(c));
         if self.gave_up || too_large {
             chunks.iter().for_each(|c| self.stats.dropped(c.len()));
             self.sync = StreamSync::Lost { requested: false };
@@ -382,10 +380,15 @@ impl Sender {
         }
     }
 
+    /// Whether `chunk` framed (8 bytes more) exceeds what the collector takes.
+    fn too_large(&self, chunk: &[u8]) -> bool {
+        chunk.len() as u64 + 8 > u64::from(self.max_frame)
+    }
+
     /// Queues a chunk for the collector; false when it was dropped (and counted).
     fn push(&mut self, chunk: Vec<u8>) -> bool {
         let len = chunk.len();
-        if self.gave_up || len as u64 + 8 > self.max_frame as u64 {
+        if self.gave_up || self.too_large(&chunk) {
             self.stats.dropped(len);
             return false;
         }
