@@ -199,9 +199,9 @@ pub fn with_cpu() -> bool {
 }
 
 /// Drops the rings of ended threads that hold nothing more, keeping their drop
-/// counts.
-pub fn forget_ended(rings: &mut Vec<Arc<ThreadRing>>) {
-    crate::thread_ring::forget_ended(rings, &PROBES.dropped_ended);
+/// counts and handing each to `forgotten`.
+pub fn forget_ended(rings: &mut Vec<Arc<ThreadRing>>, forgotten: impl FnMut(&Arc<ThreadRing>)) {
+    crate::thread_ring::forget_ended(rings, &PROBES.dropped_ended, forgotten);
 }
 
 /// Events dropped by threads whose rings were forgotten.
