@@ -29,6 +29,7 @@ pub(crate) mod symbols;
 pub(crate) mod sys;
 pub(crate) mod thread_ring;
 pub(crate) mod threads;
+pub(crate) mod tid_slots;
 pub(crate) mod trace;
 pub(crate) mod wall;
 pub(crate) mod writer;

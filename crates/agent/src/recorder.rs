@@ -440,7 +440,10 @@ fn cpu_sources(options: &Options) -> Result<CpuTimers, StartError> {
     if let Some((kind, period)) = options.event {
         perf::probe(kind).map_err(|e| StartError::Event {
             event: kind.name(),
-            reason: event_refusal(kind, &e),
+            reason: format!(
+                "{}; the JVM runs on without jscope",
+                perf::refusal(kind, &e)
+            ),
         })?;
         let events = PerfEvents::new(kind, period, CPU_SIGNAL, kernel);
         return Ok(CpuTimers::with_perf(events, CPU_SIGNAL));
@@ -451,21 +454,6 @@ fn cpu_sources(options: &Options) -> Result<CpuTimers, StartError> {
         return Ok(CpuTimers::with_perf(events, CPU_SIGNAL));
     }
     Ok(CpuTimers::new(options.interval, CPU_SIGNAL))
-}
-
-/// Why perf_event_open refused an event, in words.
-fn event_refusal(kind: PerfKind, e: &std::io::Error) -> String {
-    let missing = matches!(
-        e.raw_os_error(),
-        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV)
-    );
-    match (kind.is_hardware(), missing) {
-        (true, true) => format!("this machine has no hardware performance counters ({e}); the JVM runs on without jscope"),
-        (_, _) if e.raw_os_error() == Some(libc::EACCES) || e.raw_os_error() == Some(libc::EPERM) => {
-            format!("perf_event_open is not allowed here ({e}; see /proc/sys/kernel/perf_event_paranoid); the JVM runs on without jscope")
-        }
-        _ => format!("perf_event_open failed ({e}); the JVM runs on without jscope"),
-    }
 }
 
 /// The header's keys for the cpu engine: which source samples

@@ -220,7 +220,6 @@ pub struct Sender {
     buffer: usize,
     /// The largest chunk frame the collector takes (from its last Accept).
     max_frame: u32,
-    last_seq: u64,
     sync: StreamSync,
     resync: Arc<AtomicBool>,
     stats: Arc<SenderStats>,
@@ -274,7 +273,6 @@ pub fn link(
         outbox: Outbox::new(options.buffer),
         buffer: options.buffer,
         max_frame: DEFAULT_MAX_FRAME,
-        last_seq: 0,
         sync: StreamSync::InSync,
         resync,
         stats,
@@ -362,9 +360,7 @@ impl Sender {
     /// The resync a collector lacking the stream's start waits for: it goes in front
     /// of every held chunk (all written before it, so it declares what they use).
     fn take_rebase(&mut self, chunks: Vec<Vec<u8>>) {
-        let too_large = chunks
-            .iter()
-            .any(|c| c.len() as u64 + 8 > self.max_frame as u64);
+        let too_large = chunks.iter().any(|c| self.too_large(c));
         if self.gave_up || too_large {
             chunks.iter().for_each(|c| self.stats.dropped(c.len()));
             self.sync = StreamSync::Lost { requested: false };
@@ -375,7 +371,6 @@ impl Sender {
             .chunks_dropped
             .fetch_add(chunks, Ordering::Relaxed);
         self.stats.bytes_dropped.fetch_add(bytes, Ordering::Relaxed);
-        self.last_seq = self.outbox.last_seq();
         if kept {
             self.stats.resyncs.fetch_add(1, Ordering::Relaxed);
             self.awaiting_dictionary = false;
@@ -385,18 +380,20 @@ impl Sender {
         }
     }
 
+    /// Whether `chunk` framed (8 bytes more) exceeds what the collector takes.
+    fn too_large(&self, chunk: &[u8]) -> bool {
+        chunk.len() as u64 + 8 > u64::from(self.max_frame)
+    }
+
     /// Queues a chunk for the collector; false when it was dropped (and counted).
     fn push(&mut self, chunk: Vec<u8>) -> bool {
         let len = chunk.len();
-        if self.gave_up || len as u64 + 8 > self.max_frame as u64 {
+        if self.gave_up || self.too_large(&chunk) {
             self.stats.dropped(len);
             return false;
         }
         match self.outbox.push(chunk) {
-            Pushed::Queued(seq) => {
-                self.last_seq = seq;
-                true
-            }
+            Pushed::Queued(_) => true,
             Pushed::Dropped => {
                 self.stats.dropped(len);
                 false
@@ -614,7 +611,7 @@ impl Sender {
         // A collector still waiting for the dictionary was sent nothing: the writer
         // that would make the resync is gone.
         if !self.awaiting_dictionary {
-            if let Ok(acked) = client.wait_for_ack(self.last_seq, left) {
+            if let Ok(acked) = client.wait_for_ack(self.outbox.last_seq(), left) {
                 self.note_acked(acked);
             }
         }
@@ -899,7 +896,7 @@ mod tests {
         })
         .collect();
         assert_eq!(sent, [(2, 9), (3, 2), (4, 3), (5, 4)]);
-        assert_eq!(sender.last_seq, 5);
+        assert_eq!(sender.outbox.last_seq(), 5);
     }
 
     #[test]

@@ -87,46 +87,9 @@ const NATIVE_ONLY: usize = 16;
 /// Panics caught in the handler (the sample is abandoned).
 const PANICS: usize = 17;
 
-/// Slots of [`WallStates`]; a power of two well above the threads signalled per tick.
-const WALL_STATE_SLOTS: usize = 4096;
-
-/// Thread states handed from the wall sampler to the signal handler, one slot per
-/// Linux thread id (direct-mapped by `tid % WALL_STATE_SLOTS`). Each slot packs the
-/// tid and the state into one atomic word, so the handler reads both consistently
-/// without a lock; two tids sharing a slot only cost a sample its state.
-pub struct WallStates {
-    slots: Box<[AtomicU64]>,
-}
-
-impl Default for WallStates {
-    fn default() -> Self {
-        WallStates {
-            slots: (0..WALL_STATE_SLOTS).map(|_| AtomicU64::new(0)).collect(),
-        }
-    }
-}
-
-impl WallStates {
-    fn slot(&self, tid: u32) -> &AtomicU64 {
-        &self.slots[tid as usize % WALL_STATE_SLOTS]
-    }
-
-    /// Called by the wall sampler right before it signals `tid`.
-    pub fn set(&self, tid: u32, state: u32) {
-        let word = (u64::from(tid) << 32) | u64::from(state);
-        self.slot(tid).store(word, Ordering::Release);
-    }
-
-    /// The state last set for `tid`, or 0 (unknown). Async-signal-safe.
-    pub fn get(&self, tid: u32) -> u32 {
-        let word = self.slot(tid).load(Ordering::Acquire);
-        if (word >> 32) as u32 == tid {
-            word as u32
-        } else {
-            0
-        }
-    }
-}
+/// Thread states handed from the wall sampler to the signal handler, by Linux
+/// thread id: the sampler sets a thread's right before it signals it.
+pub type WallStates = crate::tid_slots::TidSlots;
 
 /// State the handler reads; one per recording, leaked so a late signal never
 /// sees freed memory.
@@ -612,19 +575,6 @@ fn sample_state(mode: SampleMode, handler_state: u32, top_native: bool) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn wall_states_belong_to_their_thread() {
-        let states = WallStates::default();
-        assert_eq!(states.get(42), 0, "nothing set yet");
-        states.set(42, 0x45);
-        assert_eq!(states.get(42), 0x45);
-        let sharing = 42 + WALL_STATE_SLOTS as u32;
-        assert_eq!(states.get(sharing), 0, "same slot, other thread");
-        states.set(sharing, 5);
-        assert_eq!(states.get(42), 0, "overwritten: unknown, never wrong");
-        assert_eq!(states.get(sharing), 5);
-    }
 
     #[test]
     fn walk_results_map_to_their_counters() {

@@ -216,12 +216,17 @@ impl<T> ThreadRing<T> {
 }
 
 /// Forgets the rings of ended threads that hold nothing more, adding their drop
-/// counts to `dropped_ended`.
-pub fn forget_ended<T>(rings: &mut Vec<Arc<ThreadRing<T>>>, dropped_ended: &AtomicU64) {
+/// counts to `dropped_ended` and handing each to `forgotten`.
+pub fn forget_ended<T>(
+    rings: &mut Vec<Arc<ThreadRing<T>>>,
+    dropped_ended: &AtomicU64,
+    mut forgotten: impl FnMut(&Arc<ThreadRing<T>>),
+) {
     rings.retain(|r| {
         let gone = r.ended.load(Ordering::Acquire) && r.is_empty();
         if gone {
             dropped_ended.fetch_add(r.dropped.load(Ordering::Relaxed), Ordering::Relaxed);
+            forgotten(r);
         }
         !gone
     });
@@ -308,10 +313,10 @@ mod tests {
         a.ended.store(true, Ordering::Release);
         b.ended.store(true, Ordering::Release);
         let mut rings = vec![a.clone(), b];
-        forget_ended(&mut rings, &total);
+        forget_ended(&mut rings, &total, |_| ());
         assert_eq!(rings.len(), 1, "a still holds an event");
         a.drain(|_| {});
-        forget_ended(&mut rings, &total);
+        forget_ended(&mut rings, &total, |_| ());
         assert!(rings.is_empty());
         assert_eq!(total.load(Ordering::Relaxed), 1);
     }

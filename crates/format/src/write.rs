@@ -158,20 +158,13 @@ impl ChunkWriter {
     /// Method entries and exits of one thread, in order. The thread's timeline moves
     /// to the batch's last event.
     pub fn trace(&mut self, b: &TraceBatch) {
-        let (Some(first), Some(last)) = (b.events.first(), b.events.last()) else {
-            return;
-        };
-        let dt = self.delta(b.thread, first.ticks);
-        let kinds = encode_trace_with(&mut self.body, b.thread, b.has_cpu, &b.events, dt, |e| *e);
-        self.times.delta(b.thread, last.ticks);
-        self.push(tag::TRACE);
-        self.summary.trace.add_kinds(kinds);
-        self.summary.saw(last.ticks);
+        self.trace_mapped(b.thread, b.has_cpu, &b.events, |e| *e);
     }
 
     /// The trace record [`ChunkWriter::trace`] writes for the batch of `thread`
-    /// whose events `map` makes of `items` (in order, at least one), without the
-    /// batch: the agent's writer encodes its rings' slots straight into the chunk.
+    /// whose events `map` makes of `items` (in order; none writes nothing),
+    /// without the batch: the agent's writer encodes its rings' slots straight
+    /// into the chunk.
     #[inline]
     pub fn trace_mapped<E>(
         &mut self,

@@ -67,9 +67,6 @@ struct GcState {
     heap_pools: Mutex<Vec<String>>,
     notes: Mutex<Vec<GcNote>>,
     dropped: AtomicU64,
-    /// When the JVM started on the monotonic clock (ns; 0 unknown): the origin
-    /// of GcInfo's times, from the RuntimeMXBean's uptime at install.
-    jvm_start_ns: AtomicU64,
 }
 
 static GC: GcState = GcState {
@@ -77,7 +74,6 @@ static GC: GcState = GcState {
     heap_pools: Mutex::new(Vec::new()),
     notes: Mutex::new(Vec::new()),
     dropped: AtomicU64::new(0),
-    jvm_start_ns: AtomicU64::new(0),
 };
 
 /// The notes queued since the last call.
@@ -158,15 +154,6 @@ pub fn install(jni: Jni) -> Result<(), GcListenerError> {
             return Err(GcListenerError::Define);
         }
         let factory = jni.find_class("java/lang/management/ManagementFactory");
-        let runtime = jni.call_static_object_with(
-            factory,
-            ("getRuntimeMXBean", "()Ljava/lang/management/RuntimeMXBean;"),
-            &[],
-        );
-        if let Some(uptime_ms) = jni.call_long(runtime, "getUptime") {
-            let start = clock::monotonic_ns().saturating_sub(uptime_ms.max(0) as u64 * 1_000_000);
-            GC.jvm_start_ns.store(start, Ordering::Relaxed);
-        }
         *GC.heap_pools.lock().unwrap_or_else(|e| e.into_inner()) = heap_pools(jni, factory);
         let beans = jni.call_static_object_with(
             factory,
@@ -264,6 +251,8 @@ pub fn join(first: &mut GcNote, mut next: GcNote) {
 /// Whether `note` (one collection, or several joined) accounts for a pause of
 /// `duration_ns`, within GcInfo's ms resolution.
 pub fn covers(note: &GcNote, duration_ns: u64) -> bool {
+    // Both GcInfo times are truncated to ms: its duration is within 1 ms of
+    // the pause's (a little more for the events' own skew).
     let note_ms = note.end_ms.saturating_sub(note.start_ms) as f64;
     (duration_ns as f64 / 1e6 - note_ms).abs() <= 1.5
 }
@@ -360,12 +349,10 @@ fn read_note(jni: Jni, n: sys::jobject, arrival_ns: u64) -> Option<GcNote> {
 /// on the monotonic clock is learned from the data: each pause that ended
 /// before a note arrived and lasted about as long votes for the offset
 /// `pause start - note start`; true pairs all vote for the same offset (within
-/// a ms, GcInfo's resolution), wrong pairs scatter. The best-voted offset is
-/// kept, and each note takes the pause nearest its start at that offset.
+/// a ms, GcInfo's resolution), wrong pairs scatter. The best-voted offset
+/// wins, and each note takes the pause nearest its start at that offset.
 #[derive(Debug, Default)]
 pub struct Matcher {
-    /// The offset in ms, once learned.
-    offset_ms: Option<i64>,
     /// Votes for each offset, over every batch so far (the offset settles as
     /// collections accumulate).
     votes: std::collections::HashMap<i64, u32>,
@@ -377,10 +364,7 @@ const MATCH_SLACK_MS: i64 = 3;
 /// Whether a pause could be the one `n` describes: it ended before the note
 /// arrived and lasted as long within GcInfo's ms resolution.
 fn fits(n: &GcNote, &(s, d): &(u64, u64)) -> bool {
-    // Both GcInfo times are truncated to ms: its duration is within 1 ms of
-    // the pause's (a little more for the events' own skew).
-    let note_ms = n.end_ms.saturating_sub(n.start_ms) as f64;
-    s + d <= n.arrival_ns && (d as f64 / 1e6 - note_ms).abs() <= 1.5
+    s + d <= n.arrival_ns && covers(n, d)
 }
 
 impl Matcher {
@@ -391,9 +375,6 @@ impl Matcher {
                 let d = (p.0 / 1_000_000) as i64 - n.start_ms as i64;
                 *self.votes.entry(d).or_default() += 1;
             }
-        }
-        if let Some((_, d)) = self.best() {
-            self.offset_ms = Some(d);
         }
     }
 
@@ -432,7 +413,7 @@ impl Matcher {
     /// pause it describes at the learned offset ([`Matcher::vote`] first); None
     /// for concurrent cycles and when none fits. A pause is given to one note,
     /// or to several that lie wholly inside it (below).
-    pub fn match_all(&mut self, notes: &[GcNote], pauses: &[(u64, u64)]) -> Vec<Option<usize>> {
+    pub fn match_all(&self, notes: &[GcNote], pauses: &[(u64, u64)]) -> Vec<Option<usize>> {
         // Periodic collections make the votes a lattice (a note also fits the
         // pause one period earlier), so of the best-voted offsets the one that
         // pairs the most notes of this batch wins (ties: more votes).
@@ -448,10 +429,7 @@ impl Matcher {
             })
             .max_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
         match best {
-            Some((_, _, d, m)) => {
-                self.offset_ms = Some(-d);
-                m
-            }
+            Some((.., m)) => m,
             None => vec![None; notes.len()],
         }
     }

@@ -365,10 +365,9 @@ const HANDLER: Handler = Handler {
 
 /// A breakpoint of park's: the park starts before `Unsafe.park`, ends after it.
 fn on_park_breakpoint(hit: &Hit) {
-    let Some(site) = PARK.sites.get().and_then(|s| {
-        s.iter().find(|s| {
-            s.method == hit.method as usize && (s.before == hit.location || s.after == hit.location)
-        })
+    let sites = PARK.sites.get().map_or(&[][..], Vec::as_slice);
+    let Some((index, site)) = sites.iter().enumerate().find(|(_, s)| {
+        s.method == hit.method as usize && (s.before == hit.location || s.after == hit.location)
     }) else {
         return;
     };
@@ -377,7 +376,7 @@ fn on_park_breakpoint(hit: &Hit) {
     }
     let now = clock::monotonic_ns();
     if site.virtual_thread {
-        virtual_park(hit, site, now);
+        virtual_park(hit, (index, site), now);
     } else if hit.location == site.before {
         PARKED_SINCE.with(|c| c.set(now));
     } else if hit.location == site.after {
@@ -388,46 +387,24 @@ fn on_park_breakpoint(hit: &Hit) {
             // but it does at this one, where both branches return.
             if crate::jvm::thread::current_is_virtual(hit.jni) {
                 let id = crate::jvm::thread::java_id(hit.jni, hit.thread);
-                let started = virtual_parks().as_mut().and_then(|m| m.remove(&id));
-                let own = PARK.sites.get().and_then(|s| {
-                    s.iter()
-                        .find(|s| s.method == site.method && s.virtual_thread)
-                });
-                if let (Some(p), Some(own)) = (started, own) {
-                    parked(
-                        hit.jvmti,
-                        hit.jni,
-                        hit.thread,
-                        own,
-                        (p.since, now),
-                        p.timeout_arg,
-                    );
-                }
+                end_virtual_park(hit.jvmti, hit.jni, hit.thread, id, now);
                 return;
             }
             PARK.unmatched.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let timeout_arg = timeout_arg(hit.jvmti, site);
-        parked(
-            hit.jvmti,
-            hit.jni,
-            hit.thread,
-            site,
-            (since, now),
-            timeout_arg,
-        );
+        // Read in its frame only for a park long enough to be recorded.
+        parked(hit.jvmti, hit.jni, hit.thread, site, (since, now), || {
+            timeout_arg(hit.jvmti, site)
+        });
     }
 }
 
-/// A breakpoint around a virtual thread's park: it unmounts in between and may
-/// come back on another carrier, so the start is kept by its Java id.
-fn virtual_park(hit: &Hit, site: &Site, now: u64) {
+/// A breakpoint around a virtual thread's park (at site number `index`): it
+/// unmounts in between and may come back on another carrier, so the start is
+/// kept by its Java id.
+fn virtual_park(hit: &Hit, (index, site): (usize, &Site), now: u64) {
     let id = crate::jvm::thread::java_id(hit.jni, hit.thread);
-    let sites = PARK.sites.get().map_or(&[][..], Vec::as_slice);
-    let Some(index) = sites.iter().position(|s| std::ptr::eq(s, site)) else {
-        return;
-    };
     if id == 0 {
         return;
     }
@@ -443,35 +420,30 @@ fn virtual_park(hit: &Hit, site: &Site, now: u64) {
         return;
     }
     // A park that returned without unmounting (a mount ends the others).
-    if let Some(p) = virtual_parks().as_mut().and_then(|m| m.remove(&id)) {
-        parked(
-            hit.jvmti,
-            hit.jni,
-            hit.thread,
-            site,
-            (p.since, now),
-            p.timeout_arg,
-        );
-    }
+    end_virtual_park(hit.jvmti, hit.jni, hit.thread, id, now);
 }
 
 /// VirtualThreadMount (see `crate::trace::vthreads`): a virtual thread that
 /// parked comes back, its park over (its own breakpoint after the call is not
-/// reliably reached by a frame thawed at the mount).
-pub fn virtual_thread_mounted(jni: Jni, vthread: sys::jthread) {
+/// reliably reached by a frame thawed at the mount). `id` is its Java id.
+pub fn virtual_thread_mounted(jni: Jni, vthread: sys::jthread, id: i64) {
     if !on(Kinds::PARK) {
         return;
     }
-    let (Some(jvmti), Some(sites)) = (env(), PARK.sites.get()) else {
+    let Some(jvmti) = env() else {
         return;
     };
-    let id = crate::jvm::thread::java_id(jni, vthread);
+    end_virtual_park(jvmti, jni, vthread, id, clock::monotonic_ns());
+}
+
+/// Virtual thread `id`'s park, if one is open, ended at `now`: recorded at the
+/// site where it began.
+fn end_virtual_park(jvmti: Jvmti, jni: Jni, vthread: sys::jthread, id: i64, now: u64) {
     let Some(p) = virtual_parks().as_mut().and_then(|m| m.remove(&id)) else {
         return;
     };
-    if let Some(site) = sites.get(p.site) {
-        let now = clock::monotonic_ns();
-        parked(jvmti, jni, vthread, site, (p.since, now), p.timeout_arg);
+    if let Some(site) = PARK.sites.get().and_then(|s| s.get(p.site)) {
+        parked(jvmti, jni, vthread, site, (p.since, now), || p.timeout_arg);
     }
 }
 
@@ -486,13 +458,14 @@ fn timeout_arg(jvmti: Jvmti, site: &Site) -> i64 {
 }
 
 /// A park of this thread ended: queued when long enough, counted otherwise.
+/// `timeout_arg` gives the park's timeout argument, asked only when queued.
 fn parked(
     jvmti: Jvmti,
     jni: Jni,
     thread: sys::jthread,
     site: &Site,
     (since, end): (u64, u64),
-    timeout_arg: i64,
+    timeout_arg: impl FnOnce() -> i64,
 ) {
     let duration_ns = end.saturating_sub(since);
     if duration_ns < PARK.threshold_ns.load(Ordering::Relaxed) {
@@ -503,8 +476,8 @@ fn parked(
     let blocker = blocker_class(jvmti, jni, thread);
     let timeout_ns = match site.timeout {
         Timeout::None => 0,
-        Timeout::Nanos(_) => timeout_arg.max(0) as u64,
-        Timeout::Until(_) => until_timeout(timeout_arg, duration_ns),
+        Timeout::Nanos(_) => timeout_arg().max(0) as u64,
+        Timeout::Until(_) => until_timeout(timeout_arg(), duration_ns),
     };
     let kind = RawKind::Park {
         duration_ns,

@@ -189,7 +189,7 @@ pub fn rings() -> std::sync::MutexGuard<'static, Vec<Arc<UserRing>>> {
 
 /// Forgets the rings of ended threads once drained, keeping their drop counts.
 pub fn forget_ended(rings: &mut Vec<Arc<UserRing>>) {
-    crate::thread_ring::forget_ended(rings, &USER.dropped_ended);
+    crate::thread_ring::forget_ended(rings, &USER.dropped_ended, |_| ());
 }
 
 pub fn dropped() -> u64 {

@@ -441,6 +441,20 @@ pub fn read_count(fd: c_int) -> u64 {
     v
 }
 
+/// Why perf_event_open refused an event of `kind`, in words (callers add what
+/// happens next).
+pub fn refusal(kind: PerfKind, e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) if kind.is_hardware() => {
+            format!("this machine has no hardware performance counters ({e})")
+        }
+        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+            "perf_event_open is not allowed here ({e}; see /proc/sys/kernel/perf_event_paranoid)"
+        ),
+        _ => format!("perf_event_open failed ({e})"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,11 +87,13 @@ impl TraceDrain {
         self.take_aggregates(&mut pending);
         self.pending = pending;
         let mut rings = probe::rings();
-        let before: Vec<usize> = rings.iter().map(|r| Arc::as_ptr(r) as usize).collect();
-        probe::forget_ended(&mut rings);
+        // A new ring may get a forgotten one's address (virtual threads come
+        // and go by the thousand) and must not inherit its thread.
+        probe::forget_ended(&mut rings, |gone| {
+            self.threads.remove(&(Arc::as_ptr(gone) as usize));
+        });
         self.rings = rings.clone();
         drop(rings);
-        self.forget_gone_rings(&before);
         self.batches_per_ring = if probe::session_running() {
             BATCHES_PER_TAKE
         } else {
@@ -99,20 +101,6 @@ impl TraceDrain {
         };
         self.ring_pos = 0;
         self.ring_batches = 0;
-    }
-
-    /// Forgets the threads of the rings just forgotten (of the `before` list,
-    /// those gone now): a new ring may get a freed one's address (virtual
-    /// threads come and go by the thousand) and must not inherit its thread.
-    fn forget_gone_rings(&mut self, before: &[usize]) {
-        if before.len() == self.rings.len() {
-            return;
-        }
-        let live: std::collections::HashSet<usize> =
-            self.rings.iter().map(|r| Arc::as_ptr(r) as usize).collect();
-        for key in before.iter().filter(|k| !live.contains(k)) {
-            self.threads.remove(key);
-        }
     }
 
     /// The next batch of this drain: aggregates first, then each ring's events

@@ -154,52 +154,44 @@ impl TraceOptions {
         Ok(filters)
     }
 
+    /// The `tracecounter=` event and whether this thread could open it (one
+    /// fd, closed again); None without one, and in aggregate mode, which keeps
+    /// no events to carry it.
+    fn counter_check(&self) -> Option<(PerfKind, std::io::Result<()>)> {
+        let kind = self.counter.filter(|_| !self.aggregate)?;
+        let opened = perf::open_counter(kind).map(|fd| {
+            // SAFETY: our own fd, closed once.
+            unsafe { libc::close(fd) };
+        });
+        Some((kind, opened))
+    }
+
     /// The `tracecounter=` event when this thread can open it, else None.
     pub fn usable_counter(&self) -> Option<PerfKind> {
-        let kind = self.counter.filter(|_| !self.aggregate)?;
-        let fd = perf::open_counter(kind).ok()?;
-        // SAFETY: our own fd, closed once.
-        unsafe { libc::close(fd) };
-        Some(kind)
+        let (kind, opened) = self.counter_check()?;
+        opened.ok().map(|()| kind)
     }
 
     /// The `tracecounter=` event when it can be opened; otherwise says why in
     /// one line (tracing runs on without it).
     fn counter_or_say(&self) -> Option<PerfKind> {
-        // Aggregate mode keeps no events to carry it.
-        let kind = self.counter.filter(|_| !self.aggregate)?;
-        match perf::open_counter(kind) {
-            Ok(fd) => {
-                // SAFETY: our own fd, closed once.
-                unsafe { libc::close(fd) };
-                if self.cpu {
-                    eprintln!(
-                        "jscope: tracecounter={} replaces tracecpu: trace events carry {} counts, not CPU time",
-                        kind.name(),
-                        kind.name()
-                    );
-                }
-                Some(kind)
-            }
-            Err(e) => {
-                let why = match e.raw_os_error() {
-                    Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV)
-                        if kind.is_hardware() =>
-                    {
-                        format!("this machine has no hardware performance counters ({e})")
-                    }
-                    Some(libc::EACCES) | Some(libc::EPERM) => format!(
-                        "perf_event_open is not allowed here ({e}; see /proc/sys/kernel/perf_event_paranoid)"
-                    ),
-                    _ => format!("perf_event_open failed ({e})"),
-                };
-                eprintln!(
-                    "jscope: tracecounter={}: {why}; tracing runs on without the counter",
-                    kind.name()
-                );
-                None
-            }
+        let (kind, opened) = self.counter_check()?;
+        if let Err(e) = opened {
+            let why = perf::refusal(kind, &e);
+            eprintln!(
+                "jscope: tracecounter={}: {why}; tracing runs on without the counter",
+                kind.name()
+            );
+            return None;
         }
+        if self.cpu {
+            eprintln!(
+                "jscope: tracecounter={} replaces tracecpu: trace events carry {} counts, not CPU time",
+                kind.name(),
+                kind.name()
+            );
+        }
+        Some(kind)
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::aggregate::ThreadAgg;
 use crate::clock::{self, ProbeClock, StampMapper};
@@ -199,9 +199,9 @@ pub fn with_cpu() -> bool {
 }
 
 /// Drops the rings of ended threads that hold nothing more, keeping their drop
-/// counts.
-pub fn forget_ended(rings: &mut Vec<Arc<ThreadRing>>) {
-    crate::thread_ring::forget_ended(rings, &PROBES.dropped_ended);
+/// counts and handing each to `forgotten`.
+pub fn forget_ended(rings: &mut Vec<Arc<ThreadRing>>, forgotten: impl FnMut(&Arc<ThreadRing>)) {
+    crate::thread_ring::forget_ended(rings, &PROBES.dropped_ended, forgotten);
 }
 
 /// Events dropped by threads whose rings were forgotten.
@@ -290,14 +290,13 @@ pub struct Local {
     /// The carrier's own track while a virtual thread is mounted.
     home: Option<Track>,
     /// `tracecounter=`: this thread's perf counter fd, read in place of its CPU
-    /// time ([`NO_COUNTER`]: CPU time; below that, the open failed: 0 is read).
+    /// time ([`NO_COUNTER`]: CPU time, or no fd: the open failed and `with_cpu`
+    /// is off, so 0 is written).
     counter_fd: i32,
 }
 
-/// `Local::counter_fd` when the session has no counter.
+/// `Local::counter_fd` when this thread has no counter.
 const NO_COUNTER: i32 = -1;
-/// `Local::counter_fd` when this thread could not open the session's counter.
-const COUNTER_FAILED: i32 = -2;
 
 /// What a thread's events go through: its ring and shadow stack. A carrier
 /// swaps its own for a virtual thread's at each mount, so a virtual thread keeps
@@ -325,17 +324,23 @@ fn unmounted() -> std::sync::MutexGuard<'static, Option<std::collections::HashMa
 
 /// A new virtual thread's track, its ring registered for the writer under a key
 /// with only the Java id (no Linux thread: the writer names it a virtual thread).
-fn virtual_track(java_id: i64) -> Track {
-    let capacity = if PROBES.aggregate.load(Ordering::Relaxed) {
-        64
+/// Aggregate mode writes no events: its tracks share one ring the writer never
+/// sees, so the drain does not scan a ring per virtual thread.
+fn virtual_track(java_id: i64, aggregate: bool) -> Track {
+    let ring = if aggregate {
+        static NO_EVENTS: OnceLock<Arc<ThreadRing>> = OnceLock::new();
+        NO_EVENTS
+            .get_or_init(|| Arc::new(ThreadRing::new(1, ThreadKey::default())))
+            .clone()
     } else {
-        PROBES
+        let capacity = PROBES
             .ring_capacity
             .load(Ordering::Relaxed)
-            .min(VIRTUAL_RING_EVENTS)
+            .min(VIRTUAL_RING_EVENTS);
+        let ring = Arc::new(ThreadRing::new(capacity, ThreadKey::new(0, 0, java_id)));
+        rings().push(ring.clone());
+        ring
     };
-    let ring = Arc::new(ThreadRing::new(capacity, ThreadKey::new(0, 0, java_id)));
-    rings().push(ring.clone());
     PROBES.virtual_threads.fetch_add(1, Ordering::Relaxed);
     Track {
         ring,
@@ -370,9 +375,16 @@ impl Local {
     }
 
     /// Events carry `kind`'s count for this thread instead of its CPU time.
+    /// A thread whose counter fails to open writes 0 without trying a read per
+    /// event (each would be a failing syscall on the probe's path).
     fn open_counter(&mut self, kind: PerfKind) {
-        self.with_cpu = true;
-        self.counter_fd = perf::open_counter(kind).unwrap_or(COUNTER_FAILED);
+        match perf::open_counter(kind) {
+            Ok(fd) => {
+                self.with_cpu = true;
+                self.counter_fd = fd;
+            }
+            Err(_) => self.with_cpu = false,
+        }
     }
 
     /// Virtual thread `java_id` was mounted on this carrier (or started on it):
@@ -386,7 +398,7 @@ impl Local {
             self.end(self.mounted);
         }
         let taken = unmounted().as_mut().and_then(|m| m.remove(&java_id));
-        let mut track = taken.unwrap_or_else(|| virtual_track(java_id));
+        let mut track = taken.unwrap_or_else(|| virtual_track(java_id, self.agg.is_some()));
         std::mem::swap(&mut self.track, &mut track);
         self.home = Some(track);
         self.mounted = java_id;

@@ -13,7 +13,7 @@
 //! nothing changes.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use super::probe::{self, Local};
@@ -21,6 +21,7 @@ use crate::jvm::entry::{guarded_in, TRACE};
 use crate::jvm::{Jni, Jvmti, ThreadInfo, Vm};
 use crate::sys;
 use crate::threads::gettid;
+use crate::tid_slots::TidSlots;
 
 /// JVMTI_VERSION_21: the first with virtual threads.
 const JVMTI_VERSION_21: u32 = 0x3015_0000;
@@ -32,45 +33,23 @@ static ENABLED: OnceLock<bool> = OnceLock::new();
 /// named for the writer even when no tracing session runs.
 static FOLLOWED: AtomicBool = AtomicBool::new(false);
 
-/// Slots of [`MOUNTS`]; a power of two well above the carriers a JVM runs.
-const MOUNT_SLOTS: usize = 4096;
-
-/// Which virtual thread each carrier runs now, for the signal handler: one slot
-/// per Linux thread id (direct-mapped by `tid % MOUNT_SLOTS`), packing the
-/// carrier's tid and the virtual thread's Java id into one word, so the handler
-/// reads both at once without a lock. Only the carrier itself writes its slot
-/// (the mount callbacks run on it) and the handler reads it on that same thread.
-/// Two carriers sharing a slot only cost the later-mounted one's samples their
-/// virtual thread (they stay the carrier's); so do Java ids above 2^32.
-static MOUNTS: [AtomicU64; MOUNT_SLOTS] = [const { AtomicU64::new(0) }; MOUNT_SLOTS];
-
-fn mount_slot(tid: u32) -> &'static AtomicU64 {
-    &MOUNTS[tid as usize % MOUNT_SLOTS]
-}
+/// Which virtual thread each carrier runs now (its Java id), for the signal
+/// handler. Only the carrier itself writes its slot (the mount callbacks run on
+/// it) and the handler reads it on that same thread. Java ids above 2^32 are not
+/// kept: such a thread's samples stay the carrier's.
+static MOUNTS: TidSlots = TidSlots::new();
 
 /// The Java id of the virtual thread mounted on carrier `tid` now, or 0.
 /// Async-signal-safe: one atomic load.
 pub fn mounted_on(tid: u32) -> i64 {
-    let word = mount_slot(tid).load(Ordering::Relaxed);
-    if (word >> 32) as u32 == tid {
-        i64::from(word as u32)
-    } else {
-        0
-    }
+    i64::from(MOUNTS.get(tid))
 }
 
 /// Carrier `tid` now runs virtual thread `java_id` (0: none).
 fn set_mounted(tid: u32, java_id: i64) {
-    let slot = mount_slot(tid);
     match u32::try_from(java_id) {
-        Ok(id) if id != 0 => slot.store((u64::from(tid) << 32) | u64::from(id), Ordering::Relaxed),
-        // Only its own word: another carrier's sharing the slot stays.
-        _ => {
-            let word = slot.load(Ordering::Relaxed);
-            if (word >> 32) as u32 == tid {
-                let _ = slot.compare_exchange(word, 0, Ordering::Relaxed, Ordering::Relaxed);
-            }
-        }
+        Ok(id) if id != 0 => MOUNTS.set(tid, id),
+        _ => MOUNTS.clear(tid),
     }
 }
 
@@ -171,7 +150,8 @@ pub fn enable() -> bool {
 
 /// The Java id of `vthread`, and its name kept for the writer at its first
 /// sighting in a session.
-fn identify(jvmti: *mut sys::jvmtiEnv, jni: Jni, vthread: sys::jthread) -> i64 {
+/// `carrier` is the Linux id of the thread it runs on now.
+fn identify(jvmti: *mut sys::jvmtiEnv, jni: Jni, vthread: sys::jthread, carrier: u32) -> i64 {
     let id = crate::jvm::thread::java_id(jni, vthread);
     if id == 0 || !wanted() {
         return id;
@@ -186,7 +166,7 @@ fn identify(jvmti: *mut sys::jvmtiEnv, jni: Jni, vthread: sys::jthread) -> i64 {
     names()
         .get_or_insert_with(HashMap::new)
         .entry(id)
-        .or_insert((name, gettid()));
+        .or_insert((name, carrier));
     id
 }
 
@@ -226,14 +206,15 @@ fn transition(
         if env.is_null() || vthread.is_null() {
             return;
         }
-        let id = identify(jvmti, Jni(env), vthread);
+        let tid = gettid();
+        let id = identify(jvmti, Jni(env), vthread, tid);
         // Kept whether or not anything records now: a recording that starts
         // while this virtual thread runs finds it mounted.
-        set_mounted(gettid(), if mounts { id } else { 0 });
+        set_mounted(tid, if mounts { id } else { 0 });
         let mounted = (mounts && id != 0).then_some((id, vthread));
-        update_mounted_ref(Jni(env), gettid(), mounted);
+        update_mounted_ref(Jni(env), tid, mounted);
         if mounts {
-            crate::events::park::virtual_thread_mounted(Jni(env), vthread);
+            crate::events::park::virtual_thread_mounted(Jni(env), vthread, id);
         }
         if id != 0 && probe::session_running() {
             probe::virtual_thread(env, |l| f(l, id));
