@@ -110,8 +110,7 @@ pub fn explore(ctx: &ApiContext, req: &Request) -> Result<Response, CollectorErr
     let by = req
         .param("by")
         .ok_or_else(|| CollectorError::BadQuery("explore needs by=KEY (see /api/tags)".into()))?;
-    let (q, title) = ctx.query_or_all(req)?;
-    let rows = ctx.jvm_list();
+    let (q, title, rows) = ctx.query_or_all(req)?;
     let mut groups: BTreeMap<Option<String>, Vec<String>> = BTreeMap::new();
     for id in &q.jvms {
         let row = rows.iter().find(|r| r.id == *id);
