@@ -330,6 +330,8 @@ fn put<T>(v: &mut Vec<Option<T>>, i: usize, value: T) {
 /// A stream's state in this collector while it streams here.
 struct StreamState {
     identity: JvmIdentity,
+    /// The stream id's hash: the samples' `jvm` column.
+    jvm_hash: u64,
     /// Highest sequence number ClickHouse held when the connection started:
     /// chunks up to it are not inserted again.
     stored_upto: u64,
@@ -673,7 +675,7 @@ impl ClickHouseStore {
                 .u64(time)
                 .str(&st.identity.service)
                 .str(&st.identity.id)
-                .u64(fnv(st.identity.id.as_bytes()))
+                .u64(st.jvm_hash)
                 .strings(st.identity.labels.iter().map(|(k, _)| k.as_str()))
                 .strings(st.identity.labels.iter().map(|(_, v)| v.as_str()))
                 .u64(seq)
@@ -869,11 +871,11 @@ impl Store for ClickHouseStore {
             .insert("jvms", JVM_COLUMNS, &row)
             .map_err(ch)?;
         let stored_upto = self.max_chunk_seq(&jvm.id)?;
+        let jvm_hash = fnv(jvm.id.as_bytes());
         // Samples of chunks whose insert did not complete would count twice.
         let orphans = self.scalar(&format!(
-            "SELECT count() FROM {}.samples WHERE jvm = {} AND seq > {stored_upto}",
-            self.db,
-            fnv(jvm.id.as_bytes())
+            "SELECT count() FROM {}.samples WHERE jvm = {jvm_hash} AND seq > {stored_upto}",
+            self.db
         ))?;
         if orphans > 0 {
             // The per-minute counts took them in too: their negation cancels them.
@@ -882,7 +884,7 @@ impl Store for ClickHouseStore {
                     "INSERT INTO {db}.stack_minutes SELECT {MINUTE_COLUMNS}, -toInt64(count()) AS n \
                      FROM {db}.samples WHERE jvm = {} AND stream = {} AND seq > {stored_upto} \
                      GROUP BY day, minute, jvm, mode, state, thread, stack",
-                    fnv(jvm.id.as_bytes()),
+                    jvm_hash,
                     quote(&jvm.id),
                     db = self.db
                 ))
@@ -892,7 +894,7 @@ impl Store for ClickHouseStore {
                     "ALTER TABLE {}.samples DELETE WHERE jvm = {} AND stream = {} \
                      AND seq > {stored_upto}",
                     self.db,
-                    fnv(jvm.id.as_bytes()),
+                    jvm_hash,
                     quote(&jvm.id)
                 ))
                 .map_err(ch)?;
@@ -912,6 +914,7 @@ impl Store for ClickHouseStore {
             .remove(&jvm.id);
         let state = StreamState {
             identity: jvm.clone(),
+            jvm_hash,
             stored_upto,
             hashes: HashMap::new(),
             prelude_day: None,
