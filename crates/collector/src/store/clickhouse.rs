@@ -646,7 +646,7 @@ impl ClickHouseStore {
             .bytes(chunk);
 
         let mut samples = Vec::new();
-        let (mut stacks, mut new_stacks) = (Vec::new(), Vec::new());
+        let (mut stacks, mut new_stacks) = (Vec::new(), HashSet::new());
         let mut sample = |st: &mut StreamState,
                           mode: Mode,
                           ticks: u64,
@@ -660,9 +660,8 @@ impl ClickHouseStore {
                     let blob = encode_frames(dict, dict.stack(stack));
                     let h = fnv(&blob);
                     let stored = self.shared.stored_stacks.lock().expect("stacks lock");
-                    if !stored.contains(&h) && !new_stacks.contains(&h) {
+                    if !stored.contains(&h) && new_stacks.insert(h) {
                         Row(&mut stacks).u64(h).bytes(&blob);
-                        new_stacks.push(h);
                     }
                     st.hashes.insert(stack.0, h);
                     h
