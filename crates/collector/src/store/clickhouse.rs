@@ -28,7 +28,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use jscope_analysis::{Mode, StackCounts};
 use jscope_format::thread_state::classify;
@@ -42,6 +42,7 @@ use super::segment::encode_prelude;
 use super::{Counted, Retained, SampleFilter, SegmentInfo, Store, StoredJvm, StreamStatus};
 use crate::jvm::{apply_dictionary, new_dictionary, JvmIdentity};
 use crate::log::LogSink;
+use crate::when::now_ns;
 use crate::CollectorError;
 
 const SAMPLE_COLUMNS: &str =
@@ -141,12 +142,6 @@ fn schema(db: &str) -> Vec<String> {
 
 fn ch(e: String) -> CollectorError {
     CollectorError::ClickHouse(e)
-}
-
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// `'YYYY-MM-DD'` of a day number, as a SQL `Date` literal.
