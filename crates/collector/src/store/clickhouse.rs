@@ -30,7 +30,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use jscope_analysis::{Mode, StackCounts};
+use jscope_analysis::{civil_from_days, Mode, StackCounts};
 use jscope_format::thread_state::classify;
 use jscope_format::{
     ClassDef, ClassId, Frame, FrameKind, MethodDef, MethodId, Record, Recording, StackId,
@@ -146,16 +146,7 @@ fn ch(e: String) -> CollectorError {
 
 /// `'YYYY-MM-DD'` of a day number, as a SQL `Date` literal.
 fn date_sql(day: u16) -> String {
-    // Howard Hinnant's civil_from_days.
-    let z = i64::from(day) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = civil_from_days(i64::from(day));
     format!("toDate('{y:04}-{m:02}-{d:02}')")
 }
 
