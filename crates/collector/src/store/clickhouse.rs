@@ -672,13 +672,15 @@ impl ClickHouseStore {
         };
         for r in records {
             match r {
-                Record::Sample(s) => {
-                    let mode = match s.mode {
-                        jscope_format::SampleMode::Cpu => Mode::Cpu,
-                        jscope_format::SampleMode::Wall => Mode::Wall,
-                    };
-                    sample(st, mode, s.ticks, s.thread, s.stack, s.state, s.weight_ns);
-                }
+                Record::Sample(s) => sample(
+                    st,
+                    Mode::of_sample(s.mode),
+                    s.ticks,
+                    s.thread,
+                    s.stack,
+                    s.state,
+                    s.weight_ns,
+                ),
                 Record::Snapshot(snap) => {
                     for t in &snap.threads {
                         sample(
