@@ -297,12 +297,7 @@ impl ApiContext {
     fn jvms(&self, req: &Request) -> Result<Response, CollectorError> {
         let rows = self.jvm_list();
         let sel = JvmSelection::parse(req, "")?;
-        if sel.is_empty() {
-            return Ok(Response::json(&rows));
-        }
-        let ids = sel.pick(&rows)?;
-        let chosen: Vec<&JvmSummary> = rows.iter().filter(|r| ids.contains(&r.id)).collect();
-        Ok(Response::json(&chosen))
+        Ok(Response::json(&sel.pick_rows(&rows)?))
     }
 
     /// A query over the JVMs the request selects (`jvm`, `service`, `host`,

@@ -50,8 +50,7 @@ struct TagKey {
 /// (all when nothing is selected) with their values and JVM counts.
 pub fn tags(rows: &[JvmSummary], req: &Request) -> Result<Response, CollectorError> {
     let sel = JvmSelection::parse(req, "")?;
-    let ids = sel.pick(rows)?;
-    let chosen: Vec<&JvmSummary> = rows.iter().filter(|r| ids.contains(&r.id)).collect();
+    let chosen = sel.pick_rows(rows)?;
     let mut keys: Vec<String> = BUILT_IN.iter().map(|k| k.to_string()).collect();
     let labels: std::collections::BTreeSet<&String> =
         chosen.iter().flat_map(|r| r.labels.keys()).collect();
