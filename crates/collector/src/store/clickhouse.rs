@@ -52,17 +52,23 @@ const STACK_COLUMNS: &str = "hash, frames";
 const JVM_COLUMNS: &str = "stream, service, labels.key, labels.value, identity, header, updated";
 /// `AND minute >= lo AND minute < hi` (with the days they fall in).
 fn minutes_window(lo: Option<u64>, hi: Option<u64>) -> String {
+    window_sql("minute", MINUTE_NS, lo, hi)
+}
+
+/// `AND column >= lo AND column < hi` with the days they fall in; `unit_ns` is
+/// the column's unit in ns.
+fn window_sql(column: &str, unit_ns: u64, lo: Option<u64>, hi: Option<u64>) -> String {
     let mut w = String::new();
     if let Some(lo) = lo {
         w.push_str(&format!(
-            " AND minute >= {lo} AND day >= {}",
-            date_sql(day_of(lo.saturating_mul(MINUTE_NS)))
+            " AND {column} >= {lo} AND day >= {}",
+            date_sql(day_of(lo.saturating_mul(unit_ns)))
         ));
     }
     if let Some(hi) = hi {
         w.push_str(&format!(
-            " AND minute < {hi} AND day <= {}",
-            date_sql(day_of(hi.saturating_mul(MINUTE_NS)))
+            " AND {column} < {hi} AND day <= {}",
+            date_sql(day_of(hi.saturating_mul(unit_ns)))
         ));
     }
     w
@@ -77,19 +83,7 @@ fn raw_count(
     from: Option<u64>,
     to: Option<u64>,
 ) -> String {
-    let mut time = String::new();
-    if let Some(f) = from {
-        time.push_str(&format!(
-            " AND time_ns >= {f} AND day >= {}",
-            date_sql(day_of(f))
-        ));
-    }
-    if let Some(t) = to {
-        time.push_str(&format!(
-            " AND time_ns < {t} AND day <= {}",
-            date_sql(day_of(t))
-        ));
-    }
+    let time = window_sql("time_ns", 1, from, to);
     format!("SELECT stack, count(){group} FROM {db}.samples WHERE {w}{mode_filter}{time} GROUP BY stack{group}")
 }
 
