@@ -357,7 +357,7 @@ fn utc_iso8601(unix_ns: u64) -> String {
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), using
 /// 400-year eras (146097 days each) counted from 0000-03-01 so leap days fall
 /// at the end of each era-year.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
+pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

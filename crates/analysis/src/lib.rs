@@ -45,6 +45,7 @@ pub use diff::{diff_hot, HotDiff, MethodDiff, Presence};
 pub use error::AnalysisError;
 pub use glob::ThreadMatcher;
 pub use hot::{hot_methods, HotMethod, HotMethods};
+pub use info::civil_from_days;
 pub use info::{
     sampled_modes, CounterValue, CpuThreadRate, Info, IntervalStats, KindCount, TraceInfo,
 };

@@ -33,7 +33,8 @@ impl Mode {
         }
     }
 
-    fn of_sample(mode: SampleMode) -> Mode {
+    /// The mode a stack sample of `mode` counts under.
+    pub fn of_sample(mode: SampleMode) -> Mode {
         match mode {
             SampleMode::Cpu => Mode::Cpu,
             SampleMode::Wall => Mode::Wall,

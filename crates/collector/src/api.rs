@@ -297,27 +297,30 @@ impl ApiContext {
     fn jvms(&self, req: &Request) -> Result<Response, CollectorError> {
         let rows = self.jvm_list();
         let sel = JvmSelection::parse(req, "")?;
-        if sel.is_empty() {
-            return Ok(Response::json(&rows));
-        }
-        let ids = sel.pick(&rows)?;
-        let chosen: Vec<&JvmSummary> = rows.iter().filter(|r| ids.contains(&r.id)).collect();
-        Ok(Response::json(&chosen))
+        Ok(Response::json(&sel.pick_rows(&rows)?))
     }
 
     /// A query over the JVMs the request selects (`jvm`, `service`, `host`,
     /// `label`), with one sampling mode for several unless `mode` names one; and
     /// what to call the selection in titles.
     pub(crate) fn query(&self, req: &Request) -> Result<(Query, String), CollectorError> {
-        self.query_with(req, false)
+        self.query_with(req, false).map(|(q, title, _)| (q, title))
     }
 
-    /// [`Self::query`], over every JVM when the request selects none.
-    pub(crate) fn query_or_all(&self, req: &Request) -> Result<(Query, String), CollectorError> {
+    /// [`Self::query`], over every JVM when the request selects none; with the JVM
+    /// list it picked from.
+    pub(crate) fn query_or_all(
+        &self,
+        req: &Request,
+    ) -> Result<(Query, String, Vec<JvmSummary>), CollectorError> {
         self.query_with(req, true)
     }
 
-    fn query_with(&self, req: &Request, all: bool) -> Result<(Query, String), CollectorError> {
+    fn query_with(
+        &self,
+        req: &Request,
+        all: bool,
+    ) -> Result<(Query, String, Vec<JvmSummary>), CollectorError> {
         let mut q = parse_query(req)?;
         let mut sel = JvmSelection::parse(req, "")?;
         if sel.is_empty() && all {
@@ -341,7 +344,7 @@ impl ApiContext {
         if q.mode.is_none() && q.jvms.len() > 1 && crate::api_events::event_weight(req).is_none() {
             q.mode = common_mode(&rows, &q.jvms);
         }
-        Ok((q, title))
+        Ok((q, title, rows))
     }
 
     fn jvm(&self, id: &str) -> Result<Response, CollectorError> {

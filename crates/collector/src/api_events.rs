@@ -58,10 +58,14 @@ fn load(
 ) -> Result<(Recording, Option<f64>, Option<f64>), CollectorError> {
     let (from, to) = window(store, id, req)?;
     let rec = store.read(id, from, to)?;
-    // Integers first: epoch ns as f64 lose a few hundred ns.
     let start_ns = rec.header.start_wall_ns;
-    let seconds = |ns: Option<u64>| ns.map(|n| n.saturating_sub(start_ns) as f64 / 1e9);
-    Ok((rec, seconds(from), seconds(to)))
+    Ok((rec, seconds(start_ns, from), seconds(start_ns, to)))
+}
+
+/// An epoch-ns window bound in seconds since the recording start (`start_ns`).
+fn seconds(start_ns: u64, ns: Option<u64>) -> Option<f64> {
+    // Integers first: epoch ns as f64 lose a few hundred ns.
+    ns.map(|n| n.saturating_sub(start_ns) as f64 / 1e9)
 }
 
 /// `GET /api/jvms/{id}/timeline[?from=MS&to=MS|&last=DURATION][&max_events=N]`.
@@ -163,11 +167,10 @@ pub(crate) fn event_flame(
     for id in &q.jvms {
         let rec = store.read(id, q.from_ns, q.to_ns)?;
         let start = rec.header.start_wall_ns;
-        let seconds = |ns: Option<u64>| ns.map(|n| n.saturating_sub(start) as f64 / 1e9);
         let f = EventFilter {
             thread: q.thread.as_deref().map(ThreadMatcher::new),
-            from_s: seconds(q.from_ns),
-            to_s: seconds(q.to_ns),
+            from_s: seconds(start, q.from_ns),
+            to_s: seconds(start, q.to_ns),
             ..EventFilter::default()
         };
         for (frames, n) in collapse(&rec, &weighted_stacks(&rec, &f, what), opts).stacks {

@@ -113,6 +113,15 @@ impl JvmSelection {
         Ok(out)
     }
 
+    /// The rows [`Self::pick`] selects, in the list's order.
+    pub fn pick_rows<'r>(
+        &self,
+        rows: &'r [JvmSummary],
+    ) -> Result<Vec<&'r JvmSummary>, CollectorError> {
+        let ids: std::collections::HashSet<String> = self.pick(rows)?.into_iter().collect();
+        Ok(rows.iter().filter(|r| ids.contains(&r.id)).collect())
+    }
+
     /// Names the selection in titles and errors, e.g. `service shop, env=prod`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();

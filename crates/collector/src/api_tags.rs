@@ -50,8 +50,7 @@ struct TagKey {
 /// (all when nothing is selected) with their values and JVM counts.
 pub fn tags(rows: &[JvmSummary], req: &Request) -> Result<Response, CollectorError> {
     let sel = JvmSelection::parse(req, "")?;
-    let ids = sel.pick(rows)?;
-    let chosen: Vec<&JvmSummary> = rows.iter().filter(|r| ids.contains(&r.id)).collect();
+    let chosen = sel.pick_rows(rows)?;
     let mut keys: Vec<String> = BUILT_IN.iter().map(|k| k.to_string()).collect();
     let labels: std::collections::BTreeSet<&String> =
         chosen.iter().flat_map(|r| r.labels.keys()).collect();
@@ -110,21 +109,25 @@ pub fn explore(ctx: &ApiContext, req: &Request) -> Result<Response, CollectorErr
     let by = req
         .param("by")
         .ok_or_else(|| CollectorError::BadQuery("explore needs by=KEY (see /api/tags)".into()))?;
-    let (q, title) = ctx.query_or_all(req)?;
-    let rows = ctx.jvm_list();
+    let (q, title, rows) = ctx.query_or_all(req)?;
     let mut groups: BTreeMap<Option<String>, Vec<String>> = BTreeMap::new();
     for id in &q.jvms {
         let row = rows.iter().find(|r| r.id == *id);
         let value = row.and_then(|r| value_of(r, by)).map(str::to_string);
         groups.entry(value).or_default().push(id.clone());
     }
+    let format = req.param("format").unwrap_or("json");
+    // The flame graph of everything is the parts' graphs added up.
+    let wants_whole = format != "json" && wanted_value(req).is_none();
+    let mut whole = FlameGraph::new();
     let mut parts = Vec::new();
     for (value, jvms) in groups {
         let part_q = Query {
             jvms: jvms.clone(),
             ..q.clone()
         };
-        let (graph, hot, _) = query::side(&*ctx.store, &part_q)?;
+        let (graph, hot, _) =
+            query::side_into(&*ctx.store, &part_q, wants_whole.then_some(&mut whole))?;
         parts.push(Part {
             value,
             jvms,
@@ -145,15 +148,17 @@ pub fn explore(ctx: &ApiContext, req: &Request) -> Result<Response, CollectorErr
         .and_then(|v| v.parse().ok())
         .unwrap_or(10usize);
     let chosen = chosen_part(req, &parts, by)?;
-    let format = req.param("format").unwrap_or("json");
     if format != "json" {
         let graph = match chosen {
-            Some(p) => p.graph.clone(),
-            None => query::flame(&*ctx.store, &q)?.0,
+            Some(p) => &p.graph,
+            None if q.jvms.is_empty() => {
+                return Err(CollectorError::BadQuery("no jvm selected".into()))
+            }
+            None => &whole,
         };
         let name = chosen.map_or_else(|| format!("by {by}"), |p| label(by, &p.value));
         return flame_response(
-            &graph,
+            graph,
             req,
             || Options {
                 title: format!(
@@ -211,18 +216,22 @@ pub fn explore(ctx: &ApiContext, req: &Request) -> Result<Response, CollectorErr
     })))
 }
 
+/// The value `value=V` (or `unset=1`, `Some(None)`) names, if any.
+fn wanted_value(req: &Request) -> Option<Option<String>> {
+    if matches!(req.param("unset"), Some("1" | "true")) {
+        Some(None)
+    } else {
+        req.param("value").map(|v| Some(v.to_string()))
+    }
+}
+
 /// The part `value=V` (or `unset=1`) names, if any.
 fn chosen_part<'p>(
     req: &Request,
     parts: &'p [Part],
     by: &str,
 ) -> Result<Option<&'p Part>, CollectorError> {
-    let want = if matches!(req.param("unset"), Some("1" | "true")) {
-        Some(None)
-    } else {
-        req.param("value").map(|v| Some(v.to_string()))
-    };
-    let Some(want) = want else {
+    let Some(want) = wanted_value(req) else {
         return Ok(None);
     };
     parts

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
 use jscope_analysis::{hot_methods, HotMethods, Mode, StackCounts};
-use jscope_format::{Record, Recording, SampleMode};
+use jscope_format::{Record, Recording};
 
 use crate::jvm::Connection;
 use crate::listener::{ListenerError, ServerListener, Trace};
@@ -65,12 +65,8 @@ fn count(counts: &mut BTreeMap<Mode, HashMap<u32, u64>>, records: &[Record]) {
     for r in records {
         match r {
             Record::Sample(s) => {
-                let mode = match s.mode {
-                    SampleMode::Cpu => Mode::Cpu,
-                    SampleMode::Wall => Mode::Wall,
-                };
                 *counts
-                    .entry(mode)
+                    .entry(Mode::of_sample(s.mode))
                     .or_default()
                     .entry(s.stack.0)
                     .or_default() += 1;

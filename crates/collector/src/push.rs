@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use jscope_format::{
     encode_file_start, ChunkWriter, ClassDef, ClassId, EventKind, Frame, FrameKind, Header,
@@ -21,6 +20,7 @@ use crate::http::{Request, Response};
 use crate::jvm::{new_dictionary, JvmIdentity};
 use crate::push_formats as formats;
 use crate::store::Store;
+use crate::when::now_ns;
 use crate::CollectorError;
 
 /// Samples one push may expand to (a folded line's count is that many samples).
@@ -474,12 +474,6 @@ impl Remap<'_> {
 #[derive(Default)]
 pub struct Pushes {
     streams: Mutex<HashMap<String, Arc<Mutex<Stream>>>>,
-}
-
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 fn header_of(src: &Source, start_wall_ns: u64, modes: &str) -> Header {

@@ -167,6 +167,16 @@ pub fn side(
     store: &dyn Store,
     q: &Query,
 ) -> Result<(FlameGraph, HotMethods, Option<Mode>), CollectorError> {
+    side_into(store, q, None)
+}
+
+/// [`side`], adding its stacks to `whole` as well: one graph of several sides
+/// without counting their samples again.
+pub fn side_into(
+    store: &dyn Store,
+    q: &Query,
+    mut whole: Option<&mut FlameGraph>,
+) -> Result<(FlameGraph, HotMethods, Option<Mode>), CollectorError> {
     let mut graph = FlameGraph::new();
     let mut tables = Vec::new();
     let opts = CollapseOptions {
@@ -178,6 +188,9 @@ pub fn side(
         |rec, m, counts| (collapse(rec, counts, opts), hot_methods(rec, m, counts)),
         |(collapsed, table)| {
             for (frames, n) in collapsed.stacks {
+                if let Some(whole) = whole.as_deref_mut() {
+                    whole.add(&frames, n);
+                }
                 graph.add(frames, n);
             }
             tables.push(table);

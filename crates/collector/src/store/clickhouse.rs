@@ -28,9 +28,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use jscope_analysis::{Mode, StackCounts};
+use jscope_analysis::{civil_from_days, Mode, StackCounts};
 use jscope_format::thread_state::classify;
 use jscope_format::{
     ClassDef, ClassId, Frame, FrameKind, MethodDef, MethodId, Record, Recording, StackId,
@@ -42,6 +42,7 @@ use super::segment::encode_prelude;
 use super::{Counted, Retained, SampleFilter, SegmentInfo, Store, StoredJvm, StreamStatus};
 use crate::jvm::{apply_dictionary, new_dictionary, JvmIdentity};
 use crate::log::LogSink;
+use crate::when::now_ns;
 use crate::CollectorError;
 
 const SAMPLE_COLUMNS: &str =
@@ -51,17 +52,23 @@ const STACK_COLUMNS: &str = "hash, frames";
 const JVM_COLUMNS: &str = "stream, service, labels.key, labels.value, identity, header, updated";
 /// `AND minute >= lo AND minute < hi` (with the days they fall in).
 fn minutes_window(lo: Option<u64>, hi: Option<u64>) -> String {
+    window_sql("minute", MINUTE_NS, lo, hi)
+}
+
+/// `AND column >= lo AND column < hi` with the days they fall in; `unit_ns` is
+/// the column's unit in ns.
+fn window_sql(column: &str, unit_ns: u64, lo: Option<u64>, hi: Option<u64>) -> String {
     let mut w = String::new();
     if let Some(lo) = lo {
         w.push_str(&format!(
-            " AND minute >= {lo} AND day >= {}",
-            date_sql(day_of(lo.saturating_mul(MINUTE_NS)))
+            " AND {column} >= {lo} AND day >= {}",
+            date_sql(day_of(lo.saturating_mul(unit_ns)))
         ));
     }
     if let Some(hi) = hi {
         w.push_str(&format!(
-            " AND minute < {hi} AND day <= {}",
-            date_sql(day_of(hi.saturating_mul(MINUTE_NS)))
+            " AND {column} < {hi} AND day <= {}",
+            date_sql(day_of(hi.saturating_mul(unit_ns)))
         ));
     }
     w
@@ -76,19 +83,7 @@ fn raw_count(
     from: Option<u64>,
     to: Option<u64>,
 ) -> String {
-    let mut time = String::new();
-    if let Some(f) = from {
-        time.push_str(&format!(
-            " AND time_ns >= {f} AND day >= {}",
-            date_sql(day_of(f))
-        ));
-    }
-    if let Some(t) = to {
-        time.push_str(&format!(
-            " AND time_ns < {t} AND day <= {}",
-            date_sql(day_of(t))
-        ));
-    }
+    let time = window_sql("time_ns", 1, from, to);
     format!("SELECT stack, count(){group} FROM {db}.samples WHERE {w}{mode_filter}{time} GROUP BY stack{group}")
 }
 
@@ -143,24 +138,9 @@ fn ch(e: String) -> CollectorError {
     CollectorError::ClickHouse(e)
 }
 
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
 /// `'YYYY-MM-DD'` of a day number, as a SQL `Date` literal.
 fn date_sql(day: u16) -> String {
-    // Howard Hinnant's civil_from_days.
-    let z = i64::from(day) + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = civil_from_days(i64::from(day));
     format!("toDate('{y:04}-{m:02}-{d:02}')")
 }
 
@@ -330,6 +310,8 @@ fn put<T>(v: &mut Vec<Option<T>>, i: usize, value: T) {
 /// A stream's state in this collector while it streams here.
 struct StreamState {
     identity: JvmIdentity,
+    /// The stream id's hash: the samples' `jvm` column.
+    jvm_hash: u64,
     /// Highest sequence number ClickHouse held when the connection started:
     /// chunks up to it are not inserted again.
     stored_upto: u64,
@@ -644,7 +626,7 @@ impl ClickHouseStore {
             .bytes(chunk);
 
         let mut samples = Vec::new();
-        let (mut stacks, mut new_stacks) = (Vec::new(), Vec::new());
+        let (mut stacks, mut new_stacks) = (Vec::new(), HashSet::new());
         let mut sample = |st: &mut StreamState,
                           mode: Mode,
                           ticks: u64,
@@ -658,9 +640,8 @@ impl ClickHouseStore {
                     let blob = encode_frames(dict, dict.stack(stack));
                     let h = fnv(&blob);
                     let stored = self.shared.stored_stacks.lock().expect("stacks lock");
-                    if !stored.contains(&h) && !new_stacks.contains(&h) {
+                    if !stored.contains(&h) && new_stacks.insert(h) {
                         Row(&mut stacks).u64(h).bytes(&blob);
-                        new_stacks.push(h);
                     }
                     st.hashes.insert(stack.0, h);
                     h
@@ -673,7 +654,7 @@ impl ClickHouseStore {
                 .u64(time)
                 .str(&st.identity.service)
                 .str(&st.identity.id)
-                .u64(fnv(st.identity.id.as_bytes()))
+                .u64(st.jvm_hash)
                 .strings(st.identity.labels.iter().map(|(k, _)| k.as_str()))
                 .strings(st.identity.labels.iter().map(|(_, v)| v.as_str()))
                 .u64(seq)
@@ -685,13 +666,15 @@ impl ClickHouseStore {
         };
         for r in records {
             match r {
-                Record::Sample(s) => {
-                    let mode = match s.mode {
-                        jscope_format::SampleMode::Cpu => Mode::Cpu,
-                        jscope_format::SampleMode::Wall => Mode::Wall,
-                    };
-                    sample(st, mode, s.ticks, s.thread, s.stack, s.state, s.weight_ns);
-                }
+                Record::Sample(s) => sample(
+                    st,
+                    Mode::of_sample(s.mode),
+                    s.ticks,
+                    s.thread,
+                    s.stack,
+                    s.state,
+                    s.weight_ns,
+                ),
                 Record::Snapshot(snap) => {
                     for t in &snap.threads {
                         sample(
@@ -835,6 +818,19 @@ impl Store for ClickHouseStore {
         Ok(Some(StreamStatus { acked, dict }))
     }
 
+    fn acked(&self, stream: &str) -> Result<Option<u64>, CollectorError> {
+        // `resume`'s answer without fetching the header or rebuilding the dictionary.
+        let known = self.scalar(&format!(
+            "SELECT count() FROM {}.jvms WHERE stream = {}",
+            self.db,
+            quote(stream)
+        ))?;
+        if known == 0 {
+            return Ok(None);
+        }
+        Ok(Some(self.max_chunk_seq(stream)?))
+    }
+
     fn open(
         &self,
         jvm: &JvmIdentity,
@@ -856,11 +852,11 @@ impl Store for ClickHouseStore {
             .insert("jvms", JVM_COLUMNS, &row)
             .map_err(ch)?;
         let stored_upto = self.max_chunk_seq(&jvm.id)?;
+        let jvm_hash = fnv(jvm.id.as_bytes());
         // Samples of chunks whose insert did not complete would count twice.
         let orphans = self.scalar(&format!(
-            "SELECT count() FROM {}.samples WHERE jvm = {} AND seq > {stored_upto}",
-            self.db,
-            fnv(jvm.id.as_bytes())
+            "SELECT count() FROM {}.samples WHERE jvm = {jvm_hash} AND seq > {stored_upto}",
+            self.db
         ))?;
         if orphans > 0 {
             // The per-minute counts took them in too: their negation cancels them.
@@ -869,7 +865,7 @@ impl Store for ClickHouseStore {
                     "INSERT INTO {db}.stack_minutes SELECT {MINUTE_COLUMNS}, -toInt64(count()) AS n \
                      FROM {db}.samples WHERE jvm = {} AND stream = {} AND seq > {stored_upto} \
                      GROUP BY day, minute, jvm, mode, state, thread, stack",
-                    fnv(jvm.id.as_bytes()),
+                    jvm_hash,
                     quote(&jvm.id),
                     db = self.db
                 ))
@@ -879,7 +875,7 @@ impl Store for ClickHouseStore {
                     "ALTER TABLE {}.samples DELETE WHERE jvm = {} AND stream = {} \
                      AND seq > {stored_upto}",
                     self.db,
-                    fnv(jvm.id.as_bytes()),
+                    jvm_hash,
                     quote(&jvm.id)
                 ))
                 .map_err(ch)?;
@@ -899,6 +895,7 @@ impl Store for ClickHouseStore {
             .remove(&jvm.id);
         let state = StreamState {
             identity: jvm.clone(),
+            jvm_hash,
             stored_upto,
             hashes: HashMap::new(),
             prelude_day: None,

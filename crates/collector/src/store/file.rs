@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use jscope_format::Recording;
 
@@ -27,6 +27,7 @@ use super::segment::{self, merge_span};
 use super::summary::{self, Summary};
 use super::{Counted, Retained, SampleFilter, SegmentInfo, Store, StoredJvm, StreamStatus};
 use crate::jvm::{new_dictionary, JvmIdentity};
+use crate::when::now_ns;
 use crate::CollectorError;
 
 const HEADER_FILE: &str = "header.jsc";
@@ -114,12 +115,6 @@ fn describe_process(pid: u32) -> String {
         return format!("pid {pid}");
     }
     format!("pid {pid}: {}", words.join(" "))
-}
-
-fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 impl FileStore {

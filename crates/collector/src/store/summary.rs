@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use jscope_analysis::{Mode, Selection, StackCounts};
 use jscope_format::thread_state::classify;
 use jscope_format::ThreadId;
-use jscope_format::{decode_payload, ChunkReader, Record, Recording, SampleMode, StateClass};
+use jscope_format::{decode_payload, ChunkReader, Record, Recording, StateClass};
 
 use super::{segment, SampleFilter};
 use crate::jvm::{apply_dictionary, event_span, new_dictionary, JvmIdentity};
@@ -95,13 +95,6 @@ fn mode_index(m: Mode) -> u8 {
 fn state_index(state: u32) -> u8 {
     let class = classify(state);
     STATES.iter().position(|&c| c == class).unwrap_or(0) as u8
-}
-
-fn sample_mode(m: SampleMode) -> Mode {
-    match m {
-        SampleMode::Cpu => Mode::Cpu,
-        SampleMode::Wall => Mode::Wall,
-    }
 }
 
 /// Counts of one bucket being built.
@@ -195,7 +188,7 @@ fn count(records: &[Record], o: &mut Open, totals: &mut [u64; 3]) {
     };
     for r in records {
         match r {
-            Record::Sample(s) => add(sample_mode(s.mode), s.thread.0, s.state, s.stack.0),
+            Record::Sample(s) => add(Mode::of_sample(s.mode), s.thread.0, s.state, s.stack.0),
             Record::Snapshot(snap) => snap
                 .threads
                 .iter()
