@@ -104,10 +104,14 @@ impl Merger {
         }
         let clock = Clock::between(rec, base);
         let thread = |t: ThreadId| threads.get(&t).copied().unwrap_or(t);
+        // A virtual thread's carrier is one of the same JVM's threads: remapped
+        // alike; NONE (a platform thread's sample) stays NONE.
+        let carrier = |c: ThreadId| if c == ThreadId::NONE { c } else { thread(c) };
         let stack = |s: StackId| stacks.get(&s).copied().unwrap_or(StackId(0));
         for s in &rec.samples {
             let mut s = *s;
             s.thread = thread(s.thread);
+            s.carrier = carrier(s.carrier);
             s.stack = stack(s.stack);
             s.ticks = clock.map(s.ticks);
             base.samples.push(s);
@@ -117,6 +121,7 @@ impl Merger {
             snap.ticks = clock.map(snap.ticks);
             for t in &mut snap.threads {
                 t.thread = thread(t.thread);
+                t.carrier = carrier(t.carrier);
                 t.stack = stack(t.stack);
             }
             base.snapshots.push(snap);
