@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use jscope_analysis::{
-    call_graph, collapse_annotated, count_mode, hot_methods, parse_state, threads_at, CallGraph,
+    call_graph, collapse, count_mode, hot_methods, parse_state, threads_at, CallGraph,
     CollapseOptions, DotOptions, Info, Mode, Selection, ThreadMatcher,
 };
 use jscope_format::{Overview, Recording};
@@ -179,8 +179,9 @@ pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
     let opts = CollapseOptions {
         lines: args.lines,
         thread_roots: args.threads,
+        annotate: args.annotate,
     };
-    let stacks = collapse_annotated(&rec, &counts, opts, args.annotate);
+    let stacks = collapse(&rec, &counts, opts);
     with_stdout(|w| stacks.write_to(w))
 }
 

@@ -168,7 +168,14 @@ fn side_table(
 }
 
 fn graph_of(s: &Loaded, counts: &StackCounts) -> FlameGraph {
-    crate::flame::graph_of(&s.rec, counts, CollapseOptions::default())
+    crate::flame::graph_of(
+        &s.rec,
+        counts,
+        CollapseOptions {
+            annotate: true,
+            ..CollapseOptions::default()
+        },
+    )
 }
 
 fn write_graph(

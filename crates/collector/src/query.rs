@@ -127,6 +127,7 @@ pub fn flame(store: &dyn Store, q: &Query) -> Result<(FlameGraph, Option<Mode>),
     let opts = CollapseOptions {
         lines: q.lines,
         thread_roots: false,
+        annotate: false,
     };
     q.each_jvm(
         store,
@@ -172,6 +173,7 @@ pub fn side(
     let opts = CollapseOptions {
         lines: q.lines,
         thread_roots: false,
+        annotate: false,
     };
     q.each_jvm(
         store,
