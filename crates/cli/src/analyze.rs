@@ -62,10 +62,6 @@ fn print_json(value: &impl Serialize) -> Result<()> {
     with_stdout(|w| writeln!(w, "{text}"))
 }
 
-fn print_text(value: &impl std::fmt::Display) -> Result<()> {
-    with_stdout(|w| write!(w, "{value}"))
-}
-
 /// Fails with why a sample view would be empty, and what to record instead, when
 /// the recording was made without the selected mode (or without sampling). When the
 /// mode was recorded but caught nothing (a short run, or damage before the first
@@ -150,20 +146,14 @@ pub fn report(args: &ReportArgs) -> Result<()> {
     // A collector merges the selected JVMs' tables itself.
     let remote = Remote::of(args.file.as_deref(), &args.source, &args.select)?;
     if let Some(hot) = remote.map(|r| r.hot(args.top)).transpose()?.flatten() {
-        return match args.format {
-            Format::Text => print_text(&hot),
-            Format::Json => print_json(&hot),
-        };
+        return args.format.print(&hot);
     }
     let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
     require_samples(&rec, &sel, &title)?;
     let mut hot = hot_methods(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec));
     hot.truncate(args.top);
-    match args.format {
-        Format::Text => print_text(&hot),
-        Format::Json => print_json(&hot),
-    }
+    args.format.print(&hot)
 }
 
 pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
@@ -248,10 +238,7 @@ pub fn threads(args: &ThreadsArgs) -> Result<()> {
         }
     }
     let view = threads_at(&rec, args.at)?;
-    match args.format {
-        Format::Text => print_text(&view),
-        Format::Json => print_json(&view),
-    }
+    args.format.print(&view)
 }
 
 pub fn info(args: &InfoArgs) -> Result<()> {
@@ -276,10 +263,7 @@ pub fn info(args: &InfoArgs) -> Result<()> {
             Info::of(&rec)
         }
     };
-    match args.format {
-        Format::Text => print_text(&info),
-        Format::Json => print_json(&info),
-    }
+    args.format.print(&info)
 }
 
 pub fn title_of(path: &Path) -> String {
