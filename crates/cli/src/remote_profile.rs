@@ -58,12 +58,11 @@ impl Remote {
             query.push(("thread", t.clone()));
         }
         query.extend(sel.state.iter().map(|s| ("state", s.clone())));
-        let at = |s: f64| origin.saturating_add((s * 1e9) as u64).to_string();
-        if let Some(s) = sel.from {
-            query.push(("from_ns", at(s)));
+        if let Some(ns) = source::epoch_ns(origin, sel.from) {
+            query.push(("from_ns", ns.to_string()));
         }
-        if let Some(s) = sel.to {
-            query.push(("to_ns", at(s)));
+        if let Some(ns) = source::epoch_ns(origin, sel.to) {
+            query.push(("to_ns", ns.to_string()));
         }
         let title = source::title_of_selection(&chosen, &filter);
         Ok(Some(Remote {

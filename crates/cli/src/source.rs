@@ -3,6 +3,7 @@
 //! data is turned into one `Recording` of the chosen JVM, so every command runs the
 //! same analysis code on it as on a file.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -103,7 +104,7 @@ pub(crate) fn read_recording(path: &Path) -> Result<Recording> {
 }
 
 /// Epoch ns of a window bound, for a JVM whose recording started at `started_ns`.
-fn epoch_ns(started_ns: u64, seconds: Option<f64>) -> Option<u64> {
+pub(crate) fn epoch_ns(started_ns: u64, seconds: Option<f64>) -> Option<u64> {
     seconds.map(|s| started_ns.saturating_add((s * 1e9) as u64))
 }
 
@@ -253,23 +254,19 @@ impl Filter {
     /// The selected rows: `--jvm ID|PID` one of those matching the filters,
     /// `--jvm all` or filters alone every match, nothing the only JVM there is.
     pub fn select<'a>(&self, rows: &'a [JvmRow]) -> Result<Vec<&'a JvmRow>> {
-        let matching: Vec<JvmRow> = rows.iter().filter(|r| self.matches(r)).cloned().collect();
+        let matching: Vec<&JvmRow> = rows.iter().filter(|r| self.matches(r)).collect();
         if self.narrowed() && matching.is_empty() {
             bail!("no JVM matches {}; known: {}", self.title(), listing(rows));
         }
-        let pick = |id: &str| rows.iter().find(|r| r.id == id);
         match self.jvm.as_deref() {
             Some("all") => {
                 if rows.is_empty() {
                     bail!("the collector holds no JVM");
                 }
-                Ok(matching.iter().filter_map(|m| pick(&m.id)).collect())
+                Ok(matching)
             }
-            Some(want) => {
-                let one = choose(&matching, Some(want))?;
-                Ok(pick(&one.id).into_iter().collect())
-            }
-            None if self.narrowed() => Ok(matching.iter().filter_map(|m| pick(&m.id)).collect()),
+            Some(want) => Ok(vec![*choose(&matching, Some(want))?]),
+            None if self.narrowed() => Ok(matching),
             None => Ok(vec![choose(rows, None)?]),
         }
     }
@@ -326,7 +323,9 @@ fn title_of_jvm(jvm: &JvmRow) -> String {
 
 /// The JVM named by `want` (a stream id, or a pid: the newest JVM with it), or the
 /// only one there is.
-pub fn choose<'a>(rows: &'a [JvmRow], want: Option<&str>) -> Result<&'a JvmRow> {
+/// `rows` are rows or references to them (a filter's matches); the chosen one is
+/// returned as it is held.
+pub fn choose<'a, R: Borrow<JvmRow>>(rows: &'a [R], want: Option<&str>) -> Result<&'a R> {
     let Some(want) = want else {
         return match rows {
             [only] => Ok(only),
@@ -338,13 +337,14 @@ pub fn choose<'a>(rows: &'a [JvmRow], want: Option<&str>) -> Result<&'a JvmRow> 
             ),
         };
     };
-    if let Some(row) = rows.iter().find(|r| r.id == want) {
-        return Ok(row);
+    let row = |r: &'a R| -> &'a JvmRow { r.borrow() };
+    if let Some(found) = rows.iter().find(|r| row(r).id == want) {
+        return Ok(found);
     }
     let by_pid = want.parse::<u32>().ok().and_then(|pid| {
         rows.iter()
-            .filter(|r| r.pid == pid)
-            .max_by_key(|r| (r.status == "connected", r.started_ms))
+            .filter(|r| row(r).pid == pid)
+            .max_by_key(|r| (row(r).status == "connected", row(r).started_ms))
     });
     by_pid.with_context(|| format!("no JVM with id or pid {want}; known: {}", listing(rows)))
 }
@@ -359,10 +359,11 @@ pub(crate) fn choose_all(rows: &[JvmRow], want: &[String]) -> Result<Vec<String>
         .collect()
 }
 
-fn listing(rows: &[JvmRow]) -> String {
+fn listing<R: Borrow<JvmRow>>(rows: &[R]) -> String {
     let all: Vec<String> = rows
         .iter()
-        .map(|r| format!("{} (pid {})", r.id, r.pid))
+        .map(Borrow::borrow)
+        .map(|r: &JvmRow| format!("{} (pid {})", r.id, r.pid))
         .collect();
     if all.is_empty() {
         "none".into()
@@ -416,7 +417,7 @@ mod tests {
         let e = choose(&rows, None).unwrap_err().to_string();
         assert!(e.contains("3 JVMs") && e.contains("--jvm"), "{e}");
         assert_eq!(choose(&rows[2..], None).unwrap().id, "h-11-1");
-        assert!(choose(&[], None).is_err());
+        assert!(choose::<JvmRow>(&[], None).is_err());
     }
 
     #[test]
