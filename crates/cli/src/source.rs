@@ -225,11 +225,10 @@ impl Filter {
         let labels = src
             .label
             .iter()
-            .map(|l| match l.split_once('=') {
-                Some((k, v)) if !k.trim().is_empty() => {
-                    Ok((k.trim().to_string(), v.trim().to_string()))
-                }
-                _ => bail!("--label wants KEY=VALUE, not `{l}`"),
+            .map(|l| {
+                parse_label(l)
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .with_context(|| format!("--label wants KEY=VALUE, not `{l}`"))
             })
             .collect::<Result<_>>()?;
         Ok(Filter {
@@ -284,6 +283,13 @@ impl Filter {
             parts.join(", ")
         }
     }
+}
+
+/// A `--label KEY=VALUE`'s key and value, trimmed; `None` without `=` or a key.
+pub(crate) fn parse_label(label: &str) -> Option<(&str, &str)> {
+    let (k, v) = label.split_once('=')?;
+    let k = k.trim();
+    (!k.is_empty()).then(|| (k, v.trim()))
 }
 
 /// The JVMs a collector's store holds, as rows to choose from.
