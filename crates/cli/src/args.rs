@@ -299,6 +299,10 @@ pub struct SourceArgs {
     /// The collector's token (`jscope serve --token`).
     #[arg(long, value_name = "TOKEN", requires = "collector")]
     pub token: Option<String>,
+    /// The collector's JVM list once fetched (`source::collector_rows`): the window's
+    /// origin and the command then read the same one.
+    #[arg(skip)]
+    pub fetched_rows: std::cell::OnceCell<Vec<crate::source::JvmRow>>,
 }
 
 /// Which samples an analysis looks at.

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::args::{SelectArgs, SourceArgs};
 use crate::remote::Collector;
-use crate::source::{self, Filter, JvmRow};
+use crate::source::{self, Filter};
 
 /// A read the collector's aggregation answers: the API query naming the selected
 /// JVMs, window and filters, and the title the merged recording would have.
@@ -46,8 +46,7 @@ impl Remote {
         crate::analyze::selection(sel)?;
         let collector = Collector::new(url, src.token.clone())?;
         let filter = Filter::of(src)?;
-        let rows: Vec<JvmRow> = collector.jvms()?;
-        let chosen = filter.select(&rows)?;
+        let chosen = filter.select(source::collector_rows(&collector, src)?)?;
         let origin = source::origin_ns(&chosen);
         let mut query: Vec<(&'static str, String)> =
             chosen.iter().map(|j| ("jvm", j.id.clone())).collect();

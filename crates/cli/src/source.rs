@@ -9,7 +9,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use jscope_collector::{FileStore, Store};
-use jscope_format::Recording;
+use jscope_format::{ChunkStream, Recording};
 use serde::Deserialize;
 
 use crate::args::{Command, SelectArgs, SourceArgs};
@@ -58,7 +58,7 @@ pub fn load(file: Option<&Path>, src: &SourceArgs, window: Window) -> Result<Loa
         (None, Some(dir), None) => load_data_dir(dir, &filter, window),
         (None, None, Some(url)) => {
             let c = Collector::new(url, src.token.clone())?;
-            load_remote(&c, &filter, window)
+            load_remote(&c, collector_rows(&c, src)?, &filter, window)
         }
         (None, None, None) => bail!("give a recording FILE, --data DIR or --collector URL"),
         _ => bail!("give only one of a recording FILE, --data DIR and --collector URL"),
@@ -103,6 +103,34 @@ pub(crate) fn read_recording(path: &Path) -> Result<Recording> {
     Ok(Recording::from_bytes(&bytes)?)
 }
 
+/// The epoch ns a recording file starts at: for a `.jsc` file from its header
+/// chunk alone; a JFR file is converted (only that gives its start).
+fn start_wall_ns(path: &Path) -> Result<u64> {
+    use std::io::{BufReader, Read};
+    let mut head = Vec::new();
+    std::fs::File::open(path)?
+        .take(jscope_format::MAGIC.len() as u64)
+        .read_to_end(&mut head)?;
+    if jscope_jfr::is_jfr(&head) || !head.starts_with(&jscope_format::MAGIC[..6]) {
+        // JFR, or no recording: failing as reading it does.
+        return Ok(read_recording(path)?.header.start_wall_ns);
+    }
+    let mut stream = ChunkStream::new(BufReader::new(std::fs::File::open(path)?))?;
+    let first = stream.next();
+    let rec = Recording::from_header_chunk(stream.version(), first.as_ref(), stream.damage())?;
+    Ok(rec.header.start_wall_ns)
+}
+
+/// The collector's JVM list, fetched once per command: resolving a wall-clock
+/// window and reading the JVMs share it.
+pub(crate) fn collector_rows<'a>(c: &Collector, src: &'a SourceArgs) -> Result<&'a [JvmRow]> {
+    if let Some(rows) = src.fetched_rows.get() {
+        return Ok(rows);
+    }
+    let rows = c.jvms()?;
+    Ok(src.fetched_rows.get_or_init(|| rows))
+}
+
 /// Epoch ns of a window bound, for a JVM whose recording started at `started_ns`.
 pub(crate) fn epoch_ns(started_ns: u64, seconds: Option<f64>) -> Option<u64> {
     seconds.map(|s| started_ns.saturating_add((s * 1e9) as u64))
@@ -128,9 +156,8 @@ fn load_data_dir(dir: &Path, filter: &Filter, window: Window) -> Result<Loaded> 
     Ok(merged(recs, &chosen, filter))
 }
 
-fn load_remote(c: &Collector, filter: &Filter, window: Window) -> Result<Loaded> {
-    let rows: Vec<JvmRow> = c.jvms()?;
-    let chosen = filter.select(&rows)?;
+fn load_remote(c: &Collector, rows: &[JvmRow], filter: &Filter, window: Window) -> Result<Loaded> {
+    let chosen = filter.select(rows)?;
     let origin = origin_ns(&chosen);
     let mut recs = Vec::new();
     for jvm in &chosen {
@@ -168,21 +195,22 @@ pub(crate) fn origin_ns(chosen: &[&JvmRow]) -> u64 {
 pub fn resolve_window(file: Option<&Path>, src: &SourceArgs, sel: &mut SelectArgs) -> Result<()> {
     sel.resolve(|| {
         if let Some(path) = file {
-            let rec =
-                read_recording(path).with_context(|| format!("cannot read {}", path.display()))?;
-            return Ok(rec.header.start_wall_ns);
+            return start_wall_ns(path).with_context(|| format!("cannot read {}", path.display()));
         }
         let filter = Filter::of(src)?;
-        let rows = match (&src.data, &src.collector) {
+        let origin = match (&src.data, &src.collector) {
             (Some(dir), _) => {
                 let store = FileStore::open_read_only(dir)
                     .with_context(|| format!("cannot open collector data {}", dir.display()))?;
-                data_rows(&store)
+                origin_ns(&filter.select(&data_rows(&store))?)
             }
-            (None, Some(url)) => Collector::new(url, src.token.clone())?.jvms()?,
+            (None, Some(url)) => {
+                let c = Collector::new(url, src.token.clone())?;
+                origin_ns(&filter.select(collector_rows(&c, src)?)?)
+            }
             (None, None) => bail!("give a recording FILE, --data DIR or --collector URL"),
         };
-        Ok(origin_ns(&filter.select(&rows)?))
+        Ok(origin)
     })
 }
 
