@@ -14,6 +14,10 @@ pub struct CollapseOptions {
     pub lines: bool,
     /// Put a `[thread name]` frame at the root of every stack.
     pub thread_roots: bool,
+    /// Java frames whose tier is known carry async-profiler's suffixes (`_[0]`
+    /// interpreted, `_[j]` JIT-compiled, `_[i]` inlined), so one method run at two
+    /// tiers is two frames. Kernel frames always end in `_[k]`.
+    pub annotate: bool,
 }
 
 /// Distinct root-first stacks with their sample counts, sorted by frames.
@@ -26,25 +30,13 @@ pub struct Collapsed {
 /// to the same labels (line numbers dropped, overloads), so counts are merged.
 /// Samples without any frame are left out: they have nothing to draw.
 pub fn collapse(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) -> Collapsed {
-    collapse_annotated(rec, counts, opts, false)
-}
-
-/// As [`collapse`]; with `annotate`, Java frames whose tier is known carry
-/// async-profiler's suffixes (`_[0]` interpreted, `_[j]` JIT-compiled, `_[i]` inlined),
-/// so one method run at two tiers is two frames. Kernel frames always end in `_[k]`.
-pub fn collapse_annotated(
-    rec: &Recording,
-    counts: &StackCounts,
-    opts: CollapseOptions,
-    annotate: bool,
-) -> Collapsed {
     let labeler = Labeler {
         rec,
         lines: opts.lines,
     };
     let mut merged: BTreeMap<Vec<String>, u64> = BTreeMap::new();
     for (&(stack, thread), &n) in &counts.counts {
-        let mut frames = if annotate {
+        let mut frames = if opts.annotate {
             rec.stack(StackId(stack))
                 .iter()
                 .rev()

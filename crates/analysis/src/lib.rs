@@ -40,7 +40,7 @@ mod threads;
 pub mod trace;
 
 pub use callgraph::{call_graph, CallEdge, CallGraph, CallNode, DotOptions};
-pub use collapsed::{collapse, collapse_annotated, kind_suffix, CollapseOptions, Collapsed};
+pub use collapsed::{collapse, kind_suffix, CollapseOptions, Collapsed};
 pub use diff::{diff_hot, HotDiff, MethodDiff, Presence};
 pub use error::AnalysisError;
 pub use glob::ThreadMatcher;

@@ -266,6 +266,7 @@ fn collapsed_stacks_can_carry_lines_and_thread_roots() {
     let opts = CollapseOptions {
         lines: true,
         thread_roots: true,
+        annotate: false,
     };
     let collapsed = collapse(&rec, &sel.stack_counts(&rec), opts);
     let lines: Vec<String> = collapsed

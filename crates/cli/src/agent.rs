@@ -93,10 +93,8 @@ fn more_options(a: &AgentArgs) -> Result<Vec<String>> {
     options.extend(keyed("service", &a.service)?);
     let mut labels: Vec<String> = a.labels.iter().cloned().collect();
     for l in &a.label {
-        match l.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() && !l.contains([';', ':']) => {
-                labels.push(format!("{}:{}", k.trim(), v.trim()))
-            }
+        match crate::source::parse_label(l) {
+            Some((k, v)) if !l.contains([';', ':']) => labels.push(format!("{k}:{v}")),
             _ => bail!("--label wants KEY=VALUE without `:` or `;`, not `{l}`"),
         }
     }

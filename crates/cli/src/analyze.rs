@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use jscope_analysis::{
-    call_graph, collapse_annotated, count_mode, hot_methods, parse_state, threads_at, CallGraph,
+    call_graph, collapse, count_mode, hot_methods, parse_state, threads_at, CallGraph,
     CollapseOptions, DotOptions, Info, Mode, Selection, ThreadMatcher,
 };
 use jscope_format::{Overview, Recording};
@@ -60,10 +60,6 @@ fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(
 fn print_json(value: &impl Serialize) -> Result<()> {
     let text = serde_json::to_string_pretty(value)?;
     with_stdout(|w| writeln!(w, "{text}"))
-}
-
-fn print_text(value: &impl std::fmt::Display) -> Result<()> {
-    with_stdout(|w| write!(w, "{value}"))
 }
 
 /// Fails with why a sample view would be empty, and what to record instead, when
@@ -150,20 +146,14 @@ pub fn report(args: &ReportArgs) -> Result<()> {
     // A collector merges the selected JVMs' tables itself.
     let remote = Remote::of(args.file.as_deref(), &args.source, &args.select)?;
     if let Some(hot) = remote.map(|r| r.hot(args.top)).transpose()?.flatten() {
-        return match args.format {
-            Format::Text => print_text(&hot),
-            Format::Json => print_json(&hot),
-        };
+        return args.format.print(&hot);
     }
     let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
     require_samples(&rec, &sel, &title)?;
     let mut hot = hot_methods(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec));
     hot.truncate(args.top);
-    match args.format {
-        Format::Text => print_text(&hot),
-        Format::Json => print_json(&hot),
-    }
+    args.format.print(&hot)
 }
 
 pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
@@ -179,8 +169,9 @@ pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
     let opts = CollapseOptions {
         lines: args.lines,
         thread_roots: args.threads,
+        annotate: args.annotate,
     };
-    let stacks = collapse_annotated(&rec, &counts, opts, args.annotate);
+    let stacks = collapse(&rec, &counts, opts);
     with_stdout(|w| stacks.write_to(w))
 }
 
@@ -247,10 +238,7 @@ pub fn threads(args: &ThreadsArgs) -> Result<()> {
         }
     }
     let view = threads_at(&rec, args.at)?;
-    match args.format {
-        Format::Text => print_text(&view),
-        Format::Json => print_json(&view),
-    }
+    args.format.print(&view)
 }
 
 pub fn info(args: &InfoArgs) -> Result<()> {
@@ -275,10 +263,7 @@ pub fn info(args: &InfoArgs) -> Result<()> {
             Info::of(&rec)
         }
     };
-    match args.format {
-        Format::Text => print_text(&info),
-        Format::Json => print_json(&info),
-    }
+    args.format.print(&info)
 }
 
 pub fn title_of(path: &Path) -> String {

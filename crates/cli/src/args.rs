@@ -299,6 +299,10 @@ pub struct SourceArgs {
     /// The collector's token (`jscope serve --token`).
     #[arg(long, value_name = "TOKEN", requires = "collector")]
     pub token: Option<String>,
+    /// The collector's JVM list once fetched (`source::collector_rows`): the window's
+    /// origin and the command then read the same one.
+    #[arg(skip)]
+    pub fetched_rows: std::cell::OnceCell<Vec<crate::source::JvmRow>>,
 }
 
 /// Which samples an analysis looks at.
@@ -346,25 +350,19 @@ impl SelectArgs {
         &mut self,
         origin_ns: impl FnOnce() -> anyhow::Result<u64>,
     ) -> anyhow::Result<()> {
-        let from = self.since.map(TimeArg::Epoch).or(self.from_at);
-        let bounds = [from, self.to_at];
-        let mut origin = None;
-        let mut origin_ns = Some(origin_ns);
-        let mut out = [None, None];
-        for (bound, slot) in bounds.into_iter().zip(&mut out) {
-            *slot = match bound {
-                None => None,
-                Some(TimeArg::FromStart(s)) => Some(s),
-                Some(TimeArg::Epoch(ns)) => {
-                    if origin.is_none() {
-                        origin = Some((origin_ns.take().expect("asked once"))()?);
-                    }
-                    let o = origin.unwrap_or(0);
-                    Some(ns.saturating_sub(o) as f64 / 1e9)
-                }
-            };
-        }
-        [self.from, self.to] = out;
+        let origin = if self.has_wall_time() {
+            origin_ns()?
+        } else {
+            0
+        };
+        let seconds = |bound: Option<TimeArg>| {
+            bound.map(|b| match b {
+                TimeArg::FromStart(s) => s,
+                TimeArg::Epoch(ns) => ns.saturating_sub(origin) as f64 / 1e9,
+            })
+        };
+        self.from = seconds(self.since.map(TimeArg::Epoch).or(self.from_at));
+        self.to = seconds(self.to_at);
         Ok(())
     }
 

@@ -168,6 +168,8 @@ fn side_table(
 }
 
 fn graph_of(s: &Loaded, counts: &StackCounts) -> FlameGraph {
+    // Unannotated: a method interpreted on one side and compiled on the other is
+    // one method that changed, not one gone and one new.
     crate::flame::graph_of(&s.rec, counts, CollapseOptions::default())
 }
 

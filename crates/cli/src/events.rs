@@ -198,16 +198,6 @@ fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(
     Ok(())
 }
 
-fn print(format: Format, value: &(impl Serialize + std::fmt::Display)) -> Result<()> {
-    match format {
-        Format::Text => with_stdout(|w| write!(w, "{value}")),
-        Format::Json => {
-            let text = serde_json::to_string_pretty(value)?;
-            with_stdout(|w| writeln!(w, "{text}"))
-        }
-    }
-}
-
 fn parse_types(names: &[String]) -> Result<Vec<EventType>> {
     let mut out = Vec::new();
     for n in names {
@@ -231,7 +221,7 @@ pub fn events(args: &EventsArgs) -> Result<()> {
         } else {
             Format::Text
         };
-        return print(format, &report);
+        return format.print(&report);
     }
     if args.tree {
         let tree = event_tree(&rec, &f);
@@ -240,7 +230,7 @@ pub fn events(args: &EventsArgs) -> Result<()> {
         } else {
             Format::Text
         };
-        return print(format, &tree);
+        return format.print(&tree);
     }
     let rows = f.rows(&rec);
     match args.format {
@@ -292,7 +282,7 @@ pub fn locks(args: &LocksArgs) -> Result<()> {
     report.monitors.truncate(args.top);
     report.waits.truncate(args.top);
     report.parks.truncate(args.top);
-    print(args.format, &report)
+    args.format.print(&report)
 }
 
 pub fn gc(args: &GcArgs) -> Result<()> {
@@ -307,7 +297,7 @@ pub fn gc(args: &GcArgs) -> Result<()> {
         if !args.pauses {
             report.pauses.clear();
         }
-        return print(args.format, &report);
+        return args.format.print(&report);
     }
     let detailed = report.pauses.iter().any(|p| !p.detail.cause.is_empty());
     with_stdout(|w| {
@@ -379,7 +369,7 @@ pub fn alloc(args: &AllocArgs) -> Result<()> {
         let mut live = live_report(&rec, &f, by);
         live.rows.truncate(args.top);
         return match args.format {
-            Format::Json => print(args.format, &live),
+            Format::Json => args.format.print(&live),
             Format::Text => with_stdout(|w| {
                 writeln!(w, "Live at the end (tracked objects never freed):")?;
                 write!(w, "{live}")
@@ -389,7 +379,7 @@ pub fn alloc(args: &AllocArgs) -> Result<()> {
     let mut report = alloc_report(&rec, &f, by);
     report.rows.truncate(args.top);
     if !args.ages {
-        return print(args.format, &report);
+        return args.format.print(&report);
     }
     if !tracked() {
         let why = "no object ages: the recording's allocations carry no object ids; record with --object-ages (it implies --events alloc)";

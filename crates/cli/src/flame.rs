@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use jscope_analysis::events::{weighted_stacks, EventFilter, EventWeight};
-use jscope_analysis::{collapse_annotated, CollapseOptions, Mode, StackCounts, ThreadMatcher};
+use jscope_analysis::{collapse, CollapseOptions, Mode, StackCounts, ThreadMatcher};
 use jscope_flame::{render_html, render_svg, FlameGraph, Options};
 use jscope_format::Recording;
 
@@ -32,6 +32,8 @@ pub fn run(args: &FlameArgs) -> Result<()> {
             let opts = CollapseOptions {
                 lines: args.lines,
                 thread_roots: args.threads,
+                // Java frames carry their tier so the graph shades (and splits) them by it.
+                annotate: true,
             };
             (graph_of(&rec, &counts, opts), title, subtitle)
         }
@@ -112,8 +114,7 @@ fn event_counts(
 /// The flame graph of a recording's counted stacks.
 pub(crate) fn graph_of(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) -> FlameGraph {
     let mut graph = FlameGraph::new();
-    // Java frames carry their tier so the graph shades (and splits) them by it.
-    for (frames, n) in collapse_annotated(rec, counts, opts, true).stacks {
+    for (frames, n) in collapse(rec, counts, opts).stacks {
         graph.add(&frames, n);
     }
     graph

@@ -13,6 +13,7 @@ use jscope_format::{ClassId, Frame, MethodId, Recording, StackId, StringId, Thre
 /// first JVM only (they belong to one JVM's timeline and ids).
 pub fn merge(mut recs: Vec<Recording>) -> Option<Recording> {
     recs.sort_by_key(|r| r.header.start_wall_ns);
+    let merging = recs.len() > 1;
     let mut it = recs.into_iter();
     let mut base = it.next()?;
     let mut m = Merger::new(&base);
@@ -20,6 +21,11 @@ pub fn merge(mut recs: Vec<Recording>) -> Option<Recording> {
     for rec in it {
         left_out += rec.events.len() + rec.traces.len() + rec.remote_calls.len();
         m.add(&mut base, &rec);
+    }
+    if merging {
+        // Once, the others' samples interleaved in time with the first's.
+        base.samples.sort_by_key(|s| s.ticks);
+        base.snapshots.sort_by_key(|s| s.ticks);
     }
     if left_out > 0 {
         eprintln!("jscope: note: the merged JVMs' samples are all there; their events, traces and remote calls are the earliest JVM's only ({left_out} records of the others left out)");
@@ -104,10 +110,14 @@ impl Merger {
         }
         let clock = Clock::between(rec, base);
         let thread = |t: ThreadId| threads.get(&t).copied().unwrap_or(t);
+        // A virtual thread's carrier is one of the same JVM's threads: remapped
+        // alike; NONE (a platform thread's sample) stays NONE.
+        let carrier = |c: ThreadId| if c == ThreadId::NONE { c } else { thread(c) };
         let stack = |s: StackId| stacks.get(&s).copied().unwrap_or(StackId(0));
         for s in &rec.samples {
             let mut s = *s;
             s.thread = thread(s.thread);
+            s.carrier = carrier(s.carrier);
             s.stack = stack(s.stack);
             s.ticks = clock.map(s.ticks);
             base.samples.push(s);
@@ -117,12 +127,11 @@ impl Merger {
             snap.ticks = clock.map(snap.ticks);
             for t in &mut snap.threads {
                 t.thread = thread(t.thread);
+                t.carrier = carrier(t.carrier);
                 t.stack = stack(t.stack);
             }
             base.snapshots.push(snap);
         }
-        base.samples.sort_by_key(|s| s.ticks);
-        base.snapshots.sort_by_key(|s| s.ticks);
         base.end_ticks = match (base.end_ticks, rec.end_ticks) {
             (Some(a), Some(b)) => Some(a.max(clock.map(b))),
             _ => None,
@@ -136,22 +145,23 @@ impl Merger {
 }
 
 /// Maps one recording's clock readings onto another's through wall-clock time.
-struct Clock {
-    from_start_ticks: u64,
-    from_tps: u64,
+struct Clock<'a> {
+    from: &'a Recording,
     to_start_ticks: u64,
     to_tps: u64,
     /// Wall ns from the target's start to the source's start (the source started later).
     offset_ns: u64,
 }
 
-impl Clock {
-    fn between(from: &Recording, to: &Recording) -> Clock {
+impl Clock<'_> {
+    fn between<'a>(from: &'a Recording, to: &Recording) -> Clock<'a> {
         Clock {
-            from_start_ticks: from.header.start_ticks,
-            from_tps: tps(from.header.ticks_per_second),
+            from,
             to_start_ticks: to.header.start_ticks,
-            to_tps: tps(to.header.ticks_per_second),
+            to_tps: match to.header.ticks_per_second {
+                0 => 1_000_000_000,
+                t => t,
+            },
             offset_ns: from
                 .header
                 .start_wall_ns
@@ -160,19 +170,10 @@ impl Clock {
     }
 
     fn map(&self, ticks: u64) -> u64 {
-        let rel = ticks.saturating_sub(self.from_start_ticks) as u128;
-        let ns = rel * 1_000_000_000 / self.from_tps as u128 + self.offset_ns as u128;
+        let ns = self.from.ticks_to_ns(ticks) as u128 + self.offset_ns as u128;
         let to = ns * self.to_tps as u128 / 1_000_000_000;
         self.to_start_ticks
             .saturating_add(to.min(u64::MAX as u128) as u64)
-    }
-}
-
-fn tps(t: u64) -> u64 {
-    if t == 0 {
-        1_000_000_000
-    } else {
-        t
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::args::{SelectArgs, SourceArgs};
 use crate::remote::Collector;
-use crate::source::{self, Filter, JvmRow};
+use crate::source::{self, Filter};
 
 /// A read the collector's aggregation answers: the API query naming the selected
 /// JVMs, window and filters, and the title the merged recording would have.
@@ -46,8 +46,7 @@ impl Remote {
         crate::analyze::selection(sel)?;
         let collector = Collector::new(url, src.token.clone())?;
         let filter = Filter::of(src)?;
-        let rows: Vec<JvmRow> = collector.jvms()?;
-        let chosen = filter.select(&rows)?;
+        let chosen = filter.select(source::collector_rows(&collector, src)?)?;
         let origin = source::origin_ns(&chosen);
         let mut query: Vec<(&'static str, String)> =
             chosen.iter().map(|j| ("jvm", j.id.clone())).collect();
@@ -58,12 +57,11 @@ impl Remote {
             query.push(("thread", t.clone()));
         }
         query.extend(sel.state.iter().map(|s| ("state", s.clone())));
-        let at = |s: f64| origin.saturating_add((s * 1e9) as u64).to_string();
-        if let Some(s) = sel.from {
-            query.push(("from_ns", at(s)));
+        if let Some(ns) = source::epoch_ns(origin, sel.from) {
+            query.push(("from_ns", ns.to_string()));
         }
-        if let Some(s) = sel.to {
-            query.push(("to_ns", at(s)));
+        if let Some(ns) = source::epoch_ns(origin, sel.to) {
+            query.push(("to_ns", ns.to_string()));
         }
         let title = source::title_of_selection(&chosen, &filter);
         Ok(Some(Remote {

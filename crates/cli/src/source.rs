@@ -3,12 +3,13 @@
 //! data is turned into one `Recording` of the chosen JVM, so every command runs the
 //! same analysis code on it as on a file.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use jscope_collector::{FileStore, Store};
-use jscope_format::Recording;
+use jscope_format::{ChunkStream, Recording};
 use serde::Deserialize;
 
 use crate::args::{Command, SelectArgs, SourceArgs};
@@ -57,7 +58,7 @@ pub fn load(file: Option<&Path>, src: &SourceArgs, window: Window) -> Result<Loa
         (None, Some(dir), None) => load_data_dir(dir, &filter, window),
         (None, None, Some(url)) => {
             let c = Collector::new(url, src.token.clone())?;
-            load_remote(&c, &filter, window)
+            load_remote(&c, collector_rows(&c, src)?, &filter, window)
         }
         (None, None, None) => bail!("give a recording FILE, --data DIR or --collector URL"),
         _ => bail!("give only one of a recording FILE, --data DIR and --collector URL"),
@@ -102,8 +103,36 @@ pub(crate) fn read_recording(path: &Path) -> Result<Recording> {
     Ok(Recording::from_bytes(&bytes)?)
 }
 
+/// The epoch ns a recording file starts at: for a `.jsc` file from its header
+/// chunk alone; a JFR file is converted (only that gives its start).
+fn start_wall_ns(path: &Path) -> Result<u64> {
+    use std::io::{BufReader, Read};
+    let mut head = Vec::new();
+    std::fs::File::open(path)?
+        .take(jscope_format::MAGIC.len() as u64)
+        .read_to_end(&mut head)?;
+    if jscope_jfr::is_jfr(&head) || !head.starts_with(&jscope_format::MAGIC[..6]) {
+        // JFR, or no recording: failing as reading it does.
+        return Ok(read_recording(path)?.header.start_wall_ns);
+    }
+    let mut stream = ChunkStream::new(BufReader::new(std::fs::File::open(path)?))?;
+    let first = stream.next();
+    let rec = Recording::from_header_chunk(stream.version(), first.as_ref(), stream.damage())?;
+    Ok(rec.header.start_wall_ns)
+}
+
+/// The collector's JVM list, fetched once per command: resolving a wall-clock
+/// window and reading the JVMs share it.
+pub(crate) fn collector_rows<'a>(c: &Collector, src: &'a SourceArgs) -> Result<&'a [JvmRow]> {
+    if let Some(rows) = src.fetched_rows.get() {
+        return Ok(rows);
+    }
+    let rows = c.jvms()?;
+    Ok(src.fetched_rows.get_or_init(|| rows))
+}
+
 /// Epoch ns of a window bound, for a JVM whose recording started at `started_ns`.
-fn epoch_ns(started_ns: u64, seconds: Option<f64>) -> Option<u64> {
+pub(crate) fn epoch_ns(started_ns: u64, seconds: Option<f64>) -> Option<u64> {
     seconds.map(|s| started_ns.saturating_add((s * 1e9) as u64))
 }
 
@@ -127,9 +156,8 @@ fn load_data_dir(dir: &Path, filter: &Filter, window: Window) -> Result<Loaded> 
     Ok(merged(recs, &chosen, filter))
 }
 
-fn load_remote(c: &Collector, filter: &Filter, window: Window) -> Result<Loaded> {
-    let rows: Vec<JvmRow> = c.jvms()?;
-    let chosen = filter.select(&rows)?;
+fn load_remote(c: &Collector, rows: &[JvmRow], filter: &Filter, window: Window) -> Result<Loaded> {
+    let chosen = filter.select(rows)?;
     let origin = origin_ns(&chosen);
     let mut recs = Vec::new();
     for jvm in &chosen {
@@ -167,21 +195,22 @@ pub(crate) fn origin_ns(chosen: &[&JvmRow]) -> u64 {
 pub fn resolve_window(file: Option<&Path>, src: &SourceArgs, sel: &mut SelectArgs) -> Result<()> {
     sel.resolve(|| {
         if let Some(path) = file {
-            let rec =
-                read_recording(path).with_context(|| format!("cannot read {}", path.display()))?;
-            return Ok(rec.header.start_wall_ns);
+            return start_wall_ns(path).with_context(|| format!("cannot read {}", path.display()));
         }
         let filter = Filter::of(src)?;
-        let rows = match (&src.data, &src.collector) {
+        let origin = match (&src.data, &src.collector) {
             (Some(dir), _) => {
                 let store = FileStore::open_read_only(dir)
                     .with_context(|| format!("cannot open collector data {}", dir.display()))?;
-                data_rows(&store)
+                origin_ns(&filter.select(&data_rows(&store))?)
             }
-            (None, Some(url)) => Collector::new(url, src.token.clone())?.jvms()?,
+            (None, Some(url)) => {
+                let c = Collector::new(url, src.token.clone())?;
+                origin_ns(&filter.select(collector_rows(&c, src)?)?)
+            }
             (None, None) => bail!("give a recording FILE, --data DIR or --collector URL"),
         };
-        Ok(origin_ns(&filter.select(&rows)?))
+        Ok(origin)
     })
 }
 
@@ -224,11 +253,10 @@ impl Filter {
         let labels = src
             .label
             .iter()
-            .map(|l| match l.split_once('=') {
-                Some((k, v)) if !k.trim().is_empty() => {
-                    Ok((k.trim().to_string(), v.trim().to_string()))
-                }
-                _ => bail!("--label wants KEY=VALUE, not `{l}`"),
+            .map(|l| {
+                parse_label(l)
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .with_context(|| format!("--label wants KEY=VALUE, not `{l}`"))
             })
             .collect::<Result<_>>()?;
         Ok(Filter {
@@ -253,23 +281,19 @@ impl Filter {
     /// The selected rows: `--jvm ID|PID` one of those matching the filters,
     /// `--jvm all` or filters alone every match, nothing the only JVM there is.
     pub fn select<'a>(&self, rows: &'a [JvmRow]) -> Result<Vec<&'a JvmRow>> {
-        let matching: Vec<JvmRow> = rows.iter().filter(|r| self.matches(r)).cloned().collect();
+        let matching: Vec<&JvmRow> = rows.iter().filter(|r| self.matches(r)).collect();
         if self.narrowed() && matching.is_empty() {
             bail!("no JVM matches {}; known: {}", self.title(), listing(rows));
         }
-        let pick = |id: &str| rows.iter().find(|r| r.id == id);
         match self.jvm.as_deref() {
             Some("all") => {
                 if rows.is_empty() {
                     bail!("the collector holds no JVM");
                 }
-                Ok(matching.iter().filter_map(|m| pick(&m.id)).collect())
+                Ok(matching)
             }
-            Some(want) => {
-                let one = choose(&matching, Some(want))?;
-                Ok(pick(&one.id).into_iter().collect())
-            }
-            None if self.narrowed() => Ok(matching.iter().filter_map(|m| pick(&m.id)).collect()),
+            Some(want) => Ok(vec![*choose(&matching, Some(want))?]),
+            None if self.narrowed() => Ok(matching),
             None => Ok(vec![choose(rows, None)?]),
         }
     }
@@ -287,6 +311,13 @@ impl Filter {
             parts.join(", ")
         }
     }
+}
+
+/// A `--label KEY=VALUE`'s key and value, trimmed; `None` without `=` or a key.
+pub(crate) fn parse_label(label: &str) -> Option<(&str, &str)> {
+    let (k, v) = label.split_once('=')?;
+    let k = k.trim();
+    (!k.is_empty()).then(|| (k, v.trim()))
 }
 
 /// The JVMs a collector's store holds, as rows to choose from.
@@ -326,7 +357,9 @@ fn title_of_jvm(jvm: &JvmRow) -> String {
 
 /// The JVM named by `want` (a stream id, or a pid: the newest JVM with it), or the
 /// only one there is.
-pub fn choose<'a>(rows: &'a [JvmRow], want: Option<&str>) -> Result<&'a JvmRow> {
+/// `rows` are rows or references to them (a filter's matches); the chosen one is
+/// returned as it is held.
+pub fn choose<'a, R: Borrow<JvmRow>>(rows: &'a [R], want: Option<&str>) -> Result<&'a R> {
     let Some(want) = want else {
         return match rows {
             [only] => Ok(only),
@@ -338,13 +371,14 @@ pub fn choose<'a>(rows: &'a [JvmRow], want: Option<&str>) -> Result<&'a JvmRow> 
             ),
         };
     };
-    if let Some(row) = rows.iter().find(|r| r.id == want) {
-        return Ok(row);
+    let row = |r: &'a R| -> &'a JvmRow { r.borrow() };
+    if let Some(found) = rows.iter().find(|r| row(r).id == want) {
+        return Ok(found);
     }
     let by_pid = want.parse::<u32>().ok().and_then(|pid| {
         rows.iter()
-            .filter(|r| r.pid == pid)
-            .max_by_key(|r| (r.status == "connected", r.started_ms))
+            .filter(|r| row(r).pid == pid)
+            .max_by_key(|r| (row(r).status == "connected", row(r).started_ms))
     });
     by_pid.with_context(|| format!("no JVM with id or pid {want}; known: {}", listing(rows)))
 }
@@ -359,10 +393,11 @@ pub(crate) fn choose_all(rows: &[JvmRow], want: &[String]) -> Result<Vec<String>
         .collect()
 }
 
-fn listing(rows: &[JvmRow]) -> String {
+fn listing<R: Borrow<JvmRow>>(rows: &[R]) -> String {
     let all: Vec<String> = rows
         .iter()
-        .map(|r| format!("{} (pid {})", r.id, r.pid))
+        .map(Borrow::borrow)
+        .map(|r: &JvmRow| format!("{} (pid {})", r.id, r.pid))
         .collect();
     if all.is_empty() {
         "none".into()
@@ -416,7 +451,7 @@ mod tests {
         let e = choose(&rows, None).unwrap_err().to_string();
         assert!(e.contains("3 JVMs") && e.contains("--jvm"), "{e}");
         assert_eq!(choose(&rows[2..], None).unwrap().id, "h-11-1");
-        assert!(choose(&[], None).is_err());
+        assert!(choose::<JvmRow>(&[], None).is_err());
     }
 
     #[test]

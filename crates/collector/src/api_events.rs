@@ -162,6 +162,7 @@ pub(crate) fn event_flame(
     let opts = CollapseOptions {
         lines: q.lines,
         thread_roots: false,
+        annotate: false,
     };
     let mut graph = FlameGraph::new();
     for id in &q.jvms {

@@ -127,6 +127,7 @@ pub fn flame(store: &dyn Store, q: &Query) -> Result<(FlameGraph, Option<Mode>),
     let opts = CollapseOptions {
         lines: q.lines,
         thread_roots: false,
+        annotate: false,
     };
     q.each_jvm(
         store,
@@ -182,6 +183,7 @@ pub fn side_into(
     let opts = CollapseOptions {
         lines: q.lines,
         thread_roots: false,
+        annotate: false,
     };
     q.each_jvm(
         store,

@@ -108,7 +108,7 @@ fn main() {
         .unwrap_or(200_000);
     let rec = recording(samples);
     let t = Instant::now();
-    let profile = Profile::of(&rec, Kind::Cpu, &Selection::default());
+    let profile = Profile::of(&rec, Kind::Cpu, &Selection::default(), false);
     let gather = t.elapsed();
     println!(
         "gather {samples} samples: {:.0} ms ({:.1} M samples/s), {} stacks, {} functions",

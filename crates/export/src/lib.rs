@@ -127,7 +127,7 @@ impl Export {
             Some(_) => Data::Profiles(
                 kinds
                     .iter()
-                    .map(|&k| Profile::of_annotated(rec, k, &req.selection, req.annotate))
+                    .map(|&k| Profile::of(rec, k, &req.selection, req.annotate))
                     .collect(),
             ),
         };

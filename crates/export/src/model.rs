@@ -202,17 +202,12 @@ pub struct Profile {
 
 impl Profile {
     /// The selected samples of `kind` (the selection's thread, state and time
-    /// filters apply; its mode is `kind`'s) out of a recording.
-    pub fn of(rec: &Recording, kind: Kind, sel: &Selection) -> Profile {
-        Profile::of_annotated(rec, kind, sel, false)
-    }
-
-    /// As [`Profile::of`]; with `annotate`, Java frames whose tier the recording
-    /// knows are named with async-profiler's suffix (`_[0]` interpreted, `_[j]`
-    /// JIT-compiled, `_[i]` inlined), one function per method and tier.
-    pub fn of_annotated(rec: &Recording, kind: Kind, sel: &Selection, annotate: bool) -> Profile {
-        let mut b = Builder::new(rec, kind);
-        b.annotate = annotate;
+    /// filters apply; its mode is `kind`'s) out of a recording. With `annotate`,
+    /// Java frames whose tier the recording knows are named with async-profiler's
+    /// suffix (`_[0]` interpreted, `_[j]` JIT-compiled, `_[i]` inlined), one
+    /// function per method and tier.
+    pub fn of(rec: &Recording, kind: Kind, sel: &Selection, annotate: bool) -> Profile {
+        let mut b = Builder::new(rec, kind, annotate);
         match kind {
             Kind::Cpu | Kind::Wall => b.signal_samples(sel),
             Kind::Snapshot => b.snapshots(sel),
@@ -225,7 +220,7 @@ impl Profile {
     /// The self time of every traced call of `tree` (its hidden methods already
     /// left out), out of the recording it was built from.
     pub fn of_trace(rec: &Recording, tree: &CallTree) -> Profile {
-        let mut b = Builder::new(rec, Kind::Trace);
+        let mut b = Builder::new(rec, Kind::Trace, false);
         b.traces(tree);
         b.finish()
     }
@@ -306,7 +301,7 @@ struct Builder<'r> {
 }
 
 impl<'r> Builder<'r> {
-    fn new(rec: &'r Recording, kind: Kind) -> Builder<'r> {
+    fn new(rec: &'r Recording, kind: Kind, annotate: bool) -> Builder<'r> {
         let period_ns = if kind.sample_mode().is_some() {
             rec.header.interval_ns
         } else {
@@ -332,7 +327,7 @@ impl<'r> Builder<'r> {
             by_method: HashMap::new(),
             stacks: HashMap::new(),
             by_stack_id: HashMap::new(),
-            annotate: false,
+            annotate,
             by_method_tier: HashMap::new(),
         }
     }

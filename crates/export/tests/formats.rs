@@ -294,7 +294,7 @@ fn selection_filters_apply_to_every_kind() {
         },
         ..request(Kind::Cpu)
     };
-    let p = Profile::of(&rec, Kind::Cpu, &req.selection);
+    let p = Profile::of(&rec, Kind::Cpu, &req.selection, false);
     assert_eq!(p.samples.len(), 2);
     assert!(p.samples.iter().all(|s| s.thread == 2));
     let window = Selection {
@@ -302,8 +302,14 @@ fn selection_filters_apply_to_every_kind() {
         to_s: Some(0.05),
         ..Selection::default()
     };
-    assert_eq!(Profile::of(&rec, Kind::Alloc, &window).samples.len(), 1);
-    assert_eq!(Profile::of(&rec, Kind::Cpu, &window).samples.len(), 3);
+    assert_eq!(
+        Profile::of(&rec, Kind::Alloc, &window, false).samples.len(),
+        1
+    );
+    assert_eq!(
+        Profile::of(&rec, Kind::Cpu, &window, false).samples.len(),
+        3
+    );
 }
 
 #[test]

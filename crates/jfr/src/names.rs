@@ -121,21 +121,7 @@ impl Names {
         let name = self.string(&v.string(raw, "name").unwrap_or_default());
         let signature = self.string(&v.string(raw, "descriptor").unwrap_or_default());
         let modifiers = v.int(raw, "modifiers").unwrap_or(0) as u32;
-        let next = MethodId(self.methods.len().max(1) as u32);
-        let id = *self
-            .method_ids
-            .entry((class, name, signature))
-            .or_insert(next);
-        if id == next {
-            let def = MethodDef {
-                id,
-                class,
-                name,
-                signature,
-                modifiers,
-            };
-            put(&mut self.methods, id.index(), def);
-        }
+        let id = self.intern_method(class, name, signature, modifiers);
         if let Some(k) = key {
             self.chunk.methods.insert(k, id);
         }
@@ -195,18 +181,30 @@ impl Names {
         let name = name.strip_suffix("_[k]").unwrap_or(&name).to_string();
         let class = self.class_named("[kernel]");
         let name = self.string(&name);
+        self.intern_method(class, name, StringId::NONE, 0x100)
+    }
+
+    /// The id of the method `class.name signature`, defined with `modifiers` when
+    /// it is new (one definition per class, name and signature).
+    fn intern_method(
+        &mut self,
+        class: ClassId,
+        name: StringId,
+        signature: StringId,
+        modifiers: u32,
+    ) -> MethodId {
         let next = MethodId(self.methods.len().max(1) as u32);
         let id = *self
             .method_ids
-            .entry((class, name, StringId::NONE))
+            .entry((class, name, signature))
             .or_insert(next);
         if id == next {
             let def = MethodDef {
                 id,
                 class,
                 name,
-                signature: StringId::NONE,
-                modifiers: 0x100,
+                signature,
+                modifiers,
             };
             put(&mut self.methods, id.index(), def);
         }

@@ -249,11 +249,11 @@ impl EventFilter {
 
     /// One row per selected event, in time order.
     pub fn rows(&self, rec: &Recording) -> Vec<EventRow> {
-        let ages = rows::Ages::of(rec);
+        let (ages, weights) = (rows::Ages::of(rec), AllocWeights::of(rec));
         let mut user = rows::UserPairs::default();
         self.select(rec)
             .into_iter()
-            .map(|e| EventRow::of(rec, e, &ages, &mut user))
+            .map(|e| EventRow::of(rec, e, &ages, weights, &mut user))
             .collect()
     }
 }

@@ -9,7 +9,7 @@ use jscope_format::{
 };
 use serde::Serialize;
 
-use super::{class_name, frames_of, site_of, thread_name, EventType};
+use super::{class_name, frames_of, site_of, thread_name, AllocWeights, EventType};
 use crate::labels::method_label;
 
 /// One event. `duration_ns` and `value` depend on the type (docs/EVENTS.md):
@@ -234,7 +234,13 @@ fn gap(rec: &Recording, to: u64, from: u64) -> u64 {
 }
 
 impl EventRow {
-    pub(crate) fn of(rec: &Recording, e: &JvmEvent, ages: &Ages, user: &mut UserPairs) -> EventRow {
+    pub(crate) fn of(
+        rec: &Recording,
+        e: &JvmEvent,
+        ages: &Ages,
+        weights: AllocWeights,
+        user: &mut UserPairs,
+    ) -> EventRow {
         let f = fields(rec, e, ages, user);
         let ns = rec.ticks_to_ns(e.ticks);
         EventRow {
@@ -254,10 +260,7 @@ impl EventRow {
             stack: frames_of(rec, f.stack),
             timed_out: f.timed_out,
             user_kind: f.user_kind,
-            weight: match e.kind {
-                EventKind::Alloc { .. } => super::AllocWeights::of(rec).weight(e),
-                _ => None,
-            },
+            weight: weights.weight(e),
         }
     }
 }

@@ -9,7 +9,7 @@ use jscope_format::{EventKind, JvmEvent, Recording, SampleMode, ThreadId};
 use serde::Serialize;
 
 use super::rows::{Ages, EventRow, UserPairs};
-use super::{thread_name, EventFilter, EventType};
+use super::{thread_name, AllocWeights, EventFilter, EventType};
 
 /// Frames kept of each marker's stack.
 pub const MARKER_FRAMES: usize = 16;
@@ -225,10 +225,11 @@ pub fn timeline(
     let selected = filter.select(rec);
     let left_out = selected.len().saturating_sub(max_events) as u64;
     let (ages, mut user) = (Ages::of(rec), UserPairs::default());
+    let weights = AllocWeights::of(rec);
     let mut events: Vec<EventRow> = selected
         .into_iter()
         .take(max_events)
-        .map(|e| EventRow::of(rec, e, &ages, &mut user))
+        .map(|e| EventRow::of(rec, e, &ages, weights, &mut user))
         .collect();
     // The top frames say where; whole deep stacks would make the answer huge.
     events

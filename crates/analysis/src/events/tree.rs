@@ -9,7 +9,7 @@ use jscope_format::{MethodId, Recording, ThreadId};
 use serde::Serialize;
 
 use super::rows::{Ages, EventRow, UserPairs};
-use super::{thread_name, EventFilter};
+use super::{thread_name, AllocWeights, EventFilter};
 use crate::labels::Labeler;
 use crate::trace::{replay, Call, CallSink, TraceOptions};
 use crate::Selection;
@@ -259,11 +259,11 @@ fn without_line(label: &str) -> &str {
 /// batches, else into sample intervals.
 pub fn event_tree(rec: &Recording, filter: &EventFilter) -> EventTree {
     let (basis, mut arenas) = arenas(rec);
-    let ages = Ages::of(rec);
+    let (ages, weights) = (Ages::of(rec), AllocWeights::of(rec));
     let mut user = UserPairs::default();
     let mut loose: BTreeMap<u32, Vec<EventRow>> = BTreeMap::new();
     for e in filter.select(rec) {
-        let row = EventRow::of(rec, e, &ages, &mut user);
+        let row = EventRow::of(rec, e, &ages, weights, &mut user);
         let thread = e.thread;
         let arena = arenas.get_mut(&thread.0);
         let path = arena.as_ref().map_or_else(Vec::new, |a| a.path(row.ns));
