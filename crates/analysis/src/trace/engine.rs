@@ -56,6 +56,9 @@ pub struct Call {
     /// `cpu_ns` minus that of the visible calls directly inside.
     pub self_cpu_ns: Option<u64>,
     pub flags: u8,
+    /// Calls of untraced methods counted inside the call (on the entries of the
+    /// traced calls inside it and at its own end), nested calls' included.
+    pub untraced: u64,
     /// Index of the call's enter among its thread's trace events (0 for the first).
     pub enter_event: u64,
     /// Index of the event that closed the call; [`OPEN_TO_THE_END`] for a call
@@ -379,6 +382,7 @@ impl<S: CallSink> Run<'_, S> {
             cpu_ns: cpu,
             self_cpu_ns: cpu.map(|c| c.saturating_sub(f.child_cpu)),
             flags,
+            untraced: f.untraced_inside,
             enter_event: f.enter_event,
             exit_event: at.event,
         };

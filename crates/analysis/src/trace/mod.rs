@@ -244,6 +244,43 @@ pub fn replay<S: CallSink>(rec: &Recording, options: &TraceOptions, sink: S) -> 
     (engine.sink, engine.anomalies)
 }
 
+/// [`replay`] fed batch by batch as a stream arrives (the collector's chunks): a
+/// call reaches the sink when its exit arrives, however many batches later, with
+/// the numbers `replay` over the whole stream gives it. `finish` closes the calls
+/// still open at their thread's last event, as `replay` does at the end.
+pub struct Replayer<S> {
+    feeder: Feeder<S>,
+}
+
+impl<S: CallSink> Replayer<S> {
+    pub fn new(sink: S, options: &TraceOptions) -> Self {
+        Replayer {
+            feeder: Feeder::new(sink, options),
+        }
+    }
+
+    /// One batch; `rec` holds the dictionaries declared so far (the first batch's
+    /// header sets the clock and the probe cost).
+    pub fn batch(&mut self, rec: &Recording, b: &TraceBatch) {
+        self.feeder.batch(rec, b);
+    }
+
+    /// The sink, to take the calls finished so far.
+    pub fn sink_mut(&mut self) -> &mut S {
+        match (&mut self.feeder.engine, &mut self.feeder.sink) {
+            (Some(e), _) => &mut e.sink,
+            (None, Some(s)) => s,
+            (None, None) => unreachable!("the sink is in the engine or the feeder"),
+        }
+    }
+
+    /// Closes the open calls and returns the sink and the anomalies.
+    pub fn finish(self, rec: &Recording) -> (S, Anomalies) {
+        let engine = self.feeder.finish(rec);
+        (engine.sink, engine.anomalies)
+    }
+}
+
 /// [`replay`] streamed from a recording's bytes; also returns the recording
 /// without its traces.
 pub fn replay_bytes<S: CallSink>(

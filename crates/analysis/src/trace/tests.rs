@@ -800,3 +800,33 @@ fn replay_hands_every_finished_call_to_a_custom_sink() {
     let (streamed, _, _) = replay_bytes(&bytes, &TraceOptions::default(), sink).unwrap();
     assert_eq!(streamed.calls, want);
 }
+
+#[test]
+fn a_replayer_fed_one_event_at_a_time_gives_what_replay_gives() {
+    let bytes = recursion().bytes();
+    let rec = Recording::from_bytes(&bytes).unwrap();
+    let collect = || Collect {
+        rec: &rec,
+        calls: vec![],
+    };
+    let (whole, _) = replay(&rec, &TraceOptions::default(), collect());
+    let mut r = Replayer::new(collect(), &TraceOptions::default());
+    let mut seen = 0;
+    for b in &rec.traces {
+        // Each event in a batch of its own, as if every one came in another chunk.
+        for e in &b.events {
+            let one = TraceBatch {
+                thread: b.thread,
+                has_cpu: b.has_cpu,
+                events: vec![*e],
+            };
+            r.batch(&rec, &one);
+            seen = seen.max(r.sink_mut().calls.len());
+        }
+    }
+    // Every call reached the sink as its exit arrived, none at the end.
+    assert_eq!(seen, whole.calls.len());
+    let (streamed, anomalies) = r.finish(&rec);
+    assert_eq!(streamed.calls, whole.calls);
+    assert_eq!(anomalies, Anomalies::default());
+}
