@@ -284,6 +284,20 @@ impl ApiContext {
                 Ok(Response::json(&query::hot(&*self.store, &q, limit(req))?))
             }
             ["callgraph"] => self.callgraph(req),
+            ["traced"] => {
+                let (q, _, _) = self.query_or_all(req)?;
+                Ok(Response::json(&crate::calls::traced_methods(
+                    &*self.store,
+                    &q,
+                )?))
+            }
+            ["remote"] => {
+                let (q, _, _) = self.query_or_all(req)?;
+                Ok(Response::json(&crate::calls::remote_calls(
+                    &*self.store,
+                    &q,
+                )?))
+            }
             ["distributed"] => {
                 let q = parse_distributed_query(req)?;
                 Ok(Response::json(&distributed_tree(&*self.store, &q)?))

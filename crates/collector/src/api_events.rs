@@ -2,10 +2,9 @@
 //! lock report and the allocation report, each over `from`/`to` (epoch ms).
 
 use jscope_analysis::events::{
-    age_report, alloc_report, live_report, lock_report, timeline, weighted_stacks, AllocBy,
-    EventFilter, EventWeight,
+    age_report, alloc_report, live_report, lock_report, timeline, AllocBy, EventFilter, EventWeight,
 };
-use jscope_analysis::{collapse, CollapseOptions, ThreadMatcher};
+use jscope_analysis::{collapse, CollapseOptions};
 use jscope_flame::{FlameGraph, Options};
 use jscope_format::Recording;
 
@@ -165,16 +164,10 @@ pub(crate) fn event_flame(
         annotate: false,
     };
     let mut graph = FlameGraph::new();
-    for id in &q.jvms {
-        let rec = store.read(id, q.from_ns, q.to_ns)?;
-        let start = rec.header.start_wall_ns;
-        let f = EventFilter {
-            thread: q.thread.as_deref().map(ThreadMatcher::new),
-            from_s: seconds(start, q.from_ns),
-            to_s: seconds(start, q.to_ns),
-            ..EventFilter::default()
-        };
-        for (frames, n) in collapse(&rec, &weighted_stacks(&rec, &f, what), opts).stacks {
+    // One count across the JVMs where the store can (ClickHouse: the events table),
+    // else each JVM's events read back from its chunks.
+    for (rec, counts) in crate::calls::event_stacks(store, q, what)? {
+        for (frames, n) in collapse(&rec, &counts, opts).stacks {
             graph.add(frames, n);
         }
     }

@@ -227,6 +227,7 @@ pub fn apply_dictionary(dict: &mut Recording, records: &[Record]) {
             | Record::Method(_)
             | Record::Thread(_)
             | Record::Stack { .. }
+            | Record::UserEventDef(_)
             | Record::Counters { .. }
             | Record::End { .. } => dict.apply(r.clone()),
             _ => {}

@@ -30,6 +30,7 @@ mod api_queue;
 mod api_select;
 mod api_tags;
 pub mod api_tree;
+pub mod calls;
 mod config;
 pub mod distributed;
 #[path = "ui/distributed.rs"]

@@ -9,11 +9,21 @@
 //! stack_minutes  samples counted per (minute, jvm, mode,      SummingMergeTree, filled by a
 //!          state, thread, stack)                               materialized view over samples
 //! stacks   a stack's frames, stored once by content hash      ReplacingMergeTree by hash
+//! events   one row per JVM event (gc, park, monitor, alloc,   MergeTree by (jvm, kind, time_ns)
+//!          ...) with its fields by name
+//! trace_calls  one row per traced call, entries paired with   MergeTree by (jvm, method, start_ns)
+//!          exits by `jscope_analysis::trace::Replayer`
+//! remote_calls one row per RMI/HTTP call, either side, with   MergeTree by (jvm, start_ns)
+//!          the link that joins a client's call to the server's
 //! ```
 //! Queries count the whole minutes of a window from `stack_minutes` and its ragged
-//! ends from `samples`, all in SQL.
-//! JVM events, trace events and remote calls stay in the raw chunks (`read` returns
-//! them); only stack samples are rows. A prelude starts each connection and each day
+//! ends from `samples`, all in SQL; event flame graphs, traced methods and remote
+//! calls across JVMs are grouped in SQL too (docs/COLLECTOR.md lists the columns).
+//! The raw chunks still hold everything (`read` returns them). A traced call is
+//! written when its exit arrives, in whichever chunk of the connection; the calls
+//! still open when a connection ends are written then, flagged `unfinished` and
+//! closed at their thread's last event, as a whole recording's replay closes them.
+//! A prelude starts each connection and each day
 //! of a stream, so a day's partition reads on its own after retention dropped the
 //! ones before it (`retain` drops whole day partitions: 18.16 has no TTL).
 //!
@@ -30,16 +40,19 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use jscope_analysis::{civil_from_days, Mode, StackCounts};
+use jscope_analysis::events::{stack_of, AllocWeights, EventWeight};
+use jscope_analysis::trace::{Call, CallSink, Replayer, TraceOptions, THREW, UNFINISHED};
+use jscope_analysis::{civil_from_days, Mode, StackCounts, ThreadMatcher};
 use jscope_format::thread_state::classify;
 use jscope_format::{
-    ClassDef, ClassId, Frame, FrameKind, MethodDef, MethodId, Record, Recording, StackId,
-    StateClass, StringId, ThreadId,
+    ClassDef, ClassId, FieldValue, Frame, FrameKind, JvmEvent, MethodDef, MethodId, Record,
+    Recording, RemoteCall, RemoteSide, StackId, StateClass, StringId, ThreadId, UserEventKind,
 };
 
 use super::clickhouse_http::{quote, ClickHouseUrl, Client, Cursor, Row};
 use super::segment::encode_prelude;
 use super::{Counted, Retained, SampleFilter, SegmentInfo, Store, StoredJvm, StreamStatus};
+use crate::calls::{protocol_name, side_name, sort_remote, sort_traced, RemoteGroup, TracedMethod};
 use crate::jvm::{apply_dictionary, new_dictionary, JvmIdentity};
 use crate::log::LogSink;
 use crate::when::now_ns;
@@ -50,6 +63,16 @@ const SAMPLE_COLUMNS: &str =
 const CHUNK_COLUMNS: &str = "day, stream, seq, kind, start_ns, end_ns, bytes, chunk";
 const STACK_COLUMNS: &str = "hash, frames";
 const JVM_COLUMNS: &str = "stream, service, labels.key, labels.value, identity, header, updated";
+const EVENT_COLUMNS: &str = "day, time_ns, service, stream, jvm, labels.key, labels.value, seq, \
+     thread, kind, duration_ns, stack, weight, size, fields.key, fields.value";
+const TRACE_COLUMNS: &str = "day, start_ns, end_ns, duration_ns, self_ns, service, stream, jvm, \
+     labels.key, labels.value, seq, thread, method, depth, threw, unfinished, untraced, cpu_ns, \
+     self_cpu_ns";
+const REMOTE_COLUMNS: &str = "day, start_ns, service, stream, jvm, labels.key, labels.value, \
+     seq, duration_ns, thread, direction, protocol, target, method, method_hash, local, remote, \
+     conn_seq, link, request_id, failed, stack";
+/// The tables of rows decoded from chunks, each with a `seq` column and day partitions.
+const ROW_TABLES: [&str; 4] = ["samples", "events", "trace_calls", "remote_calls"];
 /// `AND minute >= lo AND minute < hi` (with the days they fall in).
 fn minutes_window(lo: Option<u64>, hi: Option<u64>) -> String {
     window_sql("minute", MINUTE_NS, lo, hi)
@@ -72,6 +95,13 @@ fn window_sql(column: &str, unit_ns: u64, lo: Option<u64>, hi: Option<u64>) -> S
         ));
     }
     w
+}
+
+/// `jvm IN (...)` of stream ids, by their hash: comparing millions of strings
+/// costs 5x the count itself.
+fn jvm_in(jvms: &[String]) -> String {
+    let ids: Vec<String> = jvms.iter().map(|j| fnv(j.as_bytes()).to_string()).collect();
+    format!("jvm IN ({})", ids.join(", "))
 }
 
 /// Counts sample rows in `[from, to)` per stack (and mode).
@@ -130,6 +160,30 @@ fn schema(db: &str) -> Vec<String> {
         format!(
             "CREATE TABLE IF NOT EXISTS {db}.stacks (hash UInt64, frames String) \
              ENGINE = ReplacingMergeTree ORDER BY hash"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {db}.events (day Date, time_ns UInt64, service String, \
+             stream String, jvm UInt64, labels Nested(key String, value String), seq UInt64, \
+             thread String, kind String, duration_ns UInt64, stack UInt64, weight UInt64, \
+             size UInt64, fields Nested(key String, value String)) \
+             ENGINE = MergeTree PARTITION BY toYYYYMMDD(day) ORDER BY (jvm, kind, time_ns)"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {db}.trace_calls (day Date, start_ns UInt64, \
+             end_ns UInt64, duration_ns UInt64, self_ns UInt64, service String, stream String, \
+             jvm UInt64, labels Nested(key String, value String), seq UInt64, thread String, \
+             method String, depth UInt32, threw UInt8, unfinished UInt8, untraced UInt64, \
+             cpu_ns Nullable(UInt64), self_cpu_ns Nullable(UInt64)) \
+             ENGINE = MergeTree PARTITION BY toYYYYMMDD(day) ORDER BY (jvm, method, start_ns)"
+        ),
+        format!(
+            "CREATE TABLE IF NOT EXISTS {db}.remote_calls (day Date, start_ns UInt64, \
+             duration_ns UInt64, service String, stream String, jvm UInt64, \
+             labels Nested(key String, value String), seq UInt64, thread String, \
+             direction String, protocol String, target String, method String, \
+             method_hash UInt64, local String, remote String, conn_seq UInt64, link String, \
+             request_id String, failed UInt8, stack UInt64) \
+             ENGINE = MergeTree PARTITION BY toYYYYMMDD(day) ORDER BY (jvm, start_ns)"
         ),
     ]
 }
@@ -322,12 +376,37 @@ struct StreamState {
     /// The batch that holds the stream's last appended rows.
     batch: u64,
     active: bool,
+    /// Pairs the connection's trace entries with their exits across chunks.
+    trace: Replayer<Finished>,
+    /// The last chunk staged.
+    last_seq: u64,
+}
+
+/// Calls the replayer finished and no row holds yet.
+#[derive(Default)]
+struct Finished(Vec<Call>);
+
+impl CallSink for Finished {
+    fn enter(&mut self, _thread: u32, _method: u32, _enter_ns: u64, _depth: u32) -> u32 {
+        0
+    }
+
+    fn exit(&mut self, call: &Call) {
+        self.0.push(*call);
+    }
+}
+
+fn new_replayer() -> Replayer<Finished> {
+    Replayer::new(Finished::default(), &TraceOptions::default())
 }
 
 /// Rows waiting for the writer.
 #[derive(Default)]
 struct Pending {
     samples: Vec<u8>,
+    events: Vec<u8>,
+    trace_calls: Vec<u8>,
+    remote_calls: Vec<u8>,
     chunks: Vec<u8>,
     stacks: Vec<u8>,
     new_stacks: Vec<u64>,
@@ -337,7 +416,12 @@ struct Pending {
 
 impl Pending {
     fn bytes(&self) -> usize {
-        self.samples.len() + self.chunks.len() + self.stacks.len()
+        self.samples.len()
+            + self.events.len()
+            + self.trace_calls.len()
+            + self.remote_calls.len()
+            + self.chunks.len()
+            + self.stacks.len()
     }
 }
 
@@ -481,9 +565,7 @@ impl ClickHouseStore {
         to_ns: Option<u64>,
         filter: &SampleFilter,
     ) -> Result<Option<String>, CollectorError> {
-        // By the stream id's hash: comparing 36 M strings costs 5x the count itself.
-        let ids: Vec<String> = jvms.iter().map(|j| fnv(j.as_bytes()).to_string()).collect();
-        let mut w = format!("jvm IN ({})", ids.join(", "));
+        let mut w = jvm_in(jvms);
         if !filter.states.is_empty() {
             let codes: Vec<String> = filter
                 .states
@@ -549,6 +631,28 @@ impl ClickHouseStore {
             }
         }
         Ok(out)
+    }
+
+    /// Counts per stack hash as counts per stack of a recording rebuilt from the
+    /// stacks table (frames by name), with `header`.
+    fn rebuild_counts(
+        &self,
+        header: &jscope_format::Header,
+        counted: Vec<(u64, u64)>,
+    ) -> Result<(Recording, StackCounts), CollectorError> {
+        let hashes: Vec<u64> = counted.iter().map(|(h, _)| *h).collect();
+        let frames = self.frames_of(&hashes)?;
+        let mut rebuild = Rebuild::new(header);
+        let mut counts = StackCounts::default();
+        for (hash, n) in counted {
+            let id = match frames.get(&hash) {
+                Some(blob) => rebuild.stack(blob).map_err(ch)?,
+                None => rebuild.stack(&0u32.to_le_bytes()).map_err(ch)?,
+            };
+            *counts.counts.entry((id.0, 0)).or_default() += n;
+            counts.total += n;
+        }
+        Ok((rebuild.rec, counts))
     }
 
     /// Raw rows (kind, bytes) of `stream` in sequence order from the prelude that
@@ -625,84 +729,281 @@ impl ClickHouseStore {
             .u64(chunk.len() as u64)
             .bytes(chunk);
 
-        let mut samples = Vec::new();
-        let (mut stacks, mut new_stacks) = (Vec::new(), HashSet::new());
-        let mut sample = |st: &mut StreamState,
-                          mode: Mode,
-                          ticks: u64,
-                          thread: ThreadId,
-                          stack: StackId,
-                          state: u32,
-                          weight: u64| {
-            let hash = match st.hashes.get(&stack.0) {
-                Some(&h) => h,
-                None => {
-                    let blob = encode_frames(dict, dict.stack(stack));
-                    let h = fnv(&blob);
-                    let stored = self.shared.stored_stacks.lock().expect("stacks lock");
-                    if !stored.contains(&h) && new_stacks.insert(h) {
-                        Row(&mut stacks).u64(h).bytes(&blob);
-                    }
-                    st.hashes.insert(stack.0, h);
-                    h
-                }
-            };
-            let time = st.identity.wall_ns(ticks);
-            let thread_name = dict.thread(thread).map_or("", |t| t.name.as_str());
-            Row(&mut samples)
-                .u16(day_of(time))
-                .u64(time)
-                .str(&st.identity.service)
-                .str(&st.identity.id)
-                .u64(st.jvm_hash)
-                .strings(st.identity.labels.iter().map(|(k, _)| k.as_str()))
-                .strings(st.identity.labels.iter().map(|(_, v)| v.as_str()))
-                .u64(seq)
-                .u8(mode_code(mode))
-                .str(thread_name)
-                .u8(state_code(classify(state)))
-                .u64(hash)
-                .u64(weight);
-        };
+        let mut rows = Rows::default();
         for r in records {
             match r {
-                Record::Sample(s) => sample(
+                Record::Sample(s) => self.sample_row(
                     st,
-                    Mode::of_sample(s.mode),
-                    s.ticks,
-                    s.thread,
-                    s.stack,
-                    s.state,
+                    dict,
+                    &mut rows,
+                    seq,
+                    (Mode::of_sample(s.mode), s.ticks),
+                    (s.thread, s.stack, s.state),
                     s.weight_ns,
                 ),
                 Record::Snapshot(snap) => {
                     for t in &snap.threads {
-                        sample(
+                        self.sample_row(
                             st,
-                            Mode::Snapshot,
-                            snap.ticks,
-                            t.thread,
-                            t.stack,
-                            t.state,
+                            dict,
+                            &mut rows,
+                            seq,
+                            (Mode::Snapshot, snap.ticks),
+                            (t.thread, t.stack, t.state),
                             snap.interval_ns,
                         );
                     }
                 }
+                Record::Event(e) => self.event_row(st, dict, &mut rows, seq, e),
+                Record::Remote(c) => self.remote_row(st, dict, &mut rows, seq, c),
+                Record::Trace(b) => st.trace.batch(dict, b),
                 _ => {}
             }
         }
+        let calls = std::mem::take(&mut st.trace.sink_mut().0);
+        call_rows(st, dict, &mut rows.trace_calls, seq, &calls);
+        st.last_seq = seq;
+        self.queue(st, rows, chunks);
+    }
+
+    /// Hands a chunk's rows to the writer.
+    fn queue(&self, st: &mut StreamState, rows: Rows, chunks: Vec<u8>) {
         let mut w = self.shared.writer.lock().expect("writer lock");
         let p = &mut w.pending;
-        p.samples.extend_from_slice(&samples);
+        p.samples.extend_from_slice(&rows.samples);
+        p.events.extend_from_slice(&rows.events);
+        p.trace_calls.extend_from_slice(&rows.trace_calls);
+        p.remote_calls.extend_from_slice(&rows.remote_calls);
         p.chunks.extend_from_slice(&chunks);
-        p.stacks.extend_from_slice(&stacks);
-        p.new_stacks.extend(new_stacks);
+        p.stacks.extend_from_slice(&rows.stacks);
+        p.new_stacks.extend(rows.new_stacks);
         p.streams.insert(st.identity.id.clone());
         p.since.get_or_insert_with(Instant::now);
         let full = p.bytes() >= BATCH_BYTES;
         st.batch = w.filling;
         if full {
             self.shared.wake.notify_all();
+        }
+    }
+
+    /// The hash of a JVM's stack, its frames staged for the stacks table when new;
+    /// 0 for no stack.
+    fn stack_hash(
+        &self,
+        st: &mut StreamState,
+        dict: &Recording,
+        rows: &mut Rows,
+        stack: StackId,
+    ) -> u64 {
+        if let Some(&h) = st.hashes.get(&stack.0) {
+            return h;
+        }
+        if stack.is_none() {
+            return 0;
+        }
+        let blob = encode_frames(dict, dict.stack(stack));
+        let h = fnv(&blob);
+        let stored = self.shared.stored_stacks.lock().expect("stacks lock");
+        if !stored.contains(&h) && rows.new_stacks.insert(h) {
+            Row(&mut rows.stacks).u64(h).bytes(&blob);
+        }
+        st.hashes.insert(stack.0, h);
+        h
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn sample_row(
+        &self,
+        st: &mut StreamState,
+        dict: &Recording,
+        rows: &mut Rows,
+        seq: u64,
+        (mode, ticks): (Mode, u64),
+        (thread, stack, state): (ThreadId, StackId, u32),
+        weight: u64,
+    ) {
+        let hash = self.stack_hash(st, dict, rows, stack);
+        let time = st.identity.wall_ns(ticks);
+        let thread_name = dict.thread(thread).map_or("", |t| t.name.as_str());
+        let mut row = Row(&mut rows.samples);
+        stream_columns(&mut row, st, time, seq);
+        row.u8(mode_code(mode))
+            .str(thread_name)
+            .u8(state_code(classify(state)))
+            .u64(hash)
+            .u64(weight);
+    }
+
+    fn event_row(
+        &self,
+        st: &mut StreamState,
+        dict: &Recording,
+        rows: &mut Rows,
+        seq: u64,
+        e: &JvmEvent,
+    ) {
+        let stack = self.stack_hash(st, dict, rows, stack_of(e));
+        let fields: Vec<(&str, String)> = e
+            .kind
+            .info()
+            .fields
+            .iter()
+            .filter_map(|f| {
+                let v = e.kind.field(f.name)?;
+                Some((
+                    f.name,
+                    field_text(dict, v, |s| self.stack_hash(st, dict, rows, s)),
+                ))
+            })
+            .collect();
+        let number = |name: &str| e.kind.field(name).map_or(0, FieldValue::as_u64);
+        let time = st.identity.wall_ns(e.ticks);
+        let weight = AllocWeights::of(dict).weight(e).unwrap_or(0);
+        let mut row = Row(&mut rows.events);
+        stream_columns(&mut row, st, time, seq);
+        row.str(dict.thread(e.thread).map_or("", |t| t.name.as_str()))
+            .str(e.kind.name())
+            .u64(number("duration_ns"))
+            .u64(stack)
+            .u64(weight)
+            .u64(number("size"))
+            .strings(fields.iter().map(|(k, _)| *k))
+            .strings(fields.iter().map(|(_, v)| v.as_str()));
+    }
+
+    fn remote_row(
+        &self,
+        st: &mut StreamState,
+        dict: &Recording,
+        rows: &mut Rows,
+        seq: u64,
+        c: &RemoteCall,
+    ) {
+        let stack = self.stack_hash(st, dict, rows, c.stack);
+        let time = st.identity.wall_ns(c.ticks);
+        let local = format!("{}:{}", dict.string(c.local_host), c.local_port);
+        let remote = format!("{}:{}", dict.string(c.remote_host), c.remote_port);
+        let (client, server) = match c.side {
+            RemoteSide::Client => (&local, &remote),
+            RemoteSide::Server => (&remote, &local),
+        };
+        // The key `jscope_analysis::distributed` matches the two sides by.
+        let link = format!(
+            "{}:{client}>{server}#{}",
+            protocol_name(c.protocol),
+            c.conn_seq
+        );
+        let mut row = Row(&mut rows.remote_calls);
+        stream_columns(&mut row, st, time, seq);
+        row.u64(c.duration_ns)
+            .str(dict.thread(c.thread).map_or("", |t| t.name.as_str()))
+            .str(side_name(c.side))
+            .str(protocol_name(c.protocol))
+            .str(dict.string(c.object))
+            .str(dict.string(c.method))
+            .u64(c.method_hash)
+            .str(&local)
+            .str(&remote)
+            .u64(c.conn_seq)
+            .str(&link)
+            .str(dict.string(c.request_id))
+            .u8(u8::from(c.failed))
+            .u64(stack);
+    }
+}
+
+/// A chunk's rows for each table.
+#[derive(Default)]
+struct Rows {
+    samples: Vec<u8>,
+    events: Vec<u8>,
+    trace_calls: Vec<u8>,
+    remote_calls: Vec<u8>,
+    stacks: Vec<u8>,
+    new_stacks: HashSet<u64>,
+}
+
+/// `day, time, service, stream, jvm, labels, seq`: the columns every row table
+/// starts with (`time` being `time_ns` or `start_ns`).
+fn stream_columns(row: &mut Row, st: &StreamState, time: u64, seq: u64) {
+    row.u16(day_of(time))
+        .u64(time)
+        .str(&st.identity.service)
+        .str(&st.identity.id)
+        .u64(st.jvm_hash)
+        .strings(st.identity.labels.iter().map(|(k, _)| k.as_str()))
+        .strings(st.identity.labels.iter().map(|(_, v)| v.as_str()))
+        .u64(seq);
+}
+
+/// An event field as text: numbers in decimal, ids by name (a class, a method's
+/// `pkg.Class.method`, a thread, a string, a user event), a stack by its hash in
+/// the stacks table.
+fn field_text(dict: &Recording, v: FieldValue, mut stack: impl FnMut(StackId) -> u64) -> String {
+    match v {
+        FieldValue::U64(n) => n.to_string(),
+        FieldValue::I64(n) => n.to_string(),
+        FieldValue::Bool(b) => u8::from(b).to_string(),
+        FieldValue::Class(c) => dict
+            .class(c)
+            .map_or(String::new(), |c| dict.string(c.name).to_string()),
+        FieldValue::Method(m) if m.0 == 0 => String::new(),
+        FieldValue::Method(m) => dict.method_label(m),
+        FieldValue::Stack(s) => stack(s).to_string(),
+        FieldValue::Thread(t) => dict.thread(t).map_or(String::new(), |t| t.name.clone()),
+        FieldValue::String(s) => dict.string(s).to_string(),
+        FieldValue::UserEvent(id) => dict
+            .user_events
+            .get(id as usize)
+            .and_then(Option::as_ref)
+            .map_or_else(|| format!("#{id}"), |d| dict.string(d.name).to_string()),
+        FieldValue::UserKind(k) => match k {
+            UserEventKind::Instant => "instant",
+            UserEventKind::Begin => "begin",
+            UserEventKind::End => "end",
+        }
+        .to_string(),
+    }
+}
+
+/// Rows of finished traced calls (ns since the recording start on the JVM's clock).
+fn call_rows(st: &StreamState, dict: &Recording, out: &mut Vec<u8>, seq: u64, calls: &[Call]) {
+    let mut labels: HashMap<u32, String> = HashMap::new();
+    let start = st.identity.start_wall_ns;
+    for c in calls {
+        let label = labels
+            .entry(c.method)
+            .or_insert_with(|| dict.method_label(MethodId(c.method)));
+        let thread = dict
+            .thread(ThreadId(c.thread))
+            .map_or("", |t| t.name.as_str());
+        let (lo, hi) = (
+            start.saturating_add(c.enter_ns),
+            start.saturating_add(c.exit_ns),
+        );
+        let mut row = Row(out);
+        row.u16(day_of(lo))
+            .u64(lo)
+            .u64(hi)
+            .u64(c.duration_ns())
+            .u64(c.self_ns)
+            .str(&st.identity.service)
+            .str(&st.identity.id)
+            .u64(st.jvm_hash)
+            .strings(st.identity.labels.iter().map(|(k, _)| k.as_str()))
+            .strings(st.identity.labels.iter().map(|(_, v)| v.as_str()))
+            .u64(seq)
+            .str(thread)
+            .str(label)
+            .u32(c.depth)
+            .u8(u8::from(c.flags & THREW != 0))
+            .u8(u8::from(c.flags & UNFINISHED != 0))
+            .u64(c.untraced);
+        for cpu in [c.cpu_ns, c.self_cpu_ns] {
+            match cpu {
+                Some(n) => row.u8(0).u64(n),
+                None => row.u8(1),
+            };
         }
     }
 }
@@ -768,6 +1069,15 @@ fn insert_batch(client: &Client, b: &Pending) -> Result<(), String> {
     }
     if !b.samples.is_empty() {
         client.insert("samples", SAMPLE_COLUMNS, &b.samples)?;
+    }
+    if !b.events.is_empty() {
+        client.insert("events", EVENT_COLUMNS, &b.events)?;
+    }
+    if !b.trace_calls.is_empty() {
+        client.insert("trace_calls", TRACE_COLUMNS, &b.trace_calls)?;
+    }
+    if !b.remote_calls.is_empty() {
+        client.insert("remote_calls", REMOTE_COLUMNS, &b.remote_calls)?;
     }
     if !b.chunks.is_empty() {
         client.insert("chunks", CHUNK_COLUMNS, &b.chunks)?;
@@ -854,6 +1164,23 @@ impl Store for ClickHouseStore {
         let stored_upto = self.max_chunk_seq(&jvm.id)?;
         let jvm_hash = fnv(jvm.id.as_bytes());
         // Samples of chunks whose insert did not complete would count twice.
+        for table in &ROW_TABLES[1..] {
+            let orphans = self.scalar(&format!(
+                "SELECT count() FROM {}.{table} WHERE jvm = {jvm_hash} AND seq > {stored_upto}",
+                self.db
+            ))?;
+            if orphans > 0 {
+                self.client()
+                    .query(&format!(
+                        "ALTER TABLE {}.{table} DELETE WHERE jvm = {} AND stream = {} \
+                         AND seq > {stored_upto}",
+                        self.db,
+                        jvm_hash,
+                        quote(&jvm.id)
+                    ))
+                    .map_err(ch)?;
+            }
+        }
         let orphans = self.scalar(&format!(
             "SELECT count() FROM {}.samples WHERE jvm = {jvm_hash} AND seq > {stored_upto}",
             self.db
@@ -901,6 +1228,8 @@ impl Store for ClickHouseStore {
             prelude_day: None,
             batch: 0,
             active: true,
+            trace: new_replayer(),
+            last_seq: stored_upto,
         };
         self.streams
             .lock()
@@ -936,6 +1265,14 @@ impl Store for ClickHouseStore {
         let st = self.stream(stream)?;
         let mut st = st.lock().expect("stream lock");
         if seq <= st.stored_upto {
+            // Stored before (an agent resending after a collector died): its rows
+            // are in, but its trace events still open calls that later chunks close.
+            for r in records {
+                if let Record::Trace(b) = r {
+                    st.trace.batch(dict, b);
+                }
+            }
+            st.trace.sink_mut().0.clear();
             return Ok(());
         }
         self.stage(&mut st, seq, chunk, span_ns, dict, records);
@@ -952,6 +1289,21 @@ impl Store for ClickHouseStore {
             Some(e) => Err(ch(e)),
             None => Ok(()),
         }
+    }
+
+    fn end_stream(&self, stream: &str, dict: &Recording) -> Result<(), CollectorError> {
+        let st = self.stream(stream)?;
+        let mut st = st.lock().expect("stream lock");
+        let replayer = std::mem::replace(&mut st.trace, new_replayer());
+        let (open, _) = replayer.finish(dict);
+        if open.0.is_empty() {
+            return Ok(());
+        }
+        let mut rows = Rows::default();
+        let seq = st.last_seq;
+        call_rows(&st, dict, &mut rows.trace_calls, seq, &open.0);
+        self.queue(&mut st, rows, Vec::new());
+        Ok(())
     }
 
     fn close(&self, stream: &str) -> Result<(), CollectorError> {
@@ -1153,25 +1505,160 @@ impl Store for ClickHouseStore {
             .filter(|r| r.0 == mode)
             .map(|r| (r.1, r.2))
             .collect();
-        let hashes: Vec<u64> = counted.iter().map(|(h, _)| *h).collect();
-        let frames = self.frames_of(&hashes)?;
-        let mut rebuild = Rebuild::new(&header);
-        let mut counts = StackCounts::default();
-        for (hash, n) in counted {
-            let id = match frames.get(&hash) {
-                Some(blob) => rebuild.stack(blob).map_err(ch)?,
-                None => rebuild.stack(&0u32.to_le_bytes()).map_err(ch)?,
-            };
-            *counts.counts.entry((id.0, 0)).or_default() += n;
-            counts.total += n;
+        let (rec, counts) = self.rebuild_counts(&header, counted)?;
+        Ok(Some((rec, Some(mode), counts)))
+    }
+
+    fn event_stacks_across(
+        &self,
+        jvms: &[String],
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+        what: EventWeight,
+        thread: Option<&ThreadMatcher>,
+    ) -> Result<Option<(Recording, StackCounts)>, CollectorError> {
+        let Some(first) = jvms.first() else {
+            return Ok(None);
+        };
+        let header = self.header(first)?;
+        let mut w = format!(
+            "{}{}",
+            jvm_in(jvms),
+            window_sql("time_ns", 1, from_ns, to_ns)
+        );
+        if let Some(m) = thread {
+            // As `EventFilter` selects: by thread name; process-wide events have none.
+            let out = self.select(&format!(
+                "SELECT DISTINCT thread FROM {}.events WHERE {w} AND thread != ''",
+                self.db
+            ))?;
+            let mut c = Cursor::new(&out);
+            let mut names = Vec::new();
+            while !c.done() {
+                let name = c.string().map_err(ch)?;
+                if m.matches(&name) {
+                    names.push(quote(&name));
+                }
+            }
+            if names.is_empty() {
+                return Ok(Some((new_dictionary(&header), StackCounts::default())));
+            }
+            w.push_str(&format!(" AND thread IN ({})", names.join(", ")));
         }
-        Ok(Some((rebuild.rec, Some(mode), counts)))
+        let (sum, which) = match what {
+            EventWeight::Alloc => ("weight", "kind = 'alloc' AND weight > 0".to_string()),
+            EventWeight::Lock => {
+                // `weighted_stacks`: monitor entries, and parks on a lock's synchronizer.
+                let blocker =
+                    "replaceAll(fields.value[indexOf(fields.key, 'blocker_class')], '/', '.')";
+                (
+                    "duration_ns",
+                    format!(
+                        "duration_ns > 0 AND (kind = 'monitor' OR (kind = 'park' AND \
+                         {blocker} LIKE 'java.util.concurrent.locks.%' AND \
+                         {blocker} NOT LIKE '%ConditionObject%'))"
+                    ),
+                )
+            }
+        };
+        let out = self.select(&format!(
+            "SELECT stack, sum({sum}) FROM {}.events WHERE {w} AND {which} GROUP BY stack",
+            self.db
+        ))?;
+        let mut c = Cursor::new(&out);
+        let mut rows = Vec::new();
+        while !c.done() {
+            rows.push((c.u64().map_err(ch)?, c.u64().map_err(ch)?));
+        }
+        let (rec, counts) = self.rebuild_counts(&header, rows)?;
+        Ok(Some((rec, counts)))
+    }
+
+    fn traced_methods_across(
+        &self,
+        jvms: &[String],
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+    ) -> Result<Option<Vec<TracedMethod>>, CollectorError> {
+        let out = self.select(&format!(
+            "SELECT method, count(), sum(duration_ns), sum(self_ns), max(duration_ns), \
+             toUInt64(sum(threw)), toUInt64(uniqExact(jvm)) FROM {}.trace_calls WHERE {}{} \
+             GROUP BY method",
+            self.db,
+            jvm_in(jvms),
+            window_sql("start_ns", 1, from_ns, to_ns)
+        ))?;
+        let mut c = Cursor::new(&out);
+        let mut rows = Vec::new();
+        while !c.done() {
+            let method = c.string().map_err(ch)?;
+            let mut n = [0u64; 6];
+            for v in &mut n {
+                *v = c.u64().map_err(ch)?;
+            }
+            rows.push(TracedMethod {
+                method,
+                calls: n[0],
+                total_ns: n[1],
+                self_ns: n[2],
+                max_ns: n[3],
+                threw: n[4],
+                jvms: n[5],
+            });
+        }
+        sort_traced(&mut rows);
+        Ok(Some(rows))
+    }
+
+    fn remote_calls_across(
+        &self,
+        jvms: &[String],
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+    ) -> Result<Option<Vec<RemoteGroup>>, CollectorError> {
+        let out = self.select(&format!(
+            "SELECT direction, protocol, target, method, count(), toUInt64(sum(failed)), \
+             sum(duration_ns), max(duration_ns), toUInt64(uniqExact(jvm)) \
+             FROM {}.remote_calls WHERE {}{} GROUP BY direction, protocol, target, method",
+            self.db,
+            jvm_in(jvms),
+            window_sql("start_ns", 1, from_ns, to_ns)
+        ))?;
+        let mut c = Cursor::new(&out);
+        let mut rows = Vec::new();
+        while !c.done() {
+            let names = [
+                c.string().map_err(ch)?,
+                c.string().map_err(ch)?,
+                c.string().map_err(ch)?,
+                c.string().map_err(ch)?,
+            ];
+            let mut n = [0u64; 5];
+            for v in &mut n {
+                *v = c.u64().map_err(ch)?;
+            }
+            let [direction, protocol, target, method] = names;
+            rows.push(RemoteGroup {
+                direction,
+                protocol,
+                target,
+                method,
+                calls: n[0],
+                failed: n[1],
+                total_ns: n[2],
+                max_ns: n[3],
+                jvms: n[4],
+            });
+        }
+        sort_remote(&mut rows);
+        Ok(Some(rows))
     }
 
     fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError> {
         let out = self.select(&format!(
             "SELECT table, partition, sum(bytes) FROM system.parts WHERE database = {} \
-             AND table IN ('chunks', 'samples', 'stack_minutes') AND active GROUP BY table, partition \
+             AND table IN ('chunks', 'samples', 'stack_minutes', 'events', 'trace_calls', \
+             'remote_calls') AND active GROUP BY table, partition \
              HAVING max(max_date) < {}",
             quote(&self.db),
             date_sql(day_of(cutoff_ns))

@@ -11,6 +11,7 @@ mod summary;
 
 use std::sync::Arc;
 
+use jscope_analysis::events::EventWeight;
 use jscope_analysis::{Mode, StackCounts, ThreadMatcher};
 use jscope_format::{Record, Recording, StateClass};
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,7 @@ pub use clickhouse_http::ClickHouseUrl;
 pub use file::FileStore;
 pub use recording::RecordingStore;
 
+use crate::calls::{RemoteGroup, TracedMethod};
 use crate::jvm::{Connection, JvmIdentity};
 use crate::listener::{Disconnect, ListenerError, ServerListener, Trace};
 use crate::CollectorError;
@@ -155,6 +157,13 @@ pub trait Store: Send + Sync {
         self.append(stream, seq, chunk, span_ns, dict)
     }
 
+    /// The connection ends (before `close`): `dict` is its dictionaries, to label
+    /// what the store still holds of it (the ClickHouse store writes the traced
+    /// calls still open then). Nothing by default.
+    fn end_stream(&self, _stream: &str, _dict: &Recording) -> Result<(), CollectorError> {
+        Ok(())
+    }
+
     /// Makes every appended chunk survive a crash of the collector or the machine.
     fn sync(&self, stream: &str) -> Result<(), CollectorError>;
 
@@ -215,6 +224,46 @@ pub trait Store: Send + Sync {
         Ok(None)
     }
 
+    /// The events of `jvms` in `[from_ns, to_ns)` weighted by `what` per stack
+    /// (threads by name when `thread` is set), as `jscope_analysis::events::weighted_stacks`
+    /// weighs one JVM's, counted in one pass where the data lives, with a
+    /// recording whose dictionaries label the stacks. `None` when the store cannot
+    /// (the default; callers read JVM by JVM).
+    fn event_stacks_across(
+        &self,
+        _jvms: &[String],
+        _from_ns: Option<u64>,
+        _to_ns: Option<u64>,
+        _what: EventWeight,
+        _thread: Option<&ThreadMatcher>,
+    ) -> Result<Option<(Recording, StackCounts)>, CollectorError> {
+        Ok(None)
+    }
+
+    /// The traced calls of `jvms` that began in `[from_ns, to_ns)`, per method, as
+    /// [`crate::calls::traced_methods_from_chunks`] counts them. `None` when the
+    /// store cannot (the default).
+    fn traced_methods_across(
+        &self,
+        _jvms: &[String],
+        _from_ns: Option<u64>,
+        _to_ns: Option<u64>,
+    ) -> Result<Option<Vec<TracedMethod>>, CollectorError> {
+        Ok(None)
+    }
+
+    /// The remote calls of `jvms` that began in `[from_ns, to_ns)`, grouped as
+    /// [`crate::calls::remote_calls_from_chunks`] groups them. `None` when the store
+    /// cannot (the default).
+    fn remote_calls_across(
+        &self,
+        _jvms: &[String],
+        _from_ns: Option<u64>,
+        _to_ns: Option<u64>,
+    ) -> Result<Option<Vec<RemoteGroup>>, CollectorError> {
+        Ok(None)
+    }
+
     /// Deletes data that ended before `cutoff_ns` (epoch ns).
     fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError>;
 }
@@ -262,6 +311,10 @@ impl ServerListener for StoreListener {
     }
 
     fn on_disconnect(&self, c: &Connection, _why: &Disconnect) {
+        {
+            let dict = c.dict.read().expect("dict lock");
+            let _ = self.store.end_stream(&c.jvm.id, &dict);
+        }
         // A failed close leaves the segment open; recovery at the next start closes it.
         let _ = self.store.close(&c.jvm.id);
     }

@@ -1,0 +1,268 @@
+//! Traced calls and remote calls across JVMs (`GET /api/traced`, `GET /api/remote`)
+//! and event-weighted stacks across JVMs (`/api/flame?mode=alloc|lock`). A store
+//! that keeps them as rows (ClickHouse: `trace_calls`, `remote_calls`, `events`)
+//! answers in SQL; any other store is answered from each JVM's chunks, read back
+//! and analysed as a recording file is. Both paths give the same rows: the
+//! `*_from_chunks` functions are the reference the SQL answers are tested against.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use jscope_analysis::events::{weighted_stacks, EventFilter, EventWeight};
+use jscope_analysis::trace::{replay, Call, CallSink, TraceOptions, THREW};
+use jscope_analysis::{StackCounts, ThreadMatcher};
+use jscope_format::{MethodId, Recording, RemoteProtocol, RemoteSide};
+use serde::Serialize;
+
+use crate::query::Query;
+use crate::store::Store;
+use crate::CollectorError;
+
+/// One traced method's calls over the selected JVMs and window (calls that began in it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TracedMethod {
+    /// `pkg.Class.method`.
+    pub method: String,
+    pub calls: u64,
+    pub total_ns: u64,
+    /// Total minus the traced calls directly inside.
+    pub self_ns: u64,
+    pub max_ns: u64,
+    /// Calls that left by throwing.
+    pub threw: u64,
+    /// JVMs the calls ran in.
+    pub jvms: u64,
+}
+
+/// Remote calls grouped by side, protocol, target and method.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemoteGroup {
+    /// `client` (this JVM called out) or `server` (this JVM executed the call).
+    pub direction: String,
+    /// `rmi` or `http`.
+    pub protocol: String,
+    /// RMI: the remote object's id; HTTP: the request path.
+    pub target: String,
+    /// RMI: the method name and descriptor; HTTP: the request method.
+    pub method: String,
+    pub calls: u64,
+    /// Calls that ended with an exception (HTTP: status >= 500).
+    pub failed: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub jvms: u64,
+}
+
+pub(crate) fn side_name(s: RemoteSide) -> &'static str {
+    match s {
+        RemoteSide::Client => "client",
+        RemoteSide::Server => "server",
+    }
+}
+
+pub(crate) fn protocol_name(p: RemoteProtocol) -> &'static str {
+    match p {
+        RemoteProtocol::Rmi => "rmi",
+        RemoteProtocol::Http => "http",
+    }
+}
+
+/// Most total time first, then by name, so both paths list rows in one order.
+pub(crate) fn sort_traced(rows: &mut [TracedMethod]) {
+    rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.method.cmp(&b.method)));
+}
+
+pub(crate) fn sort_remote(rows: &mut [RemoteGroup]) {
+    rows.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.direction.cmp(&b.direction))
+            .then_with(|| a.protocol.cmp(&b.protocol))
+            .then_with(|| a.target.cmp(&b.target))
+            .then_with(|| a.method.cmp(&b.method))
+    });
+}
+
+fn in_window(ns: u64, from: Option<u64>, to: Option<u64>) -> bool {
+    from.is_none_or(|f| ns >= f) && to.is_none_or(|t| ns < t)
+}
+
+fn no_jvm(q: &Query) -> Result<(), CollectorError> {
+    if q.jvms.is_empty() {
+        return Err(CollectorError::BadQuery("no jvm selected".into()));
+    }
+    Ok(())
+}
+
+/// The traced methods of `q`'s JVMs: in SQL where the store can, else from chunks.
+pub fn traced_methods(store: &dyn Store, q: &Query) -> Result<Vec<TracedMethod>, CollectorError> {
+    no_jvm(q)?;
+    match store.traced_methods_across(&q.jvms, q.from_ns, q.to_ns)? {
+        Some(rows) => Ok(rows),
+        None => traced_methods_from_chunks(store, q),
+    }
+}
+
+/// Per method label: calls, total, self, max, threw, and the JVMs.
+type MethodTotals = BTreeMap<String, ([u64; 5], HashSet<usize>)>;
+
+/// Every finished call of one JVM, replayed from its whole stored stream (a call
+/// in the window may have begun in a chunk before it).
+struct Calls(Vec<Call>);
+
+impl CallSink for Calls {
+    fn enter(&mut self, _thread: u32, _method: u32, _enter_ns: u64, _depth: u32) -> u32 {
+        0
+    }
+
+    fn exit(&mut self, call: &Call) {
+        self.0.push(*call);
+    }
+}
+
+/// [`traced_methods`] from each JVM's chunks, paired by `jscope_analysis::trace`.
+pub fn traced_methods_from_chunks(
+    store: &dyn Store,
+    q: &Query,
+) -> Result<Vec<TracedMethod>, CollectorError> {
+    no_jvm(q)?;
+    let mut totals = MethodTotals::new();
+    for (j, id) in q.jvms.iter().enumerate() {
+        let rec = store.read(id, None, None)?;
+        let (calls, _) = replay(&rec, &TraceOptions::default(), Calls(Vec::new()));
+        let start = rec.header.start_wall_ns;
+        let mut labels: HashMap<u32, String> = HashMap::new();
+        for c in calls.0 {
+            if !in_window(start.saturating_add(c.enter_ns), q.from_ns, q.to_ns) {
+                continue;
+            }
+            let label = labels
+                .entry(c.method)
+                .or_insert_with(|| rec.method_label(MethodId(c.method)));
+            let (t, jvms) = totals.entry(label.clone()).or_default();
+            let d = c.duration_ns();
+            t[0] += 1;
+            t[1] += d;
+            t[2] += c.self_ns;
+            t[3] = t[3].max(d);
+            t[4] += u64::from(c.flags & THREW != 0);
+            jvms.insert(j);
+        }
+    }
+    let mut rows: Vec<TracedMethod> = totals
+        .into_iter()
+        .map(|(method, (t, jvms))| TracedMethod {
+            method,
+            calls: t[0],
+            total_ns: t[1],
+            self_ns: t[2],
+            max_ns: t[3],
+            threw: t[4],
+            jvms: jvms.len() as u64,
+        })
+        .collect();
+    sort_traced(&mut rows);
+    Ok(rows)
+}
+
+/// The remote calls of `q`'s JVMs grouped: in SQL where the store can, else from chunks.
+pub fn remote_calls(store: &dyn Store, q: &Query) -> Result<Vec<RemoteGroup>, CollectorError> {
+    no_jvm(q)?;
+    match store.remote_calls_across(&q.jvms, q.from_ns, q.to_ns)? {
+        Some(rows) => Ok(rows),
+        None => remote_calls_from_chunks(store, q),
+    }
+}
+
+/// [`remote_calls`] from each JVM's chunks.
+pub fn remote_calls_from_chunks(
+    store: &dyn Store,
+    q: &Query,
+) -> Result<Vec<RemoteGroup>, CollectorError> {
+    no_jvm(q)?;
+    type Key = (&'static str, &'static str, String, String);
+    let mut groups: BTreeMap<Key, ([u64; 4], HashSet<usize>)> = BTreeMap::new();
+    for (j, id) in q.jvms.iter().enumerate() {
+        let rec = store.read(id, q.from_ns, q.to_ns)?;
+        for c in &rec.remote_calls {
+            let at = rec
+                .header
+                .start_wall_ns
+                .saturating_add(rec.ticks_to_ns(c.ticks));
+            if !in_window(at, q.from_ns, q.to_ns) {
+                continue;
+            }
+            let key = (
+                side_name(c.side),
+                protocol_name(c.protocol),
+                rec.string(c.object).to_string(),
+                rec.string(c.method).to_string(),
+            );
+            let (t, jvms) = groups.entry(key).or_default();
+            t[0] += 1;
+            t[1] += u64::from(c.failed);
+            t[2] += c.duration_ns;
+            t[3] = t[3].max(c.duration_ns);
+            jvms.insert(j);
+        }
+    }
+    let mut rows: Vec<RemoteGroup> = groups
+        .into_iter()
+        .map(|((d, p, target, method), (t, jvms))| RemoteGroup {
+            direction: d.into(),
+            protocol: p.into(),
+            target,
+            method,
+            calls: t[0],
+            failed: t[1],
+            total_ns: t[2],
+            max_ns: t[3],
+            jvms: jvms.len() as u64,
+        })
+        .collect();
+    sort_remote(&mut rows);
+    Ok(rows)
+}
+
+/// An event-weighted stack count: the recording that labels the stacks and the
+/// weights per stack (one per JVM from chunks, one for all from a store that
+/// counts in SQL).
+pub type EventStacks = Vec<(Recording, StackCounts)>;
+
+/// The event stacks of `q`'s JVMs weighted by `what`: in SQL where the store can,
+/// else from chunks.
+pub fn event_stacks(
+    store: &dyn Store,
+    q: &Query,
+    what: EventWeight,
+) -> Result<EventStacks, CollectorError> {
+    no_jvm(q)?;
+    let thread = q.thread.as_deref().map(ThreadMatcher::new);
+    match store.event_stacks_across(&q.jvms, q.from_ns, q.to_ns, what, thread.as_ref())? {
+        Some(one) => Ok(vec![one]),
+        None => event_stacks_from_chunks(store, q, what),
+    }
+}
+
+/// [`event_stacks`] from each JVM's chunks, selected as `jscope events` selects.
+pub fn event_stacks_from_chunks(
+    store: &dyn Store,
+    q: &Query,
+    what: EventWeight,
+) -> Result<EventStacks, CollectorError> {
+    no_jvm(q)?;
+    let mut out = Vec::new();
+    for id in &q.jvms {
+        let rec = store.read(id, q.from_ns, q.to_ns)?;
+        let start = rec.header.start_wall_ns;
+        let seconds = |ns: Option<u64>| ns.map(|n| n.saturating_sub(start) as f64 / 1e9);
+        let f = EventFilter {
+            thread: q.thread.as_deref().map(ThreadMatcher::new),
+            from_s: seconds(q.from_ns),
+            to_s: seconds(q.to_ns),
+            ..EventFilter::default()
+        };
+        let counts = weighted_stacks(&rec, &f, what);
+        out.push((rec, counts));
+    }
+    Ok(out)
+}
