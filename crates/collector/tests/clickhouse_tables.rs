@@ -1,0 +1,753 @@
+//! The ClickHouse store's `events`, `trace_calls` and `remote_calls` tables against a
+//! real `clickhouse-server` (skipped, saying why, when it is not installed): two
+//! JVMs (an HTTP/RMI client and the server it calls) stream chunks with JVM events,
+//! trace events whose calls span chunks, and remote calls through the real ingest;
+//! the rows are checked against the agents' own files decoded, and the SQL answers
+//! of the API (event flame graphs, traced methods, remote calls across JVMs)
+//! against the same answers computed from the chunks read back.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use jscope_analysis::events::{EventFilter, EventWeight};
+use jscope_analysis::trace::{replay, Call, CallSink, TraceOptions, THREW, UNFINISHED};
+use jscope_analysis::{collapse, CollapseOptions};
+use jscope_collector::calls::{
+    event_stacks, event_stacks_from_chunks, remote_calls, remote_calls_from_chunks, traced_methods,
+    traced_methods_from_chunks, EventStacks,
+};
+use jscope_collector::query::Query;
+use jscope_collector::{ClickHouseStore, MemoryLog, Store};
+use jscope_flame::FlameGraph;
+use jscope_format::{
+    encode_file_start, ChunkWriter, ClassDef, ClassId, EventKind, Frame, FrameKind, Header,
+    JvmEvent, MethodDef, MethodId, Recording, RemoteCall, RemoteProtocol, RemoteSide, StackId,
+    StringId, ThreadDef, ThreadId, TraceBatch, TraceEvent, TraceKind, UserEventDef, UserEventKind,
+};
+use jscope_testkit::{temp_dir, wait_until, ClickHouse};
+use jscope_wire::{ClientConfig, WireClient};
+
+const ACK: Duration = Duration::from_secs(20);
+const MS: u64 = 1_000_000;
+/// Chunks each JVM sends; each covers one second.
+const CHUNKS: u64 = 4;
+
+/// A JVM that records events, exact traces and remote calls: the client calls the
+/// server over HTTP (`GET /cart`) and RMI once per chunk.
+struct RichJvm {
+    header: Header,
+    stream: String,
+    client: bool,
+    writer: ChunkWriter,
+    made: u64,
+}
+
+// String ids.
+const S_SHOP: u32 = 1;
+const S_MAIN: u32 = 2;
+const S_WORK: u32 = 3;
+const S_HELPER: u32 = 4;
+const S_SIG: u32 = 5;
+const S_LOCK: u32 = 6;
+const S_COND: u32 = 7;
+const S_BYTES: u32 = 8;
+const S_CHECKOUT: u32 = 9;
+const S_G1: u32 = 10;
+const S_CLIENT_HOST: u32 = 11;
+const S_SERVER_HOST: u32 = 12;
+const S_CART: u32 = 13;
+const S_GET: u32 = 14;
+const S_RMI_OBJECT: u32 = 15;
+const S_RMI_METHOD: u32 = 16;
+const S_CAUSE: u32 = 17;
+
+impl RichJvm {
+    fn new(pid: u32, client: bool, start_wall_ns: u64) -> RichJvm {
+        let header = Header {
+            agent_version: "0.1.0-test".into(),
+            pid,
+            host: "testhost".into(),
+            command_line: if client {
+                "com.acme.Shop"
+            } else {
+                "com.acme.Cart"
+            }
+            .into(),
+            vm_name: "OpenJDK 64-Bit Server VM".into(),
+            vm_version: "17.0.9".into(),
+            vm_vendor: "Test".into(),
+            java_version: "17".into(),
+            os: "Linux".into(),
+            arch: "amd64".into(),
+            start_wall_ns,
+            start_ticks: 1_000,
+            ticks_per_second: 1_000_000_000,
+            modes: "cpu".into(),
+            interval_ns: 10 * MS,
+            max_depth: 64,
+            extra: vec![
+                ("events".into(), "all".into()),
+                ("events.allocrate".into(), "524288".into()),
+            ],
+        };
+        RichJvm {
+            stream: format!("testhost-{pid}-{start_wall_ns}"),
+            header,
+            client,
+            writer: ChunkWriter::new(),
+            made: 0,
+        }
+    }
+
+    fn header_bytes(&self) -> Vec<u8> {
+        encode_file_start(&self.header)
+    }
+
+    fn declare(&mut self) {
+        let w = &mut self.writer;
+        for (id, s) in [
+            (S_SHOP, "com.acme.Shop"),
+            (S_MAIN, "main"),
+            (S_WORK, "work"),
+            (S_HELPER, "helper"),
+            (S_SIG, "()V"),
+            (
+                S_LOCK,
+                "java.util.concurrent.locks.ReentrantLock$NonfairSync",
+            ),
+            (
+                S_COND,
+                "java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject",
+            ),
+            (S_BYTES, "byte[]"),
+            (S_CHECKOUT, "checkout"),
+            (S_G1, "G1 Young Generation"),
+            (S_CLIENT_HOST, "10.0.0.1"),
+            (S_SERVER_HOST, "10.0.0.2"),
+            (S_CART, "/cart"),
+            (S_GET, "GET"),
+            (S_RMI_OBJECT, "[0:0:0, 7]"),
+            (S_RMI_METHOD, "price(Ljava/lang/String;)J"),
+            (S_CAUSE, "G1 Evacuation Pause"),
+        ] {
+            w.string(StringId(id), s);
+        }
+        for (id, name) in [(1, S_SHOP), (2, S_LOCK), (3, S_COND), (4, S_BYTES)] {
+            w.class(&ClassDef {
+                id: ClassId(id),
+                name: StringId(name),
+                source_file: StringId::NONE,
+            });
+        }
+        for (id, name) in [(1, S_MAIN), (2, S_WORK), (3, S_HELPER)] {
+            w.method(&MethodDef {
+                id: MethodId(id),
+                class: ClassId(1),
+                name: StringId(name),
+                signature: StringId(S_SIG),
+                modifiers: 1,
+            });
+        }
+        let frame = |m, line| Frame {
+            method: MethodId(m),
+            bci: 1,
+            line,
+            kind: FrameKind::Interpreted,
+        };
+        w.stack(StackId(1), &[frame(2, 20), frame(1, 10)]);
+        w.stack(StackId(2), &[frame(3, 30), frame(2, 21), frame(1, 10)]);
+        w.stack(StackId(3), &[frame(1, 11)]);
+        for t in 1..=3u32 {
+            w.thread(&ThreadDef {
+                id: ThreadId(t),
+                java_id: 10 + i64::from(t),
+                os_tid: 0,
+                name: if t == 1 {
+                    "main".into()
+                } else {
+                    format!("worker-{t}")
+                },
+                group: "main".into(),
+                parent: "system".into(),
+                start_order: t,
+                daemon: false,
+            });
+        }
+        w.user_event_def(&UserEventDef {
+            id: 1,
+            name: StringId(S_CHECKOUT),
+        });
+    }
+
+    fn chunk(&mut self) -> Vec<u8> {
+        self.made += 1;
+        let k = self.made;
+        if k == 1 {
+            self.declare();
+        }
+        let start_ticks = self.header.start_ticks;
+        let at = |ms: u64| start_ticks + (k - 1) * 1_000 * MS + ms * MS;
+        let event = |thread: u32, ticks, kind| JvmEvent {
+            thread: ThreadId(thread),
+            ticks,
+            kind,
+        };
+        let mut events = vec![
+            event(
+                0,
+                at(5),
+                EventKind::Gc {
+                    duration_ns: (3 + k) * MS,
+                    collector: StringId(S_G1),
+                    cause: StringId(S_CAUSE),
+                    generation: 1,
+                    heap_before: 64 << 20,
+                    heap_after: 16 << 20,
+                    gc_id: k,
+                    concurrent: false,
+                },
+            ),
+            event(
+                2,
+                at(100),
+                EventKind::MonitorBlocked {
+                    duration_ns: k * MS,
+                    class: ClassId(1),
+                    object: 77,
+                    owner: ThreadId(3),
+                    stack: StackId(1),
+                },
+            ),
+            event(
+                3,
+                at(200),
+                EventKind::Park {
+                    duration_ns: 2 * k * MS,
+                    blocker_class: ClassId(2),
+                    timeout_ns: 0,
+                    stack: StackId(2),
+                },
+            ),
+            // A wait on a condition: no contention.
+            event(
+                3,
+                at(300),
+                EventKind::Park {
+                    duration_ns: 9 * MS,
+                    blocker_class: ClassId(3),
+                    timeout_ns: 0,
+                    stack: StackId(1),
+                },
+            ),
+            event(
+                1,
+                at(400),
+                EventKind::Alloc {
+                    class: ClassId(4),
+                    size: 1_000 * k,
+                    stack: StackId(2),
+                    object: 0,
+                    allocated_total: 0,
+                    weight: 0,
+                },
+            ),
+            event(
+                2,
+                at(450),
+                EventKind::Alloc {
+                    class: ClassId(4),
+                    size: 64,
+                    stack: StackId(3),
+                    object: 0,
+                    allocated_total: 0,
+                    weight: 4_096,
+                },
+            ),
+            event(
+                1,
+                at(500),
+                EventKind::User {
+                    event: 1,
+                    kind: UserEventKind::Instant,
+                    value: 7 * k as i64,
+                },
+            ),
+        ];
+        if k == 1 {
+            events.push(event(1, at(1), EventKind::ClassLoad { class: ClassId(1) }));
+        }
+        for e in &events {
+            self.writer.event(e);
+        }
+
+        // main is entered in the first chunk and never left; worker-2's work is
+        // entered in chunk 2 and left in chunk 3.
+        let ev = |kind, m, ticks, untraced| TraceEvent {
+            kind,
+            method: MethodId(m),
+            ticks,
+            untraced,
+            cpu_ns: 0,
+        };
+        let mut main = Vec::new();
+        if k == 1 {
+            main.push(ev(TraceKind::Enter, 1, at(2), 0));
+        }
+        main.extend([
+            ev(TraceKind::Enter, 2, at(10), 3),
+            ev(TraceKind::Enter, 3, at(20 + k), 1),
+            ev(
+                if k == 2 {
+                    TraceKind::Throw
+                } else {
+                    TraceKind::Exit
+                },
+                3,
+                at(40),
+                0,
+            ),
+            ev(TraceKind::Exit, 2, at(60 + 10 * k), 0),
+        ]);
+        self.writer.trace(&TraceBatch {
+            thread: ThreadId(1),
+            has_cpu: false,
+            events: main,
+        });
+        let worker = match k {
+            2 => vec![ev(TraceKind::Enter, 2, at(900), 0)],
+            3 => vec![ev(TraceKind::Exit, 2, at(300), 0)],
+            _ => vec![],
+        };
+        if !worker.is_empty() {
+            self.writer.trace(&TraceBatch {
+                thread: ThreadId(2),
+                has_cpu: false,
+                events: worker,
+            });
+        }
+
+        // The same calls from both sides: each on its own clock and thread.
+        let (side, local, remote, lport, rport) = if self.client {
+            (
+                RemoteSide::Client,
+                S_CLIENT_HOST,
+                S_SERVER_HOST,
+                50_001,
+                8080,
+            )
+        } else {
+            (
+                RemoteSide::Server,
+                S_SERVER_HOST,
+                S_CLIENT_HOST,
+                8080,
+                50_001,
+            )
+        };
+        let http = RemoteCall {
+            side,
+            protocol: RemoteProtocol::Http,
+            thread: ThreadId(if self.client { 1 } else { 2 }),
+            ticks: at(if self.client { 600 } else { 601 }),
+            duration_ns: if self.client {
+                20 * k * MS
+            } else {
+                18 * k * MS
+            },
+            local_host: StringId(local),
+            local_port: lport,
+            remote_host: StringId(remote),
+            remote_port: rport,
+            conn_seq: k,
+            object: StringId(S_CART),
+            method_hash: 0,
+            method: StringId(S_GET),
+            request_id: StringId::NONE,
+            stack: StackId(if self.client { 1 } else { 0 }),
+            failed: k == 3,
+        };
+        self.writer.remote(&http);
+        if self.client {
+            self.writer.remote(&RemoteCall {
+                protocol: RemoteProtocol::Rmi,
+                ticks: at(700),
+                duration_ns: 5 * MS,
+                local_port: 50_002,
+                remote_port: 1099,
+                conn_seq: k,
+                object: StringId(S_RMI_OBJECT),
+                method_hash: 0x1234,
+                method: StringId(S_RMI_METHOD),
+                failed: false,
+                ..http
+            });
+        }
+        self.writer.finish()
+    }
+
+    fn connect(&self, addr: std::net::SocketAddr) -> WireClient {
+        let cfg = ClientConfig::new(addr.to_string(), self.stream.clone());
+        WireClient::connect(&cfg, &self.header_bytes(), 1).expect("collector accepts")
+    }
+}
+
+fn own_file(jvm: &RichJvm, chunks: &[Vec<u8>]) -> Recording {
+    let mut bytes = jvm.header_bytes();
+    chunks.iter().for_each(|c| bytes.extend_from_slice(c));
+    Recording::from_bytes(&bytes).unwrap()
+}
+
+struct Calls(Vec<Call>);
+
+impl CallSink for Calls {
+    fn enter(&mut self, _: u32, _: u32, _: u64, _: u32) -> u32 {
+        0
+    }
+    fn exit(&mut self, c: &Call) {
+        self.0.push(*c);
+    }
+}
+
+fn sql(ch: &ClickHouse, q: &str) -> String {
+    ch.query(q).unwrap_or_else(|e| panic!("{q}: {e}"))
+}
+
+fn collapsed(stacks: EventStacks) -> String {
+    let mut g = FlameGraph::new();
+    for (rec, counts) in stacks {
+        let opts = CollapseOptions {
+            lines: false,
+            thread_roots: false,
+            annotate: false,
+        };
+        for (frames, n) in collapse(&rec, &counts, opts).stacks {
+            g.add(frames, n);
+        }
+    }
+    g.to_collapsed()
+}
+
+#[test]
+fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunks() {
+    let Some(ch) = ClickHouse::start("ch-tables") else {
+        return;
+    };
+    let url = format!("{}?flush_ms=100", ch.url("jscope"));
+    let (server, _log) = start(&temp_dir("ch-tables-unused"), |c| c.store = Some(url));
+    let addr = server.agents_addr().unwrap();
+    // Whole seconds into a minute, so windows below fall between records.
+    let t0 = now_ns() / 1_000_000_000 * 1_000_000_000 - 3_600_000_000_000;
+    let mut jvms = [RichJvm::new(9301, true, t0), RichJvm::new(9302, false, t0)];
+    let mut sent = vec![Vec::new(), Vec::new()];
+    for (jvm, sent) in jvms.iter_mut().zip(&mut sent) {
+        let mut client = jvm.connect(addr);
+        for seq in 1..=CHUNKS {
+            let chunk = jvm.chunk();
+            client.send(seq, &chunk).unwrap();
+            sent.push(chunk);
+        }
+        assert_eq!(client.wait_for_ack(CHUNKS, ACK).unwrap(), CHUNKS);
+        assert_eq!(client.finish(ACK).unwrap(), CHUNKS);
+    }
+    let own: Vec<Recording> = jvms
+        .iter()
+        .zip(&sent)
+        .map(|(j, s)| own_file(j, s))
+        .collect();
+
+    // Every traced call of the agents' own files, paired as `jscope trace` pairs them;
+    // the calls still open at the end (main) are written when the connection ends.
+    let truth_calls: Vec<Vec<Call>> = own
+        .iter()
+        .map(|rec| replay(rec, &TraceOptions::default(), Calls(vec![])).0 .0)
+        .collect();
+    let total_calls: usize = truth_calls.iter().map(Vec::len).sum();
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            ch.query("SELECT count() FROM jscope.trace_calls")
+                .is_ok_and(|n| n.trim() == total_calls.to_string())
+        }),
+        "trace_calls: {:?}, want {total_calls}",
+        ch.query("SELECT count() FROM jscope.trace_calls")
+    );
+
+    for (i, (jvm, rec)) in jvms.iter().zip(&own).enumerate() {
+        let s = &jvm.stream;
+        // events: one row per event, with its kind's name, duration, weight and fields.
+        let mut want: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+        for e in &rec.events {
+            let d = e.kind.field("duration_ns").map_or(0, |v| v.as_u64());
+            let w = want.entry(e.kind.name()).or_default();
+            w.0 += 1;
+            w.1 += d;
+        }
+        let want: String = want
+            .iter()
+            .map(|(k, (n, d))| format!("{k}\t{n}\t{d}\n"))
+            .collect();
+        let got = sql(
+            &ch,
+            &format!(
+                "SELECT kind, count(), sum(duration_ns) FROM jscope.events \
+                 WHERE stream = '{s}' GROUP BY kind ORDER BY kind"
+            ),
+        );
+        assert_eq!(got, want);
+        assert_eq!(
+            sql(
+                &ch,
+                &format!(
+                    "SELECT thread, fields.value[indexOf(fields.key, 'collector')], \
+                     fields.value[indexOf(fields.key, 'cause')], time_ns FROM jscope.events \
+                     WHERE stream = '{s}' AND kind = 'gc' ORDER BY time_ns LIMIT 1"
+                )
+            ),
+            format!(
+                "\tG1 Young Generation\tG1 Evacuation Pause\t{}\n",
+                t0 + 5 * MS
+            )
+        );
+        // Alloc weights: the recorded one, or the estimate from the sampling interval.
+        assert_eq!(
+            sql(
+                &ch,
+                &format!(
+                    "SELECT size, weight, thread FROM jscope.events WHERE stream = '{s}' \
+                     AND kind = 'alloc' ORDER BY time_ns LIMIT 2"
+                )
+            ),
+            format!(
+                "1000\t{}\tmain\n64\t4096\tworker-2\n",
+                jscope_format::alloc_sample_weight(1_000, 524_288)
+            )
+        );
+        assert_eq!(
+            sql(
+                &ch,
+                &format!(
+                    "SELECT fields.value[indexOf(fields.key, 'event')], \
+                     fields.value[indexOf(fields.key, 'value')] FROM jscope.events \
+                     WHERE stream = '{s}' AND kind = 'user' ORDER BY time_ns"
+                )
+            ),
+            "checkout\t7\ncheckout\t14\ncheckout\t21\ncheckout\t28\n"
+        );
+        // The stack column joins the stacks table.
+        assert_eq!(
+            sql(
+                &ch,
+                &format!(
+                    "SELECT count() FROM jscope.events WHERE stream = '{s}' AND stack != 0 \
+                     AND stack NOT IN (SELECT hash FROM jscope.stacks)"
+                )
+            )
+            .trim(),
+            "0"
+        );
+
+        // trace_calls: one row per call with the replay's numbers.
+        let start = rec.header.start_wall_ns;
+        let mut want: Vec<String> = truth_calls[i]
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                    rec.method_label(MethodId(c.method)),
+                    rec.thread(ThreadId(c.thread)).unwrap().name,
+                    start + c.enter_ns,
+                    start + c.exit_ns,
+                    c.self_ns,
+                    c.depth,
+                    u8::from(c.flags & THREW != 0),
+                    u8::from(c.flags & UNFINISHED != 0),
+                    c.untraced
+                )
+            })
+            .collect();
+        want.sort();
+        let got = sql(
+            &ch,
+            &format!(
+                "SELECT method, thread, start_ns, end_ns, self_ns, depth, threw, unfinished, \
+                 untraced FROM jscope.trace_calls WHERE stream = '{s}'"
+            ),
+        );
+        let mut got: Vec<String> = got.lines().map(str::to_string).collect();
+        got.sort();
+        assert_eq!(got, want);
+        // The call that spans chunks 2 and 3, and main left open.
+        let spanning = format!(
+            "com.acme.Shop.work\tworker-2\t{}\t{}\t",
+            t0 + 1_900 * MS,
+            t0 + 2_300 * MS
+        );
+        assert!(got.iter().any(|r| r.starts_with(&spanning)), "{got:?}");
+        let main: Vec<&String> = got
+            .iter()
+            .filter(|r| r.starts_with("com.acme.Shop.main\tmain\t"))
+            .collect();
+        assert_eq!(main.len(), 1, "{got:?}");
+        // Never left: unfinished, with the untraced calls of everything inside.
+        assert!(main[0].ends_with("\t0\t1\t16"), "{main:?}");
+
+        // remote_calls: every call with its side, target and link.
+        assert_eq!(
+            sql(
+                &ch,
+                &format!("SELECT count() FROM jscope.remote_calls WHERE stream = '{s}'")
+            )
+            .trim(),
+            rec.remote_calls.len().to_string()
+        );
+    }
+    // Each HTTP call's link joins the client's row to the server's; RMI's server
+    // was not recorded.
+    assert_eq!(
+        sql(
+            &ch,
+            "SELECT protocol, count(), sum(client_ns), sum(server_ns) FROM \
+             (SELECT link, any(protocol) AS protocol, \
+              sumIf(duration_ns, direction = 'client') AS client_ns, \
+              sumIf(duration_ns, direction = 'server') AS server_ns \
+              FROM jscope.remote_calls GROUP BY link \
+              HAVING countIf(direction = 'client') = 1 AND countIf(direction = 'server') = 1) \
+             GROUP BY protocol"
+        ),
+        format!("http\t4\t{}\t{}\n", 200 * MS, 180 * MS)
+    );
+    assert_eq!(
+        sql(
+            &ch,
+            "SELECT link FROM jscope.remote_calls WHERE protocol = 'rmi' ORDER BY start_ns LIMIT 1"
+        ),
+        "rmi:10.0.0.1:50002>10.0.0.2:1099#1\n"
+    );
+
+    // The API's answers across JVMs: SQL equals what the chunks read back give.
+    let store = ClickHouseStore::connect(
+        &format!("{}?flush_ms=100", ch.url("jscope")),
+        Arc::new(MemoryLog::default()),
+    )
+    .unwrap();
+    let ids: Vec<String> = jvms.iter().map(|j| j.stream.clone()).collect();
+    let windows = [
+        (None, None),
+        (Some(t0 + 1_250 * MS), Some(t0 + 2_950 * MS)),
+        (Some(t0 + 3_000 * MS), None),
+    ];
+    for (from_ns, to_ns) in windows {
+        for thread in [None, Some("worker-*".to_string())] {
+            let q = Query {
+                jvms: ids.clone(),
+                from_ns,
+                to_ns,
+                thread: thread.clone(),
+                ..Query::default()
+            };
+            for what in [EventWeight::Alloc, EventWeight::Lock] {
+                let in_sql = collapsed(event_stacks(&store, &q, what).unwrap());
+                let from_chunks = collapsed(event_stacks_from_chunks(&store, &q, what).unwrap());
+                assert_eq!(
+                    in_sql, from_chunks,
+                    "{what:?} {from_ns:?}..{to_ns:?} {thread:?}"
+                );
+                if from_ns.is_none() {
+                    assert!(!in_sql.is_empty(), "{what:?} {thread:?}");
+                }
+            }
+        }
+        let q = Query {
+            jvms: ids.clone(),
+            from_ns,
+            to_ns,
+            ..Query::default()
+        };
+        let traced = traced_methods(&store, &q).unwrap();
+        assert_eq!(traced, traced_methods_from_chunks(&store, &q).unwrap());
+        let remote = remote_calls(&store, &q).unwrap();
+        assert_eq!(remote, remote_calls_from_chunks(&store, &q).unwrap());
+        if from_ns.is_none() {
+            let work = traced
+                .iter()
+                .find(|m| m.method == "com.acme.Shop.work")
+                .unwrap();
+            // 4 per JVM on main, 1 per JVM on worker-2.
+            assert_eq!((work.calls, work.jvms), (10, 2));
+            let helper = traced
+                .iter()
+                .find(|m| m.method == "com.acme.Shop.helper")
+                .unwrap();
+            assert_eq!(helper.threw, 2);
+            let http_server = remote
+                .iter()
+                .find(|r| r.direction == "server" && r.protocol == "http")
+                .unwrap();
+            assert_eq!(
+                (http_server.calls, http_server.failed, http_server.total_ns),
+                (4, 1, 180 * MS)
+            );
+        }
+    }
+    // Lock contention leaves the condition wait out.
+    let q = Query {
+        jvms: ids.clone(),
+        ..Query::default()
+    };
+    let lock = event_stacks(&store, &q, EventWeight::Lock).unwrap();
+    let total: u64 = lock.iter().map(|(_, c)| c.total).sum();
+    assert_eq!(total, 2 * (10 + 20) * MS);
+    let rec = &own[0];
+    let alloc =
+        jscope_analysis::events::weighted_stacks(rec, &EventFilter::default(), EventWeight::Alloc);
+    let sql_alloc: u64 = event_stacks(
+        &store,
+        &Query {
+            jvms: vec![ids[0].clone()],
+            ..Query::default()
+        },
+        EventWeight::Alloc,
+    )
+    .unwrap()
+    .iter()
+    .map(|(_, c)| c.total)
+    .sum();
+    assert_eq!(sql_alloc, alloc.total);
+
+    // Through the HTTP API too.
+    let http = server.http_addr().unwrap();
+    let jvm_params: String = ids.iter().map(|id| format!("jvm={id}&")).collect();
+    let traced = get_json(http, &format!("/api/traced?{jvm_params}"));
+    assert_eq!(
+        traced,
+        serde_json::to_value(traced_methods_from_chunks(&store, &q).unwrap()).unwrap()
+    );
+    let remote = get_json(http, &format!("/api/remote?{jvm_params}"));
+    assert_eq!(
+        remote,
+        serde_json::to_value(remote_calls_from_chunks(&store, &q).unwrap()).unwrap()
+    );
+    let (status, flame) = http_get(
+        http,
+        &format!("/api/flame?{jvm_params}mode=lock&format=collapsed"),
+    );
+    assert_eq!(status, 200, "{flame}");
+    assert_eq!(
+        flame,
+        collapsed(event_stacks_from_chunks(&store, &q, EventWeight::Lock).unwrap())
+    );
+    server.shutdown();
+
+    // Retention drops the new tables' day partitions with the rest.
+    store.retain(now_ns() + 86_400_000_000_000).unwrap();
+    for table in ["events", "trace_calls", "remote_calls"] {
+        assert_eq!(
+            sql(&ch, &format!("SELECT count() FROM jscope.{table}")).trim(),
+            "0",
+            "{table}"
+        );
+    }
+}
