@@ -412,6 +412,29 @@ impl CallSink for Calls {
     }
 }
 
+/// The statements of the ```sql block in docs/COLLECTOR.md.
+fn docs_examples() -> Vec<String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/COLLECTOR.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let block = text
+        .split("```sql\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    block
+        .split(";\n")
+        .map(|q| {
+            q.lines()
+                .filter(|l| !l.trim_start().starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .filter(|q| !q.trim().is_empty())
+        .collect()
+}
+
 fn sql(ch: &ClickHouse, q: &str) -> String {
     ch.query(q).unwrap_or_else(|e| panic!("{q}: {e}"))
 }
@@ -440,7 +463,7 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
     let (server, _log) = start(&temp_dir("ch-tables-unused"), |c| c.store = Some(url));
     let addr = server.agents_addr().unwrap();
     // Whole seconds into a minute, so windows below fall between records.
-    let t0 = now_ns() / 1_000_000_000 * 1_000_000_000 - 3_600_000_000_000;
+    let t0 = now_ns() / 1_000_000_000 * 1_000_000_000 - 1_800_000_000_000;
     let mut jvms = [RichJvm::new(9301, true, t0), RichJvm::new(9302, false, t0)];
     let mut sent = vec![Vec::new(), Vec::new()];
     for (jvm, sent) in jvms.iter_mut().zip(&mut sent) {
@@ -740,6 +763,43 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
         collapsed(event_stacks_from_chunks(&store, &q, EventWeight::Lock).unwrap())
     );
     server.shutdown();
+
+    // The example SQL of docs/COLLECTOR.md runs and answers.
+    let answers = docs_examples()
+        .iter()
+        .map(|q| {
+            sql(
+                &ch,
+                &q.replace("com.acme.Shop.checkout", "com.acme.Shop.work"),
+            )
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(answers.len(), 4, "{answers:?}");
+    let column = |answer: &str, i: usize| -> Vec<String> {
+        answer
+            .lines()
+            .map(|l| l.split('\t').nth(i).unwrap().to_string())
+            .collect()
+    };
+    // GC pauses per service per minute: all 8.
+    let pauses: u64 = column(&answers[0], 2)
+        .iter()
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(pauses, 2 * CHUNKS, "{}", answers[0]);
+    // The slowest remote calls: every client call, HTTP ones with their server's side.
+    let slowest = answers[1].lines().collect::<Vec<_>>();
+    assert_eq!(slowest.len(), 2 * CHUNKS as usize, "{}", answers[1]);
+    assert!(
+        slowest[0].contains("\thttp\t/cart\tGET\t80\t"),
+        "{}",
+        answers[1]
+    );
+    assert!(slowest[0].ends_with("\t72"), "{}", answers[1]);
+    // A traced method's calls per JVM.
+    assert_eq!(column(&answers[2], 1), ["5", "5"], "{}", answers[2]);
+    // Contention by class: the lock and the condition parks, the monitor entries.
+    assert_eq!(answers[3].lines().count(), 3, "{}", answers[3]);
 
     // Retention drops the new tables' day partitions with the rest.
     store.retain(now_ns() + 86_400_000_000_000).unwrap();
