@@ -4,10 +4,14 @@
 //! collector's CPU time and peak memory over the run.
 //!
 //! Usage: jscope-loadgen ADDR [--agents N] [--rate SNAPSHOTS_PER_S] [--threads T]
-//!        [--seconds S] [--pid COLLECTOR_PID] [--services K]
+//!        [--seconds S] [--pid COLLECTOR_PID] [--services K] [--events E] [--calls C]
 //!
 //! With `--services K`, agent i names the service `svc-(i mod K)` (the agent's
-//! `service=` option), so a service's JVMs can be queried together.
+//! `service=` option), so a service's JVMs can be queried together. `--events E`
+//! adds E JVM events per agent-second (monitor entries, lock parks, allocation
+//! samples, GC pauses, each with a stack), `--calls C` C exactly traced calls (a
+//! caller and its callee per pair, on the first thread), to measure what the
+//! ClickHouse store's event and trace-call rows cost.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use jscope_format::{
-    encode_file_start, ChunkWriter, ClassDef, Frame, FrameKind, Header, MethodDef, Snapshot,
-    SnapshotThread, ThreadDef,
+    encode_file_start, ChunkWriter, ClassDef, EventKind, Frame, FrameKind, Header, JvmEvent,
+    MethodDef, Snapshot, SnapshotThread, ThreadDef, TraceBatch, TraceEvent, TraceKind,
 };
 use jscope_format::{ClassId, MethodId, StackId, StringId, ThreadId};
 use jscope_wire::{ClientConfig, Outbox, Pushed, WireClient};
@@ -30,6 +34,8 @@ struct Args {
     seconds: u64,
     pid: Option<u32>,
     services: usize,
+    events: u64,
+    calls: u64,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -44,6 +50,8 @@ fn parse_args() -> anyhow::Result<Args> {
         seconds: 10,
         pid: None,
         services: 0,
+        events: 0,
+        calls: 0,
     };
     while let Some(flag) = it.next() {
         let v = it.next().with_context(|| format!("{flag} needs a value"))?;
@@ -54,6 +62,8 @@ fn parse_args() -> anyhow::Result<Args> {
             "--seconds" => a.seconds = v.parse()?,
             "--pid" => a.pid = Some(v.parse()?),
             "--services" => a.services = v.parse()?,
+            "--events" => a.events = v.parse()?,
+            "--calls" => a.calls = v.parse()?,
             other => bail!("unknown option {other}"),
         }
     }
@@ -162,6 +172,7 @@ fn agent(i: usize, a: &Args, totals: &Totals, deadline: Instant) -> anyhow::Resu
                 threads,
             });
         }
+        events_and_calls(&mut w, a, ticks, header.interval_ns * a.rate);
         let chunk = w.finish();
         totals
             .bytes
@@ -182,6 +193,74 @@ fn agent(i: usize, a: &Args, totals: &Totals, deadline: Instant) -> anyhow::Resu
     let acked = client.finish(Duration::from_secs(30))?;
     totals.acked.fetch_add(acked, Ordering::Relaxed);
     Ok(())
+}
+
+/// `--events` JVM events and `--calls` traced calls spread over the second that
+/// ends at `end` ticks.
+fn events_and_calls(w: &mut ChunkWriter, a: &Args, end: u64, span: u64) {
+    let start = end.saturating_sub(span);
+    for e in 0..a.events {
+        let ticks = start + span * e / a.events.max(1);
+        let stack = StackId(1 + (e as u32 * 17) % STACKS);
+        let kind = match e % 4 {
+            0 => EventKind::MonitorBlocked {
+                duration_ns: 50_000 + e,
+                class: ClassId(1),
+                object: e,
+                owner: ThreadId(1),
+                stack,
+            },
+            1 => EventKind::Park {
+                duration_ns: 80_000 + e,
+                blocker_class: ClassId(1),
+                timeout_ns: 0,
+                stack,
+            },
+            2 => EventKind::Alloc {
+                class: ClassId(1),
+                size: 64 + e,
+                stack,
+                object: 0,
+                allocated_total: 0,
+                weight: 524_288,
+            },
+            _ => EventKind::gc_pause(2_000_000),
+        };
+        w.event(&JvmEvent {
+            thread: ThreadId(1 + (e as u32 % a.threads.max(1))),
+            ticks,
+            kind,
+        });
+    }
+    if a.calls == 0 {
+        return;
+    }
+    let pairs = a.calls.div_ceil(2);
+    let step = span / (pairs * 4).max(1);
+    let ev = |kind, m, ticks| TraceEvent {
+        kind,
+        method: MethodId(m),
+        ticks,
+        untraced: 0,
+        cpu_ns: 0,
+    };
+    let mut events = Vec::with_capacity(pairs as usize * 4);
+    for p in 0..pairs {
+        let t = start + p * 4 * step;
+        let caller = 1 + (p as u32 % METHODS);
+        let callee = 1 + ((p as u32 + 1) % METHODS);
+        events.extend([
+            ev(TraceKind::Enter, caller, t),
+            ev(TraceKind::Enter, callee, t + step),
+            ev(TraceKind::Exit, callee, t + 2 * step),
+            ev(TraceKind::Exit, caller, t + 3 * step),
+        ]);
+    }
+    w.trace(&TraceBatch {
+        thread: ThreadId(1),
+        has_cpu: false,
+        events,
+    });
 }
 
 fn now_ns() -> u64 {

@@ -730,6 +730,7 @@ impl ClickHouseStore {
             .bytes(chunk);
 
         let mut rows = Rows::default();
+        let weights = AllocWeights::of(dict);
         for r in records {
             match r {
                 Record::Sample(s) => self.sample_row(
@@ -754,7 +755,7 @@ impl ClickHouseStore {
                         );
                     }
                 }
-                Record::Event(e) => self.event_row(st, dict, &mut rows, seq, e),
+                Record::Event(e) => self.event_row(st, dict, &mut rows, (seq, weights), e),
                 Record::Remote(c) => self.remote_row(st, dict, &mut rows, seq, c),
                 Record::Trace(b) => st.trace.batch(dict, b),
                 _ => {}
@@ -839,7 +840,7 @@ impl ClickHouseStore {
         st: &mut StreamState,
         dict: &Recording,
         rows: &mut Rows,
-        seq: u64,
+        (seq, weights): (u64, AllocWeights),
         e: &JvmEvent,
     ) {
         let stack = self.stack_hash(st, dict, rows, stack_of(e));
@@ -858,7 +859,7 @@ impl ClickHouseStore {
             .collect();
         let number = |name: &str| e.kind.field(name).map_or(0, FieldValue::as_u64);
         let time = st.identity.wall_ns(e.ticks);
-        let weight = AllocWeights::of(dict).weight(e).unwrap_or(0);
+        let weight = weights.weight(e).unwrap_or(0);
         let mut row = Row(&mut rows.events);
         stream_columns(&mut row, st, time, seq);
         row.str(dict.thread(e.thread).map_or("", |t| t.name.as_str()))
