@@ -284,6 +284,13 @@ impl ApiContext {
                 Ok(Response::json(&query::hot(&*self.store, &q, limit(req))?))
             }
             ["callgraph"] => self.callgraph(req),
+            ["events"] => {
+                let (q, _, _) = self.query_or_all(req)?;
+                Ok(Response::json(&crate::calls::event_kinds(
+                    &*self.store,
+                    &q,
+                )?))
+            }
             ["traced"] => {
                 let (q, _, _) = self.query_or_all(req)?;
                 Ok(Response::json(&crate::calls::traced_methods(

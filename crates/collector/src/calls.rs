@@ -1,5 +1,6 @@
-//! Traced calls and remote calls across JVMs (`GET /api/traced`, `GET /api/remote`)
-//! and event-weighted stacks across JVMs (`/api/flame?mode=alloc|lock`). A store
+//! Traced calls and remote calls across JVMs (`GET /api/traced`, `GET /api/remote`),
+//! JVM events per kind (`GET /api/events`) and event-weighted stacks across JVMs
+//! (`/api/flame?mode=alloc|lock`). A store
 //! that keeps them as rows (ClickHouse: `trace_calls`, `remote_calls`, `events`)
 //! answers in SQL; any other store is answered from each JVM's chunks, read back
 //! and analysed as a recording file is. Both paths give the same rows: the
@@ -50,6 +51,74 @@ pub struct RemoteGroup {
     pub total_ns: u64,
     pub max_ns: u64,
     pub jvms: u64,
+}
+
+/// JVM events of one kind over the selected JVMs and window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventKindRow {
+    /// The recording's name: `gc`, `monitor`, `park`, `alloc`, ...
+    pub kind: String,
+    pub events: u64,
+    /// The kind's `duration_ns` summed (0 for kinds without one).
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub jvms: u64,
+}
+
+pub(crate) fn sort_kinds(rows: &mut [EventKindRow]) {
+    rows.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.kind.cmp(&b.kind))
+    });
+}
+
+/// The events of `q`'s JVMs per kind: in SQL where the store can, else from chunks.
+pub fn event_kinds(store: &dyn Store, q: &Query) -> Result<Vec<EventKindRow>, CollectorError> {
+    no_jvm(q)?;
+    match store.event_kinds_across(&q.jvms, q.from_ns, q.to_ns)? {
+        Some(rows) => Ok(rows),
+        None => event_kinds_from_chunks(store, q),
+    }
+}
+
+/// [`event_kinds`] from each JVM's chunks.
+pub fn event_kinds_from_chunks(
+    store: &dyn Store,
+    q: &Query,
+) -> Result<Vec<EventKindRow>, CollectorError> {
+    no_jvm(q)?;
+    let mut kinds: BTreeMap<&'static str, ([u64; 3], HashSet<usize>)> = BTreeMap::new();
+    for (j, id) in q.jvms.iter().enumerate() {
+        let rec = store.read(id, q.from_ns, q.to_ns)?;
+        for e in &rec.events {
+            let at = rec
+                .header
+                .start_wall_ns
+                .saturating_add(rec.ticks_to_ns(e.ticks));
+            if !in_window(at, q.from_ns, q.to_ns) {
+                continue;
+            }
+            let d = e.kind.field("duration_ns").map_or(0, |v| v.as_u64());
+            let (t, jvms) = kinds.entry(e.kind.name()).or_default();
+            t[0] += 1;
+            t[1] += d;
+            t[2] = t[2].max(d);
+            jvms.insert(j);
+        }
+    }
+    let mut rows: Vec<EventKindRow> = kinds
+        .into_iter()
+        .map(|(kind, (t, jvms))| EventKindRow {
+            kind: kind.into(),
+            events: t[0],
+            total_ns: t[1],
+            max_ns: t[2],
+            jvms: jvms.len() as u64,
+        })
+        .collect();
+    sort_kinds(&mut rows);
+    Ok(rows)
 }
 
 pub(crate) fn side_name(s: RemoteSide) -> &'static str {

@@ -19,8 +19,8 @@ use common::*;
 use jscope_analysis::events::EventWeight;
 use jscope_analysis::trace::{replay, Call, CallSink, TraceOptions, THREW, UNFINISHED};
 use jscope_collector::calls::{
-    event_stacks, event_stacks_from_chunks, remote_calls, remote_calls_from_chunks, traced_methods,
-    traced_methods_from_chunks,
+    event_kinds, event_kinds_from_chunks, event_stacks, event_stacks_from_chunks, remote_calls,
+    remote_calls_from_chunks, traced_methods, traced_methods_from_chunks,
 };
 use jscope_collector::query::Query;
 use jscope_collector::{ClickHouseStore, MemoryLog, Store};
@@ -218,6 +218,10 @@ fn a_traced_http_client_and_server_fill_the_tables_as_their_files_say() {
         jvms: streams.clone(),
         ..Query::default()
     };
+    assert_eq!(
+        event_kinds(&store, &q).unwrap(),
+        event_kinds_from_chunks(&store, &q).unwrap()
+    );
     let traced = traced_methods(&store, &q).unwrap();
     assert_eq!(traced, traced_methods_from_chunks(&store, &q).unwrap());
     assert!(

@@ -17,8 +17,8 @@ use jscope_analysis::events::{EventFilter, EventWeight};
 use jscope_analysis::trace::{replay, Call, CallSink, TraceOptions, THREW, UNFINISHED};
 use jscope_analysis::{collapse, CollapseOptions};
 use jscope_collector::calls::{
-    event_stacks, event_stacks_from_chunks, remote_calls, remote_calls_from_chunks, traced_methods,
-    traced_methods_from_chunks, EventStacks,
+    event_kinds, event_kinds_from_chunks, event_stacks, event_stacks_from_chunks, remote_calls,
+    remote_calls_from_chunks, traced_methods, traced_methods_from_chunks, EventStacks,
 };
 use jscope_collector::query::Query;
 use jscope_collector::{ClickHouseStore, MemoryLog, Store};
@@ -689,6 +689,15 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
             to_ns,
             ..Query::default()
         };
+        let kinds = event_kinds(&store, &q).unwrap();
+        assert_eq!(kinds, event_kinds_from_chunks(&store, &q).unwrap());
+        if from_ns.is_none() {
+            let gc = kinds.iter().find(|k| k.kind == "gc").unwrap();
+            assert_eq!(
+                (gc.events, gc.total_ns, gc.max_ns, gc.jvms),
+                (8, 2 * 22 * MS, 7 * MS, 2)
+            );
+        }
         let traced = traced_methods(&store, &q).unwrap();
         assert_eq!(traced, traced_methods_from_chunks(&store, &q).unwrap());
         let remote = remote_calls(&store, &q).unwrap();
@@ -747,6 +756,11 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
     assert_eq!(
         traced,
         serde_json::to_value(traced_methods_from_chunks(&store, &q).unwrap()).unwrap()
+    );
+    let kinds = get_json(http, &format!("/api/events?{jvm_params}"));
+    assert_eq!(
+        kinds,
+        serde_json::to_value(event_kinds_from_chunks(&store, &q).unwrap()).unwrap()
     );
     let remote = get_json(http, &format!("/api/remote?{jvm_params}"));
     assert_eq!(

@@ -52,7 +52,10 @@ use jscope_format::{
 use super::clickhouse_http::{quote, ClickHouseUrl, Client, Cursor, Row};
 use super::segment::encode_prelude;
 use super::{Counted, Retained, SampleFilter, SegmentInfo, Store, StoredJvm, StreamStatus};
-use crate::calls::{protocol_name, side_name, sort_remote, sort_traced, RemoteGroup, TracedMethod};
+use crate::calls::{
+    protocol_name, side_name, sort_kinds, sort_remote, sort_traced, EventKindRow, RemoteGroup,
+    TracedMethod,
+};
 use crate::jvm::{apply_dictionary, new_dictionary, JvmIdentity};
 use crate::log::LogSink;
 use crate::when::now_ns;
@@ -1573,6 +1576,39 @@ impl Store for ClickHouseStore {
         }
         let (rec, counts) = self.rebuild_counts(&header, rows)?;
         Ok(Some((rec, counts)))
+    }
+
+    fn event_kinds_across(
+        &self,
+        jvms: &[String],
+        from_ns: Option<u64>,
+        to_ns: Option<u64>,
+    ) -> Result<Option<Vec<EventKindRow>>, CollectorError> {
+        let out = self.select(&format!(
+            "SELECT kind, count(), sum(duration_ns), max(duration_ns), toUInt64(uniqExact(jvm)) \
+             FROM {}.events WHERE {}{} GROUP BY kind",
+            self.db,
+            jvm_in(jvms),
+            window_sql("time_ns", 1, from_ns, to_ns)
+        ))?;
+        let mut c = Cursor::new(&out);
+        let mut rows = Vec::new();
+        while !c.done() {
+            let kind = c.string().map_err(ch)?;
+            let mut n = [0u64; 4];
+            for v in &mut n {
+                *v = c.u64().map_err(ch)?;
+            }
+            rows.push(EventKindRow {
+                kind,
+                events: n[0],
+                total_ns: n[1],
+                max_ns: n[2],
+                jvms: n[3],
+            });
+        }
+        sort_kinds(&mut rows);
+        Ok(Some(rows))
     }
 
     fn traced_methods_across(

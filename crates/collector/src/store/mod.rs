@@ -21,7 +21,7 @@ pub use clickhouse_http::ClickHouseUrl;
 pub use file::FileStore;
 pub use recording::RecordingStore;
 
-use crate::calls::{RemoteGroup, TracedMethod};
+use crate::calls::{EventKindRow, RemoteGroup, TracedMethod};
 use crate::jvm::{Connection, JvmIdentity};
 use crate::listener::{Disconnect, ListenerError, ServerListener, Trace};
 use crate::CollectorError;
@@ -237,6 +237,18 @@ pub trait Store: Send + Sync {
         _what: EventWeight,
         _thread: Option<&ThreadMatcher>,
     ) -> Result<Option<(Recording, StackCounts)>, CollectorError> {
+        Ok(None)
+    }
+
+    /// The events of `jvms` in `[from_ns, to_ns)` per kind, as
+    /// [`crate::calls::event_kinds_from_chunks`] counts them. `None` when the store
+    /// cannot (the default).
+    fn event_kinds_across(
+        &self,
+        _jvms: &[String],
+        _from_ns: Option<u64>,
+        _to_ns: Option<u64>,
+    ) -> Result<Option<Vec<EventKindRow>>, CollectorError> {
         Ok(None)
     }
 
