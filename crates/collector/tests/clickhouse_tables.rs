@@ -317,15 +317,17 @@ impl RichJvm {
             has_cpu: false,
             events: main,
         });
+        // With the thread's CPU time (the agent's `tracecpu`): 2.5 ms in the call.
+        let with_cpu = |e: TraceEvent, cpu_ns| TraceEvent { cpu_ns, ..e };
         let worker = match k {
-            2 => vec![ev(TraceKind::Enter, 2, at(900), 0)],
-            3 => vec![ev(TraceKind::Exit, 2, at(300), 0)],
+            2 => vec![with_cpu(ev(TraceKind::Enter, 2, at(900), 0), 5_000_000)],
+            3 => vec![with_cpu(ev(TraceKind::Exit, 2, at(300), 0), 7_500_000)],
             _ => vec![],
         };
         if !worker.is_empty() {
             self.writer.trace(&TraceBatch {
                 thread: ThreadId(2),
-                has_cpu: false,
+                has_cpu: true,
                 events: worker,
             });
         }
@@ -616,6 +618,17 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
         assert_eq!(main.len(), 1, "{got:?}");
         // Never left: unfinished, with the untraced calls of everything inside.
         assert!(main[0].ends_with("\t0\t1\t16"), "{main:?}");
+        // CPU time where the batches carried it, NULL elsewhere.
+        assert_eq!(
+            sql(
+                &ch,
+                &format!(
+                    "SELECT thread, cpu_ns, self_cpu_ns FROM jscope.trace_calls \
+                     WHERE stream = '{s}' AND method = 'com.acme.Shop.work' ORDER BY start_ns"
+                )
+            ),
+            "main\t\\N\t\\N\nmain\t\\N\t\\N\nworker-2\t2500000\t2500000\nmain\t\\N\t\\N\nmain\t\\N\t\\N\n"
+        );
 
         // remote_calls: every call with its side, target and link.
         assert_eq!(
