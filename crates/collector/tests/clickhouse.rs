@@ -1,6 +1,9 @@
-//! The ClickHouse store against a real `clickhouse-server` (skipped, saying why, when
-//! it is not installed): agents streaming through the real ingest, their JVMs read
-//! back whole, flame graphs counted in SQL across JVMs, and ClickHouse going away.
+//! The ClickHouse store against a real `clickhouse-server` (18.16) and the current
+//! engine (26.9, embedded by chdb, behind the test-only HTTP transport
+//! `crates/testkit/clickhouse_current.py`), each test once per server (skipped,
+//! saying why, when one is not installed): agents streaming through the real ingest,
+//! their JVMs read back whole, flame graphs counted in SQL across JVMs, and
+//! ClickHouse going away.
 
 mod common;
 
@@ -13,7 +16,7 @@ use jscope_collector::query::{flame, Query};
 use jscope_collector::{ClickHouseStore, MemoryLog, Store};
 use jscope_flame::FlameGraph;
 use jscope_format::Recording;
-use jscope_testkit::{temp_dir, ClickHouse};
+use jscope_testkit::{on_each_clickhouse, temp_dir, ClickHouse, Server};
 
 const ACK: Duration = Duration::from_secs(20);
 
@@ -38,9 +41,22 @@ fn store_at(ch: &ClickHouse, db: &str) -> ClickHouseStore {
     ClickHouseStore::connect(&format!("{}?flush_ms=100", ch.url(db)), log).unwrap()
 }
 
+on_each_clickhouse!(
+    agents_stream_into_clickhouse_and_every_collector_reads_them_back,
+    while_clickhouse_is_down_nothing_is_acknowledged_and_nothing_acknowledged_is_lost,
+);
+
 #[test]
-fn agents_stream_into_clickhouse_and_every_collector_reads_them_back() {
-    let Some(ch) = ClickHouse::start("ch-stream") else {
+fn the_current_clickhouse_is_the_26_9_engine() {
+    let Some(ch) = ClickHouse::start_on(Server::Current, "ch-version") else {
+        return;
+    };
+    let version = ch.version();
+    assert!(version.starts_with("26.9."), "{version}");
+}
+
+fn agents_stream_into_clickhouse_and_every_collector_reads_them_back(server: Server) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-stream") else {
         return;
     };
     let url = format!("{}?flush_ms=100", ch.url("jscope"));
@@ -146,9 +162,10 @@ fn agents_stream_into_clickhouse_and_every_collector_reads_them_back() {
     assert_eq!(all.total(), 0);
 }
 
-#[test]
-fn while_clickhouse_is_down_nothing_is_acknowledged_and_nothing_acknowledged_is_lost() {
-    let Some(mut ch) = ClickHouse::start("ch-down") else {
+fn while_clickhouse_is_down_nothing_is_acknowledged_and_nothing_acknowledged_is_lost(
+    server: Server,
+) {
+    let Some(mut ch) = ClickHouse::start_on(server, "ch-down") else {
         return;
     };
     let url = format!("{}?flush_ms=100", ch.url("jscope"));
