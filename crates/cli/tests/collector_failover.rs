@@ -224,6 +224,10 @@ fn merge_into(all: &mut BTreeMap<String, u64>, one: &BTreeMap<String, u64>) {
     }
 }
 
+jscope_testkit::on_each_clickhouse!(
+    clickhouse_two_collectors_four_jvms_kill_9_of_one_exactly_once_and_service_flames
+);
+
 /// The must-show, once on Debian's `clickhouse-server` (18.16) and once on
 /// the current engine (26.9, embedded by chdb, behind the test-only HTTP transport
 /// `crates/testkit/clickhouse_current.py`; skipped, saying why, without either): two
@@ -233,10 +237,6 @@ fn merge_into(all: &mut BTreeMap<String, u64>, one: &BTreeMap<String, u64>) {
 /// equals its agent's own file (every acknowledged chunk, none twice), and each
 /// service's flame graph counted in SQL over the last 10 minutes equals the merge of
 /// its JVMs read one by one.
-jscope_testkit::on_each_clickhouse!(
-    clickhouse_two_collectors_four_jvms_kill_9_of_one_exactly_once_and_service_flames
-);
-
 fn clickhouse_two_collectors_four_jvms_kill_9_of_one_exactly_once_and_service_flames(
     server: jscope_testkit::Server,
 ) {
