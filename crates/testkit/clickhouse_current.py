@@ -30,7 +30,8 @@ The subset:
 - an error: HTTP 500, X-ClickHouse-Exception-Code, and the engine's own message text.
 Any other URL parameter (settings, sessions, compression, ...) is refused with a 500
 naming it, so nothing is silently ignored. Requests run one at a time (a lock around
-the session); connections are served on threads.
+the session); connections are served on threads. The session's settings that chdb
+changes from a server's defaults (SERVER_DEFAULTS) are set back first.
 """
 
 import argparse
@@ -47,6 +48,11 @@ from chdb import session as chdb_session
 INSERT_WITH_DATA = re.compile(r"(?is)^\s*(INSERT\s+INTO\s+.*?)\s+FORMAT\s+(\w+)\s*;?\s*$")
 CODE = re.compile(r"Code:\s*(\d+)")
 KNOWN_PARAMS = {"query", "user", "password", "database", "default_format"}
+# chdb's defaults that differ from a ClickHouse server's, set back to the server's so
+# statements behave as they would there: mutations run in the background (ALTER ...
+# DELETE returns before the rows are gone), inserts are written when they return
+# rather than buffered as asynchronous inserts, and a statement needs its SELECT.
+SERVER_DEFAULTS = {"mutations_sync": 0, "async_insert": 0, "implicit_select": 0}
 
 
 class Engine:
@@ -54,6 +60,8 @@ class Engine:
 
     def __init__(self, path, log=None):
         self.session = chdb_session.Session(path)
+        for name, value in SERVER_DEFAULTS.items():
+            self.session.query(f"SET {name} = {value}")
         self.lock = threading.Lock()
         self.log = open(log, "a", encoding="utf-8") if log else None
 
