@@ -46,6 +46,7 @@ on_each_clickhouse!(
     agents_stream_into_clickhouse_and_every_collector_reads_them_back,
     while_clickhouse_is_down_nothing_is_acknowledged_and_nothing_acknowledged_is_lost,
     orphan_samples_are_cancelled_on_reconnect_and_state_and_window_filters_run_in_sql,
+    unknown_users_and_rejected_statements_are_errors_with_clickhouses_message,
 );
 
 #[test]
@@ -325,4 +326,27 @@ fn orphan_samples_are_cancelled_on_reconnect_and_state_and_window_filters_run_in
         only.snapshots = own.snapshots[12..20].to_vec();
         collapsed(&only)
     });
+}
+
+/// Refusals reach the store as errors carrying ClickHouse's message: an unknown user
+/// (on 26.9 refused by the transport, which checks logins with the server's text),
+/// and a statement the engine rejects.
+fn unknown_users_and_rejected_statements_are_errors_with_clickhouses_message(server: Server) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-refusals") else {
+        return;
+    };
+    let url = ch.url("jscope").replace("://", "://nobody:secret@");
+    let log = Arc::new(MemoryLog::default());
+    let err = match ClickHouseStore::connect(&url, log) {
+        Ok(_) => panic!("an unknown user connected"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("HTTP ") && err.contains("nobody"), "{err}");
+    let err = ch
+        .query("SELECT count() FROM system.no_such_table")
+        .unwrap_err();
+    assert!(
+        err.contains("Code: 60") && err.contains("no_such_table"),
+        "{err}"
+    );
 }
