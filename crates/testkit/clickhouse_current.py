@@ -131,7 +131,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def fail(self, status, message):
         m = CODE.search(message)
-        text = message.strip() + "\n"
+        # From `Code: N.` on: chdb prefixes some of the engine's messages with its own
+        # words ("Streaming insert finish failed: ").
+        text = message[m.start() if m else 0:].strip() + "\n"
         self.reply(status, text.encode("utf-8", "replace"), m.group(1) if m else "1001")
 
     def do_GET(self):
