@@ -59,9 +59,9 @@ fn chdb_python() -> Result<PathBuf, String> {
         Ok(python)
     } else {
         Err(format!(
-            "skipped: chdb (the current ClickHouse engine) is not installed in {} \
-             (python3 -m venv .venv-chdb && .venv-chdb/bin/pip install chdb==4.4.0, \
-             or set JSCOPE_CHDB_PYTHON)",
+            "skipped: chdb (the current ClickHouse engine) is not installed in {} (.ci/run \
+             installs it: pip install --no-deps chdb==4.4.0 chdb-core==26.9.0; or set \
+             JSCOPE_CHDB_PYTHON)",
             venv.display()
         ))
     }
