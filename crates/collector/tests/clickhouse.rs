@@ -147,7 +147,18 @@ fn agents_stream_into_clickhouse_and_every_collector_reads_them_back(server: Ser
     }
     server.shutdown();
 
-    // Retention drops whole days: a cutoff tomorrow drops today's partitions.
+    // Retention drops whole days: a cutoff yesterday keeps today's partitions (their
+    // max_date in system.parts is today), a cutoff tomorrow drops them.
+    let kept = other.retain(now_ns() - 86_400_000_000_000).unwrap();
+    assert_eq!(kept.segments_deleted, 0, "{kept:?}");
+    let everything = Query {
+        jvms: ids.clone(),
+        ..Query::default()
+    };
+    assert_eq!(
+        flame(&other, &everything).unwrap().0.to_collapsed(),
+        by_hand.to_collapsed()
+    );
     let gone = other.retain(now_ns() + 86_400_000_000_000).unwrap();
     assert!(
         gone.segments_deleted >= 2 && gone.bytes_freed > 0,
