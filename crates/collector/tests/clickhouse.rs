@@ -1,6 +1,9 @@
-//! The ClickHouse store against a real `clickhouse-server` (skipped, saying why, when
-//! it is not installed): agents streaming through the real ingest, their JVMs read
-//! back whole, flame graphs counted in SQL across JVMs, and ClickHouse going away.
+//! The ClickHouse store against a real `clickhouse-server` (18.16) and the current
+//! engine (26.9, embedded by chdb, behind the test-only HTTP transport
+//! `crates/testkit/clickhouse_current.py`), each test once per server (skipped,
+//! saying why, when one is not installed): agents streaming through the real ingest,
+//! their JVMs read back whole, flame graphs counted in SQL across JVMs, and
+//! ClickHouse going away.
 
 mod common;
 
@@ -12,8 +15,9 @@ use jscope_analysis::{collapse, CollapseOptions, Selection};
 use jscope_collector::query::{flame, Query};
 use jscope_collector::{ClickHouseStore, MemoryLog, Store};
 use jscope_flame::FlameGraph;
+use jscope_format::thread_state::classify;
 use jscope_format::Recording;
-use jscope_testkit::{temp_dir, ClickHouse};
+use jscope_testkit::{on_each_clickhouse, temp_dir, ClickHouse, Server};
 
 const ACK: Duration = Duration::from_secs(20);
 
@@ -38,9 +42,24 @@ fn store_at(ch: &ClickHouse, db: &str) -> ClickHouseStore {
     ClickHouseStore::connect(&format!("{}?flush_ms=100", ch.url(db)), log).unwrap()
 }
 
+on_each_clickhouse!(
+    agents_stream_into_clickhouse_and_every_collector_reads_them_back,
+    while_clickhouse_is_down_nothing_is_acknowledged_and_nothing_acknowledged_is_lost,
+    orphan_samples_are_cancelled_on_reconnect_and_state_and_window_filters_run_in_sql,
+    unknown_users_and_rejected_statements_are_errors_with_clickhouses_message,
+);
+
 #[test]
-fn agents_stream_into_clickhouse_and_every_collector_reads_them_back() {
-    let Some(ch) = ClickHouse::start("ch-stream") else {
+fn the_current_clickhouse_is_the_26_9_engine() {
+    let Some(ch) = ClickHouse::start_on(Server::Current, "ch-version") else {
+        return;
+    };
+    let version = ch.version();
+    assert!(version.starts_with("26.9."), "{version}");
+}
+
+fn agents_stream_into_clickhouse_and_every_collector_reads_them_back(server: Server) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-stream") else {
         return;
     };
     let url = format!("{}?flush_ms=100", ch.url("jscope"));
@@ -128,7 +147,18 @@ fn agents_stream_into_clickhouse_and_every_collector_reads_them_back() {
     }
     server.shutdown();
 
-    // Retention drops whole days: a cutoff tomorrow drops today's partitions.
+    // Retention drops whole days: a cutoff yesterday keeps today's partitions (their
+    // max_date in system.parts is today), a cutoff tomorrow drops them.
+    let kept = other.retain(now_ns() - 86_400_000_000_000).unwrap();
+    assert_eq!(kept.segments_deleted, 0, "{kept:?}");
+    let everything = Query {
+        jvms: ids.clone(),
+        ..Query::default()
+    };
+    assert_eq!(
+        flame(&other, &everything).unwrap().0.to_collapsed(),
+        by_hand.to_collapsed()
+    );
     let gone = other.retain(now_ns() + 86_400_000_000_000).unwrap();
     assert!(
         gone.segments_deleted >= 2 && gone.bytes_freed > 0,
@@ -146,9 +176,10 @@ fn agents_stream_into_clickhouse_and_every_collector_reads_them_back() {
     assert_eq!(all.total(), 0);
 }
 
-#[test]
-fn while_clickhouse_is_down_nothing_is_acknowledged_and_nothing_acknowledged_is_lost() {
-    let Some(mut ch) = ClickHouse::start("ch-down") else {
+fn while_clickhouse_is_down_nothing_is_acknowledged_and_nothing_acknowledged_is_lost(
+    server: Server,
+) {
+    let Some(mut ch) = ClickHouse::start_on(server, "ch-down") else {
         return;
     };
     let url = format!("{}?flush_ms=100", ch.url("jscope"));
@@ -205,4 +236,128 @@ fn while_clickhouse_is_down_nothing_is_acknowledged_and_nothing_acknowledged_is_
         .unwrap();
     assert_eq!(stored.snapshots, own_file(&sim, &chunks).snapshots);
     server.shutdown();
+}
+
+/// The statements the other tests leave out: a connection cancelling the sample rows
+/// of a batch whose chunk insert failed (their negated per-minute counts, and an
+/// ALTER ... DELETE), a thread-state filter, and a JVM read back over a time window.
+fn orphan_samples_are_cancelled_on_reconnect_and_state_and_window_filters_run_in_sql(
+    server: Server,
+) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-orphans") else {
+        return;
+    };
+    let url = format!("{}?flush_ms=100", ch.url("jscope"));
+    let (collector, _log) = start(&temp_dir("ch-orphans-unused"), |c| c.store = Some(url));
+    let addr = collector.agents_addr().unwrap();
+    let mut sim = SimJvm::new(8401, "com.acme.Orphans");
+    let mut chunks = Vec::new();
+    let mut client = sim.connect(addr, 1);
+    for seq in 1..=3 {
+        chunks.push(sim.chunk());
+        client.send(seq, &chunks[seq as usize - 1]).unwrap();
+    }
+    assert_eq!(client.wait_for_ack(3, ACK).unwrap(), 3);
+    assert_eq!(client.finish(ACK).unwrap(), 3);
+
+    // A batch whose sample rows went in but whose chunk insert failed: chunk 3's
+    // rows again as chunk 4's, counted per minute by the view as well.
+    let columns = "day, time_ns, service, stream, jvm, labels.key, labels.value, seq, \
+                   mode, thread, state, stack, weight";
+    ch.query(&format!(
+        "INSERT INTO jscope.samples ({columns}) SELECT {} FROM jscope.samples \
+         WHERE stream = '{}' AND seq = 3",
+        columns.replace("seq,", "toUInt64(4),"),
+        sim.stream
+    ))
+    .unwrap();
+    let stream = sim.stream.clone();
+    let rows = || {
+        ch.query(&format!(
+            "SELECT count() FROM jscope.samples WHERE stream = '{stream}'"
+        ))
+        .unwrap()
+        .trim()
+        .parse::<u64>()
+        .unwrap()
+    };
+    let per_chunk = SNAPSHOTS_PER_CHUNK * THREADS as u64;
+    assert_eq!(rows(), 4 * per_chunk);
+
+    // The agent comes back: the connection cancels the orphans, then chunks 4 and 5.
+    let mut client = sim.connect(addr, 4);
+    assert_eq!(client.accept().acked, 3);
+    for seq in 4..=5 {
+        chunks.push(sim.chunk());
+        client.send(seq, &chunks[seq as usize - 1]).unwrap();
+    }
+    assert_eq!(client.wait_for_ack(5, ACK).unwrap(), 5);
+    assert_eq!(client.finish(ACK).unwrap(), 5);
+    collector.shutdown();
+    // The delete is a mutation, applied in the background by both versions.
+    assert!(
+        jscope_testkit::wait_until(Duration::from_secs(20), || rows() == 5 * per_chunk),
+        "orphan sample rows deleted: {} rows",
+        rows()
+    );
+    let store = store_at(&ch, "jscope");
+    let own = own_file(&sim, &chunks);
+    let all = Query {
+        jvms: vec![sim.stream.clone()],
+        ..Query::default()
+    };
+    let (whole, _) = flame(&store, &all).unwrap();
+    assert_eq!(whole.total(), 5 * per_chunk, "each sample once");
+    assert_eq!(whole.to_collapsed(), collapsed(&own));
+
+    // Thread states, filtered in SQL: only `main` runs.
+    let running = Query {
+        states: vec![classify(0x5)],
+        ..all.clone()
+    };
+    assert_eq!(
+        flame(&store, &running).unwrap().0.total(),
+        5 * SNAPSHOTS_PER_CHUNK
+    );
+
+    // A window reads from the dictionary prelude before its first chunk (the second
+    // connection wrote one at chunk 4) to the last chunk starting in it; each chunk
+    // holds 400 ms of snapshots.
+    let start = sim.header.start_wall_ns;
+    let window = store
+        .read(
+            &sim.stream,
+            Some(start + 1_300_000_000),
+            Some(start + 1_700_000_000),
+        )
+        .unwrap();
+    assert_eq!(window.snapshots, own.snapshots[12..20].to_vec());
+    assert_eq!(collapsed(&window), {
+        let mut only = own.clone();
+        only.snapshots = own.snapshots[12..20].to_vec();
+        collapsed(&only)
+    });
+}
+
+/// Refusals reach the store as errors carrying ClickHouse's message: an unknown user
+/// (on 26.9 refused by the transport, which checks logins with the server's text),
+/// and a statement the engine rejects.
+fn unknown_users_and_rejected_statements_are_errors_with_clickhouses_message(server: Server) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-refusals") else {
+        return;
+    };
+    let url = ch.url("jscope").replace("://", "://nobody:secret@");
+    let log = Arc::new(MemoryLog::default());
+    let err = match ClickHouseStore::connect(&url, log) {
+        Ok(_) => panic!("an unknown user connected"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("HTTP ") && err.contains("nobody"), "{err}");
+    let err = ch
+        .query("SELECT count() FROM system.no_such_table")
+        .unwrap_err();
+    assert!(
+        err.contains("Code: 60") && err.contains("no_such_table"),
+        "{err}"
+    );
 }

@@ -1,5 +1,7 @@
-//! Several collectors over one store (ClickHouse; skipped, saying why, when
-//! `clickhouse-server` is not installed): a collector's memory of a stream is only a
+//! Several collectors over one store (ClickHouse: Debian's `clickhouse-server` 18.16
+//! and the current engine, 26.9 in chdb behind the test-only HTTP transport
+//! `crates/testkit/clickhouse_current.py`, each test once per server; skipped,
+//! saying why, when one is not installed): a collector's memory of a stream is only a
 //! cache, so an agent coming back to it after streaming to another one resumes where
 //! the store stands, and nothing is stored twice.
 
@@ -11,14 +13,18 @@ use std::time::Duration;
 use common::*;
 use jscope_collector::{ClickHouseStore, MemoryLog, Store};
 use jscope_format::Recording;
-use jscope_testkit::{temp_dir, ClickHouse};
+use jscope_testkit::{on_each_clickhouse, temp_dir, ClickHouse, Server};
 use jscope_wire::{ClientConfig, RefuseCode, WireClient, WireError};
 
 const ACK: Duration = Duration::from_secs(20);
 
-#[test]
-fn an_agent_back_on_a_collector_resumes_where_the_shared_store_stands() {
-    let Some(ch) = ClickHouse::start("ch-shared") else {
+on_each_clickhouse!(
+    an_agent_back_on_a_collector_resumes_where_the_shared_store_stands,
+    a_collector_whose_store_is_down_refuses_for_now_and_accepts_once_it_is_back,
+);
+
+fn an_agent_back_on_a_collector_resumes_where_the_shared_store_stands(server: Server) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-shared") else {
         return;
     };
     let url = format!("{}?flush_ms=100", ch.url("jscope"));
@@ -72,9 +78,8 @@ fn an_agent_back_on_a_collector_resumes_where_the_shared_store_stands() {
     b.shutdown();
 }
 
-#[test]
-fn a_collector_whose_store_is_down_refuses_for_now_and_accepts_once_it_is_back() {
-    let Some(mut ch) = ClickHouse::start("ch-down") else {
+fn a_collector_whose_store_is_down_refuses_for_now_and_accepts_once_it_is_back(server: Server) {
+    let Some(mut ch) = ClickHouse::start_on(server, "ch-down") else {
         return;
     };
     let url = format!("{}?flush_ms=100", ch.url("jscope"));

@@ -1,5 +1,8 @@
-//! A real ClickHouse server for tests: `clickhouse-server` on free loopback ports
-//! with a temporary config and data directory, killed when dropped.
+//! ClickHouse for tests, on free loopback ports with a temporary data directory,
+//! killed when dropped: Debian's `clickhouse-server` (18.16), and the current engine
+//! (26.9, embedded by PyPI's chdb) behind `clickhouse_current.py`, a test-only HTTP
+//! transport: every statement runs on the 26.9 engine, the script only carries it.
+//! [`on_each_clickhouse!`](crate::on_each_clickhouse) runs a test on both.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -9,12 +12,59 @@ use std::time::Duration;
 
 use crate::{temp_dir, wait_until, Child};
 
-/// A running `clickhouse-server`.
+/// Which ClickHouse a test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    /// Debian's `clickhouse-server` (18.16 on Debian 12), the real server.
+    Debian,
+    /// The current engine (26.9 in chdb 4.4.0) in a Python process behind
+    /// `crates/testkit/clickhouse_current.py`: the engine runs every statement,
+    /// the script is only the HTTP transport. Found as `JSCOPE_CHDB_PYTHON` (a python
+    /// with chdb), else `.venv-chdb` in the workspace, which `.ci/run` creates.
+    Current,
+}
+
+impl Server {
+    pub const ALL: [Server; 2] = [Server::Debian, Server::Current];
+}
+
+/// How a server is started.
+enum Launch {
+    Server(PathBuf),
+    Chdb(PathBuf),
+}
+
+/// A running ClickHouse.
 pub struct ClickHouse {
     pub dir: PathBuf,
     pub http_port: u16,
-    binary: PathBuf,
+    pub server: Server,
+    launch: Launch,
     child: Option<Child>,
+}
+
+/// The python with chdb that runs [`Server::Current`], and why not when none is.
+fn chdb_python() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("JSCOPE_CHDB_PYTHON").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    let venv = crate::workspace_root().join(".venv-chdb");
+    let python = venv.join("bin/python");
+    let has_chdb = std::fs::read_dir(venv.join("lib"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|d| d.path().join("site-packages/chdb").is_dir());
+    if python.exists() && has_chdb {
+        Ok(python)
+    } else {
+        Err(format!(
+            "skipped: chdb (the current ClickHouse engine) is not installed in {} (.ci/run \
+             installs it: pip install --no-deps chdb==4.4.0 chdb-core==26.9.0; or set \
+             JSCOPE_CHDB_PYTHON)",
+            venv.display()
+        ))
+    }
 }
 
 fn binary() -> Option<PathBuf> {
@@ -76,26 +126,63 @@ fn write_config(dir: &Path, http: u16) {
 }
 
 impl ClickHouse {
-    /// Starts a server, or prints why not and returns `None` when
-    /// `clickhouse-server` is not installed (`.ci/run` installs Debian's).
+    /// Starts Debian's `clickhouse-server`, or prints why not and returns `None` when
+    /// it is not installed (`.ci/run` installs it).
     pub fn start(name: &str) -> Option<ClickHouse> {
-        let Some(binary) = binary() else {
-            eprintln!(
-                "skipped: clickhouse-server is not installed (apt-get install clickhouse-server)"
-            );
-            return None;
+        ClickHouse::start_on(Server::Debian, name)
+    }
+
+    /// Starts `server`, or prints why not (one line) and returns `None` when it is
+    /// not installed.
+    pub fn start_on(server: Server, name: &str) -> Option<ClickHouse> {
+        let launch = match server {
+            Server::Debian => match binary() {
+                Some(b) => Launch::Server(b),
+                None => {
+                    eprintln!(
+                        "skipped: clickhouse-server is not installed (apt-get install clickhouse-server)"
+                    );
+                    return None;
+                }
+            },
+            Server::Current => match chdb_python() {
+                Ok(p) => Launch::Chdb(p),
+                Err(why) => {
+                    eprintln!("{why}");
+                    return None;
+                }
+            },
         };
         let dir = temp_dir(name);
         let http_port = free_port();
-        write_config(&dir, http_port);
+        if let Launch::Server(_) = launch {
+            write_config(&dir, http_port);
+        }
         let mut ch = ClickHouse {
             dir,
             http_port,
-            binary,
+            server,
+            launch,
             child: None,
         };
         ch.restart();
+        eprintln!(
+            "clickhouse {} ({}) on port {}",
+            ch.version(),
+            match server {
+                Server::Debian => "clickhouse-server",
+                Server::Current => "the engine in chdb, behind clickhouse_current.py",
+            },
+            ch.http_port
+        );
         Some(ch)
+    }
+
+    /// The engine's `version()`.
+    pub fn version(&self) -> String {
+        self.query("SELECT version()")
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|e| panic!("clickhouse version: {e}"))
     }
 
     /// `clickhouse://127.0.0.1:PORT/DATABASE`.
@@ -115,13 +202,29 @@ impl ClickHouse {
     pub fn restart(&mut self) {
         self.stop();
         let log = std::fs::File::create(self.dir.join("stdout.log")).expect("server log");
-        let child = Child::spawn(
-            Command::new(&self.binary)
-                .arg(format!(
+        let mut cmd = match &self.launch {
+            Launch::Server(binary) => {
+                let mut c = Command::new(binary);
+                c.arg(format!(
                     "--config-file={}",
                     self.dir.join("config.xml").display()
-                ))
-                .current_dir(&self.dir)
+                ));
+                c
+            }
+            Launch::Chdb(python) => {
+                let mut c = Command::new(python);
+                c.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("clickhouse_current.py"))
+                    .arg("--port")
+                    .arg(self.http_port.to_string())
+                    .arg("--path")
+                    .arg(self.dir.join("data"))
+                    .arg("--log")
+                    .arg(self.dir.join("statements.log"));
+                c
+            }
+        };
+        let child = Child::spawn(
+            cmd.current_dir(&self.dir)
                 .stdin(Stdio::null())
                 .stdout(log.try_clone().expect("log"))
                 .stderr(log),
@@ -130,11 +233,14 @@ impl ClickHouse {
         let up = wait_until(Duration::from_secs(60), || {
             self.query("SELECT 1").is_ok_and(|r| r.trim() == "1")
         });
+        let log = |f: &str| std::fs::read_to_string(self.dir.join(f)).unwrap_or_default();
         assert!(
             up,
-            "clickhouse-server did not answer on port {}: {}",
+            "{:?} clickhouse did not answer on port {}: {}{}",
+            self.server,
             self.http_port,
-            std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
+            log("error.log"),
+            log("stdout.log")
         );
     }
 
@@ -161,4 +267,25 @@ impl ClickHouse {
             Err(body)
         }
     }
+}
+
+/// Runs each named test fn (taking a [`Server`]) as two tests, one per server:
+/// `NAME::clickhouse_18_16_server` (Debian's clickhouse-server) and
+/// `NAME::clickhouse_26_9_engine_via_chdb_http_transport` (the current engine,
+/// embedded by chdb, behind the test-only `clickhouse_current.py` transport).
+#[macro_export]
+macro_rules! on_each_clickhouse {
+    ($($test:ident),+ $(,)?) => {$(
+        mod $test {
+            #[test]
+            fn clickhouse_18_16_server() {
+                super::$test($crate::Server::Debian)
+            }
+
+            #[test]
+            fn clickhouse_26_9_engine_via_chdb_http_transport() {
+                super::$test($crate::Server::Current)
+            }
+        }
+    )+};
 }

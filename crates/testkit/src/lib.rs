@@ -340,4 +340,4 @@ mod tests {
 }
 
 mod clickhouse;
-pub use clickhouse::ClickHouse;
+pub use clickhouse::{ClickHouse, Server};
