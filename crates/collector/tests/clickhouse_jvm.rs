@@ -87,9 +87,14 @@ fn call_rows(rec: &Recording) -> Vec<String> {
     rows
 }
 
-#[test]
-fn a_traced_http_client_and_server_fill_the_tables_as_their_files_say() {
-    let Some(ch) = ClickHouse::start("ch-jvm") else {
+jscope_testkit::on_each_clickhouse!(
+    a_traced_http_client_and_server_fill_the_tables_as_their_files_say
+);
+
+fn a_traced_http_client_and_server_fill_the_tables_as_their_files_say(
+    server: jscope_testkit::Server,
+) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-jvm") else {
         return;
     };
     let java = &javas()[0];

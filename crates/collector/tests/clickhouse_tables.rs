@@ -456,9 +456,14 @@ fn collapsed(stacks: EventStacks) -> String {
     g.to_collapsed()
 }
 
-#[test]
-fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunks() {
-    let Some(ch) = ClickHouse::start("ch-tables") else {
+jscope_testkit::on_each_clickhouse!(
+    events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunks
+);
+
+fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunks(
+    server: jscope_testkit::Server,
+) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-tables") else {
         return;
     };
     let url = format!("{}?flush_ms=100", ch.url("jscope"));
