@@ -16,7 +16,6 @@ use crate::header::{self, StartTime};
 use crate::java_threads::{describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
 use crate::native::perf::{self, PerfEvents, PerfKind};
-use crate::native::CStack;
 use crate::options::{expand_file_pattern, Options};
 use crate::remote::RemoteEngine;
 use crate::sender::{self, CollectorLink, SenderStats};
@@ -418,7 +417,7 @@ fn engines(
         install: install_hooks,
     };
     let signals = Arc::new(SignalEngine::new(options, timers.clone()));
-    let all_threads = options.cstack == CStack::Fp;
+    let all_threads = options.cstack.mixed();
     vec![
         signals.clone(),
         Arc::new(thread_events),
@@ -436,7 +435,7 @@ fn engines(
 /// for (an error when this machine lacks it), else task-clock counters when
 /// native stacks are on and the kernel allows them, else CPU-time timers.
 fn cpu_sources(options: &Options) -> Result<CpuTimers, StartError> {
-    let kernel = options.cstack == CStack::Fp;
+    let kernel = options.cstack.mixed();
     if let Some((kind, period)) = options.event {
         perf::probe(kind).map_err(|e| StartError::Event {
             event: kind.name(),
