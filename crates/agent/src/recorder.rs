@@ -457,8 +457,12 @@ fn cpu_sources(options: &Options) -> Result<CpuTimers, StartError> {
 
 /// The header's keys for the cpu engine: which source samples
 /// (`cpu_engine`), whether native frames are walked (`cstack`), whether kernel
-/// frames are recorded (`kernel_frames`) and the event sampled on.
+/// frames are recorded (`kernel_frames`), the event sampled on, and with
+/// `cstack=dwarf` what the unwind tables cost (`unwind_tables`): they are
+/// built here, before sampling starts.
 fn native_header(options: &Options, sources: Option<&CpuTimers>) -> Vec<(String, String)> {
+    let dwarf = sources.is_some() && options.cstack == crate::native::CStack::Dwarf;
+    crate::native::walk::use_dwarf(dwarf);
     let Some(sources) = sources else {
         return Vec::new();
     };
@@ -487,6 +491,13 @@ fn native_header(options: &Options, sources: Option<&CpuTimers>) -> Vec<(String,
     if let Some((kind, period)) = options.event {
         extra.push(("event", kind.name().to_string()));
         extra.push(("event_period", period.to_string()));
+    }
+    if dwarf {
+        crate::native::walk::refresh_code_ranges();
+        extra.push((
+            "unwind_tables",
+            crate::native::walk::dwarf_stats().summary(),
+        ));
     }
     extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }

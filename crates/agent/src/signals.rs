@@ -374,8 +374,6 @@ struct SampleDrain {
 
 impl SignalEngine {
     pub fn new(options: &Options, timers: Option<Arc<CpuTimers>>) -> SignalEngine {
-        // The cpu engine's refreshes build the unwind tables the walk follows.
-        native_walk::use_dwarf(options.modes.cpu && options.cstack == crate::native::CStack::Dwarf);
         SignalEngine {
             wanted: options.modes.signals(),
             depth: options.depth as usize,

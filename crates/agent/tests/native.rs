@@ -531,6 +531,11 @@ fn dwarf_unwinding_walks_c_code_built_without_frame_pointers() {
         };
         let dwarf = run("dwarf");
         let fp = run("fp");
+        // What the unwind tables cost, said in the header.
+        let tables = header(&dwarf, "unwind_tables");
+        eprintln!("JDK {}: unwind tables: {tables}", java.major);
+        assert!(tables.contains(" KiB (libjvm.so "), "{tables}");
+        assert_eq!(header(&fp, "unwind_tables"), "");
         let (d_total, d_chain, d_java) = deep_chains(&dwarf);
         let (f_total, f_chain, _) = deep_chains(&fp);
         let (d_vm, d_entry) = vm_thread_entries(&dwarf);

@@ -77,6 +77,26 @@ pub struct BuildStats {
     pub elapsed: Duration,
 }
 
+impl BuildStats {
+    /// "N objects, X KiB (libjvm.so Y KiB), built in Z ms".
+    pub fn summary(&self) -> String {
+        let kib = |b: usize| (b + 512) / 1024;
+        let total: usize = self.objects.iter().map(|o| o.2).sum();
+        let jvm = self
+            .objects
+            .iter()
+            .find(|o| o.0.ends_with("/libjvm.so"))
+            .map(|o| format!(" (libjvm.so {} KiB)", kib(o.2)))
+            .unwrap_or_default();
+        format!(
+            "{} objects, {} KiB{jvm}, built in {} ms",
+            self.objects.len(),
+            kib(total),
+            self.elapsed.as_millis()
+        )
+    }
+}
+
 /// Copies of one object's unwind sections, taken under the loader's lock.
 struct Pending {
     name: String,
