@@ -318,4 +318,58 @@ mod tests {
         let words = [7usize, 9];
         assert_eq!(read_pair(words.as_ptr() as usize), Some([7, 9]));
     }
+
+    /// The walk from a context taken three calls deep, with DWARF rows, down
+    /// through std's thread start and glibc's (built without frame pointers).
+    #[inline(never)]
+    fn level3(out: &mut [usize]) -> usize {
+        // SAFETY: a zeroed ucontext_t is a valid buffer for getcontext.
+        let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
+        // SAFETY: getcontext fills the buffer passed.
+        assert_eq!(unsafe { libc::getcontext(&mut uc) }, 0);
+        // SAFETY: a context of this thread, as a handler's would be.
+        let n = unsafe { walk((&mut uc as *mut libc::ucontext_t).cast(), out) };
+        std::hint::black_box(n)
+    }
+
+    #[inline(never)]
+    fn level2(out: &mut [usize]) -> usize {
+        std::hint::black_box(level3(out)) + std::hint::black_box(0)
+    }
+
+    #[inline(never)]
+    fn level1(out: &mut [usize]) -> usize {
+        std::hint::black_box(level2(out)) + std::hint::black_box(0)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn dwarf_rows_walk_this_threads_frames_to_the_thread_entry() {
+        use_dwarf(true);
+        refresh_code_ranges();
+        let mut pcs = [0usize; 128];
+        let n = level1(&mut pcs);
+        let mut symbols = crate::native::elf::Symbolizer::new();
+        let names: Vec<String> = pcs[..n]
+            .iter()
+            .map(|&pc| {
+                symbols
+                    .lookup(pc as u64)
+                    .and_then(|s| s.name)
+                    .unwrap_or_else(|| format!("{pc:#x}"))
+            })
+            .collect();
+        let at = |f: &str| names.iter().position(|n| n.ends_with(f));
+        let (l3, l2, l1) = (at("::level3"), at("::level2"), at("::level1"));
+        assert!(
+            matches!((l3, l2, l1), (Some(a), Some(b), Some(c)) if a < b && b < c),
+            "{names:?}"
+        );
+        // Through std's thread start and glibc to the outermost frame.
+        assert!(names.iter().any(|n| n == "start_thread"), "{names:?}");
+        assert!(
+            names.last().is_some_and(|n| n.starts_with("clone")),
+            "{names:?}"
+        );
+    }
 }
