@@ -28,7 +28,7 @@ public class Deep {
                     live.clear();
                 }
             }
-            if (round % 50 == 0) {
+            if (round % 100 == 0) {
                 System.gc();
             }
         }
