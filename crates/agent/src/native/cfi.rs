@@ -394,15 +394,21 @@ mod tests {
     }
 
     #[test]
-    fn a_second_refresh_builds_nothing_new() {
+    fn a_second_refresh_builds_only_objects_loaded_since() {
         let mut cache = Cache::default();
         let mut first = BuildStats::default();
         let a = cache.refresh(&mut first);
         let mut second = BuildStats::default();
         let b = cache.refresh(&mut second);
+        assert!(!a.is_empty() && !b.is_empty());
         assert!(!first.objects.is_empty());
-        assert!(second.objects.is_empty());
-        assert_eq!(a.len(), b.len());
+        // Another test may load a library meanwhile: only such are built again.
+        for (name, _, _) in &second.objects {
+            assert!(
+                !first.objects.iter().any(|o| &o.0 == name),
+                "{name} rebuilt"
+            );
+        }
     }
 
     #[test]
