@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Overhead of mixed stacks (issue 11): the same Java workload without a profiler,
 # with jscope's cpu mode at 100 Hz with mixed stacks (every thread, native and
-# kernel frames: cstack=fp, the default) and with Java-only stacks (cstack=no),
-# interleaved, REPEAT runs each. Prints per configuration the median and range of
-# the elapsed time measured inside the program and of the process's CPU time
-# (user+sys from outside, profiler threads and start-up included).
+# kernel frames) walked by DWARF unwind tables (cstack=dwarf, the default) and by
+# frame pointers (cstack=fp), and with Java-only stacks (cstack=no), interleaved,
+# REPEAT runs each. Prints per configuration the median and range of the elapsed
+# time measured inside the program and of the process's CPU time (user+sys from
+# outside, profiler threads and start-up included), the load average before and
+# after, and what the unwind tables cost at start-up (their header key).
 #   bash benches/native.sh [REPEAT] [JAVA]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,10 +20,12 @@ javac --release 17 -d "$out/classes" benches/java/Workload.java
 
 declare -A flags=(
   [baseline]=""
-  [cpu-10ms-mixed]="-agentpath:$agent=mode=cpu,interval=10ms,file=$out/mixed.jsc,quiet"
+  [cpu-10ms-dwarf]="-agentpath:$agent=mode=cpu,interval=10ms,cstack=dwarf,file=$out/dwarf.jsc,quiet"
+  [cpu-10ms-fp]="-agentpath:$agent=mode=cpu,interval=10ms,cstack=fp,file=$out/fp.jsc,quiet"
   [cpu-10ms-java-only]="-agentpath:$agent=mode=cpu,interval=10ms,cstack=no,file=$out/java.jsc,quiet"
 )
-order=(baseline cpu-10ms-mixed cpu-10ms-java-only)
+order=(baseline cpu-10ms-dwarf cpu-10ms-fp cpu-10ms-java-only)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 : > "$out/times.txt"
 for ((i = 0; i < repeat; i++)); do
   for name in "${order[@]}"; do
@@ -38,6 +42,8 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 base=$(awk '$1=="baseline" {print $2}' "$out/times.txt" | median)
 base_cpu=$(awk '$1=="baseline" {print $3}' "$out/times.txt" | median)
 "$java" -version 2>&1 | head -1
+echo "load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)"
+cargo run --release -q -p jscope-cli -- info "$out/dwarf.jsc" 2>/dev/null | grep -i 'unwind' || true
 printf '%-20s %-22s %7s %-22s %7s\n' configuration 'elapsed ms (range)' ratio 'cpu ms (range)' ratio
 for name in "${order[@]}"; do
   e=$(awk -v n="$name" '$1==n {print $2}' "$out/times.txt")

@@ -46,7 +46,7 @@ pub enum OptionsError {
     },
     #[error("unknown event `{0}` (expected cpu-clock, page-faults, context-switches, cycles, instructions or cache-misses)")]
     UnknownEvent(String),
-    #[error("bad cstack `{0}` (expected fp or no)")]
+    #[error("bad cstack `{0}` (expected dwarf, fp or no)")]
     BadCStack(String),
     #[error("bad event count `{0}` for `interval` (expected an integer from 1)")]
     BadEventCount(String),
@@ -150,7 +150,7 @@ pub struct Options {
     pub service: String,
     /// Labels (`labels=K:V;K:V`), in the header and sent to a collector.
     pub labels: Vec<(String, String)>,
-    /// Native frames and non-Java threads in cpu mode (`cstack=fp|no`).
+    /// Native frames and non-Java threads in cpu mode (`cstack=dwarf|fp|no`).
     pub cstack: crate::native::CStack,
     /// The perf event cpu mode samples on (`event=`), with its period (events,
     /// or nanoseconds for clocks); None: the thread's CPU time every `interval`.
@@ -674,8 +674,13 @@ mod tests {
     fn cstack_and_events_parse() {
         use crate::native::{perf::PerfKind, CStack};
         let o = Options::parse("").unwrap();
-        assert_eq!((o.cstack, o.event), (CStack::Fp, None));
+        assert_eq!((o.cstack, o.event), (CStack::Dwarf, None));
         assert_eq!(Options::parse("cstack=no").unwrap().cstack, CStack::No);
+        assert_eq!(Options::parse("cstack=fp").unwrap().cstack, CStack::Fp);
+        assert_eq!(
+            Options::parse("cstack=dwarf").unwrap().cstack,
+            CStack::Dwarf
+        );
         let o = Options::parse("event=page-faults,interval=50").unwrap();
         assert_eq!(o.event, Some((PerfKind::PageFaults, 50)));
         assert_eq!(o.cpu_weight(), 50);
@@ -687,7 +692,7 @@ mod tests {
         assert!(o.modes.cpu);
         let err = |s| Options::parse(s).unwrap_err().to_string();
         assert!(err("event=gpu").starts_with("unknown event `gpu`"));
-        assert!(err("cstack=dwarf").starts_with("bad cstack"));
+        assert!(err("cstack=lbr").starts_with("bad cstack `lbr` (expected dwarf"));
         assert!(err("event=page-faults,interval=10ms").starts_with("bad event count"));
     }
 

@@ -16,7 +16,6 @@ use crate::header::{self, StartTime};
 use crate::java_threads::{describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
 use crate::native::perf::{self, PerfEvents, PerfKind};
-use crate::native::CStack;
 use crate::options::{expand_file_pattern, Options};
 use crate::remote::RemoteEngine;
 use crate::sender::{self, CollectorLink, SenderStats};
@@ -418,7 +417,7 @@ fn engines(
         install: install_hooks,
     };
     let signals = Arc::new(SignalEngine::new(options, timers.clone()));
-    let all_threads = options.cstack == CStack::Fp;
+    let all_threads = options.cstack.mixed();
     vec![
         signals.clone(),
         Arc::new(thread_events),
@@ -436,7 +435,7 @@ fn engines(
 /// for (an error when this machine lacks it), else task-clock counters when
 /// native stacks are on and the kernel allows them, else CPU-time timers.
 fn cpu_sources(options: &Options) -> Result<CpuTimers, StartError> {
-    let kernel = options.cstack == CStack::Fp;
+    let kernel = options.cstack.mixed();
     if let Some((kind, period)) = options.event {
         perf::probe(kind).map_err(|e| StartError::Event {
             event: kind.name(),
@@ -458,8 +457,12 @@ fn cpu_sources(options: &Options) -> Result<CpuTimers, StartError> {
 
 /// The header's keys for the cpu engine: which source samples
 /// (`cpu_engine`), whether native frames are walked (`cstack`), whether kernel
-/// frames are recorded (`kernel_frames`) and the event sampled on.
+/// frames are recorded (`kernel_frames`), the event sampled on, and with
+/// `cstack=dwarf` what the unwind tables cost (`unwind_tables`): they are
+/// built here, before sampling starts.
 fn native_header(options: &Options, sources: Option<&CpuTimers>) -> Vec<(String, String)> {
+    let dwarf = sources.is_some() && options.cstack == crate::native::CStack::Dwarf;
+    crate::native::walk::use_dwarf(dwarf);
     let Some(sources) = sources else {
         return Vec::new();
     };
@@ -488,6 +491,13 @@ fn native_header(options: &Options, sources: Option<&CpuTimers>) -> Vec<(String,
     if let Some((kind, period)) = options.event {
         extra.push(("event", kind.name().to_string()));
         extra.push(("event_period", period.to_string()));
+    }
+    if dwarf {
+        crate::native::walk::refresh_code_ranges();
+        extra.push((
+            "unwind_tables",
+            crate::native::walk::dwarf_stats().summary(),
+        ));
     }
     extra.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }

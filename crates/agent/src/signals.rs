@@ -380,7 +380,7 @@ impl SignalEngine {
             cpu_weight_ns: options.cpu_weight(),
             shared: OnceLock::new(),
             timers,
-            mixed: options.cstack == crate::native::CStack::Fp,
+            mixed: options.cstack.mixed(),
             symbols: OnceLock::new(),
             drain: Mutex::default(),
         }

@@ -57,6 +57,28 @@ fn libspin() -> PathBuf {
     .clone()
 }
 
+/// libdeep.so, built once per test process as distribution libraries are:
+/// optimised, without frame pointers.
+fn libdeep() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let out = temp_dir("libdeep").join("libdeep.so");
+        let include = jdk_include();
+        let status = Command::new("cc")
+            .args(["-O2", "-fomit-frame-pointer", "-shared", "-fPIC"])
+            .arg(format!("-I{}", include.display()))
+            .arg(format!("-I{}", include.join("linux").display()))
+            .arg("-o")
+            .arg(&out)
+            .arg(fixtures().join("deep.c"))
+            .status()
+            .expect("a C compiler (cc) must be installed to build the JNI fixture");
+        assert!(status.success(), "cc failed on deep.c");
+        out
+    })
+    .clone()
+}
+
 /// Runs `main` with the agent writing to a fresh file; returns the recording,
 /// stdout and stderr.
 fn record(java: &Java, options: &str, main: &str, args: &[&str]) -> (Recording, String, String) {
@@ -132,7 +154,7 @@ fn cpu_mode_accounts_for_the_process_with_native_frames_and_vm_threads() {
             "Mixed",
             &[lib.to_str().unwrap(), "1000"],
         );
-        assert_eq!(header(&rec, "cstack"), "fp");
+        assert_eq!(header(&rec, "cstack"), "dwarf");
         // perf_events where the kernel lets the JVM open them (root, or
         // perf_event_paranoid <= 2 for its own threads), else timers.
         let engine = header(&rec, "cpu_engine");
@@ -423,6 +445,138 @@ fn context_switch_sampling_shows_the_thread_blocking_on_io() {
             "JDK {}: {kernel_top} of {}",
             java.major,
             reader.len()
+        );
+    }
+}
+
+/// The frames of Deep's C chain, top first, as the recording labels them.
+const DEEP_CHAIN: [&str; 6] = [
+    "inner_spin [libdeep.so]",
+    "middle_c [libdeep.so]",
+    "outer_c [libdeep.so]",
+    "Java_Deep_deep [libdeep.so]",
+    "Deep.deep",
+    "Deep.caller",
+];
+
+/// Of the samples in inner_spin: how many, how many have the C chain under
+/// it in order, and how many have its Java callers under that (a Java walk
+/// fails while the GC has the Java threads stopped: the C code runs on).
+fn deep_chains(rec: &Recording) -> (usize, usize, usize) {
+    let (mut total, mut c_chain, mut java) = (0, 0, 0);
+    for s in rec.samples.iter().filter(|s| s.mode == SampleMode::Cpu) {
+        let l = labels(rec, s.stack);
+        let Some(top) = l.iter().position(|f| f == DEEP_CHAIN[0]) else {
+            continue;
+        };
+        total += 1;
+        let rest = &l[top..];
+        if rest.iter().take(4).eq(DEEP_CHAIN[..4].iter()) {
+            c_chain += 1;
+            if rest.iter().take(DEEP_CHAIN.len()).eq(DEEP_CHAIN.iter()) {
+                java += 1;
+            } else {
+                // Whatever follows the C chain is Java's, or nothing.
+                assert!(
+                    rest.len() == 4,
+                    "{}: {rest:?}",
+                    "the C chain is followed by its Java callers or nothing"
+                );
+            }
+        }
+    }
+    (total, c_chain, java)
+}
+
+/// Threads the JVM runs for itself (GC and compiler threads): of their
+/// samples, how many and how many reach the thread's entry.
+fn vm_thread_entries(rec: &Recording) -> (usize, usize) {
+    let vm = |name: &str| {
+        ["GC Thread", "G1 ", "C1 CompilerThre", "C2 CompilerThre"]
+            .iter()
+            .any(|p| name.starts_with(p))
+    };
+    let entry = |l: &String| {
+        l.starts_with("thread_native_entry")
+            || l.starts_with("start_thread ")
+            || l.starts_with("clone")
+    };
+    let mut total = 0;
+    let mut reached = 0;
+    for s in rec.samples.iter().filter(|s| s.mode == SampleMode::Cpu) {
+        if !rec.thread(s.thread).is_some_and(|t| vm(&t.name)) {
+            continue;
+        }
+        total += 1;
+        if labels(rec, s.stack).iter().any(entry) {
+            reached += 1;
+        }
+    }
+    (total, reached)
+}
+
+#[test]
+fn dwarf_unwinding_walks_c_code_built_without_frame_pointers() {
+    let lib = libdeep();
+    for java in javas() {
+        let run = |cstack: &str| {
+            let (rec, _, _) = record(
+                &java,
+                &format!("mode=cpu,interval=5ms,cstack={cstack}"),
+                "Deep",
+                &[lib.to_str().unwrap(), "600"],
+            );
+            assert_eq!(header(&rec, "cstack"), cstack);
+            rec
+        };
+        let dwarf = run("dwarf");
+        let fp = run("fp");
+        // What the unwind tables cost, said in the header.
+        let tables = header(&dwarf, "unwind_tables");
+        eprintln!("JDK {}: unwind tables: {tables}", java.major);
+        assert!(tables.contains(" KiB (libjvm.so "), "{tables}");
+        assert_eq!(header(&fp, "unwind_tables"), "");
+        let (d_total, d_chain, d_java) = deep_chains(&dwarf);
+        let (f_total, f_chain, _) = deep_chains(&fp);
+        let (d_vm, d_entry) = vm_thread_entries(&dwarf);
+        let (f_vm, f_entry) = vm_thread_entries(&fp);
+        eprintln!(
+            "JDK {}: inner_spin with its C callers: dwarf {d_chain}/{d_total} ({d_java} with the Java callers too), \
+             fp {f_chain}/{f_total}; GC/compiler samples reaching the thread entry: dwarf {d_entry}/{d_vm}, fp {f_entry}/{f_vm}",
+            java.major
+        );
+        // 600 ms of CPU at 5 ms: about 120 samples, nearly all in inner_spin.
+        assert!(
+            d_total >= 40 && f_total >= 40,
+            "JDK {}: {d_total}, {f_total}",
+            java.major
+        );
+        // With the unwind tables every sample has the chain; frame pointers
+        // lose the callers that keep none.
+        let example = dwarf
+            .samples
+            .iter()
+            .map(|s| labels(&dwarf, s.stack))
+            .find(|l| {
+                l.iter().any(|f| f == DEEP_CHAIN[0]) && !l.iter().take(4).eq(DEEP_CHAIN[..4].iter())
+            });
+        assert_eq!(d_chain, d_total, "JDK {}: e.g. {example:?}", java.major);
+        assert!(
+            d_java * 3 >= d_total,
+            "JDK {}: {d_java} of {d_total} with Java callers",
+            java.major
+        );
+        assert!(
+            f_chain * 2 < f_total,
+            "JDK {}: {f_chain} of {f_total}",
+            java.major
+        );
+        // The JVM's own threads: their stacks reach the thread's entry.
+        assert!(d_vm >= 20, "JDK {}: {d_vm} GC/compiler samples", java.major);
+        assert!(
+            d_entry * 10 >= d_vm * 8,
+            "JDK {}: {d_entry} of {d_vm} reach the thread entry",
+            java.major
         );
     }
 }

@@ -171,10 +171,11 @@ pub struct AgentArgs {
     /// No informational lines from the agent on the JVM's stderr.
     #[arg(long)]
     pub quiet: bool,
-    /// Native stacks in cpu mode: `fp` (the default: every thread of the process,
-    /// native and kernel frames under the Java frames) or `no` (Java frames of
-    /// Java threads only).
-    #[arg(long, value_name = "fp|no", value_parser = ["fp", "no"])]
+    /// Native stacks in cpu mode: `dwarf` (the default: every thread of the
+    /// process, native frames walked by the libraries' unwind tables and kernel
+    /// frames under the Java frames), `fp` (the same, native frames by frame
+    /// pointers only) or `no` (Java frames of Java threads only).
+    #[arg(long, value_name = "dwarf|fp|no", value_parser = ["dwarf", "fp", "no"])]
     pub cstack: Option<String>,
     /// Sample cpu mode on a perf event instead of CPU time: cpu-clock,
     /// page-faults, context-switches, or (with a PMU) cycles, instructions,

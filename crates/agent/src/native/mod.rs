@@ -6,10 +6,14 @@
 //!   kernel, read on the writer thread.
 //! - [`names`]: the writer's names of native and kernel frames.
 //! - [`perf`]: per-thread perf_event counters whose overflow signals their thread.
-//! - [`walk`]: the handler's frame-pointer walk over library code.
+//! - [`cfi`]: DWARF unwind tables of the loaded objects for `cstack=dwarf`,
+//!   built off the handler.
+//! - [`walk`]: the handler's walk over library code (unwind rows or frame
+//!   pointers).
 //! - [`scan`]: the thread that arms threads the JVM starts outside JVMTI's view
 //!   (GC workers, compiler threads, native threads) and keeps the code table fresh.
 
+pub mod cfi;
 pub mod elf;
 pub mod kallsyms;
 pub mod names;
@@ -20,8 +24,11 @@ pub mod walk;
 /// How native frames are walked (`cstack=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CStack {
-    /// Frame pointers through library code, every thread of the process.
+    /// DWARF call frame information (`.eh_frame`) through library code, frame
+    /// pointers where it has none; every thread of the process.
     #[default]
+    Dwarf,
+    /// Frame pointers through library code, every thread of the process.
     Fp,
     /// Java frames of Java threads only (jscope's profile before native stacks).
     No,
@@ -30,7 +37,8 @@ pub enum CStack {
 impl CStack {
     pub fn parse(text: &str) -> Option<CStack> {
         match text {
-            "fp" | "yes" => Some(CStack::Fp),
+            "dwarf" | "yes" => Some(CStack::Dwarf),
+            "fp" => Some(CStack::Fp),
             "no" | "none" => Some(CStack::No),
             _ => None,
         }
@@ -38,8 +46,14 @@ impl CStack {
 
     pub fn label(self) -> &'static str {
         match self {
+            CStack::Dwarf => "dwarf",
             CStack::Fp => "fp",
             CStack::No => "no",
         }
+    }
+
+    /// Every thread sampled, with native (and kernel) frames.
+    pub fn mixed(self) -> bool {
+        self != CStack::No
     }
 }

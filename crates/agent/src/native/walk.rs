@@ -1,23 +1,29 @@
-//! Native frames for the signal handler: a frame-pointer walk from the signal
-//! context up to the first frame outside the loaded libraries' code (the JIT's
-//! code cache, the interpreter, stubs: Java frames, left to AsyncGetCallTrace).
+//! Native frames for the signal handler: a walk from the signal context up to
+//! the first frame outside the loaded libraries' code (the JIT's code cache,
+//! the interpreter, stubs: Java frames, left to AsyncGetCallTrace). Each step
+//! follows the object's DWARF call frame information where `cstack=dwarf`
+//! built it ([`super::cfi`]), else the frame pointer.
 //!
 //! The handler knows which addresses are library code from [`CodeRanges`], a
 //! sorted table of the executable file mappings built off the handler (from
-//! /proc/self/maps) and published through one atomic pointer. Stack memory is
+//! /proc/self/maps, with the unwind tables of the loaded objects) and
+//! published through one atomic pointer. Stack memory is
 //! read with `process_vm_readv` on the process itself, which fails with EFAULT
 //! instead of faulting on a bad frame pointer (glibc is built without frame
 //! pointers, so chains through it can hold anything).
 
-use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
 use std::sync::Mutex;
 
+use super::cfi::{self, ObjectCfi};
 use super::elf::parse_maps_line;
 
-/// Executable file-backed mappings, sorted by start.
-#[derive(Debug, Default, PartialEq, Eq)]
+/// Executable file-backed mappings, sorted by start, and the unwind tables of
+/// the loaded objects (empty unless `cstack=dwarf`), sorted by start.
+#[derive(Debug, Default)]
 pub struct CodeRanges {
     ranges: Vec<(usize, usize)>,
+    objects: Vec<&'static ObjectCfi>,
 }
 
 impl CodeRanges {
@@ -30,7 +36,17 @@ impl CodeRanges {
             .map(|m| (m.start as usize, m.end as usize))
             .collect();
         ranges.sort_unstable();
-        CodeRanges { ranges }
+        CodeRanges {
+            ranges,
+            objects: Vec::new(),
+        }
+    }
+
+    /// The unwind table of the object holding `pc`. Async-signal-safe.
+    fn object(&self, pc: usize) -> Option<&'static ObjectCfi> {
+        let i = self.objects.partition_point(|o| o.start <= pc);
+        let o = *self.objects.get(i.checked_sub(1)?)?;
+        (pc < o.end).then_some(o)
     }
 
     /// True when `pc` lies in library code. Async-signal-safe.
@@ -47,6 +63,29 @@ static CURRENT: AtomicPtr<CodeRanges> = AtomicPtr::new(std::ptr::null_mut());
 static PID: AtomicI32 = AtomicI32::new(0);
 /// The dynamic loader's (loads, unloads) counts when the table was built.
 static LAST: Mutex<Option<(u64, u64)>> = Mutex::new(None);
+/// Whether refreshes build DWARF unwind tables (`cstack=dwarf`).
+static DWARF: AtomicBool = AtomicBool::new(false);
+/// The unwind tables built so far, and what they cost.
+static CFI: Mutex<Option<(cfi::Cache, cfi::BuildStats)>> = Mutex::new(None);
+
+/// Makes later refreshes build (or stop building) DWARF unwind tables; the
+/// walk follows them wherever they cover the code. Set before the cpu engine
+/// starts.
+pub fn use_dwarf(on: bool) {
+    DWARF.store(on, Ordering::Relaxed);
+    // The next refresh rebuilds the table with (or without) unwind rows.
+    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// What the unwind tables built so far cost: objects (name, rows, bytes) and
+/// build time.
+pub fn dwarf_stats() -> cfi::BuildStats {
+    CFI.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|(_, s)| s.clone())
+        .unwrap_or_default()
+}
 
 /// Publishes a new table when the dynamic loader loaded or unloaded a library
 /// since the last call (checked cheaply through dl_iterate_phdr's counters).
@@ -62,8 +101,15 @@ pub fn refresh_code_ranges() {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return;
     };
-    // Leaked: a handler may be reading the previous table (a few KB per change).
-    let table: &'static CodeRanges = Box::leak(Box::new(CodeRanges::parse(&maps)));
+    let mut table = CodeRanges::parse(&maps);
+    if DWARF.load(Ordering::Relaxed) {
+        let mut cfi = CFI.lock().unwrap_or_else(|e| e.into_inner());
+        let (cache, stats) = cfi.get_or_insert_with(Default::default);
+        table.objects = cache.refresh(stats);
+    }
+    // Leaked: a handler may be reading the previous table (a few KB per change;
+    // the unwind rows themselves are built once per object and shared).
+    let table: &'static CodeRanges = Box::leak(Box::new(table));
     CURRENT.store(table as *const _ as *mut _, Ordering::Release);
     *last = Some(counts);
 }
@@ -111,12 +157,39 @@ fn read_pair(addr: usize) -> Option<[usize; 2]> {
     (n == 16).then_some(out)
 }
 
+/// Reads one word at `addr` without faulting.
+fn read_word(addr: usize) -> Option<usize> {
+    let mut out = 0usize;
+    let local = libc::iovec {
+        iov_base: (&mut out as *mut usize).cast(),
+        iov_len: 8,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut _,
+        iov_len: 8,
+    };
+    let pid = PID.load(Ordering::Relaxed);
+    // SAFETY: a plain system call on this process; the kernel checks `addr`.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    (n == 8).then_some(out)
+}
+
 /// Largest step between two frames a walk believes.
 const MAX_FRAME: usize = 1 << 20;
 
+/// The registers a walk carries from frame to frame.
+#[derive(Debug, Clone, Copy)]
+struct Regs {
+    pc: usize,
+    sp: usize,
+    fp: usize,
+}
+
 /// Walks native frames from the interrupted context into `out` (program
-/// counters, top first): stops at the first address outside library code, at a
-/// broken chain or when `out` is full. Async-signal-safe.
+/// counters, top first): stops at the first address outside library code, at
+/// an outermost frame, at a broken chain or when `out` is full. Each step
+/// follows the code's unwind row when there is one (`cstack=dwarf`), else the
+/// frame pointer. Async-signal-safe.
 ///
 /// # Safety
 /// `ucontext` is the signal handler's context argument (or null).
@@ -124,28 +197,72 @@ pub unsafe fn walk(ucontext: *mut std::ffi::c_void, out: &mut [usize]) -> usize 
     let Some(ranges) = code_ranges() else {
         return 0;
     };
-    let Some((mut pc, mut fp, sp)) = registers(ucontext) else {
+    let Some((pc, fp, sp)) = registers(ucontext) else {
         return 0;
     };
+    let mut r = Regs { pc, sp, fp };
     let mut n = 0;
-    let mut low = sp;
-    while n < out.len() && ranges.contains(pc) {
-        out[n] = pc;
+    while n < out.len() && ranges.contains(r.pc) {
+        out[n] = r.pc;
         n += 1;
-        if fp < low || fp - low > MAX_FRAME || fp % 8 != 0 {
-            break;
-        }
-        let Some([next_fp, ret]) = read_pair(fp) else {
-            break;
+        let row = ranges.object(r.pc).and_then(|o| o.row(r.pc));
+        let next = match row {
+            Some(row) if row.kind == cfi::STOP => None,
+            Some(row) if row.kind == cfi::CFA_SP || row.kind == cfi::CFA_FP => cfa_step(r, row),
+            _ => fp_step(r),
         };
-        if ret == 0 {
-            break;
+        match next {
+            Some(next) => r = next,
+            None => break,
         }
-        low = fp + 16;
-        pc = ret - 1; // inside the call instruction, so it names the caller's line
-        fp = next_fp;
     }
     n
+}
+
+/// One step by an unwind row: the CFA from SP or FP, the return address below
+/// it, the caller's FP where the row says it was saved.
+fn cfa_step(r: Regs, row: cfi::Row) -> Option<Regs> {
+    let base = if row.kind == cfi::CFA_SP { r.sp } else { r.fp };
+    let cfa = base.checked_add(row.cfa as usize)?;
+    if cfa <= r.sp || cfa - r.sp > MAX_FRAME || cfa % 8 != 0 {
+        return None;
+    }
+    let (fp, ret) = match row.fp {
+        0 => (r.fp, read_word(cfa - 8)?),
+        2 => {
+            let [fp, ret] = read_pair(cfa - 16)?;
+            (fp, ret)
+        }
+        k => (
+            read_word(cfa.checked_sub(8 * k as usize)?)?,
+            read_word(cfa - 8)?,
+        ),
+    };
+    if ret == 0 {
+        return None;
+    }
+    Some(Regs {
+        pc: ret - 1, // inside the call instruction, so it names the caller's line
+        sp: cfa,
+        fp,
+    })
+}
+
+/// One step by the frame pointer: the saved FP and return address it points at.
+fn fp_step(r: Regs) -> Option<Regs> {
+    let fp = r.fp;
+    if fp < r.sp || fp - r.sp > MAX_FRAME || fp % 8 != 0 {
+        return None;
+    }
+    let [next_fp, ret] = read_pair(fp)?;
+    if ret == 0 {
+        return None;
+    }
+    Some(Regs {
+        pc: ret - 1,
+        sp: fp + 16,
+        fp: next_fp,
+    })
 }
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -200,5 +317,59 @@ mod tests {
         );
         let words = [7usize, 9];
         assert_eq!(read_pair(words.as_ptr() as usize), Some([7, 9]));
+    }
+
+    /// The walk from a context taken three calls deep, with DWARF rows, down
+    /// through std's thread start and glibc's (built without frame pointers).
+    #[inline(never)]
+    fn level3(out: &mut [usize]) -> usize {
+        // SAFETY: a zeroed ucontext_t is a valid buffer for getcontext.
+        let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
+        // SAFETY: getcontext fills the buffer passed.
+        assert_eq!(unsafe { libc::getcontext(&mut uc) }, 0);
+        // SAFETY: a context of this thread, as a handler's would be.
+        let n = unsafe { walk((&mut uc as *mut libc::ucontext_t).cast(), out) };
+        std::hint::black_box(n)
+    }
+
+    #[inline(never)]
+    fn level2(out: &mut [usize]) -> usize {
+        std::hint::black_box(level3(out)) + std::hint::black_box(0)
+    }
+
+    #[inline(never)]
+    fn level1(out: &mut [usize]) -> usize {
+        std::hint::black_box(level2(out)) + std::hint::black_box(0)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn dwarf_rows_walk_this_threads_frames_to_the_thread_entry() {
+        use_dwarf(true);
+        refresh_code_ranges();
+        let mut pcs = [0usize; 128];
+        let n = level1(&mut pcs);
+        let mut symbols = crate::native::elf::Symbolizer::new();
+        let names: Vec<String> = pcs[..n]
+            .iter()
+            .map(|&pc| {
+                symbols
+                    .lookup(pc as u64)
+                    .and_then(|s| s.name)
+                    .unwrap_or_else(|| format!("{pc:#x}"))
+            })
+            .collect();
+        let at = |f: &str| names.iter().position(|n| n.ends_with(f));
+        let (l3, l2, l1) = (at("::level3"), at("::level2"), at("::level1"));
+        assert!(
+            matches!((l3, l2, l1), (Some(a), Some(b), Some(c)) if a < b && b < c),
+            "{names:?}"
+        );
+        // Through std's thread start and glibc to the outermost frame.
+        assert!(names.iter().any(|n| n == "start_thread"), "{names:?}");
+        assert!(
+            names.last().is_some_and(|n| n.starts_with("clone")),
+            "{names:?}"
+        );
     }
 }
