@@ -210,8 +210,12 @@ fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
         }
 
         // Parks inside VThreads.work are the virtual threads' own: every fifth
-        // thread parked at least 1 ms in each of its three calls.
-        let mut parked: std::collections::HashMap<u32, u64> = Default::default();
+        // thread parks in each of its three calls, looping until 1 ms has passed.
+        // The loop's time is not all parked time: a carrier the OS preempts
+        // between two parks of the loop (a loaded 2-core machine does, for a
+        // millisecond at a time) shortens that thread's parked total, so the
+        // typical thread is held to the 3 ms, not every one of the 2,000.
+        let mut parked: std::collections::HashMap<u32, (u64, u32)> = Default::default();
         for e in &rec.events {
             if let jscope_format::EventKind::Park {
                 duration_ns, stack, ..
@@ -229,14 +233,25 @@ fn each_virtual_thread_keeps_its_calls_across_unmount_and_mount() {
                     t.os_tid == 0 && t.group.starts_with("virtual"),
                     "JDK {jdk}: {t:?}"
                 );
-                *parked.entry(e.thread.0).or_default() += duration_ns;
+                let entry = parked.entry(e.thread.0).or_default();
+                entry.0 += duration_ns;
+                entry.1 += 1;
             }
         }
         assert_eq!(parked.len(), THREADS / 5, "JDK {jdk}");
         assert!(
-            parked.values().all(|&ns| ns >= 2_900_000),
-            "JDK {jdk}: {:?}",
-            parked.values().min()
+            parked.values().all(|&(_, parks)| parks >= 3),
+            "JDK {jdk}: a thread with fewer parks than calls: {:?}",
+            parked.values().map(|&(_, parks)| parks).min()
+        );
+        let mut totals: Vec<u64> = parked.values().map(|&(ns, _)| ns).collect();
+        totals.sort_unstable();
+        assert!(
+            totals[totals.len() / 2] >= 2_900_000,
+            "JDK {jdk}: median parked time {} ns (min {}, max {})",
+            totals[totals.len() / 2],
+            totals[0],
+            totals[totals.len() - 1]
         );
         let vt0_id = rec
             .threads
