@@ -267,6 +267,33 @@ fn now() -> u64 {
     PROBES.clock.now()
 }
 
+/// A probe's stamp: `early`, read as the native began, or now when it was not
+/// read then (0).
+#[inline(always)]
+fn stamp(early: u64) -> u64 {
+    if early != 0 {
+        early
+    } else {
+        now()
+    }
+}
+
+/// Reads the stamp of a probe as its native begins, unless tracing is off or
+/// the call may only be counted (count-only ids; library ids under
+/// `exclude-library`, whose caller decides), which need none. Read first, the
+/// TSC's long latency overlaps the probe's own work instead of delaying the
+/// ring store that the JNI wrapper's fence, right after the native returns,
+/// waits for (about 3 ns of a traced call on the machine of BENCHMARKS.md).
+#[inline(always)]
+fn early_stamp(id: u32, exclude_library: bool) -> u64 {
+    let counted = id & COUNT_BIT != 0 || (exclude_library && id & LIBRARY_BIT != 0);
+    if counted || PROBES.generation.load(Ordering::Relaxed) == 0 {
+        0
+    } else {
+        now()
+    }
+}
+
 /// An open call on the shadow stack.
 #[derive(Debug, Clone, Copy)]
 struct Open {
@@ -442,7 +469,7 @@ impl Local {
 
     // Always inlined: as a call it cost a frame per probe on the hottest path.
     #[inline(always)]
-    fn emit(&mut self, id: u32, kind: u32, untraced: u32) {
+    fn emit(&mut self, id: u32, kind: u32, untraced: u32, early: u64) {
         let cpu = if self.with_cpu {
             if self.counter_fd == NO_COUNTER {
                 clock::thread_cpu_ns()
@@ -453,7 +480,7 @@ impl Local {
             0
         };
         self.push(|| RawEvent {
-            ticks: now(),
+            ticks: stamp(early),
             cpu,
             head: ((id & INDEX_MASK) << 2) | kind,
             untraced,
@@ -497,11 +524,11 @@ impl Local {
         self.track.out.push_reserved(make());
     }
 
-    /// The fast paths' event: no CPU column, stamped now.
+    /// The fast paths' event: no CPU column.
     #[inline(always)]
-    fn push_plain(&mut self, head: u32, untraced: u32) {
+    fn push_plain(&mut self, head: u32, untraced: u32, early: u64) {
         self.push(|| RawEvent {
-            ticks: now(),
+            ticks: stamp(early),
             cpu: 0,
             head,
             untraced,
@@ -513,22 +540,29 @@ impl Local {
     /// from a library method or from uninstrumented code it is only counted.
     #[inline(always)]
     pub fn enter(&mut self, id: u32, exclude_library: bool) {
+        self.enter_at(id, exclude_library, 0);
+    }
+
+    /// [`Local::enter`] with the stamp read as the native began ([`early_stamp`];
+    /// 0: none, read one when needed).
+    #[inline(always)]
+    fn enter_at(&mut self, id: u32, exclude_library: bool, early: u64) {
         // The fast path: a recorded entry, no CPU column, not aggregated.
         let counted = id & COUNT_BIT != 0 || (exclude_library && id & LIBRARY_BIT != 0);
         if self.plain && !counted {
             let untraced = std::mem::take(&mut self.track.untraced);
-            self.push_plain(((id & INDEX_MASK) << 2) | KIND_ENTER, untraced);
+            self.push_plain(((id & INDEX_MASK) << 2) | KIND_ENTER, untraced, early);
             self.track.stack.push(Open {
                 id: id | RECORDED,
                 start: 0,
             });
             return;
         }
-        self.enter_general(id, exclude_library);
+        self.enter_general(id, exclude_library, early);
     }
 
     #[inline(never)]
-    fn enter_general(&mut self, id: u32, exclude_library: bool) {
+    fn enter_general(&mut self, id: u32, exclude_library: bool, early: u64) {
         if id & COUNT_BIT != 0 {
             self.track.untraced = self.track.untraced.saturating_add(1);
             return;
@@ -545,9 +579,9 @@ impl Local {
         }
         let untraced = std::mem::take(&mut self.track.untraced);
         let start = if self.agg.is_some() {
-            now()
+            stamp(early)
         } else {
-            self.emit(id, KIND_ENTER, untraced);
+            self.emit(id, KIND_ENTER, untraced, early);
             0
         };
         self.track.stack.push(Open {
@@ -562,6 +596,13 @@ impl Local {
     /// the recorded events always nest.
     #[inline(always)]
     pub fn exit(&mut self, id: u32, kind: u32) {
+        self.exit_at(id, kind, 0);
+    }
+
+    /// [`Local::exit`] with the stamp read as the native began (see
+    /// [`Local::enter_at`]).
+    #[inline(always)]
+    fn exit_at(&mut self, id: u32, kind: u32, early: u64) {
         // The fast path: the exit of the innermost call, whose entry was recorded
         // (count-only ids are never on the stack).
         if self.plain
@@ -572,25 +613,25 @@ impl Local {
                 .is_some_and(|o| o.id == id | RECORDED)
         {
             self.track.stack.pop();
-            return self.push_plain(((id & INDEX_MASK) << 2) | kind, 0);
+            return self.push_plain(((id & INDEX_MASK) << 2) | kind, 0, early);
         }
-        self.exit_general(id, kind);
+        self.exit_general(id, kind, early);
     }
 
     #[inline(never)]
-    fn exit_general(&mut self, id: u32, kind: u32) {
+    fn exit_general(&mut self, id: u32, kind: u32, early: u64) {
         if id & COUNT_BIT != 0 {
             return;
         }
         match self.track.stack.pop() {
             Some(top) if top.id & !RECORDED == id => {
                 if top.id & RECORDED != 0 {
-                    self.record_exit(top, kind);
+                    self.record_exit(top, kind, early);
                 }
             }
             Some(top) => {
                 self.track.stack.push(top);
-                self.exit_repairing(id, kind);
+                self.exit_repairing(id, kind, early);
             }
             None => {
                 PROBES.unmatched_exits.fetch_add(1, Ordering::Relaxed);
@@ -599,9 +640,9 @@ impl Local {
     }
 
     #[inline]
-    fn record_exit(&mut self, open: Open, kind: u32) {
+    fn record_exit(&mut self, open: Open, kind: u32, early: u64) {
         let Some(agg) = &self.agg else {
-            return self.emit(open.id, kind, 0);
+            return self.emit(open.id, kind, 0, early);
         };
         let caller = self
             .track
@@ -610,11 +651,15 @@ impl Local {
             .rev()
             .find(|o| o.id & RECORDED != 0)
             .map_or(0, |o| o.id & INDEX_MASK);
-        agg.add(caller, open.id & INDEX_MASK, now().wrapping_sub(open.start));
+        agg.add(
+            caller,
+            open.id & INDEX_MASK,
+            stamp(early).wrapping_sub(open.start),
+        );
     }
 
     #[cold]
-    fn exit_repairing(&mut self, id: u32, kind: u32) {
+    fn exit_repairing(&mut self, id: u32, kind: u32, early: u64) {
         let Some(pos) = self
             .track
             .stack
@@ -630,10 +675,10 @@ impl Local {
             };
             PROBES.repaired.fetch_add(1, Ordering::Relaxed);
             if open.id & RECORDED != 0 {
-                self.record_exit(open, KIND_THROW);
+                self.record_exit(open, KIND_THROW, early);
             }
         }
-        self.exit(id, kind);
+        self.exit_at(id, kind, early);
     }
 }
 
@@ -817,22 +862,27 @@ fn wait_for_room(out: &mut Producer) -> bool {
 /// `jscope/Trace.enter(int)`.
 pub extern "C" fn native_enter(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
     guarded_in(&TRACE, "Trace.enter", (), || {
-        let exclude = PROBES.exclude_library.load(Ordering::Relaxed);
-        with_local(env, |l| l.enter(id as u32, exclude));
+        let (id, exclude) = (id as u32, PROBES.exclude_library.load(Ordering::Relaxed));
+        let early = early_stamp(id, exclude);
+        with_local(env, |l| l.enter_at(id, exclude, early));
     })
 }
 
 /// `jscope/Trace.exit(int)`.
 pub extern "C" fn native_exit(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
     guarded_in(&TRACE, "Trace.exit", (), || {
-        with_local(env, |l| l.exit(id as u32, KIND_EXIT))
+        let (id, exclude) = (id as u32, PROBES.exclude_library.load(Ordering::Relaxed));
+        let early = early_stamp(id, exclude);
+        with_local(env, |l| l.exit_at(id, KIND_EXIT, early))
     })
 }
 
 /// `jscope/Trace.exitThrow(int)`.
 pub extern "C" fn native_exit_throw(env: *mut sys::JNIEnv, _class: sys::jclass, id: sys::jint) {
     guarded_in(&TRACE, "Trace.exitThrow", (), || {
-        with_local(env, |l| l.exit(id as u32, KIND_THROW))
+        let (id, exclude) = (id as u32, PROBES.exclude_library.load(Ordering::Relaxed));
+        let early = early_stamp(id, exclude);
+        with_local(env, |l| l.exit_at(id, KIND_THROW, early))
     })
 }
 
