@@ -729,34 +729,42 @@ impl Drop for LocalOwner {
 /// registering a ring) on the thread's first event of the session.
 #[inline(always)]
 fn with_local(env: *mut sys::JNIEnv, f: impl FnOnce(&mut Local)) {
+    if let Some(local) = local(env) {
+        f(local);
+    }
+}
+
+/// This thread's state for the current session, created (and its ring
+/// registered) on the thread's first event of the session; None while tracing
+/// is off, while the state is being created, or as the thread ends. The caller
+/// uses it at once and reaches no other probe meanwhile, so the borrow is unique.
+/// (A closure called from here and from the slow path would not be inlined into
+/// the probes.)
+#[inline(always)]
+fn local(env: *mut sys::JNIEnv) -> Option<&'static mut Local> {
     let p = LOCAL.with(|c| c.get());
     // One compare rules out both null and BUSY (the lowest non-null address).
     if p as usize > BUSY as usize {
         // SAFETY: a non-null, non-BUSY pointer is this thread's live Local (see
-        // LocalOwner); nothing `f` calls reaches another probe, so the borrow is
-        // unique.
+        // LocalOwner); the caller's use of it is unique (see above).
         let local = unsafe { &mut *p };
         // A Local's generation is never 0, so this also means tracing is on.
         if local.generation == PROBES.generation.load(Ordering::Acquire) {
-            return f(local);
+            return Some(local);
         }
     }
-    with_local_slow(env, p, f);
+    local_slow(env, p)
 }
 
-/// [`with_local`] for a thread without a Local of the running session.
+/// [`local`] for a thread without a Local of the running session.
 #[cold]
 #[inline(never)]
-fn with_local_slow(env: *mut sys::JNIEnv, p: *mut Local, f: impl FnOnce(&mut Local)) {
+fn local_slow(env: *mut sys::JNIEnv, p: *mut Local) -> Option<&'static mut Local> {
     let generation = PROBES.generation.load(Ordering::Acquire);
-    if generation == 0 {
-        return;
+    if generation == 0 || p == BUSY {
+        return None;
     }
-    if p != BUSY {
-        if let Some(local) = replace_local(env, generation, p) {
-            f(local);
-        }
-    }
+    replace_local(env, generation, p)
 }
 
 /// The slow path: a new Local for this session in place of `old` (null or the
@@ -864,7 +872,9 @@ pub extern "C" fn native_enter(env: *mut sys::JNIEnv, _class: sys::jclass, id: s
     guarded_in(&TRACE, "Trace.enter", (), || {
         let (id, exclude) = (id as u32, PROBES.exclude_library.load(Ordering::Relaxed));
         let early = early_stamp(id, exclude);
-        with_local(env, |l| l.enter_at(id, exclude, early));
+        if let Some(l) = local(env) {
+            l.enter_at(id, exclude, early);
+        }
     })
 }
 
@@ -873,7 +883,9 @@ pub extern "C" fn native_exit(env: *mut sys::JNIEnv, _class: sys::jclass, id: sy
     guarded_in(&TRACE, "Trace.exit", (), || {
         let (id, exclude) = (id as u32, PROBES.exclude_library.load(Ordering::Relaxed));
         let early = early_stamp(id, exclude);
-        with_local(env, |l| l.exit_at(id, KIND_EXIT, early))
+        if let Some(l) = local(env) {
+            l.exit_at(id, KIND_EXIT, early);
+        }
     })
 }
 
@@ -882,7 +894,9 @@ pub extern "C" fn native_exit_throw(env: *mut sys::JNIEnv, _class: sys::jclass, 
     guarded_in(&TRACE, "Trace.exitThrow", (), || {
         let (id, exclude) = (id as u32, PROBES.exclude_library.load(Ordering::Relaxed));
         let early = early_stamp(id, exclude);
-        with_local(env, |l| l.exit_at(id, KIND_THROW, early))
+        if let Some(l) = local(env) {
+            l.exit_at(id, KIND_THROW, early);
+        }
     })
 }
 
