@@ -287,7 +287,9 @@ fn stamp(early: u64) -> u64 {
 #[inline(always)]
 fn early_stamp(id: u32, exclude_library: bool) -> u64 {
     let counted = id & COUNT_BIT != 0 || (exclude_library && id & LIBRARY_BIT != 0);
-    if counted || PROBES.generation.load(Ordering::Relaxed) == 0 {
+    // Acquire: the session's clock settings, stored before its generation, are
+    // what `now` reads.
+    if counted || PROBES.generation.load(Ordering::Acquire) == 0 {
         0
     } else {
         now()
