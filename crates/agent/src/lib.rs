@@ -34,6 +34,9 @@ pub(crate) mod trace;
 pub(crate) mod wall;
 pub(crate) mod writer;
 
+#[doc(hidden)]
+pub use trace::probe::bench_native_calls;
+
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex, MutexGuard};
 

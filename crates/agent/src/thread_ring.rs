@@ -2,9 +2,8 @@
 //! a single-producer single-consumer ring. The thread writes slots and then
 //! publishes `head`; the writer reads up to `head` and then publishes `tail`. On a
 //! full ring [`ThreadRing::push`] drops the event and counts it, so a producer
-//! never waits; trace probes may instead wait for room with
-//! [`ThreadRing::try_push`] and [`ThreadRing::refresh_room`] (see
-//! `trace::probe`). A ring
+//! never waits; trace probes push through a [`Producer`] handle and may instead
+//! wait for room with [`Producer::refresh_room`] (see `trace::probe`). A ring
 //! crossing half full wakes its consumer early through the wake hook, which
 //! whoever owns the consumer sets ([`set_wake_hook`]); this module knows nothing
 //! of the writer.
@@ -146,15 +145,6 @@ impl<T: ZeroValid> ThreadRing<T> {
         true
     }
 
-    /// Producer side: rereads the consumer's tail into `room`; true when the ring
-    /// has room for another event.
-    #[inline]
-    pub fn refresh_room(&self, room: &mut usize) -> bool {
-        let head = self.head.load(Ordering::Relaxed);
-        *room = self.tail.load(Ordering::Acquire) + self.slots.len();
-        head < *room
-    }
-
     /// Producer side: counts an event that did not fit.
     #[inline]
     pub fn count_drop(&self) {
@@ -163,6 +153,129 @@ impl<T: ZeroValid> ThreadRing<T> {
         self.dropped.store(n + 1, Ordering::Relaxed);
         wake_consumer();
     }
+}
+
+/// The producing thread's own handle on its ring, for the hottest producers (the
+/// trace probes): it keeps the head index, the room left and the index at which
+/// the consumer is woken early (half full) in the producer's memory, so a push
+/// reads nothing the consumer writes until its room runs out and touches the
+/// shared ring only to publish `head`. At most one `Producer` per ring, and no
+/// [`ThreadRing::push`] beside it.
+pub struct Producer<T> {
+    ring: Arc<ThreadRing<T>>,
+    /// The ring's slots (owned by `ring`, which this handle keeps alive).
+    slots: *mut UnsafeCell<T>,
+    mask: usize,
+    /// The next index to fill; `ring.head` is published from it.
+    head: usize,
+    /// The index this producer may fill up to (the consumer's tail plus the
+    /// capacity when last read).
+    room: usize,
+    /// Reaching this index wakes the consumer early: the ring is half full.
+    wake_at: usize,
+}
+
+// SAFETY: the slots pointer belongs to the Arc'd ring held beside it; the handle
+// moves between threads (a virtual thread's events go through whichever carrier
+// runs it) but is used by one at a time (`&mut self`).
+unsafe impl<T: Send> Send for Producer<T> {}
+
+impl<T: ZeroValid> Producer<T> {
+    /// The only producer of `ring` from now on.
+    pub fn new(ring: Arc<ThreadRing<T>>) -> Producer<T> {
+        let slots = ring.slots.as_ptr().cast_mut();
+        let mask = ring.slots.len() - 1;
+        let head = ring.head.load(Ordering::Relaxed);
+        Producer {
+            ring,
+            slots,
+            mask,
+            head,
+            room: 0,
+            wake_at: usize::MAX,
+        }
+    }
+
+    pub fn ring(&self) -> &Arc<ThreadRing<T>> {
+        &self.ring
+    }
+
+    /// Like [`ThreadRing::try_push`]: false when the ring is full (the consumer
+    /// is woken; the caller waits with [`Producer::refresh_room`] or counts a drop
+    /// with [`ThreadRing::count_drop`]).
+    #[inline(always)]
+    pub fn try_push(&mut self, e: T) -> bool {
+        if !self.reserve() {
+            return false;
+        }
+        self.push_reserved(e);
+        true
+    }
+
+    /// True when the ring has room for one more event (see [`Producer::try_push`]).
+    /// Hot callers check this before they build the event, so that nothing
+    /// between building it and storing it makes the compiler keep it on the
+    /// stack: storing a struct that was just spilled to the stack reloads it with
+    /// wider loads than its stores, which the CPU cannot forward (a stall of
+    /// about 15 cycles, paid twice per traced call).
+    #[inline(always)]
+    pub fn reserve(&mut self) -> bool {
+        self.head < self.room || self.reread_tail()
+    }
+
+    /// Stores `e` after a [`Producer::reserve`] that returned true.
+    #[inline(always)]
+    pub fn push_reserved(&mut self, e: T) {
+        let head = self.head;
+        debug_assert!(head < self.room);
+        // SAFETY: `head < room` (reserved): the consumer has freed this slot and
+        // reads it only after `head` is published past it below (see
+        // ThreadRing's Sync impl).
+        unsafe { UnsafeCell::raw_get(self.slots.add(head & self.mask)).write(e) };
+        self.head = head + 1;
+        self.ring.head.store(head + 1, Ordering::Release);
+        if head + 1 == self.wake_at {
+            wake_consumer_cold(); // crossing half full: wake the writer early
+        }
+    }
+
+    /// The room ran out: rereads the consumer's tail; false (the consumer woken)
+    /// when the ring is still full.
+    #[cold]
+    #[inline(never)]
+    fn reread_tail(&mut self) -> bool {
+        let len = self.mask + 1;
+        let tail = self.ring.tail.load(Ordering::Acquire);
+        self.set_room(tail);
+        if self.head >= self.room {
+            wake_consumer();
+            return false;
+        }
+        if self.head - tail >= len / 2 {
+            wake_consumer(); // still over half full
+        }
+        true
+    }
+
+    fn set_room(&mut self, tail: usize) {
+        let len = self.mask + 1;
+        self.room = tail + len;
+        self.wake_at = tail + len / 2;
+    }
+
+    /// Rereads the consumer's tail; true when the ring has room for an event.
+    #[inline]
+    pub fn refresh_room(&mut self) -> bool {
+        let tail = self.ring.tail.load(Ordering::Acquire);
+        self.set_room(tail);
+        self.head < self.room
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn wake_consumer_cold() {
+    wake_consumer();
 }
 
 impl<T> ThreadRing<T> {
