@@ -408,6 +408,14 @@ fn scan_for(from: usize, limit: usize, range: (usize, usize)) -> Option<usize> {
     None
 }
 
+/// Searches `bytes` of memory from `from` for a value in `range`, as the
+/// handler searches the stack for the next segment (the benchmark's measure
+/// of the search; `refresh_code_ranges` must have run).
+#[doc(hidden)]
+pub fn scan_for_bench(from: usize, bytes: usize, range: (usize, usize)) -> Option<usize> {
+    scan_for(from, from + bytes, range)
+}
+
 /// Reads `out.len()` words at `addr` without faulting; false when not readable.
 fn read_words(addr: usize, out: &mut [usize]) -> bool {
     let bytes = out.len() * 8;
