@@ -611,6 +611,12 @@ fn libbetween() -> PathBuf {
 fn between_chains(rec: &Recording) -> (usize, usize, Option<Vec<String>>) {
     let (mut total, mut whole, mut example) = (0, 0, None);
     for s in rec.samples.iter().filter(|s| s.mode == SampleMode::Cpu) {
+        if rec
+            .thread(s.thread)
+            .is_none_or(|t| t.name != "between-caller")
+        {
+            continue;
+        }
         let l = labels(rec, s.stack);
         if l.first().map(String::as_str) != Some("spin_loop [libbetween.so]") {
             continue;
@@ -671,6 +677,55 @@ fn native_frames_between_java_frames_sit_above_their_native_method() {
                 "JDK {} {cstack}: {whole} of {total}; e.g. {example:?}",
                 java.major
             );
+            // The static initialiser the VM calls: the VM's frames between
+            // it and its Java caller have no JNI function to belong to, so
+            // they are dropped and the Java frames follow each other.
+            let (init, init_whole, init_example) = init_chains(&rec);
+            eprintln!(
+                "JDK {} cstack={cstack}: {init_whole} of {init} samples in the initialiser's spin_loop \
+                 with its Java callers right under it; e.g. one without: {init_example:?}",
+                java.major
+            );
+            assert!(init >= 10, "JDK {} {cstack}: {init}", java.major);
+            assert!(
+                init_whole * 10 >= init * 9,
+                "JDK {} {cstack}: {init_whole} of {init}; e.g. {init_example:?}",
+                java.major
+            );
         }
     }
+}
+
+/// Of the cpu samples of "between-init" in spin_loop: how many, and how many
+/// read spin_loop, Java_Between_spin, Between.spin, Between$Init.<clinit>,
+/// then at once Between.initCaller (no native frame between: nothing of the
+/// VM's call into the initialiser is kept).
+fn init_chains(rec: &Recording) -> (usize, usize, Option<Vec<String>>) {
+    const CHAIN: [&str; 5] = [
+        "spin_loop [libbetween.so]",
+        "Java_Between_spin [libbetween.so]",
+        "Between.spin",
+        "Between$Init.<clinit>",
+        "Between.initCaller",
+    ];
+    let (mut total, mut whole, mut example) = (0, 0, None);
+    for s in rec.samples.iter().filter(|s| s.mode == SampleMode::Cpu) {
+        if rec
+            .thread(s.thread)
+            .is_none_or(|t| t.name != "between-init")
+        {
+            continue;
+        }
+        let l = labels(rec, s.stack);
+        if l.first().map(String::as_str) != Some(CHAIN[0]) {
+            continue;
+        }
+        total += 1;
+        if l.iter().take(CHAIN.len()).eq(CHAIN.iter()) {
+            whole += 1;
+        } else if example.is_none() {
+            example = Some(l);
+        }
+    }
+    (total, whole, example)
 }
