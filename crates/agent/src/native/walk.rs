@@ -533,6 +533,23 @@ mod tests {
         assert_eq!(read_pair(words.as_ptr() as usize), Some([7, 9]));
     }
 
+    #[test]
+    fn the_search_finds_the_first_word_in_range_and_stops_at_unreadable_memory() {
+        refresh_code_ranges();
+        let mut words = vec![0usize; 2048];
+        words[1000] = 0x5008;
+        words[1500] = 0x5000;
+        let from = words.as_ptr() as usize;
+        let range = (0x5000, 0x5010);
+        assert_eq!(scan_for(from, from + 2048 * 8, range), Some(from + 8000));
+        assert_eq!(
+            scan_for(from + 8008, from + 2048 * 8, range),
+            Some(from + 12000)
+        );
+        assert_eq!(scan_for(from, from + 1000 * 8, range), None, "the bound");
+        assert_eq!(scan_for(4096, 1 << 20, range), None, "unreadable");
+    }
+
     /// The walk from a context taken three calls deep, with DWARF rows, down
     /// through std's thread start and glibc's (built without frame pointers).
     #[inline(never)]
