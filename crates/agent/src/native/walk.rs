@@ -269,15 +269,20 @@ impl MixedWalk {
 /// pointer right below the return address.
 static CALL_HELPER: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
 
+/// Set once libjvm's symbols were read for [`CALL_HELPER`], found or not.
+static CALL_HELPER_READ: AtomicBool = AtomicBool::new(false);
+
 /// Looks up `JavaCalls::call_helper` in libjvm's symbol table once libjvm is
-/// loaded (off the handler).
+/// loaded (off the handler). A libjvm without `.symtab` leaves it unknown:
+/// no segments between Java frames.
 fn find_call_helper() {
-    if CALL_HELPER[1].load(Ordering::Relaxed) != 0 {
+    if CALL_HELPER_READ.load(Ordering::Relaxed) {
         return;
     }
     let Some((path, bias)) = loaded_object("libjvm.so") else {
         return;
     };
+    CALL_HELPER_READ.store(true, Ordering::Relaxed);
     let Some(symbols) = super::elf::ElfSymbols::load(std::path::Path::new(&path)) else {
         return;
     };
