@@ -273,8 +273,9 @@ static CALL_HELPER: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)
 static CALL_HELPER_READ: AtomicBool = AtomicBool::new(false);
 
 /// Looks up `JavaCalls::call_helper` in libjvm's symbol table once libjvm is
-/// loaded (off the handler). A libjvm without `.symtab` leaves it unknown:
-/// no segments between Java frames.
+/// loaded (off the handler, before sampling starts, as the unwind tables are
+/// built: every sample can have its segments). A libjvm without `.symtab`
+/// leaves it unknown: no segments between Java frames.
 fn find_call_helper() {
     if CALL_HELPER_READ.load(Ordering::Relaxed) {
         return;
@@ -351,13 +352,12 @@ pub unsafe fn walk_mixed(ucontext: *mut std::ffi::c_void, out: &mut [usize]) -> 
     };
     let (top, mut stop) = walk_from(ranges, Regs { pc, sp, fp }, out);
     w.top = top;
-    let helper = (
-        CALL_HELPER[0].load(Ordering::Relaxed),
-        CALL_HELPER[1].load(Ordering::Acquire),
-    );
-    if helper.1 == 0 {
+    // The end is published last: once it is set, so is the start.
+    let end = CALL_HELPER[1].load(Ordering::Acquire);
+    if end == 0 {
         return w;
     }
+    let helper = (CALL_HELPER[0].load(Ordering::Relaxed), end);
     let mut n = top;
     while let Some(java) = stop {
         if w.segments == MAX_SEGMENTS || n == out.len() {
