@@ -57,6 +57,25 @@ fn main() {
         .join()
         .unwrap()
     };
+    // The search for the next segment between Java frames: what a sample
+    // pays per KiB of Java stack between two segments (or up to the thread's
+    // entry into Java, where the search ends).
+    let stack = vec![0usize; (256 << 10) / 8];
+    for kib in [4usize, 16, 64, 256] {
+        let from = stack.as_ptr() as usize;
+        let start = Instant::now();
+        let scans = 2_000;
+        for _ in 0..scans {
+            let found = walk::scan_for_bench(from, kib << 10, (1, 2));
+            std::hint::black_box(found);
+        }
+        let ns = start.elapsed().as_nanos() as f64 / scans as f64;
+        println!(
+            "between search over {kib:3} KiB: {:8.1} us per sample, {:6.0} ns per KiB",
+            ns / 1e3,
+            ns / kib as f64
+        );
+    }
     for (label, dwarf) in [
         ("dwarf", true),
         ("fp", false),

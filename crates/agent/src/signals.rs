@@ -39,6 +39,15 @@ pub const NATIVE_PC: i32 = i32::MIN;
 /// `CallFrame::lineno` of a kernel frame: `method` holds its address.
 pub const KERNEL_PC: i32 = i32::MIN + 1;
 
+/// `CallFrame::lineno` of a native frame found between Java frames (see
+/// `native::walk::walk_mixed`): `method` holds its program counter. Such
+/// frames come after the top native frames, before the Java frames, in
+/// segments each followed by a [`SEGMENT_END`] frame; the writer places each
+/// segment above the Java native method it belongs to.
+pub const BETWEEN_PC: i32 = i32::MIN + 2;
+/// `CallFrame::lineno` of the frame closing a segment of [`BETWEEN_PC`] frames.
+pub const SEGMENT_END: i32 = i32::MIN + 3;
+
 /// Native (and kernel) frames kept per sample at most, before the Java frames.
 const MAX_NATIVE: usize = 128;
 const MAX_KERNEL: usize = 64;
@@ -196,9 +205,21 @@ impl SignalShared {
         let mut pcs = [0usize; MAX_NATIVE];
         let user_room = (room - k).min(MAX_NATIVE);
         // SAFETY: the handler's own context.
-        let u = unsafe { native_walk::walk(ucontext, &mut pcs[..user_room]) };
-        for pc in &pcs[..u] {
+        let w = unsafe { native_walk::walk_mixed(ucontext, &mut pcs[..user_room]) };
+        for pc in &pcs[..w.top] {
             put(NATIVE_PC, *pc);
+        }
+        // Each segment with its end marker, while it fits whole.
+        let mut start = w.top;
+        for (closed, &end) in w.ends[..w.segments].iter().enumerate() {
+            if k + end + closed + 1 > room {
+                break;
+            }
+            for pc in &pcs[start..end] {
+                put(BETWEEN_PC, *pc);
+            }
+            put(SEGMENT_END, 0);
+            start = end;
         }
         n
     }
@@ -437,9 +458,13 @@ impl SignalEngine {
         } else {
             SampleMode::Wall
         };
-        let top_native = frames.first().is_some_and(|f| {
-            matches!(f.lineno, NATIVE_PC | KERNEL_PC) || sink.symbols.is_native(f.method as usize)
-        });
+        let top_native = frames
+            .iter()
+            .find(|f| !matches!(f.lineno, BETWEEN_PC | SEGMENT_END))
+            .is_some_and(|f| {
+                matches!(f.lineno, NATIVE_PC | KERNEL_PC)
+                    || sink.symbols.is_native(f.method as usize)
+            });
         let sample = Sample {
             thread: ThreadId(thread),
             carrier: ThreadId(carrier),

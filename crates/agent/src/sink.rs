@@ -9,8 +9,8 @@ use jscope_format::{ChunkWriter, Frame, FrameKind, MethodId, ThreadDef, ThreadId
 
 use crate::java_threads::{EnvMapper, ThreadKey};
 use crate::jvm::{Jni, Jvmti};
-use crate::native::names::{NativeNames, Preload};
-use crate::signals::{KERNEL_PC, NATIVE_PC};
+use crate::native::names::{jni_matches, NativeNames, Preload};
+use crate::signals::{BETWEEN_PC, KERNEL_PC, NATIVE_PC, SEGMENT_END};
 use crate::symbols::Symbols;
 use crate::threads::{kernel_thread_name, ThreadEntry, ThreadTable};
 
@@ -93,39 +93,88 @@ impl Sink {
 
     /// The stack id of a mixed stack, top first: native and kernel program
     /// counters (lineno NATIVE_PC, KERNEL_PC) named from the libraries' symbols,
-    /// then Java frames (jmethodID, bci) named through JVMTI.
+    /// then segments of native frames found between Java frames (BETWEEN_PC,
+    /// each closed by SEGMENT_END), then Java frames (jmethodID, bci) named
+    /// through JVMTI. Each segment goes right above the Java native method
+    /// whose JNI function is its bottom `Java_` frame; a segment with none, or
+    /// whose method is not among the Java frames below the previous one
+    /// placed, is dropped.
     pub fn mixed_stack(&mut self, frames: impl Iterator<Item = (usize, i32)>) -> u32 {
         let (jvmti, jni) = (self.jvmti, self.jni);
         let mut resolve =
             move |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
-        let frames: Vec<Frame> = frames
-            .map(|(key, lineno)| match lineno {
-                NATIVE_PC | KERNEL_PC => {
-                    let address = (key, lineno == KERNEL_PC);
-                    let (id, kind) = match self.native_frames.get(&address) {
-                        Some(&known) => known,
-                        None => {
-                            let (n, found) = self.native.name(key, address.1);
-                            let id = self.symbols.native_method(&mut self.chunk, &n.lib, &n.name);
-                            if found {
-                                self.native_frames.insert(address, (id, n.kind));
-                            }
-                            (id, n.kind)
-                        }
-                    };
-                    Frame {
-                        method: MethodId(id),
-                        bci: -1,
-                        line: 0,
-                        kind,
-                    }
+        let mut top = Vec::new();
+        let mut segments: Vec<Vec<Frame>> = Vec::new();
+        let mut segment = Vec::new();
+        let mut java = Vec::new();
+        for (key, lineno) in frames {
+            match lineno {
+                NATIVE_PC | KERNEL_PC => top.push(self.native_frame(key, lineno == KERNEL_PC)),
+                BETWEEN_PC => segment.push(self.native_frame(key, false)),
+                SEGMENT_END => segments.push(std::mem::take(&mut segment)),
+                _ => java.push(
+                    self.symbols
+                        .frame(&mut self.chunk, key, lineno, &mut resolve),
+                ),
+            }
+        }
+        // (index of the Java frame, the segment above it), in stack order.
+        let mut placed: Vec<(usize, Vec<Frame>)> = Vec::new();
+        let mut below = 0;
+        for mut segment in segments {
+            let name = |f: &Frame| self.symbols.method_name(f.method.0).map(|(_, n)| n);
+            let Some(bottom) = segment
+                .iter()
+                .rposition(|f| name(f).is_some_and(|n| n.starts_with("Java_")))
+            else {
+                continue;
+            };
+            let symbol = name(&segment[bottom]).unwrap_or_default();
+            let owner = java[below..].iter().position(|f: &Frame| {
+                f.kind == FrameKind::Native
+                    && self
+                        .symbols
+                        .method_name(f.method.0)
+                        .is_some_and(|(class, method)| jni_matches(symbol, class, method))
+            });
+            if let Some(i) = owner {
+                segment.truncate(bottom + 1);
+                placed.push((below + i, segment));
+                below += i + 1;
+            }
+        }
+        let mut stack = top;
+        let mut placed = placed.into_iter().peekable();
+        for (i, frame) in java.into_iter().enumerate() {
+            if let Some((_, segment)) = placed.next_if(|(at, _)| *at == i) {
+                stack.extend(segment);
+            }
+            stack.push(frame);
+        }
+        self.symbols.stack_of(&mut self.chunk, stack)
+    }
+
+    /// The frame of native (or kernel) program counter `pc`, named from the
+    /// libraries' (or the kernel's) symbols.
+    fn native_frame(&mut self, pc: usize, kernel: bool) -> Frame {
+        let address = (pc, kernel);
+        let (id, kind) = match self.native_frames.get(&address) {
+            Some(&known) => known,
+            None => {
+                let (n, found) = self.native.name(pc, kernel);
+                let id = self.symbols.native_method(&mut self.chunk, &n.lib, &n.name);
+                if found {
+                    self.native_frames.insert(address, (id, n.kind));
                 }
-                _ => self
-                    .symbols
-                    .frame(&mut self.chunk, key, lineno, &mut resolve),
-            })
-            .collect();
-        self.symbols.stack_of(&mut self.chunk, frames)
+                (id, n.kind)
+            }
+        };
+        Frame {
+            method: MethodId(id),
+            bci: -1,
+            line: 0,
+            kind,
+        }
     }
 
     /// A one-frame stack `[reason]` (as async-profiler names such time), for CPU

@@ -212,6 +212,19 @@ impl Symbols {
         id
     }
 
+    /// The class and method names of recording method `id` (for a native
+    /// function: its library and symbol).
+    pub fn method_name(&self, id: u32) -> Option<(&str, &str)> {
+        let m = self.method_list.get((id as usize).checked_sub(1)?)?;
+        let c = self.class_list.get((m.class.0 as usize).checked_sub(1)?)?;
+        let string = |s: StringId| -> Option<&str> {
+            self.string_list
+                .get((s.0 as usize).checked_sub(1)?)
+                .map(|s| &**s)
+        };
+        Some((string(c.name)?, string(m.name)?))
+    }
+
     /// A frame for (jmethodID, bci) with its line and kind.
     pub fn frame(
         &mut self,

@@ -580,3 +580,152 @@ fn dwarf_unwinding_walks_c_code_built_without_frame_pointers() {
         );
     }
 }
+
+/// libbetween.so, built once per test process with gcc -O2 (and frame
+/// pointers, so the fp walk follows it too).
+fn libbetween() -> PathBuf {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let out = temp_dir("libbetween").join("libbetween.so");
+        let include = jdk_include();
+        let status = Command::new("cc")
+            .args(["-O2", "-fno-omit-frame-pointer", "-shared", "-fPIC"])
+            .arg(format!("-I{}", include.display()))
+            .arg(format!("-I{}", include.join("linux").display()))
+            .arg("-o")
+            .arg(&out)
+            .arg(fixtures().join("between.c"))
+            .status()
+            .expect("a C compiler (cc) must be installed to build the JNI fixture");
+        assert!(status.success(), "cc failed on between.c");
+        out
+    })
+    .clone()
+}
+
+/// Of the cpu samples in spin_loop: how many, and how many have the whole
+/// chain in order, top to bottom: spin_loop, Between.spin, Between.callback
+/// right above libjvm frames down to and including JavaCalls::call_helper,
+/// then (libjvm's JNI frames) Java_Between_outer right above Between.outer,
+/// then Between.caller.
+fn between_chains(rec: &Recording) -> (usize, usize, Option<Vec<String>>) {
+    let (mut total, mut whole, mut example) = (0, 0, None);
+    for s in rec.samples.iter().filter(|s| s.mode == SampleMode::Cpu) {
+        if rec
+            .thread(s.thread)
+            .is_none_or(|t| t.name != "between-caller")
+        {
+            continue;
+        }
+        let l = labels(rec, s.stack);
+        if l.first().map(String::as_str) != Some("spin_loop [libbetween.so]") {
+            continue;
+        }
+        total += 1;
+        let at = |f: &str| l.iter().position(|x| x == f);
+        let ok = (|| {
+            let spin = at("Between.spin")?;
+            let callback = at("Between.callback")?;
+            let helper = l
+                .iter()
+                .position(|x| x.starts_with("JavaCalls::call_helper "))?;
+            let jni = at("Java_Between_outer [libbetween.so]")?;
+            let outer = at("Between.outer")?;
+            let caller = at("Between.caller")?;
+            let vm_between = l[callback + 1..=helper]
+                .iter()
+                .all(|x| x.ends_with(" [libjvm.so]"));
+            (spin < callback
+                && callback < helper
+                && vm_between
+                && helper < jni
+                && jni + 1 == outer
+                && outer + 1 == caller)
+                .then_some(())
+        })()
+        .is_some();
+        if ok {
+            whole += 1;
+        } else if example.is_none() {
+            example = Some(l);
+        }
+    }
+    (total, whole, example)
+}
+
+#[test]
+fn native_frames_between_java_frames_sit_above_their_native_method() {
+    let lib = libbetween();
+    for java in javas() {
+        for cstack in ["dwarf", "fp"] {
+            let (rec, _, _) = record(
+                &java,
+                &format!("mode=cpu,interval=5ms,cstack={cstack}"),
+                "Between",
+                &[lib.to_str().unwrap(), "500"],
+            );
+            let (total, whole, example) = between_chains(&rec);
+            eprintln!(
+                "JDK {} cstack={cstack}: {whole} of {total} spin_loop samples with the frames between; \
+                 e.g. a sample without: {example:?}",
+                java.major
+            );
+            // 500 ms of CPU at 5 ms: about 100 samples, nearly all in spin_loop.
+            assert!(total >= 40, "JDK {} {cstack}: {total}", java.major);
+            assert!(
+                whole * 10 >= total * 9,
+                "JDK {} {cstack}: {whole} of {total}; e.g. {example:?}",
+                java.major
+            );
+            // The static initialiser the VM calls: the VM's frames between
+            // it and its Java caller have no JNI function to belong to, so
+            // they are dropped and the Java frames follow each other.
+            let (init, init_whole, init_example) = init_chains(&rec);
+            eprintln!(
+                "JDK {} cstack={cstack}: {init_whole} of {init} samples in the initialiser's spin_loop \
+                 with its Java callers right under it; e.g. one without: {init_example:?}",
+                java.major
+            );
+            assert!(init >= 10, "JDK {} {cstack}: {init}", java.major);
+            assert!(
+                init_whole * 10 >= init * 9,
+                "JDK {} {cstack}: {init_whole} of {init}; e.g. {init_example:?}",
+                java.major
+            );
+        }
+    }
+}
+
+/// Of the cpu samples of "between-init" in spin_loop: how many, and how many
+/// read spin_loop, Java_Between_spin, Between.spin, Between$Init.<clinit>,
+/// then at once Between.initCaller (no native frame between: nothing of the
+/// VM's call into the initialiser is kept).
+fn init_chains(rec: &Recording) -> (usize, usize, Option<Vec<String>>) {
+    const CHAIN: [&str; 5] = [
+        "spin_loop [libbetween.so]",
+        "Java_Between_spin [libbetween.so]",
+        "Between.spin",
+        "Between$Init.<clinit>",
+        "Between.initCaller",
+    ];
+    let (mut total, mut whole, mut example) = (0, 0, None);
+    for s in rec.samples.iter().filter(|s| s.mode == SampleMode::Cpu) {
+        if rec
+            .thread(s.thread)
+            .is_none_or(|t| t.name != "between-init")
+        {
+            continue;
+        }
+        let l = labels(rec, s.stack);
+        if l.first().map(String::as_str) != Some(CHAIN[0]) {
+            continue;
+        }
+        total += 1;
+        if l.iter().take(CHAIN.len()).eq(CHAIN.iter()) {
+            whole += 1;
+        } else if example.is_none() {
+            example = Some(l);
+        }
+    }
+    (total, whole, example)
+}

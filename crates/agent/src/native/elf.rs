@@ -384,6 +384,15 @@ impl ElfSymbols {
         }
     }
 
+    /// The address and size of the first function (by address) whose raw
+    /// (mangled) name starts with `prefix`.
+    pub fn find_prefix(&self, prefix: &str) -> Option<(u64, u64)> {
+        self.syms
+            .iter()
+            .find(|s| self.raw_name(s).is_some_and(|n| n.starts_with(prefix)))
+            .map(|s| (s.addr, s.size))
+    }
+
     /// How many function symbols the file has.
     pub fn len(&self) -> usize {
         self.syms.len()

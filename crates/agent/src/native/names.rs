@@ -174,3 +174,65 @@ impl NativeNames {
         }
     }
 }
+
+/// JNI's mangling of a class or method name into a native function's name:
+/// `/` and `.` become `_`, `_` `;` `[` become `_1` `_2` `_3`, other characters
+/// outside ASCII letters and digits `_0xxxx` (their UTF-16 units, lower case).
+fn jni_mangle(name: &str, out: &mut String) {
+    for c in name.chars() {
+        match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' => out.push(c),
+            '/' | '.' => out.push('_'),
+            '_' => out.push_str("_1"),
+            ';' => out.push_str("_2"),
+            '[' => out.push_str("_3"),
+            _ => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("_0{u:04x}"));
+                }
+            }
+        }
+    }
+}
+
+/// Whether `symbol` is the JNI function of native method `method` of `class`
+/// (binary name, `pkg.Outer$Inner`): `Java_<class>_<method>`, or that
+/// followed by `__<mangled signature>` (the long name of overloads).
+pub fn jni_matches(symbol: &str, class: &str, method: &str) -> bool {
+    let mut short = String::with_capacity(5 + class.len() + method.len() + 1);
+    short.push_str("Java_");
+    jni_mangle(class, &mut short);
+    short.push('_');
+    jni_mangle(method, &mut short);
+    match symbol.strip_prefix(short.as_str()) {
+        Some(rest) => rest.is_empty() || rest.starts_with("__"),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jni_matches;
+
+    #[test]
+    fn jni_names_match_their_native_methods() {
+        assert!(jni_matches("Java_Between_outer", "Between", "outer"));
+        assert!(jni_matches(
+            "Java_com_acme_Shop_pay",
+            "com.acme.Shop",
+            "pay"
+        ));
+        assert!(jni_matches(
+            "Java_com_acme_Shop_00024Cart_pay_1now",
+            "com.acme.Shop$Cart",
+            "pay_now"
+        ));
+        assert!(jni_matches("Java_p_X_f__ILjava_lang_String_2", "p.X", "f"));
+        assert!(jni_matches("Java_X_caf_000e9", "X", "caf\u{e9}"));
+        assert!(!jni_matches("Java_X_outerx", "X", "outer"));
+        assert!(!jni_matches("Java_X_outer", "X", "spin"));
+        assert!(!jni_matches("Java_Y_outer", "X", "outer"));
+        assert!(!jni_matches("JNI_OnLoad", "X", "outer"));
+    }
+}

@@ -12,7 +12,7 @@
 //! instead of faulting on a bad frame pointer (glibc is built without frame
 //! pointers, so chains through it can hold anything).
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::cfi::{self, ObjectCfi};
@@ -98,6 +98,7 @@ pub fn refresh_code_ranges() {
     if *last == Some(counts) {
         return;
     }
+    find_call_helper();
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return;
     };
@@ -200,9 +201,22 @@ pub unsafe fn walk(ucontext: *mut std::ffi::c_void, out: &mut [usize]) -> usize 
     let Some((pc, fp, sp)) = registers(ucontext) else {
         return 0;
     };
-    let mut r = Regs { pc, sp, fp };
+    walk_from(ranges, Regs { pc, sp, fp }, out).0
+}
+
+/// The walk from `r` into `out`: how many frames, and the registers of the
+/// frame it stopped at when that frame is outside library code (the JIT's
+/// code cache: Java frames); None when it stopped otherwise (an outermost
+/// frame, a broken chain, `out` full).
+fn walk_from(ranges: &CodeRanges, mut r: Regs, out: &mut [usize]) -> (usize, Option<Regs>) {
     let mut n = 0;
-    while n < out.len() && ranges.contains(r.pc) {
+    loop {
+        if !ranges.contains(r.pc) {
+            return (n, (r.pc != 0).then_some(r));
+        }
+        if n == out.len() {
+            return (n, None);
+        }
         out[n] = r.pc;
         n += 1;
         let row = ranges.object(r.pc).and_then(|o| o.row(r.pc));
@@ -213,10 +227,215 @@ pub unsafe fn walk(ucontext: *mut std::ffi::c_void, out: &mut [usize]) -> usize 
         };
         match next {
             Some(next) => r = next,
-            None => break,
+            None => return (n, None),
         }
     }
-    n
+}
+
+/// Native segments walked between Java frames at most per sample.
+pub const MAX_SEGMENTS: usize = 8;
+/// How far above a Java frame the stack is searched for the next segment.
+const SCAN_BYTES: usize = 256 << 10;
+/// Words read per system call while searching.
+const SCAN_WORDS: usize = 256;
+
+/// A mixed walk: the native frames on top (`out[..top]`), then segments of
+/// native frames found between Java frames, segment `i` ending (exclusive) at
+/// `ends[i]` in `out` and starting where the previous one ended (or at `top`).
+#[derive(Debug, Clone, Copy)]
+pub struct MixedWalk {
+    pub top: usize,
+    pub segments: usize,
+    pub ends: [usize; MAX_SEGMENTS],
+}
+
+impl MixedWalk {
+    /// Frames written to `out` in all.
+    pub fn len(&self) -> usize {
+        match self.segments {
+            0 => self.top,
+            n => self.ends[n - 1],
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The address range of HotSpot's `JavaCalls::call_helper` in this process,
+/// (start, end); (0, 0) until found. Every entry from the VM into Java goes
+/// through it and the call stub it calls, which saves call_helper's frame
+/// pointer right below the return address.
+static CALL_HELPER: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+
+/// Set once libjvm's symbols were read for [`CALL_HELPER`], found or not.
+static CALL_HELPER_READ: AtomicBool = AtomicBool::new(false);
+
+/// Looks up `JavaCalls::call_helper` in libjvm's symbol table once libjvm is
+/// loaded (off the handler, before sampling starts, as the unwind tables are
+/// built: every sample can have its segments). A libjvm without `.symtab`
+/// leaves it unknown: no segments between Java frames.
+fn find_call_helper() {
+    if CALL_HELPER_READ.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some((path, bias)) = loaded_object("libjvm.so") else {
+        return;
+    };
+    CALL_HELPER_READ.store(true, Ordering::Relaxed);
+    let Some(symbols) = super::elf::ElfSymbols::load(std::path::Path::new(&path)) else {
+        return;
+    };
+    if let Some((addr, size)) = symbols.find_prefix("_ZN9JavaCalls11call_helperE") {
+        let start = bias + addr as usize;
+        CALL_HELPER[0].store(start, Ordering::Relaxed);
+        CALL_HELPER[1].store(start + size as usize, Ordering::Release);
+    }
+}
+
+/// The path and load bias of the loaded object whose file name is `name`.
+fn loaded_object(name: &str) -> Option<(String, usize)> {
+    struct Want<'a> {
+        name: &'a str,
+        found: Option<(String, usize)>,
+    }
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut std::ffi::c_void,
+    ) -> libc::c_int {
+        // SAFETY: the loader passes a valid info; data is the caller's Want.
+        unsafe {
+            let info = &*info;
+            let want = &mut *data.cast::<Want<'_>>();
+            if info.dlpi_name.is_null() {
+                return 0;
+            }
+            let path = std::ffi::CStr::from_ptr(info.dlpi_name).to_string_lossy();
+            if path.rsplit('/').next() == Some(want.name) {
+                want.found = Some((path.into_owned(), info.dlpi_addr as usize));
+                return 1;
+            }
+        }
+        0
+    }
+    let mut want = Want { name, found: None };
+    // SAFETY: the callback only reads the entries and writes `want`.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut want as *mut Want<'_>).cast()) };
+    want.found
+}
+
+/// Walks native frames from the interrupted context as [`walk`] does, then,
+/// where that walk stops at Java frames, the native frames between Java
+/// frames: the stack above is searched (at most `SCAN_BYTES`) for a return
+/// address into `JavaCalls::call_helper` pushed by its call into the call
+/// stub (whose first instructions save call_helper's frame pointer below
+/// it); from there the walk goes on down to the next Java frames, one
+/// segment, and the search starts again above them. A candidate whose walk
+/// does not end at Java frames ends the search (the thread's entry into Java
+/// or a stale word): nothing of it is kept. Async-signal-safe; bounded.
+///
+/// # Safety
+/// `ucontext` is the signal handler's context argument (or null).
+pub unsafe fn walk_mixed(ucontext: *mut std::ffi::c_void, out: &mut [usize]) -> MixedWalk {
+    let mut w = MixedWalk {
+        top: 0,
+        segments: 0,
+        ends: [0; MAX_SEGMENTS],
+    };
+    let Some(ranges) = code_ranges() else {
+        return w;
+    };
+    let Some((pc, fp, sp)) = registers(ucontext) else {
+        return w;
+    };
+    let (top, mut stop) = walk_from(ranges, Regs { pc, sp, fp }, out);
+    w.top = top;
+    // The end is published last: once it is set, so is the start.
+    let end = CALL_HELPER[1].load(Ordering::Acquire);
+    if end == 0 {
+        return w;
+    }
+    let helper = (CALL_HELPER[0].load(Ordering::Relaxed), end);
+    let mut n = top;
+    while let Some(java) = stop {
+        if w.segments == MAX_SEGMENTS || n == out.len() {
+            break;
+        }
+        stop = None;
+        let mut from = java.sp;
+        let limit = java.sp.saturating_add(SCAN_BYTES);
+        while let Some(a) = scan_for(from, limit, helper) {
+            let Some(fp) = read_word(a - 8) else { break };
+            if fp <= a || fp - a > MAX_FRAME || fp % 8 != 0 {
+                from = a + 8;
+                continue;
+            }
+            let Some(ret) = read_word(a) else { break };
+            let r = Regs {
+                pc: ret - 1,
+                sp: a + 8,
+                fp,
+            };
+            let (k, end) = walk_from(ranges, r, &mut out[n..]);
+            if let Some(end) = end {
+                n += k;
+                w.ends[w.segments] = n;
+                w.segments += 1;
+                stop = Some(end);
+            }
+            break;
+        }
+    }
+    w
+}
+
+/// The address of the first word at or above `from` (below `limit`) whose
+/// value lies in `range`; None when there is none or the stack ends.
+fn scan_for(from: usize, limit: usize, range: (usize, usize)) -> Option<usize> {
+    let mut at = from & !7;
+    let mut buf = [0usize; SCAN_WORDS];
+    while at < limit {
+        let len = ((limit - at) / 8).min(SCAN_WORDS);
+        // Not past the end of the page: the stack's last page may be followed
+        // by unreadable memory, and a read across it fails whole.
+        let page_left = (4096 - (at & 4095)) / 8;
+        let len = len.min(page_left);
+        if len == 0 || !read_words(at, &mut buf[..len]) {
+            return None;
+        }
+        if let Some(i) = buf[..len].iter().position(|&v| v >= range.0 && v < range.1) {
+            return Some(at + 8 * i);
+        }
+        at += 8 * len;
+    }
+    None
+}
+
+/// Searches `bytes` of memory from `from` for a value in `range`, as the
+/// handler searches the stack for the next segment (the benchmark's measure
+/// of the search; `refresh_code_ranges` must have run).
+#[doc(hidden)]
+pub fn scan_for_bench(from: usize, bytes: usize, range: (usize, usize)) -> Option<usize> {
+    scan_for(from, from + bytes, range)
+}
+
+/// Reads `out.len()` words at `addr` without faulting; false when not readable.
+fn read_words(addr: usize, out: &mut [usize]) -> bool {
+    let bytes = out.len() * 8;
+    let local = libc::iovec {
+        iov_base: out.as_mut_ptr().cast(),
+        iov_len: bytes,
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut _,
+        iov_len: bytes,
+    };
+    let pid = PID.load(Ordering::Relaxed);
+    // SAFETY: a plain system call on this process; the kernel checks `addr`.
+    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+    n == bytes as isize
 }
 
 /// One step by an unwind row: the CFA from SP or FP, the return address below
@@ -317,6 +536,23 @@ mod tests {
         );
         let words = [7usize, 9];
         assert_eq!(read_pair(words.as_ptr() as usize), Some([7, 9]));
+    }
+
+    #[test]
+    fn the_search_finds_the_first_word_in_range_and_stops_at_unreadable_memory() {
+        refresh_code_ranges();
+        let mut words = vec![0usize; 2048];
+        words[1000] = 0x5008;
+        words[1500] = 0x5000;
+        let from = words.as_ptr() as usize;
+        let range = (0x5000, 0x5010);
+        assert_eq!(scan_for(from, from + 2048 * 8, range), Some(from + 8000));
+        assert_eq!(
+            scan_for(from + 8008, from + 2048 * 8, range),
+            Some(from + 12000)
+        );
+        assert_eq!(scan_for(from, from + 1000 * 8, range), None, "the bound");
+        assert_eq!(scan_for(4096, 1 << 20, range), None, "unreadable");
     }
 
     /// The walk from a context taken three calls deep, with DWARF rows, down
