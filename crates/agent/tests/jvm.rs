@@ -10,8 +10,8 @@ use jscope_format::thread_state::{classify, StateClass};
 use jscope_format::{Recording, SampleMode};
 use jscope_format::{StackId, ThreadId};
 use jscope_testkit::{
-    agent_path, compile_fixtures, java_with_agent, javas, jcmd, jcmd_agent_load, temp_dir, Child,
-    Java,
+    agent_path, compile_fixtures, java_with_agent, javas, jcmd, jcmd_agent_load, temp_dir,
+    wait_until, Child, Java,
 };
 
 const JVM_LIMIT: Duration = Duration::from_secs(60);
@@ -498,9 +498,24 @@ fn attach_stop_completes_a_command_line_recording_and_a_new_attach_records_again
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let mut jvm = Child::spawn(&mut cmd);
+        // A second of recording once the agent has begun its file: a fixed sleep
+        // from spawn alone left a loaded machine's JVM still starting when jcmd
+        // came to stop it.
+        let first_path = dir.join(format!("first-{}.jsc", jvm.id()));
+        assert!(
+            wait_until(Duration::from_secs(60), || std::fs::metadata(&first_path)
+                .is_ok_and(|m| m.len() > 0)),
+            "JDK {}: the -agentpath recording never began",
+            java.major
+        );
         std::thread::sleep(Duration::from_millis(1000));
-        assert!(jcmd_agent_load(&jcmd(&java).unwrap(), jvm.id(), "stop").contains("return code: 0"));
-        let first = Recording::read_file(&dir.join(format!("first-{}.jsc", jvm.id()))).unwrap();
+        let stopped = jcmd_agent_load(&jcmd(&java).unwrap(), jvm.id(), "stop");
+        assert!(
+            stopped.contains("return code: 0"),
+            "JDK {}: {stopped}",
+            java.major
+        );
+        let first = Recording::read_file(&first_path).unwrap();
         assert!(
             first.end_ticks.is_some(),
             "JDK {}: stop completes a -agentpath recording",
