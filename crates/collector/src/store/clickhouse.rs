@@ -436,6 +436,9 @@ struct Writer {
     errors: HashMap<String, String>,
     down: bool,
     stopping: bool,
+    /// Insert the batch being filled now rather than when it is due (a connection
+    /// ending waits for its rows).
+    flush_now: bool,
 }
 
 struct Shared {
@@ -475,6 +478,7 @@ impl ClickHouseStore {
                 errors: HashMap::new(),
                 down: false,
                 stopping: false,
+                flush_now: false,
             }),
             wake: Condvar::new(),
             stored_stacks: Mutex::new(HashSet::new()),
@@ -549,6 +553,20 @@ impl ClickHouseStore {
             self.db,
             quote(stream)
         ))
+    }
+
+    /// Waits until the writer has inserted (or failed) `batch`, asking it to insert
+    /// now rather than when the batch is due.
+    fn committed(&self, batch: u64) -> std::sync::MutexGuard<'_, Writer> {
+        let mut w = self.shared.writer.lock().expect("writer lock");
+        if w.filling <= batch {
+            w.flush_now = true;
+            self.shared.wake.notify_all();
+        }
+        while w.filling <= batch {
+            w = self.shared.wake.wait(w).expect("writer lock");
+        }
+        w
     }
 
     fn stream(&self, stream: &str) -> Result<Arc<Mutex<StreamState>>, CollectorError> {
@@ -1018,7 +1036,7 @@ fn write_loop(shared: &Shared, flush: Duration) {
     loop {
         let ready = w.pending.since.is_some_and(|t| t.elapsed() >= flush)
             || w.pending.bytes() >= BATCH_BYTES
-            || (w.stopping && w.pending.since.is_some());
+            || ((w.stopping || w.flush_now) && w.pending.since.is_some());
         if !ready {
             if w.stopping {
                 return;
@@ -1036,6 +1054,7 @@ fn write_loop(shared: &Shared, flush: Duration) {
         }
         let batch = std::mem::take(&mut w.pending);
         w.filling += 1;
+        w.flush_now = false;
         drop(w);
         let result = insert_batch(&shared.client, &batch);
         w = shared.writer.lock().expect("writer lock");
@@ -1165,6 +1184,17 @@ impl Store for ClickHouseStore {
         self.client()
             .insert("jvms", JVM_COLUMNS, &row)
             .map_err(ch)?;
+        // The previous connection's rows first (see `close`).
+        let previous = self
+            .streams
+            .lock()
+            .expect("streams lock")
+            .get(&jvm.id)
+            .cloned();
+        if let Some(old) = previous {
+            let batch = old.lock().expect("stream lock").batch;
+            drop(self.committed(batch));
+        }
         let stored_upto = self.max_chunk_seq(&jvm.id)?;
         let jvm_hash = fnv(jvm.id.as_bytes());
         // Samples of chunks whose insert did not complete would count twice.
@@ -1311,10 +1341,24 @@ impl Store for ClickHouseStore {
     }
 
     fn close(&self, stream: &str) -> Result<(), CollectorError> {
-        if let Ok(st) = self.stream(stream) {
-            st.lock().expect("stream lock").active = false;
+        let Ok(st) = self.stream(stream) else {
+            return Ok(());
+        };
+        let batch = {
+            let mut st = st.lock().expect("stream lock");
+            st.active = false;
+            st.batch
+        };
+        // Rows staged but not yet inserted (a chunk the connection never
+        // acknowledged, the calls left open) must be in before the agent
+        // reconnects: `open` resumes from what ClickHouse holds, and a chunk
+        // still in the batch would be sent and stored again. The error stays
+        // for `open` to see.
+        let w = self.committed(batch);
+        match w.errors.get(stream) {
+            Some(e) => Err(ch(e.clone())),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn jvms(&self) -> Vec<StoredJvm> {
