@@ -47,6 +47,7 @@ on_each_clickhouse!(
     while_clickhouse_is_down_nothing_is_acknowledged_and_nothing_acknowledged_is_lost,
     orphan_samples_are_cancelled_on_reconnect_and_state_and_window_filters_run_in_sql,
     a_chunk_staged_when_its_connection_breaks_is_stored_once_after_a_quick_reconnect,
+    a_hole_left_by_a_failed_batch_is_resent_and_chunks_the_agent_dropped_are_not_waited_for,
     unknown_users_and_rejected_statements_are_errors_with_clickhouses_message,
 );
 
@@ -436,5 +437,88 @@ fn a_chunk_staged_when_its_connection_breaks_is_stored_once_after_a_quick_reconn
     assert_eq!(
         collapsed(&store.read(&sim.stream, None, None).unwrap()),
         collapsed(&own_file(&sim, &chunks))
+    );
+}
+
+fn a_hole_left_by_a_failed_batch_is_resent_and_chunks_the_agent_dropped_are_not_waited_for(
+    server: Server,
+) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-hole") else {
+        return;
+    };
+    let url = format!("{}?flush_ms=100", ch.url("jscope"));
+    let (collector, _log) = start(&temp_dir("ch-hole-unused"), |c| c.store = Some(url.clone()));
+    let (other, _log) = start(&temp_dir("ch-hole-other"), |c| c.store = Some(url));
+    let addr = collector.agents_addr().unwrap();
+    let mut sim = SimJvm::new(8601, "com.acme.Hole");
+    let mut chunks: Vec<Vec<u8>> = (1..=4).map(|_| sim.chunk()).collect();
+    let mut client = sim.connect(addr, 1);
+    for seq in 1..=4 {
+        client.send(seq, &chunks[seq as usize - 1]).unwrap();
+        assert_eq!(client.wait_for_ack(seq, ACK).unwrap(), seq);
+    }
+    assert_eq!(client.finish(ACK).unwrap(), 4);
+
+    // What a failed batch for chunk 3 followed by a good one for chunk 4 leaves:
+    // no chunk 3 and none of its rows.
+    let stream = sim.stream.clone();
+    for table in ["chunks", "samples"] {
+        ch.query(&format!(
+            "ALTER TABLE jscope.{table} DELETE WHERE stream = '{stream}' AND seq = 3"
+        ))
+        .unwrap();
+    }
+    let count = |q: &str| ch.query(q).unwrap().trim().parse::<u64>().unwrap();
+    let samples = || {
+        count(&format!(
+            "SELECT count() FROM jscope.samples WHERE stream = '{stream}'"
+        ))
+    };
+    let per_chunk = SNAPSHOTS_PER_CHUNK * THREADS as u64;
+    assert!(
+        jscope_testkit::wait_until(Duration::from_secs(20), || {
+            samples() == 3 * per_chunk
+                && count(&format!(
+                    "SELECT count() FROM jscope.chunks WHERE stream = '{stream}' AND seq = 3"
+                )) == 0
+        }),
+        "chunk 3 deleted"
+    );
+
+    // The agent moves to another collector; it is told only chunks 1 and 2 are
+    // stored, and sends 3 and 4 again.
+    let mut client = sim.connect(other.agents_addr().unwrap(), 1);
+    assert_eq!(client.accept().acked, 2);
+    for seq in 3..=4 {
+        client.send(seq, &chunks[seq as usize - 1]).unwrap();
+    }
+    assert_eq!(client.wait_for_ack(4, ACK).unwrap(), 4);
+    // Chunks 5 and 6 the agent dropped (its buffer was full): 7 comes next.
+    chunks.extend([sim.chunk(), sim.chunk(), sim.chunk()]);
+    client.send(7, &chunks[6]).unwrap();
+    assert_eq!(client.wait_for_ack(7, ACK).unwrap(), 7);
+    drop(client);
+    // Back to the first: the agent's own gap does not hold the stream back.
+    let client = sim.connect(addr, 8);
+    assert_eq!(client.accept().acked, 7);
+    assert_eq!(client.finish(ACK).unwrap(), 7);
+    collector.shutdown();
+    other.shutdown();
+
+    assert!(
+        jscope_testkit::wait_until(Duration::from_secs(20), || samples() == 5 * per_chunk),
+        "each stored chunk's samples once: {} rows",
+        samples()
+    );
+    assert_eq!(
+        ch.query(&format!(
+            "SELECT seq, count() FROM jscope.samples WHERE stream = '{stream}' \
+             GROUP BY seq ORDER BY seq"
+        ))
+        .unwrap(),
+        [1, 2, 3, 4, 7]
+            .iter()
+            .map(|s| format!("{s}\t{per_chunk}\n"))
+            .collect::<String>()
     );
 }

@@ -31,9 +31,10 @@
 //! is ~1 s old or large; `sync` returns once the batch holding the stream's chunks
 //! committed, so a chunk is acknowledged only after ClickHouse confirmed it. Samples
 //! and stacks are inserted before chunks: a chunk row is the mark that its samples are
-//! in. A connection starts (`open`) from what ClickHouse holds: chunks at or below
-//! its highest stored sequence number are skipped, and sample rows beyond it (from a
-//! batch whose chunk insert failed) are deleted first.
+//! in. A connection starts (`open`) from what ClickHouse holds: chunks up to the end
+//! of the stream's unbroken run of stored chunks are skipped, and rows beyond it (from
+//! a batch whose chunk insert failed, or stored after a batch that failed) are deleted
+//! first. Once a batch holding a stream failed, its connection takes no more chunks.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};
@@ -547,12 +548,44 @@ impl ClickHouseStore {
         Ok(h)
     }
 
-    fn max_chunk_seq(&self, stream: &str) -> Result<u64, CollectorError> {
-        self.scalar(&format!(
-            "SELECT max(seq) FROM {}.chunks WHERE stream = {} AND kind = {KIND_CHUNK}",
-            self.db,
-            quote(stream)
-        ))
+    /// The end of the stream's unbroken run of stored chunks: what an agent may be
+    /// told is stored. A batch that failed while a later one went in leaves a hole
+    /// (chunk N missing, N+1 stored); the run ends before it, so `open` deletes the
+    /// rows beyond and the agent resends them. Holes the agent made (chunks it
+    /// dropped, never sent) start with a prelude row (`stage` writes one after
+    /// every gap in the sequence it sees) and do not end the run.
+    fn stored_upto(&self, stream: &str) -> Result<u64, CollectorError> {
+        let (db, s) = (&self.db, quote(stream));
+        let out = self.select(&format!(
+            "SELECT min(seq), max(seq), uniqExact(seq) FROM {db}.chunks \
+             WHERE stream = {s} AND kind = {KIND_CHUNK}"
+        ))?;
+        let mut c = Cursor::new(&out);
+        if c.done() {
+            return Ok(0);
+        }
+        let (lo, hi, n) = (
+            c.u64().map_err(ch)?,
+            c.u64().map_err(ch)?,
+            c.u64().map_err(ch)?,
+        );
+        if n == 0 || hi - lo + 1 == n {
+            return Ok(hi);
+        }
+        let out = self.select(&format!(
+            "SELECT seq, toUInt8(min(kind)) FROM {db}.chunks WHERE stream = {s} \
+             GROUP BY seq ORDER BY seq"
+        ))?;
+        let mut c = Cursor::new(&out);
+        let mut upto: Option<u64> = None;
+        while !c.done() {
+            let (seq, kind) = (c.u64().map_err(ch)?, c.u8().map_err(ch)?);
+            match upto {
+                Some(prev) if seq != prev + 1 && kind != KIND_PRELUDE => return Ok(prev),
+                _ => upto = Some(seq),
+            }
+        }
+        Ok(upto.unwrap_or(0))
     }
 
     /// Waits until the writer has inserted (or failed) `batch`, asking it to insert
@@ -727,7 +760,9 @@ impl ClickHouseStore {
         let id = &st.identity;
         let day = day_of(span_ns.map_or_else(now_ns, |s| s.1));
         let mut chunks = Vec::new();
-        if st.prelude_day != Some(day) {
+        // After a gap (chunks the agent dropped) a prelude marks it as the agent's:
+        // see `stored_upto`.
+        if st.prelude_day != Some(day) || seq != st.last_seq + 1 {
             Row(&mut chunks)
                 .u16(day)
                 .str(&id.id)
@@ -1123,7 +1158,7 @@ impl Store for ClickHouseStore {
         let Some(header) = self.header_bytes(stream)? else {
             return Ok(None);
         };
-        let acked = self.max_chunk_seq(stream)?;
+        let acked = self.stored_upto(stream)?;
         let head = Recording::from_bytes(&header)?;
         let mut dict = new_dictionary(&head.header);
         // The dictionaries: from the last prelude on.
@@ -1161,7 +1196,7 @@ impl Store for ClickHouseStore {
         if known == 0 {
             return Ok(None);
         }
-        Ok(Some(self.max_chunk_seq(stream)?))
+        Ok(Some(self.stored_upto(stream)?))
     }
 
     fn open(
@@ -1195,7 +1230,7 @@ impl Store for ClickHouseStore {
             let batch = old.lock().expect("stream lock").batch;
             drop(self.committed(batch));
         }
-        let stored_upto = self.max_chunk_seq(&jvm.id)?;
+        let stored_upto = self.stored_upto(&jvm.id)?;
         let jvm_hash = fnv(jvm.id.as_bytes());
         // Samples of chunks whose insert did not complete would count twice.
         for table in &ROW_TABLES[1..] {
@@ -1298,6 +1333,18 @@ impl Store for ClickHouseStore {
     ) -> Result<(), CollectorError> {
         let st = self.stream(stream)?;
         let mut st = st.lock().expect("stream lock");
+        // After a failed batch the connection takes no more chunks: a later
+        // batch going in would leave a hole below chunks stored after it.
+        if let Some(e) = self
+            .shared
+            .writer
+            .lock()
+            .expect("writer lock")
+            .errors
+            .get(stream)
+        {
+            return Err(ch(e.clone()));
+        }
         if seq <= st.stored_upto {
             // Stored before (an agent resending after a collector died): its rows
             // are in, but its trace events still open calls that later chunks close.
