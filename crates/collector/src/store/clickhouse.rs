@@ -20,9 +20,12 @@
 //! ends from `samples`, all in SQL; event flame graphs, traced methods and remote
 //! calls across JVMs are grouped in SQL too (docs/COLLECTOR.md lists the columns).
 //! The raw chunks still hold everything (`read` returns them). A traced call is
-//! written when its exit arrives, in whichever chunk of the connection; the calls
-//! still open when a connection ends are written then, flagged `unfinished` and
-//! closed at their thread's last event, as a whole recording's replay closes them.
+//! written when its exit arrives, in whichever chunk; the calls still open when the
+//! agent says goodbye are written then, flagged `unfinished` and closed at their
+//! thread's last event, as a whole recording's replay closes them. A connection
+//! that breaks leaves its replayer with the stream, and the agent's next
+//! connection to this collector carries on with it when ClickHouse holds exactly
+//! what it replayed.
 //! A prelude starts each connection and each day
 //! of a stream, so a day's partition reads on its own after retention dropped the
 //! ones before it (`retain` drops whole day partitions: 18.16 has no TTL).
@@ -384,6 +387,8 @@ struct StreamState {
     trace: Replayer<Finished>,
     /// The last chunk staged.
     last_seq: u64,
+    /// The last chunk whose trace events `trace` has seen.
+    trace_upto: u64,
 }
 
 /// Calls the replayer finished and no row holds yet.
@@ -820,6 +825,7 @@ impl ClickHouseStore {
         let calls = std::mem::take(&mut st.trace.sink_mut().0);
         call_rows(st, dict, &mut rows.trace_calls, seq, &calls);
         st.last_seq = seq;
+        st.trace_upto = seq;
         self.queue(st, rows, chunks);
     }
 
@@ -1226,11 +1232,28 @@ impl Store for ClickHouseStore {
             .expect("streams lock")
             .get(&jvm.id)
             .cloned();
-        if let Some(old) = previous {
+        if let Some(old) = &previous {
             let batch = old.lock().expect("stream lock").batch;
             drop(self.committed(batch));
         }
         let stored_upto = self.stored_upto(&jvm.id)?;
+        // The calls the previous connection here left open carry on when ClickHouse
+        // holds exactly what it staged (no other collector stored more since, no
+        // batch of it failed); else they are lost and the trace starts afresh.
+        let (trace, trace_upto) = match previous {
+            Some(old) => {
+                let mut old = old.lock().expect("stream lock");
+                if old.last_seq == stored_upto && old.trace_upto == stored_upto {
+                    (
+                        std::mem::replace(&mut old.trace, new_replayer()),
+                        stored_upto,
+                    )
+                } else {
+                    (new_replayer(), 0)
+                }
+            }
+            None => (new_replayer(), 0),
+        };
         let jvm_hash = fnv(jvm.id.as_bytes());
         // Samples of chunks whose insert did not complete would count twice.
         for table in &ROW_TABLES[1..] {
@@ -1297,8 +1320,9 @@ impl Store for ClickHouseStore {
             prelude_day: None,
             batch: 0,
             active: true,
-            trace: new_replayer(),
+            trace,
             last_seq: stored_upto,
+            trace_upto,
         };
         self.streams
             .lock()
@@ -1347,13 +1371,17 @@ impl Store for ClickHouseStore {
         }
         if seq <= st.stored_upto {
             // Stored before (an agent resending after a collector died): its rows
-            // are in, but its trace events still open calls that later chunks close.
-            for r in records {
-                if let Record::Trace(b) = r {
-                    st.trace.batch(dict, b);
+            // are in, but its trace events still open calls that later chunks close
+            // (unless the trace carried on from the previous connection here).
+            if seq > st.trace_upto {
+                for r in records {
+                    if let Record::Trace(b) = r {
+                        st.trace.batch(dict, b);
+                    }
                 }
+                st.trace.sink_mut().0.clear();
+                st.trace_upto = seq;
             }
-            st.trace.sink_mut().0.clear();
             return Ok(());
         }
         self.stage(&mut st, seq, chunk, span_ns, dict, records);
@@ -1372,7 +1400,16 @@ impl Store for ClickHouseStore {
         }
     }
 
-    fn end_stream(&self, stream: &str, dict: &Recording) -> Result<(), CollectorError> {
+    fn end_stream(
+        &self,
+        stream: &str,
+        dict: &Recording,
+        clean: bool,
+    ) -> Result<(), CollectorError> {
+        if !clean {
+            // The agent comes back: its open calls close in a later chunk.
+            return Ok(());
+        }
         let st = self.stream(stream)?;
         let mut st = st.lock().expect("stream lock");
         let replayer = std::mem::replace(&mut st.trace, new_replayer());
