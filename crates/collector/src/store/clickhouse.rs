@@ -424,6 +424,19 @@ struct Pending {
 }
 
 impl Pending {
+    /// Empties the batch, keeping its buffers' capacity.
+    fn clear(&mut self) {
+        self.samples.clear();
+        self.events.clear();
+        self.trace_calls.clear();
+        self.remote_calls.clear();
+        self.chunks.clear();
+        self.stacks.clear();
+        self.new_stacks.clear();
+        self.streams.clear();
+        self.since = None;
+    }
+
     fn bytes(&self) -> usize {
         self.samples.len()
             + self.events.len()
@@ -1073,6 +1086,10 @@ fn call_rows(st: &StreamState, dict: &Recording, out: &mut Vec<u8>, seq: u64, ca
 
 /// Inserts batches until the store is dropped.
 fn write_loop(shared: &Shared, flush: Duration) {
+    // The batch inserted last, emptied: it becomes the next one to fill, so the
+    // buffers keep their size instead of growing anew on connection threads
+    // (glibc keeps each such thread's freed multi-MiB buffers in its arena).
+    let mut spare = Pending::default();
     let mut w = shared.writer.lock().expect("writer lock");
     loop {
         let ready = w.pending.since.is_some_and(|t| t.elapsed() >= flush)
@@ -1093,7 +1110,7 @@ fn write_loop(shared: &Shared, flush: Duration) {
                 .0;
             continue;
         }
-        let batch = std::mem::take(&mut w.pending);
+        let mut batch = std::mem::replace(&mut w.pending, spare);
         w.filling += 1;
         w.flush_now = false;
         drop(w);
@@ -1109,7 +1126,7 @@ fn write_loop(shared: &Shared, flush: Duration) {
                     .stored_stacks
                     .lock()
                     .expect("stacks lock")
-                    .extend(batch.new_stacks);
+                    .extend(batch.new_stacks.iter().copied());
             }
             Err(e) => {
                 if !w.down {
@@ -1118,11 +1135,13 @@ fn write_loop(shared: &Shared, flush: Duration) {
                         "clickhouse insert failed, not acknowledging until it works again: {e}"
                     ));
                 }
-                for s in batch.streams {
+                for s in batch.streams.drain() {
                     w.errors.insert(s, e.clone());
                 }
             }
         }
+        batch.clear();
+        spare = batch;
         shared.wake.notify_all();
     }
 }
