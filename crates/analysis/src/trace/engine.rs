@@ -209,6 +209,12 @@ pub(crate) struct StackEngine<S> {
     pub(crate) classes: MethodClasses,
     clock: Clock,
     probe_cost_ns: f64,
+    /// The next thread's [`Call::thread_index`].
+    next_index: u32,
+    /// Drop a thread's state once a batch leaves its stack empty (a stream's
+    /// replayer, which lives as long as its JVM: threads come and go). Its later
+    /// calls then get a new `thread_index` and event indices counted afresh.
+    pub(crate) forget_idle_threads: bool,
 }
 
 impl<S: CallSink> StackEngine<S> {
@@ -220,18 +226,20 @@ impl<S: CallSink> StackEngine<S> {
             classes,
             clock,
             probe_cost_ns,
+            next_index: 0,
+            forget_idle_threads: false,
         }
     }
 
     pub(crate) fn batch(&mut self, rec: &Recording, b: &TraceBatch) {
-        let next_index = self.threads.len() as u32;
-        let t = self
-            .threads
-            .entry(b.thread.0)
-            .or_insert_with(|| ThreadStack {
-                index: next_index,
+        let next_index = &mut self.next_index;
+        let t = self.threads.entry(b.thread.0).or_insert_with(|| {
+            *next_index += 1;
+            ThreadStack {
+                index: *next_index - 1,
                 ..Default::default()
-            });
+            }
+        });
         let mut run = Run {
             sink: &mut self.sink,
             anomalies: &mut self.anomalies,
@@ -243,6 +251,9 @@ impl<S: CallSink> StackEngine<S> {
         for e in &b.events {
             let cpu = if b.has_cpu { e.cpu_ns } else { NO_CPU };
             run.event(rec, t, e, cpu);
+        }
+        if self.forget_idle_threads && t.frames.is_empty() {
+            self.threads.remove(&b.thread.0);
         }
     }
 
