@@ -56,8 +56,11 @@ pub struct Call {
     /// `cpu_ns` minus that of the visible calls directly inside.
     pub self_cpu_ns: Option<u64>,
     pub flags: u8,
-    /// Calls of untraced methods counted inside the call (on the entries of the
-    /// traced calls inside it and at its own end), nested calls' included.
+    /// Calls of untraced methods counted inside the call: the counts the entries
+    /// of the traced calls inside it carry (each counts the untraced calls since
+    /// the thread's previous traced event), nested calls' included. Exits carry
+    /// none, so the untraced calls after the last traced event inside the call
+    /// count on the thread's next entry, after the call, not here.
     pub untraced: u64,
     /// Index of the call's enter among its thread's trace events (0 for the first).
     pub enter_event: u64,
