@@ -339,11 +339,10 @@ pub fn event_stacks_from_chunks(
     for id in &q.jvms {
         let rec = store.read(id, q.from_ns, q.to_ns)?;
         let start = rec.header.start_wall_ns;
-        let seconds = |ns: Option<u64>| ns.map(|n| n.saturating_sub(start) as f64 / 1e9);
         let f = EventFilter {
             thread: q.thread.as_deref().map(ThreadMatcher::new),
-            from_s: seconds(q.from_ns),
-            to_s: seconds(q.to_ns),
+            from_s: crate::api_events::seconds(start, q.from_ns),
+            to_s: crate::api_events::seconds(start, q.to_ns),
             ..EventFilter::default()
         };
         let counts = weighted_stacks(&rec, &f, what);

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::*;
 use jscope_analysis::events::{EventFilter, EventWeight};
-use jscope_analysis::trace::{replay, Call, CallSink, TraceOptions, THREW, UNFINISHED};
+use jscope_analysis::trace::{replay, Call, TraceOptions, THREW, UNFINISHED};
 use jscope_analysis::{collapse, CollapseOptions};
 use jscope_collector::calls::{
     event_kinds, event_kinds_from_chunks, event_stacks, event_stacks_from_chunks, remote_calls,
@@ -403,17 +403,6 @@ fn own_file(jvm: &RichJvm, chunks: &[Vec<u8>]) -> Recording {
     Recording::from_bytes(&bytes).unwrap()
 }
 
-struct Calls(Vec<Call>);
-
-impl CallSink for Calls {
-    fn enter(&mut self, _: u32, _: u32, _: u64, _: u32) -> u32 {
-        0
-    }
-    fn exit(&mut self, c: &Call) {
-        self.0.push(*c);
-    }
-}
-
 /// The statements of the ```sql block in docs/COLLECTOR.md.
 fn docs_examples() -> Vec<String> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/COLLECTOR.md");
@@ -494,7 +483,7 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
     // the calls still open at the end (main) are written when the connection ends.
     let truth_calls: Vec<Vec<Call>> = own
         .iter()
-        .map(|rec| replay(rec, &TraceOptions::default(), Calls(vec![])).0 .0)
+        .map(|rec| replay(rec, &TraceOptions::default(), Vec::new()).0)
         .collect();
     let total_calls: usize = truth_calls.iter().map(Vec::len).sum();
     assert!(
@@ -849,9 +838,8 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
 /// agent's own file.
 fn call_rows_of(ch: &ClickHouse, jvm: &RichJvm, rec: &Recording) -> (Vec<String>, Vec<String>) {
     let start = rec.header.start_wall_ns;
-    let mut want: Vec<String> = replay(rec, &TraceOptions::default(), Calls(vec![]))
+    let mut want: Vec<String> = replay(rec, &TraceOptions::default(), Vec::<Call>::new())
         .0
-         .0
         .iter()
         .map(|c| {
             format!(

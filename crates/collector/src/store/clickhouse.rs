@@ -45,7 +45,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use jscope_analysis::events::{stack_of, AllocWeights, EventWeight};
-use jscope_analysis::trace::{Call, CallSink, Replayer, TraceOptions, THREW, UNFINISHED};
+use jscope_analysis::trace::{Call, Replayer, TraceOptions, THREW, UNFINISHED};
 use jscope_analysis::{civil_from_days, Mode, StackCounts, ThreadMatcher};
 use jscope_format::thread_state::classify;
 use jscope_format::{
@@ -72,8 +72,8 @@ const STACK_COLUMNS: &str = "hash, frames";
 const JVM_COLUMNS: &str = "stream, service, labels.key, labels.value, identity, header, updated";
 const EVENT_COLUMNS: &str = "day, time_ns, service, stream, jvm, labels.key, labels.value, seq, \
      thread, kind, duration_ns, stack, weight, size, fields.key, fields.value";
-const TRACE_COLUMNS: &str = "day, start_ns, end_ns, duration_ns, self_ns, service, stream, jvm, \
-     labels.key, labels.value, seq, thread, method, depth, threw, unfinished, untraced, cpu_ns, \
+const TRACE_COLUMNS: &str = "day, start_ns, service, stream, jvm, labels.key, labels.value, seq, \
+     end_ns, duration_ns, self_ns, thread, method, depth, threw, unfinished, untraced, cpu_ns, \
      self_cpu_ns";
 const REMOTE_COLUMNS: &str = "day, start_ns, service, stream, jvm, labels.key, labels.value, \
      seq, duration_ns, thread, direction, protocol, target, method, method_hash, local, remote, \
@@ -384,29 +384,16 @@ struct StreamState {
     batch: u64,
     active: bool,
     /// Pairs the connection's trace entries with their exits across chunks.
-    trace: Replayer<Finished>,
+    trace: Replayer<Vec<Call>>,
     /// The last chunk staged.
     last_seq: u64,
     /// The last chunk whose trace events `trace` has seen.
     trace_upto: u64,
 }
 
-/// Calls the replayer finished and no row holds yet.
-#[derive(Default)]
-struct Finished(Vec<Call>);
-
-impl CallSink for Finished {
-    fn enter(&mut self, _thread: u32, _method: u32, _enter_ns: u64, _depth: u32) -> u32 {
-        0
-    }
-
-    fn exit(&mut self, call: &Call) {
-        self.0.push(*call);
-    }
-}
-
-fn new_replayer() -> Replayer<Finished> {
-    Replayer::new(Finished::default(), &TraceOptions::default())
+/// The replayer's sink holds the calls it finished that no row holds yet.
+fn new_replayer() -> Replayer<Vec<Call>> {
+    Replayer::new(Vec::new(), &TraceOptions::default())
 }
 
 /// Rows waiting for the writer.
@@ -647,28 +634,45 @@ impl ClickHouseStore {
             w.push_str(&format!(" AND state IN ({})", codes.join(", ")));
         }
         if let Some(m) = &filter.thread {
-            let out = self.select(&format!(
-                "SELECT DISTINCT thread FROM {}.stack_minutes WHERE {w}{}",
-                self.db,
-                minutes_window(
-                    from_ns.map(|f| f / MINUTE_NS),
-                    to_ns.map(|t| t.div_ceil(MINUTE_NS))
-                )
-            ))?;
-            let mut c = Cursor::new(&out);
-            let mut names = Vec::new();
-            while !c.done() {
-                let name = c.string().map_err(ch)?;
-                if m.matches(&name) {
-                    names.push(quote(&name));
-                }
-            }
-            if names.is_empty() {
+            let names = self.threads_matching(
+                m,
+                &format!(
+                    "SELECT DISTINCT thread FROM {}.stack_minutes WHERE {w}{}",
+                    self.db,
+                    minutes_window(
+                        from_ns.map(|f| f / MINUTE_NS),
+                        to_ns.map(|t| t.div_ceil(MINUTE_NS))
+                    )
+                ),
+            )?;
+            let Some(names) = names else {
                 return Ok(None);
-            }
-            w.push_str(&format!(" AND thread IN ({})", names.join(", ")));
+            };
+            w.push_str(&names);
         }
         Ok(Some(w))
+    }
+
+    /// ` AND thread IN (...)` of the names `distinct` (a query of thread names)
+    /// answers that `m` matches; `None` when none does.
+    fn threads_matching(
+        &self,
+        m: &ThreadMatcher,
+        distinct: &str,
+    ) -> Result<Option<String>, CollectorError> {
+        let out = self.select(distinct)?;
+        let mut c = Cursor::new(&out);
+        let mut names = Vec::new();
+        while !c.done() {
+            let name = c.string().map_err(ch)?;
+            if m.matches(&name) {
+                names.push(quote(&name));
+            }
+        }
+        if names.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(format!(" AND thread IN ({})", names.join(", "))))
     }
 
     /// Frames of the stacks `hashes`, from the cache or the stacks table.
@@ -835,7 +839,7 @@ impl ClickHouseStore {
                 _ => {}
             }
         }
-        let calls = std::mem::take(&mut st.trace.sink_mut().0);
+        let calls = std::mem::take(st.trace.sink_mut());
         call_rows(st, dict, &mut rows.trace_calls, seq, &calls);
         st.last_seq = seq;
         st.trace_upto = seq;
@@ -1058,17 +1062,10 @@ fn call_rows(st: &StreamState, dict: &Recording, out: &mut Vec<u8>, seq: u64, ca
             start.saturating_add(c.exit_ns),
         );
         let mut row = Row(out);
-        row.u16(day_of(lo))
-            .u64(lo)
-            .u64(hi)
+        stream_columns(&mut row, st, lo, seq);
+        row.u64(hi)
             .u64(c.duration_ns())
             .u64(c.self_ns)
-            .str(&st.identity.service)
-            .str(&st.identity.id)
-            .u64(st.jvm_hash)
-            .strings(st.identity.labels.iter().map(|(k, _)| k.as_str()))
-            .strings(st.identity.labels.iter().map(|(_, v)| v.as_str()))
-            .u64(seq)
             .str(thread)
             .str(label)
             .u32(c.depth)
@@ -1274,47 +1271,32 @@ impl Store for ClickHouseStore {
             None => (new_replayer(), 0),
         };
         let jvm_hash = fnv(jvm.id.as_bytes());
-        // Samples of chunks whose insert did not complete would count twice.
-        for table in &ROW_TABLES[1..] {
+        // Rows of chunks whose insert did not complete would count twice.
+        let (db, this) = (
+            &self.db,
+            format!("jvm = {jvm_hash} AND stream = {}", quote(&jvm.id)),
+        );
+        for table in ROW_TABLES {
             let orphans = self.scalar(&format!(
-                "SELECT count() FROM {}.{table} WHERE jvm = {jvm_hash} AND seq > {stored_upto}",
-                self.db
+                "SELECT count() FROM {db}.{table} WHERE jvm = {jvm_hash} AND seq > {stored_upto}"
             ))?;
-            if orphans > 0 {
+            if orphans == 0 {
+                continue;
+            }
+            if table == "samples" {
+                // The per-minute counts took them in too: their negation cancels them.
                 self.client()
                     .query(&format!(
-                        "ALTER TABLE {}.{table} DELETE WHERE jvm = {} AND stream = {} \
-                         AND seq > {stored_upto}",
-                        self.db,
-                        jvm_hash,
-                        quote(&jvm.id)
+                        "INSERT INTO {db}.stack_minutes SELECT {MINUTE_COLUMNS}, \
+                         -toInt64(count()) AS n FROM {db}.samples \
+                         WHERE {this} AND seq > {stored_upto} \
+                         GROUP BY day, minute, jvm, mode, state, thread, stack"
                     ))
                     .map_err(ch)?;
             }
-        }
-        let orphans = self.scalar(&format!(
-            "SELECT count() FROM {}.samples WHERE jvm = {jvm_hash} AND seq > {stored_upto}",
-            self.db
-        ))?;
-        if orphans > 0 {
-            // The per-minute counts took them in too: their negation cancels them.
             self.client()
                 .query(&format!(
-                    "INSERT INTO {db}.stack_minutes SELECT {MINUTE_COLUMNS}, -toInt64(count()) AS n \
-                     FROM {db}.samples WHERE jvm = {} AND stream = {} AND seq > {stored_upto} \
-                     GROUP BY day, minute, jvm, mode, state, thread, stack",
-                    jvm_hash,
-                    quote(&jvm.id),
-                    db = self.db
-                ))
-                .map_err(ch)?;
-            self.client()
-                .query(&format!(
-                    "ALTER TABLE {}.samples DELETE WHERE jvm = {} AND stream = {} \
-                     AND seq > {stored_upto}",
-                    self.db,
-                    jvm_hash,
-                    quote(&jvm.id)
+                    "ALTER TABLE {db}.{table} DELETE WHERE {this} AND seq > {stored_upto}"
                 ))
                 .map_err(ch)?;
         }
@@ -1398,7 +1380,7 @@ impl Store for ClickHouseStore {
                         st.trace.batch(dict, b);
                     }
                 }
-                st.trace.sink_mut().0.clear();
+                st.trace.sink_mut().clear();
                 st.trace_upto = seq;
             }
             return Ok(());
@@ -1433,12 +1415,12 @@ impl Store for ClickHouseStore {
         let mut st = st.lock().expect("stream lock");
         let replayer = std::mem::replace(&mut st.trace, new_replayer());
         let (open, _) = replayer.finish(dict);
-        if open.0.is_empty() {
+        if open.is_empty() {
             return Ok(());
         }
         let mut rows = Rows::default();
         let seq = st.last_seq;
-        call_rows(&st, dict, &mut rows.trace_calls, seq, &open.0);
+        call_rows(&st, dict, &mut rows.trace_calls, seq, &open);
         self.queue(&mut st, rows, Vec::new());
         Ok(())
     }
@@ -1679,22 +1661,17 @@ impl Store for ClickHouseStore {
         );
         if let Some(m) = thread {
             // As `EventFilter` selects: by thread name; process-wide events have none.
-            let out = self.select(&format!(
-                "SELECT DISTINCT thread FROM {}.events WHERE {w} AND thread != ''",
-                self.db
-            ))?;
-            let mut c = Cursor::new(&out);
-            let mut names = Vec::new();
-            while !c.done() {
-                let name = c.string().map_err(ch)?;
-                if m.matches(&name) {
-                    names.push(quote(&name));
-                }
-            }
-            if names.is_empty() {
+            let Some(names) = self.threads_matching(
+                m,
+                &format!(
+                    "SELECT DISTINCT thread FROM {}.events WHERE {w} AND thread != ''",
+                    self.db
+                ),
+            )?
+            else {
                 return Ok(Some((new_dictionary(&header), StackCounts::default())));
-            }
-            w.push_str(&format!(" AND thread IN ({})", names.join(", ")));
+            };
+            w.push_str(&names);
         }
         let (sum, which) = match what {
             EventWeight::Alloc => ("weight", "kind = 'alloc' AND weight > 0".to_string()),
