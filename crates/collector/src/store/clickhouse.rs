@@ -556,9 +556,10 @@ impl ClickHouseStore {
     /// The end of the stream's unbroken run of stored chunks: what an agent may be
     /// told is stored. A batch that failed while a later one went in leaves a hole
     /// (chunk N missing, N+1 stored); the run ends before it, so `open` deletes the
-    /// rows beyond and the agent resends them. Holes the agent made (chunks it
-    /// dropped, never sent) start with a prelude row (`stage` writes one after
-    /// every gap in the sequence it sees) and do not end the run.
+    /// rows beyond and the agent resends them. Such a hole can only follow the last
+    /// prelude (a connection's first chunk, a day's, or the first after a gap the
+    /// agent made, `stage`), so the run is looked for from there: the agent's own
+    /// gaps, and any older ones, do not end it.
     fn stored_upto(&self, stream: &str) -> Result<u64, CollectorError> {
         let (db, s) = (&self.db, quote(stream));
         let out = self.select(&format!(
@@ -577,20 +578,23 @@ impl ClickHouseStore {
         if n == 0 || hi - lo + 1 == n {
             return Ok(hi);
         }
+        let base = self.scalar(&format!(
+            "SELECT max(seq) FROM {db}.chunks WHERE stream = {s} AND kind = {KIND_PRELUDE}"
+        ))?;
         let out = self.select(&format!(
-            "SELECT seq, toUInt8(min(kind)) FROM {db}.chunks WHERE stream = {s} \
-             GROUP BY seq ORDER BY seq"
+            "SELECT seq FROM {db}.chunks WHERE stream = {s} AND kind = {KIND_CHUNK} \
+             AND seq >= {base} GROUP BY seq ORDER BY seq"
         ))?;
         let mut c = Cursor::new(&out);
         let mut upto: Option<u64> = None;
         while !c.done() {
-            let (seq, kind) = (c.u64().map_err(ch)?, c.u8().map_err(ch)?);
+            let seq = c.u64().map_err(ch)?;
             match upto {
-                Some(prev) if seq != prev + 1 && kind != KIND_PRELUDE => return Ok(prev),
+                Some(prev) if seq != prev + 1 => return Ok(prev),
                 _ => upto = Some(seq),
             }
         }
-        Ok(upto.unwrap_or(0))
+        Ok(upto.unwrap_or(hi))
     }
 
     /// Waits until the writer has inserted (or failed) `batch`, asking it to insert
