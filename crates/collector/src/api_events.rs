@@ -62,7 +62,7 @@ fn load(
 }
 
 /// An epoch-ns window bound in seconds since the recording start (`start_ns`).
-fn seconds(start_ns: u64, ns: Option<u64>) -> Option<f64> {
+pub(crate) fn seconds(start_ns: u64, ns: Option<u64>) -> Option<f64> {
     // Integers first: epoch ns as f64 lose a few hundred ns.
     ns.map(|n| n.saturating_sub(start_ns) as f64 / 1e9)
 }

@@ -174,17 +174,44 @@ pub fn traced_methods(store: &dyn Store, q: &Query) -> Result<Vec<TracedMethod>,
 /// Per method label: calls, total, self, max, threw, and the JVMs.
 type MethodTotals = BTreeMap<String, ([u64; 5], HashSet<usize>)>;
 
-/// Every finished call of one JVM, replayed from its whole stored stream (a call
-/// in the window may have begun in a chunk before it).
-struct Calls(Vec<Call>);
+/// Sums one JVM's calls that begin in the window into the totals as the replay of
+/// its whole stored stream finishes them (a call in the window may have begun in a
+/// chunk before it), keeping no call.
+struct Totals<'a> {
+    rec: &'a Recording,
+    /// The JVM's index in the query.
+    jvm: usize,
+    window: (Option<u64>, Option<u64>),
+    labels: HashMap<u32, String>,
+    totals: &'a mut MethodTotals,
+}
 
-impl CallSink for Calls {
+impl CallSink for Totals<'_> {
     fn enter(&mut self, _thread: u32, _method: u32, _enter_ns: u64, _depth: u32) -> u32 {
         0
     }
 
-    fn exit(&mut self, call: &Call) {
-        self.0.push(*call);
+    fn exit(&mut self, c: &Call) {
+        let at = self.rec.header.start_wall_ns.saturating_add(c.enter_ns);
+        if !in_window(at, self.window.0, self.window.1) {
+            return;
+        }
+        let rec = self.rec;
+        let label = self
+            .labels
+            .entry(c.method)
+            .or_insert_with(|| rec.method_label(MethodId(c.method)));
+        let (t, jvms) = match self.totals.get_mut(label.as_str()) {
+            Some(e) => e,
+            None => self.totals.entry(label.clone()).or_default(),
+        };
+        let d = c.duration_ns();
+        t[0] += 1;
+        t[1] += d;
+        t[2] += c.self_ns;
+        t[3] = t[3].max(d);
+        t[4] += u64::from(c.flags & THREW != 0);
+        jvms.insert(self.jvm);
     }
 }
 
@@ -197,25 +224,14 @@ pub fn traced_methods_from_chunks(
     let mut totals = MethodTotals::new();
     for (j, id) in q.jvms.iter().enumerate() {
         let rec = store.read(id, None, None)?;
-        let (calls, _) = replay(&rec, &TraceOptions::default(), Calls(Vec::new()));
-        let start = rec.header.start_wall_ns;
-        let mut labels: HashMap<u32, String> = HashMap::new();
-        for c in calls.0 {
-            if !in_window(start.saturating_add(c.enter_ns), q.from_ns, q.to_ns) {
-                continue;
-            }
-            let label = labels
-                .entry(c.method)
-                .or_insert_with(|| rec.method_label(MethodId(c.method)));
-            let (t, jvms) = totals.entry(label.clone()).or_default();
-            let d = c.duration_ns();
-            t[0] += 1;
-            t[1] += d;
-            t[2] += c.self_ns;
-            t[3] = t[3].max(d);
-            t[4] += u64::from(c.flags & THREW != 0);
-            jvms.insert(j);
-        }
+        let sink = Totals {
+            rec: &rec,
+            jvm: j,
+            window: (q.from_ns, q.to_ns),
+            labels: HashMap::new(),
+            totals: &mut totals,
+        };
+        replay(&rec, &TraceOptions::default(), sink);
     }
     let mut rows: Vec<TracedMethod> = totals
         .into_iter()
@@ -323,11 +339,10 @@ pub fn event_stacks_from_chunks(
     for id in &q.jvms {
         let rec = store.read(id, q.from_ns, q.to_ns)?;
         let start = rec.header.start_wall_ns;
-        let seconds = |ns: Option<u64>| ns.map(|n| n.saturating_sub(start) as f64 / 1e9);
         let f = EventFilter {
             thread: q.thread.as_deref().map(ThreadMatcher::new),
-            from_s: seconds(q.from_ns),
-            to_s: seconds(q.to_ns),
+            from_s: crate::api_events::seconds(start, q.from_ns),
+            to_s: crate::api_events::seconds(start, q.to_ns),
             ..EventFilter::default()
         };
         let counts = weighted_stacks(&rec, &f, what);

@@ -46,6 +46,8 @@ on_each_clickhouse!(
     agents_stream_into_clickhouse_and_every_collector_reads_them_back,
     while_clickhouse_is_down_nothing_is_acknowledged_and_nothing_acknowledged_is_lost,
     orphan_samples_are_cancelled_on_reconnect_and_state_and_window_filters_run_in_sql,
+    a_chunk_staged_when_its_connection_breaks_is_stored_once_after_a_quick_reconnect,
+    a_hole_left_by_a_failed_batch_is_resent_and_chunks_the_agent_dropped_are_not_waited_for,
     unknown_users_and_rejected_statements_are_errors_with_clickhouses_message,
 );
 
@@ -359,5 +361,164 @@ fn unknown_users_and_rejected_statements_are_errors_with_clickhouses_message(ser
     assert!(
         err.contains("Code: 60") && err.contains("no_such_table"),
         "{err}"
+    );
+}
+
+fn a_chunk_staged_when_its_connection_breaks_is_stored_once_after_a_quick_reconnect(
+    server: Server,
+) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-requick") else {
+        return;
+    };
+    // Batches wait 3 s: the broken connection's chunk is still in the writer when
+    // the agent comes back.
+    let url = format!("{}?flush_ms=3000", ch.url("jscope"));
+    let (collector, _log) = start(&temp_dir("ch-requick-unused"), |c| c.store = Some(url));
+    let addr = collector.agents_addr().unwrap();
+    let mut sim = SimJvm::new(8501, "com.acme.Quick");
+    let mut chunks = vec![sim.chunk(), sim.chunk()];
+    let mut client = sim.connect(addr, 1);
+    client.send(1, &chunks[0]).unwrap();
+    assert_eq!(client.wait_for_ack(1, ACK).unwrap(), 1);
+    drop(client);
+
+    // Chunk 2 and a damaged chunk 3 in one write: the collector stages chunk 2,
+    // finds chunk 3 unreadable before acknowledging, and drops the connection.
+    let cfg = jscope_wire::ClientConfig::new(addr.to_string(), sim.stream.clone());
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    let mut out = Vec::new();
+    jscope_wire::write_preamble(&mut out).unwrap();
+    jscope_wire::write_message(
+        &mut out,
+        &jscope_wire::Message::Hello(jscope_wire::Hello {
+            token: cfg.token.clone(),
+            stream: cfg.stream.clone(),
+            next_seq: 2,
+            labels: Vec::new(),
+            header: sim.header_bytes(),
+        }),
+    )
+    .unwrap();
+    std::io::Write::write_all(&mut tcp, &out).unwrap();
+    match jscope_wire::read_message(&mut tcp, 1 << 20).unwrap() {
+        jscope_wire::Message::Accept(a) => assert_eq!(a.acked, 1),
+        other => panic!("{}", other.name()),
+    }
+    let mut out = Vec::new();
+    for (seq, chunk) in [(2, chunks[1].clone()), (3, b"not a chunk".to_vec())] {
+        jscope_wire::write_message(&mut out, &jscope_wire::Message::Chunk { seq, chunk }).unwrap();
+    }
+    std::io::Write::write_all(&mut tcp, &out).unwrap();
+    // The collector ends the connection without an acknowledgement.
+    let mut rest = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut tcp, &mut rest);
+
+    // The agent comes back at once and resends what was not acknowledged.
+    let mut client = sim.connect(addr, 2);
+    let acked = client.accept().acked;
+    chunks.push(sim.chunk());
+    for seq in acked + 1..=3 {
+        client.send(seq, &chunks[seq as usize - 1]).unwrap();
+    }
+    assert_eq!(client.wait_for_ack(3, ACK).unwrap(), 3);
+    assert_eq!(client.finish(ACK).unwrap(), 3);
+    collector.shutdown();
+
+    // Each chunk's samples once.
+    let rows = ch
+        .query(&format!(
+            "SELECT count(), uniqExact(seq) FROM jscope.samples WHERE stream = '{}'",
+            sim.stream
+        ))
+        .unwrap();
+    let per_chunk = SNAPSHOTS_PER_CHUNK * THREADS as u64;
+    assert_eq!(rows, format!("{}\t3\n", 3 * per_chunk));
+    let store = store_at(&ch, "jscope");
+    assert_eq!(
+        collapsed(&store.read(&sim.stream, None, None).unwrap()),
+        collapsed(&own_file(&sim, &chunks))
+    );
+}
+
+fn a_hole_left_by_a_failed_batch_is_resent_and_chunks_the_agent_dropped_are_not_waited_for(
+    server: Server,
+) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-hole") else {
+        return;
+    };
+    let url = format!("{}?flush_ms=100", ch.url("jscope"));
+    let (collector, _log) = start(&temp_dir("ch-hole-unused"), |c| c.store = Some(url.clone()));
+    let (other, _log) = start(&temp_dir("ch-hole-other"), |c| c.store = Some(url));
+    let addr = collector.agents_addr().unwrap();
+    let mut sim = SimJvm::new(8601, "com.acme.Hole");
+    let mut chunks: Vec<Vec<u8>> = (1..=4).map(|_| sim.chunk()).collect();
+    let mut client = sim.connect(addr, 1);
+    for seq in 1..=4 {
+        client.send(seq, &chunks[seq as usize - 1]).unwrap();
+        assert_eq!(client.wait_for_ack(seq, ACK).unwrap(), seq);
+    }
+    assert_eq!(client.finish(ACK).unwrap(), 4);
+
+    // What a failed batch for chunk 3 followed by a good one for chunk 4 leaves:
+    // no chunk 3 and none of its rows.
+    let stream = sim.stream.clone();
+    for table in ["chunks", "samples"] {
+        ch.query(&format!(
+            "ALTER TABLE jscope.{table} DELETE WHERE stream = '{stream}' AND seq = 3"
+        ))
+        .unwrap();
+    }
+    let count = |q: &str| ch.query(q).unwrap().trim().parse::<u64>().unwrap();
+    let samples = || {
+        count(&format!(
+            "SELECT count() FROM jscope.samples WHERE stream = '{stream}'"
+        ))
+    };
+    let per_chunk = SNAPSHOTS_PER_CHUNK * THREADS as u64;
+    assert!(
+        jscope_testkit::wait_until(Duration::from_secs(20), || {
+            samples() == 3 * per_chunk
+                && count(&format!(
+                    "SELECT count() FROM jscope.chunks WHERE stream = '{stream}' AND seq = 3"
+                )) == 0
+        }),
+        "chunk 3 deleted"
+    );
+
+    // The agent moves to another collector; it is told only chunks 1 and 2 are
+    // stored, and sends 3 and 4 again.
+    let mut client = sim.connect(other.agents_addr().unwrap(), 1);
+    assert_eq!(client.accept().acked, 2);
+    for seq in 3..=4 {
+        client.send(seq, &chunks[seq as usize - 1]).unwrap();
+    }
+    assert_eq!(client.wait_for_ack(4, ACK).unwrap(), 4);
+    // Chunks 5 and 6 the agent dropped (its buffer was full): 7 comes next.
+    chunks.extend([sim.chunk(), sim.chunk(), sim.chunk()]);
+    client.send(7, &chunks[6]).unwrap();
+    assert_eq!(client.wait_for_ack(7, ACK).unwrap(), 7);
+    drop(client);
+    // Back to the first: the agent's own gap does not hold the stream back.
+    let client = sim.connect(addr, 8);
+    assert_eq!(client.accept().acked, 7);
+    assert_eq!(client.finish(ACK).unwrap(), 7);
+    collector.shutdown();
+    other.shutdown();
+
+    assert!(
+        jscope_testkit::wait_until(Duration::from_secs(20), || samples() == 5 * per_chunk),
+        "each stored chunk's samples once: {} rows",
+        samples()
+    );
+    assert_eq!(
+        ch.query(&format!(
+            "SELECT seq, count() FROM jscope.samples WHERE stream = '{stream}' \
+             GROUP BY seq ORDER BY seq"
+        ))
+        .unwrap(),
+        [1, 2, 3, 4, 7]
+            .iter()
+            .map(|s| format!("{s}\t{per_chunk}\n"))
+            .collect::<String>()
     );
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use common::*;
 use jscope_analysis::events::EventWeight;
-use jscope_analysis::trace::{replay, Call, CallSink, TraceOptions, THREW, UNFINISHED};
+use jscope_analysis::trace::{replay, Call, TraceOptions, THREW, UNFINISHED};
 use jscope_collector::calls::{
     event_kinds, event_kinds_from_chunks, event_stacks, event_stacks_from_chunks, remote_calls,
     remote_calls_from_chunks, traced_methods, traced_methods_from_chunks,
@@ -28,17 +28,6 @@ use jscope_format::{MethodId, Recording, ThreadId};
 use jscope_testkit::{
     agent_path, compile_fixtures, javas, temp_dir, wait_until, Child, ClickHouse,
 };
-
-struct Calls(Vec<Call>);
-
-impl CallSink for Calls {
-    fn enter(&mut self, _: u32, _: u32, _: u64, _: u32) -> u32 {
-        0
-    }
-    fn exit(&mut self, c: &Call) {
-        self.0.push(*c);
-    }
-}
 
 fn classes() -> PathBuf {
     agent_path();
@@ -63,10 +52,9 @@ fn java_with(java: &Path, options: &str, args: &[&str], log: &Path) -> Child {
 
 /// The traced calls of a recording as the table's columns, sorted.
 fn call_rows(rec: &Recording) -> Vec<String> {
-    let (calls, _) = replay(rec, &TraceOptions::default(), Calls(vec![]));
+    let (calls, _) = replay(rec, &TraceOptions::default(), Vec::<Call>::new());
     let start = rec.header.start_wall_ns;
     let mut rows: Vec<String> = calls
-        .0
         .iter()
         .map(|c| {
             format!(

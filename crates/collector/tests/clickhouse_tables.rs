@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::*;
 use jscope_analysis::events::{EventFilter, EventWeight};
-use jscope_analysis::trace::{replay, Call, CallSink, TraceOptions, THREW, UNFINISHED};
+use jscope_analysis::trace::{replay, Call, TraceOptions, THREW, UNFINISHED};
 use jscope_analysis::{collapse, CollapseOptions};
 use jscope_collector::calls::{
     event_kinds, event_kinds_from_chunks, event_stacks, event_stacks_from_chunks, remote_calls,
@@ -403,17 +403,6 @@ fn own_file(jvm: &RichJvm, chunks: &[Vec<u8>]) -> Recording {
     Recording::from_bytes(&bytes).unwrap()
 }
 
-struct Calls(Vec<Call>);
-
-impl CallSink for Calls {
-    fn enter(&mut self, _: u32, _: u32, _: u64, _: u32) -> u32 {
-        0
-    }
-    fn exit(&mut self, c: &Call) {
-        self.0.push(*c);
-    }
-}
-
 /// The statements of the ```sql block in docs/COLLECTOR.md.
 fn docs_examples() -> Vec<String> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/COLLECTOR.md");
@@ -457,7 +446,8 @@ fn collapsed(stacks: EventStacks) -> String {
 }
 
 jscope_testkit::on_each_clickhouse!(
-    events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunks
+    events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunks,
+    calls_open_across_a_dropped_connection_are_paired_as_in_one_connection
 );
 
 fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunks(
@@ -493,7 +483,7 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
     // the calls still open at the end (main) are written when the connection ends.
     let truth_calls: Vec<Vec<Call>> = own
         .iter()
-        .map(|rec| replay(rec, &TraceOptions::default(), Calls(vec![])).0 .0)
+        .map(|rec| replay(rec, &TraceOptions::default(), Vec::new()).0)
         .collect();
     let total_calls: usize = truth_calls.iter().map(Vec::len).sum();
     assert!(
@@ -842,4 +832,95 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
             "{table}"
         );
     }
+}
+
+/// `trace_calls` rows as text, sorted, and the same rows from a replay of the
+/// agent's own file.
+fn call_rows_of(ch: &ClickHouse, jvm: &RichJvm, rec: &Recording) -> (Vec<String>, Vec<String>) {
+    let start = rec.header.start_wall_ns;
+    let mut want: Vec<String> = replay(rec, &TraceOptions::default(), Vec::<Call>::new())
+        .0
+        .iter()
+        .map(|c| {
+            format!(
+                "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                rec.method_label(MethodId(c.method)),
+                rec.thread(ThreadId(c.thread)).unwrap().name,
+                start + c.enter_ns,
+                start + c.exit_ns,
+                c.self_ns,
+                c.depth,
+                u8::from(c.flags & THREW != 0),
+                u8::from(c.flags & UNFINISHED != 0),
+                c.untraced
+            )
+        })
+        .collect();
+    want.sort();
+    let got = sql(
+        ch,
+        &format!(
+            "SELECT method, thread, start_ns, end_ns, self_ns, depth, threw, unfinished, \
+             untraced FROM jscope.trace_calls WHERE stream = '{}'",
+            jvm.stream
+        ),
+    );
+    let mut got: Vec<String> = got.lines().map(str::to_string).collect();
+    got.sort();
+    (got, want)
+}
+
+fn calls_open_across_a_dropped_connection_are_paired_as_in_one_connection(
+    server: jscope_testkit::Server,
+) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-trace-reconnect") else {
+        return;
+    };
+    let url = format!("{}?flush_ms=100", ch.url("jscope"));
+    let (server, _log) = start(&temp_dir("ch-trace-reconnect-unused"), |c| {
+        c.store = Some(url)
+    });
+    let addr = server.agents_addr().unwrap();
+    let t0 = now_ns() / 1_000_000_000 * 1_000_000_000 - 1_800_000_000_000;
+    let mut jvm = RichJvm::new(9401, true, t0);
+    let mut sent = Vec::new();
+    // Chunk 2 enters worker-2's `work` and main is open throughout; the
+    // connection breaks after it (no goodbye), and chunks 3 and 4 come on the next.
+    let mut client = jvm.connect(addr);
+    for seq in 1..=2 {
+        let chunk = jvm.chunk();
+        client.send(seq, &chunk).unwrap();
+        sent.push(chunk);
+    }
+    assert_eq!(client.wait_for_ack(2, ACK).unwrap(), 2);
+    drop(client);
+    let cfg = ClientConfig::new(addr.to_string(), jvm.stream.clone());
+    let mut client = WireClient::connect(&cfg, &jvm.header_bytes(), 3).unwrap();
+    assert_eq!(client.accept().acked, 2);
+    for seq in 3..=CHUNKS {
+        let chunk = jvm.chunk();
+        client.send(seq, &chunk).unwrap();
+        sent.push(chunk);
+    }
+    assert_eq!(client.wait_for_ack(CHUNKS, ACK).unwrap(), CHUNKS);
+    assert_eq!(client.finish(ACK).unwrap(), CHUNKS);
+    let own = own_file(&jvm, &sent);
+
+    let (mut got, want) = call_rows_of(&ch, &jvm, &own);
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            got = call_rows_of(&ch, &jvm, &own).0;
+            got.len() >= want.len()
+        }),
+        "{got:?}"
+    );
+    assert_eq!(got, want);
+    // worker-2's `work`, entered before the break and left after it: 400 ms.
+    let spanning = format!(
+        "com.acme.Shop.work\tworker-2\t{}\t{}\t",
+        t0 + 1_900 * MS,
+        t0 + 2_300 * MS
+    );
+    assert!(got.iter().any(|r| r.starts_with(&spanning)), "{got:?}");
+    server.shutdown();
 }

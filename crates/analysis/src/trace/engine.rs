@@ -56,8 +56,11 @@ pub struct Call {
     /// `cpu_ns` minus that of the visible calls directly inside.
     pub self_cpu_ns: Option<u64>,
     pub flags: u8,
-    /// Calls of untraced methods counted inside the call (on the entries of the
-    /// traced calls inside it and at its own end), nested calls' included.
+    /// Calls of untraced methods counted inside the call: the counts the entries
+    /// of the traced calls inside it carry (each counts the untraced calls since
+    /// the thread's previous traced event), nested calls' included. Exits carry
+    /// none, so the untraced calls after the last traced event inside the call
+    /// count on the thread's next entry, after the call, not here.
     pub untraced: u64,
     /// Index of the call's enter among its thread's trace events (0 for the first).
     pub enter_event: u64,
@@ -81,6 +84,17 @@ pub trait CallSink {
     fn enter(&mut self, thread_index: u32, method: u32, enter_ns: u64, depth: u32) -> u32;
     /// A visible call has finished.
     fn exit(&mut self, call: &Call);
+}
+
+/// Keeps every finished call, in the order they finish.
+impl CallSink for Vec<Call> {
+    fn enter(&mut self, _thread_index: u32, _method: u32, _enter_ns: u64, _depth: u32) -> u32 {
+        0
+    }
+
+    fn exit(&mut self, call: &Call) {
+        self.push(*call);
+    }
 }
 
 /// Stands for "no CPU time": the event's batch did not carry it.
@@ -209,6 +223,12 @@ pub(crate) struct StackEngine<S> {
     pub(crate) classes: MethodClasses,
     clock: Clock,
     probe_cost_ns: f64,
+    /// The next thread's [`Call::thread_index`].
+    next_index: u32,
+    /// Drop a thread's state once a batch leaves its stack empty (a stream's
+    /// replayer, which lives as long as its JVM: threads come and go). Its later
+    /// calls then get a new `thread_index` and event indices counted afresh.
+    pub(crate) forget_idle_threads: bool,
 }
 
 impl<S: CallSink> StackEngine<S> {
@@ -220,18 +240,20 @@ impl<S: CallSink> StackEngine<S> {
             classes,
             clock,
             probe_cost_ns,
+            next_index: 0,
+            forget_idle_threads: false,
         }
     }
 
     pub(crate) fn batch(&mut self, rec: &Recording, b: &TraceBatch) {
-        let next_index = self.threads.len() as u32;
-        let t = self
-            .threads
-            .entry(b.thread.0)
-            .or_insert_with(|| ThreadStack {
-                index: next_index,
+        let next_index = &mut self.next_index;
+        let t = self.threads.entry(b.thread.0).or_insert_with(|| {
+            *next_index += 1;
+            ThreadStack {
+                index: *next_index - 1,
                 ..Default::default()
-            });
+            }
+        });
         let mut run = Run {
             sink: &mut self.sink,
             anomalies: &mut self.anomalies,
@@ -243,6 +265,9 @@ impl<S: CallSink> StackEngine<S> {
         for e in &b.events {
             let cpu = if b.has_cpu { e.cpu_ns } else { NO_CPU };
             run.event(rec, t, e, cpu);
+        }
+        if self.forget_idle_threads && t.frames.is_empty() {
+            self.threads.remove(&b.thread.0);
         }
     }
 

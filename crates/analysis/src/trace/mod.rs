@@ -151,6 +151,8 @@ struct Feeder<S> {
     sink: Option<S>,
     engine: Option<StackEngine<S>>,
     options: TraceOptions,
+    /// See [`StackEngine::forget_idle_threads`].
+    forget_idle_threads: bool,
 }
 
 impl<S: CallSink> Feeder<S> {
@@ -159,16 +161,19 @@ impl<S: CallSink> Feeder<S> {
             sink: Some(sink),
             engine: None,
             options: options.clone(),
+            forget_idle_threads: false,
         }
     }
 
     fn engine(&mut self, rec: &Recording) -> &mut StackEngine<S> {
-        let (sink, options) = (&mut self.sink, &self.options);
+        let (sink, options, forget) = (&mut self.sink, &self.options, self.forget_idle_threads);
         self.engine.get_or_insert_with(|| {
             let classes = MethodClasses::new(options.hide.clone());
             let cost = options.probe_cost(rec).unwrap_or(0.0);
             let sink = sink.take().expect("the sink moves into the engine once");
-            StackEngine::new(sink, Clock::of(rec), classes, cost)
+            let mut engine = StackEngine::new(sink, Clock::of(rec), classes, cost);
+            engine.forget_idle_threads = forget;
+            engine
         })
     }
 
@@ -248,15 +253,19 @@ pub fn replay<S: CallSink>(rec: &Recording, options: &TraceOptions, sink: S) -> 
 /// call reaches the sink when its exit arrives, however many batches later, with
 /// the numbers `replay` over the whole stream gives it. `finish` closes the calls
 /// still open at their thread's last event, as `replay` does at the end.
+///
+/// Memory is the open calls: a thread whose calls have all returned at the end of
+/// a batch is forgotten, so its later calls get a new [`Call::thread_index`] and
+/// their [`Call::enter_event`] and [`Call::exit_event`] count from that batch on.
 pub struct Replayer<S> {
     feeder: Feeder<S>,
 }
 
 impl<S: CallSink> Replayer<S> {
     pub fn new(sink: S, options: &TraceOptions) -> Self {
-        Replayer {
-            feeder: Feeder::new(sink, options),
-        }
+        let mut feeder = Feeder::new(sink, options);
+        feeder.forget_idle_threads = true;
+        Replayer { feeder }
     }
 
     /// One batch; `rec` holds the dictionaries declared so far (the first batch's

@@ -830,3 +830,47 @@ fn a_replayer_fed_one_event_at_a_time_gives_what_replay_gives() {
     assert_eq!(streamed.calls, whole.calls);
     assert_eq!(anomalies, Anomalies::default());
 }
+
+#[test]
+fn a_replayer_forgets_a_thread_whose_calls_all_returned() {
+    let bytes = recursion().bytes();
+    let rec = Recording::from_bytes(&bytes).unwrap();
+    let collect = || Collect {
+        rec: &rec,
+        calls: vec![],
+    };
+    let (whole, _) = replay(&rec, &TraceOptions::default(), collect());
+    let mut r = Replayer::new(collect(), &TraceOptions::default());
+    let b = &rec.traces[0];
+    // The same thread's events under 500 thread ids, one after another: each
+    // thread's calls all return within its batch.
+    for t in 0..500u32 {
+        let one = TraceBatch {
+            thread: jscope_format::ThreadId(b.thread.0 + 1000 + t),
+            has_cpu: b.has_cpu,
+            events: b.events.clone(),
+        };
+        r.batch(&rec, &one);
+    }
+    let threads = |r: &Replayer<Collect>| r.feeder.engine.as_ref().map_or(0, |e| e.threads.len());
+    assert_eq!(threads(&r), 0);
+    // A thread left inside a call stays, and its call closes in a later batch.
+    let (enter, rest) = b.events.split_at(1);
+    for events in [enter, rest] {
+        r.batch(
+            &rec,
+            &TraceBatch {
+                thread: b.thread,
+                has_cpu: b.has_cpu,
+                events: events.to_vec(),
+            },
+        );
+        assert_eq!(threads(&r), usize::from(events.len() == 1));
+    }
+    let (streamed, anomalies) = r.finish(&rec);
+    // recursion() has one thread: each copy gives the whole replay's calls.
+    let per_thread = &whole.calls;
+    assert_eq!(streamed.calls.len(), 501 * per_thread.len());
+    assert_eq!(streamed.calls[500 * per_thread.len()..], per_thread[..]);
+    assert_eq!(anomalies, Anomalies::default());
+}

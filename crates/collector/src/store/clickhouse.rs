@@ -20,9 +20,12 @@
 //! ends from `samples`, all in SQL; event flame graphs, traced methods and remote
 //! calls across JVMs are grouped in SQL too (docs/COLLECTOR.md lists the columns).
 //! The raw chunks still hold everything (`read` returns them). A traced call is
-//! written when its exit arrives, in whichever chunk of the connection; the calls
-//! still open when a connection ends are written then, flagged `unfinished` and
-//! closed at their thread's last event, as a whole recording's replay closes them.
+//! written when its exit arrives, in whichever chunk; the calls still open when the
+//! agent says goodbye are written then, flagged `unfinished` and closed at their
+//! thread's last event, as a whole recording's replay closes them. A connection
+//! that breaks leaves its replayer with the stream, and the agent's next
+//! connection to this collector carries on with it when ClickHouse holds exactly
+//! what it replayed.
 //! A prelude starts each connection and each day
 //! of a stream, so a day's partition reads on its own after retention dropped the
 //! ones before it (`retain` drops whole day partitions: 18.16 has no TTL).
@@ -31,9 +34,10 @@
 //! is ~1 s old or large; `sync` returns once the batch holding the stream's chunks
 //! committed, so a chunk is acknowledged only after ClickHouse confirmed it. Samples
 //! and stacks are inserted before chunks: a chunk row is the mark that its samples are
-//! in. A connection starts (`open`) from what ClickHouse holds: chunks at or below
-//! its highest stored sequence number are skipped, and sample rows beyond it (from a
-//! batch whose chunk insert failed) are deleted first.
+//! in. A connection starts (`open`) from what ClickHouse holds: chunks up to the end
+//! of the stream's unbroken run of stored chunks are skipped, and rows beyond it (from
+//! a batch whose chunk insert failed, or stored after a batch that failed) are deleted
+//! first. Once a batch holding a stream failed, its connection takes no more chunks.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};
@@ -41,7 +45,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use jscope_analysis::events::{stack_of, AllocWeights, EventWeight};
-use jscope_analysis::trace::{Call, CallSink, Replayer, TraceOptions, THREW, UNFINISHED};
+use jscope_analysis::trace::{Call, Replayer, TraceOptions, THREW, UNFINISHED};
 use jscope_analysis::{civil_from_days, Mode, StackCounts, ThreadMatcher};
 use jscope_format::thread_state::classify;
 use jscope_format::{
@@ -68,8 +72,8 @@ const STACK_COLUMNS: &str = "hash, frames";
 const JVM_COLUMNS: &str = "stream, service, labels.key, labels.value, identity, header, updated";
 const EVENT_COLUMNS: &str = "day, time_ns, service, stream, jvm, labels.key, labels.value, seq, \
      thread, kind, duration_ns, stack, weight, size, fields.key, fields.value";
-const TRACE_COLUMNS: &str = "day, start_ns, end_ns, duration_ns, self_ns, service, stream, jvm, \
-     labels.key, labels.value, seq, thread, method, depth, threw, unfinished, untraced, cpu_ns, \
+const TRACE_COLUMNS: &str = "day, start_ns, service, stream, jvm, labels.key, labels.value, seq, \
+     end_ns, duration_ns, self_ns, thread, method, depth, threw, unfinished, untraced, cpu_ns, \
      self_cpu_ns";
 const REMOTE_COLUMNS: &str = "day, start_ns, service, stream, jvm, labels.key, labels.value, \
      seq, duration_ns, thread, direction, protocol, target, method, method_hash, local, remote, \
@@ -380,27 +384,16 @@ struct StreamState {
     batch: u64,
     active: bool,
     /// Pairs the connection's trace entries with their exits across chunks.
-    trace: Replayer<Finished>,
+    trace: Replayer<Vec<Call>>,
     /// The last chunk staged.
     last_seq: u64,
+    /// The last chunk whose trace events `trace` has seen.
+    trace_upto: u64,
 }
 
-/// Calls the replayer finished and no row holds yet.
-#[derive(Default)]
-struct Finished(Vec<Call>);
-
-impl CallSink for Finished {
-    fn enter(&mut self, _thread: u32, _method: u32, _enter_ns: u64, _depth: u32) -> u32 {
-        0
-    }
-
-    fn exit(&mut self, call: &Call) {
-        self.0.push(*call);
-    }
-}
-
-fn new_replayer() -> Replayer<Finished> {
-    Replayer::new(Finished::default(), &TraceOptions::default())
+/// The replayer's sink holds the calls it finished that no row holds yet.
+fn new_replayer() -> Replayer<Vec<Call>> {
+    Replayer::new(Vec::new(), &TraceOptions::default())
 }
 
 /// Rows waiting for the writer.
@@ -418,6 +411,19 @@ struct Pending {
 }
 
 impl Pending {
+    /// Empties the batch, keeping its buffers' capacity.
+    fn clear(&mut self) {
+        self.samples.clear();
+        self.events.clear();
+        self.trace_calls.clear();
+        self.remote_calls.clear();
+        self.chunks.clear();
+        self.stacks.clear();
+        self.new_stacks.clear();
+        self.streams.clear();
+        self.since = None;
+    }
+
     fn bytes(&self) -> usize {
         self.samples.len()
             + self.events.len()
@@ -436,6 +442,9 @@ struct Writer {
     errors: HashMap<String, String>,
     down: bool,
     stopping: bool,
+    /// Insert the batch being filled now rather than when it is due (a connection
+    /// ending waits for its rows).
+    flush_now: bool,
 }
 
 struct Shared {
@@ -475,6 +484,7 @@ impl ClickHouseStore {
                 errors: HashMap::new(),
                 down: false,
                 stopping: false,
+                flush_now: false,
             }),
             wake: Condvar::new(),
             stored_stacks: Mutex::new(HashSet::new()),
@@ -543,12 +553,62 @@ impl ClickHouseStore {
         Ok(h)
     }
 
-    fn max_chunk_seq(&self, stream: &str) -> Result<u64, CollectorError> {
-        self.scalar(&format!(
-            "SELECT max(seq) FROM {}.chunks WHERE stream = {} AND kind = {KIND_CHUNK}",
-            self.db,
-            quote(stream)
-        ))
+    /// The end of the stream's unbroken run of stored chunks: what an agent may be
+    /// told is stored. A batch that failed while a later one went in leaves a hole
+    /// (chunk N missing, N+1 stored); the run ends before it, so `open` deletes the
+    /// rows beyond and the agent resends them. Such a hole can only follow the last
+    /// prelude (a connection's first chunk, a day's, or the first after a gap the
+    /// agent made, `stage`), so the run is looked for from there: the agent's own
+    /// gaps, and any older ones, do not end it.
+    fn stored_upto(&self, stream: &str) -> Result<u64, CollectorError> {
+        let (db, s) = (&self.db, quote(stream));
+        let out = self.select(&format!(
+            "SELECT min(seq), max(seq), uniqExact(seq) FROM {db}.chunks \
+             WHERE stream = {s} AND kind = {KIND_CHUNK}"
+        ))?;
+        let mut c = Cursor::new(&out);
+        if c.done() {
+            return Ok(0);
+        }
+        let (lo, hi, n) = (
+            c.u64().map_err(ch)?,
+            c.u64().map_err(ch)?,
+            c.u64().map_err(ch)?,
+        );
+        if n == 0 || hi - lo + 1 == n {
+            return Ok(hi);
+        }
+        let base = self.scalar(&format!(
+            "SELECT max(seq) FROM {db}.chunks WHERE stream = {s} AND kind = {KIND_PRELUDE}"
+        ))?;
+        let out = self.select(&format!(
+            "SELECT seq FROM {db}.chunks WHERE stream = {s} AND kind = {KIND_CHUNK} \
+             AND seq >= {base} GROUP BY seq ORDER BY seq"
+        ))?;
+        let mut c = Cursor::new(&out);
+        let mut upto: Option<u64> = None;
+        while !c.done() {
+            let seq = c.u64().map_err(ch)?;
+            match upto {
+                Some(prev) if seq != prev + 1 => return Ok(prev),
+                _ => upto = Some(seq),
+            }
+        }
+        Ok(upto.unwrap_or(hi))
+    }
+
+    /// Waits until the writer has inserted (or failed) `batch`, asking it to insert
+    /// now rather than when the batch is due.
+    fn committed(&self, batch: u64) -> std::sync::MutexGuard<'_, Writer> {
+        let mut w = self.shared.writer.lock().expect("writer lock");
+        if w.filling <= batch {
+            w.flush_now = true;
+            self.shared.wake.notify_all();
+        }
+        while w.filling <= batch {
+            w = self.shared.wake.wait(w).expect("writer lock");
+        }
+        w
     }
 
     fn stream(&self, stream: &str) -> Result<Arc<Mutex<StreamState>>, CollectorError> {
@@ -578,28 +638,45 @@ impl ClickHouseStore {
             w.push_str(&format!(" AND state IN ({})", codes.join(", ")));
         }
         if let Some(m) = &filter.thread {
-            let out = self.select(&format!(
-                "SELECT DISTINCT thread FROM {}.stack_minutes WHERE {w}{}",
-                self.db,
-                minutes_window(
-                    from_ns.map(|f| f / MINUTE_NS),
-                    to_ns.map(|t| t.div_ceil(MINUTE_NS))
-                )
-            ))?;
-            let mut c = Cursor::new(&out);
-            let mut names = Vec::new();
-            while !c.done() {
-                let name = c.string().map_err(ch)?;
-                if m.matches(&name) {
-                    names.push(quote(&name));
-                }
-            }
-            if names.is_empty() {
+            let names = self.threads_matching(
+                m,
+                &format!(
+                    "SELECT DISTINCT thread FROM {}.stack_minutes WHERE {w}{}",
+                    self.db,
+                    minutes_window(
+                        from_ns.map(|f| f / MINUTE_NS),
+                        to_ns.map(|t| t.div_ceil(MINUTE_NS))
+                    )
+                ),
+            )?;
+            let Some(names) = names else {
                 return Ok(None);
-            }
-            w.push_str(&format!(" AND thread IN ({})", names.join(", ")));
+            };
+            w.push_str(&names);
         }
         Ok(Some(w))
+    }
+
+    /// ` AND thread IN (...)` of the names `distinct` (a query of thread names)
+    /// answers that `m` matches; `None` when none does.
+    fn threads_matching(
+        &self,
+        m: &ThreadMatcher,
+        distinct: &str,
+    ) -> Result<Option<String>, CollectorError> {
+        let out = self.select(distinct)?;
+        let mut c = Cursor::new(&out);
+        let mut names = Vec::new();
+        while !c.done() {
+            let name = c.string().map_err(ch)?;
+            if m.matches(&name) {
+                names.push(quote(&name));
+            }
+        }
+        if names.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(format!(" AND thread IN ({})", names.join(", "))))
     }
 
     /// Frames of the stacks `hashes`, from the cache or the stacks table.
@@ -709,7 +786,9 @@ impl ClickHouseStore {
         let id = &st.identity;
         let day = day_of(span_ns.map_or_else(now_ns, |s| s.1));
         let mut chunks = Vec::new();
-        if st.prelude_day != Some(day) {
+        // After a gap (chunks the agent dropped) a prelude marks it as the agent's:
+        // see `stored_upto`.
+        if st.prelude_day != Some(day) || seq != st.last_seq + 1 {
             Row(&mut chunks)
                 .u16(day)
                 .str(&id.id)
@@ -764,9 +843,10 @@ impl ClickHouseStore {
                 _ => {}
             }
         }
-        let calls = std::mem::take(&mut st.trace.sink_mut().0);
+        let calls = std::mem::take(st.trace.sink_mut());
         call_rows(st, dict, &mut rows.trace_calls, seq, &calls);
         st.last_seq = seq;
+        st.trace_upto = seq;
         self.queue(st, rows, chunks);
     }
 
@@ -986,17 +1066,10 @@ fn call_rows(st: &StreamState, dict: &Recording, out: &mut Vec<u8>, seq: u64, ca
             start.saturating_add(c.exit_ns),
         );
         let mut row = Row(out);
-        row.u16(day_of(lo))
-            .u64(lo)
-            .u64(hi)
+        stream_columns(&mut row, st, lo, seq);
+        row.u64(hi)
             .u64(c.duration_ns())
             .u64(c.self_ns)
-            .str(&st.identity.service)
-            .str(&st.identity.id)
-            .u64(st.jvm_hash)
-            .strings(st.identity.labels.iter().map(|(k, _)| k.as_str()))
-            .strings(st.identity.labels.iter().map(|(_, v)| v.as_str()))
-            .u64(seq)
             .str(thread)
             .str(label)
             .u32(c.depth)
@@ -1014,11 +1087,15 @@ fn call_rows(st: &StreamState, dict: &Recording, out: &mut Vec<u8>, seq: u64, ca
 
 /// Inserts batches until the store is dropped.
 fn write_loop(shared: &Shared, flush: Duration) {
+    // The batch inserted last, emptied: it becomes the next one to fill, so the
+    // buffers keep their size instead of growing anew on connection threads
+    // (glibc keeps each such thread's freed multi-MiB buffers in its arena).
+    let mut spare = Pending::default();
     let mut w = shared.writer.lock().expect("writer lock");
     loop {
         let ready = w.pending.since.is_some_and(|t| t.elapsed() >= flush)
             || w.pending.bytes() >= BATCH_BYTES
-            || (w.stopping && w.pending.since.is_some());
+            || ((w.stopping || w.flush_now) && w.pending.since.is_some());
         if !ready {
             if w.stopping {
                 return;
@@ -1034,8 +1111,9 @@ fn write_loop(shared: &Shared, flush: Duration) {
                 .0;
             continue;
         }
-        let batch = std::mem::take(&mut w.pending);
+        let mut batch = std::mem::replace(&mut w.pending, spare);
         w.filling += 1;
+        w.flush_now = false;
         drop(w);
         let result = insert_batch(&shared.client, &batch);
         w = shared.writer.lock().expect("writer lock");
@@ -1049,7 +1127,7 @@ fn write_loop(shared: &Shared, flush: Duration) {
                     .stored_stacks
                     .lock()
                     .expect("stacks lock")
-                    .extend(batch.new_stacks);
+                    .extend(batch.new_stacks.iter().copied());
             }
             Err(e) => {
                 if !w.down {
@@ -1058,11 +1136,13 @@ fn write_loop(shared: &Shared, flush: Duration) {
                         "clickhouse insert failed, not acknowledging until it works again: {e}"
                     ));
                 }
-                for s in batch.streams {
+                for s in batch.streams.drain() {
                     w.errors.insert(s, e.clone());
                 }
             }
         }
+        batch.clear();
+        spare = batch;
         shared.wake.notify_all();
     }
 }
@@ -1104,7 +1184,7 @@ impl Store for ClickHouseStore {
         let Some(header) = self.header_bytes(stream)? else {
             return Ok(None);
         };
-        let acked = self.max_chunk_seq(stream)?;
+        let acked = self.stored_upto(stream)?;
         let head = Recording::from_bytes(&header)?;
         let mut dict = new_dictionary(&head.header);
         // The dictionaries: from the last prelude on.
@@ -1142,7 +1222,7 @@ impl Store for ClickHouseStore {
         if known == 0 {
             return Ok(None);
         }
-        Ok(Some(self.max_chunk_seq(stream)?))
+        Ok(Some(self.stored_upto(stream)?))
     }
 
     fn open(
@@ -1165,49 +1245,62 @@ impl Store for ClickHouseStore {
         self.client()
             .insert("jvms", JVM_COLUMNS, &row)
             .map_err(ch)?;
-        let stored_upto = self.max_chunk_seq(&jvm.id)?;
+        // The previous connection's rows first (see `close`).
+        let previous = self
+            .streams
+            .lock()
+            .expect("streams lock")
+            .get(&jvm.id)
+            .cloned();
+        if let Some(old) = &previous {
+            let batch = old.lock().expect("stream lock").batch;
+            drop(self.committed(batch));
+        }
+        let stored_upto = self.stored_upto(&jvm.id)?;
+        // The calls the previous connection here left open carry on when ClickHouse
+        // holds exactly what it staged (no other collector stored more since, no
+        // batch of it failed); else they are lost and the trace starts afresh.
+        let (trace, trace_upto) = match previous {
+            Some(old) => {
+                let mut old = old.lock().expect("stream lock");
+                if old.last_seq == stored_upto && old.trace_upto == stored_upto {
+                    (
+                        std::mem::replace(&mut old.trace, new_replayer()),
+                        stored_upto,
+                    )
+                } else {
+                    (new_replayer(), 0)
+                }
+            }
+            None => (new_replayer(), 0),
+        };
         let jvm_hash = fnv(jvm.id.as_bytes());
-        // Samples of chunks whose insert did not complete would count twice.
-        for table in &ROW_TABLES[1..] {
+        // Rows of chunks whose insert did not complete would count twice.
+        let (db, this) = (
+            &self.db,
+            format!("jvm = {jvm_hash} AND stream = {}", quote(&jvm.id)),
+        );
+        for table in ROW_TABLES {
             let orphans = self.scalar(&format!(
-                "SELECT count() FROM {}.{table} WHERE jvm = {jvm_hash} AND seq > {stored_upto}",
-                self.db
+                "SELECT count() FROM {db}.{table} WHERE jvm = {jvm_hash} AND seq > {stored_upto}"
             ))?;
-            if orphans > 0 {
+            if orphans == 0 {
+                continue;
+            }
+            if table == "samples" {
+                // The per-minute counts took them in too: their negation cancels them.
                 self.client()
                     .query(&format!(
-                        "ALTER TABLE {}.{table} DELETE WHERE jvm = {} AND stream = {} \
-                         AND seq > {stored_upto}",
-                        self.db,
-                        jvm_hash,
-                        quote(&jvm.id)
+                        "INSERT INTO {db}.stack_minutes SELECT {MINUTE_COLUMNS}, \
+                         -toInt64(count()) AS n FROM {db}.samples \
+                         WHERE {this} AND seq > {stored_upto} \
+                         GROUP BY day, minute, jvm, mode, state, thread, stack"
                     ))
                     .map_err(ch)?;
             }
-        }
-        let orphans = self.scalar(&format!(
-            "SELECT count() FROM {}.samples WHERE jvm = {jvm_hash} AND seq > {stored_upto}",
-            self.db
-        ))?;
-        if orphans > 0 {
-            // The per-minute counts took them in too: their negation cancels them.
             self.client()
                 .query(&format!(
-                    "INSERT INTO {db}.stack_minutes SELECT {MINUTE_COLUMNS}, -toInt64(count()) AS n \
-                     FROM {db}.samples WHERE jvm = {} AND stream = {} AND seq > {stored_upto} \
-                     GROUP BY day, minute, jvm, mode, state, thread, stack",
-                    jvm_hash,
-                    quote(&jvm.id),
-                    db = self.db
-                ))
-                .map_err(ch)?;
-            self.client()
-                .query(&format!(
-                    "ALTER TABLE {}.samples DELETE WHERE jvm = {} AND stream = {} \
-                     AND seq > {stored_upto}",
-                    self.db,
-                    jvm_hash,
-                    quote(&jvm.id)
+                    "ALTER TABLE {db}.{table} DELETE WHERE {this} AND seq > {stored_upto}"
                 ))
                 .map_err(ch)?;
         }
@@ -1232,8 +1325,9 @@ impl Store for ClickHouseStore {
             prelude_day: None,
             batch: 0,
             active: true,
-            trace: new_replayer(),
+            trace,
             last_seq: stored_upto,
+            trace_upto,
         };
         self.streams
             .lock()
@@ -1268,15 +1362,31 @@ impl Store for ClickHouseStore {
     ) -> Result<(), CollectorError> {
         let st = self.stream(stream)?;
         let mut st = st.lock().expect("stream lock");
+        // After a failed batch the connection takes no more chunks: a later
+        // batch going in would leave a hole below chunks stored after it.
+        if let Some(e) = self
+            .shared
+            .writer
+            .lock()
+            .expect("writer lock")
+            .errors
+            .get(stream)
+        {
+            return Err(ch(e.clone()));
+        }
         if seq <= st.stored_upto {
             // Stored before (an agent resending after a collector died): its rows
-            // are in, but its trace events still open calls that later chunks close.
-            for r in records {
-                if let Record::Trace(b) = r {
-                    st.trace.batch(dict, b);
+            // are in, but its trace events still open calls that later chunks close
+            // (unless the trace carried on from the previous connection here).
+            if seq > st.trace_upto {
+                for r in records {
+                    if let Record::Trace(b) = r {
+                        st.trace.batch(dict, b);
+                    }
                 }
+                st.trace.sink_mut().clear();
+                st.trace_upto = seq;
             }
-            st.trace.sink_mut().0.clear();
             return Ok(());
         }
         self.stage(&mut st, seq, chunk, span_ns, dict, records);
@@ -1295,26 +1405,49 @@ impl Store for ClickHouseStore {
         }
     }
 
-    fn end_stream(&self, stream: &str, dict: &Recording) -> Result<(), CollectorError> {
+    fn end_stream(
+        &self,
+        stream: &str,
+        dict: &Recording,
+        clean: bool,
+    ) -> Result<(), CollectorError> {
+        if !clean {
+            // The agent comes back: its open calls close in a later chunk.
+            return Ok(());
+        }
         let st = self.stream(stream)?;
         let mut st = st.lock().expect("stream lock");
         let replayer = std::mem::replace(&mut st.trace, new_replayer());
         let (open, _) = replayer.finish(dict);
-        if open.0.is_empty() {
+        if open.is_empty() {
             return Ok(());
         }
         let mut rows = Rows::default();
         let seq = st.last_seq;
-        call_rows(&st, dict, &mut rows.trace_calls, seq, &open.0);
+        call_rows(&st, dict, &mut rows.trace_calls, seq, &open);
         self.queue(&mut st, rows, Vec::new());
         Ok(())
     }
 
     fn close(&self, stream: &str) -> Result<(), CollectorError> {
-        if let Ok(st) = self.stream(stream) {
-            st.lock().expect("stream lock").active = false;
+        let Ok(st) = self.stream(stream) else {
+            return Ok(());
+        };
+        let batch = {
+            let mut st = st.lock().expect("stream lock");
+            st.active = false;
+            st.batch
+        };
+        // Rows staged but not yet inserted (a chunk the connection never
+        // acknowledged, the calls left open) must be in before the agent
+        // reconnects: `open` resumes from what ClickHouse holds, and a chunk
+        // still in the batch would be sent and stored again. The error stays
+        // for `open` to see.
+        let w = self.committed(batch);
+        match w.errors.get(stream) {
+            Some(e) => Err(ch(e.clone())),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn jvms(&self) -> Vec<StoredJvm> {
@@ -1532,22 +1665,17 @@ impl Store for ClickHouseStore {
         );
         if let Some(m) = thread {
             // As `EventFilter` selects: by thread name; process-wide events have none.
-            let out = self.select(&format!(
-                "SELECT DISTINCT thread FROM {}.events WHERE {w} AND thread != ''",
-                self.db
-            ))?;
-            let mut c = Cursor::new(&out);
-            let mut names = Vec::new();
-            while !c.done() {
-                let name = c.string().map_err(ch)?;
-                if m.matches(&name) {
-                    names.push(quote(&name));
-                }
-            }
-            if names.is_empty() {
+            let Some(names) = self.threads_matching(
+                m,
+                &format!(
+                    "SELECT DISTINCT thread FROM {}.events WHERE {w} AND thread != ''",
+                    self.db
+                ),
+            )?
+            else {
                 return Ok(Some((new_dictionary(&header), StackCounts::default())));
-            }
-            w.push_str(&format!(" AND thread IN ({})", names.join(", ")));
+            };
+            w.push_str(&names);
         }
         let (sum, which) = match what {
             EventWeight::Alloc => ("weight", "kind = 'alloc' AND weight > 0".to_string()),

@@ -158,9 +158,15 @@ pub trait Store: Send + Sync {
     }
 
     /// The connection ends (before `close`): `dict` is its dictionaries, to label
-    /// what the store still holds of it (the ClickHouse store writes the traced
-    /// calls still open then). Nothing by default.
-    fn end_stream(&self, _stream: &str, _dict: &Recording) -> Result<(), CollectorError> {
+    /// what the store still holds of it; `clean` when the agent said goodbye (its
+    /// JVM ended: the ClickHouse store writes the traced calls still open then,
+    /// else it keeps them open for the agent's next connection). Nothing by default.
+    fn end_stream(
+        &self,
+        _stream: &str,
+        _dict: &Recording,
+        _clean: bool,
+    ) -> Result<(), CollectorError> {
         Ok(())
     }
 
@@ -322,10 +328,11 @@ impl ServerListener for StoreListener {
         self.store.sync(&c.jvm.id).map_err(failed)
     }
 
-    fn on_disconnect(&self, c: &Connection, _why: &Disconnect) {
+    fn on_disconnect(&self, c: &Connection, why: &Disconnect) {
         {
             let dict = c.dict.read().expect("dict lock");
-            let _ = self.store.end_stream(&c.jvm.id, &dict);
+            let clean = matches!(why, Disconnect::Clean);
+            let _ = self.store.end_stream(&c.jvm.id, &dict, clean);
         }
         // A failed close leaves the segment open; recovery at the next start closes it.
         let _ = self.store.close(&c.jvm.id);
