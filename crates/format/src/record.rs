@@ -439,41 +439,47 @@ const TRACE_HAS_CPU: u8 = 1;
 
 /// Trace events are the highest-volume records: each costs a varint of
 /// `method << 2 | kind`, a varint time delta within the batch, and on entries the
-/// untraced-call count. The events are written into room reserved once per batch
-/// (at most 35 bytes an event), so the loop does no per-byte capacity checks.
-/// The events are those `map` makes of `items`, one at a time, so a producer's
-/// own records are encoded without an intermediate batch. Returns the number of
+/// untraced-call count. The record's body is written into `scratch`, a buffer
+/// that only grows and is never cleared, so a batch neither zero-fills nor
+/// bounds-checks room byte by byte (at most 35 bytes an event); the caller copies
+/// the body (its first returned bytes) into the chunk. The events are those `map`
+/// makes of `items`, one at a time, so a producer's own records are encoded
+/// without an intermediate batch. Returns the body's length and the number of
 /// (enters, exits, throws).
 #[inline]
 pub(crate) fn encode_trace_with<E>(
-    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
     thread: ThreadId,
     has_cpu: bool,
     items: &[E],
     first_dt: i64,
     map: impl Fn(&E) -> TraceEvent,
-) -> [u64; 3] {
-    put_u64(out, thread.into());
-    put_i64(out, first_dt);
-    out.push(if has_cpu { TRACE_HAS_CPU } else { 0 });
-    put_u64(out, items.len() as u64);
-    let start = out.len();
+) -> (usize, [u64; 3]) {
     let per_event = if has_cpu {
         3 * MAX_VARINT + 5
     } else {
         2 * MAX_VARINT + 5
     };
-    // 8 bytes of slack: a short varint stores 8 bytes of which it keeps its own.
-    out.resize(start + items.len() * per_event + 8, 0);
-    let buf = &mut out[..];
-    let mut pos = start;
+    // The head's four fields, and 8 bytes of slack: a short varint stores 8
+    // bytes of which it keeps its own.
+    let need = 4 * MAX_VARINT + items.len() * per_event + 8;
+    if scratch.len() < need {
+        scratch.resize(need, 0);
+    }
+    let buf = &mut scratch[..need];
+    let mut pos = write_u64(buf, 0, thread.into());
+    pos = write_i64(buf, pos, first_dt);
+    buf[pos] = if has_cpu { TRACE_HAS_CPU } else { 0 };
+    pos = write_u64(buf, pos + 1, items.len() as u64);
     let mut prev = items.first().map_or(0, |e| map(e).ticks);
-    let mut kinds = [0u64; 4];
+    // Counted in registers; exits are the rest.
+    let (mut enters, mut throws) = (0u64, 0u64);
     if has_cpu {
         let mut prev_cpu = 0u64;
         for item in items {
             let e = map(item);
-            kinds[e.kind as usize & 3] += 1;
+            enters += u64::from(e.kind == TraceKind::Enter);
+            throws += u64::from(e.kind == TraceKind::Throw);
             pos = write_event(buf, pos, &e, &mut prev);
             pos = write_i64(buf, pos, e.cpu_ns.wrapping_sub(prev_cpu) as i64);
             prev_cpu = e.cpu_ns;
@@ -481,12 +487,13 @@ pub(crate) fn encode_trace_with<E>(
     } else {
         for item in items {
             let e = map(item);
-            kinds[e.kind as usize & 3] += 1;
+            enters += u64::from(e.kind == TraceKind::Enter);
+            throws += u64::from(e.kind == TraceKind::Throw);
             pos = write_event(buf, pos, &e, &mut prev);
         }
     }
-    out.truncate(pos);
-    [kinds[0], kinds[1], kinds[2]]
+    let exits = items.len() as u64 - enters - throws;
+    (pos, [enters, exits, throws])
 }
 
 #[inline(always)]

@@ -34,6 +34,14 @@ const CONTINUATION: [u64; 6] = [0, 0, 0x80, 0x8080, 0x80_8080, 0x8080_8080];
 /// instead of pushing byte by byte, and this form has no branch on the length.
 #[inline(always)]
 pub(crate) fn write_u64(buf: &mut [u8], pos: usize, v: u64) -> usize {
+    if v < 1 << 14 {
+        // Most of a trace's fields (method ids, kinds, short time deltas,
+        // untraced counts): one or two bytes, in half the instructions.
+        let two = u64::from(v >= 0x80);
+        let word = (v & 0x7f) | ((v << 1) & 0x7f00) | (two << 7);
+        buf[pos..pos + 2].copy_from_slice(&(word as u16).to_le_bytes());
+        return pos + 1 + two as usize;
+    }
     if v < 1 << 35 {
         // 7 bits a byte, spread into up to 5 bytes, continuation bits on all but
         // the last byte.

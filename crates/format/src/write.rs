@@ -49,6 +49,9 @@ pub struct ChunkWriter {
     /// The finished chunk's payload, kept so each chunk does not allocate it anew.
     payload: Vec<u8>,
     body: Vec<u8>,
+    /// Where trace records are encoded: grown, never cleared (see
+    /// `encode_trace_with`).
+    scratch: Vec<u8>,
     base: Option<u64>,
     times: DeltaEncoder,
     summary: SummaryBuilder,
@@ -178,9 +181,10 @@ impl ChunkWriter {
         };
         let last_ticks = map(last).ticks;
         let dt = self.delta(thread, map(first).ticks);
-        let kinds = encode_trace_with(&mut self.body, thread, has_cpu, items, dt, map);
+        let (len, kinds) = encode_trace_with(&mut self.scratch, thread, has_cpu, items, dt, map);
         self.times.delta(thread, last_ticks);
-        self.push(tag::TRACE);
+        put_record(&mut self.records, tag::TRACE, &self.scratch[..len]);
+        self.summary.count(tag::TRACE);
         self.summary.trace.add_kinds(kinds);
         self.summary.saw(last_ticks);
     }
