@@ -195,6 +195,29 @@ fn schema(db: &str) -> Vec<String> {
     ]
 }
 
+/// One row of a `GROUP BY` answer: `S` string keys and `N` UInt64 aggregates.
+type Grouped<const S: usize, const N: usize> = ([String; S], [u64; N]);
+
+/// The rows of a `GROUP BY` answer in RowBinary.
+fn grouped<const S: usize, const N: usize>(
+    out: &[u8],
+) -> Result<Vec<Grouped<S, N>>, CollectorError> {
+    let mut c = Cursor::new(out);
+    let mut rows = Vec::new();
+    while !c.done() {
+        let mut keys: [String; S] = std::array::from_fn(|_| String::new());
+        for k in &mut keys {
+            *k = c.string().map_err(ch)?;
+        }
+        let mut n = [0u64; N];
+        for v in &mut n {
+            *v = c.u64().map_err(ch)?;
+        }
+        rows.push((keys, n));
+    }
+    Ok(rows)
+}
+
 fn ch(e: String) -> CollectorError {
     CollectorError::ClickHouse(e)
 }
@@ -1719,22 +1742,16 @@ impl Store for ClickHouseStore {
             jvm_in(jvms),
             window_sql("time_ns", 1, from_ns, to_ns)
         ))?;
-        let mut c = Cursor::new(&out);
-        let mut rows = Vec::new();
-        while !c.done() {
-            let kind = c.string().map_err(ch)?;
-            let mut n = [0u64; 4];
-            for v in &mut n {
-                *v = c.u64().map_err(ch)?;
-            }
-            rows.push(EventKindRow {
+        let mut rows: Vec<EventKindRow> = grouped(&out)?
+            .into_iter()
+            .map(|([kind], n): Grouped<1, 4>| EventKindRow {
                 kind,
                 events: n[0],
                 total_ns: n[1],
                 max_ns: n[2],
                 jvms: n[3],
-            });
-        }
+            })
+            .collect();
         sort_kinds(&mut rows);
         Ok(Some(rows))
     }
@@ -1753,15 +1770,9 @@ impl Store for ClickHouseStore {
             jvm_in(jvms),
             window_sql("start_ns", 1, from_ns, to_ns)
         ))?;
-        let mut c = Cursor::new(&out);
-        let mut rows = Vec::new();
-        while !c.done() {
-            let method = c.string().map_err(ch)?;
-            let mut n = [0u64; 6];
-            for v in &mut n {
-                *v = c.u64().map_err(ch)?;
-            }
-            rows.push(TracedMethod {
+        let mut rows: Vec<TracedMethod> = grouped(&out)?
+            .into_iter()
+            .map(|([method], n): Grouped<1, 6>| TracedMethod {
                 method,
                 calls: n[0],
                 total_ns: n[1],
@@ -1769,8 +1780,8 @@ impl Store for ClickHouseStore {
                 max_ns: n[3],
                 threw: n[4],
                 jvms: n[5],
-            });
-        }
+            })
+            .collect();
         sort_traced(&mut rows);
         Ok(Some(rows))
     }
@@ -1789,32 +1800,22 @@ impl Store for ClickHouseStore {
             jvm_in(jvms),
             window_sql("start_ns", 1, from_ns, to_ns)
         ))?;
-        let mut c = Cursor::new(&out);
-        let mut rows = Vec::new();
-        while !c.done() {
-            let names = [
-                c.string().map_err(ch)?,
-                c.string().map_err(ch)?,
-                c.string().map_err(ch)?,
-                c.string().map_err(ch)?,
-            ];
-            let mut n = [0u64; 5];
-            for v in &mut n {
-                *v = c.u64().map_err(ch)?;
-            }
-            let [direction, protocol, target, method] = names;
-            rows.push(RemoteGroup {
-                direction,
-                protocol,
-                target,
-                method,
-                calls: n[0],
-                failed: n[1],
-                total_ns: n[2],
-                max_ns: n[3],
-                jvms: n[4],
-            });
-        }
+        let mut rows: Vec<RemoteGroup> = grouped(&out)?
+            .into_iter()
+            .map(
+                |([direction, protocol, target, method], n): Grouped<4, 5>| RemoteGroup {
+                    direction,
+                    protocol,
+                    target,
+                    method,
+                    calls: n[0],
+                    failed: n[1],
+                    total_ns: n[2],
+                    max_ns: n[3],
+                    jvms: n[4],
+                },
+            )
+            .collect();
         sort_remote(&mut rows);
         Ok(Some(rows))
     }
