@@ -92,10 +92,7 @@ pub fn event_kinds_from_chunks(
     for (j, id) in q.jvms.iter().enumerate() {
         let rec = store.read(id, q.from_ns, q.to_ns)?;
         for e in &rec.events {
-            let at = rec
-                .header
-                .start_wall_ns
-                .saturating_add(rec.ticks_to_ns(e.ticks));
+            let at = wall_at(&rec, e.ticks);
             if !in_window(at, q.from_ns, q.to_ns) {
                 continue;
             }
@@ -269,10 +266,7 @@ pub fn remote_calls_from_chunks(
     for (j, id) in q.jvms.iter().enumerate() {
         let rec = store.read(id, q.from_ns, q.to_ns)?;
         for c in &rec.remote_calls {
-            let at = rec
-                .header
-                .start_wall_ns
-                .saturating_add(rec.ticks_to_ns(c.ticks));
+            let at = wall_at(&rec, c.ticks);
             if !in_window(at, q.from_ns, q.to_ns) {
                 continue;
             }
@@ -349,4 +343,11 @@ pub fn event_stacks_from_chunks(
         out.push((rec, counts));
     }
     Ok(out)
+}
+
+/// Unix epoch nanoseconds of a clock reading in `rec`.
+fn wall_at(rec: &jscope_format::Recording, ticks: u64) -> u64 {
+    rec.header
+        .start_wall_ns
+        .saturating_add(rec.ticks_to_ns(ticks))
 }

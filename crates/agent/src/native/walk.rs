@@ -144,35 +144,13 @@ fn code_ranges() -> Option<&'static CodeRanges> {
 /// before [`refresh_code_ranges`] has run).
 fn read_pair(addr: usize) -> Option<[usize; 2]> {
     let mut out = [0usize; 2];
-    let local = libc::iovec {
-        iov_base: out.as_mut_ptr().cast(),
-        iov_len: 16,
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut _,
-        iov_len: 16,
-    };
-    let pid = PID.load(Ordering::Relaxed);
-    // SAFETY: a plain system call on this process; the kernel checks `addr`.
-    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-    (n == 16).then_some(out)
+    read_words(addr, &mut out).then_some(out)
 }
 
 /// Reads one word at `addr` without faulting.
 fn read_word(addr: usize) -> Option<usize> {
-    let mut out = 0usize;
-    let local = libc::iovec {
-        iov_base: (&mut out as *mut usize).cast(),
-        iov_len: 8,
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut _,
-        iov_len: 8,
-    };
-    let pid = PID.load(Ordering::Relaxed);
-    // SAFETY: a plain system call on this process; the kernel checks `addr`.
-    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-    (n == 8).then_some(out)
+    let mut out = [0usize; 1];
+    read_words(addr, &mut out).then_some(out[0])
 }
 
 /// Largest step between two frames a walk believes.
