@@ -2,7 +2,8 @@
 //! all under -Xverify:all: exact events of a known call structure, durations of
 //! sleeping methods, thread CPU time, `exclude-library`, `subclasses-of`, tracing
 //! every class of a real program (javac included) without changing its output,
-//! and tracing started, changed and stopped through dynamic attach.
+//! and tracing started, changed and stopped through dynamic attach; all under
+//! -Xcheck:jni too, whose warnings (on stdout) fail the run.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ fn classes() -> PathBuf {
 
 fn java_command(java: &Java, options: Option<&str>, main: &str, args: &[&str]) -> Command {
     let mut cmd = Command::new(&java.bin);
-    cmd.arg("-Xverify:all");
+    cmd.args(["-Xverify:all", "-Xcheck:jni"]);
     if let Some(options) = options {
         cmd.arg(format!("-agentpath:{}={options}", agent_path().display()));
     }
@@ -41,6 +42,13 @@ fn run(java: &Java, options: Option<&str>, main: &str, args: &[&str]) -> Output 
     assert!(
         out.status.success() && !stderr.contains("VerifyError") && !stderr.contains("Exception"),
         "JDK {}: {main} with {options:?} failed: {stderr}",
+        java.major
+    );
+    // -Xcheck:jni prints its warnings on stdout.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.contains("WARNING"),
+        "JDK {}: -Xcheck:jni complained: {stdout}",
         java.major
     );
     out

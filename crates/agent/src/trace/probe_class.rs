@@ -84,7 +84,11 @@ fn read_from_all_modules(jvmti: Jvmti, jni: Jni, class: sys::jclass) {
     if target.is_null() {
         return; // JDK 8: no modules, nothing to open
     }
-    for module in jvmti.all_modules() {
+    let modules = jvmti.all_modules();
+    // GetAllModules hands back one local reference per module at once (68 on a
+    // full JDK 17), above the frame's 32 that -Xcheck:jni warns about.
+    jni.ensure_local_capacity(modules.len() + 64);
+    for module in modules {
         jvmti.add_module_reads(module, target);
         jni.delete_local(module);
     }
