@@ -61,12 +61,15 @@ fn run_with(java: &Java, options: &str, main: &str, args: &[&str], class_path: &
         .stderr(Stdio::piped());
     let out = Child::spawn(&mut cmd).finish(JVM_LIMIT);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // -Xcheck:jni prints its warnings on stdout.
+    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success()
             && !stderr.contains("Exception")
             && !stderr.contains("FATAL")
-            && !stderr.contains("WARNING in native method"),
-        "JDK {}: {main} with {options} failed: {stderr}",
+            && !stderr.contains("WARNING in native method")
+            && !stdout.contains("WARNING"),
+        "JDK {}: {main} with {options} failed: {stdout}{stderr}",
         java.major
     );
     out
