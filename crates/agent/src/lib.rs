@@ -117,11 +117,12 @@ pub extern "C" fn Agent_OnLoad(
 
 fn on_load(vm: Vm, text: &str) -> Result<(), String> {
     let options = Options::parse(text).map_err(|e| format!("{e}; profiling is disabled"))?;
-    if options.stop {
-        return Err(
-            "`stop` only applies to an agent attached to a running JVM; profiling is disabled"
-                .into(),
-        );
+    for (given, name) in [(options.stop, "stop"), (options.trace.stop, "tracestop")] {
+        if given {
+            return Err(format!(
+                "`{name}` only applies to an agent attached to a running JVM; profiling is disabled"
+            ));
+        }
     }
     let jvmti = init_jvmti(vm)?;
     if options.remote.enabled {
