@@ -193,6 +193,10 @@ fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> 
             format!("{modes}+{name}")
         };
     }
+    if modes.is_empty() {
+        // mode=none alone: a later attach with trace= may still start tracing.
+        modes = "nothing (mode=none without trace= or events=)".into();
+    }
     let quiet = options.quiet;
     let recorder = Recorder::start(vm, jvmti, jni, prepared, attached, set_hooks)
         .map_err(|e| format!("{e}; profiling is disabled"))?;

@@ -179,6 +179,29 @@ fn quiet_good_options_print_nothing_and_keep_the_exit_code() {
 }
 
 #[test]
+fn mode_none_alone_says_it_records_nothing() {
+    let java = &javas()[0];
+    let file = temp_dir("mode-none").join("n.jsc");
+    let out = run_with_agent(
+        java,
+        &format!("mode=none,file={}", file.display()),
+        "ExitCode",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    // Was `jscope: recording  to FILE`, naming nothing.
+    assert_eq!(
+        agent_lines(&out),
+        [format!(
+            "jscope: recording nothing (mode=none without trace= or events=) to {}",
+            file.display()
+        )]
+    );
+    let rec = Recording::read_file(&file).unwrap();
+    assert!(rec.end_ticks.is_some() && rec.samples.is_empty());
+}
+
+#[test]
 fn cpu_mode_finds_the_hot_method() {
     for java in javas() {
         let rec = record(&java, "mode=cpu,interval=5ms", "Spin", &["1500"]);
