@@ -363,7 +363,10 @@ fn trace_from_attach(vm: Vm, options: &Options) -> Result<(), String> {
     } else {
         trace::start(jvmti, jni, &options.trace)
     };
-    result.map_err(|e| format!("tracing: {e}"))?;
+    result.map_err(|e| match e {
+        trace::TraceError::NotRunning => e.to_string(),
+        e => format!("tracing: {e}"),
+    })?;
     if !options.quiet {
         let what = if options.trace.stop {
             "stopped"

@@ -677,6 +677,69 @@ fn attach_starts_changes_and_stops_tracing_in_a_running_jvm() {
     }
 }
 
+#[test]
+fn each_attached_recording_counts_only_its_own_tracing() {
+    let java = javas()
+        .into_iter()
+        .find(|j| jcmd(j).is_some())
+        .expect("jcmd");
+    let dir = temp_dir("trace-counters");
+    let mut jvm = Child::spawn(&mut java_command(&java, None, "Loop", &[]));
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(jvm.0.stdout.as_mut().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    let file = |i: usize| dir.join(format!("r{i}.jsc"));
+    for i in 0..3 {
+        attach(
+            &java,
+            jvm.id(),
+            &format!("trace=Loop,file={}", file(i).display()),
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        attach(&java, jvm.id(), "stop");
+    }
+    attach(
+        &java,
+        jvm.id(),
+        &format!("mode=wall,file={}", file(3).display()),
+    );
+    let refused = jcmd_agent_load(&jcmd(&java).unwrap(), jvm.id(), "tracestop");
+    assert!(refused.contains("return code: -1"), "{refused}");
+    std::thread::sleep(Duration::from_millis(200));
+    attach(&java, jvm.id(), "stop");
+    let _ = jvm.0.kill();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut jvm.0.stderr.take().unwrap(), &mut stderr).unwrap();
+    // Was `jscope: tracing: tracing is not running`.
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l == "jscope: tracing is not running"),
+        "{stderr}"
+    );
+    drop(jvm);
+    for i in 0..3 {
+        let rec = Recording::read_file(&file(i)).unwrap();
+        // Only main runs Loop's code; the counter added up over the
+        // recordings (1, 2, 3).
+        assert_eq!(events_by_thread(&rec).len(), 1);
+        assert_eq!(counter(&rec, "trace.threads"), 1, "recording {i}");
+    }
+    let untraced = Recording::read_file(&file(3)).unwrap();
+    let trace_counters: Vec<_> = untraced
+        .counters
+        .keys()
+        .filter(|k| k.starts_with("trace."))
+        .collect();
+    assert!(
+        trace_counters.is_empty(),
+        "a recording without tracing: {trace_counters:?}"
+    );
+}
+
 /// Enters of `label` over every thread.
 fn enters_of(rec: &Recording, label: &str) -> u64 {
     rec.traces

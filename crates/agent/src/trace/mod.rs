@@ -441,6 +441,7 @@ struct EngineDrain {
 
 impl Engine for TraceEngine {
     fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
+        begin_recording();
         if !self.options.enabled() {
             return Ok(());
         }
@@ -495,6 +496,13 @@ impl Engine for TraceEngine {
         let d = self.drain.lock().unwrap_or_else(|e| e.into_inner());
         out.extend(d.drain.counter_values());
     }
+}
+
+/// A new recording counts only its own tracing: the sessions of an earlier
+/// recording in this process (attach) leave their counters to that one.
+fn begin_recording() {
+    *TRACING.last.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    probe::reset_recording_counters();
 }
 
 /// Starts tracing: probe class, hook, then probes into the loaded classes the

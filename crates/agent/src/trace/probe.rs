@@ -67,7 +67,7 @@ unsafe impl crate::thread_ring::ZeroValid for RawEvent {}
 
 /// What the probes share with the trace session and the writer, in one static
 /// (the natives find it without a lock): the running session's settings and
-/// rings, and counters that add up over the process's sessions.
+/// rings, and counters that add up over a recording's sessions.
 struct ProbeState {
     /// The running session's number; 0 means tracing is off.
     generation: AtomicU64,
@@ -204,6 +204,20 @@ pub fn with_cpu() -> bool {
 /// counts and handing each to `forgotten`.
 pub fn forget_ended(rings: &mut Vec<Arc<ThreadRing>>, forgotten: impl FnMut(&Arc<ThreadRing>)) {
     crate::thread_ring::forget_ended(rings, &PROBES.dropped_ended, forgotten);
+}
+
+/// Zeroes the counters that add up over the sessions of one recording, so a
+/// later recording in the same process (attach) counts only its own.
+pub fn reset_recording_counters() {
+    for counter in [
+        &PROBES.unmatched_exits,
+        &PROBES.repaired,
+        &PROBES.dropped_ended,
+    ] {
+        counter.store(0, Ordering::Relaxed);
+    }
+    PROBES.threads.store(0, Ordering::Relaxed);
+    PROBES.virtual_threads.store(0, Ordering::Relaxed);
 }
 
 /// Events dropped by threads whose rings were forgotten.
