@@ -46,6 +46,8 @@ pub enum OptionsError {
     },
     #[error("unknown event `{0}` (expected cpu-clock, page-faults, context-switches, cycles, instructions or cache-misses)")]
     UnknownEvent(String),
+    #[error("option `event` samples in cpu mode, which `mode={0}` leaves out (e.g. mode=cpu+{0})")]
+    EventWithoutCpu(String),
     #[error("bad cstack `{0}` (expected dwarf, fp or no)")]
     BadCStack(String),
     #[error("bad event count `{0}` for `interval` (expected an integer from 1)")]
@@ -281,6 +283,16 @@ impl Options {
                 cpu: true,
                 ..Modes::default()
             };
+        }
+        if options.event.is_some() && !options.modes.cpu {
+            // Else the event was dropped without a word (mode=wall recorded wall).
+            let label = options.modes.label();
+            let label = if label.is_empty() {
+                "none".into()
+            } else {
+                label
+            };
+            return Err(OptionsError::EventWithoutCpu(label));
         }
         options.apply_intervals(interval, snap_interval);
         options.collector = link.finish(&options.labels)?;
@@ -694,6 +706,14 @@ mod tests {
         assert!(err("event=gpu").starts_with("unknown event `gpu`"));
         assert!(err("cstack=lbr").starts_with("bad cstack `lbr` (expected dwarf"));
         assert!(err("event=page-faults,interval=10ms").starts_with("bad event count"));
+        assert_eq!(
+            err("event=page-faults,mode=wall"),
+            "option `event` samples in cpu mode, which `mode=wall` leaves out (e.g. mode=cpu+wall)"
+        );
+        assert!(err("mode=snapshot,event=context-switches").contains("`mode=snapshot`"));
+        assert!(err("mode=none,event=page-faults").contains("`mode=none`"));
+        let o = Options::parse("event=page-faults,mode=wall+cpu").unwrap();
+        assert!(o.modes.cpu && o.modes.wall);
     }
 
     #[test]
