@@ -20,6 +20,13 @@ pub enum AttachError {
     )]
     NoSigquitHandler { pid: u32 },
 
+    /// Its SIGQUIT handler would only print a thread dump into the application's output.
+    #[error(
+        "process {pid} does not accept attaching (started with -XX:+DisableAttachMechanism); \
+         refusing to signal it"
+    )]
+    AttachDisabled { pid: u32 },
+
     #[error("process {pid} exited while waiting for its attach listener")]
     ProcessExited { pid: u32 },
 

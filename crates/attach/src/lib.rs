@@ -15,6 +15,7 @@
 
 mod error;
 mod listener;
+mod perfdata;
 mod process;
 mod protocol;
 

@@ -75,6 +75,9 @@ fn start_listener(
     if !target.catches_sigquit {
         return Err(AttachError::NoSigquitHandler { pid: target.pid });
     }
+    if !crate::perfdata::may_attach(target) {
+        return Err(AttachError::AttachDisabled { pid: target.pid });
+    }
     let _trigger = TriggerFile::create(target)?;
     send_sigquit(target)?;
     wait_for_socket(target, socket, timeout)

@@ -281,10 +281,23 @@ fn process_without_a_sigquit_handler_is_left_alone() {
 }
 
 #[test]
+fn jvm_that_refuses_attaching_is_not_signalled() {
+    let java = &javas()[0];
+    let fixture = Fixture::start(java, &["-XX:+DisableAttachMechanism"]);
+    let started = Instant::now();
+    let err = attach(fixture.pid(), TIMEOUT).unwrap_err();
+    // It used to be sent SIGQUIT, print a thread dump and time out.
+    assert!(matches!(err, AttachError::AttachDisabled { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    fixture.assert_no_trigger_file_left(fixture.pid());
+}
+
+#[test]
 fn jvm_that_never_starts_its_listener_times_out() {
     let java = &javas()[0];
-    // The VM still handles SIGQUIT (it prints a thread dump) but never listens.
-    let fixture = Fixture::start(java, &["-XX:+DisableAttachMechanism"]);
+    // The VM still handles SIGQUIT (it prints a thread dump) but never listens;
+    // without performance data nothing says so beforehand.
+    let fixture = Fixture::start(java, &["-XX:+DisableAttachMechanism", "-XX:-UsePerfData"]);
     let started = Instant::now();
     let err = attach(fixture.pid(), Duration::from_secs(1)).unwrap_err();
     let waited = started.elapsed();
