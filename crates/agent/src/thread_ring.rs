@@ -66,16 +66,16 @@ pub(crate) fn wake_consumer() {
     }
 }
 
-/// Types whose all-zero bytes are a valid value, so a ring's slots can be
-/// calloc'd: pages are committed only once a thread writes that far, and an idle
-/// thread's ring costs almost nothing.
+/// Types whose all-zero bytes are a valid value, so a ring's slots can be fresh
+/// zero pages (see [`Slots`]): pages are committed only once a thread writes that
+/// far, and an idle thread's ring costs almost nothing.
 ///
 /// # Safety
 /// Implement only for types of plain integers (no references, no niches).
 pub unsafe trait ZeroValid: Copy {}
 
 pub struct ThreadRing<T> {
-    slots: Box<[UnsafeCell<T>]>,
+    slots: Slots<T>,
     head: AtomicUsize,
     tail: AtomicUsize,
     /// The producing thread.
@@ -96,7 +96,7 @@ impl<T: ZeroValid> ThreadRing<T> {
     pub fn new(capacity: usize, thread: ThreadKey) -> ThreadRing<T> {
         let capacity = capacity.max(1).next_power_of_two();
         ThreadRing {
-            slots: zeroed_slots(capacity),
+            slots: Slots::zeroed(capacity),
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
             thread,
@@ -345,17 +345,100 @@ pub fn forget_ended<T>(
     });
 }
 
-fn zeroed_slots<T: ZeroValid>(n: usize) -> Box<[UnsafeCell<T>]> {
-    let layout = std::alloc::Layout::array::<UnsafeCell<T>>(n).expect("ring size");
-    assert!(layout.size() > 0, "ring events have a size");
-    // SAFETY: the layout is non-empty (checked); all-zero bytes are a valid T
-    // (ZeroValid); the box takes ownership of exactly this allocation.
-    unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout).cast::<UnsafeCell<T>>();
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
+/// Rings at least this big get pages of their own.
+const MAPPED_BYTES: usize = 256 << 10;
+
+/// A ring's zeroed slots. A big ring (a trace ring is 12 MiB by default) is an
+/// anonymous mapping of its own, committed only as the thread writes into it.
+/// calloc gives that only while glibc serves the size by mmap: once a freed block
+/// has raised its mmap threshold (to as much as 32 MiB), the next ring comes from
+/// a heap and is zeroed whole, so every traced thread cost its full 12 MiB of RSS
+/// (200 threads alive: 2 GB); a user-event ring (384 KiB) alike. Small rings (a
+/// virtual thread's 96 KiB trace ring) stay on
+/// the heap: one mapping each could run into the kernel's map count.
+struct Slots<T> {
+    ptr: std::ptr::NonNull<UnsafeCell<T>>,
+    len: usize,
+    /// Mapped (munmap on drop) or from the global allocator.
+    mapped: bool,
+}
+
+// SAFETY: Slots owns its memory as a Box<[UnsafeCell<T>]> would.
+unsafe impl<T: Send> Send for Slots<T> {}
+
+impl<T: ZeroValid> Slots<T> {
+    fn zeroed(len: usize) -> Slots<T> {
+        let layout = Self::layout(len);
+        assert!(layout.size() > 0, "ring events have a size");
+        if layout.size() >= MAPPED_BYTES {
+            if let Some(ptr) = map_zeroed(layout.size()) {
+                return Slots {
+                    ptr: ptr.cast(),
+                    len,
+                    mapped: true,
+                };
+            }
         }
-        Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n))
+        // SAFETY: the layout is non-empty (checked); all-zero bytes are a valid T
+        // (ZeroValid); Drop frees exactly this allocation with this layout.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        let Some(ptr) = std::ptr::NonNull::new(ptr) else {
+            std::alloc::handle_alloc_error(layout);
+        };
+        Slots {
+            ptr: ptr.cast(),
+            len,
+            mapped: false,
+        }
+    }
+}
+
+impl<T> Slots<T> {
+    fn layout(len: usize) -> std::alloc::Layout {
+        std::alloc::Layout::array::<UnsafeCell<T>>(len).expect("ring size")
+    }
+}
+
+/// Fresh zero pages (page-aligned, so aligned for any slot), or None.
+fn map_zeroed(bytes: usize) -> Option<std::ptr::NonNull<u8>> {
+    // SAFETY: a new private anonymous mapping at an address the kernel picks;
+    // nothing else refers to it.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return None;
+    }
+    std::ptr::NonNull::new(ptr.cast())
+}
+
+impl<T> std::ops::Deref for Slots<T> {
+    type Target = [UnsafeCell<T>];
+
+    fn deref(&self) -> &[UnsafeCell<T>] {
+        // SAFETY: `ptr` holds `len` zero-initialised slots (ZeroValid) that live
+        // as long as self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> Drop for Slots<T> {
+    fn drop(&mut self) {
+        let layout = Self::layout(self.len);
+        if self.mapped {
+            // SAFETY: the mapping made in `zeroed`, of this size, unmapped once.
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), layout.size()) };
+        } else {
+            // SAFETY: allocated in `zeroed` with this layout, freed once.
+            unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
+        }
     }
 }
 
@@ -367,6 +450,38 @@ mod tests {
     struct Ev(u64);
     // SAFETY: a plain integer.
     unsafe impl ZeroValid for Ev {}
+
+    /// A trace event's size.
+    #[derive(Clone, Copy)]
+    struct Ev24([u64; 3]);
+    // SAFETY: plain integers.
+    unsafe impl ZeroValid for Ev24 {}
+
+    fn rss_kib() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn big_rings_commit_only_what_is_written_even_after_one_was_freed() {
+        const EVENTS: usize = 1 << 19; // a trace ring's default: 12 MiB
+        let key = ThreadKey::new(1, 2, 3);
+        // Freeing one raises glibc's mmap threshold; calloc then served the
+        // next rings from a heap and zeroed all their pages.
+        drop(ThreadRing::<Ev24>::new(EVENTS, key));
+        let before = rss_kib();
+        let rings: Vec<_> = (0..16)
+            .map(|_| ThreadRing::<Ev24>::new(EVENTS, key))
+            .collect();
+        let mut room = 0;
+        assert!(rings[0].push(Ev24([1, 2, 3]), &mut room));
+        let grown = rss_kib().saturating_sub(before);
+        assert!(grown < 16 << 10, "16 rings of 12 MiB took {grown} KiB");
+        let mut seen = vec![];
+        rings[0].drain(|e| seen.push(e.0));
+        assert_eq!(seen, [[1, 2, 3]]);
+    }
 
     #[test]
     fn slices_end_where_the_ring_wraps_and_free_their_slots() {
