@@ -108,7 +108,10 @@ fn calls(rec: &Recording, events: &[TraceEvent]) -> Vec<Call> {
             rec.method_label(e.method),
             rec.method_label(enter.method)
         );
-        assert!(e.ticks >= enter.ticks);
+        assert!(
+            e.ticks >= enter.ticks,
+            "exit {e:?} before its enter {enter:?}"
+        );
         done.push((rec.method_label(e.method), enter, *e));
     }
     assert!(open.is_empty(), "calls never closed: {open:?}");

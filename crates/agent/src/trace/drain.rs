@@ -58,6 +58,9 @@ pub struct TraceDrain {
     /// Recording thread -> trace events written for it so far: where its
     /// `Thread.start` calls fall among its events.
     thread_events: HashMap<u32, u64>,
+    /// Recording thread -> the time of its latest event written: no later event
+    /// of it is written before that (see [`TraceDrain::encode`]).
+    last_ns: HashMap<u32, u64>,
     written: u64,
     has_cpu: bool,
     /// Probe ticks to recording ticks, refreshed at each take.
@@ -231,15 +234,17 @@ impl TraceDrain {
         symbols: &mut Symbols,
     ) {
         let mut written = self.thread_events.get(&thread).copied().unwrap_or(0);
+        let mut floor = self.last_ns.get(&thread).copied().unwrap_or(0);
         let mut from = 0;
         for (i, e) in raw.iter().enumerate() {
             if e.head & 3 != probe::KIND_START {
                 self.define(e.head >> 2, out, symbols);
                 continue;
             }
-            written += self.encode(&raw[from..i], thread, out);
+            written += self.encode(&raw[from..i], thread, &mut floor, out);
             from = i + 1;
-            let ticks = self.clock.map_or(e.ticks, |c| c.ns(e.ticks));
+            let ticks = self.clock.map_or(e.ticks, |c| c.ns(e.ticks)).max(floor);
+            floor = ticks;
             out.event(&JvmEvent::on(
                 ThreadId(thread),
                 ticks,
@@ -249,16 +254,34 @@ impl TraceDrain {
                 },
             ));
         }
-        written += self.encode(&raw[from..], thread, out);
+        written += self.encode(&raw[from..], thread, &mut floor, out);
         self.thread_events.insert(thread, written);
+        self.last_ns.insert(thread, floor);
     }
 
     /// Encodes trace events (no start markers) whose methods are defined as one
-    /// TraceBatch; returns how many.
+    /// TraceBatch; returns how many. No event is placed before `floor`, the
+    /// thread's latest event so far, which it then raises to the batch's last.
+    /// A batch maps its stamps with one mapper, a rising line; but a take maps
+    /// events stamped after its mapper was made, and the next mapper's line
+    /// (joined at that moment, with a slope measured anew) may place the
+    /// thread's next events a little lower: an exit before its enter, by up to
+    /// a few hundred ns under load.
     #[inline]
-    fn encode(&mut self, raw: &[RawEvent], thread: u32, out: &mut ChunkWriter) -> u64 {
+    fn encode(
+        &mut self,
+        raw: &[RawEvent],
+        thread: u32,
+        floor: &mut u64,
+        out: &mut ChunkWriter,
+    ) -> u64 {
         let methods = &self.methods;
         let clock = self.clock;
+        let low = *floor;
+        let ns = move |stamp: u64| clock.map_or(stamp, |c| c.ns(stamp)).max(low);
+        if let Some(last) = raw.last() {
+            *floor = ns(last.ticks);
+        }
         out.trace_mapped(ThreadId(thread), self.has_cpu, raw, |e| TraceEvent {
             kind: match e.head & 3 {
                 probe::KIND_ENTER => TraceKind::Enter,
@@ -266,7 +289,7 @@ impl TraceDrain {
                 _ => TraceKind::Throw,
             },
             method: MethodId(methods.get((e.head >> 2) as usize).copied().unwrap_or(0)),
-            ticks: clock.map_or(e.ticks, |c| c.ns(e.ticks)),
+            ticks: ns(e.ticks),
             untraced: e.untraced,
             cpu_ns: e.cpu,
         });
