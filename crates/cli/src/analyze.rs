@@ -80,6 +80,11 @@ pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<
         .mode
         .or_else(|| counts.iter().find(|c| c.1 > 0).map(|c| c.0))
         .or_else(|| recorded.first().and_then(|m| m.parse().ok()));
+    if recorded.is_empty() && has.is_empty() && rec.damage.is_some() {
+        // A JFR file's modes are what it was read to hold: cut before its first
+        // sample, it says nothing of how it was recorded.
+        bail!("{title} holds no samples before its damage (the warning above says where)");
+    }
     match wanted {
         None if recorded.is_empty() => {
             bail!("{title} holds no samples: {}", no_sampling(rec, Mode::Cpu))
