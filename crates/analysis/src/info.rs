@@ -401,6 +401,19 @@ impl Info {
             .is_some_and(|r| req > 0.0 && (r.gaps.p50_ms - req).abs() > req * 0.1)
     }
 
+    /// Where the samples of failed walks went: with native stacks (`cstack`
+    /// dwarf or fp) the agent keeps cpu ones, under their native frames or as a
+    /// one-frame `[reason]` stack; wall ones, and all of them without, are dropped.
+    fn failed_walks_kept(&self) -> &'static str {
+        let mixed = self.extra.iter().any(|(k, v)| k == "cstack" && v != "no");
+        let wall = self.modes.split('+').any(|m| m == "wall");
+        match (mixed, wall) {
+            (true, false) => "with native stacks they are kept, under their native frames or as a one-frame [reason] stack, and counted above",
+            (true, true) => "cpu samples are kept, under their native frames or as a one-frame [reason] stack; wall samples are not in the recording",
+            (false, _) => "they are not in the recording, so the sample counts above leave them out",
+        }
+    }
+
     fn fmt_identity(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
@@ -515,7 +528,8 @@ impl Info {
         if self.failed_walks.iter().any(|c| c.value != 0) {
             writeln!(
                 f,
-                "  (samples whose thread had no walkable Java stack when the signal came: native code, GC, a VM transition; they are not in the recording, so the sample counts above leave them out)"
+                "  (samples whose thread had no walkable Java stack when the signal came: native code, GC, a VM transition; {})",
+                self.failed_walks_kept()
             )?;
         }
         fmt_counters(f, "counters", &self.other_counters)?;
