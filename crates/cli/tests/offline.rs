@@ -155,6 +155,9 @@ fn errors_are_one_line_with_exit_code_1() {
         vec!["report", f, "--mode", "gpu"],
         vec!["report", f, "--state", "dozing"],
         vec!["report", f, "--from", "2", "--to", "1"],
+        // --jvm picks a collector's JVM: on a file it was silently ignored.
+        vec!["report", f, "--jvm", "123"],
+        vec!["report", f, "--service", "shop"],
         vec!["report"],
         vec!["bogus"],
         vec!["record", "-o", "x.jsc"],
