@@ -110,8 +110,37 @@ pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<
             );
             Ok(())
         }
-        _ => Ok(()),
+        Some(m) => {
+            note_empty_window(rec, sel, m, title);
+            Ok(())
+        }
+        None => Ok(()),
     }
+}
+
+/// A note when `--from`/`--to`/`--since` leaves none of the recording's `m`
+/// samples (a window past its end, or `--since 10m` on an older file), instead of
+/// an empty view with no word why.
+fn note_empty_window(rec: &Recording, sel: &Selection, m: Mode, title: &str) {
+    if sel.from_s.is_none() && sel.to_s.is_none() {
+        return;
+    }
+    let window = Selection {
+        mode: Some(m),
+        from_s: sel.from_s,
+        to_s: sel.to_s,
+        ..Selection::default()
+    };
+    if window.samples(rec).next().is_some() {
+        return;
+    }
+    let bound = |b: Option<f64>| b.map_or(String::new(), |s| format!("{s:.3}"));
+    eprintln!(
+        "jscope: note: {title} has no {m} samples in the window {}..{} s: it runs from 0 to {:.3} s (a wall-clock --from, --to or --since counts from its start)",
+        bound(sel.from_s),
+        bound(sel.to_s),
+        rec.duration_ns() as f64 / 1e9
+    );
 }
 
 /// The `--mode` that adds `m` to what the recording was made with (`cpu+wall`).

@@ -250,3 +250,35 @@ fn record_with_a_missing_agent_is_a_one_line_error() {
         "jscope: JSCOPE_AGENT=/nonexistent/libjscope_agent.so is not a file\n"
     );
 }
+
+/// A window that holds none of the samples (past the end, or `--since` on an old
+/// file) printed an empty table without a word why.
+#[test]
+fn a_window_without_samples_gets_a_note_with_the_recordings_span() {
+    let file = write_recording("empty-window", &synthetic_recording().bytes);
+    let f = file.to_str().unwrap();
+    let out = jscope(&["report", f, "--from", "1000"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("0 samples (cpu)"),
+        "{}",
+        stdout(&out)
+    );
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("jscope: note: ")
+            && err.contains("no cpu samples in the window 1000.000.. s")
+            && err.contains("it runs from 0 to "),
+        "{err}"
+    );
+    let out = jscope(&["report", f, "--since", "1m"]);
+    assert!(
+        stderr(&out).contains("no cpu samples in the window"),
+        "{}",
+        stderr(&out)
+    );
+    // A window with samples says nothing.
+    let out = jscope(&["report", f, "--from", "0"]);
+    assert_eq!(stderr(&out), "");
+}
