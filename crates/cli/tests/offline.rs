@@ -190,6 +190,26 @@ fn every_command_has_help() {
         assert!(out.status.success(), "{cmd}");
         assert!(stdout(&out).contains("Usage: jscope"), "{cmd}");
     }
+    // The reading commands take JFR files too; their help said `.jsc` only.
+    for cmd in [
+        "report",
+        "flame",
+        "collapsed",
+        "callgraph",
+        "info",
+        "events",
+        "locks",
+        "gc",
+        "alloc",
+        "tree",
+        "stats",
+        "queue",
+        "export",
+        "view",
+    ] {
+        let help = stdout(&jscope(&[cmd, "--help"]));
+        assert!(help.contains("JFR"), "{cmd}: {help}");
+    }
 }
 
 #[test]
