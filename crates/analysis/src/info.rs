@@ -415,17 +415,25 @@ impl Info {
     }
 
     fn fmt_identity(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "jvm:        {} ({}), {}",
-            self.vm_name, self.vm_version, self.vm_vendor
-        )?;
-        writeln!(f, "java:       {}", self.java_version)?;
-        writeln!(
-            f,
-            "process:    pid {} on {} ({} {})",
-            self.pid, self.host, self.os, self.arch
-        )?;
+        // A JFR file has no vendor or host name: what is not known is left out
+        // rather than printed as `, ` and `on  (`.
+        let mut jvm = format!("{} ({})", self.vm_name, self.vm_version);
+        if !self.vm_vendor.is_empty() {
+            jvm = format!("{jvm}, {}", self.vm_vendor);
+        }
+        writeln!(f, "jvm:        {jvm}")?;
+        if !self.java_version.is_empty() {
+            writeln!(f, "java:       {}", self.java_version)?;
+        }
+        let mut process = format!("pid {}", self.pid);
+        if !self.host.is_empty() {
+            process = format!("{process} on {}", self.host);
+        }
+        let system = format!("{} {}", self.os, self.arch);
+        if !system.trim().is_empty() {
+            process = format!("{process} ({})", system.trim());
+        }
+        writeln!(f, "process:    {process}")?;
         writeln!(f, "command:    {}", self.command_line)?;
         writeln!(f, "agent:      {}", self.agent_version)?;
         writeln!(f, "started:    {}", self.start_utc)?;

@@ -518,6 +518,33 @@ fn info_said_failed_walks_were_left_out_when_native_stacks_kept_them() {
     );
 }
 
+/// A JFR file has no vendor or host: info printed `(17.0.15), ` and `on  (`.
+#[test]
+fn info_leaves_out_an_unknown_vendor_and_host_instead_of_empty_separators() {
+    let mut rec = RecordingBuilder::new().build(Some(100));
+    rec.header.vm_name = "OpenJDK 64-Bit Server VM".into();
+    rec.header.vm_version = "17.0.15".into();
+    rec.header.vm_vendor = String::new();
+    rec.header.host = String::new();
+    rec.header.os = "Debian GNU/Linux 12".into();
+    rec.header.arch = "amd64".into();
+    rec.header.pid = 7157;
+    let text = Info::of(&rec).to_string();
+    assert!(
+        text.contains("jvm:        OpenJDK 64-Bit Server VM (17.0.15)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("process:    pid 7157 (Debian GNU/Linux 12 amd64)\n"),
+        "{text}"
+    );
+    rec.header.host = "vm".into();
+    rec.header.vm_vendor = "Debian".into();
+    let text = Info::of(&rec).to_string();
+    assert!(text.contains("(17.0.15), Debian\n"), "{text}");
+    assert!(text.contains("pid 7157 on vm (Debian"), "{text}");
+}
+
 #[test]
 fn virtual_threads_samples_group_by_virtual_thread_or_by_carrier() {
     let mut b = RecordingBuilder::new();

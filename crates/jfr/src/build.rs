@@ -184,7 +184,20 @@ impl Builder {
                 self.rec.header.os = os_name(&os);
             }
             "jdk.CPUInformation" => {
-                self.rec.header.arch = v.string(e, "cpu").unwrap_or_default();
+                // The CPU's model and features (`AMD Unknown x86 SSE SSE2 ...`), not
+                // an architecture: kept beside the header (the arch comes from
+                // JVMInformation's `for linux-amd64`).
+                // async-profiler writes the machine there (`x86_64`).
+                let cpu = v.string(e, "cpu").unwrap_or_default();
+                let h = &mut self.rec.header;
+                if !cpu.is_empty() && !cpu.contains(' ') {
+                    if h.arch.is_empty() {
+                        h.arch = cpu;
+                    }
+                } else if !cpu.is_empty() {
+                    h.extra.retain(|(k, _)| k != "cpu");
+                    h.extra.push(("cpu".into(), cpu));
+                }
             }
             _ => {}
         }
@@ -319,6 +332,9 @@ impl Builder {
             .and_then(|(_, rest)| rest.split_once(')'))
             .map(|(v, _)| v.to_string());
         h.java_version = inner.clone().unwrap_or_default();
+        if let Some(arch) = arch_of(&version) {
+            h.arch = arch;
+        }
         h.vm_version = inner.unwrap_or(version);
         h.command_line = v.string(e, "javaArguments").unwrap_or_default();
         h.pid = v.int(e, "pid").unwrap_or(0) as u32;
@@ -494,6 +510,18 @@ fn os_name(text: &str) -> String {
         .to_string()
 }
 
+/// The architecture in a JVM version string, as `os.arch` names it: `amd64` of
+/// `OpenJDK 64-Bit Server VM (17.0.15+6) for linux-amd64 JRE (17.0.15+6), built ...`.
+fn arch_of(jvm_version: &str) -> Option<String> {
+    let platform = jvm_version
+        .split(" for ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?;
+    let (_, arch) = platform.split_once('-')?;
+    Some(arch.to_string()).filter(|a| !a.is_empty())
+}
+
 /// `10 ms`, `20ms`, `1 s`, `500 us`, or bare nanoseconds (async-profiler).
 pub(crate) fn parse_interval(s: &str) -> Option<u64> {
     let s = s.trim();
@@ -512,6 +540,17 @@ pub(crate) fn parse_interval(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_arch_is_the_jvm_versions_platform_not_the_cpu_model() {
+        let v = "OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1deb12u1) for linux-amd64 JRE (17.0.15+6-Debian-1deb12u1), built on May  1 2025 09:21:09 by \"buildd\" with gcc 12.2.0";
+        assert_eq!(arch_of(v).as_deref(), Some("amd64"));
+        assert_eq!(
+            arch_of("OpenJDK 64-Bit Server VM (25.0.2+10-LTS) for linux-aarch64 JRE").as_deref(),
+            Some("aarch64")
+        );
+        assert_eq!(arch_of("OpenJDK 64-Bit Server VM"), None);
+    }
 
     #[test]
     fn thread_states_classify_as_their_names_say() {
