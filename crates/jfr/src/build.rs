@@ -106,7 +106,9 @@ impl Builder {
             }
             "jdk.CPUTimeSample" => self.cpu_time_sample(v, e, t),
             // JDK's throttled samples carry only the bytes they stand for.
-            "jdk.ObjectAllocationSample" => self.alloc(v, e, t, "weight", "weight"),
+            // It records no object size (only the bytes it stands for): size 0,
+            // so `alloc` does not count each sample as one object of `weight` bytes.
+            "jdk.ObjectAllocationSample" => self.alloc(v, e, t, "objectSize", "weight"),
             // A TLAB sample stands for the TLAB it opened (async-profiler's too).
             "jdk.ObjectAllocationInNewTLAB" => {
                 let by = if v.int(e, "tlabSize").unwrap_or(0) > 0 {
