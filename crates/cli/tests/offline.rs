@@ -302,3 +302,21 @@ fn a_window_without_samples_gets_a_note_with_the_recordings_span() {
     let out = jscope(&["report", f, "--from", "0"]);
     assert_eq!(stderr(&out), "");
 }
+
+/// A wrong flag pointed at `jscope --help` (which lists commands, not the flag's
+/// command's options) and ran clap's tip on: `'--bogus' found tip: ...`.
+#[test]
+fn a_wrong_flag_points_at_its_commands_help() {
+    let file = write_recording("wrong-flag", &synthetic_recording().bytes);
+    let out = jscope(&["report", file.to_str().unwrap(), "--bogus"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("'--bogus' found; tip:"), "{err}");
+    assert!(
+        err.trim_end().ends_with("(see jscope report --help)"),
+        "{err}"
+    );
+    let err = stderr(&jscope(&["bogus"]));
+    assert!(err.trim_end().ends_with("(see jscope --help)"), "{err}");
+}
