@@ -136,7 +136,7 @@ fn note_empty_window(rec: &Recording, sel: &Selection, m: Mode, title: &str) {
     }
     let bound = |b: Option<f64>| b.map_or(String::new(), |s| format!("{s:.3}"));
     eprintln!(
-        "jscope: note: {title} has no {m} samples in the window {}..{} s: it runs from 0 to {:.3} s (a wall-clock --from, --to or --since counts from its start)",
+        "jscope: note: {title} has no {m} samples in the window {}..{} s (seconds from its start; --since and wall-clock times are turned into those); it runs from 0 to {:.3} s",
         bound(sel.from_s),
         bound(sel.to_s),
         rec.duration_ns() as f64 / 1e9

@@ -112,8 +112,10 @@ fn usage_error(e: clap::Error, argv: &[String]) -> ExitCode {
     let text = e.render().to_string();
     let message = text.split("\n\nUsage:").next().unwrap_or(&text);
     let message = message.trim().trim_start_matches("error: ");
+    // Said once, by the `(see jscope CMD --help)` below.
+    let message = message.replace("For more information, try '--help'.", "");
     if let Some(hint) = record_hint(&e, argv) {
-        eprintln!("jscope: {}; {hint}", one_line(message));
+        eprintln!("jscope: {}; {hint}", one_line(&message));
         return ExitCode::from(1);
     }
     // The command's own help, which lists its options (`jscope report --help`).
@@ -123,7 +125,7 @@ fn usage_error(e: clap::Error, argv: &[String]) -> ExitCode {
         }
         _ => "jscope --help".to_string(),
     };
-    eprintln!("jscope: {} (see {help})", one_line(message));
+    eprintln!("jscope: {} (see {help})", one_line(&message));
     ExitCode::from(1)
 }
 

@@ -319,4 +319,11 @@ fn a_wrong_flag_points_at_its_commands_help() {
     );
     let err = stderr(&jscope(&["bogus"]));
     assert!(err.trim_end().ends_with("(see jscope --help)"), "{err}");
+    // A bad value: clap's own "For more information, try '--help'." went before it.
+    let err = stderr(&jscope(&["threads", file.to_str().unwrap(), "--at", "abc"]));
+    assert!(!err.contains("For more information"), "{err}");
+    assert!(
+        err.trim_end().ends_with("(see jscope threads --help)"),
+        "{err}"
+    );
 }
