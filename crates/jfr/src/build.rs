@@ -37,6 +37,9 @@ pub(crate) const MAPPED: &[&str] = &[
     "jdk.CPUInformation",
 ];
 
+/// At most this many samples are made of one batched async-profiler wall sample.
+const MAX_BATCHED_COPIES: u64 = 10_000;
+
 /// Sampling intervals when the recording's settings do not say (JFR's profile.jfc).
 const DEFAULT_CPU_INTERVAL_NS: u64 = 10_000_000;
 const DEFAULT_WALL_INTERVAL_NS: u64 = 20_000_000;
@@ -100,9 +103,22 @@ impl Builder {
                 self.sample(v, e, "sampledThread", SampleMode::Wall, state, t, 1);
             }
             "profiler.WallClockSample" => {
+                // async-profiler batches an idle thread's consecutive samples into
+                // one event of `samples` over `timeSpan`, and counts them all (its
+                // converters' samples and values): they are that many samples here
+                // too, spread over the span, or report and flame would count one
+                // where pprof's weight and async-profiler count thirty.
                 let state = v.as_string(v.get(e, "state")).map_or(0, |s| state_bits(&s));
                 let n = v.int(e, "samples").unwrap_or(1).max(1) as u64;
-                self.sample(v, e, "sampledThread", SampleMode::Wall, state, t, n);
+                let span = v.span_ns(e, "timeSpan").unwrap_or(0);
+                // A corrupt count costs no more than this many copies; the last
+                // carries the rest as its weight.
+                let copies = n.min(MAX_BATCHED_COPIES);
+                for i in 0..copies {
+                    let at = t + (span as u128 * i as u128 / copies as u128) as u64;
+                    let factor = if i + 1 == copies { n - i } else { 1 };
+                    self.sample(v, e, "sampledThread", SampleMode::Wall, state, at, factor);
+                }
             }
             "jdk.CPUTimeSample" => self.cpu_time_sample(v, e, t),
             // JDK's throttled samples carry only the bytes they stand for.
