@@ -67,6 +67,15 @@ fn print_json(value: &impl Serialize) -> Result<()> {
 /// mode was recorded but caught nothing (a short run, or damage before the first
 /// sample) the view goes on with a note.
 pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<()> {
+    if let Some(m) = require_recorded(rec, sel, title)? {
+        note_empty_window(rec, sel, m, title);
+    }
+    Ok(())
+}
+
+/// [`require_samples`] without the note on an empty window (for `diff`, whose
+/// error on an empty side says it), giving the mode the view will show.
+pub fn require_recorded(rec: &Recording, sel: &Selection, title: &str) -> Result<Option<Mode>> {
     let recorded = jscope_analysis::sampled_modes(&rec.header.modes);
     // Samples of each mode in the whole recording, before any filter; counted once.
     let counts = Mode::ALL.map(|m| (m, count_mode(rec, m)));
@@ -108,13 +117,10 @@ pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<
                 "jscope: note: {title} has no {m} samples although {m} sampling was on (the program ran {:.2} s; a short or idle run catches none)",
                 rec.duration_ns() as f64 / 1e9
             );
-            Ok(())
+            Ok(None)
         }
-        Some(m) => {
-            note_empty_window(rec, sel, m, title);
-            Ok(())
-        }
-        None => Ok(()),
+        Some(m) => Ok(Some(m)),
+        None => Ok(None),
     }
 }
 

@@ -301,6 +301,13 @@ fn a_window_without_samples_gets_a_note_with_the_recordings_span() {
     // A window with samples says nothing.
     let out = jscope(&["report", f, "--from", "0"]);
     assert_eq!(stderr(&out), "");
+    // diff's own error on an empty side says it: one line, no note before it.
+    let side = format!("{f}@1000..2000");
+    let out = jscope(&["diff", &side, f]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("nothing to compare"), "{err}");
 }
 
 /// A wrong flag pointed at `jscope --help` (which lists commands, not the flag's
