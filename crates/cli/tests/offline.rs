@@ -271,6 +271,30 @@ fn record_with_a_missing_agent_is_a_one_line_error() {
     );
 }
 
+/// An output directory that does not exist: java ran the whole program, the
+/// agent disabled itself, and jscope said the JVM "did not start or did not load
+/// jscope's agent".
+#[test]
+fn record_into_a_missing_directory_is_a_one_line_error_before_java_runs() {
+    let out = Command::new(jscope_bin())
+        .args([
+            "record",
+            "-o",
+            "/nonexistent/dir/x.jsc",
+            "--",
+            "java",
+            "-version",
+        ])
+        .env("JSCOPE_AGENT", "/nonexistent/libjscope_agent.so")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "jscope: cannot write /nonexistent/dir/x.jsc: the directory /nonexistent/dir does not exist\n"
+    );
+}
+
 /// A window that holds none of the samples (past the end, or `--since` on an old
 /// file) printed an empty table without a word why.
 #[test]
