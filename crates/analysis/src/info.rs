@@ -437,17 +437,18 @@ impl Info {
         writeln!(f, "command:    {}", self.command_line)?;
         writeln!(f, "agent:      {}", self.agent_version)?;
         writeln!(f, "started:    {}", self.start_utc)?;
+        // A JFR file does not say its stack depth (0): left out, not "max depth 0".
+        let depth = match self.max_depth {
+            0 => String::new(),
+            d => format!(", max depth {d}"),
+        };
         if self.sampled_modes().is_empty() {
-            writeln!(
-                f,
-                "settings:   no sampling (tracing or events only), max depth {}",
-                self.max_depth
-            )?;
+            writeln!(f, "settings:   no sampling (tracing or events only){depth}")?;
         } else {
             writeln!(
                 f,
-                "settings:   modes {}, interval {}ms, max depth {}",
-                self.modes, self.requested_interval_ms, self.max_depth
+                "settings:   modes {}, interval {}ms{depth}",
+                self.modes, self.requested_interval_ms
             )?;
         }
         for (k, v) in &self.extra {

@@ -543,6 +543,14 @@ fn info_leaves_out_an_unknown_vendor_and_host_instead_of_empty_separators() {
     let text = Info::of(&rec).to_string();
     assert!(text.contains("(17.0.15), Debian\n"), "{text}");
     assert!(text.contains("pid 7157 on vm (Debian"), "{text}");
+    // Nor does JFR say its stack depth: no "max depth 0".
+    rec.header.max_depth = 0;
+    rec.header.modes = "cpu".into();
+    let text = Info::of(&rec).to_string();
+    assert!(!text.contains("max depth"), "{text}");
+    rec.header.max_depth = 256;
+    let text = Info::of(&rec).to_string();
+    assert!(text.contains(", max depth 256\n"), "{text}");
 }
 
 #[test]
