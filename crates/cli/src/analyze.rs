@@ -68,9 +68,72 @@ fn print_json(value: &impl Serialize) -> Result<()> {
 /// sample) the view goes on with a note.
 pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<()> {
     if let Some(m) = require_recorded(rec, sel, title)? {
-        note_empty_window(rec, sel, m, title);
+        if !note_empty_window(rec, sel, m, title) {
+            note_empty_selection(rec, sel, m, title);
+        }
     }
     Ok(())
+}
+
+/// A note when `--thread` or `--state` leaves none of the recording's `m`
+/// samples, saying which: a thread pattern that names no thread (with some that
+/// exist), or the states the samples have instead (cpu and wall samples carry
+/// `unknown` unless the agent recorded states).
+fn note_empty_selection(rec: &Recording, sel: &Selection, m: Mode, title: &str) {
+    if sel.samples(rec).next().is_some() {
+        return;
+    }
+    if let Some(matcher) = &sel.thread {
+        if !rec.threads.values().any(|t| matcher.matches(&t.name)) {
+            let pattern = match matcher {
+                ThreadMatcher::Substring(s) => s.clone(),
+                ThreadMatcher::Glob(p) => p.iter().collect(),
+            };
+            let mut names: Vec<&str> = rec.threads.values().map(|t| t.name.as_str()).collect();
+            names.sort_unstable();
+            names.dedup();
+            let more = names.len().saturating_sub(8);
+            names.truncate(8);
+            let more = if more > 0 {
+                format!(", and {more} more")
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "jscope: note: --thread '{pattern}' matches no thread of {title} (its threads: {}{more})",
+                names.join(", ")
+            );
+            return;
+        }
+    }
+    if sel.states.is_empty() {
+        return;
+    }
+    let any_state = Selection {
+        states: Vec::new(),
+        ..sel.clone()
+    };
+    let mut by_state: std::collections::BTreeMap<String, u64> = Default::default();
+    for s in any_state.samples(rec) {
+        *by_state
+            .entry(jscope_format::thread_state::classify(s.state).to_string())
+            .or_default() += 1;
+    }
+    if by_state.is_empty() {
+        return;
+    }
+    let has: Vec<String> = by_state.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let wanted: Vec<String> = sel.states.iter().map(|c| c.to_string()).collect();
+    let why = if by_state.keys().all(|k| k == "unknown") {
+        "; cpu and wall samples carry a state only when the agent recorded it, snapshots always do"
+    } else {
+        ""
+    };
+    eprintln!(
+        "jscope: note: no {m} sample of {title} is in state {} (they are: {}{why})",
+        wanted.join(","),
+        has.join(", ")
+    );
 }
 
 /// [`require_samples`] without the note on an empty window (for `diff`, whose
@@ -127,9 +190,9 @@ pub fn require_recorded(rec: &Recording, sel: &Selection, title: &str) -> Result
 /// A note when `--from`/`--to`/`--since` leaves none of the recording's `m`
 /// samples (a window past its end, or `--since 10m` on an older file), instead of
 /// an empty view with no word why.
-fn note_empty_window(rec: &Recording, sel: &Selection, m: Mode, title: &str) {
+fn note_empty_window(rec: &Recording, sel: &Selection, m: Mode, title: &str) -> bool {
     if sel.from_s.is_none() && sel.to_s.is_none() {
-        return;
+        return false;
     }
     let window = Selection {
         mode: Some(m),
@@ -138,7 +201,7 @@ fn note_empty_window(rec: &Recording, sel: &Selection, m: Mode, title: &str) {
         ..Selection::default()
     };
     if window.samples(rec).next().is_some() {
-        return;
+        return false;
     }
     let bound = |b: Option<f64>| b.map_or(String::new(), |s| format!("{s:.3}"));
     eprintln!(
@@ -147,6 +210,7 @@ fn note_empty_window(rec: &Recording, sel: &Selection, m: Mode, title: &str) {
         bound(sel.to_s),
         rec.duration_ns() as f64 / 1e9
     );
+    true
 }
 
 /// The `--mode` that adds `m` to what the recording was made with (`cpu+wall`).

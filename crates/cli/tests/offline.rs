@@ -271,6 +271,34 @@ fn record_with_a_missing_agent_is_a_one_line_error() {
     );
 }
 
+/// A --thread or --state that keeps no sample printed an empty table without a
+/// word why (a mistyped thread name, or a state cpu samples do not carry).
+#[test]
+fn a_thread_or_state_filter_that_keeps_nothing_gets_a_note_saying_which() {
+    let file = write_recording("empty-filter", &synthetic_recording().bytes);
+    let f = file.to_str().unwrap();
+    let out = jscope(&["report", f, "--thread", "no-such-thread"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(
+            "jscope: note: --thread 'no-such-thread' matches no thread of rec.jsc (its threads: "
+        ),
+        "{err}"
+    );
+    let out = jscope(&["report", f, "--state", "parked"]);
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("jscope: note: no cpu sample of rec.jsc is in state parked (they are: "),
+        "{err}"
+    );
+    // A filter that keeps samples says nothing.
+    let out = jscope(&["report", f, "--thread", "main"]);
+    assert_eq!(stderr(&out), "");
+}
+
 /// An output directory that does not exist: java ran the whole program, the
 /// agent disabled itself, and jscope said the JVM "did not start or did not load
 /// jscope's agent".
