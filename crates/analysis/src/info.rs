@@ -401,32 +401,54 @@ impl Info {
             .is_some_and(|r| req > 0.0 && (r.gaps.p50_ms - req).abs() > req * 0.1)
     }
 
+    /// Where the samples of failed walks went: with native stacks (`cstack`
+    /// dwarf or fp) the agent keeps cpu ones, under their native frames or as a
+    /// one-frame `[reason]` stack; wall ones, and all of them without, are dropped.
+    fn failed_walks_kept(&self) -> &'static str {
+        let mixed = self.extra.iter().any(|(k, v)| k == "cstack" && v != "no");
+        let wall = self.modes.split('+').any(|m| m == "wall");
+        match (mixed, wall) {
+            (true, false) => "with native stacks they are kept, under their native frames or as a one-frame [reason] stack, and counted above",
+            (true, true) => "cpu samples are kept, under their native frames or as a one-frame [reason] stack; wall samples are not in the recording",
+            (false, _) => "they are not in the recording, so the sample counts above leave them out",
+        }
+    }
+
     fn fmt_identity(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "jvm:        {} ({}), {}",
-            self.vm_name, self.vm_version, self.vm_vendor
-        )?;
-        writeln!(f, "java:       {}", self.java_version)?;
-        writeln!(
-            f,
-            "process:    pid {} on {} ({} {})",
-            self.pid, self.host, self.os, self.arch
-        )?;
+        // A JFR file has no vendor or host name: what is not known is left out
+        // rather than printed as `, ` and `on  (`.
+        let mut jvm = format!("{} ({})", self.vm_name, self.vm_version);
+        if !self.vm_vendor.is_empty() {
+            jvm = format!("{jvm}, {}", self.vm_vendor);
+        }
+        writeln!(f, "jvm:        {jvm}")?;
+        if !self.java_version.is_empty() {
+            writeln!(f, "java:       {}", self.java_version)?;
+        }
+        let mut process = format!("pid {}", self.pid);
+        if !self.host.is_empty() {
+            process = format!("{process} on {}", self.host);
+        }
+        let system = format!("{} {}", self.os, self.arch);
+        if !system.trim().is_empty() {
+            process = format!("{process} ({})", system.trim());
+        }
+        writeln!(f, "process:    {process}")?;
         writeln!(f, "command:    {}", self.command_line)?;
         writeln!(f, "agent:      {}", self.agent_version)?;
         writeln!(f, "started:    {}", self.start_utc)?;
+        // A JFR file does not say its stack depth (0): left out, not "max depth 0".
+        let depth = match self.max_depth {
+            0 => String::new(),
+            d => format!(", max depth {d}"),
+        };
         if self.sampled_modes().is_empty() {
-            writeln!(
-                f,
-                "settings:   no sampling (tracing or events only), max depth {}",
-                self.max_depth
-            )?;
+            writeln!(f, "settings:   no sampling (tracing or events only){depth}")?;
         } else {
             writeln!(
                 f,
-                "settings:   modes {}, interval {}ms, max depth {}",
-                self.modes, self.requested_interval_ms, self.max_depth
+                "settings:   modes {}, interval {}ms{depth}",
+                self.modes, self.requested_interval_ms
             )?;
         }
         for (k, v) in &self.extra {
@@ -515,7 +537,8 @@ impl Info {
         if self.failed_walks.iter().any(|c| c.value != 0) {
             writeln!(
                 f,
-                "  (samples whose thread had no walkable Java stack when the signal came: native code, GC, a VM transition; they are not in the recording, so the sample counts above leave them out)"
+                "  (samples whose thread had no walkable Java stack when the signal came: native code, GC, a VM transition; {})",
+                self.failed_walks_kept()
             )?;
         }
         fmt_counters(f, "counters", &self.other_counters)?;

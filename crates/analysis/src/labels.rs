@@ -52,11 +52,23 @@ fn hidden_class_suffix(label: &str) -> Option<std::ops::Range<usize>> {
         .count();
     let start = lambda + digits;
     let tail = &label[start..];
-    if !(tail.starts_with(".0x") || tail.starts_with("/0x")) {
+    if !(tail.starts_with(".0x") || tail.starts_with("/0x") || tail.starts_with("+0x")) {
         return None;
     }
     let hex = tail[3..].bytes().take_while(u8::is_ascii_hexdigit).count();
-    Some(start..start + 3 + hex)
+    let mut end = start + 3 + hex;
+    // JFR names a hidden class `Main$$Lambda$14+0x<address>/<id>` (the `/`
+    // becomes `.` as every package separator does): the id is run-specific too.
+    if tail.starts_with('+') {
+        let rest = &label[end..];
+        let id = rest
+            .strip_prefix(['.', '/'])
+            .map_or(0, |r| r.bytes().take_while(u8::is_ascii_digit).count());
+        if id > 0 && label[end + 1 + id..].starts_with('.') {
+            end += 1 + id;
+        }
+    }
+    Some(start..end)
 }
 
 /// The source position in Java's stack-trace notation: `Foo.java:12`,
@@ -103,6 +115,19 @@ mod tests {
             "a.Main$$Lambda.run"
         );
         assert_eq!(strip("a.Main$$Lambda$3.run"), "a.Main$$Lambda$3.run");
+        // JFR's hidden class names, JDK 17 and 21+: address and id both go.
+        assert_eq!(
+            strip("demo.Shop$$Lambda$88+0x00007fe5d0009800.433287555.run"),
+            "demo.Shop$$Lambda$88.run"
+        );
+        assert_eq!(
+            strip("demo.Shop$$Lambda+0x00007fe5d0009800.1234.accept"),
+            "demo.Shop$$Lambda.accept"
+        );
+        assert_eq!(
+            strip("demo.Shop$$Lambda$88+0x00007fe5d0009800.run"),
+            "demo.Shop$$Lambda$88.run"
+        );
         assert_eq!(strip("a.Main.run"), "a.Main.run");
     }
 }

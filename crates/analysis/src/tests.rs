@@ -481,6 +481,78 @@ fn info_listed_failed_walks_and_a_4ms_median_for_5ms_unexplained() {
     assert!(text.contains("scheduler tick"), "{text}");
 }
 
+/// With native stacks (`cstack` dwarf or fp) the agent keeps a cpu sample whose
+/// Java walk failed, under its native frames or as `[unknown_java]`: info said
+/// those samples "are not in the recording" while report listed them.
+#[test]
+fn info_said_failed_walks_were_left_out_when_native_stacks_kept_them() {
+    let mut b = RecordingBuilder::new();
+    b.thread(1, "main", "main", 1);
+    let s = b.stack(&[("[unknown_java]", 0)]);
+    b.sample(SampleMode::Cpu, 1, 4, s.0, RUNNING);
+    b.counters(&[("walk.failed.unknown_java", 1)]);
+    let mut rec = b.build(Some(100));
+    rec.header.modes = "cpu".into();
+    rec.header
+        .extra
+        .push(("cpu_engine".into(), "perf_events".into()));
+    rec.header.extra.push(("cstack".into(), "dwarf".into()));
+    let text = Info::of(&rec).to_string();
+    assert!(text.contains("no walkable Java stack"), "{text}");
+    assert!(!text.contains("not in the recording"), "{text}");
+    assert!(text.contains("kept"), "{text}");
+    // Wall samples whose walk failed are still left out.
+    rec.header.modes = "cpu+wall".into();
+    let text = Info::of(&rec).to_string();
+    assert!(
+        text.contains("wall samples are not in the recording"),
+        "{text}"
+    );
+    // And without native stacks, all of them.
+    rec.header.extra.retain(|(k, _)| k != "cstack");
+    rec.header.extra.push(("cstack".into(), "no".into()));
+    let text = Info::of(&rec).to_string();
+    assert!(
+        text.contains("they are not in the recording, so the sample counts above leave them out"),
+        "{text}"
+    );
+}
+
+/// A JFR file has no vendor or host: info printed `(17.0.15), ` and `on  (`.
+#[test]
+fn info_leaves_out_an_unknown_vendor_and_host_instead_of_empty_separators() {
+    let mut rec = RecordingBuilder::new().build(Some(100));
+    rec.header.vm_name = "OpenJDK 64-Bit Server VM".into();
+    rec.header.vm_version = "17.0.15".into();
+    rec.header.vm_vendor = String::new();
+    rec.header.host = String::new();
+    rec.header.os = "Debian GNU/Linux 12".into();
+    rec.header.arch = "amd64".into();
+    rec.header.pid = 7157;
+    let text = Info::of(&rec).to_string();
+    assert!(
+        text.contains("jvm:        OpenJDK 64-Bit Server VM (17.0.15)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("process:    pid 7157 (Debian GNU/Linux 12 amd64)\n"),
+        "{text}"
+    );
+    rec.header.host = "vm".into();
+    rec.header.vm_vendor = "Debian".into();
+    let text = Info::of(&rec).to_string();
+    assert!(text.contains("(17.0.15), Debian\n"), "{text}");
+    assert!(text.contains("pid 7157 on vm (Debian"), "{text}");
+    // Nor does JFR say its stack depth: no "max depth 0".
+    rec.header.max_depth = 0;
+    rec.header.modes = "cpu".into();
+    let text = Info::of(&rec).to_string();
+    assert!(!text.contains("max depth"), "{text}");
+    rec.header.max_depth = 256;
+    let text = Info::of(&rec).to_string();
+    assert!(text.contains(", max depth 256\n"), "{text}");
+}
+
 #[test]
 fn virtual_threads_samples_group_by_virtual_thread_or_by_carrier() {
     let mut b = RecordingBuilder::new();

@@ -67,6 +67,78 @@ fn print_json(value: &impl Serialize) -> Result<()> {
 /// mode was recorded but caught nothing (a short run, or damage before the first
 /// sample) the view goes on with a note.
 pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<()> {
+    if let Some(m) = require_recorded(rec, sel, title)? {
+        if !note_empty_window(rec, sel, m, title) {
+            note_empty_selection(rec, sel, m, title);
+        }
+    }
+    Ok(())
+}
+
+/// A note when `--thread` or `--state` leaves none of the recording's `m`
+/// samples, saying which: a thread pattern that names no thread (with some that
+/// exist), or the states the samples have instead (cpu and wall samples carry
+/// `unknown` unless the agent recorded states).
+fn note_empty_selection(rec: &Recording, sel: &Selection, m: Mode, title: &str) {
+    if sel.samples(rec).next().is_some() {
+        return;
+    }
+    if let Some(matcher) = &sel.thread {
+        if !rec.threads.values().any(|t| matcher.matches(&t.name)) {
+            let pattern = match matcher {
+                ThreadMatcher::Substring(s) => s.clone(),
+                ThreadMatcher::Glob(p) => p.iter().collect(),
+            };
+            let mut names: Vec<&str> = rec.threads.values().map(|t| t.name.as_str()).collect();
+            names.sort_unstable();
+            names.dedup();
+            let more = names.len().saturating_sub(8);
+            names.truncate(8);
+            let more = if more > 0 {
+                format!(", and {more} more")
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "jscope: note: --thread '{pattern}' matches no thread of {title} (its threads: {}{more})",
+                names.join(", ")
+            );
+            return;
+        }
+    }
+    if sel.states.is_empty() {
+        return;
+    }
+    let any_state = Selection {
+        states: Vec::new(),
+        ..sel.clone()
+    };
+    let mut by_state: std::collections::BTreeMap<String, u64> = Default::default();
+    for s in any_state.samples(rec) {
+        *by_state
+            .entry(jscope_format::thread_state::classify(s.state).to_string())
+            .or_default() += 1;
+    }
+    if by_state.is_empty() {
+        return;
+    }
+    let has: Vec<String> = by_state.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let wanted: Vec<String> = sel.states.iter().map(|c| c.to_string()).collect();
+    let why = if by_state.keys().all(|k| k == "unknown") {
+        "; cpu and wall samples carry a state only when the agent recorded it, snapshots always do"
+    } else {
+        ""
+    };
+    eprintln!(
+        "jscope: note: no {m} sample of {title} is in state {} (they are: {}{why})",
+        wanted.join(","),
+        has.join(", ")
+    );
+}
+
+/// [`require_samples`] without the note on an empty window (for `diff`, whose
+/// error on an empty side says it), giving the mode the view will show.
+pub fn require_recorded(rec: &Recording, sel: &Selection, title: &str) -> Result<Option<Mode>> {
     let recorded = jscope_analysis::sampled_modes(&rec.header.modes);
     // Samples of each mode in the whole recording, before any filter; counted once.
     let counts = Mode::ALL.map(|m| (m, count_mode(rec, m)));
@@ -80,6 +152,11 @@ pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<
         .mode
         .or_else(|| counts.iter().find(|c| c.1 > 0).map(|c| c.0))
         .or_else(|| recorded.first().and_then(|m| m.parse().ok()));
+    if recorded.is_empty() && has.is_empty() && rec.damage.is_some() {
+        // A JFR file's modes are what it was read to hold: cut before its first
+        // sample, it says nothing of how it was recorded.
+        bail!("{title} holds no samples before its damage (the warning above says where)");
+    }
     match wanted {
         None if recorded.is_empty() => {
             bail!("{title} holds no samples: {}", no_sampling(rec, Mode::Cpu))
@@ -103,10 +180,37 @@ pub fn require_samples(rec: &Recording, sel: &Selection, title: &str) -> Result<
                 "jscope: note: {title} has no {m} samples although {m} sampling was on (the program ran {:.2} s; a short or idle run catches none)",
                 rec.duration_ns() as f64 / 1e9
             );
-            Ok(())
+            Ok(None)
         }
-        _ => Ok(()),
+        Some(m) => Ok(Some(m)),
+        None => Ok(None),
     }
+}
+
+/// A note when `--from`/`--to`/`--since` leaves none of the recording's `m`
+/// samples (a window past its end, or `--since 10m` on an older file), instead of
+/// an empty view with no word why.
+fn note_empty_window(rec: &Recording, sel: &Selection, m: Mode, title: &str) -> bool {
+    if sel.from_s.is_none() && sel.to_s.is_none() {
+        return false;
+    }
+    let window = Selection {
+        mode: Some(m),
+        from_s: sel.from_s,
+        to_s: sel.to_s,
+        ..Selection::default()
+    };
+    if window.samples(rec).next().is_some() {
+        return false;
+    }
+    let bound = |b: Option<f64>| b.map_or(String::new(), |s| format!("{s:.3}"));
+    eprintln!(
+        "jscope: note: {title} has no {m} samples in the window {}..{} s (seconds from its start; --since and wall-clock times are turned into those); it runs from 0 to {:.3} s",
+        bound(sel.from_s),
+        bound(sel.to_s),
+        rec.duration_ns() as f64 / 1e9
+    );
+    true
 }
 
 /// The `--mode` that adds `m` to what the recording was made with (`cpu+wall`).

@@ -401,7 +401,7 @@ impl Format {
     after_help = "Example:\n  jscope report app.jsc --top 20 --thread worker --state runnable"
 )]
 pub struct ReportArgs {
-    /// The recording (.jsc) to read; or use --data / --collector.
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
     #[arg(required_unless_present_any = ["data", "collector"])]
     pub file: Option<PathBuf>,
     #[command(flatten)]
@@ -420,7 +420,7 @@ pub struct ReportArgs {
     after_help = "Examples:\n  jscope diff before.jsc after.jsc --top 20\n  jscope diff before.jsc after.jsc --mode wall --thread worker -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242 4377 -o diff.html\n  jscope diff --collector http://127.0.0.1:7080 4242@0..60 4242@60..120\n  jscope diff --collector http://127.0.0.1:7080 version=1.4 version=1.5\n  jscope diff traced-before.jsc traced-after.jsc --format json"
 )]
 pub struct DiffArgs {
-    /// The base side, the "before": a recording (.jsc), or with --collector/--data a
+    /// The base side, the "before": a recording (.jsc or JFR), or with --collector/--data a
     /// JVM's id or pid, or `service=NAME` and/or labels `K=V` joined by commas (every
     /// matching JVM, merged); either may end in @FROM..TO (seconds from its start,
     /// either bound may be left out) to take only that time range.
@@ -461,7 +461,7 @@ pub struct DiffArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope flame app.jsc -o app.html --mode wall --thread main")]
 pub struct FlameArgs {
-    /// The recording (.jsc) to read; or use --data / --collector.
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
     #[arg(required_unless_present_any = ["data", "collector"])]
     pub file: Option<PathBuf>,
     #[command(flatten)]
@@ -491,7 +491,7 @@ pub struct FlameArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope collapsed app.jsc --lines > app.collapsed")]
 pub struct CollapsedArgs {
-    /// The recording (.jsc) to read; or use --data / --collector.
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
     #[arg(required_unless_present_any = ["data", "collector"])]
     pub file: Option<PathBuf>,
     #[command(flatten)]
@@ -513,7 +513,7 @@ pub struct CollapsedArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope callgraph app.jsc --dot | dot -Tsvg > callgraph.svg")]
 pub struct CallgraphArgs {
-    /// The recording (.jsc) to read; or use --data / --collector.
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
     #[arg(required_unless_present_any = ["data", "collector"])]
     pub file: Option<PathBuf>,
     #[command(flatten)]
@@ -536,7 +536,7 @@ pub struct CallgraphArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope threads app.jsc --at 12.5")]
 pub struct ThreadsArgs {
-    /// The recording (.jsc) to read; or use --data / --collector.
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
     #[arg(required_unless_present_any = ["data", "collector"])]
     pub file: Option<PathBuf>,
     #[command(flatten)]
@@ -551,7 +551,7 @@ pub struct ThreadsArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope info app.jsc --format json")]
 pub struct InfoArgs {
-    /// The recording (.jsc) to read; or use --data / --collector.
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
     #[arg(required_unless_present_any = ["data", "collector"])]
     pub file: Option<PathBuf>,
     #[command(flatten)]
@@ -591,7 +591,7 @@ pub struct ServeArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope view app.jsc --http 127.0.0.1:7081")]
 pub struct ViewArgs {
-    /// The recording (.jsc) to show, or a session from `jscope merge` (the tree across JVMs).
+    /// The recording (.jsc, or a JFR file) to show, or a session from `jscope merge` (the tree across JVMs).
     pub file: PathBuf,
     /// Where the web UI listens.
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7080")]

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use jscope_analysis::{diff_hot, hot_methods, CollapseOptions, Mode, Selection, StackCounts};
 use jscope_flame::{render_diff_html, render_diff_svg, FlameGraph, Options};
 
-use crate::analyze::{require_samples, selection};
+use crate::analyze::{require_recorded, selection};
 use crate::args::{DiffArgs, SourceArgs};
 use crate::duration::parse_seconds;
 use crate::source::{Loaded, Window};
@@ -145,7 +145,7 @@ fn side_table(
     sel: &Selection,
     side: &str,
 ) -> Result<(jscope_analysis::HotMethods, StackCounts)> {
-    require_samples(&s.rec, sel, &format!("the {side} side {}", s.title))?;
+    require_recorded(&s.rec, sel, &format!("the {side} side {}", s.title))?;
     let counts = sel.stack_counts(&s.rec);
     let mode = sel.mode_in(&s.rec);
     if counts.total == 0 {

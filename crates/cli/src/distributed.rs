@@ -103,6 +103,16 @@ fn load_sources(sources: &[MemberSource], options: &TraceOptions) -> Result<Vec<
     // once per member.
     let mut stores: HashMap<&Path, Box<dyn Store>> = HashMap::new();
     for source in sources {
+        if let MemberSource::File(path) = source {
+            if crate::source::is_jfr_file(path).unwrap_or(false) {
+                bail!(
+                    "{} is a JFR file: merge reads jscope recordings; convert it first (jscope convert {} -o {})",
+                    path.display(),
+                    path.display(),
+                    path.with_extension("jsc").display()
+                );
+            }
+        }
         if let MemberSource::Data { dir, .. } = source {
             if !stores.contains_key(dir.as_path()) {
                 let store = open_data(dir).map_err(|source| LoadError::OpenStore {

@@ -61,7 +61,7 @@ Examples:
   jscope events app.jsc --tree --method com.acme.Service.handle"
 )]
 pub struct EventsArgs {
-    /// The recording (.jsc) to read; or use --data / --collector.
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
     #[arg(required_unless_present_any = ["data", "collector"])]
     pub file: Option<PathBuf>,
     #[command(flatten)]
@@ -89,7 +89,7 @@ pub struct EventsArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope locks app.jsc --top 5 --thread worker")]
 pub struct LocksArgs {
-    /// The recording (.jsc) to read; or use --data / --collector.
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
     #[arg(required_unless_present_any = ["data", "collector"])]
     pub file: Option<PathBuf>,
     #[command(flatten)]
@@ -106,7 +106,7 @@ pub struct LocksArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope gc app.jsc --pauses")]
 pub struct GcArgs {
-    /// The recording (.jsc) to read; or use --data / --collector.
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
     #[arg(required_unless_present_any = ["data", "collector"])]
     pub file: Option<PathBuf>,
     #[command(flatten)]
@@ -140,7 +140,7 @@ pub enum ByArg {
     after_help = "Examples:\n  jscope alloc app.jsc --by class --top 10\n  jscope alloc app.jsc --ages"
 )]
 pub struct AllocArgs {
-    /// The recording (.jsc) to read; or use --data / --collector.
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
     #[arg(required_unless_present_any = ["data", "collector"])]
     pub file: Option<PathBuf>,
     #[command(flatten)]

@@ -51,7 +51,7 @@ impl From<ExportFormat> for Format {
     after_help = "Examples:\n  jscope export app.jsc --format pprof -o app.pb.gz && go tool pprof -top app.pb.gz\n  jscope export app.jsc --format speedscope --mode wall -o app.speedscope.json\n  jscope export --collector http://127.0.0.1:7080 --jvm 4242 --format otlp -o app.otlp\n  jscope export app.jsc --format chrome -o app.trace.json\n  jscope export app.jsc --format collapsed > app.collapsed"
 )]
 pub struct ExportArgs {
-    /// The recording to read; or use --data / --collector.
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
     #[arg(required_unless_present_any = ["data", "collector"])]
     pub file: Option<PathBuf>,
     #[command(flatten)]

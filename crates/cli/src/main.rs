@@ -112,11 +112,20 @@ fn usage_error(e: clap::Error, argv: &[String]) -> ExitCode {
     let text = e.render().to_string();
     let message = text.split("\n\nUsage:").next().unwrap_or(&text);
     let message = message.trim().trim_start_matches("error: ");
+    // Said once, by the `(see jscope CMD --help)` below.
+    let message = message.replace("For more information, try '--help'.", "");
     if let Some(hint) = record_hint(&e, argv) {
-        eprintln!("jscope: {}; {hint}", one_line(message));
+        eprintln!("jscope: {}; {hint}", one_line(&message));
         return ExitCode::from(1);
     }
-    eprintln!("jscope: {} (see jscope --help)", one_line(message));
+    // The command's own help, which lists its options (`jscope report --help`).
+    let help = match argv.get(1) {
+        Some(cmd) if e.kind() != ErrorKind::InvalidSubcommand && !cmd.starts_with('-') => {
+            format!("jscope {cmd} --help")
+        }
+        _ => "jscope --help".to_string(),
+    };
+    eprintln!("jscope: {} (see {help})", one_line(&message));
     ExitCode::from(1)
 }
 
@@ -134,13 +143,17 @@ fn record_hint(e: &clap::Error, argv: &[String]) -> Option<String> {
     Some("put `--` before the java command: jscope record -o app.jsc -- java -cp app.jar com.acme.Main".into())
 }
 
-/// Joins a possibly multi-line message into one line.
+/// Joins a possibly multi-line message into one line; clap's `tip:` lines are
+/// set off with `; ` rather than run on (`'--bogus' found; tip: ...`).
 fn one_line(text: &str) -> String {
-    text.split('\n')
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
+    let mut out = String::new();
+    for line in text.split('\n').map(str::trim).filter(|l| !l.is_empty()) {
+        if !out.is_empty() {
+            out.push_str(if line.starts_with("tip:") { "; " } else { " " });
+        }
+        out.push_str(line);
+    }
+    out
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -18,7 +18,7 @@ use crate::args::Format;
     after_help = "Examples:\n  jscope record --mode none --trace 'java.util.concurrent.ThreadPoolExecutor#execute;java.util.concurrent.ThreadPoolExecutor#getTask;java.util.concurrent.*BlockingQueue#offer;java.util.concurrent.*BlockingQueue#take;java.util.concurrent.*BlockingQueue#poll' -o pool.jsc -- java -jar app.jar\n  jscope queue pool.jsc --csv requests.csv --length-csv length.csv\n  jscope queue orb.jsc --queue 'com.ooc.OB.ThreadPool#add/com.ooc.OB.ThreadPool#get'"
 )]
 pub struct QueueArgs {
-    /// The exact-tracing recording (.jsc) to read.
+    /// The exact-tracing recording (.jsc, or a JFR file with jdk.MethodTrace events) to read.
     pub file: PathBuf,
     /// The queue: `threadpool` (a ThreadPoolExecutor's work queue: offer from
     /// execute, take/poll from getTask), `blockingqueue` (every
@@ -57,7 +57,22 @@ fn write_file(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>)
 
 pub fn run(args: &QueueArgs) -> Result<()> {
     let path = &args.file;
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut bytes =
+        std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // A JFR file (JDK 25's jdk.MethodTrace) is replayed as the .jsc it converts to,
+    // as `jscope stats` and `tree` read it; its damage is warned of here, since the
+    // converted bytes are whole.
+    if jscope_jfr::is_jfr(&bytes) {
+        let rec = jscope_jfr::read_bytes(&bytes)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if let Some(damage) = &rec.damage {
+            eprintln!(
+                "jscope: warning: {} is {damage}; read up to there",
+                path.display()
+            );
+        }
+        bytes = jscope_jfr::encode_jsc(&rec);
+    }
     let with_task = |spec: QueueSpec| match &args.task {
         Some(t) => spec.with_task(t).map_err(anyhow::Error::msg),
         None => Ok(spec),

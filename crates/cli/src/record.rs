@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, ExitStatus};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::agent::{absolute, agent_options, find_agent};
 use crate::args::RecordArgs;
@@ -11,8 +11,17 @@ use crate::signals;
 
 /// Runs the program and returns java's exit code for jscope to exit with.
 pub fn run(args: &RecordArgs) -> Result<i32> {
-    let agent = find_agent()?;
     let file = absolute(&args.sampling.output)?;
+    // Else the JVM runs, the agent cannot create the file and disables itself, and
+    // the program's work is done for nothing.
+    if let Some(dir) = file.parent().filter(|d| !d.is_dir()) {
+        bail!(
+            "cannot write {}: the directory {} does not exist",
+            file.display(),
+            dir.display()
+        );
+    }
+    let agent = find_agent()?;
     let options = agent_options(&args.sampling, &file)?;
     let argv = with_agent(&args.command, &agent, &options);
     // Ctrl-C reaches java too; jscope outlives it to pass on its exit code.

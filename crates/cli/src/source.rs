@@ -53,6 +53,9 @@ pub fn load(file: Option<&Path>, src: &SourceArgs, window: Window) -> Result<Loa
     if file.is_some() && (filter.service.is_some() || !filter.labels.is_empty()) {
         bail!("--service and --label select JVMs of --data DIR or --collector URL, not of a file");
     }
+    if let (Some(_), Some(jvm)) = (file, &filter.jvm) {
+        bail!("--jvm {jvm} selects a JVM of --data DIR or --collector URL, not of a file (a file holds one JVM)");
+    }
     match (file, &src.data, &src.collector) {
         (Some(path), None, None) => load_file(path),
         (None, Some(dir), None) => load_data_dir(dir, &filter, window),

@@ -38,7 +38,7 @@ impl HideArgs {
     after_help = "Example:\n  jscope tree app.jsc --thread main --depth 6 --min-duration 1ms"
 )]
 pub struct TreeArgs {
-    /// The recording (.jsc) to read.
+    /// The recording (.jsc, or a JFR file) to read.
     pub file: PathBuf,
     /// Only threads whose name contains this, or matches it as a glob with * or ?.
     #[arg(short, long, value_name = "NAME")]
@@ -79,7 +79,7 @@ impl From<SortArg> for SortKey {
 #[derive(Debug, Args)]
 #[command(after_help = "Example:\n  jscope stats app.jsc --sort self --top 20")]
 pub struct StatsArgs {
-    /// The recording (.jsc) to read.
+    /// The recording (.jsc, or a JFR file) to read.
     pub file: PathBuf,
     /// Order of the method rows, largest first.
     #[arg(long, value_enum, default_value_t)]

@@ -450,3 +450,41 @@ fn merge_reads_the_jvms_of_a_collector_data_directory() {
         stderr(&out)
     );
 }
+
+/// A JFR file given to merge said `not a jscope recording: no JSCOPE magic`, and a
+/// missing one named its path twice (`cannot read F: F: No such file`).
+#[test]
+fn merge_names_a_jfr_file_and_a_missing_file_once() {
+    let dir = temp_dir("distributed-merge-inputs");
+    let paths = chain(&dir);
+    let jfr = dir.join("app.jfr");
+    std::fs::write(&jfr, b"FLR\0\0\x02\0\x01 rest of a JFR file").unwrap();
+    let session = dir.join("s.jss");
+    let out = jscope(&[
+        "merge",
+        paths[0].to_str().unwrap(),
+        jfr.to_str().unwrap(),
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("is a JFR file") && err.contains("jscope convert"),
+        "{err}"
+    );
+    let missing = dir.join("gone.jsc");
+    let m = missing.to_str().unwrap();
+    let out = jscope(&[
+        "merge",
+        paths[0].to_str().unwrap(),
+        m,
+        "-o",
+        session.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.matches(m).count(), 1, "{err}");
+    assert!(!session.exists());
+}

@@ -135,3 +135,21 @@ fn view_serves_a_jfr_file_from_a_copy_it_removes() {
     assert!(served.child.wait_timeout(Duration::from_secs(20)).is_some());
     assert!(!copy.exists(), "{} left behind", copy.display());
 }
+
+/// A file cut before its first sample has no samples because of the cut, not
+/// because it "was recorded without sampling".
+#[test]
+fn a_jfr_file_cut_before_any_sample_says_so_not_that_it_had_no_sampling() {
+    let bytes = std::fs::read(async_profiler_jfr()).unwrap();
+    let dir = temp_dir("cut-early-jfr");
+    let cut = dir.join("cut.jfr");
+    std::fs::write(&cut, &bytes[..100]).unwrap();
+    let out = jscope(&["report", cut.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains("damaged at byte") && !err.contains("without sampling"),
+        "{err}"
+    );
+    assert!(err.contains("no samples before its damage"), "{err}");
+}

@@ -233,6 +233,20 @@ fn jdk25_method_traces_give_exact_call_counts_and_a_tree() {
         "main encloses the calls: {}",
         tree.lines().take(5).collect::<Vec<_>>().join("\n")
     );
+    // `jscope queue` reads the traces as stats and tree do (it said "not a jscope
+    // recording"): a queue whose enqueue is seventy() gets one request per call.
+    let out = jscope(&[
+        "queue",
+        jfr.to_str().unwrap(),
+        "--queue",
+        "JfrSplit#seventy/JfrSplit#thirty",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!(": {seventy} requests enqueued")),
+        "{seventy} seventy calls: {text}"
+    );
 }
 
 /// `jfr summary`'s count of one event type, and its chunk count: the JDK's own

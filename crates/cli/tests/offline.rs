@@ -155,6 +155,9 @@ fn errors_are_one_line_with_exit_code_1() {
         vec!["report", f, "--mode", "gpu"],
         vec!["report", f, "--state", "dozing"],
         vec!["report", f, "--from", "2", "--to", "1"],
+        // --jvm picks a collector's JVM: on a file it was silently ignored.
+        vec!["report", f, "--jvm", "123"],
+        vec!["report", f, "--service", "shop"],
         vec!["report"],
         vec!["bogus"],
         vec!["record", "-o", "x.jsc"],
@@ -186,6 +189,26 @@ fn every_command_has_help() {
         let out = jscope(&[cmd, "--help"]);
         assert!(out.status.success(), "{cmd}");
         assert!(stdout(&out).contains("Usage: jscope"), "{cmd}");
+    }
+    // The reading commands take JFR files too; their help said `.jsc` only.
+    for cmd in [
+        "report",
+        "flame",
+        "collapsed",
+        "callgraph",
+        "info",
+        "events",
+        "locks",
+        "gc",
+        "alloc",
+        "tree",
+        "stats",
+        "queue",
+        "export",
+        "view",
+    ] {
+        let help = stdout(&jscope(&[cmd, "--help"]));
+        assert!(help.contains("JFR"), "{cmd}: {help}");
     }
 }
 
@@ -245,5 +268,121 @@ fn record_with_a_missing_agent_is_a_one_line_error() {
     assert_eq!(
         stderr(&out),
         "jscope: JSCOPE_AGENT=/nonexistent/libjscope_agent.so is not a file\n"
+    );
+}
+
+/// A --thread or --state that keeps no sample printed an empty table without a
+/// word why (a mistyped thread name, or a state cpu samples do not carry).
+#[test]
+fn a_thread_or_state_filter_that_keeps_nothing_gets_a_note_saying_which() {
+    let file = write_recording("empty-filter", &synthetic_recording().bytes);
+    let f = file.to_str().unwrap();
+    let out = jscope(&["report", f, "--thread", "no-such-thread"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(
+            "jscope: note: --thread 'no-such-thread' matches no thread of rec.jsc (its threads: "
+        ),
+        "{err}"
+    );
+    let out = jscope(&["report", f, "--state", "parked"]);
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("jscope: note: no cpu sample of rec.jsc is in state parked (they are: "),
+        "{err}"
+    );
+    // A filter that keeps samples says nothing.
+    let out = jscope(&["report", f, "--thread", "main"]);
+    assert_eq!(stderr(&out), "");
+}
+
+/// An output directory that does not exist: java ran the whole program, the
+/// agent disabled itself, and jscope said the JVM "did not start or did not load
+/// jscope's agent".
+#[test]
+fn record_into_a_missing_directory_is_a_one_line_error_before_java_runs() {
+    let out = Command::new(jscope_bin())
+        .args([
+            "record",
+            "-o",
+            "/nonexistent/dir/x.jsc",
+            "--",
+            "java",
+            "-version",
+        ])
+        .env("JSCOPE_AGENT", "/nonexistent/libjscope_agent.so")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "jscope: cannot write /nonexistent/dir/x.jsc: the directory /nonexistent/dir does not exist\n"
+    );
+}
+
+/// A window that holds none of the samples (past the end, or `--since` on an old
+/// file) printed an empty table without a word why.
+#[test]
+fn a_window_without_samples_gets_a_note_with_the_recordings_span() {
+    let file = write_recording("empty-window", &synthetic_recording().bytes);
+    let f = file.to_str().unwrap();
+    let out = jscope(&["report", f, "--from", "1000"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("0 samples (cpu)"),
+        "{}",
+        stdout(&out)
+    );
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("jscope: note: ")
+            && err.contains("no cpu samples in the window 1000.000.. s")
+            && err.contains("it runs from 0 to "),
+        "{err}"
+    );
+    let out = jscope(&["report", f, "--since", "1m"]);
+    assert!(
+        stderr(&out).contains("no cpu samples in the window"),
+        "{}",
+        stderr(&out)
+    );
+    // A window with samples says nothing.
+    let out = jscope(&["report", f, "--from", "0"]);
+    assert_eq!(stderr(&out), "");
+    // diff's own error on an empty side says it: one line, no note before it.
+    let side = format!("{f}@1000..2000");
+    let out = jscope(&["diff", &side, f]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("nothing to compare"), "{err}");
+}
+
+/// A wrong flag pointed at `jscope --help` (which lists commands, not the flag's
+/// command's options) and ran clap's tip on: `'--bogus' found tip: ...`.
+#[test]
+fn a_wrong_flag_points_at_its_commands_help() {
+    let file = write_recording("wrong-flag", &synthetic_recording().bytes);
+    let out = jscope(&["report", file.to_str().unwrap(), "--bogus"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("'--bogus' found; tip:"), "{err}");
+    assert!(
+        err.trim_end().ends_with("(see jscope report --help)"),
+        "{err}"
+    );
+    let err = stderr(&jscope(&["bogus"]));
+    assert!(err.trim_end().ends_with("(see jscope --help)"), "{err}");
+    // A bad value: clap's own "For more information, try '--help'." went before it.
+    let err = stderr(&jscope(&["threads", file.to_str().unwrap(), "--at", "abc"]));
+    assert!(!err.contains("For more information"), "{err}");
+    assert!(
+        err.trim_end().ends_with("(see jscope threads --help)"),
+        "{err}"
     );
 }

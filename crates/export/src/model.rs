@@ -302,10 +302,16 @@ struct Builder<'r> {
 
 impl<'r> Builder<'r> {
     fn new(rec: &'r Recording, kind: Kind, annotate: bool) -> Builder<'r> {
-        let period_ns = if kind.sample_mode().is_some() {
-            rec.header.interval_ns
-        } else {
-            0
+        let period_ns = match kind {
+            // A snapshot stands for the snapshot interval, not the sampling one.
+            Kind::Snapshot => rec
+                .header
+                .extra("snapshot_interval_ns")
+                .and_then(|v| v.parse().ok())
+                .or_else(|| rec.snapshots.iter().map(|s| s.interval_ns).find(|&i| i > 0))
+                .unwrap_or(rec.header.interval_ns),
+            _ if kind.sample_mode().is_some() => rec.header.interval_ns,
+            _ => 0,
         };
         Builder {
             rec,

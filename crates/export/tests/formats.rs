@@ -637,3 +637,41 @@ fn native_and_kernel_frames_export_in_their_librarys_mapping() {
         "demo.App.main;write [libc.so.6];do_syscall_64_[k] 3\n"
     );
 }
+
+/// A snapshot profile's samples are a snapshot interval (100 ms) each: its period
+/// said the cpu interval (10 ms), so pprof and OTLP readers that scale by the
+/// period were ten times off.
+#[test]
+fn snapshot_profiles_have_the_snapshot_interval_as_their_period() {
+    let mut rec = recording();
+    rec.header.modes = "cpu+snapshot".into();
+    rec.header
+        .extra
+        .push(("snapshot_interval_ns".into(), (100 * MS).to_string()));
+    for (i, ms) in [(0, 5), (100, 105), (100, 205)] {
+        rec.snapshots.push(Snapshot {
+            ticks: ms * MS,
+            interval_ns: i * MS,
+            threads: vec![SnapshotThread {
+                thread: ThreadId(1),
+                carrier: ThreadId(0),
+                state: RUNNABLE,
+                stack: StackId(1),
+            }],
+        });
+    }
+    let p = pprof_of(&exported(&rec, &request(Kind::Snapshot), Format::Pprof));
+    assert_eq!(p.period, 100 * MS as i64);
+    let wall: i64 = p.sample.iter().map(|x| x.value[1]).sum();
+    assert_eq!(wall, 300 * MS as i64);
+    let o = json(&rec, &request(Kind::Snapshot), Format::OtlpJson);
+    let period = &o["resourceProfiles"][0]["scopeProfiles"][0]["profiles"][0]["period"];
+    assert_eq!(
+        period.as_str().map(str::to_string),
+        Some((100 * MS).to_string()),
+        "{period}"
+    );
+    // The cpu profile keeps the sampling interval.
+    let p = pprof_of(&exported(&rec, &request(Kind::Cpu), Format::Pprof));
+    assert_eq!(p.period, 10 * MS as i64);
+}

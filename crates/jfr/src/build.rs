@@ -37,6 +37,9 @@ pub(crate) const MAPPED: &[&str] = &[
     "jdk.CPUInformation",
 ];
 
+/// At most this many samples are made of one batched async-profiler wall sample.
+const MAX_BATCHED_COPIES: u64 = 10_000;
+
 /// Sampling intervals when the recording's settings do not say (JFR's profile.jfc).
 const DEFAULT_CPU_INTERVAL_NS: u64 = 10_000_000;
 const DEFAULT_WALL_INTERVAL_NS: u64 = 20_000_000;
@@ -100,13 +103,28 @@ impl Builder {
                 self.sample(v, e, "sampledThread", SampleMode::Wall, state, t, 1);
             }
             "profiler.WallClockSample" => {
+                // async-profiler batches an idle thread's consecutive samples into
+                // one event of `samples` over `timeSpan`, and counts them all (its
+                // converters' samples and values): they are that many samples here
+                // too, spread over the span, or report and flame would count one
+                // where pprof's weight and async-profiler count thirty.
                 let state = v.as_string(v.get(e, "state")).map_or(0, |s| state_bits(&s));
                 let n = v.int(e, "samples").unwrap_or(1).max(1) as u64;
-                self.sample(v, e, "sampledThread", SampleMode::Wall, state, t, n);
+                let span = v.span_ns(e, "timeSpan").unwrap_or(0);
+                // A corrupt count costs no more than this many copies; the last
+                // carries the rest as its weight.
+                let copies = n.min(MAX_BATCHED_COPIES);
+                for i in 0..copies {
+                    let at = t + (span as u128 * i as u128 / copies as u128) as u64;
+                    let factor = if i + 1 == copies { n - i } else { 1 };
+                    self.sample(v, e, "sampledThread", SampleMode::Wall, state, at, factor);
+                }
             }
             "jdk.CPUTimeSample" => self.cpu_time_sample(v, e, t),
             // JDK's throttled samples carry only the bytes they stand for.
-            "jdk.ObjectAllocationSample" => self.alloc(v, e, t, "weight", "weight"),
+            // It records no object size (only the bytes it stands for): size 0,
+            // so `alloc` does not count each sample as one object of `weight` bytes.
+            "jdk.ObjectAllocationSample" => self.alloc(v, e, t, "objectSize", "weight"),
             // A TLAB sample stands for the TLAB it opened (async-profiler's too).
             "jdk.ObjectAllocationInNewTLAB" => {
                 let by = if v.int(e, "tlabSize").unwrap_or(0) > 0 {
@@ -184,7 +202,20 @@ impl Builder {
                 self.rec.header.os = os_name(&os);
             }
             "jdk.CPUInformation" => {
-                self.rec.header.arch = v.string(e, "cpu").unwrap_or_default();
+                // The CPU's model and features (`AMD Unknown x86 SSE SSE2 ...`), not
+                // an architecture: kept beside the header (the arch comes from
+                // JVMInformation's `for linux-amd64`).
+                // async-profiler writes the machine there (`x86_64`).
+                let cpu = v.string(e, "cpu").unwrap_or_default();
+                let h = &mut self.rec.header;
+                if !cpu.is_empty() && !cpu.contains(' ') {
+                    if h.arch.is_empty() {
+                        h.arch = cpu;
+                    }
+                } else if !cpu.is_empty() {
+                    h.extra.retain(|(k, _)| k != "cpu");
+                    h.extra.push(("cpu".into(), cpu));
+                }
             }
             _ => {}
         }
@@ -319,6 +350,9 @@ impl Builder {
             .and_then(|(_, rest)| rest.split_once(')'))
             .map(|(v, _)| v.to_string());
         h.java_version = inner.clone().unwrap_or_default();
+        if let Some(arch) = arch_of(&version) {
+            h.arch = arch;
+        }
         h.vm_version = inner.unwrap_or(version);
         h.command_line = v.string(e, "javaArguments").unwrap_or_default();
         h.pid = v.int(e, "pid").unwrap_or(0) as u32;
@@ -494,6 +528,18 @@ fn os_name(text: &str) -> String {
         .to_string()
 }
 
+/// The architecture in a JVM version string, as `os.arch` names it: `amd64` of
+/// `OpenJDK 64-Bit Server VM (17.0.15+6) for linux-amd64 JRE (17.0.15+6), built ...`.
+fn arch_of(jvm_version: &str) -> Option<String> {
+    let platform = jvm_version
+        .split(" for ")
+        .nth(1)?
+        .split_whitespace()
+        .next()?;
+    let (_, arch) = platform.split_once('-')?;
+    Some(arch.to_string()).filter(|a| !a.is_empty())
+}
+
 /// `10 ms`, `20ms`, `1 s`, `500 us`, or bare nanoseconds (async-profiler).
 pub(crate) fn parse_interval(s: &str) -> Option<u64> {
     let s = s.trim();
@@ -512,6 +558,17 @@ pub(crate) fn parse_interval(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_arch_is_the_jvm_versions_platform_not_the_cpu_model() {
+        let v = "OpenJDK 64-Bit Server VM (17.0.15+6-Debian-1deb12u1) for linux-amd64 JRE (17.0.15+6-Debian-1deb12u1), built on May  1 2025 09:21:09 by \"buildd\" with gcc 12.2.0";
+        assert_eq!(arch_of(v).as_deref(), Some("amd64"));
+        assert_eq!(
+            arch_of("OpenJDK 64-Bit Server VM (25.0.2+10-LTS) for linux-aarch64 JRE").as_deref(),
+            Some("aarch64")
+        );
+        assert_eq!(arch_of("OpenJDK 64-Bit Server VM"), None);
+    }
 
     #[test]
     fn thread_states_classify_as_their_names_say() {

@@ -129,7 +129,15 @@ pub(crate) fn read_chunk(
         Ok(meta) => chunk.meta = meta,
         Err(e) => {
             let at_meta = at as u64 + header.metadata_offset.max(0) as u64;
-            chunk.damage = Some((at_meta, format!("no readable metadata event: {e}")));
+            chunk.damage = Some(match chunk.damage.take() {
+                // The JDK writes the metadata after the first events: a cut before
+                // it is damage at the cut, not at an offset past the file's end.
+                Some((end, cut)) if at_meta >= end => (
+                    end,
+                    format!("{cut}; its metadata event (at byte {at_meta}) is past the cut"),
+                ),
+                _ => (at_meta, format!("no readable metadata event: {e}")),
+            });
             chunk.next = None;
             return Ok(chunk);
         }

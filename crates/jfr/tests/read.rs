@@ -28,12 +28,21 @@ fn async_profiler_cpu_wall_alloc_and_lock_events_read() {
     assert_eq!(rec.damage, None);
     assert_eq!(rec.chunks, 1);
     assert_eq!(rec.header.agent_version, "async-profiler (JFR)");
-    // The counts `jfr summary` (JDK 17) gives for the file.
+    // The counts `jfr summary` (JDK 17) gives for the file: 168 execution samples;
+    // its 249 wall-clock events hold 705 samples (`samples`: async-profiler batches
+    // an idle thread's), which async-profiler's converters count, and so does jscope.
     let count = |mode| rec.samples.iter().filter(|s| s.mode == mode).count();
     assert_eq!(
         (count(SampleMode::Cpu), count(SampleMode::Wall)),
-        (168, 249)
+        (168, 705)
     );
+    let wall_ns: u64 = rec
+        .samples
+        .iter()
+        .filter(|s| s.mode == SampleMode::Wall)
+        .map(|s| s.weight_ns)
+        .sum();
+    assert_eq!(wall_ns, 705 * 50_000_000);
     let kinds = |name: &str| rec.events.iter().filter(|e| e.kind.name() == name).count();
     assert_eq!((kinds("alloc"), kinds("monitor")), (1974, 133));
     let cpu = labels_of_samples(&rec, SampleMode::Cpu);

@@ -429,3 +429,21 @@ fn an_event_that_does_not_fit_its_chunk_stops_there_with_damage() {
     assert!(damage.reason.contains("chunk cut"), "{}", damage.reason);
     assert_eq!(rec.samples.len(), whole.samples.len());
 }
+
+/// The JDK writes a chunk's metadata after its first events: a file cut before it
+/// is damaged where the cut is, not at the metadata's offset past the end.
+#[test]
+fn a_cut_before_the_metadata_is_damage_at_the_cut() {
+    let mut bytes = chunk(true);
+    // As the JDK's: the metadata event thousands of bytes in, past the cut.
+    bytes[24..32].copy_from_slice(&8092i64.to_be_bytes());
+    let cut = 100;
+    let rec = jscope_jfr::read_bytes(&bytes[..cut]).unwrap();
+    let damage = rec.damage.expect("damage");
+    assert_eq!(damage.offset, cut as u64, "{}", damage.reason);
+    assert!(
+        damage.reason.contains("chunk cut") && damage.reason.contains("metadata"),
+        "{}",
+        damage.reason
+    );
+}

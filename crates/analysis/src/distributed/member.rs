@@ -111,7 +111,8 @@ impl Member {
     /// From a file.
     pub fn read_file(path: &std::path::Path, options: &TraceOptions) -> Result<Member, TraceError> {
         let bytes =
-            std::fs::read(path).map_err(|e| TraceError::Io(format!("{}: {e}", path.display())))?;
+            // The caller names the file (`cannot read FILE: ...`).
+            std::fs::read(path).map_err(|e| TraceError::Io(e.to_string()))?;
         Self::from_bytes(&path.display().to_string(), &bytes, options)
     }
 

@@ -137,17 +137,39 @@ impl fmt::Display for AllocReport {
             AllocBy::Stack => "stack",
             AllocBy::Class => "class",
         };
+        // Known only for the samples that carry their object's size.
+        let known = |n: u64, of: u64, sizeless: u64| {
+            if sizeless > 0 && sizeless == of {
+                "-".to_string()
+            } else {
+                n.to_string()
+            }
+        };
+        let sampled = if self.sizeless > 0 && self.sizeless == self.count {
+            "object sizes not recorded".to_string()
+        } else {
+            format!("{} bytes", self.bytes)
+        };
         writeln!(
             f,
-            "Sampled allocations: {} ({} bytes), by {what}:",
-            self.count, self.bytes
+            "Sampled allocations: {} ({sampled}), by {what}:",
+            self.count
         )?;
+        let objects = match self.sizeless {
+            0 => format!("{} objects", self.est_objects),
+            n if n == self.count => {
+                "objects unknown (the samples do not record their object's size)".to_string()
+            }
+            n => format!(
+                "{} objects (leaving out {n} samples without their object's size)",
+                self.est_objects
+            ),
+        };
         writeln!(
             f,
-            "Estimated allocated: {} bytes ({}), {} objects{}",
+            "Estimated allocated: {} bytes ({}), {objects}{}",
             self.est_bytes,
             bytes_text(self.est_bytes),
-            self.est_objects,
             if self.weights_recorded {
                 ""
             } else {
@@ -163,7 +185,12 @@ impl fmt::Display for AllocReport {
             write!(
                 f,
                 "{:>14} {:>11} {:>7.2} {:>8} {:>12}  {}",
-                r.est_bytes, r.est_objects, r.percent, r.count, r.bytes, r.key
+                r.est_bytes,
+                known(r.est_objects, r.count, r.sizeless),
+                r.percent,
+                r.count,
+                known(r.bytes, r.count, r.sizeless),
+                r.key
             )?;
             if !r.top_class.is_empty() {
                 write!(f, "  ({})", r.top_class)?;

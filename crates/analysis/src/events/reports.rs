@@ -366,6 +366,10 @@ pub struct AllocRow {
     /// objects they stand for (weight / size each).
     pub est_bytes: u64,
     pub est_objects: u64,
+    /// Samples whose object size the source did not record (JFR's
+    /// `jdk.ObjectAllocationSample`): in `est_bytes`, not in `bytes` or `est_objects`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sizeless: u64,
     /// Share of the estimated bytes.
     pub percent: f64,
 }
@@ -378,6 +382,9 @@ pub struct AllocReport {
     pub count: u64,
     pub est_bytes: u64,
     pub est_objects: u64,
+    /// Samples without an object size (see [`AllocRow::sizeless`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sizeless: u64,
     /// Whether the weights were recorded (else estimated from `events.allocrate`).
     pub weights_recorded: bool,
     pub rows: Vec<AllocRow>,
@@ -389,6 +396,7 @@ struct AllocSum {
     count: u64,
     est_bytes: u64,
     est_objects: f64,
+    sizeless: u64,
     stack: StackId,
     classes: HashMap<ClassId, u64>,
 }
@@ -398,7 +406,13 @@ impl AllocSum {
         self.bytes += size;
         self.count += 1;
         self.est_bytes += weight;
-        self.est_objects += weight as f64 / size.max(1) as f64;
+        // A sample without its object's size stands for bytes, not a number of
+        // objects: counting it as weight/1 or as one object would both be wrong.
+        if size == 0 {
+            self.sizeless += 1;
+        } else {
+            self.est_objects += weight as f64 / size as f64;
+        }
         self.stack = stack;
         *self.classes.entry(class).or_default() += weight;
     }
@@ -485,6 +499,7 @@ fn alloc_report_of(rec: &Recording, events: &[&JvmEvent], by: AllocBy) -> AllocR
         count: all.count,
         est_bytes: all.est_bytes,
         est_objects: all.est_objects.round() as u64,
+        sizeless: all.sizeless,
         weights_recorded: recorded && all.count > 0,
         rows,
     }
@@ -543,6 +558,7 @@ fn alloc_row(rec: &Recording, by: AllocBy, key: String, g: AllocSum, total: u64)
         count: g.count,
         est_bytes: g.est_bytes,
         est_objects: g.est_objects.round() as u64,
+        sizeless: g.sizeless,
         percent: percent(g.est_bytes, total),
     }
 }

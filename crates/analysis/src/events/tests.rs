@@ -1048,3 +1048,40 @@ fn gc_details_and_concurrent_cycles() {
     let j = serde_json::to_value(&r.pauses[0]).unwrap();
     assert_eq!(j.as_object().unwrap().len(), 2, "{j}");
 }
+
+/// JFR's `jdk.ObjectAllocationSample` records the bytes a sample stands for but no
+/// object size: `alloc` counted each as one object (94 objects for 34 MB) and its
+/// weight as the sampled bytes.
+#[test]
+fn samples_without_an_object_size_are_not_counted_as_objects() {
+    let mut b = Builder::new();
+    let bytes = b.class("byte[]");
+    let fill = b.stack(&[("demo.Gen.fill", 21)]);
+    for (i, weight) in [500_000u64, 700_000].into_iter().enumerate() {
+        b.w.event(&JvmEvent::on(
+            ThreadId(2),
+            at_ms(i as u64),
+            EventKind::Alloc {
+                class: ClassId(bytes),
+                size: 0,
+                stack: StackId(fill),
+                object: 0,
+                allocated_total: 0,
+                weight,
+            },
+        ));
+    }
+    let rec = b.build(10);
+    let r = alloc_report(&rec, &EventFilter::default(), AllocBy::Class);
+    assert_eq!((r.count, r.est_bytes, r.est_objects), (2, 1_200_000, 0));
+    assert_eq!((r.sizeless, r.rows[0].sizeless), (2, 2));
+    let text = r.to_string();
+    assert!(text.contains("objects unknown"), "{text}");
+    assert!(text.contains("object sizes not recorded"), "{text}");
+    let row = text.lines().find(|l| l.ends_with("byte[]")).unwrap();
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        ["1200000", "-", "100.00", "2", "-", "byte[]"],
+        "{text}"
+    );
+}
