@@ -236,7 +236,11 @@ fn frame_head(inbox: &[u8]) -> Result<Option<(u8, usize)>, WireError> {
 }
 
 fn read_answer(r: &mut impl Read) -> Result<Accept, WireError> {
-    match read_message(r, DEFAULT_MAX_FRAME) {
+    let mut r = FirstBytes {
+        inner: r,
+        kept: Vec::new(),
+    };
+    match read_message(&mut r, DEFAULT_MAX_FRAME) {
         Ok(Message::Accept(a)) => Ok(a),
         Ok(Message::Refuse { code, message }) => Err(WireError::Refused { code, message }),
         Ok(other) => Err(WireError::Unexpected {
@@ -247,7 +251,60 @@ fn read_answer(r: &mut impl Read) -> Result<Accept, WireError> {
             std::io::ErrorKind::TimedOut,
             "no answer to hello",
         ))),
+        // A length past the limit or a kind no collector sends: the peer speaks
+        // something else, and its first bytes say what better than the frame error.
+        Err(WireError::FrameTooLarge { .. } | WireError::Malformed { what: "frame", .. }) => {
+            r.rest_of_line();
+            Err(not_a_collector(&r.kept))
+        }
         Err(e) => Err(e),
+    }
+}
+
+/// What a peer that is not a collector answered: its first line, printable.
+fn not_a_collector(first: &[u8]) -> WireError {
+    let line = first.split(|b| *b == b'\n').next().unwrap_or_default();
+    let answer: String = String::from_utf8_lossy(line)
+        .trim_end()
+        .chars()
+        .map(|c| if c.is_control() { '.' } else { c })
+        .collect();
+    let http = first.starts_with(b"HTTP/");
+    WireError::NotACollector {
+        answer: format!("{answer:?}"),
+        hint: if http {
+            " (an HTTP server: the collector's --http port? agents send to its --agents port)"
+        } else {
+            ""
+        },
+    }
+}
+
+/// A reader that keeps the first bytes it hands on, for [`not_a_collector`].
+struct FirstBytes<'a, R: Read> {
+    inner: &'a mut R,
+    kept: Vec<u8>,
+}
+
+impl<R: Read> FirstBytes<'_, R> {
+    /// Reads on to the end of the first line (or 80 bytes, the peer's end, an error).
+    fn rest_of_line(&mut self) {
+        let mut buf = [0u8; 80];
+        while self.kept.len() < 80 && !self.kept.contains(&b'\n') {
+            match self.read(&mut buf[..80 - self.kept.len()]) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+impl<R: Read> Read for FirstBytes<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let room = 80usize.saturating_sub(self.kept.len()).min(n);
+        self.kept.extend_from_slice(&buf[..room]);
+        Ok(n)
     }
 }
 

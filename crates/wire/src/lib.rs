@@ -67,6 +67,10 @@ pub enum WireError {
     Refused { code: RefuseCode, message: String },
     #[error("could not connect to {addr}: {why}")]
     Connect { addr: String, why: String },
+    /// The peer answered the hello with something that is not this protocol: another
+    /// service on that port, such as the collector's own web port.
+    #[error("not a jscope collector: it answered {answer}{hint}")]
+    NotACollector { answer: String, hint: &'static str },
 }
 
 impl WireError {

@@ -1,4 +1,4 @@
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::thread;
 use std::time::Duration;
@@ -300,4 +300,28 @@ fn outbox_rebase_puts_the_dictionary_first_and_renumbers() {
     assert!(o.is_empty());
     assert_eq!(o.next_seq(), 2);
     assert_eq!(o.dropped_chunks(), 7);
+}
+
+#[test]
+fn a_peer_that_answers_http_is_named_as_not_a_collector() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let t = thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut got = [0u8; 8];
+        s.read_exact(&mut got).unwrap();
+        s.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+            .unwrap();
+    });
+    let cfg = ClientConfig::new(addr, "box-1");
+    let err = WireClient::connect(&cfg, &encode_file_start(&header()), 1)
+        .err()
+        .unwrap();
+    t.join().unwrap();
+    assert!(matches!(err, WireError::NotACollector { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "not a jscope collector: it answered \"HTTP/1.1 400 Bad Request\" (an HTTP server: \
+         the collector's --http port? agents send to its --agents port)"
+    );
 }
