@@ -233,3 +233,41 @@ fn the_log_said_resuming_after_chunk_0_on_a_first_connect_and_nothing_on_disconn
     );
     server.shutdown();
 }
+
+#[test]
+fn event_views_take_times_as_every_query_does() {
+    let dir = temp_dir("collector-event-times");
+    let mut sim = SimJvm::new(4350, "com.acme.Timed");
+    let mut bytes = sim.header_bytes();
+    for _ in 0..3 {
+        bytes.extend(sim.chunk());
+    }
+    let file = dir.join("timed.jsc");
+    std::fs::write(&file, bytes).unwrap();
+    let server = jscope_collector::view(&file, "127.0.0.1:0").unwrap();
+    let http = server.http_addr().unwrap();
+    let start_ms = sim.header.start_wall_ns / 1_000_000;
+    // A span ago and an RFC 3339 time before the recording both cover all of it,
+    // as epoch ms do.
+    for from in [
+        format!("{}", start_ms - 1000),
+        "1h".to_string(),
+        "-1h".to_string(),
+        "2000-01-01T00:00:00Z".to_string(),
+    ] {
+        for endpoint in ["timeline", "locks", "alloc"] {
+            let (status, body) = http_get(http, &format!("/api/jvms/timed/{endpoint}?from={from}"));
+            assert_eq!(status, 200, "{endpoint}?from={from}: {body}");
+        }
+        let timeline = get_json(http, &format!("/api/jvms/timed/timeline?from={from}"));
+        assert_eq!(
+            timeline["lanes"].as_array().unwrap().len(),
+            THREADS as usize
+        );
+        assert_eq!(timeline["from_ns"], 0, "from={from}");
+    }
+    let (status, body) = http_get(http, "/api/jvms/timed/timeline?to=soon");
+    assert_eq!(status, 400);
+    assert!(body.contains("to: bad time `soon`"), "{body}");
+    server.shutdown();
+}
