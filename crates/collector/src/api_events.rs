@@ -68,10 +68,7 @@ pub(crate) fn timeline_of(
     req: &Request,
 ) -> Result<Response, CollectorError> {
     let (rec, from_s, to_s) = load(store, id, req)?;
-    let max = req
-        .param("max_events")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(MAX_EVENTS);
+    let max = crate::api::count_param(req, "max_events")?.unwrap_or(MAX_EVENTS);
     Ok(Response::json(&timeline(&rec, from_s, to_s, max)))
 }
 

@@ -271,3 +271,46 @@ fn event_views_take_times_as_every_query_does() {
     assert!(body.contains("to: bad time `soon`"), "{body}");
     server.shutdown();
 }
+
+#[test]
+fn bad_numbers_and_formats_get_a_400_naming_them_not_a_default() {
+    let dir = temp_dir("collector-bad-params");
+    let mut sim = SimJvm::new(4360, "com.acme.Strict");
+    let mut bytes = sim.header_bytes();
+    for _ in 0..3 {
+        bytes.extend(sim.chunk());
+    }
+    let file = dir.join("strict.jsc");
+    std::fs::write(&file, bytes).unwrap();
+    let server = jscope_collector::view(&file, "127.0.0.1:0").unwrap();
+    let http = server.http_addr().unwrap();
+    for (query, names) in [
+        ("/api/jvms/strict/hot?limit=ten", "limit"),
+        ("/api/hot?jvm=all&limit=-1", "limit"),
+        ("/api/explore?by=service&top=x", "top"),
+        ("/api/jvms/strict/timeline?max_events=many", "max_events"),
+        ("/api/diff?base=strict&new=strict&limit=x", "limit"),
+        ("/api/jvms/strict/threads?at=noon", "at"),
+        ("/api/callgraph?jvm=all&format=svg", "format"),
+    ] {
+        let (status, body) = http_get(http, query);
+        assert_eq!(status, 400, "{query}: {body}");
+        assert!(body.contains(names), "{query}: {body}");
+    }
+    // The good spellings still answer: `at` as epoch ms picks the nearest snapshot.
+    let start_ms = sim.header.start_wall_ns / 1_000_000;
+    let at = get_json(
+        http,
+        &format!("/api/jvms/strict/threads?at={}", start_ms + 250),
+    );
+    assert_eq!(at["snapshot_index"], 2, "{at}");
+    assert_eq!(
+        get_json(http, "/api/jvms/strict/hot?limit=1")["methods"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(http_get(http, "/api/callgraph?jvm=all&format=dot").0, 200);
+    server.shutdown();
+}
