@@ -3,6 +3,10 @@
 //! target/jscope-test/ as artefacts. Skipped with a notice when Chromium is absent.
 
 mod common;
+// The CLI tests' DevTools client, shared rather than copied.
+#[allow(dead_code)]
+#[path = "../../cli/tests/serving/cdp.rs"]
+mod cdp;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -160,6 +164,138 @@ fn jvm_list_threads_with_pause_and_flame_graph_in_chromium() {
         "collector-flame-tab.png",
     );
 
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
+
+/// A snapshot-mode recording (header and one chunk) whose only stack has a kernel
+/// frame on top, then the Java method `java_leaf` under `com.acme.App.main`, then
+/// a native frame of libc at the root, as a mixed-stack sampler records it.
+fn mixed_stack_jvm(pid: u32, command: &str, java_leaf: &str) -> (SimJvm, Vec<u8>) {
+    use jscope_format::{
+        ChunkWriter, Dictionary, Frame, FrameKind, MethodDef, MethodId, Snapshot, SnapshotThread,
+        StackId, StringId, ThreadDef, ThreadId,
+    };
+    let sim = SimJvm::new(pid, command);
+    let mut w = ChunkWriter::new();
+    let mut d = Dictionary::new();
+    let native = |w: &mut ChunkWriter, d: &mut Dictionary, id: u32, lib: &str, name: &str| {
+        let class = d.class(w, lib, None);
+        let name = d.string(w, name);
+        w.method(&MethodDef {
+            id: MethodId(id),
+            class,
+            name,
+            signature: StringId::NONE,
+            modifiers: 0x100,
+        });
+        MethodId(id)
+    };
+    let (leaf_class, leaf_name) = java_leaf.rsplit_once('.').unwrap();
+    let class = d.class(&mut w, leaf_class, None);
+    let leaf = d.method(&mut w, class, leaf_name, "()V");
+    let main = d.method_label(&mut w, "com.acme.App.main");
+    let kernel = native(&mut w, &mut d, 100, "[kernel]", "finish_task_switch.isra.0");
+    let libc = native(&mut w, &mut d, 101, "libc.so.6", "start_thread");
+    let frame = |method, kind| Frame {
+        method,
+        bci: 0,
+        line: 0,
+        kind,
+    };
+    w.stack(
+        StackId(1),
+        &[
+            frame(kernel, FrameKind::Kernel),
+            frame(leaf, FrameKind::Interpreted),
+            frame(main, FrameKind::Interpreted),
+            frame(libc, FrameKind::Native),
+        ],
+    );
+    w.thread(&ThreadDef {
+        id: ThreadId(1),
+        java_id: 1,
+        os_tid: 0,
+        name: "main".into(),
+        group: "main".into(),
+        parent: "system".into(),
+        start_order: 1,
+        daemon: false,
+    });
+    for k in 0..10u64 {
+        w.snapshot(&Snapshot {
+            ticks: sim.header.start_ticks + k * 100_000_000,
+            interval_ns: 100_000_000,
+            threads: vec![SnapshotThread {
+                thread: ThreadId(1),
+                carrier: Default::default(),
+                state: 0x5,
+                stack: StackId(1),
+            }],
+        });
+    }
+    let chunk = w.finish();
+    (sim, chunk)
+}
+
+/// A collector with two JVMs (services `com.acme.Warehouse` and
+/// `com.acme.Storefront`) streaming [`mixed_stack_jvm`]'s recording.
+fn serve_two_mixed_stack_jvms(
+    name: &str,
+) -> (
+    jscope_collector::ServerHandle,
+    Vec<jscope_wire::WireClient>,
+    Vec<String>,
+) {
+    let (server, _log) = start(&temp_dir(name), |_| {});
+    let agents = server.agents_addr().unwrap();
+    let leaf = "com.acme.inventory.WarehouseReplenishmentPlanner.recomputeSafetyStock";
+    let mut clients = Vec::new();
+    let mut streams = Vec::new();
+    for (pid, command) in [(8201, "com.acme.Warehouse"), (8202, "com.acme.Storefront")] {
+        let (sim, chunk) = mixed_stack_jvm(pid, command, leaf);
+        let mut c = sim.connect(agents, 1);
+        c.send(1, &chunk).unwrap();
+        c.wait_for_ack(1, Duration::from_secs(5)).unwrap();
+        clients.push(c);
+        streams.push(sim.stream.clone());
+    }
+    (server, clients, streams)
+}
+
+#[test]
+fn call_graph_names_native_and_kernel_frames_whole() {
+    let (server, clients, streams) = serve_two_mixed_stack_jvms("collector-browser-cg");
+    let Some(mut b) = cdp::Browser::launch("collector-cg") else {
+        return;
+    };
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    // A Java method's box says Class.method; a native or kernel frame's box keeps
+    // its whole name (not `so.6]` or `isra.0_[k]`).
+    b.goto(&format!("{base}#tab=callgraph&jvm={}", streams[0]));
+    b.wait_for(
+        "document.querySelectorAll('#cg-graph .cg-name').length >= 4",
+        Duration::from_secs(20),
+    );
+    let names =
+        b.eval("[...document.querySelectorAll('#cg-graph .cg-name')].map(t => t.textContent)");
+    let names: Vec<&str> = names
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    for want in [
+        "start_thread [libc.so.6]",
+        "finish_task_switch.isra.0_[k]",
+        "App.main",
+        "WarehouseReplenishmentPlanner.recomputeSafetyStock",
+    ] {
+        assert!(names.contains(&want), "{want} in {names:?}");
+    }
+    b.screenshot("collector-callgraph-native.png");
     for c in clients {
         c.finish(Duration::from_secs(5)).unwrap();
     }

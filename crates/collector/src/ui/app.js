@@ -275,8 +275,11 @@ function svgEl(name, attrs, parent) {
   return el;
 }
 
-// `pkg.Class.method` -> `Class.method`: the full name is in the tooltip.
+// `pkg.Class.method` -> `Class.method`: the full name is in the tooltip. Native
+// (`start_thread [libc.so.6]`) and kernel (`finish_task_switch.isra.0_[k]`) frames
+// keep their whole name: their dots are not a package's.
 function shortLabel(label) {
+  if (/[\s\[]/.test(label)) return label;
   const parts = label.split(".");
   return parts.length > 2 ? parts.slice(-2).join(".") : label;
 }
