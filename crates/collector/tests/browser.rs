@@ -301,3 +301,37 @@ fn call_graph_names_native_and_kernel_frames_whole() {
     }
     server.shutdown();
 }
+
+#[test]
+fn explore_values_table_stays_in_its_column() {
+    let (server, clients, _) = serve_two_mixed_stack_jvms("collector-browser-explore");
+    let Some(mut b) = cdp::Browser::launch("collector-explore") else {
+        return;
+    };
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    // By service: the values table (long values, a long top method) stays left of
+    // the chosen value's heading and tables instead of running under them.
+    b.goto(&format!("{base}#tab=explore&by=service"));
+    b.wait_for(
+        "document.querySelectorAll('#ex-values tbody tr').length === 2",
+        Duration::from_secs(20),
+    );
+    let edges = b.eval(
+        "(() => { const t = document.querySelector('#ex-values').getBoundingClientRect();
+                  const r = document.querySelector('#ex-chosen').parentElement.getBoundingClientRect();
+                  return [t.right, r.left]; })()",
+    );
+    let (table_right, side_left) = (edges[0].as_f64().unwrap(), edges[1].as_f64().unwrap());
+    b.screenshot("collector-explore-columns.png");
+    assert!(
+        table_right <= side_left,
+        "the values table ends at {table_right}px, over the side column from {side_left}px"
+    );
+    assert!(b
+        .text("#ex-values tbody")
+        .contains("finish_task_switch.isra.0_[k]"));
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
