@@ -335,3 +335,53 @@ fn explore_values_table_stays_in_its_column() {
     }
     server.shutdown();
 }
+
+/// POSTs `body` to `path`; returns the status.
+fn http_post(addr: std::net::SocketAddr, path: &str, body: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out[9..12].parse().unwrap()
+}
+
+#[test]
+fn pushed_profiles_are_named_by_service_in_the_jvm_pickers() {
+    let (server, clients, _) = serve_two_mixed_stack_jvms("collector-browser-push");
+    let http = server.http_addr().unwrap();
+    let until = now_ns() / 1_000_000_000;
+    let push = format!(
+        "/ingest?name=checkout.cpu%7Benv%3Dstaging%7D&from={}&until={until}",
+        until - 10
+    );
+    assert_eq!(http_post(http, &push, "main;work 30\n"), 200);
+    let Some(mut b) = cdp::Browser::launch("collector-push") else {
+        return;
+    };
+    b.goto(&format!("http://{http}/#tab=flame"));
+    b.wait_for(
+        "document.querySelectorAll('#flame-jvms label').length === 3",
+        Duration::from_secs(20),
+    );
+    let labels = b
+        .eval("[...document.querySelectorAll('#flame-jvms label')].map(l => l.textContent.trim())");
+    let labels: Vec<&str> = labels
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(labels.contains(&"checkout env=staging"), "{labels:?}");
+    assert!(labels.contains(&"8201 com.acme.Warehouse"), "{labels:?}");
+    b.screenshot("collector-flame-push-picker.png");
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}

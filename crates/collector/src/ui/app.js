@@ -158,8 +158,9 @@ function fillJvmPickers() {
       i.type = "checkbox";
       i.value = j.id;
       i.checked = checked.has(j.id);
-      l.append(i, " " + j.pid + " " + (j.main_class || ""));
-      l.title = j.command_line;
+      // A pushed profile has no pid or command: its service and labels name it.
+      l.append(i, " " + (j.main_class ? j.pid + " " + j.main_class : runs(j) || j.id));
+      l.title = j.command_line || j.id;
       return l;
     }));
   });
