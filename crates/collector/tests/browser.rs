@@ -336,21 +336,6 @@ fn explore_values_table_stays_in_its_column() {
     server.shutdown();
 }
 
-/// POSTs `body` to `path`; returns the status.
-fn http_post(addr: std::net::SocketAddr, path: &str, body: &str) -> u16 {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out[9..12].parse().unwrap()
-}
-
 #[test]
 fn pushed_profiles_are_named_by_service_in_the_jvm_pickers() {
     let (server, clients, _) = serve_two_mixed_stack_jvms("collector-browser-push");
@@ -360,7 +345,7 @@ fn pushed_profiles_are_named_by_service_in_the_jvm_pickers() {
         "/ingest?name=checkout.cpu%7Benv%3Dstaging%7D&from={}&until={until}",
         until - 10
     );
-    assert_eq!(http_post(http, &push, "main;work 30\n"), 200);
+    assert_eq!(http_post(http, &push, "main;work 30\n").0, 200);
     let Some(mut b) = cdp::Browser::launch("collector-push") else {
         return;
     };

@@ -314,3 +314,31 @@ fn bad_numbers_and_formats_get_a_400_naming_them_not_a_default() {
     assert_eq!(http_get(http, "/api/callgraph?jvm=all&format=dot").0, 200);
     server.shutdown();
 }
+
+#[test]
+fn pushed_native_and_kernel_frames_keep_the_names_they_were_pushed_with() {
+    let (server, _log) = start(&temp_dir("collector-push-native"), |_| {});
+    let http = server.http_addr().unwrap();
+    // async-profiler's and jscope's collapsed stacks: C++ and libc frames with their
+    // library, kernel frames marked `_[k]`.
+    let stacks = "\
+start_thread [libc.so.6];JavaThread::run() [libjvm.so];com.acme.App.main;do_syscall_64_[k] 7
+start_thread [libc.so.6];VMThread::loop() [libjvm.so] 3
+com.acme.App.main;Inflater::inflate 2
+";
+    let until = now_ns() / 1_000_000_000;
+    let (status, body) = http_post(
+        http,
+        &format!("/ingest?name=native.cpu&from={}&until={until}", until - 10),
+        stacks,
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, collapsed) = http_get(http, "/api/flame?service=native&format=collapsed");
+    assert_eq!(status, 200, "{collapsed}");
+    let mut got: Vec<&str> = collapsed.lines().collect();
+    let mut want: Vec<&str> = stacks.lines().collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    server.shutdown();
+}
