@@ -178,10 +178,13 @@ impl ApiContext {
         let Some(want) = self.token.as_deref().filter(|t| !t.is_empty()) else {
             return true;
         };
+        // The scheme is case-insensitive (RFC 9110), `bearer T` as good as `Bearer T`.
         let bearer = req
             .authorization
             .as_deref()
-            .and_then(|a| a.strip_prefix("Bearer "));
+            .and_then(|a| a.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
         bearer == Some(want) || req.param("token") == Some(want)
     }
 

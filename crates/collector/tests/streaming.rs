@@ -342,3 +342,33 @@ com.acme.App.main;Inflater::inflate 2
     assert_eq!(got, want);
     server.shutdown();
 }
+
+#[test]
+fn a_token_is_taken_as_a_bearer_token_in_any_case_or_as_a_parameter() {
+    use std::io::{Read, Write};
+    let (server, _log) = start(&temp_dir("collector-token"), |c| {
+        c.token = Some("s3cret".into())
+    });
+    let http = server.http_addr().unwrap();
+    let status = |path: &str, auth: Option<&str>| {
+        let mut s = std::net::TcpStream::connect(http).unwrap();
+        let auth = auth.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out[9..12].parse::<u16>().unwrap()
+    };
+    assert_eq!(status("/api/jvms", None), 401);
+    assert_eq!(status("/api/jvms", Some("Bearer wrong")), 401);
+    assert_eq!(status("/api/jvms", Some("Basic s3cret")), 401);
+    assert_eq!(status("/api/jvms?token=s3cret", None), 200);
+    for auth in ["Bearer s3cret", "bearer s3cret", "BEARER  s3cret"] {
+        assert_eq!(status("/api/jvms", Some(auth)), 200, "{auth}");
+    }
+    assert_eq!(status("/", None), 200, "the UI's page carries no data");
+    server.shutdown();
+}
