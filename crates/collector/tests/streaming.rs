@@ -372,3 +372,25 @@ fn a_token_is_taken_as_a_bearer_token_in_any_case_or_as_a_parameter() {
     assert_eq!(status("/", None), 200, "the UI's page carries no data");
     server.shutdown();
 }
+
+#[test]
+fn a_stopping_collector_logs_that_it_stopped_not_that_the_agent_left() {
+    let (server, log) = start(&temp_dir("collector-stop-log"), |_| {});
+    let mut sim = SimJvm::new(4400, "com.acme.Stays");
+    let mut c = sim.connect(server.agents_addr().unwrap(), 1);
+    c.send(1, &sim.chunk()).unwrap();
+    c.wait_for_ack(1, Duration::from_secs(5)).unwrap();
+    server.shutdown();
+    let lines = log.lines();
+    let last = lines
+        .iter()
+        .rfind(|l| l.contains(&sim.stream))
+        .expect("a line about the jvm");
+    assert!(
+        last.ends_with(&format!(
+            "dropped jvm {}: the collector is stopping",
+            sim.stream
+        )),
+        "{lines:#?}"
+    );
+}
