@@ -370,3 +370,38 @@ fn pushed_profiles_are_named_by_service_in_the_jvm_pickers() {
     }
     server.shutdown();
 }
+
+#[test]
+fn a_long_error_wraps_instead_of_widening_the_page() {
+    let (server, clients, streams) = serve_two_mixed_stack_jvms("collector-browser-error");
+    let Some(mut b) = cdp::Browser::launch("collector-error") else {
+        return;
+    };
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    // A JVM without a trace: the queue view shows the API's hint, whose `--trace`
+    // patterns are one long word.
+    b.goto(&format!("{base}#tab=queue&jvm={}", streams[0]));
+    let hint = b.wait_for(
+        "document.querySelector('#q-error').textContent",
+        Duration::from_secs(20),
+    );
+    assert!(
+        hint.as_str()
+            .unwrap()
+            .contains("--trace 'java.util.concurrent."),
+        "{hint}"
+    );
+    let widths =
+        b.eval("[document.documentElement.scrollWidth, document.documentElement.clientWidth]");
+    b.screenshot("collector-queue-hint.png");
+    assert!(
+        widths[0].as_f64() <= widths[1].as_f64(),
+        "the page is {} px wide in a {} px window",
+        widths[0],
+        widths[1]
+    );
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
