@@ -405,3 +405,31 @@ fn a_long_error_wraps_instead_of_widening_the_page() {
     }
     server.shutdown();
 }
+
+#[test]
+fn the_trace_tree_of_a_jvm_without_a_trace_says_how_to_record_one() {
+    let (server, clients, streams) = serve_two_mixed_stack_jvms("collector-browser-notrace");
+    let Some(mut b) = cdp::Browser::launch("collector-notrace") else {
+        return;
+    };
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    b.goto(&format!("{base}#tab=tree&jvm={}", streams[0]));
+    let summary = b.wait_for(
+        "document.querySelector('#tb-summary').textContent",
+        Duration::from_secs(20),
+    );
+    let summary = summary.as_str().unwrap();
+    assert!(
+        summary.starts_with("0 calls in 0 threads, 0 events"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("no exact trace; record with jscope record --trace"),
+        "{summary}"
+    );
+    b.screenshot("collector-tree-no-trace.png");
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
