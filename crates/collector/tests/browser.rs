@@ -433,3 +433,121 @@ fn the_trace_tree_of_a_jvm_without_a_trace_says_how_to_record_one() {
     }
     server.shutdown();
 }
+
+/// A JVM whose one stack is `depth` Java frames deep, sampled `snapshots` times.
+fn deep_stack_jvm(pid: u32, depth: u32, snapshots: u64) -> (SimJvm, Vec<u8>) {
+    use jscope_format::{
+        ChunkWriter, Dictionary, Frame, FrameKind, Snapshot, SnapshotThread, StackId, ThreadDef,
+        ThreadId,
+    };
+    let sim = SimJvm::new(pid, &format!("com.acme.Deep{pid}"));
+    let mut w = ChunkWriter::new();
+    let mut d = Dictionary::new();
+    let frames: Vec<Frame> = (0..depth)
+        .rev()
+        .map(|i| Frame {
+            method: d.method_label(&mut w, &format!("com.acme.Deep.level{i}")),
+            bci: 0,
+            line: 0,
+            kind: FrameKind::Interpreted,
+        })
+        .collect();
+    w.stack(StackId(1), &frames);
+    w.thread(&ThreadDef {
+        id: ThreadId(1),
+        java_id: 1,
+        os_tid: 0,
+        name: "main".into(),
+        group: "main".into(),
+        parent: "system".into(),
+        start_order: 1,
+        daemon: false,
+    });
+    for k in 0..snapshots {
+        w.snapshot(&Snapshot {
+            ticks: sim.header.start_ticks + k * 100_000_000,
+            interval_ns: 100_000_000,
+            threads: vec![SnapshotThread {
+                thread: ThreadId(1),
+                carrier: Default::default(),
+                state: 0x5,
+                stack: StackId(1),
+            }],
+        });
+    }
+    let chunk = w.finish();
+    (sim, chunk)
+}
+
+#[test]
+fn flame_graphs_deeper_than_their_frame_open_at_their_root() {
+    let (server, _log) = start(&temp_dir("collector-browser-deep"), |_| {});
+    let agents = server.agents_addr().unwrap();
+    let mut clients = Vec::new();
+    let mut streams = Vec::new();
+    for (pid, snapshots) in [(8301, 10), (8302, 20)] {
+        let (sim, chunk) = deep_stack_jvm(pid, 120, snapshots);
+        let mut c = sim.connect(agents, 1);
+        c.send(1, &chunk).unwrap();
+        c.wait_for_ack(1, Duration::from_secs(5)).unwrap();
+        clients.push(c);
+        streams.push(sim.stream.clone());
+    }
+    let Some(mut b) = cdp::Browser::launch("collector-deep") else {
+        return;
+    };
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    // The frame's view ends at the bottom of the page, where the root is.
+    let at_bottom = |frame: &str| {
+        format!(
+            "(() => {{ const f = document.querySelector('{frame}');
+                       const d = f.contentDocument;
+                       if (!d || d.readyState !== 'complete' || !d.body || !d.body.textContent.includes('level0')) return null;
+                       const e = d.documentElement;
+                       return [e.scrollHeight, f.contentWindow.scrollY + f.contentWindow.innerHeight]; }})()"
+        )
+    };
+    for (url, frame, shot) in [
+        (
+            format!("{base}#tab=diff&base={}&new={}", streams[0], streams[1]),
+            "#diff-frame",
+            "collector-diff-deep.png",
+        ),
+        (
+            format!("{base}#tab=flame&jvm={}", streams[0]),
+            "#flame-frame",
+            "collector-flame-deep.png",
+        ),
+    ] {
+        b.goto("about:blank");
+        b.goto(&url);
+        b.wait_for(&at_bottom(frame), Duration::from_secs(20));
+        // The page's load handler scrolls right after the load; give it a moment.
+        let scrolled = format!(
+            "(() => {{ const s = {}; return s && s[1] >= s[0] - 1 ? s : null; }})()",
+            at_bottom(frame)
+        );
+        let sizes = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            b.wait_for(&scrolled, Duration::from_secs(3))
+        })) {
+            Ok(s) => s,
+            Err(_) => b.eval(&at_bottom(frame)),
+        };
+        let (page, seen_to) = (sizes[0].as_f64().unwrap(), sizes[1].as_f64().unwrap());
+        // The screenshot is drawn a frame later than the scroll.
+        std::thread::sleep(Duration::from_millis(500));
+        b.screenshot(shot);
+        assert!(
+            page > 1000.0,
+            "{frame}: a page taller than its frame ({page} px)"
+        );
+        assert!(
+            seen_to >= page - 1.0,
+            "{frame} shows down to {seen_to} px of {page}"
+        );
+    }
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}

@@ -526,8 +526,18 @@ async function refresh() {
   }
 }
 
+// A flame graph's widest frames are at its bottom, by its root: when a deep stack
+// makes the page taller than its frame, show the bottom rather than an empty top.
+function showFlameRoots(frame) {
+  frame.addEventListener("load", () => {
+    const doc = frame.contentDocument;
+    if (doc && doc.documentElement) frame.contentWindow.scrollTo(0, doc.documentElement.scrollHeight);
+  });
+}
+
 function start() {
   loadHash();
+  ["#flame-frame", "#diff-frame", "#ex-frame"].forEach((id) => showFlameRoots($(id)));
   document.querySelectorAll("#tabs button").forEach((b) => (b.onclick = () => showTab(b.dataset.tab)));
   document.querySelectorAll(".jvm-select").forEach((s) => (s.onchange = () => { selectJvm(s.value); refresh(); }));
   $("#pause").onclick = togglePause;
