@@ -551,3 +551,34 @@ fn flame_graphs_deeper_than_their_frame_open_at_their_root() {
     }
     server.shutdown();
 }
+
+#[test]
+fn the_distributed_tree_of_jvms_without_calls_says_how_to_record_them() {
+    let (server, clients, _) = serve_two_mixed_stack_jvms("collector-browser-nodist");
+    let Some(mut b) = cdp::Browser::launch("collector-nodist") else {
+        return;
+    };
+    b.goto(&format!(
+        "http://{}/#tab=distributed",
+        server.http_addr().unwrap()
+    ));
+    let summary = b.wait_for(
+        "document.body.dataset.distReady === 'true' && document.querySelector('#dist-summary').textContent",
+        Duration::from_secs(20),
+    );
+    let summary = summary.as_str().unwrap();
+    assert!(
+        summary.starts_with("2 JVMs, 0 remote calls matched"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(
+            "no traced or remote calls in these JVMs; record them with jscope record --remote"
+        ),
+        "{summary}"
+    );
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}

@@ -485,7 +485,13 @@ async function loadDistributed() {
   $("#dist-error").textContent = "";
   document.body.dataset.distReady = "false";
   try {
-    dist.view.render(await api("distributed", distQuery()));
+    const tree = await api("distributed", distQuery());
+    dist.view.render(tree);
+    // No rows: the JVMs recorded no calls to link, not a failed merge.
+    if (!tree.nodes.length) {
+      $("#dist-summary").textContent += ": no traced or remote calls in these JVMs; record them with " +
+        "jscope record --remote --trace 'com.acme.*' (the agent's remote and trace= options)";
+    }
   } catch (e) {
     $("#dist-error").textContent = e.message;
   }
