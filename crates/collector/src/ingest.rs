@@ -458,9 +458,7 @@ impl Ingest {
                     return Err(Failure::lost(format!("unexpected {} frame", other.name())))
                 }
                 // The collector closing a connection as it stops is not the agent's doing.
-                Err(WireError::Idle | WireError::Closed)
-                    if self.stopping.load(Ordering::SeqCst) =>
-                {
+                Err(_) if self.stopping.load(Ordering::SeqCst) => {
                     return Err(Failure::lost("the collector is stopping"))
                 }
                 Err(WireError::Idle) => {
