@@ -178,10 +178,13 @@ impl ApiContext {
         let Some(want) = self.token.as_deref().filter(|t| !t.is_empty()) else {
             return true;
         };
+        // The scheme is case-insensitive (RFC 9110), `bearer T` as good as `Bearer T`.
         let bearer = req
             .authorization
             .as_deref()
-            .and_then(|a| a.strip_prefix("Bearer "));
+            .and_then(|a| a.trim().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
         bearer == Some(want) || req.param("token") == Some(want)
     }
 
@@ -281,7 +284,7 @@ impl ApiContext {
             ["explore"] => crate::api_tags::explore(self, req),
             ["hot"] => {
                 let q = self.query(req)?.0;
-                Ok(Response::json(&query::hot(&*self.store, &q, limit(req))?))
+                Ok(Response::json(&query::hot(&*self.store, &q, limit(req)?)?))
             }
             ["callgraph"] => self.callgraph(req),
             ["events"] => {
@@ -393,11 +396,9 @@ impl ApiContext {
                 return Ok(Response::json(&view));
             }
         }
+        let at_ns = parse_moment(req, "at", now_ns())?;
         let rec = self.store.read(id, None, None)?;
-        let at_s = req
-            .param("at")
-            .and_then(|v| v.parse::<u64>().ok())
-            .map(|at_ms| (at_ms as f64 * 1e6 - rec.header.start_wall_ns as f64) / 1e9);
+        let at_s = at_ns.map(|at| (at as f64 - rec.header.start_wall_ns as f64) / 1e9);
         match threads_at(&rec, at_s) {
             Ok(view) => Ok(Response::json(&view)),
             Err(e) => Ok(Response::error(404, &e.to_string())),
@@ -405,11 +406,11 @@ impl ApiContext {
     }
 
     fn live_hot(&self, id: &str, req: &Request) -> Result<Response, CollectorError> {
-        let mode = parse_mode(req)?;
+        let (mode, limit) = (parse_mode(req)?, limit(req)?);
         if let Some(table) = self
             .hot
             .as_ref()
-            .and_then(|h| h.hot_methods(id, mode, limit(req)))
+            .and_then(|h| h.hot_methods(id, mode, limit))
         {
             return Ok(Response::json(&table));
         }
@@ -418,7 +419,7 @@ impl ApiContext {
             mode,
             ..Query::default()
         };
-        Ok(Response::json(&query::hot(&*self.store, &q, limit(req))?))
+        Ok(Response::json(&query::hot(&*self.store, &q, limit)?))
     }
 
     /// The stored data of one JVM as a recording file, for `jscope report --collector`.
@@ -454,8 +455,14 @@ impl ApiContext {
 
     fn callgraph(&self, req: &Request) -> Result<Response, CollectorError> {
         let q = self.query(req)?.0;
+        let format = req.param("format").unwrap_or("json");
+        if !matches!(format, "json" | "dot") {
+            return Err(CollectorError::BadQuery(format!(
+                "unknown format {format:?} (json or dot)"
+            )));
+        }
         let graph = query::callgraph(&*self.store, &q)?;
-        if req.param("format") == Some("dot") {
+        if format == "dot" {
             let mut out = Vec::new();
             graph
                 .write_dot(&DotOptions::default(), &mut out)
@@ -502,10 +509,20 @@ pub(crate) fn describe(q: &Query) -> String {
     parts.join(", ")
 }
 
-fn limit(req: &Request) -> usize {
-    req.param("limit")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100)
+fn limit(req: &Request) -> Result<usize, CollectorError> {
+    Ok(count_param(req, "limit")?.unwrap_or(100))
+}
+
+/// A count parameter (`limit`, `top`, `max_events`): a 400 naming it when it is not
+/// a number, rather than its default in silence.
+pub(crate) fn count_param(req: &Request, name: &str) -> Result<Option<usize>, CollectorError> {
+    req.param(name)
+        .map(|v| {
+            v.parse::<usize>().map_err(|_| {
+                CollectorError::BadQuery(format!("{name} must be a whole number, not {v:?}"))
+            })
+        })
+        .transpose()
 }
 
 fn parse_mode(req: &Request) -> Result<Option<Mode>, CollectorError> {

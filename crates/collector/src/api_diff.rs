@@ -83,7 +83,7 @@ pub fn diff_of(
             page(&base_q, &new_q, mode, &base_graph, &new_graph),
         )),
         "json" => {
-            if let Some(n) = req.param("limit").and_then(|v| v.parse().ok()) {
+            if let Some(n) = crate::api::count_param(req, "limit")? {
                 diff.truncate(n);
             }
             Ok(Response::json(&json!({

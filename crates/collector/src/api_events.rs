@@ -1,5 +1,6 @@
 //! API endpoints over a JVM's events (docs/EVENTS.md): the thread timeline, the
-//! lock report and the allocation report, each over `from`/`to` (epoch ms).
+//! lock report and the allocation report, each over `from`/`to` (epoch ms, an RFC 3339
+//! time or a span ago, as every query of the API takes them).
 
 use jscope_analysis::events::{
     age_report, alloc_report, live_report, lock_report, timeline, AllocBy, EventFilter, EventWeight,
@@ -17,16 +18,8 @@ use crate::CollectorError;
 /// Event markers a timeline answer holds at most; the rest are counted.
 const MAX_EVENTS: usize = 20_000;
 
-fn epoch_ms(req: &Request, name: &str) -> Result<Option<u64>, CollectorError> {
-    req.param(name)
-        .map(|v| {
-            v.parse::<u64>()
-                .map_err(|_| CollectorError::BadQuery(format!("{name} must be epoch milliseconds")))
-        })
-        .transpose()
-}
-
-/// The window in epoch ns: `from`/`to` (epoch ms), or `last` (e.g. `30s`, `5m`)
+/// The window in epoch ns: `from`/`to` (epoch ms, RFC 3339 or a span ago, as
+/// [`crate::api::parse_moment`] reads them), or `last` (e.g. `30s`, `5m`)
 /// ending where the JVM's stored data ends, so a recording file or a JVM gone long
 /// ago shows its own last minutes.
 fn window(
@@ -34,8 +27,9 @@ fn window(
     id: &str,
     req: &Request,
 ) -> Result<(Option<u64>, Option<u64>), CollectorError> {
-    let ns = |ms: Option<u64>| ms.map(|m| m.saturating_mul(1_000_000));
-    let (from, to) = (ns(epoch_ms(req, "from")?), ns(epoch_ms(req, "to")?));
+    let now = crate::when::now_ns();
+    let from = crate::api::parse_moment(req, "from", now)?;
+    let to = crate::api::parse_moment(req, "to", now)?;
     let Some(last) = req.param("last").filter(|l| !l.is_empty()) else {
         return Ok((from, to));
     };
@@ -74,10 +68,7 @@ pub(crate) fn timeline_of(
     req: &Request,
 ) -> Result<Response, CollectorError> {
     let (rec, from_s, to_s) = load(store, id, req)?;
-    let max = req
-        .param("max_events")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(MAX_EVENTS);
+    let max = crate::api::count_param(req, "max_events")?.unwrap_or(MAX_EVENTS);
     Ok(Response::json(&timeline(&rec, from_s, to_s, max)))
 }
 

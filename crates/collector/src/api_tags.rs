@@ -143,10 +143,7 @@ pub fn explore(ctx: &ApiContext, req: &Request) -> Result<Response, CollectorErr
     });
     let total: u64 = parts.iter().map(|p| p.hot.samples).sum();
     let mode = q.mode.or_else(|| parts.iter().find_map(|p| p.hot.mode));
-    let top = req
-        .param("top")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10usize);
+    let top = crate::api::count_param(req, "top")?.unwrap_or(10);
     let chosen = chosen_part(req, &parts, by)?;
     if format != "json" {
         let graph = match chosen {

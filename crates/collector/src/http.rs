@@ -114,7 +114,12 @@ fn handle(stream: TcpStream, handler: &Handler) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
     let response = match read_request(&stream) {
-        Ok(req) if matches!(req.method.as_str(), "GET" | "HEAD" | "POST") => handler(&req),
+        Ok(req) if matches!(req.method.as_str(), "GET" | "HEAD" | "POST") => {
+            // A handler that panics (a bug) answers 500; the server, and its count of
+            // busy connections, carry on.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&req)))
+                .unwrap_or_else(|_| Response::error(500, "jscope: internal error"))
+        }
         Ok(_) => Response::error(405, "only GET and POST"),
         Err(r) => r,
     };
@@ -258,6 +263,29 @@ fn respond(mut stream: &TcpStream, r: &Response) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panicking_handler_answers_500_and_the_server_keeps_serving() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let handler: Handler = Arc::new(|req: &Request| {
+            assert!(req.path != "/panic", "a bug");
+            Response::bytes("text/plain", "ok")
+        });
+        thread::spawn(move || serve(listener, handler, Arc::new(AtomicBool::new(false))));
+        let get = |path: &str| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).unwrap();
+            out.get(9..12).unwrap_or("").to_string()
+        };
+        // More panics than the server has room for busy connections.
+        for _ in 0..MAX_CONCURRENT + 6 {
+            assert_eq!(get("/panic"), "500");
+        }
+        assert_eq!(get("/ok"), "200");
+    }
 
     #[test]
     fn targets_are_split_and_decoded() {

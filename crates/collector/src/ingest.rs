@@ -457,9 +457,13 @@ impl Ingest {
                 Ok(other) => {
                     return Err(Failure::lost(format!("unexpected {} frame", other.name())))
                 }
+                // The collector closing a connection as it stops is not the agent's doing.
+                Err(_) if self.stopping.load(Ordering::SeqCst) => {
+                    return Err(Failure::lost("the collector is stopping"))
+                }
                 Err(WireError::Idle) => {
                     idle += self.cfg.stall_timeout;
-                    if idle >= self.cfg.idle_timeout || self.stopping.load(Ordering::SeqCst) {
+                    if idle >= self.cfg.idle_timeout {
                         return Err(Failure::lost(format!("idle for {}s", idle.as_secs())));
                     }
                 }

@@ -77,18 +77,44 @@ impl Listeners {
     }
 
     pub(crate) fn connect(&self, c: &Connection) -> Result<(), ListenerError> {
-        self.all.iter().try_for_each(|l| l.on_connect(c))
+        self.all
+            .iter()
+            .try_for_each(|l| guarded(&**l, || l.on_connect(c)))
     }
 
     pub(crate) fn data(&self, c: &Connection, t: &Trace) -> Result<(), ListenerError> {
-        self.all.iter().try_for_each(|l| l.on_data(c, t))
+        self.all
+            .iter()
+            .try_for_each(|l| guarded(&**l, || l.on_data(c, t)))
     }
 
     pub(crate) fn before_ack(&self, c: &Connection) -> Result<(), ListenerError> {
-        self.all.iter().try_for_each(|l| l.before_ack(c))
+        self.all
+            .iter()
+            .try_for_each(|l| guarded(&**l, || l.before_ack(c)))
     }
 
     pub(crate) fn disconnect(&self, c: &Connection, why: &Disconnect) {
-        self.all.iter().for_each(|l| l.on_disconnect(c, why))
+        self.all.iter().for_each(|l| {
+            let _ = guarded(&**l, || {
+                l.on_disconnect(c, why);
+                Ok(())
+            });
+        })
     }
+}
+
+/// A plugin's call, a panic in it (a bug) turned into its error: the connection is
+/// dropped without an acknowledgement as for any plugin error, and its thread, its
+/// place among the connections and the other agents carry on.
+fn guarded(
+    l: &dyn ServerListener,
+    call: impl FnOnce() -> Result<(), ListenerError>,
+) -> Result<(), ListenerError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).unwrap_or_else(|_| {
+        Err(ListenerError {
+            plugin: l.name(),
+            message: "the plugin panicked".into(),
+        })
+    })
 }

@@ -61,13 +61,22 @@ pub struct PushedFrame {
     pub method: String,
     pub line: u32,
     pub kind: FrameKind,
+    /// Native or kernel code: `class` is its library (`libc.so.6`, `[kernel]`, or
+    /// empty when unknown) and `method` its symbol, so the frame's label is the
+    /// name as pushed (`start_thread [libc.so.6]`, `do_syscall_64_[k]`).
+    pub native: bool,
 }
 
 impl PushedFrame {
-    /// Splits `com.acme.Foo.bar` (or `com/acme/Foo.bar`, or `Foo::bar`) at its last
-    /// separator; a trailing argument list is dropped.
+    /// Splits `com.acme.Foo.bar` (or `com/acme/Foo.bar`) at its last separator; a
+    /// trailing argument list is dropped. Names that say they are native, as
+    /// jscope and async-profiler print them (`sym [lib]`, `sym_[k]`, C++'s
+    /// `Class::method`), stay whole, as native frames.
     pub fn from_name(name: &str, line: u32, kind: FrameKind) -> PushedFrame {
         let name = name.trim();
+        if let Some(f) = PushedFrame::native(name, line) {
+            return f;
+        }
         let name = match name.find('(') {
             Some(i) if i > 0 => &name[..i],
             _ => name,
@@ -82,7 +91,37 @@ impl PushedFrame {
             method: method.to_string(),
             line,
             kind,
+            native: false,
         }
+    }
+
+    /// A native or kernel frame's library and symbol, when `name` says it is one.
+    fn native(name: &str, line: u32) -> Option<PushedFrame> {
+        let (library, symbol, kind) = if let Some(symbol) = name.strip_suffix("_[k]") {
+            ("[kernel]", symbol, FrameKind::Kernel)
+        } else if let Some((symbol, library)) = name
+            .strip_suffix(']')
+            .and_then(|n| n.rsplit_once(" ["))
+            .filter(|(s, l)| !s.is_empty() && !l.is_empty())
+        {
+            let kind = if library == "libjvm.so" {
+                FrameKind::Vm
+            } else {
+                FrameKind::Native
+            };
+            (library, symbol, kind)
+        } else if name.contains("::") {
+            ("", name, FrameKind::Native)
+        } else {
+            return None;
+        };
+        Some(PushedFrame {
+            class: library.to_string(),
+            method: symbol.to_string(),
+            line,
+            kind,
+            native: true,
+        })
     }
 }
 
@@ -270,12 +309,14 @@ impl Stream {
         if let Some(&id) = self.methods.get(&(class, name)) {
             return id;
         }
+        // Native code is a method with the native modifier and no signature, whose
+        // class names its library (docs/FORMAT.md).
         let m = MethodDef {
             id: MethodId(self.dict.methods.len().max(1) as u32),
             class,
             name,
             signature: StringId(0),
-            modifiers: 0,
+            modifiers: if f.native { 0x100 } else { 0 },
         };
         w.method(&m);
         self.dict.apply(Record::Method(m));
@@ -685,8 +726,47 @@ mod tests {
             f("com/acme/Foo.bar(I)V"),
             ("com.acme.Foo".into(), "bar".into())
         );
-        assert_eq!(f("std::vec::push"), ("std::vec".into(), "push".into()));
         assert_eq!(f("start_thread"), ("".into(), "start_thread".into()));
+    }
+
+    #[test]
+    fn native_and_kernel_frame_names_stay_whole() {
+        let f = |n| {
+            let p = PushedFrame::from_name(n, 0, FrameKind::Java);
+            (p.class, p.method, p.kind, p.native)
+        };
+        assert_eq!(
+            f("start_thread [libc.so.6]"),
+            (
+                "libc.so.6".into(),
+                "start_thread".into(),
+                FrameKind::Native,
+                true
+            )
+        );
+        assert_eq!(
+            f("JavaThread::run() [libjvm.so]"),
+            (
+                "libjvm.so".into(),
+                "JavaThread::run()".into(),
+                FrameKind::Vm,
+                true
+            )
+        );
+        assert_eq!(
+            f("do_syscall_64_[k]"),
+            (
+                "[kernel]".into(),
+                "do_syscall_64".into(),
+                FrameKind::Kernel,
+                true
+            )
+        );
+        assert_eq!(
+            f("std::vec::push"),
+            ("".into(), "std::vec::push".into(), FrameKind::Native, true)
+        );
+        assert!(!f("[unknown_java]").3, "not a library suffix");
     }
 
     #[test]

@@ -458,6 +458,7 @@ pub(crate) fn frames_of(rec: &Recording, stack: StackId) -> Vec<PushedFrame> {
                 method,
                 line: f.line,
                 kind: f.kind,
+                native: rec.native_library(f.method).is_some(),
             }
         })
         .collect()

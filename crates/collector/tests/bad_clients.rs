@@ -194,3 +194,68 @@ fn a_garbage_chunk_drops_only_its_connection() {
     assert!(good.join().unwrap() >= 5);
     server.shutdown();
 }
+
+/// A plugin with a bug: it panics on the data of one JVM (pid 5100).
+struct PanickyPlugin;
+
+impl jscope_collector::ServerListener for PanickyPlugin {
+    fn name(&self) -> &'static str {
+        "panicky"
+    }
+
+    fn on_data(
+        &self,
+        c: &jscope_collector::Connection,
+        _t: &jscope_collector::Trace,
+    ) -> Result<(), jscope_collector::ListenerError> {
+        assert!(c.jvm.pid != 5100, "a bug in the plugin");
+        Ok(())
+    }
+}
+
+#[test]
+fn a_panicking_plugin_drops_its_connection_with_one_line_and_the_rest_flows() {
+    let log = Arc::new(jscope_collector::MemoryLog::default());
+    let server = jscope_collector::serve_with(
+        jscope_collector::ServerConfig {
+            agents: "127.0.0.1:0".into(),
+            http: None,
+            data: temp_dir("collector-panicky"),
+            log: log.clone(),
+            ..jscope_collector::ServerConfig::default()
+        },
+        vec![Arc::new(PanickyPlugin)],
+    )
+    .unwrap();
+    let addr = server.agents_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let good = good_agent(addr, "", stop.clone());
+
+    let mut bad = SimJvm::new(5100, "com.acme.Unlucky");
+    let mut c = bad.connect(addr, 1);
+    c.send(1, &bad.chunk()).unwrap();
+    assert_ne!(
+        c.wait_for_ack(1, Duration::from_secs(5)).ok(),
+        Some(1),
+        "no acknowledgement for a chunk a plugin failed on"
+    );
+    let said = format!("dropped jvm {}: panicky: the plugin panicked", bad.stream);
+    assert!(
+        wait_until(Duration::from_secs(5), || log
+            .lines()
+            .iter()
+            .any(|l| l.contains(&said))),
+        "{:#?}",
+        log.lines()
+    );
+    // Its place among the connections is free again: only the good agent is active.
+    assert!(wait_until(Duration::from_secs(5), || server
+        .stats()
+        .unwrap()
+        .connections_active
+        == 1));
+    thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::SeqCst);
+    assert!(good.join().unwrap() > 0);
+    server.shutdown();
+}

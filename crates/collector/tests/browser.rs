@@ -3,6 +3,10 @@
 //! target/jscope-test/ as artefacts. Skipped with a notice when Chromium is absent.
 
 mod common;
+// The CLI tests' DevTools client, shared rather than copied.
+#[allow(dead_code)]
+#[path = "../../cli/tests/serving/cdp.rs"]
+mod cdp;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -160,6 +164,419 @@ fn jvm_list_threads_with_pause_and_flame_graph_in_chromium() {
         "collector-flame-tab.png",
     );
 
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
+
+/// A snapshot-mode recording (header and one chunk) whose only stack has a kernel
+/// frame on top, then the Java method `java_leaf` under `com.acme.App.main`, then
+/// a native frame of libc at the root, as a mixed-stack sampler records it.
+fn mixed_stack_jvm(pid: u32, command: &str, java_leaf: &str) -> (SimJvm, Vec<u8>) {
+    use jscope_format::{
+        ChunkWriter, Dictionary, Frame, FrameKind, MethodDef, MethodId, Snapshot, SnapshotThread,
+        StackId, StringId, ThreadDef, ThreadId,
+    };
+    let sim = SimJvm::new(pid, command);
+    let mut w = ChunkWriter::new();
+    let mut d = Dictionary::new();
+    let native = |w: &mut ChunkWriter, d: &mut Dictionary, id: u32, lib: &str, name: &str| {
+        let class = d.class(w, lib, None);
+        let name = d.string(w, name);
+        w.method(&MethodDef {
+            id: MethodId(id),
+            class,
+            name,
+            signature: StringId::NONE,
+            modifiers: 0x100,
+        });
+        MethodId(id)
+    };
+    let (leaf_class, leaf_name) = java_leaf.rsplit_once('.').unwrap();
+    let class = d.class(&mut w, leaf_class, None);
+    let leaf = d.method(&mut w, class, leaf_name, "()V");
+    let main = d.method_label(&mut w, "com.acme.App.main");
+    let kernel = native(&mut w, &mut d, 100, "[kernel]", "finish_task_switch.isra.0");
+    let libc = native(&mut w, &mut d, 101, "libc.so.6", "start_thread");
+    let frame = |method, kind| Frame {
+        method,
+        bci: 0,
+        line: 0,
+        kind,
+    };
+    w.stack(
+        StackId(1),
+        &[
+            frame(kernel, FrameKind::Kernel),
+            frame(leaf, FrameKind::Interpreted),
+            frame(main, FrameKind::Interpreted),
+            frame(libc, FrameKind::Native),
+        ],
+    );
+    w.thread(&ThreadDef {
+        id: ThreadId(1),
+        java_id: 1,
+        os_tid: 0,
+        name: "main".into(),
+        group: "main".into(),
+        parent: "system".into(),
+        start_order: 1,
+        daemon: false,
+    });
+    for k in 0..10u64 {
+        w.snapshot(&Snapshot {
+            ticks: sim.header.start_ticks + k * 100_000_000,
+            interval_ns: 100_000_000,
+            threads: vec![SnapshotThread {
+                thread: ThreadId(1),
+                carrier: Default::default(),
+                state: 0x5,
+                stack: StackId(1),
+            }],
+        });
+    }
+    let chunk = w.finish();
+    (sim, chunk)
+}
+
+/// A collector with two JVMs (services `com.acme.Warehouse` and
+/// `com.acme.Storefront`) streaming [`mixed_stack_jvm`]'s recording.
+fn serve_two_mixed_stack_jvms(
+    name: &str,
+) -> (
+    jscope_collector::ServerHandle,
+    Vec<jscope_wire::WireClient>,
+    Vec<String>,
+) {
+    let (server, _log) = start(&temp_dir(name), |_| {});
+    let agents = server.agents_addr().unwrap();
+    let leaf = "com.acme.inventory.WarehouseReplenishmentPlanner.recomputeSafetyStock";
+    let mut clients = Vec::new();
+    let mut streams = Vec::new();
+    for (pid, command) in [(8201, "com.acme.Warehouse"), (8202, "com.acme.Storefront")] {
+        let (sim, chunk) = mixed_stack_jvm(pid, command, leaf);
+        let mut c = sim.connect(agents, 1);
+        c.send(1, &chunk).unwrap();
+        c.wait_for_ack(1, Duration::from_secs(5)).unwrap();
+        clients.push(c);
+        streams.push(sim.stream.clone());
+    }
+    (server, clients, streams)
+}
+
+#[test]
+fn call_graph_names_native_and_kernel_frames_whole() {
+    let (server, clients, streams) = serve_two_mixed_stack_jvms("collector-browser-cg");
+    let Some(mut b) = cdp::Browser::launch("collector-cg") else {
+        return;
+    };
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    // A Java method's box says Class.method; a native or kernel frame's box keeps
+    // its whole name (not `so.6]` or `isra.0_[k]`).
+    b.goto(&format!("{base}#tab=callgraph&jvm={}", streams[0]));
+    b.wait_for(
+        "document.querySelectorAll('#cg-graph .cg-name').length >= 4",
+        Duration::from_secs(20),
+    );
+    let names =
+        b.eval("[...document.querySelectorAll('#cg-graph .cg-name')].map(t => t.textContent)");
+    let names: Vec<&str> = names
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    for want in [
+        "start_thread [libc.so.6]",
+        "finish_task_switch.isra.0_[k]",
+        "App.main",
+        "WarehouseReplenishmentPlanner.recomputeSafetyStock",
+    ] {
+        assert!(names.contains(&want), "{want} in {names:?}");
+    }
+    b.screenshot("collector-callgraph-native.png");
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
+
+#[test]
+fn explore_values_table_stays_in_its_column() {
+    let (server, clients, _) = serve_two_mixed_stack_jvms("collector-browser-explore");
+    let Some(mut b) = cdp::Browser::launch("collector-explore") else {
+        return;
+    };
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    // By service: the values table (long values, a long top method) stays left of
+    // the chosen value's heading and tables instead of running under them.
+    b.goto(&format!("{base}#tab=explore&by=service"));
+    b.wait_for(
+        "document.querySelectorAll('#ex-values tbody tr').length === 2",
+        Duration::from_secs(20),
+    );
+    let edges = b.eval(
+        "(() => { const t = document.querySelector('#ex-values').getBoundingClientRect();
+                  const r = document.querySelector('#ex-chosen').parentElement.getBoundingClientRect();
+                  return [t.right, r.left]; })()",
+    );
+    let (table_right, side_left) = (edges[0].as_f64().unwrap(), edges[1].as_f64().unwrap());
+    b.screenshot("collector-explore-columns.png");
+    assert!(
+        table_right <= side_left,
+        "the values table ends at {table_right}px, over the side column from {side_left}px"
+    );
+    assert!(b
+        .text("#ex-values tbody")
+        .contains("finish_task_switch.isra.0_[k]"));
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
+
+#[test]
+fn pushed_profiles_are_named_by_service_in_the_jvm_pickers() {
+    let (server, clients, _) = serve_two_mixed_stack_jvms("collector-browser-push");
+    let http = server.http_addr().unwrap();
+    let until = now_ns() / 1_000_000_000;
+    let push = format!(
+        "/ingest?name=checkout.cpu%7Benv%3Dstaging%7D&from={}&until={until}",
+        until - 10
+    );
+    assert_eq!(http_post(http, &push, "main;work 30\n").0, 200);
+    let Some(mut b) = cdp::Browser::launch("collector-push") else {
+        return;
+    };
+    b.goto(&format!("http://{http}/#tab=flame"));
+    b.wait_for(
+        "document.querySelectorAll('#flame-jvms label').length === 3",
+        Duration::from_secs(20),
+    );
+    let labels = b
+        .eval("[...document.querySelectorAll('#flame-jvms label')].map(l => l.textContent.trim())");
+    let labels: Vec<&str> = labels
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(labels.contains(&"checkout env=staging"), "{labels:?}");
+    assert!(labels.contains(&"8201 com.acme.Warehouse"), "{labels:?}");
+    b.screenshot("collector-flame-push-picker.png");
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
+
+#[test]
+fn a_long_error_wraps_instead_of_widening_the_page() {
+    let (server, clients, streams) = serve_two_mixed_stack_jvms("collector-browser-error");
+    let Some(mut b) = cdp::Browser::launch("collector-error") else {
+        return;
+    };
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    // A JVM without a trace: the queue view shows the API's hint, whose `--trace`
+    // patterns are one long word.
+    b.goto(&format!("{base}#tab=queue&jvm={}", streams[0]));
+    let hint = b.wait_for(
+        "document.querySelector('#q-error').textContent",
+        Duration::from_secs(20),
+    );
+    assert!(
+        hint.as_str()
+            .unwrap()
+            .contains("--trace 'java.util.concurrent."),
+        "{hint}"
+    );
+    let widths =
+        b.eval("[document.documentElement.scrollWidth, document.documentElement.clientWidth]");
+    b.screenshot("collector-queue-hint.png");
+    assert!(
+        widths[0].as_f64() <= widths[1].as_f64(),
+        "the page is {} px wide in a {} px window",
+        widths[0],
+        widths[1]
+    );
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
+
+#[test]
+fn the_trace_tree_of_a_jvm_without_a_trace_says_how_to_record_one() {
+    let (server, clients, streams) = serve_two_mixed_stack_jvms("collector-browser-notrace");
+    let Some(mut b) = cdp::Browser::launch("collector-notrace") else {
+        return;
+    };
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    b.goto(&format!("{base}#tab=tree&jvm={}", streams[0]));
+    let summary = b.wait_for(
+        "document.querySelector('#tb-summary').textContent",
+        Duration::from_secs(20),
+    );
+    let summary = summary.as_str().unwrap();
+    assert!(
+        summary.starts_with("0 calls in 0 threads, 0 events"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("no exact trace; record with jscope record --trace"),
+        "{summary}"
+    );
+    b.screenshot("collector-tree-no-trace.png");
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
+
+/// A JVM whose one stack is `depth` Java frames deep, sampled `snapshots` times.
+fn deep_stack_jvm(pid: u32, depth: u32, snapshots: u64) -> (SimJvm, Vec<u8>) {
+    use jscope_format::{
+        ChunkWriter, Dictionary, Frame, FrameKind, Snapshot, SnapshotThread, StackId, ThreadDef,
+        ThreadId,
+    };
+    let sim = SimJvm::new(pid, &format!("com.acme.Deep{pid}"));
+    let mut w = ChunkWriter::new();
+    let mut d = Dictionary::new();
+    let frames: Vec<Frame> = (0..depth)
+        .rev()
+        .map(|i| Frame {
+            method: d.method_label(&mut w, &format!("com.acme.Deep.level{i}")),
+            bci: 0,
+            line: 0,
+            kind: FrameKind::Interpreted,
+        })
+        .collect();
+    w.stack(StackId(1), &frames);
+    w.thread(&ThreadDef {
+        id: ThreadId(1),
+        java_id: 1,
+        os_tid: 0,
+        name: "main".into(),
+        group: "main".into(),
+        parent: "system".into(),
+        start_order: 1,
+        daemon: false,
+    });
+    for k in 0..snapshots {
+        w.snapshot(&Snapshot {
+            ticks: sim.header.start_ticks + k * 100_000_000,
+            interval_ns: 100_000_000,
+            threads: vec![SnapshotThread {
+                thread: ThreadId(1),
+                carrier: Default::default(),
+                state: 0x5,
+                stack: StackId(1),
+            }],
+        });
+    }
+    let chunk = w.finish();
+    (sim, chunk)
+}
+
+#[test]
+fn flame_graphs_deeper_than_their_frame_open_at_their_root() {
+    let (server, _log) = start(&temp_dir("collector-browser-deep"), |_| {});
+    let agents = server.agents_addr().unwrap();
+    let mut clients = Vec::new();
+    let mut streams = Vec::new();
+    for (pid, snapshots) in [(8301, 10), (8302, 20)] {
+        let (sim, chunk) = deep_stack_jvm(pid, 120, snapshots);
+        let mut c = sim.connect(agents, 1);
+        c.send(1, &chunk).unwrap();
+        c.wait_for_ack(1, Duration::from_secs(5)).unwrap();
+        clients.push(c);
+        streams.push(sim.stream.clone());
+    }
+    let Some(mut b) = cdp::Browser::launch("collector-deep") else {
+        return;
+    };
+    let base = format!("http://{}/", server.http_addr().unwrap());
+    // The frame's view ends at the bottom of the page, where the root is.
+    let at_bottom = |frame: &str| {
+        format!(
+            "(() => {{ const f = document.querySelector('{frame}');
+                       const d = f.contentDocument;
+                       if (!d || d.readyState !== 'complete' || !d.body || !d.body.textContent.includes('level0')) return null;
+                       const e = d.documentElement;
+                       return [e.scrollHeight, f.contentWindow.scrollY + f.contentWindow.innerHeight]; }})()"
+        )
+    };
+    for (url, frame, shot) in [
+        (
+            format!("{base}#tab=diff&base={}&new={}", streams[0], streams[1]),
+            "#diff-frame",
+            "collector-diff-deep.png",
+        ),
+        (
+            format!("{base}#tab=flame&jvm={}", streams[0]),
+            "#flame-frame",
+            "collector-flame-deep.png",
+        ),
+    ] {
+        b.goto("about:blank");
+        b.goto(&url);
+        b.wait_for(&at_bottom(frame), Duration::from_secs(20));
+        // The page's load handler scrolls right after the load; give it a moment.
+        let scrolled = format!(
+            "(() => {{ const s = {}; return s && s[1] >= s[0] - 1 ? s : null; }})()",
+            at_bottom(frame)
+        );
+        let sizes = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            b.wait_for(&scrolled, Duration::from_secs(3))
+        })) {
+            Ok(s) => s,
+            Err(_) => b.eval(&at_bottom(frame)),
+        };
+        let (page, seen_to) = (sizes[0].as_f64().unwrap(), sizes[1].as_f64().unwrap());
+        // The screenshot is drawn a frame later than the scroll.
+        std::thread::sleep(Duration::from_millis(500));
+        b.screenshot(shot);
+        assert!(
+            page > 1000.0,
+            "{frame}: a page taller than its frame ({page} px)"
+        );
+        assert!(
+            seen_to >= page - 1.0,
+            "{frame} shows down to {seen_to} px of {page}"
+        );
+    }
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
+
+#[test]
+fn the_distributed_tree_of_jvms_without_calls_says_how_to_record_them() {
+    let (server, clients, _) = serve_two_mixed_stack_jvms("collector-browser-nodist");
+    let Some(mut b) = cdp::Browser::launch("collector-nodist") else {
+        return;
+    };
+    b.goto(&format!(
+        "http://{}/#tab=distributed",
+        server.http_addr().unwrap()
+    ));
+    let summary = b.wait_for(
+        "document.body.dataset.distReady === 'true' && document.querySelector('#dist-summary').textContent",
+        Duration::from_secs(20),
+    );
+    let summary = summary.as_str().unwrap();
+    assert!(
+        summary.starts_with("2 JVMs, 0 remote calls matched"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(
+            "no traced or remote calls in these JVMs; record them with jscope record --remote"
+        ),
+        "{summary}"
+    );
     for c in clients {
         c.finish(Duration::from_secs(5)).unwrap();
     }

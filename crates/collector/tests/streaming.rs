@@ -233,3 +233,169 @@ fn the_log_said_resuming_after_chunk_0_on_a_first_connect_and_nothing_on_disconn
     );
     server.shutdown();
 }
+
+#[test]
+fn event_views_take_times_as_every_query_does() {
+    let dir = temp_dir("collector-event-times");
+    let mut sim = SimJvm::new(4350, "com.acme.Timed");
+    let mut bytes = sim.header_bytes();
+    for _ in 0..3 {
+        bytes.extend(sim.chunk());
+    }
+    let file = dir.join("timed.jsc");
+    std::fs::write(&file, bytes).unwrap();
+    let server = jscope_collector::view(&file, "127.0.0.1:0").unwrap();
+    let http = server.http_addr().unwrap();
+    let start_ms = sim.header.start_wall_ns / 1_000_000;
+    // A span ago and an RFC 3339 time before the recording both cover all of it,
+    // as epoch ms do.
+    for from in [
+        format!("{}", start_ms - 1000),
+        "1h".to_string(),
+        "-1h".to_string(),
+        "2000-01-01T00:00:00Z".to_string(),
+    ] {
+        for endpoint in ["timeline", "locks", "alloc"] {
+            let (status, body) = http_get(http, &format!("/api/jvms/timed/{endpoint}?from={from}"));
+            assert_eq!(status, 200, "{endpoint}?from={from}: {body}");
+        }
+        let timeline = get_json(http, &format!("/api/jvms/timed/timeline?from={from}"));
+        assert_eq!(
+            timeline["lanes"].as_array().unwrap().len(),
+            THREADS as usize
+        );
+        assert_eq!(timeline["from_ns"], 0, "from={from}");
+    }
+    let (status, body) = http_get(http, "/api/jvms/timed/timeline?to=soon");
+    assert_eq!(status, 400);
+    assert!(body.contains("to: bad time `soon`"), "{body}");
+    server.shutdown();
+}
+
+#[test]
+fn bad_numbers_and_formats_get_a_400_naming_them_not_a_default() {
+    let dir = temp_dir("collector-bad-params");
+    let mut sim = SimJvm::new(4360, "com.acme.Strict");
+    let mut bytes = sim.header_bytes();
+    for _ in 0..3 {
+        bytes.extend(sim.chunk());
+    }
+    let file = dir.join("strict.jsc");
+    std::fs::write(&file, bytes).unwrap();
+    let server = jscope_collector::view(&file, "127.0.0.1:0").unwrap();
+    let http = server.http_addr().unwrap();
+    for (query, names) in [
+        ("/api/jvms/strict/hot?limit=ten", "limit"),
+        ("/api/hot?jvm=all&limit=-1", "limit"),
+        ("/api/explore?by=service&top=x", "top"),
+        ("/api/jvms/strict/timeline?max_events=many", "max_events"),
+        ("/api/diff?base=strict&new=strict&limit=x", "limit"),
+        ("/api/jvms/strict/threads?at=noon", "at"),
+        ("/api/callgraph?jvm=all&format=svg", "format"),
+    ] {
+        let (status, body) = http_get(http, query);
+        assert_eq!(status, 400, "{query}: {body}");
+        assert!(body.contains(names), "{query}: {body}");
+    }
+    // The good spellings still answer: `at` as epoch ms picks the nearest snapshot.
+    let start_ms = sim.header.start_wall_ns / 1_000_000;
+    let at = get_json(
+        http,
+        &format!("/api/jvms/strict/threads?at={}", start_ms + 250),
+    );
+    assert_eq!(at["snapshot_index"], 2, "{at}");
+    assert_eq!(
+        get_json(http, "/api/jvms/strict/hot?limit=1")["methods"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(http_get(http, "/api/callgraph?jvm=all&format=dot").0, 200);
+    server.shutdown();
+}
+
+#[test]
+fn pushed_native_and_kernel_frames_keep_the_names_they_were_pushed_with() {
+    let (server, _log) = start(&temp_dir("collector-push-native"), |_| {});
+    let http = server.http_addr().unwrap();
+    // async-profiler's and jscope's collapsed stacks: C++ and libc frames with their
+    // library, kernel frames marked `_[k]`.
+    let stacks = "\
+start_thread [libc.so.6];JavaThread::run() [libjvm.so];com.acme.App.main;do_syscall_64_[k] 7
+start_thread [libc.so.6];VMThread::loop() [libjvm.so] 3
+com.acme.App.main;Inflater::inflate 2
+";
+    let until = now_ns() / 1_000_000_000;
+    let (status, body) = http_post(
+        http,
+        &format!("/ingest?name=native.cpu&from={}&until={until}", until - 10),
+        stacks,
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, collapsed) = http_get(http, "/api/flame?service=native&format=collapsed");
+    assert_eq!(status, 200, "{collapsed}");
+    let mut got: Vec<&str> = collapsed.lines().collect();
+    let mut want: Vec<&str> = stacks.lines().collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    server.shutdown();
+}
+
+#[test]
+fn a_token_is_taken_as_a_bearer_token_in_any_case_or_as_a_parameter() {
+    use std::io::{Read, Write};
+    let (server, _log) = start(&temp_dir("collector-token"), |c| {
+        c.token = Some("s3cret".into())
+    });
+    let http = server.http_addr().unwrap();
+    let status = |path: &str, auth: Option<&str>| {
+        let mut s = std::net::TcpStream::connect(http).unwrap();
+        let auth = auth.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out[9..12].parse::<u16>().unwrap()
+    };
+    assert_eq!(status("/api/jvms", None), 401);
+    assert_eq!(status("/api/jvms", Some("Bearer wrong")), 401);
+    assert_eq!(status("/api/jvms", Some("Basic s3cret")), 401);
+    assert_eq!(status("/api/jvms?token=s3cret", None), 200);
+    for auth in ["Bearer s3cret", "bearer s3cret", "BEARER  s3cret"] {
+        assert_eq!(status("/api/jvms", Some(auth)), 200, "{auth}");
+    }
+    assert_eq!(status("/", None), 200, "the UI's page carries no data");
+    server.shutdown();
+}
+
+#[test]
+fn a_stopping_collector_logs_that_it_stopped_not_that_the_agent_left() {
+    let (server, log) = start(&temp_dir("collector-stop-log"), |_| {});
+    let mut sim = SimJvm::new(4400, "com.acme.Stays");
+    let mut c = sim.connect(server.agents_addr().unwrap(), 1);
+    c.send(1, &sim.chunk()).unwrap();
+    c.wait_for_ack(1, Duration::from_secs(5)).unwrap();
+    server.shutdown();
+    // Connection threads are not joined: the line may come just after the shutdown.
+    let said = format!("dropped jvm {}: the collector is stopping", sim.stream);
+    assert!(
+        wait_until(Duration::from_secs(5), || log
+            .lines()
+            .iter()
+            .any(|l| l.ends_with(&said))),
+        "{:#?}",
+        log.lines()
+    );
+    let about: Vec<String> = log
+        .lines()
+        .into_iter()
+        .filter(|l| l.contains(&sim.stream))
+        .collect();
+    assert_eq!(about.len(), 2, "connected, then dropped: {about:#?}");
+    drop(c);
+}

@@ -85,21 +85,21 @@ fn minutes_window(lo: Option<u64>, hi: Option<u64>) -> String {
     window_sql("minute", MINUTE_NS, lo, hi)
 }
 
+/// The last day every supported ClickHouse reads as a date: 18.16 turns
+/// `toDate('2106-02-07')` and later into 0000-00-00.
+const LAST_SQL_DAY: u16 = 49_672; // 2105-12-31
+
 /// `AND column >= lo AND column < hi` with the days they fall in; `unit_ns` is
-/// the column's unit in ns.
+/// the column's unit in ns. A bound's day past [`LAST_SQL_DAY`] is written as that
+/// day, so a window ending in the far future still ends after the data.
 fn window_sql(column: &str, unit_ns: u64, lo: Option<u64>, hi: Option<u64>) -> String {
+    let day = |bound: u64| date_sql(day_of(bound.saturating_mul(unit_ns)).min(LAST_SQL_DAY));
     let mut w = String::new();
     if let Some(lo) = lo {
-        w.push_str(&format!(
-            " AND {column} >= {lo} AND day >= {}",
-            date_sql(day_of(lo.saturating_mul(unit_ns)))
-        ));
+        w.push_str(&format!(" AND {column} >= {lo} AND day >= {}", day(lo)));
     }
     if let Some(hi) = hi {
-        w.push_str(&format!(
-            " AND {column} < {hi} AND day <= {}",
-            date_sql(day_of(hi.saturating_mul(unit_ns)))
-        ));
+        w.push_str(&format!(" AND {column} < {hi} AND day <= {}", day(hi)));
     }
     w
 }

@@ -158,8 +158,9 @@ function fillJvmPickers() {
       i.type = "checkbox";
       i.value = j.id;
       i.checked = checked.has(j.id);
-      l.append(i, " " + j.pid + " " + (j.main_class || ""));
-      l.title = j.command_line;
+      // A pushed profile has no pid or command: its service and labels name it.
+      l.append(i, " " + (j.main_class ? j.pid + " " + j.main_class : runs(j) || j.id));
+      l.title = j.command_line || j.id;
       return l;
     }));
   });
@@ -275,8 +276,11 @@ function svgEl(name, attrs, parent) {
   return el;
 }
 
-// `pkg.Class.method` -> `Class.method`: the full name is in the tooltip.
+// `pkg.Class.method` -> `Class.method`: the full name is in the tooltip. Native
+// (`start_thread [libc.so.6]`) and kernel (`finish_task_switch.isra.0_[k]`) frames
+// keep their whole name: their dots are not a package's.
 function shortLabel(label) {
+  if (/[\s\[]/.test(label)) return label;
   const parts = label.split(".");
   return parts.length > 2 ? parts.slice(-2).join(".") : label;
 }
@@ -481,7 +485,13 @@ async function loadDistributed() {
   $("#dist-error").textContent = "";
   document.body.dataset.distReady = "false";
   try {
-    dist.view.render(await api("distributed", distQuery()));
+    const tree = await api("distributed", distQuery());
+    dist.view.render(tree);
+    // No rows: the JVMs recorded no calls to link, not a failed merge.
+    if (!tree.nodes.length) {
+      $("#dist-summary").textContent += ": no traced or remote calls in these JVMs; record them with " +
+        "jscope record --remote --trace 'com.acme.*' (the agent's remote and trace= options)";
+    }
   } catch (e) {
     $("#dist-error").textContent = e.message;
   }
@@ -522,8 +532,18 @@ async function refresh() {
   }
 }
 
+// A flame graph's widest frames are at its bottom, by its root: when a deep stack
+// makes the page taller than its frame, show the bottom rather than an empty top.
+function showFlameRoots(frame) {
+  frame.addEventListener("load", () => {
+    const doc = frame.contentDocument;
+    if (doc && doc.documentElement) frame.contentWindow.scrollTo(0, doc.documentElement.scrollHeight);
+  });
+}
+
 function start() {
   loadHash();
+  ["#flame-frame", "#diff-frame", "#ex-frame"].forEach((id) => showFlameRoots($(id)));
   document.querySelectorAll("#tabs button").forEach((b) => (b.onclick = () => showTab(b.dataset.tab)));
   document.querySelectorAll(".jvm-select").forEach((s) => (s.onchange = () => { selectJvm(s.value); refresh(); }));
   $("#pause").onclick = togglePause;

@@ -156,7 +156,7 @@ window.jscopeCompare = (() => {
     const keep = sel.value || want;
     const labels = [...new Set(jvms.flatMap((j) => Object.entries(j.labels || {}).map(([k, v]) => k + "=" + v)))].sort();
     sel.replaceChildren(
-      ...jvms.map((j) => new Option(j.pid + " " + (j.main_class || j.id) + " (" + j.status + ")", j.id)),
+      ...jvms.map((j) => new Option((j.main_class ? j.pid + " " + j.main_class : j.service || j.id) + " (" + j.status + ")", j.id)),
       ...labels.map((l) => new Option("label " + l, "label:" + l)));
     if (keep && [...sel.options].some((o) => o.value === keep)) sel.value = keep;
   }

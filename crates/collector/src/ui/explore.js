@@ -14,7 +14,9 @@ window.jscopeExplore = (() => {
   const style = document.createElement("style");
   style.textContent = `
     .ex-main { display: grid; grid-template-columns: minmax(320px, 32%) minmax(0, 1fr); gap: 12px; align-items: start; }
-    .ex-bar { background: #eceff1; height: 14px; min-width: 120px; }
+    .ex-bar { background: #eceff1; height: 14px; min-width: 60px; }
+    /* Long values and method names wrap, so the table fits its column. */
+    #ex-values td.ex-value, #ex-values td.ex-topmethod { overflow-wrap: anywhere; }
     .ex-bar div { background: #ef6c00; height: 100%; }
     #ex-values tr.selected .ex-bar div { background: #1565c0; }
     #ex-frame { width: 100%; height: 60vh; border: 1px solid #ddd; }

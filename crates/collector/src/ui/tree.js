@@ -57,7 +57,9 @@ window.jscopeTree = (() => {
       if (id !== null) params.node = id;
       const t = await get(this.path, params);
       if (id === null) {
-        this.summary = `${t.calls} calls in ${t.threads} threads, ${t.events} events` + (t.damage ? ` (${t.damage})` : "");
+        this.summary = `${t.calls} calls in ${t.threads} threads, ${t.events} events` + (t.damage ? ` (${t.damage})` : "") +
+          // An empty tree is a JVM that did not trace, not one whose calls were lost.
+          (t.events ? "" : ": this JVM recorded no exact trace; record with jscope record --trace 'com.acme.*' (the agent's trace= option)");
       }
       return { total: t.total, nodes: t.nodes.map((n) => ({ ...n, jvm: this.jvm, kids: n.children })) };
     }

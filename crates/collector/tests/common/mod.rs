@@ -195,3 +195,23 @@ pub fn get_json(addr: SocketAddr, path: &str) -> serde_json::Value {
     assert_eq!(status, 200, "GET {path}: {body}");
     serde_json::from_str(&body).unwrap()
 }
+
+/// POSTs `body` to `path`; returns the status and the body.
+pub fn http_post(addr: SocketAddr, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("http connect");
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
