@@ -229,11 +229,50 @@ impl CallGraph {
     }
 }
 
-/// `pkg.Class.method` → (`pkg.Class`, `method`), so boxes stay narrow.
+/// `pkg.Class.method` → (`pkg.Class`, `method`), so boxes stay narrow. Native and
+/// kernel frames are split at their library, not at a dot of it or of the symbol:
+/// `start_thread [libc.so.6]` → (`libc.so.6`, `start_thread`), `schedule_[k]` →
+/// (`kernel`, `schedule`).
 fn split_label(label: &str) -> (&str, &str) {
+    if let Some(symbol) = label.strip_suffix("_[k]") {
+        return ("kernel", symbol);
+    }
+    if let Some((symbol, library)) = label.strip_suffix(']').and_then(|l| l.rsplit_once(" [")) {
+        return (library, symbol);
+    }
+    if label.contains([' ', '[', ':']) {
+        return ("", label);
+    }
     match label.rfind('.') {
         Some(i) => (&label[..i], &label[i + 1..]),
         None => ("", label),
+    }
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::split_label;
+
+    #[test]
+    fn native_and_kernel_labels_split_at_their_library() {
+        assert_eq!(split_label("demo.Work.hot"), ("demo.Work", "hot"));
+        assert_eq!(split_label("main"), ("", "main"));
+        assert_eq!(
+            split_label("start_thread [libc.so.6]"),
+            ("libc.so.6", "start_thread")
+        );
+        assert_eq!(
+            split_label("JavaThread::run() [libjvm.so]"),
+            ("libjvm.so", "JavaThread::run()")
+        );
+        assert_eq!(
+            split_label("finish_task_switch.isra.0_[k]"),
+            ("kernel", "finish_task_switch.isra.0")
+        );
+        assert_eq!(
+            split_label("JavaCalls::call_helper"),
+            ("", "JavaCalls::call_helper")
+        );
     }
 }
 
