@@ -57,7 +57,9 @@ impl Kind {
         match self {
             Kind::Cpu => [("samples", "count"), ("cpu", "nanoseconds")],
             Kind::Wall => [("samples", "count"), ("wall", "nanoseconds")],
-            Kind::Snapshot => [("samples", "count"), ("wall", "nanoseconds")],
+            // Not `wall`: a consumer merging profiles by type would add snapshots to
+            // the wall samples of the same recording.
+            Kind::Snapshot => [("samples", "count"), ("snapshot", "nanoseconds")],
             Kind::Alloc => [("alloc_objects", "count"), ("alloc_space", "bytes")],
             Kind::Lock => [("contentions", "count"), ("delay", "nanoseconds")],
             Kind::Trace => [("calls", "count"), ("self", "nanoseconds")],

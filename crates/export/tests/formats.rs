@@ -674,4 +674,14 @@ fn snapshot_profiles_have_the_snapshot_interval_as_their_period() {
     // The cpu profile keeps the sampling interval.
     let p = pprof_of(&exported(&rec, &request(Kind::Cpu), Format::Pprof));
     assert_eq!(p.period, 10 * MS as i64);
+    // Snapshots are their own sample type, so a consumer that merges a recording's
+    // profiles by type (a collector taking the OTLP push) does not add them to wall.
+    let p = pprof_of(&exported(&rec, &request(Kind::Snapshot), Format::Pprof));
+    let s = |i: i64| p.string_table[i as usize].as_str();
+    let types: Vec<(&str, &str)> = p
+        .sample_type
+        .iter()
+        .map(|t| (s(t.r#type), s(t.unit)))
+        .collect();
+    assert_eq!(types, [("samples", "count"), ("snapshot", "nanoseconds")]);
 }
