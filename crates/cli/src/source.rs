@@ -100,10 +100,25 @@ pub(crate) fn read_recording(path: &Path) -> Result<Recording> {
     if jscope_jfr::is_jfr(&bytes) {
         return Ok(jscope_jfr::read_bytes(&bytes)?);
     }
+    if bytes.starts_with(b"{") {
+        refuse_session(path)?;
+    }
     if !bytes.starts_with(&jscope_format::MAGIC[..6]) {
         bail!("not a jscope recording or a JFR file: it starts with neither JSCOPE nor FLR\\0");
     }
     Ok(Recording::from_bytes(&bytes)?)
+}
+
+/// A session (`jscope merge`'s several JVMs) given where one recording is read: an
+/// error that says what the file is and which command reads it.
+pub(crate) fn refuse_session(path: &Path) -> Result<()> {
+    if crate::distributed::is_session(path).unwrap_or(false) {
+        bail!(
+            "{} is a session of several JVMs (made by jscope merge), not one recording: read it with `jscope tree --distributed {0}` or `jscope view {0}`, or name one of its recordings",
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// The epoch ns a recording file starts at: for a `.jsc` file from its header

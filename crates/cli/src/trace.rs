@@ -202,6 +202,7 @@ fn read_traces<T>(
     from_bytes: impl FnOnce(&[u8]) -> Result<(T, Recording), TraceError>,
     from_file: impl FnOnce(&mut dyn FnMut(ScanProgress)) -> Result<(T, Recording), TraceError>,
 ) -> Result<(T, Recording)> {
+    crate::source::refuse_session(path)?;
     let read = match jfr_as_jsc(path)? {
         Some(bytes) => from_bytes(&bytes),
         None => {

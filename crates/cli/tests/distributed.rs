@@ -357,6 +357,18 @@ fn a_session_whose_match_table_does_not_fit_its_recordings_is_refused() {
     );
     let plain = jscope(&["tree", paths[0].to_str().unwrap(), "extra.jsc"]);
     assert!(!plain.status.success(), "more files need --distributed");
+    // A session where one recording is read says what it is and what reads it.
+    for cmd in ["tree", "stats", "report"] {
+        let out = jscope(&[cmd, session.to_str().unwrap()]);
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        assert!(
+            err.contains("is a session of several JVMs")
+                && err.contains("jscope tree --distributed")
+                && err.lines().count() == 1,
+            "{cmd}: {err}"
+        );
+    }
 }
 
 /// The chain's JVMs as a collector would have stored their streams.
