@@ -175,8 +175,7 @@ fn jvm_list_threads_with_pause_and_flame_graph_in_chromium() {
 /// a native frame of libc at the root, as a mixed-stack sampler records it.
 fn mixed_stack_jvm(pid: u32, command: &str, java_leaf: &str) -> (SimJvm, Vec<u8>) {
     use jscope_format::{
-        ChunkWriter, Dictionary, Frame, FrameKind, MethodDef, MethodId, Snapshot, SnapshotThread,
-        StackId, StringId, ThreadDef, ThreadId,
+        ChunkWriter, Dictionary, Frame, FrameKind, MethodDef, MethodId, StackId, StringId,
     };
     let sim = SimJvm::new(pid, command);
     let mut w = ChunkWriter::new();
@@ -214,30 +213,7 @@ fn mixed_stack_jvm(pid: u32, command: &str, java_leaf: &str) -> (SimJvm, Vec<u8>
             frame(libc, FrameKind::Native),
         ],
     );
-    w.thread(&ThreadDef {
-        id: ThreadId(1),
-        java_id: 1,
-        os_tid: 0,
-        name: "main".into(),
-        group: "main".into(),
-        parent: "system".into(),
-        start_order: 1,
-        daemon: false,
-    });
-    for k in 0..10u64 {
-        w.snapshot(&Snapshot {
-            ticks: sim.header.start_ticks + k * 100_000_000,
-            interval_ns: 100_000_000,
-            threads: vec![SnapshotThread {
-                thread: ThreadId(1),
-                carrier: Default::default(),
-                state: 0x5,
-                stack: StackId(1),
-            }],
-        });
-    }
-    let chunk = w.finish();
-    (sim, chunk)
+    main_thread_snapshots(sim, w, 10)
 }
 
 /// A collector with two JVMs (services `com.acme.Warehouse` and
@@ -436,10 +412,7 @@ fn the_trace_tree_of_a_jvm_without_a_trace_says_how_to_record_one() {
 
 /// A JVM whose one stack is `depth` Java frames deep, sampled `snapshots` times.
 fn deep_stack_jvm(pid: u32, depth: u32, snapshots: u64) -> (SimJvm, Vec<u8>) {
-    use jscope_format::{
-        ChunkWriter, Dictionary, Frame, FrameKind, Snapshot, SnapshotThread, StackId, ThreadDef,
-        ThreadId,
-    };
+    use jscope_format::{ChunkWriter, Dictionary, Frame, FrameKind, StackId};
     let sim = SimJvm::new(pid, &format!("com.acme.Deep{pid}"));
     let mut w = ChunkWriter::new();
     let mut d = Dictionary::new();
@@ -453,6 +426,17 @@ fn deep_stack_jvm(pid: u32, depth: u32, snapshots: u64) -> (SimJvm, Vec<u8>) {
         })
         .collect();
     w.stack(StackId(1), &frames);
+    main_thread_snapshots(sim, w, snapshots)
+}
+
+/// Finishes a simulated JVM's chunk: one runnable thread `main` whose stack 1 is
+/// taken by `snapshots` snapshots, 100 ms apart.
+fn main_thread_snapshots(
+    sim: SimJvm,
+    mut w: jscope_format::ChunkWriter,
+    snapshots: u64,
+) -> (SimJvm, Vec<u8>) {
+    use jscope_format::{Snapshot, SnapshotThread, StackId, ThreadDef, ThreadId};
     w.thread(&ThreadDef {
         id: ThreadId(1),
         java_id: 1,
