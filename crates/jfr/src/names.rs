@@ -158,10 +158,10 @@ impl Names {
         let kind = v
             .as_string(v.get(f, "type"))
             .map_or(FrameKind::Java, |t| frame_kind(&t));
-        let method = if kind == FrameKind::Kernel {
-            self.kernel_method(method)
-        } else {
-            method
+        let method = match kind {
+            FrameKind::Kernel => self.kernel_method(method),
+            FrameKind::Native | FrameKind::Vm => self.native_method(method),
+            _ => method,
         };
         Frame {
             method,
@@ -181,6 +181,22 @@ impl Names {
         let name = name.strip_suffix("_[k]").unwrap_or(&name).to_string();
         let class = self.class_named("[kernel]");
         let name = self.string(&name);
+        self.intern_method(class, name, StringId::NONE, 0x100)
+    }
+
+    /// async-profiler's native and C++ frames (class the library, `libc.so.6`, or
+    /// empty; descriptor `()L;`) as jscope's mixed stacks write native code: no
+    /// signature, native modifiers, so they read `symbol [libc.so.6]` as the
+    /// agent's do, not `libc.so.6.symbol`. A Java native method (the JDK's
+    /// `Native` frames) has a real descriptor and stays a Java method.
+    fn native_method(&mut self, method: MethodId) -> MethodId {
+        let Some(def) = self.methods.get(method.index()).and_then(Option::as_ref) else {
+            return method;
+        };
+        if self.strings[def.signature.index()] != ASYNC_PROFILER_NATIVE_DESCRIPTOR {
+            return method;
+        }
+        let (class, name) = (def.class, def.name);
         self.intern_method(class, name, StringId::NONE, 0x100)
     }
 
@@ -274,6 +290,9 @@ fn put<T>(v: &mut Vec<Option<T>>, i: usize, value: T) {
     }
     v[i] = Some(value);
 }
+
+/// The descriptor async-profiler gives the methods of native and C++ frames.
+const ASYNC_PROFILER_NATIVE_DESCRIPTOR: &str = "()L;";
 
 /// JFR's frame type names (async-profiler adds `C1 compiled`, `C++` for code in the
 /// JVM, `Kernel`).

@@ -187,3 +187,32 @@ fn a_converted_recording_reads_back_the_same() {
     assert_eq!(back.threads, rec.threads);
     assert_eq!(back.header, rec.header);
 }
+
+/// async-profiler names native and C++ frames' class after their library; they
+/// read `libc.so.6.__futex_abstimed_wait_common` where jscope's own mixed stacks
+/// (and docs/CLI.md for async-profiler files) say `__futex_abstimed_wait_common
+/// [libc.so.6]`, so the two never matched in a diff.
+#[test]
+fn async_profiler_native_frames_are_named_symbol_and_library_as_the_agents() {
+    let rec = jscope_jfr::read_bytes(&async_profiler_file()).unwrap();
+    let wall = labels_of_samples(&rec, SampleMode::Wall);
+    assert!(
+        wall.iter()
+            .any(|l| l == "__futex_abstimed_wait_common [libc.so.6]"),
+        "{:?}",
+        &wall[..wall.len().min(20)]
+    );
+    assert!(wall
+        .iter()
+        .any(|l| l == "os::PlatformMonitor::wait [libjvm.so]"));
+    assert!(!wall.iter().any(|l| l.starts_with("libc.so.6.")));
+    // Java frames keep their class.
+    assert!(wall.iter().any(|l| l == "java.lang.Thread.run"));
+    let futex = rec
+        .samples
+        .iter()
+        .flat_map(|s| rec.stack(s.stack).iter())
+        .find(|f| rec.method_label(f.method).starts_with("__futex"))
+        .unwrap();
+    assert_eq!(rec.native_library(futex.method), Some("libc.so.6"));
+}
