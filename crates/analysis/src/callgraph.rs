@@ -249,6 +249,31 @@ fn split_label(label: &str) -> (&str, &str) {
     }
 }
 
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+fn blend(from: (u8, u8, u8), to: (u8, u8, u8), t: f64) -> String {
+    let t = t.clamp(0.0, 1.0);
+    let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * t).round() as u8;
+    format!(
+        "#{:02x}{:02x}{:02x}",
+        mix(from.0, to.0),
+        mix(from.1, to.1),
+        mix(from.2, to.2)
+    )
+}
+
+/// Pale yellow for cold methods to red for methods on every sample.
+fn heat_colour(share: f64) -> String {
+    blend((0xff, 0xf7, 0xd6), (0xe0, 0x40, 0x30), share)
+}
+
+/// Grey for rare calls to dark red for calls on every sample.
+fn edge_colour(share: f64) -> String {
+    blend((0xa0, 0xa0, 0xa0), (0xb0, 0x10, 0x10), share)
+}
+
 #[cfg(test)]
 mod label_tests {
     use super::split_label;
@@ -274,29 +299,4 @@ mod label_tests {
             ("", "JavaCalls::call_helper")
         );
     }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
-fn blend(from: (u8, u8, u8), to: (u8, u8, u8), t: f64) -> String {
-    let t = t.clamp(0.0, 1.0);
-    let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * t).round() as u8;
-    format!(
-        "#{:02x}{:02x}{:02x}",
-        mix(from.0, to.0),
-        mix(from.1, to.1),
-        mix(from.2, to.2)
-    )
-}
-
-/// Pale yellow for cold methods to red for methods on every sample.
-fn heat_colour(share: f64) -> String {
-    blend((0xff, 0xf7, 0xd6), (0xe0, 0x40, 0x30), share)
-}
-
-/// Grey for rare calls to dark red for calls on every sample.
-fn edge_colour(share: f64) -> String {
-    blend((0xa0, 0xa0, 0xa0), (0xb0, 0x10, 0x10), share)
 }
