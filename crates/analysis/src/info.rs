@@ -223,15 +223,15 @@ fn cpu_engine(h: &jscope_format::Header) -> Option<String> {
 
 fn frame_kinds(rec: &Recording) -> Vec<KindCount> {
     // Kinds per stack once (a bit per kind), then counted per sample.
-    let mut masks: BTreeMap<u32, u8> = BTreeMap::new();
+    let mut masks: BTreeMap<u32, u32> = BTreeMap::new();
     let mut mask_of = |id: jscope_format::StackId| {
         *masks.entry(id.0).or_insert_with(|| {
             rec.stack(id)
                 .iter()
-                .fold(0u8, |m, f| m | 1 << (f.kind as u8 & 7))
+                .fold(0u32, |m, f| m | 1 << (f.kind as u8 & 31))
         })
     };
-    let mut counts = [0u64; 8];
+    let mut counts = [0u64; FrameKind::ALL.len()];
     let stacks = rec.samples.iter().map(|s| s.stack).chain(
         rec.snapshots
             .iter()
