@@ -13,6 +13,7 @@ pub use crate::engine::StartError;
 use crate::engine::{Engine, StartContext, StopContext};
 use crate::events::{EventEngine, ParkEngine};
 use crate::header::{self, StartTime};
+use crate::hotspot::HotSpot;
 use crate::java_threads::{describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
 use crate::native::perf::{self, PerfEvents, PerfKind};
@@ -238,7 +239,8 @@ impl Recorder {
             true => Some(Arc::new(cpu_sources(&prepared.options)?)),
             false => None,
         };
-        let native = native_header(&prepared.options, sources.as_deref());
+        let mut native = native_header(&prepared.options, sources.as_deref());
+        let hotspot = stack_walker(&prepared.options, jvmti, jni, &mut native);
         let (header, header_bytes) = prepared.write_header(jvmti, jni, attached, native)?;
         let table = Arc::new(ThreadTable::default());
         let (link, sender) = prepared.collector(&header, header_bytes, &table).unzip();
@@ -260,7 +262,7 @@ impl Recorder {
             table: table.clone(),
             timers: timers.clone(),
         };
-        let engines = engines(&options, hooks, install_hooks, timers);
+        let engines = engines(&options, hooks, install_hooks, timers, hotspot);
         let mut recorder = Recorder {
             jvmti,
             destination,
@@ -410,13 +412,14 @@ fn engines(
     hooks: Hooks,
     install_hooks: fn(Option<Arc<Hooks>>),
     timers: Option<Arc<CpuTimers>>,
+    hotspot: Option<HotSpot>,
 ) -> Vec<Arc<dyn Engine>> {
     let thread_events = ThreadEvents {
         jvmti: hooks.jvmti,
         hooks: Arc::new(hooks),
         install: install_hooks,
     };
-    let signals = Arc::new(SignalEngine::new(options, timers.clone()));
+    let signals = Arc::new(SignalEngine::new(options, timers.clone(), hotspot));
     let all_threads = options.cstack.mixed();
     vec![
         signals.clone(),
@@ -429,6 +432,40 @@ fn engines(
         Arc::new(ParkEngine::new(&options.events)),
         Arc::new(RemoteEngine),
     ]
+}
+
+/// The VM structure walker for the cpu and wall engines, when `cstack` asks
+/// for it and this JVM's structures allow it; the header says which walker
+/// Java frames get (`stack_walker`) and, when the walker could not be used,
+/// why (`stack_walker_fallback`, also said in one line unless quiet).
+fn stack_walker(
+    options: &Options,
+    jvmti: Jvmti,
+    jni: Jni,
+    extra: &mut Vec<(String, String)>,
+) -> Option<HotSpot> {
+    if !options.modes.signals() {
+        return None;
+    }
+    let resolved = match options.cstack.vm_walker() {
+        true => Some(HotSpot::resolve(jvmti, jni, jni.0 as usize)),
+        false => None,
+    };
+    let walker = match &resolved {
+        Some(Ok(_)) => "vm",
+        _ => "asgct",
+    };
+    extra.push(("stack_walker".into(), walker.into()));
+    match resolved? {
+        Ok(hotspot) => Some(hotspot),
+        Err(why) => {
+            if !options.quiet {
+                eprintln!("jscope: Java stacks are walked with AsyncGetCallTrace: {why}");
+            }
+            extra.push(("stack_walker_fallback".into(), why.to_string()));
+            None
+        }
+    }
 }
 
 /// The cpu engine's per-thread sources: perf_event counters of the event asked
@@ -461,7 +498,7 @@ fn cpu_sources(options: &Options) -> Result<CpuTimers, StartError> {
 /// `cstack=dwarf` what the unwind tables cost (`unwind_tables`): they are
 /// built here, before sampling starts.
 fn native_header(options: &Options, sources: Option<&CpuTimers>) -> Vec<(String, String)> {
-    let dwarf = sources.is_some() && options.cstack == crate::native::CStack::Dwarf;
+    let dwarf = sources.is_some() && options.cstack.dwarf();
     crate::native::walk::use_dwarf(dwarf);
     let Some(sources) = sources else {
         return Vec::new();

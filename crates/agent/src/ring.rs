@@ -48,6 +48,9 @@ pub struct SampleHeader {
     pub state: u32,
     /// Java id of the virtual thread mounted on this carrier thread, 0 for none.
     pub vthread: i64,
+    /// Walked by the VM structure walker: the frames are in stack order,
+    /// typed (see `crate::frames`).
+    pub vm_walk: bool,
 }
 
 struct Slot {
