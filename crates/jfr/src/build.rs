@@ -43,6 +43,13 @@ pub(crate) const MAPPED: &[&str] = &[
     "jdk.CPUInformation",
     "jscope.Header",
     "jscope.ThreadSnapshot",
+    "jscope.ThreadStartCall",
+    "jscope.Counter",
+    "jdk.ClassLoad",
+    "jdk.ClassUnload",
+    "jdk.Compilation",
+    "jscope.ObjectFree",
+    "jscope.CompiledUnload",
 ];
 
 /// At most this many samples are made of one batched async-profiler wall sample.
@@ -247,6 +254,43 @@ impl Builder {
                 }
             }
             "jscope.Header" => self.header_entry(v, e),
+            "jscope.ThreadStartCall" => {
+                let kind = EventKind::ThreadStartCall {
+                    started: v.int(e, "startedThreadId").unwrap_or(0),
+                    trace_events: v.int(e, "traceEvents").unwrap_or(0).max(0) as u64,
+                };
+                self.thread_event(v, e, t, kind);
+            }
+            "jdk.ClassLoad" => {
+                let class = self.names.class(v, v.raw(e, "loadedClass"));
+                self.thread_event(v, e, t, EventKind::ClassLoad { class });
+            }
+            "jdk.ClassUnload" => {
+                let class = self.names.class(v, v.raw(e, "unloadedClass"));
+                self.thread_event(v, e, t, EventKind::ClassUnload { class });
+            }
+            "jdk.Compilation" => {
+                let method = self.names.method(v, v.raw(e, "method"));
+                let code_size = v.int(e, "codeSize").unwrap_or(0).max(0) as u64;
+                self.thread_event(v, e, t, EventKind::Compiled { method, code_size });
+            }
+            "jscope.ObjectFree" => {
+                let kind = EventKind::ObjectFree {
+                    object: v.int(e, "object").unwrap_or(0) as u64,
+                    allocated_total: v.int(e, "allocatedTotal").unwrap_or(0) as u64,
+                };
+                self.rec.events.push(JvmEvent::global(t, kind));
+            }
+            "jscope.CompiledUnload" => {
+                let method = self.names.method(v, v.raw(e, "method"));
+                let kind = EventKind::CompiledUnload { method };
+                self.rec.events.push(JvmEvent::global(t, kind));
+            }
+            "jscope.Counter" => {
+                let name = v.string(e, "name").unwrap_or_default();
+                let value = v.int(e, "value").unwrap_or(0) as u64;
+                self.rec.counters.insert(name, value);
+            }
             "jscope.ThreadSnapshot" => self.snapshots.push(SnapshotMark {
                 ticks: t,
                 interval_ns: v.span_ns(e, "interval").unwrap_or(0),

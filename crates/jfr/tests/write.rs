@@ -350,8 +350,37 @@ fn everything() -> Recording {
                 value: -3,
             },
         ),
+        JvmEvent::on(main, Made::at(16), EventKind::ClassLoad { class: lock }),
+        JvmEvent::global(Made::at(17), EventKind::ClassUnload { class: cond }),
+        JvmEvent::global(
+            Made::at(18),
+            EventKind::Compiled {
+                method: work,
+                code_size: 912,
+            },
+        ),
+        JvmEvent::global(Made::at(19), EventKind::CompiledUnload { method: work }),
+        JvmEvent::global(
+            Made::at(20),
+            EventKind::ObjectFree {
+                object: 9,
+                allocated_total: 1 << 20,
+            },
+        ),
+        JvmEvent::on(
+            main,
+            Made::at(22),
+            EventKind::ThreadStartCall {
+                started: 22,
+                trace_events: 2,
+            },
+        ),
         JvmEvent::on(worker, Made::at(50), EventKind::ThreadEnd {}),
     ];
+    m.rec.counters = [("samples.cpu", 5), ("walk.failed.gc_active", 1)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
     let ev = |kind, method, us: u64| TraceEvent {
         kind,
         method,
@@ -627,6 +656,7 @@ fn the_header_reads_back_with_the_jvm_and_the_recording_settings() {
         assert_eq!(b.extra(k), Some(v.as_str()), "{k}");
     }
     assert_eq!(back.duration_ns(), rec.duration_ns());
+    assert_eq!(back.counters, rec.counters);
     assert!(back.end_ticks.is_some());
 }
 

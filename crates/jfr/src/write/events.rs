@@ -109,7 +109,20 @@ impl<'r> EventWriter<'r> {
             self.jvm_event(e);
         }
         self.traces();
+        self.counters();
         self.counts.left_out += self.rec.remote_calls.len() as u64;
+    }
+
+    /// The agent's counters, at the end of the recording.
+    fn counters(&mut self) {
+        let rec = self.rec;
+        let at = rec.end_ticks.unwrap_or_else(|| rec.last_event_ticks());
+        for (name, &value) in &rec.counters {
+            self.begin(id::COUNTER, at);
+            self.body.string(Some(name));
+            self.body.varint(value);
+            self.end("jscope.Counter");
+        }
     }
 
     fn samples(&mut self) {
@@ -251,6 +264,67 @@ impl<'r> EventWriter<'r> {
             EventKind::User { event, kind, value } => {
                 self.user_event(e, thread, event, kind, value)
             }
+            EventKind::ClassLoad { class } => {
+                let class = self.pools.class(class);
+                self.begin(id::CLASS_LOAD, e.ticks);
+                self.body.long(0);
+                self.key(thread);
+                self.key(0);
+                self.key(class);
+                self.key(0);
+                self.key(0);
+                self.end("jdk.ClassLoad");
+            }
+            EventKind::ClassUnload { class } => {
+                let class = self.pools.class(class);
+                self.begin(id::CLASS_UNLOAD, e.ticks);
+                self.key(thread);
+                self.key(class);
+                self.key(0);
+                self.end("jdk.ClassUnload");
+            }
+            EventKind::Compiled { method, code_size } => {
+                let method = self.pools.method(method);
+                self.begin(id::COMPILATION, e.ticks);
+                self.body.long(0);
+                self.key(thread);
+                self.body.int(0); // the compilation's id is not recorded
+                self.body.string(None);
+                self.key(method);
+                self.body.int(0);
+                self.body.bool(true);
+                self.body.bool(false);
+                self.body.varint(code_size);
+                self.body.varint(0);
+                self.end("jdk.Compilation");
+            }
+            EventKind::ObjectFree {
+                object,
+                allocated_total,
+            } => {
+                self.begin(id::OBJECT_FREE, e.ticks);
+                self.body.varint(object);
+                self.body.varint(allocated_total);
+                self.end("jscope.ObjectFree");
+            }
+            EventKind::CompiledUnload { method } => {
+                let method = self.pools.method(method);
+                self.begin(id::COMPILED_UNLOAD, e.ticks);
+                self.key(method);
+                self.end("jscope.CompiledUnload");
+            }
+            EventKind::ThreadStartCall {
+                started,
+                trace_events,
+            } => {
+                self.begin(id::THREAD_START_CALL, e.ticks);
+                self.key(thread);
+                self.body.long(started);
+                self.body.varint(trace_events);
+                self.end("jscope.ThreadStartCall");
+            }
+            // Kinds the format gains later are left out, and counted, until mapped.
+            #[allow(unreachable_patterns)]
             _ => self.counts.left_out += 1,
         }
     }

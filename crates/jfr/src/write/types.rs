@@ -12,6 +12,7 @@ use crate::build::USER_EVENT_PREFIX;
 pub(crate) mod id {
     pub const BOOLEAN: i64 = 4;
     pub const INT: i64 = 8;
+    pub const SHORT: i64 = 12;
     pub const LONG: i64 = 9;
     pub const STRING: i64 = 10;
 
@@ -55,6 +56,13 @@ pub(crate) mod id {
     pub const CPU_INFORMATION: i64 = 113;
     pub const ACTIVE_SETTING: i64 = 114;
     pub const HEADER: i64 = 115;
+    pub const THREAD_START_CALL: i64 = 116;
+    pub const COUNTER: i64 = 117;
+    pub const CLASS_LOAD: i64 = 118;
+    pub const CLASS_UNLOAD: i64 = 119;
+    pub const COMPILATION: i64 = 120;
+    pub const OBJECT_FREE: i64 = 121;
+    pub const COMPILED_UNLOAD: i64 = 122;
     /// The first user event type; each user event name gets the next id.
     pub const FIRST_USER_EVENT: i64 = 200;
 }
@@ -204,7 +212,7 @@ fn primitive_types() -> Vec<Type> {
         (id::LONG, "long"),
         (id::STRING, "java.lang.String"),
         (11, "byte"),
-        (12, "short"),
+        (id::SHORT, "short"),
     ]
     .into_iter()
     .map(|(i, n)| Type::new(i, n))
@@ -317,6 +325,7 @@ fn annotation_types() -> Vec<Type> {
 const PROFILING: &[&str] = &["Java Virtual Machine", "Profiling"];
 const JAVA_APPLICATION: &[&str] = &["Java Application"];
 const JVM: &[&str] = &["Java Virtual Machine"];
+const CLASS_LOADING: &[&str] = &["Java Virtual Machine", "Class Loading"];
 
 fn event_types() -> Vec<Type> {
     use id::*;
@@ -510,6 +519,80 @@ fn event_types() -> Vec<Type> {
         )
         .field("key", STRING, "Key")
         .field("value", STRING, "Value"),
+        // The traced call that started a thread: the starting thread's trace events
+        // before it (jscope's trace tree links the started thread's calls there).
+        Type::event(
+            THREAD_START_CALL,
+            "jscope.ThreadStartCall",
+            "Thread Start Call",
+            &["jscope"],
+        )
+        .event_thread()
+        .field("startedThreadId", LONG, "Started Java Thread Id")
+        .field("traceEvents", LONG, "Trace Events Before"),
+        Type::event(CLASS_LOAD, "jdk.ClassLoad", "Class Load", CLASS_LOADING)
+            .duration()
+            .event_thread()
+            .stack_trace()
+            .pooled("loadedClass", CLASS, "Loaded Class")
+            .pooled("definingClassLoader", CLASS_LOADER, "Defining Class Loader")
+            .pooled(
+                "initiatingClassLoader",
+                CLASS_LOADER,
+                "Initiating Class Loader",
+            ),
+        Type::event(
+            CLASS_UNLOAD,
+            "jdk.ClassUnload",
+            "Class Unload",
+            CLASS_LOADING,
+        )
+        .event_thread()
+        .pooled("unloadedClass", CLASS, "Unloaded Class")
+        .pooled("definingClassLoader", CLASS_LOADER, "Defining Class Loader"),
+        Type::event(
+            COMPILATION,
+            "jdk.Compilation",
+            "Compilation",
+            &["Java Virtual Machine", "Compiler"],
+        )
+        .duration()
+        .event_thread()
+        .field("compileId", INT, "Compilation Identifier")
+        .field("compiler", STRING, "Compiler")
+        .pooled("method", METHOD, "Method")
+        .field("compileLevel", SHORT, "Compilation Level")
+        .with(Annotation::Unsigned)
+        .field("succeded", BOOLEAN, "Succeeded")
+        .field("isOsr", BOOLEAN, "On Stack Replacement")
+        .field("codeSize", LONG, "Compiled Code Size")
+        .with(Annotation::Unsigned)
+        .with(Annotation::DataAmount)
+        .field("inlinedBytes", LONG, "Inlined Code Size")
+        .with(Annotation::Unsigned)
+        .with(Annotation::DataAmount),
+        // What the agent tracks that the JDK does not: a tagged object freed (its
+        // age in bytes is the allocation clock's advance), compiled code unloaded.
+        Type::event(
+            OBJECT_FREE,
+            "jscope.ObjectFree",
+            "Object Freed",
+            &["jscope"],
+        )
+        .field("object", LONG, "Object")
+        .field("allocatedTotal", LONG, "Allocated Bytes So Far")
+        .with(Annotation::DataAmount),
+        Type::event(
+            COMPILED_UNLOAD,
+            "jscope.CompiledUnload",
+            "Compiled Code Unloaded",
+            &["jscope"],
+        )
+        .pooled("method", METHOD, "Method"),
+        // The agent's counters at the end (samples, drops, failed walks, ...).
+        Type::event(COUNTER, "jscope.Counter", "jscope Counter", &["jscope"])
+            .field("name", STRING, "Name")
+            .field("value", LONG, "Value"),
     ]
 }
 
