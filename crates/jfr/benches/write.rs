@@ -94,7 +94,11 @@ fn recording(samples: u64) -> Recording {
                 carrier: ThreadId::NONE,
                 ticks: i * 10_000_000 / u64::from(THREADS),
                 stack: StackId(1 + (rng.next() % u64::from(STACKS)) as u32),
-                mode: if wall { SampleMode::Wall } else { SampleMode::Cpu },
+                mode: if wall {
+                    SampleMode::Wall
+                } else {
+                    SampleMode::Cpu
+                },
                 weight_ns: 10_000_000,
                 state: ALIVE | RUNNABLE,
             }
