@@ -27,7 +27,7 @@ pub fn encode(rec: &Recording, req: &Request) -> Vec<u8> {
 /// filter to samples.
 pub fn selected<'r>(rec: &'r Recording, req: &Request) -> Cow<'r, Recording> {
     let sel = &req.selection;
-    if req.kind.is_none() && sel.thread.is_none() && sel.states.is_empty() && !timed(sel) {
+    if req.kind.is_none() && !narrowed(req) {
         return Cow::Borrowed(rec);
     }
     let keeps = |kind: Kind| req.kind.is_none_or(|k| k == kind);
@@ -68,8 +68,18 @@ pub fn selected<'r>(rec: &'r Recording, req: &Request) -> Cow<'r, Recording> {
     Cow::Owned(out)
 }
 
-fn timed(sel: &Selection) -> bool {
-    sel.from_s.is_some() || sel.to_s.is_some()
+/// Whether a request's thread, state or time filters narrow what it exports.
+pub fn narrowed(req: &Request) -> bool {
+    let sel = &req.selection;
+    sel.thread.is_some() || !sel.states.is_empty() || sel.from_s.is_some() || sel.to_s.is_some()
+}
+
+/// Whether a recording has no samples, snapshots, events or traced calls.
+pub fn holds_nothing(rec: &Recording) -> bool {
+    rec.samples.is_empty()
+        && rec.snapshots.is_empty()
+        && rec.events.is_empty()
+        && rec.traces.iter().all(|b| b.events.is_empty())
 }
 
 fn kind_of_sample(mode: SampleMode) -> Kind {

@@ -151,23 +151,22 @@ impl Export {
 
     /// A JFR file of what `req` selects of `rec`: everything it holds, or one kind.
     fn jfr(rec: &Recording, req: &Request) -> Result<Export, ExportError> {
-        let empty = rec.samples.is_empty()
-            && rec.snapshots.is_empty()
-            && rec.events.is_empty()
-            && rec.traces.iter().all(|b| b.events.is_empty());
-        if empty || req.kind.is_some_and(|k| !has_kind(rec, k)) {
+        let kept = jfr::selected(rec, req);
+        if jfr::holds_nothing(&kept) {
+            let what = req
+                .kind
+                .map_or("samples, events or traces".into(), |k| format!("{k} data"));
+            let selected = if jfr::narrowed(req) { " selected" } else { "" };
             return Err(ExportError::NoData(format!(
-                "{} holds no {} to export",
-                req.name,
-                req.kind
-                    .map_or("samples, events or traces".into(), |k| format!("{k} data"))
+                "{} holds no{selected} {what} to export",
+                req.name
             )));
         }
         Ok(Export {
             format: Format::Jfr,
             name: req.name.clone(),
             resource: resource_info(rec),
-            data: Data::Jfr(jfr::encode(rec, req)),
+            data: Data::Jfr(jscope_jfr::encode_jfr(&kept)),
         })
     }
 

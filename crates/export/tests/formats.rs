@@ -766,4 +766,18 @@ fn jfr_is_narrowed_by_thread_state_and_time() {
     });
     // The state filter is the samples'; events and traces have no state.
     assert_eq!((blocked.samples.len(), blocked.events.len()), (1, 3));
+    // A selection that keeps nothing is nothing to export, not an empty file.
+    let nobody = Request {
+        selection: Selection {
+            thread: Some(ThreadMatcher::new("nobody")),
+            ..Selection::default()
+        },
+        name: "demo.jsc".into(),
+        ..Request::default()
+    };
+    let err = Export::new(&rec, &nobody, Format::Jfr).err();
+    assert!(
+        matches!(&err, Some(ExportError::NoData(m)) if m.contains("no selected")),
+        "{err:?}"
+    );
 }
