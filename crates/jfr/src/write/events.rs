@@ -39,8 +39,8 @@ pub(crate) struct EventWriter<'r> {
     /// The recording's start, in its own ticks; chunk ticks are nanoseconds from it.
     start_ticks: u64,
     ticks_per_second: u64,
-    /// The type id of each user event definition, by its id.
-    user_types: HashMap<u32, i64>,
+    /// The type id and type name of each user event definition, by its id.
+    user_types: HashMap<u32, (i64, String)>,
     pub counts: EventCounts,
 }
 
@@ -51,7 +51,10 @@ impl<'r> EventWriter<'r> {
             .iter()
             .flatten()
             .enumerate()
-            .map(|(i, d)| (d.id, id::FIRST_USER_EVENT + i as i64))
+            .map(|(i, d)| {
+                let name = super::types::user_event_type_name(rec.string(d.name));
+                (d.id, (id::FIRST_USER_EVENT + i as i64, name))
+            })
             .collect();
         EventWriter {
             rec,
@@ -384,11 +387,10 @@ impl<'r> EventWriter<'r> {
         kind: UserEventKind,
         value: i64,
     ) {
-        let Some(&ty) = self.user_types.get(&event) else {
+        let Some((ty, type_name)) = self.user_types.get(&event).cloned() else {
             self.counts.left_out += 1;
             return;
         };
-        let type_name = self.user_type_name(event);
         self.begin(ty, e.ticks);
         self.key(thread);
         self.body.string(Some(match kind {
@@ -398,17 +400,6 @@ impl<'r> EventWriter<'r> {
         }));
         self.body.long(value);
         self.end(&type_name);
-    }
-
-    fn user_type_name(&self, event: u32) -> String {
-        let name = self
-            .rec
-            .user_events
-            .iter()
-            .flatten()
-            .find(|d| d.id == event)
-            .map_or("", |d| self.rec.string(d.name));
-        super::types::user_event_type_name(name)
     }
 
     /// Each traced call, when it ends, as JDK 25's `jdk.MethodTrace`: its start,
@@ -466,9 +457,9 @@ impl<'r> EventWriter<'r> {
         let thread = self.pools.thread(thread);
         let method = self.pools.method(method);
         self.begin(id::METHOD_TRACE, start);
-        let d = self.span(end.saturating_sub(start));
-        let d = self.ticks_span(d);
-        self.body.long(d);
+        let ticks = end.saturating_sub(start).min(i64::MAX as u64) as i64;
+        let duration = self.ticks_span(ticks);
+        self.body.long(duration);
         self.key(thread);
         self.key(stack_key);
         self.key(method);
