@@ -113,6 +113,31 @@ pub struct Info {
     /// Per frame kind, the samples (and snapshot stacks) holding at least one frame of
     /// it, in [`FrameKind::ALL`] order; kinds no stack holds are left out.
     pub frame_kinds: Vec<KindCount>,
+    /// JVM events (monitor, gc, alloc, user, ...) by kind, in the format's tag
+    /// order ([`jscope_format::EVENT_KINDS`]); kinds the recording has none of are
+    /// left out.
+    pub events: Vec<EventCount>,
+}
+
+/// JVM events of one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventCount {
+    pub kind: String,
+    pub events: u64,
+}
+
+/// Event counts by kind name, in tag order, zeros left out.
+fn event_counts(by_kind: &BTreeMap<&str, u64>) -> Vec<EventCount> {
+    jscope_format::EVENT_KINDS
+        .iter()
+        .filter_map(|k| {
+            let n = by_kind.get(k.name).copied().unwrap_or(0);
+            (n > 0).then(|| EventCount {
+                kind: k.name.to_string(),
+                events: n,
+            })
+        })
+        .collect()
 }
 
 /// Samples holding a frame of one kind.
@@ -137,7 +162,11 @@ impl Info {
         for b in &rec.traces {
             trace.add_batch(b);
         }
-        Info::build(rec, trace, rec.duration_ns())
+        let mut events = BTreeMap::new();
+        for e in &rec.events {
+            *events.entry(e.kind.name()).or_default() += 1;
+        }
+        Info::build(rec, trace, event_counts(&events), rec.duration_ns())
     }
 
     /// The info of a recording counted with [`Overview::read_file`]: the same as
@@ -145,10 +174,16 @@ impl Info {
     /// from its chunk summaries where it has them, in well under a second
     /// whatever its size).
     pub fn of_overview(o: &Overview) -> Info {
-        Info::build(&o.rec, o.trace, o.duration_ns())
+        let events = event_counts(&o.jvm_events_by_kind);
+        Info::build(&o.rec, o.trace, events, o.duration_ns())
     }
 
-    fn build(rec: &Recording, trace: TraceCounts, duration_ns: u64) -> Info {
+    fn build(
+        rec: &Recording,
+        trace: TraceCounts,
+        events: Vec<EventCount>,
+        duration_ns: u64,
+    ) -> Info {
         let h = &rec.header;
         let (dropped, failed_walks, other_counters) = split_counters(rec);
         Info {
@@ -204,6 +239,7 @@ impl Info {
                 .filter(|t| t.java_id == 0 && t.group == "[native]")
                 .count(),
             frame_kinds: frame_kinds(rec),
+            events,
         }
     }
 }
@@ -500,6 +536,14 @@ impl Info {
             writeln!(f, "samples:    {n} {mode}")?;
         }
         writeln!(f, "snapshots:  {}", self.snapshots)?;
+        if !self.events.is_empty() {
+            let kinds: Vec<String> = self
+                .events
+                .iter()
+                .map(|e| format!("{} {}", e.events, e.kind))
+                .collect();
+            writeln!(f, "events:     {}", kinds.join(", "))?;
+        }
         if !self.frame_kinds.is_empty() {
             let kinds: Vec<String> = self
                 .frame_kinds

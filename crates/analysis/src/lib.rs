@@ -47,7 +47,8 @@ pub use glob::ThreadMatcher;
 pub use hot::{hot_methods, HotMethod, HotMethods};
 pub use info::civil_from_days;
 pub use info::{
-    sampled_modes, CounterValue, CpuThreadRate, Info, IntervalStats, KindCount, TraceInfo,
+    sampled_modes, CounterValue, CpuThreadRate, EventCount, Info, IntervalStats, KindCount,
+    TraceInfo,
 };
 pub use labels::{method_label, source_file};
 pub use queue::{

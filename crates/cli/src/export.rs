@@ -30,6 +30,8 @@ pub enum ExportFormat {
     Chrome,
     /// Collapsed stacks (`root;...;leaf value`) for flame-graph tools.
     Collapsed,
+    /// JDK Flight Recorder: the whole recording (or the --mode asked) for JMC, IDEs, `jfr`.
+    Jfr,
 }
 
 impl From<ExportFormat> for Format {
@@ -41,14 +43,15 @@ impl From<ExportFormat> for Format {
             ExportFormat::Speedscope => Format::Speedscope,
             ExportFormat::Chrome => Format::Chrome,
             ExportFormat::Collapsed => Format::Collapsed,
+            ExportFormat::Jfr => Format::Jfr,
         }
     }
 }
 
 #[derive(Debug, Args)]
 #[command(
-    mut_arg("mode", |a| a.help("What to export: cpu, wall, snapshot, alloc, lock or trace (default: trace for a tracing recording, else the first sampled mode; for otlp, every kind the recording has)")),
-    after_help = "Examples:\n  jscope export app.jsc --format pprof -o app.pb.gz && go tool pprof -top app.pb.gz\n  jscope export app.jsc --format speedscope --mode wall -o app.speedscope.json\n  jscope export --collector http://127.0.0.1:7080 --jvm 4242 --format otlp -o app.otlp\n  jscope export app.jsc --format chrome -o app.trace.json\n  jscope export app.jsc --format collapsed > app.collapsed"
+    mut_arg("mode", |a| a.help("What to export: cpu, wall, snapshot, alloc, lock or trace (default: trace for a tracing recording, else the first sampled mode; for otlp, every kind the recording has; for jfr, everything the recording holds)")),
+    after_help = "Examples:\n  jscope export app.jsc --format pprof -o app.pb.gz && go tool pprof -top app.pb.gz\n  jscope export app.jsc --format speedscope --mode wall -o app.speedscope.json\n  jscope export --collector http://127.0.0.1:7080 --jvm 4242 --format otlp -o app.otlp\n  jscope export app.jsc --format chrome -o app.trace.json\n  jscope export app.jsc --format collapsed > app.collapsed\n  jscope export app.jsc --format jfr -o app.jfr && jfr summary app.jfr"
 )]
 pub struct ExportArgs {
     /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
@@ -79,8 +82,13 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         .as_deref()
         .map(str::parse::<Kind>)
         .transpose()?;
-    if args.output.is_none() && matches!(args.format, ExportFormat::Pprof | ExportFormat::Otlp) {
-        bail!("pprof and otlp output is binary: give -o FILE");
+    if args.output.is_none()
+        && matches!(
+            args.format,
+            ExportFormat::Pprof | ExportFormat::Otlp | ExportFormat::Jfr
+        )
+    {
+        bail!("pprof, otlp and jfr output is binary: give -o FILE");
     }
     let trace = TraceOptions::hiding(&args.hide.hide);
     let (Loaded { rec, title }, tree) = load_streaming_traces(args, kind, &trace)?;
@@ -126,7 +134,10 @@ fn load_streaming_traces(
     kind: Option<Kind>,
     trace: &TraceOptions,
 ) -> Result<(Loaded, Option<CallTree>)> {
-    let streamable = args.source.data.is_none() && args.source.collector.is_none();
+    // A JFR export holds the trace events themselves.
+    let streamable = args.source.data.is_none()
+        && args.source.collector.is_none()
+        && args.format != ExportFormat::Jfr;
     if let (Some(path), true, None | Some(Kind::Trace)) = (&args.file, streamable, kind) {
         if let Ok((tree, rec)) = crate::trace::read_tree(path, trace) {
             // Without trace events the tree is empty and the recording whole.

@@ -280,6 +280,7 @@ impl ApiContext {
             ["jvms", id, "queue"] => crate::api_queue::queue_of(&*self.store, id, req),
             ["diff"] => crate::api_diff::diff_of(&*self.store, &self.jvm_list(), req),
             ["flame"] => self.flame(req),
+            ["jfr"] => crate::api_jfr::jfr_of(self, req),
             ["tags"] => crate::api_tags::tags(&self.jvm_list(), req),
             ["explore"] => crate::api_tags::explore(self, req),
             ["hot"] => {

@@ -33,7 +33,8 @@ pub struct Query {
 }
 
 impl Query {
-    fn selection(&self, rec: &Recording) -> Selection {
+    /// The samples a query selects of one JVM's recording.
+    pub(crate) fn selection(&self, rec: &Recording) -> Selection {
         let start = rec.header.start_wall_ns as f64;
         let rel = |ns: u64| (ns as f64 - start) / 1e9;
         Selection {

@@ -5,7 +5,7 @@ use std::io::Read;
 
 use jscope_analysis::trace::TraceOptions;
 use jscope_analysis::{collapse, CollapseOptions, Selection, ThreadMatcher};
-use jscope_export::{export, pprof, Format, Kind, Profile, Request};
+use jscope_export::{export, pprof, Export, ExportError, Format, Kind, Profile, Request};
 use jscope_format::thread_state::{ALIVE, BLOCKED_ON_MONITOR_ENTER, RUNNABLE};
 use jscope_format::*;
 use prost::Message;
@@ -684,4 +684,100 @@ fn snapshot_profiles_have_the_snapshot_interval_as_their_period() {
         .map(|t| (s(t.r#type), s(t.unit)))
         .collect();
     assert_eq!(types, [("samples", "count"), ("snapshot", "nanoseconds")]);
+}
+
+fn jfr_of(rec: &Recording, req: &Request) -> Recording {
+    let back = jscope_jfr::read_bytes(&exported(rec, req, Format::Jfr)).expect("JFR");
+    assert_eq!(back.damage, None);
+    back
+}
+
+fn trace_events(rec: &Recording) -> usize {
+    rec.traces.iter().map(|b| b.events.len()).sum()
+}
+
+#[test]
+fn jfr_holds_the_whole_recording_or_the_kind_asked() {
+    let rec = recording();
+    let all = jfr_of(
+        &rec,
+        &Request {
+            name: "demo.jsc".into(),
+            ..Request::default()
+        },
+    );
+    assert_eq!(
+        (all.samples.len(), all.events.len(), trace_events(&all)),
+        (7, 3, 6)
+    );
+    let cpu = jfr_of(&rec, &request(Kind::Cpu));
+    assert_eq!(
+        (cpu.samples.len(), cpu.events.len(), trace_events(&cpu)),
+        (7, 0, 0)
+    );
+    let alloc = jfr_of(&rec, &request(Kind::Alloc));
+    assert_eq!((alloc.samples.len(), alloc.events.len()), (0, 2));
+    assert!(alloc.events.iter().all(|e| e.kind.name() == "alloc"));
+    let lock = jfr_of(&rec, &request(Kind::Lock));
+    assert_eq!(lock.events.len(), 1);
+    let trace = jfr_of(&rec, &request(Kind::Trace));
+    assert_eq!((trace.samples.len(), trace_events(&trace)), (0, 6));
+    // A kind the recording does not have is nothing to export.
+    let err = Export::new(&rec, &request(Kind::Wall), Format::Jfr).err();
+    assert!(matches!(err, Some(ExportError::NoData(_))), "{err:?}");
+}
+
+#[test]
+fn jfr_is_narrowed_by_thread_state_and_time() {
+    let rec = recording();
+    let narrowed = |selection: Selection| {
+        jfr_of(
+            &rec,
+            &Request {
+                selection,
+                name: "demo.jsc".into(),
+                ..Request::default()
+            },
+        )
+    };
+    let worker = narrowed(Selection {
+        thread: Some(ThreadMatcher::new("worker")),
+        ..Selection::default()
+    });
+    // The worker's two samples; the allocations, the monitor wait and the traces
+    // are main's.
+    assert_eq!(
+        (
+            worker.samples.len(),
+            worker.events.len(),
+            trace_events(&worker)
+        ),
+        (2, 0, 0)
+    );
+    let window = narrowed(Selection {
+        from_s: Some(0.011),
+        to_s: Some(0.05),
+        ..Selection::default()
+    });
+    assert_eq!((window.samples.len(), window.events.len()), (3, 2));
+    let blocked = narrowed(Selection {
+        states: vec![StateClass::Blocked],
+        ..Selection::default()
+    });
+    // The state filter is the samples'; events and traces have no state.
+    assert_eq!((blocked.samples.len(), blocked.events.len()), (1, 3));
+    // A selection that keeps nothing is nothing to export, not an empty file.
+    let nobody = Request {
+        selection: Selection {
+            thread: Some(ThreadMatcher::new("nobody")),
+            ..Selection::default()
+        },
+        name: "demo.jsc".into(),
+        ..Request::default()
+    };
+    let err = Export::new(&rec, &nobody, Format::Jfr).err();
+    assert!(
+        matches!(&err, Some(ExportError::NoData(m)) if m.contains("no selected")),
+        "{err:?}"
+    );
 }
