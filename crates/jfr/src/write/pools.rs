@@ -52,7 +52,8 @@ pub(crate) mod frame_type {
     pub const NATIVE: u8 = 3;
     pub const CPP: u8 = 4;
     pub const KERNEL: u8 = 5;
-    /// Key 6 is async-profiler's "C1 compiled".
+    /// async-profiler's "C1 compiled".
+    pub const C1_COMPILED: u8 = 6;
     pub const NAMES: [&str; 7] = [
         "Interpreted",
         "JIT compiled",
@@ -74,6 +75,7 @@ pub(crate) fn frame_type_of(kind: FrameKind) -> u8 {
     match kind {
         FrameKind::Interpreted => INTERPRETED,
         FrameKind::Compiled | FrameKind::Java | FrameKind::Unknown => JIT_COMPILED,
+        FrameKind::C1 => C1_COMPILED,
         FrameKind::Inlined => INLINED,
         FrameKind::Native => NATIVE,
         FrameKind::Kernel => KERNEL,
