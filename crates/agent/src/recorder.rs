@@ -542,19 +542,9 @@ fn native_header(options: &Options, sources: Option<&CpuTimers>) -> Vec<(String,
 /// Numbers the threads alive now in GetAllThreads order; the calling thread's
 /// Linux id is known, so it is recorded too.
 fn register_live_threads(jvmti: Jvmti, jni: Jni, fields: ThreadFields, table: &ThreadTable) {
-    jni.with_local_frame(64, || {
-        let my_id = Some(crate::jvm::thread::current_java_id(jni)).filter(|id| *id != 0);
-        let Ok(threads) = jvmti.all_threads() else {
-            return;
-        };
-        jni.ensure_local_capacity(threads.len() + 64);
-        for t in threads {
-            if let Some((java_id, info)) = describe(jvmti, jni, fields, t) {
-                let tid = (Some(java_id) == my_id).then(gettid);
-                table.see(java_id, info, tid);
-            }
-            jni.delete_local(t);
-        }
+    let my_id = Some(crate::jvm::thread::current_java_id(jni)).filter(|id| *id != 0);
+    crate::java_threads::see_live_threads(jvmti, jni, fields, table, |java_id| {
+        (Some(java_id) == my_id).then(gettid)
     });
 }
 

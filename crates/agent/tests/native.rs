@@ -289,7 +289,13 @@ fn cstack_no_keeps_java_only_stacks_of_java_threads() {
                 "JDK {}: {} is not a Java thread",
                 java.major, t.name
             );
-            for f in rec.stack(s.stack) {
+            // Marker frames of walks that stopped early name no code; every
+            // other frame is Java code.
+            for f in rec
+                .stack(s.stack)
+                .iter()
+                .filter(|f| f.kind != FrameKind::Unknown)
+            {
                 assert!(
                     !matches!(f.kind, FrameKind::Kernel | FrameKind::Vm),
                     "JDK {}: {:?}",

@@ -70,7 +70,7 @@ fn classes() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let out = temp_dir("walker-classes");
-        let sources: Vec<PathBuf> = ["Hot.java", "HotInit.java", "WalkFuzz.java"]
+        let sources: Vec<PathBuf> = ["Hot.java", "HotInit.java", "WalkFuzz.java", "Rename.java"]
             .iter()
             .map(|f| fixtures().join(f))
             .collect();
@@ -304,11 +304,17 @@ fn every_hot_loop_names_its_code_on_every_jdk() {
             receiver_above_stub(
                 &rec,
                 &threads["loop-vtable"],
-                "vtable stub",
+                "vtable",
                 &["Hot$Cat", "Hot$Dog", "Hot$Cow", "Hot$Owl"]
             ),
-            "JDK {}: no receiver above a vtable stub",
-            java.major
+            "JDK {}: no receiver above a vtable stub; the stub frames: {:?}",
+            java.major,
+            threads["loop-vtable"]
+                .iter()
+                .map(|&s| labels(&rec, s))
+                .filter(|l| l.iter().any(|f| f.contains("stub") || f.contains("chunks")))
+                .take(5)
+                .collect::<Vec<_>>()
         );
         // The compiled method, on compiler threads.
         let compiling = threads
@@ -411,4 +417,18 @@ fn asgct_stays_available_on_request() {
     assert_eq!(header(&rec, "cstack"), "asgct");
     let threads = by_thread(&rec);
     assert!(threads["loop-vtable"].len() >= 100);
+}
+
+#[test]
+fn a_thread_renamed_after_it_started_reads_by_its_new_name() {
+    let java = &jscope_testkit::javas()[0];
+    let (rec, _) = record(java, "mode=cpu,interval=5ms", &[], "Rename", &["1500"]);
+    let threads = by_thread(&rec);
+    let renamed = threads.get("second-name").map_or(0, Vec::len);
+    assert!(renamed >= 100, "{:?}", threads.keys().collect::<Vec<_>>());
+    assert!(
+        !threads.contains_key("first-name"),
+        "{:?}",
+        threads.keys().collect::<Vec<_>>()
+    );
 }

@@ -572,7 +572,7 @@ impl Walker<'_> {
         }
         if b(at)? == 0x55 {
             at = at.wrapping_add(1);
-            if (b(at)?, b(at.wrapping_add(1))?, b(at.wrapping_add(2))?) == (0x48, 0x89, 0xE5) {
+            if is_mov_rbp_rsp(at) {
                 at = at.wrapping_add(3);
             }
             if r.pc <= at {
@@ -719,7 +719,8 @@ impl Walker<'_> {
         if !self.push_generated(frames::STUB_PC, r.pc) {
             return Step::Full;
         }
-        match self.generated_caller(r) {
+        let found = self.generated_caller(r);
+        match found {
             Some(next) => Step::Next(next),
             None => match self.use_fallback() {
                 Step::Bottom => Step::Stop(Break::UnknownStub),
@@ -735,32 +736,30 @@ impl Walker<'_> {
     /// and at the top of the stack a return address to a Java call site a
     /// few words up. Each candidate must return to Java or library code.
     fn generated_caller(&self, r: Regs) -> Option<Regs> {
-        let returns = |next: Option<Regs>| next.filter(|n| self.returns_to_code(n.pc));
+        let mut candidates: [Option<Regs>; 4] = [None; 4];
         if self.top {
-            let b0 = load_u8(r.pc);
-            if matches!(b0, Some(0x55 | 0xC3)) {
-                if let Some(next) = returns(self.return_at(r.sp, r.fp)) {
-                    return Some(next);
-                }
+            if matches!(load_u8(r.pc), Some(0x55 | 0xC3)) {
+                candidates[0] = self.return_at(r.sp, r.fp);
             }
-            let after_push = load_u8(r.pc.wrapping_sub(1)) == Some(0x55)
-                && load_u32(r.pc).is_some_and(|w| w & 0xFF_FFFF == 0xE5_8948);
+            let after_push = load_u8(r.pc.wrapping_sub(1)) == Some(0x55) && is_mov_rbp_rsp(r.pc);
             if after_push {
-                if let Some(next) = returns(self.above_saved_fp(r)) {
-                    return Some(next);
-                }
+                candidates[1] = self.above_saved_fp(r);
             }
         }
         if r.fp >= r.sp && r.fp - r.sp < MAX_FRAME && self.on_stack(r.fp) {
-            let next = (|| self.return_at(r.fp.wrapping_add(8), load(r.fp)?))();
-            if let Some(next) = returns(next) {
-                return Some(next);
-            }
+            candidates[2] = (|| self.return_at(r.fp.wrapping_add(8), load(r.fp)?))();
         }
-        if !self.top {
-            return None;
+        if self.top {
+            candidates[3] = self.return_at(r.sp, r.fp);
         }
-        returns(self.return_at(r.sp, r.fp)).or_else(|| self.call_site_above(r))
+        // In the order the stub's own instructions say: the first that returns
+        // to Java code or to a library (a stub the VM calls, flush_icache_stub).
+        candidates
+            .iter()
+            .flatten()
+            .copied()
+            .find(|n| self.returns_to_code(n.pc))
+            .or_else(|| self.top.then(|| self.call_site_above(r)).flatten())
     }
 
     /// A return address to a compiled Java call site (one with its own
@@ -821,6 +820,9 @@ impl Walker<'_> {
             if let step @ Step::Next(_) = self.checked_return(r.sp, r.fp) {
                 return step;
             }
+        } else if let Some(next) = self.generated_caller(r) {
+            // An adapter that called into the VM built a frame for it.
+            return Step::Next(next);
         }
         match self.use_fallback() {
             Step::Bottom => Step::Stop(Break::UnknownStub),
@@ -873,4 +875,15 @@ fn inside_poll_after_pop(pc: usize) -> bool {
         poll_then_ret(start).is_some_and(|(f, _)| f == first)
             && load_u8(start.wrapping_sub(1)) == Some(0x5D)
     })
+}
+
+/// Whether `mov rbp, rsp` starts at `at`, in either encoding (HotSpot's
+/// assembler emits 48 8B EC, compilers 48 89 E5).
+fn is_mov_rbp_rsp(at: usize) -> bool {
+    let b = |i: usize| load_u8(at.wrapping_add(i));
+    b(0) == Some(0x48)
+        && matches!(
+            (b(1), b(2)),
+            (Some(0x89), Some(0xE5)) | (Some(0x8B), Some(0xEC))
+        )
 }

@@ -73,9 +73,12 @@ impl CStack {
         self != CStack::No
     }
 
-    /// Native code unwound by DWARF rows (else by frame pointers).
+    /// Native code unwound by DWARF rows (else by frame pointers). With
+    /// `cstack=no` too: its frames are not kept, but a Java thread in a leaf
+    /// call from compiled code (libm, the VM's clock) is unwound to its Java
+    /// frames through them.
     pub fn dwarf(self) -> bool {
-        !matches!(self, CStack::Fp | CStack::No)
+        self != CStack::Fp
     }
 
     /// Java frames by the VM structure walker (else AsyncGetCallTrace).
