@@ -466,7 +466,9 @@ pub extern "C" fn Java_WalkFuzz_timeOwnWalk(
         };
         let thread = (env as usize).wrapping_sub(hs.env_offset);
         let (ns, frames, java) = hotspot::fuzz::time_own_walk(hs, thread, n.max(1) as u64);
-        eprintln!("walkbench: {ns} ns per walk of {frames} frames ({java} Java)");
+        if n > 1 {
+            eprintln!("walkbench: {ns} ns per walk of {frames} frames ({java} Java)");
+        }
         ns as sys::jlong
     })
 }

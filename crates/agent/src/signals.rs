@@ -47,9 +47,9 @@ const MAX_KERNEL: usize = 64;
 const POLL_CODES: std::ops::RangeInclusive<c_int> = 1..=6;
 
 /// Counter names in index order: AsyncGetCallTrace's results, the handler's
-/// own counts, then the VM structure walker's reasons to stop (in
-/// [`Break`] order, from [`BROKEN`]).
-pub const COUNTER_NAMES: [&str; 28] = [
+/// own counts, then the VM structure walker's reasons to stop (see
+/// [`break_counter`]).
+pub const COUNTER_NAMES: [&str; 27] = [
     "walk.ok",
     "walk.failed.no_java_frame",
     "walk.failed.no_class_load",
@@ -76,7 +76,6 @@ pub const COUNTER_NAMES: [&str; 28] = [
     "walk.failed.break_entry_frame",
     "walk.failed.unknown_stub",
     "walk.failed.break_native",
-    "walk.failed.no_java_frame",
     "walk.failed.break_not_walkable",
 ];
 
@@ -100,6 +99,17 @@ const NATIVE_ONLY: usize = 16;
 const PANICS: usize = 17;
 /// The first of the VM structure walker's reasons to stop.
 const BROKEN: usize = 18;
+
+/// The counter of a walk the VM structure walker stopped for `why`: its own,
+/// but for a Java thread with no Java frame, which is AsyncGetCallTrace's
+/// `no_java_frame` too.
+fn break_counter(why: Break) -> usize {
+    match why {
+        Break::NoJavaFrame => walk_counter(0),
+        Break::NotWalkable => BROKEN + Break::NoJavaFrame as usize,
+        other => BROKEN + other as usize,
+    }
+}
 
 /// Thread states handed from the wall sampler to the signal handler, by Linux
 /// thread id: the sampler sets a thread's right before it signals it.
@@ -353,7 +363,7 @@ impl SignalShared {
         };
         // SAFETY: the handler's own context.
         let Some(ctx) = (unsafe { Context::from_ucontext(ucontext) }) else {
-            self.count(BROKEN + Break::NotWalkable as usize);
+            self.count(break_counter(Break::NotWalkable));
             return (k as i32, 0);
         };
         let options = vm_walk::Options {
@@ -365,7 +375,7 @@ impl SignalShared {
         let thread = env.wrapping_sub(walker.hotspot.env_offset);
         let out = vm_walk::walk(&walker.hotspot, thread, &ctx, options, &mut slot[k..]);
         match out.end {
-            End::Broke(why) => self.count(BROKEN + why as usize),
+            End::Broke(why) => self.count(break_counter(why)),
             _ if out.java_frames > 0 => self.count(0),
             _ => self.count(NATIVE_ONLY),
         }
@@ -776,6 +786,22 @@ mod tests {
             COUNTER_NAMES[walk_counter(NOT_ATTACHED)],
             "walk.failed.not_attached"
         );
+    }
+
+    #[test]
+    fn every_stop_of_the_vm_walker_has_a_counter_of_its_name() {
+        for why in Break::ALL {
+            let name = COUNTER_NAMES[break_counter(why)];
+            assert_eq!(
+                name.strip_prefix("walk.failed."),
+                Some(why.name()),
+                "{why:?}"
+            );
+        }
+        let mut names = COUNTER_NAMES.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), COUNTER_NAMES.len(), "counter names are unique");
     }
 
     #[test]

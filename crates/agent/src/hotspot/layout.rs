@@ -84,6 +84,7 @@ pub struct Layout {
     pub vs_low_boundary: usize,
     pub vs_high_boundary: usize,
     pub vs_low: usize,
+    pub vs_high: usize,
     pub heap_block_size: usize,
     pub heap_block_used: usize,
 
@@ -208,6 +209,7 @@ impl Layout {
             vs_low_boundary: off("VirtualSpace", "_low_boundary")?,
             vs_high_boundary: off("VirtualSpace", "_high_boundary")?,
             vs_low: off("VirtualSpace", "_low")?,
+            vs_high: off("VirtualSpace", "_high")?,
             heap_block_size,
             // The header is {length, used}: a size_t length before JDK 25, a
             // 32-bit one since (and the block shrank to 8 bytes).

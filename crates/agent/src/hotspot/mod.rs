@@ -23,10 +23,13 @@ pub mod flags;
 #[cfg(feature = "fault-injection")]
 pub mod fuzz;
 pub mod layout;
+pub mod mem;
 pub mod names;
 pub mod scopes;
 pub mod structs;
 pub mod walk;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::jvm::{Jni, Jvmti};
 use crate::safe::{load, load_u16, load_u32};
@@ -34,7 +37,7 @@ use code::CodeCache;
 use layout::Layout;
 
 /// Everything the walker needs of one JVM, resolved off the handler.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct HotSpot {
     pub layout: Layout,
     pub code: CodeCache,
@@ -53,6 +56,55 @@ pub struct HotSpot {
     pub enter_special: usize,
     /// Compressed integers store each byte plus one (JDK 20+).
     pub excluded_byte: bool,
+    /// jmethodIDs of the Method*s walks met, so most frames read one word
+    /// of metadata instead of five.
+    ids: IdCache,
+}
+
+/// A direct-mapped table from Method* to jmethodID, written and read by
+/// signal handlers at once: a slot's id is stored before its key, and every
+/// hit is checked by the id's slot pointing back at the Method* (which also
+/// rejects a slot two handlers wrote at once, or a Method* whose memory was
+/// reused).
+struct IdCache {
+    slots: Box<[(AtomicUsize, AtomicUsize)]>,
+}
+
+impl std::fmt::Debug for IdCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IdCache({} slots)", self.slots.len())
+    }
+}
+
+const ID_SLOTS: usize = 4096;
+
+impl IdCache {
+    fn new() -> IdCache {
+        IdCache {
+            slots: (0..ID_SLOTS)
+                .map(|_| (AtomicUsize::new(0), AtomicUsize::new(0)))
+                .collect(),
+        }
+    }
+
+    fn slot(&self, method: usize) -> &(AtomicUsize, AtomicUsize) {
+        &self.slots[(method >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52 & (ID_SLOTS - 1)]
+    }
+
+    fn get(&self, method: usize) -> Option<usize> {
+        let (key, id) = self.slot(method);
+        if key.load(Ordering::Acquire) != method {
+            return None;
+        }
+        let id = id.load(Ordering::Relaxed);
+        (id != 0 && load(id)? == method).then_some(id)
+    }
+
+    fn put(&self, method: usize, id: usize) {
+        let (key, slot) = self.slot(method);
+        slot.store(id, Ordering::Relaxed);
+        key.store(method, Ordering::Release);
+    }
 }
 
 /// Why the walker is not used for a recording.
@@ -95,6 +147,7 @@ impl HotSpot {
             compile_method: compile_methods(),
             enter_special: enter_special(jvmti, jni),
             excluded_byte: feature >= 20,
+            ids: IdCache::new(),
             layout,
             code,
         };
@@ -135,6 +188,16 @@ impl HotSpot {
     /// pointer really is a Method (its jmethodID leads back to it).
     /// Async-signal-safe.
     pub fn jmethod_id(&self, method: usize) -> Option<usize> {
+        if let Some(id) = self.ids.get(method) {
+            return Some(id);
+        }
+        let id = self.jmethod_id_of(method)?;
+        self.ids.put(method, id);
+        Some(id)
+    }
+
+    /// The jmethodID of `method` from its class's table of them.
+    fn jmethod_id_of(&self, method: usize) -> Option<usize> {
         let l = &self.layout;
         let cm = load(method.wrapping_add(l.method_const))?;
         let pool = load(cm.wrapping_add(l.const_constants))?;

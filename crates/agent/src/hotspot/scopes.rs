@@ -3,8 +3,9 @@
 //! a method and bytecode index, innermost inlined method first. Every read is
 //! fault-free; a record that does not decode ends the chain.
 
+use super::code::Blob;
 use super::layout::{Layout, Sections};
-use crate::safe::{load, load_u32, load_u8};
+use super::mem::Mem;
 
 /// Bytes of one PcDesc: pc offset, scope decode offset, object decode offset, flags.
 const PC_DESC_BYTES: usize = 16;
@@ -22,11 +23,16 @@ pub struct Nmethod {
     pcs_end: usize,
     scopes: usize,
     metadata: usize,
+    /// Reads of the blob and its sections.
+    mem: Mem,
 }
 
 impl Nmethod {
-    /// The compiled method of blob `addr`. Async-signal-safe.
-    pub fn read(l: &Layout, addr: usize) -> Option<Nmethod> {
+    /// The compiled method of `blob`. Async-signal-safe.
+    pub fn read(l: &Layout, blob: &Blob) -> Option<Nmethod> {
+        let (addr, mem) = (blob.addr, blob.mem);
+        let load = |a: usize| mem.word(a);
+        let load_u32 = |a: usize| mem.u32(a);
         let (pcs_begin, pcs_end, scopes, metadata) = match l.nm_sections {
             Sections::Inline {
                 scopes_data_begin,
@@ -63,13 +69,14 @@ impl Nmethod {
         }
         Some(Nmethod {
             addr,
-            code_begin: super::code::code_begin(l, addr)?,
+            code_begin: super::code::code_begin(l, blob)?,
             method: load(addr.wrapping_add(l.nm_method))?,
-            comp_level: super::code::int_field(addr, l.nm_comp_level)?,
+            comp_level: super::code::int_field(&mem, addr, l.nm_comp_level)?,
             pcs_begin,
             pcs_end,
             scopes,
             metadata,
+            mem,
         })
     }
 
@@ -81,7 +88,11 @@ impl Nmethod {
         let offset = pc.checked_sub(self.code_begin)? as i64;
         let count = (self.pcs_end - self.pcs_begin) / PC_DESC_BYTES;
         let pc_offset = |i: usize| -> Option<i64> {
-            Some(load_u32(self.pcs_begin.wrapping_add(i * PC_DESC_BYTES))? as i32 as i64)
+            Some(
+                self.mem
+                    .u32(self.pcs_begin.wrapping_add(i * PC_DESC_BYTES))? as i32
+                    as i64,
+            )
         };
         // The first PcDesc whose offset is at least `offset` (exact) or
         // beyond it (an interrupted instruction).
@@ -103,7 +114,8 @@ impl Nmethod {
             // region it ends in.
             return self.decode_offset(pc, false);
         }
-        load_u32(self.pcs_begin.wrapping_add(lo * PC_DESC_BYTES + 4))
+        self.mem
+            .u32(self.pcs_begin.wrapping_add(lo * PC_DESC_BYTES + 4))
     }
 
     /// Whether `pc` is a return address of a call in this method: a PcDesc
@@ -116,7 +128,9 @@ impl Nmethod {
         let (mut lo, mut hi) = (0, count);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match load_u32(self.pcs_begin.wrapping_add(mid * PC_DESC_BYTES))
+            match self
+                .mem
+                .u32(self.pcs_begin.wrapping_add(mid * PC_DESC_BYTES))
                 .map(|o| o as i32 as i64)
             {
                 Some(at) if at < offset as i64 => lo = mid + 1,
@@ -142,6 +156,7 @@ impl Nmethod {
             let mut s = Unsigned5 {
                 at: self.scopes.wrapping_add(at),
                 excluded,
+                mem: self.mem,
             };
             let (Some(sender), Some(index), Some(bci)) = (s.read(), s.read(), s.read()) else {
                 return false;
@@ -149,7 +164,10 @@ impl Nmethod {
             if index == 0 {
                 return false;
             }
-            let Some(method) = load(self.metadata.wrapping_add(8 * (index as usize - 1))) else {
+            let Some(method) = self
+                .mem
+                .word(self.metadata.wrapping_add(8 * (index as usize - 1)))
+            else {
                 return false;
             };
             if !each(method, bci as i32 - 1) {
@@ -170,11 +188,12 @@ impl Nmethod {
 struct Unsigned5 {
     at: usize,
     excluded: bool,
+    mem: Mem,
 }
 
 impl Unsigned5 {
     fn next(&mut self) -> Option<u32> {
-        let b = load_u8(self.at)? as u32;
+        let b = self.mem.u8(self.at)? as u32;
         self.at = self.at.wrapping_add(1);
         match self.excluded {
             true => b.checked_sub(1),
@@ -209,6 +228,7 @@ mod tests {
         let mut s = Unsigned5 {
             at: bytes.as_ptr() as usize,
             excluded,
+            mem: Mem::SAFE,
         };
         let mut out = Vec::new();
         while s.at < bytes.as_ptr() as usize + bytes.len() {

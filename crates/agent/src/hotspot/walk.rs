@@ -21,11 +21,12 @@
 
 use super::code::{self, Blob, BlobKind};
 use super::layout::{INTERP_BCP, INTERP_METHOD, INTERP_SENDER_SP};
+use super::mem::Mem;
 use super::scopes::Nmethod;
 use super::HotSpot;
 use crate::frames::{self, Break, CallFrame, JavaType};
 use crate::native::walk::{CodeRanges, Regs};
-use crate::safe::{load, load_u32, load_u8};
+use crate::safe::{load, load_u8};
 
 /// Steps a walk takes at most beyond the frames it writes.
 const EXTRA_STEPS: usize = 256;
@@ -173,6 +174,7 @@ pub fn walk(
         fallback: Fallback::ThreadAnchor,
         top: true,
         blame: None,
+        mem: Mem::on_own_stack(ctx.sp, base.saturating_sub(size), base),
     };
     let end = w.run();
     Outcome {
@@ -208,6 +210,8 @@ struct Walker<'a> {
     /// What to blame when the frame just stepped over led nowhere: native
     /// code below Java frames is reached only through an entry frame.
     blame: Option<Break>,
+    /// Reads of the walked stack (direct when it is the current thread's).
+    mem: Mem,
 }
 
 impl Walker<'_> {
@@ -262,7 +266,8 @@ impl Walker<'_> {
     }
 
     fn thread_state(&self) -> Option<u32> {
-        load_u32(self.thread.wrapping_add(self.hs.layout.thread_state))
+        self.mem
+            .u32(self.thread.wrapping_add(self.hs.layout.thread_state))
     }
 
     /// Writes a frame of generated code (a stub, a receiver class) when such
@@ -342,15 +347,15 @@ impl Walker<'_> {
     /// The last Java frame a JavaFrameAnchor at `anchor` holds.
     fn anchor(&self, anchor: usize) -> Option<Regs> {
         let l = &self.hs.layout;
-        let sp = load(anchor.wrapping_add(l.anchor_sp))?;
+        let sp = self.mem.word(anchor.wrapping_add(l.anchor_sp))?;
         if sp == 0 {
             return None;
         }
-        let pc = match load(anchor.wrapping_add(l.anchor_pc))? {
-            0 => load(sp.wrapping_sub(8))?,
+        let pc = match self.mem.word(anchor.wrapping_add(l.anchor_pc))? {
+            0 => self.mem.word(sp.wrapping_sub(8))?,
             pc => pc,
         };
-        let fp = match load(anchor.wrapping_add(l.anchor_fp))? {
+        let fp = match self.mem.word(anchor.wrapping_add(l.anchor_fp))? {
             0 => self.ctx.fp,
             fp => fp,
         };
@@ -369,11 +374,13 @@ impl Walker<'_> {
             return;
         }
         let l = &hs.layout;
-        let id = load(self.thread.wrapping_add(l.compiler_env))
+        let id = self
+            .mem
+            .word(self.thread.wrapping_add(l.compiler_env))
             .filter(|&env| env != 0)
-            .and_then(|env| load(env.wrapping_add(l.env_task)))
+            .and_then(|env| self.mem.word(env.wrapping_add(l.env_task)))
             .filter(|&task| task != 0)
-            .and_then(|task| load(task.wrapping_add(l.task_method)))
+            .and_then(|task| self.mem.word(task.wrapping_add(l.task_method)))
             .and_then(|method| hs.jmethod_id(method));
         if let Some(id) = id {
             let _ = self.out.push(frames::typed(JavaType::CompileTask, -1), id);
@@ -411,7 +418,7 @@ impl Walker<'_> {
     /// A compiled Java method, or the compiled wrapper of a native one.
     fn compiled(&mut self, blob: Blob, r: Regs) -> Step {
         let hs = self.hs;
-        let Some(nm) = Nmethod::read(&hs.layout, blob.addr) else {
+        let Some(nm) = Nmethod::read(&hs.layout, &blob) else {
             return Step::Stop(Break::Compiled);
         };
         let native = blob.kind == BlobKind::NativeNmethod;
@@ -474,7 +481,7 @@ impl Walker<'_> {
 
     /// The caller of a frame of `blob` at `r`, by its frame size.
     fn unwind_by_frame_size(&self, blob: Blob, r: Regs) -> Option<Regs> {
-        let words = code::frame_size(&self.hs.layout, blob.addr)?;
+        let words = code::frame_size(&self.hs.layout, &blob)?;
         if words == 0 {
             // No frame of its own (a method handle linker): a jump.
             return self.top.then(|| self.return_at(r.sp, r.fp)).flatten();
@@ -484,9 +491,9 @@ impl Walker<'_> {
             return None;
         }
         Some(Regs {
-            pc: load(sender_sp.wrapping_sub(8))?,
+            pc: self.mem.word(sender_sp.wrapping_sub(8))?,
             sp: sender_sp,
-            fp: load(sender_sp.wrapping_sub(16))?,
+            fp: self.mem.word(sender_sp.wrapping_sub(16))?,
         })
     }
 
@@ -494,7 +501,7 @@ impl Walker<'_> {
     /// above it and `fp` as its frame pointer.
     fn return_at(&self, at: usize, fp: usize) -> Option<Regs> {
         Some(Regs {
-            pc: load(at)?,
+            pc: self.mem.word(at)?,
             sp: at.wrapping_add(8),
             fp,
         })
@@ -504,7 +511,7 @@ impl Walker<'_> {
     /// prologue (frame not built) or its epilogue (frame already popped).
     fn unwind_top_compiled(&self, blob: Blob, r: Regs) -> Option<Regs> {
         let l = &self.hs.layout;
-        match code::frame_complete(l, blob.addr) {
+        match code::frame_complete(l, &blob) {
             Some(complete) if r.pc < complete => self.prologue(blob, r),
             _ => self.epilogue(r).or_else(|| self.pushed_words_over(blob, r)),
         }
@@ -538,7 +545,7 @@ impl Walker<'_> {
         }
         match self.hs.code.find(&self.hs.layout, pc) {
             Some(b) if b.kind == BlobKind::Nmethod => {
-                Nmethod::read(&self.hs.layout, b.addr).is_some_and(|nm| nm.is_call_site(pc))
+                Nmethod::read(&self.hs.layout, &b).is_some_and(|nm| nm.is_call_site(pc))
             }
             Some(_) => true,
             None => false,
@@ -553,11 +560,11 @@ impl Walker<'_> {
     /// `push rbp` and `sub rsp` it is right above the saved rbp; after `sub
     /// rsp` the frame has its full size.
     fn prologue(&self, blob: Blob, r: Regs) -> Option<Regs> {
-        let entry = code::verified_entry(&self.hs.layout, blob.addr)?;
+        let entry = code::verified_entry(&self.hs.layout, &blob)?;
         if r.pc <= entry {
             return self.return_at(r.sp, r.fp);
         }
-        let b = |a: usize| load_u8(a);
+        let b = |a: usize| self.mem.u8(a);
         let is_sub_rsp = |a: usize| {
             b(a) == Some(0x48)
                 && matches!(b(a.wrapping_add(1)), Some(0x83 | 0x81))
@@ -588,14 +595,14 @@ impl Walker<'_> {
 
     /// The caller when the saved rbp is on top and the return address above it.
     fn above_saved_fp(&self, r: Regs) -> Option<Regs> {
-        self.return_at(r.sp.wrapping_add(8), load(r.sp)?)
+        self.return_at(r.sp.wrapping_add(8), self.mem.word(r.sp)?)
     }
 
     /// After the frame was popped (`pop rbp`, the return poll, `ret`): the
     /// caller's registers; None when pc is not in an epilogue.
     fn epilogue(&self, r: Regs) -> Option<Regs> {
         let pc = r.pc;
-        let byte = |a: usize| load_u8(a);
+        let byte = |a: usize| self.mem.u8(a);
         // pop rbp, then ret or the return poll: rbp is still on top.
         if byte(pc)? == 0x5D
             && (byte(pc.wrapping_add(1)) == Some(0xC3)
@@ -616,11 +623,16 @@ impl Walker<'_> {
     fn interpreted(&mut self, r: Regs) -> Step {
         let hs = self.hs;
         let l = &hs.layout;
-        let slot = |words: isize| load(r.fp.wrapping_add_signed(words * 8));
+        let mem = self.mem;
+        let slot = move |words: isize| mem.word(r.fp.wrapping_add_signed(words * 8));
         let built = r.fp % 8 == 0 && r.fp > r.sp && r.fp - r.sp < MAX_FRAME && self.on_stack(r.fp);
         let method = if built { slot(INTERP_METHOD) } else { None };
         if let Some((method, id)) = method.and_then(|m| Some((m, hs.jmethod_id(m)?))) {
-            if load(self.thread.wrapping_add(l.thread_vframe_array_head)).is_some_and(|v| v != 0) {
+            if self
+                .mem
+                .word(self.thread.wrapping_add(l.thread_vframe_array_head))
+                .is_some_and(|v| v != 0)
+            {
                 return Step::Stop(Break::Deopt);
             }
             let (kind, bci) = match hs.is_native(method) {
@@ -646,7 +658,7 @@ impl Walker<'_> {
                 if !self.push_java(JavaType::Interpreted, id, 0) {
                     return Step::Full;
                 }
-                let pc = load(r.sp).unwrap_or(0);
+                let pc = self.mem.word(r.sp).unwrap_or(0);
                 if self.returns_to_java(pc) && self.ctx.r13 > r.sp {
                     return Step::Next(Regs {
                         pc,
@@ -684,7 +696,9 @@ impl Walker<'_> {
     /// The entry frame: Java called from native code through the call stub.
     fn entry_frame(&mut self, r: Regs) -> Step {
         let l = &self.hs.layout;
-        let wrapper = load(r.fp.wrapping_add_signed(l.entry_wrapper_words * 8));
+        let wrapper = self
+            .mem
+            .word(r.fp.wrapping_add_signed(l.entry_wrapper_words * 8));
         let saved = match wrapper {
             Some(w) if w > r.fp && w - r.fp <= 4096 && self.on_stack(w) => {
                 self.anchor(w.wrapping_add(l.wrapper_anchor))
@@ -692,9 +706,11 @@ impl Walker<'_> {
             _ => return Step::Stop(Break::EntryFrame),
         };
         if self.options.interleave {
-            if let (Some(native), Some(pc), Some(fp)) =
-                (self.options.native, load(r.fp.wrapping_add(8)), load(r.fp))
-            {
+            if let (Some(native), Some(pc), Some(fp)) = (
+                self.options.native,
+                self.mem.word(r.fp.wrapping_add(8)),
+                self.mem.word(r.fp),
+            ) {
                 if native.contains(pc) {
                     self.fallback = saved.map_or(Fallback::None, Fallback::Saved);
                     self.blame = None;
@@ -738,16 +754,17 @@ impl Walker<'_> {
     fn generated_caller(&self, r: Regs) -> Option<Regs> {
         let mut candidates: [Option<Regs>; 4] = [None; 4];
         if self.top {
-            if matches!(load_u8(r.pc), Some(0x55 | 0xC3)) {
+            if matches!(self.mem.u8(r.pc), Some(0x55 | 0xC3)) {
                 candidates[0] = self.return_at(r.sp, r.fp);
             }
-            let after_push = load_u8(r.pc.wrapping_sub(1)) == Some(0x55) && is_mov_rbp_rsp(r.pc);
+            let after_push =
+                self.mem.u8(r.pc.wrapping_sub(1)) == Some(0x55) && is_mov_rbp_rsp(r.pc);
             if after_push {
                 candidates[1] = self.above_saved_fp(r);
             }
         }
         if r.fp >= r.sp && r.fp - r.sp < MAX_FRAME && self.on_stack(r.fp) {
-            candidates[2] = (|| self.return_at(r.fp.wrapping_add(8), load(r.fp)?))();
+            candidates[2] = (|| self.return_at(r.fp.wrapping_add(8), self.mem.word(r.fp)?))();
         }
         if self.top {
             candidates[3] = self.return_at(r.sp, r.fp);
@@ -768,7 +785,7 @@ impl Walker<'_> {
     fn call_site_above(&self, r: Regs) -> Option<Regs> {
         (1..32).find_map(|i| {
             let at = r.sp.wrapping_add(8 * i);
-            let pc = load(at)?;
+            let pc = self.mem.word(at)?;
             if !self.hs.code.contains(pc) {
                 return None;
             }
@@ -776,7 +793,7 @@ impl Walker<'_> {
             if blob.kind != BlobKind::Nmethod {
                 return None;
             }
-            let nm = Nmethod::read(&self.hs.layout, blob.addr)?;
+            let nm = Nmethod::read(&self.hs.layout, &blob)?;
             nm.is_call_site(pc).then_some(Regs {
                 pc,
                 sp: at.wrapping_add(8),
@@ -805,9 +822,11 @@ impl Walker<'_> {
     fn jump_stub(&mut self, r: Regs, receiver: bool) -> Step {
         if receiver && self.top {
             let klass = self.hs.klass_of(self.ctx.rsi);
-            if let Some(k) =
-                klass.filter(|&k| load(k.wrapping_add(self.hs.layout.klass_name)).is_some())
-            {
+            if let Some(k) = klass.filter(|&k| {
+                self.mem
+                    .word(k.wrapping_add(self.hs.layout.klass_name))
+                    .is_some()
+            }) {
                 if !self.push_generated(frames::RECEIVER, k) {
                     return Step::Full;
                 }
@@ -836,7 +855,7 @@ impl Walker<'_> {
         if !self.push_generated(frames::STUB_PC, r.pc) {
             return Step::Full;
         }
-        let complete = code::frame_complete(&self.hs.layout, blob.addr).is_some_and(|c| r.pc >= c);
+        let complete = code::frame_complete(&self.hs.layout, &blob).is_some_and(|c| r.pc >= c);
         let next = match !self.top || complete {
             true => self.unwind_by_frame_size(blob, r),
             false => self.generated_caller(r),

@@ -35,7 +35,9 @@ public class WalkFuzz {
                 break;
             case "time":
                 int depth = Integer.parseInt(args[3]);
-                down(depth, n / 10); // compiled before it is timed
+                for (int i = 0; i < 20_000; i++) {
+                    down(depth, 1); // compiled before it is timed
+                }
                 System.out.println("ns " + down(depth, n));
                 break;
             default:
