@@ -95,7 +95,7 @@ pub fn colour(name: &str, kind: FrameKind) -> String {
         FrameKind::Kernel => (28.0 + 10.0 * vary, 0.85, 0.58),
         FrameKind::Vm => (60.0 + 8.0 * vary, 0.58, 0.50),
         FrameKind::Internal => (52.0 + 6.0 * vary, 0.75, 0.55),
-        FrameKind::Stub => (262.0 + 10.0 * vary, 0.45, 0.72),
+        FrameKind::Stub => (272.0 + 8.0 * vary, 0.50, 0.74),
         FrameKind::Class => (328.0 + 10.0 * vary, 0.60, 0.74),
         FrameKind::Synthetic => (0.0, 0.0, 0.78),
     };

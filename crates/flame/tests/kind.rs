@@ -148,7 +148,7 @@ fn stubs_and_class_frames_have_colours_of_their_own() {
     assert_eq!(display_name("itable stub_[s]"), "itable stub");
     assert_eq!(display_name("byte[]_[t]"), "byte[]");
     let bands = [
-        ("itable stub_[s]", 255.0..280.0),
+        ("itable stub_[s]", 270.0..282.0),
         ("com.example.Circle_[t]", 320.0..345.0),
     ];
     for (name, band) in bands {
