@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use jscope_format::{FrameKind, Recording, StackId, ThreadId};
+use jscope_format::{FrameKind, Recording, ThreadId};
 
 use crate::labels::Labeler;
 use crate::StackCounts;
@@ -14,10 +14,41 @@ pub struct CollapseOptions {
     pub lines: bool,
     /// Put a `[thread name]` frame at the root of every stack.
     pub thread_roots: bool,
-    /// Java frames whose tier is known carry async-profiler's suffixes (`_[0]`
-    /// interpreted, `_[j]` JIT-compiled, `_[i]` inlined), so one method run at two
-    /// tiers is two frames. Kernel frames always end in `_[k]`.
-    pub annotate: bool,
+    /// Whether frame names carry their kind (see [`Annotation`]).
+    pub annotate: Annotation,
+}
+
+/// How frame names carry the kind of their frame. Kernel frames always end in
+/// `_[k]` and native frames name their library (`write [libc.so.6]`), whatever
+/// the annotation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Annotation {
+    /// Plain names: a method run at two tiers is one frame (diffs, sandwich views).
+    #[default]
+    None,
+    /// async-profiler's suffixes, as its collapsed stacks with `--annotate`
+    /// write them: `_[0]` interpreted, `_[1]` C1-compiled, `_[j]` compiled (C2,
+    /// or a tier not known), `_[i]` inlined, and `_[i]` on class frames (the
+    /// receiver above a vtable or itable stub, an allocated class), as
+    /// async-profiler's own class frames read. One method run at two tiers is
+    /// two frames.
+    Tiers,
+    /// [`Annotation::Tiers`] with stubs (`_[s]`) and class frames (`_[t]`) told
+    /// apart from the rest, as jscope-flame colours them.
+    Kinds,
+}
+
+impl Annotation {
+    /// The suffix a frame of `kind` gets; empty where the label says it already
+    /// or the kind has none.
+    pub fn suffix(self, kind: FrameKind) -> &'static str {
+        match (self, kind) {
+            (Annotation::None, _) => "",
+            (Annotation::Kinds, FrameKind::Stub) => "_[s]",
+            (Annotation::Kinds, FrameKind::Class) => "_[t]",
+            (_, kind) => kind_suffix(kind),
+        }
+    }
 }
 
 /// Distinct root-first stacks with their sample counts, sorted by frames.
@@ -28,7 +59,7 @@ pub struct Collapsed {
 
 /// Folds counted stacks into labelled stacks. Different stack ids can collapse
 /// to the same labels (line numbers dropped, overloads), so counts are merged.
-/// Samples without any frame are left out: they have nothing to draw.
+/// Samples without any frame count under the one frame `[no_stack]`.
 pub fn collapse(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) -> Collapsed {
     let labeler = Labeler {
         rec,
@@ -36,18 +67,7 @@ pub fn collapse(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) ->
     };
     let mut merged: BTreeMap<Vec<String>, u64> = BTreeMap::new();
     for (&(stack, thread), &n) in &counts.counts {
-        let mut frames = if opts.annotate {
-            rec.stack(StackId(stack))
-                .iter()
-                .rev()
-                .map(|f| labeler.frame(f) + kind_suffix(f.kind))
-                .collect()
-        } else {
-            labeler.root_first(stack)
-        };
-        if frames.is_empty() {
-            continue;
-        }
+        let mut frames = labeler.annotated(stack, opts.annotate);
         if opts.thread_roots {
             frames.insert(0, thread_root(rec, thread));
         }
@@ -58,13 +78,16 @@ pub fn collapse(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) ->
     }
 }
 
-/// async-profiler's annotation of a frame's kind in collapsed stacks; empty where the
-/// label says it already (kernel `_[k]`, native `symbol [lib]`) or the tier is unknown.
+/// async-profiler's annotation of a frame's kind in collapsed stacks
+/// ([`Annotation::Tiers`]); empty where the label says it already (kernel
+/// `_[k]`, native `symbol [lib]`), for stubs and markers, and where the tier is
+/// unknown.
 pub fn kind_suffix(kind: FrameKind) -> &'static str {
     match kind {
         FrameKind::Interpreted => "_[0]",
+        FrameKind::C1 => "_[1]",
         FrameKind::Compiled => "_[j]",
-        FrameKind::Inlined => "_[i]",
+        FrameKind::Inlined | FrameKind::Class => "_[i]",
         _ => "",
     }
 }

@@ -2,6 +2,8 @@
 
 use jscope_format::{Frame, MethodId, Recording, StackId, StringId};
 
+use crate::collapsed::Annotation;
+
 /// Labels frames `pkg.Class.method`, optionally with `:line`.
 #[derive(Clone, Copy)]
 pub(crate) struct Labeler<'r> {
@@ -19,16 +21,30 @@ impl Labeler<'_> {
         }
     }
 
-    /// Labels of a stack, root first.
+    /// Labels of a stack, root first; a stack without any frame is the one
+    /// frame [`NO_STACK`], so its samples are seen rather than left out.
     pub fn root_first(&self, stack: u32) -> Vec<String> {
-        self.rec
-            .stack(StackId(stack))
+        self.annotated(stack, Annotation::None)
+    }
+
+    /// [`Labeler::root_first`], each frame named with `annotation`'s suffix for
+    /// its kind.
+    pub fn annotated(&self, stack: u32, annotation: Annotation) -> Vec<String> {
+        let frames = self.rec.stack(StackId(stack));
+        if frames.is_empty() {
+            return vec![NO_STACK.to_string()];
+        }
+        frames
             .iter()
             .rev()
-            .map(|f| self.frame(f))
+            .map(|f| self.frame(f) + annotation.suffix(f.kind))
             .collect()
     }
 }
+
+/// The frame that stands for a sample whose stack has no frame at all (the
+/// walk found none): a profile shows it rather than leaving the sample out.
+pub const NO_STACK: &str = "[no_stack]";
 
 /// `pkg.Class.method`, with the run-specific address dropped from lambda
 /// classes (`Main$$Lambda$14.0x0000000800c03000` → `Main$$Lambda$14`, JDK 21+

@@ -19,8 +19,12 @@ pub struct RecordingBuilder {
     chunk: ChunkWriter,
     dict: Dictionary,
     stacks: u32,
+    named_methods: u32,
     chunks: Vec<Vec<u8>>,
 }
+
+/// Methods of no library are numbered from here.
+const NAMED_METHODS: u32 = 100_000;
 
 impl RecordingBuilder {
     pub fn new() -> Self {
@@ -28,6 +32,7 @@ impl RecordingBuilder {
             chunk: ChunkWriter::new(),
             dict: Dictionary::new(),
             stacks: 0,
+            named_methods: 0,
             chunks: vec![],
         }
     }
@@ -58,6 +63,50 @@ impl RecordingBuilder {
         self.stacks += 1;
         self.chunk.stack(StackId(self.stacks), &frames);
         StackId(self.stacks)
+    }
+
+    /// Frames top first as (label, line, kind); a label in brackets, or a
+    /// frame of kind stub or class, is named as the agent names such frames
+    /// (`[break_compiled]`, `itable stub`, `com.acme.Circle`): a method of no
+    /// library.
+    pub fn stack_of(&mut self, frames: &[(&str, u32, FrameKind)]) -> StackId {
+        let frames: Vec<Frame> = frames
+            .iter()
+            .map(|&(label, line, kind)| {
+                let named =
+                    label.starts_with('[') || matches!(kind, FrameKind::Stub | FrameKind::Class);
+                Frame {
+                    method: match named {
+                        true => self.named(label),
+                        false => self.method(label),
+                    },
+                    bci: if named { -1 } else { 3 },
+                    line,
+                    kind,
+                }
+            })
+            .collect();
+        self.stacks += 1;
+        self.chunk.stack(StackId(self.stacks), &frames);
+        StackId(self.stacks)
+    }
+
+    /// A method named `name` of the class with the empty name, native with an
+    /// empty signature: code of no library. Numbered apart from the
+    /// dictionary's methods.
+    fn named(&mut self, name: &str) -> MethodId {
+        let class = self.dict.class(&mut self.chunk, "", None);
+        let name = self.dict.string(&mut self.chunk, name);
+        self.named_methods += 1;
+        let id = MethodId(NAMED_METHODS + self.named_methods);
+        self.chunk.method(&MethodDef {
+            id,
+            class,
+            name,
+            signature: StringId::NONE,
+            modifiers: 0x100,
+        });
+        id
     }
 
     pub fn thread(&mut self, id: u32, name: &str, group: &str, start_order: u32) {

@@ -5,8 +5,9 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use jscope_analysis::{
-    call_graph, collapse, count_mode, hot_methods, parse_state, threads_at, CallGraph,
-    CollapseOptions, DotOptions, Info, Mode, Selection, ThreadMatcher,
+    call_graph, collapse, count_mode, hot_methods, incomplete_stacks, parse_state, threads_at,
+    Annotation, CallGraph, CollapseOptions, DotOptions, Info, Mode, Selection, StackCounts,
+    ThreadMatcher,
 };
 use jscope_format::{Overview, Recording};
 use serde::Serialize;
@@ -255,15 +256,38 @@ pub fn report(args: &ReportArgs) -> Result<()> {
     let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
     require_samples(&rec, &sel, &title)?;
-    let mut hot = hot_methods(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec));
+    let (mode, counts) = (sel.mode_in(&rec), sel.stack_counts(&rec));
+    warn_incomplete(&rec, mode, &counts, &title);
+    let mut hot = hot_methods(&rec, mode, &counts);
     hot.truncate(args.top);
     args.format.print(&hot)
+}
+
+/// Says, in one line on stderr each, what a profile's readers should know of
+/// its stacks: that unknown, broken or empty ones are more than 1% of its
+/// samples (see [`jscope_analysis::IncompleteStacks::warning`]), computed here
+/// or sent by a collector with the profile. Every command that reads samples
+/// warns through here.
+pub fn warn_stacks(title: &str, warnings: impl IntoIterator<Item = String>) {
+    for w in warnings {
+        eprintln!("jscope: warning: {title}: {w}");
+    }
+}
+
+/// [`warn_stacks`] for `counts`, samples of `mode` selected from `rec`.
+pub fn warn_incomplete(rec: &Recording, mode: Option<Mode>, counts: &StackCounts, title: &str) {
+    warn_stacks(title, incomplete_stacks(rec, mode, counts).warning());
 }
 
 pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
     if !args.threads {
         let remote = Remote::of(args.file.as_deref(), &args.source, &args.select)?;
-        if let Some(got) = remote.map(|r| r.stacks(args.lines)).transpose()?.flatten() {
+        let annotate = match args.annotate {
+            true => Annotation::Tiers,
+            false => Annotation::None,
+        };
+        let stacks = remote.map(|r| r.stacks(args.lines, annotate)).transpose()?;
+        if let Some(got) = stacks.flatten() {
             return with_stdout(|w| w.write_all(got.graph.to_collapsed().as_bytes()));
         }
     }
@@ -273,7 +297,10 @@ pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
     let opts = CollapseOptions {
         lines: args.lines,
         thread_roots: args.threads,
-        annotate: args.annotate,
+        annotate: match args.annotate {
+            true => Annotation::Tiers,
+            false => Annotation::None,
+        },
     };
     let stacks = collapse(&rec, &counts, opts);
     with_stdout(|w| stacks.write_to(w))
@@ -283,7 +310,9 @@ pub fn callgraph(args: &CallgraphArgs) -> Result<()> {
     let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
     require_samples(&rec, &sel, &title)?;
-    let graph = call_graph(&rec, &sel.stack_counts(&rec));
+    let counts = sel.stack_counts(&rec);
+    warn_incomplete(&rec, sel.mode_in(&rec), &counts, &title);
+    let graph = call_graph(&rec, &counts);
     if args.dot {
         let opts = DotOptions {
             node_min_percent: args.node_min,

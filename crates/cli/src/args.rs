@@ -505,7 +505,8 @@ pub struct CollapsedArgs {
     #[arg(long)]
     pub threads: bool,
     /// Mark how each Java frame ran, as async-profiler does: `_[0]` interpreted,
-    /// `_[j]` JIT-compiled, `_[i]` inlined (kernel frames always end in `_[k]`).
+    /// `_[1]` C1, `_[j]` JIT-compiled, `_[i]` inlined and class frames (kernel
+    /// frames always end in `_[k]`).
     #[arg(long)]
     pub annotate: bool,
 }

@@ -10,6 +10,7 @@ use clap::{Args, ValueEnum};
 use jscope_analysis::trace::{CallTree, TraceOptions};
 use jscope_analysis::{Mode, Selection};
 use jscope_export::{Export, Format, Kind, Request};
+use jscope_format::Recording;
 
 use crate::analyze::{load, require_samples, selection};
 use crate::args::{SelectArgs, SourceArgs};
@@ -69,8 +70,8 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub hide: HideArgs,
     /// Name Java frames with how they ran, as async-profiler's --annotate: `_[0]`
-    /// interpreted, `_[j]` JIT-compiled, `_[i]` inlined (kernel frames always end
-    /// in `_[k]`).
+    /// interpreted, `_[1]` C1, `_[j]` JIT-compiled, `_[i]` inlined and class
+    /// frames (kernel frames always end in `_[k]`).
     #[arg(long)]
     pub annotate: bool,
 }
@@ -116,6 +117,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         name: title,
         annotate: args.annotate,
     };
+    warn_incomplete(&rec, &request, args.format.into());
     let export = match tree {
         Some(tree) if tree.events > 0 || kind == Some(Kind::Trace) => {
             Export::of_trace(&rec, tree, &request, args.format.into())?
@@ -149,6 +151,25 @@ fn load_streaming_traces(
         load(args.file.as_deref(), &args.source, Some(&args.select))?,
         None,
     ))
+}
+
+/// The one-line warning of incomplete stacks for the samples a profile
+/// export shows (a JFR export holds the recording itself, every mode).
+fn warn_incomplete(rec: &Recording, request: &Request, format: Format) {
+    let kinds = jscope_export::kinds(rec, request, format);
+    let modes = kinds.into_iter().filter_map(sample_mode);
+    let modes: Vec<Mode> = match (format, request.kind) {
+        (Format::Jfr, None) => Mode::ALL.to_vec(),
+        _ => modes.collect(),
+    };
+    for mode in modes {
+        let sel = Selection {
+            mode: Some(mode),
+            ..request.selection.clone()
+        };
+        let counts = sel.stack_counts(rec);
+        crate::analyze::warn_incomplete(rec, Some(mode), &counts, &request.name);
+    }
 }
 
 fn sample_mode(k: Kind) -> Option<Mode> {

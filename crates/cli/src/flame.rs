@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use jscope_analysis::events::{weighted_stacks, EventFilter, EventWeight};
-use jscope_analysis::{collapse, CollapseOptions, Mode, StackCounts, ThreadMatcher};
+use jscope_analysis::{collapse, Annotation, CollapseOptions, Mode, StackCounts, ThreadMatcher};
 use jscope_flame::{render_html, render_svg, FlameGraph, Options};
 use jscope_format::Recording;
 
@@ -19,7 +19,10 @@ pub fn run(args: &FlameArgs) -> Result<()> {
         true => None,
         false => Remote::of(args.file.as_deref(), &args.source, &args.select)?,
     };
-    let (graph, title, subtitle) = match remote.map(|r| r.stacks(args.lines)).transpose()?.flatten()
+    let (graph, title, subtitle) = match remote
+        .map(|r| r.stacks(args.lines, Annotation::Kinds))
+        .transpose()?
+        .flatten()
     {
         Some(got) => {
             let mode = got.mode.map_or("no", Mode::name);
@@ -32,8 +35,8 @@ pub fn run(args: &FlameArgs) -> Result<()> {
             let opts = CollapseOptions {
                 lines: args.lines,
                 thread_roots: args.threads,
-                // Java frames carry their tier so the graph shades (and splits) them by it.
-                annotate: true,
+                // Frames carry their kind so the graph colours (and splits) them by it.
+                annotate: Annotation::Kinds,
             };
             (graph_of(&rec, &counts, opts), title, subtitle)
         }
@@ -68,20 +71,22 @@ pub(crate) fn counted(
         let sel = selection(select)?;
         crate::analyze::require_samples(&loaded.rec, &sel, &loaded.title)?;
         let counts = sel.stack_counts(&loaded.rec);
-        let mode = sel.mode_in(&loaded.rec).map_or("no", Mode::name);
-        let subtitle = format!("{} {mode} samples", counts.total);
+        let mode = sel.mode_in(&loaded.rec);
+        crate::analyze::warn_incomplete(&loaded.rec, mode, &counts, &loaded.title);
+        let subtitle = format!("{} {} samples", counts.total, mode.map_or("no", Mode::name));
         return Ok((loaded, counts, subtitle));
     };
     // The window selects events here, not samples (load's check is about samples).
-    let loaded = load(file, source, None)?;
-    let (counts, subtitle) = event_counts(&loaded.rec, select, what, &loaded.title)?;
+    let mut loaded = load(file, source, None)?;
+    let (counts, subtitle) = event_counts(&mut loaded.rec, select, what, &loaded.title)?;
     Ok((loaded, counts, subtitle))
 }
 
 /// `--mode alloc` and `--mode lock`: the event stacks weighted by estimated
-/// bytes or contention time, and the graph's subtitle.
+/// bytes or contention time, and the graph's subtitle; an allocation's stack
+/// ends in the allocated class.
 fn event_counts(
-    rec: &Recording,
+    rec: &mut Recording,
     select: &SelectArgs,
     what: EventWeight,
     title: &str,

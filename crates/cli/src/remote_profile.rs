@@ -9,7 +9,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use jscope_analysis::events::EventWeight;
-use jscope_analysis::{HotMethod, HotMethods, Mode};
+use jscope_analysis::{Annotation, HotMethod, HotMethods, Mode};
 use jscope_flame::FlameGraph;
 use serde_json::Value;
 
@@ -104,6 +104,7 @@ impl Remote {
         if samples == 0 {
             return Ok(None);
         }
+        crate::analyze::warn_stacks(&self.title, warnings(&v));
         let methods = v["methods"]
             .as_array()
             .ok_or_else(bad)?
@@ -126,11 +127,17 @@ impl Remote {
         }))
     }
 
-    /// The merged stacks (`None` when there are none, as for [`Self::hot`]).
-    pub fn stacks(self, lines: bool) -> Result<Option<RemoteStacks>> {
+    /// The merged stacks (`None` when there are none, as for [`Self::hot`]),
+    /// frames named with `annotate`'s suffixes.
+    pub fn stacks(self, lines: bool, annotate: Annotation) -> Result<Option<RemoteStacks>> {
         let mut extra = vec![("format", "json".to_string())];
         if lines {
             extra.push(("lines", "1".into()));
+        }
+        match annotate {
+            Annotation::None => {}
+            Annotation::Tiers => extra.push(("annotate", "tiers".into())),
+            Annotation::Kinds => extra.push(("annotate", "kinds".into())),
         }
         let v = self.get("flame", &extra)?;
         if v["samples"].as_u64().unwrap_or(0) == 0 {
@@ -138,12 +145,25 @@ impl Remote {
         }
         let graph = FlameGraph::from_collapsed(v["collapsed"].as_str().unwrap_or(""))
             .with_context(|| format!("{} sent stacks jscope cannot read", self.collector.base()))?;
+        crate::analyze::warn_stacks(&self.title, warnings(&v));
         Ok(Some(RemoteStacks {
             graph,
             mode: mode_of(&v),
             title: self.title,
         }))
     }
+}
+
+/// The warnings a collector sent with a profile (`warnings`: lines to show).
+fn warnings(v: &Value) -> Vec<String> {
+    v["warnings"]
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .filter_map(|s| Some(s.as_str()?.to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn mode_of(v: &Value) -> Option<Mode> {

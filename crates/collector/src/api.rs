@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use jscope_analysis::{parse_state, threads_at, DotOptions, Mode};
+use jscope_analysis::{parse_state, threads_at, Annotation, DotOptions, Mode};
 use jscope_flame::{render_html, FlameGraph, Options};
 use serde::Serialize;
 
@@ -285,7 +285,8 @@ impl ApiContext {
             ["explore"] => crate::api_tags::explore(self, req),
             ["hot"] => {
                 let q = self.query(req)?.0;
-                Ok(Response::json(&query::hot(&*self.store, &q, limit(req)?)?))
+                let (hot, incomplete) = query::hot(&*self.store, &q, limit(req)?)?;
+                Ok(Response::json(&query::with_warnings(hot, &incomplete)))
             }
             ["callgraph"] => self.callgraph(req),
             ["events"] => {
@@ -408,19 +409,20 @@ impl ApiContext {
 
     fn live_hot(&self, id: &str, req: &Request) -> Result<Response, CollectorError> {
         let (mode, limit) = (parse_mode(req)?, limit(req)?);
-        if let Some(table) = self
+        if let Some((table, incomplete)) = self
             .hot
             .as_ref()
             .and_then(|h| h.hot_methods(id, mode, limit))
         {
-            return Ok(Response::json(&table));
+            return Ok(Response::json(&query::with_warnings(table, &incomplete)));
         }
         let q = Query {
             jvms: vec![id.to_string()],
             mode,
             ..Query::default()
         };
-        Ok(Response::json(&query::hot(&*self.store, &q, limit)?))
+        let (hot, incomplete) = query::hot(&*self.store, &q, limit)?;
+        Ok(Response::json(&query::with_warnings(hot, &incomplete)))
     }
 
     /// The stored data of one JVM as a recording file, for `jscope report --collector`.
@@ -431,17 +433,27 @@ impl ApiContext {
     }
 
     fn flame(&self, req: &Request) -> Result<Response, CollectorError> {
-        let (q, title) = self.query(req)?;
+        let (mut q, title) = self.query(req)?;
+        // A page draws frames in the colours of their kinds.
+        if req.param("format") == Some("html") && req.param("annotate").is_none() {
+            q.annotate = Annotation::Kinds;
+        }
         if let Some(what) = crate::api_events::event_weight(req) {
             return crate::api_events::event_flame(&*self.store, &q, what, req);
         }
-        let (graph, mode) = query::flame(&*self.store, &q)?;
+        let (graph, mode, incomplete) = query::flame(&*self.store, &q)?;
+        let warnings: Vec<String> = incomplete.warning().into_iter().collect();
         flame_response(
             &graph,
             req,
             || Options {
                 title: format!("{title} ({})", mode.map_or("no samples", Mode::name)),
-                subtitle: describe(&q),
+                subtitle: [describe(&q)]
+                    .into_iter()
+                    .chain(warnings.iter().cloned())
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; "),
                 ..Options::default()
             },
             || {
@@ -449,6 +461,7 @@ impl ApiContext {
                     "mode": mode,
                     "samples": graph.total(),
                     "collapsed": graph.to_collapsed(),
+                    "warnings": warnings,
                 })
             },
         )
@@ -462,7 +475,7 @@ impl ApiContext {
                 "unknown format {format:?} (json or dot)"
             )));
         }
-        let graph = query::callgraph(&*self.store, &q)?;
+        let (graph, incomplete) = query::callgraph(&*self.store, &q)?;
         if format == "dot" {
             let mut out = Vec::new();
             graph
@@ -470,7 +483,7 @@ impl ApiContext {
                 .map_err(|e| CollectorError::BadQuery(e.to_string()))?;
             return Ok(Response::bytes("text/vnd.graphviz", out));
         }
-        Ok(Response::json(&graph))
+        Ok(Response::json(&query::with_warnings(graph, &incomplete)))
     }
 }
 
@@ -588,7 +601,22 @@ pub fn parse_query(req: &Request) -> Result<Query, CollectorError> {
         thread: req.param("thread").map(str::to_string),
         states,
         lines: matches!(req.param("lines"), Some("1" | "true")),
+        annotate: parse_annotation(req)?,
     })
+}
+
+/// `annotate=tiers` (async-profiler's suffixes: `_[0]`, `_[1]`, `_[j]`, `_[i]`),
+/// `annotate=kinds` (those, stubs `_[s]` and classes `_[t]`, as flame graphs
+/// colour them) or `none`, the default.
+fn parse_annotation(req: &Request) -> Result<Annotation, CollectorError> {
+    match req.param("annotate") {
+        None | Some("none") => Ok(Annotation::None),
+        Some("tiers") => Ok(Annotation::Tiers),
+        Some("kinds") => Ok(Annotation::Kinds),
+        Some(other) => Err(CollectorError::BadQuery(format!(
+            "unknown annotate {other:?} (none, tiers or kinds)"
+        ))),
+    }
 }
 
 /// `jvm` (repeatable or comma-separated; all stored JVMs when absent), `from`/`to`

@@ -152,7 +152,7 @@ pub(crate) fn event_flame(
     let opts = CollapseOptions {
         lines: q.lines,
         thread_roots: false,
-        annotate: false,
+        annotate: q.annotate,
     };
     let mut graph = FlameGraph::new();
     // One count across the JVMs where the store can (ClickHouse: the events table),

@@ -126,7 +126,7 @@ pub fn explore(ctx: &ApiContext, req: &Request) -> Result<Response, CollectorErr
             jvms: jvms.clone(),
             ..q.clone()
         };
-        let (graph, hot, _) =
+        let query::Side { graph, hot, .. } =
             query::side_into(&*ctx.store, &part_q, wants_whole.then_some(&mut whole))?;
         parts.push(Part {
             value,

@@ -436,7 +436,7 @@ fn collapsed(stacks: EventStacks) -> String {
         let opts = CollapseOptions {
             lines: false,
             thread_roots: false,
-            annotate: false,
+            annotate: Default::default(),
         };
         for (frames, n) in collapse(&rec, &counts, opts).stacks {
             g.add(frames, n);
@@ -740,9 +740,12 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
     let lock = event_stacks(&store, &q, EventWeight::Lock).unwrap();
     let total: u64 = lock.iter().map(|(_, c)| c.total).sum();
     assert_eq!(total, 2 * (10 + 20) * MS);
-    let rec = &own[0];
-    let alloc =
-        jscope_analysis::events::weighted_stacks(rec, &EventFilter::default(), EventWeight::Alloc);
+    let mut rec = own[0].clone();
+    let alloc = jscope_analysis::events::weighted_stacks(
+        &mut rec,
+        &EventFilter::default(),
+        EventWeight::Alloc,
+    );
     let sql_alloc: u64 = event_stacks(
         &store,
         &Query {

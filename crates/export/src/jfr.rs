@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use jscope_analysis::Selection;
+use jscope_analysis::{fill_empty_stacks, Selection};
 use jscope_format::{EventKind, JvmEvent, Recording, SampleMode};
 use jscope_jfr::{JfrChunk, JfrWriter};
 
@@ -24,8 +24,22 @@ pub fn encode(rec: &Recording, req: &Request) -> Vec<u8> {
 /// What of `rec` a request keeps: with a kind, only that kind's samples, events
 /// or traces; the thread and time filters apply to everything on a thread (a
 /// process-wide event has none, and goes when a thread is asked for), the state
-/// filter to samples.
+/// filter to samples. A sample without any frame gets the one frame
+/// `[no_stack]`, as every view shows it.
 pub fn selected<'r>(rec: &'r Recording, req: &Request) -> Cow<'r, Recording> {
+    let mut kept = narrowed_to(rec, req);
+    let empty = |r: &Recording| {
+        let snapshot_stacks = r.snapshots.iter().flat_map(|s| &s.threads).map(|t| t.stack);
+        let mut stacks = r.samples.iter().map(|s| s.stack).chain(snapshot_stacks);
+        stacks.any(|id| r.stack(id).is_empty())
+    };
+    if empty(&kept) {
+        fill_empty_stacks(kept.to_mut());
+    }
+    kept
+}
+
+fn narrowed_to<'r>(rec: &'r Recording, req: &Request) -> Cow<'r, Recording> {
     let sel = &req.selection;
     if req.kind.is_none() && !narrowed(req) {
         return Cow::Borrowed(rec);

@@ -6,8 +6,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
+use jscope_analysis::events::{weighted_events, EventFilter, EventWeight};
 use jscope_analysis::trace::CallTree;
-use jscope_analysis::{count_mode, kind_suffix, method_label, source_file, Mode, Selection};
+use jscope_analysis::{
+    count_mode, kind_suffix, method_label, source_file, Mode, Selection, NO_STACK,
+};
 use jscope_format::thread_state::classify;
 use jscope_format::{EventKind, FrameKind, MethodId, Recording, SampleMode, StackId};
 
@@ -209,12 +212,31 @@ impl Profile {
     /// suffix (`_[0]` interpreted, `_[j]` JIT-compiled, `_[i]` inlined), one
     /// function per method and tier.
     pub fn of(rec: &Recording, kind: Kind, sel: &Selection, annotate: bool) -> Profile {
+        if kind == Kind::Alloc {
+            return Profile::of_allocations(rec, sel, annotate);
+        }
         let mut b = Builder::new(rec, kind, annotate);
         match kind {
             Kind::Cpu | Kind::Wall => b.signal_samples(sel),
             Kind::Snapshot => b.snapshots(sel),
             Kind::Alloc | Kind::Lock => b.events(sel),
             Kind::Trace => b.traces(&CallTree::of(rec, &Default::default())),
+        }
+        b.finish()
+    }
+
+    /// Allocation samples, each stack with the allocated class as its leaf
+    /// frame as every allocation profile shows it (made by the analysis
+    /// library in a copy of the recording, which its stacks are added to).
+    fn of_allocations(rec: &Recording, sel: &Selection, annotate: bool) -> Profile {
+        let mut shown = rec.clone();
+        let events = weighted_events(&mut shown, &EventFilter::default(), EventWeight::Alloc);
+        let mut b = Builder::new(&shown, Kind::Alloc, annotate);
+        for e in events {
+            if sel.keeps(&shown, e.thread, 0, e.ticks) {
+                let class = class_name(&shown, e.class);
+                b.add(e.stack, e.thread, None, e.ticks, e.weight, class);
+            }
         }
         b.finish()
     }
@@ -287,6 +309,13 @@ impl Profile {
         }
         merged.into_iter().filter(|(_, n)| *n > 0).collect()
     }
+}
+
+/// The name of a class (an allocated one, or a lock's), when known.
+fn class_name(rec: &Recording, class: jscope_format::ClassId) -> Option<String> {
+    rec.class(class)
+        .map(|c| rec.string(c.name).to_string())
+        .filter(|n| !n.is_empty())
 }
 
 /// Interns functions and stacks while samples are added.
@@ -413,11 +442,14 @@ impl<'r> Builder<'r> {
                 } => (duration_ns, blocker_class, stack),
                 _ => continue,
             };
-            let class = rec
-                .class(class)
-                .map(|c| rec.string(c.name).to_string())
-                .filter(|n| !n.is_empty());
-            self.add(stack, e.thread.0, None, e.ticks, weight, class);
+            self.add(
+                stack,
+                e.thread.0,
+                None,
+                e.ticks,
+                weight,
+                class_name(rec, class),
+            );
         }
     }
 
@@ -488,12 +520,13 @@ impl<'r> Builder<'r> {
         });
     }
 
-    /// The interned stack of a recording's stack id.
+    /// The interned stack of a recording's stack id; a stack without frames
+    /// is the one frame `[no_stack]`, as every view shows it.
     fn stack(&mut self, id: StackId) -> u32 {
         if let Some(&s) = self.by_stack_id.get(&id.0) {
             return s;
         }
-        let frames: Vec<Frame> = self
+        let mut frames: Vec<Frame> = self
             .rec
             .stack(id)
             .iter()
@@ -503,6 +536,18 @@ impl<'r> Builder<'r> {
                 inlined: f.kind == FrameKind::Inlined,
             })
             .collect();
+        if frames.is_empty() {
+            frames.push(Frame {
+                function: self.intern_function(Function {
+                    name: NO_STACK.to_string(),
+                    system_name: NO_STACK.to_string(),
+                    file: String::new(),
+                    lib: String::new(),
+                }),
+                line: 0,
+                inlined: false,
+            });
+        }
         let s = self.intern_stack(frames);
         self.by_stack_id.insert(id.0, s);
         s

@@ -261,6 +261,13 @@ fn pprof_of_allocations_and_lock_waits() {
         .iter()
         .find(|l| s(l.key) == "allocated class");
     assert_eq!(class.map(|l| s(l.str)).as_deref(), Some("demo.Item"));
+    // The allocated class is the stack's leaf frame, above the allocating method.
+    let leaf = |x: &pprof::Sample| {
+        let location = &p.location[x.location_id[0] as usize - 1];
+        s(p.function[location.line[0].function_id as usize - 1].name)
+    };
+    assert_eq!(leaf(&p.sample[0]), "demo.Item");
+    assert_eq!(p.sample[0].location_id.len(), 3);
 
     let p = pprof_of(&exported(&rec, &request(Kind::Lock), Format::Pprof));
     let s = |i: i64| p.string_table[i as usize].clone();
@@ -282,6 +289,72 @@ fn collapsed_samples_are_what_jscope_collapsed_prints() {
         .unwrap();
     assert_eq!(text, String::from_utf8(expected).unwrap());
     assert!(text.contains("demo.App.main;demo.App.work 4\n"), "{text}");
+}
+
+#[test]
+fn allocation_stacks_end_in_the_allocated_class_in_every_format() {
+    let rec = recording();
+    let text = String::from_utf8(exported(&rec, &request(Kind::Alloc), Format::Collapsed)).unwrap();
+    assert_eq!(text, "demo.App.main;demo.App.work;demo.Item 4000\n");
+    let doc = json(&rec, &request(Kind::Alloc), Format::Speedscope);
+    let frames: Vec<&str> = doc["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(frames.contains(&"demo.Item"), "{frames:?}");
+    // With async-profiler's annotation the class frame reads `_[i]`.
+    let annotated = Request {
+        annotate: true,
+        ..request(Kind::Alloc)
+    };
+    let text = String::from_utf8(exported(&rec, &annotated, Format::Collapsed)).unwrap();
+    assert_eq!(
+        text,
+        "demo.App.main_[j];demo.App.work_[j];demo.Item_[i] 4000\n"
+    );
+}
+
+/// `recording()` with one more cpu sample on main at 40 ms whose walk found no
+/// frame at all.
+fn with_an_empty_stack() -> Recording {
+    let mut rec = recording();
+    let mut empty = rec.samples[0];
+    empty.ticks = 40 * MS;
+    empty.stack = StackId(0);
+    rec.samples.push(empty);
+    rec
+}
+
+#[test]
+fn a_sample_without_frames_exports_as_no_stack() {
+    let rec = with_an_empty_stack();
+    let text = String::from_utf8(exported(&rec, &request(Kind::Cpu), Format::Collapsed)).unwrap();
+    assert!(text.contains("[no_stack] 1\n"), "{text}");
+    let p = pprof_of(&exported(&rec, &request(Kind::Cpu), Format::Pprof));
+    let total: i64 = p.sample.iter().map(|x| x.value[0]).sum();
+    assert_eq!(total, 8, "no sample left out");
+    assert!(p
+        .function
+        .iter()
+        .any(|f| p.string_table[f.name as usize] == "[no_stack]"));
+    let doc = json(&rec, &request(Kind::Cpu), Format::Speedscope);
+    assert!(doc["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["name"] == "[no_stack]"));
+    // A JFR file holds the recording itself: the sample gets the frame too.
+    let back = jfr_of(&rec, &request(Kind::Cpu));
+    let shown: Vec<String> = back
+        .samples
+        .iter()
+        .filter(|s| back.stack(s.stack).len() == 1)
+        .map(|s| back.method_label(back.stack(s.stack)[0].method))
+        .collect();
+    assert!(shown.contains(&"[no_stack]".to_string()), "{shown:?}");
+    assert_eq!(back.samples.len(), 8);
 }
 
 #[test]

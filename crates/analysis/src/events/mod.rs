@@ -59,7 +59,7 @@ pub use reports::{
 pub use rows::{write_rows, EventRow, RowFormat};
 pub use timeline::{timeline, GcBar, Lane, Span, Timeline, MARKER_FRAMES};
 pub use tree::{event_tree, EventNode, EventTree, ThreadEvents, TreeBasis};
-pub use weighted::{weighted_stacks, EventWeight};
+pub use weighted::{weighted_events, weighted_stacks, EventWeight, WeightedEvent};
 
 /// The kinds of JVM event, as `--type` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

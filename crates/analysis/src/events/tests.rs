@@ -3,7 +3,7 @@
 use jscope_format::*;
 
 use super::*;
-use crate::ThreadMatcher;
+use crate::{Annotation, CollapseOptions, ThreadMatcher};
 
 /// 1 tick = 1 µs, so the tick conversion is exercised.
 const TPS: u64 = 1_000_000;
@@ -988,13 +988,32 @@ fn alloc_and_lock_weights_for_flame_graphs() {
     for (i, (thread, kind)) in events.into_iter().enumerate() {
         b.w.event(&JvmEvent::on(ThreadId(thread), at_ms(i as u64), kind));
     }
-    let rec = b.build(10);
-    let locks = weighted_stacks(&rec, &EventFilter::default(), EventWeight::Lock);
+    let mut rec = b.build(10);
+    let locks = weighted_stacks(&mut rec, &EventFilter::default(), EventWeight::Lock);
     assert_eq!(locks.total, 8 * MS, "the condition wait is no contention");
     assert_eq!(locks.counts[&(inc, 2)], 5 * MS);
     assert_eq!(locks.counts[&(lock, 3)], 3 * MS);
-    let alloc = weighted_stacks(&rec, &EventFilter::default(), EventWeight::Alloc);
-    assert_eq!((alloc.total, alloc.counts[&(fill, 2)]), (4096, 4096));
+    let alloc = weighted_stacks(&mut rec, &EventFilter::default(), EventWeight::Alloc);
+    assert_eq!(alloc.total, 4096);
+    // The allocated class is the leaf frame, above the allocating method.
+    let collapsed = crate::collapse(&rec, &alloc, Default::default());
+    assert_eq!(
+        collapsed.stacks,
+        vec![(
+            vec!["demo.Gen.fill".to_string(), "demo.Counter".to_string()],
+            4096
+        )]
+    );
+    let (&(leaf, thread), _) = alloc.counts.iter().next().unwrap();
+    assert_ne!(leaf, fill);
+    assert_eq!(thread, 2);
+    assert_eq!(rec.stack(StackId(leaf))[0].kind, FrameKind::Class);
+    let annotated = CollapseOptions {
+        annotate: Annotation::Tiers,
+        ..Default::default()
+    };
+    let collapsed = crate::collapse(&rec, &alloc, annotated);
+    assert_eq!(collapsed.stacks[0].0[1], "demo.Counter_[i]");
     assert_eq!(EventWeight::parse("locks"), Some(EventWeight::Lock));
     assert_eq!(EventWeight::parse("cpu"), None);
 }

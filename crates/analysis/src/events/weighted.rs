@@ -1,10 +1,11 @@
 //! Stacks weighted by what events measure, for allocation and lock flame graphs:
 //! allocation samples by the bytes they stand for, contention by the time spent.
 
-use jscope_format::{EventKind, Recording};
+use jscope_format::{ClassId, EventKind, Recording, StackId};
 
 use super::reports::AllocWeights;
 use super::{class_name, EventFilter, EventType};
+use crate::synthetic::AllocationStacks;
 use crate::StackCounts;
 
 /// What an event flame graph weighs.
@@ -53,8 +54,57 @@ fn is_lock_blocker(name: &str) -> bool {
 }
 
 /// The selected events' stacks, keyed by (stack, thread) as sample counts are,
-/// weighted by `what`; `total` is the sum of the weights.
-pub fn weighted_stacks(rec: &Recording, filter: &EventFilter, what: EventWeight) -> StackCounts {
+/// weighted by `what`; `total` is the sum of the weights. An allocation's
+/// stack has the allocated class as its leaf frame ([`AllocationStacks`]),
+/// added to `rec`.
+pub fn weighted_stacks(
+    rec: &mut Recording,
+    filter: &EventFilter,
+    what: EventWeight,
+) -> StackCounts {
+    let mut out = StackCounts::default();
+    for e in weighted_events(rec, filter, what) {
+        *out.counts.entry((e.stack.0, e.thread)).or_default() += e.weight;
+        out.total += e.weight;
+    }
+    out
+}
+
+/// One selected event with the stack a profile shows for it and its weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WeightedEvent {
+    pub thread: u32,
+    pub ticks: u64,
+    /// An allocation's with the allocated class as its leaf frame.
+    pub stack: StackId,
+    /// Estimated bytes (alloc) or ns of contention (lock); never 0.
+    pub weight: u64,
+    /// The allocated class, or the class of the lock waited for.
+    pub class: ClassId,
+}
+
+/// The events a profile of `what` weighs, in recording order, each with the
+/// stack the profile shows: every reader of allocation profiles (flame graphs,
+/// collapsed stacks, exports) takes its stacks from here, so the allocated
+/// class is the leaf frame in each of them. The stacks this makes are added
+/// to `rec`.
+pub fn weighted_events(
+    rec: &mut Recording,
+    filter: &EventFilter,
+    what: EventWeight,
+) -> Vec<WeightedEvent> {
+    let mut events = picked_events(rec, filter, what);
+    if what == EventWeight::Alloc {
+        let mut leaves = AllocationStacks::new();
+        for e in &mut events {
+            e.stack = leaves.stack(rec, e.stack, e.class);
+        }
+    }
+    events
+}
+
+/// The selected events with their recorded stacks.
+fn picked_events(rec: &Recording, filter: &EventFilter, what: EventWeight) -> Vec<WeightedEvent> {
     let types = match what {
         EventWeight::Alloc => vec![EventType::Alloc],
         EventWeight::Lock => vec![EventType::Monitor, EventType::Park],
@@ -64,26 +114,36 @@ pub fn weighted_stacks(rec: &Recording, filter: &EventFilter, what: EventWeight)
         ..filter.clone()
     };
     let weights = AllocWeights::of(rec);
-    let mut out = StackCounts::default();
+    let mut out = Vec::new();
     for e in f.select(rec) {
-        let (stack, w) = match e.kind {
-            EventKind::Alloc { stack, .. } => (stack, weights.weight(e).unwrap_or(0)),
+        let (stack, weight, class) = match e.kind {
+            EventKind::Alloc { stack, class, .. } => (stack, weights.weight(e).unwrap_or(0), class),
             EventKind::MonitorBlocked {
-                duration_ns, stack, ..
-            } => (stack, duration_ns),
+                duration_ns,
+                stack,
+                class,
+                ..
+            } => (stack, duration_ns, class),
             EventKind::Park {
                 duration_ns,
                 blocker_class,
                 stack,
                 ..
-            } if is_lock_blocker(&class_name(rec, blocker_class)) => (stack, duration_ns),
+            } if is_lock_blocker(&class_name(rec, blocker_class)) => {
+                (stack, duration_ns, blocker_class)
+            }
             _ => continue,
         };
-        if w == 0 {
+        if weight == 0 {
             continue;
         }
-        *out.counts.entry((stack.0, e.thread.0)).or_default() += w;
-        out.total += w;
+        out.push(WeightedEvent {
+            thread: e.thread.0,
+            ticks: e.ticks,
+            stack,
+            weight,
+            class,
+        });
     }
     out
 }

@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 
 use jscope_analysis::events::{stack_of, AllocWeights, EventWeight};
 use jscope_analysis::trace::{Call, Replayer, TraceOptions, THREW, UNFINISHED};
+use jscope_analysis::AllocationStacks;
 use jscope_analysis::{civil_from_days, Mode, StackCounts, ThreadMatcher};
 use jscope_format::thread_state::classify;
 use jscope_format::{
@@ -744,18 +745,33 @@ impl ClickHouseStore {
         counted: Vec<(u64, u64)>,
     ) -> Result<(Recording, StackCounts), CollectorError> {
         let hashes: Vec<u64> = counted.iter().map(|(h, _)| *h).collect();
-        let frames = self.frames_of(&hashes)?;
-        let mut rebuild = Rebuild::new(header);
+        let (rec, ids) = self.rebuild_stacks(header, &hashes)?;
         let mut counts = StackCounts::default();
-        for (hash, n) in counted {
-            let id = match frames.get(&hash) {
-                Some(blob) => rebuild.stack(blob).map_err(ch)?,
-                None => rebuild.stack(&0u32.to_le_bytes()).map_err(ch)?,
-            };
+        for ((_, n), id) in counted.into_iter().zip(ids) {
             *counts.counts.entry((id.0, 0)).or_default() += n;
             counts.total += n;
         }
-        Ok((rebuild.rec, counts))
+        Ok((rec, counts))
+    }
+
+    /// A recording holding the stacks of `hashes`, and each one's id in it, in
+    /// order (a hash the store does not know is an empty stack).
+    fn rebuild_stacks(
+        &self,
+        header: &jscope_format::Header,
+        hashes: &[u64],
+    ) -> Result<(Recording, Vec<StackId>), CollectorError> {
+        let frames = self.frames_of(hashes)?;
+        let mut rebuild = Rebuild::new(header);
+        let mut ids = Vec::with_capacity(hashes.len());
+        for hash in hashes {
+            let id = match frames.get(hash) {
+                Some(blob) => rebuild.stack(blob).map_err(ch)?,
+                None => rebuild.stack(&0u32.to_le_bytes()).map_err(ch)?,
+            };
+            ids.push(id);
+        }
+        Ok((rebuild.rec, ids))
     }
 
     /// Raw rows (kind, bytes) of `stream` in sequence order from the prelude that
@@ -1716,16 +1732,33 @@ impl Store for ClickHouseStore {
                 )
             }
         };
+        // An allocation's class becomes its stack's leaf frame, as
+        // `weighted_stacks` makes it of the chunks.
+        let class = match what {
+            EventWeight::Alloc => "fields.value[indexOf(fields.key, 'class')]",
+            EventWeight::Lock => "''",
+        };
         let out = self.select(&format!(
-            "SELECT stack, sum({sum}) FROM {}.events WHERE {w} AND {which} GROUP BY stack",
+            "SELECT stack, {class}, sum({sum}) FROM {}.events WHERE {w} AND {which} \
+             GROUP BY stack, {class}",
             self.db
         ))?;
         let mut c = Cursor::new(&out);
         let mut rows = Vec::new();
         while !c.done() {
-            rows.push((c.u64().map_err(ch)?, c.u64().map_err(ch)?));
+            let stack = c.u64().map_err(ch)?;
+            let class = c.string().map_err(ch)?;
+            rows.push((stack, class, c.u64().map_err(ch)?));
         }
-        let (rec, counts) = self.rebuild_counts(&header, rows)?;
+        let hashes: Vec<u64> = rows.iter().map(|(h, _, _)| *h).collect();
+        let (mut rec, ids) = self.rebuild_stacks(&header, &hashes)?;
+        let mut leaves = AllocationStacks::new();
+        let mut counts = StackCounts::default();
+        for ((_, class, n), id) in rows.iter().zip(ids) {
+            let stack = leaves.stack_named(&mut rec, id, class);
+            *counts.counts.entry((stack.0, 0)).or_default() += n;
+            counts.total += n;
+        }
         Ok(Some((rec, counts)))
     }
 
