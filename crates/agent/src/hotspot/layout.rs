@@ -97,6 +97,7 @@ pub struct Layout {
     pub nm_method: usize,
     pub nm_comp_level: IntField,
     pub nm_orig_pc_offset: usize,
+    pub nm_compile_id: usize,
     pub nm_verified_entry: VerifiedEntry,
     pub nm_sections: Sections,
 
@@ -222,6 +223,7 @@ impl Layout {
             nm_method: either(("CompiledMethod", "_method"), ("nmethod", "_method"))?,
             nm_comp_level: int("nmethod", "_comp_level")?,
             nm_orig_pc_offset: off("nmethod", "_orig_pc_offset")?,
+            nm_compile_id: off("nmethod", "_compile_id")?,
             nm_verified_entry: match s.offset("nmethod", "_verified_entry_point") {
                 Some(o) => VerifiedEntry::Pointer(o),
                 None => VerifiedEntry::Offset(off("nmethod", "_verified_entry_offset")?),

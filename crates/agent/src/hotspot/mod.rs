@@ -18,6 +18,7 @@
 //! HotSpot, an unknown layout), the recording falls back to
 //! AsyncGetCallTrace and says so in one line.
 
+pub mod cache;
 pub mod code;
 pub mod flags;
 #[cfg(feature = "fault-injection")]
@@ -29,10 +30,9 @@ pub mod scopes;
 pub mod structs;
 pub mod walk;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use crate::jvm::{Jni, Jvmti};
 use crate::safe::{load, load_u16, load_u32};
+use cache::{FrameCache, IdCache};
 use code::CodeCache;
 use layout::Layout;
 
@@ -59,52 +59,8 @@ pub struct HotSpot {
     /// jmethodIDs of the Method*s walks met, so most frames read one word
     /// of metadata instead of five.
     ids: IdCache,
-}
-
-/// A direct-mapped table from Method* to jmethodID, written and read by
-/// signal handlers at once: a slot's id is stored before its key, and every
-/// hit is checked by the id's slot pointing back at the Method* (which also
-/// rejects a slot two handlers wrote at once, or a Method* whose memory was
-/// reused).
-struct IdCache {
-    slots: Box<[(AtomicUsize, AtomicUsize)]>,
-}
-
-impl std::fmt::Debug for IdCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "IdCache({} slots)", self.slots.len())
-    }
-}
-
-const ID_SLOTS: usize = 4096;
-
-impl IdCache {
-    fn new() -> IdCache {
-        IdCache {
-            slots: (0..ID_SLOTS)
-                .map(|_| (AtomicUsize::new(0), AtomicUsize::new(0)))
-                .collect(),
-        }
-    }
-
-    fn slot(&self, method: usize) -> &(AtomicUsize, AtomicUsize) {
-        &self.slots[(method >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52 & (ID_SLOTS - 1)]
-    }
-
-    fn get(&self, method: usize) -> Option<usize> {
-        let (key, id) = self.slot(method);
-        if key.load(Ordering::Acquire) != method {
-            return None;
-        }
-        let id = id.load(Ordering::Relaxed);
-        (id != 0 && load(id)? == method).then_some(id)
-    }
-
-    fn put(&self, method: usize, id: usize) {
-        let (key, slot) = self.slot(method);
-        slot.store(id, Ordering::Relaxed);
-        key.store(method, Ordering::Release);
-    }
+    /// The Java frames of compiled methods at return addresses walks met.
+    pub frames: FrameCache,
 }
 
 /// Why the walker is not used for a recording.
@@ -148,6 +104,7 @@ impl HotSpot {
             enter_special: enter_special(jvmti, jni),
             excluded_byte: feature >= 20,
             ids: IdCache::new(),
+            frames: FrameCache::new(),
             layout,
             code,
         };

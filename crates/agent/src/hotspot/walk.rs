@@ -19,6 +19,7 @@
 //! Everything is bounded and every read fault-free: garbage registers give a
 //! short walk that ends with a [`Break`] marker, never a fault.
 
+use super::cache::{CompiledFrames, CACHED_FRAMES};
 use super::code::{self, Blob, BlobKind};
 use super::layout::{INTERP_BCP, INTERP_METHOD, INTERP_SENDER_SP};
 use super::mem::Mem;
@@ -243,7 +244,7 @@ impl Walker<'_> {
     }
 
     fn on_stack(&self, sp: usize) -> bool {
-        sp % 8 == 0 && self.stack.0 <= sp && sp < self.stack.1
+        sp.is_multiple_of(8) && self.stack.0 <= sp && sp < self.stack.1
     }
 
     /// The walk reached the bottom; a Java thread running Java code that left
@@ -418,6 +419,11 @@ impl Walker<'_> {
     /// A compiled Java method, or the compiled wrapper of a native one.
     fn compiled(&mut self, blob: Blob, r: Regs) -> Step {
         let hs = self.hs;
+        if !self.top && blob.kind == BlobKind::Nmethod {
+            if let Some(step) = self.remembered(&blob, r) {
+                return step;
+            }
+        }
         let Some(nm) = Nmethod::read(&hs.layout, &blob) else {
             return Step::Stop(Break::Compiled);
         };
@@ -430,13 +436,17 @@ impl Walker<'_> {
             true => self.unwind_top_compiled(blob, r),
             false => self.unwind_by_frame_size(blob, r),
         };
+        let mut seen = CompiledFrames::default();
         let written = if native {
             self.push_java(JavaType::Native, own, -1)
         } else {
-            self.push_scopes(&nm, own, r.pc)
+            self.push_scopes(&nm, own, r.pc, &mut seen)
         };
         if !written {
             return Step::Full;
+        }
+        if !self.top && !native && seen.count > 0 {
+            self.remember(&blob, &nm, r.pc, seen);
         }
         match unwound {
             Some(next) => Step::Next(next),
@@ -444,9 +454,69 @@ impl Walker<'_> {
         }
     }
 
+    /// A compiled frame whose return address a walk met before: its frames
+    /// and caller from the cache, when the compiled method there is still
+    /// the one remembered (same Method*, same compilation).
+    fn remembered(&mut self, blob: &Blob, r: Regs) -> Option<Step> {
+        let l = &self.hs.layout;
+        let hit = self.hs.frames.get(r.pc)?;
+        let same = hit.blob == blob.addr
+            && blob.mem.word(blob.addr.wrapping_add(l.nm_method)) == Some(hit.method)
+            && blob.mem.u32(blob.addr.wrapping_add(l.nm_compile_id)) == Some(hit.compile_id);
+        if !same {
+            return None;
+        }
+        for &(id, lineno) in &hit.frames[..hit.count] {
+            self.java_frames += 1;
+            if !self.out.push(lineno, id) {
+                return Some(Step::Full);
+            }
+        }
+        let sender_sp = r.sp.wrapping_add(hit.frame_words as usize * 8);
+        let mem = self.mem;
+        let next = (|| {
+            Some(Regs {
+                pc: mem.word(sender_sp.wrapping_sub(8))?,
+                sp: sender_sp,
+                fp: mem.word(sender_sp.wrapping_sub(16))?,
+            })
+        })();
+        Some(match next {
+            Some(next) => Step::Next(next),
+            None => Step::Stop(Break::Compiled),
+        })
+    }
+
+    /// Remembers the frames of a compiled frame at return address `pc`.
+    fn remember(&self, blob: &Blob, nm: &Nmethod, pc: usize, mut seen: CompiledFrames) {
+        let l = &self.hs.layout;
+        let (Some(words), Some(id)) = (
+            code::frame_size(l, blob),
+            blob.mem.u32(blob.addr.wrapping_add(l.nm_compile_id)),
+        ) else {
+            return;
+        };
+        if words == 0 || words * 8 > MAX_FRAME {
+            return;
+        }
+        seen.blob = blob.addr;
+        seen.method = nm.method;
+        seen.compile_id = id;
+        seen.frame_words = words as u32;
+        self.hs.frames.put(pc, &seen);
+    }
+
     /// The inlined methods at `pc` of compiled method `nm`, innermost first,
     /// then `nm`'s own (jmethodID `own`).
-    fn push_scopes(&mut self, nm: &Nmethod, own: usize, pc: usize) -> bool {
+    /// `seen` gets the frames written, when they all fit in it and all
+    /// methods were named (count 0 otherwise).
+    fn push_scopes(
+        &mut self,
+        nm: &Nmethod,
+        own: usize,
+        pc: usize,
+        seen: &mut CompiledFrames,
+    ) -> bool {
         let hs = self.hs;
         let tier = match nm.comp_level {
             1..=3 => JavaType::C1,
@@ -464,6 +534,7 @@ impl Walker<'_> {
         if n == 0 {
             return self.push_java(tier, own, 0);
         }
+        let mut complete = n <= CACHED_FRAMES;
         for (i, &(method, bci)) in scopes[..n].iter().enumerate() {
             let outermost = i == n - 1;
             let kind = if outermost { tier } else { JavaType::Inlined };
@@ -472,10 +543,15 @@ impl Walker<'_> {
                 (true, None) => own,
                 (false, None) => 0,
             };
+            complete &= id != 0;
+            if complete {
+                seen.frames[i] = (id, frames::typed(kind, bci.max(-1)));
+            }
             if !self.push_java(kind, id, bci.max(-1)) {
                 return false;
             }
         }
+        seen.count = if complete { n } else { 0 };
         true
     }
 
@@ -625,7 +701,8 @@ impl Walker<'_> {
         let l = &hs.layout;
         let mem = self.mem;
         let slot = move |words: isize| mem.word(r.fp.wrapping_add_signed(words * 8));
-        let built = r.fp % 8 == 0 && r.fp > r.sp && r.fp - r.sp < MAX_FRAME && self.on_stack(r.fp);
+        let built =
+            r.fp.is_multiple_of(8) && r.fp > r.sp && r.fp - r.sp < MAX_FRAME && self.on_stack(r.fp);
         let method = if built { slot(INTERP_METHOD) } else { None };
         if let Some((method, id)) = method.and_then(|m| Some((m, hs.jmethod_id(m)?))) {
             if self

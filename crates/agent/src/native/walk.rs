@@ -440,7 +440,7 @@ fn cfa_step(r: Regs, row: cfi::Row) -> Option<Regs> {
 /// One step by the frame pointer: the saved FP and return address it points at.
 fn fp_step(r: Regs) -> Option<Regs> {
     let fp = r.fp;
-    if fp < r.sp || fp - r.sp > MAX_FRAME || fp % 8 != 0 {
+    if fp < r.sp || fp - r.sp > MAX_FRAME || !fp.is_multiple_of(8) {
         return None;
     }
     let [next_fp, ret] = read_pair(fp)?;
