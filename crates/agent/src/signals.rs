@@ -371,6 +371,8 @@ impl SignalShared {
             native_frames: cpu_mixed,
             interleave: walker.interleave,
             virtual_thread: vthread != 0,
+            // The handler runs on the thread it walks, whose JNIEnv it has.
+            own_thread: true,
         };
         let thread = env.wrapping_sub(walker.hotspot.env_offset);
         let out = vm_walk::walk(&walker.hotspot, thread, &ctx, options, &mut slot[k..]);

@@ -393,14 +393,17 @@ fn xcomp_runs_keep_every_stack_named() {
 fn ten_million_garbage_walks_never_fault() {
     let java = &jscope_testkit::javas()[0];
     let agent = agent_path();
-    let (_, stdout) = record(
-        java,
-        "mode=cpu,interval=50ms",
-        &[],
-        "WalkFuzz",
-        &[agent.to_str().unwrap(), "fuzz", "10000000", "42"],
-    );
-    assert!(stdout.contains("walks 10000000"), "{stdout}");
+    // Four JVMs, each 2.5 million walks from its own seed.
+    for seed in ["42", "7", "1999", "31337"] {
+        let (_, stdout) = record(
+            java,
+            "mode=cpu,interval=50ms",
+            &[],
+            "WalkFuzz",
+            &[agent.to_str().unwrap(), "fuzz", "2500000", seed],
+        );
+        assert!(stdout.contains("walks 2500000"), "seed {seed}: {stdout}");
+    }
 }
 
 #[test]

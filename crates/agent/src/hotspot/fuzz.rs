@@ -79,6 +79,7 @@ pub fn garbage_walks(hs: &HotSpot, thread: usize, n: u64, seed: u64) -> FuzzTall
             native_frames: rng.below(2) == 0,
             interleave: rng.below(2) == 0,
             virtual_thread: rng.below(4) == 0,
+            own_thread: target == thread,
         };
         let depth = 1 + rng.below(frames.len() as u64) as usize;
         let out = walk(hs, target, &ctx, options, &mut frames[..depth]);
@@ -109,6 +110,7 @@ pub fn time_own_walk(hs: &HotSpot, thread: usize, n: u64) -> (u64, usize, usize)
         native_frames: true,
         interleave: false,
         virtual_thread: false,
+        own_thread: true,
     };
     let mut frames = [CallFrame {
         lineno: 0,

@@ -21,13 +21,14 @@ impl Mem {
         blob: (0, 0),
     };
 
-    /// Trusts [sp, base) of the stack [low, base) when the caller runs on it
-    /// (a local of the caller lies in it: a walk of another thread's stack,
-    /// or of garbage bounds, trusts nothing).
+    /// Trusts [sp, base) of the calling thread's stack [low, base) (bounds
+    /// the caller knows to be the calling thread's own) when `sp` lies above
+    /// the caller's own frame: everything from there to the base is the live
+    /// frames of the thread, mapped (no guard page is above a running frame).
     pub fn on_own_stack(sp: usize, low: usize, base: usize) -> Mem {
         let here = &sp as *const usize as usize;
         let own = low <= here && here < base && base - low < 1 << 30;
-        let stack = if own && low <= sp && sp < base {
+        let stack = if own && here <= sp && sp < base {
             (sp, base)
         } else {
             (0, 0)
@@ -48,7 +49,8 @@ impl Mem {
 
     #[inline(always)]
     fn mapped(&self, addr: usize, len: usize) -> bool {
-        let inside = |(lo, hi): (usize, usize)| lo <= addr && addr <= hi.saturating_sub(len);
+        // An empty range (the untrusted default) holds nothing, address 0 neither.
+        let inside = |(lo, hi): (usize, usize)| lo <= addr && addr < hi && hi - addr >= len;
         inside(self.stack) || inside(self.blob)
     }
 
@@ -103,8 +105,20 @@ mod tests {
         assert_eq!(mem.word(sp + 8), Some(2));
         assert!(mem.mapped(sp, 8));
         assert!(!mem.mapped(sp - 8, 8), "below sp is not trusted");
+        let below_the_caller = Mem::on_own_stack(sp - 4000, sp - 4096, sp + 4096);
+        assert_eq!(
+            below_the_caller,
+            Mem::SAFE,
+            "a stack pointer below the caller's frame"
+        );
         let elsewhere = Mem::on_own_stack(0x1000, 0x1000, 0x2000);
         assert_eq!(elsewhere, Mem::SAFE);
         assert_eq!(elsewhere.word(8), None, "untrusted reads stay fault-free");
+        assert_eq!(
+            Mem::SAFE.word(0),
+            None,
+            "nothing is trusted by default, page 0 neither"
+        );
+        assert!(!Mem::SAFE.mapped(0, 1));
     }
 }

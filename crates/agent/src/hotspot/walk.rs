@@ -102,6 +102,9 @@ pub struct Options<'a> {
     pub interleave: bool,
     /// A virtual thread is mounted: its frames end at its continuation entry.
     pub virtual_thread: bool,
+    /// The thread walked is the calling thread (a signal handler's own): its
+    /// stack bounds are real, and its live frames are read directly.
+    pub own_thread: bool,
 }
 
 /// How a walk ended.
@@ -175,7 +178,10 @@ pub fn walk(
         fallback: Fallback::ThreadAnchor,
         top: true,
         blame: None,
-        mem: Mem::on_own_stack(ctx.sp, base.saturating_sub(size), base),
+        mem: match options.own_thread {
+            true => Mem::on_own_stack(ctx.sp, base.saturating_sub(size), base),
+            false => Mem::SAFE,
+        },
     };
     let end = w.run();
     Outcome {
