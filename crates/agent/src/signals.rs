@@ -683,6 +683,9 @@ impl Engine for SignalEngine {
         let _ = self.shared.set(publish(Box::new(shared)));
         if walks_vm {
             learn_generated_code(ctx.jvmti);
+        } else if self.mixed {
+            // AsyncGetCallTrace's native segments are found through call_helper.
+            native_walk::find_call_helper();
         }
         if self.mixed {
             if let Some(preload) = crate::native::names::Preload::start(ctx.table.clone()) {

@@ -82,7 +82,8 @@ impl HotSpot {
     /// Resolves the walker for the running JVM; on a Java thread (VMInit's or
     /// the attach listener's), after the VM is initialised.
     pub fn resolve(jvmti: Jvmti, jni: Jni, env: usize) -> Result<HotSpot, Unavailable> {
-        if crate::safe::use_jvm_safefetch(jvm_safefetch().unwrap_or(0)).is_err() {
+        let symbols = LibjvmSymbols::read();
+        if crate::safe::use_jvm_safefetch(symbols.safefetch.unwrap_or(0)).is_err() {
             crate::safe::install()?;
         }
         let structs = structs::VmStructs::read().ok_or(Unavailable::NoStructures)?;
@@ -100,7 +101,7 @@ impl HotSpot {
             ))?,
             klass_base: load(d.base).unwrap_or(0),
             klass_shift: load_u32(d.shift).unwrap_or(0),
-            compile_method: compile_methods(),
+            compile_method: symbols.compile_method,
             enter_special: enter_special(jvmti, jni),
             excluded_byte: feature >= 20,
             ids: IdCache::new(),
@@ -256,44 +257,48 @@ fn env_offset(jvmti: Jvmti, jni: Jni, env: usize) -> Option<usize> {
     (eetop != 0 && offset < 1 << 16).then_some(offset)
 }
 
-/// The entry of the JVM's own fault-free load, SafeFetchN: a function of
-/// libjvm's (JDK 17 and later) or a stub whose address a StubRoutines static
-/// holds (before); from libjvm's symbol table.
-fn jvm_safefetch() -> Option<usize> {
-    let (path, bias) = crate::native::walk::loaded_object("libjvm.so")?;
-    let path = std::path::Path::new(&path);
-    let symbol = |name: &str| crate::native::elf::ElfSymbols::symbol_address(path, name);
-    if let Some(f) = symbol("SafeFetchN_impl") {
-        return Some(bias + f as usize);
-    }
-    let entry = symbol("_ZN12StubRoutines17_safefetchN_entryE")?;
-    // SAFETY: a static of libjvm's, set when its stubs were generated (before
-    // VMInit); read as any word.
-    Some(unsafe { *((bias + entry as usize) as *const usize) }).filter(|&e| e != 0)
+/// What the walker takes from libjvm's symbol table (one read of it): the
+/// entry of the JVM's own fault-free load, SafeFetchN (a function of libjvm's
+/// from JDK 17, before a stub whose address a StubRoutines static holds),
+/// and C1's and C2's `compile_method` ranges (zero where missing).
+struct LibjvmSymbols {
+    safefetch: Option<usize>,
+    compile_method: [(usize, usize); 2],
 }
 
-/// The address ranges of C1's and C2's `compile_method`, from libjvm's
-/// symbol table; zero where it has none.
-fn compile_methods() -> [(usize, usize); 2] {
-    let mut out = [(0, 0); 2];
-    let Some((path, bias)) = crate::native::walk::loaded_object("libjvm.so") else {
-        return out;
-    };
-    let Some(symbols) = crate::native::elf::ElfSymbols::load(std::path::Path::new(&path)) else {
-        return out;
-    };
-    for (i, prefix) in [
-        "_ZN8Compiler14compile_method",
-        "_ZN10C2Compiler14compile_method",
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        if let Some((addr, size)) = symbols.find_prefix(prefix) {
-            out[i] = (bias + addr as usize, bias + (addr + size) as usize);
+impl LibjvmSymbols {
+    fn read() -> LibjvmSymbols {
+        let mut out = LibjvmSymbols {
+            safefetch: None,
+            compile_method: [(0, 0); 2],
+        };
+        let Some((path, bias)) = crate::native::walk::loaded_object("libjvm.so") else {
+            return out;
+        };
+        let found = crate::native::elf::ElfSymbols::find_all(
+            std::path::Path::new(&path),
+            &[
+                "SafeFetchN_impl",
+                "_ZN12StubRoutines17_safefetchN_entryE",
+                "_ZN8Compiler14compile_method",
+                "_ZN10C2Compiler14compile_method",
+            ],
+        );
+        let at = |i: usize| found[i].map(|(addr, size)| (bias + addr as usize, size as usize));
+        out.safefetch = match (at(0), at(1)) {
+            (Some((f, _)), _) => Some(f),
+            // SAFETY: a static of libjvm's, set when its stubs were generated
+            // (before VMInit); read as any word.
+            (None, Some((var, _))) => Some(unsafe { *(var as *const usize) }).filter(|&e| e != 0),
+            _ => None,
+        };
+        for (i, slot) in out.compile_method.iter_mut().enumerate() {
+            if let Some((start, size)) = at(2 + i) {
+                *slot = (start, start + size);
+            }
         }
+        out
     }
-    out
 }
 
 /// jmethodID of `jdk.internal.vm.Continuation.enterSpecial`, 0 before JDK 21.

@@ -337,16 +337,29 @@ impl ElfSymbols {
         ElfSymbols::load_with_debug_root(path, Path::new("/usr/lib/debug"))
     }
 
-    /// The address (in the file) of the symbol named exactly `name`, of any
-    /// kind (a function, a variable, a label), from the file's own tables.
-    pub fn symbol_address(path: &Path, name: &str) -> Option<u64> {
-        let file = File::open(path).ok()?;
-        let parsed = parse_kinds(&Source::File(file), Some(SymbolKinds::All))?;
-        parsed.syms.iter().find_map(|s| {
+    /// For each prefix, the first symbol of the file's own tables whose name
+    /// starts with it, of any kind (a function, a variable, a label): its
+    /// address in the file and size. One read of the tables for them all.
+    pub fn find_all(path: &Path, prefixes: &[&str]) -> Vec<Option<(u64, u64)>> {
+        let mut out = vec![None; prefixes.len()];
+        let Some(parsed) = File::open(path)
+            .ok()
+            .and_then(|f| parse_kinds(&Source::File(f), Some(SymbolKinds::All)))
+        else {
+            return out;
+        };
+        for s in &parsed.syms {
             let at = s.name as usize;
-            let bytes = parsed.names.get(at..at + s.name_len as usize)?;
-            (bytes == name.as_bytes()).then_some(s.addr)
-        })
+            let Some(name) = parsed.names.get(at..at + s.name_len as usize) else {
+                continue;
+            };
+            for (slot, prefix) in out.iter_mut().zip(prefixes) {
+                if slot.is_none() && name.starts_with(prefix.as_bytes()) {
+                    *slot = Some((s.addr, s.size));
+                }
+            }
+        }
+        out
     }
 
     fn load_with_debug_root(path: &Path, debug_root: &Path) -> Option<ElfSymbols> {

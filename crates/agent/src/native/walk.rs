@@ -107,7 +107,6 @@ pub fn refresh_code_ranges() {
     if *last == Some(counts) {
         return;
     }
-    find_call_helper();
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return;
     };
@@ -258,7 +257,7 @@ static CALL_HELPER_READ: AtomicBool = AtomicBool::new(false);
 /// loaded (off the handler, before sampling starts, as the unwind tables are
 /// built: every sample can have its segments). A libjvm without `.symtab`
 /// leaves it unknown: no segments between Java frames.
-fn find_call_helper() {
+pub(crate) fn find_call_helper() {
     if CALL_HELPER_READ.load(Ordering::Relaxed) {
         return;
     }
