@@ -14,6 +14,7 @@ use crate::engine::{Engine, StartContext, StopContext};
 use crate::events::{EventEngine, ParkEngine};
 use crate::header::{self, StartTime};
 use crate::hotspot::HotSpot;
+use crate::interpose::InterposeEngine;
 use crate::java_threads::{describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
 use crate::native::perf::{self, PerfEvents, PerfKind};
@@ -419,6 +420,9 @@ fn engines(
         hooks: Arc::new(hooks),
         install: install_hooks,
     };
+    // The recording's Java stack walker: the signal handler's and the native
+    // hooks' (each walks from its own registers).
+    let interpose = Arc::new(InterposeEngine::new(options, hotspot.clone()));
     let signals = Arc::new(SignalEngine::new(options, timers.clone(), hotspot));
     let all_threads = options.cstack.mixed();
     vec![
@@ -431,11 +435,13 @@ fn engines(
         Arc::new(EventEngine::new(options.events.clone(), options.depth)),
         Arc::new(ParkEngine::new(&options.events)),
         Arc::new(RemoteEngine),
+        interpose,
     ]
 }
 
-/// The VM structure walker for the cpu and wall engines, when `cstack` asks
-/// for it and this JVM's structures allow it; the header says which walker
+/// The VM structure walker for the cpu and wall engines and the native hooks,
+/// when `cstack` asks for it and this JVM's structures allow it; the header
+/// says which walker
 /// Java frames get (`stack_walker`) and, when the walker could not be used,
 /// why (`stack_walker_fallback`, also said in one line unless quiet).
 fn stack_walker(
@@ -444,7 +450,7 @@ fn stack_walker(
     jni: Jni,
     extra: &mut Vec<(String, String)>,
 ) -> Option<HotSpot> {
-    if !options.modes.signals() {
+    if !options.modes.signals() && !options.native.any() {
         return None;
     }
     let resolved = match options.cstack.vm_walker() {
