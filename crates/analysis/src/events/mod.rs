@@ -25,6 +25,7 @@
 //! assert_eq!(only_gc.rows(&rec).len(), 3);
 //! ```
 
+mod native;
 mod render;
 mod reports;
 mod rows;
@@ -49,6 +50,10 @@ use crate::{AnalysisError, ThreadMatcher};
 #[error("unknown event type `{0}` (expected thread_start, thread_end, monitor, wait, park, gc, alloc, free, class_load, class_unload, compiled, compiled_unload, user, start_call, native_alloc, native_free, native_lock, or a group: threads, locks, classes, jit, objects, nativemem)")]
 pub struct UnknownEventType(pub String);
 
+pub use native::{
+    native_allocations, native_lock_rows, native_mem_report, NativeAllocation, NativeBy,
+    NativeLockRow, NativeMemReport, NativeMemRow, NativeSite,
+};
 pub use reports::{
     age_report, alloc_report, gc_report, live_report, lock_report, user_report, AgeBucket,
     AgeReport, AgeRow, AllocBy, AllocReport, AllocRow, AllocWeights, GcDetail, GcPause, GcReport,

@@ -1,5 +1,7 @@
 //! Stacks weighted by what events measure, for allocation and lock flame graphs:
-//! allocation samples by the bytes they stand for, contention by the time spent.
+//! allocation samples by the bytes they stand for, contention by the time spent,
+//! native allocations by their bytes (all, or those never freed), native lock
+//! waits by their time.
 
 use jscope_format::{EventKind, Recording};
 
@@ -18,6 +20,13 @@ pub enum EventWeight {
     /// acquisition). Waits (`Object.wait`, `Condition.await`) and other parks are
     /// left out: they wait for work or a signal, not for a lock.
     Lock,
+    /// Native allocation samples, weighted by their estimated bytes.
+    NativeMem,
+    /// Native allocation samples whose blocks were not freed by the end of
+    /// the recording (or of the window), weighted by their estimated bytes.
+    Leak,
+    /// Native (pthread) lock waits, weighted by their estimated time.
+    NativeLock,
 }
 
 impl EventWeight {
@@ -26,6 +35,9 @@ impl EventWeight {
         match s.trim().to_ascii_lowercase().as_str() {
             "alloc" | "allocation" | "allocations" => Some(EventWeight::Alloc),
             "lock" | "locks" | "contention" => Some(EventWeight::Lock),
+            "nativemem" | "native_mem" | "malloc" => Some(EventWeight::NativeMem),
+            "leak" | "leaks" | "inuse" | "in_use" => Some(EventWeight::Leak),
+            "nativelock" | "native_lock" | "nativelocks" => Some(EventWeight::NativeLock),
             _ => None,
         }
     }
@@ -34,6 +46,9 @@ impl EventWeight {
         match self {
             EventWeight::Alloc => "alloc",
             EventWeight::Lock => "lock",
+            EventWeight::NativeMem => "nativemem",
+            EventWeight::Leak => "leak",
+            EventWeight::NativeLock => "nativelock",
         }
     }
 
@@ -42,6 +57,9 @@ impl EventWeight {
         match self {
             EventWeight::Alloc => "bytes allocated (estimated)",
             EventWeight::Lock => "ns of contention",
+            EventWeight::NativeMem => "native bytes allocated (estimated)",
+            EventWeight::Leak => "native bytes not freed (estimated)",
+            EventWeight::NativeLock => "ns waiting for native locks (estimated)",
         }
     }
 }
@@ -58,6 +76,10 @@ pub fn weighted_stacks(rec: &Recording, filter: &EventFilter, what: EventWeight)
     let types = match what {
         EventWeight::Alloc => vec![EventType::Alloc],
         EventWeight::Lock => vec![EventType::Monitor, EventType::Park],
+        EventWeight::NativeLock => vec![EventType::NativeLock],
+        EventWeight::NativeMem | EventWeight::Leak => {
+            return native_stacks(rec, filter, what == EventWeight::Leak)
+        }
     };
     let f = EventFilter {
         types,
@@ -77,6 +99,7 @@ pub fn weighted_stacks(rec: &Recording, filter: &EventFilter, what: EventWeight)
                 stack,
                 ..
             } if is_lock_blocker(&class_name(rec, blocker_class)) => (stack, duration_ns),
+            EventKind::NativeLock { weight, stack, .. } => (stack, weight),
             _ => continue,
         };
         if w == 0 {
@@ -84,6 +107,20 @@ pub fn weighted_stacks(rec: &Recording, filter: &EventFilter, what: EventWeight)
         }
         *out.counts.entry((stack.0, e.thread.0)).or_default() += w;
         out.total += w;
+    }
+    out
+}
+
+/// Native allocation samples (all, or with `leaks` those never freed) by
+/// stack and thread, weighted by their estimated bytes.
+fn native_stacks(rec: &Recording, filter: &EventFilter, leaks: bool) -> StackCounts {
+    let mut out = StackCounts::default();
+    for a in super::native_allocations(rec, filter) {
+        if a.weight == 0 || (leaks && !a.leaked()) {
+            continue;
+        }
+        *out.counts.entry((a.stack.0, a.event.thread.0)).or_default() += a.weight;
+        out.total += a.weight;
     }
     out
 }
