@@ -1246,15 +1246,25 @@ fn native_leaks_are_the_blocks_never_freed_realloc_chains_included() {
 #[test]
 fn a_window_leaks_what_it_allocated_and_did_not_free_before_its_end() {
     let rec = native_memory();
-    // The chain's middle: its blocks at 31 and 32 ms were freed at 32 and 33.
+    // The chain's blocks of 31 and 32 ms (freed at 32 and 33) and the JNI
+    // leak's blocks of those milliseconds.
     let window = EventFilter {
         from_s: Some(0.0305),
         to_s: Some(0.0325),
         ..Default::default()
     };
     let leaks = native_mem_report(&rec, &window, NativeBy::Function, true);
+    let rows: Vec<(&str, u64)> = leaks
+        .rows
+        .iter()
+        .map(|r| (r.key.as_str(), r.bytes))
+        .collect();
     assert_eq!(
-        leaks.bytes, 1024,
+        rows,
+        [
+            ("leak_block [libapp.so]", 2048),
+            ("grow_buffer [libz.so]", 1024)
+        ],
         "the block realloc'ed at 32 ms was freed after the window"
     );
     let early = EventFilter {
