@@ -439,11 +439,6 @@ impl Got {
         }
         restored
     }
-
-    /// Slots diverted now.
-    pub fn slots(&self) -> usize {
-        self.objects.iter().map(|o| o.slots.len()).sum()
-    }
 }
 
 /// The word at `slot` as an atomic.

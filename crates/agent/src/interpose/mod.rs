@@ -381,10 +381,12 @@ struct Patcher {
     imports: Vec<got::Import>,
     /// The loader's counts at the last round.
     seen: (u64, u64),
-    objects: usize,
 }
 
 static PATCHER: Mutex<Option<Patcher>> = Mutex::new(None);
+/// Objects and slots the running (or last) recording diverted, for its counters.
+static PATCHED_OBJECTS: AtomicU64 = AtomicU64::new(0);
+static PATCHED_SLOTS: AtomicU64 = AtomicU64::new(0);
 
 /// An address in the agent's own code.
 fn own_code() -> usize {
@@ -399,7 +401,9 @@ impl Patcher {
             return;
         }
         self.seen = seen;
-        self.objects += self.got.patch(&self.imports, own_code()).objects;
+        let stats = self.got.patch(&self.imports, own_code());
+        PATCHED_OBJECTS.fetch_add(stats.objects as u64, Ordering::Relaxed);
+        PATCHED_SLOTS.fetch_add(stats.slots as u64, Ordering::Relaxed);
     }
 }
 
@@ -561,12 +565,13 @@ impl Engine for InterposeEngine {
         });
         let shared = self.publish(ctx);
         let _ = self.shared.set(shared);
+        PATCHED_OBJECTS.store(0, Ordering::Relaxed);
+        PATCHED_SLOTS.store(0, Ordering::Relaxed);
         let mut patcher = PATCHER.lock().unwrap_or_else(|e| e.into_inner());
         let p = patcher.insert(Patcher {
             got: got::Got::default(),
             imports: self.imports(),
             seen: (u64::MAX, u64::MAX),
-            objects: 0,
         });
         p.round();
         Ok(())
@@ -662,11 +667,8 @@ impl Engine for InterposeEngine {
                 out.push((name, shared.counters[i].load(Ordering::Relaxed)));
             }
         }
-        let patcher = PATCHER.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = patcher.as_ref() {
-            out.push(("interpose.objects", p.objects as u64));
-            out.push(("interpose.slots", p.got.slots() as u64));
-        }
+        out.push(("interpose.objects", PATCHED_OBJECTS.load(Ordering::Relaxed)));
+        out.push(("interpose.slots", PATCHED_SLOTS.load(Ordering::Relaxed)));
     }
 }
 

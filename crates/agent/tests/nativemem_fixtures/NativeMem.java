@@ -4,8 +4,12 @@ import java.nio.file.Path;
 /**
  * Native memory and native lock paths for the nativemem and nativelock tests,
  * run as a list of actions: load (System.loadLibrary("nativemem") from
- * java.library.path), leak, churn, grow, contend, thread, fork, await:FILE
- * (wait until FILE exists: the test attaches meanwhile), sleep:MS, ready.
+ * java.library.path), leak, churn, grow, contend, thread, fork, hammer:MS (a
+ * thread calling every hooked function from threads of its own), soak:MS
+ * (four threads of JDK work with native memory: zip streams, inflaters,
+ * direct buffers, contended monitors), join (waits for those threads),
+ * await:FILE (wait until FILE exists: the test attaches meanwhile), sleep:MS,
+ * allocator (prints the library whose malloc the process calls), ready.
  * Each native method has a Java caller of its own, the path the tests look for.
  */
 public class NativeMem {
@@ -26,6 +30,14 @@ public class NativeMem {
 
     /** fork(): the child allocates and frees, then exits; returns its exit status. */
     static native int forkAndAllocate();
+
+    /** The file name of the library whose malloc the process calls. */
+    static native String allocator();
+
+    /** Threads of its own calling every hooked function (each block freed) for millis. */
+    static native long hammer(int threads, int millis);
+
+    static final java.util.List<Thread> started = new java.util.ArrayList<>();
 
     static void leakPath() {
         System.out.println("leaked " + leak(262144, 256));
@@ -67,6 +79,24 @@ public class NativeMem {
                 nativeThreadPath();
             } else if (action.equals("fork")) {
                 forkPath();
+            } else if (action.startsWith("hammer:")) {
+                int millis = Integer.parseInt(action.substring(7));
+                Thread t = new Thread(() -> System.out.println("hammered " + hammer(4, millis)), "hammer");
+                t.start();
+                started.add(t);
+            } else if (action.startsWith("soak:")) {
+                int millis = Integer.parseInt(action.substring(5));
+                for (int i = 0; i < 4; i++) {
+                    Thread t = new Thread(() -> Soak.run(millis), "soak-" + i);
+                    t.start();
+                    started.add(t);
+                }
+            } else if (action.equals("join")) {
+                for (Thread t : started) {
+                    t.join();
+                }
+            } else if (action.equals("allocator")) {
+                System.out.println("allocator " + allocator());
             } else if (action.equals("ready")) {
                 System.out.println("ready");
             } else if (action.startsWith("await:")) {

@@ -1,6 +1,8 @@
 /* The JNI side of NativeMem.java: allocation paths with known totals, and a
  * pthread mutex two threads contend on. Built by the tests with cc, optimised
  * and without frame pointers, as distribution libraries are. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <jni.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -141,4 +143,61 @@ JNIEXPORT jint JNICALL Java_NativeMem_forkAndAllocate(JNIEnv *env, jclass cls) {
     int status = 0;
     waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct hammer {
+    int millis;
+    pthread_mutex_t lock;
+    pthread_rwlock_t rw;
+    long ops;
+};
+
+/* Every hooked function, over and over, until the time is up. */
+static void *hammer_thread(void *arg) {
+    struct hammer *h = arg;
+    uint64_t until = now_ns() + (uint64_t)h->millis * 1000000u;
+    long ops = 0;
+    while (now_ns() < until) {
+        for (int i = 0; i < 256; i++) {
+            void *p = malloc(16 + (size_t)(i * 37) % 2048);
+            p = realloc(p, 4096 + (size_t)i);
+            void *q = calloc(4, 64);
+            void *r = NULL;
+            if (posix_memalign(&r, 64, 256) != 0) r = NULL;
+            void *s = aligned_alloc(64, 512);
+            pthread_mutex_lock(&h->lock);
+            ops++;
+            pthread_mutex_unlock(&h->lock);
+            pthread_rwlock_rdlock(&h->rw);
+            pthread_rwlock_unlock(&h->rw);
+            pthread_rwlock_wrlock(&h->rw);
+            pthread_rwlock_unlock(&h->rw);
+            free(p);
+            free(q);
+            free(r);
+            free(s);
+        }
+    }
+    __sync_fetch_and_add(&h->ops, ops);
+    return NULL;
+}
+
+JNIEXPORT jlong JNICALL Java_NativeMem_hammer(JNIEnv *env, jclass cls, jint threads, jint millis) {
+    struct hammer h = {millis, PTHREAD_MUTEX_INITIALIZER, PTHREAD_RWLOCK_INITIALIZER, 0};
+    pthread_t t[16];
+    int n = threads < 16 ? threads : 16;
+    for (int i = 0; i < n; i++) pthread_create(&t[i], NULL, hammer_thread, &h);
+    for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+    return h.ops;
+}
+
+/* The file name of the library whose malloc the process calls. */
+JNIEXPORT jstring JNICALL Java_NativeMem_allocator(JNIEnv *env, jclass cls) {
+    Dl_info info;
+    void *f = dlsym(RTLD_DEFAULT, "malloc");
+    if (!f || !dladdr(f, &info) || !info.dli_fname) return (*env)->NewStringUTF(env, "?");
+    const char *name = info.dli_fname;
+    for (const char *p = name; *p; p++)
+        if (*p == '/') name = p + 1;
+    return (*env)->NewStringUTF(env, name);
 }
