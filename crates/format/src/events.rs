@@ -366,7 +366,7 @@ event_kinds! {
         size: u64, weight: u64, address: u64, call: u64, id: u64, stack: StackId
     }
     /// The block of native allocation `id` was freed (by `free`, or by a
-    /// `realloc` that moved or resized it), on the freeing thread's timeline.
+    /// `realloc` that moved or resized it); process-wide (timeline 0).
     NativeFree = 47, "native_free" { id: u64, address: u64 }
     /// A thread waited `duration_ns` to acquire the native lock at `address`
     /// (agent option `nativelock`): `lock` is [`NATIVE_MUTEX`],
