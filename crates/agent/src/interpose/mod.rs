@@ -553,7 +553,9 @@ impl Engine for InterposeEngine {
         }
         if !self.cpu_mixed {
             crate::native::walk::use_dwarf(self.dwarf);
-            if let Some(preload) = crate::native::names::Preload::start(ctx.table.clone()) {
+            // The hooks' stacks have no kernel frames: no kernel symbols.
+            let preload = crate::native::names::Preload::start_with(ctx.table.clone(), false);
+            if let Some(preload) = preload {
                 let _ = self.symbols.set(preload);
             }
         }

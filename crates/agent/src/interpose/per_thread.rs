@@ -29,6 +29,8 @@ struct PerThread {
     bytes_recording: Cell<u32>,
     wait_recording: Cell<u32>,
     rng: Cell<u64>,
+    /// The thread's Linux id, once asked (a system call the first time only).
+    tid: Cell<u32>,
 }
 
 thread_local! {
@@ -40,6 +42,7 @@ thread_local! {
             bytes_recording: Cell::new(0),
             wait_recording: Cell::new(0),
             rng: Cell::new(0),
+            tid: Cell::new(0),
         }
     };
 }
@@ -48,6 +51,19 @@ thread_local! {
 #[inline]
 pub fn busy() -> bool {
     THREAD.with(|t| t.busy.get())
+}
+
+/// This thread's Linux id. (A forked child's thread keeps its parent's, but
+/// a child's hooks record nothing.)
+pub fn tid() -> u32 {
+    THREAD.with(|t| match t.tid.get() {
+        0 => {
+            let tid = crate::threads::gettid();
+            t.tid.set(tid);
+            tid
+        }
+        tid => tid,
+    })
 }
 
 /// Marks this thread busy until dropped (also when a panic unwinds through it).

@@ -81,7 +81,7 @@ impl StackWalker {
     /// Walks the calling thread's stack into `frames`, top first.
     #[inline(never)]
     pub fn walk(&self, frames: &mut [CallFrame]) -> Walked {
-        let tid = crate::threads::gettid();
+        let tid = super::per_thread::tid();
         let env = self.vm.get_env(sys::JNI_VERSION_1_6) as usize;
         let vthread = crate::trace::vthreads::mounted_on(tid);
         let mut walked = Walked {

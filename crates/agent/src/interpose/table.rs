@@ -10,25 +10,32 @@
 //! slot, because a block is inserted only after the allocator returned it and
 //! removed before it is given back. A full bucket refuses the insert (the
 //! sample is then written with id 0: its free is not followed).
+//!
+//! In front of the table, a small array of counters (a counting filter) says
+//! how many blocks held hash to each: nearly every free reads one counter of a
+//! 16 KiB array and goes on, without touching the table's lines.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 
 /// Slots per bucket: one 64-byte cache line of keys.
 pub const WAYS: usize = 8;
 /// A slot being filled (no block starts at address 1).
 const CLAIMED: usize = 1;
 
-#[repr(align(64))]
-#[derive(Default)]
-struct Live(AtomicUsize);
+/// Counters of the filter in front of the table: 16 KiB, which stays in the
+/// cache of a thread that frees often, where the table's own lines would not.
+const FILTER: usize = 8 << 10;
 
 pub struct BlockTable {
     keys: Box<[AtomicUsize]>,
     ids: Box<[AtomicU64]>,
     /// log2 of the bucket count.
     bits: u32,
-    /// Blocks held: a free skips the table while there are none.
-    live: Live,
+    /// How many blocks held hash to each counter: a free whose counter is 0
+    /// (nearly every free) is answered without reading the table.
+    filter: Box<[AtomicU16]>,
+    /// Blocks held.
+    live: AtomicUsize,
 }
 
 impl BlockTable {
@@ -40,7 +47,8 @@ impl BlockTable {
             keys: (0..slots).map(|_| AtomicUsize::new(0)).collect(),
             ids: (0..slots).map(|_| AtomicU64::new(0)).collect(),
             bits: buckets.trailing_zeros(),
-            live: Live::default(),
+            filter: (0..FILTER).map(|_| AtomicU16::new(0)).collect(),
+            live: AtomicUsize::new(0),
         }
     }
 
@@ -51,14 +59,24 @@ impl BlockTable {
 
     /// Blocks held now.
     pub fn live(&self) -> usize {
-        self.live.0.load(Ordering::Relaxed)
+        self.live.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn hash(addr: usize) -> u64 {
+        ((addr as u64) >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15)
     }
 
     /// The first slot of `addr`'s bucket.
     #[inline]
     fn bucket(&self, addr: usize) -> usize {
-        let h = ((addr as u64) >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        (h >> (64 - self.bits)) as usize * WAYS
+        (Self::hash(addr) >> (64 - self.bits)) as usize * WAYS
+    }
+
+    /// `addr`'s filter counter (other bits of the hash than the bucket's).
+    #[inline]
+    fn counter(&self, addr: usize) -> &AtomicU16 {
+        &self.filter[(Self::hash(addr) >> 20) as usize % FILTER]
     }
 
     /// Remembers that block `addr` is allocation `id`; false when its bucket
@@ -73,9 +91,12 @@ impl BlockTable {
                     .is_ok()
             {
                 self.ids[i].store(id, Ordering::Relaxed);
+                // The counter before the key: a free finding the key has
+                // passed a counter that counts it.
+                self.counter(addr).fetch_add(1, Ordering::Release);
                 // Publishes the id with the key.
                 key.store(addr, Ordering::Release);
-                self.live.0.fetch_add(1, Ordering::Relaxed);
+                self.live.fetch_add(1, Ordering::Relaxed);
                 return true;
             }
         }
@@ -86,7 +107,7 @@ impl BlockTable {
     /// plain loads of one cache line.
     #[inline]
     pub fn may_hold(&self, addr: usize) -> bool {
-        if self.live() == 0 {
+        if self.counter(addr).load(Ordering::Acquire) == 0 {
             return false;
         }
         let b = self.bucket(addr);
@@ -110,7 +131,8 @@ impl BlockTable {
                 .compare_exchange(addr, 0, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
-                self.live.0.fetch_sub(1, Ordering::Relaxed);
+                self.counter(addr).fetch_sub(1, Ordering::Release);
+                self.live.fetch_sub(1, Ordering::Relaxed);
                 return Some(id);
             }
         }
