@@ -2,17 +2,19 @@
 //! fixture, crates/agent/tests/nativemem_fixtures, built by cc in the run),
 //! then what reads it: `jscope nativemem` (--leaks, --by), `collapsed` and
 //! `flame --mode leak|nativemem|nativelock`, `locks`, the pprof export read
-//! by `go tool pprof`, and `jscope view`'s /api/jvms/ID/nativemem and
-//! /api/flame?mode=leak.
+//! by `go tool pprof`, and `jscope view`'s /api/jvms/ID/nativemem,
+//! /api/flame?mode=leak and, in headless Chromium, the flame tab's native modes.
 
 mod serving;
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, tool_missing};
 use serde_json::Value;
+use serving::cdp::Browser;
 use support::{jscope, jscope_bin, jscope_json, stderr, stdout};
 
 const LEAK_BYTES: f64 = (64 << 20) as f64;
@@ -187,4 +189,40 @@ fn nativemem_leaks_locks_flame_export_and_api_over_one_recording() {
         graph["collapsed"].as_str().unwrap().contains("leak_block"),
         "{graph}"
     );
+
+    let Some(mut b) = Browser::launch("nativemem") else {
+        return;
+    };
+    b.goto(&format!("{}/#tab=flame&jvm={id}", served.url()));
+    let frame_has = |text: &str| {
+        format!(
+            "(() => {{ const d = document.querySelector('#flame-frame').contentDocument; \
+             return !!d && !!d.body && d.body.innerHTML.includes({}); }})()",
+            serde_json::json!(text)
+        )
+    };
+    for (mode, top, unit) in [
+        (
+            "nativemem",
+            "churn_block",
+            "native bytes allocated (estimated)",
+        ),
+        ("leak", "leak_block", "native bytes not freed (estimated)"),
+        (
+            "nativelock",
+            "contend_once",
+            "ns waiting for native locks (estimated)",
+        ),
+    ] {
+        b.eval(&format!(
+            "document.querySelector('#flame-mode').value = '{mode}'"
+        ));
+        b.click("#flame-go");
+        b.wait_for(&frame_has(unit), Duration::from_secs(30));
+        assert!(b
+            .wait_for(&frame_has(top), Duration::from_secs(5))
+            .as_bool()
+            .unwrap());
+        b.screenshot(&format!("flame-{mode}.png"));
+    }
 }
