@@ -457,9 +457,12 @@ unsafe fn word<'a>(slot: usize) -> &'a AtomicUsize {
 /// # Safety
 /// `slot` is a GOT slot of `obj`, which is pinned.
 unsafe fn store(obj: &Object, slot: usize, value: usize) -> bool {
+    let page = page_size();
+    // The loader makes read-only the whole pages of the RELRO segment only: a
+    // last partial page stays writable (it holds data the program writes).
     let relro = obj
         .segments(PT_GNU_RELRO)
-        .any(|(lo, hi, _)| lo <= slot && slot < hi);
+        .any(|(lo, hi, _)| lo <= slot && slot < hi & !(page - 1));
     let segment = obj
         .segments(PT_LOAD)
         .find(|&(lo, hi, _)| lo <= slot && slot < hi);
@@ -475,7 +478,6 @@ unsafe fn store(obj: &Object, slot: usize, value: usize) -> bool {
         unsafe { word(slot) }.store(value, Ordering::Release);
         return true;
     }
-    let page = page_size();
     let start = (slot & !(page - 1)) as *mut c_void;
     let closed = match (relro, flags & PF_X != 0) {
         (true, _) | (false, false) => libc::PROT_READ,

@@ -48,9 +48,9 @@ fn guarded<R: Copy>(
     }
 }
 
-/// Calls an allocator function that may call another through a hooked slot
-/// (calloc calling malloc, as some allocators do): the inner call passes
-/// through, so the bytes count once, for the outer call.
+/// Calls a real function with the thread busy, so that hooked calls it makes
+/// pass straight through: an allocator whose calloc calls malloc through a
+/// slot counts the bytes once, for the outer call.
 #[inline(always)]
 fn nested<R>(real: impl Fn() -> R) -> R {
     let _busy = Busy::enter();
@@ -85,7 +85,7 @@ fn freeing(p: *mut c_void) {
 }
 
 pub unsafe extern "C" fn malloc_hook(size: usize) -> *mut c_void {
-    // SAFETY: the caller\'s arguments, passed on as given.
+    // SAFETY: the caller's arguments, passed on as given.
     let real = || unsafe { libc::malloc(size) };
     guarded("malloc", real, |out| {
         let p = *out.insert(real());
@@ -94,7 +94,7 @@ pub unsafe extern "C" fn malloc_hook(size: usize) -> *mut c_void {
 }
 
 pub unsafe extern "C" fn calloc_hook(n: usize, size: usize) -> *mut c_void {
-    // SAFETY: the caller\'s arguments, passed on as given.
+    // SAFETY: the caller's arguments, passed on as given.
     let real = || unsafe { libc::calloc(n, size) };
     guarded("calloc", real, |out| {
         // An allocator whose calloc calls malloc through a slot counts once.
@@ -104,7 +104,7 @@ pub unsafe extern "C" fn calloc_hook(n: usize, size: usize) -> *mut c_void {
 }
 
 pub unsafe extern "C" fn realloc_hook(old: *mut c_void, size: usize) -> *mut c_void {
-    // SAFETY: the caller\'s arguments, passed on as given.
+    // SAFETY: the caller's arguments, passed on as given.
     let real = || unsafe { libc::realloc(old, size) };
     guarded("realloc", real, |out| {
         // The old block leaves the table before the allocator may hand its
@@ -125,7 +125,7 @@ pub unsafe extern "C" fn realloc_hook(old: *mut c_void, size: usize) -> *mut c_v
 }
 
 pub unsafe extern "C" fn free_hook(p: *mut c_void) {
-    // SAFETY: the caller\'s arguments, passed on as given.
+    // SAFETY: the caller's arguments, passed on as given.
     let real = || unsafe { libc::free(p) };
     guarded("free", real, |out| {
         freeing(p);
@@ -139,7 +139,7 @@ pub unsafe extern "C" fn posix_memalign_hook(
     align: usize,
     size: usize,
 ) -> c_int {
-    // SAFETY: the caller\'s arguments, passed on as given.
+    // SAFETY: the caller's arguments, passed on as given.
     let real = || unsafe { libc::posix_memalign(memptr, align, size) };
     guarded("posix_memalign", real, |out| {
         if *out.insert(nested(real)) == 0 {
@@ -150,7 +150,7 @@ pub unsafe extern "C" fn posix_memalign_hook(
 }
 
 pub unsafe extern "C" fn aligned_alloc_hook(align: usize, size: usize) -> *mut c_void {
-    // SAFETY: the caller\'s arguments, passed on as given.
+    // SAFETY: the caller's arguments, passed on as given.
     let real = || unsafe { libc::aligned_alloc(align, size) };
     guarded("aligned_alloc", real, |out| {
         let p = *out.insert(nested(real));
@@ -190,30 +190,30 @@ fn timed_lock(
 }
 
 pub unsafe extern "C" fn mutex_lock_hook(m: *mut libc::pthread_mutex_t) -> c_int {
-    // SAFETY: the caller\'s arguments, passed on as given.
+    // SAFETY: the caller's arguments, passed on as given.
     let real = || unsafe { libc::pthread_mutex_lock(m) };
     guarded("pthread_mutex_lock", real, |out| {
-        // SAFETY: the caller\'s arguments, passed on as given.
+        // SAFETY: the caller's arguments, passed on as given.
         let try_lock = || unsafe { libc::pthread_mutex_trylock(m) };
         timed_lock(m as usize, NATIVE_MUTEX, try_lock, real, out)
     })
 }
 
 pub unsafe extern "C" fn rwlock_rdlock_hook(l: *mut libc::pthread_rwlock_t) -> c_int {
-    // SAFETY: the caller\'s arguments, passed on as given.
+    // SAFETY: the caller's arguments, passed on as given.
     let real = || unsafe { libc::pthread_rwlock_rdlock(l) };
     guarded("pthread_rwlock_rdlock", real, |out| {
-        // SAFETY: the caller\'s arguments, passed on as given.
+        // SAFETY: the caller's arguments, passed on as given.
         let try_lock = || unsafe { libc::pthread_rwlock_tryrdlock(l) };
         timed_lock(l as usize, NATIVE_RWLOCK_READ, try_lock, real, out)
     })
 }
 
 pub unsafe extern "C" fn rwlock_wrlock_hook(l: *mut libc::pthread_rwlock_t) -> c_int {
-    // SAFETY: the caller\'s arguments, passed on as given.
+    // SAFETY: the caller's arguments, passed on as given.
     let real = || unsafe { libc::pthread_rwlock_wrlock(l) };
     guarded("pthread_rwlock_wrlock", real, |out| {
-        // SAFETY: the caller\'s arguments, passed on as given.
+        // SAFETY: the caller's arguments, passed on as given.
         let try_lock = || unsafe { libc::pthread_rwlock_trywrlock(l) };
         timed_lock(l as usize, NATIVE_RWLOCK_WRITE, try_lock, real, out)
     })
@@ -221,11 +221,14 @@ pub unsafe extern "C" fn rwlock_wrlock_hook(l: *mut libc::pthread_rwlock_t) -> c
 
 /// An object loaded now gets its slots diverted before the caller uses it
 /// (`System.loadLibrary` runs `JNI_OnLoad` and the library's natives after).
+/// The thread is busy during the real call: a `dlopen` from a constructor of
+/// the object being loaded (whose relocations the loader has not finished, and
+/// whose RELRO pages it has yet to write) patches nothing, the outer one does.
 pub unsafe extern "C" fn dlopen_hook(name: *const c_char, flags: c_int) -> *mut c_void {
-    // SAFETY: the caller\'s arguments, passed on as given.
+    // SAFETY: the caller's arguments, passed on as given.
     let real = || unsafe { libc::dlopen(name, flags) };
     guarded("dlopen", real, |out| {
-        if !out.insert(real()).is_null() {
+        if !out.insert(nested(real)).is_null() {
             super::loaded_more();
         }
     })

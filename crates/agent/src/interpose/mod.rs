@@ -54,8 +54,10 @@ use table::BlockTable;
 const ALLOC: u8 = 1;
 const LOCK: u8 = 2;
 
-/// Bytes of frames the sample ring may take.
-const RING_FRAME_BYTES: usize = 4 << 20;
+/// Bytes of frames the sample ring may take: 4096 samples at the default
+/// depth, a few hundred ms of a busy allocator's samples at the default rate
+/// while the writer waits for a cpu on a loaded machine.
+const RING_FRAME_BYTES: usize = 16 << 20;
 /// Frees of sampled blocks the ring holds between two drains.
 const FREE_RING: usize = 1 << 15;
 /// The writer is woken early after this many frees or samples.
@@ -459,7 +461,17 @@ pub(crate) struct InterposeEngine {
 struct NativeDrain {
     names: GeneratedNames,
     generated: GeneratedCode,
+    /// Samples taken out of the ring while the symbol tables are still being
+    /// read, so that the ring keeps room for the hooks meanwhile.
+    /// Frames as (lineno, value) pairs.
+    waiting: Vec<(NativeSample, Vec<(i32, usize)>)>,
+    /// The loader's counts when the writer last named frames.
+    loader: (u64, u64),
 }
+
+/// Samples kept waiting for the symbol tables at most (the rest are dropped
+/// and counted, as a full ring's would be).
+const WAITING: usize = 1 << 16;
 
 impl InterposeEngine {
     pub fn new(options: &crate::options::Options, hotspot: Option<HotSpot>) -> InterposeEngine {
@@ -618,8 +630,33 @@ impl Engine for InterposeEngine {
         if let Some(name) = take_panic() {
             eprintln!("jscope: internal error in the {name} hook; native memory and locks are no longer recorded");
         }
+        let mut d = self.drain.lock().unwrap_or_else(|e| e.into_inner());
         if !sink.native_names_ready(self.symbols.get().map(|p| &**p)) {
+            while d.waiting.len() < WAITING
+                && shared
+                    .samples
+                    .pop(|h, frames| {
+                        let frames = frames.iter().map(|f| (f.lineno, f.method as usize));
+                        d.waiting.push((*h, frames.collect()));
+                    })
+                    .is_some()
+            {}
             return Drained::All;
+        }
+        let loader = got::loader_generation();
+        if std::mem::replace(&mut d.loader, loader) != loader {
+            // Frames in a library loaded since the last drain get its name.
+            sink.native_maps_changed();
+        }
+        for (h, frames) in std::mem::take(&mut d.waiting) {
+            let frames: Vec<CallFrame> = frames
+                .into_iter()
+                .map(|(lineno, value)| CallFrame {
+                    lineno,
+                    method: value as *mut std::ffi::c_void,
+                })
+                .collect();
+            self.on_sample(&mut d, sink, &h, &frames);
         }
         if !sink.last_drain {
             // Objects loaded without the dlopen hook (by the loader itself,
@@ -629,7 +666,6 @@ impl Engine for InterposeEngine {
                 p.round();
             }
         }
-        let mut d = self.drain.lock().unwrap_or_else(|e| e.into_inner());
         while shared
             .frees
             .pop(|h, _| {
@@ -679,7 +715,7 @@ impl InterposeEngine {
     fn publish(&self, ctx: &StartContext<'_>) -> &'static Shared {
         let depth = self.depth.max(1);
         let slot_bytes = depth * std::mem::size_of::<CallFrame>();
-        let capacity = (RING_FRAME_BYTES / slot_bytes).clamp(256, 4096);
+        let capacity = (RING_FRAME_BYTES / slot_bytes).clamp(256, 8192);
         let interval = self.options.mem.unwrap_or(0);
         let hotspot = self
             .hotspot

@@ -118,6 +118,15 @@ impl NativeNames {
         }
     }
 
+    /// The process's mappings changed (a library was loaded): they are read
+    /// again now, not at the next address in no known mapping (which waits
+    /// 200 ms after the last reading).
+    pub fn maps_changed(&mut self) {
+        if let Some(symbolizer) = &mut self.symbolizer {
+            symbolizer.refresh();
+        }
+    }
+
     /// The name of user-space `pc` (`kernel` false) or kernel address `pc`,
     /// and whether it was found: an address in no mapping known yet is to be
     /// asked again later (the library may have been loaded after the maps
