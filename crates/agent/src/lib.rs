@@ -15,6 +15,7 @@ pub(crate) mod events;
 pub(crate) mod frames;
 pub mod header;
 pub mod hotspot;
+pub mod interpose;
 pub(crate) mod java_threads;
 pub(crate) mod jvm;
 pub mod native;
@@ -203,6 +204,8 @@ fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> 
     let extra = [
         (options.trace.enabled(), "trace"),
         (!options.events.kinds.is_empty(), "events"),
+        (options.native.mem.is_some(), "nativemem"),
+        (options.native.lock.is_some(), "nativelock"),
     ];
     for (_, name) in extra.into_iter().filter(|(on, _)| *on) {
         modes = if modes.is_empty() {
@@ -213,7 +216,7 @@ fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> 
     }
     if modes.is_empty() {
         // mode=none alone: a later attach with trace= may still start tracing.
-        modes = "nothing (mode=none without trace= or events=)".into();
+        modes = "nothing (mode=none without trace=, events=, nativemem or nativelock)".into();
     }
     let quiet = options.quiet;
     let recorder = Recorder::start(vm, jvmti, jni, prepared, attached, set_hooks)

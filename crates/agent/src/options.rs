@@ -73,6 +73,9 @@ pub enum OptionsError {
     /// A remote-call option (crate::remote) with its own message.
     #[error("{0}")]
     Remote(String),
+    /// A native hooks option (crate::interpose) with its own message.
+    #[error("{0}")]
+    Native(String),
 }
 
 /// Which sampling engines run.
@@ -158,6 +161,9 @@ pub struct Options {
     /// The perf event cpu mode samples on (`event=`), with its period (events,
     /// or nanoseconds for clocks); None: the thread's CPU time every `interval`.
     pub event: Option<(crate::native::perf::PerfKind, u64)>,
+    /// Native allocations and native lock waits (`nativemem=`, `nativelock=`;
+    /// see crate::interpose).
+    pub native: crate::interpose::NativeOptions,
 }
 
 impl Default for Options {
@@ -182,6 +188,7 @@ impl Default for Options {
             labels: Vec::new(),
             cstack: crate::native::CStack::default(),
             event: None,
+            native: Default::default(),
         }
     }
 }
@@ -254,11 +261,15 @@ impl Options {
                 k if crate::remote::RemoteOptions::owns(k) => {
                     options.remote.set(k, value).map_err(OptionsError::Remote)?
                 }
+                k if crate::interpose::NativeOptions::owns(k) => {
+                    options.native.set(k, value).map_err(OptionsError::Native)?
+                }
                 _ => return Err(OptionsError::UnknownKey(key.to_string())),
             }
         }
-        if options.trace.enabled() && !mode_given {
-            options.modes = Modes::default(); // tracing alone: no sampling unless asked
+        if (options.trace.enabled() || options.native.any()) && !mode_given {
+            // Tracing or native hooks alone: no sampling unless asked.
+            options.modes = Modes::default();
         }
         // `interval=` counts events for a counting event, else it is a duration.
         let mut interval = None;

@@ -14,6 +14,7 @@ use crate::engine::{Engine, StartContext, StopContext};
 use crate::events::{EventEngine, ParkEngine};
 use crate::header::{self, StartTime};
 use crate::hotspot::HotSpot;
+use crate::interpose::InterposeEngine;
 use crate::java_threads::{describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
 use crate::native::perf::{self, PerfEvents, PerfKind};
@@ -412,13 +413,16 @@ fn engines(
     hooks: Hooks,
     install_hooks: fn(Option<Arc<Hooks>>),
     timers: Option<Arc<CpuTimers>>,
-    hotspot: Option<HotSpot>,
+    hotspot: Option<Arc<HotSpot>>,
 ) -> Vec<Arc<dyn Engine>> {
     let thread_events = ThreadEvents {
         jvmti: hooks.jvmti,
         hooks: Arc::new(hooks),
         install: install_hooks,
     };
+    // The recording's Java stack walker: the signal handler's and the native
+    // hooks' (each walks from its own registers).
+    let interpose = Arc::new(InterposeEngine::new(options, hotspot.clone()));
     let signals = Arc::new(SignalEngine::new(options, timers.clone(), hotspot));
     let all_threads = options.cstack.mixed();
     vec![
@@ -431,11 +435,13 @@ fn engines(
         Arc::new(EventEngine::new(options.events.clone(), options.depth)),
         Arc::new(ParkEngine::new(&options.events)),
         Arc::new(RemoteEngine),
+        interpose,
     ]
 }
 
-/// The VM structure walker for the cpu and wall engines, when `cstack` asks
-/// for it and this JVM's structures allow it; the header says which walker
+/// The VM structure walker for the cpu and wall engines and the native hooks,
+/// when `cstack` asks for it and this JVM's structures allow it; the header
+/// says which walker
 /// Java frames get (`stack_walker`) and, when the walker could not be used,
 /// why (`stack_walker_fallback`, also said in one line unless quiet).
 fn stack_walker(
@@ -443,8 +449,8 @@ fn stack_walker(
     jvmti: Jvmti,
     jni: Jni,
     extra: &mut Vec<(String, String)>,
-) -> Option<HotSpot> {
-    if !options.modes.signals() {
+) -> Option<Arc<HotSpot>> {
+    if !options.modes.signals() && !options.native.any() {
         return None;
     }
     let resolved = match options.cstack.vm_walker() {
@@ -457,7 +463,7 @@ fn stack_walker(
     };
     extra.push(("stack_walker".into(), walker.into()));
     match resolved? {
-        Ok(hotspot) => Some(hotspot),
+        Ok(hotspot) => Some(Arc::new(hotspot)),
         Err(why) => {
             if !options.quiet {
                 eprintln!("jscope: Java stacks are walked with AsyncGetCallTrace: {why}");

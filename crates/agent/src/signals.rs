@@ -140,7 +140,7 @@ pub struct SignalShared {
 
 /// The VM structure walker and how it treats native code.
 pub struct VmWalker {
-    pub hotspot: HotSpot,
+    pub hotspot: Arc<HotSpot>,
     /// Native frames between Java frames, in their place (`cstack=vmx`).
     pub interleave: bool,
 }
@@ -447,7 +447,7 @@ extern "C" fn on_signal(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut
 pub fn current_walker() -> Option<&'static HotSpot> {
     // SAFETY: published states are leaked, so the pointer stays valid.
     let shared = unsafe { CURRENT.load(Ordering::Acquire).as_ref()? };
-    shared.walker.as_ref().map(|w| &w.hotspot)
+    shared.walker.as_ref().map(|w| &*w.hotspot)
 }
 
 /// JVMTI DynamicCodeGenerated: the JVM generated code `name` (a stub) at
@@ -548,7 +548,7 @@ impl SignalEngine {
     pub fn new(
         options: &Options,
         timers: Option<Arc<CpuTimers>>,
-        hotspot: Option<HotSpot>,
+        hotspot: Option<Arc<HotSpot>>,
     ) -> SignalEngine {
         SignalEngine {
             walker: Mutex::new(hotspot.map(|hotspot| VmWalker {
@@ -606,7 +606,7 @@ impl SignalEngine {
         let stack = if h.vm_walk {
             let source = self
                 .shared()
-                .and_then(|s| Some((&s.generated, &s.walker.as_ref()?.hotspot)));
+                .and_then(|s| Some((&s.generated, &*s.walker.as_ref()?.hotspot)));
             let names = &mut d.names;
             let mut name = |lineno: i32, value: usize| names.name(source, lineno, value);
             sink.walked_stack(frames, &mut name)

@@ -94,6 +94,12 @@ impl Sink {
         self.native.ready(preload, self.last_drain)
     }
 
+    /// The process's mappings changed (a library was loaded since the last
+    /// drain): native frames are named from them at once.
+    pub fn native_maps_changed(&mut self) {
+        self.native.maps_changed();
+    }
+
     /// The stack id of a mixed stack, top first: native and kernel program
     /// counters (lineno NATIVE_PC, KERNEL_PC) named from the libraries' symbols,
     /// then segments of native frames found between Java frames (BETWEEN_PC,

@@ -90,6 +90,13 @@ fn more_options(a: &AgentArgs) -> Result<Vec<String>> {
         Some("") => options.push("remote".into()),
         Some(p) => options.push(format!("remote={}", option_value(p)?)),
     }
+    for (key, value) in [("nativemem", &a.nativemem), ("nativelock", &a.nativelock)] {
+        match value.as_deref() {
+            None => {}
+            Some("") => options.push(key.to_string()),
+            Some(v) => options.push(format!("{key}={}", option_value(v)?)),
+        }
+    }
     options.extend(keyed("service", &a.service)?);
     let mut labels: Vec<String> = a.labels.iter().cloned().collect();
     for l in &a.label {
@@ -259,11 +266,13 @@ mod tests {
             cstack: Some("no".into()),
             event: Some("page-faults".into()),
             event_period: Some(100),
+            nativemem: Some("64k".into()),
+            nativelock: Some(String::new()),
             agent_opt: vec!["clockoffset=-3m".into()],
         };
         let o = agent_options(&s, Path::new("/tmp/x.jsc")).unwrap();
         assert!(o.ends_with(
-            "collector=127.0.0.1:7000,objectages,monitorowners,quiet,parkthreshold=5ms,cstack=no,event=page-faults,interval=100,eventsconfig=/etc/events.cfg,remote=rmi+http,service=shop,labels=app:shop;env:prod;pod:a-1,buffer=32m,wallthreads=32,tracebuffer=4096,clockoffset=-3m,file=/tmp/x.jsc"
+            "collector=127.0.0.1:7000,objectages,monitorowners,quiet,parkthreshold=5ms,cstack=no,event=page-faults,interval=100,eventsconfig=/etc/events.cfg,remote=rmi+http,nativemem=64k,nativelock,service=shop,labels=app:shop;env:prod;pod:a-1,buffer=32m,wallthreads=32,tracebuffer=4096,clockoffset=-3m,file=/tmp/x.jsc"
         ), "{o}");
         s.agent = AgentArgs {
             remote: Some(String::new()),

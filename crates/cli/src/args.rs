@@ -58,12 +58,16 @@ pub enum Command {
     /// JVM events one per line (text columns, CSV or JSON), as event trees, or user
     /// event intervals.
     Events(crate::events::EventsArgs),
-    /// Most contended monitors, waits and parks: counts, blocked time, sites.
+    /// Most contended monitors, waits and parks, and native lock waits: counts,
+    /// blocked time, sites.
     Locks(crate::events::LocksArgs),
     /// GC pauses: count, total, max and share of wall time.
     Gc(crate::events::GcArgs),
     /// Sampled allocations by site, stack or class; object ages by class.
     Alloc(crate::events::AllocArgs),
+    /// Native allocations (malloc and its kin) by stack, library, Java caller or
+    /// C function; with --leaks, what was never freed.
+    Nativemem(crate::nativemem::NativememArgs),
     /// List the JVMs of this machine (pid, main class, whether jscope's agent is
     /// loaded), or with --collector those a collector knows.
     Jvms(JvmsArgs),
@@ -171,6 +175,17 @@ pub struct AgentArgs {
     /// No informational lines from the agent on the JVM's stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// Sample native allocations (malloc, calloc, realloc, posix_memalign,
+    /// aligned_alloc) about every BYTES allocated (default 512k; 0: every call),
+    /// with the frees of the sampled blocks, for `jscope nativemem`. Write
+    /// `--nativemem=BYTES` before positional arguments.
+    #[arg(long, value_name = "BYTES", num_args = 0..=1, default_missing_value = "")]
+    pub nativemem: Option<String>,
+    /// Sample waits for pthread mutexes and read-write locks about every NS
+    /// waited (default 10us; 0: every wait), for `jscope locks` and
+    /// `--mode nativelock` flame graphs.
+    #[arg(long, value_name = "NS", num_args = 0..=1, default_missing_value = "")]
+    pub nativelock: Option<String>,
     /// Native stacks in cpu mode: `dwarf` (the default: every thread of the
     /// process, native frames walked by the libraries' unwind tables and kernel
     /// frames under the Java frames), `fp` (the same, native frames by frame

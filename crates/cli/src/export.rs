@@ -51,7 +51,7 @@ impl From<ExportFormat> for Format {
 
 #[derive(Debug, Args)]
 #[command(
-    mut_arg("mode", |a| a.help("What to export: cpu, wall, snapshot, alloc, lock or trace (default: trace for a tracing recording, else the first sampled mode; for otlp, every kind the recording has; for jfr, everything the recording holds)")),
+    mut_arg("mode", |a| a.help("What to export: cpu, wall, snapshot, alloc, lock, trace, nativemem, leak (native blocks still held: in-use memory) or nativelock (default: trace for a tracing recording, else the first sampled mode; for otlp, every kind the recording has; for jfr, everything the recording holds)")),
     after_help = "Examples:\n  jscope export app.jsc --format pprof -o app.pb.gz && go tool pprof -top app.pb.gz\n  jscope export app.jsc --format speedscope --mode wall -o app.speedscope.json\n  jscope export --collector http://127.0.0.1:7080 --jvm 4242 --format otlp -o app.otlp\n  jscope export app.jsc --format chrome -o app.trace.json\n  jscope export app.jsc --format collapsed > app.collapsed\n  jscope export app.jsc --format jfr -o app.jfr && jfr summary app.jfr"
 )]
 pub struct ExportArgs {

@@ -109,6 +109,11 @@ fn event_counts(
         let how = match what {
             EventWeight::Alloc => "record with the agent's events=alloc",
             EventWeight::Lock => "record with the agent's events=monitor,park (or events=all)",
+            EventWeight::NativeMem => "record with --nativemem (the agent's nativemem)",
+            EventWeight::Leak => {
+                "no sampled native block was left unfreed (record with --nativemem)"
+            }
+            EventWeight::NativeLock => "record with --nativelock (the agent's nativelock)",
         };
         bail!("{title} has no {} events to draw; {how}", what.name());
     }

@@ -15,6 +15,7 @@ mod export;
 mod flame;
 mod jvms;
 mod merge_rec;
+mod nativemem;
 mod queue;
 mod record;
 mod remote;
@@ -75,6 +76,7 @@ fn run(mut command: Command) -> anyhow::Result<u8> {
         Command::Locks(a) => events::locks(a).map(|_| 0),
         Command::Gc(a) => events::gc(a).map(|_| 0),
         Command::Alloc(a) => events::alloc(a).map(|_| 0),
+        Command::Nativemem(a) => nativemem::run(a).map(|_| 0),
         Command::Jvms(a) => jvms::jvms(a).map(|_| 0),
         Command::Queue(a) => queue::run(a).map(|_| 0),
     }

@@ -276,6 +276,7 @@ impl ApiContext {
             ["jvms", id, "timeline"] => crate::api_events::timeline_of(&*self.store, id, req),
             ["jvms", id, "locks"] => crate::api_events::locks_of(&*self.store, id, req),
             ["jvms", id, "alloc"] => crate::api_events::alloc_of(&*self.store, id, req),
+            ["jvms", id, "nativemem"] => crate::api_native::nativemem_of(&*self.store, id, req),
             ["jvms", id, "tree"] => crate::api_tree::tree_of(&self.trees, &*self.store, id, req),
             ["jvms", id, "queue"] => crate::api_queue::queue_of(&*self.store, id, req),
             ["diff"] => crate::api_diff::diff_of(&*self.store, &self.jvm_list(), req),

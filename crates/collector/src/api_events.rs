@@ -44,7 +44,7 @@ fn window(
 
 /// The JVM's stored data around the request's window, and the window in seconds
 /// since the recording start.
-fn load(
+pub(crate) fn load(
     store: &dyn Store,
     id: &str,
     req: &Request,

@@ -27,6 +27,7 @@ pub mod api;
 mod api_diff;
 mod api_events;
 mod api_jfr;
+mod api_native;
 mod api_queue;
 mod api_select;
 mod api_tags;

@@ -27,6 +27,7 @@ use jscope_format::{
     encode_file_start, ChunkWriter, ClassDef, ClassId, EventKind, Frame, FrameKind, Header,
     JvmEvent, MethodDef, MethodId, Recording, RemoteCall, RemoteProtocol, RemoteSide, StackId,
     StringId, ThreadDef, ThreadId, TraceBatch, TraceEvent, TraceKind, UserEventDef, UserEventKind,
+    NATIVE_CALLOC, NATIVE_MALLOC, NATIVE_MUTEX,
 };
 use jscope_testkit::{temp_dir, wait_until, ClickHouse};
 use jscope_wire::{ClientConfig, WireClient};
@@ -274,6 +275,51 @@ impl RichJvm {
                     event: 1,
                     kind: UserEventKind::Instant,
                     value: 7 * k as i64,
+                },
+            ),
+            // Native memory: a block freed in the same second, one never
+            // freed, and a native lock wait.
+            event(
+                2,
+                at(600),
+                EventKind::NativeAlloc {
+                    size: 512,
+                    weight: 65_536 * k,
+                    address: 0x1000 * k,
+                    call: NATIVE_MALLOC,
+                    id: 2 * k,
+                    stack: StackId(3),
+                },
+            ),
+            event(
+                0,
+                at(650),
+                EventKind::NativeFree {
+                    id: 2 * k,
+                    address: 0x1000 * k,
+                },
+            ),
+            event(
+                3,
+                at(700),
+                EventKind::NativeAlloc {
+                    size: 4_096,
+                    weight: 70_000,
+                    address: 0x9000 * k,
+                    call: NATIVE_CALLOC,
+                    id: 2 * k + 1,
+                    stack: StackId(2),
+                },
+            ),
+            event(
+                3,
+                at(750),
+                EventKind::NativeLock {
+                    duration_ns: 3 * MS,
+                    weight: 5 * MS,
+                    address: 0x7f00,
+                    lock: NATIVE_MUTEX,
+                    stack: StackId(1),
                 },
             ),
         ];
@@ -679,7 +725,14 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
                 thread: thread.clone(),
                 ..Query::default()
             };
-            for what in [EventWeight::Alloc, EventWeight::Lock] {
+            let weights = [
+                EventWeight::Alloc,
+                EventWeight::Lock,
+                EventWeight::NativeMem,
+                EventWeight::NativeLock,
+                EventWeight::Leak,
+            ];
+            for what in weights {
                 let in_sql = collapsed(event_stacks(&store, &q, what).unwrap());
                 let from_chunks = collapsed(event_stacks_from_chunks(&store, &q, what).unwrap());
                 assert_eq!(

@@ -31,16 +31,27 @@ pub enum Kind {
     Lock,
     /// Exact-tracing calls, weighted by their self time.
     Trace,
+    /// Sampled native allocations (the agent's `nativemem`), weighted by their
+    /// estimated bytes.
+    NativeMem,
+    /// Sampled native allocations whose blocks were still held at the end of
+    /// the recording (or window): the in-use memory, by estimated bytes.
+    Leak,
+    /// Sampled native lock waits (the agent's `nativelock`), by estimated time.
+    NativeLock,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Cpu,
         Kind::Wall,
         Kind::Snapshot,
         Kind::Alloc,
         Kind::Lock,
         Kind::Trace,
+        Kind::NativeMem,
+        Kind::Leak,
+        Kind::NativeLock,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +62,9 @@ impl Kind {
             Kind::Alloc => "alloc",
             Kind::Lock => "lock",
             Kind::Trace => "trace",
+            Kind::NativeMem => "nativemem",
+            Kind::Leak => "leak",
+            Kind::NativeLock => "nativelock",
         }
     }
 
@@ -66,6 +80,21 @@ impl Kind {
             Kind::Alloc => [("alloc_objects", "count"), ("alloc_space", "bytes")],
             Kind::Lock => [("contentions", "count"), ("delay", "nanoseconds")],
             Kind::Trace => [("calls", "count"), ("self", "nanoseconds")],
+            // Go's heap profile names for allocated and in-use memory, told
+            // apart from the Java heap's (a consumer merging profiles by type
+            // would add the two); the counts are samples.
+            Kind::NativeMem => [
+                ("native_alloc_objects", "count"),
+                ("native_alloc_space", "bytes"),
+            ],
+            Kind::Leak => [
+                ("native_inuse_objects", "count"),
+                ("native_inuse_space", "bytes"),
+            ],
+            Kind::NativeLock => [
+                ("native_contentions", "count"),
+                ("native_delay", "nanoseconds"),
+            ],
         }
     }
 
@@ -103,7 +132,7 @@ impl Kind {
                 Mode::Snapshot => Kind::Snapshot,
             });
         }
-        [Kind::Alloc, Kind::Lock]
+        [Kind::Alloc, Kind::Lock, Kind::NativeMem, Kind::NativeLock]
             .into_iter()
             .find(|&k| has_kind(rec, k))
     }
@@ -131,6 +160,7 @@ pub(crate) fn has_kind(rec: &Recording, kind: Kind) -> bool {
     match kind.sample_mode() {
         Some(m) => count_mode(rec, m) > 0,
         None if kind == Kind::Trace => rec.traces.iter().any(|b| !b.events.is_empty()),
+        None if kind == Kind::Leak => has_kind(rec, Kind::NativeMem),
         None => rec.events.iter().any(|e| event_kind(&e.kind) == Some(kind)),
     }
 }
@@ -140,6 +170,8 @@ fn event_kind(kind: &EventKind) -> Option<Kind> {
     match kind {
         EventKind::Alloc { .. } => Some(Kind::Alloc),
         EventKind::MonitorBlocked { .. } | EventKind::Park { .. } => Some(Kind::Lock),
+        EventKind::NativeAlloc { .. } => Some(Kind::NativeMem),
+        EventKind::NativeLock { .. } => Some(Kind::NativeLock),
         _ => None,
     }
 }
@@ -219,7 +251,8 @@ impl Profile {
         match kind {
             Kind::Cpu | Kind::Wall => b.signal_samples(sel),
             Kind::Snapshot => b.snapshots(sel),
-            Kind::Alloc | Kind::Lock => b.events(sel),
+            Kind::Alloc | Kind::Lock | Kind::NativeLock => b.events(sel),
+            Kind::NativeMem | Kind::Leak => b.native_allocations(sel),
             Kind::Trace => b.traces(&CallTree::of(rec, &Default::default())),
         }
         b.finish()
@@ -440,6 +473,9 @@ impl<'r> Builder<'r> {
                     stack,
                     ..
                 } => (duration_ns, blocker_class, stack),
+                EventKind::NativeLock { weight, stack, .. } => {
+                    (weight, jscope_format::ClassId::NONE, stack)
+                }
                 _ => continue,
             };
             self.add(
@@ -450,6 +486,25 @@ impl<'r> Builder<'r> {
                 weight,
                 class_name(rec, class),
             );
+        }
+    }
+
+    /// Native allocation samples by their estimated bytes: all of them, or for
+    /// [`Kind::Leak`] those whose blocks were still held at the window's end.
+    fn native_allocations(&mut self, sel: &Selection) {
+        let rec = self.rec;
+        let leaks = self.profile.kind() == Kind::Leak;
+        let filter = jscope_analysis::events::EventFilter {
+            to_s: sel.to_s,
+            ..Default::default()
+        };
+        for a in jscope_analysis::events::native_allocations(rec, &filter) {
+            let e = a.event;
+            if !sel.keeps(rec, e.thread.0, 0, e.ticks) || (leaks && !a.leaked()) {
+                continue;
+            }
+            let call = jscope_format::native_call_name(a.call).to_string();
+            self.add(a.stack, e.thread.0, None, e.ticks, a.weight, Some(call));
         }
     }
 

@@ -854,3 +854,117 @@ fn jfr_is_narrowed_by_thread_state_and_time() {
         "{err:?}"
     );
 }
+
+/// `recording()` plus native allocations: a leaked block of 4 KiB (estimated
+/// 64 KiB) and a freed one of 1 KiB (estimated 32 KiB) by malloc in `work`, and a
+/// native lock wait of 2 ms in `run`.
+fn native_recording() -> Recording {
+    let mut rec = recording();
+    let (work, run) = (StackId(1), StackId(3));
+    let alloc = |ticks, size, weight, id, stack| JvmEvent {
+        thread: ThreadId(1),
+        ticks,
+        kind: EventKind::NativeAlloc {
+            size,
+            weight,
+            address: 0x1000 * id,
+            call: NATIVE_MALLOC,
+            id,
+            stack,
+        },
+    };
+    rec.events.push(alloc(2 * MS, 4096, 65_536, 1, work));
+    rec.events.push(alloc(3 * MS, 1024, 32_768, 2, work));
+    rec.events.push(JvmEvent::global(
+        4 * MS,
+        EventKind::NativeFree {
+            id: 2,
+            address: 0x2000,
+        },
+    ));
+    rec.events.push(JvmEvent {
+        thread: ThreadId(2),
+        ticks: 5 * MS,
+        kind: EventKind::NativeLock {
+            duration_ns: 2 * MS,
+            weight: 2 * MS,
+            address: 0x7000,
+            lock: NATIVE_MUTEX,
+            stack: run,
+        },
+    });
+    rec
+}
+
+#[test]
+fn native_allocations_export_as_allocated_and_in_use_memory() {
+    let rec = native_recording();
+    let alloc = pprof_of(&exported(&rec, &request(Kind::NativeMem), Format::Pprof));
+    let types: Vec<&str> = alloc
+        .sample_type
+        .iter()
+        .map(|t| alloc.string_table[t.r#type as usize].as_str())
+        .collect();
+    assert_eq!(types, ["native_alloc_objects", "native_alloc_space"]);
+    let total: i64 = alloc.sample.iter().map(|s| s.value[1]).sum();
+    assert_eq!(total, 65_536 + 32_768);
+    let inuse = pprof_of(&exported(&rec, &request(Kind::Leak), Format::Pprof));
+    let types: Vec<&str> = inuse
+        .sample_type
+        .iter()
+        .map(|t| inuse.string_table[t.r#type as usize].as_str())
+        .collect();
+    assert_eq!(types, ["native_inuse_objects", "native_inuse_space"]);
+    assert_eq!(inuse.sample.len(), 1);
+    assert_eq!(inuse.sample[0].value, [1, 65_536]);
+    let label = |p: &pprof::Profile, key: &str| -> Vec<String> {
+        p.sample
+            .iter()
+            .flat_map(|s| &s.label)
+            .filter(|l| p.string_table[l.key as usize] == key)
+            .map(|l| p.string_table[l.str as usize].clone())
+            .collect()
+    };
+    assert_eq!(label(&inuse, "allocating function"), ["malloc"]);
+    let lock = Profile::of(&rec, Kind::NativeLock, &Selection::default(), false);
+    assert_eq!(lock.collapsed(), [("demo.Worker.run".to_string(), 2 * MS)]);
+    // A window ending before the free: both blocks were still held then.
+    let early = Selection {
+        to_s: Some(0.0035),
+        ..Selection::default()
+    };
+    let held = Profile::of(&rec, Kind::Leak, &early, false);
+    assert_eq!(held.total_weight(), 65_536 + 32_768);
+}
+
+#[test]
+fn otlp_holds_the_native_profiles_too() {
+    use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+    let rec = native_recording();
+    let req = Request {
+        kind: None,
+        name: "demo.jsc".into(),
+        ..Request::default()
+    };
+    let bytes = exported(&rec, &req, Format::Otlp);
+    let r = ExportProfilesServiceRequest::decode(&*bytes).unwrap();
+    let d = r.dictionary.unwrap();
+    let profiles = &r.resource_profiles[0].scope_profiles[0].profiles;
+    let kinds: Vec<&str> = profiles
+        .iter()
+        .map(|p| d.string_table[p.sample_type.unwrap().type_strindex as usize].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "cpu",
+            "alloc_space",
+            "delay",
+            "native_alloc_space",
+            "native_inuse_space",
+            "native_delay"
+        ]
+    );
+    assert_eq!("nativemem".parse::<Kind>().unwrap(), Kind::NativeMem);
+    assert_eq!("leak".parse::<Kind>().unwrap(), Kind::Leak);
+}

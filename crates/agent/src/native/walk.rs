@@ -191,6 +191,15 @@ pub unsafe fn walk(ucontext: *mut std::ffi::c_void, out: &mut [usize]) -> usize 
     walk_from(ranges, Regs { pc, sp, fp }, out).0
 }
 
+/// Walks native frames from `r`, registers of the calling thread's own (a
+/// hook's, not a signal's), as [`walk`] does. Async-signal-safe.
+pub fn walk_regs(r: Regs, out: &mut [usize]) -> usize {
+    match code_ranges() {
+        Some(ranges) => walk_from(ranges, r, out).0,
+        None => 0,
+    }
+}
+
 /// The walk from `r` into `out`: how many frames, and the registers of the
 /// frame it stopped at when that frame is outside library code (the JIT's
 /// code cache: Java frames); None when it stopped otherwise (an outermost

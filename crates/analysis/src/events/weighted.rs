@@ -1,5 +1,7 @@
 //! Stacks weighted by what events measure, for allocation and lock flame graphs:
-//! allocation samples by the bytes they stand for, contention by the time spent.
+//! allocation samples by the bytes they stand for, contention by the time spent,
+//! native allocations by their bytes (all, or those never freed), native lock
+//! waits by their time.
 
 use jscope_format::{ClassId, EventKind, Recording, StackId};
 
@@ -19,6 +21,13 @@ pub enum EventWeight {
     /// acquisition). Waits (`Object.wait`, `Condition.await`) and other parks are
     /// left out: they wait for work or a signal, not for a lock.
     Lock,
+    /// Native allocation samples, weighted by their estimated bytes.
+    NativeMem,
+    /// Native allocation samples whose blocks were not freed by the end of
+    /// the recording (or of the window), weighted by their estimated bytes.
+    Leak,
+    /// Native (pthread) lock waits, weighted by their estimated time.
+    NativeLock,
 }
 
 impl EventWeight {
@@ -27,6 +36,9 @@ impl EventWeight {
         match s.trim().to_ascii_lowercase().as_str() {
             "alloc" | "allocation" | "allocations" => Some(EventWeight::Alloc),
             "lock" | "locks" | "contention" => Some(EventWeight::Lock),
+            "nativemem" | "native_mem" | "malloc" => Some(EventWeight::NativeMem),
+            "leak" | "leaks" | "inuse" | "in_use" => Some(EventWeight::Leak),
+            "nativelock" | "native_lock" | "nativelocks" => Some(EventWeight::NativeLock),
             _ => None,
         }
     }
@@ -35,6 +47,9 @@ impl EventWeight {
         match self {
             EventWeight::Alloc => "alloc",
             EventWeight::Lock => "lock",
+            EventWeight::NativeMem => "nativemem",
+            EventWeight::Leak => "leak",
+            EventWeight::NativeLock => "nativelock",
         }
     }
 
@@ -43,6 +58,9 @@ impl EventWeight {
         match self {
             EventWeight::Alloc => "bytes allocated (estimated)",
             EventWeight::Lock => "ns of contention",
+            EventWeight::NativeMem => "native bytes allocated (estimated)",
+            EventWeight::Leak => "native bytes not freed (estimated)",
+            EventWeight::NativeLock => "ns waiting for native locks (estimated)",
         }
     }
 }
@@ -108,6 +126,10 @@ fn picked_events(rec: &Recording, filter: &EventFilter, what: EventWeight) -> Ve
     let types = match what {
         EventWeight::Alloc => vec![EventType::Alloc],
         EventWeight::Lock => vec![EventType::Monitor, EventType::Park],
+        EventWeight::NativeLock => vec![EventType::NativeLock],
+        EventWeight::NativeMem | EventWeight::Leak => {
+            return native_stacks(rec, filter, what == EventWeight::Leak)
+        }
     };
     let f = EventFilter {
         types,
@@ -132,6 +154,7 @@ fn picked_events(rec: &Recording, filter: &EventFilter, what: EventWeight) -> Ve
             } if is_lock_blocker(&class_name(rec, blocker_class)) => {
                 (stack, duration_ns, blocker_class)
             }
+            EventKind::NativeLock { weight, stack, .. } => (stack, weight, ClassId(0)),
             _ => continue,
         };
         if weight == 0 {
@@ -146,6 +169,22 @@ fn picked_events(rec: &Recording, filter: &EventFilter, what: EventWeight) -> Ve
         });
     }
     out
+}
+
+/// Native allocation samples (all, or with `leaks` those never freed),
+/// weighted by their estimated bytes.
+fn native_stacks(rec: &Recording, filter: &EventFilter, leaks: bool) -> Vec<WeightedEvent> {
+    super::native_allocations(rec, filter)
+        .into_iter()
+        .filter(|a| a.weight != 0 && (!leaks || a.leaked()))
+        .map(|a| WeightedEvent {
+            thread: a.event.thread.0,
+            ticks: a.event.ticks,
+            stack: a.stack,
+            weight: a.weight,
+            class: ClassId(0),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -981,7 +981,12 @@ impl ClickHouseStore {
             .collect();
         let number = |name: &str| e.kind.field(name).map_or(0, FieldValue::as_u64);
         let time = st.identity.wall_ns(e.ticks);
-        let weight = weights.weight(e).unwrap_or(0);
+        // Java allocation samples' weights (estimated from older recordings'
+        // sizes), else the event's own (native allocations and lock waits).
+        let weight = weights
+            .weight(e)
+            .or_else(|| e.kind.field("weight").map(FieldValue::as_u64))
+            .unwrap_or(0);
         let mut row = Row(&mut rows.events);
         stream_columns(&mut row, st, time, seq);
         row.str(dict.thread(e.thread).map_or("", |t| t.name.as_str()))
@@ -1718,6 +1723,10 @@ impl Store for ClickHouseStore {
         }
         let (sum, which) = match what {
             EventWeight::Alloc => ("weight", "kind = 'alloc' AND weight > 0".to_string()),
+            EventWeight::NativeMem => ("weight", "kind = 'native_alloc' AND weight > 0".into()),
+            EventWeight::NativeLock => ("weight", "kind = 'native_lock' AND weight > 0".into()),
+            // Matching frees to their allocations is left to the chunks.
+            EventWeight::Leak => return Ok(None),
             EventWeight::Lock => {
                 // `weighted_stacks`: monitor entries, and parks on a lock's synchronizer.
                 let blocker =
@@ -1736,7 +1745,7 @@ impl Store for ClickHouseStore {
         // `weighted_stacks` makes it of the chunks.
         let class = match what {
             EventWeight::Alloc => "fields.value[indexOf(fields.key, 'class')]",
-            EventWeight::Lock => "''",
+            _ => "''",
         };
         let out = self.select(&format!(
             "SELECT stack, {class}, sum({sum}) FROM {}.events WHERE {w} AND {which} \
