@@ -1264,7 +1264,7 @@ fn native_leaks_are_the_blocks_never_freed_realloc_chains_included() {
 
 #[test]
 fn a_window_leaks_what_it_allocated_and_did_not_free_before_its_end() {
-    let rec = native_memory();
+    let mut rec = native_memory();
     // The chain's blocks of 31 and 32 ms (freed at 32 and 33) and the JNI
     // leak's blocks of those milliseconds.
     let window = EventFilter {
@@ -1294,9 +1294,9 @@ fn a_window_leaks_what_it_allocated_and_did_not_free_before_its_end() {
         native_mem_report(&rec, &early, NativeBy::Function, true).bytes,
         5 * 1024
     );
-    let flame = weighted_stacks(&rec, &EventFilter::default(), EventWeight::Leak);
+    let flame = weighted_stacks(&mut rec, &EventFilter::default(), EventWeight::Leak);
     assert_eq!(flame.total, 65 * 1024);
-    let all = weighted_stacks(&rec, &EventFilter::default(), EventWeight::NativeMem);
+    let all = weighted_stacks(&mut rec, &EventFilter::default(), EventWeight::NativeMem);
     assert_eq!(all.total, 71 * 1024);
     assert_eq!(EventWeight::parse("leak"), Some(EventWeight::Leak));
     assert_eq!(
@@ -1323,7 +1323,7 @@ fn native_lock_waits_are_listed_by_lock_beside_monitors() {
             },
         ));
     }
-    let rec = b.build(100);
+    let mut rec = b.build(100);
     let report = lock_report(&rec, &EventFilter::default());
     assert_eq!(report.native.len(), 1);
     let n = &report.native[0];
@@ -1339,7 +1339,7 @@ fn native_lock_waits_are_listed_by_lock_beside_monitors() {
     );
     assert_eq!(n.sites[0].site, "contend_once [libapp.so]");
     assert!(report.to_string().contains("Native locks (1, sampled):"));
-    let flame = weighted_stacks(&rec, &EventFilter::default(), EventWeight::NativeLock);
+    let flame = weighted_stacks(&mut rec, &EventFilter::default(), EventWeight::NativeLock);
     assert_eq!(flame.total, 9 * MS);
     let rows = EventFilter {
         types: EventType::parse_list("locks").unwrap(),
