@@ -70,10 +70,16 @@ fn classes() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let out = temp_dir("walker-classes");
-        let sources: Vec<PathBuf> = ["Hot.java", "HotInit.java", "WalkFuzz.java", "Rename.java"]
-            .iter()
-            .map(|f| fixtures().join(f))
-            .collect();
+        let sources: Vec<PathBuf> = [
+            "Hot.java",
+            "HotInit.java",
+            "WalkFuzz.java",
+            "Rename.java",
+            "VirtualSpin.java",
+        ]
+        .iter()
+        .map(|f| fixtures().join(f))
+        .collect();
         let status = Command::new("javac")
             .args(["--release", "11", "-g", "-d"])
             .arg(&out)
@@ -433,5 +439,57 @@ fn a_thread_renamed_after_it_started_reads_by_its_new_name() {
         !threads.contains_key("first-name"),
         "{:?}",
         threads.keys().collect::<Vec<_>>()
+    );
+}
+
+/// A mounted virtual thread's samples are its own, and its frames end at its
+/// continuation entry: none of the carrier's (ForkJoinPool's) frames below.
+#[test]
+fn a_virtual_threads_stack_ends_at_its_continuation() {
+    let mut tested = 0;
+    for java in all_javas().into_iter().filter(|j| j.major >= 21) {
+        let (rec, stdout) = record(
+            &java,
+            "mode=cpu,interval=5ms",
+            &[],
+            "VirtualSpin",
+            &["1500"],
+        );
+        assert!(stdout.starts_with("virtual "), "{stdout}");
+        let spinning: Vec<_> = rec
+            .samples
+            .iter()
+            .filter(|s| s.mode == SampleMode::Cpu)
+            .filter(|s| {
+                labels(&rec, s.stack)
+                    .iter()
+                    .any(|l| l == "VirtualSpin.spin")
+            })
+            .collect();
+        assert!(
+            spinning.len() >= 50,
+            "JDK {}: {} samples",
+            java.major,
+            spinning.len()
+        );
+        for s in &spinning {
+            let l = labels(&rec, s.stack);
+            assert!(
+                s.carrier.0 != 0 && rec.thread(s.thread).is_some_and(|t| t.java_id != 0),
+                "JDK {}: a virtual thread's sample, its carrier kept: {s:?}",
+                java.major
+            );
+            assert!(
+                !l.iter()
+                    .any(|f| f.contains("ForkJoin") || f.contains("Continuation.enterSpecial")),
+                "JDK {}: {l:?}",
+                java.major
+            );
+        }
+        tested += 1;
+    }
+    assert!(
+        tested > 0 || std::env::var_os("CI").is_none_or(|v| v != "true"),
+        "no JDK 21 or newer to test virtual threads on"
     );
 }
