@@ -34,6 +34,9 @@ pub struct Symbolizer {
     /// Library index by (path, device, inode), so a refresh keeps tables already read.
     by_file: HashMap<(String, String, u64), usize>,
     last_refresh: Instant,
+    /// The dynamic loader's (loads, unloads) counts when the maps were read:
+    /// a library loaded since is read at once, not after REFRESH_AFTER.
+    loader_counts: (u64, u64),
     maps_path: PathBuf,
 }
 
@@ -71,6 +74,7 @@ impl Symbolizer {
             libs: Vec::new(),
             by_file: HashMap::new(),
             last_refresh: Instant::now(),
+            loader_counts: (0, 0),
             maps_path: path.into(),
         };
         s.refresh();
@@ -80,6 +84,7 @@ impl Symbolizer {
     /// Reads the mappings again (a library loaded or unloaded since).
     pub fn refresh(&mut self) {
         self.last_refresh = Instant::now();
+        self.loader_counts = super::walk::loader_counts();
         let Ok(text) = std::fs::read_to_string(&self.maps_path) else {
             return;
         };
@@ -117,12 +122,14 @@ impl Symbolizer {
 
     /// The library and function holding `pc`; `None` when `pc` is in no file-backed
     /// mapping (JIT-compiled code, an unmapped address). An address in no known mapping
-    /// reads the maps again first, at most every 200 ms.
+    /// reads the maps again first: at once when the dynamic loader loaded or
+    /// unloaded an object since they were read, else at most every 200 ms.
     pub fn lookup(&mut self, pc: u64) -> Option<Symbol> {
         let m = match self.mapping(pc) {
             Some(m) => m,
             None => {
-                if self.last_refresh.elapsed() < REFRESH_AFTER {
+                let loaded = super::walk::loader_counts() != self.loader_counts;
+                if !loaded && self.last_refresh.elapsed() < REFRESH_AFTER {
                     return None;
                 }
                 self.refresh();

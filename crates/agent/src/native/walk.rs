@@ -124,7 +124,7 @@ pub fn refresh_code_ranges() {
 }
 
 /// How many objects the dynamic loader has loaded and unloaded so far.
-fn loader_counts() -> (u64, u64) {
+pub(crate) fn loader_counts() -> (u64, u64) {
     unsafe extern "C" fn first(
         info: *mut libc::dl_phdr_info,
         _size: libc::size_t,
