@@ -10,7 +10,8 @@ Sections (all by default; --only picks some):
             cstack=vm, cstack=asgct and async-profiler;
   walk      one walk of the thread's own 50-frame stack, timed over 100,000 walks
             (an agent built with the test-only fault-injection feature);
-  overhead  real programs (javac, Debian's xalan XSLT processor, an in-memory H2
+  overhead  real programs (javac compiling this repository's Java sources six
+            times in one JVM, Debian's xalan XSLT processor, an in-memory H2
             database) at 100 Hz: CPU time (user + sys) of the JVM with each profiler
             over the same run without one, in interleaved rounds, the median and the
             range of the per-round ratios; with jscope also the samples that name no
@@ -51,6 +52,7 @@ def build():
     shutil.rmtree(classes, ignore_errors=True)
     sources = [os.path.join(FIXTURES, f) for f in ("Hot.java", "HotInit.java", "WalkFuzz.java")]
     sources.append(os.path.join(ROOT, "benches", "realworld", "H2Load.java"))
+    sources.append(os.path.join(ROOT, "benches", "realworld", "JavacLoop.java"))
     sh(["javac", "--release", "11", "-d", classes, "-cp", "/usr/share/java/h2.jar"] + sources)
     javac = os.path.realpath(shutil.which("javac"))
     include = os.path.join(os.path.dirname(os.path.dirname(javac)), "include")
@@ -181,10 +183,10 @@ def workloads(classes):
                         f.write(os.path.join(dirpath, fn) + "\n")
     javac_out = os.path.join(OUT, "javac-out")
     return {
-        "javac": ["-m", "jdk.compiler/com.sun.tools.javac.Main", "-nowarn", "-proc:none", "-d", javac_out, f"@{sources}"],
+        "javac": ["-cp", classes, "JavacLoop", "6", sources, javac_out],
         "xalan": ["-cp", "/usr/share/java/xalan2.jar:/usr/share/java/serializer.jar", "org.apache.xalan.xslt.Process",
                   "-IN", f"{data}/catalog.xml", "-XSL", f"{data}/catalog.xsl", "-OUT", f"{OUT}/catalog.html"],
-        "h2": ["-cp", f"{classes}:/usr/share/java/h2.jar", "H2Load", "60000", "15"],
+        "h2": ["-cp", f"{classes}:/usr/share/java/h2.jar", "H2Load", "150000", "30"],
     }
 
 
@@ -195,7 +197,8 @@ def section_overhead(java, classes, ap, rounds):
         configs[f"jscope {cstack}"] = (lambda c: lambda p: [
             f"-agentpath:{AGENT}=mode=cpu,interval=10ms,cstack={c},quiet,file={OUT}/{p}-{c}.jsc"])(cstack)
     if ap:
-        configs["async-profiler"] = lambda p: [f"-agentpath:{ap}=start,event=cpu,interval=10ms,file={OUT}/{p}-ap.jfr,jfr"]
+        configs["async-profiler"] = lambda p: [
+            f"-agentpath:{ap}=start,event=cpu,interval=10ms,threads,collapsed,file={OUT}/{p}-ap.collapsed"]
     configs["JFR"] = lambda p: [f"-XX:StartFlightRecording=settings={ROOT}/benches/jfr/jfr-cpu.jfc,filename={OUT}/{p}.jfr"]
     print(f"\n### Overhead on real programs at 100 Hz, {java_version(java)}, {rounds} interleaved rounds\n")
     print("| program | profiler | CPU time ratio, median (range) | samples naming no code | coverage |")
@@ -210,13 +213,15 @@ def section_overhead(java, classes, ap, rounds):
                 cpu[name].append(c)
                 if name.startswith("jscope"):
                     cpu[name + ":rec"].append(jscope_quality(os.path.join(OUT, f"{prog}-{name.split()[1]}.jsc"), c))
+                if name == "async-profiler":
+                    cpu[name + ":rec"].append(stacks_quality(ap_stacks(os.path.join(OUT, f"{prog}-ap.collapsed")), c))
         for name in configs:
             if name == "none":
                 continue
             ratios = [a / b for a, b in zip(cpu[name], cpu["none"])]
             cell = f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
             quality = ""
-            if name.startswith("jscope"):
+            if name.startswith("jscope") or name == "async-profiler":
                 q = cpu[name + ":rec"]
                 bad = statistics.median(x[0] for x in q)
                 cov = statistics.median(x[1] for x in q)
@@ -229,8 +234,12 @@ def section_overhead(java, classes, ap, rounds):
 
 def jscope_quality(path, cpu_s):
     """(share of samples naming no code, cpu samples x interval / process CPU time)."""
+    return stacks_quality(jscope_stacks(path), cpu_s)
+
+
+def stacks_quality(stacks, cpu_s):
     total = bad = 0
-    for _, frames, n in jscope_stacks(path):
+    for _, frames, n in stacks:
         total += n
         if unknown(frames):
             bad += n
