@@ -93,7 +93,7 @@ fn more_options(a: &AgentArgs) -> Result<Vec<String>> {
     options.extend(keyed("service", &a.service)?);
     let mut labels: Vec<String> = a.labels.iter().cloned().collect();
     for l in &a.label {
-        match crate::source::parse_label(l) {
+        match jscope_store::jvms::parse_label(l) {
             Some((k, v)) if !l.contains([';', ':']) => labels.push(format!("{k}:{v}")),
             _ => bail!("--label wants KEY=VALUE without `:` or `;`, not `{l}`"),
         }

@@ -40,9 +40,10 @@ pub enum Command {
     /// Show what a recording holds and how well sampling went.
     Info(InfoArgs),
     /// Run a collector: agents stream to it, it stores their data and serves a web UI.
-    Serve(ServeArgs),
-    /// Serve the collector's web UI over one recording file.
-    View(ViewArgs),
+    Serve(crate::serve::CollectorArgs),
+    /// Serve the collector's web UI over one recording file, or over a session of
+    /// `jscope merge` (the tree across JVMs).
+    View(crate::serve::CollectorArgs),
     /// Call tree of an exact-tracing recording (threads linked to their Thread.start);
     /// with --distributed, one tree across JVMs that call each other.
     Tree(crate::distributed::TreeCommand),
@@ -300,10 +301,10 @@ pub struct SourceArgs {
     /// The collector's token (`jscope serve --token`).
     #[arg(long, value_name = "TOKEN", requires = "collector")]
     pub token: Option<String>,
-    /// The collector's JVM list once fetched (`source::collector_rows`): the window's
+    /// The collector's JVM list once fetched (`source::Collected`): the window's
     /// origin and the command then read the same one.
     #[arg(skip)]
-    pub fetched_rows: std::cell::OnceCell<Vec<crate::source::JvmRow>>,
+    pub fetched_rows: std::cell::OnceCell<Vec<jscope_store::JvmSummary>>,
 }
 
 /// Which samples an analysis looks at.
@@ -558,42 +559,4 @@ pub struct InfoArgs {
     pub source: SourceArgs,
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Example:\n  jscope serve --data /var/lib/jscope --retention 7d\n  java -agentpath:libjscope_agent.so=collector=127.0.0.1:7000 -jar app.jar"
-)]
-pub struct ServeArgs {
-    /// Where agents connect. A non-loopback address needs --token.
-    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7000")]
-    pub agents: String,
-    /// Where the web UI and HTTP API listen. A non-loopback address needs --token.
-    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7080")]
-    pub http: String,
-    /// Directory of the stored data (created if needed).
-    #[arg(long, value_name = "DIR", default_value = "jscope-data")]
-    pub data: PathBuf,
-    /// Delete stored data older than this (e.g. 12h, 7d); default: keep everything
-    /// (30d with --store clickhouse://..., whose whole days are dropped).
-    #[arg(long, value_name = "DURATION")]
-    pub retention: Option<String>,
-    /// Keep the data in ClickHouse instead of --data:
-    /// clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE (its HTTP port; user and password
-    /// also from JSCOPE_CLICKHOUSE_USER and JSCOPE_CLICKHOUSE_PASSWORD).
-    #[arg(long, value_name = "URL")]
-    pub store: Option<String>,
-    /// Token agents and HTTP clients must present.
-    #[arg(long)]
-    pub token: Option<String>,
-}
-
-#[derive(Debug, Args)]
-#[command(after_help = "Example:\n  jscope view app.jsc --http 127.0.0.1:7081")]
-pub struct ViewArgs {
-    /// The recording (.jsc, or a JFR file) to show, or a session from `jscope merge` (the tree across JVMs).
-    pub file: PathBuf,
-    /// Where the web UI listens.
-    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7080")]
-    pub http: String,
 }

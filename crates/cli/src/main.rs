@@ -17,7 +17,6 @@ mod jvms;
 mod merge_rec;
 mod queue;
 mod record;
-mod remote;
 mod remote_profile;
 mod serve;
 mod signals;
@@ -63,8 +62,8 @@ fn run(mut command: Command) -> anyhow::Result<u8> {
         Command::Callgraph(a) => analyze::callgraph(a).map(|_| 0),
         Command::Threads(a) => analyze::threads(a).map(|_| 0),
         Command::Info(a) => analyze::info(a).map(|_| 0),
-        Command::Serve(a) => serve::serve(a).map(|_| 0),
-        Command::View(a) => serve::view(a).map(|_| 0),
+        Command::Serve(a) => serve::run("serve", a).map(|_| 0),
+        Command::View(a) => serve::run("view", a).map(|_| 0),
         Command::Tree(a) if a.distributed => distributed::tree(a).map(|_| 0),
         Command::Tree(a) => trace::tree(&a.tree).map(|_| 0),
         Command::Merge(a) => distributed::merge(a).map(|_| 0),

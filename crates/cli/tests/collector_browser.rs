@@ -7,7 +7,7 @@
 //! and `jscope diff --collector` on the same two JVMs.
 //! Skipped with a notice when Chromium is absent.
 
-#[path = "../../collector/tests/common/mod.rs"]
+#[path = "../../collector/tests/common/sim.rs"]
 mod common;
 mod serving;
 mod support;

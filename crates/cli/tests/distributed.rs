@@ -373,8 +373,8 @@ fn a_session_whose_match_table_does_not_fit_its_recordings_is_refused() {
 
 /// The chain's JVMs as a collector would have stored their streams.
 fn chain_data_dir(dir: &Path) {
-    use jscope_collector::jvm::{apply_dictionary, new_dictionary, timed_span};
-    use jscope_collector::{FileStore, JvmIdentity, Store};
+    use jscope_store::identity::{apply_dictionary, new_dictionary, timed_span};
+    use jscope_store::{FileStore, JvmIdentity, Store};
     let store = FileStore::open(dir, 64 << 20, std::time::Duration::from_secs(3600)).unwrap();
     for jvm in chain_jvms() {
         let (header, chunk) = jvm.parts();

@@ -5,18 +5,18 @@ use std::sync::Arc;
 
 use jscope_analysis::{parse_state, threads_at, DotOptions, Mode};
 use jscope_flame::{render_html, FlameGraph, Options};
-use serde::Serialize;
 
-use crate::api_select::{common_mode, JvmSelection};
+use jscope_store::distributed::{distributed_tree, DistributedQuery};
+use jscope_store::jvms::{common_mode, sort_rows};
+use jscope_store::query::{self, Query};
+use jscope_store::when::{moment_ns, now_ns, span_ns};
+use jscope_store::{JvmSelection, JvmStatus, JvmSummary, SelectError, Store, StoreError};
+
 use crate::config::parse_duration;
-use crate::distributed::{distributed_tree, DistributedQuery};
 use crate::hot::HotMethodsListener;
 use crate::http::{Handler, Request, Response};
 use crate::ingest::StatsSnapshot;
 use crate::live::{LiveFigures, LiveState};
-use crate::query::{self, Query};
-use crate::store::{Store, StoredJvm};
-use crate::when::{moment_ns, now_ns, span_ns};
 use crate::CollectorError;
 
 const INDEX_HTML: &str = include_str!("ui/index.html");
@@ -50,127 +50,50 @@ pub struct ApiContext {
     pub pushes: Option<crate::push::Pushes>,
 }
 
-/// One row of the JVM list (xdProf's GUI, plus what a collector knows).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct JvmSummary {
-    pub id: String,
-    pub pid: u32,
-    pub host: String,
-    pub address: String,
-    pub command_line: String,
-    /// What the command runs: main class, `-jar`'s jar or `-m`'s module.
-    pub main_class: String,
-    pub vm: String,
-    pub java_version: String,
-    pub os: String,
-    pub agent_version: String,
-    pub modes: String,
-    /// When the agent's recording started (epoch ms): `--from`/`--to` of the CLI
-    /// count seconds from here.
-    pub started_ms: u64,
-    /// The same to the nanosecond, so wall-clock windows cut exactly.
-    pub started_ns: u64,
-    pub labels: BTreeMap<String, String>,
-    /// The service a push named; for agents, the main class.
-    pub service: String,
-    /// `connected` or `gone`.
-    pub status: &'static str,
-    pub connected_since_ms: Option<u64>,
-    pub gone_since_ms: Option<u64>,
-    pub disconnect_reason: Option<String>,
-    pub samples_per_second: f64,
-    pub samples: u64,
-    /// Samples the agent dropped plus chunks lost on the way.
-    pub drops: u64,
-    pub dropped_samples: u64,
-    pub lost_chunks: u64,
-    pub chunks: u64,
-    pub last_seq: u64,
-    pub stored_bytes: u64,
-    pub stored_from_ms: Option<u64>,
-    pub stored_to_ms: Option<u64>,
-}
-
-fn ms(ns: u64) -> u64 {
-    ns / 1_000_000
-}
-
-fn summary(stored: Option<&StoredJvm>, live: Option<&LiveFigures>) -> Option<JvmSummary> {
-    let identity = live
-        .map(|l| (*l.identity).clone())
-        .or_else(|| stored.map(|s| s.identity.clone()))?;
-    let l = live.cloned();
-    let connected = l.as_ref().is_some_and(|l| l.connected);
-    let dropped = l.as_ref().map_or(0, |l| l.dropped_samples);
-    let lost = l.as_ref().map_or(0, |l| l.lost_chunks);
-    let main_class = crate::jvm::main_class_of(&identity.command_line);
-    let service = if identity.service.is_empty() {
-        main_class.clone()
+/// A JVM's row with what the live state knows of it: connection, rates, drops.
+fn with_live(mut row: JvmSummary, l: &LiveFigures) -> JvmSummary {
+    let ms = |ns: u64| ns / 1_000_000;
+    row.status = if l.connected {
+        JvmStatus::Connected
     } else {
-        identity.service.clone()
+        JvmStatus::Gone
     };
-    Some(JvmSummary {
-        id: identity.id,
-        pid: identity.pid,
-        host: identity.host,
-        address: identity.address,
-        main_class,
-        command_line: identity.command_line,
-        vm: identity.vm,
-        java_version: identity.java_version,
-        os: identity.os,
-        agent_version: identity.agent_version,
-        modes: identity.modes,
-        started_ms: ms(identity.start_wall_ns),
-        started_ns: identity.start_wall_ns,
-        labels: identity.labels.into_iter().collect(),
-        service,
-        status: if connected { "connected" } else { "gone" },
-        connected_since_ms: l.as_ref().map(|l| ms(l.connected_since_ns)),
-        gone_since_ms: l.as_ref().and_then(|l| l.disconnected_ns).map(ms),
-        disconnect_reason: l.as_ref().and_then(|l| l.disconnect_reason.clone()),
-        samples_per_second: l.as_ref().map_or(0.0, |l| l.samples_per_second),
-        samples: l.as_ref().map_or(0, |l| l.samples),
-        drops: dropped + lost,
-        dropped_samples: dropped,
-        lost_chunks: lost,
-        chunks: l.as_ref().map_or(0, |l| l.chunks),
-        last_seq: l
-            .as_ref()
-            .map(|l| l.last_seq)
-            .or_else(|| stored.map(StoredJvm::last_seq))
-            .unwrap_or(0),
-        stored_bytes: stored.map_or(0, StoredJvm::bytes),
-        stored_from_ms: stored.and_then(StoredJvm::start_ns).map(ms),
-        stored_to_ms: stored.and_then(StoredJvm::end_ns).map(ms),
-    })
+    row.connected_since_ms = Some(ms(l.connected_since_ns));
+    row.gone_since_ms = l.disconnected_ns.map(ms);
+    row.disconnect_reason = l.disconnect_reason.clone();
+    row.samples_per_second = l.samples_per_second;
+    row.samples = l.samples;
+    row.drops = l.dropped_samples + l.lost_chunks;
+    row.dropped_samples = l.dropped_samples;
+    row.lost_chunks = l.lost_chunks;
+    row.chunks = l.chunks;
+    row.last_seq = l.last_seq;
+    row
 }
 
 impl ApiContext {
     /// Every JVM the store or the live state knows, connected ones first.
     pub fn jvm_list(&self) -> Vec<JvmSummary> {
-        let stored: BTreeMap<String, StoredJvm> = self
+        let mut rows: BTreeMap<String, JvmSummary> = self
             .store
             .jvms()
-            .into_iter()
-            .map(|j| (j.identity.id.clone(), j))
+            .iter()
+            .map(|j| (j.identity.id.clone(), JvmSummary::of_stored(j)))
             .collect();
-        let live: BTreeMap<String, LiveFigures> = self
-            .live
-            .as_ref()
-            .map(|l| {
-                l.figures()
-                    .into_iter()
-                    .map(|f| (f.identity.id.clone(), f))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let ids: std::collections::BTreeSet<&String> = stored.keys().chain(live.keys()).collect();
-        let mut out: Vec<JvmSummary> = ids
-            .into_iter()
-            .filter_map(|id| summary(stored.get(id), live.get(id)))
-            .collect();
-        out.sort_by(|a, b| (a.status, &a.id).cmp(&(b.status, &b.id)));
+        for l in self.live.as_ref().map(|l| l.figures()).unwrap_or_default() {
+            // The agent's identity is the current one (its address, labels); the
+            // store says what it holds.
+            let stored = rows.remove(&l.identity.id).unwrap_or_default();
+            let row = JvmSummary {
+                stored_bytes: stored.stored_bytes,
+                stored_from_ms: stored.stored_from_ms,
+                stored_to_ms: stored.stored_to_ms,
+                ..JvmSummary::of_identity((*l.identity).clone())
+            };
+            rows.insert(row.id.clone(), with_live(row, &l));
+        }
+        let mut out: Vec<JvmSummary> = rows.into_values().collect();
+        sort_rows(&mut out);
         out
     }
 
@@ -225,12 +148,17 @@ impl ApiContext {
         }
         match self.route(path, req) {
             Ok(r) => r,
-            Err(CollectorError::UnknownJvm(id)) => {
+            Err(CollectorError::Store(StoreError::UnknownJvm(id))) => {
                 Response::error(404, &format!("unknown jvm {id:?}"))
             }
-            Err(e @ (CollectorError::BadQuery(_) | CollectorError::BadDuration(_))) => {
-                Response::error(400, &e.to_string())
+            Err(e @ CollectorError::Store(StoreError::Select(SelectError::NoSuchJvm(_)))) => {
+                Response::error(404, &e.to_string())
             }
+            Err(
+                e @ (CollectorError::BadQuery(_)
+                | CollectorError::BadDuration(_)
+                | CollectorError::Store(StoreError::BadQuery(_) | StoreError::Select(_))),
+            ) => Response::error(400, &e.to_string()),
             Err(e) => Response::error(500, &e.to_string()),
         }
     }
@@ -289,21 +217,21 @@ impl ApiContext {
             ["callgraph"] => self.callgraph(req),
             ["events"] => {
                 let (q, _, _) = self.query_or_all(req)?;
-                Ok(Response::json(&crate::calls::event_kinds(
+                Ok(Response::json(&jscope_store::calls::event_kinds(
                     &*self.store,
                     &q,
                 )?))
             }
             ["traced"] => {
                 let (q, _, _) = self.query_or_all(req)?;
-                Ok(Response::json(&crate::calls::traced_methods(
+                Ok(Response::json(&jscope_store::calls::traced_methods(
                     &*self.store,
                     &q,
                 )?))
             }
             ["remote"] => {
                 let (q, _, _) = self.query_or_all(req)?;
-                Ok(Response::json(&crate::calls::remote_calls(
+                Ok(Response::json(&jscope_store::calls::remote_calls(
                     &*self.store,
                     &q,
                 )?))
@@ -320,8 +248,8 @@ impl ApiContext {
     /// The JVM list, narrowed by `service`, `host`, `label` and `jvm` when given.
     fn jvms(&self, req: &Request) -> Result<Response, CollectorError> {
         let rows = self.jvm_list();
-        let sel = JvmSelection::parse(req, "")?;
-        Ok(Response::json(&sel.pick_rows(&rows)?))
+        let sel = selection(req, "")?;
+        Ok(Response::json(&sel.pick(&rows)?))
     }
 
     /// A query over the JVMs the request selects (`jvm`, `service`, `host`,
@@ -346,7 +274,7 @@ impl ApiContext {
         all: bool,
     ) -> Result<(Query, String, Vec<JvmSummary>), CollectorError> {
         let mut q = parse_query(req)?;
-        let mut sel = JvmSelection::parse(req, "")?;
+        let mut sel = selection(req, "")?;
         if sel.is_empty() && all {
             sel.jvms.push("all".into());
         }
@@ -356,7 +284,7 @@ impl ApiContext {
             ));
         }
         let rows = self.jvm_list();
-        q.jvms = sel.pick(&rows)?;
+        q.jvms = sel.pick_ids(&rows)?;
         let title = if sel.narrowed() || sel.jvms == ["all"] {
             match q.jvms.len() {
                 1 => format!("{} (1 JVM)", sel.describe()),
@@ -376,7 +304,7 @@ impl ApiContext {
             .jvm_list()
             .into_iter()
             .find(|j| j.id == id)
-            .ok_or_else(|| CollectorError::UnknownJvm(id.to_string()))?;
+            .ok_or_else(|| CollectorError::Store(StoreError::UnknownJvm(id.to_string())))?;
         let segments = self
             .store
             .jvms()
@@ -609,6 +537,29 @@ pub fn parse_distributed_query(req: &Request) -> Result<DistributedQuery, Collec
         max_depth: number("depth")?.map(|d| d as usize),
         min_duration_ns: number("min_duration_us")?.unwrap_or(0).saturating_mul(1000),
         hide: req.params("hide"),
+    })
+}
+
+/// Every value of a parameter, not split at commas (a label's value may hold one).
+fn raw_params<'r>(req: &'r Request, name: &str) -> impl Iterator<Item = &'r str> + 'r {
+    let name = name.to_string();
+    req.query
+        .iter()
+        .filter(move |(k, _)| *k == name)
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
+/// The JVMs a request selects: `jvm=ID|PID|all` (repeatable or comma-separated),
+/// `service=NAME`, `host=NAME` and `label=K=V` (repeatable; every one must match),
+/// each with `prefix` in front (`""` for a query's own, `base_`/`new_` for a diff side).
+pub(crate) fn selection(req: &Request, prefix: &str) -> Result<JvmSelection, CollectorError> {
+    let label = format!("{prefix}label");
+    Ok(JvmSelection {
+        jvms: req.params(&format!("{prefix}jvm")),
+        service: req.param(&format!("{prefix}service")).map(str::to_string),
+        host: req.param(&format!("{prefix}host")).map(str::to_string),
+        labels: JvmSelection::labels_of(raw_params(req, &label), &label)?,
     })
 }
 

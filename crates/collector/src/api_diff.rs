@@ -7,12 +7,13 @@ use jscope_analysis::{diff_hot, Mode};
 use jscope_flame::{render_diff_html, FlameGraph, Options};
 use serde_json::json;
 
-use crate::api::{parse_moment, parse_query, JvmSummary};
-use crate::api_select::JvmSelection;
+use crate::api::{parse_moment, parse_query};
 use crate::http::{Request, Response};
-use crate::query::{self, Query};
-use crate::store::Store;
 use crate::CollectorError;
+use jscope_store::query::{self, Query};
+use jscope_store::JvmSummary;
+use jscope_store::SelectError;
+use jscope_store::Store;
 
 /// One side's query: the shared `mode`, `thread`, `state` and `lines`, with the
 /// side's JVMs as a query selects them under the side's prefix: `PREFIX_jvm`
@@ -25,18 +26,18 @@ fn side_query(
     shared: &Query,
     side: &str,
 ) -> Result<Query, CollectorError> {
-    let mut sel = JvmSelection::parse(req, &format!("{side}_"))?;
+    let mut sel = crate::api::selection(req, &format!("{side}_"))?;
     sel.jvms.splice(0..0, req.params(side));
     if sel.is_empty() {
         return Err(CollectorError::BadQuery(format!(
             "choose the {side} side's JVMs ({side}_jvm=ID, {side}_service=NAME or {side}_label=KEY=VALUE)"
         )));
     }
-    let jvms = sel.pick(rows).map_err(|e| match e {
-        CollectorError::BadQuery(m) => CollectorError::BadQuery(format!("{m} (the {side} side)")),
-        e => e,
+    let jvms = sel.pick_ids(rows).map_err(|e| match e {
+        SelectError::NoSuchJvm(_) => e.into(),
+        e => CollectorError::BadQuery(format!("{e} (the {side} side)")),
     })?;
-    let now = crate::when::now_ns();
+    let now = jscope_store::when::now_ns();
     Ok(Query {
         jvms,
         from_ns: parse_moment(req, &format!("{side}_from"), now)?,

@@ -9,11 +9,11 @@ use jscope_analysis::{collapse, CollapseOptions};
 use jscope_flame::{FlameGraph, Options};
 use jscope_format::Recording;
 
-use crate::query::Query;
+use jscope_store::query::Query;
 
 use crate::http::{Request, Response};
-use crate::store::Store;
 use crate::CollectorError;
+use jscope_store::Store;
 
 /// Event markers a timeline answer holds at most; the rest are counted.
 const MAX_EVENTS: usize = 20_000;
@@ -27,7 +27,7 @@ fn window(
     id: &str,
     req: &Request,
 ) -> Result<(Option<u64>, Option<u64>), CollectorError> {
-    let now = crate::when::now_ns();
+    let now = jscope_store::when::now_ns();
     let from = crate::api::parse_moment(req, "from", now)?;
     let to = crate::api::parse_moment(req, "to", now)?;
     let Some(last) = req.param("last").filter(|l| !l.is_empty()) else {
@@ -52,13 +52,11 @@ fn load(
     let (from, to) = window(store, id, req)?;
     let rec = store.read(id, from, to)?;
     let start_ns = rec.header.start_wall_ns;
-    Ok((rec, seconds(start_ns, from), seconds(start_ns, to)))
-}
-
-/// An epoch-ns window bound in seconds since the recording start (`start_ns`).
-pub(crate) fn seconds(start_ns: u64, ns: Option<u64>) -> Option<f64> {
-    // Integers first: epoch ns as f64 lose a few hundred ns.
-    ns.map(|n| n.saturating_sub(start_ns) as f64 / 1e9)
+    Ok((
+        rec,
+        jscope_store::when::seconds_since(start_ns, from),
+        jscope_store::when::seconds_since(start_ns, to),
+    ))
 }
 
 /// `GET /api/jvms/{id}/timeline[?from=MS&to=MS|&last=DURATION][&max_events=N]`.
@@ -157,7 +155,7 @@ pub(crate) fn event_flame(
     let mut graph = FlameGraph::new();
     // One count across the JVMs where the store can (ClickHouse: the events table),
     // else each JVM's events read back from its chunks.
-    for (rec, counts) in crate::calls::event_stacks(store, q, what)? {
+    for (rec, counts) in jscope_store::calls::event_stacks(store, q, what)? {
         for (frames, n) in collapse(&rec, &counts, opts).stacks {
             graph.add(frames, n);
         }

@@ -7,8 +7,8 @@ use jscope_analysis::{replay_queue_bytes, LengthPoint, QueueError, QueueReport, 
 use serde_json::json;
 
 use crate::http::{Request, Response};
-use crate::store::Store;
 use crate::CollectorError;
+use jscope_store::{Store, StoreError};
 
 /// At most this many requests are sent (`requests_total` says how many there are).
 const MAX_REQUESTS: usize = 10_000;
@@ -92,10 +92,11 @@ pub fn queue_of(store: &dyn Store, id: &str, req: &Request) -> Result<Response, 
             return Ok(Response::error(400, &e.to_string()))
         }
         Err(e) => {
-            return Err(CollectorError::Unreadable {
+            return Err(StoreError::Unreadable {
                 jvm: id.to_string(),
                 message: e.to_string(),
-            })
+            }
+            .into())
         }
     };
     let requests = &report.requests[..report.requests.len().min(MAX_REQUESTS)];

@@ -11,11 +11,11 @@ use jscope_flame::{FlameGraph, Options};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::api::{flame_response, ApiContext, JvmSummary};
-use crate::api_select::JvmSelection;
+use crate::api::{flame_response, ApiContext};
 use crate::http::{Request, Response};
-use crate::query::{self, Query};
 use crate::CollectorError;
+use jscope_store::query::{self, Query};
+use jscope_store::JvmSummary;
 
 /// Keys every JVM has, before its labels.
 const BUILT_IN: [&str; 2] = ["service", "host"];
@@ -49,8 +49,8 @@ struct TagKey {
 /// `GET /api/tags[?service=..&label=..&jvm=..]`: the keys of the selected JVMs
 /// (all when nothing is selected) with their values and JVM counts.
 pub fn tags(rows: &[JvmSummary], req: &Request) -> Result<Response, CollectorError> {
-    let sel = JvmSelection::parse(req, "")?;
-    let chosen = sel.pick_rows(rows)?;
+    let sel = crate::api::selection(req, "")?;
+    let chosen = sel.pick(rows)?;
     let mut keys: Vec<String> = BUILT_IN.iter().map(|k| k.to_string()).collect();
     let labels: std::collections::BTreeSet<&String> =
         chosen.iter().flat_map(|r| r.labels.keys()).collect();

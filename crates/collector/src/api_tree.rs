@@ -15,8 +15,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::http::{Request, Response};
-use crate::store::Store;
 use crate::CollectorError;
+use jscope_store::{Store, StoreError};
 
 /// At most this many matches of a find are returned (the count says how many there are).
 const MAX_MATCHES: usize = 10_000;
@@ -91,9 +91,11 @@ impl CallSink for CpuSink {
 
 impl Browsed {
     fn build(bytes: &[u8], options: &TraceOptions, jvm: &str) -> Result<Browsed, CollectorError> {
-        let unreadable = |e: jscope_analysis::trace::TraceError| CollectorError::Unreadable {
-            jvm: jvm.to_string(),
-            message: e.to_string(),
+        let unreadable = |e: jscope_analysis::trace::TraceError| {
+            CollectorError::Store(StoreError::Unreadable {
+                jvm: jvm.to_string(),
+                message: e.to_string(),
+            })
         };
         let (tree, stats, _) = analyse_bytes(bytes, options).map_err(unreadable)?;
         let (sink, _, _) = replay_bytes(bytes, options, CpuSink::default()).map_err(unreadable)?;
@@ -246,7 +248,7 @@ impl TreeCache {
             .jvms()
             .into_iter()
             .find(|j| j.identity.id == id)
-            .ok_or_else(|| CollectorError::UnknownJvm(id.to_string()))?;
+            .ok_or_else(|| CollectorError::Store(StoreError::UnknownJvm(id.to_string())))?;
         let key = Key {
             last_seq: stored.last_seq(),
             bytes: stored.bytes(),

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use jscope_analysis::{hot_methods, HotMethods, Mode, StackCounts};
 use jscope_format::{Record, Recording};
 
-use crate::jvm::Connection;
+use crate::listener::Connection;
 use crate::listener::{ListenerError, ServerListener, Trace};
 
 struct Table {

@@ -17,11 +17,11 @@ use jscope_format::{
 };
 
 use crate::http::{Request, Response};
-use crate::jvm::{new_dictionary, JvmIdentity};
 use crate::push_formats as formats;
-use crate::store::Store;
-use crate::when::now_ns;
-use crate::CollectorError;
+use jscope_store::identity::new_dictionary;
+use jscope_store::when::now_ns;
+use jscope_store::JvmIdentity;
+use jscope_store::{Store, StoreError};
 
 /// Samples one push may expand to (a folded line's count is that many samples).
 const MAX_SAMPLES: u64 = 5_000_000;
@@ -44,8 +44,8 @@ impl PushError {
     }
 }
 
-impl From<CollectorError> for PushError {
-    fn from(e: CollectorError) -> PushError {
+impl From<StoreError> for PushError {
+    fn from(e: StoreError) -> PushError {
         PushError {
             status: 500,
             message: format!("jscope: storing the push failed: {e}"),
@@ -658,7 +658,7 @@ fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Resul
             };
             w.event(&e);
             let lo = start.saturating_add(e.ticks);
-            let hi = lo.saturating_add(crate::jvm::event_ticks(&e).2);
+            let hi = lo.saturating_add(jscope_store::identity::event_ticks(&e).2);
             span = Some(span.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
             if w.raw_len() >= CHUNK_BYTES {
                 append(store, id, st, &mut w, span.take())?;

@@ -16,18 +16,18 @@ use common::*;
 use jscope_analysis::events::{EventFilter, EventWeight};
 use jscope_analysis::trace::{replay, Call, TraceOptions, THREW, UNFINISHED};
 use jscope_analysis::{collapse, CollapseOptions};
-use jscope_collector::calls::{
-    event_kinds, event_kinds_from_chunks, event_stacks, event_stacks_from_chunks, remote_calls,
-    remote_calls_from_chunks, traced_methods, traced_methods_from_chunks, EventStacks,
-};
-use jscope_collector::query::Query;
-use jscope_collector::{ClickHouseStore, MemoryLog, Store};
 use jscope_flame::FlameGraph;
 use jscope_format::{
     encode_file_start, ChunkWriter, ClassDef, ClassId, EventKind, Frame, FrameKind, Header,
     JvmEvent, MethodDef, MethodId, Recording, RemoteCall, RemoteProtocol, RemoteSide, StackId,
     StringId, ThreadDef, ThreadId, TraceBatch, TraceEvent, TraceKind, UserEventDef, UserEventKind,
 };
+use jscope_store::calls::{
+    event_kinds, event_kinds_from_chunks, event_stacks, event_stacks_from_chunks, remote_calls,
+    remote_calls_from_chunks, traced_methods, traced_methods_from_chunks, EventStacks,
+};
+use jscope_store::query::Query;
+use jscope_store::{ClickHouseStore, MemoryLog, Store};
 use jscope_testkit::{temp_dir, wait_until, ClickHouse};
 use jscope_wire::{ClientConfig, WireClient};
 

@@ -8,12 +8,12 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use jscope_collector::{FileStore, Store};
 use jscope_format::{
     encode_file_start, ChunkWriter, Dictionary, Header, RemoteCall, RemoteProtocol, RemoteSide,
     ThreadDef, TraceBatch, TraceEvent, TraceKind,
 };
 use jscope_format::{StackId, StringId, ThreadId};
+use jscope_store::{FileStore, Store};
 use jscope_testkit::temp_dir;
 use serde_json::{json, Value};
 

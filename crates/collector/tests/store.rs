@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use common::*;
 use jscope_analysis::{Mode, Selection, ThreadMatcher};
-use jscope_collector::jvm::{apply_dictionary, new_dictionary};
-use jscope_collector::{FileStore, JvmIdentity, SampleFilter, Store};
 use jscope_format::thread_state::{
     ALIVE, BLOCKED_ON_MONITOR_ENTER, IN_NATIVE, PARKED, RUNNABLE, WAITING,
 };
 use jscope_format::{decode_payload, split_chunk, Recording, Split};
 use jscope_format::{ClassId, MethodId, StackId, StringId, ThreadId};
 use jscope_format::{StateClass, ThreadDef};
+use jscope_store::identity::{apply_dictionary, new_dictionary};
+use jscope_store::{FileStore, JvmIdentity, SampleFilter, Store};
 use jscope_testkit::temp_dir;
 
 /// Appends `n` chunks of `sim` as the ingest would, keeping the dictionary current.
@@ -33,7 +33,7 @@ fn append(
         };
         let records = decode_payload(&raw.payload).unwrap();
         apply_dictionary(dict, &records);
-        let span = jscope_collector::jvm::event_span(id, &records);
+        let span = jscope_store::identity::event_span(id, &records);
         store.append(&id.id, seq, &chunk, span, dict).unwrap();
     }
     store.sync(&id.id).unwrap();
@@ -265,7 +265,7 @@ fn summaries_of_closed_segments_count_exactly_what_decoding_counts() {
         };
         let records = decode_payload(&raw.payload).unwrap();
         apply_dictionary(&mut dict, &records);
-        let span = jscope_collector::jvm::event_span(&id, &records);
+        let span = jscope_store::identity::event_span(&id, &records);
         store.append(&stream, seq, &chunk, span, &dict).unwrap();
     }
     store.sync(&stream).unwrap();
@@ -439,7 +439,7 @@ fn thread_and_state_filters_count_from_summaries_exactly_what_decoding_counts() 
         };
         let records = decode_payload(&raw.payload).unwrap();
         apply_dictionary(&mut dict, &records);
-        let span = jscope_collector::jvm::event_span(&id, &records);
+        let span = jscope_store::identity::event_span(&id, &records);
         store.append(&stream, seq, &chunk, span, &dict).unwrap();
     }
     store.sync(&stream).unwrap();

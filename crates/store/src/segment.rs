@@ -15,8 +15,8 @@ use std::path::Path;
 use jscope_format::{decode_payload, ChunkReader, ChunkWriter, Recording};
 use jscope_format::{StackId, StringId};
 
-use crate::jvm::{apply_dictionary, new_dictionary, timed_span, JvmIdentity};
-use crate::CollectorError;
+use crate::identity::{apply_dictionary, new_dictionary, timed_span, JvmIdentity};
+use crate::StoreError;
 
 pub(crate) fn file_name(first_seq: u64) -> String {
     format!("seg-{first_seq:012}.jsc")
@@ -47,24 +47,24 @@ pub(crate) fn encode_prelude(dict: &Recording) -> Vec<u8> {
 }
 
 /// Creates a segment with the header and prelude, durable before it is used.
-pub(crate) fn create(path: &Path, header: &[u8], prelude: &[u8]) -> Result<File, CollectorError> {
+pub(crate) fn create(path: &Path, header: &[u8], prelude: &[u8]) -> Result<File, StoreError> {
     let mut f = OpenOptions::new()
         .create_new(true)
         .append(true)
         .open(path)
-        .map_err(CollectorError::io(path))?;
-    f.write_all(header).map_err(CollectorError::io(path))?;
-    f.write_all(prelude).map_err(CollectorError::io(path))?;
-    f.sync_all().map_err(CollectorError::io(path))?;
+        .map_err(StoreError::io(path))?;
+    f.write_all(header).map_err(StoreError::io(path))?;
+    f.write_all(prelude).map_err(StoreError::io(path))?;
+    f.sync_all().map_err(StoreError::io(path))?;
     sync_dir(path.parent().expect("segment has a directory"))?;
     Ok(f)
 }
 
 /// Makes a directory entry (a new or renamed file) durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<(), CollectorError> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
-        .map_err(CollectorError::io(dir))
+        .map_err(StoreError::io(dir))
 }
 
 /// What a segment holds, found by reading it.
@@ -81,8 +81,8 @@ pub(crate) struct Scanned {
 
 /// Reads a segment up to the first damage. `None` when even the header or prelude is
 /// incomplete (the segment was being created when the collector died).
-pub(crate) fn scan(path: &Path, jvm: &JvmIdentity) -> Result<Option<Scanned>, CollectorError> {
-    let bytes = std::fs::read(path).map_err(CollectorError::io(path))?;
+pub(crate) fn scan(path: &Path, jvm: &JvmIdentity) -> Result<Option<Scanned>, StoreError> {
+    let bytes = std::fs::read(path).map_err(StoreError::io(path))?;
     let Ok(header) = Recording::from_bytes(&bytes) else {
         return Ok(None);
     };
@@ -124,19 +124,19 @@ pub(crate) fn merge_span(a: Option<(u64, u64)>, b: Option<(u64, u64)>) -> Option
 }
 
 /// Cuts a torn tail so that appends continue after the last intact chunk.
-pub(crate) fn truncate(path: &Path, len: u64) -> Result<(), CollectorError> {
+pub(crate) fn truncate(path: &Path, len: u64) -> Result<(), StoreError> {
     let f = OpenOptions::new()
         .write(true)
         .open(path)
-        .map_err(CollectorError::io(path))?;
-    f.set_len(len).map_err(CollectorError::io(path))?;
-    f.sync_all().map_err(CollectorError::io(path))
+        .map_err(StoreError::io(path))?;
+    f.set_len(len).map_err(StoreError::io(path))?;
+    f.sync_all().map_err(StoreError::io(path))
 }
 
 /// Adds a segment's chunks to `rec` (starting a recording from its header when `rec`
 /// is `None`). A torn tail (a chunk being appended right now) ends the segment.
-pub(crate) fn read_into(rec: Option<Recording>, path: &Path) -> Result<Recording, CollectorError> {
-    let bytes = std::fs::read(path).map_err(CollectorError::io(path))?;
+pub(crate) fn read_into(rec: Option<Recording>, path: &Path) -> Result<Recording, StoreError> {
+    let bytes = std::fs::read(path).map_err(StoreError::io(path))?;
     let Some(mut rec) = rec else {
         let mut rec = Recording::from_bytes(&bytes)?;
         rec.damage = None;
@@ -155,8 +155,8 @@ pub(crate) fn read_into(rec: Option<Recording>, path: &Path) -> Result<Recording
 /// segment when `out` is empty, else only what follows its header (the prelude
 /// restates the dictionaries, which a reader applies again harmlessly). A torn tail
 /// (a chunk being appended right now) is left out.
-pub(crate) fn raw_into(out: &mut Vec<u8>, path: &Path) -> Result<(), CollectorError> {
-    let bytes = std::fs::read(path).map_err(CollectorError::io(path))?;
+pub(crate) fn raw_into(out: &mut Vec<u8>, path: &Path) -> Result<(), StoreError> {
+    let bytes = std::fs::read(path).map_err(StoreError::io(path))?;
     let mut body_start = None;
     let mut end = None;
     for (i, chunk) in ChunkReader::new(&bytes)?.enumerate() {

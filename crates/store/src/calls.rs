@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::query::Query;
 use crate::store::Store;
-use crate::CollectorError;
+use crate::StoreError;
 
 /// One traced method's calls over the selected JVMs and window (calls that began in it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -74,7 +74,7 @@ pub(crate) fn sort_kinds(rows: &mut [EventKindRow]) {
 }
 
 /// The events of `q`'s JVMs per kind: in SQL where the store can, else from chunks.
-pub fn event_kinds(store: &dyn Store, q: &Query) -> Result<Vec<EventKindRow>, CollectorError> {
+pub fn event_kinds(store: &dyn Store, q: &Query) -> Result<Vec<EventKindRow>, StoreError> {
     no_jvm(q)?;
     match store.event_kinds_across(&q.jvms, q.from_ns, q.to_ns)? {
         Some(rows) => Ok(rows),
@@ -86,7 +86,7 @@ pub fn event_kinds(store: &dyn Store, q: &Query) -> Result<Vec<EventKindRow>, Co
 pub fn event_kinds_from_chunks(
     store: &dyn Store,
     q: &Query,
-) -> Result<Vec<EventKindRow>, CollectorError> {
+) -> Result<Vec<EventKindRow>, StoreError> {
     no_jvm(q)?;
     let mut kinds: BTreeMap<&'static str, ([u64; 3], HashSet<usize>)> = BTreeMap::new();
     for (j, id) in q.jvms.iter().enumerate() {
@@ -152,15 +152,15 @@ fn in_window(ns: u64, from: Option<u64>, to: Option<u64>) -> bool {
     from.is_none_or(|f| ns >= f) && to.is_none_or(|t| ns < t)
 }
 
-fn no_jvm(q: &Query) -> Result<(), CollectorError> {
+fn no_jvm(q: &Query) -> Result<(), StoreError> {
     if q.jvms.is_empty() {
-        return Err(CollectorError::BadQuery("no jvm selected".into()));
+        return Err(StoreError::BadQuery("no jvm selected".into()));
     }
     Ok(())
 }
 
 /// The traced methods of `q`'s JVMs: in SQL where the store can, else from chunks.
-pub fn traced_methods(store: &dyn Store, q: &Query) -> Result<Vec<TracedMethod>, CollectorError> {
+pub fn traced_methods(store: &dyn Store, q: &Query) -> Result<Vec<TracedMethod>, StoreError> {
     no_jvm(q)?;
     match store.traced_methods_across(&q.jvms, q.from_ns, q.to_ns)? {
         Some(rows) => Ok(rows),
@@ -216,7 +216,7 @@ impl CallSink for Totals<'_> {
 pub fn traced_methods_from_chunks(
     store: &dyn Store,
     q: &Query,
-) -> Result<Vec<TracedMethod>, CollectorError> {
+) -> Result<Vec<TracedMethod>, StoreError> {
     no_jvm(q)?;
     let mut totals = MethodTotals::new();
     for (j, id) in q.jvms.iter().enumerate() {
@@ -247,7 +247,7 @@ pub fn traced_methods_from_chunks(
 }
 
 /// The remote calls of `q`'s JVMs grouped: in SQL where the store can, else from chunks.
-pub fn remote_calls(store: &dyn Store, q: &Query) -> Result<Vec<RemoteGroup>, CollectorError> {
+pub fn remote_calls(store: &dyn Store, q: &Query) -> Result<Vec<RemoteGroup>, StoreError> {
     no_jvm(q)?;
     match store.remote_calls_across(&q.jvms, q.from_ns, q.to_ns)? {
         Some(rows) => Ok(rows),
@@ -259,7 +259,7 @@ pub fn remote_calls(store: &dyn Store, q: &Query) -> Result<Vec<RemoteGroup>, Co
 pub fn remote_calls_from_chunks(
     store: &dyn Store,
     q: &Query,
-) -> Result<Vec<RemoteGroup>, CollectorError> {
+) -> Result<Vec<RemoteGroup>, StoreError> {
     no_jvm(q)?;
     type Key = (&'static str, &'static str, String, String);
     let mut groups: BTreeMap<Key, ([u64; 4], HashSet<usize>)> = BTreeMap::new();
@@ -313,7 +313,7 @@ pub fn event_stacks(
     store: &dyn Store,
     q: &Query,
     what: EventWeight,
-) -> Result<EventStacks, CollectorError> {
+) -> Result<EventStacks, StoreError> {
     no_jvm(q)?;
     let thread = q.thread.as_deref().map(ThreadMatcher::new);
     match store.event_stacks_across(&q.jvms, q.from_ns, q.to_ns, what, thread.as_ref())? {
@@ -327,7 +327,7 @@ pub fn event_stacks_from_chunks(
     store: &dyn Store,
     q: &Query,
     what: EventWeight,
-) -> Result<EventStacks, CollectorError> {
+) -> Result<EventStacks, StoreError> {
     no_jvm(q)?;
     let mut out = Vec::new();
     for id in &q.jvms {
@@ -335,8 +335,8 @@ pub fn event_stacks_from_chunks(
         let start = rec.header.start_wall_ns;
         let f = EventFilter {
             thread: q.thread.as_deref().map(ThreadMatcher::new),
-            from_s: crate::api_events::seconds(start, q.from_ns),
-            to_s: crate::api_events::seconds(start, q.to_ns),
+            from_s: crate::when::seconds_since(start, q.from_ns),
+            to_s: crate::when::seconds_since(start, q.to_ns),
             ..EventFilter::default()
         };
         let counts = weighted_stacks(&rec, &f, what);

@@ -23,12 +23,12 @@ use jscope_format::Recording;
 use jscope_analysis::{Mode, Selection, StackCounts};
 use jscope_format::{split_chunk, Split};
 
-use super::segment::{self, merge_span};
-use super::summary::{self, Summary};
-use super::{Counted, Retained, SampleFilter, SegmentInfo, Store, StoredJvm, StreamStatus};
-use crate::jvm::{new_dictionary, JvmIdentity};
+use crate::identity::{new_dictionary, JvmIdentity};
+use crate::segment::{self, merge_span};
+use crate::store::{Counted, Retained, SampleFilter, SegmentInfo, Store, StoredJvm, StreamStatus};
+use crate::summary::{self, Summary};
 use crate::when::now_ns;
-use crate::CollectorError;
+use crate::StoreError;
 
 const HEADER_FILE: &str = "header.jsc";
 const INDEX_FILE: &str = "index.json";
@@ -65,7 +65,7 @@ struct OpenSegment {
 /// Takes the exclusive lock of the data directory `root`: two collectors writing
 /// one store would corrupt it. `None` when this process already holds it (a
 /// collector restarted in the same process while its old store is still shut down).
-fn lock_dir(root: &Path) -> Result<Option<File>, CollectorError> {
+fn lock_dir(root: &Path) -> Result<Option<File>, StoreError> {
     use std::io::{Read, Seek};
     use std::os::fd::AsRawFd;
     let path = root.join(LOCK_FILE);
@@ -75,12 +75,12 @@ fn lock_dir(root: &Path) -> Result<Option<File>, CollectorError> {
         .create(true)
         .truncate(false)
         .open(&path)
-        .map_err(CollectorError::io(&path))?;
+        .map_err(StoreError::io(&path))?;
     // SAFETY: flock on a descriptor this function owns.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let err = std::io::Error::last_os_error();
         if err.kind() != std::io::ErrorKind::WouldBlock {
-            return Err(CollectorError::Io { path, source: err });
+            return Err(StoreError::Io { path, source: err });
         }
         let mut text = String::new();
         let _ = file.read_to_string(&mut text);
@@ -88,7 +88,7 @@ fn lock_dir(root: &Path) -> Result<Option<File>, CollectorError> {
         if pid == Some(std::process::id()) {
             return Ok(None);
         }
-        return Err(CollectorError::Locked {
+        return Err(StoreError::Locked {
             path: root.to_path_buf(),
             holder: pid.map_or_else(|| "its pid is unknown".into(), describe_process),
         });
@@ -99,7 +99,7 @@ fn lock_dir(root: &Path) -> Result<Option<File>, CollectorError> {
         writeln!(file, "{}", std::process::id())?;
         file.sync_data()
     };
-    write(&mut file).map_err(CollectorError::io(&path))?;
+    write(&mut file).map_err(StoreError::io(&path))?;
     Ok(Some(file))
 }
 
@@ -123,9 +123,9 @@ impl FileStore {
         root: &Path,
         segment_bytes: u64,
         segment_age: Duration,
-    ) -> Result<FileStore, CollectorError> {
+    ) -> Result<FileStore, StoreError> {
         let jvms_dir = root.join("jvms");
-        std::fs::create_dir_all(&jvms_dir).map_err(CollectorError::io(&jvms_dir))?;
+        std::fs::create_dir_all(&jvms_dir).map_err(StoreError::io(&jvms_dir))?;
         let lock = lock_dir(root)?;
         let mut store = FileStore::load(root, true)?;
         (store.segment_bytes, store.segment_age, store._lock) = (segment_bytes, segment_age, lock);
@@ -134,10 +134,10 @@ impl FileStore {
 
     /// Opens a store for reading only, e.g. while a collector is writing to it:
     /// segments are read up to their last intact chunk and nothing is repaired.
-    pub fn open_read_only(root: &Path) -> Result<FileStore, CollectorError> {
+    pub fn open_read_only(root: &Path) -> Result<FileStore, StoreError> {
         let jvms_dir = root.join("jvms");
         if !jvms_dir.is_dir() {
-            return Err(CollectorError::Io {
+            return Err(StoreError::Io {
                 path: jvms_dir,
                 source: std::io::Error::new(
                     std::io::ErrorKind::NotFound,
@@ -148,11 +148,11 @@ impl FileStore {
         FileStore::load(root, false)
     }
 
-    fn load(root: &Path, repair: bool) -> Result<FileStore, CollectorError> {
+    fn load(root: &Path, repair: bool) -> Result<FileStore, StoreError> {
         let jvms_dir = root.join("jvms");
         let mut jvms = BTreeMap::new();
-        for entry in std::fs::read_dir(&jvms_dir).map_err(CollectorError::io(&jvms_dir))? {
-            let dir = entry.map_err(CollectorError::io(&jvms_dir))?.path();
+        for entry in std::fs::read_dir(&jvms_dir).map_err(StoreError::io(&jvms_dir))? {
+            let dir = entry.map_err(StoreError::io(&jvms_dir))?.path();
             if let Some(jf) = JvmFiles::recover(&dir, repair)? {
                 jvms.insert(jf.info.identity.id.clone(), Arc::new(Mutex::new(jf)));
             }
@@ -167,11 +167,9 @@ impl FileStore {
         })
     }
 
-    fn writable(&self) -> Result<(), CollectorError> {
+    fn writable(&self) -> Result<(), StoreError> {
         if self.read_only {
-            return Err(CollectorError::BadQuery(
-                "the store is open read-only".into(),
-            ));
+            return Err(StoreError::BadQuery("the store is open read-only".into()));
         }
         Ok(())
     }
@@ -182,7 +180,7 @@ impl FileStore {
         stream: &str,
         from_ns: Option<u64>,
         to_ns: Option<u64>,
-    ) -> Result<(PathBuf, Vec<String>), CollectorError> {
+    ) -> Result<(PathBuf, Vec<String>), StoreError> {
         let jf = self.get(stream)?;
         let jf = jf.lock().expect("jvm lock");
         let names = jf
@@ -199,20 +197,20 @@ impl FileStore {
         &self.root
     }
 
-    fn get(&self, stream: &str) -> Result<Arc<Mutex<JvmFiles>>, CollectorError> {
+    fn get(&self, stream: &str) -> Result<Arc<Mutex<JvmFiles>>, StoreError> {
         self.jvms
             .lock()
             .expect("store lock")
             .get(stream)
             .cloned()
-            .ok_or_else(|| CollectorError::UnknownJvm(stream.to_string()))
+            .ok_or_else(|| StoreError::UnknownJvm(stream.to_string()))
     }
 
     fn get_or_create(
         &self,
         jvm: &JvmIdentity,
         header: &[u8],
-    ) -> Result<Arc<Mutex<JvmFiles>>, CollectorError> {
+    ) -> Result<Arc<Mutex<JvmFiles>>, StoreError> {
         let mut map = self.jvms.lock().expect("store lock");
         if let Some(jf) = map.get(&jvm.id) {
             return Ok(jf.clone());
@@ -235,8 +233,8 @@ impl FileStore {
 }
 
 impl JvmFiles {
-    fn create(dir: &Path, jvm: &JvmIdentity, header: &[u8]) -> Result<JvmFiles, CollectorError> {
-        std::fs::create_dir_all(dir).map_err(CollectorError::io(dir))?;
+    fn create(dir: &Path, jvm: &JvmIdentity, header: &[u8]) -> Result<JvmFiles, StoreError> {
+        std::fs::create_dir_all(dir).map_err(StoreError::io(dir))?;
         write_atomic(&dir.join(HEADER_FILE), header)?;
         let jf = JvmFiles {
             dir: dir.to_path_buf(),
@@ -253,7 +251,7 @@ impl JvmFiles {
 
     /// Loads a JVM directory, rescanning every segment not known to be closed; with
     /// `repair`, torn tails are cut and the index rewritten.
-    fn recover(dir: &Path, repair: bool) -> Result<Option<JvmFiles>, CollectorError> {
+    fn recover(dir: &Path, repair: bool) -> Result<Option<JvmFiles>, StoreError> {
         let Ok(header) = std::fs::read(dir.join(HEADER_FILE)) else {
             return Ok(None);
         };
@@ -302,22 +300,22 @@ impl JvmFiles {
         Ok(Some(jf))
     }
 
-    fn write_index(&self) -> Result<(), CollectorError> {
+    fn write_index(&self) -> Result<(), StoreError> {
         let json = serde_json::to_vec_pretty(&self.info).expect("index serialises");
         write_atomic(&self.dir.join(INDEX_FILE), &json)
     }
 
-    fn header_bytes(&self) -> Result<Vec<u8>, CollectorError> {
+    fn header_bytes(&self) -> Result<Vec<u8>, StoreError> {
         let path = self.dir.join(HEADER_FILE);
-        std::fs::read(&path).map_err(CollectorError::io(path))
+        std::fs::read(&path).map_err(StoreError::io(path))
     }
 
-    fn start_segment(&mut self, seq: u64, dict: &Recording) -> Result<(), CollectorError> {
+    fn start_segment(&mut self, seq: u64, dict: &Recording) -> Result<(), StoreError> {
         self.close_segment()?;
         let name = segment::file_name(seq);
         let path = self.dir.join(&name);
         let file = segment::create(&path, &self.header_bytes()?, &segment::encode_prelude(dict))?;
-        let bytes = file.metadata().map_err(CollectorError::io(&path))?.len();
+        let bytes = file.metadata().map_err(StoreError::io(&path))?.len();
         self.info.segments.push(SegmentInfo {
             file: name,
             first_seq: seq,
@@ -343,13 +341,13 @@ impl JvmFiles {
         seq: u64,
         chunk: &[u8],
         span: Option<(u64, u64)>,
-    ) -> Result<(), CollectorError> {
+    ) -> Result<(), StoreError> {
         let open = self.open.as_mut().expect("a segment is open");
         let meta = self.info.segments.last_mut().expect("open segment listed");
         if let Err(e) = open.file.write_all(chunk) {
             // Cut any partial write so the segment stays a clean sequence of chunks.
             let _ = open.file.set_len(meta.bytes);
-            return Err(CollectorError::io(&open.path)(e));
+            return Err(StoreError::io(&open.path)(e));
         }
         meta.last_seq = seq;
         meta.bytes += chunk.len() as u64;
@@ -359,17 +357,15 @@ impl JvmFiles {
         Ok(())
     }
 
-    fn sync(&mut self) -> Result<(), CollectorError> {
+    fn sync(&mut self) -> Result<(), StoreError> {
         if let Some(open) = self.open.as_mut().filter(|o| o.dirty) {
-            open.file
-                .sync_data()
-                .map_err(CollectorError::io(&open.path))?;
+            open.file.sync_data().map_err(StoreError::io(&open.path))?;
             open.dirty = false;
         }
         Ok(())
     }
 
-    fn close_segment(&mut self) -> Result<(), CollectorError> {
+    fn close_segment(&mut self) -> Result<(), StoreError> {
         if self.open.is_none() {
             return Ok(());
         }
@@ -384,7 +380,7 @@ impl JvmFiles {
     }
 
     /// Deletes closed segments that ended before `cutoff`; true when nothing is left.
-    fn retain(&mut self, cutoff: u64, out: &mut Retained) -> Result<bool, CollectorError> {
+    fn retain(&mut self, cutoff: u64, out: &mut Retained) -> Result<bool, StoreError> {
         let (old, keep): (Vec<_>, Vec<_>) = self
             .info
             .segments
@@ -393,7 +389,7 @@ impl JvmFiles {
         self.info.segments = keep;
         for s in &old {
             let path = self.dir.join(&s.file);
-            std::fs::remove_file(&path).map_err(CollectorError::io(&path))?;
+            std::fs::remove_file(&path).map_err(StoreError::io(&path))?;
             let _ = std::fs::remove_file(summary::path_of(&path));
             out.segments_deleted += 1;
             out.bytes_freed += s.bytes;
@@ -411,13 +407,13 @@ fn recover_segment(
     first_seq: u64,
     jvm: &JvmIdentity,
     repair: bool,
-) -> Result<Option<SegmentInfo>, CollectorError> {
+) -> Result<Option<SegmentInfo>, StoreError> {
     let scanned = match segment::scan(path, jvm)? {
         Some(s) if s.chunks > 0 => s,
         // Created but never acknowledged into: nothing to keep.
         _ => {
             if repair {
-                std::fs::remove_file(path).map_err(CollectorError::io(path))?;
+                std::fs::remove_file(path).map_err(StoreError::io(path))?;
             }
             return Ok(None);
         }
@@ -453,11 +449,7 @@ fn resummarise(dir: &Path, segments: &[SegmentInfo], jvm: &JvmIdentity) {
 
 /// A closed segment of an older index, whose span covers only its samples and
 /// snapshots, with the span of all its timed records (nothing else changes).
-fn respanned(
-    path: &Path,
-    s: &SegmentInfo,
-    jvm: &JvmIdentity,
-) -> Result<SegmentInfo, CollectorError> {
+fn respanned(path: &Path, s: &SegmentInfo, jvm: &JvmIdentity) -> Result<SegmentInfo, StoreError> {
     let span = segment::scan(path, jvm)?.and_then(|scanned| scanned.span_ns);
     Ok(SegmentInfo {
         start_ns: span.map(|s| s.0),
@@ -467,7 +459,7 @@ fn respanned(
     })
 }
 
-fn identity_from_header(id: &str, header: &[u8]) -> Result<JvmIdentity, CollectorError> {
+fn identity_from_header(id: &str, header: &[u8]) -> Result<JvmIdentity, StoreError> {
     let rec = Recording::from_bytes(header)?;
     Ok(JvmIdentity::from_header(id, &rec.header, "", &[]))
 }
@@ -482,10 +474,10 @@ fn file_len(path: &Path) -> Option<u64> {
 }
 
 /// Segment files of a JVM directory, by first sequence number.
-fn segment_files(dir: &Path) -> Result<Vec<(u64, String)>, CollectorError> {
+fn segment_files(dir: &Path) -> Result<Vec<(u64, String)>, StoreError> {
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(CollectorError::io(dir))? {
-        let name = entry.map_err(CollectorError::io(dir))?.file_name();
+    for entry in std::fs::read_dir(dir).map_err(StoreError::io(dir))? {
+        let name = entry.map_err(StoreError::io(dir))?.file_name();
         let name = name.to_string_lossy().into_owned();
         if let Some(seq) = segment::first_seq_of(&name) {
             out.push((seq, name));
@@ -496,17 +488,17 @@ fn segment_files(dir: &Path) -> Result<Vec<(u64, String)>, CollectorError> {
 }
 
 /// Writes a file so that a crash leaves either the old or the new content.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CollectorError> {
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let tmp = path.with_extension("tmp");
-    let mut f = File::create(&tmp).map_err(CollectorError::io(&tmp))?;
-    f.write_all(bytes).map_err(CollectorError::io(&tmp))?;
-    f.sync_all().map_err(CollectorError::io(&tmp))?;
-    std::fs::rename(&tmp, path).map_err(CollectorError::io(path))?;
+    let mut f = File::create(&tmp).map_err(StoreError::io(&tmp))?;
+    f.write_all(bytes).map_err(StoreError::io(&tmp))?;
+    f.sync_all().map_err(StoreError::io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(StoreError::io(path))?;
     segment::sync_dir(path.parent().expect("file in a directory"))
 }
 
 impl Store for FileStore {
-    fn resume(&self, stream: &str) -> Result<Option<StreamStatus>, CollectorError> {
+    fn resume(&self, stream: &str) -> Result<Option<StreamStatus>, StoreError> {
         let Ok(jf) = self.get(stream) else {
             return Ok(None);
         };
@@ -525,7 +517,7 @@ impl Store for FileStore {
         Ok(Some(StreamStatus { acked, dict }))
     }
 
-    fn acked(&self, stream: &str) -> Result<Option<u64>, CollectorError> {
+    fn acked(&self, stream: &str) -> Result<Option<u64>, StoreError> {
         Ok(self
             .get(stream)
             .ok()
@@ -538,7 +530,7 @@ impl Store for FileStore {
         header: &[u8],
         _next_seq: u64,
         _dict: &Recording,
-    ) -> Result<(), CollectorError> {
+    ) -> Result<(), StoreError> {
         self.writable()?;
         // Segments start lazily at the first chunk, so a connection that sends
         // nothing leaves no empty file behind.
@@ -560,7 +552,7 @@ impl Store for FileStore {
         chunk: &[u8],
         span_ns: Option<(u64, u64)>,
         dict: &Recording,
-    ) -> Result<(), CollectorError> {
+    ) -> Result<(), StoreError> {
         self.writable()?;
         let jf = self.get(stream)?;
         let mut jf = jf.lock().expect("jvm lock");
@@ -573,11 +565,11 @@ impl Store for FileStore {
         jf.append(seq, chunk, span_ns)
     }
 
-    fn sync(&self, stream: &str) -> Result<(), CollectorError> {
+    fn sync(&self, stream: &str) -> Result<(), StoreError> {
         self.get(stream)?.lock().expect("jvm lock").sync()
     }
 
-    fn close(&self, stream: &str) -> Result<(), CollectorError> {
+    fn close(&self, stream: &str) -> Result<(), StoreError> {
         let jf = self.get(stream)?;
         let mut jf = jf.lock().expect("jvm lock");
         jf.active = false;
@@ -602,11 +594,11 @@ impl Store for FileStore {
         stream: &str,
         from_ns: Option<u64>,
         to_ns: Option<u64>,
-    ) -> Result<Recording, CollectorError> {
+    ) -> Result<Recording, StoreError> {
         let (dir, names) = self.covering(stream, from_ns, to_ns)?;
         if names.is_empty() {
             let mut rec = Recording::from_bytes(
-                &std::fs::read(dir.join(HEADER_FILE)).map_err(CollectorError::io(&dir))?,
+                &std::fs::read(dir.join(HEADER_FILE)).map_err(StoreError::io(&dir))?,
             )?;
             rec.damage = None;
             return Ok(rec);
@@ -623,7 +615,7 @@ impl Store for FileStore {
         stream: &str,
         from_ns: Option<u64>,
         to_ns: Option<u64>,
-    ) -> Result<Vec<u8>, CollectorError> {
+    ) -> Result<Vec<u8>, StoreError> {
         let (dir, names) = self.covering(stream, from_ns, to_ns)?;
         let mut out = Vec::new();
         for name in &names {
@@ -631,7 +623,7 @@ impl Store for FileStore {
         }
         if out.is_empty() {
             let path = dir.join(HEADER_FILE);
-            out = std::fs::read(&path).map_err(CollectorError::io(&path))?;
+            out = std::fs::read(&path).map_err(StoreError::io(&path))?;
         }
         Ok(out)
     }
@@ -643,10 +635,10 @@ impl Store for FileStore {
         to_ns: Option<u64>,
         mode: Option<Mode>,
         filter: &SampleFilter,
-    ) -> Result<Option<Counted>, CollectorError> {
+    ) -> Result<Option<Counted>, StoreError> {
         let (dir, names) = self.covering(stream, from_ns, to_ns)?;
         let header_path = dir.join(HEADER_FILE);
-        let header = std::fs::read(&header_path).map_err(CollectorError::io(&header_path))?;
+        let header = std::fs::read(&header_path).map_err(StoreError::io(&header_path))?;
         let mut rec = Recording::from_bytes(&header)?;
         rec.damage = None;
         // Dictionaries in segment order, as `read` applies them, so that thread ids
@@ -704,7 +696,7 @@ impl Store for FileStore {
         Ok(Some((rec, Some(mode), counts)))
     }
 
-    fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError> {
+    fn retain(&self, cutoff_ns: u64) -> Result<Retained, StoreError> {
         self.writable()?;
         let mut out = Retained::default();
         let mut map = self.jvms.lock().expect("store lock");
@@ -712,7 +704,7 @@ impl Store for FileStore {
         for (id, jf) in map.iter() {
             let mut jf = jf.lock().expect("jvm lock");
             if jf.retain(cutoff_ns, &mut out)? {
-                std::fs::remove_dir_all(&jf.dir).map_err(CollectorError::io(&jf.dir))?;
+                std::fs::remove_dir_all(&jf.dir).map_err(StoreError::io(&jf.dir))?;
                 emptied.push(id.clone());
             }
         }

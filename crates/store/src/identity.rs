@@ -1,9 +1,5 @@
-//! Who is on the other end of a stream: the JVM's identity (xdProf's header line) and
-//! the per-connection view that plugins receive.
-
-use std::net::SocketAddr;
-use std::sync::{Arc, RwLock};
-use std::time::SystemTime;
+//! Who a stored stream is: the JVM's identity (xdProf's header line), what its
+//! command runs, and the wall-clock spans and dictionaries of its chunks.
 
 use jscope_format::{FieldValue, Header, JvmEvent, Record, Recording, TraceBatch};
 use serde::{Deserialize, Serialize};
@@ -139,22 +135,6 @@ fn join_present(parts: &[&str]) -> String {
     present.join(" ")
 }
 
-/// One agent connection, as every plugin sees it.
-pub struct Connection {
-    pub jvm: Arc<JvmIdentity>,
-    pub peer: SocketAddr,
-    pub connected_at: SystemTime,
-    /// Magic and header chunk, as the agent sent them.
-    pub header_bytes: Arc<[u8]>,
-    /// The JVM's dictionaries (strings, classes, methods, threads, stacks) and last
-    /// counters, kept current by the ingest before plugins see a chunk; the live-state
-    /// plugin also keeps the latest snapshot in `snapshots`. Shared across this JVM's
-    /// connections.
-    pub dict: Arc<RwLock<Recording>>,
-    /// Highest sequence number that was durable when this connection started.
-    pub resumed_after: u64,
-}
-
 /// The samples and snapshots of a chunk's records, as wall-clock span (first, last)
 /// in epoch ns (what the stack summaries bucket by).
 pub fn event_span(jvm: &JvmIdentity, records: &[Record]) -> Option<(u64, u64)> {
@@ -176,7 +156,7 @@ pub fn timed_span(jvm: &JvmIdentity, records: &[Record]) -> Option<(u64, u64)> {
 }
 
 /// The wall-clock span of (first ticks, last ticks, ns lasted after the last) times.
-pub(crate) fn span_of_times(
+pub fn span_of_times(
     jvm: &JvmIdentity,
     times: impl Iterator<Item = (u64, u64, u64)>,
 ) -> Option<(u64, u64)> {
@@ -204,12 +184,12 @@ fn record_ticks(r: &Record) -> Option<(u64, u64, u64)> {
     }
 }
 
-pub(crate) fn batch_ticks(b: &TraceBatch) -> Option<(u64, u64, u64)> {
+pub fn batch_ticks(b: &TraceBatch) -> Option<(u64, u64, u64)> {
     let ticks = b.events.iter().map(|e| e.ticks);
     Some((ticks.clone().min()?, ticks.max()?, 0))
 }
 
-pub(crate) fn event_ticks(e: &JvmEvent) -> (u64, u64, u64) {
+pub fn event_ticks(e: &JvmEvent) -> (u64, u64, u64) {
     (e.ticks, e.ticks, event_duration_ns(e))
 }
 

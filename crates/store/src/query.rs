@@ -14,7 +14,7 @@ use jscope_flame::FlameGraph;
 use jscope_format::{Recording, StateClass};
 
 use crate::store::{Counted, SampleFilter, Store};
-use crate::CollectorError;
+use crate::StoreError;
 
 /// What to look at.
 #[derive(Debug, Clone, Default)]
@@ -55,7 +55,7 @@ impl Query {
 
     /// One JVM's selected samples: from the store's summaries when it has them,
     /// else by reading and selecting.
-    fn counted(&self, store: &dyn Store, id: &str) -> Result<Counted, CollectorError> {
+    fn counted<S: Store + ?Sized>(&self, store: &S, id: &str) -> Result<Counted, StoreError> {
         let filter = self.filter();
         if let Some(c) = store.stack_counts(id, self.from_ns, self.to_ns, self.mode, &filter)? {
             return Ok(c);
@@ -70,14 +70,14 @@ impl Query {
     /// `per_jvm`, on up to one thread per core; `merge` gets each result in the
     /// calling thread. Each worker holds one JVM's recording at a time, so memory
     /// stays bounded however many JVMs are merged.
-    fn each_jvm<T: Send>(
+    fn each_jvm<T: Send, S: Store + ?Sized>(
         &self,
-        store: &dyn Store,
+        store: &S,
         per_jvm: impl Fn(&Recording, Option<Mode>, &StackCounts) -> T + Sync,
         mut merge: impl FnMut(T),
-    ) -> Result<(), CollectorError> {
+    ) -> Result<(), StoreError> {
         if self.jvms.is_empty() {
-            return Err(CollectorError::BadQuery("no jvm selected".into()));
+            return Err(StoreError::BadQuery("no jvm selected".into()));
         }
         // A store that counts across JVMs where the data lives answers in one pass.
         if let Some((rec, mode, counts)) = store.stack_counts_across(
@@ -121,7 +121,10 @@ impl Query {
 }
 
 /// A flame graph over the selected samples of every JVM of the query, merged.
-pub fn flame(store: &dyn Store, q: &Query) -> Result<(FlameGraph, Option<Mode>), CollectorError> {
+pub fn flame<S: Store + ?Sized>(
+    store: &S,
+    q: &Query,
+) -> Result<(FlameGraph, Option<Mode>), StoreError> {
     let mut graph = FlameGraph::new();
     let mut mode = None;
     let opts = CollapseOptions {
@@ -143,7 +146,11 @@ pub fn flame(store: &dyn Store, q: &Query) -> Result<(FlameGraph, Option<Mode>),
 }
 
 /// Hot methods over the selected samples of every JVM of the query, merged by name.
-pub fn hot(store: &dyn Store, q: &Query, limit: usize) -> Result<HotMethods, CollectorError> {
+pub fn hot<S: Store + ?Sized>(
+    store: &S,
+    q: &Query,
+    limit: usize,
+) -> Result<HotMethods, StoreError> {
     let mut tables = Vec::new();
     q.each_jvm(store, hot_methods, |t| tables.push(t))?;
     let mut merged = HotMethods::merge(tables);
@@ -152,7 +159,7 @@ pub fn hot(store: &dyn Store, q: &Query, limit: usize) -> Result<HotMethods, Col
 }
 
 /// The call graph of every JVM of the query, merged by method label.
-pub fn callgraph(store: &dyn Store, q: &Query) -> Result<CallGraph, CollectorError> {
+pub fn callgraph(store: &dyn Store, q: &Query) -> Result<CallGraph, StoreError> {
     let mut graphs = Vec::new();
     q.each_jvm(
         store,
@@ -167,7 +174,7 @@ pub fn callgraph(store: &dyn Store, q: &Query) -> Result<CallGraph, CollectorErr
 pub fn side(
     store: &dyn Store,
     q: &Query,
-) -> Result<(FlameGraph, HotMethods, Option<Mode>), CollectorError> {
+) -> Result<(FlameGraph, HotMethods, Option<Mode>), StoreError> {
     side_into(store, q, None)
 }
 
@@ -177,7 +184,7 @@ pub fn side_into(
     store: &dyn Store,
     q: &Query,
     mut whole: Option<&mut FlameGraph>,
-) -> Result<(FlameGraph, HotMethods, Option<Mode>), CollectorError> {
+) -> Result<(FlameGraph, HotMethods, Option<Mode>), StoreError> {
     let mut graph = FlameGraph::new();
     let mut tables = Vec::new();
     let opts = CollapseOptions {

@@ -5,21 +5,21 @@ use std::path::{Path, PathBuf};
 
 use jscope_format::Recording;
 
-use super::{Retained, SegmentInfo, Store, StoredJvm, StreamStatus};
-use crate::jvm::{batch_ticks, event_ticks, span_of_times, JvmIdentity};
-use crate::CollectorError;
+use crate::identity::{batch_ticks, event_ticks, span_of_times, JvmIdentity};
+use crate::store::{Retained, SegmentInfo, Store, StoredJvm, StreamStatus};
+use crate::StoreError;
 
 pub struct RecordingStore {
     path: PathBuf,
     jvm: StoredJvm,
 }
 
-fn read_only() -> CollectorError {
-    CollectorError::BadQuery("a recording file is read-only".into())
+fn read_only() -> StoreError {
+    StoreError::BadQuery("a recording file is read-only".into())
 }
 
 impl RecordingStore {
-    pub fn open(path: &Path) -> Result<RecordingStore, CollectorError> {
+    pub fn open(path: &Path) -> Result<RecordingStore, StoreError> {
         let rec = Recording::read_file(path)?;
         let id = path
             .file_stem()
@@ -66,11 +66,11 @@ fn span_of(jvm: &JvmIdentity, rec: &Recording) -> Option<(u64, u64)> {
 }
 
 impl Store for RecordingStore {
-    fn resume(&self, _stream: &str) -> Result<Option<StreamStatus>, CollectorError> {
+    fn resume(&self, _stream: &str) -> Result<Option<StreamStatus>, StoreError> {
         Err(read_only())
     }
 
-    fn open(&self, _: &JvmIdentity, _: &[u8], _: u64, _: &Recording) -> Result<(), CollectorError> {
+    fn open(&self, _: &JvmIdentity, _: &[u8], _: u64, _: &Recording) -> Result<(), StoreError> {
         Err(read_only())
     }
 
@@ -81,15 +81,15 @@ impl Store for RecordingStore {
         _: &[u8],
         _: Option<(u64, u64)>,
         _: &Recording,
-    ) -> Result<(), CollectorError> {
+    ) -> Result<(), StoreError> {
         Err(read_only())
     }
 
-    fn sync(&self, _: &str) -> Result<(), CollectorError> {
+    fn sync(&self, _: &str) -> Result<(), StoreError> {
         Err(read_only())
     }
 
-    fn close(&self, _: &str) -> Result<(), CollectorError> {
+    fn close(&self, _: &str) -> Result<(), StoreError> {
         Ok(())
     }
 
@@ -97,26 +97,21 @@ impl Store for RecordingStore {
         vec![self.jvm.clone()]
     }
 
-    fn read(
-        &self,
-        stream: &str,
-        _: Option<u64>,
-        _: Option<u64>,
-    ) -> Result<Recording, CollectorError> {
+    fn read(&self, stream: &str, _: Option<u64>, _: Option<u64>) -> Result<Recording, StoreError> {
         if stream != self.jvm.identity.id {
-            return Err(CollectorError::UnknownJvm(stream.to_string()));
+            return Err(StoreError::UnknownJvm(stream.to_string()));
         }
         Ok(Recording::read_file(&self.path)?)
     }
 
-    fn raw(&self, stream: &str, _: Option<u64>, _: Option<u64>) -> Result<Vec<u8>, CollectorError> {
+    fn raw(&self, stream: &str, _: Option<u64>, _: Option<u64>) -> Result<Vec<u8>, StoreError> {
         if stream != self.jvm.identity.id {
-            return Err(CollectorError::UnknownJvm(stream.to_string()));
+            return Err(StoreError::UnknownJvm(stream.to_string()));
         }
-        std::fs::read(&self.path).map_err(CollectorError::io(&self.path))
+        std::fs::read(&self.path).map_err(StoreError::io(&self.path))
     }
 
-    fn retain(&self, _: u64) -> Result<Retained, CollectorError> {
+    fn retain(&self, _: u64) -> Result<Retained, StoreError> {
         Ok(Retained::default())
     }
 }

@@ -1,30 +1,15 @@
 //! Storage behind a trait, so that a distributed backend can replace the embedded one
-//! without touching ingest or queries. The ingest asks a store where a stream resumes
-//! and writes through [`StoreListener`]; queries read through [`Store::read`].
-
-mod clickhouse;
-mod clickhouse_http;
-mod file;
-mod recording;
-mod segment;
-mod summary;
-
-use std::sync::Arc;
+//! without touching ingest or queries. A collector's ingest asks a store where a
+//! stream resumes and appends to it; queries read through [`Store::read`].
 
 use jscope_analysis::events::EventWeight;
 use jscope_analysis::{Mode, StackCounts, ThreadMatcher};
 use jscope_format::{Record, Recording, StateClass};
 use serde::{Deserialize, Serialize};
 
-pub use clickhouse::ClickHouseStore;
-pub use clickhouse_http::ClickHouseUrl;
-pub use file::FileStore;
-pub use recording::RecordingStore;
-
 use crate::calls::{EventKindRow, RemoteGroup, TracedMethod};
-use crate::jvm::{Connection, JvmIdentity};
-use crate::listener::{Disconnect, ListenerError, ServerListener, Trace};
-use crate::CollectorError;
+use crate::identity::JvmIdentity;
+use crate::StoreError;
 
 /// Where a stream stands in a store.
 pub struct StreamStatus {
@@ -112,13 +97,13 @@ pub struct Retained {
 /// stream at a time); calls for different streams may run concurrently.
 pub trait Store: Send + Sync {
     /// Where `stream` stands, or `None` when the store has never seen it.
-    fn resume(&self, stream: &str) -> Result<Option<StreamStatus>, CollectorError>;
+    fn resume(&self, stream: &str) -> Result<Option<StreamStatus>, StoreError>;
 
     /// `resume`'s `acked` alone. Several collectors may share a store: the ingest asks
     /// this at every handshake of a stream it has cached, and rebuilds its cache with
     /// `resume` when another collector took the stream further. Stores that can
     /// answer without rebuilding the dictionary should.
-    fn acked(&self, stream: &str) -> Result<Option<u64>, CollectorError> {
+    fn acked(&self, stream: &str) -> Result<Option<u64>, StoreError> {
         Ok(self.resume(stream)?.map(|s| s.acked))
     }
 
@@ -130,7 +115,7 @@ pub trait Store: Send + Sync {
         header: &[u8],
         next_seq: u64,
         dict: &Recording,
-    ) -> Result<(), CollectorError>;
+    ) -> Result<(), StoreError>;
 
     /// Adds chunk `seq`. A sequence number above the last plus one means the agent lost
     /// the chunks in between. Not yet durable: see `sync`.
@@ -141,7 +126,7 @@ pub trait Store: Send + Sync {
         chunk: &[u8],
         span_ns: Option<(u64, u64)>,
         dict: &Recording,
-    ) -> Result<(), CollectorError>;
+    ) -> Result<(), StoreError>;
 
     /// `append` with the chunk's records as the ingest decoded them, for stores that
     /// keep more than the bytes (the ClickHouse store's sample rows).
@@ -153,7 +138,7 @@ pub trait Store: Send + Sync {
         span_ns: Option<(u64, u64)>,
         dict: &Recording,
         _records: &[Record],
-    ) -> Result<(), CollectorError> {
+    ) -> Result<(), StoreError> {
         self.append(stream, seq, chunk, span_ns, dict)
     }
 
@@ -161,20 +146,15 @@ pub trait Store: Send + Sync {
     /// what the store still holds of it; `clean` when the agent said goodbye (its
     /// JVM ended: the ClickHouse store writes the traced calls still open then,
     /// else it keeps them open for the agent's next connection). Nothing by default.
-    fn end_stream(
-        &self,
-        _stream: &str,
-        _dict: &Recording,
-        _clean: bool,
-    ) -> Result<(), CollectorError> {
+    fn end_stream(&self, _stream: &str, _dict: &Recording, _clean: bool) -> Result<(), StoreError> {
         Ok(())
     }
 
     /// Makes every appended chunk survive a crash of the collector or the machine.
-    fn sync(&self, stream: &str) -> Result<(), CollectorError>;
+    fn sync(&self, stream: &str) -> Result<(), StoreError>;
 
     /// The connection ended.
-    fn close(&self, stream: &str) -> Result<(), CollectorError>;
+    fn close(&self, stream: &str) -> Result<(), StoreError>;
 
     /// The index: every stored JVM with its pieces and time ranges.
     fn jvms(&self) -> Vec<StoredJvm>;
@@ -186,7 +166,7 @@ pub trait Store: Send + Sync {
         stream: &str,
         from_ns: Option<u64>,
         to_ns: Option<u64>,
-    ) -> Result<Recording, CollectorError>;
+    ) -> Result<Recording, StoreError>;
 
     /// The same data as `read`, as the bytes of one recording file (what
     /// `GET /api/jvms/{id}/recording` sends and `jscope report --collector` reads).
@@ -195,7 +175,7 @@ pub trait Store: Send + Sync {
         stream: &str,
         from_ns: Option<u64>,
         to_ns: Option<u64>,
-    ) -> Result<Vec<u8>, CollectorError>;
+    ) -> Result<Vec<u8>, StoreError>;
 
     /// The samples of `stream` in `[from_ns, to_ns)` of `mode` (default: the first
     /// mode with samples) that `filter` keeps, counted per stack (summarised counts
@@ -209,7 +189,7 @@ pub trait Store: Send + Sync {
         _to_ns: Option<u64>,
         _mode: Option<Mode>,
         _filter: &SampleFilter,
-    ) -> Result<Option<Counted>, CollectorError> {
+    ) -> Result<Option<Counted>, StoreError> {
         Ok(None)
     }
 
@@ -226,7 +206,7 @@ pub trait Store: Send + Sync {
         _to_ns: Option<u64>,
         _mode: Option<Mode>,
         _filter: &SampleFilter,
-    ) -> Result<Option<Counted>, CollectorError> {
+    ) -> Result<Option<Counted>, StoreError> {
         Ok(None)
     }
 
@@ -242,7 +222,7 @@ pub trait Store: Send + Sync {
         _to_ns: Option<u64>,
         _what: EventWeight,
         _thread: Option<&ThreadMatcher>,
-    ) -> Result<Option<(Recording, StackCounts)>, CollectorError> {
+    ) -> Result<Option<(Recording, StackCounts)>, StoreError> {
         Ok(None)
     }
 
@@ -254,7 +234,7 @@ pub trait Store: Send + Sync {
         _jvms: &[String],
         _from_ns: Option<u64>,
         _to_ns: Option<u64>,
-    ) -> Result<Option<Vec<EventKindRow>>, CollectorError> {
+    ) -> Result<Option<Vec<EventKindRow>>, StoreError> {
         Ok(None)
     }
 
@@ -266,7 +246,7 @@ pub trait Store: Send + Sync {
         _jvms: &[String],
         _from_ns: Option<u64>,
         _to_ns: Option<u64>,
-    ) -> Result<Option<Vec<TracedMethod>>, CollectorError> {
+    ) -> Result<Option<Vec<TracedMethod>>, StoreError> {
         Ok(None)
     }
 
@@ -278,63 +258,10 @@ pub trait Store: Send + Sync {
         _jvms: &[String],
         _from_ns: Option<u64>,
         _to_ns: Option<u64>,
-    ) -> Result<Option<Vec<RemoteGroup>>, CollectorError> {
+    ) -> Result<Option<Vec<RemoteGroup>>, StoreError> {
         Ok(None)
     }
 
     /// Deletes data that ended before `cutoff_ns` (epoch ns).
-    fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError>;
-}
-
-/// Registers a store as a plugin: it sees the chunks like every other analysis, and
-/// `before_ack` is where acknowledged data becomes durable.
-pub struct StoreListener {
-    store: Arc<dyn Store>,
-}
-
-impl StoreListener {
-    pub fn new(store: Arc<dyn Store>) -> StoreListener {
-        StoreListener { store }
-    }
-}
-
-fn failed(e: CollectorError) -> ListenerError {
-    ListenerError {
-        plugin: "store",
-        message: e.to_string(),
-    }
-}
-
-impl ServerListener for StoreListener {
-    fn name(&self) -> &'static str {
-        "store"
-    }
-
-    fn on_connect(&self, c: &Connection) -> Result<(), ListenerError> {
-        let dict = c.dict.read().expect("dict lock");
-        self.store
-            .open(&c.jvm, &c.header_bytes, c.resumed_after + 1, &dict)
-            .map_err(failed)
-    }
-
-    fn on_data(&self, c: &Connection, t: &Trace) -> Result<(), ListenerError> {
-        let dict = c.dict.read().expect("dict lock");
-        self.store
-            .append_records(&c.jvm.id, t.seq, t.chunk, t.span_ns, &dict, t.records)
-            .map_err(failed)
-    }
-
-    fn before_ack(&self, c: &Connection) -> Result<(), ListenerError> {
-        self.store.sync(&c.jvm.id).map_err(failed)
-    }
-
-    fn on_disconnect(&self, c: &Connection, why: &Disconnect) {
-        {
-            let dict = c.dict.read().expect("dict lock");
-            let clean = matches!(why, Disconnect::Clean);
-            let _ = self.store.end_stream(&c.jvm.id, &dict, clean);
-        }
-        // A failed close leaves the segment open; recovery at the next start closes it.
-        let _ = self.store.close(&c.jvm.id);
-    }
+    fn retain(&self, cutoff_ns: u64) -> Result<Retained, StoreError>;
 }

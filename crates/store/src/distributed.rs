@@ -3,13 +3,18 @@
 //! the same code `jscope merge --data` runs, so the collector and the CLI agree on
 //! matches, grafting and clock offsets.
 
+use std::collections::HashMap;
+use std::path::Path;
+
 use jscope_analysis::distributed::{
-    load_members, DistributedTree, DistributedView, FlatTree, Member, RecordingStore,
+    load_members, load_source, DistributedTree, DistributedView, FlatTree, LoadError, Member,
+    MemberSource, RecordingStore,
 };
 use jscope_analysis::trace::TraceOptions;
 
+use crate::file::FileStore;
 use crate::store::Store;
-use crate::CollectorError;
+use crate::StoreError;
 
 /// Which JVMs, which time and how much of the tree.
 #[derive(Debug, Clone, Default)]
@@ -28,22 +33,17 @@ pub struct DistributedQuery {
 
 /// The merged tree of the query's JVMs as rows (`FlatTree`, as `jscope tree
 /// --distributed --format json` prints it).
-pub fn distributed_tree(
-    store: &dyn Store,
-    q: &DistributedQuery,
-) -> Result<FlatTree, CollectorError> {
+pub fn distributed_tree(store: &dyn Store, q: &DistributedQuery) -> Result<FlatTree, StoreError> {
     let ids = chosen(store, &q.jvms);
     if ids.is_empty() {
-        return Err(CollectorError::BadQuery(
-            "the collector holds no JVM".into(),
-        ));
+        return Err(StoreError::BadQuery("the collector holds no JVM".into()));
     }
     let options = TraceOptions::hiding(&q.hide);
     // Everything stored of each JVM: a call that overlaps the window may have begun
     // long before it, and the window is on the reference's clock, not on this JVM's.
     let members = load_members(&ids, |id| {
         let bytes = store.raw(id, None, None)?;
-        Member::from_bytes(id, &bytes, &options).map_err(|e| CollectorError::Unreadable {
+        Member::from_bytes(id, &bytes, &options).map_err(|e| StoreError::Unreadable {
             jvm: id.clone(),
             message: e.to_string(),
         })
@@ -73,11 +73,42 @@ fn chosen(store: &dyn Store, want: &[String]) -> Vec<String> {
 /// A collector's stores give the merge its members (`jscope merge --data` reads a
 /// data directory through this too).
 impl RecordingStore for dyn Store + '_ {
-    type Error = CollectorError;
+    type Error = StoreError;
 
-    fn recording(&self, jvm: &str) -> Result<Vec<u8>, CollectorError> {
+    fn recording(&self, jvm: &str) -> Result<Vec<u8>, StoreError> {
         self.raw(jvm, None, None)
     }
+}
+
+/// The members of `sources` (recording files, JVMs of collector data
+/// directories), as many read at a time as there are cores; each data directory is
+/// opened once, read-only (a collector may be writing to it). `warn` hears of each
+/// recording read only up to its damage.
+pub fn load_sources(
+    sources: &[MemberSource],
+    options: &TraceOptions,
+    warn: &(dyn Fn(String) + Sync),
+) -> Result<Vec<Member>, LoadError<StoreError>> {
+    let mut stores: HashMap<&Path, Box<dyn Store>> = HashMap::new();
+    for source in sources {
+        if let MemberSource::Data { dir, .. } = source {
+            if !stores.contains_key(dir.as_path()) {
+                let store =
+                    FileStore::open_read_only(dir).map_err(|source| LoadError::OpenStore {
+                        dir: dir.clone(),
+                        source,
+                    })?;
+                stores.insert(dir, Box::new(store));
+            }
+        }
+    }
+    load_members(sources, |source| {
+        let member = load_source(source, options, |dir| Ok(&stores[dir]))?;
+        if let Some(d) = &member.tree.damage {
+            warn(format!("{} is {d}; read up to there", source.name()));
+        }
+        Ok(member)
+    })
 }
 
 /// Drops the top-level rows (with their subtrees) outside `[from, to]` (epoch ns).

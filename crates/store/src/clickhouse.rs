@@ -53,17 +53,17 @@ use jscope_format::{
     Recording, RemoteCall, RemoteSide, StackId, StateClass, StringId, ThreadId, UserEventKind,
 };
 
-use super::clickhouse_http::{quote, ClickHouseUrl, Client, Cursor, Row};
-use super::segment::encode_prelude;
-use super::{Counted, Retained, SampleFilter, SegmentInfo, Store, StoredJvm, StreamStatus};
 use crate::calls::{
     protocol_name, side_name, sort_kinds, sort_remote, sort_traced, EventKindRow, RemoteGroup,
     TracedMethod,
 };
-use crate::jvm::{apply_dictionary, new_dictionary, JvmIdentity};
+use crate::clickhouse_http::{quote, ClickHouseUrl, Client, Cursor, Row};
+use crate::identity::{apply_dictionary, new_dictionary, JvmIdentity};
 use crate::log::LogSink;
+use crate::segment::encode_prelude;
+use crate::store::{Counted, Retained, SampleFilter, SegmentInfo, Store, StoredJvm, StreamStatus};
 use crate::when::now_ns;
-use crate::CollectorError;
+use crate::StoreError;
 
 const SAMPLE_COLUMNS: &str =
     "day, time_ns, service, stream, jvm, labels.key, labels.value, seq, mode, thread, state, stack, weight";
@@ -199,9 +199,7 @@ fn schema(db: &str) -> Vec<String> {
 type Grouped<const S: usize, const N: usize> = ([String; S], [u64; N]);
 
 /// The rows of a `GROUP BY` answer in RowBinary.
-fn grouped<const S: usize, const N: usize>(
-    out: &[u8],
-) -> Result<Vec<Grouped<S, N>>, CollectorError> {
+fn grouped<const S: usize, const N: usize>(out: &[u8]) -> Result<Vec<Grouped<S, N>>, StoreError> {
     let mut c = Cursor::new(out);
     let mut rows = Vec::new();
     while !c.done() {
@@ -218,8 +216,8 @@ fn grouped<const S: usize, const N: usize>(
     Ok(rows)
 }
 
-fn ch(e: String) -> CollectorError {
-    CollectorError::ClickHouse(e)
+fn ch(e: String) -> StoreError {
+    StoreError::ClickHouse(e)
 }
 
 /// `'YYYY-MM-DD'` of a day number, as a SQL `Date` literal.
@@ -491,8 +489,8 @@ pub struct ClickHouseStore {
 
 impl ClickHouseStore {
     /// Connects, creating the database and tables when missing.
-    pub fn connect(url: &str, log: Arc<dyn LogSink>) -> Result<ClickHouseStore, CollectorError> {
-        let url = ClickHouseUrl::parse(url).map_err(CollectorError::ClickHouse)?;
+    pub fn connect(url: &str, log: Arc<dyn LogSink>) -> Result<ClickHouseStore, StoreError> {
+        let url = ClickHouseUrl::parse(url).map_err(StoreError::ClickHouse)?;
         let db = url.database.clone();
         let flush = url.flush;
         let client = Client::new(url);
@@ -532,13 +530,13 @@ impl ClickHouseStore {
         &self.shared.client
     }
 
-    fn select(&self, sql: &str) -> Result<Vec<u8>, CollectorError> {
+    fn select(&self, sql: &str) -> Result<Vec<u8>, StoreError> {
         self.client()
             .query(&format!("{sql} FORMAT RowBinary"))
             .map_err(ch)
     }
 
-    fn scalar(&self, sql: &str) -> Result<u64, CollectorError> {
+    fn scalar(&self, sql: &str) -> Result<u64, StoreError> {
         let out = self.select(sql)?;
         let mut c = Cursor::new(&out);
         if c.done() {
@@ -548,7 +546,7 @@ impl ClickHouseStore {
     }
 
     /// The agent's magic and header chunk as stored, `None` for an unknown stream.
-    fn header_bytes(&self, stream: &str) -> Result<Option<Vec<u8>>, CollectorError> {
+    fn header_bytes(&self, stream: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let out = self.select(&format!(
             "SELECT argMax(header, updated) FROM {}.jvms WHERE stream = {} GROUP BY stream",
             self.db,
@@ -561,13 +559,13 @@ impl ClickHouseStore {
         Ok(Some(c.bytes().map_err(ch)?.to_vec()))
     }
 
-    fn header(&self, stream: &str) -> Result<jscope_format::Header, CollectorError> {
+    fn header(&self, stream: &str) -> Result<jscope_format::Header, StoreError> {
         if let Some(h) = self.headers.lock().expect("headers lock").get(stream) {
             return Ok(h.clone());
         }
         let bytes = self
             .header_bytes(stream)?
-            .ok_or_else(|| CollectorError::UnknownJvm(stream.to_string()))?;
+            .ok_or_else(|| StoreError::UnknownJvm(stream.to_string()))?;
         let h = Recording::from_bytes(&bytes)?.header;
         self.headers
             .lock()
@@ -583,7 +581,7 @@ impl ClickHouseStore {
     /// prelude (a connection's first chunk, a day's, or the first after a gap the
     /// agent made, `stage`), so the run is looked for from there: the agent's own
     /// gaps, and any older ones, do not end it.
-    fn stored_upto(&self, stream: &str) -> Result<u64, CollectorError> {
+    fn stored_upto(&self, stream: &str) -> Result<u64, StoreError> {
         let (db, s) = (&self.db, quote(stream));
         let out = self.select(&format!(
             "SELECT min(seq), max(seq), uniqExact(seq) FROM {db}.chunks \
@@ -634,13 +632,13 @@ impl ClickHouseStore {
         w
     }
 
-    fn stream(&self, stream: &str) -> Result<Arc<Mutex<StreamState>>, CollectorError> {
+    fn stream(&self, stream: &str) -> Result<Arc<Mutex<StreamState>>, StoreError> {
         self.streams
             .lock()
             .expect("streams lock")
             .get(stream)
             .cloned()
-            .ok_or_else(|| CollectorError::UnknownJvm(stream.to_string()))
+            .ok_or_else(|| StoreError::UnknownJvm(stream.to_string()))
     }
 
     /// The WHERE clause of a sample count; `None` when nothing can match.
@@ -650,7 +648,7 @@ impl ClickHouseStore {
         from_ns: Option<u64>,
         to_ns: Option<u64>,
         filter: &SampleFilter,
-    ) -> Result<Option<String>, CollectorError> {
+    ) -> Result<Option<String>, StoreError> {
         let mut w = jvm_in(jvms);
         if !filter.states.is_empty() {
             let codes: Vec<String> = filter
@@ -686,7 +684,7 @@ impl ClickHouseStore {
         &self,
         m: &ThreadMatcher,
         distinct: &str,
-    ) -> Result<Option<String>, CollectorError> {
+    ) -> Result<Option<String>, StoreError> {
         let out = self.select(distinct)?;
         let mut c = Cursor::new(&out);
         let mut names = Vec::new();
@@ -703,7 +701,7 @@ impl ClickHouseStore {
     }
 
     /// Frames of the stacks `hashes`, from the cache or the stacks table.
-    fn frames_of(&self, hashes: &[u64]) -> Result<HashMap<u64, Arc<Vec<u8>>>, CollectorError> {
+    fn frames_of(&self, hashes: &[u64]) -> Result<HashMap<u64, Arc<Vec<u8>>>, StoreError> {
         let mut out = HashMap::new();
         let mut missing = Vec::new();
         {
@@ -742,7 +740,7 @@ impl ClickHouseStore {
         &self,
         header: &jscope_format::Header,
         counted: Vec<(u64, u64)>,
-    ) -> Result<(Recording, StackCounts), CollectorError> {
+    ) -> Result<(Recording, StackCounts), StoreError> {
         let hashes: Vec<u64> = counted.iter().map(|(h, _)| *h).collect();
         let frames = self.frames_of(&hashes)?;
         let mut rebuild = Rebuild::new(header);
@@ -765,7 +763,7 @@ impl ClickHouseStore {
         stream: &str,
         from_ns: Option<u64>,
         to_ns: Option<u64>,
-    ) -> Result<Vec<(u8, Vec<u8>)>, CollectorError> {
+    ) -> Result<Vec<(u8, Vec<u8>)>, StoreError> {
         let (db, s) = (&self.db, quote(stream));
         let mut range = String::new();
         if let Some(f) = from_ns {
@@ -1203,7 +1201,7 @@ impl Drop for ClickHouseStore {
 }
 
 impl Store for ClickHouseStore {
-    fn resume(&self, stream: &str) -> Result<Option<StreamStatus>, CollectorError> {
+    fn resume(&self, stream: &str) -> Result<Option<StreamStatus>, StoreError> {
         let Some(header) = self.header_bytes(stream)? else {
             return Ok(None);
         };
@@ -1235,7 +1233,7 @@ impl Store for ClickHouseStore {
         Ok(Some(StreamStatus { acked, dict }))
     }
 
-    fn acked(&self, stream: &str) -> Result<Option<u64>, CollectorError> {
+    fn acked(&self, stream: &str) -> Result<Option<u64>, StoreError> {
         // `resume`'s answer without fetching the header or rebuilding the dictionary.
         let known = self.scalar(&format!(
             "SELECT count() FROM {}.jvms WHERE stream = {}",
@@ -1254,7 +1252,7 @@ impl Store for ClickHouseStore {
         header: &[u8],
         _next_seq: u64,
         _dict: &Recording,
-    ) -> Result<(), CollectorError> {
+    ) -> Result<(), StoreError> {
         let mut row = Vec::new();
         let identity = serde_json::to_string(jvm).expect("identity serialises");
         Row(&mut row)
@@ -1366,7 +1364,7 @@ impl Store for ClickHouseStore {
         chunk: &[u8],
         span_ns: Option<(u64, u64)>,
         dict: &Recording,
-    ) -> Result<(), CollectorError> {
+    ) -> Result<(), StoreError> {
         let records = match jscope_format::split_chunk(chunk, 0) {
             Ok(jscope_format::Split::Chunk(raw)) => jscope_format::decode_payload(&raw.payload)?,
             _ => Vec::new(),
@@ -1382,7 +1380,7 @@ impl Store for ClickHouseStore {
         span_ns: Option<(u64, u64)>,
         dict: &Recording,
         records: &[Record],
-    ) -> Result<(), CollectorError> {
+    ) -> Result<(), StoreError> {
         let st = self.stream(stream)?;
         let mut st = st.lock().expect("stream lock");
         // After a failed batch the connection takes no more chunks: a later
@@ -1416,7 +1414,7 @@ impl Store for ClickHouseStore {
         Ok(())
     }
 
-    fn sync(&self, stream: &str) -> Result<(), CollectorError> {
+    fn sync(&self, stream: &str) -> Result<(), StoreError> {
         let batch = self.stream(stream)?.lock().expect("stream lock").batch;
         let mut w = self.shared.writer.lock().expect("writer lock");
         while w.filling <= batch {
@@ -1428,12 +1426,7 @@ impl Store for ClickHouseStore {
         }
     }
 
-    fn end_stream(
-        &self,
-        stream: &str,
-        dict: &Recording,
-        clean: bool,
-    ) -> Result<(), CollectorError> {
+    fn end_stream(&self, stream: &str, dict: &Recording, clean: bool) -> Result<(), StoreError> {
         if !clean {
             // The agent comes back: its open calls close in a later chunk.
             return Ok(());
@@ -1452,7 +1445,7 @@ impl Store for ClickHouseStore {
         Ok(())
     }
 
-    fn close(&self, stream: &str) -> Result<(), CollectorError> {
+    fn close(&self, stream: &str) -> Result<(), StoreError> {
         let Ok(st) = self.stream(stream) else {
             return Ok(());
         };
@@ -1474,7 +1467,7 @@ impl Store for ClickHouseStore {
     }
 
     fn jvms(&self) -> Vec<StoredJvm> {
-        let listed = || -> Result<Vec<StoredJvm>, CollectorError> {
+        let listed = || -> Result<Vec<StoredJvm>, StoreError> {
             let ids = self.select(&format!(
                 "SELECT stream, argMax(identity, updated) FROM {}.jvms GROUP BY stream ORDER BY stream",
                 self.db
@@ -1544,7 +1537,7 @@ impl Store for ClickHouseStore {
         stream: &str,
         from_ns: Option<u64>,
         to_ns: Option<u64>,
-    ) -> Result<Recording, CollectorError> {
+    ) -> Result<Recording, StoreError> {
         let bytes = self.raw(stream, from_ns, to_ns)?;
         let mut rec = Recording::from_bytes(&bytes)?;
         rec.damage = None;
@@ -1556,10 +1549,10 @@ impl Store for ClickHouseStore {
         stream: &str,
         from_ns: Option<u64>,
         to_ns: Option<u64>,
-    ) -> Result<Vec<u8>, CollectorError> {
+    ) -> Result<Vec<u8>, StoreError> {
         let mut out = self
             .header_bytes(stream)?
-            .ok_or_else(|| CollectorError::UnknownJvm(stream.to_string()))?;
+            .ok_or_else(|| StoreError::UnknownJvm(stream.to_string()))?;
         for (_, bytes) in self.rows(stream, from_ns, to_ns)? {
             out.extend_from_slice(&bytes);
         }
@@ -1573,7 +1566,7 @@ impl Store for ClickHouseStore {
         to_ns: Option<u64>,
         mode: Option<Mode>,
         filter: &SampleFilter,
-    ) -> Result<Option<Counted>, CollectorError> {
+    ) -> Result<Option<Counted>, StoreError> {
         self.stack_counts_across(&[stream.to_string()], from_ns, to_ns, mode, filter)
     }
 
@@ -1584,7 +1577,7 @@ impl Store for ClickHouseStore {
         to_ns: Option<u64>,
         mode: Option<Mode>,
         filter: &SampleFilter,
-    ) -> Result<Option<Counted>, CollectorError> {
+    ) -> Result<Option<Counted>, StoreError> {
         let Some(first) = jvms.first() else {
             return Ok(None);
         };
@@ -1676,7 +1669,7 @@ impl Store for ClickHouseStore {
         to_ns: Option<u64>,
         what: EventWeight,
         thread: Option<&ThreadMatcher>,
-    ) -> Result<Option<(Recording, StackCounts)>, CollectorError> {
+    ) -> Result<Option<(Recording, StackCounts)>, StoreError> {
         let Some(first) = jvms.first() else {
             return Ok(None);
         };
@@ -1734,7 +1727,7 @@ impl Store for ClickHouseStore {
         jvms: &[String],
         from_ns: Option<u64>,
         to_ns: Option<u64>,
-    ) -> Result<Option<Vec<EventKindRow>>, CollectorError> {
+    ) -> Result<Option<Vec<EventKindRow>>, StoreError> {
         let out = self.select(&format!(
             "SELECT kind, count(), sum(duration_ns), max(duration_ns), toUInt64(uniqExact(jvm)) \
              FROM {}.events WHERE {}{} GROUP BY kind",
@@ -1761,7 +1754,7 @@ impl Store for ClickHouseStore {
         jvms: &[String],
         from_ns: Option<u64>,
         to_ns: Option<u64>,
-    ) -> Result<Option<Vec<TracedMethod>>, CollectorError> {
+    ) -> Result<Option<Vec<TracedMethod>>, StoreError> {
         let out = self.select(&format!(
             "SELECT method, count(), sum(duration_ns), sum(self_ns), max(duration_ns), \
              toUInt64(sum(threw)), toUInt64(uniqExact(jvm)) FROM {}.trace_calls WHERE {}{} \
@@ -1791,7 +1784,7 @@ impl Store for ClickHouseStore {
         jvms: &[String],
         from_ns: Option<u64>,
         to_ns: Option<u64>,
-    ) -> Result<Option<Vec<RemoteGroup>>, CollectorError> {
+    ) -> Result<Option<Vec<RemoteGroup>>, StoreError> {
         let out = self.select(&format!(
             "SELECT direction, protocol, target, method, count(), toUInt64(sum(failed)), \
              sum(duration_ns), max(duration_ns), toUInt64(uniqExact(jvm)) \
@@ -1820,7 +1813,7 @@ impl Store for ClickHouseStore {
         Ok(Some(rows))
     }
 
-    fn retain(&self, cutoff_ns: u64) -> Result<Retained, CollectorError> {
+    fn retain(&self, cutoff_ns: u64) -> Result<Retained, StoreError> {
         let out = self.select(&format!(
             "SELECT table, partition, sum(bytes) FROM system.parts WHERE database = {} \
              AND table IN ('chunks', 'samples', 'stack_minutes', 'events', 'trace_calls', \

@@ -118,6 +118,12 @@ fn days_since_epoch(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + day_of_era - 719_468
 }
 
+/// An epoch-ns window bound in seconds since a recording's start (`start_ns`).
+pub fn seconds_since(start_ns: u64, ns: Option<u64>) -> Option<f64> {
+    // Integers first: epoch ns as f64 lose a few hundred ns.
+    ns.map(|n| n.saturating_sub(start_ns) as f64 / 1e9)
+}
+
 /// Now, as epoch ns.
 pub fn now_ns() -> u64 {
     std::time::SystemTime::now()

@@ -36,9 +36,10 @@ use jscope_format::thread_state::classify;
 use jscope_format::ThreadId;
 use jscope_format::{decode_payload, ChunkReader, Record, Recording, StateClass};
 
-use super::{segment, SampleFilter};
-use crate::jvm::{apply_dictionary, event_span, new_dictionary, JvmIdentity};
-use crate::CollectorError;
+use crate::identity::{apply_dictionary, event_span, new_dictionary, JvmIdentity};
+use crate::segment;
+use crate::store::SampleFilter;
+use crate::StoreError;
 
 const MAGIC: &[u8] = b"JSCSUM2\n";
 const MAGIC_V1: &[u8] = b"JSCSUM1\n";
@@ -125,8 +126,8 @@ impl Open {
 }
 
 /// Reads a segment to its last intact chunk and summarises it.
-pub(crate) fn build(path: &Path, jvm: &JvmIdentity) -> Result<Summary, CollectorError> {
-    let bytes = std::fs::read(path).map_err(CollectorError::io(path))?;
+pub(crate) fn build(path: &Path, jvm: &JvmIdentity) -> Result<Summary, StoreError> {
+    let bytes = std::fs::read(path).map_err(StoreError::io(path))?;
     let header = Recording::from_bytes(&bytes)?;
     let mut dict = new_dictionary(&header.header);
     let mut totals = [0u64; 3];
@@ -445,12 +446,12 @@ pub(crate) fn decode(bytes: &[u8], with_detail: bool) -> Option<Summary> {
 }
 
 /// Builds and writes the summary of a closed segment.
-pub(crate) fn write(segment: &Path, jvm: &JvmIdentity) -> Result<(), CollectorError> {
+pub(crate) fn write(segment: &Path, jvm: &JvmIdentity) -> Result<(), StoreError> {
     let s = build(segment, jvm)?;
     let path = path_of(segment);
     let tmp = path.with_extension("sum.tmp");
-    std::fs::write(&tmp, encode(&s)).map_err(CollectorError::io(&tmp))?;
-    std::fs::rename(&tmp, &path).map_err(CollectorError::io(&path))
+    std::fs::write(&tmp, encode(&s)).map_err(StoreError::io(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(StoreError::io(&path))
 }
 
 /// The segment's summary when present and made from the segment as it is now, with
@@ -603,7 +604,7 @@ pub(crate) fn count_into(
     selection: &Selection,
     accept: &mut Accept,
     counts: &mut StackCounts,
-) -> Result<(), CollectorError> {
+) -> Result<(), StoreError> {
     let mode = mode_index(w.mode);
     // Threads are judged by `accept`, by the names the whole query sees; a cut
     // bucket's own dictionary may predate a later rename.
@@ -620,7 +621,7 @@ pub(crate) fn count_into(
         }
         let seg = match &bytes {
             Some(b) => b,
-            None => bytes.insert(std::fs::read(segment).map_err(CollectorError::io(segment))?),
+            None => bytes.insert(std::fs::read(segment).map_err(StoreError::io(segment))?),
         };
         let (from, to) = (b.chunks.0 as usize, (b.chunks.1 as usize).min(seg.len()));
         let mut one = header.to_vec();
