@@ -349,7 +349,9 @@ pub fn info(args: &InfoArgs) -> Result<()> {
     let info = match (&args.file, &args.source.data, &args.source.collector) {
         // A jscope file is counted from its chunk summaries, without decoding its
         // events (a JFR file is read whole, below).
-        (Some(path), None, None) if !crate::source::is_jfr_file(path)? => {
+        (Some(path), None, None)
+            if !crate::source::is_jfr_file(path)? && !crate::distributed::is_session(path)? =>
+        {
             let o = Overview::read_file(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
             if let Some(damage) = &o.rec.damage {

@@ -7,9 +7,12 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use jscope_analysis::distributed::{MemberSource, Session};
 use jscope_format::{ChunkStream, Recording};
 use jscope_store::jvms::{listing, origin_ns};
-use jscope_store::{FileStore, JvmSelection, JvmSource, JvmSummary, RemoteCollector, SelectError};
+use jscope_store::{
+    FileStore, JvmSelection, JvmSource, JvmSummary, RemoteCollector, SelectError, Store,
+};
 
 use crate::args::{Command, SelectArgs, SourceArgs};
 
@@ -152,9 +155,12 @@ impl<'a> Collected<'a> {
     }
 }
 
-/// Reads a recording, `.jsc` or JFR (by its magic); damage is a warning, since
-/// everything before it is usable.
+/// Reads a recording, `.jsc` or JFR (by its magic), or a session's JVMs merged;
+/// damage is a warning, since everything before it is usable.
 fn load_file(path: &Path) -> Result<Loaded> {
+    if crate::distributed::is_session(path)? {
+        return load_session(path);
+    }
     let rec = read_recording(path).with_context(|| format!("cannot read {}", path.display()))?;
     if let Some(damage) = &rec.damage {
         eprintln!(
@@ -165,6 +171,37 @@ fn load_file(path: &Path) -> Result<Loaded> {
     Ok(Loaded {
         rec,
         title: crate::analyze::title_of(path),
+    })
+}
+
+/// A session of `jscope merge`: its JVMs' recordings merged into one, as `--jvm
+/// all` merges a collector's (every JVM's events, traces and remote calls kept).
+fn load_session(path: &Path) -> Result<Loaded> {
+    let sources = Session::read(path)
+        .and_then(|s| s.sources(path))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut recs = Vec::new();
+    for source in &sources {
+        let rec = match source {
+            MemberSource::File(file) => read_recording(file),
+            MemberSource::Data { dir, jvm } => FileStore::open_read_only(dir)
+                .and_then(|store| store.read(jvm, None, None))
+                .map_err(anyhow::Error::from),
+        };
+        let rec =
+            rec.with_context(|| format!("cannot read {} of {}", source.name(), path.display()))?;
+        if let Some(damage) = &rec.damage {
+            eprintln!(
+                "jscope: warning: {} is {damage}; read up to there",
+                source.name()
+            );
+        }
+        recs.push(rec);
+    }
+    let title = format!("{} ({} JVMs)", crate::analyze::title_of(path), recs.len());
+    Ok(Loaded {
+        rec: crate::merge_rec::merge(recs).unwrap_or_default(),
+        title,
     })
 }
 
@@ -214,8 +251,8 @@ fn start_wall_ns(path: &Path) -> Result<u64> {
         .take(jscope_format::MAGIC.len() as u64)
         .read_to_end(&mut head)?;
     if jscope_jfr::is_jfr(&head) || !head.starts_with(&jscope_format::MAGIC[..6]) {
-        // JFR, or no recording: failing as reading it does.
-        return Ok(read_recording(path)?.header.start_wall_ns);
+        // JFR, a session, or no recording: failing as reading it does.
+        return Ok(load_file(path)?.rec.header.start_wall_ns);
     }
     let mut stream = ChunkStream::new(BufReader::new(std::fs::File::open(path)?))?;
     let first = stream.next();

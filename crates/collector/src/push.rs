@@ -11,9 +11,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use jscope_format::{
-    encode_file_start, ChunkWriter, ClassDef, ClassId, EventKind, Frame, FrameKind, Header,
-    JvmEvent, MethodDef, MethodId, Record, Recording, Sample, SampleMode, StackId, StringId,
-    ThreadDef, ThreadId,
+    encode_file_start, ChunkWriter, ClassId, Frame, FrameKind, Header, IdMap, Interner, JvmEvent,
+    MethodId, Recording, Sample, SampleMode, StackId, StringId, ThreadId,
 };
 
 use crate::http::{Request, Response};
@@ -226,287 +225,107 @@ impl Source {
 
 /// A pushed stream's dictionary and where it stands.
 struct Stream {
-    dict: Recording,
+    /// Names, methods, stacks and threads once per stream, across pushes.
+    dict: Interner,
     next_seq: u64,
-    strings: HashMap<String, StringId>,
-    classes: HashMap<StringId, ClassId>,
-    methods: HashMap<(ClassId, StringId), MethodId>,
-    stacks: HashMap<Vec<Frame>, StackId>,
-    threads: HashMap<String, ThreadId>,
 }
 
 impl Stream {
     fn new(dict: Recording, next_seq: u64) -> Stream {
-        let mut s = Stream {
-            dict,
+        Stream {
+            dict: Interner::new(dict),
             next_seq,
-            strings: HashMap::new(),
-            classes: HashMap::new(),
-            methods: HashMap::new(),
-            stacks: HashMap::new(),
-            threads: HashMap::new(),
-        };
-        let d = &s.dict;
-        for (i, v) in d.strings.iter().enumerate().skip(1) {
-            s.strings.insert(v.clone(), StringId(i as u32));
         }
-        for c in d.classes.iter().flatten() {
-            s.classes.insert(c.name, c.id);
-        }
-        for m in d.methods.iter().flatten() {
-            s.methods.insert((m.class, m.name), m.id);
-        }
-        for (i, f) in d.stacks.iter().enumerate() {
-            if let Some(f) = f {
-                s.stacks.insert(f.clone(), StackId(i as u32));
-            }
-        }
-        for t in d.threads.values() {
-            s.threads.insert(t.name.clone(), t.id);
-        }
-        s
     }
 
-    fn string(&mut self, w: &mut ChunkWriter, v: &str) -> StringId {
-        if v.is_empty() {
-            return StringId(0);
-        }
-        if let Some(&id) = self.strings.get(v) {
-            return id;
-        }
-        let id = StringId(self.dict.strings.len().max(1) as u32);
-        w.string(id, v);
-        self.dict.apply(Record::String {
-            id,
-            value: v.to_string(),
-        });
-        self.strings.insert(v.to_string(), id);
-        id
+    fn start_wall_ns(&self) -> u64 {
+        self.dict.recording().header.start_wall_ns
     }
 
-    fn class(&mut self, w: &mut ChunkWriter, class: &str) -> ClassId {
-        if class.is_empty() {
-            return ClassId(0);
+    /// Declares in `w` what the dictionary gained since the last call.
+    fn declare(&mut self, w: &mut ChunkWriter) {
+        for r in self.dict.take_added() {
+            w.dictionary_entry(&r);
         }
-        let name = self.string(w, class);
-        if let Some(&id) = self.classes.get(&name) {
-            return id;
-        }
-        let c = ClassDef {
-            id: ClassId(self.dict.classes.len().max(1) as u32),
-            name,
-            source_file: StringId(0),
-        };
-        w.class(&c);
-        self.dict.apply(Record::Class(c));
-        self.classes.insert(name, c.id);
-        c.id
     }
 
-    fn method(&mut self, w: &mut ChunkWriter, f: &PushedFrame) -> MethodId {
-        let class = self.class(w, &f.class);
-        let name = self.string(w, &f.method);
-        if let Some(&id) = self.methods.get(&(class, name)) {
-            return id;
-        }
+    fn method(&mut self, f: &PushedFrame) -> MethodId {
         // Native code is a method with the native modifier and no signature, whose
         // class names its library (docs/FORMAT.md).
-        let m = MethodDef {
-            id: MethodId(self.dict.methods.len().max(1) as u32),
-            class,
-            name,
-            signature: StringId(0),
-            modifiers: if f.native { 0x100 } else { 0 },
-        };
-        w.method(&m);
-        self.dict.apply(Record::Method(m));
-        self.methods.insert((class, name), m.id);
-        m.id
+        let class = self.dict.class(&f.class, "");
+        let modifiers = if f.native { 0x100 } else { 0 };
+        self.dict.method(class, &f.method, "", modifiers)
     }
 
-    fn stack(&mut self, w: &mut ChunkWriter, frames: &[PushedFrame]) -> StackId {
+    fn stack(&mut self, frames: &[PushedFrame]) -> StackId {
         let frames: Vec<Frame> = frames
             .iter()
             .map(|f| Frame {
-                method: self.method(w, f),
+                method: self.method(f),
                 bci: -1,
                 line: f.line,
                 kind: f.kind,
             })
             .collect();
-        if let Some(&id) = self.stacks.get(&frames) {
-            return id;
-        }
-        let id = StackId(self.dict.stacks.len().max(1) as u32);
-        w.stack(id, &frames);
-        self.dict.apply(Record::Stack {
-            id,
-            frames: frames.clone(),
-        });
-        self.stacks.insert(frames, id);
-        id
-    }
-
-    fn thread(&mut self, w: &mut ChunkWriter, name: &str) -> ThreadId {
-        if let Some(&id) = self.threads.get(name) {
-            return id;
-        }
-        let next = self.dict.threads.keys().map(|t| t.0).max().unwrap_or(0) + 1;
-        let t = ThreadDef {
-            id: ThreadId(next),
-            name: name.to_string(),
-            start_order: next,
-            ..ThreadDef::default()
-        };
-        w.thread(&t);
-        self.threads.insert(name.to_string(), t.id);
-        self.dict.apply(Record::Thread(t));
-        ThreadId(next)
+        self.dict.stack(frames)
     }
 }
 
-/// A pushed recording's ids as the stream's: classes, stacks and threads by name.
-struct Remap<'a> {
+/// A pushed recording's ids as the stream's: classes, methods, stacks and threads by
+/// name, as the push's samples are named, so its events and samples share them.
+struct PushIds<'a> {
     rec: &'a Recording,
+    st: &'a mut Stream,
     stacks: HashMap<StackId, StackId>,
 }
 
-impl Remap<'_> {
-    fn string(&self, st: &mut Stream, w: &mut ChunkWriter, id: StringId) -> StringId {
-        st.string(w, self.rec.string(id))
+impl IdMap for PushIds<'_> {
+    fn string(&mut self, id: StringId) -> StringId {
+        self.st.dict.string(self.rec.string(id))
     }
 
-    fn class(&self, st: &mut Stream, w: &mut ChunkWriter, id: ClassId) -> ClassId {
+    fn class(&mut self, id: ClassId) -> ClassId {
         let name = self.rec.class(id).map_or("", |c| self.rec.string(c.name));
-        st.class(w, name)
+        self.st.dict.class(name, "")
     }
 
-    fn stack(&mut self, st: &mut Stream, w: &mut ChunkWriter, id: StackId) -> StackId {
+    fn method(&mut self, id: MethodId) -> MethodId {
+        let frame = Frame {
+            method: id,
+            ..Frame::default()
+        };
+        self.st.method(&formats::pushed_frame(self.rec, &frame))
+    }
+
+    fn stack(&mut self, id: StackId) -> StackId {
         if id == StackId::NONE {
             return id;
         }
         if let Some(&s) = self.stacks.get(&id) {
             return s;
         }
-        let s = st.stack(w, &crate::push_formats::frames_of(self.rec, id));
+        let s = self.st.stack(&formats::frames_of(self.rec, id));
         self.stacks.insert(id, s);
         s
     }
 
-    fn thread(&self, st: &mut Stream, w: &mut ChunkWriter, id: ThreadId) -> ThreadId {
+    fn thread(&mut self, id: ThreadId) -> ThreadId {
         if id == ThreadId::NONE {
             return id;
         }
-        st.thread(w, &crate::push_formats::thread_name(self.rec, id))
+        self.st
+            .dict
+            .thread_named(&formats::thread_name(self.rec, id))
     }
 
-    /// The event with the stream's ids; `None` for kinds a push does not keep
-    /// (class loads, compilations, user events).
-    fn event(
-        &mut self,
-        st: &mut Stream,
-        w: &mut ChunkWriter,
-        e: &JvmEvent,
-        start: u64,
-    ) -> Option<JvmEvent> {
-        use EventKind as K;
-        let kind = match e.kind {
-            K::ThreadStart { parent } => K::ThreadStart {
-                parent: self.thread(st, w, parent),
-            },
-            K::ThreadEnd {} => K::ThreadEnd {},
-            K::MonitorBlocked {
-                duration_ns,
-                class,
-                object,
-                owner,
-                stack,
-            } => K::MonitorBlocked {
-                duration_ns,
-                class: self.class(st, w, class),
-                object,
-                owner: self.thread(st, w, owner),
-                stack: self.stack(st, w, stack),
-            },
-            K::MonitorWait {
-                duration_ns,
-                class,
-                object,
-                timeout_ms,
-                timed_out,
-                stack,
-            } => K::MonitorWait {
-                duration_ns,
-                class: self.class(st, w, class),
-                object,
-                timeout_ms,
-                timed_out,
-                stack: self.stack(st, w, stack),
-            },
-            K::Park {
-                duration_ns,
-                blocker_class,
-                timeout_ns,
-                stack,
-            } => K::Park {
-                duration_ns,
-                blocker_class: self.class(st, w, blocker_class),
-                timeout_ns,
-                stack: self.stack(st, w, stack),
-            },
-            K::Gc {
-                duration_ns,
-                collector,
-                cause,
-                generation,
-                heap_before,
-                heap_after,
-                gc_id,
-                concurrent,
-            } => K::Gc {
-                duration_ns,
-                collector: self.string(st, w, collector),
-                cause: self.string(st, w, cause),
-                generation,
-                heap_before,
-                heap_after,
-                gc_id,
-                concurrent,
-            },
-            K::Alloc {
-                class,
-                size,
-                weight,
-                stack,
-                object,
-                allocated_total,
-            } => K::Alloc {
-                class: self.class(st, w, class),
-                size,
-                weight,
-                stack: self.stack(st, w, stack),
-                object,
-                allocated_total,
-            },
-            K::ObjectFree {
-                object,
-                allocated_total,
-            } => K::ObjectFree {
-                object,
-                allocated_total,
-            },
-            _ => return None,
-        };
-        let wall = self
+    fn user_event(&mut self, id: u32) -> u32 {
+        let def = self
             .rec
-            .header
-            .start_wall_ns
-            .saturating_add(self.rec.ticks_to_ns(e.ticks));
-        Some(JvmEvent {
-            thread: self.thread(st, w, e.thread),
-            ticks: wall.saturating_sub(start),
-            kind,
-        })
+            .user_events
+            .get(id as usize)
+            .and_then(Option::as_ref);
+        let name = def.map_or("", |d| self.rec.string(d.name));
+        self.st.dict.user_event(name)
     }
 }
 
@@ -614,7 +433,7 @@ impl Pushes {
 
 /// Writes the samples as data chunks (cut at [`CHUNK_BYTES`]) and makes them durable.
 fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Result<(), PushError> {
-    let start = st.dict.header.start_wall_ns;
+    let start = st.start_wall_ns();
     let mut w = ChunkWriter::new();
     let mut span: Option<(u64, u64)> = None;
     let mut stacks: HashMap<usize, StackId> = HashMap::new();
@@ -622,12 +441,13 @@ fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Resul
         let stack = match stacks.get(&s.stack) {
             Some(&id) => id,
             None => {
-                let id = st.stack(&mut w, &pushed.stacks[s.stack]);
+                let id = st.stack(&pushed.stacks[s.stack]);
                 stacks.insert(s.stack, id);
                 id
             }
         };
-        let thread = st.thread(&mut w, &s.thread);
+        let thread = st.dict.thread_named(&s.thread);
+        st.declare(&mut w);
         let (from, to) = (s.from_ns.min(s.to_ns), s.to_ns.max(s.from_ns));
         for i in 0..s.count {
             let wall = from + ((to - from) as u128 * i as u128 / s.count as u128) as u64;
@@ -648,20 +468,27 @@ fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Resul
         }
     }
     if let Some(rec) = &pushed.events_of {
-        let mut remap = Remap {
+        let mut ids = PushIds {
             rec,
+            st,
             stacks: HashMap::new(),
         };
         for e in &rec.events {
-            let Some(e) = remap.event(st, &mut w, e, start) else {
-                continue;
+            let wall = rec
+                .header
+                .start_wall_ns
+                .saturating_add(rec.ticks_to_ns(e.ticks));
+            let e = JvmEvent {
+                ticks: wall.saturating_sub(start),
+                ..e.remap(&mut ids)
             };
+            ids.st.declare(&mut w);
             w.event(&e);
             let lo = start.saturating_add(e.ticks);
             let hi = lo.saturating_add(jscope_store::identity::event_ticks(&e).2);
             span = Some(span.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
             if w.raw_len() >= CHUNK_BYTES {
-                append(store, id, st, &mut w, span.take())?;
+                append(store, id, ids.st, &mut w, span.take())?;
             }
         }
     }
@@ -680,7 +507,7 @@ fn append(
     span: Option<(u64, u64)>,
 ) -> Result<(), PushError> {
     let chunk = w.finish();
-    store.append(id, st.next_seq, &chunk, span, &st.dict)?;
+    store.append(id, st.next_seq, &chunk, span, st.dict.recording())?;
     st.next_seq += 1;
     Ok(())
 }

@@ -443,25 +443,28 @@ fn jfr_body(body: &[u8]) -> Result<Pushed, PushError> {
 pub(crate) fn frames_of(rec: &Recording, stack: StackId) -> Vec<PushedFrame> {
     rec.stack(stack)
         .iter()
-        .map(|f| {
-            let (class, method) = match rec.method(f.method) {
-                Some(m) => (
-                    rec.class(m.class)
-                        .map_or("", |c| rec.string(c.name))
-                        .to_string(),
-                    rec.string(m.name).to_string(),
-                ),
-                None => (String::new(), "[unknown]".to_string()),
-            };
-            PushedFrame {
-                class,
-                method,
-                line: f.line,
-                kind: f.kind,
-                native: rec.native_library(f.method).is_some(),
-            }
-        })
+        .map(|f| pushed_frame(rec, f))
         .collect()
+}
+
+/// A frame of a recording as pushed frames name it: class and method by name.
+pub(crate) fn pushed_frame(rec: &Recording, f: &jscope_format::Frame) -> PushedFrame {
+    let (class, method) = match rec.method(f.method) {
+        Some(m) => (
+            rec.class(m.class)
+                .map_or("", |c| rec.string(c.name))
+                .to_string(),
+            rec.string(m.name).to_string(),
+        ),
+        None => (String::new(), "[unknown]".to_string()),
+    };
+    PushedFrame {
+        class,
+        method,
+        line: f.line,
+        kind: f.kind,
+        native: rec.native_library(f.method).is_some(),
+    }
 }
 
 pub(crate) fn thread_name(rec: &Recording, id: ThreadId) -> String {

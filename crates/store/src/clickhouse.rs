@@ -49,8 +49,8 @@ use jscope_analysis::trace::{Call, Replayer, TraceOptions, THREW, UNFINISHED};
 use jscope_analysis::{civil_from_days, Mode, StackCounts, ThreadMatcher};
 use jscope_format::thread_state::classify;
 use jscope_format::{
-    ClassDef, ClassId, FieldValue, Frame, FrameKind, JvmEvent, MethodDef, MethodId, Record,
-    Recording, RemoteCall, RemoteSide, StackId, StateClass, StringId, ThreadId, UserEventKind,
+    FieldValue, Frame, FrameKind, Interner, JvmEvent, MethodId, Record, Recording, RemoteCall,
+    RemoteSide, StackId, StateClass, ThreadId, UserEventKind,
 };
 
 use crate::calls::{
@@ -288,105 +288,37 @@ fn encode_frames(dict: &Recording, frames: &[Frame]) -> Vec<u8> {
     out
 }
 
-/// Builds a recording whose dictionaries hold decoded stacks, interning names.
-struct Rebuild {
-    rec: Recording,
-    strings: HashMap<String, StringId>,
-    classes: HashMap<(StringId, StringId), ClassId>,
-    methods: HashMap<(ClassId, StringId, StringId, u32), MethodId>,
-}
-
-impl Rebuild {
-    fn new(header: &jscope_format::Header) -> Rebuild {
-        Rebuild {
-            rec: new_dictionary(header),
-            strings: HashMap::new(),
-            classes: HashMap::new(),
-            methods: HashMap::new(),
-        }
-    }
-
-    fn string(&mut self, s: &str) -> StringId {
-        if s.is_empty() {
-            return StringId(0);
-        }
-        if let Some(&id) = self.strings.get(s) {
-            return id;
-        }
-        let id = StringId(self.rec.strings.len() as u32);
-        self.rec.strings.push(s.to_string());
-        self.strings.insert(s.to_string(), id);
-        id
-    }
-
-    fn stack(&mut self, blob: &[u8]) -> Result<StackId, String> {
-        let mut c = Cursor::new(blob);
-        let u32_of = |c: &mut Cursor| -> Result<u32, String> {
-            let b = [c.u8()?, c.u8()?, c.u8()?, c.u8()?];
-            Ok(u32::from_le_bytes(b))
+/// A stack of the stacks table (frames by name, as [`encode_frames`] writes them) in
+/// `to`'s dictionaries.
+fn stack_of_blob(to: &mut Interner, blob: &[u8]) -> Result<StackId, String> {
+    let mut c = Cursor::new(blob);
+    let u32_of = |c: &mut Cursor| -> Result<u32, String> {
+        let b = [c.u8()?, c.u8()?, c.u8()?, c.u8()?];
+        Ok(u32::from_le_bytes(b))
+    };
+    let n = u32_of(&mut c)?;
+    let mut frames = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let method = if c.u8()? == 1 {
+            let (class, file) = (c.string()?, c.string()?);
+            let (name, sig) = (c.string()?, c.string()?);
+            let modifiers = u32_of(&mut c)?;
+            let class = to.class(&class, &file);
+            to.method(class, &name, &sig, modifiers)
+        } else {
+            MethodId(u32::MAX)
         };
-        let n = u32_of(&mut c)?;
-        let mut frames = Vec::with_capacity(n as usize);
-        for _ in 0..n {
-            let method = if c.u8()? == 1 {
-                let (class, file) = (c.string()?, c.string()?);
-                let (name, sig) = (c.string()?, c.string()?);
-                let modifiers = u32_of(&mut c)?;
-                let key = (self.string(&class), self.string(&file));
-                let next_class = ClassId(self.rec.classes.len().max(1) as u32);
-                let class_id = *self.classes.entry(key).or_insert(next_class);
-                if class_id == next_class {
-                    put(
-                        &mut self.rec.classes,
-                        class_id.index(),
-                        ClassDef {
-                            id: class_id,
-                            name: key.0,
-                            source_file: key.1,
-                        },
-                    );
-                }
-                let mkey = (class_id, self.string(&name), self.string(&sig), modifiers);
-                let next_method = MethodId(self.rec.methods.len().max(1) as u32);
-                let method_id = *self.methods.entry(mkey).or_insert(next_method);
-                if method_id == next_method {
-                    put(
-                        &mut self.rec.methods,
-                        method_id.index(),
-                        MethodDef {
-                            id: method_id,
-                            class: class_id,
-                            name: mkey.1,
-                            signature: mkey.2,
-                            modifiers,
-                        },
-                    );
-                }
-                method_id
-            } else {
-                MethodId(u32::MAX)
-            };
-            let bci = u32_of(&mut c)? as i32;
-            let line = u32_of(&mut c)?;
-            let kind = FrameKind::from_u8(c.u8()?);
-            frames.push(Frame {
-                method,
-                bci,
-                line,
-                kind,
-            });
-        }
-        let id = StackId(self.rec.stacks.len().max(1) as u32);
-        put(&mut self.rec.stacks, id.index(), frames);
-        Ok(id)
+        let bci = u32_of(&mut c)? as i32;
+        let line = u32_of(&mut c)?;
+        let kind = FrameKind::from_u8(c.u8()?);
+        frames.push(Frame {
+            method,
+            bci,
+            line,
+            kind,
+        });
     }
-}
-
-fn put<T>(v: &mut Vec<Option<T>>, i: usize, value: T) {
-    if v.len() <= i {
-        v.resize_with(i + 1, || None);
-    }
-    v[i] = Some(value);
+    Ok(to.stack(frames))
 }
 
 /// A stream's state in this collector while it streams here.
@@ -743,17 +675,17 @@ impl ClickHouseStore {
     ) -> Result<(Recording, StackCounts), StoreError> {
         let hashes: Vec<u64> = counted.iter().map(|(h, _)| *h).collect();
         let frames = self.frames_of(&hashes)?;
-        let mut rebuild = Rebuild::new(header);
+        let mut rebuild = Interner::new(new_dictionary(header));
         let mut counts = StackCounts::default();
         for (hash, n) in counted {
             let id = match frames.get(&hash) {
-                Some(blob) => rebuild.stack(blob).map_err(ch)?,
-                None => rebuild.stack(&0u32.to_le_bytes()).map_err(ch)?,
+                Some(blob) => stack_of_blob(&mut rebuild, blob).map_err(ch)?,
+                None => rebuild.stack(Vec::new()),
             };
             *counts.counts.entry((id.0, 0)).or_default() += n;
             counts.total += n;
         }
-        Ok((rebuild.rec, counts))
+        Ok((rebuild.into_recording(), counts))
     }
 
     /// Raw rows (kind, bytes) of `stream` in sequence order from the prelude that
