@@ -11,8 +11,7 @@
 //! fields in wire order. The enum, the encoder, the decoder, field access by name and
 //! [`EVENT_KINDS`] are all made from it, so a new kind or field is one table entry.
 
-use crate::ids::{ClassId, MethodId, StackId, StringId, ThreadId};
-use crate::remap::IdMap;
+use crate::ids::{ClassId, IdMap, MethodId, StackId, StringId, ThreadId};
 use crate::varint::{put_i64, put_u64, Cursor};
 use crate::FormatError;
 

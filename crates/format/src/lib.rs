@@ -31,15 +31,15 @@ pub use events::{
     alloc_sample_weight, EventField, EventKind, EventKindInfo, FieldValue, JvmEvent, UserEventDef,
     UserEventKind, EVENT_KINDS, GC_FULL, GC_OLD, GC_YOUNG,
 };
-pub use ids::{ClassId, MethodId, StackId, StringId, ThreadId};
+pub use ids::{ClassId, IdMap, MethodId, StackId, StringId, ThreadId};
 pub use model::*;
 pub use overview::Overview;
 pub use read::{ChunkReader, Damage, Recording};
 pub use record::{decode_payload, decode_payload_counting_traces, Record};
-pub use remap::{IdMap, Interner, Remapper, Threads};
+pub use remap::{Interner, Remapper, Threads};
 pub use remote::{RemoteCall, RemoteProtocol, RemoteSide};
 pub use stream::ChunkStream;
-pub use summary::{decode_summary, ChunkSummary, TraceCounts};
+pub use summary::{decode_summary, ChunkSummary};
 pub use thread_state::StateClass;
 pub use write::{encode_file_start, ChunkWriter};
 

@@ -16,20 +16,9 @@
 use std::collections::HashMap;
 
 use crate::{
-    ClassDef, ClassId, Frame, MethodDef, MethodId, Record, Recording, StackId, StringId, ThreadDef,
-    ThreadId, UserEventDef,
+    ClassDef, ClassId, Frame, IdMap, MethodDef, MethodId, Record, Recording, StackId, StringId,
+    ThreadDef, ThreadId, UserEventDef,
 };
-
-/// Ids of one recording to another's.
-pub trait IdMap {
-    fn string(&mut self, id: StringId) -> StringId;
-    fn class(&mut self, id: ClassId) -> ClassId;
-    fn method(&mut self, id: MethodId) -> MethodId;
-    fn stack(&mut self, id: StackId) -> StackId;
-    fn thread(&mut self, id: ThreadId) -> ThreadId;
-    /// A user event id ([`UserEventDef::id`]).
-    fn user_event(&mut self, id: u32) -> u32;
-}
 
 type MethodKey = (ClassId, StringId, StringId, u32);
 

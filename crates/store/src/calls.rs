@@ -12,58 +12,11 @@ use jscope_analysis::events::{weighted_stacks, EventFilter, EventWeight};
 use jscope_analysis::trace::{replay, Call, CallSink, TraceOptions, THREW};
 use jscope_analysis::{StackCounts, ThreadMatcher};
 use jscope_format::{MethodId, Recording, RemoteProtocol, RemoteSide};
-use serde::Serialize;
 
 use crate::query::Query;
 use crate::store::Store;
+pub use crate::store::{EventKindRow, RemoteGroup, TracedMethod};
 use crate::StoreError;
-
-/// One traced method's calls over the selected JVMs and window (calls that began in it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TracedMethod {
-    /// `pkg.Class.method`.
-    pub method: String,
-    pub calls: u64,
-    pub total_ns: u64,
-    /// Total minus the traced calls directly inside.
-    pub self_ns: u64,
-    pub max_ns: u64,
-    /// Calls that left by throwing.
-    pub threw: u64,
-    /// JVMs the calls ran in.
-    pub jvms: u64,
-}
-
-/// Remote calls grouped by side, protocol, target and method.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RemoteGroup {
-    /// `client` (this JVM called out) or `server` (this JVM executed the call).
-    pub direction: String,
-    /// `rmi` or `http`.
-    pub protocol: String,
-    /// RMI: the remote object's id; HTTP: the request path.
-    pub target: String,
-    /// RMI: the method name and descriptor; HTTP: the request method.
-    pub method: String,
-    pub calls: u64,
-    /// Calls that ended with an exception (HTTP: status >= 500).
-    pub failed: u64,
-    pub total_ns: u64,
-    pub max_ns: u64,
-    pub jvms: u64,
-}
-
-/// JVM events of one kind over the selected JVMs and window.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct EventKindRow {
-    /// The recording's name: `gc`, `monitor`, `park`, `alloc`, ...
-    pub kind: String,
-    pub events: u64,
-    /// The kind's `duration_ns` summed (0 for kinds without one).
-    pub total_ns: u64,
-    pub max_ns: u64,
-    pub jvms: u64,
-}
 
 pub(crate) fn sort_kinds(rows: &mut [EventKindRow]) {
     rows.sort_by(|a, b| {

@@ -21,7 +21,7 @@ pub enum StoreError {
     #[error("cannot read the stored data of jvm {jvm:?}: {message}")]
     Unreadable { jvm: String, message: String },
     #[error(transparent)]
-    Select(#[from] crate::jvms::SelectError),
+    Select(#[from] SelectError),
     /// A collector asked over HTTP did not answer, or answered an error.
     #[error("{0}")]
     Remote(String),
@@ -32,4 +32,17 @@ impl StoreError {
         let path = path.into();
         move |source| StoreError::Io { path, source }
     }
+}
+
+/// Why a selection picked no JVM.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectError {
+    #[error("no JVM matches {0}")]
+    NoMatch(String),
+    #[error("no JVM with id or pid {0}")]
+    NoSuchJvm(String),
+    #[error("JVM {jvm} is not of {selection}")]
+    NotOf { jvm: String, selection: String },
+    #[error("{0}")]
+    BadLabel(String),
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::identity::{main_class_of, JvmIdentity};
 use crate::store::{Store, StoredJvm};
+use crate::SelectError;
 
 /// Whether an agent streams a JVM to the collector right now.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -145,19 +146,6 @@ pub fn stored_jvms<S: Store + ?Sized>(store: &S) -> Vec<JvmSummary> {
 /// The JVM list's order: connected JVMs first, then by id.
 pub fn sort_rows(rows: &mut [JvmSummary]) {
     rows.sort_by(|a, b| (a.status, &a.id).cmp(&(b.status, &b.id)));
-}
-
-/// Why a selection picked no JVM.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SelectError {
-    #[error("no JVM matches {0}")]
-    NoMatch(String),
-    #[error("no JVM with id or pid {0}")]
-    NoSuchJvm(String),
-    #[error("JVM {jvm} is not of {selection}")]
-    NotOf { jvm: String, selection: String },
-    #[error("{0}")]
-    BadLabel(String),
 }
 
 /// A selection of JVMs, as a request or a command line names it.

@@ -36,10 +36,10 @@ pub mod when;
 
 pub use clickhouse::ClickHouseStore;
 pub use clickhouse_http::ClickHouseUrl;
-pub use error::StoreError;
+pub use error::{SelectError, StoreError};
 pub use file::FileStore;
 pub use identity::JvmIdentity;
-pub use jvms::{JvmSelection, JvmStatus, JvmSummary, SelectError};
+pub use jvms::{JvmSelection, JvmStatus, JvmSummary};
 pub use log::{LogSink, MemoryLog, StderrLog};
 pub use recording::RecordingStore;
 pub use remote::{encode, RemoteCollector};

@@ -7,9 +7,55 @@ use jscope_analysis::{Mode, StackCounts, ThreadMatcher};
 use jscope_format::{Record, Recording, StateClass};
 use serde::{Deserialize, Serialize};
 
-use crate::calls::{EventKindRow, RemoteGroup, TracedMethod};
 use crate::identity::JvmIdentity;
 use crate::StoreError;
+
+/// One traced method's calls over the selected JVMs and window (calls that began in it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TracedMethod {
+    /// `pkg.Class.method`.
+    pub method: String,
+    pub calls: u64,
+    pub total_ns: u64,
+    /// Total minus the traced calls directly inside.
+    pub self_ns: u64,
+    pub max_ns: u64,
+    /// Calls that left by throwing.
+    pub threw: u64,
+    /// JVMs the calls ran in.
+    pub jvms: u64,
+}
+
+/// Remote calls grouped by side, protocol, target and method.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemoteGroup {
+    /// `client` (this JVM called out) or `server` (this JVM executed the call).
+    pub direction: String,
+    /// `rmi` or `http`.
+    pub protocol: String,
+    /// RMI: the remote object's id; HTTP: the request path.
+    pub target: String,
+    /// RMI: the method name and descriptor; HTTP: the request method.
+    pub method: String,
+    pub calls: u64,
+    /// Calls that ended with an exception (HTTP: status >= 500).
+    pub failed: u64,
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub jvms: u64,
+}
+
+/// JVM events of one kind over the selected JVMs and window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventKindRow {
+    /// The recording's name: `gc`, `monitor`, `park`, `alloc`, ...
+    pub kind: String,
+    pub events: u64,
+    /// The kind's `duration_ns` summed (0 for kinds without one).
+    pub total_ns: u64,
+    pub max_ns: u64,
+    pub jvms: u64,
+}
 
 /// Where a stream stands in a store.
 pub struct StreamStatus {
@@ -227,7 +273,7 @@ pub trait Store: Send + Sync {
     }
 
     /// The events of `jvms` in `[from_ns, to_ns)` per kind, as
-    /// [`crate::calls::event_kinds_from_chunks`] counts them. `None` when the store
+    /// `calls::event_kinds_from_chunks` counts them. `None` when the store
     /// cannot (the default).
     fn event_kinds_across(
         &self,
@@ -239,7 +285,7 @@ pub trait Store: Send + Sync {
     }
 
     /// The traced calls of `jvms` that began in `[from_ns, to_ns)`, per method, as
-    /// [`crate::calls::traced_methods_from_chunks`] counts them. `None` when the
+    /// `calls::traced_methods_from_chunks` counts them. `None` when the
     /// store cannot (the default).
     fn traced_methods_across(
         &self,
@@ -251,7 +297,7 @@ pub trait Store: Send + Sync {
     }
 
     /// The remote calls of `jvms` that began in `[from_ns, to_ns)`, grouped as
-    /// [`crate::calls::remote_calls_from_chunks`] groups them. `None` when the store
+    /// `calls::remote_calls_from_chunks` groups them. `None` when the store
     /// cannot (the default).
     fn remote_calls_across(
         &self,
