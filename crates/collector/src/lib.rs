@@ -22,11 +22,6 @@
 //! [`serve`] starts everything; `jscope serve` is a thin wrapper around it.
 
 pub mod api;
-mod api_diff;
-mod api_events;
-mod api_queue;
-mod api_tags;
-pub mod api_tree;
 mod config;
 #[path = "ui/distributed.rs"]
 mod distributed_ui;
@@ -37,7 +32,6 @@ pub mod ingest;
 pub mod listener;
 pub mod live;
 pub mod push;
-mod push_formats;
 mod server;
 
 pub use config::{parse_duration, ServerConfig};

@@ -14,8 +14,8 @@ use opentelemetry_proto::tonic::collector::profiles::v1development::{
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 use prost::Message;
 
+use super::pushed::{PushError, Pushed, PushedFrame, PushedSample, Source};
 use crate::http::Request;
-use crate::push::{PushError, Pushed, PushedFrame, PushedSample, Source};
 
 /// A decompressed body may be this large.
 const MAX_INFLATED: u64 = 512 << 20;
@@ -637,7 +637,7 @@ pub fn otlp(req: &Request) -> Result<Vec<(Source, Pushed)>, PushError> {
                         if count == 0 {
                             continue;
                         }
-                        p.samples.push(crate::push::PushedSample {
+                        p.samples.push(PushedSample {
                             stack,
                             thread: thread.clone(),
                             mode,

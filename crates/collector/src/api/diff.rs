@@ -7,7 +7,7 @@ use jscope_analysis::{diff_hot, Mode};
 use jscope_flame::{render_diff_html, FlameGraph, Options};
 use serde_json::json;
 
-use crate::api::{parse_moment, parse_query};
+use super::params::{parse_moment, parse_query};
 use crate::http::{Request, Response};
 use crate::CollectorError;
 use jscope_store::query::{self, Query};
@@ -26,7 +26,7 @@ fn side_query(
     shared: &Query,
     side: &str,
 ) -> Result<Query, CollectorError> {
-    let mut sel = crate::api::selection(req, &format!("{side}_"))?;
+    let mut sel = super::params::selection(req, &format!("{side}_"))?;
     sel.jvms.splice(0..0, req.params(side));
     if sel.is_empty() {
         return Err(CollectorError::BadQuery(format!(
@@ -84,7 +84,7 @@ pub fn diff_of(
             page(&base_q, &new_q, mode, &base_graph, &new_graph),
         )),
         "json" => {
-            if let Some(n) = crate::api::count_param(req, "limit")? {
+            if let Some(n) = super::params::count_param(req, "limit")? {
                 diff.truncate(n);
             }
             Ok(Response::json(&json!({

@@ -11,11 +11,11 @@ use jscope_flame::{FlameGraph, Options};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::api::{flame_response, ApiContext};
+use super::params::flame_response;
 use crate::http::{Request, Response};
 use crate::CollectorError;
 use jscope_store::query::{self, Query};
-use jscope_store::JvmSummary;
+use jscope_store::{JvmSummary, Store};
 
 /// Keys every JVM has, before its labels.
 const BUILT_IN: [&str; 2] = ["service", "host"];
@@ -49,7 +49,7 @@ struct TagKey {
 /// `GET /api/tags[?service=..&label=..&jvm=..]`: the keys of the selected JVMs
 /// (all when nothing is selected) with their values and JVM counts.
 pub fn tags(rows: &[JvmSummary], req: &Request) -> Result<Response, CollectorError> {
-    let sel = crate::api::selection(req, "")?;
+    let sel = super::params::selection(req, "")?;
     let chosen = sel.pick(rows)?;
     let mut keys: Vec<String> = BUILT_IN.iter().map(|k| k.to_string()).collect();
     let labels: std::collections::BTreeSet<&String> =
@@ -105,11 +105,15 @@ struct Part {
 /// selection (all JVMs when none), window, `mode`, `thread` and `state`: the
 /// profile broken down by KEY's values (JSON), or with `format=html|collapsed`
 /// the flame graph of the chosen value (of everything without one).
-pub fn explore(ctx: &ApiContext, req: &Request) -> Result<Response, CollectorError> {
+pub fn explore(
+    store: &dyn Store,
+    rows: &[JvmSummary],
+    req: &Request,
+) -> Result<Response, CollectorError> {
     let by = req
         .param("by")
         .ok_or_else(|| CollectorError::BadQuery("explore needs by=KEY (see /api/tags)".into()))?;
-    let (q, title, rows) = ctx.query_or_all(req)?;
+    let (q, title) = super::params::query_or_all(req, rows)?;
     let mut groups: BTreeMap<Option<String>, Vec<String>> = BTreeMap::new();
     for id in &q.jvms {
         let row = rows.iter().find(|r| r.id == *id);
@@ -126,8 +130,7 @@ pub fn explore(ctx: &ApiContext, req: &Request) -> Result<Response, CollectorErr
             jvms: jvms.clone(),
             ..q.clone()
         };
-        let (graph, hot, _) =
-            query::side_into(&*ctx.store, &part_q, wants_whole.then_some(&mut whole))?;
+        let (graph, hot, _) = query::side_into(store, &part_q, wants_whole.then_some(&mut whole))?;
         parts.push(Part {
             value,
             jvms,
@@ -143,7 +146,7 @@ pub fn explore(ctx: &ApiContext, req: &Request) -> Result<Response, CollectorErr
     });
     let total: u64 = parts.iter().map(|p| p.hot.samples).sum();
     let mode = q.mode.or_else(|| parts.iter().find_map(|p| p.hot.mode));
-    let top = crate::api::count_param(req, "top")?.unwrap_or(10);
+    let top = super::params::count_param(req, "top")?.unwrap_or(10);
     let chosen = chosen_part(req, &parts, by)?;
     if format != "json" {
         let graph = match chosen {
@@ -165,7 +168,7 @@ pub fn explore(ctx: &ApiContext, req: &Request) -> Result<Response, CollectorErr
                 subtitle: format!(
                     "{} of {total} samples{}",
                     graph.total(),
-                    match crate::api::describe(&q) {
+                    match super::params::describe(&q) {
                         d if d.is_empty() => String::new(),
                         d => format!("; {d}"),
                     }

@@ -19,7 +19,7 @@ use jscope_store::Store;
 const MAX_EVENTS: usize = 20_000;
 
 /// The window in epoch ns: `from`/`to` (epoch ms, RFC 3339 or a span ago, as
-/// [`crate::api::parse_moment`] reads them), or `last` (e.g. `30s`, `5m`)
+/// [`super::params::parse_moment`] reads them), or `last` (e.g. `30s`, `5m`)
 /// ending where the JVM's stored data ends, so a recording file or a JVM gone long
 /// ago shows its own last minutes.
 fn window(
@@ -28,8 +28,8 @@ fn window(
     req: &Request,
 ) -> Result<(Option<u64>, Option<u64>), CollectorError> {
     let now = jscope_store::when::now_ns();
-    let from = crate::api::parse_moment(req, "from", now)?;
-    let to = crate::api::parse_moment(req, "to", now)?;
+    let from = super::params::parse_moment(req, "from", now)?;
+    let to = super::params::parse_moment(req, "to", now)?;
     let Some(last) = req.param("last").filter(|l| !l.is_empty()) else {
         return Ok((from, to));
     };
@@ -66,7 +66,7 @@ pub(crate) fn timeline_of(
     req: &Request,
 ) -> Result<Response, CollectorError> {
     let (rec, from_s, to_s) = load(store, id, req)?;
-    let max = crate::api::count_param(req, "max_events")?.unwrap_or(MAX_EVENTS);
+    let max = super::params::count_param(req, "max_events")?.unwrap_or(MAX_EVENTS);
     Ok(Response::json(&timeline(&rec, from_s, to_s, max)))
 }
 
@@ -130,11 +130,6 @@ pub(crate) fn alloc_of(
     })))
 }
 
-/// The flame graph's event weight a request asks for with `mode=alloc|lock`.
-pub(crate) fn event_weight(req: &Request) -> Option<EventWeight> {
-    req.param("mode").and_then(EventWeight::parse)
-}
-
 /// `GET /api/flame?mode=alloc|lock&jvm=...`: the JVMs' allocation samples
 /// weighted by estimated bytes, or their contention (monitor and lock parks)
 /// weighted by time, merged into one flame graph; formats as `/api/flame`.
@@ -160,7 +155,7 @@ pub(crate) fn event_flame(
             graph.add(frames, n);
         }
     }
-    crate::api::flame_response(
+    super::params::flame_response(
         &graph,
         req,
         || Options {
