@@ -13,7 +13,7 @@ use jscope_analysis::trace::TraceOptions;
 use jscope_store::jvms::listing;
 use jscope_store::{FileStore, JvmSelection, JvmSource, RemoteCollector, SelectError};
 
-use crate::args::Format;
+use crate::output::Format;
 
 /// FILE's value when only --collector is given (clap needs one for the field).
 const NO_FILE: &str = "-";
@@ -228,12 +228,6 @@ fn collector_members(
         .collect()
 }
 
-/// A session file starts with `{`; a recording with the format's magic.
-pub(crate) fn is_session(path: &Path) -> Result<bool> {
-    jscope_analysis::distributed::is_session(path)
-        .with_context(|| format!("cannot read {}", path.display()))
-}
-
 /// The members and matches of a session file.
 fn read_session(path: &Path, options: &TraceOptions) -> Result<(Vec<Member>, Vec<Match>)> {
     Session::open(path, |sources| load_sources(sources, options))
@@ -253,7 +247,7 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
             bail!("give recordings or --collector, not both");
         }
         DistributedTree::build(collector_members(url, args.token.clone(), &options)?)
-    } else if files.len() == 1 && is_session(&files[0])? {
+    } else if files.len() == 1 && crate::source::is_session(&files[0])? {
         let (members, matches) = read_session(&files[0], &options)?;
         DistributedTree::with_matches(members, &matches)
     } else {

@@ -10,7 +10,21 @@ use jscope_store::identity::main_class;
 use jscope_store::{JvmSummary, RemoteCollector};
 use serde::Serialize;
 
-use crate::args::{Format, JvmsArgs};
+use crate::output::Format;
+use clap::Args;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  jscope jvms\n  jscope jvms --collector http://127.0.0.1:7080")]
+pub struct JvmsArgs {
+    /// List a running collector's JVMs instead, e.g. http://127.0.0.1:7080.
+    #[arg(long, value_name = "URL")]
+    pub collector: Option<String>,
+    /// The collector's token (`jscope serve --token`).
+    #[arg(long, value_name = "TOKEN", requires = "collector")]
+    pub token: Option<String>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
 
 /// One local JVM.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -15,8 +15,8 @@ use jscope_flame::FlameGraph;
 use jscope_store::jvms::{common_mode, origin_ns};
 use jscope_store::query::Query;
 
-use crate::args::{SelectArgs, SourceArgs};
-use crate::source::{self, Collected};
+use crate::select::SelectArgs;
+use crate::source::{self, Collected, SourceArgs};
 
 /// A read the source's aggregation answers: the query naming the selected JVMs,
 /// window and filters, and the title the merged recording would have.
@@ -49,7 +49,7 @@ impl<'a> Remote<'a> {
         if sel.mode.as_deref().and_then(EventWeight::parse).is_some() {
             return Ok(None);
         }
-        crate::analyze::selection(sel)?;
+        crate::select::selection(sel)?;
         let Some(collected) = Collected::open(src)? else {
             return Ok(None);
         };

@@ -4,7 +4,7 @@
 //! JVMs chosen by its one selection, and turned into one `Recording`, so every
 //! command runs the same analysis code on it as on a file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use jscope_analysis::distributed::{MemberSource, Session};
@@ -14,7 +14,39 @@ use jscope_store::{
     FileStore, JvmSelection, JvmSource, JvmSummary, RemoteCollector, SelectError, Store,
 };
 
-use crate::args::{Command, SelectArgs, SourceArgs};
+use crate::select::SelectArgs;
+use clap::Args;
+
+/// Collector data instead of a recording file.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SourceArgs {
+    /// Read a collector's data directory (`jscope serve --data DIR`); safe while
+    /// the collector runs.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["file", "collector"])]
+    pub data: Option<PathBuf>,
+    /// Read from a running collector, e.g. http://127.0.0.1:7080.
+    #[arg(long, value_name = "URL", conflicts_with = "file")]
+    pub collector: Option<String>,
+    /// The collector's JVM to analyse: its id, a pid (the newest JVM with it), or
+    /// `all` (merged into one profile). Needed when the collector holds more than
+    /// one and neither --service nor --label narrows them.
+    #[arg(long, value_name = "ID|PID|all")]
+    pub jvm: Option<String>,
+    /// Only the collector's JVMs of this service (agent option `service=`, or the
+    /// main class); several are merged into one profile.
+    #[arg(long, value_name = "NAME")]
+    pub service: Option<String>,
+    /// Only the collector's JVMs with this label, `K=V` (repeatable: all must match).
+    #[arg(long = "label", value_name = "K=V")]
+    pub label: Vec<String>,
+    /// The collector's token (`jscope serve --token`).
+    #[arg(long, value_name = "TOKEN", requires = "collector")]
+    pub token: Option<String>,
+    /// The collector's JVM list once fetched (`source::Collected`): the window's
+    /// origin and the command then read the same one.
+    #[arg(skip)]
+    pub fetched_rows: std::cell::OnceCell<Vec<jscope_store::JvmSummary>>,
+}
 
 /// A recording ready for analysis, and what to call it in titles.
 pub struct Loaded {
@@ -158,7 +190,7 @@ impl<'a> Collected<'a> {
 /// Reads a recording, `.jsc` or JFR (by its magic), or a session's JVMs merged;
 /// damage is a warning, since everything before it is usable.
 fn load_file(path: &Path) -> Result<Loaded> {
-    if crate::distributed::is_session(path)? {
+    if is_session(path)? {
         return load_session(path);
     }
     let rec = read_recording(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -170,7 +202,7 @@ fn load_file(path: &Path) -> Result<Loaded> {
     }
     Ok(Loaded {
         rec,
-        title: crate::analyze::title_of(path),
+        title: title_of(path),
     })
 }
 
@@ -198,7 +230,7 @@ fn load_session(path: &Path) -> Result<Loaded> {
         }
         recs.push(rec);
     }
-    let title = format!("{} ({} JVMs)", crate::analyze::title_of(path), recs.len());
+    let title = format!("{} ({} JVMs)", title_of(path), recs.len());
     Ok(Loaded {
         rec: crate::merge_rec::merge(recs).unwrap_or_default(),
         title,
@@ -233,7 +265,7 @@ pub(crate) fn read_recording(path: &Path) -> Result<Recording> {
 /// A session (`jscope merge`'s several JVMs) given where one recording is read: an
 /// error that says what the file is and which command reads it.
 pub(crate) fn refuse_session(path: &Path) -> Result<()> {
-    if crate::distributed::is_session(path).unwrap_or(false) {
+    if is_session(path).unwrap_or(false) {
         bail!(
             "{} is a session of several JVMs (made by jscope merge), not one recording: read it with `jscope tree --distributed {0}` or `jscope view {0}`, or name one of its recordings",
             path.display()
@@ -279,22 +311,17 @@ pub fn resolve_window(file: Option<&Path>, src: &SourceArgs, sel: &mut SelectArg
     })
 }
 
-/// Resolves the time window of every command that has one, before it runs.
-pub fn resolve_times(command: &mut Command) -> Result<()> {
-    match command {
-        Command::Report(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
-        Command::Flame(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
-        Command::Collapsed(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
-        Command::Callgraph(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
-        Command::Export(a) => resolve_window(a.file.as_deref(), &a.source, &mut a.select),
-        Command::Diff(a) => {
-            if a.select.has_wall_time() {
-                bail!("jscope diff takes --from/--to as seconds from each side's start (or SIDE@FROM..TO), not wall-clock times");
-            }
-            a.select.resolve(|| Ok(0))
-        }
-        _ => Ok(()),
-    }
+pub fn title_of(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// A session file starts with `{`; a recording with the format's magic.
+pub(crate) fn is_session(path: &Path) -> Result<bool> {
+    jscope_analysis::distributed::is_session(path)
+        .with_context(|| format!("cannot read {}", path.display()))
 }
 
 #[cfg(test)]
