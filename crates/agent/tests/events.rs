@@ -13,7 +13,8 @@ use std::time::Duration;
 use jscope_format::{ClassId, EventKind, StackId, ThreadId};
 use jscope_format::{JvmEvent, Recording, UserEventKind};
 use jscope_testkit::{
-    agent_path, all_javas, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
+    agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, virtual_thread_javas,
+    Child, Java,
 };
 
 const JVM_LIMIT: Duration = Duration::from_secs(240);
@@ -1176,7 +1177,7 @@ fn attach_without_park_breakpoints() {
 #[test]
 fn virtual_threads_parks_are_theirs() {
     let mut tested = 0;
-    for java in all_javas().into_iter().filter(|j| j.major >= 21) {
+    for java in virtual_thread_javas() {
         let (rec, stdout) = record(
             &java,
             "vpark",

@@ -539,7 +539,13 @@ fn readme_never_said_where_jscope_is_and_used_another_classpath_than_run_sh() {
         .filter(|l| l.starts_with("    "))
         .map(str::trim)
         .collect();
-    assert_eq!(commands, ["bash examples/run.sh", "cargo test --workspace"]);
+    assert_eq!(commands, ["bash examples/run.sh", "./scripts/test.sh"]);
+    // CI runs the same test command, which sets up what the tests need first.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    assert!(ci.lines().any(|l| l.trim() == "./scripts/test.sh"), "{ci}");
+    let test_sh = std::fs::read_to_string(root.join("scripts/test.sh")).unwrap();
+    assert!(test_sh.contains("scripts/setup.sh") && test_sh.contains("cargo test --workspace"));
     // The tour's class path is where examples/run.sh compiles the classes.
     let run_sh = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/run.sh"),

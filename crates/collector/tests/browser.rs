@@ -15,17 +15,6 @@ use std::time::Duration;
 use common::*;
 use jscope_testkit::{target_dir, temp_dir};
 
-fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| {
-            let out = Command::new("which").arg(name).output().ok()?;
-            out.status
-                .success()
-                .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-        })
-}
-
 fn headless(browser: &Path, profile: &Path) -> Command {
     let mut c = Command::new(browser);
     c.args([
@@ -82,8 +71,7 @@ fn screenshot(browser: &Path, profile: &Path, url: &str, name: &str) -> PathBuf 
 
 #[test]
 fn jvm_list_threads_with_pause_and_flame_graph_in_chromium() {
-    let Some(browser) = chromium() else {
-        eprintln!("NOTICE: chromium not found; skipping the browser test");
+    let Some(browser) = jscope_testkit::tools::chromium() else {
         return;
     };
     let (server, _log) = start(&temp_dir("collector-browser"), |_| {});
