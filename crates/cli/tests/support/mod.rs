@@ -64,6 +64,16 @@ impl Report {
         }
     }
 
+    /// The samples with the first method whose label ends with `suffix` on their
+    /// stack (its total samples).
+    pub fn samples_of(&self, suffix: &str) -> Option<u64> {
+        let m = self.json["methods"]
+            .as_array()?
+            .iter()
+            .find(|m| m["method"].as_str().is_some_and(|l| l.ends_with(suffix)))?;
+        m["total_samples"].as_u64()
+    }
+
     /// (self %, total %) of the first method whose label ends with `suffix`.
     pub fn percent(&self, suffix: &str) -> Option<(f64, f64)> {
         let m = self.json["methods"]
