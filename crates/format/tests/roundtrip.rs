@@ -258,10 +258,18 @@ fn repeated_stacks_compress_well() {
 }
 
 /// A cheap stand-in for the cargo-fuzz target that runs on every `cargo test`:
-/// arbitrary corruptions of a valid file never panic and never lose the header.
+/// arbitrary corruptions of a valid file never panic, and a corruption after the
+/// header chunk never loses the header nor any chunk before the first damaged byte.
 #[test]
 fn random_corruption_never_panics() {
     let good = sample_recording();
+    // Where each chunk ends; the first is the header chunk.
+    let ends: Vec<usize> = ChunkReader::new(&good)
+        .unwrap()
+        .map(|c| c.offset as usize + c.stored_len)
+        .collect();
+    assert_eq!(ends.len(), 3, "header and two data chunks");
+    let whole = Recording::from_bytes(&good).unwrap();
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut next = move || {
         seed ^= seed << 13;
@@ -269,16 +277,39 @@ fn random_corruption_never_panics() {
         seed ^= seed << 17;
         seed
     };
+    let mut after_header = 0;
     for _ in 0..5_000 {
         let mut bytes = good.clone();
-        let flips = 1 + next() % 4;
-        for _ in 0..flips {
-            let i = (next() as usize) % bytes.len();
-            bytes[i] = next() as u8;
+        let mut first_damage = bytes.len();
+        // Half the time only the data chunks are damaged.
+        let from = if next() % 2 == 0 { ends[0] } else { 0 };
+        for _ in 0..1 + next() % 4 {
+            let i = from + (next() as usize) % (bytes.len() - from);
+            let b = next() as u8;
+            if bytes[i] != b {
+                first_damage = first_damage.min(i);
+            }
+            bytes[i] = b;
         }
-        let cut = (next() as usize) % (bytes.len() + 1);
-        let _ = Recording::from_bytes(&bytes[..cut.max(bytes.len() / 2)]);
+        let cut = ((next() as usize) % (bytes.len() + 1)).max(bytes.len() / 2);
+        first_damage = first_damage.min(cut);
+        let read = Recording::from_bytes(&bytes[..cut]);
+        if first_damage < ends[0] {
+            continue; // the header itself is damaged: an error, or what was readable
+        }
+        after_header += 1;
+        let rec = read.unwrap_or_else(|e| panic!("damage at {first_damage} lost the header: {e}"));
+        assert_eq!(rec.header, whole.header);
+        // Every chunk that ends before the damage is there whole.
+        if first_damage >= ends[1] {
+            assert_eq!(rec.samples, whole.samples, "damage at {first_damage}");
+            assert_eq!(rec.stacks, whole.stacks);
+        }
     }
+    assert!(
+        after_header > 1_000,
+        "{after_header} corruptions after the header"
+    );
 }
 
 #[test]
