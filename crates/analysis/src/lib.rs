@@ -61,5 +61,3 @@ pub use threads::{threads_at, FrameRow, ThreadRow, ThreadsView};
 
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod testutil;

@@ -422,5 +422,7 @@ mod tests {
 }
 
 mod clickhouse;
+pub mod recording;
 pub mod tools;
 pub use clickhouse::{ClickHouse, Server};
+pub use recording::RecordingBuilder;

@@ -7,10 +7,10 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jscope_format::{
-    encode_file_start, ChunkWriter, ClassDef, Frame, FrameKind, Header, MethodDef, Snapshot,
-    SnapshotThread, ThreadDef,
+    encode_file_start, Frame, FrameKind, Header, Snapshot, SnapshotThread, StackId, ThreadDef,
+    ThreadId,
 };
-use jscope_format::{ClassId, MethodId, StackId, StringId, ThreadId};
+use jscope_testkit::RecordingBuilder;
 use jscope_wire::{ClientConfig, WireClient};
 
 pub const SNAPSHOTS_PER_CHUNK: u64 = 4;
@@ -22,7 +22,9 @@ const TICK_NS: u64 = 100_000_000;
 pub struct SimJvm {
     pub header: Header,
     pub stream: String,
-    writer: ChunkWriter,
+    /// The chunks' records: the dictionaries once, then snapshots.
+    recording: Option<RecordingBuilder>,
+    stacks: [StackId; 2],
     chunks_made: u64,
 }
 
@@ -58,7 +60,8 @@ impl SimJvm {
         SimJvm {
             header,
             stream,
-            writer: ChunkWriter::new(),
+            recording: None,
+            stacks: [StackId::NONE; 2],
             chunks_made: 0,
         }
     }
@@ -71,42 +74,25 @@ impl SimJvm {
         encode_file_start(&self.header)
     }
 
-    fn declare(&mut self) {
-        let w = &mut self.writer;
-        w.string(StringId(1), &format!("com.acme.App{}", self.header.pid));
-        w.string(StringId(2), "App.java");
-        w.string(StringId(3), "main");
-        w.string(StringId(4), "work");
-        w.string(StringId(5), "()V");
-        w.class(&ClassDef {
-            id: ClassId(1),
-            name: StringId(1),
-            source_file: StringId(2),
-        });
-        w.method(&MethodDef {
-            id: MethodId(1),
-            class: ClassId(1),
-            name: StringId(3),
-            signature: StringId(5),
-            modifiers: 9,
-        });
-        w.method(&MethodDef {
-            id: MethodId(2),
-            class: ClassId(1),
-            name: StringId(4),
-            signature: StringId(5),
-            modifiers: 1,
-        });
+    /// The dictionaries: `main` and `work` of the JVM's class on two stacks, and
+    /// its threads.
+    fn declare(&mut self) -> RecordingBuilder {
+        let mut b = RecordingBuilder::with_header(self.header.clone());
+        let class = b.class_in_file(&self.class_name(), "App.java");
+        let main = b.method_of(class, "main", "()V", 9);
+        let work = b.method_of(class, "work", "()V", 1);
         let frame = |method, line| Frame {
             method,
             bci: 3,
             line,
             kind: FrameKind::Interpreted,
         };
-        w.stack(StackId(1), &[frame(MethodId(2), 42), frame(MethodId(1), 7)]);
-        w.stack(StackId(2), &[frame(MethodId(1), 9)]);
+        self.stacks = [
+            b.stack_of(&[frame(work, 42), frame(main, 7)]),
+            b.stack_of(&[frame(main, 9)]),
+        ];
         for t in 1..=THREADS {
-            w.thread(&ThreadDef {
+            b.thread_def(ThreadDef {
                 id: ThreadId(t),
                 java_id: 10 + t as i64,
                 os_tid: 0,
@@ -121,14 +107,16 @@ impl SimJvm {
                 daemon: false,
             });
         }
+        b
     }
 
     /// Chunk number `n` (from 1): the first also declares the dictionaries.
     pub fn chunk(&mut self) -> Vec<u8> {
         self.chunks_made += 1;
-        if self.chunks_made == 1 {
-            self.declare();
-        }
+        let mut b = match self.recording.take() {
+            Some(b) => b,
+            None => self.declare(),
+        };
         for i in 0..SNAPSHOTS_PER_CHUNK {
             let k = (self.chunks_made - 1) * SNAPSHOTS_PER_CHUNK + i;
             let threads = (1..=THREADS)
@@ -136,16 +124,18 @@ impl SimJvm {
                     thread: ThreadId(t),
                     carrier: Default::default(),
                     state: if t == 1 { 0x5 } else { 0x191 },
-                    stack: if t == 1 { StackId(1) } else { StackId(2) },
+                    stack: self.stacks[usize::from(t != 1)],
                 })
                 .collect();
-            self.writer.snapshot(&Snapshot {
+            b.raw_snapshot(&Snapshot {
                 ticks: self.header.start_ticks + k * TICK_NS,
                 interval_ns: TICK_NS,
                 threads,
             });
         }
-        self.writer.finish()
+        let chunk = b.take_chunk();
+        self.recording = Some(b);
+        chunk
     }
 
     pub fn connect(&self, addr: SocketAddr, next_seq: u64) -> WireClient {
