@@ -625,11 +625,13 @@ fn native_kernel_and_unknown_frames_are_labelled_by_library() {
         "sleep0",
         "(J)V",
         "",
+        "[vdso]",
+        "clock_gettime",
     ];
     for (i, s) in strings.iter().enumerate() {
         w.string(StringId(i as u32 + 1), s);
     }
-    for (id, name) in [(1, 1), (2, 3), (3, 5), (4, 7)] {
+    for (id, name) in [(1, 1), (2, 3), (3, 5), (4, 7), (5, 11)] {
         w.class(&ClassDef {
             id: ClassId(id),
             name: StringId(name),
@@ -650,6 +652,8 @@ fn native_kernel_and_unknown_frames_are_labelled_by_library() {
     w.method(&method(4, 4, 8, 9));
     // A native frame of no known library is its symbol alone.
     w.method(&method(5, 0, 2, 0));
+    // The kernel's vDSO, a mapping /proc names in brackets.
+    w.method(&method(6, 5, 12, 0));
     out.extend(w.finish());
     let r = Recording::from_bytes(&out).unwrap();
     let label = |m| r.method_label(MethodId(m));
@@ -658,6 +662,7 @@ fn native_kernel_and_unknown_frames_are_labelled_by_library() {
     assert_eq!(label(3), "[unknown]");
     assert_eq!(label(4), "java.lang.Thread.sleep0");
     assert_eq!(label(5), "getpid");
+    assert_eq!(label(6), "clock_gettime [vdso]");
     assert_eq!(r.native_library(MethodId(1)), Some("libc.so.6"));
     assert_eq!(r.native_library(MethodId(4)), None);
 }
