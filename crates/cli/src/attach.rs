@@ -60,6 +60,7 @@ pub struct TraceStartArgs {
 }
 
 pub fn attach(args: &AttachArgs) -> Result<()> {
+    needs_no_start(&args.sampling)?;
     let agent = find_agent()?;
     // The agent opens the file from inside the JVM, whose working directory differs.
     let file = absolute(&args.sampling.output)?;
@@ -72,8 +73,46 @@ pub fn attach(args: &AttachArgs) -> Result<()> {
     };
     signals::catch_interrupts();
     wait(duration);
-    load(args.pid, args.timeout, &agent, "stop")?;
+    let stop = if args.sampling.agent.quiet {
+        "stop,quiet"
+    } else {
+        "stop"
+    };
+    load(args.pid, args.timeout, &agent, stop)?;
     eprintln!("jscope: stopped; recording written to {}", file.display());
+    Ok(())
+}
+
+/// What only an agent loaded at JVM start can record is refused here, in the
+/// attaching user's terminal: the agent attached with park among other event
+/// kinds records the others and says why parks are missing only in the target
+/// JVM's stderr.
+fn needs_no_start(sampling: &SamplingArgs) -> Result<()> {
+    let raw = |key: &str| {
+        let prefix = format!("{key}=");
+        sampling
+            .agent
+            .agent_opt
+            .iter()
+            .filter_map(move |o| o.strip_prefix(&prefix).map(str::to_string))
+    };
+    let events: Vec<String> = sampling
+        .events
+        .iter()
+        .cloned()
+        .chain(raw("events"))
+        .collect();
+    let park = events
+        .iter()
+        .any(|e| e.split([',', '+', ';', ':']).any(|k| k.trim() == "park"));
+    let threshold =
+        sampling.agent.park_threshold.is_some() || raw("parkthreshold").next().is_some();
+    if park || threshold {
+        bail!("park events need the agent loaded at JVM start (jscope record, or -agentpath); attach records the other event kinds: leave out park");
+    }
+    if sampling.agent.remote.is_some() {
+        bail!("--remote needs the agent loaded at JVM start (jscope record, or -agentpath)");
+    }
     Ok(())
 }
 

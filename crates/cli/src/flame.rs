@@ -157,8 +157,10 @@ fn event_counts(
     let counts = weighted_stacks(rec, &filter, what);
     if counts.total == 0 {
         let how = match what {
-            EventWeight::Alloc => "record with the agent's events=alloc",
-            EventWeight::Lock => "record with the agent's events=monitor,park (or events=all)",
+            EventWeight::Alloc => "record with --events alloc (the agent's events=alloc)",
+            EventWeight::Lock => {
+                "record with --events monitors,park (the agent's events=monitors+park)"
+            }
         };
         bail!("{title} has no {} events to draw; {how}", what.name());
     }
