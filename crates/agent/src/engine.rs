@@ -50,6 +50,8 @@ pub enum StartError {
     Trace(Box<dyn std::error::Error + Send + Sync>),
     #[error("cannot record events: {0}")]
     EventSession(Box<dyn std::error::Error + Send + Sync>),
+    #[error("cannot hook native calls: {0}")]
+    Interpose(String),
 }
 
 /// What an engine may use while it starts (on a Java thread: VMInit's or the

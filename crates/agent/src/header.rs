@@ -101,6 +101,7 @@ fn extra(options: &Options, file: &str, attached: bool) -> Vec<(String, String)>
     }
     extra.extend(crate::trace::header_extra(&options.trace));
     extra.extend(crate::events::header_extra(&options.events));
+    extra.extend(crate::interpose::header_extra(&options.native));
     extra
 }
 

@@ -43,6 +43,30 @@ pub use crate::jvm::thread::ThreadFields;
 
 /// Marks the calling thread, one of the agent's own attached to the VM, as the
 /// agent's by its Java id too (snapshots and events then leave it out).
+/// Describes every live Java thread to `table` again (a renamed thread gets a
+/// new revision of its definition); `tid_of` gives the Linux id of the
+/// threads whose id is known here.
+pub fn see_live_threads(
+    jvmti: Jvmti,
+    jni: Jni,
+    fields: ThreadFields,
+    table: &ThreadTable,
+    tid_of: impl Fn(i64) -> Option<u32>,
+) {
+    jni.with_local_frame(64, || {
+        let Ok(threads) = jvmti.all_threads() else {
+            return;
+        };
+        jni.ensure_local_capacity(threads.len() + 64);
+        for t in threads {
+            if let Some((java_id, info)) = describe(jvmti, jni, fields, t) {
+                table.see(java_id, info, tid_of(java_id));
+            }
+            jni.delete_local(t);
+        }
+    });
+}
+
 pub fn mark_agent_java(table: &ThreadTable, jni: Jni) {
     match current_java_id(jni) {
         0 => {}

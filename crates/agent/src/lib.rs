@@ -12,7 +12,10 @@ pub(crate) mod clock;
 pub(crate) mod cpu_timers;
 pub(crate) mod engine;
 pub(crate) mod events;
+pub(crate) mod frames;
 pub mod header;
+pub mod hotspot;
+pub mod interpose;
 pub(crate) mod java_threads;
 pub(crate) mod jvm;
 pub mod native;
@@ -20,6 +23,7 @@ pub(crate) mod options;
 pub(crate) mod recorder;
 pub(crate) mod remote;
 pub(crate) mod ring;
+pub mod safe;
 pub(crate) mod sender;
 pub(crate) mod signals;
 pub(crate) mod sink;
@@ -174,8 +178,23 @@ fn callbacks() -> sys::jvmtiEventCallbacks {
     cb.ClassPrepare = Some(on_class_prepare);
     cb.ClassLoad = Some(on_class_load);
     cb.ClassFileLoadHook = Some(trace::hook::on_class_file_load);
+    cb.DynamicCodeGenerated = Some(on_dynamic_code_generated);
     events::callbacks::install(&mut cb);
     cb
+}
+
+/// The JVM generated code (a stub): its name names the stack walker's stub frames.
+unsafe extern "C" fn on_dynamic_code_generated(
+    _jvmti: *mut sys::jvmtiEnv,
+    name: *const c_char,
+    address: *const c_void,
+    length: sys::jint,
+) {
+    guard("dynamic_code_generated", (), || {
+        if let Some(name) = jvm::c_str(name) {
+            signals::code_generated(&name, address as usize, length.max(0) as usize);
+        }
+    })
 }
 
 /// Starts a prepared recording; prints the outcome.
@@ -185,6 +204,8 @@ fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> 
     let extra = [
         (options.trace.enabled(), "trace"),
         (!options.events.kinds.is_empty(), "events"),
+        (options.native.mem.is_some(), "nativemem"),
+        (options.native.lock.is_some(), "nativelock"),
     ];
     for (_, name) in extra.into_iter().filter(|(on, _)| *on) {
         modes = if modes.is_empty() {
@@ -195,7 +216,7 @@ fn start(vm: Vm, jvmti: Jvmti, jni: Jni, prepared: Prepared, attached: bool) -> 
     }
     if modes.is_empty() {
         // mode=none alone: a later attach with trace= may still start tracing.
-        modes = "nothing (mode=none without trace= or events=)".into();
+        modes = "nothing (mode=none without trace=, events=, nativemem or nativelock)".into();
     }
     let quiet = options.quiet;
     let recorder = Recorder::start(vm, jvmti, jni, prepared, attached, set_hooks)
@@ -403,5 +424,54 @@ pub extern "C" fn Agent_OnUnload(_vm: *mut sys::JavaVM) {
         if let Some(recorder) = agent().recorder.as_mut() {
             recorder.silence();
         }
+    })
+}
+
+/// Test-only: `n` stack walks from garbage registers on the calling thread
+/// (the native `WalkFuzz.garbageWalks(long n, long seed)` of a test's class,
+/// bound by loading this library again with System.load); the walks done,
+/// or -1 when no recording walks with the VM structure walker.
+#[cfg(feature = "fault-injection")]
+#[no_mangle]
+pub extern "C" fn Java_WalkFuzz_garbageWalks(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    n: sys::jlong,
+    seed: sys::jlong,
+) -> sys::jlong {
+    guard("garbage_walks", -1, || {
+        let Some(hs) = signals::current_walker() else {
+            return -1;
+        };
+        let thread = (env as usize).wrapping_sub(hs.env_offset);
+        let t = hotspot::fuzz::garbage_walks(hs, thread, n.max(0) as u64, seed as u64);
+        eprintln!(
+            "walkfuzz: {} walks, {} frames, {} Java frames, {} stopped early",
+            t.walks, t.frames, t.java_frames, t.broken
+        );
+        t.walks as sys::jlong
+    })
+}
+
+/// Test-only: nanoseconds per walk of the calling thread's own stack over
+/// `n` walks (`WalkFuzz.timeOwnWalk(long n)`); -1 without a VM structure
+/// walker. Prints the frames one walk found.
+#[cfg(feature = "fault-injection")]
+#[no_mangle]
+pub extern "C" fn Java_WalkFuzz_timeOwnWalk(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    n: sys::jlong,
+) -> sys::jlong {
+    guard("time_own_walk", -1, || {
+        let Some(hs) = signals::current_walker() else {
+            return -1;
+        };
+        let thread = (env as usize).wrapping_sub(hs.env_offset);
+        let (ns, frames, java) = hotspot::fuzz::time_own_walk(hs, thread, n.max(1) as u64);
+        if n > 1 {
+            eprintln!("walkbench: {ns} ns per walk of {frames} frames ({java} Java)");
+        }
+        ns as sys::jlong
     })
 }

@@ -48,7 +48,7 @@ pub enum OptionsError {
     UnknownEvent(String),
     #[error("option `event` samples in cpu mode, which `mode={0}` leaves out (e.g. mode=cpu+{0})")]
     EventWithoutCpu(String),
-    #[error("bad cstack `{0}` (expected dwarf, fp or no)")]
+    #[error("bad cstack `{0}` (expected vm, vmx, asgct, dwarf, fp or no)")]
     BadCStack(String),
     #[error("bad event count `{0}` for `interval` (expected an integer from 1)")]
     BadEventCount(String),
@@ -73,6 +73,9 @@ pub enum OptionsError {
     /// A remote-call option (crate::remote) with its own message.
     #[error("{0}")]
     Remote(String),
+    /// A native hooks option (crate::interpose) with its own message.
+    #[error("{0}")]
+    Native(String),
 }
 
 /// Which sampling engines run.
@@ -152,11 +155,15 @@ pub struct Options {
     pub service: String,
     /// Labels (`labels=K:V;K:V`), in the header and sent to a collector.
     pub labels: Vec<(String, String)>,
-    /// Native frames and non-Java threads in cpu mode (`cstack=dwarf|fp|no`).
+    /// The stack walker, native frames and non-Java threads in cpu mode
+    /// (`cstack=vm|vmx|asgct|dwarf|fp|no`).
     pub cstack: crate::native::CStack,
     /// The perf event cpu mode samples on (`event=`), with its period (events,
     /// or nanoseconds for clocks); None: the thread's CPU time every `interval`.
     pub event: Option<(crate::native::perf::PerfKind, u64)>,
+    /// Native allocations and native lock waits (`nativemem=`, `nativelock=`;
+    /// see crate::interpose).
+    pub native: crate::interpose::NativeOptions,
 }
 
 impl Default for Options {
@@ -181,6 +188,7 @@ impl Default for Options {
             labels: Vec::new(),
             cstack: crate::native::CStack::default(),
             event: None,
+            native: Default::default(),
         }
     }
 }
@@ -253,11 +261,15 @@ impl Options {
                 k if crate::remote::RemoteOptions::owns(k) => {
                     options.remote.set(k, value).map_err(OptionsError::Remote)?
                 }
+                k if crate::interpose::NativeOptions::owns(k) => {
+                    options.native.set(k, value).map_err(OptionsError::Native)?
+                }
                 _ => return Err(OptionsError::UnknownKey(key.to_string())),
             }
         }
-        if options.trace.enabled() && !mode_given {
-            options.modes = Modes::default(); // tracing alone: no sampling unless asked
+        if (options.trace.enabled() || options.native.any()) && !mode_given {
+            // Tracing or native hooks alone: no sampling unless asked.
+            options.modes = Modes::default();
         }
         // `interval=` counts events for a counting event, else it is a duration.
         let mut interval = None;
@@ -686,7 +698,12 @@ mod tests {
     fn cstack_and_events_parse() {
         use crate::native::{perf::PerfKind, CStack};
         let o = Options::parse("").unwrap();
-        assert_eq!((o.cstack, o.event), (CStack::Dwarf, None));
+        assert_eq!((o.cstack, o.event), (CStack::Vm, None));
+        assert_eq!(Options::parse("cstack=vmx").unwrap().cstack, CStack::Vmx);
+        assert_eq!(
+            Options::parse("cstack=asgct").unwrap().cstack,
+            CStack::Asgct
+        );
         assert_eq!(Options::parse("cstack=no").unwrap().cstack, CStack::No);
         assert_eq!(Options::parse("cstack=fp").unwrap().cstack, CStack::Fp);
         assert_eq!(
@@ -704,7 +721,7 @@ mod tests {
         assert!(o.modes.cpu);
         let err = |s| Options::parse(s).unwrap_err().to_string();
         assert!(err("event=gpu").starts_with("unknown event `gpu`"));
-        assert!(err("cstack=lbr").starts_with("bad cstack `lbr` (expected dwarf"));
+        assert!(err("cstack=lbr").starts_with("bad cstack `lbr` (expected vm, vmx"));
         assert!(err("event=page-faults,interval=10ms").starts_with("bad event count"));
         assert_eq!(
             err("event=page-faults,mode=wall"),

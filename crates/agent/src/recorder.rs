@@ -13,6 +13,8 @@ pub use crate::engine::StartError;
 use crate::engine::{Engine, StartContext, StopContext};
 use crate::events::{EventEngine, ParkEngine};
 use crate::header::{self, StartTime};
+use crate::hotspot::HotSpot;
+use crate::interpose::InterposeEngine;
 use crate::java_threads::{describe, ThreadFields};
 use crate::jvm::{Jni, Jvmti, Vm};
 use crate::native::perf::{self, PerfEvents, PerfKind};
@@ -238,7 +240,8 @@ impl Recorder {
             true => Some(Arc::new(cpu_sources(&prepared.options)?)),
             false => None,
         };
-        let native = native_header(&prepared.options, sources.as_deref());
+        let mut native = native_header(&prepared.options, sources.as_deref());
+        let hotspot = stack_walker(&prepared.options, jvmti, jni, &mut native);
         let (header, header_bytes) = prepared.write_header(jvmti, jni, attached, native)?;
         let table = Arc::new(ThreadTable::default());
         let (link, sender) = prepared.collector(&header, header_bytes, &table).unzip();
@@ -260,7 +263,7 @@ impl Recorder {
             table: table.clone(),
             timers: timers.clone(),
         };
-        let engines = engines(&options, hooks, install_hooks, timers);
+        let engines = engines(&options, hooks, install_hooks, timers, hotspot);
         let mut recorder = Recorder {
             jvmti,
             destination,
@@ -410,13 +413,17 @@ fn engines(
     hooks: Hooks,
     install_hooks: fn(Option<Arc<Hooks>>),
     timers: Option<Arc<CpuTimers>>,
+    hotspot: Option<Arc<HotSpot>>,
 ) -> Vec<Arc<dyn Engine>> {
     let thread_events = ThreadEvents {
         jvmti: hooks.jvmti,
         hooks: Arc::new(hooks),
         install: install_hooks,
     };
-    let signals = Arc::new(SignalEngine::new(options, timers.clone()));
+    // The recording's Java stack walker: the signal handler's and the native
+    // hooks' (each walks from its own registers).
+    let interpose = Arc::new(InterposeEngine::new(options, hotspot.clone()));
+    let signals = Arc::new(SignalEngine::new(options, timers.clone(), hotspot));
     let all_threads = options.cstack.mixed();
     vec![
         signals.clone(),
@@ -428,7 +435,43 @@ fn engines(
         Arc::new(EventEngine::new(options.events.clone(), options.depth)),
         Arc::new(ParkEngine::new(&options.events)),
         Arc::new(RemoteEngine),
+        interpose,
     ]
+}
+
+/// The VM structure walker for the cpu and wall engines and the native hooks,
+/// when `cstack` asks for it and this JVM's structures allow it; the header
+/// says which walker
+/// Java frames get (`stack_walker`) and, when the walker could not be used,
+/// why (`stack_walker_fallback`, also said in one line unless quiet).
+fn stack_walker(
+    options: &Options,
+    jvmti: Jvmti,
+    jni: Jni,
+    extra: &mut Vec<(String, String)>,
+) -> Option<Arc<HotSpot>> {
+    if !options.modes.signals() && !options.native.any() {
+        return None;
+    }
+    let resolved = match options.cstack.vm_walker() {
+        true => Some(HotSpot::resolve(jvmti, jni, jni.0 as usize)),
+        false => None,
+    };
+    let walker = match &resolved {
+        Some(Ok(_)) => "vm",
+        _ => "asgct",
+    };
+    extra.push(("stack_walker".into(), walker.into()));
+    match resolved? {
+        Ok(hotspot) => Some(Arc::new(hotspot)),
+        Err(why) => {
+            if !options.quiet {
+                eprintln!("jscope: Java stacks are walked with AsyncGetCallTrace: {why}");
+            }
+            extra.push(("stack_walker_fallback".into(), why.to_string()));
+            None
+        }
+    }
 }
 
 /// The cpu engine's per-thread sources: perf_event counters of the event asked
@@ -461,7 +504,7 @@ fn cpu_sources(options: &Options) -> Result<CpuTimers, StartError> {
 /// `cstack=dwarf` what the unwind tables cost (`unwind_tables`): they are
 /// built here, before sampling starts.
 fn native_header(options: &Options, sources: Option<&CpuTimers>) -> Vec<(String, String)> {
-    let dwarf = sources.is_some() && options.cstack == crate::native::CStack::Dwarf;
+    let dwarf = sources.is_some() && options.cstack.dwarf();
     crate::native::walk::use_dwarf(dwarf);
     let Some(sources) = sources else {
         return Vec::new();
@@ -505,19 +548,9 @@ fn native_header(options: &Options, sources: Option<&CpuTimers>) -> Vec<(String,
 /// Numbers the threads alive now in GetAllThreads order; the calling thread's
 /// Linux id is known, so it is recorded too.
 fn register_live_threads(jvmti: Jvmti, jni: Jni, fields: ThreadFields, table: &ThreadTable) {
-    jni.with_local_frame(64, || {
-        let my_id = Some(crate::jvm::thread::current_java_id(jni)).filter(|id| *id != 0);
-        let Ok(threads) = jvmti.all_threads() else {
-            return;
-        };
-        jni.ensure_local_capacity(threads.len() + 64);
-        for t in threads {
-            if let Some((java_id, info)) = describe(jvmti, jni, fields, t) {
-                let tid = (Some(java_id) == my_id).then(gettid);
-                table.see(java_id, info, tid);
-            }
-            jni.delete_local(t);
-        }
+    let my_id = Some(crate::jvm::thread::current_java_id(jni)).filter(|id| *id != 0);
+    crate::java_threads::see_live_threads(jvmti, jni, fields, table, |java_id| {
+        (Some(java_id) == my_id).then(gettid)
     });
 }
 

@@ -1,5 +1,5 @@
-//! The bounded lock-free ring that carries raw samples from signal handlers to the
-//! writer thread.
+//! The bounded lock-free ring that carries raw samples from signal handlers (and
+//! the native hooks, `crate::interpose`) to the writer thread.
 //!
 //! Producers run inside signal handlers, so claiming and publishing a slot is a
 //! handful of atomic operations on memory allocated up front: no allocation, no
@@ -48,11 +48,35 @@ pub struct SampleHeader {
     pub state: u32,
     /// Java id of the virtual thread mounted on this carrier thread, 0 for none.
     pub vthread: i64,
+    /// Walked by the VM structure walker: the frames are in stack order,
+    /// typed (see `crate::frames`).
+    pub vm_walk: bool,
 }
 
-struct Slot {
+/// What a ring's slots carry besides their frames.
+pub trait RingHeader: Copy + Default {
+    /// How many frames the producer wrote (negative: none, a failure code).
+    fn frame_count(&self) -> i32;
+    /// The header of a slot whose producer gave it up ([`ABANDONED`]).
+    fn abandoned() -> Self;
+}
+
+impl RingHeader for SampleHeader {
+    fn frame_count(&self) -> i32 {
+        self.num_frames
+    }
+
+    fn abandoned() -> SampleHeader {
+        SampleHeader {
+            num_frames: ABANDONED,
+            ..SampleHeader::default()
+        }
+    }
+}
+
+struct Slot<H> {
     seq: AtomicUsize,
-    header: UnsafeCell<SampleHeader>,
+    header: UnsafeCell<H>,
 }
 
 /// `num_frames` of a slot whose producer gave it up without publishing (a
@@ -62,36 +86,33 @@ pub const ABANDONED: i32 = i32::MIN;
 /// A claimed slot: the producer fills the frames and then publishes. A claim
 /// dropped unpublished publishes an [`ABANDONED`] sample, so the consumer never
 /// waits for a slot forever.
-pub struct Claim<'a> {
-    ring: &'a SampleRing,
+pub struct Claim<'a, H: RingHeader = SampleHeader> {
+    ring: &'a SampleRing<H>,
     pos: usize,
     published: bool,
 }
 
-impl Drop for Claim<'_> {
+impl<H: RingHeader> Drop for Claim<'_, H> {
     fn drop(&mut self) {
         if !self.published {
-            self.store(SampleHeader {
-                num_frames: ABANDONED,
-                ..SampleHeader::default()
-            });
+            self.store(H::abandoned());
         }
     }
 }
 
-impl Claim<'_> {
+impl<H: RingHeader> Claim<'_, H> {
     /// The slot's frame buffer, `depth` frames long, for the walker to write into.
     pub fn frames_ptr(&mut self) -> *mut CallFrame {
         self.ring.frames_of(self.pos & self.ring.mask)
     }
 
     /// Makes the sample visible to the consumer.
-    pub fn publish(mut self, header: SampleHeader) {
+    pub fn publish(mut self, header: H) {
         self.store(header);
         self.published = true;
     }
 
-    fn store(&self, header: SampleHeader) {
+    fn store(&self, header: H) {
         let slot = &self.ring.slots[self.pos & self.ring.mask];
         // SAFETY: the successful claim gave this producer exclusive use of the slot
         // until the sequence store below hands it to the consumer.
@@ -101,8 +122,8 @@ impl Claim<'_> {
 }
 
 /// A fixed-capacity ring of samples with up to `depth` frames each.
-pub struct SampleRing {
-    slots: Box<[Slot]>,
+pub struct SampleRing<H: RingHeader = SampleHeader> {
+    slots: Box<[Slot<H>]>,
     frames: Box<[UnsafeCell<CallFrame>]>,
     mask: usize,
     depth: usize,
@@ -112,18 +133,20 @@ pub struct SampleRing {
 
 // SAFETY: slots are handed between threads only through the per-slot sequence
 // numbers (acquire/release), so no two threads touch a slot's data at once.
-unsafe impl Sync for SampleRing {}
+unsafe impl<H: RingHeader + Send> Sync for SampleRing<H> {}
 // SAFETY: as for Sync; the ring owns its buffers, which hold no references.
-unsafe impl Send for SampleRing {}
+unsafe impl<H: RingHeader + Send> Send for SampleRing<H> {}
 
-impl SampleRing {
-    /// Allocates everything up front; `capacity` is rounded up to a power of two.
-    pub fn new(capacity: usize, depth: usize) -> SampleRing {
+impl<H: RingHeader> SampleRing<H> {
+    /// Allocates everything up front; `capacity` is rounded up to a power of two
+    /// and `depth` to at least one frame.
+    pub fn new(capacity: usize, depth: usize) -> SampleRing<H> {
         let capacity = capacity.max(2).next_power_of_two();
+        let depth = depth.max(1);
         let slots = (0..capacity)
             .map(|i| Slot {
                 seq: AtomicUsize::new(i),
-                header: UnsafeCell::new(SampleHeader::default()),
+                header: UnsafeCell::new(H::default()),
             })
             .collect();
         let frames = (0..capacity * depth)
@@ -148,7 +171,7 @@ impl SampleRing {
     }
 
     /// Claims a free slot, or returns None when the ring is full. Async-signal-safe.
-    pub fn try_claim(&self) -> Option<Claim<'_>> {
+    pub fn try_claim(&self) -> Option<Claim<'_, H>> {
         let mut pos = self.enqueue.load(Ordering::Relaxed);
         loop {
             let seq = self.slots[pos & self.mask].seq.load(Ordering::Acquire);
@@ -180,7 +203,7 @@ impl SampleRing {
 
     /// Takes the oldest published sample, if any, and hands it to `f`.
     /// Only one thread may consume.
-    pub fn pop<R>(&self, f: impl FnOnce(&SampleHeader, &[CallFrame]) -> R) -> Option<R> {
+    pub fn pop<R>(&self, f: impl FnOnce(&H, &[CallFrame]) -> R) -> Option<R> {
         let pos = self.dequeue.load(Ordering::Relaxed);
         let slot = &self.slots[pos & self.mask];
         if slot.seq.load(Ordering::Acquire) != pos + 1 {
@@ -189,7 +212,7 @@ impl SampleRing {
         // SAFETY: the sequence says the producer published this slot and no
         // producer can reclaim it until the store below.
         let header = unsafe { *slot.header.get() };
-        let count = header.num_frames.clamp(0, self.depth as i32) as usize;
+        let count = header.frame_count().clamp(0, self.depth as i32) as usize;
         // SAFETY: as above; the producer wrote `count` (at most depth) frames.
         let frames = unsafe { std::slice::from_raw_parts(self.frames_of(pos & self.mask), count) };
         let result = f(&header, frames);

@@ -1,6 +1,7 @@
 //! The signal side of the cpu and wall engines: the SIGPROF/SIGVTALRM handler that
-//! walks the interrupted thread's Java stack with AsyncGetCallTrace into the ring,
-//! and the counters it keeps; and [`SignalEngine`], which publishes the handler's
+//! walks the interrupted thread's stack into the ring (Java frames with the VM
+//! structure walker, `crate::hotspot`, or with AsyncGetCallTrace), and the
+//! counters it keeps; and [`SignalEngine`], which publishes the handler's
 //! state (one pointer, [`CURRENT`]) and drains the ring on the writer thread.
 //!
 //! Everything reachable from the handler is async-signal-safe: atomics, the
@@ -17,6 +18,10 @@ use jscope_format::{Sample, SampleMode, StackId, ThreadId};
 
 use crate::cpu_timers::CpuTimers;
 use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
+use crate::frames::{Break, BETWEEN_PC, KERNEL_PC, NATIVE_PC, SEGMENT_END};
+use crate::hotspot::names::GeneratedCode;
+use crate::hotspot::walk::{self as vm_walk, Context, End};
+use crate::hotspot::HotSpot;
 use crate::java_threads::ThreadKey;
 use crate::jvm::asgct::Asgct;
 use crate::jvm::Vm;
@@ -34,20 +39,6 @@ pub const WALL_SIGNAL: c_int = libc::SIGVTALRM;
 /// `num_frames` marker for a signalled thread that is not attached to the VM.
 pub const NOT_ATTACHED: i32 = -100;
 
-/// `CallFrame::lineno` of a native frame: `method` holds its program counter.
-pub const NATIVE_PC: i32 = i32::MIN;
-/// `CallFrame::lineno` of a kernel frame: `method` holds its address.
-pub const KERNEL_PC: i32 = i32::MIN + 1;
-
-/// `CallFrame::lineno` of a native frame found between Java frames (see
-/// `native::walk::walk_mixed`): `method` holds its program counter. Such
-/// frames come after the top native frames, before the Java frames, in
-/// segments each followed by a [`SEGMENT_END`] frame; the writer places each
-/// segment above the Java native method it belongs to.
-pub const BETWEEN_PC: i32 = i32::MIN + 2;
-/// `CallFrame::lineno` of the frame closing a segment of [`BETWEEN_PC`] frames.
-pub const SEGMENT_END: i32 = i32::MIN + 3;
-
 /// Native (and kernel) frames kept per sample at most, before the Java frames.
 const MAX_NATIVE: usize = 128;
 const MAX_KERNEL: usize = 64;
@@ -55,8 +46,10 @@ const MAX_KERNEL: usize = 64;
 /// si_code values of a perf_event overflow signal (POLL_IN..=POLL_HUP).
 const POLL_CODES: std::ops::RangeInclusive<c_int> = 1..=6;
 
-/// Counter names in index order; see [`Counter`].
-pub const COUNTER_NAMES: [&str; 18] = [
+/// Counter names in index order: AsyncGetCallTrace's results, the handler's
+/// own counts, then the VM structure walker's reasons to stop (see
+/// [`break_counter`]).
+pub const COUNTER_NAMES: [&str; 27] = [
     "walk.ok",
     "walk.failed.no_java_frame",
     "walk.failed.no_class_load",
@@ -75,6 +68,15 @@ pub const COUNTER_NAMES: [&str; 18] = [
     "signals.received",
     "walk.native_only",
     "signals.panics",
+    "walk.failed.break_stack_range",
+    "walk.failed.unknown_nmethod",
+    "walk.failed.break_compiled",
+    "walk.failed.break_interpreted",
+    "walk.failed.break_deopt",
+    "walk.failed.break_entry_frame",
+    "walk.failed.unknown_stub",
+    "walk.failed.break_native",
+    "walk.failed.break_not_walkable",
 ];
 
 /// Index of the counter for a walk result: 0 for success, 1..=11 for HotSpot's
@@ -95,6 +97,19 @@ const RECEIVED: usize = 15;
 const NATIVE_ONLY: usize = 16;
 /// Panics caught in the handler (the sample is abandoned).
 const PANICS: usize = 17;
+/// The first of the VM structure walker's reasons to stop.
+const BROKEN: usize = 18;
+
+/// The counter of a walk the VM structure walker stopped for `why`: its own,
+/// but for a Java thread with no Java frame, which is AsyncGetCallTrace's
+/// `no_java_frame` too.
+fn break_counter(why: Break) -> usize {
+    match why {
+        Break::NoJavaFrame => walk_counter(0),
+        Break::NotWalkable => BROKEN + Break::NoJavaFrame as usize,
+        other => BROKEN + other as usize,
+    }
+}
 
 /// Thread states handed from the wall sampler to the signal handler, by Linux
 /// thread id: the sampler sets a thread's right before it signals it.
@@ -105,6 +120,10 @@ pub type WallStates = crate::tid_slots::TidSlots;
 pub struct SignalShared {
     vm: Vm,
     asgct: Asgct,
+    /// The VM structure walker; None: AsyncGetCallTrace walks Java frames.
+    walker: Option<VmWalker>,
+    /// The names of the code the JVM generates (stubs), for the writer.
+    generated: GeneratedCode,
     pub ring: SampleRing,
     counters: [AtomicU64; COUNTER_NAMES.len()],
     cpu_weight_ns: u64,
@@ -119,16 +138,26 @@ pub struct SignalShared {
     cpu: Option<Arc<CpuTimers>>,
 }
 
+/// The VM structure walker and how it treats native code.
+pub struct VmWalker {
+    pub hotspot: Arc<HotSpot>,
+    /// Native frames between Java frames, in their place (`cstack=vmx`).
+    pub interleave: bool,
+}
+
 impl SignalShared {
     pub fn new(
         vm: Vm,
         asgct: Asgct,
+        walker: Option<VmWalker>,
         ring: SampleRing,
         cpu_weight_ns: u64,
         mixed: bool,
         cpu: Option<Arc<CpuTimers>>,
     ) -> SignalShared {
         SignalShared {
+            walker,
+            generated: GeneratedCode::default(),
             mixed,
             cpu,
             vm,
@@ -173,8 +202,26 @@ impl SignalShared {
         Some(unsafe { *((info as *const libc::siginfo_t as *const u8).add(24) as *const c_int) })
     }
 
+    /// The kernel frames of a cpu sample (perf_events' call chain) into
+    /// `frames`; how many.
+    fn kernel_frames(&self, fd: Option<c_int>, frames: &mut [CallFrame]) -> usize {
+        let room = frames.len().min(MAX_KERNEL);
+        let mut kernel = [0u64; MAX_KERNEL];
+        let k = match (fd, self.cpu.as_ref().and_then(|c| c.perf())) {
+            (Some(fd), Some(p)) => p.kernel_frames(fd, &mut kernel[..room]),
+            _ => 0,
+        };
+        for (slot, ip) in frames.iter_mut().zip(&kernel[..k]) {
+            *slot = CallFrame {
+                lineno: KERNEL_PC,
+                method: *ip as usize as *mut c_void,
+            };
+        }
+        k
+    }
+
     /// Native and kernel frames of a cpu sample into `frames` (room for
-    /// `room`); how many.
+    /// `room`), for AsyncGetCallTrace's Java frames below; how many.
     fn native_frames(
         &self,
         fd: Option<c_int>,
@@ -182,26 +229,17 @@ impl SignalShared {
         room: usize,
         ucontext: *mut c_void,
     ) -> usize {
-        let mut n = 0;
+        // SAFETY: the claimed slot has room for `room` frames.
+        let slot = unsafe { std::slice::from_raw_parts_mut(frames, room) };
+        let k = self.kernel_frames(fd, slot);
+        let mut n = k;
         let mut put = |lineno: i32, pc: usize| {
-            // SAFETY: n < room, within the claimed slot's frames.
-            unsafe {
-                *frames.add(n) = CallFrame {
-                    lineno,
-                    method: pc as *mut c_void,
-                }
+            slot[n] = CallFrame {
+                lineno,
+                method: pc as *mut c_void,
             };
             n += 1;
         };
-        let kernel_room = room.min(MAX_KERNEL);
-        let mut kernel = [0u64; MAX_KERNEL];
-        let k = match (fd, self.cpu.as_ref().and_then(|c| c.perf())) {
-            (Some(fd), Some(p)) => p.kernel_frames(fd, &mut kernel[..kernel_room]),
-            _ => 0,
-        };
-        for ip in &kernel[..k] {
-            put(KERNEL_PC, *ip as usize);
-        }
         let mut pcs = [0usize; MAX_NATIVE];
         let user_room = (room - k).min(MAX_NATIVE);
         // SAFETY: the handler's own context.
@@ -242,12 +280,32 @@ impl SignalShared {
             return;
         };
         let depth = self.ring.depth();
+        let env = self.vm.get_env(sys::JNI_VERSION_1_6).cast::<sys::JNIEnv>();
+        let vthread = crate::trace::vthreads::mounted_on(tid);
+        if let (Some(walker), false) = (&self.walker, env.is_null()) {
+            // SAFETY: the slot has room for depth frames.
+            let slot = unsafe { std::slice::from_raw_parts_mut(claim.frames_ptr(), depth) };
+            let (num_frames, java_code) =
+                self.vm_sample(walker, mode, fd, env as usize, vthread, ucontext, slot);
+            claim.publish(SampleHeader {
+                tid,
+                mode,
+                num_frames,
+                java_code,
+                ticks: clock::monotonic_ns(),
+                env: env as usize,
+                weight_ns: weight,
+                state,
+                vthread,
+                vm_walk: true,
+            });
+            return;
+        }
         let native = if mode == 1 && self.mixed {
             self.native_frames(fd, claim.frames_ptr(), depth, ucontext)
         } else {
             0
         };
-        let env = self.vm.get_env(sys::JNI_VERSION_1_6).cast::<sys::JNIEnv>();
         let java_code = if env.is_null() {
             NOT_ATTACHED
         } else if native < depth {
@@ -275,9 +333,59 @@ impl SignalShared {
             env: env as usize,
             weight_ns: weight,
             state,
-            vthread: crate::trace::vthreads::mounted_on(tid),
+            vthread,
+            vm_walk: false,
         };
         claim.publish(header);
+    }
+
+    /// A Java thread's sample by the VM structure walker: kernel frames, then
+    /// the walk's frames (native ones where asked for). Returns the frames
+    /// written and, as `java_code`, the Java frames found (or, for a thread
+    /// with none and no native frame either, AsyncGetCallTrace's "unknown,
+    /// not Java" so that such threads drop out of Java-only sampling).
+    #[allow(clippy::too_many_arguments)]
+    fn vm_sample(
+        &self,
+        walker: &VmWalker,
+        mode: u8,
+        fd: Option<c_int>,
+        env: usize,
+        vthread: i64,
+        ucontext: *mut c_void,
+        slot: &mut [CallFrame],
+    ) -> (i32, i32) {
+        let cpu_mixed = mode == 1 && self.mixed;
+        let k = if cpu_mixed {
+            self.kernel_frames(fd, slot)
+        } else {
+            0
+        };
+        // SAFETY: the handler's own context.
+        let Some(ctx) = (unsafe { Context::from_ucontext(ucontext) }) else {
+            self.count(break_counter(Break::NotWalkable));
+            return (k as i32, 0);
+        };
+        let options = vm_walk::Options {
+            native: native_walk::code_ranges(),
+            native_frames: cpu_mixed,
+            interleave: walker.interleave,
+            virtual_thread: vthread != 0,
+            // The handler runs on the thread it walks, whose JNIEnv it has.
+            own_thread: true,
+        };
+        let thread = env.wrapping_sub(walker.hotspot.env_offset);
+        let out = vm_walk::walk(&walker.hotspot, thread, &ctx, options, &mut slot[k..]);
+        match out.end {
+            End::Broke(why) => self.count(break_counter(why)),
+            _ if out.java_frames > 0 => self.count(0),
+            _ => self.count(NATIVE_ONLY),
+        }
+        let frames = k + out.frames;
+        if frames == 0 {
+            return (UNKNOWN_NOT_JAVA, UNKNOWN_NOT_JAVA);
+        }
+        (frames as i32, out.java_frames as i32)
     }
 
     fn walk(
@@ -333,6 +441,24 @@ extern "C" fn on_signal(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut
     unsafe { *libc::__errno_location() = errno };
 }
 
+/// The running recording's VM structure walker, if it has one (tests drive
+/// it directly with the `fault-injection` feature).
+#[cfg(feature = "fault-injection")]
+pub fn current_walker() -> Option<&'static HotSpot> {
+    // SAFETY: published states are leaked, so the pointer stays valid.
+    let shared = unsafe { CURRENT.load(Ordering::Acquire).as_ref()? };
+    shared.walker.as_ref().map(|w| &*w.hotspot)
+}
+
+/// JVMTI DynamicCodeGenerated: the JVM generated code `name` (a stub) at
+/// [start, start + len); the writer names stub frames by it.
+pub fn code_generated(name: &str, start: usize, len: usize) {
+    // SAFETY: published states are leaked, so the pointer stays valid.
+    if let Some(shared) = unsafe { CURRENT.load(Ordering::Acquire).as_ref() } {
+        shared.generated.add(name, start, len);
+    }
+}
+
 /// Installs the handler for both signals, once per process. The handler stays
 /// installed after a recording stops: restoring the default action would let a
 /// late timer signal kill the process.
@@ -364,11 +490,33 @@ fn install(signo: c_int) -> std::io::Result<()> {
 /// Bytes of frame storage the sample ring may take.
 const RING_FRAME_BYTES: usize = 8 << 20;
 
+/// Asks the JVM for what the VM structure walker names frames by: the names
+/// of the code it generated (stubs), now and from now on, and debug
+/// information at every instruction of what it compiles from now on (which
+/// JVMTI switches on while compiled methods are listened to), so that a
+/// sample in the middle of compiled code names its inlined methods. What
+/// the JVM refuses only makes frames less precise.
+fn learn_generated_code(jvmti: crate::jvm::Jvmti) {
+    let mut caps = crate::jvm::no_capabilities();
+    caps.set_can_generate_compiled_method_load_events(1);
+    if jvmti.add_capabilities(&caps).is_ok() {
+        let _ = jvmti.set_event(true, sys::JVMTI_EVENT_COMPILED_METHOD_LOAD);
+    }
+    if jvmti
+        .set_event(true, sys::JVMTI_EVENT_DYNAMIC_CODE_GENERATED)
+        .is_ok()
+    {
+        let _ = jvmti.generate_events(sys::JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+    }
+}
+
 /// The signal engine (never reached from the handler): publishes the handler's
 /// state when cpu or wall sampling is asked for, and on the writer thread turns
 /// the ring's raw samples into Sample records. The cpu engine's timers and the
 /// wall engine's sampler thread make the signals.
 pub(crate) struct SignalEngine {
+    /// The VM structure walker, handed to the handler's state at start.
+    walker: Mutex<Option<VmWalker>>,
     /// Cpu or wall sampling asked for.
     wanted: bool,
     /// Frames kept per sample.
@@ -391,11 +539,22 @@ pub(crate) struct SignalEngine {
 struct SampleDrain {
     strikes: Strikes,
     written: u64,
+    names: crate::hotspot::names::GeneratedNames,
 }
 
 impl SignalEngine {
-    pub fn new(options: &Options, timers: Option<Arc<CpuTimers>>) -> SignalEngine {
+    /// The engine for `options`; `hotspot` is the VM structure walker when
+    /// it was resolved (else AsyncGetCallTrace walks Java frames).
+    pub fn new(
+        options: &Options,
+        timers: Option<Arc<CpuTimers>>,
+        hotspot: Option<Arc<HotSpot>>,
+    ) -> SignalEngine {
         SignalEngine {
+            walker: Mutex::new(hotspot.map(|hotspot| VmWalker {
+                hotspot,
+                interleave: options.cstack.interleaved(),
+            })),
             wanted: options.modes.signals(),
             depth: options.depth as usize,
             cpu_weight_ns: options.cpu_weight(),
@@ -427,7 +586,7 @@ impl SignalEngine {
             return;
         }
         let mixed_cpu = self.mixed && h.mode == 1;
-        if h.num_frames <= 0 && !mixed_cpu {
+        if h.num_frames <= 0 && (!mixed_cpu || h.vm_walk) {
             // Failed walks are counted by the handler; here only threads that
             // can never give a Java stack are dropped from sampling.
             if d.strikes.strike(h.tid, h.num_frames) && !sink.is_java_thread(h.tid, h.env) {
@@ -444,7 +603,14 @@ impl SignalEngine {
         if h.vthread != 0 {
             carrier = std::mem::replace(&mut thread, sink.virtual_thread(h.vthread));
         }
-        let stack = if h.num_frames <= 0 {
+        let stack = if h.vm_walk {
+            let source = self
+                .shared()
+                .and_then(|s| Some((&s.generated, &*s.walker.as_ref()?.hotspot)));
+            let names = &mut d.names;
+            let mut name = |lineno: i32, value: usize| names.name(source, lineno, value);
+            sink.walked_stack(frames, &mut name)
+        } else if h.num_frames <= 0 {
             // The time was spent all the same: kept, under the walk's failure.
             let reason = COUNTER_NAMES[walk_counter(h.num_frames)];
             sink.unknown_stack(reason.trim_start_matches("walk.failed."))
@@ -503,15 +669,24 @@ impl Engine for SignalEngine {
         let slot_bytes = depth * std::mem::size_of::<CallFrame>();
         let capacity = (RING_FRAME_BYTES / slot_bytes).clamp(256, 8192);
         let ring = SampleRing::new(capacity, depth);
+        let walker = self.walker.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let walks_vm = walker.is_some();
         let shared = SignalShared::new(
             ctx.vm,
             asgct,
+            walker,
             ring,
             self.cpu_weight_ns,
             self.mixed,
             self.timers.clone(),
         );
         let _ = self.shared.set(publish(Box::new(shared)));
+        if walks_vm {
+            learn_generated_code(ctx.jvmti);
+        } else if self.mixed {
+            // AsyncGetCallTrace's native segments are found through call_helper.
+            native_walk::find_call_helper();
+        }
         if self.mixed {
             if let Some(preload) = crate::native::names::Preload::start(ctx.table.clone()) {
                 let _ = self.symbols.set(preload);
@@ -616,6 +791,22 @@ mod tests {
             COUNTER_NAMES[walk_counter(NOT_ATTACHED)],
             "walk.failed.not_attached"
         );
+    }
+
+    #[test]
+    fn every_stop_of_the_vm_walker_has_a_counter_of_its_name() {
+        for why in Break::ALL {
+            let name = COUNTER_NAMES[break_counter(why)];
+            assert_eq!(
+                name.strip_prefix("walk.failed."),
+                Some(why.name()),
+                "{why:?}"
+            );
+        }
+        let mut names = COUNTER_NAMES.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), COUNTER_NAMES.len(), "counter names are unique");
     }
 
     #[test]

@@ -7,10 +7,13 @@ use std::sync::Arc;
 
 use jscope_format::{ChunkWriter, Frame, FrameKind, MethodId, ThreadDef, ThreadId};
 
+use crate::frames::{
+    untyped, CallFrame, JavaType, BETWEEN_PC, BREAK, KERNEL_PC, NATIVE_PC, RECEIVER, SEGMENT_END,
+    STUB_PC,
+};
 use crate::java_threads::{EnvMapper, ThreadKey};
 use crate::jvm::{Jni, Jvmti};
 use crate::native::names::{jni_matches, NativeNames, Preload};
-use crate::signals::{BETWEEN_PC, KERNEL_PC, NATIVE_PC, SEGMENT_END};
 use crate::symbols::Symbols;
 use crate::threads::{kernel_thread_name, ThreadEntry, ThreadTable};
 
@@ -91,6 +94,12 @@ impl Sink {
         self.native.ready(preload, self.last_drain)
     }
 
+    /// The process's mappings changed (a library was loaded since the last
+    /// drain): native frames are named from them at once.
+    pub fn native_maps_changed(&mut self) {
+        self.native.maps_changed();
+    }
+
     /// The stack id of a mixed stack, top first: native and kernel program
     /// counters (lineno NATIVE_PC, KERNEL_PC) named from the libraries' symbols,
     /// then segments of native frames found between Java frames (BETWEEN_PC,
@@ -152,6 +161,54 @@ impl Sink {
             stack.push(frame);
         }
         self.symbols.stack_of(&mut self.chunk, stack)
+    }
+
+    /// The stack id of the frames a VM structure walk wrote, in stack order:
+    /// typed Java frames, native and kernel frames, stubs, receiver classes
+    /// and the marker of a walk that stopped early; `name` names the stub,
+    /// receiver and marker frames.
+    pub fn walked_stack(
+        &mut self,
+        frames: &[CallFrame],
+        name: &mut dyn FnMut(i32, usize) -> String,
+    ) -> u32 {
+        let (jvmti, jni) = (self.jvmti, self.jni);
+        let mut resolve =
+            move |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
+        let mut stack = Vec::with_capacity(frames.len());
+        for f in frames {
+            let value = f.method as usize;
+            let frame = match f.lineno {
+                NATIVE_PC => self.native_frame(value, false),
+                KERNEL_PC => self.native_frame(value, true),
+                STUB_PC => self.named_frame(&name(f.lineno, value), FrameKind::Stub),
+                RECEIVER => self.named_frame(&name(f.lineno, value), FrameKind::Class),
+                BREAK => self.named_frame(&name(f.lineno, value), FrameKind::Unknown),
+                lineno => {
+                    let (kind, bci) = untyped(lineno).map_or((None, lineno), |(k, b)| (Some(k), b));
+                    let mut frame = self
+                        .symbols
+                        .frame(&mut self.chunk, value, bci, &mut resolve);
+                    if frame.kind == FrameKind::Java {
+                        frame.kind = kind.map_or(FrameKind::Java, frame_kind);
+                    }
+                    frame
+                }
+            };
+            stack.push(frame);
+        }
+        self.symbols.stack_of(&mut self.chunk, stack)
+    }
+
+    /// A frame named `name` of no library (a stub, a class, a marker).
+    fn named_frame(&mut self, name: &str, kind: FrameKind) -> Frame {
+        let lib: std::sync::Arc<str> = std::sync::Arc::from("");
+        Frame {
+            method: MethodId(self.symbols.native_method(&mut self.chunk, &lib, name)),
+            bci: -1,
+            line: 0,
+            kind,
+        }
     }
 
     /// The frame of native (or kernel) program counter `pc`, named from the
@@ -305,6 +362,17 @@ impl Sink {
         };
         self.emitted.insert(order, entry.revision);
         self.chunk.thread(&thread_def(entry));
+    }
+}
+
+/// The recording's frame kind of a Java frame the VM structure walker typed.
+fn frame_kind(t: JavaType) -> FrameKind {
+    match t {
+        JavaType::Interpreted => FrameKind::Interpreted,
+        JavaType::C1 => FrameKind::C1,
+        JavaType::C2 | JavaType::CompileTask => FrameKind::Compiled,
+        JavaType::Inlined => FrameKind::Inlined,
+        JavaType::Native => FrameKind::Native,
     }
 }
 

@@ -29,7 +29,7 @@ pub struct Symbols {
     methods: HashMap<usize, MethodEntry>,
     /// Native functions by (library, symbol): their method ids.
     natives: HashMap<(Arc<str>, String), u32>,
-    stacks: HashMap<Vec<(u32, i32)>, u32>,
+    stacks: HashMap<Vec<(u32, i32, u8)>, u32>,
     unresolved: u64,
     /// Every entry declared so far, in id order (id = index + 1).
     string_list: Vec<Arc<str>>,
@@ -272,7 +272,10 @@ impl Symbols {
 
     /// The id of the stack made of `frames`, top first.
     pub fn stack_of(&mut self, out: &mut ChunkWriter, frames: Vec<Frame>) -> u32 {
-        let key: Vec<(u32, i32)> = frames.iter().map(|f| (f.method.0, f.bci)).collect();
+        let key: Vec<(u32, i32, u8)> = frames
+            .iter()
+            .map(|f| (f.method.0, f.bci, f.kind as u8))
+            .collect();
         if let Some(&id) = self.stacks.get(&key) {
             return id;
         }

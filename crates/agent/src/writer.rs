@@ -54,6 +54,8 @@ struct Writer {
     wake: &'static Wake,
     sink: Sink,
     last_flush: Instant,
+    /// When live threads were last described again (to follow renames).
+    last_names: Instant,
     write_error: Option<std::io::Error>,
 }
 
@@ -89,6 +91,7 @@ fn run(cfg: WriterConfig) {
         wake,
         sink,
         last_flush: Instant::now(),
+        last_names: Instant::now(),
         write_error: None,
     };
     writer.run();
@@ -127,6 +130,22 @@ impl Writer {
         });
     }
 
+    /// At most once a second: live Java threads described again, and the
+    /// threads already in the recording whose name (or group) changed since
+    /// written again, so a thread renamed after it started reads by its name.
+    fn follow_renames(&mut self) {
+        if self.last_names.elapsed() < FLUSH_EVERY {
+            return;
+        }
+        self.last_names = Instant::now();
+        let (jvmti, jni, fields) = (self.cfg.jvmti, self.sink.jni, self.cfg.fields);
+        java_threads::see_live_threads(jvmti, jni, fields, &self.cfg.table, |_| None);
+        let written: Vec<u32> = self.sink.emitted().collect();
+        for order in written {
+            self.sink.emit_thread(order);
+        }
+    }
+
     fn write_counters(&mut self) {
         let mut values = Vec::new();
         for engine in self.cfg.engines.iter() {
@@ -147,6 +166,7 @@ impl Writer {
 
     /// Writes the buffered records, with the current counters, as one chunk.
     fn flush(&mut self) {
+        self.follow_renames();
         self.write_counters();
         self.write_chunk();
     }

@@ -193,7 +193,7 @@ fn mode_none_alone_says_it_records_nothing() {
     assert_eq!(
         agent_lines(&out),
         [format!(
-            "jscope: recording nothing (mode=none without trace= or events=) to {}",
+            "jscope: recording nothing (mode=none without trace=, events=, nativemem or nativelock) to {}",
             file.display()
         )]
     );

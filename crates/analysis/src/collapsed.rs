@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use jscope_format::{FrameKind, Recording, StackId, ThreadId};
+use jscope_format::{Recording, ThreadId};
 
-use crate::labels::Labeler;
+use crate::labels::{Annotation, Labeler};
 use crate::StackCounts;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -14,10 +14,8 @@ pub struct CollapseOptions {
     pub lines: bool,
     /// Put a `[thread name]` frame at the root of every stack.
     pub thread_roots: bool,
-    /// Java frames whose tier is known carry async-profiler's suffixes (`_[0]`
-    /// interpreted, `_[j]` JIT-compiled, `_[i]` inlined), so one method run at two
-    /// tiers is two frames. Kernel frames always end in `_[k]`.
-    pub annotate: bool,
+    /// Whether frame names carry their kind (see [`Annotation`]).
+    pub annotate: Annotation,
 }
 
 /// Distinct root-first stacks with their sample counts, sorted by frames.
@@ -28,7 +26,7 @@ pub struct Collapsed {
 
 /// Folds counted stacks into labelled stacks. Different stack ids can collapse
 /// to the same labels (line numbers dropped, overloads), so counts are merged.
-/// Samples without any frame are left out: they have nothing to draw.
+/// Samples without any frame count under the one frame `[no_stack]`.
 pub fn collapse(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) -> Collapsed {
     let labeler = Labeler {
         rec,
@@ -36,18 +34,7 @@ pub fn collapse(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) ->
     };
     let mut merged: BTreeMap<Vec<String>, u64> = BTreeMap::new();
     for (&(stack, thread), &n) in &counts.counts {
-        let mut frames = if opts.annotate {
-            rec.stack(StackId(stack))
-                .iter()
-                .rev()
-                .map(|f| labeler.frame(f) + kind_suffix(f.kind))
-                .collect()
-        } else {
-            labeler.root_first(stack)
-        };
-        if frames.is_empty() {
-            continue;
-        }
+        let mut frames = labeler.annotated(stack, opts.annotate);
         if opts.thread_roots {
             frames.insert(0, thread_root(rec, thread));
         }
@@ -55,17 +42,6 @@ pub fn collapse(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) ->
     }
     Collapsed {
         stacks: merged.into_iter().collect(),
-    }
-}
-
-/// async-profiler's annotation of a frame's kind in collapsed stacks; empty where the
-/// label says it already (kernel `_[k]`, native `symbol [lib]`) or the tier is unknown.
-pub fn kind_suffix(kind: FrameKind) -> &'static str {
-    match kind {
-        FrameKind::Interpreted => "_[0]",
-        FrameKind::Compiled => "_[j]",
-        FrameKind::Inlined => "_[i]",
-        _ => "",
     }
 }
 

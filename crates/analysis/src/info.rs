@@ -6,7 +6,7 @@ use std::fmt;
 use jscope_format::{FrameKind, Overview, Recording, ThreadId, TraceCounts};
 use serde::Serialize;
 
-use crate::stats::{mean, quantile};
+use crate::stats::{mean, percent, quantile};
 use crate::{select::count_mode, Mode};
 
 /// Distribution of achieved intervals, in milliseconds.
@@ -44,10 +44,24 @@ pub struct CpuThreadRate {
     pub gaps: IntervalStats,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CounterValue {
     pub name: String,
     pub value: u64,
+    /// For failed walks: the share of the recording's cpu and wall samples
+    /// they hit, in percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percent: Option<f64>,
+}
+
+impl CounterValue {
+    fn new(name: &str, value: u64) -> CounterValue {
+        CounterValue {
+            name: name.to_string(),
+            value,
+            percent: None,
+        }
+    }
 }
 
 /// Exact-tracing events of a recording, and whether any were lost.
@@ -94,9 +108,12 @@ pub struct Info {
     pub trace: TraceInfo,
     /// Samples whose stack has no frames.
     pub empty_stacks: u64,
+    /// Their share of all stack samples (snapshot threads included), in percent.
+    pub empty_stacks_percent: f64,
     /// Counters naming dropped data (`*drop*`).
     pub dropped: Vec<CounterValue>,
-    /// `walk.failed.<reason>` counters, by reason.
+    /// `walk.failed.<reason>` counters, by reason, each with the share of the
+    /// recording's cpu and wall samples it hit.
     pub failed_walks: Vec<CounterValue>,
     pub other_counters: Vec<CounterValue>,
     /// Achieved time between snapshots (`Snapshot::interval_ns`).
@@ -108,11 +125,41 @@ pub struct Info {
     /// `kernel_frames`), e.g. `perf (cstack fp, kernel frames yes)`; `None` when the
     /// header does not say (recordings from before mixed stacks: Java frames only).
     pub cpu_engine: Option<String>,
+    /// What walked the Java stacks of cpu and wall samples (header
+    /// `stack_walker`): `vm`, the agent's own walker over HotSpot's structures,
+    /// or `asgct` (AsyncGetCallTrace), with why it fell back to it when it did
+    /// (`stack_walker_fallback`); `None` when the header does not say.
+    pub stack_walker: Option<String>,
     /// Threads that are not Java threads (GC workers, compiler threads, native threads).
     pub native_threads: usize,
     /// Per frame kind, the samples (and snapshot stacks) holding at least one frame of
     /// it, in [`FrameKind::ALL`] order; kinds no stack holds are left out.
     pub frame_kinds: Vec<KindCount>,
+    /// JVM events (monitor, gc, alloc, user, ...) by kind, in the format's tag
+    /// order ([`jscope_format::EVENT_KINDS`]); kinds the recording has none of are
+    /// left out.
+    pub events: Vec<EventCount>,
+}
+
+/// JVM events of one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventCount {
+    pub kind: String,
+    pub events: u64,
+}
+
+/// Event counts by kind name, in tag order, zeros left out.
+fn event_counts(by_kind: &BTreeMap<&str, u64>) -> Vec<EventCount> {
+    jscope_format::EVENT_KINDS
+        .iter()
+        .filter_map(|k| {
+            let n = by_kind.get(k.name).copied().unwrap_or(0);
+            (n > 0).then(|| EventCount {
+                kind: k.name.to_string(),
+                events: n,
+            })
+        })
+        .collect()
 }
 
 /// Samples holding a frame of one kind.
@@ -123,7 +170,13 @@ pub struct KindCount {
 }
 
 /// Header keys shown in the `cpu engine:` line rather than among the other extras.
-const ENGINE_KEYS: [&str; 3] = ["cpu_engine", "cstack", "kernel_frames"];
+const ENGINE_KEYS: [&str; 5] = [
+    "cpu_engine",
+    "cstack",
+    "kernel_frames",
+    "stack_walker",
+    "stack_walker_fallback",
+];
 
 /// How many threads [`Info::cpu_rates`] lists.
 const CPU_RATE_THREADS: usize = 10;
@@ -137,7 +190,11 @@ impl Info {
         for b in &rec.traces {
             trace.add_batch(b);
         }
-        Info::build(rec, trace, rec.duration_ns())
+        let mut events = BTreeMap::new();
+        for e in &rec.events {
+            *events.entry(e.kind.name()).or_default() += 1;
+        }
+        Info::build(rec, trace, event_counts(&events), rec.duration_ns())
     }
 
     /// The info of a recording counted with [`Overview::read_file`]: the same as
@@ -145,12 +202,24 @@ impl Info {
     /// from its chunk summaries where it has them, in well under a second
     /// whatever its size).
     pub fn of_overview(o: &Overview) -> Info {
-        Info::build(&o.rec, o.trace, o.duration_ns())
+        let events = event_counts(&o.jvm_events_by_kind);
+        Info::build(&o.rec, o.trace, events, o.duration_ns())
     }
 
-    fn build(rec: &Recording, trace: TraceCounts, duration_ns: u64) -> Info {
+    fn build(
+        rec: &Recording,
+        trace: TraceCounts,
+        events: Vec<EventCount>,
+        duration_ns: u64,
+    ) -> Info {
         let h = &rec.header;
-        let (dropped, failed_walks, other_counters) = split_counters(rec);
+        let (dropped, mut failed_walks, other_counters) = split_counters(rec);
+        let signal_samples = count_mode(rec, Mode::Cpu) + count_mode(rec, Mode::Wall);
+        for c in &mut failed_walks {
+            c.percent = Some(percent(c.value, signal_samples));
+        }
+        let empty_stacks = count_empty_stacks(rec);
+        let all_samples: u64 = Mode::ALL.into_iter().map(|m| count_mode(rec, m)).sum();
         Info {
             agent_version: h.agent_version.clone(),
             pid: h.pid,
@@ -190,7 +259,8 @@ impl Info {
                     .copied()
                     .unwrap_or(0),
             },
-            empty_stacks: count_empty_stacks(rec),
+            empty_stacks,
+            empty_stacks_percent: percent(empty_stacks, all_samples),
             dropped,
             failed_walks,
             other_counters,
@@ -198,22 +268,25 @@ impl Info {
             cpu_rates: cpu_rates(rec),
             damage: rec.damage.as_ref().map(|d| d.to_string()),
             cpu_engine: cpu_engine(h),
+            stack_walker: stack_walker(h),
             native_threads: rec
                 .threads
                 .values()
                 .filter(|t| t.java_id == 0 && t.group == "[native]")
                 .count(),
             frame_kinds: frame_kinds(rec),
+            events,
         }
     }
 }
 
 fn cpu_engine(h: &jscope_format::Header) -> Option<String> {
     let engine = h.extra("cpu_engine")?;
-    let details: Vec<String> = [("cstack", "cstack"), ("kernel_frames", "kernel frames")]
+    let mut details: Vec<String> = [("cstack", "cstack"), ("kernel_frames", "kernel frames")]
         .iter()
         .filter_map(|(key, name)| h.extra(key).map(|v| format!("{name} {v}")))
         .collect();
+    details.extend(stack_walker(h).map(|w| format!("stack walker {w}")));
     Some(if details.is_empty() {
         engine.to_string()
     } else {
@@ -221,17 +294,26 @@ fn cpu_engine(h: &jscope_format::Header) -> Option<String> {
     })
 }
 
+/// `vm`, `asgct`, or `asgct (fell back: why)`.
+fn stack_walker(h: &jscope_format::Header) -> Option<String> {
+    let walker = h.extra("stack_walker")?;
+    Some(match h.extra("stack_walker_fallback") {
+        Some(why) => format!("{walker} (fell back: {why})"),
+        None => walker.to_string(),
+    })
+}
+
 fn frame_kinds(rec: &Recording) -> Vec<KindCount> {
     // Kinds per stack once (a bit per kind), then counted per sample.
-    let mut masks: BTreeMap<u32, u8> = BTreeMap::new();
+    let mut masks: BTreeMap<u32, u32> = BTreeMap::new();
     let mut mask_of = |id: jscope_format::StackId| {
         *masks.entry(id.0).or_insert_with(|| {
             rec.stack(id)
                 .iter()
-                .fold(0u8, |m, f| m | 1 << (f.kind as u8 & 7))
+                .fold(0u32, |m, f| m | 1 << (f.kind as u8 & 31))
         })
     };
-    let mut counts = [0u64; 8];
+    let mut counts = [0u64; FrameKind::ALL.len()];
     let stacks = rec.samples.iter().map(|s| s.stack).chain(
         rec.snapshots
             .iter()
@@ -271,20 +353,11 @@ fn split_counters(rec: &Recording) -> (Counters, Counters, Counters) {
     let (mut dropped, mut failed, mut other) = (vec![], vec![], vec![]);
     for (name, &value) in &rec.counters {
         if let Some(reason) = name.strip_prefix("walk.failed.") {
-            failed.push(CounterValue {
-                name: reason.to_string(),
-                value,
-            });
+            failed.push(CounterValue::new(reason, value));
         } else if name.contains("drop") {
-            dropped.push(CounterValue {
-                name: name.clone(),
-                value,
-            });
+            dropped.push(CounterValue::new(name, value));
         } else {
-            other.push(CounterValue {
-                name: name.clone(),
-                value,
-            });
+            other.push(CounterValue::new(name, value));
         }
     }
     (dropped, failed, other)
@@ -401,10 +474,15 @@ impl Info {
             .is_some_and(|r| req > 0.0 && (r.gaps.p50_ms - req).abs() > req * 0.1)
     }
 
-    /// Where the samples of failed walks went: with native stacks (`cstack`
-    /// dwarf or fp) the agent keeps cpu ones, under their native frames or as a
-    /// one-frame `[reason]` stack; wall ones, and all of them without, are dropped.
+    /// Where the samples of failed walks went: the agent's own walker keeps
+    /// every one, with the frames it found and a marker frame naming the
+    /// reason; with AsyncGetCallTrace and native stacks (`cstack` dwarf or fp)
+    /// the agent keeps cpu ones, under their native frames or as a one-frame
+    /// `[reason]` stack; wall ones, and all of them without, are dropped.
     fn failed_walks_kept(&self) -> &'static str {
+        if self.stack_walker.as_deref() == Some("vm") {
+            return "each is kept, with the frames found and a marker frame such as [break_compiled] naming the reason";
+        }
         let mixed = self.extra.iter().any(|(k, v)| k == "cstack" && v != "no");
         let wall = self.modes.split('+').any(|m| m == "wall");
         match (mixed, wall) {
@@ -500,6 +578,14 @@ impl Info {
             writeln!(f, "samples:    {n} {mode}")?;
         }
         writeln!(f, "snapshots:  {}", self.snapshots)?;
+        if !self.events.is_empty() {
+            let kinds: Vec<String> = self
+                .events
+                .iter()
+                .map(|e| format!("{} {}", e.events, e.kind))
+                .collect();
+            writeln!(f, "events:     {}", kinds.join(", "))?;
+        }
         if !self.frame_kinds.is_empty() {
             let kinds: Vec<String> = self
                 .frame_kinds
@@ -513,7 +599,15 @@ impl Info {
             )?;
         }
         self.fmt_trace(f)?;
-        writeln!(f, "empty stacks: {}", self.empty_stacks)
+        if self.empty_stacks == 0 {
+            return writeln!(f, "empty stacks: 0");
+        }
+        writeln!(
+            f,
+            "empty stacks: {} ({}; shown as [no_stack])",
+            self.empty_stacks,
+            fmt_percent(self.empty_stacks_percent)
+        )
     }
 
     /// A line for exact tracing when there are trace events or lost ones (the CLI
@@ -537,7 +631,7 @@ impl Info {
         if self.failed_walks.iter().any(|c| c.value != 0) {
             writeln!(
                 f,
-                "  (samples whose thread had no walkable Java stack when the signal came: native code, GC, a VM transition; {})",
+                "  (samples whose Java stack could not be walked, in part or at all, when the signal came: native code, GC, a VM transition, a stub; percentages of the cpu and wall samples; {})",
                 self.failed_walks_kept()
             )?;
         }
@@ -589,9 +683,21 @@ fn fmt_counters(f: &mut fmt::Formatter<'_>, title: &str, counters: &[CounterValu
     }
     writeln!(f, "{title}:")?;
     for c in nonzero {
-        writeln!(f, "  {:<40} {}", c.name, c.value)?;
+        match c.percent {
+            Some(p) => writeln!(f, "  {:<40} {} ({})", c.name, c.value, fmt_percent(p))?,
+            None => writeln!(f, "  {:<40} {}", c.name, c.value)?,
+        }
     }
     Ok(())
+}
+
+/// A share as `0.09%`; under 0.01% as `<0.01%`, so a rare failure does not
+/// read as none.
+fn fmt_percent(p: f64) -> String {
+    if p > 0.0 && p < 0.01 {
+        return "<0.01%".to_string();
+    }
+    format!("{p:.2}%")
 }
 
 #[cfg(test)]

@@ -1,6 +1,53 @@
 //! Frame labels as the views print them.
 
-use jscope_format::{Frame, MethodId, Recording, StackId, StringId};
+use jscope_format::{Frame, FrameKind, MethodId, Recording, StackId, StringId};
+
+/// How frame names carry the kind of their frame. Kernel frames always end in
+/// `_[k]` and native frames name their library (`write [libc.so.6]`), whatever
+/// the annotation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Annotation {
+    /// Plain names: a method run at two tiers is one frame (diffs, sandwich views).
+    #[default]
+    None,
+    /// async-profiler's suffixes, as its collapsed stacks with `--annotate`
+    /// write them: `_[0]` interpreted, `_[1]` C1-compiled, `_[j]` compiled (C2,
+    /// or a tier not known), `_[i]` inlined, and `_[i]` on class frames (the
+    /// receiver above a vtable or itable stub, an allocated class), as
+    /// async-profiler's own class frames read. One method run at two tiers is
+    /// two frames.
+    Tiers,
+    /// [`Annotation::Tiers`] with stubs (`_[s]`) and class frames (`_[t]`) told
+    /// apart from the rest, as jscope-flame colours them.
+    Kinds,
+}
+
+impl Annotation {
+    /// The suffix a frame of `kind` gets; empty where the label says it already
+    /// or the kind has none.
+    pub fn suffix(self, kind: FrameKind) -> &'static str {
+        match (self, kind) {
+            (Annotation::None, _) => "",
+            (Annotation::Kinds, FrameKind::Stub) => "_[s]",
+            (Annotation::Kinds, FrameKind::Class) => "_[t]",
+            (_, kind) => kind_suffix(kind),
+        }
+    }
+}
+
+/// async-profiler's annotation of a frame's kind in collapsed stacks
+/// ([`Annotation::Tiers`]); empty where the label says it already (kernel
+/// `_[k]`, native `symbol [lib]`), for stubs and markers, and where the tier is
+/// unknown.
+pub fn kind_suffix(kind: FrameKind) -> &'static str {
+    match kind {
+        FrameKind::Interpreted => "_[0]",
+        FrameKind::C1 => "_[1]",
+        FrameKind::Compiled => "_[j]",
+        FrameKind::Inlined | FrameKind::Class => "_[i]",
+        _ => "",
+    }
+}
 
 /// Labels frames `pkg.Class.method`, optionally with `:line`.
 #[derive(Clone, Copy)]
@@ -19,16 +66,30 @@ impl Labeler<'_> {
         }
     }
 
-    /// Labels of a stack, root first.
+    /// Labels of a stack, root first; a stack without any frame is the one
+    /// frame [`NO_STACK`], so its samples are seen rather than left out.
     pub fn root_first(&self, stack: u32) -> Vec<String> {
-        self.rec
-            .stack(StackId(stack))
+        self.annotated(stack, Annotation::None)
+    }
+
+    /// [`Labeler::root_first`], each frame named with `annotation`'s suffix for
+    /// its kind.
+    pub fn annotated(&self, stack: u32, annotation: Annotation) -> Vec<String> {
+        let frames = self.rec.stack(StackId(stack));
+        if frames.is_empty() {
+            return vec![NO_STACK.to_string()];
+        }
+        frames
             .iter()
             .rev()
-            .map(|f| self.frame(f))
+            .map(|f| self.frame(f) + annotation.suffix(f.kind))
             .collect()
     }
 }
+
+/// The frame that stands for a sample whose stack has no frame at all (the
+/// walk found none): a profile shows it rather than leaving the sample out.
+pub const NO_STACK: &str = "[no_stack]";
 
 /// `pkg.Class.method`, with the run-specific address dropped from lambda
 /// classes (`Main$$Lambda$14.0x0000000800c03000` → `Main$$Lambda$14`, JDK 21+

@@ -18,6 +18,19 @@ pub(crate) fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
+/// `1234567` as `1,234,567`, so large counts read at a glance.
+pub(crate) fn group_digits(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 pub(crate) fn mean(values: &[u64]) -> Option<f64> {
     if values.is_empty() {
         return None;
@@ -28,6 +41,14 @@ pub(crate) fn mean(values: &[u64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digits_group_in_threes() {
+        assert_eq!(group_digits(0), "0");
+        assert_eq!(group_digits(999), "999");
+        assert_eq!(group_digits(1945), "1,945");
+        assert_eq!(group_digits(1234567), "1,234,567");
+    }
 
     #[test]
     fn quantile_is_nearest_rank() {

@@ -266,7 +266,7 @@ fn collapsed_stacks_can_carry_lines_and_thread_roots() {
     let opts = CollapseOptions {
         lines: true,
         thread_roots: true,
-        annotate: false,
+        annotate: Annotation::None,
     };
     let collapsed = collapse(&rec, &sel.stack_counts(&rec), opts);
     let lines: Vec<String> = collapsed
@@ -400,14 +400,17 @@ fn info_summarises_contents_and_sampling_quality() {
         info.dropped,
         vec![CounterValue {
             name: "samples.dropped".into(),
-            value: 3
+            value: 3,
+            percent: None,
         }]
     );
     assert_eq!(
         info.failed_walks,
         vec![CounterValue {
             name: "not_walkable_java".into(),
-            value: 12
+            value: 12,
+            // Of the 12 cpu and 8 wall samples.
+            percent: Some(60.0),
         }]
     );
     let snap = info.snapshot_interval.as_ref().unwrap();
@@ -476,7 +479,7 @@ fn info_listed_failed_walks_and_a_4ms_median_for_5ms_unexplained() {
     let text = Info::of(&rec).to_string();
     assert!(text.contains("samples:    20 cpu"), "{text}");
     assert!(!text.contains("samples:    0"), "{text}");
-    assert!(text.contains("no walkable Java stack"), "{text}");
+    assert!(text.contains("could not be walked"), "{text}");
     assert!(text.contains("differs from the requested 5ms"), "{text}");
     assert!(text.contains("scheduler tick"), "{text}");
 }
@@ -498,7 +501,7 @@ fn info_said_failed_walks_were_left_out_when_native_stacks_kept_them() {
         .push(("cpu_engine".into(), "perf_events".into()));
     rec.header.extra.push(("cstack".into(), "dwarf".into()));
     let text = Info::of(&rec).to_string();
-    assert!(text.contains("no walkable Java stack"), "{text}");
+    assert!(text.contains("could not be walked"), "{text}");
     assert!(!text.contains("not in the recording"), "{text}");
     assert!(text.contains("kept"), "{text}");
     // Wall samples whose walk failed are still left out.

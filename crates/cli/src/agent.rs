@@ -93,6 +93,17 @@ pub struct AgentArgs {
     /// No informational lines from the agent on the JVM's stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// Sample native allocations (malloc, calloc, realloc, posix_memalign,
+    /// aligned_alloc) about every BYTES allocated (default 512k; 0: every call),
+    /// with the frees of the sampled blocks, for `jscope nativemem`. Write
+    /// `--nativemem=BYTES` before positional arguments.
+    #[arg(long, value_name = "BYTES", num_args = 0..=1, default_missing_value = "")]
+    pub nativemem: Option<String>,
+    /// Sample waits for pthread mutexes and read-write locks about every NS
+    /// waited (default 10us; 0: every wait), for `jscope locks` and
+    /// `--mode nativelock` flame graphs.
+    #[arg(long, value_name = "NS", num_args = 0..=1, default_missing_value = "")]
+    pub nativelock: Option<String>,
     /// Native stacks in cpu mode: `dwarf` (the default: every thread of the
     /// process, native frames walked by the libraries' unwind tables and kernel
     /// frames under the Java frames), `fp` (the same, native frames by frame
@@ -219,6 +230,13 @@ fn more_options(a: &AgentArgs) -> Result<Vec<String>> {
         None => {}
         Some("") => options.push("remote".into()),
         Some(p) => options.push(format!("remote={}", option_value(p)?)),
+    }
+    for (key, value) in [("nativemem", &a.nativemem), ("nativelock", &a.nativelock)] {
+        match value.as_deref() {
+            None => {}
+            Some("") => options.push(key.to_string()),
+            Some(v) => options.push(format!("{key}={}", option_value(v)?)),
+        }
     }
     options.extend(keyed("service", &a.service)?);
     let mut labels: Vec<String> = a.labels.iter().cloned().collect();
@@ -389,11 +407,13 @@ mod tests {
             cstack: Some("no".into()),
             event: Some("page-faults".into()),
             event_period: Some(100),
+            nativemem: Some("64k".into()),
+            nativelock: Some(String::new()),
             agent_opt: vec!["clockoffset=-3m".into()],
         };
         let o = agent_options(&s, Path::new("/tmp/x.jsc")).unwrap();
         assert!(o.ends_with(
-            "collector=127.0.0.1:7000,objectages,monitorowners,quiet,parkthreshold=5ms,cstack=no,event=page-faults,interval=100,eventsconfig=/etc/events.cfg,remote=rmi+http,service=shop,labels=app:shop;env:prod;pod:a-1,buffer=32m,wallthreads=32,tracebuffer=4096,clockoffset=-3m,file=/tmp/x.jsc"
+            "collector=127.0.0.1:7000,objectages,monitorowners,quiet,parkthreshold=5ms,cstack=no,event=page-faults,interval=100,eventsconfig=/etc/events.cfg,remote=rmi+http,nativemem=64k,nativelock,service=shop,labels=app:shop;env:prod;pod:a-1,buffer=32m,wallthreads=32,tracebuffer=4096,clockoffset=-3m,file=/tmp/x.jsc"
         ), "{o}");
         s.agent = AgentArgs {
             remote: Some(String::new()),

@@ -12,7 +12,7 @@ use jscope_format::{Overview, Recording};
 use serde::Serialize;
 
 use crate::duration::parse_seconds;
-use crate::output::{with_stdout, Format};
+use crate::output::{warn_incomplete, with_stdout, Format};
 use crate::remote_profile::Remote;
 use crate::select::{selection, SelectArgs};
 use crate::source::{self, Loaded, SourceArgs, Window};
@@ -295,7 +295,9 @@ pub fn report(args: &ReportArgs) -> Result<()> {
     let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
     require_samples(&rec, &sel, &title)?;
-    let mut hot = hot_methods(&rec, sel.mode_in(&rec), &sel.stack_counts(&rec));
+    let (mode, counts) = (sel.mode_in(&rec), sel.stack_counts(&rec));
+    warn_incomplete(&rec, mode, &counts, &title);
+    let mut hot = hot_methods(&rec, mode, &counts);
     hot.truncate(args.top);
     args.format.print(&hot)
 }
@@ -304,7 +306,9 @@ pub fn callgraph(args: &CallgraphArgs) -> Result<()> {
     let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
     require_samples(&rec, &sel, &title)?;
-    let graph = call_graph(&rec, &sel.stack_counts(&rec));
+    let counts = sel.stack_counts(&rec);
+    warn_incomplete(&rec, sel.mode_in(&rec), &counts, &title);
+    let graph = call_graph(&rec, &counts);
     if args.dot {
         let opts = DotOptions {
             node_min_percent: args.node_min,

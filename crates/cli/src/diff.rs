@@ -194,9 +194,11 @@ fn side_table(
     sel: &Selection,
     side: &str,
 ) -> Result<(jscope_analysis::HotMethods, StackCounts)> {
-    require_recorded(&s.rec, sel, &format!("the {side} side {}", s.title))?;
+    let title = format!("the {side} side {}", s.title);
+    require_recorded(&s.rec, sel, &title)?;
     let counts = sel.stack_counts(&s.rec);
     let mode = sel.mode_in(&s.rec);
+    crate::output::warn_incomplete(&s.rec, mode, &counts, &title);
     if counts.total == 0 {
         bail!(
             "the {side} side {} has no {} samples{}; nothing to compare",

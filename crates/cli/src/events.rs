@@ -167,7 +167,7 @@ pub struct AllocArgs {
     pub format: Format,
 }
 
-fn load(
+pub(crate) fn load(
     file: Option<&std::path::Path>,
     src: &SourceArgs,
     from: Option<f64>,
@@ -180,7 +180,7 @@ fn load(
     Ok(source::load(file, src, window)?.rec)
 }
 
-fn filter(sel: &EventSelectArgs, types: Vec<EventType>) -> Result<EventFilter> {
+pub(crate) fn filter(sel: &EventSelectArgs, types: Vec<EventType>) -> Result<EventFilter> {
     let f = EventFilter {
         types,
         thread: sel.thread.as_deref().map(ThreadMatcher::new),
@@ -249,7 +249,7 @@ fn write_json_lines(rows: &[impl Serialize], w: &mut dyn Write) -> io::Result<()
 }
 
 /// Why a result is empty, on stderr so stdout stays the result.
-fn note(why: &str) {
+pub(crate) fn note(why: &str) {
     eprintln!("jscope: note: {why}");
 }
 
@@ -260,22 +260,29 @@ pub fn locks(args: &LocksArgs) -> Result<()> {
         args.select.from,
         args.select.to,
     )?;
-    let types = vec![EventType::Monitor, EventType::Wait, EventType::Park];
+    let types = vec![
+        EventType::Monitor,
+        EventType::Wait,
+        EventType::Park,
+        EventType::NativeLock,
+    ];
     let any_lock_event = rec.events.iter().any(|e| {
         matches!(
             e.kind,
             EventKind::MonitorBlocked { .. }
                 | EventKind::MonitorWait { .. }
                 | EventKind::Park { .. }
+                | EventKind::NativeLock { .. }
         )
     });
     if !any_lock_event {
-        note("the recording has no monitor, wait or park events; record with --events monitors,waits,park (or --events all,park)");
+        note("the recording has no monitor, wait, park or native lock events; record with --events monitors,waits,park (or --events all,park), or --nativelock");
     }
     let mut report = lock_report(&rec, &filter(&args.select, types)?);
     report.monitors.truncate(args.top);
     report.waits.truncate(args.top);
     report.parks.truncate(args.top);
+    report.native.truncate(args.top);
     args.format.print(&report)
 }
 

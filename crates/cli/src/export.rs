@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use jscope_analysis::trace::{CallTree, TraceOptions};
 use jscope_analysis::{Mode, Selection};
 use jscope_export::{Export, Format, Kind, Request};
+use jscope_format::Recording;
 
 use crate::analyze::{load, require_samples};
 use crate::output::with_output;
@@ -30,6 +31,8 @@ pub enum ExportFormat {
     Chrome,
     /// Collapsed stacks (`root;...;leaf value`) for flame-graph tools.
     Collapsed,
+    /// JDK Flight Recorder: the whole recording (or the --mode asked) for JMC, IDEs, `jfr`.
+    Jfr,
 }
 
 impl From<ExportFormat> for Format {
@@ -41,14 +44,15 @@ impl From<ExportFormat> for Format {
             ExportFormat::Speedscope => Format::Speedscope,
             ExportFormat::Chrome => Format::Chrome,
             ExportFormat::Collapsed => Format::Collapsed,
+            ExportFormat::Jfr => Format::Jfr,
         }
     }
 }
 
 #[derive(Debug, Args)]
 #[command(
-    mut_arg("mode", |a| a.help("What to export: cpu, wall, snapshot, alloc, lock or trace (default: trace for a tracing recording, else the first sampled mode; for otlp, every kind the recording has)")),
-    after_help = "Examples:\n  jscope export app.jsc --format pprof -o app.pb.gz && go tool pprof -top app.pb.gz\n  jscope export app.jsc --format speedscope --mode wall -o app.speedscope.json\n  jscope export --collector http://127.0.0.1:7080 --jvm 4242 --format otlp -o app.otlp\n  jscope export app.jsc --format chrome -o app.trace.json\n  jscope export app.jsc --format collapsed > app.collapsed"
+    mut_arg("mode", |a| a.help("What to export: cpu, wall, snapshot, alloc, lock, trace, nativemem, leak (native blocks still held: in-use memory) or nativelock (default: trace for a tracing recording, else the first sampled mode; for otlp, every kind the recording has; for jfr, everything the recording holds)")),
+    after_help = "Examples:\n  jscope export app.jsc --format pprof -o app.pb.gz && go tool pprof -top app.pb.gz\n  jscope export app.jsc --format speedscope --mode wall -o app.speedscope.json\n  jscope export --collector http://127.0.0.1:7080 --jvm 4242 --format otlp -o app.otlp\n  jscope export app.jsc --format chrome -o app.trace.json\n  jscope export app.jsc --format collapsed > app.collapsed\n  jscope export app.jsc --format jfr -o app.jfr && jfr summary app.jfr"
 )]
 pub struct ExportArgs {
     /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
@@ -66,8 +70,8 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub hide: HideArgs,
     /// Name Java frames with how they ran, as async-profiler's --annotate: `_[0]`
-    /// interpreted, `_[j]` JIT-compiled, `_[i]` inlined (kernel frames always end
-    /// in `_[k]`).
+    /// interpreted, `_[1]` C1, `_[j]` JIT-compiled, `_[i]` inlined and class
+    /// frames (kernel frames always end in `_[k]`).
     #[arg(long)]
     pub annotate: bool,
 }
@@ -79,8 +83,13 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         .as_deref()
         .map(str::parse::<Kind>)
         .transpose()?;
-    if args.output.is_none() && matches!(args.format, ExportFormat::Pprof | ExportFormat::Otlp) {
-        bail!("pprof and otlp output is binary: give -o FILE");
+    if args.output.is_none()
+        && matches!(
+            args.format,
+            ExportFormat::Pprof | ExportFormat::Otlp | ExportFormat::Jfr
+        )
+    {
+        bail!("pprof, otlp and jfr output is binary: give -o FILE");
     }
     let trace = TraceOptions::hiding(&args.hide.hide);
     let (Loaded { rec, title }, tree) = load_streaming_traces(args, kind, &trace)?;
@@ -108,6 +117,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         name: title,
         annotate: args.annotate,
     };
+    warn_incomplete(&rec, &request, args.format.into());
     let export = match tree {
         Some(tree) if tree.events > 0 || kind == Some(Kind::Trace) => {
             Export::of_trace(&rec, tree, &request, args.format.into())?
@@ -126,7 +136,10 @@ fn load_streaming_traces(
     kind: Option<Kind>,
     trace: &TraceOptions,
 ) -> Result<(Loaded, Option<CallTree>)> {
-    let streamable = args.source.data.is_none() && args.source.collector.is_none();
+    // A JFR export holds the trace events themselves.
+    let streamable = args.source.data.is_none()
+        && args.source.collector.is_none()
+        && args.format != ExportFormat::Jfr;
     if let (Some(path), true, None | Some(Kind::Trace)) = (&args.file, streamable, kind) {
         if let Ok((tree, rec)) = crate::trace::read_tree(path, trace) {
             // Without trace events the tree is empty and the recording whole.
@@ -138,6 +151,25 @@ fn load_streaming_traces(
         load(args.file.as_deref(), &args.source, Some(&args.select))?,
         None,
     ))
+}
+
+/// The one-line warning of incomplete stacks for the samples a profile
+/// export shows (a JFR export holds the recording itself, every mode).
+fn warn_incomplete(rec: &Recording, request: &Request, format: Format) {
+    let kinds = jscope_export::kinds(rec, request, format);
+    let modes = kinds.into_iter().filter_map(sample_mode);
+    let modes: Vec<Mode> = match (format, request.kind) {
+        (Format::Jfr, None) => Mode::ALL.to_vec(),
+        _ => modes.collect(),
+    };
+    for mode in modes {
+        let sel = Selection {
+            mode: Some(mode),
+            ..request.selection.clone()
+        };
+        let counts = sel.stack_counts(rec);
+        crate::output::warn_incomplete(rec, Some(mode), &counts, &request.name);
+    }
 }
 
 fn sample_mode(k: Kind) -> Option<Mode> {

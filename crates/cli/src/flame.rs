@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use jscope_analysis::events::{weighted_stacks, EventFilter, EventWeight};
-use jscope_analysis::{collapse, CollapseOptions, Mode, StackCounts, ThreadMatcher};
+use jscope_analysis::{collapse, Annotation, CollapseOptions, Mode, StackCounts, ThreadMatcher};
 use jscope_flame::{render_html, render_svg, FlameGraph, Options};
 use jscope_format::Recording;
 
@@ -63,7 +63,8 @@ pub struct CollapsedArgs {
     #[arg(long)]
     pub threads: bool,
     /// Mark how each Java frame ran, as async-profiler does: `_[0]` interpreted,
-    /// `_[j]` JIT-compiled, `_[i]` inlined (kernel frames always end in `_[k]`).
+    /// `_[1]` C1, `_[j]` JIT-compiled, `_[i]` inlined and class frames (kernel
+    /// frames always end in `_[k]`).
     #[arg(long)]
     pub annotate: bool,
 }
@@ -74,7 +75,10 @@ pub fn run(args: &FlameArgs) -> Result<()> {
         true => None,
         false => Remote::of(args.file.as_deref(), &args.source, &args.select)?,
     };
-    let (graph, title, subtitle) = match remote.map(|r| r.stacks(args.lines)).transpose()?.flatten()
+    let (graph, title, subtitle) = match remote
+        .map(|r| r.stacks(args.lines, Annotation::Kinds))
+        .transpose()?
+        .flatten()
     {
         Some(got) => {
             let mode = got.mode.map_or("no", Mode::name);
@@ -87,8 +91,8 @@ pub fn run(args: &FlameArgs) -> Result<()> {
             let opts = CollapseOptions {
                 lines: args.lines,
                 thread_roots: args.threads,
-                // Java frames carry their tier so the graph shades (and splits) them by it.
-                annotate: true,
+                // Frames carry their kind so the graph colours (and splits) them by it.
+                annotate: Annotation::Kinds,
             };
             (graph_of(&rec, &counts, opts), title, subtitle)
         }
@@ -123,20 +127,22 @@ pub(crate) fn counted(
         let sel = selection(select)?;
         crate::analyze::require_samples(&loaded.rec, &sel, &loaded.title)?;
         let counts = sel.stack_counts(&loaded.rec);
-        let mode = sel.mode_in(&loaded.rec).map_or("no", Mode::name);
-        let subtitle = format!("{} {mode} samples", counts.total);
+        let mode = sel.mode_in(&loaded.rec);
+        crate::output::warn_incomplete(&loaded.rec, mode, &counts, &loaded.title);
+        let subtitle = format!("{} {} samples", counts.total, mode.map_or("no", Mode::name));
         return Ok((loaded, counts, subtitle));
     };
     // The window selects events here, not samples (load's check is about samples).
-    let loaded = load(file, source, None)?;
-    let (counts, subtitle) = event_counts(&loaded.rec, select, what, &loaded.title)?;
+    let mut loaded = load(file, source, None)?;
+    let (counts, subtitle) = event_counts(&mut loaded.rec, select, what, &loaded.title)?;
     Ok((loaded, counts, subtitle))
 }
 
 /// `--mode alloc` and `--mode lock`: the event stacks weighted by estimated
-/// bytes or contention time, and the graph's subtitle.
+/// bytes or contention time, and the graph's subtitle; an allocation's stack
+/// ends in the allocated class.
 fn event_counts(
-    rec: &Recording,
+    rec: &mut Recording,
     select: &SelectArgs,
     what: EventWeight,
     title: &str,
@@ -161,6 +167,11 @@ fn event_counts(
             EventWeight::Lock => {
                 "record with --events monitors,park (the agent's events=monitors+park)"
             }
+            EventWeight::NativeMem => "record with --nativemem (the agent's nativemem)",
+            EventWeight::Leak => {
+                "no sampled native block was left unfreed (record with --nativemem)"
+            }
+            EventWeight::NativeLock => "record with --nativelock (the agent's nativelock)",
         };
         bail!("{title} has no {} events to draw; {how}", what.name());
     }
@@ -186,7 +197,10 @@ pub(crate) fn is_svg(path: &Path) -> bool {
 pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
     if !args.threads {
         let remote = Remote::of(args.file.as_deref(), &args.source, &args.select)?;
-        if let Some(got) = remote.map(|r| r.stacks(args.lines)).transpose()?.flatten() {
+        let stacks = remote
+            .map(|r| r.stacks(args.lines, annotation(args.annotate)))
+            .transpose()?;
+        if let Some(got) = stacks.flatten() {
             return with_stdout(|w| w.write_all(got.graph.to_collapsed().as_bytes()));
         }
     }
@@ -196,8 +210,16 @@ pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
     let opts = CollapseOptions {
         lines: args.lines,
         thread_roots: args.threads,
-        annotate: args.annotate,
+        annotate: annotation(args.annotate),
     };
     let stacks = collapse(&rec, &counts, opts);
     with_stdout(|w| stacks.write_to(w))
+}
+
+/// What `collapsed --annotate` marks: each Java frame's tier, as async-profiler does.
+fn annotation(annotate: bool) -> Annotation {
+    match annotate {
+        true => Annotation::Tiers,
+        false => Annotation::None,
+    }
 }

@@ -14,6 +14,7 @@ mod export;
 mod flame;
 mod jvms;
 mod merge_rec;
+mod nativemem;
 mod output;
 mod queue;
 mod record;
@@ -84,12 +85,16 @@ pub enum Command {
     /// JVM events one per line (text columns, CSV or JSON), as event trees, or user
     /// event intervals.
     Events(events::EventsArgs),
-    /// Most contended monitors, waits and parks: counts, blocked time, sites.
+    /// Most contended monitors, waits and parks, and native lock waits: counts,
+    /// blocked time, sites.
     Locks(events::LocksArgs),
     /// GC pauses: count, total, max and share of wall time.
     Gc(events::GcArgs),
     /// Sampled allocations by site, stack or class; object ages by class.
     Alloc(events::AllocArgs),
+    /// Native allocations (malloc and its kin) by stack, library, Java caller or
+    /// C function; with --leaks, what was never freed.
+    Nativemem(nativemem::NativememArgs),
     /// List the JVMs of this machine (pid, main class, whether jscope's agent is
     /// loaded), or with --collector those a collector knows.
     Jvms(jvms::JvmsArgs),
@@ -140,6 +145,7 @@ fn run(mut command: Command) -> anyhow::Result<u8> {
         Command::Locks(a) => events::locks(a).map(|_| 0),
         Command::Gc(a) => events::gc(a).map(|_| 0),
         Command::Alloc(a) => events::alloc(a).map(|_| 0),
+        Command::Nativemem(a) => nativemem::run(a).map(|_| 0),
         Command::Jvms(a) => jvms::jvms(a).map(|_| 0),
         Command::Queue(a) => queue::run(a).map(|_| 0),
     }

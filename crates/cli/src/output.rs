@@ -1,4 +1,5 @@
-//! How commands print: a text table or JSON, to standard output or a file.
+//! How commands print: a text table or JSON, to standard output or a file, and
+//! the one-line warnings of stacks that do not name the code that ran.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -6,6 +7,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
+use jscope_analysis::{incomplete_stacks, Mode, StackCounts};
+use jscope_format::Recording;
 
 /// How a command prints its result: a text table or JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -59,4 +62,20 @@ pub fn with_output(
         }
     }
     Ok(())
+}
+
+/// Says, in one line on stderr each, what a profile's readers should know of
+/// its stacks: that unknown, broken or empty ones are more than 1% of its
+/// samples (see [`jscope_analysis::IncompleteStacks::warning`]), computed here
+/// or sent by a collector with the profile. Every command that reads samples
+/// warns through here.
+pub fn warn_stacks(title: &str, warnings: impl IntoIterator<Item = String>) {
+    for w in warnings {
+        eprintln!("jscope: warning: {title}: {w}");
+    }
+}
+
+/// [`warn_stacks`] for `counts`, samples of `mode` selected from `rec`.
+pub fn warn_incomplete(rec: &Recording, mode: Option<Mode>, counts: &StackCounts, title: &str) {
+    warn_stacks(title, incomplete_stacks(rec, mode, counts).warning());
 }

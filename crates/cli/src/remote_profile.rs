@@ -10,7 +10,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use jscope_analysis::events::EventWeight;
-use jscope_analysis::{parse_state, HotMethods, Mode};
+use jscope_analysis::{parse_state, Annotation, HotMethods, Mode};
 use jscope_flame::FlameGraph;
 use jscope_store::jvms::{common_mode, origin_ns};
 use jscope_store::query::Query;
@@ -70,6 +70,7 @@ impl<'a> Remote<'a> {
                 .map(|s| parse_state(s))
                 .collect::<Result<_, _>>()?,
             lines: false,
+            annotate: Annotation::None,
         };
         let title = selection.title(&picked);
         Ok(Some(Remote {
@@ -83,16 +84,24 @@ impl<'a> Remote<'a> {
     /// reads the recordings to say why).
     pub fn hot(&self, top: usize) -> Result<Option<HotMethods>> {
         let hot = self.collected.source.hot(&self.query, top)?;
-        Ok((hot.samples > 0).then_some(hot))
+        if hot.view.samples == 0 {
+            return Ok(None);
+        }
+        crate::output::warn_stacks(&self.title, hot.warnings);
+        Ok(Some(hot.view))
     }
 
-    /// The merged stacks (`None` when there are none, as for [`Self::hot`]).
-    pub fn stacks(mut self, lines: bool) -> Result<Option<RemoteStacks>> {
+    /// The merged stacks (`None` when there are none, as for [`Self::hot`]),
+    /// frames named with `annotate`'s suffixes.
+    pub fn stacks(mut self, lines: bool, annotate: Annotation) -> Result<Option<RemoteStacks>> {
         self.query.lines = lines;
-        let (graph, mode) = self.collected.source.flame(&self.query)?;
+        self.query.annotate = annotate;
+        let flame = self.collected.source.flame(&self.query)?;
+        let (graph, mode) = flame.view;
         if graph.total() == 0 {
             return Ok(None);
         }
+        crate::output::warn_stacks(&self.title, flame.warnings);
         Ok(Some(RemoteStacks {
             graph,
             mode,

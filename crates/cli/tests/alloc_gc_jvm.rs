@@ -98,14 +98,31 @@ fn estimated_totals_match_a_known_allocation() {
         let text = stdout(&jscope(&["alloc", s(&f)]));
         assert!(text.contains("Estimated allocated: "), "{text}");
 
-        // The allocation flame graph: the heaviest stack ends in makeBlock.
+        // The allocation flame graph: the heaviest stack ends in the class
+        // makeBlock allocates, and every stack in a class allocated.
         let collapsed = stdout(&jscope(&["collapsed", s(&f), "--mode", "alloc"]));
         let (top, weight) = heaviest(&collapsed);
         assert!(
-            top.ends_with("AllocGc.makeBlock"),
+            top.ends_with("AllocGc.makeBlock;byte[]"),
             "JDK {}: {top}\n{collapsed}",
             java.major
         );
+        let by_class = jscope_json(&["alloc", s(&f), "--by", "class", "--format", "json"]);
+        let classes: Vec<&str> = by_class["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["key"].as_str().unwrap())
+            .collect();
+        for line in collapsed.lines() {
+            let (frames, _) = line.rsplit_once(' ').unwrap();
+            let leaf = frames.rsplit(';').next().unwrap();
+            assert!(
+                classes.contains(&leaf),
+                "JDK {}: {line} (classes {classes:?})",
+                java.major
+            );
+        }
         assert!(within(weight as f64, want, 0.2), "{weight} of {want}");
         let svg = f.with_extension("svg");
         let out = jscope(&["flame", s(&f), "--mode", "alloc", "-o", s(&svg)]);
@@ -379,7 +396,10 @@ fn flame_modes_in_the_collector_api_and_the_web_ui() {
         .as_str()
         .unwrap()
         .to_string();
-    for (mode, top) in [("alloc", "AllocGc.makeBlock"), ("lock", "AllocGc.hold")] {
+    for (mode, top) in [
+        ("alloc", "AllocGc.makeBlock;byte[]"),
+        ("lock", "AllocGc.hold"),
+    ] {
         let (status, body) =
             served.get(&format!("/api/flame?jvm={id}&mode={mode}&format=collapsed"));
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));

@@ -101,7 +101,10 @@ fn pprof_top(go: &Path, file: &Path) -> Vec<(String, f64, f64)> {
         .skip(1)
         .filter_map(|l| {
             let cols: Vec<&str> = l.split_whitespace().collect();
-            (cols.len() >= 6).then(|| (cols[5..].join(" "), pct(cols[1]), pct(cols[4])))
+            // pprof marks a function the JIT inlined `NAME (inline)`.
+            let name = cols.get(5..)?.join(" ");
+            let name = name.trim_end_matches(" (inline)").to_string();
+            Some((name, pct(cols[1]), pct(cols[4])))
         })
         .collect()
 }

@@ -612,7 +612,7 @@ fn readme_tour_commands_name_real_subcommands_and_flags() {
 }
 
 /// The tour's commands that need nothing but the example (no running JVM's pid, no
-/// collector, no app.jar), run as written, in order, in a directory where
+/// collector, no app.jar or what it recorded), run as written, in order, in a directory where
 /// `target/example/classes` holds the example as `examples/run.sh` compiles it.
 #[test]
 fn readme_tour_runs_as_written() {
@@ -657,6 +657,8 @@ fn readme_tour_runs_as_written() {
         "/var/lib",
         "app.jar",
         "app.jsc",
+        // Recorded from app.jar (the example allocates no native memory of its own).
+        "native.jsc",
         "/path/to",
         ".session",
         "client.jsc",

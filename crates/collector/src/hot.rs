@@ -7,7 +7,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
-use jscope_analysis::{hot_methods, HotMethods, Mode, StackCounts};
+use jscope_analysis::{
+    hot_methods, incomplete_stacks, HotMethods, IncompleteStacks, Mode, StackCounts,
+};
 use jscope_format::{Record, Recording};
 
 use crate::listener::Connection;
@@ -38,9 +40,15 @@ impl HotMethodsListener {
     }
 
     /// The table for one JVM: `mode`, or else the first of cpu, wall and snapshot
-    /// that has samples; at most `limit` rows. `None` when this collector has no
-    /// table for it or its table missed part of the stream.
-    pub fn hot_methods(&self, id: &str, mode: Option<Mode>, limit: usize) -> Option<HotMethods> {
+    /// that has samples; at most `limit` rows; with its incomplete stacks.
+    /// `None` when this collector has no table for it or its table missed part
+    /// of the stream.
+    pub fn hot_methods(
+        &self,
+        id: &str,
+        mode: Option<Mode>,
+        limit: usize,
+    ) -> Option<(HotMethods, IncompleteStacks)> {
         let table = self.table(id)?;
         let table = table.lock().expect("table lock");
         if !table.whole {
@@ -57,7 +65,7 @@ impl HotMethodsListener {
         let dict = table.dict.read().expect("dict lock");
         let mut out = hot_methods(&dict, mode, &counts);
         out.truncate(limit);
-        Some(out)
+        Some((out, incomplete_stacks(&dict, mode, &counts)))
     }
 }
 

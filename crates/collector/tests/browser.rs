@@ -281,6 +281,64 @@ fn explore_values_table_stays_in_its_column() {
 }
 
 #[test]
+fn the_flame_tab_downloads_its_selection_as_one_jfr_file() {
+    let (server, clients, streams) = serve_two_mixed_stack_jvms("collector-browser-jfr");
+    let http = server.http_addr().unwrap();
+    let Some(mut b) = cdp::Browser::launch("collector-jfr") else {
+        return;
+    };
+    b.goto(&format!("http://{http}/#tab=flame&jvm={}", streams[0]));
+    b.wait_for(
+        "document.querySelector('#flame-jfr').href.includes('jvm=')",
+        Duration::from_secs(20),
+    );
+    // Checking the other JVM too puts both in the download.
+    b.eval("[...document.querySelectorAll('#flame-jvms input')].find(i => !i.checked).click()");
+    let href = b.eval("document.querySelector('#flame-jfr').href");
+    let href = href.as_str().unwrap();
+    assert!(href.contains("api/jfr?"), "{href}");
+    for s in &streams {
+        assert!(href.contains(s.as_str()), "{s} in {href}");
+    }
+    assert_eq!(
+        b.eval("document.querySelector('#flame-jfr').getAttribute('download')"),
+        "jscope.jfr"
+    );
+    let got = b.eval(
+        "fetch(document.querySelector('#flame-jfr').href).then(r => r.arrayBuffer())\
+           .then(a => { const u = new Uint8Array(a); return [u.length, String.fromCharCode(...u.slice(0, 3))]; })",
+    );
+    assert_eq!(got[1], "FLR", "{got}");
+    let bytes = http_get_bytes(http, &href[href.find("/api/").unwrap()..]);
+    let rec = jscope_jfr::read_bytes(&bytes).expect("a JFR file");
+    assert_eq!((rec.chunks, got[0].as_u64()), (2, Some(bytes.len() as u64)));
+    for c in clients {
+        c.finish(Duration::from_secs(5)).unwrap();
+    }
+    server.shutdown();
+}
+
+/// GET `path`: the body's bytes (the status must be 200).
+fn http_get_bytes(addr: std::net::SocketAddr, path: &str) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    assert!(
+        out.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    let at = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    out[at + 4..].to_vec()
+}
+
+#[test]
 fn pushed_profiles_are_named_by_service_in_the_jvm_pickers() {
     let (server, clients, _) = serve_two_mixed_stack_jvms("collector-browser-push");
     let http = server.http_addr().unwrap();

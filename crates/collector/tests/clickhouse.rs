@@ -107,7 +107,7 @@ fn agents_stream_into_clickhouse_and_every_collector_reads_them_back(server: Ser
         jvms: ids.clone(),
         ..Query::default()
     };
-    let (merged, _) = flame(&other, &q).unwrap();
+    let (merged, _, _) = flame(&other, &q).unwrap();
     let mut by_hand = FlameGraph::new();
     for id in &ids {
         let rec = other.read(id, None, None).unwrap();
@@ -128,7 +128,7 @@ fn agents_stream_into_clickhouse_and_every_collector_reads_them_back(server: Ser
         thread: Some("worker-*".into()),
         ..Query::default()
     };
-    let (window, _) = flame(&other, &q).unwrap();
+    let (window, _, _) = flame(&other, &q).unwrap();
     assert_eq!(window.total(), 4 * (THREADS as u64 - 1));
     // Windows of whole minutes (per-minute counts) and ragged ends (sample rows).
     for (from, to) in [
@@ -167,7 +167,7 @@ fn agents_stream_into_clickhouse_and_every_collector_reads_them_back(server: Ser
         "{gone:?}"
     );
     assert!(other.jvms().iter().all(|j| j.segments.is_empty()));
-    let (all, _) = flame(
+    let (all, _, _) = flame(
         &other,
         &Query {
             jvms: ids,
@@ -308,7 +308,7 @@ fn orphan_samples_are_cancelled_on_reconnect_and_state_and_window_filters_run_in
         jvms: vec![sim.stream.clone()],
         ..Query::default()
     };
-    let (whole, _) = flame(&store, &all).unwrap();
+    let (whole, _, _) = flame(&store, &all).unwrap();
     assert_eq!(whole.total(), 5 * per_chunk, "each sample once");
     assert_eq!(whole.to_collapsed(), collapsed(&own));
     // A window ending past the dates ClickHouse holds (18.16: 2106) still ends after

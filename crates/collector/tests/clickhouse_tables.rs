@@ -20,7 +20,7 @@ use jscope_flame::FlameGraph;
 use jscope_format::{
     encode_file_start, ClassId, EventKind, Frame, FrameKind, Header, JvmEvent, MethodId, Recording,
     RemoteCall, RemoteProtocol, RemoteSide, StackId, StringId, ThreadDef, ThreadId, TraceBatch,
-    TraceEvent, TraceKind, UserEventKind,
+    TraceEvent, TraceKind, UserEventKind, NATIVE_CALLOC, NATIVE_MALLOC, NATIVE_MUTEX,
 };
 use jscope_store::calls::{
     event_kinds, event_kinds_from_chunks, event_stacks, event_stacks_from_chunks, remote_calls,
@@ -274,6 +274,51 @@ impl RichJvm {
                     value: 7 * k as i64,
                 },
             ),
+            // Native memory: a block freed in the same second, one never
+            // freed, and a native lock wait.
+            event(
+                2,
+                at(600),
+                EventKind::NativeAlloc {
+                    size: 512,
+                    weight: 65_536 * k,
+                    address: 0x1000 * k,
+                    call: NATIVE_MALLOC,
+                    id: 2 * k,
+                    stack: StackId(3),
+                },
+            ),
+            event(
+                0,
+                at(650),
+                EventKind::NativeFree {
+                    id: 2 * k,
+                    address: 0x1000 * k,
+                },
+            ),
+            event(
+                3,
+                at(700),
+                EventKind::NativeAlloc {
+                    size: 4_096,
+                    weight: 70_000,
+                    address: 0x9000 * k,
+                    call: NATIVE_CALLOC,
+                    id: 2 * k + 1,
+                    stack: StackId(2),
+                },
+            ),
+            event(
+                3,
+                at(750),
+                EventKind::NativeLock {
+                    duration_ns: 3 * MS,
+                    weight: 5 * MS,
+                    address: 0x7f00,
+                    lock: NATIVE_MUTEX,
+                    stack: StackId(1),
+                },
+            ),
         ];
         if k == 1 {
             events.push(event(1, at(1), EventKind::ClassLoad { class: ClassId(1) }));
@@ -434,7 +479,7 @@ fn collapsed(stacks: EventStacks) -> String {
         let opts = CollapseOptions {
             lines: false,
             thread_roots: false,
-            annotate: false,
+            annotate: Default::default(),
         };
         for (frames, n) in collapse(&rec, &counts, opts).stacks {
             g.add(frames, n);
@@ -677,7 +722,14 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
                 thread: thread.clone(),
                 ..Query::default()
             };
-            for what in [EventWeight::Alloc, EventWeight::Lock] {
+            let weights = [
+                EventWeight::Alloc,
+                EventWeight::Lock,
+                EventWeight::NativeMem,
+                EventWeight::NativeLock,
+                EventWeight::Leak,
+            ];
+            for what in weights {
                 let in_sql = collapsed(event_stacks(&store, &q, what).unwrap());
                 let from_chunks = collapsed(event_stacks_from_chunks(&store, &q, what).unwrap());
                 assert_eq!(
@@ -738,9 +790,12 @@ fn events_traced_calls_and_remote_calls_are_rows_and_sql_answers_equal_the_chunk
     let lock = event_stacks(&store, &q, EventWeight::Lock).unwrap();
     let total: u64 = lock.iter().map(|(_, c)| c.total).sum();
     assert_eq!(total, 2 * (10 + 20) * MS);
-    let rec = &own[0];
-    let alloc =
-        jscope_analysis::events::weighted_stacks(rec, &EventFilter::default(), EventWeight::Alloc);
+    let mut rec = own[0].clone();
+    let alloc = jscope_analysis::events::weighted_stacks(
+        &mut rec,
+        &EventFilter::default(),
+        EventWeight::Alloc,
+    );
     let sql_alloc: u64 = event_stacks(
         &store,
         &Query {

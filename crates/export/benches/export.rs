@@ -129,6 +129,7 @@ fn main() {
         ("speedscope", Format::Speedscope),
         ("chrome", Format::Chrome),
         ("collapsed", Format::Collapsed),
+        ("jfr", Format::Jfr),
     ] {
         let t = Instant::now();
         let export = Export::new(&rec, &req, format).expect("samples to export");

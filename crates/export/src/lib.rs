@@ -10,13 +10,16 @@
 //!   profile per kind;
 //! - [`speedscope`]: sampled profiles per thread, or evented ones for traces;
 //! - [`chrome`]: trace-event JSON, samples as nested slices over time per thread;
-//! - collapsed stacks ([`Profile::collapsed`]).
+//! - collapsed stacks ([`Profile::collapsed`]);
+//! - [`jfr`]: a JDK Flight Recorder file of the recording itself (every kind, or
+//!   the one asked), for the JDK's tools, JMC, IDEs and async-profiler.
 //!
 //! Exact traces also export as themselves: Chrome events per call and collapsed
 //! self time (the call tree's own writers), speedscope evented profiles.
 //! docs/EXPORT.md maps each kind to each format's sample types.
 
 pub mod chrome;
+pub mod jfr;
 mod model;
 pub mod otlp;
 pub mod pprof;
@@ -50,6 +53,8 @@ pub enum Format {
     Speedscope,
     Chrome,
     Collapsed,
+    /// JDK Flight Recorder: the recording itself, not one kind's profile.
+    Jfr,
 }
 
 /// What to export from a recording.
@@ -106,11 +111,16 @@ enum Data {
     Profiles(Vec<Profile>),
     /// Exact traces: their call tree and its self time as a profile.
     Trace(Box<CallTree>, Profile),
+    /// A JFR file's bytes.
+    Jfr(Vec<u8>),
 }
 
 impl Export {
     /// Gathers what `req` asks of `rec` for `format`.
     pub fn new(rec: &Recording, req: &Request, format: Format) -> Result<Export, ExportError> {
+        if format == Format::Jfr {
+            return Export::jfr(rec, req);
+        }
         let kinds = kinds(rec, req, format);
         let data = match kinds.first() {
             None => {
@@ -139,15 +149,40 @@ impl Export {
         })
     }
 
+    /// A JFR file of what `req` selects of `rec`: everything it holds, or one kind.
+    fn jfr(rec: &Recording, req: &Request) -> Result<Export, ExportError> {
+        let kept = jfr::selected(rec, req);
+        if jfr::holds_nothing(&kept) {
+            let what = req
+                .kind
+                .map_or("samples, events or traces".into(), |k| format!("{k} data"));
+            let selected = if jfr::narrowed(req) { " selected" } else { "" };
+            return Err(ExportError::NoData(format!(
+                "{} holds no{selected} {what} to export",
+                req.name
+            )));
+        }
+        Ok(Export {
+            format: Format::Jfr,
+            name: req.name.clone(),
+            resource: resource_info(rec),
+            data: Data::Jfr(jscope_jfr::encode_jfr(&kept)),
+        })
+    }
+
     /// The export of a call tree already built (e.g. streamed from a file with
     /// [`CallTree::from_bytes`], which keeps no trace events in memory) out of the
-    /// recording it was built from.
+    /// recording it was built from. A JFR export holds the calls themselves, so it
+    /// is made of the recording, as [`Export::new`] makes it.
     pub fn of_trace(
         rec: &Recording,
         tree: CallTree,
         req: &Request,
         format: Format,
     ) -> Result<Export, ExportError> {
+        if format == Format::Jfr {
+            return Export::jfr(rec, req);
+        }
         if tree.events == 0 {
             return Err(no_traces(rec, &req.name));
         }
@@ -167,6 +202,7 @@ impl Export {
         let profiles = match &self.data {
             Data::Profiles(p) => p.as_slice(),
             Data::Trace(_, p) => std::slice::from_ref(p),
+            Data::Jfr(bytes) => return out.write_all(bytes),
         };
         let p = &profiles[0];
         match (self.format, &self.data) {
@@ -181,6 +217,8 @@ impl Export {
             (Format::Speedscope, _) => speedscope::write(&speedscope::sampled(p, &self.name), out),
             (Format::Chrome, _) => chrome::write(p, out),
             (Format::Collapsed, _) => write_collapsed(&p.collapsed(), out),
+            // `new` and `of_trace` give every JFR export its bytes (returned above).
+            (Format::Jfr, _) => unreachable!("a JFR export holds its bytes"),
         }
     }
 }

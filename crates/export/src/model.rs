@@ -6,8 +6,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::str::FromStr;
 
+use jscope_analysis::events::{weighted_events, EventFilter, EventWeight};
 use jscope_analysis::trace::CallTree;
-use jscope_analysis::{count_mode, kind_suffix, method_label, source_file, Mode, Selection};
+use jscope_analysis::{
+    count_mode, kind_suffix, method_label, source_file, Mode, Selection, NO_STACK,
+};
 use jscope_format::thread_state::classify;
 use jscope_format::{EventKind, FrameKind, MethodId, Recording, SampleMode, StackId};
 
@@ -28,16 +31,27 @@ pub enum Kind {
     Lock,
     /// Exact-tracing calls, weighted by their self time.
     Trace,
+    /// Sampled native allocations (the agent's `nativemem`), weighted by their
+    /// estimated bytes.
+    NativeMem,
+    /// Sampled native allocations whose blocks were still held at the end of
+    /// the recording (or window): the in-use memory, by estimated bytes.
+    Leak,
+    /// Sampled native lock waits (the agent's `nativelock`), by estimated time.
+    NativeLock,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Cpu,
         Kind::Wall,
         Kind::Snapshot,
         Kind::Alloc,
         Kind::Lock,
         Kind::Trace,
+        Kind::NativeMem,
+        Kind::Leak,
+        Kind::NativeLock,
     ];
 
     pub fn name(self) -> &'static str {
@@ -48,6 +62,9 @@ impl Kind {
             Kind::Alloc => "alloc",
             Kind::Lock => "lock",
             Kind::Trace => "trace",
+            Kind::NativeMem => "nativemem",
+            Kind::Leak => "leak",
+            Kind::NativeLock => "nativelock",
         }
     }
 
@@ -63,6 +80,21 @@ impl Kind {
             Kind::Alloc => [("alloc_objects", "count"), ("alloc_space", "bytes")],
             Kind::Lock => [("contentions", "count"), ("delay", "nanoseconds")],
             Kind::Trace => [("calls", "count"), ("self", "nanoseconds")],
+            // Go's heap profile names for allocated and in-use memory, told
+            // apart from the Java heap's (a consumer merging profiles by type
+            // would add the two); the counts are samples.
+            Kind::NativeMem => [
+                ("native_alloc_objects", "count"),
+                ("native_alloc_space", "bytes"),
+            ],
+            Kind::Leak => [
+                ("native_inuse_objects", "count"),
+                ("native_inuse_space", "bytes"),
+            ],
+            Kind::NativeLock => [
+                ("native_contentions", "count"),
+                ("native_delay", "nanoseconds"),
+            ],
         }
     }
 
@@ -100,7 +132,7 @@ impl Kind {
                 Mode::Snapshot => Kind::Snapshot,
             });
         }
-        [Kind::Alloc, Kind::Lock]
+        [Kind::Alloc, Kind::Lock, Kind::NativeMem, Kind::NativeLock]
             .into_iter()
             .find(|&k| has_kind(rec, k))
     }
@@ -128,6 +160,7 @@ pub(crate) fn has_kind(rec: &Recording, kind: Kind) -> bool {
     match kind.sample_mode() {
         Some(m) => count_mode(rec, m) > 0,
         None if kind == Kind::Trace => rec.traces.iter().any(|b| !b.events.is_empty()),
+        None if kind == Kind::Leak => has_kind(rec, Kind::NativeMem),
         None => rec.events.iter().any(|e| event_kind(&e.kind) == Some(kind)),
     }
 }
@@ -137,6 +170,8 @@ fn event_kind(kind: &EventKind) -> Option<Kind> {
     match kind {
         EventKind::Alloc { .. } => Some(Kind::Alloc),
         EventKind::MonitorBlocked { .. } | EventKind::Park { .. } => Some(Kind::Lock),
+        EventKind::NativeAlloc { .. } => Some(Kind::NativeMem),
+        EventKind::NativeLock { .. } => Some(Kind::NativeLock),
         _ => None,
     }
 }
@@ -209,12 +244,32 @@ impl Profile {
     /// suffix (`_[0]` interpreted, `_[j]` JIT-compiled, `_[i]` inlined), one
     /// function per method and tier.
     pub fn of(rec: &Recording, kind: Kind, sel: &Selection, annotate: bool) -> Profile {
+        if kind == Kind::Alloc {
+            return Profile::of_allocations(rec, sel, annotate);
+        }
         let mut b = Builder::new(rec, kind, annotate);
         match kind {
             Kind::Cpu | Kind::Wall => b.signal_samples(sel),
             Kind::Snapshot => b.snapshots(sel),
-            Kind::Alloc | Kind::Lock => b.events(sel),
+            Kind::Alloc | Kind::Lock | Kind::NativeLock => b.events(sel),
+            Kind::NativeMem | Kind::Leak => b.native_allocations(sel),
             Kind::Trace => b.traces(&CallTree::of(rec, &Default::default())),
+        }
+        b.finish()
+    }
+
+    /// Allocation samples, each stack with the allocated class as its leaf
+    /// frame as every allocation profile shows it (made by the analysis
+    /// library in a copy of the recording, which its stacks are added to).
+    fn of_allocations(rec: &Recording, sel: &Selection, annotate: bool) -> Profile {
+        let mut shown = rec.clone();
+        let events = weighted_events(&mut shown, &EventFilter::default(), EventWeight::Alloc);
+        let mut b = Builder::new(&shown, Kind::Alloc, annotate);
+        for e in events {
+            if sel.keeps(&shown, e.thread, 0, e.ticks) {
+                let class = class_name(&shown, e.class);
+                b.add(e.stack, e.thread, None, e.ticks, e.weight, class);
+            }
         }
         b.finish()
     }
@@ -287,6 +342,13 @@ impl Profile {
         }
         merged.into_iter().filter(|(_, n)| *n > 0).collect()
     }
+}
+
+/// The name of a class (an allocated one, or a lock's), when known.
+fn class_name(rec: &Recording, class: jscope_format::ClassId) -> Option<String> {
+    rec.class(class)
+        .map(|c| rec.string(c.name).to_string())
+        .filter(|n| !n.is_empty())
 }
 
 /// Interns functions and stacks while samples are added.
@@ -411,13 +473,38 @@ impl<'r> Builder<'r> {
                     stack,
                     ..
                 } => (duration_ns, blocker_class, stack),
+                EventKind::NativeLock { weight, stack, .. } => {
+                    (weight, jscope_format::ClassId::NONE, stack)
+                }
                 _ => continue,
             };
-            let class = rec
-                .class(class)
-                .map(|c| rec.string(c.name).to_string())
-                .filter(|n| !n.is_empty());
-            self.add(stack, e.thread.0, None, e.ticks, weight, class);
+            self.add(
+                stack,
+                e.thread.0,
+                None,
+                e.ticks,
+                weight,
+                class_name(rec, class),
+            );
+        }
+    }
+
+    /// Native allocation samples by their estimated bytes: all of them, or for
+    /// [`Kind::Leak`] those whose blocks were still held at the window's end.
+    fn native_allocations(&mut self, sel: &Selection) {
+        let rec = self.rec;
+        let leaks = self.profile.kind() == Kind::Leak;
+        let filter = jscope_analysis::events::EventFilter {
+            to_s: sel.to_s,
+            ..Default::default()
+        };
+        for a in jscope_analysis::events::native_allocations(rec, &filter) {
+            let e = a.event;
+            if !sel.keeps(rec, e.thread.0, 0, e.ticks) || (leaks && !a.leaked()) {
+                continue;
+            }
+            let call = jscope_format::native_call_name(a.call).to_string();
+            self.add(a.stack, e.thread.0, None, e.ticks, a.weight, Some(call));
         }
     }
 
@@ -488,12 +575,13 @@ impl<'r> Builder<'r> {
         });
     }
 
-    /// The interned stack of a recording's stack id.
+    /// The interned stack of a recording's stack id; a stack without frames
+    /// is the one frame `[no_stack]`, as every view shows it.
     fn stack(&mut self, id: StackId) -> u32 {
         if let Some(&s) = self.by_stack_id.get(&id.0) {
             return s;
         }
-        let frames: Vec<Frame> = self
+        let mut frames: Vec<Frame> = self
             .rec
             .stack(id)
             .iter()
@@ -503,6 +591,18 @@ impl<'r> Builder<'r> {
                 inlined: f.kind == FrameKind::Inlined,
             })
             .collect();
+        if frames.is_empty() {
+            frames.push(Frame {
+                function: self.intern_function(Function {
+                    name: NO_STACK.to_string(),
+                    system_name: NO_STACK.to_string(),
+                    file: String::new(),
+                    lib: String::new(),
+                }),
+                line: 0,
+                inlined: false,
+            });
+        }
         let s = self.intern_stack(frames);
         self.by_stack_id.insert(id.0, s);
         s

@@ -268,6 +268,7 @@ fn profile(src: &Source, d: &mut Dictionary) -> otlp::Profile {
         .collect();
     let class_key = match kind {
         crate::Kind::Alloc => "jvm.allocated_class",
+        crate::Kind::NativeMem | crate::Kind::Leak => "native.allocating_function",
         _ => "jvm.lock_class",
     };
     let mut index: HashMap<(i32, Vec<i32>), usize> = HashMap::new();

@@ -278,6 +278,7 @@ fn merged_samples(src: &Source, location_ids: &[Vec<u64>], strings: &mut Strings
     let state_key = strings.get("thread state");
     let class_key = strings.get(match src.kind() {
         Kind::Alloc => "allocated class",
+        Kind::NativeMem | Kind::Leak => "allocating function",
         _ => "lock class",
     });
     let mut index: HashMap<SampleKey, usize> = HashMap::new();

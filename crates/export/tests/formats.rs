@@ -5,7 +5,7 @@ use std::io::Read;
 
 use jscope_analysis::trace::TraceOptions;
 use jscope_analysis::{collapse, CollapseOptions, Selection, ThreadMatcher};
-use jscope_export::{export, pprof, Format, Kind, Profile, Request};
+use jscope_export::{export, pprof, Export, ExportError, Format, Kind, Profile, Request};
 use jscope_format::thread_state::{ALIVE, BLOCKED_ON_MONITOR_ENTER, RUNNABLE};
 use jscope_format::*;
 use jscope_testkit::RecordingBuilder;
@@ -241,6 +241,13 @@ fn pprof_of_allocations_and_lock_waits() {
         .iter()
         .find(|l| s(l.key) == "allocated class");
     assert_eq!(class.map(|l| s(l.str)).as_deref(), Some("demo.Item"));
+    // The allocated class is the stack's leaf frame, above the allocating method.
+    let leaf = |x: &pprof::Sample| {
+        let location = &p.location[x.location_id[0] as usize - 1];
+        s(p.function[location.line[0].function_id as usize - 1].name)
+    };
+    assert_eq!(leaf(&p.sample[0]), "demo.Item");
+    assert_eq!(p.sample[0].location_id.len(), 3);
 
     let p = pprof_of(&exported(&rec, &request(Kind::Lock), Format::Pprof));
     let s = |i: i64| p.string_table[i as usize].clone();
@@ -262,6 +269,72 @@ fn collapsed_samples_are_what_jscope_collapsed_prints() {
         .unwrap();
     assert_eq!(text, String::from_utf8(expected).unwrap());
     assert!(text.contains("demo.App.main;demo.App.work 4\n"), "{text}");
+}
+
+#[test]
+fn allocation_stacks_end_in_the_allocated_class_in_every_format() {
+    let rec = recording();
+    let text = String::from_utf8(exported(&rec, &request(Kind::Alloc), Format::Collapsed)).unwrap();
+    assert_eq!(text, "demo.App.main;demo.App.work;demo.Item 4000\n");
+    let doc = json(&rec, &request(Kind::Alloc), Format::Speedscope);
+    let frames: Vec<&str> = doc["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert!(frames.contains(&"demo.Item"), "{frames:?}");
+    // With async-profiler's annotation the class frame reads `_[i]`.
+    let annotated = Request {
+        annotate: true,
+        ..request(Kind::Alloc)
+    };
+    let text = String::from_utf8(exported(&rec, &annotated, Format::Collapsed)).unwrap();
+    assert_eq!(
+        text,
+        "demo.App.main_[j];demo.App.work_[j];demo.Item_[i] 4000\n"
+    );
+}
+
+/// `recording()` with one more cpu sample on main at 40 ms whose walk found no
+/// frame at all.
+fn with_an_empty_stack() -> Recording {
+    let mut rec = recording();
+    let mut empty = rec.samples[0];
+    empty.ticks = 40 * MS;
+    empty.stack = StackId(0);
+    rec.samples.push(empty);
+    rec
+}
+
+#[test]
+fn a_sample_without_frames_exports_as_no_stack() {
+    let rec = with_an_empty_stack();
+    let text = String::from_utf8(exported(&rec, &request(Kind::Cpu), Format::Collapsed)).unwrap();
+    assert!(text.contains("[no_stack] 1\n"), "{text}");
+    let p = pprof_of(&exported(&rec, &request(Kind::Cpu), Format::Pprof));
+    let total: i64 = p.sample.iter().map(|x| x.value[0]).sum();
+    assert_eq!(total, 8, "no sample left out");
+    assert!(p
+        .function
+        .iter()
+        .any(|f| p.string_table[f.name as usize] == "[no_stack]"));
+    let doc = json(&rec, &request(Kind::Cpu), Format::Speedscope);
+    assert!(doc["shared"]["frames"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["name"] == "[no_stack]"));
+    // A JFR file holds the recording itself: the sample gets the frame too.
+    let back = jfr_of(&rec, &request(Kind::Cpu));
+    let shown: Vec<String> = back
+        .samples
+        .iter()
+        .filter(|s| back.stack(s.stack).len() == 1)
+        .map(|s| back.method_label(back.stack(s.stack)[0].method))
+        .collect();
+    assert!(shown.contains(&"[no_stack]".to_string()), "{shown:?}");
+    assert_eq!(back.samples.len(), 8);
 }
 
 #[test]
@@ -633,4 +706,214 @@ fn snapshot_profiles_have_the_snapshot_interval_as_their_period() {
         .map(|t| (s(t.r#type), s(t.unit)))
         .collect();
     assert_eq!(types, [("samples", "count"), ("snapshot", "nanoseconds")]);
+}
+
+fn jfr_of(rec: &Recording, req: &Request) -> Recording {
+    let back = jscope_jfr::read_bytes(&exported(rec, req, Format::Jfr)).expect("JFR");
+    assert_eq!(back.damage, None);
+    back
+}
+
+fn trace_events(rec: &Recording) -> usize {
+    rec.traces.iter().map(|b| b.events.len()).sum()
+}
+
+#[test]
+fn jfr_holds_the_whole_recording_or_the_kind_asked() {
+    let rec = recording();
+    let all = jfr_of(
+        &rec,
+        &Request {
+            name: "demo.jsc".into(),
+            ..Request::default()
+        },
+    );
+    assert_eq!(
+        (all.samples.len(), all.events.len(), trace_events(&all)),
+        (7, 3, 6)
+    );
+    let cpu = jfr_of(&rec, &request(Kind::Cpu));
+    assert_eq!(
+        (cpu.samples.len(), cpu.events.len(), trace_events(&cpu)),
+        (7, 0, 0)
+    );
+    let alloc = jfr_of(&rec, &request(Kind::Alloc));
+    assert_eq!((alloc.samples.len(), alloc.events.len()), (0, 2));
+    assert!(alloc.events.iter().all(|e| e.kind.name() == "alloc"));
+    let lock = jfr_of(&rec, &request(Kind::Lock));
+    assert_eq!(lock.events.len(), 1);
+    let trace = jfr_of(&rec, &request(Kind::Trace));
+    assert_eq!((trace.samples.len(), trace_events(&trace)), (0, 6));
+    // A kind the recording does not have is nothing to export.
+    let err = Export::new(&rec, &request(Kind::Wall), Format::Jfr).err();
+    assert!(matches!(err, Some(ExportError::NoData(_))), "{err:?}");
+}
+
+#[test]
+fn jfr_is_narrowed_by_thread_state_and_time() {
+    let rec = recording();
+    let narrowed = |selection: Selection| {
+        jfr_of(
+            &rec,
+            &Request {
+                selection,
+                name: "demo.jsc".into(),
+                ..Request::default()
+            },
+        )
+    };
+    let worker = narrowed(Selection {
+        thread: Some(ThreadMatcher::new("worker")),
+        ..Selection::default()
+    });
+    // The worker's two samples; the allocations, the monitor wait and the traces
+    // are main's.
+    assert_eq!(
+        (
+            worker.samples.len(),
+            worker.events.len(),
+            trace_events(&worker)
+        ),
+        (2, 0, 0)
+    );
+    let window = narrowed(Selection {
+        from_s: Some(0.011),
+        to_s: Some(0.05),
+        ..Selection::default()
+    });
+    assert_eq!((window.samples.len(), window.events.len()), (3, 2));
+    let blocked = narrowed(Selection {
+        states: vec![StateClass::Blocked],
+        ..Selection::default()
+    });
+    // The state filter is the samples'; events and traces have no state.
+    assert_eq!((blocked.samples.len(), blocked.events.len()), (1, 3));
+    // A selection that keeps nothing is nothing to export, not an empty file.
+    let nobody = Request {
+        selection: Selection {
+            thread: Some(ThreadMatcher::new("nobody")),
+            ..Selection::default()
+        },
+        name: "demo.jsc".into(),
+        ..Request::default()
+    };
+    let err = Export::new(&rec, &nobody, Format::Jfr).err();
+    assert!(
+        matches!(&err, Some(ExportError::NoData(m)) if m.contains("no selected")),
+        "{err:?}"
+    );
+}
+
+/// `recording()` plus native allocations: a leaked block of 4 KiB (estimated
+/// 64 KiB) and a freed one of 1 KiB (estimated 32 KiB) by malloc in `work`, and a
+/// native lock wait of 2 ms in `run`.
+fn native_recording() -> Recording {
+    let mut rec = recording();
+    let (work, run) = (StackId(1), StackId(3));
+    let alloc = |ticks, size, weight, id, stack| JvmEvent {
+        thread: ThreadId(1),
+        ticks,
+        kind: EventKind::NativeAlloc {
+            size,
+            weight,
+            address: 0x1000 * id,
+            call: NATIVE_MALLOC,
+            id,
+            stack,
+        },
+    };
+    rec.events.push(alloc(2 * MS, 4096, 65_536, 1, work));
+    rec.events.push(alloc(3 * MS, 1024, 32_768, 2, work));
+    rec.events.push(JvmEvent::global(
+        4 * MS,
+        EventKind::NativeFree {
+            id: 2,
+            address: 0x2000,
+        },
+    ));
+    rec.events.push(JvmEvent {
+        thread: ThreadId(2),
+        ticks: 5 * MS,
+        kind: EventKind::NativeLock {
+            duration_ns: 2 * MS,
+            weight: 2 * MS,
+            address: 0x7000,
+            lock: NATIVE_MUTEX,
+            stack: run,
+        },
+    });
+    rec
+}
+
+#[test]
+fn native_allocations_export_as_allocated_and_in_use_memory() {
+    let rec = native_recording();
+    let alloc = pprof_of(&exported(&rec, &request(Kind::NativeMem), Format::Pprof));
+    let types: Vec<&str> = alloc
+        .sample_type
+        .iter()
+        .map(|t| alloc.string_table[t.r#type as usize].as_str())
+        .collect();
+    assert_eq!(types, ["native_alloc_objects", "native_alloc_space"]);
+    let total: i64 = alloc.sample.iter().map(|s| s.value[1]).sum();
+    assert_eq!(total, 65_536 + 32_768);
+    let inuse = pprof_of(&exported(&rec, &request(Kind::Leak), Format::Pprof));
+    let types: Vec<&str> = inuse
+        .sample_type
+        .iter()
+        .map(|t| inuse.string_table[t.r#type as usize].as_str())
+        .collect();
+    assert_eq!(types, ["native_inuse_objects", "native_inuse_space"]);
+    assert_eq!(inuse.sample.len(), 1);
+    assert_eq!(inuse.sample[0].value, [1, 65_536]);
+    let label = |p: &pprof::Profile, key: &str| -> Vec<String> {
+        p.sample
+            .iter()
+            .flat_map(|s| &s.label)
+            .filter(|l| p.string_table[l.key as usize] == key)
+            .map(|l| p.string_table[l.str as usize].clone())
+            .collect()
+    };
+    assert_eq!(label(&inuse, "allocating function"), ["malloc"]);
+    let lock = Profile::of(&rec, Kind::NativeLock, &Selection::default(), false);
+    assert_eq!(lock.collapsed(), [("demo.Worker.run".to_string(), 2 * MS)]);
+    // A window ending before the free: both blocks were still held then.
+    let early = Selection {
+        to_s: Some(0.0035),
+        ..Selection::default()
+    };
+    let held = Profile::of(&rec, Kind::Leak, &early, false);
+    assert_eq!(held.total_weight(), 65_536 + 32_768);
+}
+
+#[test]
+fn otlp_holds_the_native_profiles_too() {
+    use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+    let rec = native_recording();
+    let req = Request {
+        kind: None,
+        name: "demo.jsc".into(),
+        ..Request::default()
+    };
+    let bytes = exported(&rec, &req, Format::Otlp);
+    let r = ExportProfilesServiceRequest::decode(&*bytes).unwrap();
+    let d = r.dictionary.unwrap();
+    let profiles = &r.resource_profiles[0].scope_profiles[0].profiles;
+    let kinds: Vec<&str> = profiles
+        .iter()
+        .map(|p| d.string_table[p.sample_type.unwrap().type_strindex as usize].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "cpu",
+            "alloc_space",
+            "delay",
+            "native_alloc_space",
+            "native_inuse_space",
+            "native_delay"
+        ]
+    );
+    assert_eq!("nativemem".parse::<Kind>().unwrap(), Kind::NativeMem);
+    assert_eq!("leak".parse::<Kind>().unwrap(), Kind::Leak);
 }

@@ -119,7 +119,7 @@ where
 /// change of each frame's share since `base`, with both shares in each tooltip.
 pub fn render_diff_svg(new: &FlameGraph, base: &FlameGraph, o: &Options) -> String {
     let diffs = Diffs::new(new, base);
-    render_svg_painted(new, o, &|id| diffs.paint(id))
+    render_svg_painted(new, o, &|id| diffs.paint(id), false)
 }
 
 /// The differential graph in a self-contained HTML page: the SVG of

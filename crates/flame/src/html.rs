@@ -35,27 +35,35 @@ pub fn render_html(g: &FlameGraph, o: &Options) -> String {
 
 /// What each colour means, with swatches drawn by the colouring rule itself from a
 /// typical name of each kind.
-pub(crate) const LEGEND: [(&str, &str); 10] = [
-    ("com.example.App.run_[j]", "Java (hue by package)"),
+pub(crate) const LEGEND: [(&str, &str); 13] = [
+    ("com.example.App.run_[j]", "Java compiled (hue by package)"),
+    ("com.example.App.run_[1]", "C1"),
     ("com.example.App.run_[0]", "interpreted"),
     ("com.example.App.run_[i]", "inlined"),
     ("java.util.HashMap.get", "JDK"),
+    ("itable stub_[s]", "stub"),
+    ("com.example.Circle_[t]", "class"),
     ("write [libc.so.6]", "native"),
     ("JavaThread::run [libjvm.so]", "JVM (libjvm)"),
     ("do_syscall_64_[k]", "kernel"),
-    ("[unknown]", "internal"),
+    ("[unknown]", "internal, walk stopped"),
     ("", "root, merged"),
     ("#e040fb", "search match"),
 ];
 
+/// A legend entry's swatch colour.
+pub(crate) fn legend_fill(name: &str) -> String {
+    match name {
+        "" => colour("", FrameKind::Synthetic),
+        n if n.starts_with('#') => n.to_string(),
+        n => colour(n, classify(n)),
+    }
+}
+
 fn legend() -> String {
     let mut out = String::new();
     for (name, what) in LEGEND {
-        let fill = match name {
-            "" => colour("", FrameKind::Synthetic),
-            n if n.starts_with('#') => n.to_string(),
-            n => colour(n, classify(n)),
-        };
+        let fill = legend_fill(name);
         let _ = write!(
             out,
             "\n    <i style=\"background:{fill}\"></i>{}",

@@ -2,8 +2,10 @@
 //!
 //! The rule (also in the README):
 //! 1. An annotation suffix `_[j]` (JIT), `_[i]` (inlined), `_[0]` (interpreted),
-//!    `_[1]` (C1) or `_[c]` (compiled) is stripped first; `_[k]` means kernel and
-//!    `_[n]` native.
+//!    `_[1]` (C1) or `_[c]` (compiled) is stripped first; `_[k]` means kernel,
+//!    `_[n]` native, `_[s]` a stub (code the JVM generated that is not a Java
+//!    method: `jlong_disjoint_arraycopy`, `itable stub`) and `_[t]` a class shown
+//!    as a frame (the receiver above a vtable or itable stub, an allocated class).
 //! 2. Names ending in ` [libjvm.so]` (jscope's label of a native frame in the JVM's
 //!    own library) are VM code, async-profiler's "C++" frames.
 //! 3. Names starting with `[` (`[unknown]`, `[GC]`, `[vm]`) are VM/internal.
@@ -13,7 +15,7 @@
 //!    `sun.` and `com.sun.` packages are JDK, everything else application code.
 //!
 //! Each kind has its own hue band, as async-profiler's: Java greens, JDK blues, native
-//! red, VM yellow, kernel orange. Within the Java bands the hue comes from a stable
+//! red, VM yellow, kernel orange; stubs lavender and classes pink. Within the Java bands the hue comes from a stable
 //! hash of the package so that one package keeps one colour across graphs, and the
 //! lightness varies by the full name so neighbours stay apart. The annotation shades
 //! a Java frame by how it ran: interpreted pale, C1 lighter, inlined towards aqua,
@@ -34,6 +36,10 @@ pub enum FrameKind {
     Vm,
     /// Bracketed pseudo-frames the VM or profiler reports, such as `[unknown]`.
     Internal,
+    /// Code the JVM generated that is not a Java method: a stub, an adapter.
+    Stub,
+    /// A class shown as a frame: a call's receiver, an allocated class.
+    Class,
     /// Frames this crate adds: the root and boxes standing for merged narrow frames.
     Synthetic,
 }
@@ -53,6 +59,12 @@ pub fn classify(name: &str) -> FrameKind {
     }
     if name.ends_with(" [libjvm.so]") {
         return FrameKind::Vm;
+    }
+    if name.ends_with("_[s]") {
+        return FrameKind::Stub;
+    }
+    if name.ends_with("_[t]") {
+        return FrameKind::Class;
     }
     let bare = strip_java_suffix(name);
     if bare.starts_with('[') {
@@ -83,6 +95,8 @@ pub fn colour(name: &str, kind: FrameKind) -> String {
         FrameKind::Kernel => (28.0 + 10.0 * vary, 0.85, 0.58),
         FrameKind::Vm => (60.0 + 8.0 * vary, 0.58, 0.50),
         FrameKind::Internal => (52.0 + 6.0 * vary, 0.75, 0.55),
+        FrameKind::Stub => (272.0 + 8.0 * vary, 0.50, 0.74),
+        FrameKind::Class => (328.0 + 10.0 * vary, 0.60, 0.74),
         FrameKind::Synthetic => (0.0, 0.0, 0.78),
     };
     hsl_to_hex(hue, saturation, lightness.min(0.9))
@@ -109,9 +123,13 @@ fn tier(name: &str) -> Option<Tier> {
 }
 
 /// The name as a frame box shows it: without a Java tier annotation (`_[j]`, `_[i]`,
-/// `_[0]`, `_[1]`, `_[c]`), which its colour shows instead. Kernel `_[k]` stays.
+/// `_[0]`, `_[1]`, `_[c]`) or a stub's or class's (`_[s]`, `_[t]`), which its
+/// colour shows instead. Kernel `_[k]` stays.
 pub fn display_name(name: &str) -> &str {
-    strip_java_suffix(name)
+    let name = strip_java_suffix(name);
+    name.strip_suffix("_[s]")
+        .or_else(|| name.strip_suffix("_[t]"))
+        .unwrap_or(name)
 }
 
 /// Java hues: application packages spread over greens, JDK packages over blues.

@@ -1,6 +1,7 @@
 //! The static SVG renderer: one `<g>` per box with a `<title>` tooltip, no script.
 
 use crate::escape::{escape_xml, truncate_label};
+use crate::html::{legend_fill, LEGEND};
 use crate::kind::{classify, colour, display_name, FrameKind};
 use crate::layout::{Frame, Label, Layout};
 use crate::tree::{NodeId, ROOT};
@@ -18,7 +19,7 @@ const FONT_FAMILY: &str = "ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 ///
 /// Frames narrower than `o.min_width_px` are merged (see [`Options::min_width_px`]).
 pub fn render_svg(g: &FlameGraph, o: &Options) -> String {
-    render_svg_painted(g, o, &|_| None)
+    render_svg_painted(g, o, &|_| None, true)
 }
 
 /// A frame's colour and an extra line for its tooltip, chosen by a caller
@@ -28,13 +29,16 @@ pub(crate) struct Paint {
     pub(crate) note: String,
 }
 
-/// [`render_svg`] with frames of the graph coloured by `paint` where it answers.
+/// [`render_svg`] with frames of the graph coloured by `paint` where it answers,
+/// and the legend of the frame-kind colours when `legend`.
 pub(crate) fn render_svg_painted(
     g: &FlameGraph,
     o: &Options,
     paint: &dyn Fn(NodeId) -> Option<Paint>,
+    legend: bool,
 ) -> String {
-    let canvas = Canvas::new(g, o);
+    let mut canvas = Canvas::new(g, o);
+    canvas.legend = legend;
     let layout = Layout::new(g, canvas.min_weight(o.min_width_px));
     let mut out = String::with_capacity(256 + layout.frames.len() * 200);
     canvas.write_header(&mut out, o, layout.max_depth);
@@ -44,6 +48,7 @@ pub(crate) fn render_svg_painted(
     for frame in &layout.frames {
         canvas.write_frame(&mut out, g, o, frame, layout.max_depth, paint);
     }
+    canvas.write_legend(&mut out, layout.max_depth);
     out.push_str("</svg>\n");
     out
 }
@@ -55,6 +60,8 @@ struct Canvas {
     frames_top: u32,
     inverted: bool,
     total: u64,
+    /// Whether a legend of the frame-kind colours goes under the frames.
+    legend: bool,
 }
 
 impl Canvas {
@@ -67,6 +74,7 @@ impl Canvas {
             frames_top: if o.subtitle.is_empty() { 40 } else { 58 },
             inverted: o.inverted,
             total: g.total(),
+            legend: true,
         }
     }
 
@@ -75,7 +83,42 @@ impl Canvas {
     }
 
     fn height(&self, max_depth: u32) -> u32 {
+        let rows = self.legend_rows();
+        self.legend_top(max_depth) + rows * LEGEND_ROW + 4 * rows.min(1)
+    }
+
+    /// Where the legend's first row goes: under the frames' bottom margin.
+    fn legend_top(&self, max_depth: u32) -> u32 {
         self.frames_top + (max_depth + 1) * FRAME_HEIGHT + 12
+    }
+
+    fn legend_rows(&self) -> u32 {
+        match self.legend {
+            true => legend_items(self.width)
+                .last()
+                .map_or(0, |item| item.row + 1),
+            false => 0,
+        }
+    }
+
+    /// What each colour means, in rows under the frames.
+    fn write_legend(&self, out: &mut String, max_depth: u32) {
+        if !self.legend {
+            return;
+        }
+        let top = self.legend_top(max_depth);
+        for item in legend_items(self.width) {
+            let y = top + item.row * LEGEND_ROW;
+            let _ = writeln!(
+                out,
+                r##"<rect x="{x:.1}" y="{y}" width="{LEGEND_SWATCH}" height="{LEGEND_SWATCH}" fill="{fill}" rx="2"/><text x="{tx:.1}" y="{ty}" font-size="{LEGEND_FONT}" fill="#555">{text}</text>"##,
+                x = item.x,
+                fill = item.fill,
+                tx = item.x + f64::from(LEGEND_SWATCH) + 4.0,
+                ty = y + LEGEND_SWATCH,
+                text = escape_xml(item.text),
+            );
+        }
     }
 
     fn y(&self, depth: u32, max_depth: u32) -> u32 {
@@ -169,6 +212,40 @@ impl Canvas {
     }
 }
 
+const LEGEND_ROW: u32 = 16;
+const LEGEND_SWATCH: u32 = 10;
+const LEGEND_FONT: u32 = 11;
+
+/// One legend entry placed: its row and x, swatch colour and text.
+struct LegendItem {
+    row: u32,
+    x: f64,
+    fill: String,
+    text: &'static str,
+}
+
+/// The HTML page's legend less the search colour (a static SVG has no
+/// search), flowed into rows that fit `width`.
+fn legend_items(width: f64) -> Vec<LegendItem> {
+    let char_width = 0.6 * f64::from(LEGEND_FONT);
+    let (mut row, mut x) = (0, PAD_X);
+    let mut items = Vec::new();
+    for (name, text) in LEGEND.iter().filter(|(name, _)| !name.starts_with('#')) {
+        let item_width = f64::from(LEGEND_SWATCH) + 4.0 + text.len() as f64 * char_width;
+        if x > PAD_X && x + item_width > width - PAD_X {
+            (row, x) = (row + 1, PAD_X);
+        }
+        items.push(LegendItem {
+            row,
+            x,
+            fill: legend_fill(name),
+            text,
+        });
+        x += item_width + 14.0;
+    }
+    items
+}
+
 /// The text and fill colour for a box.
 fn describe(g: &FlameGraph, label: Label, min_width_px: f64) -> (String, String) {
     match label {
@@ -197,7 +274,7 @@ fn group_digits(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

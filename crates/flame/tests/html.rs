@@ -176,7 +176,10 @@ fn a_method_at_two_tiers_is_two_boxes_of_one_name_and_two_colours_with_a_legend(
     let legend = &legend[..legend.find("</span>").unwrap()];
     for what in [
         "interpreted",
+        "C1",
         "inlined",
+        "stub",
+        "class",
         "JDK",
         "native",
         "JVM (libjvm)",

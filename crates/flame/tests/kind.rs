@@ -138,3 +138,26 @@ fn a_java_frame_is_shaded_by_how_it_ran_and_shown_without_the_suffix() {
     }
     assert_eq!(display_name("do_syscall_64_[k]"), "do_syscall_64_[k]");
 }
+
+#[test]
+fn stubs_and_class_frames_have_colours_of_their_own() {
+    assert_eq!(classify("itable stub_[s]"), FrameKind::Stub);
+    assert_eq!(classify("jlong_disjoint_arraycopy_[s]"), FrameKind::Stub);
+    assert_eq!(classify("com.example.Circle_[t]"), FrameKind::Class);
+    assert_eq!(classify("byte[]_[t]"), FrameKind::Class);
+    assert_eq!(display_name("itable stub_[s]"), "itable stub");
+    assert_eq!(display_name("byte[]_[t]"), "byte[]");
+    let bands = [
+        ("itable stub_[s]", 270.0..282.0),
+        ("com.example.Circle_[t]", 320.0..345.0),
+    ];
+    for (name, band) in bands {
+        let h = hue_of(name);
+        assert!(band.contains(&h), "{name}: hue {h} outside {band:?}");
+    }
+    // Apart from every other kind's band, C1 shading included.
+    let c1 = colour("com.example.Circle.area_[1]", FrameKind::Java);
+    let compiled = colour("com.example.Circle.area_[j]", FrameKind::Java);
+    assert_ne!(c1, compiled);
+    assert!(lightness(&c1) > lightness(&compiled));
+}

@@ -168,3 +168,44 @@ fn empty_graph_renders_a_note() {
     let doc = Document::parse(&svg).unwrap();
     assert!(doc.descendants().any(|n| n.text() == Some("No samples")));
 }
+
+#[test]
+fn a_legend_under_the_frames_names_each_colour() {
+    let g = FlameGraph::from_collapsed("a.Main.main_[j];itable stub_[s];a.Circle_[t] 3\n").unwrap();
+    let svg = render_svg(&g, &Options::default());
+    let doc = Document::parse(&svg).unwrap();
+    let texts: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text") && n.attribute("font-size") == Some("11"))
+        .filter_map(|n| n.text())
+        .collect();
+    for what in ["C1", "interpreted", "inlined", "stub", "class", "kernel"] {
+        assert!(texts.contains(&what), "{what} not in {texts:?}");
+    }
+    assert!(
+        !texts.contains(&"search match"),
+        "a static SVG has no search"
+    );
+    // Under the lowest frame, inside the picture.
+    let height: f64 = doc
+        .root_element()
+        .attribute("height")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let lowest = boxes(&svg).iter().map(|b| b.y).fold(0.0, f64::max);
+    let legend_y = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("text") && n.attribute("font-size") == Some("11"))
+        .map(|n| n.attribute("y").unwrap().parse::<f64>().unwrap())
+        .fold(f64::MAX, f64::min);
+    assert!(
+        legend_y > lowest && legend_y < height,
+        "{legend_y} {lowest} {height}"
+    );
+    // The box names go without their kind suffixes.
+    assert_eq!(
+        find(&boxes(&svg), "itable stub").label.as_deref(),
+        Some("itable stub")
+    );
+}

@@ -403,6 +403,66 @@ event_kinds! {
     /// `started`, after it had written `trace_events` trace events: the call open
     /// at that point is the one that started the thread (written while tracing).
     ThreadStartCall = 45, "start_call" { started: i64, trace_events: u64 }
+    /// A sampled native allocation (agent option `nativemem`): `size` bytes at
+    /// `address` returned by `call` ([`NATIVE_MALLOC`], [`NATIVE_CALLOC`],
+    /// [`NATIVE_REALLOC`], [`NATIVE_POSIX_MEMALIGN`], [`NATIVE_ALIGNED_ALLOC`]),
+    /// standing for `weight` bytes allocated (see [`alloc_sample_weight`]). `id`
+    /// numbers the allocation within the recording, and its
+    /// [`EventKind::NativeFree`] repeats it; 0 when its free is not followed (the
+    /// agent's table of sampled blocks was full).
+    NativeAlloc = 46, "native_alloc" {
+        size: u64, weight: u64, address: u64, call: u64, id: u64, stack: StackId
+    }
+    /// The block of native allocation `id` was freed (by `free`, or by a
+    /// `realloc` that moved or resized it); process-wide (timeline 0).
+    NativeFree = 47, "native_free" { id: u64, address: u64 }
+    /// A thread waited `duration_ns` to acquire the native lock at `address`
+    /// (agent option `nativelock`): `lock` is [`NATIVE_MUTEX`],
+    /// [`NATIVE_RWLOCK_READ`] or [`NATIVE_RWLOCK_WRITE`]; `weight` is the
+    /// blocked time, in ns, the sample stands for.
+    NativeLock = 50, "native_lock" {
+        duration_ns: u64, weight: u64, address: u64, lock: u64, stack: StackId
+    }
+}
+
+/// [`EventKind::NativeAlloc`]'s `call`: `malloc`.
+pub const NATIVE_MALLOC: u64 = 1;
+/// `calloc`.
+pub const NATIVE_CALLOC: u64 = 2;
+/// `realloc` (the new block; the old one's free is an event of its own).
+pub const NATIVE_REALLOC: u64 = 3;
+/// `posix_memalign`.
+pub const NATIVE_POSIX_MEMALIGN: u64 = 4;
+/// `aligned_alloc`.
+pub const NATIVE_ALIGNED_ALLOC: u64 = 5;
+
+/// The C function of an [`EventKind::NativeAlloc`]'s `call`.
+pub fn native_call_name(call: u64) -> &'static str {
+    match call {
+        NATIVE_MALLOC => "malloc",
+        NATIVE_CALLOC => "calloc",
+        NATIVE_REALLOC => "realloc",
+        NATIVE_POSIX_MEMALIGN => "posix_memalign",
+        NATIVE_ALIGNED_ALLOC => "aligned_alloc",
+        _ => "unknown",
+    }
+}
+
+/// [`EventKind::NativeLock`]'s `lock`: `pthread_mutex_lock`.
+pub const NATIVE_MUTEX: u64 = 1;
+/// `pthread_rwlock_rdlock`.
+pub const NATIVE_RWLOCK_READ: u64 = 2;
+/// `pthread_rwlock_wrlock`.
+pub const NATIVE_RWLOCK_WRITE: u64 = 3;
+
+/// The C function of an [`EventKind::NativeLock`]'s `lock`.
+pub fn native_lock_name(lock: u64) -> &'static str {
+    match lock {
+        NATIVE_MUTEX => "pthread_mutex_lock",
+        NATIVE_RWLOCK_READ => "pthread_rwlock_rdlock",
+        NATIVE_RWLOCK_WRITE => "pthread_rwlock_wrlock",
+        _ => "unknown",
+    }
 }
 
 /// The bytes an allocation sample of `size` bytes stands for when the JVM samples
@@ -452,10 +512,15 @@ impl EventKind {
 
     /// The table's entry for this kind.
     pub fn info(&self) -> &'static EventKindInfo {
+        &EVENT_KINDS[self.index()]
+    }
+
+    /// This kind's position in [`EVENT_KINDS`] (whose tags ascend, with gaps
+    /// where other records' tags are).
+    pub fn index(&self) -> usize {
         let tag = self.tag();
-        let first = EVENT_KINDS[0].tag;
-        // Tags are contiguous from the first (checked by a test below).
-        &EVENT_KINDS[(tag - first) as usize]
+        // Every kind is in the table (made from the same declaration).
+        EVENT_KINDS.partition_point(|k| k.tag < tag)
     }
 
     /// The kind's short name (`monitor`, `gc`, ...).
@@ -500,8 +565,7 @@ pub(crate) fn encode_event(out: &mut Vec<u8>, e: &JvmEvent, dt: i64) -> u64 {
 
 /// Whether `t` tags an event record.
 pub(crate) fn is_event(t: u64) -> bool {
-    // Tags are contiguous from the first (see EventKind::info).
-    (EVENT_KINDS[0].tag..EVENT_KINDS[0].tag + EVENT_KINDS.len() as u64).contains(&t)
+    EVENT_KINDS.binary_search_by_key(&t, |k| k.tag).is_ok()
 }
 
 /// Decodes an event record body; `absolute` turns (timeline, delta) into ticks.
@@ -522,10 +586,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tags_are_contiguous_so_a_kind_finds_its_entry() {
-        for (i, k) in EVENT_KINDS.iter().enumerate() {
-            assert_eq!(k.tag, EVENT_KINDS[0].tag + i as u64, "{}", k.name);
+    fn tags_ascend_so_a_kind_finds_its_entry() {
+        for pair in EVENT_KINDS.windows(2) {
+            assert!(
+                pair[0].tag < pair[1].tag,
+                "{} {}",
+                pair[0].name,
+                pair[1].name
+            );
         }
+        let lock = EventKind::NativeLock {
+            duration_ns: 7,
+            weight: 9,
+            address: 0x1000,
+            lock: NATIVE_MUTEX,
+            stack: StackId(3),
+        };
+        assert_eq!((lock.name(), lock.tag()), ("native_lock", 50));
+        assert!(is_event(46) && is_event(47) && is_event(50));
+        assert!(!is_event(48) && !is_event(49), "remote calls are no events");
         let gc = EventKind::gc_pause(5);
         assert_eq!(alloc_sample_weight(1024, 0), 1024);
         assert_eq!(alloc_sample_weight(24, 512 * 1024), 512 * 1024 + 12);

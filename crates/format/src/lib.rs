@@ -28,8 +28,10 @@ pub use chunk::{
 };
 pub use dictionary::Dictionary;
 pub use events::{
-    alloc_sample_weight, EventField, EventKind, EventKindInfo, FieldValue, JvmEvent, UserEventDef,
-    UserEventKind, EVENT_KINDS, GC_FULL, GC_OLD, GC_YOUNG,
+    alloc_sample_weight, native_call_name, native_lock_name, EventField, EventKind, EventKindInfo,
+    FieldValue, JvmEvent, UserEventDef, UserEventKind, EVENT_KINDS, GC_FULL, GC_OLD, GC_YOUNG,
+    NATIVE_ALIGNED_ALLOC, NATIVE_CALLOC, NATIVE_MALLOC, NATIVE_MUTEX, NATIVE_POSIX_MEMALIGN,
+    NATIVE_REALLOC, NATIVE_RWLOCK_READ, NATIVE_RWLOCK_WRITE,
 };
 pub use ids::{ClassId, IdMap, MethodId, StackId, StringId, ThreadId};
 pub use model::*;

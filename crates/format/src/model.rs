@@ -57,6 +57,16 @@ pub enum FrameKind {
     /// Native code inside the JVM itself (`libjvm.so`: the interpreter's runtime, the
     /// compilers, the garbage collector), async-profiler's "C++" frames.
     Vm = 7,
+    /// A Java method compiled by C1 (tiers 1 to 3); [`FrameKind::Compiled`] is C2's
+    /// (or a compiled frame whose tier is not known).
+    C1 = 8,
+    /// Code the JVM generated that is not a Java method: a stub (arraycopy, an
+    /// intrinsic, a vtable or itable stub), an adapter or a runtime stub. Its
+    /// method's class is the empty library, its name the stub's.
+    Stub = 9,
+    /// A class shown as a frame: the receiver's class above a vtable or itable stub.
+    /// Its method's class is the empty library, its name the class's.
+    Class = 10,
 }
 
 impl FrameKind {
@@ -68,13 +78,16 @@ impl FrameKind {
             4 => FrameKind::Native,
             6 => FrameKind::Kernel,
             7 => FrameKind::Vm,
+            8 => FrameKind::C1,
+            9 => FrameKind::Stub,
+            10 => FrameKind::Class,
             0 => FrameKind::Java,
             _ => FrameKind::Unknown,
         }
     }
 
     /// Every kind, in byte order.
-    pub const ALL: [FrameKind; 8] = [
+    pub const ALL: [FrameKind; 11] = [
         FrameKind::Java,
         FrameKind::Interpreted,
         FrameKind::Compiled,
@@ -83,6 +96,9 @@ impl FrameKind {
         FrameKind::Unknown,
         FrameKind::Kernel,
         FrameKind::Vm,
+        FrameKind::C1,
+        FrameKind::Stub,
+        FrameKind::Class,
     ];
 
     /// The kind's name as `jscope info` and the flame graph's legend spell it.
@@ -96,6 +112,9 @@ impl FrameKind {
             FrameKind::Unknown => "unknown",
             FrameKind::Kernel => "kernel",
             FrameKind::Vm => "vm",
+            FrameKind::C1 => "c1",
+            FrameKind::Stub => "stub",
+            FrameKind::Class => "class",
         }
     }
 
@@ -103,7 +122,11 @@ impl FrameKind {
     pub fn is_java(self) -> bool {
         matches!(
             self,
-            FrameKind::Java | FrameKind::Interpreted | FrameKind::Compiled | FrameKind::Inlined
+            FrameKind::Java
+                | FrameKind::Interpreted
+                | FrameKind::Compiled
+                | FrameKind::C1
+                | FrameKind::Inlined
         )
     }
 

@@ -25,6 +25,8 @@ pub struct Overview {
     pub trace: TraceCounts,
     /// JVM events (thread, monitor, GC, ...) over the whole recording.
     pub jvm_events: u64,
+    /// The same by kind name (`monitor`, `gc`, ...; [`crate::EVENT_KINDS`]).
+    pub jvm_events_by_kind: std::collections::BTreeMap<&'static str, u64>,
     /// Latest trace or JVM event time seen; see [`Overview::duration_ns`].
     pub last_event_ticks: u64,
     /// Data chunks counted from their summary, without decompressing them.
@@ -168,12 +170,12 @@ impl Overview {
 
     fn add_summary(&mut self, s: ChunkSummary) {
         self.trace.add(&s.trace);
-        self.jvm_events += s
-            .records
-            .iter()
-            .filter(|(&t, _)| crate::events::is_event(t))
-            .map(|(_, &n)| n)
-            .sum::<u64>();
+        for (&tag, &n) in &s.records {
+            if let Some(kind) = crate::EVENT_KINDS.iter().find(|k| k.tag == tag) {
+                self.jvm_events += n;
+                *self.jvm_events_by_kind.entry(kind.name).or_default() += n;
+            }
+        }
         self.last_event_ticks = self.last_event_ticks.max(s.last_event_ticks);
         for r in s.copied {
             self.rec.apply(r);
@@ -188,6 +190,7 @@ impl Overview {
             Record::Trace(_) => {}
             Record::Event(e) => {
                 self.jvm_events += 1;
+                *self.jvm_events_by_kind.entry(e.kind.name()).or_default() += 1;
                 self.last_event_ticks = self.last_event_ticks.max(e.ticks);
             }
             Record::Remote(_) | Record::CallAggregate(_) => {}

@@ -603,7 +603,14 @@ fn every_frame_kind_round_trips_and_a_later_kind_reads_as_unknown() {
     assert_eq!(kinds, FrameKind::ALL);
     assert_eq!(FrameKind::from_u8(6), FrameKind::Kernel);
     assert_eq!(FrameKind::from_u8(7), FrameKind::Vm);
-    assert_eq!(FrameKind::from_u8(8), FrameKind::Unknown);
+    assert_eq!(FrameKind::from_u8(8), FrameKind::C1);
+    assert_eq!(FrameKind::from_u8(9), FrameKind::Stub);
+    assert_eq!(FrameKind::from_u8(10), FrameKind::Class);
+    assert_eq!(
+        FrameKind::from_u8(11),
+        FrameKind::Unknown,
+        "a kind from a later writer"
+    );
     for k in FrameKind::ALL {
         assert_eq!(FrameKind::from_u8(k as u8), k);
         assert!(!(k.is_java() && k.is_native()), "{k:?}");

@@ -131,6 +131,11 @@ fn full_counts(rec: &Recording) -> TraceCounts {
 fn assert_same(o: &Overview, full: &Recording) {
     assert_eq!(o.trace, full_counts(full));
     assert_eq!(o.jvm_events, full.events.len() as u64);
+    let mut by_kind = std::collections::BTreeMap::new();
+    for e in &full.events {
+        *by_kind.entry(e.kind.name()).or_insert(0u64) += 1;
+    }
+    assert_eq!(o.jvm_events_by_kind, by_kind);
     assert_eq!(o.rec.threads, full.threads);
     assert_eq!(o.rec.counters, full.counters);
     assert_eq!(o.rec.end_ticks, full.end_ticks);

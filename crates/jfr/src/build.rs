@@ -2,16 +2,22 @@
 //! dictionaries, JFR stack traces and threads into stacks and thread records,
 //! sampling events into samples and the rest into jscope's JVM events and traces.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use jscope_format::thread_state as ts;
 use jscope_format::{
     CallAggregate, CallPair, EventKind, JvmEvent, MethodId, Recording, Sample, SampleMode,
-    ThreadId, TraceBatch, TraceEvent, TraceKind,
+    Snapshot, SnapshotThread, ThreadId, TraceBatch, TraceEvent, TraceKind, UserEventDef,
+    UserEventKind,
 };
 
+use crate::metadata::Class;
 use crate::names::Names;
 use crate::value::{Value, View};
+
+/// The type name prefix of the events jscope writes for a user event name
+/// (`jscope.user.checkout`, labelled with the name as registered).
+pub(crate) const USER_EVENT_PREFIX: &str = "jscope.user.";
 
 /// The JFR event types this reader maps; others are skipped unread.
 pub(crate) const MAPPED: &[&str] = &[
@@ -35,6 +41,15 @@ pub(crate) const MAPPED: &[&str] = &[
     "jdk.JVMInformation",
     "jdk.OSInformation",
     "jdk.CPUInformation",
+    "jscope.Header",
+    "jscope.ThreadSnapshot",
+    "jscope.ThreadStartCall",
+    "jscope.Counter",
+    "jdk.ClassLoad",
+    "jdk.ClassUnload",
+    "jdk.Compilation",
+    "jscope.ObjectFree",
+    "jscope.CompiledUnload",
 ];
 
 /// At most this many samples are made of one batched async-profiler wall sample.
@@ -49,6 +64,16 @@ struct Call {
     start: u64,
     end: u64,
     method: MethodId,
+    /// Frames in its stack trace: a call that starts and ends with another is
+    /// inside it when its stack is deeper.
+    depth: usize,
+}
+
+/// A `jscope.ThreadSnapshot`: the wall-clock samples at its moment are its threads.
+struct SnapshotMark {
+    ticks: u64,
+    interval_ns: u64,
+    threads: u64,
 }
 
 /// Which interval a sample's weight is a multiple of, filled in at the end, when
@@ -68,16 +93,22 @@ pub(crate) struct Builder {
     pending: Vec<PendingWeight>,
     cpu_interval: Option<u64>,
     wall_interval: Option<u64>,
-    modes: BTreeSet<&'static str>,
     /// Indices of `jdk.ExecutionSample` samples, dropped when the recording also has
     /// JDK 25's `jdk.CPUTimeSample`: both sample CPU time, so keeping both would
     /// count it twice, and the CPU-time sampler is the exact one.
     execution_samples: Vec<usize>,
-    /// GCs as `jdk.GarbageCollection` gives them (start, sum of pauses) and the
-    /// pauses `jdk.GCPhasePause` gives; the pauses are used when there are any.
-    collections: Vec<(u64, u64)>,
-    pauses: Vec<(u64, u64)>,
+    /// GCs as `jdk.GarbageCollection` gives them and the pauses (start,
+    /// duration, GC id) `jdk.GCPhasePause` gives; the pauses are used when there
+    /// are any, named after their collection.
+    collections: Vec<(u64, EventKind)>,
+    pauses: Vec<(u64, u64, u64)>,
     cpu_time_samples: u64,
+    snapshots: Vec<SnapshotMark>,
+    /// User event ids by name, for `jscope.user.*` events.
+    user_events: HashMap<String, u32>,
+    /// What `jscope.Header` events say of the recording's agent and modes.
+    agent: Option<String>,
+    modes_said: Option<String>,
     pub async_profiler: bool,
 }
 
@@ -86,11 +117,11 @@ impl Builder {
         Builder::default()
     }
 
-    /// Maps one event of type `ty`.
-    pub(crate) fn event(&mut self, v: &View, ty: &str, e: &Value) {
+    /// Maps one event of type `class`.
+    pub(crate) fn event(&mut self, v: &View, class: &Class, e: &Value) {
         let t = v.time_ns(e, "startTime").unwrap_or(0);
         let dur = || v.span_ns(e, "duration").unwrap_or(0);
-        match ty {
+        match class.name.as_str() {
             "jdk.ExecutionSample" => {
                 let state = v.as_string(v.get(e, "state")).map_or(0, |s| state_bits(&s));
                 self.execution_samples.push(self.rec.samples.len());
@@ -167,11 +198,11 @@ impl Builder {
                 };
                 self.thread_event(v, e, t, kind);
             }
-            "jdk.GarbageCollection" => {
-                let paused = v.span_ns(e, "sumOfPauses").unwrap_or_else(dur);
-                self.collections.push((t, paused));
+            "jdk.GarbageCollection" => self.collection(v, e, t),
+            "jdk.GCPhasePause" => {
+                let gc_id = v.int(e, "gcId").unwrap_or(0).max(0) as u64;
+                self.pauses.push((t, dur(), gc_id));
             }
-            "jdk.GCPhasePause" => self.pauses.push((t, dur())),
             "jdk.ThreadStart" => {
                 let thread = self.names.thread(v, v.raw(e, "thread"));
                 let parent = self.names.thread(v, v.raw(e, "parentThread"));
@@ -187,10 +218,15 @@ impl Builder {
             "jdk.MethodTrace" => {
                 let thread = self.names.thread(v, v.raw(e, "eventThread"));
                 let method = self.names.method(v, v.raw(e, "method"));
+                let depth = match v.get(v.raw(e, "stackTrace"), "frames") {
+                    Value::Array(frames) => frames.len(),
+                    _ => 0,
+                };
                 let call = Call {
                     start: t,
                     end: t + dur(),
                     method,
+                    depth,
                 };
                 self.calls.entry(thread).or_default().push(call);
             }
@@ -217,8 +253,131 @@ impl Builder {
                     h.extra.push(("cpu".into(), cpu));
                 }
             }
+            "jscope.Header" => self.header_entry(v, e),
+            "jscope.ThreadStartCall" => {
+                let kind = EventKind::ThreadStartCall {
+                    started: v.int(e, "startedThreadId").unwrap_or(0),
+                    trace_events: v.int(e, "traceEvents").unwrap_or(0).max(0) as u64,
+                };
+                self.thread_event(v, e, t, kind);
+            }
+            "jdk.ClassLoad" => {
+                let class = self.names.class(v, v.raw(e, "loadedClass"));
+                self.thread_event(v, e, t, EventKind::ClassLoad { class });
+            }
+            "jdk.ClassUnload" => {
+                let class = self.names.class(v, v.raw(e, "unloadedClass"));
+                self.thread_event(v, e, t, EventKind::ClassUnload { class });
+            }
+            "jdk.Compilation" => {
+                let method = self.names.method(v, v.raw(e, "method"));
+                let code_size = v.int(e, "codeSize").unwrap_or(0).max(0) as u64;
+                self.thread_event(v, e, t, EventKind::Compiled { method, code_size });
+            }
+            "jscope.ObjectFree" => {
+                let kind = EventKind::ObjectFree {
+                    object: v.int(e, "object").unwrap_or(0) as u64,
+                    allocated_total: v.int(e, "allocatedTotal").unwrap_or(0) as u64,
+                };
+                self.rec.events.push(JvmEvent::global(t, kind));
+            }
+            "jscope.CompiledUnload" => {
+                let method = self.names.method(v, v.raw(e, "method"));
+                let kind = EventKind::CompiledUnload { method };
+                self.rec.events.push(JvmEvent::global(t, kind));
+            }
+            "jscope.Counter" => {
+                let name = v.string(e, "name").unwrap_or_default();
+                let value = v.int(e, "value").unwrap_or(0) as u64;
+                self.rec.counters.insert(name, value);
+            }
+            "jscope.ThreadSnapshot" => self.snapshots.push(SnapshotMark {
+                ticks: t,
+                interval_ns: v.span_ns(e, "interval").unwrap_or(0),
+                threads: v.int(e, "threads").unwrap_or(0).max(0) as u64,
+            }),
+            name if name.starts_with(USER_EVENT_PREFIX) => {
+                let label = class
+                    .label
+                    .as_deref()
+                    .unwrap_or(&name[USER_EVENT_PREFIX.len()..]);
+                self.user_event(v, e, t, label);
+            }
             _ => {}
         }
+    }
+
+    /// A collection: its sum of pauses; one without pauses (a concurrent cycle)
+    /// keeps its length and is marked concurrent.
+    fn collection(&mut self, v: &View, e: &Value, t: u64) {
+        let duration = v.span_ns(e, "duration").unwrap_or(0);
+        let (duration_ns, concurrent) = match v.span_ns(e, "sumOfPauses") {
+            Some(0) if duration > 0 => (duration, true),
+            Some(paused) => (paused, false),
+            None => (duration, false),
+        };
+        let mut string = |field: &str| {
+            let s = v.as_string(v.get(e, field)).unwrap_or_default();
+            self.names.string(&s)
+        };
+        let kind = EventKind::Gc {
+            duration_ns,
+            collector: string("name"),
+            cause: string("cause"),
+            generation: 0,
+            heap_before: 0,
+            heap_after: 0,
+            gc_id: v.int(e, "gcId").unwrap_or(0).max(0) as u64,
+            concurrent,
+        };
+        self.collections.push((t, kind));
+    }
+
+    /// What jscope wrote of its recording's header that no JDK event holds.
+    fn header_entry(&mut self, v: &View, e: &Value) {
+        let key = v.string(e, "key").unwrap_or_default();
+        let value = v.string(e, "value").unwrap_or_default();
+        let h = &mut self.rec.header;
+        match key.as_str() {
+            "agent_version" => self.agent = Some(value),
+            "modes" => self.modes_said = Some(value),
+            "host" => h.host = value,
+            "vm_vendor" => h.vm_vendor = value,
+            "max_depth" => h.max_depth = value.parse().unwrap_or(0),
+            "" => {}
+            _ => {
+                h.extra.retain(|(k, _)| *k != key);
+                h.extra.push((key, value));
+            }
+        }
+    }
+
+    /// An event of a user event type: its name is the type's label.
+    fn user_event(&mut self, v: &View, e: &Value, t: u64, name: &str) {
+        let event = match self.user_events.get(name) {
+            Some(&id) => id,
+            None => {
+                let id = self.user_events.len() as u32 + 1;
+                let def = UserEventDef {
+                    id,
+                    name: self.names.string(name),
+                };
+                let i = id as usize;
+                if self.rec.user_events.len() <= i {
+                    self.rec.user_events.resize(i + 1, None);
+                }
+                self.rec.user_events[i] = Some(def);
+                self.user_events.insert(name.to_string(), id);
+                id
+            }
+        };
+        let kind = match v.string(e, "kind").as_deref() {
+            Some("begin") => UserEventKind::Begin,
+            Some("end") => UserEventKind::End,
+            _ => UserEventKind::Instant,
+        };
+        let value = v.int(e, "value").unwrap_or(0);
+        self.thread_event(v, e, t, EventKind::User { event, kind, value });
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -239,7 +398,6 @@ impl Builder {
             wall: mode == SampleMode::Wall,
             factor,
         });
-        self.modes.insert(mode.name());
         self.rec.samples.push(Sample {
             thread,
             carrier: Default::default(),
@@ -260,7 +418,6 @@ impl Builder {
         let thread = self.names.thread(v, v.raw(e, "eventThread"));
         let stack = self.names.stack(v, v.raw(e, "stackTrace"));
         let weight = v.span_ns(e, "samplingPeriod").unwrap_or(0);
-        self.modes.insert("cpu");
         self.cpu_time_samples += 1;
         if weight == 0 {
             self.pending.push(PendingWeight {
@@ -349,7 +506,12 @@ impl Builder {
             .split_once('(')
             .and_then(|(_, rest)| rest.split_once(')'))
             .map(|(v, _)| v.to_string());
-        h.java_version = inner.clone().unwrap_or_default();
+        // jscope writes the Java version after `JRE`; the JDK repeats the VM's there.
+        let jre = version
+            .split_once(" JRE (")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(v, _)| v.to_string());
+        h.java_version = jre.or_else(|| inner.clone()).unwrap_or_default();
         if let Some(arch) = arch_of(&version) {
             h.arch = arch;
         }
@@ -377,6 +539,7 @@ impl Builder {
         self.add_gcs();
         // JFR writes each thread's buffer in turn; jscope's samples are in time order.
         self.rec.samples.sort_by_key(|s| s.ticks);
+        self.gather_snapshots();
         for (thread, calls) in std::mem::take(&mut self.calls) {
             self.rec.traces.push(nest(thread, calls));
         }
@@ -391,14 +554,15 @@ impl Builder {
             });
         }
         std::mem::take(&mut self.names).into_recording(&mut self.rec);
+        let modes = self.modes_found();
         let h = &mut self.rec.header;
-        h.modes = self.modes.iter().copied().collect::<Vec<_>>().join("+");
+        h.modes = self.modes_said.take().unwrap_or(modes);
         h.interval_ns = cpu;
         h.ticks_per_second = 1_000_000_000;
-        h.agent_version = if self.async_profiler {
-            "async-profiler (JFR)".into()
-        } else {
-            "JDK Flight Recorder".into()
+        h.agent_version = match self.agent.take() {
+            Some(agent) => agent,
+            None if self.async_profiler => "async-profiler (JFR)".into(),
+            None => "JDK Flight Recorder".into(),
         };
         h.extra.push(("source".into(), "jfr".into()));
         self.rec
@@ -406,17 +570,86 @@ impl Builder {
 }
 
 impl Builder {
+    /// The sampling modes the samples and snapshots read are of, as the agent
+    /// names them: cpu, wall, snapshot.
+    fn modes_found(&self) -> String {
+        let has = |mode| self.rec.samples.iter().any(|s| s.mode == mode);
+        let modes = [
+            (has(SampleMode::Cpu), "cpu"),
+            (has(SampleMode::Wall), "wall"),
+            (!self.rec.snapshots.is_empty(), "snapshot"),
+        ];
+        let on: Vec<&str> = modes
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, m)| *m)
+            .collect();
+        on.join("+")
+    }
+
+    /// The wall-clock samples at each `jscope.ThreadSnapshot`'s moment (as many
+    /// as it says it had threads) become that snapshot's threads again.
+    fn gather_snapshots(&mut self) {
+        if self.snapshots.is_empty() {
+            return;
+        }
+        let mut marks = std::mem::take(&mut self.snapshots);
+        marks.sort_by_key(|m| m.ticks);
+        let samples = &self.rec.samples;
+        let mut taken = vec![false; samples.len()];
+        for m in marks {
+            let first = samples.partition_point(|s| s.ticks < m.ticks);
+            let mine: Vec<usize> = (first..samples.len())
+                .take_while(|&i| samples[i].ticks == m.ticks)
+                .filter(|&i| samples[i].mode == SampleMode::Wall && !taken[i])
+                .take(m.threads as usize)
+                .collect();
+            let threads = mine
+                .into_iter()
+                .map(|i| {
+                    taken[i] = true;
+                    SnapshotThread {
+                        thread: samples[i].thread,
+                        carrier: ThreadId::NONE,
+                        state: samples[i].state,
+                        stack: samples[i].stack,
+                    }
+                })
+                .collect();
+            self.rec.snapshots.push(Snapshot {
+                ticks: m.ticks,
+                interval_ns: m.interval_ns,
+                threads,
+            });
+        }
+        let mut i = 0;
+        self.rec.samples.retain(|_| {
+            i += 1;
+            !taken[i - 1]
+        });
+    }
+
     /// jscope's `gc` events are stop-the-world pauses: JFR's pause phases when the
-    /// recording has them, else each collection's sum of pauses (a concurrent
-    /// cycle's duration is mostly not a pause).
+    /// recording has them (named after their collection), else each collection's
+    /// sum of pauses (a concurrent cycle's duration is mostly not a pause).
     fn add_gcs(&mut self) {
-        let gcs = if self.pauses.is_empty() {
-            std::mem::take(&mut self.collections)
+        let collections = std::mem::take(&mut self.collections);
+        let gcs: Vec<(u64, EventKind)> = if self.pauses.is_empty() {
+            collections
         } else {
+            let by_id: HashMap<u64, EventKind> = collections
+                .into_iter()
+                .filter_map(|(_, k)| match k {
+                    EventKind::Gc { gc_id, .. } => Some((gc_id, k)),
+                    _ => None,
+                })
+                .collect();
             std::mem::take(&mut self.pauses)
+                .into_iter()
+                .map(|(t, duration_ns, id)| (t, pause_of(by_id.get(&id), duration_ns)))
+                .collect()
         };
-        for (t, duration_ns) in gcs {
-            let kind = EventKind::gc_pause(duration_ns);
+        for (t, kind) in gcs {
             self.rec.events.push(JvmEvent::global(t, kind));
         }
         // Within a chunk, JFR writes each thread's buffer in turn: events come in
@@ -452,10 +685,32 @@ impl Builder {
     }
 }
 
+/// One pause of a collection, named after it.
+fn pause_of(collection: Option<&EventKind>, duration_ns: u64) -> EventKind {
+    match collection {
+        Some(&EventKind::Gc {
+            collector,
+            cause,
+            gc_id,
+            ..
+        }) => EventKind::Gc {
+            duration_ns,
+            collector,
+            cause,
+            generation: 0,
+            heap_before: 0,
+            heap_after: 0,
+            gc_id,
+            concurrent: false,
+        },
+        _ => EventKind::gc_pause(duration_ns),
+    }
+}
+
 /// Turns calls (start, end) into properly nested enter/exit events: a call that
 /// starts before the previous one ends is inside it.
 fn nest(thread: ThreadId, mut calls: Vec<Call>) -> TraceBatch {
-    calls.sort_by_key(|c| (c.start, std::cmp::Reverse(c.end)));
+    calls.sort_by_key(|c| (c.start, std::cmp::Reverse(c.end), c.depth));
     let mut events = Vec::with_capacity(calls.len() * 2);
     let mut open: Vec<(u64, MethodId)> = Vec::new();
     let exit = |end: u64, method: MethodId| TraceEvent {
@@ -494,7 +749,7 @@ fn nest(thread: ThreadId, mut calls: Vec<Call>) -> TraceBatch {
 /// JFR's thread state names as JVMTI state bits: the JDK's `STATE_*` names of
 /// JVMTI states, and async-profiler's `STATE_DEFAULT` (unknown), `STATE_RUNNABLE`
 /// (on CPU) and `STATE_SLEEPING` (off CPU, taken as sleeping).
-fn state_bits(name: &str) -> u32 {
+pub(crate) fn state_bits(name: &str) -> u32 {
     let (alive, waiting) = (ts::ALIVE, ts::ALIVE | ts::WAITING);
     let timed = waiting | ts::WAITING_WITH_TIMEOUT;
     let untimed = waiting | ts::WAITING_INDEFINITELY;
@@ -605,16 +860,19 @@ mod tests {
                 start: 2,
                 end: 4,
                 method: m(2),
+                depth: 2,
             },
             Call {
                 start: 0,
                 end: 10,
                 method: m(1),
+                depth: 1,
             },
             Call {
                 start: 5,
                 end: 12,
                 method: m(3),
+                depth: 2,
             },
         ];
         let b = nest(ThreadId(1), calls);

@@ -1,11 +1,14 @@
-//! Reads JDK Flight Recorder files into jscope's model, so every reading command
-//! works on `.jfr` as on `.jsc`, and writes that model out as a `.jsc` recording.
+//! JDK Flight Recorder files in and out of jscope's model: every reading command
+//! works on `.jfr` as on `.jsc`, a recording read from JFR is kept as a `.jsc`
+//! ([`encode_jsc`]), and any recording is written as JFR ([`encode_jfr`],
+//! [`JfrWriter`]) for the JDK's tools, JMC, IDEs and async-profiler's converter.
 //!
 //! JFR files from JDK 11 to 25 (format 2.x) and from async-profiler are read:
 //! chunks, the metadata event, constant pools (split over any number of
 //! checkpoints), compressed integers and every string encoding. A truncated or
 //! corrupt file is read up to the damage, which is reported in
-//! [`Recording::damage`] as for a damaged `.jsc`. See docs/JFR.md.
+//! [`Recording::damage`] as for a damaged `.jsc`. See docs/JFR.md; what a
+//! written file holds is in docs/EXPORT.md.
 
 mod build;
 mod chunk;
@@ -14,16 +17,18 @@ mod jsc;
 mod metadata;
 mod names;
 mod value;
+mod write;
 
 use std::path::Path;
 
 use jscope_format::{Damage, Recording};
 
-use crate::build::{Builder, MAPPED};
+use crate::build::{Builder, MAPPED, USER_EVENT_PREFIX};
 use crate::chunk::{read_chunk, Chunk, MAGIC};
 use crate::value::View;
 
 pub use crate::jsc::encode_jsc;
+pub use crate::write::{encode_jfr, write_jfr, EventCounts, JfrChunk, JfrWriter};
 
 /// Why bytes could not be read as JFR at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -73,7 +78,7 @@ struct Walk {
 
 /// Maps chunk after chunk into `b` until the end of `bytes` or the first damage.
 fn walk_chunks(bytes: &[u8], b: &mut Builder) -> Result<Walk, JfrError> {
-    let wanted = |name: &str| MAPPED.contains(&name);
+    let wanted = |name: &str| MAPPED.contains(&name) || name.starts_with(USER_EVENT_PREFIX);
     let mut walk = Walk {
         chunks: 0,
         end_ns: 0,
@@ -140,7 +145,7 @@ fn map_chunk(b: &mut Builder, chunk: &Chunk) {
     b.names.new_chunk();
     for (ty, e) in &chunk.events {
         if let Some(class) = chunk.meta.classes.get(ty) {
-            b.event(&view, &class.name, e);
+            b.event(&view, class, e);
         }
     }
 }

@@ -64,6 +64,8 @@ impl Layout {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Class {
     pub name: String,
+    /// Its `jdk.jfr.Label` (a user event's name as it was registered).
+    pub label: Option<String>,
     pub layout: Layout,
     pub fields: Vec<Field>,
 }
@@ -189,17 +191,31 @@ fn class_of(e: &Element, names: &HashMap<i64, &str>) -> Class {
     Class {
         layout: Layout::of(&name),
         name,
+        label: label_of(e, names),
         fields,
     }
+}
+
+/// The value of an element's `jdk.jfr.Label` annotation.
+fn label_of(e: &Element, names: &HashMap<i64, &str>) -> Option<String> {
+    e.children
+        .iter()
+        .filter(|a| a.name == "annotation")
+        .find(|a| annotation_class(a, names) == Some("jdk.jfr.Label"))
+        .and_then(|a| a.attr("value"))
+        .map(str::to_string)
+}
+
+fn annotation_class<'n>(a: &Element, names: &HashMap<i64, &'n str>) -> Option<&'n str> {
+    a.attr("class")
+        .and_then(|v| v.parse::<i64>().ok())
+        .and_then(|id| names.get(&id).copied())
 }
 
 /// The time unit a field's `@Timespan` or `@Timestamp` annotation names.
 fn unit_of(field: &Element, names: &HashMap<i64, &str>) -> Unit {
     for a in field.children.iter().filter(|a| a.name == "annotation") {
-        let class = a
-            .attr("class")
-            .and_then(|v| v.parse::<i64>().ok())
-            .and_then(|id| names.get(&id).copied());
+        let class = annotation_class(a, names);
         if !matches!(class, Some("jdk.jfr.Timespan" | "jdk.jfr.Timestamp")) {
             continue;
         }

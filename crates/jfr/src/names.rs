@@ -299,7 +299,8 @@ const ASYNC_PROFILER_NATIVE_DESCRIPTOR: &str = "()L;";
 fn frame_kind(name: &str) -> FrameKind {
     match name {
         "Interpreted" => FrameKind::Interpreted,
-        "JIT compiled" | "C1 compiled" => FrameKind::Compiled,
+        "JIT compiled" => FrameKind::Compiled,
+        "C1 compiled" => FrameKind::C1,
         "Inlined" => FrameKind::Inlined,
         "Native" => FrameKind::Native,
         "C++" => FrameKind::Vm,

@@ -284,7 +284,7 @@ pub fn event_stacks_from_chunks(
     no_jvm(q)?;
     let mut out = Vec::new();
     for id in &q.jvms {
-        let rec = store.read(id, q.from_ns, q.to_ns)?;
+        let mut rec = store.read(id, q.from_ns, q.to_ns)?;
         let start = rec.header.start_wall_ns;
         let f = EventFilter {
             thread: q.thread.as_deref().map(ThreadMatcher::new),
@@ -292,7 +292,7 @@ pub fn event_stacks_from_chunks(
             to_s: crate::when::seconds_since(start, q.to_ns),
             ..EventFilter::default()
         };
-        let counts = weighted_stacks(&rec, &f, what);
+        let counts = weighted_stacks(&mut rec, &f, what);
         out.push((rec, counts));
     }
     Ok(out)

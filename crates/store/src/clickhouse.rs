@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 
 use jscope_analysis::events::{stack_of, AllocWeights, EventWeight};
 use jscope_analysis::trace::{Call, Replayer, TraceOptions, THREW, UNFINISHED};
+use jscope_analysis::AllocationStacks;
 use jscope_analysis::{civil_from_days, Mode, StackCounts, ThreadMatcher};
 use jscope_format::thread_state::classify;
 use jscope_format::{
@@ -674,18 +675,33 @@ impl ClickHouseStore {
         counted: Vec<(u64, u64)>,
     ) -> Result<(Recording, StackCounts), StoreError> {
         let hashes: Vec<u64> = counted.iter().map(|(h, _)| *h).collect();
-        let frames = self.frames_of(&hashes)?;
-        let mut rebuild = Interner::new(new_dictionary(header));
+        let (rec, ids) = self.rebuild_stacks(header, &hashes)?;
         let mut counts = StackCounts::default();
-        for (hash, n) in counted {
-            let id = match frames.get(&hash) {
-                Some(blob) => stack_of_blob(&mut rebuild, blob).map_err(ch)?,
-                None => rebuild.stack(Vec::new()),
-            };
+        for ((_, n), id) in counted.into_iter().zip(ids) {
             *counts.counts.entry((id.0, 0)).or_default() += n;
             counts.total += n;
         }
-        Ok((rebuild.into_recording(), counts))
+        Ok((rec, counts))
+    }
+
+    /// A recording holding the stacks of `hashes`, and each one's id in it, in
+    /// order (a hash the store does not know is an empty stack).
+    fn rebuild_stacks(
+        &self,
+        header: &jscope_format::Header,
+        hashes: &[u64],
+    ) -> Result<(Recording, Vec<StackId>), StoreError> {
+        let frames = self.frames_of(hashes)?;
+        let mut rebuild = Interner::new(new_dictionary(header));
+        let mut ids = Vec::with_capacity(hashes.len());
+        for hash in hashes {
+            let id = match frames.get(hash) {
+                Some(blob) => stack_of_blob(&mut rebuild, blob).map_err(ch)?,
+                None => rebuild.stack(Vec::new()),
+            };
+            ids.push(id);
+        }
+        Ok((rebuild.into_recording(), ids))
     }
 
     /// Raw rows (kind, bytes) of `stream` in sequence order from the prelude that
@@ -895,7 +911,12 @@ impl ClickHouseStore {
             .collect();
         let number = |name: &str| e.kind.field(name).map_or(0, FieldValue::as_u64);
         let time = st.identity.wall_ns(e.ticks);
-        let weight = weights.weight(e).unwrap_or(0);
+        // Java allocation samples' weights (estimated from older recordings'
+        // sizes), else the event's own (native allocations and lock waits).
+        let weight = weights
+            .weight(e)
+            .or_else(|| e.kind.field("weight").map(FieldValue::as_u64))
+            .unwrap_or(0);
         let mut row = Row(&mut rows.events);
         stream_columns(&mut row, st, time, seq);
         row.str(dict.thread(e.thread).map_or("", |t| t.name.as_str()))
@@ -1627,6 +1648,10 @@ impl Store for ClickHouseStore {
         }
         let (sum, which) = match what {
             EventWeight::Alloc => ("weight", "kind = 'alloc' AND weight > 0".to_string()),
+            EventWeight::NativeMem => ("weight", "kind = 'native_alloc' AND weight > 0".into()),
+            EventWeight::NativeLock => ("weight", "kind = 'native_lock' AND weight > 0".into()),
+            // Matching frees to their allocations is left to the chunks.
+            EventWeight::Leak => return Ok(None),
             EventWeight::Lock => {
                 // `weighted_stacks`: monitor entries, and parks on a lock's synchronizer.
                 let blocker =
@@ -1641,16 +1666,33 @@ impl Store for ClickHouseStore {
                 )
             }
         };
+        // An allocation's class becomes its stack's leaf frame, as
+        // `weighted_stacks` makes it of the chunks.
+        let class = match what {
+            EventWeight::Alloc => "fields.value[indexOf(fields.key, 'class')]",
+            _ => "''",
+        };
         let out = self.select(&format!(
-            "SELECT stack, sum({sum}) FROM {}.events WHERE {w} AND {which} GROUP BY stack",
+            "SELECT stack, {class}, sum({sum}) FROM {}.events WHERE {w} AND {which} \
+             GROUP BY stack, {class}",
             self.db
         ))?;
         let mut c = Cursor::new(&out);
         let mut rows = Vec::new();
         while !c.done() {
-            rows.push((c.u64().map_err(ch)?, c.u64().map_err(ch)?));
+            let stack = c.u64().map_err(ch)?;
+            let class = c.string().map_err(ch)?;
+            rows.push((stack, class, c.u64().map_err(ch)?));
         }
-        let (rec, counts) = self.rebuild_counts(&header, rows)?;
+        let hashes: Vec<u64> = rows.iter().map(|(h, _, _)| *h).collect();
+        let (mut rec, ids) = self.rebuild_stacks(&header, &hashes)?;
+        let mut leaves = AllocationStacks::new();
+        let mut counts = StackCounts::default();
+        for ((_, class, n), id) in rows.iter().zip(ids) {
+            let stack = leaves.stack_named(&mut rec, id, class);
+            *counts.counts.entry((stack.0, 0)).or_default() += n;
+            counts.total += n;
+        }
         Ok(Some((rec, counts)))
     }
 

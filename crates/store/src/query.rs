@@ -7,11 +7,12 @@ use std::sync::mpsc;
 use std::thread;
 
 use jscope_analysis::{
-    call_graph, collapse, hot_methods, CallGraph, CollapseOptions, HotMethods, Mode, Selection,
-    StackCounts, ThreadMatcher,
+    call_graph, collapse, hot_methods, incomplete_stacks, Annotation, CallGraph, CollapseOptions,
+    HotMethods, IncompleteStacks, Mode, Selection, StackCounts, ThreadMatcher,
 };
 use jscope_flame::FlameGraph;
 use jscope_format::{Recording, StateClass};
+use serde::{Deserialize, Serialize};
 
 use crate::store::{Counted, SampleFilter, Store};
 use crate::StoreError;
@@ -30,10 +31,13 @@ pub struct Query {
     pub states: Vec<StateClass>,
     /// Frame labels with `:line`.
     pub lines: bool,
+    /// How flame graphs' frame names carry their kind.
+    pub annotate: Annotation,
 }
 
 impl Query {
-    fn selection(&self, rec: &Recording) -> Selection {
+    /// The samples a query selects of one JVM's recording.
+    pub fn selection(&self, rec: &Recording) -> Selection {
         let start = rec.header.start_wall_ns as f64;
         let rel = |ns: u64| (ns as f64 - start) / 1e9;
         Selection {
@@ -69,8 +73,30 @@ impl Query {
     /// Reads each JVM's data, counts the selected samples and hands them to
     /// `per_jvm`, on up to one thread per core; `merge` gets each result in the
     /// calling thread. Each worker holds one JVM's recording at a time, so memory
-    /// stays bounded however many JVMs are merged.
+    /// stays bounded however many JVMs are merged. Returns the incomplete stacks
+    /// among all the samples counted, for the view's warnings.
     fn each_jvm<T: Send, S: Store + ?Sized>(
+        &self,
+        store: &S,
+        per_jvm: impl Fn(&Recording, Option<Mode>, &StackCounts) -> T + Sync,
+        mut merge: impl FnMut(T),
+    ) -> Result<IncompleteStacks, StoreError> {
+        let mut incomplete = IncompleteStacks::default();
+        let per_jvm = |rec: &Recording, mode: Option<Mode>, counts: &StackCounts| {
+            (
+                incomplete_stacks(rec, mode, counts),
+                per_jvm(rec, mode, counts),
+            )
+        };
+        let merge = |(found, one): (IncompleteStacks, T)| {
+            incomplete.add(&found);
+            merge(one);
+        };
+        self.each_jvm_counted(store, per_jvm, merge)?;
+        Ok(incomplete)
+    }
+
+    fn each_jvm_counted<T: Send, S: Store + ?Sized>(
         &self,
         store: &S,
         per_jvm: impl Fn(&Recording, Option<Mode>, &StackCounts) -> T + Sync,
@@ -120,19 +146,38 @@ impl Query {
     }
 }
 
-/// A flame graph over the selected samples of every JVM of the query, merged.
+/// A view as the API sends it: the view's own fields and `warnings`, the
+/// lines a reader shows with it (incomplete stacks above 1% of its samples).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WithWarnings<T> {
+    #[serde(flatten)]
+    pub view: T,
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// `view` with the warnings `incomplete` calls for.
+pub fn with_warnings<T>(view: T, incomplete: &IncompleteStacks) -> WithWarnings<T> {
+    WithWarnings {
+        view,
+        warnings: incomplete.warning().into_iter().collect(),
+    }
+}
+
+/// A flame graph over the selected samples of every JVM of the query, merged,
+/// and its incomplete stacks.
 pub fn flame<S: Store + ?Sized>(
     store: &S,
     q: &Query,
-) -> Result<(FlameGraph, Option<Mode>), StoreError> {
+) -> Result<(FlameGraph, Option<Mode>, IncompleteStacks), StoreError> {
     let mut graph = FlameGraph::new();
     let mut mode = None;
     let opts = CollapseOptions {
         lines: q.lines,
         thread_roots: false,
-        annotate: false,
+        annotate: q.annotate,
     };
-    q.each_jvm(
+    let incomplete = q.each_jvm(
         store,
         |rec, m, counts| (m, collapse(rec, counts, opts)),
         |(m, collapsed)| {
@@ -142,39 +187,55 @@ pub fn flame<S: Store + ?Sized>(
             }
         },
     )?;
-    Ok((graph, mode))
+    Ok((graph, mode, incomplete))
 }
 
-/// Hot methods over the selected samples of every JVM of the query, merged by name.
+/// Hot methods over the selected samples of every JVM of the query, merged by
+/// name, and their incomplete stacks.
 pub fn hot<S: Store + ?Sized>(
     store: &S,
     q: &Query,
     limit: usize,
-) -> Result<HotMethods, StoreError> {
+) -> Result<(HotMethods, IncompleteStacks), StoreError> {
     let mut tables = Vec::new();
-    q.each_jvm(store, hot_methods, |t| tables.push(t))?;
+    let incomplete = q.each_jvm(store, hot_methods, |t| tables.push(t))?;
     let mut merged = HotMethods::merge(tables);
     merged.truncate(limit);
-    Ok(merged)
+    Ok((merged, incomplete))
 }
 
-/// The call graph of every JVM of the query, merged by method label.
-pub fn callgraph(store: &dyn Store, q: &Query) -> Result<CallGraph, StoreError> {
+/// The call graph of every JVM of the query, merged by method label, and its
+/// incomplete stacks.
+pub fn callgraph(
+    store: &dyn Store,
+    q: &Query,
+) -> Result<(CallGraph, IncompleteStacks), StoreError> {
     let mut graphs = Vec::new();
-    q.each_jvm(
+    let incomplete = q.each_jvm(
         store,
         |rec, _, counts| call_graph(rec, counts),
         |g| graphs.push(g),
     )?;
-    Ok(CallGraph::merge(graphs))
+    Ok((CallGraph::merge(graphs), incomplete))
 }
 
 /// One side of a diff: the flame graph and the hot-method table of the query's
-/// samples, in one pass over each JVM's data, and the mode they are of.
-pub fn side(
-    store: &dyn Store,
-    q: &Query,
-) -> Result<(FlameGraph, HotMethods, Option<Mode>), StoreError> {
+/// samples, in one pass over each JVM's data, and their incomplete stacks.
+pub struct Side {
+    pub graph: FlameGraph,
+    pub hot: HotMethods,
+    pub incomplete: IncompleteStacks,
+}
+
+impl Side {
+    /// The mode the side's samples are of.
+    pub fn mode(&self) -> Option<Mode> {
+        self.hot.mode
+    }
+}
+
+/// The [`Side`] of `q`'s samples.
+pub fn side(store: &dyn Store, q: &Query) -> Result<Side, StoreError> {
     side_into(store, q, None)
 }
 
@@ -184,15 +245,16 @@ pub fn side_into(
     store: &dyn Store,
     q: &Query,
     mut whole: Option<&mut FlameGraph>,
-) -> Result<(FlameGraph, HotMethods, Option<Mode>), StoreError> {
+) -> Result<Side, StoreError> {
     let mut graph = FlameGraph::new();
     let mut tables = Vec::new();
+    // Unannotated: a method run at two tiers is one method whose share changed.
     let opts = CollapseOptions {
         lines: q.lines,
         thread_roots: false,
-        annotate: false,
+        annotate: Annotation::None,
     };
-    q.each_jvm(
+    let incomplete = q.each_jvm(
         store,
         |rec, m, counts| (collapse(rec, counts, opts), hot_methods(rec, m, counts)),
         |(collapsed, table)| {
@@ -205,7 +267,9 @@ pub fn side_into(
             tables.push(table);
         },
     )?;
-    let hot = HotMethods::merge(tables);
-    let mode = hot.mode;
-    Ok((graph, hot, mode))
+    Ok(Side {
+        graph,
+        hot: HotMethods::merge(tables),
+        incomplete,
+    })
 }

@@ -7,13 +7,13 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use jscope_analysis::{HotMethods, Mode};
+use jscope_analysis::{Annotation, HotMethods, Mode};
 use jscope_flame::FlameGraph;
 use jscope_format::Recording;
 use serde::Deserialize;
 
 use crate::jvms::JvmSummary;
-use crate::query::Query;
+use crate::query::{Query, WithWarnings};
 use crate::StoreError;
 
 /// A collector's HTTP API.
@@ -104,24 +104,33 @@ impl RemoteCollector {
         })
     }
 
-    /// The hot methods of the query's JVMs, merged by the collector (`/api/hot`).
-    pub fn hot(&self, q: &Query, limit: usize) -> Result<HotMethods, StoreError> {
+    /// The hot methods of the query's JVMs, merged by the collector (`/api/hot`),
+    /// and the warnings it sent with them.
+    pub fn hot(&self, q: &Query, limit: usize) -> Result<WithWarnings<HotMethods>, StoreError> {
         let mut query = query_params(q);
         query.push(("limit", limit.to_string()));
         self.json(&path_with("/api/hot", &query), "a hot-methods table")
     }
 
-    /// The stacks of the query's JVMs, merged by the collector (`/api/flame`).
-    pub fn flame(&self, q: &Query) -> Result<(FlameGraph, Option<Mode>), StoreError> {
+    /// The stacks of the query's JVMs, merged by the collector (`/api/flame`),
+    /// frames named as `q.annotate` says, and the warnings it sent with them.
+    pub fn flame(&self, q: &Query) -> Result<WithWarnings<(FlameGraph, Option<Mode>)>, StoreError> {
         #[derive(Deserialize)]
         struct Flame {
             mode: Option<Mode>,
             collapsed: String,
+            #[serde(default)]
+            warnings: Vec<String>,
         }
         let mut query = query_params(q);
         query.push(("format", "json".into()));
         if q.lines {
             query.push(("lines", "1".into()));
+        }
+        match q.annotate {
+            Annotation::None => {}
+            Annotation::Tiers => query.push(("annotate", "tiers".into())),
+            Annotation::Kinds => query.push(("annotate", "kinds".into())),
         }
         let flame: Flame = self.json(&path_with("/api/flame", &query), "stacks")?;
         let graph = FlameGraph::from_collapsed(&flame.collapsed).map_err(|e| {
@@ -130,7 +139,10 @@ impl RemoteCollector {
                 self.base()
             ))
         })?;
-        Ok((graph, flame.mode))
+        Ok(WithWarnings {
+            view: (graph, flame.mode),
+            warnings: flame.warnings,
+        })
     }
 
     fn json<T: serde::de::DeserializeOwned>(

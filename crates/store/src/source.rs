@@ -8,7 +8,7 @@ use jscope_flame::FlameGraph;
 use jscope_format::Recording;
 
 use crate::jvms::{stored_jvms, JvmSummary};
-use crate::query::{self, Query};
+use crate::query::{self, with_warnings, Query, WithWarnings};
 use crate::remote::RemoteCollector;
 use crate::store::Store;
 use crate::StoreError;
@@ -36,11 +36,13 @@ pub trait JvmSource {
     ) -> Result<Recording, StoreError>;
 
     /// The hot methods of the query's samples, merged across its JVMs where the
-    /// data lives.
-    fn hot(&self, q: &Query, limit: usize) -> Result<HotMethods, StoreError>;
+    /// data lives, with the warnings a reader shows with them (unknown, broken
+    /// or empty stacks above 1% of the samples).
+    fn hot(&self, q: &Query, limit: usize) -> Result<WithWarnings<HotMethods>, StoreError>;
 
-    /// The query's samples as merged stacks, and the mode they are of.
-    fn flame(&self, q: &Query) -> Result<(FlameGraph, Option<Mode>), StoreError>;
+    /// The query's samples as merged stacks and the mode they are of, with their
+    /// warnings as [`JvmSource::hot`]'s.
+    fn flame(&self, q: &Query) -> Result<WithWarnings<(FlameGraph, Option<Mode>)>, StoreError>;
 }
 
 impl<S: Store + ?Sized> JvmSource for S {
@@ -66,12 +68,14 @@ impl<S: Store + ?Sized> JvmSource for S {
         self.read(id, from_ns, to_ns)
     }
 
-    fn hot(&self, q: &Query, limit: usize) -> Result<HotMethods, StoreError> {
-        query::hot(self, q, limit)
+    fn hot(&self, q: &Query, limit: usize) -> Result<WithWarnings<HotMethods>, StoreError> {
+        let (hot, incomplete) = query::hot(self, q, limit)?;
+        Ok(with_warnings(hot, &incomplete))
     }
 
-    fn flame(&self, q: &Query) -> Result<(FlameGraph, Option<Mode>), StoreError> {
-        query::flame(self, q)
+    fn flame(&self, q: &Query) -> Result<WithWarnings<(FlameGraph, Option<Mode>)>, StoreError> {
+        let (graph, mode, incomplete) = query::flame(self, q)?;
+        Ok(with_warnings((graph, mode), &incomplete))
     }
 }
 
@@ -98,11 +102,11 @@ impl JvmSource for RemoteCollector {
         RemoteCollector::recording(self, id, from_ns, to_ns)
     }
 
-    fn hot(&self, q: &Query, limit: usize) -> Result<HotMethods, StoreError> {
+    fn hot(&self, q: &Query, limit: usize) -> Result<WithWarnings<HotMethods>, StoreError> {
         RemoteCollector::hot(self, q, limit)
     }
 
-    fn flame(&self, q: &Query) -> Result<(FlameGraph, Option<Mode>), StoreError> {
+    fn flame(&self, q: &Query) -> Result<WithWarnings<(FlameGraph, Option<Mode>)>, StoreError> {
         RemoteCollector::flame(self, q)
     }
 }

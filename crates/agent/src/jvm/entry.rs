@@ -60,6 +60,12 @@ pub fn panics() -> u64 {
     PANICS.load(Ordering::Relaxed)
 }
 
+/// Counts a panic caught where nothing may be printed or locked (the native
+/// hooks, which may run inside an allocator); the caller reports it later.
+pub fn count_panic() {
+    PANICS.fetch_add(1, Ordering::Relaxed);
+}
+
 /// Runs an entry point of the agent's lifecycle (see [`AGENT`]).
 #[inline]
 pub fn guarded<R>(name: &'static str, default: R, f: impl FnOnce() -> R) -> R {

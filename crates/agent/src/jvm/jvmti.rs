@@ -201,6 +201,14 @@ impl Jvmti {
         check(unsafe { set(self.0, mode, event, null_mut()) })
     }
 
+    /// Makes the JVM send `event` again for what already exists (compiled
+    /// methods, generated code).
+    pub fn generate_events(&self, event: sys::jvmtiEvent) -> Result<(), JvmtiError> {
+        let generate = function!(self.table(), GenerateEvents)?;
+        // SAFETY: valid env.
+        check(unsafe { generate(self.0, event) })
+    }
+
     pub fn set_heap_sampling_interval(&self, bytes: u32) -> Result<(), JvmtiError> {
         let set = function!(self.table(), SetHeapSamplingInterval)?;
         // SAFETY: valid env.

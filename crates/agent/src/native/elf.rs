@@ -307,6 +307,7 @@ const SHT_SYMTAB: u32 = 2;
 const SHT_DYNSYM: u32 = 11;
 const SHT_NOBITS: u32 = 8;
 const SHF_COMPRESSED: u64 = 0x800;
+const STT_OBJECT: u8 = 1;
 const STT_FUNC: u8 = 2;
 const STT_GNU_IFUNC: u8 = 10;
 const NT_GNU_BUILD_ID: u32 = 3;
@@ -334,6 +335,31 @@ impl ElfSymbols {
     /// readable little-endian ELF64 file.
     pub fn load(path: &Path) -> Option<ElfSymbols> {
         ElfSymbols::load_with_debug_root(path, Path::new("/usr/lib/debug"))
+    }
+
+    /// For each prefix, the first symbol of the file's own tables whose name
+    /// starts with it, of any kind (a function, a variable, a label): its
+    /// address in the file and size. One read of the tables for them all.
+    pub fn find_all(path: &Path, prefixes: &[&str]) -> Vec<Option<(u64, u64)>> {
+        let mut out = vec![None; prefixes.len()];
+        let Some(parsed) = File::open(path)
+            .ok()
+            .and_then(|f| parse_kinds(&Source::File(f), Some(SymbolKinds::All)))
+        else {
+            return out;
+        };
+        for s in &parsed.syms {
+            let at = s.name as usize;
+            let Some(name) = parsed.names.get(at..at + s.name_len as usize) else {
+                continue;
+            };
+            for (slot, prefix) in out.iter_mut().zip(prefixes) {
+                if slot.is_none() && name.starts_with(prefix.as_bytes()) {
+                    *slot = Some((s.addr, s.size));
+                }
+            }
+        }
+        out
     }
 
     fn load_with_debug_root(path: &Path, debug_root: &Path) -> Option<ElfSymbols> {
@@ -472,6 +498,21 @@ fn debug_files(path: &Path, build_id: Option<&[u8]>, root: &Path) -> Vec<PathBuf
 
 /// Parses the headers, the build id and the function symbols of an ELF64 LE file.
 fn parse(src: &Source, want_symbols: bool) -> Option<Parsed> {
+    parse_kinds(src, want_symbols.then_some(SymbolKinds::Functions))
+}
+
+/// Which symbols a parse keeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SymbolKinds {
+    Functions,
+    /// Functions, objects (variables) and untyped labels: for looking up a
+    /// name, never for naming addresses.
+    All,
+}
+
+fn parse_kinds(src: &Source, want_symbols: Option<SymbolKinds>) -> Option<Parsed> {
+    let want_symbols_kinds = want_symbols;
+    let want_symbols = want_symbols.is_some();
     let eh = src.read(0, 64)?;
     if eh.get(0..4)? != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
         return None;
@@ -543,7 +584,7 @@ fn parse(src: &Source, want_symbols: bool) -> Option<Parsed> {
     if want_symbols {
         for kind in [SHT_SYMTAB, SHT_DYNSYM] {
             for s in sections.iter().filter(|s| s.kind == kind) {
-                read_symbols(src, s, &sections, &mut syms, &mut names);
+                read_symbols(src, s, &sections, &mut syms, &mut names, want_symbols_kinds);
             }
         }
     }
@@ -581,7 +622,9 @@ fn read_symbols(
     sections: &[Section],
     syms: &mut Vec<Sym>,
     names: &mut Vec<u8>,
+    kinds: Option<SymbolKinds>,
 ) {
+    let all = kinds == Some(SymbolKinds::All);
     let Some(strtab) = sections.get(table.link as usize) else {
         return;
     };
@@ -608,7 +651,8 @@ fn read_symbols(
         let info = e[4];
         let shndx = u16_at(e, 6).unwrap_or(0);
         let kind = info & 0xf;
-        if !(kind == STT_FUNC || kind == STT_GNU_IFUNC) || value == 0 || shndx == 0 {
+        let wanted = kind == STT_FUNC || kind == STT_GNU_IFUNC || (all && kind <= STT_OBJECT);
+        if !wanted || value == 0 || shndx == 0 {
             continue;
         }
         let Some(rest) = strings.get(name_off as usize..) else {

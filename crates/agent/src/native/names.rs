@@ -36,6 +36,15 @@ impl Preload {
     /// Starts reading the tables; `None` when no thread could be started (the
     /// writer then reads them itself, on first use).
     pub fn start(table: Arc<crate::threads::ThreadTable>) -> Option<Arc<Preload>> {
+        Preload::start_with(table, true)
+    }
+
+    /// As [`Preload::start`], the kernel's symbols only when `kernel` (stacks
+    /// without kernel frames, the native hooks', need none).
+    pub fn start_with(
+        table: Arc<crate::threads::ThreadTable>,
+        kernel: bool,
+    ) -> Option<Arc<Preload>> {
         let preload = Arc::new(Preload {
             slot: Mutex::new(None),
         });
@@ -50,7 +59,7 @@ impl Preload {
                 let loaded = std::panic::catch_unwind(|| {
                     let mut s = Symbolizer::new();
                     s.preload();
-                    (s, KernelSymbols::load())
+                    (s, kernel.then(KernelSymbols::load).flatten())
                 });
                 *filled.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(loaded.ok());
             })
@@ -106,6 +115,15 @@ impl NativeNames {
                 return last;
             }
             std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The process's mappings changed (a library was loaded): they are read
+    /// again now, not at the next address in no known mapping (which waits
+    /// 200 ms after the last reading).
+    pub fn maps_changed(&mut self) {
+        if let Some(symbolizer) = &mut self.symbolizer {
+            symbolizer.refresh();
         }
     }
 

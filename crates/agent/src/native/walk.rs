@@ -12,7 +12,7 @@
 //! instead of faulting on a bad frame pointer (glibc is built without frame
 //! pointers, so chains through it can hold anything).
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::cfi::{self, ObjectCfi};
@@ -54,13 +54,23 @@ impl CodeRanges {
         let i = self.ranges.partition_point(|&(start, _)| start <= pc);
         i > 0 && pc < self.ranges[i - 1].1
     }
+
+    /// The caller's registers of the library frame at `r`: by the code's
+    /// unwind row where there is one (`cstack=dwarf`), else by the frame
+    /// pointer; None at an outermost frame or a broken chain.
+    /// Async-signal-safe.
+    pub fn step(&self, r: Regs) -> Option<Regs> {
+        let row = self.object(r.pc).and_then(|o| o.row(r.pc));
+        match row {
+            Some(row) if row.kind == cfi::STOP => None,
+            Some(row) if row.kind == cfi::CFA_SP || row.kind == cfi::CFA_FP => cfa_step(r, row),
+            _ => fp_step(r),
+        }
+    }
 }
 
 /// The table the handler reads; replaced (never freed) when the mappings change.
 static CURRENT: AtomicPtr<CodeRanges> = AtomicPtr::new(std::ptr::null_mut());
-/// This process's id for [`read_pair`], set off the handler (getpid is a
-/// system call, too dear per native frame).
-static PID: AtomicI32 = AtomicI32::new(0);
 /// The dynamic loader's (loads, unloads) counts when the table was built.
 static LAST: Mutex<Option<(u64, u64)>> = Mutex::new(None);
 /// Whether refreshes build DWARF unwind tables (`cstack=dwarf`).
@@ -91,14 +101,12 @@ pub fn dwarf_stats() -> cfi::BuildStats {
 /// since the last call (checked cheaply through dl_iterate_phdr's counters).
 /// Off the handler (the cpu engine's start and its thread scanner call it).
 pub fn refresh_code_ranges() {
-    // SAFETY: getpid has no preconditions.
-    PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
+    crate::safe::note_pid();
     let counts = loader_counts();
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     if *last == Some(counts) {
         return;
     }
-    find_call_helper();
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return;
     };
@@ -135,33 +143,34 @@ fn loader_counts() -> (u64, u64) {
     counts
 }
 
-fn code_ranges() -> Option<&'static CodeRanges> {
+/// The table of library code, once [`refresh_code_ranges`] has run.
+pub fn code_ranges() -> Option<&'static CodeRanges> {
     // SAFETY: only leaked tables are published.
     unsafe { CURRENT.load(Ordering::Acquire).as_ref() }
 }
 
-/// Reads two words at `addr` without faulting; None when not readable (or
-/// before [`refresh_code_ranges`] has run).
+/// Reads two words at `addr` without faulting; None when not readable.
 fn read_pair(addr: usize) -> Option<[usize; 2]> {
-    let mut out = [0usize; 2];
-    read_words(addr, &mut out).then_some(out)
+    Some([
+        crate::safe::load(addr)?,
+        crate::safe::load(addr.wrapping_add(8))?,
+    ])
 }
 
 /// Reads one word at `addr` without faulting.
 fn read_word(addr: usize) -> Option<usize> {
-    let mut out = [0usize; 1];
-    read_words(addr, &mut out).then_some(out[0])
+    crate::safe::load(addr)
 }
 
 /// Largest step between two frames a walk believes.
 const MAX_FRAME: usize = 1 << 20;
 
 /// The registers a walk carries from frame to frame.
-#[derive(Debug, Clone, Copy)]
-struct Regs {
-    pc: usize,
-    sp: usize,
-    fp: usize,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Regs {
+    pub pc: usize,
+    pub sp: usize,
+    pub fp: usize,
 }
 
 /// Walks native frames from the interrupted context into `out` (program
@@ -182,6 +191,15 @@ pub unsafe fn walk(ucontext: *mut std::ffi::c_void, out: &mut [usize]) -> usize 
     walk_from(ranges, Regs { pc, sp, fp }, out).0
 }
 
+/// Walks native frames from `r`, registers of the calling thread's own (a
+/// hook's, not a signal's), as [`walk`] does. Async-signal-safe.
+pub fn walk_regs(r: Regs, out: &mut [usize]) -> usize {
+    match code_ranges() {
+        Some(ranges) => walk_from(ranges, r, out).0,
+        None => 0,
+    }
+}
+
 /// The walk from `r` into `out`: how many frames, and the registers of the
 /// frame it stopped at when that frame is outside library code (the JIT's
 /// code cache: Java frames); None when it stopped otherwise (an outermost
@@ -197,13 +215,7 @@ fn walk_from(ranges: &CodeRanges, mut r: Regs, out: &mut [usize]) -> (usize, Opt
         }
         out[n] = r.pc;
         n += 1;
-        let row = ranges.object(r.pc).and_then(|o| o.row(r.pc));
-        let next = match row {
-            Some(row) if row.kind == cfi::STOP => None,
-            Some(row) if row.kind == cfi::CFA_SP || row.kind == cfi::CFA_FP => cfa_step(r, row),
-            _ => fp_step(r),
-        };
-        match next {
+        match ranges.step(r) {
             Some(next) => r = next,
             None => return (n, None),
         }
@@ -254,7 +266,7 @@ static CALL_HELPER_READ: AtomicBool = AtomicBool::new(false);
 /// loaded (off the handler, before sampling starts, as the unwind tables are
 /// built: every sample can have its segments). A libjvm without `.symtab`
 /// leaves it unknown: no segments between Java frames.
-fn find_call_helper() {
+pub(crate) fn find_call_helper() {
     if CALL_HELPER_READ.load(Ordering::Relaxed) {
         return;
     }
@@ -273,7 +285,7 @@ fn find_call_helper() {
 }
 
 /// The path and load bias of the loaded object whose file name is `name`.
-fn loaded_object(name: &str) -> Option<(String, usize)> {
+pub(crate) fn loaded_object(name: &str) -> Option<(String, usize)> {
     struct Want<'a> {
         name: &'a str,
         found: Option<(String, usize)>,
@@ -401,19 +413,7 @@ pub fn scan_for_bench(from: usize, bytes: usize, range: (usize, usize)) -> Optio
 
 /// Reads `out.len()` words at `addr` without faulting; false when not readable.
 fn read_words(addr: usize, out: &mut [usize]) -> bool {
-    let bytes = out.len() * 8;
-    let local = libc::iovec {
-        iov_base: out.as_mut_ptr().cast(),
-        iov_len: bytes,
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut _,
-        iov_len: bytes,
-    };
-    let pid = PID.load(Ordering::Relaxed);
-    // SAFETY: a plain system call on this process; the kernel checks `addr`.
-    let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
-    n == bytes as isize
+    crate::safe::load_words(addr, out)
 }
 
 /// One step by an unwind row: the CFA from SP or FP, the return address below
@@ -425,14 +425,14 @@ fn cfa_step(r: Regs, row: cfi::Row) -> Option<Regs> {
         return None;
     }
     let (fp, ret) = match row.fp {
-        0 => (r.fp, read_word(cfa - 8)?),
+        0 => (r.fp, read_word(cfa.wrapping_sub(8))?),
         2 => {
-            let [fp, ret] = read_pair(cfa - 16)?;
+            let [fp, ret] = read_pair(cfa.wrapping_sub(16))?;
             (fp, ret)
         }
         k => (
             read_word(cfa.checked_sub(8 * k as usize)?)?,
-            read_word(cfa - 8)?,
+            read_word(cfa.wrapping_sub(8))?,
         ),
     };
     if ret == 0 {
@@ -448,7 +448,7 @@ fn cfa_step(r: Regs, row: cfi::Row) -> Option<Regs> {
 /// One step by the frame pointer: the saved FP and return address it points at.
 fn fp_step(r: Regs) -> Option<Regs> {
     let fp = r.fp;
-    if fp < r.sp || fp - r.sp > MAX_FRAME || fp % 8 != 0 {
+    if fp < r.sp || fp - r.sp > MAX_FRAME || !fp.is_multiple_of(8) {
         return None;
     }
     let [next_fp, ret] = read_pair(fp)?;
@@ -457,7 +457,7 @@ fn fp_step(r: Regs) -> Option<Regs> {
     }
     Some(Regs {
         pc: ret - 1,
-        sp: fp + 16,
+        sp: fp.wrapping_add(16),
         fp: next_fp,
     })
 }

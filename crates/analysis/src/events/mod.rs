@@ -25,6 +25,7 @@
 //! assert_eq!(only_gc.rows(&rec).len(), 3);
 //! ```
 
+mod native;
 mod render;
 mod reports;
 mod rows;
@@ -38,9 +39,7 @@ mod tests;
 use std::fmt;
 use std::str::FromStr;
 
-use jscope_format::{
-    ClassId, EventKind, FieldValue, JvmEvent, Recording, StackId, ThreadId, EVENT_KINDS,
-};
+use jscope_format::{ClassId, EventKind, FieldValue, JvmEvent, Recording, StackId, ThreadId};
 use serde::Serialize;
 
 use crate::labels::method_label;
@@ -48,9 +47,13 @@ use crate::{AnalysisError, ThreadMatcher};
 
 /// A `--type` name that is no event type or group.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown event type `{0}` (expected thread_start, thread_end, monitor, wait, park, gc, alloc, free, class_load, class_unload, compiled, compiled_unload, user, start_call, or a group: threads, locks, classes, jit, objects)")]
+#[error("unknown event type `{0}` (expected thread_start, thread_end, monitor, wait, park, gc, alloc, free, class_load, class_unload, compiled, compiled_unload, user, start_call, native_alloc, native_free, native_lock, or a group: threads, locks, classes, jit, objects, nativemem)")]
 pub struct UnknownEventType(pub String);
 
+pub use native::{
+    native_allocations, native_lock_rows, native_mem_report, NativeAllocation, NativeBy,
+    NativeLockRow, NativeMemReport, NativeMemRow, NativeSite,
+};
 pub use reports::{
     age_report, alloc_report, gc_report, live_report, lock_report, user_report, AgeBucket,
     AgeReport, AgeRow, AllocBy, AllocReport, AllocRow, AllocWeights, GcDetail, GcPause, GcReport,
@@ -59,7 +62,7 @@ pub use reports::{
 pub use rows::{write_rows, EventRow, RowFormat};
 pub use timeline::{timeline, GcBar, Lane, Span, Timeline, MARKER_FRAMES};
 pub use tree::{event_tree, EventNode, EventTree, ThreadEvents, TreeBasis};
-pub use weighted::{weighted_stacks, EventWeight};
+pub use weighted::{weighted_events, weighted_stacks, EventWeight, WeightedEvent};
 
 /// The kinds of JVM event, as `--type` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -80,9 +83,15 @@ pub enum EventType {
     User,
     /// A traced thread's `Thread.start` call (the start/run link of tracing).
     StartCall,
+    /// A sampled native allocation (`nativemem`).
+    NativeAlloc,
+    /// A sampled native allocation's block freed.
+    NativeFree,
+    /// A sampled wait for a native (pthread) lock (`nativelock`).
+    NativeLock,
 }
 
-const TYPE_NAMES: [(EventType, &str); 14] = [
+const TYPE_NAMES: [(EventType, &str); 17] = [
     (EventType::ThreadStart, "thread_start"),
     (EventType::ThreadEnd, "thread_end"),
     (EventType::Monitor, "monitor"),
@@ -97,10 +106,13 @@ const TYPE_NAMES: [(EventType, &str); 14] = [
     (EventType::CompiledUnload, "compiled_unload"),
     (EventType::User, "user"),
     (EventType::StartCall, "start_call"),
+    (EventType::NativeAlloc, "native_alloc"),
+    (EventType::NativeFree, "native_free"),
+    (EventType::NativeLock, "native_lock"),
 ];
 
 /// Names that stand for several types, so `--type threads` reads naturally.
-const GROUPS: [(&str, &[EventType]); 5] = [
+const GROUPS: [(&str, &[EventType]); 6] = [
     (
         "threads",
         &[
@@ -111,7 +123,16 @@ const GROUPS: [(&str, &[EventType]); 5] = [
     ),
     (
         "locks",
-        &[EventType::Monitor, EventType::Wait, EventType::Park],
+        &[
+            EventType::Monitor,
+            EventType::Wait,
+            EventType::Park,
+            EventType::NativeLock,
+        ],
+    ),
+    (
+        "nativemem",
+        &[EventType::NativeAlloc, EventType::NativeFree],
     ),
     ("classes", &[EventType::ClassLoad, EventType::ClassUnload]),
     ("jit", &[EventType::Compiled, EventType::CompiledUnload]),
@@ -119,7 +140,7 @@ const GROUPS: [(&str, &[EventType]); 5] = [
 ];
 
 impl EventType {
-    pub const ALL: [EventType; 14] = [
+    pub const ALL: [EventType; 17] = [
         EventType::ThreadStart,
         EventType::ThreadEnd,
         EventType::Monitor,
@@ -134,6 +155,9 @@ impl EventType {
         EventType::CompiledUnload,
         EventType::User,
         EventType::StartCall,
+        EventType::NativeAlloc,
+        EventType::NativeFree,
+        EventType::NativeLock,
     ];
 
     pub fn name(self) -> &'static str {
@@ -144,13 +168,14 @@ impl EventType {
     }
 
     /// The type of `e`: TYPE_NAMES lists one type per kind in the order of the
-    /// format's event table, whose tags are contiguous
-    /// (`types_follow_the_format_event_table` checks), so no name is compared.
+    /// format's event table (`types_follow_the_format_event_table` checks), so
+    /// no name is compared.
     pub fn of(e: &JvmEvent) -> EventType {
-        TYPE_NAMES[(e.kind.tag() - EVENT_KINDS[0].tag) as usize].0
+        TYPE_NAMES[e.kind.index()].0
     }
 
-    /// Parses one name or group (`threads`, `locks`, `classes`, `jit`, `objects`);
+    /// Parses one name or group (`threads`, `locks`, `classes`, `jit`, `objects`,
+    /// `nativemem`);
     /// `blocked` and `lock` are accepted for `monitor`.
     pub fn parse_list(name: &str) -> Result<Vec<EventType>, UnknownEventType> {
         let n = name.trim().to_ascii_lowercase().replace('-', "_");
@@ -351,13 +376,13 @@ pub(crate) fn thread_name(rec: &Recording, thread: ThreadId) -> String {
 #[cfg(test)]
 mod type_table {
     use super::*;
+    use jscope_format::EVENT_KINDS;
 
     #[test]
     fn types_follow_the_format_event_table() {
         assert_eq!(TYPE_NAMES.len(), EVENT_KINDS.len());
         for (i, (kind, (_, name))) in EVENT_KINDS.iter().zip(TYPE_NAMES).enumerate() {
             assert_eq!(kind.name, name, "entry {i}");
-            assert_eq!(kind.tag, EVENT_KINDS[0].tag + i as u64, "entry {i}");
         }
     }
 }

@@ -106,6 +106,24 @@ impl fmt::Display for LockReport {
             )?;
             write_sites(f, &p.sites)?;
         }
+        if self.native.is_empty() {
+            return Ok(());
+        }
+        // Only recordings with native lock waits (the agent's nativelock) have them.
+        writeln!(f, "\nNative locks ({}, sampled):", self.native.len())?;
+        writeln!(f, "  {:>7} {:>10} {:>10}  lock", "samples", "total", "max")?;
+        for n in &self.native {
+            writeln!(
+                f,
+                "  {:>7} {:>10} {:>10}  {} {}",
+                n.samples,
+                ns(n.total_ns),
+                ns(n.max_ns),
+                n.function,
+                n.lock
+            )?;
+            write_sites(f, &n.sites)?;
+        }
         Ok(())
     }
 }

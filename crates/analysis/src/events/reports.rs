@@ -61,12 +61,16 @@ pub struct ParkRow {
     pub sites: Vec<SiteRow>,
 }
 
-/// The most contended monitors, waits and parks, each sorted by total time.
+/// The most contended monitors, waits and parks, and the native (pthread)
+/// locks waited for, each sorted by total time.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LockReport {
     pub monitors: Vec<MonitorRow>,
     pub waits: Vec<WaitRow>,
     pub parks: Vec<ParkRow>,
+    /// Sampled waits for native locks (the agent's `nativelock`), by lock;
+    /// times are the samples' estimates.
+    pub native: Vec<super::NativeLockRow>,
 }
 
 /// Counts and times of one group of blocking events, with their sites.
@@ -114,7 +118,7 @@ fn by_total<K: Ord + Clone>(map: HashMap<K, Blocking>) -> Vec<(K, Blocking)> {
 }
 
 /// Contended monitors (count, total and max blocked time, sites), waits (count,
-/// total, timeouts) and parks of the selected events.
+/// total, timeouts), parks and native lock waits of the selected events.
 pub fn lock_report(rec: &Recording, filter: &EventFilter) -> LockReport {
     let (mut monitors, mut waits, mut parks) = (HashMap::new(), HashMap::new(), HashMap::new());
     for e in filter.select(rec) {
@@ -197,6 +201,7 @@ pub fn lock_report(rec: &Recording, filter: &EventFilter) -> LockReport {
                 max_ns: b.max_ns,
             })
             .collect(),
+        native: super::native_lock_rows(rec, filter),
     }
 }
 

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use jscope_format::{
-    ClassId, EventKind, FieldValue, JvmEvent, Recording, StackId, ThreadId, UserEventKind,
+    native_call_name, native_lock_name, ClassId, EventKind, FieldValue, JvmEvent, Recording,
+    StackId, ThreadId, UserEventKind,
 };
 use serde::Serialize;
 
@@ -15,7 +16,8 @@ use crate::labels::method_label;
 /// One event. `duration_ns` and `value` depend on the type (docs/EVENTS.md):
 /// monitor: blocked time and owner thread; wait: waited time and timeout in ms;
 /// park: parked time and timeout in ns; alloc: size; free: age in ns and in bytes
-/// allocated since; compiled: code size; thread_start: parent thread; start_call: the started
+/// allocated since; native_alloc: size (subject: the allocating function);
+/// native_lock: time waited (subject: the lock function and address); compiled: code size; thread_start: parent thread; start_call: the started
 /// thread's Java id; user: the
 /// logged value, and on `end` the time since its `begin`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -183,13 +185,21 @@ fn fields(rec: &Recording, e: &JvmEvent, ages: &Ages, user: &mut UserPairs) -> F
 /// The class (a park without a blocker has none), the method, or for thread
 /// events the thread.
 fn subject(rec: &Recording, e: &JvmEvent) -> String {
-    if let EventKind::ThreadStartCall { started, .. } = e.kind {
-        // The started thread, by its Java id.
-        return rec
-            .threads
-            .values()
-            .find(|t| t.java_id == started)
-            .map_or_else(String::new, |t| t.name.clone());
+    match e.kind {
+        EventKind::ThreadStartCall { started, .. } => {
+            // The started thread, by its Java id.
+            return rec
+                .threads
+                .values()
+                .find(|t| t.java_id == started)
+                .map_or_else(String::new, |t| t.name.clone());
+        }
+        EventKind::NativeAlloc { call, .. } => return native_call_name(call).to_string(),
+        EventKind::NativeFree { address, .. } => return format!("{address:#x}"),
+        EventKind::NativeLock { lock, address, .. } => {
+            return format!("{} {address:#x}", native_lock_name(lock))
+        }
+        _ => {}
     }
     match (
         e.field("class"),
@@ -260,7 +270,12 @@ impl EventRow {
             stack: frames_of(rec, f.stack),
             timed_out: f.timed_out,
             user_kind: f.user_kind,
-            weight: weights.weight(e),
+            weight: weights.weight(e).or(match e.kind {
+                EventKind::NativeAlloc { weight, .. } | EventKind::NativeLock { weight, .. } => {
+                    Some(weight)
+                }
+                _ => None,
+            }),
         }
     }
 }

@@ -3,7 +3,7 @@
 use jscope_format::*;
 
 use super::*;
-use crate::ThreadMatcher;
+use crate::{Annotation, CollapseOptions, ThreadMatcher};
 
 /// 1 tick = 1 µs, so the tick conversion is exercised.
 const TPS: u64 = 1_000_000;
@@ -988,13 +988,32 @@ fn alloc_and_lock_weights_for_flame_graphs() {
     for (i, (thread, kind)) in events.into_iter().enumerate() {
         b.w.event(&JvmEvent::on(ThreadId(thread), at_ms(i as u64), kind));
     }
-    let rec = b.build(10);
-    let locks = weighted_stacks(&rec, &EventFilter::default(), EventWeight::Lock);
+    let mut rec = b.build(10);
+    let locks = weighted_stacks(&mut rec, &EventFilter::default(), EventWeight::Lock);
     assert_eq!(locks.total, 8 * MS, "the condition wait is no contention");
     assert_eq!(locks.counts[&(inc, 2)], 5 * MS);
     assert_eq!(locks.counts[&(lock, 3)], 3 * MS);
-    let alloc = weighted_stacks(&rec, &EventFilter::default(), EventWeight::Alloc);
-    assert_eq!((alloc.total, alloc.counts[&(fill, 2)]), (4096, 4096));
+    let alloc = weighted_stacks(&mut rec, &EventFilter::default(), EventWeight::Alloc);
+    assert_eq!(alloc.total, 4096);
+    // The allocated class is the leaf frame, above the allocating method.
+    let collapsed = crate::collapse(&rec, &alloc, Default::default());
+    assert_eq!(
+        collapsed.stacks,
+        vec![(
+            vec!["demo.Gen.fill".to_string(), "demo.Counter".to_string()],
+            4096
+        )]
+    );
+    let (&(leaf, thread), _) = alloc.counts.iter().next().unwrap();
+    assert_ne!(leaf, fill);
+    assert_eq!(thread, 2);
+    assert_eq!(rec.stack(StackId(leaf))[0].kind, FrameKind::Class);
+    let annotated = CollapseOptions {
+        annotate: Annotation::Tiers,
+        ..Default::default()
+    };
+    let collapsed = crate::collapse(&rec, &alloc, annotated);
+    assert_eq!(collapsed.stacks[0].0[1], "demo.Counter_[i]");
     assert_eq!(EventWeight::parse("locks"), Some(EventWeight::Lock));
     assert_eq!(EventWeight::parse("cpu"), None);
 }
@@ -1084,4 +1103,291 @@ fn samples_without_an_object_size_are_not_counted_as_objects() {
         ["1200000", "-", "100.00", "2", "-", "byte[]"],
         "{text}"
     );
+}
+
+/// A native frame (a C function in `lib`), declared as the agent declares them.
+fn native_frame(b: &mut Builder, id: u32, lib: &str, name: &str) -> Frame {
+    let class = b.class(lib);
+    let name = b.string(name);
+    let empty = b.string("");
+    b.w.method(&MethodDef {
+        id: MethodId(id),
+        class: ClassId(class),
+        name: StringId(name),
+        signature: StringId(empty),
+        modifiers: 0x100,
+    });
+    Frame {
+        method: MethodId(id),
+        bci: -1,
+        line: 0,
+        kind: FrameKind::Native,
+    }
+}
+
+/// A JNI leak (64 KiB in 64 blocks), a freed block, a realloc chain whose last
+/// block is freed, and a native thread's leak.
+fn native_memory() -> Recording {
+    let mut b = Builder::new();
+    let leak_c = native_frame(&mut b, 1001, "libapp.so", "leak_block");
+    let free_c = native_frame(&mut b, 1002, "libapp.so", "churn_block");
+    let grow_c = native_frame(&mut b, 1003, "libz.so", "grow_buffer");
+    let thread_c = native_frame(&mut b, 1004, "libapp.so", "native_leaker");
+    let java = |b: &mut Builder, label: &str| Frame {
+        method: MethodId(b.method(label)),
+        bci: 3,
+        line: 12,
+        kind: FrameKind::Interpreted,
+    };
+    let leak_java = java(&mut b, "demo.Native.leakPath");
+    let churn_java = java(&mut b, "demo.Native.churnPath");
+    let stacks = [
+        vec![leak_c, leak_java],
+        vec![free_c, churn_java],
+        vec![grow_c, churn_java],
+        vec![thread_c],
+    ];
+    for (i, s) in stacks.iter().enumerate() {
+        b.w.stack(StackId(100 + i as u32), s);
+    }
+    let mut id = 0;
+    let mut alloc = |b: &mut Builder, ms: u64, thread: u32, stack: u32, address: u64, call: u64| {
+        id += 1;
+        b.w.event(&JvmEvent::on(
+            ThreadId(thread),
+            at_ms(ms),
+            EventKind::NativeAlloc {
+                size: 1024,
+                weight: 1024,
+                address,
+                call,
+                id,
+                stack: StackId(stack),
+            },
+        ));
+        id
+    };
+    let free = |b: &mut Builder, ms: u64, id: u64, address: u64| {
+        b.w.event(&JvmEvent::global(
+            at_ms(ms),
+            EventKind::NativeFree { id, address },
+        ));
+    };
+    for i in 0..64 {
+        alloc(&mut b, 10 + i, 1, 100, 0x10_000 + i * 0x1000, NATIVE_MALLOC);
+    }
+    let churned = alloc(&mut b, 20, 2, 101, 0x90_000, NATIVE_CALLOC);
+    free(&mut b, 21, churned, 0x90_000);
+    // The chain: each realloc frees the block before it.
+    let mut last = alloc(&mut b, 30, 2, 102, 0xa0_000, NATIVE_REALLOC);
+    for step in 1..4 {
+        free(&mut b, 30 + step, last, 0xa0_000 + (step - 1) * 0x100);
+        last = alloc(
+            &mut b,
+            30 + step,
+            2,
+            102,
+            0xa0_000 + step * 0x100,
+            NATIVE_REALLOC,
+        );
+    }
+    free(&mut b, 40, last, 0xa0_300);
+    alloc(&mut b, 50, 3, 103, 0xb0_000, NATIVE_MALLOC);
+    // A sample whose free the agent did not follow.
+    b.w.event(&JvmEvent::on(
+        ThreadId(3),
+        at_ms(60),
+        EventKind::NativeAlloc {
+            size: 1024,
+            weight: 1024,
+            address: 0xc0_000,
+            call: NATIVE_MALLOC,
+            id: 0,
+            stack: StackId(103),
+        },
+    ));
+    b.build_with(100, &[("nativemem.interval", "0")])
+}
+
+#[test]
+fn native_leaks_are_the_blocks_never_freed_realloc_chains_included() {
+    let rec = native_memory();
+    let all = native_mem_report(&rec, &EventFilter::default(), NativeBy::Function, false);
+    assert_eq!(all.bytes, (64 + 1 + 4 + 2) * 1024);
+    assert_eq!(all.calls, 71);
+    assert_eq!(
+        all.freed_bytes,
+        5 * 1024,
+        "the churned block and the whole chain"
+    );
+    assert_eq!(all.by_call[0], ("malloc".to_string(), 66 * 1024));
+    let leaks = native_mem_report(&rec, &EventFilter::default(), NativeBy::Caller, true);
+    assert_eq!(
+        leaks.bytes,
+        65 * 1024,
+        "the JNI leak and the native thread's"
+    );
+    assert_eq!(leaks.untracked, 1);
+    let keys: Vec<(&str, u64)> = leaks
+        .rows
+        .iter()
+        .map(|r| (r.key.as_str(), r.bytes))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            ("demo.Native.leakPath", 64 * 1024),
+            ("[no Java frame]", 1024)
+        ]
+    );
+    assert_eq!(leaks.rows[0].site.function, "leak_block [libapp.so]");
+    assert_eq!(leaks.rows[0].site.library, "libapp.so");
+    assert_eq!(leaks.rows[0].calls, 64);
+    let by_lib = native_mem_report(&rec, &EventFilter::default(), NativeBy::Library, false);
+    let libs: Vec<&str> = by_lib.rows.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(libs, ["libapp.so", "libz.so"]);
+    let stacks = native_mem_report(&rec, &EventFilter::default(), NativeBy::Stack, true);
+    assert_eq!(
+        stacks.rows[0].stack,
+        ["leak_block [libapp.so]", "demo.Native.leakPath:12"]
+    );
+    let text = leaks.to_string();
+    assert!(
+        text.starts_with("Native memory not freed: 65.0 KB in 65 blocks"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 samples whose frees were not followed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_window_leaks_what_it_allocated_and_did_not_free_before_its_end() {
+    let mut rec = native_memory();
+    // The chain's blocks of 31 and 32 ms (freed at 32 and 33) and the JNI
+    // leak's blocks of those milliseconds.
+    let window = EventFilter {
+        from_s: Some(0.0305),
+        to_s: Some(0.0325),
+        ..Default::default()
+    };
+    let leaks = native_mem_report(&rec, &window, NativeBy::Function, true);
+    let rows: Vec<(&str, u64)> = leaks
+        .rows
+        .iter()
+        .map(|r| (r.key.as_str(), r.bytes))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("leak_block [libapp.so]", 2048),
+            ("grow_buffer [libz.so]", 1024)
+        ],
+        "the block realloc'ed at 32 ms was freed after the window"
+    );
+    let early = EventFilter {
+        to_s: Some(0.015),
+        ..Default::default()
+    };
+    assert_eq!(
+        native_mem_report(&rec, &early, NativeBy::Function, true).bytes,
+        5 * 1024
+    );
+    let flame = weighted_stacks(&mut rec, &EventFilter::default(), EventWeight::Leak);
+    assert_eq!(flame.total, 65 * 1024);
+    let all = weighted_stacks(&mut rec, &EventFilter::default(), EventWeight::NativeMem);
+    assert_eq!(all.total, 71 * 1024);
+    assert_eq!(EventWeight::parse("leak"), Some(EventWeight::Leak));
+    assert_eq!(
+        EventWeight::parse("nativelock"),
+        Some(EventWeight::NativeLock)
+    );
+}
+
+#[test]
+fn native_lock_waits_are_listed_by_lock_beside_monitors() {
+    let mut b = Builder::new();
+    let site = native_frame(&mut b, 1001, "libapp.so", "contend_once");
+    b.w.stack(StackId(100), &[site]);
+    for (thread, ms, d) in [(2, 10, 3), (3, 20, 5), (2, 30, 1)] {
+        b.w.event(&JvmEvent::on(
+            ThreadId(thread),
+            at_ms(ms),
+            EventKind::NativeLock {
+                duration_ns: d * MS,
+                weight: d * MS,
+                address: 0x7f00_0040,
+                lock: NATIVE_MUTEX,
+                stack: StackId(100),
+            },
+        ));
+    }
+    let mut rec = b.build(100);
+    let report = lock_report(&rec, &EventFilter::default());
+    assert_eq!(report.native.len(), 1);
+    let n = &report.native[0];
+    assert_eq!(
+        (
+            n.function.as_str(),
+            n.lock.as_str(),
+            n.samples,
+            n.total_ns,
+            n.max_ns
+        ),
+        ("pthread_mutex_lock", "0x7f000040", 3, 9 * MS, 5 * MS)
+    );
+    assert_eq!(n.sites[0].site, "contend_once [libapp.so]");
+    assert!(report.to_string().contains("Native locks (1, sampled):"));
+    let flame = weighted_stacks(&mut rec, &EventFilter::default(), EventWeight::NativeLock);
+    assert_eq!(flame.total, 9 * MS);
+    let rows = EventFilter {
+        types: EventType::parse_list("locks").unwrap(),
+        ..Default::default()
+    }
+    .rows(&rec);
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0].subject, "pthread_mutex_lock 0x7f000040");
+}
+
+/// JVMs merged into one recording (`jscope merge`, `--jvm all`) number their
+/// native samples alike: a free is its own JVM's, matched by id and address.
+#[test]
+fn merged_jvms_repeat_native_sample_ids_and_each_free_stays_its_own_jvms() {
+    let first = native_memory();
+    // The second JVM's sample 1, at an address of its own, freed before the end.
+    let mut b = Builder::new();
+    let other = native_frame(&mut b, 1001, "libother.so", "other_block");
+    b.w.stack(StackId(100), &[other]);
+    b.w.event(&JvmEvent::on(
+        ThreadId(1),
+        at_ms(5),
+        EventKind::NativeAlloc {
+            size: 1024,
+            weight: 1024,
+            address: 0xf0_000,
+            call: NATIVE_MALLOC,
+            id: 1,
+            stack: StackId(100),
+        },
+    ));
+    b.w.event(&JvmEvent::global(
+        at_ms(90),
+        EventKind::NativeFree {
+            id: 1,
+            address: 0xf0_000,
+        },
+    ));
+    let second = b.build_with(100, &[("nativemem.interval", "0")]);
+    let mut merged = Interner::new(first);
+    Remapper::new(&second, &mut merged, Threads::Apart).remap_into(&|t| t);
+    let merged = merged.into_recording();
+    let leaks = native_mem_report(&merged, &EventFilter::default(), NativeBy::Caller, true);
+    assert_eq!(
+        leaks.bytes,
+        65 * 1024,
+        "the first JVM's leaks, its sample 1 among them, and none of the second's"
+    );
+    let all = native_mem_report(&merged, &EventFilter::default(), NativeBy::Caller, false);
+    assert_eq!((all.calls, all.freed_bytes), (72, 6 * 1024));
 }

@@ -57,20 +57,33 @@ pub fn diff_of(
     let mut base_q = side_query(rows, req, &shared, "base")?;
     let mut new_q = side_query(rows, req, &shared, "new")?;
     // One mode for both sides: the base's first mode with samples unless chosen.
-    let (base_graph, base_hot, mode) = query::side(store, &base_q)?;
-    let mode = mode.ok_or_else(|| {
+    let base = query::side(store, &base_q)?;
+    let mode = base.mode().ok_or_else(|| {
         CollectorError::BadQuery("the base side has no samples in the selection".into())
     })?;
     // Several base JVMs may each have chosen their own first mode: count again in one.
-    let (base_graph, base_hot) = if shared.mode.is_none() && base_q.jvms.len() > 1 {
+    let base = if shared.mode.is_none() && base_q.jvms.len() > 1 {
         base_q.mode = Some(mode);
-        let (g, h, _) = query::side(store, &base_q)?;
-        (g, h)
+        query::side(store, &base_q)?
     } else {
-        (base_graph, base_hot)
+        base
     };
     new_q.mode = Some(mode);
-    let (new_graph, new_hot, _) = query::side(store, &new_q)?;
+    let new = query::side(store, &new_q)?;
+    let warnings: Vec<String> = [("base", &base), ("new", &new)]
+        .iter()
+        .filter_map(|(side, s)| Some(format!("the {side} side: {}", s.incomplete.warning()?)))
+        .collect();
+    let query::Side {
+        graph: base_graph,
+        hot: base_hot,
+        ..
+    } = base;
+    let query::Side {
+        graph: new_graph,
+        hot: new_hot,
+        ..
+    } = new;
     if new_hot.samples == 0 {
         return Err(CollectorError::BadQuery(format!(
             "the new side has no {} samples in the selection",
@@ -91,6 +104,7 @@ pub fn diff_of(
                 "diff": diff,
                 "base": { "jvms": base_q.jvms, "samples": base_graph.total(), "collapsed": base_graph.to_collapsed() },
                 "new": { "jvms": new_q.jvms, "samples": new_graph.total(), "collapsed": new_graph.to_collapsed() },
+                "warnings": warnings,
             })))
         }
         other => Err(CollectorError::BadQuery(format!(

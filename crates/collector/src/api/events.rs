@@ -18,54 +18,13 @@ use jscope_store::Store;
 /// Event markers a timeline answer holds at most; the rest are counted.
 const MAX_EVENTS: usize = 20_000;
 
-/// The window in epoch ns: `from`/`to` (epoch ms, RFC 3339 or a span ago, as
-/// [`super::params::parse_moment`] reads them), or `last` (e.g. `30s`, `5m`)
-/// ending where the JVM's stored data ends, so a recording file or a JVM gone long
-/// ago shows its own last minutes.
-fn window(
-    store: &dyn Store,
-    id: &str,
-    req: &Request,
-) -> Result<(Option<u64>, Option<u64>), CollectorError> {
-    let now = jscope_store::when::now_ns();
-    let from = super::params::parse_moment(req, "from", now)?;
-    let to = super::params::parse_moment(req, "to", now)?;
-    let Some(last) = req.param("last").filter(|l| !l.is_empty()) else {
-        return Ok((from, to));
-    };
-    let span = crate::parse_duration(last)?.as_nanos() as u64;
-    let end = store
-        .jvms()
-        .into_iter()
-        .find(|j| j.identity.id == id)
-        .and_then(|j| j.end_ns());
-    Ok(end.map_or((from, to), |end| (Some(end.saturating_sub(span)), None)))
-}
-
-/// The JVM's stored data around the request's window, and the window in seconds
-/// since the recording start.
-fn load(
-    store: &dyn Store,
-    id: &str,
-    req: &Request,
-) -> Result<(Recording, Option<f64>, Option<f64>), CollectorError> {
-    let (from, to) = window(store, id, req)?;
-    let rec = store.read(id, from, to)?;
-    let start_ns = rec.header.start_wall_ns;
-    Ok((
-        rec,
-        jscope_store::when::seconds_since(start_ns, from),
-        jscope_store::when::seconds_since(start_ns, to),
-    ))
-}
-
 /// `GET /api/jvms/{id}/timeline[?from=MS&to=MS|&last=DURATION][&max_events=N]`.
 pub(crate) fn timeline_of(
     store: &dyn Store,
     id: &str,
     req: &Request,
 ) -> Result<Response, CollectorError> {
-    let (rec, from_s, to_s) = load(store, id, req)?;
+    let (rec, from_s, to_s) = super::params::load(store, id, req)?;
     let max = super::params::count_param(req, "max_events")?.unwrap_or(MAX_EVENTS);
     Ok(Response::json(&timeline(&rec, from_s, to_s, max)))
 }
@@ -84,7 +43,7 @@ pub(crate) fn locks_of(
     id: &str,
     req: &Request,
 ) -> Result<Response, CollectorError> {
-    let (rec, from_s, to_s) = load(store, id, req)?;
+    let (rec, from_s, to_s) = super::params::load(store, id, req)?;
     let mut body = serde_json::to_value(lock_report(&rec, &filter(from_s, to_s)))
         .map_err(|e| CollectorError::BadQuery(e.to_string()))?;
     body["recorded_events"] = recorded_events(&rec).into();
@@ -119,7 +78,7 @@ pub(crate) fn alloc_of(
             )))
         }
     };
-    let (rec, from_s, to_s) = load(store, id, req)?;
+    let (rec, from_s, to_s) = super::params::load(store, id, req)?;
     let f = filter(from_s, to_s);
     Ok(Response::json(&serde_json::json!({
         "alloc": alloc_report(&rec, &f, by),
@@ -145,7 +104,7 @@ pub(crate) fn event_flame(
     let opts = CollapseOptions {
         lines: q.lines,
         thread_roots: false,
-        annotate: false,
+        annotate: q.annotate,
     };
     let mut graph = FlameGraph::new();
     // One count across the JVMs where the store can (ClickHouse: the events table),

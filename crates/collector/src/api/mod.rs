@@ -6,6 +6,8 @@
 mod assets;
 mod diff;
 mod events;
+mod jfr;
+mod native;
 pub mod params;
 mod queue;
 mod tags;
@@ -14,7 +16,7 @@ pub mod tree;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use jscope_analysis::{threads_at, DotOptions, Mode};
+use jscope_analysis::{threads_at, Annotation, DotOptions, Mode};
 use jscope_flame::Options;
 use jscope_store::distributed::distributed_tree;
 use jscope_store::jvms::sort_rows;
@@ -178,19 +180,18 @@ impl ApiContext {
             ["jvms", id, "timeline"] => events::timeline_of(&*self.store, id, req),
             ["jvms", id, "locks"] => events::locks_of(&*self.store, id, req),
             ["jvms", id, "alloc"] => events::alloc_of(&*self.store, id, req),
+            ["jvms", id, "nativemem"] => native::nativemem_of(&*self.store, id, req),
             ["jvms", id, "tree"] => tree::tree_of(&self.trees, &*self.store, id, req),
             ["jvms", id, "queue"] => queue::queue_of(&*self.store, id, req),
             ["diff"] => diff::diff_of(&*self.store, &self.jvm_list(), req),
             ["flame"] => self.flame(req),
+            ["jfr"] => jfr::jfr_of(&*self.store, &self.jvm_list(), req),
             ["tags"] => tags::tags(&self.jvm_list(), req),
             ["explore"] => tags::explore(&*self.store, &self.jvm_list(), req),
             ["hot"] => {
                 let q = params::query_of(req, &self.jvm_list())?.0;
-                Ok(Response::json(&query::hot(
-                    &*self.store,
-                    &q,
-                    params::limit(req)?,
-                )?))
+                let (hot, incomplete) = query::hot(&*self.store, &q, params::limit(req)?)?;
+                Ok(Response::json(&query::with_warnings(hot, &incomplete)))
             }
             ["callgraph"] => self.callgraph(req),
             ["events"] => {
@@ -266,19 +267,20 @@ impl ApiContext {
 
     fn live_hot(&self, id: &str, req: &Request) -> Result<Response, CollectorError> {
         let (mode, limit) = (params::parse_mode(req)?, params::limit(req)?);
-        if let Some(table) = self
+        if let Some((table, incomplete)) = self
             .hot
             .as_ref()
             .and_then(|h| h.hot_methods(id, mode, limit))
         {
-            return Ok(Response::json(&table));
+            return Ok(Response::json(&query::with_warnings(table, &incomplete)));
         }
         let q = Query {
             jvms: vec![id.to_string()],
             mode,
             ..Query::default()
         };
-        Ok(Response::json(&query::hot(&*self.store, &q, limit)?))
+        let (hot, incomplete) = query::hot(&*self.store, &q, limit)?;
+        Ok(Response::json(&query::with_warnings(hot, &incomplete)))
     }
 
     /// The stored data of one JVM as a recording file, for `jscope report --collector`.
@@ -289,17 +291,27 @@ impl ApiContext {
     }
 
     fn flame(&self, req: &Request) -> Result<Response, CollectorError> {
-        let (q, title) = params::query_of(req, &self.jvm_list())?;
+        let (mut q, title) = params::query_of(req, &self.jvm_list())?;
+        // A page draws frames in the colours of their kinds.
+        if req.param("format") == Some("html") && req.param("annotate").is_none() {
+            q.annotate = Annotation::Kinds;
+        }
         if let Some(what) = params::event_weight(req) {
             return events::event_flame(&*self.store, &q, what, req);
         }
-        let (graph, mode) = query::flame(&*self.store, &q)?;
+        let (graph, mode, incomplete) = query::flame(&*self.store, &q)?;
+        let warnings: Vec<String> = incomplete.warning().into_iter().collect();
         params::flame_response(
             &graph,
             req,
             || Options {
                 title: format!("{title} ({})", mode.map_or("no samples", Mode::name)),
-                subtitle: params::describe(&q),
+                subtitle: [params::describe(&q)]
+                    .into_iter()
+                    .chain(warnings.iter().cloned())
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("; "),
                 ..Options::default()
             },
             || {
@@ -307,6 +319,7 @@ impl ApiContext {
                     "mode": mode,
                     "samples": graph.total(),
                     "collapsed": graph.to_collapsed(),
+                    "warnings": warnings,
                 })
             },
         )
@@ -320,7 +333,7 @@ impl ApiContext {
                 "unknown format {format:?} (json or dot)"
             )));
         }
-        let graph = query::callgraph(&*self.store, &q)?;
+        let (graph, incomplete) = query::callgraph(&*self.store, &q)?;
         if format == "dot" {
             let mut out = Vec::new();
             graph
@@ -328,7 +341,7 @@ impl ApiContext {
                 .map_err(|e| CollectorError::BadQuery(e.to_string()))?;
             return Ok(Response::bytes("text/vnd.graphviz", out));
         }
-        Ok(Response::json(&graph))
+        Ok(Response::json(&query::with_warnings(graph, &incomplete)))
     }
 }
 

@@ -1,15 +1,17 @@
 //! What every handler of the API reads from a request: the JVMs it selects, its
-//! window, mode and filters (`Query`), counts and formats, and a flame graph in the
-//! format it asks for. Handlers share these and nothing else.
+//! window, mode and filters (`Query`), counts and formats, one JVM's data over its
+//! window, and a flame graph in the format it asks for. Handlers share these and
+//! nothing else.
 
 use jscope_analysis::events::EventWeight;
-use jscope_analysis::{parse_state, Mode};
+use jscope_analysis::{parse_state, Annotation, Mode};
 use jscope_flame::{render_html, FlameGraph, Options};
+use jscope_format::Recording;
 use jscope_store::distributed::DistributedQuery;
 use jscope_store::jvms::common_mode;
 use jscope_store::query::Query;
 use jscope_store::when::{moment_ns, now_ns, span_ns};
-use jscope_store::{JvmSelection, JvmSummary};
+use jscope_store::{JvmSelection, JvmSummary, Store};
 
 use crate::config::parse_duration;
 use crate::http::{Request, Response};
@@ -140,7 +142,7 @@ pub fn parse_moment(req: &Request, name: &str, now_ns: u64) -> Result<Option<u64
 /// `jvm` (repeatable or comma-separated ids; `jvm=all`, pids, `service`, `host`
 /// and `label` are resolved by [`ApiContext::query`]), `from`/`to` (epoch ms, RFC
 /// 3339 or a span ago; `from_ns`/`to_ns` exact), `since` (e.g. 1h30m) or `last`
-/// (e.g. 5m), `mode`, `thread`, `state` (repeatable), `lines`.
+/// (e.g. 5m), `mode`, `thread`, `state` (repeatable), `lines`, `annotate`.
 pub fn parse_query(req: &Request) -> Result<Query, CollectorError> {
     let now = now_ns();
     let mut from_ns = parse_moment(req, "from", now)?;
@@ -172,7 +174,22 @@ pub fn parse_query(req: &Request) -> Result<Query, CollectorError> {
         thread: req.param("thread").map(str::to_string),
         states,
         lines: matches!(req.param("lines"), Some("1" | "true")),
+        annotate: parse_annotation(req)?,
     })
+}
+
+/// `annotate=tiers` (async-profiler's suffixes: `_[0]`, `_[1]`, `_[j]`, `_[i]`),
+/// `annotate=kinds` (those, stubs `_[s]` and classes `_[t]`, as flame graphs
+/// colour them) or `none`, the default.
+fn parse_annotation(req: &Request) -> Result<Annotation, CollectorError> {
+    match req.param("annotate") {
+        None | Some("none") => Ok(Annotation::None),
+        Some("tiers") => Ok(Annotation::Tiers),
+        Some("kinds") => Ok(Annotation::Kinds),
+        Some(other) => Err(CollectorError::BadQuery(format!(
+            "unknown annotate {other:?} (none, tiers or kinds)"
+        ))),
+    }
 }
 
 /// `jvm` (repeatable or comma-separated; all stored JVMs when absent), `from`/`to`
@@ -218,4 +235,45 @@ pub fn selection(req: &Request, prefix: &str) -> Result<JvmSelection, CollectorE
         host: req.param(&format!("{prefix}host")).map(str::to_string),
         labels: JvmSelection::labels_of(raw_params(req, &label), &label)?,
     })
+}
+
+/// The window in epoch ns: `from`/`to` (epoch ms, RFC 3339 or a span ago, as
+/// [`parse_moment`] reads them), or `last` (e.g. `30s`, `5m`)
+/// ending where the JVM's stored data ends, so a recording file or a JVM gone long
+/// ago shows its own last minutes.
+fn window(
+    store: &dyn Store,
+    id: &str,
+    req: &Request,
+) -> Result<(Option<u64>, Option<u64>), CollectorError> {
+    let now = jscope_store::when::now_ns();
+    let from = parse_moment(req, "from", now)?;
+    let to = parse_moment(req, "to", now)?;
+    let Some(last) = req.param("last").filter(|l| !l.is_empty()) else {
+        return Ok((from, to));
+    };
+    let span = crate::parse_duration(last)?.as_nanos() as u64;
+    let end = store
+        .jvms()
+        .into_iter()
+        .find(|j| j.identity.id == id)
+        .and_then(|j| j.end_ns());
+    Ok(end.map_or((from, to), |end| (Some(end.saturating_sub(span)), None)))
+}
+
+/// The JVM's stored data around the request's window, and the window in seconds
+/// since the recording start.
+pub fn load(
+    store: &dyn Store,
+    id: &str,
+    req: &Request,
+) -> Result<(Recording, Option<f64>, Option<f64>), CollectorError> {
+    let (from, to) = window(store, id, req)?;
+    let rec = store.read(id, from, to)?;
+    let start_ns = rec.header.start_wall_ns;
+    Ok((
+        rec,
+        jscope_store::when::seconds_since(start_ns, from),
+        jscope_store::when::seconds_since(start_ns, to),
+    ))
 }

@@ -130,7 +130,8 @@ pub fn explore(
             jvms: jvms.clone(),
             ..q.clone()
         };
-        let (graph, hot, _) = query::side_into(store, &part_q, wants_whole.then_some(&mut whole))?;
+        let query::Side { graph, hot, .. } =
+            query::side_into(store, &part_q, wants_whole.then_some(&mut whole))?;
         parts.push(Part {
             value,
             jvms,

@@ -128,6 +128,7 @@ async function loadJvms() {
   fillJvmPickers();
   fillServicePickers();
   fillDistJvms();
+  updateJfrLink();
   if (!ui.jvm && ui.jvms.length) selectJvm(ui.jvms[0].id);
   status(ui.jvms.filter((j) => j.status === "connected").length + " connected, " + ui.jvms.length + " known");
 }
@@ -229,7 +230,9 @@ function rangeQuery(prefix) {
   return q;
 }
 
-function drawFlame() {
+// The flame graph tab's selection: checked JVMs (or a service and labels), range,
+// threads, state and mode.
+function flameQuery() {
   const q = rangeQuery("flame");
   // A service or labels select the JVMs instead of the checked ones (all must match).
   const service = $("#flame-service").value;
@@ -243,9 +246,20 @@ function drawFlame() {
     const v = $(id).value.trim();
     if (v) q.set(k, v);
   }
+  return q;
+}
+
+function drawFlame() {
+  const q = flameQuery();
   q.set("format", "html");
   if (token) q.set("token", token);
   $("#flame-frame").src = "api/flame?" + q.toString();
+  updateJfrLink();
+}
+
+// The same selection as one JFR file, a chunk per JVM (api/jfr).
+function updateJfrLink() {
+  $("#flame-jfr").href = apiUrl("jfr", flameQuery());
 }
 
 let graph = null;
@@ -549,6 +563,8 @@ function start() {
   $("#pause").onclick = togglePause;
   $("#jvms-filter").oninput = () => loadJvms().catch((e) => status("error: " + e.message));
   $("#flame-go").onclick = drawFlame;
+  $("#tab-flame .bar").addEventListener("change", updateJfrLink);
+  updateJfrLink();
   $("#cg-go").onclick = () => buildCallGraph().catch((e) => status("error: " + e.message));
   $("#cg-max").onchange = () => graph && drawCallGraph(graph, Number($("#cg-max").value) || 40);
   $("#hot-mode").onchange = loadHot;
