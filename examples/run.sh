@@ -3,7 +3,7 @@
 # snapshot mode, and shows the result: hot methods, threads, and a flame graph file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p jscope-cli -p jscope-agent
+cargo build --release -p jscope-cli -p jscope-collector -p jscope-agent
 out=target/example
 mkdir -p "$out/classes"
 javac --release 17 -g -d "$out/classes" examples/src/demo/*.java

@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use jscope_format::{split_chunk, ChunkKind, Recording, Split, MAGIC};
 use jscope_format::{MethodId, StackId, ThreadId};
 use jscope_testkit::{
-    compile_fixtures, java_with_agent, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
+    compile_fixtures, java_with_agent, javas, jcmd, jcmd_agent_load, temp_dir, wait_until, Child,
+    Java,
 };
 use jscope_wire::{
     read_message, read_preamble, stream_id_for, write_message, Accept, Hello, Message, RefuseCode,
@@ -201,6 +202,23 @@ fn start_jvm(java: &Java, options: &str, dir: &Path, main: &str, args: &[&str]) 
     let mut cmd = java_with_agent(java, options, &classes(), main, args);
     cmd.current_dir(dir);
     Child::spawn(&mut cmd)
+}
+
+/// User and system CPU time of process `pid`, in ms (0 once it is gone).
+fn process_cpu_ms(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let field = |i: usize| -> u64 {
+        rest.split_whitespace()
+            .nth(i)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    // utime and stime are the 14th and 15th fields, the 12th and 13th after it.
+    (field(11) + field(12)) * 1000 / ticks
 }
 
 fn agent_lines(out: &Output) -> Vec<String> {
@@ -391,7 +409,14 @@ fn a_jvm_started_before_its_collector_delivers_everything_once_it_comes_up() {
         let dir = temp_dir(&format!("late-{}", java.major));
         let options = format!("mode=cpu+snapshot,interval=5ms,collector=127.0.0.1:{port}");
         let jvm = start_jvm(&java, &options, &dir, "SleepAndSpin", &["4000"]);
-        std::thread::sleep(Duration::from_millis(2000));
+        // The collector comes up once the JVM has used 1.5 s of CPU, a good part
+        // of it spinning under the 5 ms sampler (after a fixed 2 s, a JVM starting
+        // slowly on a busy machine had taken 19 samples).
+        assert!(
+            wait_until(Duration::from_secs(60), || process_cpu_ms(jvm.id()) >= 1500),
+            "JDK {}: the JVM ran",
+            java.major
+        );
         let collector = TestCollector::on(TcpListener::bind(("127.0.0.1", port)).unwrap(), "");
         let up_wall_ns = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

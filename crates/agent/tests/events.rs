@@ -13,7 +13,8 @@ use std::time::Duration;
 use jscope_format::{ClassId, EventKind, StackId, ThreadId};
 use jscope_format::{JvmEvent, Recording, UserEventKind};
 use jscope_testkit::{
-    agent_path, all_javas, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, Child, Java,
+    agent_path, compile_fixtures, javas, jcmd, jcmd_agent_load, temp_dir, virtual_thread_javas,
+    Child, Java,
 };
 
 const JVM_LIMIT: Duration = Duration::from_secs(240);
@@ -991,6 +992,11 @@ fn check_parker(rec: &Recording, stdout: &str, major: &str) {
                 .any(|f| f.starts_with("Parker.") && !f.starts_with("Parker.main"))
         })
         .collect();
+    // A 100 us park is recorded only when a loaded machine made it last the
+    // threshold (22 to 28 ms seen at a load of 7 on two cores).
+    let (shorts, parks): (Vec<Parked>, Vec<Parked>) = parks
+        .into_iter()
+        .partition(|p| p.frames.iter().any(|f| f == "Parker.shortParks"));
     assert_eq!(parks.len(), 5, "{major}: {parks:#?}");
     let one = |method: &str| -> &Parked {
         let found = parks_in(&parks, &format!("Parker.{method}"));
@@ -1033,11 +1039,12 @@ fn check_parker(rec: &Recording, stdout: &str, major: &str) {
         "{major}: {timed:?}, took {took} ms"
     );
     // The timeout is what was left of the 80 ms when the park began (less on a
-    // loaded machine); the park lasts until the deadline, which has ms precision.
+    // loaded machine, down to nothing at a load of 10 on two cores); the park
+    // lasts until the deadline, which has ms precision.
     let until = one("untilPark");
     let ms = until.timeout_ns as f64 / 1e6;
     assert!(
-        (20.0..=80.5).contains(&ms),
+        (0.0..=80.5).contains(&ms),
         "{major}: parkUntil(now + 80 ms) as a timeout of {ms} ms"
     );
     let took = stdout_value(stdout, "until");
@@ -1055,7 +1062,7 @@ fn check_parker(rec: &Recording, stdout: &str, major: &str) {
     let ms = tried.timeout_ns as f64 / 1e6;
     let took = stdout_value(stdout, "tried");
     assert!(
-        (20.0..=40.0).contains(&ms) && tried.duration_ms >= ms && tried.duration_ms <= took + 1.0,
+        (0.0..=40.0).contains(&ms) && tried.duration_ms >= ms && tried.duration_ms <= took + 1.0,
         "{major}: tryLock(40 ms) parked {tried:?}, took {took} ms"
     );
     let awaited = one("awaitDeadline");
@@ -1066,17 +1073,21 @@ fn check_parker(rec: &Recording, stdout: &str, major: &str) {
     let ms = awaited.timeout_ns as f64 / 1e6;
     let took = stdout_value(stdout, "awaited");
     assert!(
-        (20.0..=60.5).contains(&ms)
+        (0.0..=60.5).contains(&ms)
             && awaited.duration_ms >= ms - 1.5
             && awaited.duration_ms <= took + 1.0,
         "{major}: awaitUntil(now + 60 ms) parked {awaited:?}, took {took} ms"
     );
     assert!(
-        parks_in(&parks, "Parker.shortParks").is_empty(),
-        "{major}: a 100 us park recorded"
+        shorts.iter().all(|p| p.duration_ms >= 20.0),
+        "{major}: a 100 us park recorded under the 20 ms threshold: {shorts:?}"
     );
     let short = rec.counters.get("events.park_short").copied().unwrap_or(0);
-    assert!(short >= 300, "{major}: {short} short parks counted");
+    assert!(
+        short + shorts.len() as u64 >= 300,
+        "{major}: {short} short parks counted, {} recorded",
+        shorts.len()
+    );
     assert_eq!(rec.counters.get("events.dropped"), Some(&0));
 }
 
@@ -1185,7 +1196,7 @@ fn attach_without_park_breakpoints() {
 #[test]
 fn virtual_threads_parks_are_theirs() {
     let mut tested = 0;
-    for java in all_javas().into_iter().filter(|j| j.major >= 21) {
+    for java in virtual_thread_javas() {
         let (rec, stdout) = record(
             &java,
             "vpark",

@@ -9,25 +9,20 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use jscope_format::{FrameKind, Recording, SampleMode};
-use jscope_testkit::{agent_path, javas, temp_dir, Child, Java};
+use jscope_testkit::{agent_path, javas, temp_dir, tools, Child, Java};
 
 const JVM_LIMIT: Duration = Duration::from_secs(300);
 
-/// A jar of Debian's, or None (a failure under CI=true, where `.ci/run`
-/// installs the packages).
+/// A jar of Debian's, or None after [`tools::missing`] (a failure under
+/// CI=true, where `scripts/setup.sh` installs the packages).
 fn jar(name: &str, package: &str) -> Option<PathBuf> {
     let path = Path::new("/usr/share/java").join(name);
     if path.exists() {
         return Some(path);
     }
-    assert!(
-        std::env::var_os("CI").is_none_or(|v| v != "true"),
-        "{} is missing: install Debian's {package}",
-        path.display()
-    );
-    eprintln!(
-        "note: {} is missing (Debian's {package}); not soaked",
-        path.display()
+    tools::missing(
+        &path.display().to_string(),
+        &format!("apt-get install {package}"),
     );
     None
 }

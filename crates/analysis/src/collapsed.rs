@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use jscope_format::{FrameKind, Recording, ThreadId};
+use jscope_format::{Recording, ThreadId};
 
-use crate::labels::Labeler;
+use crate::labels::{Annotation, Labeler};
 use crate::StackCounts;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -16,39 +16,6 @@ pub struct CollapseOptions {
     pub thread_roots: bool,
     /// Whether frame names carry their kind (see [`Annotation`]).
     pub annotate: Annotation,
-}
-
-/// How frame names carry the kind of their frame. Kernel frames always end in
-/// `_[k]` and native frames name their library (`write [libc.so.6]`), whatever
-/// the annotation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Annotation {
-    /// Plain names: a method run at two tiers is one frame (diffs, sandwich views).
-    #[default]
-    None,
-    /// async-profiler's suffixes, as its collapsed stacks with `--annotate`
-    /// write them: `_[0]` interpreted, `_[1]` C1-compiled, `_[j]` compiled (C2,
-    /// or a tier not known), `_[i]` inlined, and `_[i]` on class frames (the
-    /// receiver above a vtable or itable stub, an allocated class), as
-    /// async-profiler's own class frames read. One method run at two tiers is
-    /// two frames.
-    Tiers,
-    /// [`Annotation::Tiers`] with stubs (`_[s]`) and class frames (`_[t]`) told
-    /// apart from the rest, as jscope-flame colours them.
-    Kinds,
-}
-
-impl Annotation {
-    /// The suffix a frame of `kind` gets; empty where the label says it already
-    /// or the kind has none.
-    pub fn suffix(self, kind: FrameKind) -> &'static str {
-        match (self, kind) {
-            (Annotation::None, _) => "",
-            (Annotation::Kinds, FrameKind::Stub) => "_[s]",
-            (Annotation::Kinds, FrameKind::Class) => "_[t]",
-            (_, kind) => kind_suffix(kind),
-        }
-    }
 }
 
 /// Distinct root-first stacks with their sample counts, sorted by frames.
@@ -75,20 +42,6 @@ pub fn collapse(rec: &Recording, counts: &StackCounts, opts: CollapseOptions) ->
     }
     Collapsed {
         stacks: merged.into_iter().collect(),
-    }
-}
-
-/// async-profiler's annotation of a frame's kind in collapsed stacks
-/// ([`Annotation::Tiers`]); empty where the label says it already (kernel
-/// `_[k]`, native `symbol [lib]`), for stubs and markers, and where the tier is
-/// unknown.
-pub fn kind_suffix(kind: FrameKind) -> &'static str {
-    match kind {
-        FrameKind::Interpreted => "_[0]",
-        FrameKind::C1 => "_[1]",
-        FrameKind::Compiled => "_[j]",
-        FrameKind::Inlined | FrameKind::Class => "_[i]",
-        _ => "",
     }
 }
 

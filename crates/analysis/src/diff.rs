@@ -221,8 +221,8 @@ mod tests {
     use jscope_format::{Recording, SampleMode};
 
     use super::*;
-    use crate::testutil::*;
     use crate::{hot_methods, Selection};
+    use jscope_testkit::recording::*;
 
     /// `a`, `b` and `c` samples of cpu on one thread, each under `demo.Main.run`;
     /// `gone` samples of `demo.Old.gone` when non-zero.

@@ -4,13 +4,13 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use jscope_format::Recording;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::labels::Labeler;
 use crate::stats::percent;
 use crate::{Mode, StackCounts};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HotMethod {
     /// `pkg.Class.method`; overloads share a row, as they share a flame-graph frame.
     pub method: String,
@@ -23,7 +23,7 @@ pub struct HotMethod {
 }
 
 /// The hot-methods table, sorted by self samples, then total, then name.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HotMethods {
     pub mode: Option<Mode>,
     /// Selected samples, the base of the percentages (including samples without a stack).

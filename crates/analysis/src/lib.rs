@@ -48,7 +48,7 @@ mod threads;
 pub mod trace;
 
 pub use callgraph::{call_graph, CallEdge, CallGraph, CallNode, DotOptions};
-pub use collapsed::{collapse, kind_suffix, Annotation, CollapseOptions, Collapsed};
+pub use collapsed::{collapse, CollapseOptions, Collapsed};
 pub use diff::{diff_hot, HotDiff, MethodDiff, Presence};
 pub use error::AnalysisError;
 pub use glob::ThreadMatcher;
@@ -59,7 +59,7 @@ pub use info::{
     sampled_modes, CounterValue, CpuThreadRate, EventCount, Info, IntervalStats, KindCount,
     TraceInfo,
 };
-pub use labels::{method_label, source_file, NO_STACK};
+pub use labels::{kind_suffix, method_label, source_file, Annotation, NO_STACK};
 pub use queue::{
     erlang_c, replay_queue, replay_queue_bytes, ErlangC, LengthPoint, QueueError, QueueReport,
     QueueSpec, QueueSummary, Request,
@@ -74,5 +74,3 @@ pub use threads::{threads_at, FrameRow, ThreadRow, ThreadsView};
 mod stack_tests;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod testutil;

@@ -803,16 +803,20 @@ mod tests {
         let mut w = ChunkWriter::new();
         let mut dict = Dictionary::new();
         for (id, name, events) in threads {
-            crate::testutil::main_thread(&mut w, *id, name);
+            jscope_testkit::recording::main_thread(&mut w, *id, name);
             let events = events
                 .iter()
                 .map(|&(kind, label, us)| {
-                    crate::testutil::trace_event(kind, dict.method_label(&mut w, label), us * 1000)
+                    jscope_testkit::recording::trace_event(
+                        kind,
+                        dict.method_label(&mut w, label),
+                        us * 1000,
+                    )
                 })
                 .collect();
-            crate::testutil::trace_batch(&mut w, *id, events);
+            jscope_testkit::recording::trace_batch(&mut w, *id, events);
         }
-        crate::testutil::ns_file(&mut w)
+        jscope_testkit::recording::ns_file(&mut w)
     }
 
     #[test]

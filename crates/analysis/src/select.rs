@@ -9,12 +9,12 @@ use std::str::FromStr;
 
 use jscope_format::thread_state::{classify, StateClass};
 use jscope_format::{Recording, Sample, SampleMode, Snapshot, ThreadId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{AnalysisError, ThreadMatcher};
 
 /// Where a stack sample came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Cpu,

@@ -3,8 +3,8 @@
 
 use jscope_format::{FrameKind, Recording, SampleMode};
 
-use crate::testutil::*;
 use crate::*;
+use jscope_testkit::recording::*;
 
 const MAIN: u32 = 1;
 
@@ -14,17 +14,17 @@ const MAIN: u32 = 1;
 fn walked() -> Recording {
     let mut b = RecordingBuilder::new();
     b.thread(MAIN, "main", "main", 1);
-    let hot = b.stack_of(&[
+    let hot = b.stack_with_kinds(&[
         ("demo.Work.hot", 12, FrameKind::C1),
         ("demo.Work.loop", 20, FrameKind::Inlined),
         ("demo.Main.main", 5, FrameKind::Compiled),
     ]);
-    let unknown = b.stack_of(&[("[unknown_java]", 0, FrameKind::Unknown)]);
-    let broken = b.stack_of(&[
+    let unknown = b.stack_with_kinds(&[("[unknown_java]", 0, FrameKind::Unknown)]);
+    let broken = b.stack_with_kinds(&[
         ("demo.Work.hot", 12, FrameKind::Interpreted),
         ("[break_compiled]", 0, FrameKind::Unknown),
     ]);
-    let stub = b.stack_of(&[
+    let stub = b.stack_with_kinds(&[
         ("demo.Circle", 0, FrameKind::Class),
         ("itable stub", 0, FrameKind::Stub),
         ("demo.Main.main", 5, FrameKind::Compiled),

@@ -3,8 +3,8 @@
 
 use jscope_format::{Recording, SampleMode, StateClass};
 
-use crate::testutil::*;
 use crate::*;
+use jscope_testkit::recording::*;
 
 const MAIN: u32 = 1;
 const WORKER: u32 = 2;

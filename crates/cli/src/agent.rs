@@ -4,8 +4,149 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::args::{AgentArgs, SamplingArgs, TracingArgs};
-use crate::duration::agent_duration;
+use crate::duration::{agent_duration, parse_duration};
+use clap::Args;
+
+/// What the agent samples and how often.
+#[derive(Debug, Args)]
+pub struct SamplingArgs {
+    /// Sampling modes: cpu, wall, snapshot, combined with `+` (e.g. cpu+snapshot);
+    /// none for tracing or events only.
+    #[arg(short, long, default_value = "cpu")]
+    pub mode: String,
+    /// Sampling interval of the cpu and wall samplers (e.g. 10ms, 500us, 1s); for
+    /// snapshot-only recordings, the snapshot interval.
+    #[arg(short, long, value_parser = parse_duration)]
+    pub interval: Option<std::time::Duration>,
+    /// Interval between snapshots when combined with cpu or wall (default 100ms).
+    #[arg(long, value_parser = parse_duration)]
+    pub snap_interval: Option<std::time::Duration>,
+    /// Maximum number of frames kept per stack.
+    #[arg(short, long)]
+    pub depth: Option<u32>,
+    /// Recording file to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub tracing: TracingArgs,
+    /// JVM events to record, comma-separated: threads, monitors, waits, gc, alloc,
+    /// classes, jit, user, park, or all (every kind but park: `all,park`).
+    #[arg(long, value_name = "LIST")]
+    pub events: Option<String>,
+    /// Mean bytes between allocation samples (e.g. 512k) with `--events alloc`.
+    #[arg(long, value_name = "SIZE")]
+    pub alloc_rate: Option<String>,
+    /// Also stream the recording to a collector's agent port (`jscope serve`); several
+    /// collectors joined by `|` are tried in turn, the next taking over when one dies.
+    #[arg(long, value_name = "HOST:PORT[|HOST:PORT...]")]
+    pub stream_to: Option<String>,
+    /// The collector's token, with --stream-to.
+    #[arg(long, value_name = "TOKEN", requires = "stream_to")]
+    pub stream_token: Option<String>,
+    #[command(flatten)]
+    pub agent: AgentArgs,
+}
+
+/// The rest of the agent's options (docs/AGENT.md): flags for the common ones,
+/// `--agent-opt` for any other.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AgentArgs {
+    /// Track every sampled object until it is freed, for `jscope alloc --ages`
+    /// (implies --events alloc).
+    #[arg(long)]
+    pub object_ages: bool,
+    /// Name the owner of each contended monitor (implies --events monitors; a VM
+    /// operation per contended entry).
+    #[arg(long)]
+    pub monitor_owners: bool,
+    /// Parks shorter than this are counted, not recorded (default 20ms; 0 records
+    /// every park; implies park events).
+    #[arg(long, value_name = "DURATION")]
+    pub park_threshold: Option<String>,
+    /// A JPMT-style events config file (`observe_...` lines); see docs/AGENT.md.
+    #[arg(long, value_name = "FILE")]
+    pub events_config: Option<PathBuf>,
+    /// Record remote calls for cross-JVM trees: all protocols, or `rmi`, `http`,
+    /// `rmi+http`.
+    #[arg(long, value_name = "PROTOCOLS", num_args = 0..=1, default_missing_value = "")]
+    pub remote: Option<String>,
+    /// Labels of the JVM, `K:V;K:V`, kept in the recording's header and by the
+    /// collector (`--label K=V` says the same one at a time).
+    #[arg(long, value_name = "K:V;K:V")]
+    pub labels: Option<String>,
+    /// A label of the JVM, `K=V` (repeatable); readers select JVMs by it.
+    #[arg(long = "label", value_name = "K=V")]
+    pub label: Vec<String>,
+    /// The service this JVM belongs to; readers select JVMs by it (`--service`).
+    #[arg(long, value_name = "NAME")]
+    pub service: Option<String>,
+    /// Bytes of chunks kept until the collector acknowledges them, e.g. 16m
+    /// (with --stream-to).
+    #[arg(long, value_name = "SIZE", requires = "stream_to")]
+    pub stream_buffer: Option<String>,
+    /// How many threads the wall sampler signals per tick (default 16).
+    #[arg(long, value_name = "N")]
+    pub wall_threads: Option<u32>,
+    /// Events a traced thread may have waiting for the writer (default 524288).
+    #[arg(long, value_name = "N")]
+    pub trace_buffer: Option<u32>,
+    /// No informational lines from the agent on the JVM's stderr.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Sample native allocations (malloc, calloc, realloc, posix_memalign,
+    /// aligned_alloc) about every BYTES allocated (default 512k; 0: every call),
+    /// with the frees of the sampled blocks, for `jscope nativemem`. Write
+    /// `--nativemem=BYTES` before positional arguments.
+    #[arg(long, value_name = "BYTES", num_args = 0..=1, default_missing_value = "")]
+    pub nativemem: Option<String>,
+    /// Sample waits for pthread mutexes and read-write locks about every NS
+    /// waited (default 10us; 0: every wait), for `jscope locks` and
+    /// `--mode nativelock` flame graphs.
+    #[arg(long, value_name = "NS", num_args = 0..=1, default_missing_value = "")]
+    pub nativelock: Option<String>,
+    /// Native stacks in cpu mode: `dwarf` (the default: every thread of the
+    /// process, native frames walked by the libraries' unwind tables and kernel
+    /// frames under the Java frames), `fp` (the same, native frames by frame
+    /// pointers only) or `no` (Java frames of Java threads only).
+    #[arg(long, value_name = "dwarf|fp|no", value_parser = ["dwarf", "fp", "no"])]
+    pub cstack: Option<String>,
+    /// Sample cpu mode on a perf event instead of CPU time: cpu-clock,
+    /// page-faults, context-switches, or (with a PMU) cycles, instructions,
+    /// cache-misses.
+    #[arg(long, value_name = "EVENT")]
+    pub event: Option<String>,
+    /// Events per sample with --event (a counting event; clocks take --interval).
+    #[arg(long, value_name = "N", requires = "event")]
+    pub event_period: Option<u64>,
+    /// Any other agent option, `KEY=VALUE` or a bare `KEY` (repeatable), passed
+    /// as is: e.g. --agent-opt clockoffset=-3m.
+    #[arg(long, value_name = "KEY[=VALUE]")]
+    pub agent_opt: Vec<String>,
+}
+
+/// Exact method tracing (bytecode rewriting of the selected methods).
+#[derive(Debug, Args, Clone, Default)]
+pub struct TracingArgs {
+    /// Trace the methods of these classes: globs separated by `;`, each
+    /// `CLASS[#METHOD]`, `!` in front to exclude (e.g. 'com.acme.*;!com.acme.util.*').
+    #[arg(long, value_name = "PATTERNS")]
+    pub trace: Option<String>,
+    /// A JPMT-style tracing config file (include/exclude lines, exclude-library,
+    /// subclasses-of, count-untraced); see docs/AGENT.md.
+    #[arg(long, value_name = "FILE")]
+    pub trace_config: Option<PathBuf>,
+    /// Record thread CPU time at every traced entry and exit.
+    #[arg(long)]
+    pub trace_cpu: bool,
+    /// Record this perf counter of the thread at every traced entry and exit,
+    /// instead of CPU time: page-faults, context-switches, cpu-migrations,
+    /// instructions, cycles or cache-misses (the last three need a PMU).
+    #[arg(long, value_name = "EVENT")]
+    pub trace_counter: Option<String>,
+    /// Keep only per-thread caller->callee totals (cheap, always-on timing).
+    #[arg(long)]
+    pub trace_agg: bool,
+}
 
 pub const AGENT_FILE: &str = "libjscope_agent.so";
 pub const AGENT_ENV: &str = "JSCOPE_AGENT";
@@ -100,7 +241,7 @@ fn more_options(a: &AgentArgs) -> Result<Vec<String>> {
     options.extend(keyed("service", &a.service)?);
     let mut labels: Vec<String> = a.labels.iter().cloned().collect();
     for l in &a.label {
-        match crate::source::parse_label(l) {
+        match jscope_store::jvms::parse_label(l) {
             Some((k, v)) if !l.contains([';', ':']) => labels.push(format!("{k}:{v}")),
             _ => bail!("--label wants KEY=VALUE without `:` or `;`, not `{l}`"),
         }

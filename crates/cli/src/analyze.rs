@@ -1,22 +1,91 @@
 //! The commands that read a recording: report, collapsed, callgraph, threads, info.
 
-use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use jscope_analysis::{
-    call_graph, collapse, count_mode, hot_methods, incomplete_stacks, parse_state, threads_at,
-    Annotation, CallGraph, CollapseOptions, DotOptions, Info, Mode, Selection, StackCounts,
+    call_graph, count_mode, hot_methods, threads_at, CallGraph, DotOptions, Info, Mode, Selection,
     ThreadMatcher,
 };
 use jscope_format::{Overview, Recording};
 use serde::Serialize;
 
-use crate::args::{
-    CallgraphArgs, CollapsedArgs, Format, InfoArgs, ReportArgs, SelectArgs, SourceArgs, ThreadsArgs,
-};
+use crate::duration::parse_seconds;
+use crate::output::{warn_incomplete, with_stdout, Format};
 use crate::remote_profile::Remote;
-use crate::source::{self, Loaded, Window};
+use crate::select::{selection, SelectArgs};
+use crate::source::{self, Loaded, SourceArgs, Window};
+use clap::Args;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  jscope report app.jsc --top 20 --thread worker --state runnable"
+)]
+pub struct ReportArgs {
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Number of methods to list.
+    #[arg(short = 'n', long, default_value_t = 30)]
+    pub top: usize,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope callgraph app.jsc --dot | dot -Tsvg > callgraph.svg")]
+pub struct CallgraphArgs {
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Write Graphviz dot instead of text.
+    #[arg(long, conflicts_with = "format")]
+    pub dot: bool,
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Leave out methods on fewer than this percentage of samples.
+    #[arg(long, default_value_t = 0.5, value_name = "PERCENT")]
+    pub node_min: f64,
+    /// Leave out calls on fewer than this percentage of samples.
+    #[arg(long, default_value_t = 0.1, value_name = "PERCENT")]
+    pub edge_min: f64,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope threads app.jsc --at 12.5")]
+pub struct ThreadsArgs {
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Seconds from the start; the nearest snapshot is shown (default: the last).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub at: Option<f64>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope info app.jsc --format json")]
+pub struct InfoArgs {
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
 
 /// Reads the recording of a command: a file or a collector's JVM, fetching only the
 /// `--from`/`--to` window of collector data.
@@ -26,36 +95,6 @@ pub fn load(file: Option<&Path>, src: &SourceArgs, sel: Option<&SelectArgs>) -> 
         to_s: s.to,
     });
     source::load(file, src, window)
-}
-
-pub fn selection(args: &SelectArgs) -> Result<Selection> {
-    let selection = Selection {
-        mode: args.mode.as_deref().map(str::parse::<Mode>).transpose()?,
-        thread: args.thread.as_deref().map(ThreadMatcher::new),
-        states: args
-            .state
-            .iter()
-            .map(|s| parse_state(s))
-            .collect::<Result<_, _>>()?,
-        from_s: args.from,
-        to_s: args.to,
-        group: args
-            .group_by
-            .as_deref()
-            .map(str::parse)
-            .transpose()?
-            .unwrap_or_default(),
-    };
-    selection.validate()?;
-    Ok(selection)
-}
-
-/// Runs `write` on buffered stdout and flushes, so a closed pipe surfaces as an error.
-fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
-    let mut out = BufWriter::new(io::stdout().lock());
-    write(&mut out)?;
-    out.flush()?;
-    Ok(())
 }
 
 fn print_json(value: &impl Serialize) -> Result<()> {
@@ -263,49 +302,6 @@ pub fn report(args: &ReportArgs) -> Result<()> {
     args.format.print(&hot)
 }
 
-/// Says, in one line on stderr each, what a profile's readers should know of
-/// its stacks: that unknown, broken or empty ones are more than 1% of its
-/// samples (see [`jscope_analysis::IncompleteStacks::warning`]), computed here
-/// or sent by a collector with the profile. Every command that reads samples
-/// warns through here.
-pub fn warn_stacks(title: &str, warnings: impl IntoIterator<Item = String>) {
-    for w in warnings {
-        eprintln!("jscope: warning: {title}: {w}");
-    }
-}
-
-/// [`warn_stacks`] for `counts`, samples of `mode` selected from `rec`.
-pub fn warn_incomplete(rec: &Recording, mode: Option<Mode>, counts: &StackCounts, title: &str) {
-    warn_stacks(title, incomplete_stacks(rec, mode, counts).warning());
-}
-
-pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
-    if !args.threads {
-        let remote = Remote::of(args.file.as_deref(), &args.source, &args.select)?;
-        let annotate = match args.annotate {
-            true => Annotation::Tiers,
-            false => Annotation::None,
-        };
-        let stacks = remote.map(|r| r.stacks(args.lines, annotate)).transpose()?;
-        if let Some(got) = stacks.flatten() {
-            return with_stdout(|w| w.write_all(got.graph.to_collapsed().as_bytes()));
-        }
-    }
-    // Samples, or with --mode alloc|lock weighted event stacks (as jscope flame).
-    let (Loaded { rec, .. }, counts, _) =
-        crate::flame::counted(args.file.as_deref(), &args.source, &args.select)?;
-    let opts = CollapseOptions {
-        lines: args.lines,
-        thread_roots: args.threads,
-        annotate: match args.annotate {
-            true => Annotation::Tiers,
-            false => Annotation::None,
-        },
-    };
-    let stacks = collapse(&rec, &counts, opts);
-    with_stdout(|w| stacks.write_to(w))
-}
-
 pub fn callgraph(args: &CallgraphArgs) -> Result<()> {
     let Loaded { rec, title } = load(args.file.as_deref(), &args.source, Some(&args.select))?;
     let sel = selection(&args.select)?;
@@ -378,7 +374,9 @@ pub fn info(args: &InfoArgs) -> Result<()> {
     let info = match (&args.file, &args.source.data, &args.source.collector) {
         // A jscope file is counted from its chunk summaries, without decoding its
         // events (a JFR file is read whole, below).
-        (Some(path), None, None) if !crate::source::is_jfr_file(path)? => {
+        (Some(path), None, None)
+            if !crate::source::is_jfr_file(path)? && !crate::source::is_session(path)? =>
+        {
             let o = Overview::read_file(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
             if let Some(damage) = &o.rec.damage {
@@ -397,11 +395,4 @@ pub fn info(args: &InfoArgs) -> Result<()> {
         }
     };
     args.format.print(&info)
-}
-
-pub fn title_of(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
 }

@@ -41,35 +41,6 @@ fn jsc_of(path: &Path, jfr: &[u8]) -> Result<Vec<u8>> {
     Ok(jscope_jfr::encode_jsc(&rec))
 }
 
-/// A `.jsc` copy of a JFR file in the temporary directory, for `jscope view`, which
-/// serves files through the collector's store; removed when dropped.
-pub struct JscCopy(PathBuf);
-
-impl JscCopy {
-    /// The copy, or `None` when `path` is not JFR (and is read as it is).
-    pub fn of_jfr(path: &Path) -> Result<Option<JscCopy>> {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        if !jscope_jfr::is_jfr(&bytes) {
-            return Ok(None);
-        }
-        let name = path.file_stem().and_then(|n| n.to_str()).unwrap_or("jfr");
-        let copy = std::env::temp_dir().join(format!("jscope-{}-{name}.jsc", std::process::id()));
-        write(&copy, &jsc_of(path, &bytes)?)?;
-        Ok(Some(JscCopy(copy)))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for JscCopy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
 }

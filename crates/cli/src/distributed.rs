@@ -1,22 +1,19 @@
 //! `jscope merge` and `jscope tree --distributed`: recordings of several JVMs that
 //! call each other, merged into one execution tree (docs/DISTRIBUTED.md).
 
-use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use jscope_analysis::distributed::{
-    load_members, load_source, DistributedTree, DistributedView, FlatTree, LoadError, Match,
-    Member, MemberSource, Session,
+    DistributedTree, DistributedView, FlatTree, Match, Member, MemberSource, Session,
 };
 use jscope_analysis::trace::TraceOptions;
-use jscope_collector::{FileStore, Store};
+use jscope_store::jvms::listing;
+use jscope_store::{FileStore, JvmSelection, JvmSource, RemoteCollector, SelectError};
 
-use crate::args::Format;
-use crate::remote::Collector;
-use crate::source::{choose_all, data_rows, encode, JvmRow};
+use crate::output::Format;
 
 /// FILE's value when only --collector is given (clap needs one for the field).
 const NO_FILE: &str = "-";
@@ -99,9 +96,6 @@ pub struct MergeArgs {
 /// Reads the recordings, as many at a time as there are cores, each into its call
 /// tree; a damaged recording is read up to the damage, with a warning.
 fn load_sources(sources: &[MemberSource], options: &TraceOptions) -> Result<Vec<Member>> {
-    // Each data directory is opened once (opening recovers every JVM in it), not
-    // once per member.
-    let mut stores: HashMap<&Path, Box<dyn Store>> = HashMap::new();
     for source in sources {
         if let MemberSource::File(path) = source {
             if crate::source::is_jfr_file(path).unwrap_or(false) {
@@ -113,38 +107,34 @@ fn load_sources(sources: &[MemberSource], options: &TraceOptions) -> Result<Vec<
                 );
             }
         }
-        if let MemberSource::Data { dir, .. } = source {
-            if !stores.contains_key(dir.as_path()) {
-                let store = open_data(dir).map_err(|source| LoadError::OpenStore {
-                    dir: dir.clone(),
-                    source,
-                })?;
-                stores.insert(dir, store);
-            }
-        }
     }
-    load_members(sources, |source| {
-        let member = load_source(source, options, |dir| Ok(&stores[dir]))?;
-        if let Some(d) = &member.tree.damage {
-            eprintln!(
-                "jscope: warning: {} is {d}; read up to there",
-                source.name()
-            );
-        }
-        Ok(member)
-    })
+    let warn = |w: String| eprintln!("jscope: warning: {w}");
+    Ok(jscope_store::distributed::load_sources(
+        sources, options, &warn,
+    )?)
 }
 
-/// Read-only: a collector may be writing to the directory right now.
-fn open_data(dir: &Path) -> Result<Box<dyn Store>, jscope_collector::CollectorError> {
-    Ok(Box::new(FileStore::open_read_only(dir)?))
+/// The JVMs of a collector (its data directory or its API) named by `want` (ids
+/// or pids), or all of them.
+fn chosen_ids(source: &dyn JvmSource, want: &[String]) -> Result<Vec<String>> {
+    let rows = source.jvm_list()?;
+    let selection = JvmSelection {
+        jvms: want.to_vec(),
+        ..JvmSelection::default()
+    };
+    let ids = selection.pick_ids(&rows).map_err(|e| match e {
+        SelectError::NoSuchJvm(_) => anyhow::anyhow!("{e}; known: {}", listing(&rows)),
+        e => e.into(),
+    })?;
+    Ok(ids)
 }
 
 /// The JVMs of a data directory named by `want` (ids or pids), or all of them.
 fn data_sources(dir: &Path, want: &[String]) -> Result<Vec<MemberSource>> {
-    let store =
-        open_data(dir).with_context(|| format!("cannot open collector data {}", dir.display()))?;
-    Ok(choose_all(&data_rows(&*store), want)?
+    // Read-only: a collector may be writing to the directory right now.
+    let store = FileStore::open_read_only(dir)
+        .with_context(|| format!("cannot open collector data {}", dir.display()))?;
+    Ok(chosen_ids(&store, want)?
         .into_iter()
         .map(|jvm| MemberSource::Data {
             dir: dir.to_path_buf(),
@@ -163,7 +153,7 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
         sources.extend(data_sources(dir, &args.jvms)?);
     }
     if let Some(url) = &args.collector {
-        let c = Collector::new(url, args.token.clone())?;
+        let c = RemoteCollector::new(url, args.token.clone())?;
         let fetched = fetch_recordings(&c, &args.jvms)?;
         sources.extend(save_fetched(&args.output, fetched)?);
     }
@@ -181,15 +171,14 @@ pub fn merge(args: &MergeArgs) -> Result<()> {
 /// The recordings of a running collector's JVMs named by `want` (ids or pids), or
 /// of all of them, fetched through its API (`/api/jvms/{id}/recording`): the same
 /// bytes `--data` reads from its directory.
-fn fetch_recordings(c: &Collector, want: &[String]) -> Result<Vec<(String, Vec<u8>)>> {
-    let rows: Vec<JvmRow> = c.jvms()?;
-    let ids = choose_all(&rows, want)?;
+fn fetch_recordings(c: &RemoteCollector, want: &[String]) -> Result<Vec<(String, Vec<u8>)>> {
+    let ids = chosen_ids(c, want)?;
     if ids.is_empty() {
         bail!("{} holds no JVM", c.base());
     }
     ids.into_iter()
         .map(|id| {
-            let bytes = c.get(&format!("/api/jvms/{}/recording", encode(&id)))?;
+            let bytes = c.recording_bytes(&id, None, None)?;
             Ok((id, bytes))
         })
         .collect()
@@ -229,7 +218,7 @@ fn collector_members(
     token: Option<String>,
     options: &TraceOptions,
 ) -> Result<Vec<Member>> {
-    let c = Collector::new(url, token)?;
+    let c = RemoteCollector::new(url, token)?;
     fetch_recordings(&c, &[])?
         .into_iter()
         .map(|(id, bytes)| {
@@ -239,22 +228,9 @@ fn collector_members(
         .collect()
 }
 
-/// A session file starts with `{`; a recording with the format's magic.
-pub(crate) fn is_session(path: &Path) -> Result<bool> {
-    jscope_analysis::distributed::is_session(path)
-        .with_context(|| format!("cannot read {}", path.display()))
-}
-
 /// The members and matches of a session file.
 fn read_session(path: &Path, options: &TraceOptions) -> Result<(Vec<Member>, Vec<Match>)> {
     Session::open(path, |sources| load_sources(sources, options))
-}
-
-/// The whole merged tree of a session file as rows (for `jscope view SESSION`).
-pub(crate) fn session_rows(path: &Path) -> Result<FlatTree> {
-    let (members, matches) = read_session(path, &TraceOptions::default())?;
-    let tree = DistributedTree::with_matches(members, &matches);
-    Ok(tree.flatten(&DistributedView::default()))
 }
 
 pub fn tree(args: &TreeCommand) -> Result<()> {
@@ -271,7 +247,7 @@ pub fn tree(args: &TreeCommand) -> Result<()> {
             bail!("give recordings or --collector, not both");
         }
         DistributedTree::build(collector_members(url, args.token.clone(), &options)?)
-    } else if files.len() == 1 && is_session(&files[0])? {
+    } else if files.len() == 1 && crate::source::is_session(&files[0])? {
         let (members, matches) = read_session(&files[0], &options)?;
         DistributedTree::with_matches(members, &matches)
     } else {

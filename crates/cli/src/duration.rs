@@ -79,10 +79,10 @@ fn ago(span: &str) -> Result<u64, ()> {
 
 /// `1h30m`, `10m`, `90s`, `2d`, `500ms`: a sum of numbers with units, in ns.
 fn parse_span(text: &str) -> Result<u64, ()> {
-    jscope_collector::when::span_ns(text).ok_or(())
+    jscope_store::when::span_ns(text).ok_or(())
 }
 
-pub use jscope_collector::when::parse_rfc3339;
+pub use jscope_store::when::parse_rfc3339;
 
 /// The agent's spelling of a duration: whole nanoseconds.
 pub fn agent_duration(d: Duration) -> String {

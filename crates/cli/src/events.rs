@@ -1,7 +1,7 @@
 //! The commands over JVM events: `events` (one event per line, JPMT's command-line
 //! analyzer), `locks`, `gc` and `alloc` reports. See docs/EVENTS.md.
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -14,8 +14,9 @@ use jscope_analysis::ThreadMatcher;
 use jscope_format::{EventKind, Recording};
 use serde::Serialize;
 
-use crate::args::{Format, SourceArgs};
 use crate::duration::parse_seconds;
+use crate::output::Format;
+use crate::source::SourceArgs;
 use crate::source::{self, Window};
 
 /// Which events a command looks at.
@@ -191,13 +192,6 @@ pub(crate) fn filter(sel: &EventSelectArgs, types: Vec<EventType>) -> Result<Eve
     Ok(f)
 }
 
-pub(crate) fn with_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
-    let mut out = BufWriter::new(io::stdout().lock());
-    write(&mut out)?;
-    out.flush()?;
-    Ok(())
-}
-
 fn parse_types(names: &[String]) -> Result<Vec<EventType>> {
     let mut out = Vec::new();
     for n in names {
@@ -234,9 +228,9 @@ pub fn events(args: &EventsArgs) -> Result<()> {
     }
     let rows = f.rows(&rec);
     match args.format {
-        EventsFormat::Text => with_stdout(|w| write_rows(&rows, RowFormat::Text, w)),
-        EventsFormat::Csv => with_stdout(|w| write_rows(&rows, RowFormat::Csv, w)),
-        EventsFormat::Json => with_stdout(|w| write_json_lines(&rows, w)),
+        EventsFormat::Text => crate::output::with_stdout(|w| write_rows(&rows, RowFormat::Text, w)),
+        EventsFormat::Csv => crate::output::with_stdout(|w| write_rows(&rows, RowFormat::Csv, w)),
+        EventsFormat::Json => crate::output::with_stdout(|w| write_json_lines(&rows, w)),
     }
 }
 
@@ -307,7 +301,7 @@ pub fn gc(args: &GcArgs) -> Result<()> {
         return args.format.print(&report);
     }
     let detailed = report.pauses.iter().any(|p| !p.detail.cause.is_empty());
-    with_stdout(|w| {
+    crate::output::with_stdout(|w| {
         write!(w, "{report}")?;
         write!(w, "\n{:>14} {:>14}", "start_s", "duration_ms")?;
         if detailed {
@@ -377,7 +371,7 @@ pub fn alloc(args: &AllocArgs) -> Result<()> {
         live.rows.truncate(args.top);
         return match args.format {
             Format::Json => args.format.print(&live),
-            Format::Text => with_stdout(|w| {
+            Format::Text => crate::output::with_stdout(|w| {
                 writeln!(w, "Live at the end (tracked objects never freed):")?;
                 write!(w, "{live}")
             }),
@@ -391,7 +385,7 @@ pub fn alloc(args: &AllocArgs) -> Result<()> {
     if !tracked() {
         let why = "no object ages: the recording's allocations carry no object ids; record with --object-ages (it implies --events alloc)";
         if args.format == Format::Text {
-            return with_stdout(|w| {
+            return crate::output::with_stdout(|w| {
                 write!(
                     w,
                     "{report}
@@ -406,7 +400,7 @@ object ages: none ({why})\n"
     match args.format {
         Format::Json => {
             let both = serde_json::json!({ "alloc": report, "ages": ages });
-            with_stdout(|w| {
+            crate::output::with_stdout(|w| {
                 writeln!(
                     w,
                     "{}",
@@ -414,6 +408,6 @@ object ages: none ({why})\n"
                 )
             })
         }
-        Format::Text => with_stdout(|w| write!(w, "{report}\n{ages}")),
+        Format::Text => crate::output::with_stdout(|w| write!(w, "{report}\n{ages}")),
     }
 }

@@ -1,20 +1,20 @@
 //! `jscope export`: a recording (file, collector data or JFR, through the usual
 //! loader) in another tool's format, written by jscope-export.
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use jscope_analysis::trace::{CallTree, TraceOptions};
 use jscope_analysis::{Mode, Selection};
 use jscope_export::{Export, Format, Kind, Request};
 use jscope_format::Recording;
 
-use crate::analyze::{load, require_samples, selection};
-use crate::args::{SelectArgs, SourceArgs};
-use crate::source::Loaded;
+use crate::analyze::{load, require_samples};
+use crate::output::with_output;
+use crate::select::{selection, SelectArgs};
+
+use crate::source::{Loaded, SourceArgs};
 use crate::trace::HideArgs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -143,7 +143,7 @@ fn load_streaming_traces(
     if let (Some(path), true, None | Some(Kind::Trace)) = (&args.file, streamable, kind) {
         if let Ok((tree, rec)) = crate::trace::read_tree(path, trace) {
             // Without trace events the tree is empty and the recording whole.
-            let title = crate::analyze::title_of(path);
+            let title = crate::source::title_of(path);
             return Ok((Loaded { rec, title }, Some(tree)));
         }
     }
@@ -168,7 +168,7 @@ fn warn_incomplete(rec: &Recording, request: &Request, format: Format) {
             ..request.selection.clone()
         };
         let counts = sel.stack_counts(rec);
-        crate::analyze::warn_incomplete(rec, Some(mode), &counts, &request.name);
+        crate::output::warn_incomplete(rec, Some(mode), &counts, &request.name);
     }
 }
 
@@ -186,28 +186,4 @@ fn record_hint(k: Kind) -> &'static str {
         Kind::Alloc => "record with --events alloc",
         _ => "record with --events monitors or --events park",
     }
-}
-
-/// Writes to the output file or to buffered stdout, flushing at the end so a
-/// closed pipe surfaces as an error (treated as success by main).
-pub(crate) fn with_output(
-    output: Option<&Path>,
-    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> Result<()> {
-    match output {
-        Some(path) => {
-            let file =
-                File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-            let mut out = BufWriter::new(file);
-            write(&mut out)
-                .and_then(|()| out.flush())
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        }
-        None => {
-            let mut out = BufWriter::new(io::stdout().lock());
-            write(&mut out)?;
-            out.flush()?;
-        }
-    }
-    Ok(())
 }

@@ -1,6 +1,6 @@
 //! `jscope flame`: collapsed stacks drawn by jscope-flame.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use jscope_analysis::events::{weighted_stacks, EventFilter, EventWeight};
@@ -8,10 +8,66 @@ use jscope_analysis::{collapse, Annotation, CollapseOptions, Mode, StackCounts, 
 use jscope_flame::{render_html, render_svg, FlameGraph, Options};
 use jscope_format::Recording;
 
-use crate::analyze::{load, selection};
-use crate::args::{FlameArgs, SelectArgs, SourceArgs};
+use crate::analyze::load;
+use crate::output::with_stdout;
 use crate::remote_profile::Remote;
-use crate::source::Loaded;
+use crate::select::selection;
+use crate::select::SelectArgs;
+use crate::source::{Loaded, SourceArgs};
+use clap::Args;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope flame app.jsc -o app.html --mode wall --thread main")]
+pub struct FlameArgs {
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Output file; .svg gives a static SVG, anything else an HTML page.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Label frames with their line numbers.
+    #[arg(long)]
+    pub lines: bool,
+    /// Put each thread's name at the root of its stacks.
+    #[arg(long)]
+    pub threads: bool,
+    /// Draw icicles (roots at the top).
+    #[arg(long)]
+    pub inverted: bool,
+    /// Title of the graph (default: the file name).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Width of the image in pixels.
+    #[arg(long, default_value_t = 1200)]
+    pub width: u32,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example:\n  jscope collapsed app.jsc --lines > app.collapsed")]
+pub struct CollapsedArgs {
+    /// The recording (.jsc, or a JFR file) to read; or use --data / --collector.
+    #[arg(required_unless_present_any = ["data", "collector"])]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub select: SelectArgs,
+    /// Label frames with their line numbers (`pkg.Class.method:123`).
+    #[arg(long)]
+    pub lines: bool,
+    /// Put each thread's name at the root of its stacks.
+    #[arg(long)]
+    pub threads: bool,
+    /// Mark how each Java frame ran, as async-profiler does: `_[0]` interpreted,
+    /// `_[1]` C1, `_[j]` JIT-compiled, `_[i]` inlined and class frames (kernel
+    /// frames always end in `_[k]`).
+    #[arg(long)]
+    pub annotate: bool,
+}
 
 pub fn run(args: &FlameArgs) -> Result<()> {
     // A collector merges the selected JVMs' stacks itself (not thread roots).
@@ -72,7 +128,7 @@ pub(crate) fn counted(
         crate::analyze::require_samples(&loaded.rec, &sel, &loaded.title)?;
         let counts = sel.stack_counts(&loaded.rec);
         let mode = sel.mode_in(&loaded.rec);
-        crate::analyze::warn_incomplete(&loaded.rec, mode, &counts, &loaded.title);
+        crate::output::warn_incomplete(&loaded.rec, mode, &counts, &loaded.title);
         let subtitle = format!("{} {} samples", counts.total, mode.map_or("no", Mode::name));
         return Ok((loaded, counts, subtitle));
     };
@@ -107,8 +163,10 @@ fn event_counts(
     let counts = weighted_stacks(rec, &filter, what);
     if counts.total == 0 {
         let how = match what {
-            EventWeight::Alloc => "record with the agent's events=alloc",
-            EventWeight::Lock => "record with the agent's events=monitor,park (or events=all)",
+            EventWeight::Alloc => "record with --events alloc (the agent's events=alloc)",
+            EventWeight::Lock => {
+                "record with --events monitors,park (the agent's events=monitors+park)"
+            }
             EventWeight::NativeMem => "record with --nativemem (the agent's nativemem)",
             EventWeight::Leak => {
                 "no sampled native block was left unfreed (record with --nativemem)"
@@ -134,4 +192,34 @@ pub(crate) fn graph_of(rec: &Recording, counts: &StackCounts, opts: CollapseOpti
 pub(crate) fn is_svg(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+}
+
+pub fn collapsed(args: &CollapsedArgs) -> Result<()> {
+    if !args.threads {
+        let remote = Remote::of(args.file.as_deref(), &args.source, &args.select)?;
+        let stacks = remote
+            .map(|r| r.stacks(args.lines, annotation(args.annotate)))
+            .transpose()?;
+        if let Some(got) = stacks.flatten() {
+            return with_stdout(|w| w.write_all(got.graph.to_collapsed().as_bytes()));
+        }
+    }
+    // Samples, or with --mode alloc|lock weighted event stacks (as jscope flame).
+    let (Loaded { rec, .. }, counts, _) =
+        counted(args.file.as_deref(), &args.source, &args.select)?;
+    let opts = CollapseOptions {
+        lines: args.lines,
+        thread_roots: args.threads,
+        annotate: annotation(args.annotate),
+    };
+    let stacks = collapse(&rec, &counts, opts);
+    with_stdout(|w| stacks.write_to(w))
+}
+
+/// What `collapsed --annotate` marks: each Java frame's tier, as async-profiler does.
+fn annotation(annotate: bool) -> Annotation {
+    match annotate {
+        true => Annotation::Tiers,
+        false => Annotation::None,
+    }
 }

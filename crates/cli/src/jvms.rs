@@ -6,12 +6,25 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use anyhow::Result;
-use jscope_collector::jvm::{main_class, main_class_of};
+use jscope_store::identity::main_class;
+use jscope_store::{JvmSummary, RemoteCollector};
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::args::{Format, JvmsArgs};
-use crate::remote::Collector;
+use crate::output::Format;
+use clap::Args;
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  jscope jvms\n  jscope jvms --collector http://127.0.0.1:7080")]
+pub struct JvmsArgs {
+    /// List a running collector's JVMs instead, e.g. http://127.0.0.1:7080.
+    #[arg(long, value_name = "URL")]
+    pub collector: Option<String>,
+    /// The collector's token (`jscope serve --token`).
+    #[arg(long, value_name = "TOKEN", requires = "collector")]
+    pub token: Option<String>,
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
 
 /// One local JVM.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -27,7 +40,7 @@ pub struct LocalJvm {
 
 pub fn jvms(args: &JvmsArgs) -> Result<()> {
     if let Some(url) = &args.collector {
-        return collector_jvms(&Collector::new(url, args.token.clone())?, args.format);
+        return collector_jvms(&RemoteCollector::new(url, args.token.clone())?, args.format);
     }
     let jvms = local_jvms();
     let mut out = BufWriter::new(io::stdout().lock());
@@ -141,8 +154,8 @@ fn hsperfdata_pids() -> BTreeSet<u32> {
 }
 
 /// A collector's JVMs: id, pid, status, main class and host.
-fn collector_jvms(c: &Collector, format: Format) -> Result<()> {
-    let rows: Vec<Value> = c.jvms()?;
+fn collector_jvms(c: &RemoteCollector, format: Format) -> Result<()> {
+    let rows = c.jvm_list()?;
     let mut out = BufWriter::new(io::stdout().lock());
     match format {
         Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?,
@@ -153,39 +166,7 @@ fn collector_jvms(c: &Collector, format: Format) -> Result<()> {
                 "PID", "STATUS", "ID", "HOST", "SERVICE", "LABELS"
             )?;
             for r in &rows {
-                let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
-                // A pushed JVM (Pyroscope, OTLP) has no main class: its service names it.
-                let main = match (s("main_class"), s("service")) {
-                    (m, _) if !m.is_empty() => m,
-                    (_, service) if !service.is_empty() => service,
-                    _ => main_class_of(&s("command_line")),
-                };
-                // The service (`-` when it is the main class) and labels, before MAIN.
-                let service = match s("service") {
-                    svc if svc.is_empty() || svc == main => "-".to_string(),
-                    svc => svc,
-                };
-                let labels: Vec<String> = r["labels"]
-                    .as_object()
-                    .map(|l| {
-                        l.iter()
-                            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let labels = if labels.is_empty() {
-                    "-".to_string()
-                } else {
-                    labels.join(",")
-                };
-                writeln!(
-                    out,
-                    "{:>8}  {:<9}  {:<32}  {:<20}  {service:<16}  {labels:<24}  {main}",
-                    r["pid"].as_u64().unwrap_or(0),
-                    s("status"),
-                    s("id"),
-                    s("host"),
-                )?;
+                writeln!(out, "{}", collector_row(r))?;
             }
             if rows.is_empty() {
                 writeln!(out, "(the collector holds no JVM)")?;
@@ -194,4 +175,31 @@ fn collector_jvms(c: &Collector, format: Format) -> Result<()> {
     }
     out.flush()?;
     Ok(())
+}
+
+/// One JVM of a collector as a line of the table.
+fn collector_row(r: &JvmSummary) -> String {
+    // A pushed JVM (Pyroscope, OTLP) has no main class: its service names it.
+    let main = match (&r.main_class, &r.service) {
+        (m, _) if !m.is_empty() => m.clone(),
+        (_, service) => service.clone(),
+    };
+    // The service (`-` when it is the main class) and labels, before MAIN.
+    let service = match &r.service {
+        svc if svc.is_empty() || *svc == main => "-".to_string(),
+        svc => svc.clone(),
+    };
+    let labels: Vec<String> = r.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let labels = if labels.is_empty() {
+        "-".to_string()
+    } else {
+        labels.join(",")
+    };
+    format!(
+        "{:>8}  {:<9}  {:<32}  {:<20}  {service:<16}  {labels:<24}  {main}",
+        r.pid,
+        r.status.name(),
+        r.id,
+        r.host
+    )
 }

@@ -4,7 +4,6 @@
 
 mod agent;
 mod analyze;
-mod args;
 mod attach;
 mod convert;
 mod diff;
@@ -16,23 +15,93 @@ mod flame;
 mod jvms;
 mod merge_rec;
 mod nativemem;
+mod output;
 mod queue;
 mod record;
-mod remote;
 mod remote_profile;
+mod select;
 mod serve;
 mod signals;
 mod source;
 mod trace;
-mod trace_diff;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use anyhow::{bail, Result};
 use clap::error::ErrorKind;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
-use crate::args::{Cli, Command};
+/// jscope: sample Java stacks with a JVMTI agent and analyse the recordings.
+#[derive(Debug, Parser)]
+#[command(name = "jscope", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a Java program with the agent loaded from the start.
+    Record(record::RecordArgs),
+    /// Start recording in a running JVM (dynamic attach).
+    Attach(attach::AttachArgs),
+    /// Stop a recording started with `jscope attach` and flush its file.
+    Stop(attach::StopArgs),
+    /// Start, change or stop exact method tracing in a running JVM.
+    #[command(subcommand)]
+    Trace(attach::TraceCommand),
+    /// Hot methods: self and total samples per method.
+    Report(analyze::ReportArgs),
+    /// Write a flame graph (interactive .html or static .svg).
+    Flame(flame::FlameArgs),
+    /// Compare two recordings: per-method shares on both sides, ranked by change.
+    Diff(diff::DiffArgs),
+    /// Print collapsed stacks (`root;...;leaf count`) for other flame-graph tools.
+    Collapsed(flame::CollapsedArgs),
+    /// Print the call graph: methods and caller -> callee edges.
+    Callgraph(analyze::CallgraphArgs),
+    /// Show every thread and its stack at one moment (snapshot mode).
+    Threads(analyze::ThreadsArgs),
+    /// Show what a recording holds and how well sampling went.
+    Info(analyze::InfoArgs),
+    /// Run a collector: agents stream to it, it stores their data and serves a web UI.
+    Serve(serve::CollectorArgs),
+    /// Serve the collector's web UI over one recording file, or over a session of
+    /// `jscope merge` (the tree across JVMs).
+    View(serve::CollectorArgs),
+    /// Call tree of an exact-tracing recording (threads linked to their Thread.start);
+    /// with --distributed, one tree across JVMs that call each other.
+    Tree(distributed::TreeCommand),
+    /// Merge recordings of JVMs that call each other (RMI, HTTP) into a session file.
+    Merge(distributed::MergeArgs),
+    /// Per-method and caller -> callee call statistics of a tracing recording.
+    Stats(trace::StatsArgs),
+    /// Export samples or traces as pprof, OTLP profiles, speedscope, Chrome trace
+    /// JSON or collapsed stacks.
+    Export(export::ExportArgs),
+    /// Convert a JFR file (JDK Flight Recorder, async-profiler) into a .jsc recording.
+    Convert(convert::ConvertArgs),
+    /// JVM events one per line (text columns, CSV or JSON), as event trees, or user
+    /// event intervals.
+    Events(events::EventsArgs),
+    /// Most contended monitors, waits and parks, and native lock waits: counts,
+    /// blocked time, sites.
+    Locks(events::LocksArgs),
+    /// GC pauses: count, total, max and share of wall time.
+    Gc(events::GcArgs),
+    /// Sampled allocations by site, stack or class; object ages by class.
+    Alloc(events::AllocArgs),
+    /// Native allocations (malloc and its kin) by stack, library, Java caller or
+    /// C function; with --leaks, what was never freed.
+    Nativemem(nativemem::NativememArgs),
+    /// List the JVMs of this machine (pid, main class, whether jscope's agent is
+    /// loaded), or with --collector those a collector knows.
+    Jvms(jvms::JvmsArgs),
+    /// Replay a queue from an exact trace: time in queue and service time per
+    /// request, queue length over time, arrival rate, utilisation, Little's law.
+    Queue(queue::QueueArgs),
+}
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -51,7 +120,7 @@ fn main() -> ExitCode {
 
 /// Runs a command; the result is the process exit code.
 fn run(mut command: Command) -> anyhow::Result<u8> {
-    source::resolve_times(&mut command)?;
+    resolve_times(&mut command)?;
     match &command {
         Command::Record(a) => record::run(a).map(|code| code.clamp(0, 255) as u8),
         Command::Attach(a) => attach::attach(a).map(|_| 0),
@@ -60,12 +129,12 @@ fn run(mut command: Command) -> anyhow::Result<u8> {
         Command::Report(a) => analyze::report(a).map(|_| 0),
         Command::Flame(a) => flame::run(a).map(|_| 0),
         Command::Diff(a) => diff::run(a).map(|_| 0),
-        Command::Collapsed(a) => analyze::collapsed(a).map(|_| 0),
+        Command::Collapsed(a) => flame::collapsed(a).map(|_| 0),
         Command::Callgraph(a) => analyze::callgraph(a).map(|_| 0),
         Command::Threads(a) => analyze::threads(a).map(|_| 0),
         Command::Info(a) => analyze::info(a).map(|_| 0),
-        Command::Serve(a) => serve::serve(a).map(|_| 0),
-        Command::View(a) => serve::view(a).map(|_| 0),
+        Command::Serve(a) => serve::run("serve", a).map(|_| 0),
+        Command::View(a) => serve::run("view", a).map(|_| 0),
         Command::Tree(a) if a.distributed => distributed::tree(a).map(|_| 0),
         Command::Tree(a) => trace::tree(&a.tree).map(|_| 0),
         Command::Merge(a) => distributed::merge(a).map(|_| 0),
@@ -79,6 +148,28 @@ fn run(mut command: Command) -> anyhow::Result<u8> {
         Command::Nativemem(a) => nativemem::run(a).map(|_| 0),
         Command::Jvms(a) => jvms::jvms(a).map(|_| 0),
         Command::Queue(a) => queue::run(a).map(|_| 0),
+    }
+}
+
+/// Resolves the time window of every command that has one, before it runs.
+pub fn resolve_times(command: &mut Command) -> Result<()> {
+    match command {
+        Command::Report(a) => source::resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Flame(a) => source::resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Collapsed(a) => {
+            source::resolve_window(a.file.as_deref(), &a.source, &mut a.select)
+        }
+        Command::Callgraph(a) => {
+            source::resolve_window(a.file.as_deref(), &a.source, &mut a.select)
+        }
+        Command::Export(a) => source::resolve_window(a.file.as_deref(), &a.source, &mut a.select),
+        Command::Diff(a) => {
+            if a.select.has_wall_time() {
+                bail!("jscope diff takes --from/--to as seconds from each side's start (or SIDE@FROM..TO), not wall-clock times");
+            }
+            a.select.resolve(|| Ok(0))
+        }
+        _ => Ok(()),
     }
 }
 

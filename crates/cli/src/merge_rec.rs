@@ -1,137 +1,25 @@
-//! Several JVMs' recordings as one: their samples and snapshots with the
-//! dictionaries remapped into the first's, so every analysis command reads a
-//! service or a label's JVMs as it reads one recording.
+//! Several JVMs' recordings as one: every record of the others (samples,
+//! snapshots, JVM events, traces, call aggregates, remote calls) with their ids
+//! remapped into the first's dictionaries (`jscope_format::Remapper`, the one
+//! re-interning there is) and their times onto its clock, so every analysis
+//! command reads a service or a label's JVMs as it reads one recording.
 
-use std::collections::HashMap;
-
-use jscope_format::{ClassId, Frame, MethodId, Recording, StackId, StringId, ThreadId};
+use jscope_analysis::events::AllocWeights;
+use jscope_format::{EventKind, Interner, Recording, Remapper, Threads};
 
 /// Merges `recs` into the earliest-started one. Times stay wall-clock times: a
-/// sample is placed at its own epoch time on the merged recording's clock, so
-/// seconds count from the earliest JVM's start. Samples, snapshots, threads and
-/// the dictionaries are merged; events, traces and remote calls are those of the
-/// first JVM only (they belong to one JVM's timeline and ids).
+/// record is placed at its own epoch time on the merged recording's clock, so
+/// seconds count from the earliest JVM's start. The JVMs' threads stay apart.
 pub fn merge(mut recs: Vec<Recording>) -> Option<Recording> {
     recs.sort_by_key(|r| r.header.start_wall_ns);
     let merging = recs.len() > 1;
     let mut it = recs.into_iter();
-    let mut base = it.next()?;
-    let mut m = Merger::new(&base);
-    let mut left_out = 0;
-    for rec in it {
-        left_out += rec.events.len() + rec.traces.len() + rec.remote_calls.len();
-        m.add(&mut base, &rec);
-    }
-    if merging {
-        // Once, the others' samples interleaved in time with the first's.
-        base.samples.sort_by_key(|s| s.ticks);
-        base.snapshots.sort_by_key(|s| s.ticks);
-    }
-    if left_out > 0 {
-        eprintln!("jscope: note: the merged JVMs' samples are all there; their events, traces and remote calls are the earliest JVM's only ({left_out} records of the others left out)");
-    }
-    Some(base)
-}
-
-struct Merger {
-    strings: HashMap<String, u32>,
-    next_thread: u32,
-}
-
-impl Merger {
-    fn new(base: &Recording) -> Merger {
-        let strings = base
-            .strings
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.clone(), i as u32))
-            .collect();
-        let next_thread = base.threads.keys().map(|t| t.0).max().unwrap_or(0) + 1;
-        Merger {
-            strings,
-            next_thread,
-        }
-    }
-
-    fn string(&mut self, base: &mut Recording, text: &str) -> StringId {
-        if let Some(&id) = self.strings.get(text) {
-            return StringId(id);
-        }
-        let id = base.strings.len() as u32;
-        base.strings.push(text.to_string());
-        self.strings.insert(text.to_string(), id);
-        StringId(id)
-    }
-
-    fn add(&mut self, base: &mut Recording, rec: &Recording) {
-        let text = |id: StringId| rec.strings.get(id.0 as usize).cloned().unwrap_or_default();
-        // Classes and methods get fresh ids after the base's (no dedup needed: views
-        // merge by name).
-        let mut classes = HashMap::new();
-        for c in rec.classes.iter().flatten() {
-            let mut def = *c;
-            def.id = ClassId(base.classes.len() as u32);
-            def.name = self.string(base, &text(c.name));
-            def.source_file = self.string(base, &text(c.source_file));
-            classes.insert(c.id, def.id);
-            base.classes.push(Some(def));
-        }
-        let mut methods = HashMap::new();
-        for md in rec.methods.iter().flatten() {
-            let mut def = *md;
-            def.id = MethodId(base.methods.len() as u32);
-            def.class = classes.get(&md.class).copied().unwrap_or(ClassId(0));
-            def.name = self.string(base, &text(md.name));
-            def.signature = self.string(base, &text(md.signature));
-            methods.insert(md.id, def.id);
-            base.methods.push(Some(def));
-        }
-        let mut stacks = HashMap::new();
-        for (i, stack) in rec.stacks.iter().enumerate() {
-            let Some(frames) = stack else { continue };
-            let frames: Vec<Frame> = frames
-                .iter()
-                .map(|f| Frame {
-                    method: methods.get(&f.method).copied().unwrap_or(MethodId(0)),
-                    ..*f
-                })
-                .collect();
-            stacks.insert(StackId(i as u32), StackId(base.stacks.len() as u32));
-            base.stacks.push(Some(frames));
-        }
-        let mut threads = HashMap::new();
-        for (id, def) in &rec.threads {
-            let new = ThreadId(self.next_thread);
-            self.next_thread += 1;
-            let mut def = def.clone();
-            def.id = new;
-            threads.insert(*id, new);
-            base.threads.insert(new, def);
-        }
-        let clock = Clock::between(rec, base);
-        let thread = |t: ThreadId| threads.get(&t).copied().unwrap_or(t);
-        // A virtual thread's carrier is one of the same JVM's threads: remapped
-        // alike; NONE (a platform thread's sample) stays NONE.
-        let carrier = |c: ThreadId| if c == ThreadId::NONE { c } else { thread(c) };
-        let stack = |s: StackId| stacks.get(&s).copied().unwrap_or(StackId(0));
-        for s in &rec.samples {
-            let mut s = *s;
-            s.thread = thread(s.thread);
-            s.carrier = carrier(s.carrier);
-            s.stack = stack(s.stack);
-            s.ticks = clock.map(s.ticks);
-            base.samples.push(s);
-        }
-        for snap in &rec.snapshots {
-            let mut snap = snap.clone();
-            snap.ticks = clock.map(snap.ticks);
-            for t in &mut snap.threads {
-                t.thread = thread(t.thread);
-                t.carrier = carrier(t.carrier);
-                t.stack = stack(t.stack);
-            }
-            base.snapshots.push(snap);
-        }
+    let mut to = Interner::new(it.next()?);
+    for mut rec in it {
+        keep_alloc_weights(&mut rec);
+        let clock = Clock::between(&rec, to.recording());
+        Remapper::new(&rec, &mut to, Threads::Apart).remap_into(&|t| clock.map(t));
+        let base = to.recording_mut();
         base.end_ticks = match (base.end_ticks, rec.end_ticks) {
             (Some(a), Some(b)) => Some(a.max(clock.map(b))),
             _ => None,
@@ -140,6 +28,27 @@ impl Merger {
         base.skipped_records += rec.skipped_records;
         if base.damage.is_none() {
             base.damage = rec.damage.clone();
+        }
+    }
+    let mut base = to.into_recording();
+    if merging {
+        // Once, the others' records interleaved in time with the first's.
+        base.samples.sort_by_key(|s| s.ticks);
+        base.snapshots.sort_by_key(|s| s.ticks);
+        base.events.sort_by_key(|e| e.ticks);
+        base.remote_calls.sort_by_key(|c| c.ticks);
+    }
+    Some(base)
+}
+
+/// Allocation samples written without their weight are weighed by their own
+/// JVM's sampling interval (its header's), which the merged header does not hold.
+fn keep_alloc_weights(rec: &mut Recording) {
+    let weights = AllocWeights::of(rec);
+    for i in 0..rec.events.len() {
+        let w = weights.weight(&rec.events[i]);
+        if let (EventKind::Alloc { weight, .. }, Some(w)) = (&mut rec.events[i].kind, w) {
+            *weight = w;
         }
     }
 }
@@ -180,7 +89,10 @@ impl Clock<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use jscope_format::{ClassDef, FrameKind, MethodDef, Sample, SampleMode, ThreadDef};
+    use jscope_format::{
+        ClassDef, ClassId, Frame, FrameKind, MethodDef, MethodId, Sample, SampleMode, StackId,
+        StringId, ThreadDef, ThreadId,
+    };
 
     /// A recording with one method `Cls.name`, one thread and samples at `ms`.
     fn rec(cls: &str, name: &str, start_wall_ns: u64, tps: u64, ms: &[u64]) -> Recording {

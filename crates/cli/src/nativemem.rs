@@ -9,8 +9,9 @@ use clap::{Args, ValueEnum};
 use jscope_analysis::events::{native_mem_report, EventType, NativeBy};
 use jscope_format::EventKind;
 
-use crate::args::{Format, SourceArgs};
 use crate::events::{filter, load, note, EventSelectArgs};
+use crate::output::Format;
+use crate::source::SourceArgs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum NativeByArg {

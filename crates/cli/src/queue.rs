@@ -11,7 +11,7 @@ use clap::Args;
 use jscope_analysis::{replay_queue_bytes, QueueError, QueueReport, QueueSpec};
 use jscope_format::Recording;
 
-use crate::args::Format;
+use crate::output::Format;
 
 #[derive(Debug, Args)]
 #[command(

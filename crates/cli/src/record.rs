@@ -5,9 +5,22 @@ use std::process::{Command, ExitStatus};
 
 use anyhow::{bail, Context, Result};
 
+use crate::agent::SamplingArgs;
 use crate::agent::{absolute, agent_options, find_agent};
-use crate::args::RecordArgs;
 use crate::signals;
+use clap::Args;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  jscope record --mode cpu+snapshot -o app.jsc -- java -cp app.jar com.acme.Main"
+)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+    /// The Java command line: the java executable first, then its arguments.
+    #[arg(last = true, required = true, value_name = "JAVA ARGS")]
+    pub command: Vec<String>,
+}
 
 /// Runs the program and returns java's exit code for jscope to exit with.
 pub fn run(args: &RecordArgs) -> Result<i32> {

@@ -1,171 +1,111 @@
-//! `report`, `flame` and `collapsed` with `--collector URL`: the collector
-//! aggregates the selected JVMs' samples (`/api/hot`, `/api/flame`) and sends the
-//! merged table or stacks, so a service's hour is not downloaded recording by
-//! recording. Reads the API cannot answer (`--threads` roots, alloc and lock
-//! weights, or nothing selected: the errors and notes come from the recordings)
-//! go the old way, through `source::load`.
+//! `report`, `flame` and `collapsed` over collector data (`--collector URL`,
+//! `--data DIR`): the source aggregates the selected JVMs' samples where the data
+//! lives (a collector's `/api/hot` and `/api/flame`, a data directory's stack
+//! summaries) and hands over the merged table or stacks, so a service's hour is
+//! not read recording by recording. Reads it cannot answer (`--threads` roots,
+//! alloc and lock weights, virtual threads grouped by carrier, or no samples: the
+//! errors and notes come from the recordings) go through `source::load`.
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use jscope_analysis::events::EventWeight;
-use jscope_analysis::{Annotation, HotMethod, HotMethods, Mode};
+use jscope_analysis::{parse_state, Annotation, HotMethods, Mode};
 use jscope_flame::FlameGraph;
-use serde_json::Value;
+use jscope_store::jvms::{common_mode, origin_ns};
+use jscope_store::query::Query;
 
-use crate::args::{SelectArgs, SourceArgs};
-use crate::remote::Collector;
-use crate::source::{self, Filter};
+use crate::select::SelectArgs;
+use crate::source::{self, Collected, SourceArgs};
 
-/// A read the collector's aggregation answers: the API query naming the selected
-/// JVMs, window and filters, and the title the merged recording would have.
-pub struct Remote {
-    collector: Collector,
-    query: Vec<(&'static str, String)>,
+/// A read the source's aggregation answers: the query naming the selected JVMs,
+/// window and filters, and the title the merged recording would have.
+pub struct Remote<'a> {
+    collected: Collected<'a>,
+    query: Query,
     pub title: String,
 }
 
-/// The collector's merged stacks of a selection.
+/// The source's merged stacks of a selection.
 pub struct RemoteStacks {
     pub graph: FlameGraph,
     pub mode: Option<Mode>,
     pub title: String,
 }
 
-impl Remote {
-    /// `Some` when `file` is absent and `src` names a collector, for sample modes
-    /// (and after `selection` accepted `sel`); the JVMs are chosen as `source::load`
-    /// chooses them, and the window's seconds count from the same origin.
-    pub fn of(file: Option<&Path>, src: &SourceArgs, sel: &SelectArgs) -> Result<Option<Remote>> {
-        let (None, Some(url)) = (file, &src.collector) else {
+impl<'a> Remote<'a> {
+    /// `Some` when `file` is absent and `src` names collector data, for sample
+    /// modes (and after `selection` accepted `sel`); the JVMs are chosen as
+    /// `source::load` chooses them, and the window's seconds count from the same
+    /// origin.
+    pub fn of(
+        file: Option<&Path>,
+        src: &'a SourceArgs,
+        sel: &SelectArgs,
+    ) -> Result<Option<Remote<'a>>> {
+        if file.is_some() || sel.group_by.is_some() {
             return Ok(None);
-        };
+        }
         if sel.mode.as_deref().and_then(EventWeight::parse).is_some() {
             return Ok(None);
         }
-        crate::analyze::selection(sel)?;
-        let collector = Collector::new(url, src.token.clone())?;
-        let filter = Filter::of(src)?;
-        let chosen = filter.select(source::collector_rows(&collector, src)?)?;
-        let origin = source::origin_ns(&chosen);
-        let mut query: Vec<(&'static str, String)> =
-            chosen.iter().map(|j| ("jvm", j.id.clone())).collect();
-        if let Some(m) = &sel.mode {
-            query.push(("mode", m.clone()));
-        }
-        if let Some(t) = &sel.thread {
-            query.push(("thread", t.clone()));
-        }
-        query.extend(sel.state.iter().map(|s| ("state", s.clone())));
-        if let Some(ns) = source::epoch_ns(origin, sel.from) {
-            query.push(("from_ns", ns.to_string()));
-        }
-        if let Some(ns) = source::epoch_ns(origin, sel.to) {
-            query.push(("to_ns", ns.to_string()));
-        }
-        let title = source::title_of_selection(&chosen, &filter);
+        crate::select::selection(sel)?;
+        let Some(collected) = Collected::open(src)? else {
+            return Ok(None);
+        };
+        let selection = source::selection_of(src)?;
+        let picked = collected.pick(&selection)?;
+        let origin = origin_ns(&picked);
+        let jvms: Vec<String> = picked.iter().map(|j| j.id.clone()).collect();
+        let mode = sel.mode.as_deref().map(str::parse::<Mode>).transpose()?;
+        let query = Query {
+            mode: mode.or_else(|| (jvms.len() > 1).then(|| common_mode(collected.rows, &jvms))?),
+            jvms,
+            from_ns: source::epoch_ns(origin, sel.from),
+            to_ns: source::epoch_ns(origin, sel.to),
+            thread: sel.thread.clone(),
+            states: sel
+                .state
+                .iter()
+                .map(|s| parse_state(s))
+                .collect::<Result<_, _>>()?,
+            lines: false,
+            annotate: Annotation::None,
+        };
+        let title = selection.title(&picked);
         Ok(Some(Remote {
-            collector,
+            collected,
             query,
             title,
         }))
     }
 
-    fn get(&self, endpoint: &str, extra: &[(&str, String)]) -> Result<Value> {
-        let params: Vec<String> = self
-            .query
-            .iter()
-            .map(|(k, v)| (*k, v))
-            .chain(extra.iter().map(|(k, v)| (*k, v)))
-            .map(|(k, v)| format!("{k}={}", source::encode(v)))
-            .collect();
-        let body = self
-            .collector
-            .get(&format!("/api/{endpoint}?{}", params.join("&")))?;
-        serde_json::from_slice(&body).with_context(|| {
-            format!(
-                "{} answered /api/{endpoint} with something not JSON",
-                self.collector.base()
-            )
-        })
-    }
-
     /// The merged hot-methods table (`None` when it holds no samples: the caller
     /// reads the recordings to say why).
     pub fn hot(&self, top: usize) -> Result<Option<HotMethods>> {
-        let v = self.get("hot", &[("limit", top.to_string())])?;
-        let bad = || {
-            anyhow::anyhow!(
-                "{} sent a hot-methods table jscope cannot read",
-                self.collector.base()
-            )
-        };
-        let samples = v["samples"].as_u64().ok_or_else(bad)?;
-        if samples == 0 {
+        let hot = self.collected.source.hot(&self.query, top)?;
+        if hot.view.samples == 0 {
             return Ok(None);
         }
-        crate::analyze::warn_stacks(&self.title, warnings(&v));
-        let methods = v["methods"]
-            .as_array()
-            .ok_or_else(bad)?
-            .iter()
-            .map(|m| {
-                Some(HotMethod {
-                    method: m["method"].as_str()?.to_string(),
-                    self_samples: m["self_samples"].as_u64()?,
-                    total_samples: m["total_samples"].as_u64()?,
-                    self_percent: m["self_percent"].as_f64()?,
-                    total_percent: m["total_percent"].as_f64()?,
-                })
-            })
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(bad)?;
-        Ok(Some(HotMethods {
-            mode: mode_of(&v),
-            samples,
-            methods,
-        }))
+        crate::output::warn_stacks(&self.title, hot.warnings);
+        Ok(Some(hot.view))
     }
 
     /// The merged stacks (`None` when there are none, as for [`Self::hot`]),
     /// frames named with `annotate`'s suffixes.
-    pub fn stacks(self, lines: bool, annotate: Annotation) -> Result<Option<RemoteStacks>> {
-        let mut extra = vec![("format", "json".to_string())];
-        if lines {
-            extra.push(("lines", "1".into()));
-        }
-        match annotate {
-            Annotation::None => {}
-            Annotation::Tiers => extra.push(("annotate", "tiers".into())),
-            Annotation::Kinds => extra.push(("annotate", "kinds".into())),
-        }
-        let v = self.get("flame", &extra)?;
-        if v["samples"].as_u64().unwrap_or(0) == 0 {
+    pub fn stacks(mut self, lines: bool, annotate: Annotation) -> Result<Option<RemoteStacks>> {
+        self.query.lines = lines;
+        self.query.annotate = annotate;
+        let flame = self.collected.source.flame(&self.query)?;
+        let (graph, mode) = flame.view;
+        if graph.total() == 0 {
             return Ok(None);
         }
-        let graph = FlameGraph::from_collapsed(v["collapsed"].as_str().unwrap_or(""))
-            .with_context(|| format!("{} sent stacks jscope cannot read", self.collector.base()))?;
-        crate::analyze::warn_stacks(&self.title, warnings(&v));
+        crate::output::warn_stacks(&self.title, flame.warnings);
         Ok(Some(RemoteStacks {
             graph,
-            mode: mode_of(&v),
+            mode,
             title: self.title,
         }))
     }
-}
-
-/// The warnings a collector sent with a profile (`warnings`: lines to show).
-fn warnings(v: &Value) -> Vec<String> {
-    v["warnings"]
-        .as_array()
-        .map(|w| {
-            w.iter()
-                .filter_map(|s| Some(s.as_str()?.to_string()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn mode_of(v: &Value) -> Option<Mode> {
-    v["mode"].as_str().and_then(|m| m.parse().ok())
 }

@@ -1,127 +1,57 @@
-//! `jscope serve` and `jscope view`: thin wrappers over jscope_collector's `serve`
-//! and `view` (`view_distributed` for a session file of `jscope merge`). They
-//! print where to connect, then run until Ctrl-C.
+//! `jscope serve` and `jscope view`: the collector is a program of its own,
+//! `jscope-collector` (the CLI holds no server); these commands run it in place of
+//! `jscope` with the same arguments, so its help, its output and Ctrl-C are the
+//! command's.
 
-use std::io::Write;
-use std::net::SocketAddr;
-use std::thread;
-use std::time::Duration;
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
 
-use anyhow::{Context, Result};
-use jscope_collector::{parse_duration, ServerConfig, ServerHandle};
+use anyhow::{bail, Context, Result};
+use clap::Args;
 
-use crate::args::{ServeArgs, ViewArgs};
-use crate::signals;
+pub const COLLECTOR_FILE: &str = "jscope-collector";
+pub const COLLECTOR_ENV: &str = "JSCOPE_COLLECTOR";
 
-pub fn serve(args: &ServeArgs) -> Result<()> {
-    let mut retention = args.retention.as_deref().map(parse_duration).transpose()?;
-    if args.store.is_some() && retention.is_none() {
-        retention = Some(Duration::from_secs(30 * 86_400));
-    }
-    let cfg = ServerConfig {
-        agents: args.agents.clone(),
-        http: Some(args.http.clone()),
-        data: args.data.clone(),
-        store: args.store.clone(),
-        retention,
-        token: args.token.clone().filter(|t| !t.is_empty()),
-        ..ServerConfig::default()
-    };
-    signals::catch_interrupts();
-    let handle = jscope_collector::serve(cfg)
-        .map_err(|e| port_hint(e, &[("--agents", &args.agents), ("--http", &args.http)]))
-        .context("cannot start the collector")?;
-    if let Some(addr) = handle.agents_addr() {
-        let place = match &args.store {
-            Some(url) => format!("data in {}", hide_password(url)),
-            None => format!("data in {}", args.data.display()),
-        };
-        say(&format!("agents: collector={addr} ({place})"));
-    }
-    announce_ui(handle.http_addr(), args.token.as_deref());
-    run_until_interrupted(handle);
-    Ok(())
+/// The arguments of `serve` or `view`, passed on as they are (`--help` too).
+#[derive(Debug, Args)]
+#[command(disable_help_flag = true)]
+pub struct CollectorArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<OsString>,
 }
 
-/// The store URL without its password, for printing.
-fn hide_password(url: &str) -> String {
-    let Some((auth, rest)) = url.split_once('@') else {
-        return url.to_string();
-    };
-    match auth.rsplit_once(':') {
-        Some((user, _)) if user != "clickhouse" => format!("{user}:***@{rest}"),
-        _ => url.to_string(),
-    }
-}
-
-pub fn view(args: &ViewArgs) -> Result<()> {
-    if crate::distributed::is_session(&args.file)? {
-        return view_session(args);
-    }
-    let copy = crate::convert::JscCopy::of_jfr(&args.file)?;
-    let file = copy.as_ref().map_or(args.file.as_path(), |c| c.path());
-    signals::catch_interrupts();
-    let handle = jscope_collector::view(file, &args.http)
-        .map_err(|e| port_hint(e, &[("--http", &args.http)]))
-        .with_context(|| format!("cannot serve {}", args.file.display()))?;
-    announce_ui(handle.http_addr(), None);
-    run_until_interrupted(handle);
-    Ok(())
-}
-
-/// A session file (`jscope merge -o`): the merged tree, coloured by JVM.
-fn view_session(args: &ViewArgs) -> Result<()> {
-    let rows = crate::distributed::session_rows(&args.file)?;
-    signals::catch_interrupts();
-    let server = jscope_collector::view_distributed(&rows, &args.http)
-        .with_context(|| format!("cannot serve {}", args.file.display()))?;
-    announce_ui(Some(server.http_addr()), None);
-    while !signals::interrupted() {
-        thread::sleep(Duration::from_millis(100));
-    }
-    say("stopping");
-    server.shutdown();
-    Ok(())
-}
-
-/// A port in use names the flag that chooses another.
-fn port_hint(e: jscope_collector::CollectorError, flags: &[(&str, &String)]) -> anyhow::Error {
-    use jscope_collector::CollectorError;
-    if let CollectorError::Listen { addr, source } = &e {
-        if source.kind() == std::io::ErrorKind::AddrInUse {
-            let flag = flags
-                .iter()
-                .find(|(_, a)| *a == addr)
-                .map_or("--http or --agents", |(f, _)| *f);
-            return anyhow::anyhow!(
-                "cannot listen on {addr}: {source}; another program (another jscope serve or view?) holds it: choose another port with {flag} HOST:PORT"
-            );
+/// `$JSCOPE_COLLECTOR` when set, else the program next to the `jscope` executable,
+/// where `cargo build` puts it.
+fn find_collector() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(COLLECTOR_ENV) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            bail!("{COLLECTOR_ENV}={} is not a file", path.display());
         }
+        return Ok(path);
     }
-    e.into()
+    let exe = std::env::current_exe().context("cannot locate the jscope executable")?;
+    let path = exe.with_file_name(COLLECTOR_FILE);
+    if !path.is_file() {
+        bail!(
+            "the collector program is not at {} (install it beside jscope, or set {COLLECTOR_ENV} to its path)",
+            path.display()
+        );
+    }
+    Ok(path)
 }
 
-fn announce_ui(addr: Option<SocketAddr>, token: Option<&str>) {
-    if let Some(addr) = addr {
-        let query = token
-            .filter(|t| !t.is_empty())
-            .map(|t| format!("?token={t}"))
-            .unwrap_or_default();
-        say(&format!("UI: http://{addr}/{query}"));
-    }
-}
-
-/// One line on stdout, flushed at once: scripts and tests wait for it.
-fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "jscope: {line}");
-    let _ = out.flush();
-}
-
-fn run_until_interrupted(handle: ServerHandle) {
-    while !signals::interrupted() {
-        thread::sleep(Duration::from_millis(100));
-    }
-    say("stopping");
-    handle.shutdown();
+/// Runs `jscope-collector COMMAND ARGS` in place of this process; returns only
+/// when it cannot be started.
+pub fn run(command: &str, args: &CollectorArgs) -> Result<()> {
+    let exe = find_collector()?;
+    // Named `jscope` so its help and usage say `jscope serve`, as typed.
+    let err = Command::new(&exe)
+        .arg0("jscope")
+        .arg(command)
+        .args(&args.args)
+        .exec();
+    bail!("cannot run {}: {err}", exe.display())
 }

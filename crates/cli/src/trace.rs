@@ -13,9 +13,9 @@ use jscope_analysis::trace::{
 use jscope_analysis::ThreadMatcher;
 use jscope_format::Recording;
 
-use crate::args::Format;
 use crate::duration::parse_duration;
-use crate::export::with_output;
+use crate::output::with_output;
+use crate::output::Format;
 
 /// Which methods the trace commands leave out.
 #[derive(Debug, Args, Clone, Default)]

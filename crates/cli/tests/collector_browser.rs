@@ -7,7 +7,7 @@
 //! and `jscope diff --collector` on the same two JVMs.
 //! Skipped with a notice when Chromium is absent.
 
-#[path = "../../collector/tests/common/mod.rs"]
+#[path = "../../collector/tests/common/sim.rs"]
 mod common;
 mod serving;
 mod support;
@@ -613,44 +613,23 @@ fn wide_trace(requests: u64) -> Vec<u8> {
         modes: "trace".into(),
         ..Header::default()
     };
-    let mut bytes = encode_file_start(&header);
-    let mut w = ChunkWriter::new();
-    let names = [
-        "App", "Db", "main", "handle", "parse", "query", "exec", "render",
-    ];
-    for (i, n) in names.iter().enumerate() {
-        w.string(StringId(i as u32 + 1), n);
-    }
-    for id in [1, 2] {
-        w.class(&ClassDef {
-            id: ClassId(id),
-            name: StringId(id),
-            source_file: StringId::NONE,
-        });
-    }
-    for (id, class, name) in [
-        (1, 1, 3),
-        (2, 1, 4),
-        (3, 1, 5),
-        (4, 1, 6),
-        (5, 2, 7),
-        (6, 1, 8),
-    ] {
-        w.method(&MethodDef {
-            id: MethodId(id),
-            class: ClassId(class),
-            name: StringId(name),
-            signature: StringId::NONE,
-            modifiers: 9,
-        });
-    }
+    let mut b = jscope_testkit::RecordingBuilder::with_header(header);
+    let methods = [
+        "App.main",
+        "App.handle",
+        "App.parse",
+        "App.query",
+        "Db.exec",
+        "App.render",
+    ]
+    .map(|label| b.method_with(label, "", 9));
     let mut at = 0u64;
     let mut events = Vec::new();
-    let mut ev = |kind, method, step: u64| {
+    let mut ev = |kind, method: usize, step: u64| {
         at += step;
         events.push(TraceEvent {
             kind,
-            method: MethodId(method),
+            method: methods[method - 1],
             ticks: at,
             untraced: 0,
             cpu_ns: 0,
@@ -673,13 +652,12 @@ fn wide_trace(requests: u64) -> Vec<u8> {
         ev(Exit, 2, 200);
     }
     ev(Exit, 1, 1000);
-    w.trace(&TraceBatch {
+    b.trace(&TraceBatch {
         thread: ThreadId(1),
         has_cpu: false,
         events,
     });
-    bytes.extend(w.finish());
-    bytes
+    b.bytes(None)
 }
 
 /// A call with 1,200 callees (`jscope view FILE`): the browser fetches them in pages

@@ -2,7 +2,7 @@
 //! collector (`--collector URL`, `--data DIR`) instead of a file. The agents here are
 //! simulated (real protocol, real recording chunks); collector_e2e.rs uses real JVMs.
 
-#[path = "../../collector/tests/common/mod.rs"]
+#[path = "../../collector/tests/common/sim.rs"]
 mod common;
 mod serving;
 mod support;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use jscope_format::*;
-use jscope_testkit::temp_dir;
+use jscope_testkit::{temp_dir, RecordingBuilder};
 use support::*;
 
 const WALL: u64 = 1_700_000_000_000_000_000;
@@ -16,27 +16,28 @@ const MINUTE_NS: i64 = 60_000_000_000;
 /// One JVM's recording; times in µs of true time (1 tick = 1 µs), its wall clock
 /// off by `skew_ns`.
 struct Jvm {
-    w: ChunkWriter,
-    dict: Dictionary,
+    b: RecordingBuilder,
     events: BTreeMap<u32, Vec<(u64, TraceEvent)>>,
     remotes: Vec<RemoteCall>,
-    pid: u32,
-    host: String,
-    skew_ns: i64,
 }
 
 impl Jvm {
     fn new(pid: u32, host: &str, skew_ns: i64) -> Jvm {
         let mut j = Jvm {
-            w: ChunkWriter::new(),
-            dict: Dictionary::new(),
+            b: RecordingBuilder::with_header(Header {
+                pid,
+                host: host.into(),
+                command_line: format!("java Beacon{pid}"),
+                start_ticks: 1_000_000 * u64::from(pid),
+                start_wall_ns: (WALL as i64 + skew_ns) as u64,
+                ticks_per_second: 1_000_000,
+                modes: "trace".into(),
+                ..Default::default()
+            }),
             events: BTreeMap::new(),
             remotes: vec![],
-            pid,
-            host: host.into(),
-            skew_ns,
         };
-        j.w.thread(&ThreadDef {
+        j.b.thread_def(ThreadDef {
             id: ThreadId(1),
             java_id: 1,
             name: "main".into(),
@@ -44,7 +45,7 @@ impl Jvm {
             start_order: 1,
             ..Default::default()
         });
-        j.w.thread(&ThreadDef {
+        j.b.thread_def(ThreadDef {
             id: ThreadId(2),
             java_id: 2,
             name: "RMI TCP Connection(1)".into(),
@@ -56,16 +57,16 @@ impl Jvm {
     }
 
     fn string(&mut self, s: &str) -> u32 {
-        (self.dict.string(&mut self.w, s)).0
+        self.b.string(s).0
     }
 
     /// `label` is `pkg.Class.method`.
     fn method(&mut self, label: &str) -> u32 {
-        (self.dict.method_label(&mut self.w, label)).0
+        self.b.method(label).0
     }
 
     fn ticks(&self) -> u64 {
-        1_000_000 * u64::from(self.pid)
+        self.b.header().start_ticks
     }
 
     fn call(&mut self, thread: u32, label: &str, from_us: u64, to_us: u64) {
@@ -118,36 +119,31 @@ impl Jvm {
     }
 
     fn write(self, path: &Path) {
-        let (header, chunk) = self.parts();
-        let mut bytes = encode_file_start(&header);
-        bytes.extend(chunk);
-        std::fs::write(path, bytes).unwrap();
+        std::fs::write(path, self.finished().bytes(None)).unwrap();
     }
 
     /// The header and the one data chunk.
-    fn parts(mut self) -> (Header, Vec<u8>) {
+    fn parts(self) -> (Header, Vec<u8>) {
+        let b = self.finished();
+        let header = b.header().clone();
+        let (_, mut chunks) = b.chunks(None);
+        (header, chunks.remove(0))
+    }
+
+    /// The recording with its traces and remote calls written.
+    fn finished(mut self) -> RecordingBuilder {
         for (thread, mut evs) in std::mem::take(&mut self.events) {
             evs.sort_by_key(|e| e.0);
-            self.w.trace(&TraceBatch {
+            self.b.trace(&TraceBatch {
                 thread: ThreadId(thread),
                 has_cpu: false,
                 events: evs.into_iter().map(|e| e.1).collect(),
             });
         }
         for r in std::mem::take(&mut self.remotes) {
-            self.w.remote(&r);
+            self.b.remote(&r);
         }
-        let header = Header {
-            pid: self.pid,
-            host: self.host.clone(),
-            command_line: format!("java Beacon{}", self.pid),
-            start_ticks: self.ticks(),
-            start_wall_ns: (WALL as i64 + self.skew_ns) as u64,
-            ticks_per_second: 1_000_000,
-            modes: "trace".into(),
-            ..Default::default()
-        };
-        (header, self.w.finish())
+        self.b
     }
 }
 
@@ -357,8 +353,9 @@ fn a_session_whose_match_table_does_not_fit_its_recordings_is_refused() {
     );
     let plain = jscope(&["tree", paths[0].to_str().unwrap(), "extra.jsc"]);
     assert!(!plain.status.success(), "more files need --distributed");
-    // A session where one recording is read says what it is and what reads it.
-    for cmd in ["tree", "stats", "report"] {
+    // A session where one trace recording is read says what it is and what reads
+    // it (the sample and event readers read its JVMs merged: merged_jvms.rs).
+    for cmd in ["tree", "stats"] {
         let out = jscope(&[cmd, session.to_str().unwrap()]);
         assert!(!out.status.success());
         let err = stderr(&out);
@@ -373,8 +370,8 @@ fn a_session_whose_match_table_does_not_fit_its_recordings_is_refused() {
 
 /// The chain's JVMs as a collector would have stored their streams.
 fn chain_data_dir(dir: &Path) {
-    use jscope_collector::jvm::{apply_dictionary, new_dictionary, timed_span};
-    use jscope_collector::{FileStore, JvmIdentity, Store};
+    use jscope_store::identity::{apply_dictionary, new_dictionary, timed_span};
+    use jscope_store::{FileStore, JvmIdentity, Store};
     let store = FileStore::open(dir, 64 << 20, std::time::Duration::from_secs(3600)).unwrap();
     for jvm in chain_jvms() {
         let (header, chunk) = jvm.parts();

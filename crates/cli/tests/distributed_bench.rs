@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use jscope_format::*;
-use jscope_testkit::temp_dir;
+use jscope_testkit::{temp_dir, RecordingBuilder};
 use support::*;
 
 const JVMS: u32 = 10;
@@ -21,48 +21,17 @@ const EVENTS_PER_CHUNK: usize = 100_000;
 /// 1 tick = 1 ns. Thread 1 repeats `A { B }` (4 events per 4 µs); on JVM 0 every
 /// 100th A is a stub call to a server, which serves it on its thread 2.
 fn write_jvm(path: &Path, pid: u32) {
-    let mut w = ChunkWriter::new();
-    let mut chunks: Vec<Vec<u8>> = vec![];
-    let names = [
-        "bench.App",
-        "a",
-        "b",
-        "bench.Served",
-        "run",
-        "()V",
-        "unused",
-        "[1]",
-        "call()V",
-    ];
-    for (i, s) in names.iter().enumerate() {
-        w.string(StringId(i as u32 + 1), s);
-    }
-    let host = format!("10.2.0.{pid}");
-    w.string(StringId(20), &host);
-    w.string(StringId(21), "10.2.0.0");
-    for s in 1..JVMS {
-        w.string(StringId(30 + s), &format!("10.2.0.{s}"));
-    }
-    for (id, name) in [(1, 2), (2, 3), (3, 5)] {
-        w.method(&MethodDef {
-            id: MethodId(id),
-            class: if id == 3 { ClassId(2) } else { ClassId(1) },
-            name: StringId(name),
-            signature: StringId(6),
-            modifiers: 1,
-        });
-    }
-    w.class(&ClassDef {
-        id: ClassId(1),
-        name: StringId(1),
-        source_file: StringId::NONE,
-    });
-    w.class(&ClassDef {
-        id: ClassId(2),
-        name: StringId(4),
-        source_file: StringId::NONE,
-    });
     let start = 1_000_000_000u64;
+    let mut b = RecordingBuilder::with_header(Header {
+        pid,
+        host: format!("10.2.0.{pid}"),
+        start_ticks: start,
+        start_wall_ns: 1_700_000_000_000_000_000 + u64::from(pid) * 60_000_000_000,
+        ticks_per_second: 1_000_000_000,
+        modes: "trace".into(),
+        ..Default::default()
+    });
+    let (a, bm) = (b.method("bench.App.a"), b.method("bench.App.b"));
     let ev = |kind, method, ns: u64| TraceEvent {
         kind,
         method,
@@ -75,76 +44,68 @@ fn write_jvm(path: &Path, pid: u32) {
     for i in 0..iterations {
         let t = i * 4_000;
         events.extend([
-            ev(TraceKind::Enter, MethodId(1), t),
-            ev(TraceKind::Enter, MethodId(2), t + 1_000),
-            ev(TraceKind::Exit, MethodId(2), t + 2_000),
-            ev(TraceKind::Exit, MethodId(1), t + 3_000),
+            ev(TraceKind::Enter, a, t),
+            ev(TraceKind::Enter, bm, t + 1_000),
+            ev(TraceKind::Exit, bm, t + 2_000),
+            ev(TraceKind::Exit, a, t + 3_000),
         ]);
         if events.len() >= EVENTS_PER_CHUNK {
-            w.trace(&TraceBatch {
+            b.trace(&TraceBatch {
                 thread: ThreadId(1),
                 has_cpu: false,
                 events: std::mem::take(&mut events),
             });
-            chunks.push(w.finish());
+            b.cut();
         }
     }
-    w.trace(&TraceBatch {
+    b.trace(&TraceBatch {
         thread: ThreadId(1),
         has_cpu: false,
         events,
     });
-    remote_calls(&mut w, pid, start);
-    chunks.push(w.finish());
-    let header = Header {
-        pid,
-        host,
-        start_ticks: start,
-        start_wall_ns: 1_700_000_000_000_000_000 + u64::from(pid) * 60_000_000_000,
-        ticks_per_second: 1_000_000_000,
-        modes: "trace".into(),
-        ..Default::default()
-    };
-    let mut bytes = encode_file_start(&header);
-    for c in chunks {
-        bytes.extend(c);
-    }
-    std::fs::write(path, bytes).unwrap();
+    remote_calls(&mut b, pid, start);
+    std::fs::write(path, b.bytes(None)).unwrap();
 }
 
-fn remote_calls(w: &mut ChunkWriter, pid: u32, start: u64) {
-    let rc = |side, thread, ns: u64, dur, local: (u32, u32), remote: (u32, u32), seq| RemoteCall {
-        side,
-        protocol: RemoteProtocol::Rmi,
-        thread,
-        ticks: start + ns,
-        duration_ns: dur,
-        local_host: StringId(local.0),
-        local_port: local.1,
-        remote_host: StringId(remote.0),
-        remote_port: remote.1,
-        conn_seq: seq,
-        object: StringId(8),
-        method_hash: 1,
-        method: StringId(9),
-        request_id: StringId::NONE,
-        stack: StackId::NONE,
-        failed: false,
+fn remote_calls(b: &mut RecordingBuilder, pid: u32, start: u64) {
+    let (object, method) = (b.string("[1]"), b.string("call()V"));
+    let served_method = b.method("bench.Served.run");
+    let (me, client_host) = (b.string(&format!("10.2.0.{pid}")), b.string("10.2.0.0"));
+    let rc = |side, thread, ns: u64, dur, local: (StringId, u32), remote: (StringId, u32), seq| {
+        RemoteCall {
+            side,
+            protocol: RemoteProtocol::Rmi,
+            thread,
+            ticks: start + ns,
+            duration_ns: dur,
+            local_host: local.0,
+            local_port: local.1,
+            remote_host: remote.0,
+            remote_port: remote.1,
+            conn_seq: seq,
+            object,
+            method_hash: 1,
+            method,
+            request_id: StringId::NONE,
+            stack: StackId::NONE,
+            failed: false,
+        }
     };
     let mut served = vec![];
     for s in 1..JVMS {
+        let server_host = b.string(&format!("10.2.0.{s}"));
         for k in 0..CALLS_PER_SERVER {
             // JVM 0's A call number (s * CALLS_PER_SERVER + k) * 100 is the stub.
             let t = (u64::from(s) * CALLS_PER_SERVER + k) * 100 * 4_000;
-            let (client, server) = ((21, 50_000 + s), (20, 1099));
+            let (client, server) = ((client_host, 50_000 + s), (me, 1099));
             if pid == 0 {
-                w.remote(&rc(
+                b.remote(&rc(
                     RemoteSide::Client,
                     ThreadId(1),
                     t + 100,
                     2_800,
                     client,
-                    (30 + s, 1099),
+                    (server_host, 1099),
                     k + 1,
                 ));
             } else if pid == s {
@@ -170,14 +131,14 @@ fn remote_calls(w: &mut ChunkWriter, pid: u32, start: u64) {
             [
                 TraceEvent {
                     kind: TraceKind::Enter,
-                    method: MethodId(3),
+                    method: served_method,
                     ticks: start + t + 100,
                     untraced: 0,
                     cpu_ns: 0,
                 },
                 TraceEvent {
                     kind: TraceKind::Exit,
-                    method: MethodId(3),
+                    method: served_method,
                     ticks: start + t + 900,
                     untraced: 0,
                     cpu_ns: 0,
@@ -185,13 +146,13 @@ fn remote_calls(w: &mut ChunkWriter, pid: u32, start: u64) {
             ]
         })
         .collect();
-    w.trace(&TraceBatch {
+    b.trace(&TraceBatch {
         thread: ThreadId(2),
         has_cpu: false,
         events,
     });
     for r in &served {
-        w.remote(r);
+        b.remote(r);
     }
 }
 

@@ -1,5 +1,5 @@
-//! `jscope events`, `locks`, `gc` and `alloc` on a synthetic recording written with
-//! the format's `ChunkWriter` the way the agent writes events, and the timeline page
+//! `jscope events`, `locks`, `gc` and `alloc` on a synthetic recording written the
+//! way the agent writes events (jscope_testkit's RecordingBuilder), and the timeline page
 //! of `jscope view` over it in headless Chromium.
 
 mod events_ui;
@@ -12,68 +12,25 @@ use jscope_format::thread_state::{
     ALIVE, BLOCKED_ON_MONITOR_ENTER, RUNNABLE, SLEEPING, WAITING, WAITING_WITH_TIMEOUT,
 };
 use jscope_format::*;
-use jscope_testkit::temp_dir;
+use jscope_testkit::{temp_dir, RecordingBuilder};
 use serving::cdp::Browser;
 use support::{jscope, jscope_bin, jscope_json, stderr, stdout};
 
 const MS: u64 = 1_000_000;
 const START: u64 = 1_000_000;
 
-/// Strings, classes and methods share ids: id n is string n, class n, method n.
-struct Dict {
-    w: ChunkWriter,
-    names: Vec<String>,
-    stacks: u32,
-}
-
-impl Dict {
-    fn id(&mut self, s: &str) -> u32 {
-        if let Some(i) = self.names.iter().position(|n| n == s) {
-            return i as u32 + 1;
-        }
-        self.names.push(s.to_string());
-        let id = self.names.len() as u32;
-        self.w.string(StringId(id), s);
-        id
-    }
-
-    fn class(&mut self, name: &str) -> u32 {
-        let id = self.id(name);
-        let file = self.id("Shop.java");
-        self.w.class(&ClassDef {
-            id: ClassId(id),
-            name: StringId(id),
-            source_file: StringId(file),
-        });
-        id
-    }
-
-    fn stack(&mut self, frames: &[(&str, u32)]) -> u32 {
-        let frames: Vec<Frame> = frames
-            .iter()
-            .map(|&(label, line)| {
-                let (class, name) = label.rsplit_once('.').unwrap();
-                let class = self.class(class);
-                let (id, name) = (self.id(label), self.id(name));
-                self.w.method(&MethodDef {
-                    id: MethodId(id),
-                    class: ClassId(class),
-                    name: StringId(name),
-                    signature: StringId::NONE,
-                    modifiers: 1,
-                });
-                Frame {
-                    method: MethodId(id),
-                    bci: 2,
-                    line,
-                    kind: FrameKind::Java,
-                }
-            })
-            .collect();
-        self.stacks += 1;
-        self.w.stack(StackId(self.stacks), &frames);
-        self.stacks
-    }
+/// A stack of Java frames, top first, as (label, line).
+fn stack(b: &mut RecordingBuilder, frames: &[(&str, u32)]) -> StackId {
+    let frames: Vec<Frame> = frames
+        .iter()
+        .map(|&(label, line)| Frame {
+            method: b.method(label),
+            bci: 2,
+            line,
+            kind: FrameKind::Java,
+        })
+        .collect();
+    b.stack_of(&frames)
 }
 
 fn t(ms: u64) -> u64 {
@@ -97,13 +54,9 @@ fn shop_recording() -> Vec<u8> {
         command_line: "demo.Shop".into(),
         ..Header::default()
     };
-    let mut d = Dict {
-        w: ChunkWriter::new(),
-        names: vec![],
-        stacks: 0,
-    };
+    let mut d = RecordingBuilder::with_header(header);
     for (id, name) in [(1, "main"), (2, "worker-1"), (3, "worker-2")] {
-        d.w.thread(&ThreadDef {
+        d.thread_def(ThreadDef {
             id: ThreadId(id),
             name: name.into(),
             group: "main".into(),
@@ -115,23 +68,28 @@ fn shop_recording() -> Vec<u8> {
     let queue = d.class("demo.Queue");
     let bytes = d.class("byte[]");
     let string = d.class("java.lang.String");
-    let add = d.stack(&[("demo.Counter.add", 14), ("demo.Worker.run", 22)]);
-    let wait = d.stack(&[
-        ("java.lang.Object.wait", 0),
-        ("demo.Queue.take", 31),
-        ("demo.Shop.main", 9),
-    ]);
-    let buffer = d.stack(&[("demo.Shop.buffer", 40), ("demo.Shop.handle", 60)]);
-    let name = d.stack(&[("demo.Shop.name", 50), ("demo.Shop.handle", 61)]);
-    let work = d.stack(&[("demo.Worker.run", 20)]);
-    let sleep = d.stack(&[("java.lang.Thread.sleep", 0), ("demo.Shop.main", 12)]);
-    let order = d.id("order");
-    d.w.user_event_def(&UserEventDef {
-        id: 1,
-        name: StringId(order),
-    });
+    let add = stack(&mut d, &[("demo.Counter.add", 14), ("demo.Worker.run", 22)]);
+    let wait = stack(
+        &mut d,
+        &[
+            ("java.lang.Object.wait", 0),
+            ("demo.Queue.take", 31),
+            ("demo.Shop.main", 9),
+        ],
+    );
+    let buffer = stack(
+        &mut d,
+        &[("demo.Shop.buffer", 40), ("demo.Shop.handle", 60)],
+    );
+    let name = stack(&mut d, &[("demo.Shop.name", 50), ("demo.Shop.handle", 61)]);
+    let work = stack(&mut d, &[("demo.Worker.run", 20)]);
+    let sleep = stack(
+        &mut d,
+        &[("java.lang.Thread.sleep", 0), ("demo.Shop.main", 12)],
+    );
+    d.user_event(1, "order");
     for thread in 1..=3 {
-        d.w.event(&JvmEvent::on(
+        d.event(&JvmEvent::on(
             ThreadId(thread),
             t(0),
             EventKind::ThreadStart {
@@ -147,11 +105,11 @@ fn shop_recording() -> Vec<u8> {
                 (_, 200..=399) => (add, ALIVE | BLOCKED_ON_MONITOR_ENTER),
                 _ => (work, ALIVE | RUNNABLE),
             };
-            d.w.sample(&Sample {
+            d.raw_sample(&Sample {
                 thread: ThreadId(thread),
                 carrier: Default::default(),
                 ticks: t(ms),
-                stack: StackId(stack),
+                stack,
                 mode: SampleMode::Wall,
                 weight_ns: 10 * MS,
                 state,
@@ -160,34 +118,34 @@ fn shop_recording() -> Vec<u8> {
     }
     for i in 0..20u64 {
         let thread = 2 + (i % 2) as u32;
-        d.w.event(&JvmEvent::on(
+        d.event(&JvmEvent::on(
             ThreadId(thread),
             t(200 + i * 10),
             EventKind::MonitorBlocked {
                 duration_ns: (i + 1) * MS,
-                class: ClassId(counter),
+                class: counter,
                 object: 5,
                 owner: ThreadId(5 - thread),
-                stack: StackId(add),
+                stack: add,
             },
         ));
     }
     for (i, timed_out) in [false, true, false].into_iter().enumerate() {
-        d.w.event(&JvmEvent::on(
+        d.event(&JvmEvent::on(
             ThreadId(1),
             t(500 + i as u64 * 100),
             EventKind::MonitorWait {
                 duration_ns: 50 * MS,
-                class: ClassId(queue),
+                class: queue,
                 object: 6,
                 timeout_ms: if timed_out { 50 } else { 0 },
                 timed_out,
-                stack: StackId(wait),
+                stack: wait,
             },
         ));
     }
     for i in 0..4 {
-        d.w.event(&JvmEvent::global(
+        d.event(&JvmEvent::global(
             t(100 + i * 250),
             EventKind::gc_pause(5 * MS),
         ));
@@ -200,20 +158,20 @@ fn shop_recording() -> Vec<u8> {
             (string, 32, name)
         };
         total += size;
-        d.w.event(&JvmEvent::on(
+        d.event(&JvmEvent::on(
             ThreadId(2 + (i % 2) as u32),
             t(i * 30),
             EventKind::Alloc {
-                class: ClassId(class),
+                class,
                 size,
-                stack: StackId(stack),
+                stack,
                 object: i + 1,
                 allocated_total: total,
                 weight: 0,
             },
         ));
         if i % 2 == 0 {
-            d.w.event(&JvmEvent::global(
+            d.event(&JvmEvent::global(
                 t(i * 30 + 3),
                 EventKind::ObjectFree {
                     object: i + 1,
@@ -223,7 +181,7 @@ fn shop_recording() -> Vec<u8> {
         }
     }
     for i in 0..7 {
-        d.w.event(&JvmEvent::on(
+        d.event(&JvmEvent::on(
             ThreadId(2),
             t(i * 100 + 50),
             EventKind::User {
@@ -234,16 +192,14 @@ fn shop_recording() -> Vec<u8> {
         ));
     }
     for thread in 1..=3 {
-        d.w.event(&JvmEvent::on(
+        d.event(&JvmEvent::on(
             ThreadId(thread),
             t(1000),
             EventKind::ThreadEnd {},
         ));
     }
-    d.w.end(t(1000));
-    let mut out = encode_file_start(&header);
-    out.extend(d.w.finish());
-    out
+    d.end_at(t(1000));
+    d.bytes(None)
 }
 
 fn shop_file(name: &str) -> PathBuf {

@@ -2,7 +2,7 @@
 //! data (simulated agents, real protocol), the selection options, and one-line
 //! errors for what cannot be exported.
 
-#[path = "../../collector/tests/common/mod.rs"]
+#[path = "../../collector/tests/common/sim.rs"]
 mod common;
 mod serving;
 mod support;

@@ -1,8 +1,9 @@
 //! `jscope export` of a real JVM's recording, read by the real consumers:
 //! `go tool pprof -top` agrees with `jscope report`, the OTLP request decodes
 //! with the official schema's types, and speedscope (the npm package) in headless
-//! Chromium shows the methods, of samples and of exact traces (evented). Consumers
-//! that are absent are skipped with a notice (.ci/run installs them).
+//! Chromium shows the methods, of samples and of exact traces (evented). A consumer
+//! that is absent skips its test with a note, or fails it under CI=true
+//! (scripts/setup.sh installs them).
 
 mod support;
 
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use jscope_testkit::{agent_path, compile_fixtures, javas, target_dir, temp_dir};
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir};
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use prost::Message;
@@ -58,13 +59,6 @@ fn export(format: &str, out: &Path) {
     assert!(o.status.success(), "{format}: {}", stderr(&o));
 }
 
-fn has_command(name: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// (method, self %, total %) of the report's rows, hottest first.
 fn report_rows(r: &Report) -> Vec<(String, f64, f64)> {
     r.json["methods"]
@@ -82,8 +76,8 @@ fn report_rows(r: &Report) -> Vec<(String, f64, f64)> {
 }
 
 /// (function, flat %, cum %) of `go tool pprof -top`'s rows.
-fn pprof_top(file: &Path) -> Vec<(String, f64, f64)> {
-    let out = Command::new("go")
+fn pprof_top(go: &Path, file: &Path) -> Vec<(String, f64, f64)> {
+    let out = Command::new(go)
         .args([
             "tool",
             "pprof",
@@ -117,14 +111,13 @@ fn pprof_top(file: &Path) -> Vec<(String, f64, f64)> {
 
 #[test]
 fn go_tool_pprof_top_shows_the_reports_hot_methods() {
-    if !has_command("go") {
-        eprintln!("NOTICE: go not found; skipping the pprof consumer test");
+    let Some(go) = jscope_testkit::tools::go() else {
         return;
-    }
+    };
     let rec = recorded();
     let file = temp_dir("export-pprof").join("cpusplit.pb.gz");
     export("pprof", &file);
-    let top = pprof_top(&file);
+    let top = pprof_top(&go, &file);
     let report = report_rows(&rec.report);
     // The same hottest method, and the same self and total shares for every method
     // the report puts above 1% (pprof rounds to two decimals).
@@ -264,47 +257,15 @@ fn serve_one(root: &Path, mut conn: TcpStream) {
     let _ = conn.write_all(&body);
 }
 
-/// The speedscope release the Sandwich-view markup below was read from (.ci/run
-/// installs the same).
-const SPEEDSCOPE: &str = "speedscope@1.25.0";
-
-/// speedscope's built files, installed from npm into target/npm when missing.
-fn speedscope_dist() -> Option<PathBuf> {
-    let prefix = target_dir().join("npm");
-    let dist = prefix.join("node_modules/speedscope/dist/release");
-    if !dist.join("index.html").is_file() {
-        if !has_command("npm") {
-            return None;
-        }
-        let out = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&prefix)
-            .arg(SPEEDSCOPE)
-            .output()
-            .expect("run npm");
-        assert!(
-            out.status.success(),
-            "npm install speedscope: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Some(dist)
-}
+/// The speedscope release the Sandwich-view markup below was read from
+/// (scripts/setup.sh installs the same).
+const SPEEDSCOPE: &str = "1.25.0";
 
 /// The DOM of speedscope's Sandwich view over the profile at `profile`, as headless
-/// Chromium renders it; `None` (with a notice) when Chromium or npm is absent.
+/// Chromium renders it; `None` when Chromium or npm is absent (a failure in CI).
 fn speedscope_dom(profile: &Path) -> Option<String> {
-    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| has_command(c))
-    else {
-        eprintln!("NOTICE: chromium not found; skipping the speedscope test");
-        return None;
-    };
-    let Some(dist) = speedscope_dist() else {
-        eprintln!("NOTICE: npm not found; skipping the speedscope test");
-        return None;
-    };
+    let chromium = jscope_testkit::tools::chromium()?;
+    let dist = jscope_testkit::tools::speedscope(SPEEDSCOPE)?;
     let root = temp_dir("export-speedscope");
     for entry in std::fs::read_dir(&dist).unwrap() {
         let entry = entry.unwrap();

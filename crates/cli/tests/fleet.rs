@@ -3,7 +3,7 @@
 //! by `--service`, `--label` and `--jvm all`, merging them into one profile.
 //! Simulated agents (real protocol, real chunks) here; fleet_jvm.rs uses real JVMs.
 
-#[path = "../../collector/tests/common/mod.rs"]
+#[path = "../../collector/tests/common/sim.rs"]
 mod common;
 mod serving;
 mod support;

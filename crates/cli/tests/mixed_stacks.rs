@@ -6,7 +6,7 @@ mod support;
 use std::path::PathBuf;
 
 use jscope_format::*;
-use jscope_testkit::temp_dir;
+use jscope_testkit::{temp_dir, RecordingBuilder};
 use support::*;
 
 const MS: u64 = 1_000_000;
@@ -29,112 +29,65 @@ fn mixed_recording() -> PathBuf {
         ],
         ..Header::default()
     };
-    let mut w = ChunkWriter::new();
-    let strings = [
-        "demo.Main",
-        "main",
-        "([Ljava/lang/String;)V",
-        "demo.Spin",
-        "spin",
-        "()V",
-        "libspin.so",
-        "Java_demo_Spin_spin",
-        "libc.so.6",
-        "write",
-        "[kernel]",
-        "do_syscall_64",
-        "libjvm.so",
-        "Compile::Optimize",
-        "JavaThread::run",
-        "start_thread",
-    ];
-    for (i, s) in strings.iter().enumerate() {
-        w.string(StringId(i as u32 + 1), s);
-    }
-    // Classes: 1 demo.Main, 2 demo.Spin, 3 libspin.so, 4 libc.so.6, 5 [kernel], 6 libjvm.so.
-    for (id, name) in [(1, 1), (2, 4), (3, 7), (4, 9), (5, 11), (6, 13)] {
-        w.class(&ClassDef {
-            id: ClassId(id),
-            name: StringId(name),
-            source_file: StringId(0),
-        });
-    }
-    // Methods: (id, class, name, signature, modifiers).
-    for (id, class, name, signature, modifiers) in [
-        (1, 1, 2, 3, 9),
-        (2, 2, 5, 6, 0x109),
-        (3, 3, 8, 0, 0x100),
-        (4, 4, 10, 0, 0x100),
-        (5, 5, 12, 0, 0x100),
-        (6, 6, 14, 0, 0x100),
-        (7, 6, 15, 0, 0x100),
-        (8, 4, 16, 0, 0x100),
-    ] {
-        w.method(&MethodDef {
-            id: MethodId(id),
-            class: ClassId(class),
-            name: StringId(name),
-            signature: StringId(signature),
-            modifiers,
-        });
-    }
-    w.thread(&ThreadDef {
+    let mut b = RecordingBuilder::with_header(header);
+    let main = b.method_with("demo.Main.main", "([Ljava/lang/String;)V", 9);
+    let spin = b.method_with("demo.Spin.spin", "()V", 0x109);
+    let jni = b.native("libspin.so", "Java_demo_Spin_spin");
+    let write = b.native("libc.so.6", "write");
+    let syscall = b.native("[kernel]", "do_syscall_64");
+    let optimize = b.native("libjvm.so", "Compile::Optimize");
+    let run = b.native("libjvm.so", "JavaThread::run");
+    let start = b.native("libc.so.6", "start_thread");
+    b.thread_def(ThreadDef {
         id: ThreadId(1),
         java_id: 1,
         name: "main".into(),
         group: "main".into(),
         ..ThreadDef::default()
     });
-    w.thread(&ThreadDef {
+    b.thread_def(ThreadDef {
         id: ThreadId(2),
         java_id: 0,
         name: "C2 CompilerThread0".into(),
         group: "[native]".into(),
         ..ThreadDef::default()
     });
-    let f = |m, kind| Frame {
-        method: MethodId(m),
+    let f = |method, kind| Frame {
+        method,
         bci: -1,
         line: 0,
         kind,
     };
-    w.stack(
-        StackId(1),
-        &[
-            f(5, FrameKind::Kernel),
-            f(4, FrameKind::Native),
-            f(3, FrameKind::Native),
-            f(2, FrameKind::Native),
-            f(1, FrameKind::Compiled),
-        ],
-    );
-    w.stack(StackId(2), &[f(1, FrameKind::Interpreted)]);
-    w.stack(
-        StackId(3),
-        &[
-            f(6, FrameKind::Vm),
-            f(7, FrameKind::Vm),
-            f(8, FrameKind::Native),
-        ],
-    );
+    let java_into_kernel = b.stack_of(&[
+        f(syscall, FrameKind::Kernel),
+        f(write, FrameKind::Native),
+        f(jni, FrameKind::Native),
+        f(spin, FrameKind::Native),
+        f(main, FrameKind::Compiled),
+    ]);
+    let java = b.stack_of(&[f(main, FrameKind::Interpreted)]);
+    let compiler = b.stack_of(&[
+        f(optimize, FrameKind::Vm),
+        f(run, FrameKind::Vm),
+        f(start, FrameKind::Native),
+    ]);
     let mut ms = 0;
-    for (thread, stack, n) in [(1, 1, 6), (1, 2, 2), (2, 3, 4)] {
+    for (thread, stack, n) in [(1, java_into_kernel, 6), (1, java, 2), (2, compiler, 4)] {
         for _ in 0..n {
             ms += 10;
-            w.sample(&Sample {
+            b.raw_sample(&Sample {
                 thread: ThreadId(thread),
                 carrier: ThreadId(0),
                 ticks: ms * MS,
-                stack: StackId(stack),
+                stack,
                 mode: SampleMode::Cpu,
                 weight_ns: 10 * MS,
                 state: 0,
             });
         }
     }
-    w.end(200 * MS);
-    let mut bytes = encode_file_start(&header);
-    bytes.extend(w.finish());
+    b.end_at(200 * MS);
+    let bytes = b.bytes(None);
     let path = temp_dir("mixed").join("mixed.jsc");
     std::fs::write(&path, bytes).unwrap();
     path

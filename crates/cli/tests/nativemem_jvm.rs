@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, tool_missing};
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir};
 use serde_json::Value;
 use serving::cdp::Browser;
 use support::{jscope, jscope_bin, jscope_json, stderr, stdout};
@@ -152,20 +152,18 @@ fn nativemem_leaks_locks_flame_export_and_api_over_one_recording() {
         s(&pb),
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    match Command::new("go")
-        .args(["tool", "pprof", "-top", "-sample_index=native_inuse_space"])
-        .arg(&pb)
-        .output()
-    {
-        Ok(top) => {
-            let text = stdout(&top);
-            assert!(
-                text.contains("leak_block [libnativemem.so]"),
-                "{text}{}",
-                stderr(&top)
-            );
-        }
-        Err(_) => tool_missing("go (go tool pprof reads the export)"),
+    if let Some(go) = jscope_testkit::tools::go() {
+        let top = Command::new(go)
+            .args(["tool", "pprof", "-top", "-sample_index=native_inuse_space"])
+            .arg(&pb)
+            .output()
+            .expect("run go tool pprof");
+        let text = stdout(&top);
+        assert!(
+            text.contains("leak_block [libnativemem.so]"),
+            "{text}{}",
+            stderr(&top)
+        );
     }
 
     let served = serving::start(&jscope_bin(), &["view", f, "--http", "127.0.0.1:0"]);

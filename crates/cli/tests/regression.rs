@@ -539,7 +539,13 @@ fn readme_never_said_where_jscope_is_and_used_another_classpath_than_run_sh() {
         .filter(|l| l.starts_with("    "))
         .map(str::trim)
         .collect();
-    assert_eq!(commands, ["bash examples/run.sh", "cargo test --workspace"]);
+    assert_eq!(commands, ["bash examples/run.sh", "./scripts/test.sh"]);
+    // CI runs the same test command, which sets up what the tests need first.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    assert!(ci.lines().any(|l| l.trim() == "./scripts/test.sh"), "{ci}");
+    let test_sh = std::fs::read_to_string(root.join("scripts/test.sh")).unwrap();
+    assert!(test_sh.contains("scripts/setup.sh") && test_sh.contains("cargo test --workspace"));
     // The tour's class path is where examples/run.sh compiles the classes.
     let run_sh = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/run.sh"),
@@ -606,7 +612,7 @@ fn readme_tour_commands_name_real_subcommands_and_flags() {
 }
 
 /// The tour's commands that need nothing but the example (no running JVM's pid, no
-/// collector, no app.jar), run as written, in order, in a directory where
+/// collector, no app.jar or what it recorded), run as written, in order, in a directory where
 /// `target/example/classes` holds the example as `examples/run.sh` compiles it.
 #[test]
 fn readme_tour_runs_as_written() {
@@ -651,6 +657,8 @@ fn readme_tour_runs_as_written() {
         "/var/lib",
         "app.jar",
         "app.jsc",
+        // Recorded from app.jar (the example allocates no native memory of its own).
+        "native.jsc",
         "/path/to",
         ".session",
         "client.jsc",
@@ -685,4 +693,98 @@ fn readme_tour_runs_as_written() {
     ] {
         assert!(dir.join(made).is_file(), "{made}");
     }
+}
+
+// Papercuts found by attaching as a user would (issue 27).
+
+#[test]
+fn collapsed_mode_lock_advised_events_monitor_park_which_is_no_option() {
+    let file = synthetic_file("lock-advice");
+    let out = jscope(&["collapsed", file.to_str().unwrap(), "--mode", "lock"]);
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("--events monitors,park") && line.contains("events=monitors+park"),
+        "{line}"
+    );
+}
+
+/// `Idle 60` with its stdout (`ready`, then nothing) read and its stderr kept.
+fn idle_jvm(dir: &std::path::Path) -> (jscope_testkit::Child, PathBuf) {
+    use std::io::BufRead;
+    let java = jscope_testkit::javas().remove(0);
+    let err = dir.join("stderr.log");
+    let mut idle = jscope_testkit::Child::spawn(
+        std::process::Command::new(&java.bin)
+            .arg("-cp")
+            .arg(fixture_classes())
+            .args(["Idle", "60"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&err).unwrap()),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(idle.0.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    (idle, err)
+}
+
+#[test]
+fn attach_events_monitors_park_exited_0_and_recorded_no_parks() {
+    let dir = temp_dir("attach-park");
+    let (idle, _) = idle_jvm(&dir);
+    let pid = idle.id().to_string();
+    let file = dir.join("park.jsc");
+    let f = file.to_str().unwrap();
+    // Said in the user's terminal, before anything is loaded into the JVM.
+    for extra in [
+        &["--events", "monitors,park"][..],
+        &["--park-threshold", "0"],
+        &["--agent-opt", "events=monitors+park"],
+    ] {
+        let out = jscope(&[&["attach", &pid, "-o", f, "--mode", "none"], extra].concat());
+        assert_eq!(out.status.code(), Some(1));
+        let line = one_error_line(&out);
+        assert!(
+            line.contains("park events need the agent loaded at JVM start"),
+            "{line}"
+        );
+    }
+    // Nothing was loaded: an attach without park records.
+    let out = jscope(&[
+        "attach",
+        &pid,
+        "-o",
+        f,
+        "--events",
+        "monitors",
+        "--duration",
+        "1s",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn attach_quiet_still_printed_into_the_applications_stderr() {
+    let dir = temp_dir("attach-quiet");
+    let (mut idle, err) = idle_jvm(&dir);
+    let pid = idle.id().to_string();
+    let file = dir.join("quiet.jsc");
+    let out = jscope(&[
+        "attach",
+        &pid,
+        "-o",
+        file.to_str().unwrap(),
+        "--quiet",
+        "--duration",
+        "1s",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let _ = idle.0.kill();
+    let _ = idle.0.wait();
+    let printed = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        !printed.contains("jscope"),
+        "the application's stderr: {printed}"
+    );
 }

@@ -8,7 +8,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use jscope_format::*;
-use jscope_testkit::temp_dir;
+use jscope_testkit::{temp_dir, RecordingBuilder};
 use support::{jscope, jscope_bin, stderr, stdout};
 
 const MS: u64 = 1_000_000;
@@ -17,91 +17,69 @@ const MS: u64 = 1_000_000;
 /// `unknown` `[unknown_java]`, `broken` demo.Shop.work over
 /// `[break_compiled]`, `empty` without frames; one allocation of `byte[]`.
 fn recording(name: &str, (hot, unknown, broken, empty): (u64, u64, u64, u64)) -> PathBuf {
-    let header = Header {
+    let mut b = RecordingBuilder::with_header(Header {
         ticks_per_second: 1_000_000_000,
         modes: "cpu".into(),
         interval_ns: MS,
         extra: vec![("stack_walker".into(), "vm".into())],
         ..Header::default()
-    };
-    let mut w = ChunkWriter::new();
-    let mut d = Dictionary::new();
-    let main = d.method_label(&mut w, "demo.Shop.main");
-    let work = d.method_label(&mut w, "demo.Shop.work");
-    let library = d.class(&mut w, "", None);
-    let mut marker = |w: &mut ChunkWriter, id: u32, name: &str| {
-        let name = d.string(w, name);
-        w.method(&MethodDef {
-            id: MethodId(id),
-            class: library,
-            name,
-            signature: StringId::NONE,
-            modifiers: 0x100,
-        });
-        Frame {
-            method: MethodId(id),
-            bci: -1,
-            line: 0,
-            kind: FrameKind::Unknown,
-        }
-    };
-    let unknown_java = marker(&mut w, 100, "[unknown_java]");
-    let break_compiled = marker(&mut w, 101, "[break_compiled]");
-    let java = |method| Frame {
-        method,
-        bci: 1,
-        line: 3,
-        kind: FrameKind::Compiled,
-    };
-    w.stack(StackId(1), &[java(work), java(main)]);
-    w.stack(StackId(2), &[unknown_java]);
-    w.stack(StackId(3), &[java(work), break_compiled]);
-    w.thread(&ThreadDef {
+    });
+    let java = FrameKind::Compiled;
+    let hot_stack = b.stack_with_kinds(&[("demo.Shop.work", 3, java), ("demo.Shop.main", 3, java)]);
+    let unknown_stack = b.stack_with_kinds(&[("[unknown_java]", 0, FrameKind::Unknown)]);
+    let broken_stack = b.stack_with_kinds(&[
+        ("demo.Shop.work", 3, java),
+        ("[break_compiled]", 0, FrameKind::Unknown),
+    ]);
+    b.thread_def(ThreadDef {
         id: ThreadId(1),
         name: "main".into(),
         ..ThreadDef::default()
     });
-    let stacks = [(1, hot), (2, unknown), (3, broken), (0, empty)];
+    let stacks = [
+        (hot_stack, hot),
+        (unknown_stack, unknown),
+        (broken_stack, broken),
+        (StackId(0), empty),
+    ];
     let mut ticks = 0;
     for (stack, n) in stacks {
         for _ in 0..n {
             ticks += MS;
-            w.sample(&Sample {
+            b.raw_sample(&Sample {
                 thread: ThreadId(1),
                 carrier: Default::default(),
                 ticks,
-                stack: StackId(stack),
+                stack,
                 mode: SampleMode::Cpu,
                 weight_ns: MS,
                 state: 0,
             });
         }
     }
-    let bytes = Dictionary::class(&mut d, &mut w, "byte[]", None);
-    w.event(&JvmEvent::on(
+    let bytes = b.class_in_file("byte[]", "");
+    b.event(&JvmEvent::on(
         ThreadId(1),
         MS,
         EventKind::Alloc {
             class: bytes,
             size: 64,
             weight: 640,
-            stack: StackId(1),
+            stack: hot_stack,
             object: 0,
             allocated_total: 0,
         },
     ));
-    w.counters(
+    b.counters_at(
         ticks,
         &[
             ("walk.failed.unknown_java", unknown),
             ("walk.failed.break_compiled", broken),
         ],
     );
-    w.end(ticks);
-    let mut out = encode_file_start(&header);
-    out.extend(w.finish());
+    b.end_at(ticks);
     let file = temp_dir("stack-health").join(name);
-    std::fs::write(&file, out).unwrap();
+    std::fs::write(&file, b.bytes(None)).unwrap();
     file
 }
 

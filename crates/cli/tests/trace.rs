@@ -6,36 +6,39 @@ mod support;
 use std::path::PathBuf;
 
 use jscope_format::*;
-use jscope_testkit::temp_dir;
+use jscope_testkit::{temp_dir, RecordingBuilder};
 use support::*;
 
 const START: u64 = 1_000_000;
 
 /// Writes a tracing recording: methods by label, events in µs since the start.
 struct Traces {
-    w: ChunkWriter,
-    dict: Dictionary,
+    b: RecordingBuilder,
     batches: Vec<TraceBatch>,
-    extra: Vec<(String, String)>,
 }
 
 impl Traces {
     fn new() -> Self {
         Traces {
-            w: ChunkWriter::new(),
-            dict: Dictionary::new(),
+            b: RecordingBuilder::with_header(Header {
+                pid: 99,
+                command_line: "java Traced".into(),
+                start_ticks: START,
+                ticks_per_second: 1_000_000_000,
+                modes: "trace".into(),
+                ..Default::default()
+            }),
             batches: vec![],
-            extra: vec![],
         }
     }
 
     /// `label` is `pkg.Class.method`.
     fn method(&mut self, label: &str) -> u32 {
-        (self.dict.method_label(&mut self.w, label)).0
+        self.b.method(label).0
     }
 
     fn thread(&mut self, id: u32, name: &str) {
-        self.w.thread(&ThreadDef {
+        self.b.thread_def(ThreadDef {
             id: ThreadId(id),
             name: name.into(),
             start_order: id,
@@ -72,21 +75,10 @@ impl Traces {
     }
 
     fn bytes(mut self) -> Vec<u8> {
-        for b in std::mem::take(&mut self.batches) {
-            self.w.trace(&b);
+        for batch in std::mem::take(&mut self.batches) {
+            self.b.trace(&batch);
         }
-        let header = Header {
-            pid: 99,
-            command_line: "java Traced".into(),
-            start_ticks: START,
-            ticks_per_second: 1_000_000_000,
-            modes: "trace".into(),
-            extra: self.extra.clone(),
-            ..Default::default()
-        };
-        let mut out = encode_file_start(&header);
-        out.extend(self.w.finish());
-        out
+        self.b.bytes(None)
     }
 }
 
@@ -99,7 +91,9 @@ fn write(name: &str, bytes: &[u8]) -> PathBuf {
 /// main calls `work` taking 1, 2 and 3 ms, and starts a worker thread.
 fn program() -> Traces {
     let mut t = Traces::new();
-    t.extra.push(("trace.probe_cost_ns".into(), "10".into()));
+    t.b.header_mut()
+        .extra
+        .push(("trace.probe_cost_ns".into(), "10".into()));
     t.thread(1, "main");
     t.thread(2, "worker");
     t.event(1, TraceKind::Enter, "demo.Main.main", 0);
@@ -218,7 +212,7 @@ fn stats_give_mean_spread_and_percentiles_of_one_two_three_ms() {
 fn stats_of_an_aggregate_recording_say_what_is_missing() {
     let mut t = Traces::new();
     let (main, work) = (t.method("demo.Main.main"), t.method("demo.Main.work"));
-    t.w.call_aggregate(&CallAggregate {
+    t.b.call_aggregate(&CallAggregate {
         thread: ThreadId(1),
         ticks: START + 5_000,
         pairs: vec![CallPair {

@@ -4,54 +4,39 @@
 mod support;
 
 use jscope_format::*;
-use jscope_testkit::temp_dir;
+use jscope_testkit::{temp_dir, RecordingBuilder};
 use support::*;
 
 /// A one-call trace whose counters say `dropped` events were lost, recorded
 /// with `traceoverflow=drop`.
 fn recording(dropped: u64) -> std::path::PathBuf {
-    let mut w = ChunkWriter::new();
-    w.string(StringId(1), "demo.App");
-    w.string(StringId(2), "main");
-    w.class(&ClassDef {
-        id: ClassId(1),
-        name: StringId(1),
-        source_file: StringId::NONE,
+    let mut b = RecordingBuilder::with_header(Header {
+        ticks_per_second: 1_000_000_000,
+        extra: vec![("trace.overflow".into(), "drop".into())],
+        ..Default::default()
     });
-    w.method(&MethodDef {
-        id: MethodId(1),
-        class: ClassId(1),
-        name: StringId(2),
-        signature: StringId::NONE,
-        modifiers: 9,
-    });
+    let main = b.method("demo.App.main");
     let ev = |kind, ticks| TraceEvent {
         kind,
-        method: MethodId(1),
+        method: main,
         ticks,
         untraced: 0,
         cpu_ns: 0,
     };
-    w.trace(&TraceBatch {
+    b.trace(&TraceBatch {
         thread: ThreadId(1),
         has_cpu: false,
         events: vec![ev(TraceKind::Enter, 10), ev(TraceKind::Exit, 20)],
     });
-    w.counters(
+    b.counters_at(
         30,
         &[
             ("trace.events_written", 2),
             ("trace.events_dropped", dropped),
         ],
     );
-    w.end(40);
-    let header = Header {
-        ticks_per_second: 1_000_000_000,
-        extra: vec![("trace.overflow".into(), "drop".into())],
-        ..Default::default()
-    };
-    let mut bytes = encode_file_start(&header);
-    bytes.extend(w.finish());
+    b.end_at(40);
+    let bytes = b.bytes(None);
     let file = temp_dir(&format!("incomplete-{dropped}")).join("t.jsc");
     std::fs::write(&file, bytes).unwrap();
     file

@@ -15,14 +15,15 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use jscope_collector::jvm::{apply_dictionary, event_span, new_dictionary};
-use jscope_collector::{serve, FileStore, JvmIdentity, ServerConfig, Store};
+use jscope_collector::{serve, ServerConfig};
 use jscope_format::thread_state::{ALIVE, RUNNABLE};
 use jscope_format::{
     decode_payload, encode_file_start, split_chunk, ChunkWriter, ClassDef, Frame, FrameKind,
     Header, MethodDef, Sample, SampleMode, Split, ThreadDef,
 };
 use jscope_format::{ClassId, MethodId, StackId, StringId, ThreadId};
+use jscope_store::identity::{apply_dictionary, event_span, new_dictionary};
+use jscope_store::{FileStore, JvmIdentity, Store};
 
 /// Samples per chunk: agents flush about once a second; bigger chunks only make
 /// generation faster, reading costs the same per sample.

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::log::{LogSink, StderrLog};
 use crate::CollectorError;
+use jscope_store::{LogSink, StderrLog};
 
 /// Everything `serve` needs. Build with struct update syntax over `default()`.
 #[derive(Clone)]

@@ -1,6 +1,6 @@
-use std::path::PathBuf;
+use jscope_store::StoreError;
 
-/// Why the collector could not start or a store operation failed.
+/// Why the collector could not start, a request was refused, or its store failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CollectorError {
     #[error("cannot listen on {addr}: {source}")]
@@ -14,28 +14,15 @@ pub enum CollectorError {
     BadAddress(String),
     #[error("bad duration {0:?} (use e.g. 90s, 30m, 12h, 7d)")]
     BadDuration(String),
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{} is in use by another collector ({holder}); stop it or give another --data directory", path.display())]
-    Locked { path: PathBuf, holder: String },
-    #[error("{0}")]
-    Format(#[from] jscope_format::FormatError),
-    #[error("unknown jvm {0:?}")]
-    UnknownJvm(String),
-    #[error("clickhouse: {0}")]
-    ClickHouse(String),
+    /// A request's parameters say something the API cannot answer.
     #[error("bad query: {0}")]
     BadQuery(String),
-    #[error("cannot read the stored data of jvm {jvm:?}: {message}")]
-    Unreadable { jvm: String, message: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
-impl CollectorError {
-    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> CollectorError {
-        let path = path.into();
-        move |source| CollectorError::Io { path, source }
+impl From<jscope_store::SelectError> for CollectorError {
+    fn from(e: jscope_store::SelectError) -> CollectorError {
+        CollectorError::Store(e.into())
     }
 }

@@ -12,7 +12,7 @@ use jscope_analysis::{
 };
 use jscope_format::{Record, Recording};
 
-use crate::jvm::Connection;
+use crate::listener::Connection;
 use crate::listener::{ListenerError, ServerListener, Trace};
 
 struct Table {

@@ -19,10 +19,12 @@ use jscope_wire::{
 };
 use serde::Serialize;
 
-use crate::jvm::{apply_dictionary, new_dictionary, timed_span, Connection, JvmIdentity};
+use crate::listener::Connection;
 use crate::listener::{Disconnect, Listeners, Trace};
-use crate::store::Store;
 use crate::ServerConfig;
+use jscope_store::identity::{apply_dictionary, new_dictionary, timed_span};
+use jscope_store::JvmIdentity;
+use jscope_store::Store;
 
 const SERVER_NAME: &str = concat!("jscope-collector ", env!("CARGO_PKG_VERSION"));
 
@@ -241,7 +243,7 @@ impl Ingest {
         self.stats.accepted.fetch_add(1, Ordering::Relaxed);
         self.store_down.store(false, Ordering::Relaxed);
         let jvm = &session.conn.jvm;
-        let main = crate::jvm::main_class_of(&jvm.command_line);
+        let main = jscope_store::identity::main_class_of(&jvm.command_line);
         let who = if main.is_empty() {
             format!("jvm {} (pid {})", jvm.id, jvm.pid)
         } else {

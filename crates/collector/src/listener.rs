@@ -2,12 +2,28 @@
 //! and disconnect. The store, the live state and the hot-methods analysis are all
 //! plugins; more can be registered with `ServerConfig`-independent `Listeners::add`.
 
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
-use jscope_format::Record;
+use jscope_format::{Record, Recording};
+use jscope_store::{JvmIdentity, Store};
 
-use crate::jvm::Connection;
+/// One agent connection, as every plugin sees it.
+pub struct Connection {
+    pub jvm: Arc<JvmIdentity>,
+    pub peer: SocketAddr,
+    pub connected_at: SystemTime,
+    /// Magic and header chunk, as the agent sent them.
+    pub header_bytes: Arc<[u8]>,
+    /// The JVM's dictionaries (strings, classes, methods, threads, stacks) and last
+    /// counters, kept current by the ingest before plugins see a chunk; the live-state
+    /// plugin also keeps the latest snapshot in `snapshots`. Shared across this JVM's
+    /// connections.
+    pub dict: Arc<RwLock<Recording>>,
+    /// Highest sequence number that was durable when this connection started.
+    pub resumed_after: u64,
+}
 
 /// One chunk received from an agent.
 pub struct Trace<'a> {
@@ -117,4 +133,57 @@ fn guarded(
             message: "the plugin panicked".into(),
         })
     })
+}
+
+/// Registers a store as a plugin: it sees the chunks like every other analysis, and
+/// `before_ack` is where acknowledged data becomes durable.
+pub struct StoreListener {
+    store: Arc<dyn Store>,
+}
+
+impl StoreListener {
+    pub fn new(store: Arc<dyn Store>) -> StoreListener {
+        StoreListener { store }
+    }
+}
+
+fn failed(e: jscope_store::StoreError) -> ListenerError {
+    ListenerError {
+        plugin: "store",
+        message: e.to_string(),
+    }
+}
+
+impl ServerListener for StoreListener {
+    fn name(&self) -> &'static str {
+        "store"
+    }
+
+    fn on_connect(&self, c: &Connection) -> Result<(), ListenerError> {
+        let dict = c.dict.read().expect("dict lock");
+        self.store
+            .open(&c.jvm, &c.header_bytes, c.resumed_after + 1, &dict)
+            .map_err(failed)
+    }
+
+    fn on_data(&self, c: &Connection, t: &Trace) -> Result<(), ListenerError> {
+        let dict = c.dict.read().expect("dict lock");
+        self.store
+            .append_records(&c.jvm.id, t.seq, t.chunk, t.span_ns, &dict, t.records)
+            .map_err(failed)
+    }
+
+    fn before_ack(&self, c: &Connection) -> Result<(), ListenerError> {
+        self.store.sync(&c.jvm.id).map_err(failed)
+    }
+
+    fn on_disconnect(&self, c: &Connection, why: &Disconnect) {
+        {
+            let dict = c.dict.read().expect("dict lock");
+            let clean = matches!(why, Disconnect::Clean);
+            let _ = self.store.end_stream(&c.jvm.id, &dict, clean);
+        }
+        // A failed close leaves the segment open; recovery at the next start closes it.
+        let _ = self.store.close(&c.jvm.id);
+    }
 }

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use jscope_analysis::{threads_at, ThreadsView};
 use jscope_format::{Record, Recording};
 
-use crate::jvm::{Connection, JvmIdentity};
+use crate::listener::Connection;
 use crate::listener::{Disconnect, ListenerError, ServerListener, Trace};
+use jscope_store::JvmIdentity;
 
 /// Samples per second are averaged over this window.
 const RATE_WINDOW: Duration = Duration::from_secs(10);

@@ -11,10 +11,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::api::{self, ApiContext};
 use crate::hot::HotMethodsListener;
 use crate::ingest::{Ingest, StatsSnapshot};
+use crate::listener::StoreListener;
 use crate::listener::{Listeners, ServerListener};
 use crate::live::LiveState;
-use crate::store::{ClickHouseStore, FileStore, RecordingStore, Store, StoreListener};
 use crate::{CollectorError, ServerConfig};
+use jscope_store::{ClickHouseStore, FileStore, RecordingStore, Store};
 
 /// A running collector. Dropping it without `shutdown` leaves it running in the
 /// background until the process exits.

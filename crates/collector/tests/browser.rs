@@ -13,18 +13,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use jscope_testkit::{target_dir, temp_dir, tool_missing};
-
-fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| {
-            let out = Command::new("which").arg(name).output().ok()?;
-            out.status
-                .success()
-                .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-        })
-}
+use jscope_testkit::{target_dir, temp_dir, RecordingBuilder};
 
 fn headless(browser: &Path, profile: &Path) -> Command {
     let mut c = Command::new(browser);
@@ -82,8 +71,7 @@ fn screenshot(browser: &Path, profile: &Path, url: &str, name: &str) -> PathBuf 
 
 #[test]
 fn jvm_list_threads_with_pause_and_flame_graph_in_chromium() {
-    let Some(browser) = chromium() else {
-        eprintln!("NOTICE: chromium not found; skipping the browser test");
+    let Some(browser) = jscope_testkit::tools::chromium() else {
         return;
     };
     let (server, _log) = start(&temp_dir("collector-browser"), |_| {});
@@ -174,46 +162,26 @@ fn jvm_list_threads_with_pause_and_flame_graph_in_chromium() {
 /// frame on top, then the Java method `java_leaf` under `com.acme.App.main`, then
 /// a native frame of libc at the root, as a mixed-stack sampler records it.
 fn mixed_stack_jvm(pid: u32, command: &str, java_leaf: &str) -> (SimJvm, Vec<u8>) {
-    use jscope_format::{
-        ChunkWriter, Dictionary, Frame, FrameKind, MethodDef, MethodId, StackId, StringId,
-    };
+    use jscope_format::{Frame, FrameKind};
     let sim = SimJvm::new(pid, command);
-    let mut w = ChunkWriter::new();
-    let mut d = Dictionary::new();
-    let native = |w: &mut ChunkWriter, d: &mut Dictionary, id: u32, lib: &str, name: &str| {
-        let class = d.class(w, lib, None);
-        let name = d.string(w, name);
-        w.method(&MethodDef {
-            id: MethodId(id),
-            class,
-            name,
-            signature: StringId::NONE,
-            modifiers: 0x100,
-        });
-        MethodId(id)
-    };
-    let (leaf_class, leaf_name) = java_leaf.rsplit_once('.').unwrap();
-    let class = d.class(&mut w, leaf_class, None);
-    let leaf = d.method(&mut w, class, leaf_name, "()V");
-    let main = d.method_label(&mut w, "com.acme.App.main");
-    let kernel = native(&mut w, &mut d, 100, "[kernel]", "finish_task_switch.isra.0");
-    let libc = native(&mut w, &mut d, 101, "libc.so.6", "start_thread");
+    let mut b = RecordingBuilder::with_header(sim.header.clone());
+    let leaf = b.method(java_leaf);
+    let main = b.method("com.acme.App.main");
+    let kernel = b.native("[kernel]", "finish_task_switch.isra.0");
+    let libc = b.native("libc.so.6", "start_thread");
     let frame = |method, kind| Frame {
         method,
         bci: 0,
         line: 0,
         kind,
     };
-    w.stack(
-        StackId(1),
-        &[
-            frame(kernel, FrameKind::Kernel),
-            frame(leaf, FrameKind::Interpreted),
-            frame(main, FrameKind::Interpreted),
-            frame(libc, FrameKind::Native),
-        ],
-    );
-    main_thread_snapshots(sim, w, 10)
+    let stack = b.stack_of(&[
+        frame(kernel, FrameKind::Kernel),
+        frame(leaf, FrameKind::Interpreted),
+        frame(main, FrameKind::Interpreted),
+        frame(libc, FrameKind::Native),
+    ]);
+    main_thread_snapshots(sim, b, stack, 10)
 }
 
 /// A collector with two JVMs (services `com.acme.Warehouse` and
@@ -317,7 +285,6 @@ fn the_flame_tab_downloads_its_selection_as_one_jfr_file() {
     let (server, clients, streams) = serve_two_mixed_stack_jvms("collector-browser-jfr");
     let http = server.http_addr().unwrap();
     let Some(mut b) = cdp::Browser::launch("collector-jfr") else {
-        tool_missing("the flame tab's JFR download in Chromium");
         return;
     };
     b.goto(&format!("http://{http}/#tab=flame&jvm={}", streams[0]));
@@ -471,54 +438,30 @@ fn the_trace_tree_of_a_jvm_without_a_trace_says_how_to_record_one() {
 
 /// A JVM whose one stack is `depth` Java frames deep, sampled `snapshots` times.
 fn deep_stack_jvm(pid: u32, depth: u32, snapshots: u64) -> (SimJvm, Vec<u8>) {
-    use jscope_format::{ChunkWriter, Dictionary, Frame, FrameKind, StackId};
     let sim = SimJvm::new(pid, &format!("com.acme.Deep{pid}"));
-    let mut w = ChunkWriter::new();
-    let mut d = Dictionary::new();
-    let frames: Vec<Frame> = (0..depth)
+    let mut b = RecordingBuilder::with_header(sim.header.clone());
+    let frames: Vec<(String, u32)> = (0..depth)
         .rev()
-        .map(|i| Frame {
-            method: d.method_label(&mut w, &format!("com.acme.Deep.level{i}")),
-            bci: 0,
-            line: 0,
-            kind: FrameKind::Interpreted,
-        })
+        .map(|i| (format!("com.acme.Deep.level{i}"), 0))
         .collect();
-    w.stack(StackId(1), &frames);
-    main_thread_snapshots(sim, w, snapshots)
+    let frames: Vec<(&str, u32)> = frames.iter().map(|(l, n)| (l.as_str(), *n)).collect();
+    let stack = b.stack(&frames);
+    main_thread_snapshots(sim, b, stack, snapshots)
 }
 
-/// Finishes a simulated JVM's chunk: one runnable thread `main` whose stack 1 is
+/// Finishes a simulated JVM's chunk: one runnable thread `main` whose `stack` is
 /// taken by `snapshots` snapshots, 100 ms apart.
 fn main_thread_snapshots(
     sim: SimJvm,
-    mut w: jscope_format::ChunkWriter,
+    mut b: RecordingBuilder,
+    stack: jscope_format::StackId,
     snapshots: u64,
 ) -> (SimJvm, Vec<u8>) {
-    use jscope_format::{Snapshot, SnapshotThread, StackId, ThreadDef, ThreadId};
-    w.thread(&ThreadDef {
-        id: ThreadId(1),
-        java_id: 1,
-        os_tid: 0,
-        name: "main".into(),
-        group: "main".into(),
-        parent: "system".into(),
-        start_order: 1,
-        daemon: false,
-    });
+    b.thread(1, "main", "main", 1);
     for k in 0..snapshots {
-        w.snapshot(&Snapshot {
-            ticks: sim.header.start_ticks + k * 100_000_000,
-            interval_ns: 100_000_000,
-            threads: vec![SnapshotThread {
-                thread: ThreadId(1),
-                carrier: Default::default(),
-                state: 0x5,
-                stack: StackId(1),
-            }],
-        });
+        b.snapshot(k * 100, 100, &[(1, 0x5, stack.0)]);
     }
-    let chunk = w.finish();
+    let chunk = b.take_chunk();
     (sim, chunk)
 }
 

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use common::*;
 use jscope_analysis::{collapse, CollapseOptions, Selection};
-use jscope_collector::query::{flame, Query};
-use jscope_collector::{ClickHouseStore, MemoryLog, Store};
 use jscope_flame::FlameGraph;
 use jscope_format::thread_state::classify;
 use jscope_format::Recording;
+use jscope_store::query::{flame, Query};
+use jscope_store::{ClickHouseStore, MemoryLog, Store};
 use jscope_testkit::{on_each_clickhouse, temp_dir, ClickHouse, Server};
 
 const ACK: Duration = Duration::from_secs(20);

@@ -18,13 +18,13 @@ use std::time::Duration;
 use common::*;
 use jscope_analysis::events::EventWeight;
 use jscope_analysis::trace::{replay, Call, TraceOptions, THREW, UNFINISHED};
-use jscope_collector::calls::{
+use jscope_format::{MethodId, Recording, ThreadId};
+use jscope_store::calls::{
     event_kinds, event_kinds_from_chunks, event_stacks, event_stacks_from_chunks, remote_calls,
     remote_calls_from_chunks, traced_methods, traced_methods_from_chunks,
 };
-use jscope_collector::query::Query;
-use jscope_collector::{ClickHouseStore, MemoryLog, Store};
-use jscope_format::{MethodId, Recording, ThreadId};
+use jscope_store::query::Query;
+use jscope_store::{ClickHouseStore, MemoryLog, Store};
 use jscope_testkit::{
     agent_path, compile_fixtures, javas, temp_dir, wait_until, Child, ClickHouse,
 };

@@ -16,20 +16,19 @@ use common::*;
 use jscope_analysis::events::{EventFilter, EventWeight};
 use jscope_analysis::trace::{replay, Call, TraceOptions, THREW, UNFINISHED};
 use jscope_analysis::{collapse, CollapseOptions};
-use jscope_collector::calls::{
+use jscope_flame::FlameGraph;
+use jscope_format::{
+    encode_file_start, ClassId, EventKind, Frame, FrameKind, Header, JvmEvent, MethodId, Recording,
+    RemoteCall, RemoteProtocol, RemoteSide, StackId, StringId, ThreadDef, ThreadId, TraceBatch,
+    TraceEvent, TraceKind, UserEventKind, NATIVE_CALLOC, NATIVE_MALLOC, NATIVE_MUTEX,
+};
+use jscope_store::calls::{
     event_kinds, event_kinds_from_chunks, event_stacks, event_stacks_from_chunks, remote_calls,
     remote_calls_from_chunks, traced_methods, traced_methods_from_chunks, EventStacks,
 };
-use jscope_collector::query::Query;
-use jscope_collector::{ClickHouseStore, MemoryLog, Store};
-use jscope_flame::FlameGraph;
-use jscope_format::{
-    encode_file_start, ChunkWriter, ClassDef, ClassId, EventKind, Frame, FrameKind, Header,
-    JvmEvent, MethodDef, MethodId, Recording, RemoteCall, RemoteProtocol, RemoteSide, StackId,
-    StringId, ThreadDef, ThreadId, TraceBatch, TraceEvent, TraceKind, UserEventDef, UserEventKind,
-    NATIVE_CALLOC, NATIVE_MALLOC, NATIVE_MUTEX,
-};
-use jscope_testkit::{temp_dir, wait_until, ClickHouse};
+use jscope_store::query::Query;
+use jscope_store::{ClickHouseStore, MemoryLog, Store};
+use jscope_testkit::{temp_dir, wait_until, ClickHouse, RecordingBuilder};
 use jscope_wire::{ClientConfig, WireClient};
 
 const ACK: Duration = Duration::from_secs(20);
@@ -43,28 +42,30 @@ struct RichJvm {
     header: Header,
     stream: String,
     client: bool,
-    writer: ChunkWriter,
+    writer: RecordingBuilder,
+    /// The ids of the strings below, by their `S_` index.
+    strings: [StringId; 18],
     made: u64,
 }
 
-// String ids.
-const S_SHOP: u32 = 1;
-const S_MAIN: u32 = 2;
-const S_WORK: u32 = 3;
-const S_HELPER: u32 = 4;
-const S_SIG: u32 = 5;
-const S_LOCK: u32 = 6;
-const S_COND: u32 = 7;
-const S_BYTES: u32 = 8;
-const S_CHECKOUT: u32 = 9;
-const S_G1: u32 = 10;
-const S_CLIENT_HOST: u32 = 11;
-const S_SERVER_HOST: u32 = 12;
-const S_CART: u32 = 13;
-const S_GET: u32 = 14;
-const S_RMI_OBJECT: u32 = 15;
-const S_RMI_METHOD: u32 = 16;
-const S_CAUSE: u32 = 17;
+// Strings, by their index in `RichJvm::strings`.
+const S_SHOP: usize = 1;
+const S_MAIN: usize = 2;
+const S_WORK: usize = 3;
+const S_HELPER: usize = 4;
+const S_SIG: usize = 5;
+const S_LOCK: usize = 6;
+const S_COND: usize = 7;
+const S_BYTES: usize = 8;
+const S_CHECKOUT: usize = 9;
+const S_G1: usize = 10;
+const S_CLIENT_HOST: usize = 11;
+const S_SERVER_HOST: usize = 12;
+const S_CART: usize = 13;
+const S_GET: usize = 14;
+const S_RMI_OBJECT: usize = 15;
+const S_RMI_METHOD: usize = 16;
+const S_CAUSE: usize = 17;
 
 impl RichJvm {
     fn new(pid: u32, client: bool, start_wall_ns: u64) -> RichJvm {
@@ -97,9 +98,10 @@ impl RichJvm {
         };
         RichJvm {
             stream: format!("testhost-{pid}-{start_wall_ns}"),
-            header,
+            header: header.clone(),
             client,
-            writer: ChunkWriter::new(),
+            writer: RecordingBuilder::with_header(header.clone()),
+            strings: [StringId::NONE; 18],
             made: 0,
         }
     }
@@ -110,7 +112,7 @@ impl RichJvm {
 
     fn declare(&mut self) {
         let w = &mut self.writer;
-        for (id, s) in [
+        let texts = [
             (S_SHOP, "com.acme.Shop"),
             (S_MAIN, "main"),
             (S_WORK, "work"),
@@ -134,24 +136,18 @@ impl RichJvm {
             (S_RMI_OBJECT, "[0:0:0, 7]"),
             (S_RMI_METHOD, "price(Ljava/lang/String;)J"),
             (S_CAUSE, "G1 Evacuation Pause"),
-        ] {
-            w.string(StringId(id), s);
+        ];
+        for (i, text) in texts {
+            self.strings[i] = w.string(text);
         }
+        let text = |i: usize| texts.iter().find(|(j, _)| *j == i).map_or("", |t| t.1);
+        // Classes 1 to 4 and methods 1 to 3, as the events below name them.
         for (id, name) in [(1, S_SHOP), (2, S_LOCK), (3, S_COND), (4, S_BYTES)] {
-            w.class(&ClassDef {
-                id: ClassId(id),
-                name: StringId(name),
-                source_file: StringId::NONE,
-            });
+            assert_eq!(w.class(text(name)), ClassId(id));
         }
         for (id, name) in [(1, S_MAIN), (2, S_WORK), (3, S_HELPER)] {
-            w.method(&MethodDef {
-                id: MethodId(id),
-                class: ClassId(1),
-                name: StringId(name),
-                signature: StringId(S_SIG),
-                modifiers: 1,
-            });
+            let label = format!("com.acme.Shop.{}", text(name));
+            assert_eq!(w.method_with(&label, "()V", 1), MethodId(id));
         }
         let frame = |m, line| Frame {
             method: MethodId(m),
@@ -159,11 +155,14 @@ impl RichJvm {
             line,
             kind: FrameKind::Interpreted,
         };
-        w.stack(StackId(1), &[frame(2, 20), frame(1, 10)]);
-        w.stack(StackId(2), &[frame(3, 30), frame(2, 21), frame(1, 10)]);
-        w.stack(StackId(3), &[frame(1, 11)]);
+        assert_eq!(w.stack_of(&[frame(2, 20), frame(1, 10)]), StackId(1));
+        assert_eq!(
+            w.stack_of(&[frame(3, 30), frame(2, 21), frame(1, 10)]),
+            StackId(2)
+        );
+        assert_eq!(w.stack_of(&[frame(1, 11)]), StackId(3));
         for t in 1..=3u32 {
-            w.thread(&ThreadDef {
+            w.thread_def(ThreadDef {
                 id: ThreadId(t),
                 java_id: 10 + i64::from(t),
                 os_tid: 0,
@@ -178,10 +177,7 @@ impl RichJvm {
                 daemon: false,
             });
         }
-        w.user_event_def(&UserEventDef {
-            id: 1,
-            name: StringId(S_CHECKOUT),
-        });
+        w.user_event(1, "checkout");
     }
 
     fn chunk(&mut self) -> Vec<u8> {
@@ -191,6 +187,7 @@ impl RichJvm {
             self.declare();
         }
         let start_ticks = self.header.start_ticks;
+        let s = self.strings;
         let at = |ms: u64| start_ticks + (k - 1) * 1_000 * MS + ms * MS;
         let event = |thread: u32, ticks, kind| JvmEvent {
             thread: ThreadId(thread),
@@ -203,8 +200,8 @@ impl RichJvm {
                 at(5),
                 EventKind::Gc {
                     duration_ns: (3 + k) * MS,
-                    collector: StringId(S_G1),
-                    cause: StringId(S_CAUSE),
+                    collector: s[S_G1],
+                    cause: s[S_CAUSE],
                     generation: 1,
                     heap_before: 64 << 20,
                     heap_after: 16 << 20,
@@ -406,14 +403,14 @@ impl RichJvm {
             } else {
                 18 * k * MS
             },
-            local_host: StringId(local),
+            local_host: s[local],
             local_port: lport,
-            remote_host: StringId(remote),
+            remote_host: s[remote],
             remote_port: rport,
             conn_seq: k,
-            object: StringId(S_CART),
+            object: s[S_CART],
             method_hash: 0,
-            method: StringId(S_GET),
+            method: s[S_GET],
             request_id: StringId::NONE,
             stack: StackId(if self.client { 1 } else { 0 }),
             failed: k == 3,
@@ -427,14 +424,14 @@ impl RichJvm {
                 local_port: 50_002,
                 remote_port: 1099,
                 conn_seq: k,
-                object: StringId(S_RMI_OBJECT),
+                object: s[S_RMI_OBJECT],
                 method_hash: 0x1234,
-                method: StringId(S_RMI_METHOD),
+                method: s[S_RMI_METHOD],
                 failed: false,
                 ..http
             });
         }
-        self.writer.finish()
+        self.writer.take_chunk()
     }
 
     fn connect(&self, addr: std::net::SocketAddr) -> WireClient {

@@ -8,13 +8,12 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use jscope_collector::{FileStore, Store};
 use jscope_format::{
-    encode_file_start, ChunkWriter, Dictionary, Header, RemoteCall, RemoteProtocol, RemoteSide,
-    ThreadDef, TraceBatch, TraceEvent, TraceKind,
+    Header, RemoteCall, RemoteProtocol, RemoteSide, ThreadDef, TraceBatch, TraceEvent, TraceKind,
 };
 use jscope_format::{StackId, StringId, ThreadId};
-use jscope_testkit::temp_dir;
+use jscope_store::{FileStore, Store};
+use jscope_testkit::{temp_dir, RecordingBuilder};
 use serde_json::{json, Value};
 
 const MINUTE_NS: u64 = 60_000_000_000;
@@ -23,10 +22,8 @@ const TRACEPARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-
 
 /// A JVM that traces and records HTTP calls; times in ns since its start.
 struct TracingJvm {
-    header: Header,
+    b: RecordingBuilder,
     stream: String,
-    w: ChunkWriter,
-    dict: Dictionary,
     events: Vec<TraceEvent>,
     remotes: Vec<RemoteCall>,
 }
@@ -43,8 +40,8 @@ impl TracingJvm {
             modes: "trace".into(),
             ..Header::default()
         };
-        let mut w = ChunkWriter::new();
-        w.thread(&ThreadDef {
+        let mut b = RecordingBuilder::with_header(header);
+        b.thread_def(ThreadDef {
             id: ThreadId(1),
             java_id: 1,
             name: thread.into(),
@@ -54,20 +51,18 @@ impl TracingJvm {
         });
         TracingJvm {
             stream: format!("testhost-{pid}-1"),
-            header,
-            w,
-            dict: Dictionary::new(),
+            b,
             events: vec![],
             remotes: vec![],
         }
     }
 
     fn string(&mut self, s: &str) -> u32 {
-        (self.dict.string(&mut self.w, s)).0
+        self.b.string(s).0
     }
 
     fn ticks(&self, ns: u64) -> u64 {
-        self.header.start_ticks + ns
+        self.b.header().start_ticks + ns
     }
 
     fn enter(&mut self, label: &str, at_ns: u64) {
@@ -79,7 +74,7 @@ impl TracingJvm {
     }
 
     fn event(&mut self, kind: TraceKind, label: &str, at_ns: u64) {
-        let method = self.dict.method_label(&mut self.w, label);
+        let method = self.b.method(label);
         let ticks = self.ticks(at_ns);
         self.events.push(TraceEvent {
             kind,
@@ -125,21 +120,21 @@ impl TracingJvm {
 
     /// The dictionaries, trace events and remote calls written so far as one chunk.
     fn chunk(&mut self) -> Vec<u8> {
-        self.w.trace(&TraceBatch {
+        self.b.trace(&TraceBatch {
             thread: ThreadId(1),
             has_cpu: false,
             events: std::mem::take(&mut self.events),
         });
         for r in std::mem::take(&mut self.remotes) {
-            self.w.remote(&r);
+            self.b.remote(&r);
         }
-        self.w.finish()
+        self.b.take_chunk()
     }
 
     /// Streams the chunk to the collector as the agent would, then says goodbye.
     fn stream_to(&mut self, agents: std::net::SocketAddr) {
         let cfg = jscope_wire::ClientConfig::new(agents.to_string(), self.stream.clone());
-        let mut c = jscope_wire::WireClient::connect(&cfg, &encode_file_start(&self.header), 1)
+        let mut c = jscope_wire::WireClient::connect(&cfg, &self.b.file_start(), 1)
             .expect("collector accepts");
         c.send(1, &self.chunk()).unwrap();
         assert_eq!(c.finish(Duration::from_secs(10)).unwrap(), 1);
@@ -163,7 +158,7 @@ fn client_and_server() -> (TracingJvm, TracingJvm) {
 }
 
 fn wall_ms(jvm: &TracingJvm, ns: u64) -> u64 {
-    (jvm.header.start_wall_ns + ns) / MS
+    (jvm.b.header().start_wall_ns + ns) / MS
 }
 
 #[test]
@@ -182,7 +177,7 @@ fn a_jvm_that_only_traces_is_stored_under_the_time_its_calls_cover() {
         .find(|j| j.identity.id == client.stream)
         .unwrap();
     let seg = &jvm.segments[0];
-    let start = client.header.start_wall_ns;
+    let start = client.b.header().start_wall_ns;
     assert_eq!(
         (seg.start_ns, seg.end_ns),
         (Some(start), Some(start + 10 * MS))
@@ -205,7 +200,7 @@ fn a_jvm_that_only_traces_is_stored_under_the_time_its_calls_cover() {
         .into_iter()
         .find(|j| j.identity.id == server.stream)
         .unwrap();
-    let s_start = server.header.start_wall_ns;
+    let s_start = server.b.header().start_wall_ns;
     assert_eq!(
         (s.segments[0].start_ns, s.segments[0].end_ns),
         (
@@ -245,7 +240,7 @@ fn a_data_directory_indexed_before_trace_spans_reads_back_whole() {
 
     // A collector opening it rescans the old segment and rewrites the index.
     let store = FileStore::open(&data, 64 << 20, Duration::from_secs(3600)).unwrap();
-    let start = client.header.start_wall_ns;
+    let start = client.b.header().start_wall_ns;
     let seg = &store.jvms()[0].segments[0];
     assert_eq!(
         (seg.start_ns, seg.end_ns),
@@ -286,7 +281,7 @@ fn the_api_merges_stored_jvms_into_one_tree_with_the_server_under_the_clients_ca
     // The server's clock is two minutes ahead. Bounds: client start - server start
     // = -0.4 ms and end - end = +0.4 ms around the true difference of the clocks.
     let offset = tree["jvms"][s]["offset_ns"].as_i64().unwrap();
-    let truth = client.header.start_wall_ns as i64 - server.header.start_wall_ns as i64;
+    let truth = client.b.header().start_wall_ns as i64 - server.b.header().start_wall_ns as i64;
     assert!((truth + 2 * MINUTE_NS as i64).abs() < 1_000_000_000);
     assert_eq!(offset, truth);
     assert_eq!(tree["jvms"][s]["uncertainty_ns"], json!(400_000));

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use jscope_collector::{ClickHouseStore, MemoryLog, Store};
 use jscope_format::Recording;
+use jscope_store::{ClickHouseStore, MemoryLog, Store};
 use jscope_testkit::{on_each_clickhouse, temp_dir, ClickHouse, Server};
 use jscope_wire::{ClientConfig, RefuseCode, WireClient, WireError};
 

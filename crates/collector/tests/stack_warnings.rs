@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use jscope_format::*;
-use jscope_testkit::temp_dir;
+use jscope_testkit::{temp_dir, RecordingBuilder};
 
 const MS: u64 = 1_000_000;
 
@@ -23,44 +23,25 @@ fn recording() -> Vec<u8> {
         interval_ns: MS,
         ..Header::default()
     };
-    let mut w = ChunkWriter::new();
-    let mut d = Dictionary::new();
-    let main = d.method_label(&mut w, "demo.Shop.main");
-    let work = d.method_label(&mut w, "demo.Shop.work");
-    let library = d.class(&mut w, "", None);
-    let unknown = MethodId(1000);
-    let name = d.string(&mut w, "[unknown_java]");
-    w.method(&MethodDef {
-        id: unknown,
-        class: library,
-        name,
-        signature: StringId::NONE,
-        modifiers: 0x100,
-    });
-    let bytes = d.class(&mut w, "byte[]", None);
-    let frame = |method, kind| Frame {
-        method,
-        bci: 1,
-        line: 3,
-        kind,
-    };
-    w.stack(
-        StackId(1),
-        &[frame(work, FrameKind::C1), frame(main, FrameKind::Compiled)],
-    );
-    w.stack(StackId(2), &[frame(unknown, FrameKind::Unknown)]);
-    w.thread(&ThreadDef {
+    let mut b = RecordingBuilder::with_header(header);
+    let hot = b.stack_with_kinds(&[
+        ("demo.Shop.work", 3, FrameKind::C1),
+        ("demo.Shop.main", 3, FrameKind::Compiled),
+    ]);
+    let unknown = b.stack_with_kinds(&[("[unknown_java]", 3, FrameKind::Unknown)]);
+    let bytes = b.class_in_file("byte[]", "");
+    b.thread_def(ThreadDef {
         id: ThreadId(1),
         name: "main".into(),
         ..ThreadDef::default()
     });
     for i in 0..100 {
         let stack = match i {
-            0..=95 => StackId(1),
-            96..=98 => StackId(2),
+            0..=95 => hot,
+            96..=98 => unknown,
             _ => StackId::NONE,
         };
-        w.sample(&Sample {
+        b.raw_sample(&Sample {
             thread: ThreadId(1),
             carrier: Default::default(),
             ticks: i * MS,
@@ -71,23 +52,21 @@ fn recording() -> Vec<u8> {
         });
     }
     for i in 0..2 {
-        w.event(&JvmEvent::on(
+        b.event(&JvmEvent::on(
             ThreadId(1),
             (10 + i) * MS,
             EventKind::Alloc {
                 class: bytes,
                 size: 100,
                 weight: 1000,
-                stack: StackId(1),
+                stack: hot,
                 object: 0,
                 allocated_total: 0,
             },
         ));
     }
-    w.end(100 * MS);
-    let mut out = encode_file_start(&header);
-    out.extend(w.finish());
-    out
+    b.end_at(100 * MS);
+    b.bytes(None)
 }
 
 const WARNING: &str = "4.0% of 100 cpu samples have no complete Java stack \

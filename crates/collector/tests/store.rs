@@ -8,15 +8,15 @@ use std::time::Duration;
 
 use common::*;
 use jscope_analysis::{Mode, Selection, ThreadMatcher};
-use jscope_collector::jvm::{apply_dictionary, new_dictionary};
-use jscope_collector::{FileStore, JvmIdentity, SampleFilter, Store};
 use jscope_format::thread_state::{
     ALIVE, BLOCKED_ON_MONITOR_ENTER, IN_NATIVE, PARKED, RUNNABLE, WAITING,
 };
 use jscope_format::{decode_payload, split_chunk, Recording, Split};
-use jscope_format::{ClassId, MethodId, StackId, StringId, ThreadId};
+use jscope_format::{MethodId, StackId, ThreadId};
 use jscope_format::{StateClass, ThreadDef};
-use jscope_testkit::temp_dir;
+use jscope_store::identity::{apply_dictionary, new_dictionary};
+use jscope_store::{FileStore, JvmIdentity, SampleFilter, Store};
+use jscope_testkit::{temp_dir, RecordingBuilder};
 
 /// Appends `n` chunks of `sim` as the ingest would, keeping the dictionary current.
 fn append(
@@ -33,7 +33,7 @@ fn append(
         };
         let records = decode_payload(&raw.payload).unwrap();
         apply_dictionary(dict, &records);
-        let span = jscope_collector::jvm::event_span(id, &records);
+        let span = jscope_store::identity::event_span(id, &records);
         store.append(&id.id, seq, &chunk, span, dict).unwrap();
     }
     store.sync(&id.id).unwrap();
@@ -176,44 +176,29 @@ fn raw_bytes_of_several_segments_read_as_one_recording_and_a_reader_changes_noth
 /// A cpu+wall stream whose samples are 5 s apart, so summaries hold many buckets.
 struct Sparse {
     header: jscope_format::Header,
-    writer: jscope_format::ChunkWriter,
+    writer: RecordingBuilder,
     next: u64,
 }
 
 impl Sparse {
     fn new(pid: u32) -> Sparse {
         let sim = SimJvm::new(pid, "com.acme.Sparse");
-        let mut w = jscope_format::ChunkWriter::new();
-        w.string(StringId(1), "com.acme.Sparse");
-        w.string(StringId(2), "Sparse.java");
-        w.string(StringId(3), "()V");
-        w.class(&jscope_format::ClassDef {
-            id: ClassId(1),
-            name: StringId(1),
-            source_file: StringId(2),
-        });
-        for m in 1..=4u32 {
-            w.string(StringId(10 + m), &format!("m{m}"));
-            w.method(&jscope_format::MethodDef {
-                id: MethodId(m),
-                class: ClassId(1),
-                name: StringId(10 + m),
-                signature: StringId(3),
-                modifiers: 1,
-            });
-        }
-        let frame = |method| jscope_format::Frame {
+        let mut b = RecordingBuilder::with_header(sim.header.clone());
+        let m: Vec<MethodId> = (1..=4)
+            .map(|m| b.method(&format!("com.acme.Sparse.m{m}")))
+            .collect();
+        let frame = |method: MethodId| jscope_format::Frame {
             method,
             bci: 0,
             line: method.0,
             kind: jscope_format::FrameKind::Interpreted,
         };
-        for s in 1..=3u32 {
-            w.stack(StackId(s), &[frame(MethodId(s + 1)), frame(MethodId(1))]);
+        for s in 1..=3 {
+            b.stack_of(&[frame(m[s]), frame(m[0])]);
         }
         Sparse {
             header: sim.header,
-            writer: w,
+            writer: b,
             next: 0,
         }
     }
@@ -223,7 +208,7 @@ impl Sparse {
         for _ in 0..4 {
             let i = self.next;
             self.next += 1;
-            self.writer.sample(&jscope_format::Sample {
+            self.writer.raw_sample(&jscope_format::Sample {
                 thread: ThreadId(1),
                 carrier: Default::default(),
                 ticks: self.header.start_ticks + i * 5_000_000_000,
@@ -237,7 +222,7 @@ impl Sparse {
                 state: 0,
             });
         }
-        self.writer.finish()
+        self.writer.take_chunk()
     }
 }
 
@@ -265,7 +250,7 @@ fn summaries_of_closed_segments_count_exactly_what_decoding_counts() {
         };
         let records = decode_payload(&raw.payload).unwrap();
         apply_dictionary(&mut dict, &records);
-        let span = jscope_collector::jvm::event_span(&id, &records);
+        let span = jscope_store::identity::event_span(&id, &records);
         store.append(&stream, seq, &chunk, span, &dict).unwrap();
     }
     store.sync(&stream).unwrap();
@@ -337,7 +322,7 @@ fn summaries_of_closed_segments_count_exactly_what_decoding_counts() {
 /// thread 3 is renamed from `pool-3` to `worker-3` in chunk 25.
 struct Busy {
     header: jscope_format::Header,
-    writer: jscope_format::ChunkWriter,
+    writer: RecordingBuilder,
     chunks: u64,
     next: u64,
 }
@@ -365,7 +350,7 @@ impl Busy {
     }
 
     fn declare(&mut self, id: u32, name: &str) {
-        self.writer.thread(&ThreadDef {
+        self.writer.thread_def(ThreadDef {
             id: ThreadId(id),
             java_id: id as i64,
             name: name.into(),
@@ -388,7 +373,7 @@ impl Busy {
             let i = self.next;
             self.next += 1;
             let ticks = self.header.start_ticks + i * 5_000_000_000;
-            self.writer.sample(&jscope_format::Sample {
+            self.writer.raw_sample(&jscope_format::Sample {
                 thread: ThreadId(1 + (i % 5) as u32),
                 carrier: Default::default(),
                 ticks,
@@ -410,14 +395,14 @@ impl Busy {
                         stack: StackId(1 + ((i + t) % 3) as u32),
                     })
                     .collect();
-                self.writer.snapshot(&jscope_format::Snapshot {
+                self.writer.raw_snapshot(&jscope_format::Snapshot {
                     ticks,
                     interval_ns: 0,
                     threads,
                 });
             }
         }
-        self.writer.finish()
+        self.writer.take_chunk()
     }
 }
 
@@ -439,7 +424,7 @@ fn thread_and_state_filters_count_from_summaries_exactly_what_decoding_counts() 
         };
         let records = decode_payload(&raw.payload).unwrap();
         apply_dictionary(&mut dict, &records);
-        let span = jscope_collector::jvm::event_span(&id, &records);
+        let span = jscope_store::identity::event_span(&id, &records);
         store.append(&stream, seq, &chunk, span, &dict).unwrap();
     }
     store.sync(&stream).unwrap();

@@ -8,6 +8,7 @@ use jscope_analysis::{collapse, CollapseOptions, Selection, ThreadMatcher};
 use jscope_export::{export, pprof, Export, ExportError, Format, Kind, Profile, Request};
 use jscope_format::thread_state::{ALIVE, BLOCKED_ON_MONITOR_ENTER, RUNNABLE};
 use jscope_format::*;
+use jscope_testkit::RecordingBuilder;
 use prost::Message;
 use serde_json::Value;
 
@@ -32,46 +33,24 @@ fn recording() -> Recording {
         java_version: "21".into(),
         ..Header::default()
     };
-    let mut w = ChunkWriter::new();
-    for (id, s) in [
-        (1, "demo.App"),
-        (2, "App.java"),
-        (3, "main"),
-        (4, "work"),
-        (5, "idle"),
-        (6, "demo.Worker"),
-        (7, "run"),
-        (8, "()V"),
-        (9, "demo.Item"),
-    ] {
-        w.string(StringId(id), s);
-    }
-    let class = |id, name, file| ClassDef {
-        id: ClassId(id),
-        name: StringId(name),
-        source_file: StringId(file),
-    };
-    w.class(&class(1, 1, 2));
-    w.class(&class(2, 6, 0));
-    w.class(&class(3, 9, 0));
-    for (id, class, name) in [(1, 1, 3), (2, 1, 4), (3, 1, 5), (4, 2, 7)] {
-        w.method(&MethodDef {
-            id: MethodId(id),
-            class: ClassId(class),
-            name: StringId(name),
-            signature: StringId(8),
-            modifiers: 1,
-        });
-    }
+    let mut b = RecordingBuilder::with_header(header);
+    let [main, work, idle, run] = [
+        "demo.App.main",
+        "demo.App.work",
+        "demo.App.idle",
+        "demo.Worker.run",
+    ]
+    .map(|m| b.method(m));
+    let (app, item) = (b.class("demo.App"), b.class("demo.Item"));
     for (id, name) in [(1, "main"), (2, "worker")] {
-        w.thread(&ThreadDef {
+        b.thread_def(ThreadDef {
             id: ThreadId(id),
             name: name.into(),
             ..ThreadDef::default()
         });
     }
-    let frame = |m, line| Frame {
-        method: MethodId(m),
+    let frame = |method, line| Frame {
+        method,
         bci: 1,
         line,
         kind: FrameKind::Compiled,
@@ -80,13 +59,16 @@ fn recording() -> Recording {
         kind: FrameKind::Inlined,
         ..frame(m, line)
     };
-    w.stack(StackId(1), &[frame(2, 12), frame(1, 3)]);
-    w.stack(StackId(2), &[frame(3, 20), frame(1, 4)]);
-    w.stack(StackId(3), &[frame(4, 7)]);
-    // work inlined into main (the JIT's view of the same call as stack 1).
-    w.stack(StackId(4), &[inlined(2, 13), frame(1, 3)]);
+    let stacks = [
+        b.stack_of(&[frame(work, 12), frame(main, 3)]),
+        b.stack_of(&[frame(idle, 20), frame(main, 4)]),
+        b.stack_of(&[frame(run, 7)]),
+        // work inlined into main (the JIT's view of the same call as stack 1).
+        b.stack_of(&[inlined(work, 13), frame(main, 3)]),
+    ];
+    let stack = |n: usize| stacks[n - 1];
     let runnable = ALIVE | RUNNABLE;
-    for (thread, ms, stack, state) in [
+    for (thread, ms, stack_no, state) in [
         (1, 0, 1, runnable),
         (1, 10, 1, runnable),
         (1, 20, 4, runnable),
@@ -95,64 +77,62 @@ fn recording() -> Recording {
         (2, 5, 3, runnable),
         (2, 15, 3, ALIVE | BLOCKED_ON_MONITOR_ENTER),
     ] {
-        w.sample(&Sample {
+        b.raw_sample(&Sample {
             thread: ThreadId(thread),
             carrier: Default::default(),
             ticks: ms * MS,
-            stack: StackId(stack),
+            stack: stack(stack_no),
             mode: SampleMode::Cpu,
             weight_ns: 10 * MS,
             state,
         });
     }
     for (ms, size) in [(2, 100), (12, 300)] {
-        w.event(&JvmEvent::on(
+        b.event(&JvmEvent::on(
             ThreadId(1),
             ms * MS,
             EventKind::Alloc {
-                class: ClassId(3),
+                class: item,
                 size,
                 weight: size * 10,
-                stack: StackId(1),
+                stack: stack(1),
                 object: 0,
                 allocated_total: 0,
             },
         ));
     }
-    w.event(&JvmEvent::on(
+    b.event(&JvmEvent::on(
         ThreadId(1),
         31 * MS,
         EventKind::MonitorBlocked {
             duration_ns: 5 * MS,
-            class: ClassId(1),
+            class: app,
             object: 1,
             owner: ThreadId(2),
-            stack: StackId(2),
+            stack: stack(2),
         },
     ));
-    let ev = |kind, m, ms| TraceEvent {
+    let ev = |kind, method, ms| TraceEvent {
         kind,
-        method: MethodId(m),
+        method,
         ticks: ms * MS,
         untraced: 0,
         cpu_ns: 0,
     };
-    w.trace(&TraceBatch {
+    b.trace(&TraceBatch {
         thread: ThreadId(1),
         has_cpu: false,
         events: vec![
-            ev(TraceKind::Enter, 1, 0),
-            ev(TraceKind::Enter, 2, 1),
-            ev(TraceKind::Exit, 2, 4),
-            ev(TraceKind::Enter, 2, 5),
-            ev(TraceKind::Exit, 2, 9),
-            ev(TraceKind::Exit, 1, 10),
+            ev(TraceKind::Enter, main, 0),
+            ev(TraceKind::Enter, work, 1),
+            ev(TraceKind::Exit, work, 4),
+            ev(TraceKind::Enter, work, 5),
+            ev(TraceKind::Exit, work, 9),
+            ev(TraceKind::Exit, main, 10),
         ],
     });
-    w.end(70 * MS);
-    let mut bytes = encode_file_start(&header);
-    bytes.extend(w.finish());
-    Recording::from_bytes(&bytes).unwrap()
+    b.end_at(70 * MS);
+    b.build(None)
 }
 
 fn request(kind: Kind) -> Request {
@@ -582,69 +562,38 @@ fn mixed_recording() -> Recording {
         interval_ns: 10 * MS,
         ..Header::default()
     };
-    let mut w = ChunkWriter::new();
-    for (id, s) in [
-        (1, "demo.App"),
-        (2, "main"),
-        (3, "([Ljava/lang/String;)V"),
-        (4, "libc.so.6"),
-        (5, "write"),
-        (6, "[kernel]"),
-        (7, "do_syscall_64"),
-    ] {
-        w.string(StringId(id), s);
-    }
-    for (id, name) in [(1, 1), (2, 4), (3, 6)] {
-        w.class(&ClassDef {
-            id: ClassId(id),
-            name: StringId(name),
-            source_file: StringId(0),
-        });
-    }
-    for (id, class, name, signature, modifiers) in
-        [(1, 1, 2, 3, 9), (2, 2, 5, 0, 0x100), (3, 3, 7, 0, 0x100)]
-    {
-        w.method(&MethodDef {
-            id: MethodId(id),
-            class: ClassId(class),
-            name: StringId(name),
-            signature: StringId(signature),
-            modifiers,
-        });
-    }
-    w.thread(&ThreadDef {
+    let mut b = RecordingBuilder::with_header(header);
+    let main = b.method_with("demo.App.main", "([Ljava/lang/String;)V", 9);
+    let write = b.native("libc.so.6", "write");
+    let syscall = b.native("[kernel]", "do_syscall_64");
+    b.thread_def(ThreadDef {
         id: ThreadId(1),
         name: "main".into(),
         ..ThreadDef::default()
     });
-    let frame = |m, kind| Frame {
-        method: MethodId(m),
+    let frame = |method, kind| Frame {
+        method,
         bci: -1,
         line: 0,
         kind,
     };
-    w.stack(
-        StackId(1),
-        &[
-            frame(3, FrameKind::Kernel),
-            frame(2, FrameKind::Native),
-            frame(1, FrameKind::Compiled),
-        ],
-    );
+    let stack = b.stack_of(&[
+        frame(syscall, FrameKind::Kernel),
+        frame(write, FrameKind::Native),
+        frame(main, FrameKind::Compiled),
+    ]);
     for ms in [0, 10, 20] {
-        w.sample(&Sample {
+        b.raw_sample(&Sample {
             thread: ThreadId(1),
             carrier: ThreadId(0),
             ticks: ms * MS,
-            stack: StackId(1),
+            stack,
             mode: SampleMode::Cpu,
             weight_ns: 10 * MS,
             state: 0,
         });
     }
-    let mut bytes = encode_file_start(&header);
-    bytes.extend(w.finish());
-    Recording::from_bytes(&bytes).unwrap()
+    b.build(None)
 }
 
 #[test]

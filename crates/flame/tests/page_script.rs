@@ -1,8 +1,8 @@
 //! The page script's pure parts (decoding, search, box layout), run in Node.js.
 //!
 //! The page itself needs a browser; these functions do not, and page.js exports
-//! them when loaded as a Node module. Without `node` on PATH the tests say so
-//! and pass, since the crate must build and test without a JavaScript runtime.
+//! them when loaded as a Node module. Without `node` on PATH the tests say so and
+//! skip, and fail under `CI=true` (jscope_testkit::tools).
 
 use jscope_flame::{render_html, FlameGraph, Options};
 use serde_json::{json, Value};
@@ -15,10 +15,7 @@ const DATA_START: &str = r#"<script type="application/json" id="flame-data">"#;
 /// Runs `body` in Node with `api` (page.js exports) and `g` (decoded page data)
 /// in scope and returns what it prints as JSON; `None` when Node is missing.
 fn run_node(graph: &FlameGraph, options: &Options, body: &str) -> Option<Value> {
-    if Command::new("node").arg("--version").output().is_err() {
-        eprintln!("node not found on PATH: skipping page script test");
-        return None;
-    }
+    let node = jscope_testkit::tools::node()?;
     let html = render_html(graph, options);
     let start = html.find(DATA_START).unwrap() + DATA_START.len();
     let data = &html[start..start + html[start..].find("</script>").unwrap()];
@@ -32,7 +29,7 @@ fn run_node(graph: &FlameGraph, options: &Options, body: &str) -> Option<Value> 
          console.log(JSON.stringify((() => {{ {body} }})()));\n"
     );
     std::fs::write(dir.join("driver.js"), driver).unwrap();
-    let out = Command::new("node")
+    let out = Command::new(node)
         .arg("driver.js")
         .current_dir(&dir)
         .output()

@@ -11,7 +11,7 @@
 //! fields in wire order. The enum, the encoder, the decoder, field access by name and
 //! [`EVENT_KINDS`] are all made from it, so a new kind or field is one table entry.
 
-use crate::ids::{ClassId, MethodId, StackId, StringId, ThreadId};
+use crate::ids::{ClassId, IdMap, MethodId, StackId, StringId, ThreadId};
 use crate::varint::{put_i64, put_u64, Cursor};
 use crate::FormatError;
 
@@ -222,8 +222,45 @@ id_wire!(
     StringId => String
 );
 
+/// How a field type moves to another recording's ids: ids through the map,
+/// numbers as they are.
+trait RemapField: Sized {
+    fn remap(self, map: &mut dyn IdMap) -> Self;
+}
+
+macro_rules! kept_as_is {
+    ($($ty:ty),*) => {$(
+        impl RemapField for $ty {
+            fn remap(self, _: &mut dyn IdMap) -> $ty {
+                self
+            }
+        }
+    )*};
+}
+
+kept_as_is!(u64, i64, bool, UserEventKind);
+
+macro_rules! mapped_by {
+    ($($ty:ty => $method:ident),*) => {$(
+        impl RemapField for $ty {
+            fn remap(self, map: &mut dyn IdMap) -> $ty {
+                map.$method(self)
+            }
+        }
+    )*};
+}
+
+mapped_by!(
+    ClassId => class,
+    MethodId => method,
+    StackId => stack,
+    ThreadId => thread,
+    StringId => string,
+    u32 => user_event
+);
+
 /// Declares the event kinds: the enum, its tags and names, the encoder and decoder,
-/// field access by name, and [`EVENT_KINDS`].
+/// field access by name, remapping to another recording's ids, and [`EVENT_KINDS`].
 macro_rules! event_kinds {
     ($(
         $(#[$doc:meta])*
@@ -279,6 +316,17 @@ macro_rules! event_kinds {
                     },)*
                     _ => return Ok(None),
                 }))
+            }
+
+            /// The event's fields with their ids (classes, methods, stacks, threads,
+            /// strings, user events) as `map` maps them; numbers stay as they are.
+            pub fn remap(&self, map: &mut dyn IdMap) -> EventKind {
+                match *self {
+                    $(EventKind::$kind { $($field,)* $($($opt),*)? } => EventKind::$kind {
+                        $($field: RemapField::remap($field, map),)*
+                        $($($opt: RemapField::remap($opt, map),)*)?
+                    },)*
+                }
             }
 
             /// The field called `name`, when this kind has one.
@@ -499,6 +547,11 @@ impl JvmEvent {
     /// The field called `name` of the event's kind.
     pub fn field(&self, name: &str) -> Option<FieldValue> {
         self.kind.field(name)
+    }
+
+    /// The event on `map`'s thread with its fields' ids mapped; the time is kept.
+    pub fn remap(&self, map: &mut dyn IdMap) -> JvmEvent {
+        JvmEvent::on(map.thread(self.thread), self.ticks, self.kind.remap(map))
     }
 }
 

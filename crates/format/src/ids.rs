@@ -57,3 +57,14 @@ typed_ids! {
     /// A recording thread, declared by a thread record; 0 is the process-wide timeline.
     ThreadId;
 }
+
+/// Ids of one recording to another's.
+pub trait IdMap {
+    fn string(&mut self, id: StringId) -> StringId;
+    fn class(&mut self, id: ClassId) -> ClassId;
+    fn method(&mut self, id: MethodId) -> MethodId;
+    fn stack(&mut self, id: StackId) -> StackId;
+    fn thread(&mut self, id: ThreadId) -> ThreadId;
+    /// A user event id (`UserEventDef::id`).
+    fn user_event(&mut self, id: u32) -> u32;
+}

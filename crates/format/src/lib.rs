@@ -14,6 +14,7 @@ mod model;
 mod overview;
 mod read;
 mod record;
+mod remap;
 mod remote;
 mod stream;
 mod summary;
@@ -32,14 +33,15 @@ pub use events::{
     NATIVE_ALIGNED_ALLOC, NATIVE_CALLOC, NATIVE_MALLOC, NATIVE_MUTEX, NATIVE_POSIX_MEMALIGN,
     NATIVE_REALLOC, NATIVE_RWLOCK_READ, NATIVE_RWLOCK_WRITE,
 };
-pub use ids::{ClassId, MethodId, StackId, StringId, ThreadId};
+pub use ids::{ClassId, IdMap, MethodId, StackId, StringId, ThreadId};
 pub use model::*;
 pub use overview::Overview;
 pub use read::{ChunkReader, Damage, Recording};
 pub use record::{decode_payload, decode_payload_counting_traces, Record};
+pub use remap::{Interner, Remapper, Threads};
 pub use remote::{RemoteCall, RemoteProtocol, RemoteSide};
 pub use stream::ChunkStream;
-pub use summary::{decode_summary, ChunkSummary, TraceCounts};
+pub use summary::{decode_summary, ChunkSummary};
 pub use thread_state::StateClass;
 pub use write::{encode_file_start, ChunkWriter};
 

@@ -301,3 +301,46 @@ pub struct CallAggregate {
     pub ticks: u64,
     pub pairs: Vec<CallPair>,
 }
+
+/// Trace events by kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TraceCounts {
+    /// TraceBatch records.
+    pub batches: u64,
+    pub enters: u64,
+    pub exits: u64,
+    pub throws: u64,
+}
+
+impl TraceCounts {
+    pub fn events(&self) -> u64 {
+        self.enters + self.exits + self.throws
+    }
+
+    /// Counts one batch's events.
+    pub fn add_batch(&mut self, b: &TraceBatch) {
+        self.batches += 1;
+        let mut k = [0u64; 3];
+        for e in &b.events {
+            k[e.kind as usize] += 1;
+        }
+        self.enters += k[TraceKind::Enter as usize];
+        self.exits += k[TraceKind::Exit as usize];
+        self.throws += k[TraceKind::Throw as usize];
+    }
+
+    /// Counts one batch of (enters, exits, throws).
+    pub(crate) fn add_kinds(&mut self, [enters, exits, throws]: [u64; 3]) {
+        self.batches += 1;
+        self.enters += enters;
+        self.exits += exits;
+        self.throws += throws;
+    }
+
+    pub fn add(&mut self, o: &TraceCounts) {
+        self.batches += o.batches;
+        self.enters += o.enters;
+        self.exits += o.exits;
+        self.throws += o.throws;
+    }
+}

@@ -8,9 +8,10 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use crate::chunk::{check_magic, split_chunk, ChunkKind, Split, FRAME_PEEK, MAGIC};
+use crate::model::TraceCounts;
 use crate::read::{Damage, Recording};
 use crate::record::{decode_payload_counting_traces, Record};
-use crate::summary::{decode_summary, ChunkSummary, TraceCounts};
+use crate::summary::{decode_summary, ChunkSummary};
 use crate::FormatError;
 
 /// A recording's contents counted chunk by chunk, with bounded memory.

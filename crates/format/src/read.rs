@@ -268,7 +268,8 @@ impl Recording {
     }
 
     /// `com.acme.Foo.bar`, or `[unknown]` when the method is not known. Native code
-    /// (see [`Recording::native_library`]) reads `symbol [libc.so.6]`, kernel code
+    /// (see [`Recording::native_library`]) reads `symbol [libc.so.6]` (a mapping the
+    /// kernel names in brackets, the vDSO, `symbol [vdso]`), kernel code
     /// `symbol_[k]` as async-profiler writes it, code in no known mapping `[unknown]`.
     pub fn method_label(&self, method: MethodId) -> String {
         let Some(m) = self.method(method) else {
@@ -280,6 +281,7 @@ impl Recording {
                 "[kernel]" => format!("{name}_[k]"),
                 "[unknown]" => "[unknown]".to_string(),
                 "" => name.to_string(),
+                lib if lib.starts_with('[') && lib.ends_with(']') => format!("{name} {lib}"),
                 _ => format!("{name} [{lib}]"),
             };
         }

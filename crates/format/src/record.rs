@@ -15,7 +15,6 @@ use crate::events::{self, decode_event, JvmEvent, UserEventDef};
 use crate::ids::{MethodId, StackId, StringId, ThreadId};
 use crate::model::*;
 use crate::remote::{self, decode_remote, RemoteCall};
-use crate::summary::TraceCounts;
 use crate::varint::{put_i64, put_str, put_u64, write_i64, write_u64, Cursor, MAX_VARINT};
 use crate::FormatError;
 

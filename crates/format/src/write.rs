@@ -6,7 +6,7 @@ use crate::ids::{StackId, StringId, ThreadId};
 use crate::model::*;
 use crate::record::{
     encode_aggregate, encode_frames, encode_header, encode_thread, encode_trace_with, tag,
-    DeltaEncoder,
+    DeltaEncoder, Record,
 };
 use crate::remote::{encode_remote, RemoteCall};
 use crate::summary::SummaryBuilder;
@@ -109,6 +109,20 @@ impl ChunkWriter {
         put_u64(&mut self.body, id.into());
         encode_frames(&mut self.body, frames_top_first);
         self.push(tag::STACK);
+    }
+
+    /// A dictionary record (string, class, method, thread, stack, user event name);
+    /// other records are not dictionary entries and are left out.
+    pub fn dictionary_entry(&mut self, r: &Record) {
+        match r {
+            Record::String { id, value } => self.string(*id, value),
+            Record::Class(c) => self.class(c),
+            Record::Method(m) => self.method(m),
+            Record::Thread(t) => self.thread(t),
+            Record::Stack { id, frames } => self.stack(*id, frames),
+            Record::UserEventDef(d) => self.user_event_def(d),
+            _ => {}
+        }
     }
 
     pub fn sample(&mut self, s: &Sample) {

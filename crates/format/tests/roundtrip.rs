@@ -258,10 +258,18 @@ fn repeated_stacks_compress_well() {
 }
 
 /// A cheap stand-in for the cargo-fuzz target that runs on every `cargo test`:
-/// arbitrary corruptions of a valid file never panic and never lose the header.
+/// arbitrary corruptions of a valid file never panic, and a corruption after the
+/// header chunk never loses the header nor any chunk before the first damaged byte.
 #[test]
 fn random_corruption_never_panics() {
     let good = sample_recording();
+    // Where each chunk ends; the first is the header chunk.
+    let ends: Vec<usize> = ChunkReader::new(&good)
+        .unwrap()
+        .map(|c| c.offset as usize + c.stored_len)
+        .collect();
+    assert_eq!(ends.len(), 3, "header and two data chunks");
+    let whole = Recording::from_bytes(&good).unwrap();
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut next = move || {
         seed ^= seed << 13;
@@ -269,16 +277,39 @@ fn random_corruption_never_panics() {
         seed ^= seed << 17;
         seed
     };
+    let mut after_header = 0;
     for _ in 0..5_000 {
         let mut bytes = good.clone();
-        let flips = 1 + next() % 4;
-        for _ in 0..flips {
-            let i = (next() as usize) % bytes.len();
-            bytes[i] = next() as u8;
+        let mut first_damage = bytes.len();
+        // Half the time only the data chunks are damaged.
+        let from = if next() % 2 == 0 { ends[0] } else { 0 };
+        for _ in 0..1 + next() % 4 {
+            let i = from + (next() as usize) % (bytes.len() - from);
+            let b = next() as u8;
+            if bytes[i] != b {
+                first_damage = first_damage.min(i);
+            }
+            bytes[i] = b;
         }
-        let cut = (next() as usize) % (bytes.len() + 1);
-        let _ = Recording::from_bytes(&bytes[..cut.max(bytes.len() / 2)]);
+        let cut = ((next() as usize) % (bytes.len() + 1)).max(bytes.len() / 2);
+        first_damage = first_damage.min(cut);
+        let read = Recording::from_bytes(&bytes[..cut]);
+        if first_damage < ends[0] {
+            continue; // the header itself is damaged: an error, or what was readable
+        }
+        after_header += 1;
+        let rec = read.unwrap_or_else(|e| panic!("damage at {first_damage} lost the header: {e}"));
+        assert_eq!(rec.header, whole.header);
+        // Every chunk that ends before the damage is there whole.
+        if first_damage >= ends[1] {
+            assert_eq!(rec.samples, whole.samples, "damage at {first_damage}");
+            assert_eq!(rec.stacks, whole.stacks);
+        }
     }
+    assert!(
+        after_header > 1_000,
+        "{after_header} corruptions after the header"
+    );
 }
 
 #[test]
@@ -601,11 +632,13 @@ fn native_kernel_and_unknown_frames_are_labelled_by_library() {
         "sleep0",
         "(J)V",
         "",
+        "[vdso]",
+        "clock_gettime",
     ];
     for (i, s) in strings.iter().enumerate() {
         w.string(StringId(i as u32 + 1), s);
     }
-    for (id, name) in [(1, 1), (2, 3), (3, 5), (4, 7)] {
+    for (id, name) in [(1, 1), (2, 3), (3, 5), (4, 7), (5, 11)] {
         w.class(&ClassDef {
             id: ClassId(id),
             name: StringId(name),
@@ -626,6 +659,8 @@ fn native_kernel_and_unknown_frames_are_labelled_by_library() {
     w.method(&method(4, 4, 8, 9));
     // A native frame of no known library is its symbol alone.
     w.method(&method(5, 0, 2, 0));
+    // The kernel's vDSO, a mapping /proc names in brackets.
+    w.method(&method(6, 5, 12, 0));
     out.extend(w.finish());
     let r = Recording::from_bytes(&out).unwrap();
     let label = |m| r.method_label(MethodId(m));
@@ -634,6 +669,7 @@ fn native_kernel_and_unknown_frames_are_labelled_by_library() {
     assert_eq!(label(3), "[unknown]");
     assert_eq!(label(4), "java.lang.Thread.sleep0");
     assert_eq!(label(5), "getpid");
+    assert_eq!(label(6), "clock_gettime [vdso]");
     assert_eq!(r.native_library(MethodId(1)), Some("libc.so.6"));
     assert_eq!(r.native_library(MethodId(4)), None);
 }

@@ -20,7 +20,7 @@ pub enum Server {
     /// The current engine (26.9 in chdb 4.4.0) in a Python process behind
     /// `crates/testkit/clickhouse_current.py`: the engine runs every statement,
     /// the script is only the HTTP transport. Found as `JSCOPE_CHDB_PYTHON` (a python
-    /// with chdb), else `.venv-chdb` in the workspace, which `.ci/run` creates.
+    /// with chdb), else `.venv-chdb` in the workspace, which `scripts/test.sh` creates.
     Current,
 }
 
@@ -43,10 +43,10 @@ pub struct ClickHouse {
     child: Option<Child>,
 }
 
-/// The python with chdb that runs [`Server::Current`], and why not when none is.
-fn chdb_python() -> Result<PathBuf, String> {
+/// The python with chdb that runs [`Server::Current`], or [`crate::tools::missing`].
+fn chdb_python() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("JSCOPE_CHDB_PYTHON").filter(|p| !p.is_empty()) {
-        return Ok(PathBuf::from(p));
+        return Some(PathBuf::from(p));
     }
     let venv = crate::workspace_root().join(".venv-chdb");
     let python = venv.join("bin/python");
@@ -56,15 +56,14 @@ fn chdb_python() -> Result<PathBuf, String> {
         .flatten()
         .any(|d| d.path().join("site-packages/chdb").is_dir());
     if python.exists() && has_chdb {
-        Ok(python)
-    } else {
-        Err(format!(
-            "skipped: chdb (the current ClickHouse engine) is not installed in {} (.ci/run \
-             installs it: pip install --no-deps chdb==4.4.0 chdb-core==26.9.0; or set \
-             JSCOPE_CHDB_PYTHON)",
-            venv.display()
-        ))
+        return Some(python);
     }
+    crate::tools::missing(
+        "chdb (the current ClickHouse engine) in .venv-chdb",
+        "python3 -m venv .venv-chdb && .venv-chdb/bin/pip install --no-deps chdb==4.4.0 \
+         chdb-core==26.9.0, or set JSCOPE_CHDB_PYTHON",
+    );
+    None
 }
 
 fn binary() -> Option<PathBuf> {
@@ -126,32 +125,24 @@ fn write_config(dir: &Path, http: u16) {
 }
 
 impl ClickHouse {
-    /// Starts Debian's `clickhouse-server`, or prints why not and returns `None` when
-    /// it is not installed (`.ci/run` installs it).
+    /// Starts Debian's `clickhouse-server`, or returns `None` when it is not
+    /// installed ([`crate::tools::missing`]: a failure under `CI=true`).
     pub fn start(name: &str) -> Option<ClickHouse> {
         ClickHouse::start_on(Server::Debian, name)
     }
 
-    /// Starts `server`, or prints why not (one line) and returns `None` when it is
-    /// not installed.
+    /// Starts `server`, or returns `None` when it is not installed
+    /// ([`crate::tools::missing`]).
     pub fn start_on(server: Server, name: &str) -> Option<ClickHouse> {
         let launch = match server {
             Server::Debian => match binary() {
                 Some(b) => Launch::Server(b),
                 None => {
-                    eprintln!(
-                        "skipped: clickhouse-server is not installed (apt-get install clickhouse-server)"
-                    );
+                    crate::tools::missing("clickhouse-server", "apt-get install clickhouse-server");
                     return None;
                 }
             },
-            Server::Current => match chdb_python() {
-                Ok(p) => Launch::Chdb(p),
-                Err(why) => {
-                    eprintln!("{why}");
-                    return None;
-                }
-            },
+            Server::Current => Launch::Chdb(chdb_python()?),
         };
         let dir = temp_dir(name);
         let http_port = free_port();

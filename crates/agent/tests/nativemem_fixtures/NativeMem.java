@@ -81,7 +81,13 @@ public class NativeMem {
                 forkPath();
             } else if (action.startsWith("hammer:")) {
                 int millis = Integer.parseInt(action.substring(7));
-                Thread t = new Thread(() -> System.out.println("hammered " + hammer(4, millis)), "hammer");
+                Thread t = new Thread(() -> {
+                    long calls = hammer(4, millis);
+                    // Wall-clock milliseconds at the hammer's end, to compare with
+                    // the recording's end.
+                    System.out.println("hammer_end_ms " + System.currentTimeMillis());
+                    System.out.println("hammered " + calls);
+                }, "hammer");
                 t.start();
                 started.add(t);
             } else if (action.startsWith("soak:")) {

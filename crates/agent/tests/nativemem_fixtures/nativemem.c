@@ -98,7 +98,15 @@ static void *contender(void *arg) {
     struct contention *c = arg;
     static int next;
     int me = __sync_fetch_and_add(&next, 1) & 1;
-    for (int i = 0; i < c->rounds; i++) contend_once(c, me);
+    for (int i = 0; i < c->rounds; i++) {
+        contend_once(c, me);
+        /* A pause after each release lets the waiting thread take the mutex, so
+         * nearly every acquisition waits about a hold: the blocked time is
+         * hundreds of milliseconds, and a preemption between the start of the
+         * fixture's measure and the lock (a few ms on a busy machine) stays a
+         * small part of it. */
+        usleep(50);
+    }
     return NULL;
 }
 

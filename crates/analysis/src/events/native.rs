@@ -50,7 +50,9 @@ impl NativeAllocation<'_> {
 
 /// The native allocation samples `filter` selects (thread, window, method),
 /// in time order, each with the time its block was freed: frees anywhere in
-/// the recording before the end of the window count.
+/// the recording before the end of the window count. A free is its
+/// allocation's when both its id and its address are the allocation's: ids
+/// number one JVM's samples, so JVMs merged into one recording repeat them.
 pub fn native_allocations<'r>(
     rec: &'r Recording,
     filter: &EventFilter,
@@ -59,12 +61,12 @@ pub fn native_allocations<'r>(
         let s = rec.ticks_to_ns(ticks) as f64 / 1e9;
         filter.to_s.is_none_or(|to| s < to)
     };
-    let freed: HashMap<u64, u64> = rec
+    let freed: HashMap<(u64, u64), u64> = rec
         .events
         .iter()
         .filter_map(|e| match e.kind {
-            EventKind::NativeFree { id, .. } if id != 0 && in_window(e.ticks) => {
-                Some((id, e.ticks))
+            EventKind::NativeFree { id, address } if id != 0 && in_window(e.ticks) => {
+                Some(((id, address), e.ticks))
             }
             _ => None,
         })
@@ -91,7 +93,7 @@ pub fn native_allocations<'r>(
                 call,
                 id,
                 stack,
-                freed_ticks: freed.get(&id).copied().filter(|&t| t >= e.ticks),
+                freed_ticks: freed.get(&(id, address)).copied().filter(|&t| t >= e.ticks),
             }),
             _ => None,
         })

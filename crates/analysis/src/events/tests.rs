@@ -1349,3 +1349,45 @@ fn native_lock_waits_are_listed_by_lock_beside_monitors() {
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0].subject, "pthread_mutex_lock 0x7f000040");
 }
+
+/// JVMs merged into one recording (`jscope merge`, `--jvm all`) number their
+/// native samples alike: a free is its own JVM's, matched by id and address.
+#[test]
+fn merged_jvms_repeat_native_sample_ids_and_each_free_stays_its_own_jvms() {
+    let first = native_memory();
+    // The second JVM's sample 1, at an address of its own, freed before the end.
+    let mut b = Builder::new();
+    let other = native_frame(&mut b, 1001, "libother.so", "other_block");
+    b.w.stack(StackId(100), &[other]);
+    b.w.event(&JvmEvent::on(
+        ThreadId(1),
+        at_ms(5),
+        EventKind::NativeAlloc {
+            size: 1024,
+            weight: 1024,
+            address: 0xf0_000,
+            call: NATIVE_MALLOC,
+            id: 1,
+            stack: StackId(100),
+        },
+    ));
+    b.w.event(&JvmEvent::global(
+        at_ms(90),
+        EventKind::NativeFree {
+            id: 1,
+            address: 0xf0_000,
+        },
+    ));
+    let second = b.build_with(100, &[("nativemem.interval", "0")]);
+    let mut merged = Interner::new(first);
+    Remapper::new(&second, &mut merged, Threads::Apart).remap_into(&|t| t);
+    let merged = merged.into_recording();
+    let leaks = native_mem_report(&merged, &EventFilter::default(), NativeBy::Caller, true);
+    assert_eq!(
+        leaks.bytes,
+        65 * 1024,
+        "the first JVM's leaks, its sample 1 among them, and none of the second's"
+    );
+    let all = native_mem_report(&merged, &EventFilter::default(), NativeBy::Caller, false);
+    assert_eq!((all.calls, all.freed_bytes), (72, 6 * 1024));
+}

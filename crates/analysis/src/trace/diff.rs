@@ -943,24 +943,32 @@ mod tests {
         let mut w = ChunkWriter::new();
         let mut dict = Dictionary::new();
         for (id, name, calls) in threads {
-            crate::testutil::main_thread(&mut w, *id, name);
+            jscope_testkit::recording::main_thread(&mut w, *id, name);
             let mut events = vec![];
             let mut at = 0;
             for (path, us) in calls {
                 let ids: Vec<MethodId> =
                     path.iter().map(|l| dict.method_label(&mut w, l)).collect();
                 for &m in &ids {
-                    events.push(crate::testutil::trace_event(TraceKind::Enter, m, at));
+                    events.push(jscope_testkit::recording::trace_event(
+                        TraceKind::Enter,
+                        m,
+                        at,
+                    ));
                 }
                 at += us * 1000;
                 for &m in ids.iter().rev() {
-                    events.push(crate::testutil::trace_event(TraceKind::Exit, m, at));
+                    events.push(jscope_testkit::recording::trace_event(
+                        TraceKind::Exit,
+                        m,
+                        at,
+                    ));
                 }
                 at += 1000;
             }
-            crate::testutil::trace_batch(&mut w, *id, events);
+            jscope_testkit::recording::trace_batch(&mut w, *id, events);
         }
-        crate::testutil::ns_file(&mut w)
+        jscope_testkit::recording::ns_file(&mut w)
     }
 
     #[test]

@@ -546,7 +546,7 @@ mod link_tests {
         for (thread, at) in [(3, 50), (4, 60), (2, 70)] {
             w.trace(&batch(thread, vec![ev(Enter, 2, at), ev(Exit, 2, at + 1)]));
         }
-        crate::testutil::ns_file(&mut w)
+        jscope_testkit::recording::ns_file(&mut w)
     }
 
     #[test]

@@ -11,17 +11,6 @@ use std::time::{Duration, Instant};
 use jscope_testkit::{target_dir, temp_dir, Child};
 use serde_json::{json, Value};
 
-pub fn chromium() -> Option<PathBuf> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .find_map(|name| {
-            let out = Command::new("which").arg(name).output().ok()?;
-            out.status
-                .success()
-                .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-        })
-}
-
 pub struct Browser {
     _child: Child,
     ws: TcpStream,
@@ -29,12 +18,10 @@ pub struct Browser {
 }
 
 impl Browser {
-    /// Starts headless Chromium on a blank page; `None` (with a notice) when absent.
+    /// Starts headless Chromium on a blank page; `None` when it is absent (a failure
+    /// in CI).
     pub fn launch(name: &str) -> Option<Browser> {
-        let Some(bin) = chromium() else {
-            eprintln!("NOTICE: chromium not found; skipping the browser test");
-            return None;
-        };
+        let bin = jscope_testkit::tools::chromium()?;
         let profile = temp_dir(&format!("chromium-{name}"));
         let mut child = Child::spawn(
             Command::new(bin)

@@ -7,6 +7,7 @@ use std::process::{Command, Output};
 
 use jscope_format::thread_state::{ALIVE, RUNNABLE};
 use jscope_format::*;
+use jscope_testkit::RecordingBuilder;
 
 pub fn jscope_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_jscope"))
@@ -64,6 +65,16 @@ impl Report {
         }
     }
 
+    /// The samples with the first method whose label ends with `suffix` on their
+    /// stack (its total samples).
+    pub fn samples_of(&self, suffix: &str) -> Option<u64> {
+        let m = self.json["methods"]
+            .as_array()?
+            .iter()
+            .find(|m| m["method"].as_str().is_some_and(|l| l.ends_with(suffix)))?;
+        m["total_samples"].as_u64()
+    }
+
     /// (self %, total %) of the first method whose label ends with `suffix`.
     pub fn percent(&self, suffix: &str) -> Option<(f64, f64)> {
         let m = self.json["methods"]
@@ -84,7 +95,7 @@ pub struct Synthetic {
 /// A recording of one thread `main` with three data chunks of 10 cpu samples
 /// each: chunk 1 in `demo.App.first`, 2 in `demo.App.second`, 3 in `demo.App.third`.
 pub fn synthetic_recording() -> Synthetic {
-    let header = Header {
+    let mut b = RecordingBuilder::with_header(Header {
         vm_name: "Synthetic VM".into(),
         java_version: "17".into(),
         start_ticks: 1_000,
@@ -92,54 +103,8 @@ pub fn synthetic_recording() -> Synthetic {
         modes: "cpu".into(),
         interval_ns: 10_000_000,
         ..Header::default()
-    };
-    let mut bytes = encode_file_start(&header);
-    let mut chunk_offsets = Vec::new();
-    let mut w = ChunkWriter::new();
-    define_dictionaries(&mut w);
-    for (i, method) in [(0u64, 3u32), (1, 4), (2, 5)] {
-        for n in 0..10 {
-            let ticks = 1_000 + (i * 10 + n) * 10_000_000;
-            w.sample(&Sample {
-                thread: ThreadId(1),
-                carrier: Default::default(),
-                ticks,
-                stack: StackId(method - 2),
-                mode: SampleMode::Cpu,
-                weight_ns: 10_000_000,
-                state: ALIVE | RUNNABLE,
-            });
-        }
-        if i == 2 {
-            w.end(1_000 + 30 * 10_000_000);
-        }
-        chunk_offsets.push(bytes.len());
-        bytes.extend_from_slice(&w.finish());
-    }
-    Synthetic {
-        bytes,
-        chunk_offsets,
-    }
-}
-
-fn define_dictionaries(w: &mut ChunkWriter) {
-    for (id, s) in [
-        (1, "demo.App"),
-        (2, "App.java"),
-        (3, "first"),
-        (4, "second"),
-        (5, "third"),
-        (6, "main"),
-        (7, "()V"),
-    ] {
-        w.string(StringId(id), s);
-    }
-    w.class(&ClassDef {
-        id: ClassId(1),
-        name: StringId(1),
-        source_file: StringId(2),
     });
-    w.thread(&ThreadDef {
+    b.thread_def(ThreadDef {
         id: ThreadId(1),
         java_id: 1,
         name: "main".into(),
@@ -148,36 +113,53 @@ fn define_dictionaries(w: &mut ChunkWriter) {
         start_order: 1,
         ..ThreadDef::default()
     });
-    w.method(&MethodDef {
-        id: MethodId(1),
-        class: ClassId(1),
-        name: StringId(6),
-        signature: StringId(7),
-        modifiers: 9,
-    });
-    for m in 3..=5u32 {
-        w.method(&MethodDef {
-            id: MethodId(m - 1),
-            class: ClassId(1),
-            name: StringId(m),
-            signature: StringId(7),
-            modifiers: 1,
-        });
-        let frames = [
-            Frame {
-                method: MethodId(m - 1),
-                bci: 4,
-                line: 10 * m,
-                kind: FrameKind::Compiled,
-            },
-            Frame {
-                method: MethodId(1),
-                bci: 1,
-                line: 3,
-                kind: FrameKind::Interpreted,
-            },
-        ];
-        w.stack(StackId(m - 2), &frames);
+    let main = b.method("demo.App.main");
+    let stacks: Vec<StackId> = (3..=5u32)
+        .zip(["first", "second", "third"])
+        .map(|(line, name)| {
+            let method = b.method(&format!("demo.App.{name}"));
+            b.stack_of(&[
+                Frame {
+                    method,
+                    bci: 4,
+                    line: 10 * line,
+                    kind: FrameKind::Compiled,
+                },
+                Frame {
+                    method: main,
+                    bci: 1,
+                    line: 3,
+                    kind: FrameKind::Interpreted,
+                },
+            ])
+        })
+        .collect();
+    for (i, stack) in stacks.into_iter().enumerate() {
+        for n in 0..10 {
+            b.raw_sample(&Sample {
+                thread: ThreadId(1),
+                carrier: Default::default(),
+                ticks: 1_000 + (i as u64 * 10 + n) * 10_000_000,
+                stack,
+                mode: SampleMode::Cpu,
+                weight_ns: 10_000_000,
+                state: ALIVE | RUNNABLE,
+            });
+        }
+        if i == 2 {
+            b.end_at(1_000 + 30 * 10_000_000);
+        }
+        b.cut();
+    }
+    let (mut bytes, chunks) = b.chunks(None);
+    let mut chunk_offsets = Vec::new();
+    for c in chunks {
+        chunk_offsets.push(bytes.len());
+        bytes.extend_from_slice(&c);
+    }
+    Synthetic {
+        bytes,
+        chunk_offsets,
     }
 }
 
