@@ -474,16 +474,21 @@ struct NativeDrain {
 const WAITING: usize = 1 << 16;
 
 impl InterposeEngine {
+    /// `native`: what to record; `depth`, `cstack`: how stacks are walked, as
+    /// for cpu samples; `cpu`: whether cpu samples are taken too.
     pub fn new(
-        options: &crate::options::Options,
+        native: NativeOptions,
+        depth: u32,
+        cstack: crate::native::CStack,
+        cpu: bool,
         hotspot: Option<std::sync::Arc<HotSpot>>,
     ) -> InterposeEngine {
         InterposeEngine {
-            options: options.native,
-            depth: options.depth as usize,
-            interleave: options.cstack.interleaved(),
-            dwarf: options.cstack.dwarf(),
-            cpu_mixed: options.modes.cpu && options.cstack.mixed(),
+            options: native,
+            depth: depth as usize,
+            interleave: cstack.interleaved(),
+            dwarf: cstack.dwarf(),
+            cpu_mixed: cpu && cstack.mixed(),
             hotspot: Mutex::new(hotspot),
             shared: OnceLock::new(),
             symbols: OnceLock::new(),

@@ -173,7 +173,7 @@ fn identify(jvmti: *mut sys::jvmtiEnv, jni: Jni, vthread: sys::jthread, carrier:
 /// The recording's description of virtual thread `java_id` (taken once):
 /// its name, or `virtual-<id>` when it has none, and the carrier it started on
 /// (`carrier` names a Linux thread id).
-pub fn description(java_id: i64, carrier_name: impl Fn(u32) -> Option<String>) -> ThreadInfo {
+pub fn description(java_id: i64, carrier_name: &dyn Fn(u32) -> Option<String>) -> ThreadInfo {
     let (name, carrier) = names()
         .as_mut()
         .and_then(|m| m.remove(&java_id))
