@@ -3,6 +3,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
+
+/// Default sampling interval of the cpu and wall engines, and the period of
+/// perf's clock events when none is given.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(10);
 
 /// CLOCK_MONOTONIC in nanoseconds. Async-signal-safe (clock_gettime is on the
 /// POSIX list), so the signal handler stamps samples with it.

@@ -186,8 +186,10 @@ impl Engine for CpuEngine {
                 let _ = timers.arm(tid);
             }
             if self.all_threads {
-                let scanner = Scanner::spawn(timers.clone(), ctx.table.clone())
-                    .map_err(StartError::Thread)?;
+                let timers = timers.clone();
+                let sync = Box::new(move |tids: &[u32]| timers.sync(tids));
+                let scanner =
+                    Scanner::spawn(sync, ctx.table.clone()).map_err(StartError::Thread)?;
                 *self.scanner.lock().unwrap_or_else(|e| e.into_inner()) = Some(scanner);
             }
         }

@@ -61,27 +61,39 @@ struct Agent {
     recorder: Option<Recorder>,
 }
 
-static AGENT: Mutex<Agent> = Mutex::new(Agent {
-    jvmti: None,
-    callbacks_installed: false,
-    pending: None,
-    recorder: None,
-});
+/// The agent, and what its JVMTI callbacks use.
+struct Process {
+    agent: Mutex<Agent>,
+    /// What the JVMTI callbacks use; apart from `agent` so that callbacks fired
+    /// while a recording starts (the agent's own threads attaching) never wait
+    /// for it.
+    hooks: Mutex<Option<Arc<Hooks>>>,
+}
 
-/// What the JVMTI callbacks use; separate from AGENT so that callbacks fired while
-/// a recording starts (the agent's own threads attaching) never wait for it.
-static HOOKS: Mutex<Option<Arc<Hooks>>> = Mutex::new(None);
+static PROCESS: Process = Process {
+    agent: Mutex::new(Agent {
+        jvmti: None,
+        callbacks_installed: false,
+        pending: None,
+        recorder: None,
+    }),
+    hooks: Mutex::new(None),
+};
 
 fn agent() -> MutexGuard<'static, Agent> {
-    AGENT.lock().unwrap_or_else(|e| e.into_inner())
+    PROCESS.agent.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn hooks() -> Option<Arc<Hooks>> {
-    HOOKS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    PROCESS
+        .hooks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
 }
 
 fn set_hooks(hooks: Option<Arc<Hooks>>) {
-    *HOOKS.lock().unwrap_or_else(|e| e.into_inner()) = hooks;
+    *PROCESS.hooks.lock().unwrap_or_else(|e| e.into_inner()) = hooks;
 }
 
 /// Prints the agent's one line on stderr.

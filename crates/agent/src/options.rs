@@ -4,8 +4,7 @@
 
 use std::time::Duration;
 
-/// Default sampling interval for the cpu and wall engines.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(10);
+pub use crate::clock::DEFAULT_INTERVAL;
 /// Default interval between two snapshots of all threads.
 pub const DEFAULT_SNAP_INTERVAL: Duration = Duration::from_millis(100);
 /// Default maximum number of frames kept per stack.

@@ -422,7 +422,13 @@ fn engines(
     };
     // The recording's Java stack walker: the signal handler's and the native
     // hooks' (each walks from its own registers).
-    let interpose = Arc::new(InterposeEngine::new(options, hotspot.clone()));
+    let interpose = Arc::new(InterposeEngine::new(
+        options.native,
+        options.depth,
+        options.cstack,
+        options.modes.cpu,
+        hotspot.clone(),
+    ));
     let signals = Arc::new(SignalEngine::new(options, timers.clone(), hotspot));
     let all_threads = options.cstack.mixed();
     vec![

@@ -51,15 +51,29 @@ extern "C" {
     static jscope_safe_load_resume: u8;
 }
 
-/// The fault-free load in use: a function `(addr, fail) -> word`, or 0
-/// before one is proven (the system-call fallback).
-static LOADER: AtomicUsize = AtomicUsize::new(0);
-/// Set once this module's fault handler is installed.
-static HANDLER: AtomicBool = AtomicBool::new(false);
-/// The handler that was installed before ours, for every other fault.
-static PREVIOUS: OnceLock<[libc::sigaction; 2]> = OnceLock::new();
-/// This process's id, for the system-call fallback (getpid is a system call).
-static PID: AtomicI32 = AtomicI32::new(0);
+/// The fault-free read's process-wide state.
+struct SafeState {
+    /// The fault-free load in use: a function `(addr, fail) -> word`, or 0
+    /// before one is proven (the system-call fallback).
+    loader: AtomicUsize,
+    /// Set once this module's fault handler is installed.
+    handler: AtomicBool,
+    /// How installing the handler went (tried once).
+    installed: OnceLock<Result<(), InstallError>>,
+    /// The handler that was installed before ours, for every other fault.
+    previous: OnceLock<[libc::sigaction; 2]>,
+    /// This process's id, for the system-call fallback (getpid is a system
+    /// call).
+    pid: AtomicI32,
+}
+
+static SAFE: SafeState = SafeState {
+    loader: AtomicUsize::new(0),
+    handler: AtomicBool::new(false),
+    installed: OnceLock::new(),
+    previous: OnceLock::new(),
+    pid: AtomicI32::new(0),
+};
 
 /// The failure value [`load`] is given: the words walkers test for are never it.
 const FAIL: usize = 0x_dead_f417_dead_f417;
@@ -69,7 +83,7 @@ type Loader = unsafe extern "C" fn(usize, usize) -> usize;
 
 /// True when [`load`] reads without a system call.
 pub fn fast() -> bool {
-    LOADER.load(Ordering::Acquire) != 0
+    SAFE.loader.load(Ordering::Acquire) != 0
 }
 
 /// The word at `addr`, or None when it cannot be read. Async-signal-safe.
@@ -78,7 +92,7 @@ pub fn load(addr: usize) -> Option<usize> {
     if !(4096..=usize::MAX - 8).contains(&addr) {
         return None;
     }
-    let loader = LOADER.load(Ordering::Acquire);
+    let loader = SAFE.loader.load(Ordering::Acquire);
     if loader == 0 {
         return slow_load(addr);
     }
@@ -110,7 +124,7 @@ fn prove_and_use(loader: Loader) -> Result<(), InstallError> {
     if mapped != word || unmapped != FAIL {
         return Err(InstallError::Unproven);
     }
-    LOADER.store(loader as usize, Ordering::Release);
+    SAFE.loader.store(loader as usize, Ordering::Release);
     Ok(())
 }
 
@@ -194,11 +208,11 @@ fn slow_words(addr: usize, out: &mut [usize]) -> bool {
         iov_base: addr as *mut c_void,
         iov_len: bytes,
     };
-    let mut pid = PID.load(Ordering::Relaxed);
+    let mut pid = SAFE.pid.load(Ordering::Relaxed);
     if pid == 0 {
         // SAFETY: getpid has no preconditions.
         pid = unsafe { libc::getpid() };
-        PID.store(pid, Ordering::Relaxed);
+        SAFE.pid.store(pid, Ordering::Relaxed);
     }
     // SAFETY: a plain system call on this process; the kernel checks `addr`.
     let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
@@ -208,7 +222,7 @@ fn slow_words(addr: usize, out: &mut [usize]) -> bool {
 /// Notes this process's id for the fallback; off the handler.
 pub fn note_pid() {
     // SAFETY: getpid has no preconditions.
-    PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
+    SAFE.pid.store(unsafe { libc::getpid() }, Ordering::Relaxed);
 }
 
 /// Why the fault handler could not be put in place.
@@ -227,9 +241,8 @@ pub enum InstallError {
 /// then on; off the handler, after the JVM installed its own.
 pub fn install() -> Result<(), InstallError> {
     note_pid();
-    if !HANDLER.load(Ordering::Acquire) {
-        static RESULT: OnceLock<Result<(), InstallError>> = OnceLock::new();
-        RESULT.get_or_init(install_once).clone()?;
+    if !SAFE.handler.load(Ordering::Acquire) {
+        SAFE.installed.get_or_init(install_once).clone()?;
     }
     own_loader()
 }
@@ -256,7 +269,7 @@ fn install_once() -> Result<(), InstallError> {
         }
     }
     // Published before the handler can run.
-    let _ = PREVIOUS.set(previous);
+    let _ = SAFE.previous.set(previous);
     for (i, signo) in [libc::SIGSEGV, libc::SIGBUS].into_iter().enumerate() {
         let mut action = previous[i];
         action.sa_sigaction = on_fault as *const () as usize;
@@ -271,7 +284,7 @@ fn install_once() -> Result<(), InstallError> {
             ));
         }
     }
-    HANDLER.store(true, Ordering::Release);
+    SAFE.handler.store(true, Ordering::Release);
     Ok(())
 }
 
@@ -308,7 +321,7 @@ extern "C" fn on_fault(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut 
 
 /// Hands a fault that is not ours to the handler installed before.
 fn chain(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
-    let Some(previous) = PREVIOUS.get() else {
+    let Some(previous) = SAFE.previous.get() else {
         return;
     };
     let action = &previous[usize::from(signo == libc::SIGBUS)];

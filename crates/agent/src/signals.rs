@@ -2,7 +2,7 @@
 //! walks the interrupted thread's stack into the ring (Java frames with the VM
 //! structure walker, `crate::hotspot`, or with AsyncGetCallTrace), and the
 //! counters it keeps; and [`SignalEngine`], which publishes the handler's
-//! state (one pointer, [`CURRENT`]) and drains the ring on the writer thread.
+//! state (one pointer, `HANDLER.current`) and drains the ring on the writer thread.
 //!
 //! Everything reachable from the handler is async-signal-safe: atomics, the
 //! pre-allocated ring, `clock_gettime`, `gettid`, JavaVM GetEnv and the walker.
@@ -401,13 +401,24 @@ impl SignalShared {
     }
 }
 
-static CURRENT: AtomicPtr<SignalShared> = AtomicPtr::new(std::ptr::null_mut());
+/// The handler's process-wide state.
+struct Handler {
+    /// The state of the recording the handler samples for (never freed).
+    current: AtomicPtr<SignalShared>,
+    /// The handlers are installed once.
+    install: Once,
+}
+
+static HANDLER: Handler = Handler {
+    current: AtomicPtr::new(std::ptr::null_mut()),
+    install: Once::new(),
+};
 
 /// Makes `shared` the state the handler uses from now on. The previous one, if
 /// any, stays allocated: a handler may still be running on it.
 pub fn publish(shared: Box<SignalShared>) -> &'static SignalShared {
     let shared: &'static SignalShared = Box::leak(shared);
-    CURRENT.store(
+    HANDLER.current.store(
         shared as *const SignalShared as *mut SignalShared,
         Ordering::Release,
     );
@@ -417,7 +428,7 @@ pub fn publish(shared: Box<SignalShared>) -> &'static SignalShared {
 extern "C" fn on_signal(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { *libc::__errno_location() };
-    let shared = CURRENT.load(Ordering::Acquire);
+    let shared = HANDLER.current.load(Ordering::Acquire);
     // SAFETY: published states are leaked, so the pointer stays valid.
     if let Some(shared) = unsafe { shared.as_ref() } {
         // The perf counter that signalled is taken first and re-enabled after
@@ -446,7 +457,7 @@ extern "C" fn on_signal(signo: c_int, info: *mut libc::siginfo_t, ucontext: *mut
 #[cfg(feature = "fault-injection")]
 pub fn current_walker() -> Option<&'static HotSpot> {
     // SAFETY: published states are leaked, so the pointer stays valid.
-    let shared = unsafe { CURRENT.load(Ordering::Acquire).as_ref()? };
+    let shared = unsafe { HANDLER.current.load(Ordering::Acquire).as_ref()? };
     shared.walker.as_ref().map(|w| &*w.hotspot)
 }
 
@@ -454,7 +465,7 @@ pub fn current_walker() -> Option<&'static HotSpot> {
 /// [start, start + len); the writer names stub frames by it.
 pub fn code_generated(name: &str, start: usize, len: usize) {
     // SAFETY: published states are leaked, so the pointer stays valid.
-    if let Some(shared) = unsafe { CURRENT.load(Ordering::Acquire).as_ref() } {
+    if let Some(shared) = unsafe { HANDLER.current.load(Ordering::Acquire).as_ref() } {
         shared.generated.add(name, start, len);
     }
 }
@@ -463,9 +474,10 @@ pub fn code_generated(name: &str, start: usize, len: usize) {
 /// installed after a recording stops: restoring the default action would let a
 /// late timer signal kill the process.
 pub fn install_handlers() -> std::io::Result<()> {
-    static INSTALL: Once = Once::new();
     let mut result = Ok(());
-    INSTALL.call_once(|| result = install(CPU_SIGNAL).and_then(|()| install(WALL_SIGNAL)));
+    HANDLER
+        .install
+        .call_once(|| result = install(CPU_SIGNAL).and_then(|()| install(WALL_SIGNAL)));
     result
 }
 

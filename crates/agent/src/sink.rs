@@ -43,7 +43,14 @@ pub(crate) struct Sink {
     unknown_stacks: HashMap<&'static str, u32>,
     /// The recording's last drain: whatever is buffered goes now.
     pub last_drain: bool,
+    /// Describes a virtual thread at its first sighting (the virtual-thread
+    /// tracker's names, given by the writer so that the sink sits below it).
+    describe_virtual: DescribeVirtual,
 }
+
+/// A virtual thread's description from its Java id and a way to name its
+/// carrier (a Linux thread id).
+pub(crate) type DescribeVirtual = fn(i64, &dyn Fn(u32) -> Option<String>) -> crate::jvm::ThreadInfo;
 
 impl Sink {
     pub fn new(
@@ -51,8 +58,10 @@ impl Sink {
         jni: Jni,
         table: Arc<ThreadTable>,
         env_mapper: Option<EnvMapper>,
+        describe_virtual: DescribeVirtual,
     ) -> Sink {
         Sink {
+            describe_virtual,
             jvmti,
             jni,
             chunk: ChunkWriter::new(),
@@ -304,7 +313,7 @@ impl Sink {
                     let order = table.order_of_tid(tid)?;
                     table.changed_since(order, u32::MAX).map(|e| e.info.name)
                 };
-                let info = crate::trace::vthreads::description(java_id, carrier_name);
+                let info = (self.describe_virtual)(java_id, &carrier_name);
                 self.table.see(java_id, info, None)
             }
         };

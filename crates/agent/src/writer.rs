@@ -85,7 +85,13 @@ fn run(cfg: WriterConfig) {
     java_threads::mark_agent_java(&cfg.table, jni);
     let env_mapper = EnvMapper::calibrate(cfg.jvmti, jni, cfg.fields);
     let vm = cfg.vm;
-    let sink = Sink::new(cfg.jvmti, jni, cfg.table.clone(), env_mapper);
+    let sink = Sink::new(
+        cfg.jvmti,
+        jni,
+        cfg.table.clone(),
+        env_mapper,
+        crate::trace::vthreads::description,
+    );
     let mut writer = Writer {
         cfg,
         wake,

@@ -5,7 +5,6 @@
 //! the GC-time ones (GarbageCollectionStart/Finish, ObjectFree) only read the
 //! clock and store into lock-free slots (the guard allocates nothing).
 
-use std::cell::Cell;
 use std::sync::atomic::Ordering;
 
 use super::queue::{RawEvent, RawKind};
@@ -16,18 +15,11 @@ use crate::jvm::entry::{guarded_in, EVENTS};
 use crate::jvm::{thread, Jni, Jvmti};
 use crate::sys;
 
+use super::WAITS;
+
 /// Monitor object ids carry this bit, so ObjectFree of a tagged monitor is not
 /// taken for the free of a sampled allocation.
 pub const MONITOR_TAG: u64 = 1 << 62;
-
-thread_local! {
-    /// When this thread began to block on a monitor (0: it is not blocked).
-    static BLOCKED_SINCE: Cell<u64> = const { Cell::new(0) };
-    /// Thread.getId() of the monitor's owner then (0: not asked or unknown).
-    static BLOCKED_BY: Cell<i64> = const { Cell::new(0) };
-    /// When this thread began to wait, and its timeout in ms.
-    static WAITING_SINCE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
-}
 
 /// Sets the event callbacks (the agent installs one callback table for all).
 pub fn install(cb: &mut sys::jvmtiEventCallbacks) {
@@ -147,12 +139,12 @@ unsafe extern "C" fn monitor_contended_enter(
         if !on(Kinds::MONITORS) {
             return;
         }
-        BLOCKED_SINCE.with(|c| c.set(clock::monotonic_ns()));
+        WAITS.with(|w| w.blocked_since.set(clock::monotonic_ns()));
         if super::monitor_owners() {
             let owner = Jvmti(jvmti).monitor_owner(object);
             let id = thread::java_id(Jni(jni), owner);
             Jni(jni).delete_local(owner);
-            BLOCKED_BY.with(|c| c.set(id));
+            WAITS.with(|w| w.blocked_by.set(id));
         }
     })
 }
@@ -164,8 +156,8 @@ unsafe extern "C" fn monitor_contended_entered(
     object: sys::jobject,
 ) {
     guarded_in(&EVENTS, "monitor_contended_entered", (), || {
-        let since = BLOCKED_SINCE.with(|c| c.replace(0));
-        let owner = BLOCKED_BY.with(|c| c.replace(0));
+        let since = WAITS.with(|w| w.blocked_since.replace(0));
+        let owner = WAITS.with(|w| w.blocked_by.replace(0));
         if since == 0 || !on(Kinds::MONITORS) {
             return;
         }
@@ -192,7 +184,7 @@ unsafe extern "C" fn monitor_wait(
     guarded_in(&EVENTS, "monitor_wait", (), || {
         if on(Kinds::WAITS) {
             let now = clock::monotonic_ns();
-            WAITING_SINCE.with(|c| c.set((now, timeout.max(0) as u64)));
+            WAITS.with(|w| w.waiting_since.set((now, timeout.max(0) as u64)));
         }
     })
 }
@@ -205,7 +197,7 @@ unsafe extern "C" fn monitor_waited(
     timed_out: sys::jboolean,
 ) {
     guarded_in(&EVENTS, "monitor_waited", (), || {
-        let (since, timeout_ms) = WAITING_SINCE.with(|c| c.replace((0, 0)));
+        let (since, timeout_ms) = WAITS.with(|w| w.waiting_since.replace((0, 0)));
         if since == 0 || !on(Kinds::WAITS) {
             return;
         }

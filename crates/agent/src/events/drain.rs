@@ -11,7 +11,7 @@ use jscope_format::{
 
 use super::gcinfo::{self, GcNote};
 use super::queue::{RawEvent, RawKind};
-use super::{park, user};
+use super::user;
 use crate::java_threads::ThreadKey;
 use crate::sink::Sink;
 use crate::symbols::Symbols;
@@ -245,11 +245,11 @@ impl EventDrain {
             ("events.gc_notes_dropped", gcinfo::dropped()),
             (
                 "events.park_short",
-                park::PARK.short.load(Ordering::Relaxed),
+                super::STATE.park.short.load(Ordering::Relaxed),
             ),
             (
                 "events.park_unmatched",
-                park::PARK.unmatched.load(Ordering::Relaxed),
+                super::STATE.park.unmatched.load(Ordering::Relaxed),
             ),
         ]
     }

@@ -60,7 +60,7 @@ impl GcNote {
     }
 }
 
-struct GcState {
+pub(crate) struct GcState {
     /// The listener (a global reference), once per process.
     listener: OnceLock<usize>,
     /// Names of the heap's memory pools (the notification's maps hold every pool).
@@ -69,26 +69,36 @@ struct GcState {
     dropped: AtomicU64,
 }
 
-static GC: GcState = GcState {
-    listener: OnceLock::new(),
-    heap_pools: Mutex::new(Vec::new()),
-    notes: Mutex::new(Vec::new()),
-    dropped: AtomicU64::new(0),
-};
+impl GcState {
+    pub(crate) const fn new() -> GcState {
+        GcState {
+            listener: OnceLock::new(),
+            heap_pools: Mutex::new(Vec::new()),
+            notes: Mutex::new(Vec::new()),
+            dropped: AtomicU64::new(0),
+        }
+    }
+}
 
 /// The notes queued since the last call.
 pub fn take_notes() -> Vec<GcNote> {
-    std::mem::take(&mut *GC.notes.lock().unwrap_or_else(|e| e.into_inner()))
+    std::mem::take(
+        &mut *super::STATE
+            .gc
+            .notes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()),
+    )
 }
 
 /// Notes dropped because the writer fell behind.
 pub fn dropped() -> u64 {
-    GC.dropped.load(Ordering::Relaxed)
+    super::STATE.gc.dropped.load(Ordering::Relaxed)
 }
 
 /// Whether the listener is registered.
 pub fn installed() -> bool {
-    GC.listener.get().is_some()
+    super::STATE.gc.listener.get().is_some()
 }
 
 /// The listener class: `public final class jscope.GcListener implements
@@ -154,7 +164,7 @@ pub fn install(jni: Jni) -> Result<(), GcListenerError> {
             return Err(GcListenerError::Define);
         }
         let factory = jni.find_class("java/lang/management/ManagementFactory");
-        *GC.heap_pools.lock().unwrap_or_else(|e| e.into_inner()) = heap_pools(jni, factory);
+        *super::STATE.gc.heap_pools.lock().unwrap_or_else(|e| e.into_inner()) = heap_pools(jni, factory);
         let beans = jni.call_static_object_with(
             factory,
             ("getGarbageCollectorMXBeans", "()Ljava/util/List;"),
@@ -176,7 +186,7 @@ pub fn install(jni: Jni) -> Result<(), GcListenerError> {
         if added == 0 {
             return Err(GcListenerError::Register);
         }
-        let _ = GC.listener.set(jni.new_global(listener) as usize);
+        let _ = super::STATE.gc.listener.set(jni.new_global(listener) as usize);
         Ok(())
     })
 }
@@ -293,11 +303,15 @@ unsafe extern "C" fn handle_notification(
         let jni = Jni(env);
         let note = jni.with_local_frame(32, || read_note(jni, notification, arrival_ns));
         if let Some(note) = note {
-            let mut notes = GC.notes.lock().unwrap_or_else(|e| e.into_inner());
+            let mut notes = super::STATE
+                .gc
+                .notes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             if notes.len() < MAX_NOTES {
                 notes.push(note);
             } else {
-                GC.dropped.fetch_add(1, Ordering::Relaxed);
+                super::STATE.gc.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
     })
@@ -321,7 +335,8 @@ fn read_note(jni: Jni, n: sys::jobject, arrival_ns: u64) -> Option<GcNote> {
     let action = jni.call_string(info, "getGcAction").unwrap_or_default();
     let cause = jni.call_string(info, "getGcCause").unwrap_or_default();
     let gc = jni.call_object(info, "getGcInfo", "()Lcom/sun/management/GcInfo;");
-    let pools = GC
+    let pools = super::STATE
+        .gc
         .heap_pools
         .lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -18,6 +18,7 @@ pub mod park;
 pub mod queue;
 pub mod user;
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -56,6 +57,12 @@ pub(crate) struct EventState {
     pub gc_start: AtomicU64,
     /// The bounded queues between the callbacks and the writer.
     pub queues: queue::Queues,
+    /// The park hooks' state.
+    pub park: park::ParkState,
+    /// The GC notification listener's state.
+    pub gc: gcinfo::GcState,
+    /// The user events' state.
+    pub user: user::UserState,
 }
 
 pub(crate) static STATE: EventState = EventState {
@@ -69,7 +76,33 @@ pub(crate) static STATE: EventState = EventState {
     next_object: AtomicU64::new(1),
     gc_start: AtomicU64::new(0),
     queues: queue::Queues::new(),
+    park: park::ParkState::new(),
+    gc: gcinfo::GcState::new(),
+    user: user::UserState::new(),
 };
+
+/// What a thread's callbacks keep from the start of a wait to its end.
+pub(crate) struct Waits {
+    /// When this thread began to block on a monitor (0: it is not blocked).
+    pub blocked_since: Cell<u64>,
+    /// Thread.getId() of the monitor's owner then (0: not asked or unknown).
+    pub blocked_by: Cell<i64>,
+    /// When this thread began to wait, and its timeout in ms.
+    pub waiting_since: Cell<(u64, u64)>,
+    /// When this thread entered Unsafe.park from a park method (0: it did not).
+    pub parked_since: Cell<u64>,
+}
+
+thread_local! {
+    pub(crate) static WAITS: Waits = const {
+        Waits {
+            blocked_since: Cell::new(0),
+            blocked_by: Cell::new(0),
+            waiting_since: Cell::new((0, 0)),
+            parked_since: Cell::new(0),
+        }
+    };
+}
 
 pub fn monitor_owners() -> bool {
     STATE.monitor_owners.load(Ordering::Relaxed)

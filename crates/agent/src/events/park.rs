@@ -19,7 +19,6 @@
 //! the carrier's thread-local, and the event is the virtual thread's. A
 //! carrier thread's own idle parks are recorded like any platform thread's.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -68,11 +67,12 @@ struct VirtualPark {
     timeout_arg: i64,
 }
 
-/// Virtual threads' parks not ended yet, by Java id.
-static VIRTUAL_PARKS: Mutex<Option<HashMap<i64, VirtualPark>>> = Mutex::new(None);
-
 fn virtual_parks() -> std::sync::MutexGuard<'static, Option<HashMap<i64, VirtualPark>>> {
-    VIRTUAL_PARKS.lock().unwrap_or_else(|e| e.into_inner())
+    super::STATE
+        .park
+        .virtual_parks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// Why park events cannot be recorded.
@@ -94,8 +94,8 @@ pub enum ParkError {
     NoCallSites,
 }
 
-/// The park hooks' state, in one static: the breakpoint callbacks find it
-/// without a recording at hand (the environment is made when the agent loads).
+/// The park hooks' state, in the events' static: the breakpoint callbacks find
+/// it without a recording at hand (the environment is made when the agent loads).
 pub(crate) struct ParkState {
     /// The park environment; 0 until `install` made it.
     env: AtomicUsize,
@@ -113,22 +113,24 @@ pub(crate) struct ParkState {
     pub unmatched: AtomicU64,
     /// The call sites, found once (LockSupport is never unloaded).
     sites: OnceLock<Vec<Site>>,
+    /// Virtual threads' parks not ended yet, by Java id.
+    virtual_parks: Mutex<Option<HashMap<i64, VirtualPark>>>,
 }
 
-pub(crate) static PARK: ParkState = ParkState {
-    env: AtomicUsize::new(0),
-    failed: AtomicBool::new(false),
-    shared: AtomicUsize::new(0),
-    blocker_field: AtomicUsize::new(0),
-    threshold_ns: AtomicU64::new(0),
-    short: AtomicU64::new(0),
-    unmatched: AtomicU64::new(0),
-    sites: OnceLock::new(),
-};
-
-thread_local! {
-    /// When this thread entered Unsafe.park from a park method (0: it did not).
-    static PARKED_SINCE: Cell<u64> = const { Cell::new(0) };
+impl ParkState {
+    pub(crate) const fn new() -> ParkState {
+        ParkState {
+            env: AtomicUsize::new(0),
+            failed: AtomicBool::new(false),
+            shared: AtomicUsize::new(0),
+            blocker_field: AtomicUsize::new(0),
+            threshold_ns: AtomicU64::new(0),
+            short: AtomicU64::new(0),
+            unmatched: AtomicU64::new(0),
+            sites: OnceLock::new(),
+            virtual_parks: Mutex::new(None),
+        }
+    }
 }
 
 /// Where a park method's timeout is, by the argument slot of its `long`.
@@ -171,28 +173,31 @@ fn variant(name: &str, desc: &str) -> Option<Timeout> {
 /// Creates the park environment while the agent loads, when `park` is asked
 /// for. Its events stay off until a recording arms it.
 pub fn install(vm: Vm, options: &super::EventOptions) -> Result<(), ParkError> {
-    if !options.kinds.contains(Kinds::PARK) || PARK.env.load(Ordering::Acquire) != 0 {
+    if !options.kinds.contains(Kinds::PARK) || super::STATE.park.env.load(Ordering::Acquire) != 0 {
         return Ok(());
     }
     let result = make_env(vm);
-    PARK.failed.store(result.is_err(), Ordering::Relaxed);
+    super::STATE
+        .park
+        .failed
+        .store(result.is_err(), Ordering::Relaxed);
     result
 }
 
 /// Why parks cannot be recorded, when `installed` is false.
 pub fn unavailable() -> ParkError {
-    match PARK.failed.load(Ordering::Relaxed) {
+    match super::STATE.park.failed.load(Ordering::Relaxed) {
         true => ParkError::FailedAtLoad,
         false => ParkError::NotAtStart,
     }
 }
 
 fn make_env(vm: Vm) -> Result<(), ParkError> {
-    let shared = PARK.shared.load(Ordering::Acquire);
+    let shared = super::STATE.park.shared.load(Ordering::Acquire);
     if shared != 0 {
         // The capture's callback hands park's breakpoints over.
         add_capabilities(Jvmti(shared as *mut sys::jvmtiEnv))?;
-        PARK.env.store(shared, Ordering::Release);
+        super::STATE.park.env.store(shared, Ordering::Release);
         return Ok(());
     }
     let jvmti = vm.jvmti().ok_or(ParkError::NoEnv)?;
@@ -200,7 +205,10 @@ fn make_env(vm: Vm) -> Result<(), ParkError> {
         jvmti.dispose();
         return Err(e);
     }
-    PARK.env.store(jvmti.0 as usize, Ordering::Release);
+    super::STATE
+        .park
+        .env
+        .store(jvmti.0 as usize, Ordering::Release);
     Ok(())
 }
 
@@ -227,30 +235,39 @@ fn set_callback(jvmti: Jvmti) -> Result<(), ParkError> {
 
 /// Whether `install` made the park environment (the agent loaded at start).
 pub fn installed() -> bool {
-    PARK.env.load(Ordering::Acquire) != 0
+    super::STATE.park.env.load(Ordering::Acquire) != 0
 }
 
 /// Called by the remote capture once its environment exists, before `install`.
 pub fn share_env(jvmti: Jvmti) {
-    PARK.shared.store(jvmti.0 as usize, Ordering::Release);
+    super::STATE
+        .park
+        .shared
+        .store(jvmti.0 as usize, Ordering::Release);
 }
 
 fn env() -> Option<Jvmti> {
-    let env = PARK.env.load(Ordering::Acquire);
+    let env = super::STATE.park.env.load(Ordering::Acquire);
     (env != 0).then_some(Jvmti(env as *mut sys::jvmtiEnv))
 }
 
 /// Sets the breakpoints for a recording; on a Java thread.
 pub fn arm(jni: Jni, threshold_ns: u64) -> Result<(), ParkError> {
     let jvmti = env().ok_or(ParkError::NotAtStart)?;
-    PARK.threshold_ns.store(threshold_ns, Ordering::Relaxed);
+    super::STATE
+        .park
+        .threshold_ns
+        .store(threshold_ns, Ordering::Relaxed);
     let thread = jni.find_class("java/lang/Thread");
     if !thread.is_null() {
         let field = jni.field_id(thread, "parkBlocker", "Ljava/lang/Object;");
-        PARK.blocker_field.store(field as usize, Ordering::Relaxed);
+        super::STATE
+            .park
+            .blocker_field
+            .store(field as usize, Ordering::Relaxed);
         jni.delete_local(thread);
     }
-    let sites = PARK.sites.get_or_init(|| {
+    let sites = super::STATE.park.sites.get_or_init(|| {
         let class = jni.find_class(LOCK_SUPPORT);
         let sites = if class.is_null() {
             Vec::new()
@@ -274,7 +291,7 @@ pub fn arm(jni: Jni, threshold_ns: u64) -> Result<(), ParkError> {
 
 /// Removes the breakpoints: the park methods run at full speed again.
 pub fn disarm() {
-    let (Some(jvmti), Some(sites)) = (env(), PARK.sites.get()) else {
+    let (Some(jvmti), Some(sites)) = (env(), super::STATE.park.sites.get()) else {
         return;
     };
     for s in sites {
@@ -365,7 +382,7 @@ const HANDLER: Handler = Handler {
 
 /// A breakpoint of park's: the park starts before `Unsafe.park`, ends after it.
 fn on_park_breakpoint(hit: &Hit) {
-    let sites = PARK.sites.get().map_or(&[][..], Vec::as_slice);
+    let sites = super::STATE.park.sites.get().map_or(&[][..], Vec::as_slice);
     let Some((index, site)) = sites.iter().enumerate().find(|(_, s)| {
         s.method == hit.method as usize && (s.before == hit.location || s.after == hit.location)
     }) else {
@@ -378,9 +395,9 @@ fn on_park_breakpoint(hit: &Hit) {
     if site.virtual_thread {
         virtual_park(hit, (index, site), now);
     } else if hit.location == site.before {
-        PARKED_SINCE.with(|c| c.set(now));
+        super::WAITS.with(|w| w.parked_since.set(now));
     } else if hit.location == site.after {
-        let since = PARKED_SINCE.with(|c| c.replace(0));
+        let since = super::WAITS.with(|w| w.parked_since.replace(0));
         if since == 0 {
             // A virtual thread whose park unmounted it does not always stop at
             // its own call's next instruction when it resumes (a thawed frame),
@@ -390,7 +407,7 @@ fn on_park_breakpoint(hit: &Hit) {
                 end_virtual_park(hit.jvmti, hit.jni, hit.thread, id, now);
                 return;
             }
-            PARK.unmatched.fetch_add(1, Ordering::Relaxed);
+            super::STATE.park.unmatched.fetch_add(1, Ordering::Relaxed);
             return;
         }
         // Read in its frame only for a park long enough to be recorded.
@@ -442,7 +459,7 @@ fn end_virtual_park(jvmti: Jvmti, jni: Jni, vthread: sys::jthread, id: i64, now:
     let Some(p) = virtual_parks().as_mut().and_then(|m| m.remove(&id)) else {
         return;
     };
-    if let Some(site) = PARK.sites.get().and_then(|s| s.get(p.site)) {
+    if let Some(site) = super::STATE.park.sites.get().and_then(|s| s.get(p.site)) {
         parked(jvmti, jni, vthread, site, (p.since, now), || p.timeout_arg);
     }
 }
@@ -468,8 +485,8 @@ fn parked(
     timeout_arg: impl FnOnce() -> i64,
 ) {
     let duration_ns = end.saturating_sub(since);
-    if duration_ns < PARK.threshold_ns.load(Ordering::Relaxed) {
-        PARK.short.fetch_add(1, Ordering::Relaxed);
+    if duration_ns < super::STATE.park.threshold_ns.load(Ordering::Relaxed) {
+        super::STATE.park.short.fetch_add(1, Ordering::Relaxed);
         return;
     }
     // Read for every variant: `park()` may follow LockSupport.setCurrentBlocker.
@@ -508,7 +525,7 @@ fn until_timeout(deadline_ms: i64, duration_ns: u64) -> u64 {
 /// The class signature of the thread's parkBlocker (set before the call by the
 /// park method, or by `setCurrentBlocker`, and cleared after the breakpoint).
 fn blocker_class(jvmti: Jvmti, jni: Jni, thread: sys::jthread) -> Option<String> {
-    let field = PARK.blocker_field.load(Ordering::Relaxed);
+    let field = super::STATE.park.blocker_field.load(Ordering::Relaxed);
     if field == 0 || thread.is_null() {
         return None;
     }

@@ -67,7 +67,7 @@ fn natives() -> [*mut c_void; 5] {
 /// (the natives find it without a lock). All of it lives as long as the process:
 /// the class is defined once, names keep their ids across recordings, and a
 /// thread keeps its ring.
-struct UserState {
+pub(crate) struct UserState {
     /// The class, defined once per process (a second definition would fail).
     class: OnceLock<usize>,
     enabled: AtomicBool,
@@ -81,18 +81,22 @@ struct UserState {
     dropped_ended: AtomicU64,
 }
 
-static USER: UserState = UserState {
-    class: OnceLock::new(),
-    enabled: AtomicBool::new(false),
-    clock: ProbeClock::new(),
-    names: Mutex::new(None),
-    rings: Mutex::new(Vec::new()),
-    dropped_ended: AtomicU64::new(0),
-};
+impl UserState {
+    pub(crate) const fn new() -> UserState {
+        UserState {
+            class: OnceLock::new(),
+            enabled: AtomicBool::new(false),
+            clock: ProbeClock::new(),
+            names: Mutex::new(None),
+            rings: Mutex::new(Vec::new()),
+            dropped_ended: AtomicU64::new(0),
+        }
+    }
+}
 
 /// Defines `jscope.Events` in the bootstrap loader and binds its natives.
 pub fn install(_jvmti: Jvmti, jni: Jni) -> Result<(), UserClassError> {
-    if USER.class.get().is_some() {
+    if super::STATE.user.class.get().is_some() {
         return Ok(());
     }
     let bytes = class_bytes()?;
@@ -111,20 +115,20 @@ pub fn install(_jvmti: Jvmti, jni: Jni) -> Result<(), UserClassError> {
     }
     let global = jni.new_global(class);
     jni.delete_local(class);
-    let _ = USER.class.set(global as usize);
+    let _ = super::STATE.user.class.set(global as usize);
     Ok(())
 }
 
 pub fn set_enabled(on: bool) {
     if on {
-        USER.clock.start();
+        super::STATE.user.clock.start();
     }
-    USER.enabled.store(on, Ordering::Release);
+    super::STATE.user.enabled.store(on, Ordering::Release);
 }
 
 /// Maps the stamps of events logged so far to CLOCK_MONOTONIC ns.
 pub fn stamp_mapper() -> StampMapper {
-    USER.clock.mapper()
+    super::STATE.user.clock.mapper()
 }
 
 /// Registered names; id = index + 1. Ids stay valid for the whole process, so
@@ -137,7 +141,11 @@ struct Names {
 
 /// The id of `name`, registering it on first use.
 pub fn register(name: &str) -> u32 {
-    let mut guard = USER.names.lock().unwrap_or_else(|e| e.into_inner());
+    let mut guard = super::STATE
+        .user
+        .names
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let names = guard.get_or_insert_with(Names::default);
     if let Some(&id) = names.ids.get(name) {
         return id;
@@ -150,7 +158,11 @@ pub fn register(name: &str) -> u32 {
 
 /// Names registered from id `from` (1-based) on, with their ids.
 pub fn names_from(from: u32) -> Vec<(u32, String)> {
-    let guard = USER.names.lock().unwrap_or_else(|e| e.into_inner());
+    let guard = super::STATE
+        .user
+        .names
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     let Some(names) = guard.as_ref() else {
         return Vec::new();
     };
@@ -184,12 +196,16 @@ pub type UserRing = crate::thread_ring::ThreadRing<UserRaw>;
 unsafe impl crate::thread_ring::ZeroValid for UserRaw {}
 
 pub fn rings() -> std::sync::MutexGuard<'static, Vec<Arc<UserRing>>> {
-    USER.rings.lock().unwrap_or_else(|e| e.into_inner())
+    super::STATE
+        .user
+        .rings
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// Forgets the rings of ended threads once drained, keeping their drop counts.
 pub fn forget_ended(rings: &mut Vec<Arc<UserRing>>) {
-    crate::thread_ring::forget_ended(rings, &USER.dropped_ended, |_| ());
+    crate::thread_ring::forget_ended(rings, &super::STATE.user.dropped_ended, |_| ());
 }
 
 pub fn dropped() -> u64 {
@@ -197,7 +213,7 @@ pub fn dropped() -> u64 {
         .iter()
         .map(|r| r.dropped.load(Ordering::Relaxed))
         .sum();
-    live + USER.dropped_ended.load(Ordering::Relaxed)
+    live + super::STATE.user.dropped_ended.load(Ordering::Relaxed)
 }
 
 /// A thread's ring and its producer-side room (see `ThreadRing::push`); marks
@@ -219,11 +235,11 @@ thread_local! {
 
 #[inline]
 fn log(env: *mut sys::JNIEnv, event: i32, kind: UserEventKind, value: i64) {
-    if !USER.enabled.load(Ordering::Relaxed) || event <= 0 {
+    if !super::STATE.user.enabled.load(Ordering::Relaxed) || event <= 0 {
         return;
     }
     let e = UserRaw {
-        ticks: USER.clock.now(),
+        ticks: super::STATE.user.clock.now(),
         value,
         event: event as u32,
         kind: kind as u32,

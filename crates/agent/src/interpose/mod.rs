@@ -17,7 +17,7 @@
 //!
 //! The state the hooks read is one [`Shared`] per recording, leaked (a hook
 //! may still run on it after the recording stopped) and published through
-//! [`MEMORY`] and [`LOCKS`] while recording. A hook that finds work to do
+//! `STATE.memory` and `STATE.locks` while recording. A hook that finds work to do
 //! counts itself in flight and checks the pointer again, so once stop has
 //! unpublished it and seen no hook in flight, no sample or free can still
 //! reach the rings: the writer's last drain has them all.
@@ -156,35 +156,59 @@ pub(crate) struct Shared {
     counters: [AtomicU64; COUNTER_NAMES.len()],
 }
 
-/// The recording whose native allocations are sampled, if any.
-static MEMORY: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
-/// The recording whose native lock waits are sampled, if any.
-static LOCKS: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
-/// Recordings started so far (their numbers).
-static RECORDINGS: AtomicU32 = AtomicU32::new(0);
-/// The first hook to panic, for the writer's one report.
-static PANICKED: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
-static PANIC_NAME_LEN: AtomicUsize = AtomicUsize::new(0);
+/// The hooks' process-wide state: what they read on every call, and the
+/// patching of the libraries' tables, which outlives recordings.
+struct HookState {
+    /// The recording whose native allocations are sampled, if any.
+    memory: AtomicPtr<Shared>,
+    /// The recording whose native lock waits are sampled, if any.
+    locks: AtomicPtr<Shared>,
+    /// Recordings started so far (their numbers).
+    recordings: AtomicU32,
+    /// The first hook to panic, for the writer's one report.
+    panicked: AtomicPtr<u8>,
+    panic_name_len: AtomicUsize,
+    /// The patched libraries' tables, kept to restore them.
+    patcher: Mutex<Option<Patcher>>,
+    /// Objects and slots the running (or last) recording diverted, for its
+    /// counters.
+    patched_objects: AtomicU64,
+    patched_slots: AtomicU64,
+    at_fork: Once,
+}
+
+static STATE: HookState = HookState {
+    memory: AtomicPtr::new(std::ptr::null_mut()),
+    locks: AtomicPtr::new(std::ptr::null_mut()),
+    recordings: AtomicU32::new(0),
+    panicked: AtomicPtr::new(std::ptr::null_mut()),
+    panic_name_len: AtomicUsize::new(0),
+    patcher: Mutex::new(None),
+    patched_objects: AtomicU64::new(0),
+    patched_slots: AtomicU64::new(0),
+    at_fork: Once::new(),
+};
 
 #[inline(always)]
 fn memory() -> Option<&'static Shared> {
     // SAFETY: only leaked states are published.
-    unsafe { MEMORY.load(Ordering::Acquire).as_ref() }
+    unsafe { STATE.memory.load(Ordering::Acquire).as_ref() }
 }
 
 #[inline(always)]
 fn locks() -> Option<&'static Shared> {
     // SAFETY: as above.
-    unsafe { LOCKS.load(Ordering::Acquire).as_ref() }
+    unsafe { STATE.locks.load(Ordering::Acquire).as_ref() }
 }
 
 /// A hook caught a panic: the recording's hooks stop (their state may be half
 /// updated) and the writer says so once. Allocation-free.
 #[cold]
 fn hook_panicked(name: &'static str) {
-    MEMORY.store(std::ptr::null_mut(), Ordering::SeqCst);
-    LOCKS.store(std::ptr::null_mut(), Ordering::SeqCst);
-    if PANICKED
+    STATE.memory.store(std::ptr::null_mut(), Ordering::SeqCst);
+    STATE.locks.store(std::ptr::null_mut(), Ordering::SeqCst);
+    if STATE
+        .panicked
         .compare_exchange(
             std::ptr::null_mut(),
             name.as_ptr() as *mut u8,
@@ -193,15 +217,15 @@ fn hook_panicked(name: &'static str) {
         )
         .is_ok()
     {
-        PANIC_NAME_LEN.store(name.len(), Ordering::Release);
+        STATE.panic_name_len.store(name.len(), Ordering::Release);
     }
     crate::jvm::entry::count_panic();
 }
 
 /// The first hook that panicked, once.
 fn take_panic() -> Option<&'static str> {
-    let len = PANIC_NAME_LEN.swap(0, Ordering::AcqRel);
-    let ptr = PANICKED.load(Ordering::Acquire);
+    let len = STATE.panic_name_len.swap(0, Ordering::AcqRel);
+    let ptr = STATE.panicked.load(Ordering::Acquire);
     if len == 0 || ptr.is_null() {
         return None;
     }
@@ -257,7 +281,7 @@ impl Shared {
     #[cold]
     #[inline(never)]
     fn sample_alloc(&'static self, address: usize, size: u64, weight: u64, call: u64) {
-        let Some(_in_flight) = self.enter(&MEMORY) else {
+        let Some(_in_flight) = self.enter(&STATE.memory) else {
             return;
         };
         let _busy = Busy::enter();
@@ -297,7 +321,7 @@ impl Shared {
     #[cold]
     #[inline(never)]
     fn sample_lock(&'static self, address: usize, start: u64, waited: u64, weight: u64, lock: u64) {
-        let Some(_in_flight) = self.enter(&LOCKS) else {
+        let Some(_in_flight) = self.enter(&STATE.locks) else {
             return;
         };
         let _busy = Busy::enter();
@@ -337,7 +361,7 @@ impl Shared {
     #[cold]
     #[inline(never)]
     fn note_free(&'static self, address: usize) {
-        let Some(_in_flight) = self.enter(&MEMORY) else {
+        let Some(_in_flight) = self.enter(&STATE.memory) else {
             return;
         };
         if let Some(id) = self.table.remove(address) {
@@ -349,7 +373,7 @@ impl Shared {
     #[cold]
     #[inline(never)]
     fn take_block(&'static self, address: usize) -> Option<HeldBlock> {
-        let in_flight = self.enter(&MEMORY)?;
+        let in_flight = self.enter(&STATE.memory)?;
         let id = self.table.remove(address)?;
         Some(HeldBlock {
             shared: self,
@@ -385,11 +409,6 @@ struct Patcher {
     seen: (u64, u64),
 }
 
-static PATCHER: Mutex<Option<Patcher>> = Mutex::new(None);
-/// Objects and slots the running (or last) recording diverted, for its counters.
-static PATCHED_OBJECTS: AtomicU64 = AtomicU64::new(0);
-static PATCHED_SLOTS: AtomicU64 = AtomicU64::new(0);
-
 /// An address in the agent's own code.
 fn own_code() -> usize {
     own_code as *const () as usize
@@ -404,8 +423,12 @@ impl Patcher {
         }
         self.seen = seen;
         let stats = self.got.patch(&self.imports, own_code());
-        PATCHED_OBJECTS.fetch_add(stats.objects as u64, Ordering::Relaxed);
-        PATCHED_SLOTS.fetch_add(stats.slots as u64, Ordering::Relaxed);
+        STATE
+            .patched_objects
+            .fetch_add(stats.objects as u64, Ordering::Relaxed);
+        STATE
+            .patched_slots
+            .fetch_add(stats.slots as u64, Ordering::Relaxed);
     }
 }
 
@@ -416,7 +439,12 @@ fn loaded_more() {
         return;
     }
     let _busy = Busy::enter();
-    if let Some(p) = PATCHER.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+    if let Some(p) = STATE
+        .patcher
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+    {
         p.round();
     }
     crate::native::walk::refresh_code_ranges();
@@ -424,8 +452,8 @@ fn loaded_more() {
 
 /// The child of a fork has no writer: its hooks pass through.
 extern "C" fn forked_child() {
-    MEMORY.store(std::ptr::null_mut(), Ordering::SeqCst);
-    LOCKS.store(std::ptr::null_mut(), Ordering::SeqCst);
+    STATE.memory.store(std::ptr::null_mut(), Ordering::SeqCst);
+    STATE.locks.store(std::ptr::null_mut(), Ordering::SeqCst);
 }
 
 extern "C" {
@@ -474,16 +502,21 @@ struct NativeDrain {
 const WAITING: usize = 1 << 16;
 
 impl InterposeEngine {
+    /// `native`: what to record; `depth`, `cstack`: how stacks are walked, as
+    /// for cpu samples; `cpu`: whether cpu samples are taken too.
     pub fn new(
-        options: &crate::options::Options,
+        native: NativeOptions,
+        depth: u32,
+        cstack: crate::native::CStack,
+        cpu: bool,
         hotspot: Option<std::sync::Arc<HotSpot>>,
     ) -> InterposeEngine {
         InterposeEngine {
-            options: options.native,
-            depth: options.depth as usize,
-            interleave: options.cstack.interleaved(),
-            dwarf: options.cstack.dwarf(),
-            cpu_mixed: options.modes.cpu && options.cstack.mixed(),
+            options: native,
+            depth: depth as usize,
+            interleave: cstack.interleaved(),
+            dwarf: cstack.dwarf(),
+            cpu_mixed: cpu && cstack.mixed(),
             hotspot: Mutex::new(hotspot),
             shared: OnceLock::new(),
             symbols: OnceLock::new(),
@@ -575,16 +608,15 @@ impl Engine for InterposeEngine {
             }
         }
         crate::native::walk::refresh_code_ranges();
-        static AT_FORK: Once = Once::new();
         // SAFETY: registers a handler that only stores two pointers.
-        AT_FORK.call_once(|| unsafe {
+        STATE.at_fork.call_once(|| unsafe {
             pthread_atfork(None, None, Some(forked_child));
         });
         let shared = self.publish(ctx);
         let _ = self.shared.set(shared);
-        PATCHED_OBJECTS.store(0, Ordering::Relaxed);
-        PATCHED_SLOTS.store(0, Ordering::Relaxed);
-        let mut patcher = PATCHER.lock().unwrap_or_else(|e| e.into_inner());
+        STATE.patched_objects.store(0, Ordering::Relaxed);
+        STATE.patched_slots.store(0, Ordering::Relaxed);
+        let mut patcher = STATE.patcher.lock().unwrap_or_else(|e| e.into_inner());
         let p = patcher.insert(Patcher {
             got: got::Got::default(),
             imports: self.imports(),
@@ -603,7 +635,12 @@ impl Engine for InterposeEngine {
         while shared.in_flight.load(Ordering::SeqCst) != 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_micros(200));
         }
-        if let Some(mut p) = PATCHER.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(mut p) = STATE
+            .patcher
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
             p.got.restore();
         }
     }
@@ -611,13 +648,13 @@ impl Engine for InterposeEngine {
     fn silence(&self) {
         if let Some(shared) = self.shared.get() {
             let me = *shared as *const Shared as *mut Shared;
-            let _ = MEMORY.compare_exchange(
+            let _ = STATE.memory.compare_exchange(
                 me,
                 std::ptr::null_mut(),
                 Ordering::SeqCst,
                 Ordering::SeqCst,
             );
-            let _ = LOCKS.compare_exchange(
+            let _ = STATE.locks.compare_exchange(
                 me,
                 std::ptr::null_mut(),
                 Ordering::SeqCst,
@@ -665,7 +702,12 @@ impl Engine for InterposeEngine {
             // Objects loaded without the dlopen hook (by the loader itself,
             // or from code that calls dlopen through another name).
             let _busy = Busy::enter();
-            if let Some(p) = PATCHER.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            if let Some(p) = STATE
+                .patcher
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut()
+            {
                 p.round();
             }
         }
@@ -708,8 +750,14 @@ impl Engine for InterposeEngine {
                 out.push((name, shared.counters[i].load(Ordering::Relaxed)));
             }
         }
-        out.push(("interpose.objects", PATCHED_OBJECTS.load(Ordering::Relaxed)));
-        out.push(("interpose.slots", PATCHED_SLOTS.load(Ordering::Relaxed)));
+        out.push((
+            "interpose.objects",
+            STATE.patched_objects.load(Ordering::Relaxed),
+        ));
+        out.push((
+            "interpose.slots",
+            STATE.patched_slots.load(Ordering::Relaxed),
+        ));
     }
 }
 
@@ -726,7 +774,7 @@ impl InterposeEngine {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         let shared = Shared {
-            recording: RECORDINGS.fetch_add(1, Ordering::Relaxed) + 1,
+            recording: STATE.recordings.fetch_add(1, Ordering::Relaxed) + 1,
             mem_interval: interval,
             lock_interval: self.options.lock.unwrap_or(0),
             table: BlockTable::new(table_entries(self.options.mem)),
@@ -746,10 +794,10 @@ impl InterposeEngine {
         let shared: &'static Shared = Box::leak(Box::new(shared));
         let ptr = shared as *const Shared as *mut Shared;
         if self.options.mem.is_some() {
-            MEMORY.store(ptr, Ordering::SeqCst);
+            STATE.memory.store(ptr, Ordering::SeqCst);
         }
         if self.options.lock.is_some() {
-            LOCKS.store(ptr, Ordering::SeqCst);
+            STATE.locks.store(ptr, Ordering::SeqCst);
         }
         shared
     }

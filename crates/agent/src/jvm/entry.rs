@@ -13,57 +13,81 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, Once};
 
-/// A part of the agent whose entry points stop together after a panic.
+/// A part of the agent whose entry points stop together after a panic. A
+/// constant: whether it stopped is kept in [`GUARD`], at its slot.
 pub struct Engine {
     /// What the report says happens next.
     consequence: &'static str,
     /// Whether a panic stops it (the agent's lifecycle never stops: VMDeath
     /// must still end the recording).
     stoppable: bool,
-    stopped: AtomicBool,
+    /// Its flag in `GUARD.stopped`.
+    slot: usize,
 }
 
 impl Engine {
-    const fn new(consequence: &'static str, stoppable: bool) -> Engine {
+    const fn new(consequence: &'static str, stoppable: bool, slot: usize) -> Engine {
         Engine {
             consequence,
             stoppable,
-            stopped: AtomicBool::new(false),
+            slot,
         }
     }
 
     /// Whether a panic stopped this engine.
     pub fn stopped(&self) -> bool {
-        self.stopped.load(Ordering::Relaxed)
+        GUARD.stopped[self.slot].load(Ordering::Relaxed)
     }
 }
 
 /// Loading, attaching, VM start and death, and the callbacks every recording
 /// uses (threads, classes).
-pub static AGENT: Engine = Engine::new("the agent goes on without it", false);
+pub const AGENT: Engine = Engine::new("the agent goes on without it", false, 0);
 /// The event callbacks (monitors, GC, allocations, JIT, class unloads).
-pub static EVENTS: Engine = Engine::new("events are no longer recorded", true);
+pub const EVENTS: Engine = Engine::new("events are no longer recorded", true, 1);
 /// The user-event natives of `jscope.Events`.
-pub static USER_EVENTS: Engine = Engine::new("user events are no longer recorded", true);
+pub const USER_EVENTS: Engine = Engine::new("user events are no longer recorded", true, 2);
 /// Tracing: the class-file hook and the `jscope/Trace` probes.
-pub static TRACE: Engine = Engine::new("calls are no longer traced", true);
+pub const TRACE: Engine = Engine::new("calls are no longer traced", true, 3);
 /// The breakpoint environment: remote calls (RMI, HTTP) and parks.
-pub static BREAKPOINTS: Engine = Engine::new("remote calls and parks are no longer recorded", true);
+pub const BREAKPOINTS: Engine =
+    Engine::new("remote calls and parks are no longer recorded", true, 4);
+/// Engines there are slots for (the last one is the unit tests').
+const ENGINES: usize = 6;
 
-/// Panics caught at entry points since the agent loaded.
-static PANICS: AtomicU64 = AtomicU64::new(0);
+/// The guard's process-wide state.
+struct Guard {
+    /// Whether each engine was stopped by a panic, by slot.
+    stopped: [AtomicBool; ENGINES],
+    /// Panics caught at entry points since the agent loaded.
+    panics: AtomicU64,
+    /// Entry points already reported, so each is reported once.
+    reported: Mutex<Vec<&'static str>>,
+    /// Where the last panic on a JVM thread happened, from the panic hook.
+    last_panic: Mutex<Option<String>>,
+    /// The panic hook is installed once.
+    hook: Once,
+}
+
+static GUARD: Guard = Guard {
+    stopped: [const { AtomicBool::new(false) }; ENGINES],
+    panics: AtomicU64::new(0),
+    reported: Mutex::new(Vec::new()),
+    last_panic: Mutex::new(None),
+    hook: Once::new(),
+};
 
 /// Panics caught at entry points since the agent loaded (`agent.panics`).
 pub fn panics() -> u64 {
-    PANICS.load(Ordering::Relaxed)
+    GUARD.panics.load(Ordering::Relaxed)
 }
 
 /// Counts a panic caught where nothing may be printed or locked (the native
 /// hooks, which may run inside an allocator); the caller reports it later.
 pub fn count_panic() {
-    PANICS.fetch_add(1, Ordering::Relaxed);
+    GUARD.panics.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Runs an entry point of the agent's lifecycle (see [`AGENT`]).
@@ -99,24 +123,20 @@ pub fn guarded_in<R>(
     }
 }
 
-/// Entry points already reported, so each is reported once.
-static REPORTED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-/// Where the last panic on a JVM thread happened, from the panic hook.
-static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
-
 #[cold]
 fn caught(engine: &'static Engine, name: &'static str) {
-    PANICS.fetch_add(1, Ordering::Relaxed);
+    GUARD.panics.fetch_add(1, Ordering::Relaxed);
     if engine.stoppable {
-        engine.stopped.store(true, Ordering::Relaxed);
+        GUARD.stopped[engine.slot].store(true, Ordering::Relaxed);
     }
-    let at = LAST_PANIC
+    let at = GUARD
+        .last_panic
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take()
         .map(|p| format!(" ({p})"))
         .unwrap_or_default();
-    let mut reported = REPORTED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut reported = GUARD.reported.lock().unwrap_or_else(|e| e.into_inner());
     if !reported.contains(&name) {
         reported.push(name);
         // A failed load or attach leaves nothing running.
@@ -136,8 +156,7 @@ fn caught(engine: &'static Engine, name: &'static str) {
 /// two apart would take a thread-local, which the GC-time callbacks must not
 /// touch.)
 pub fn install_panic_hook() {
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
-    INSTALLED.call_once(|| {
+    GUARD.hook.call_once(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             let current = std::thread::current();
@@ -154,7 +173,7 @@ pub fn install_panic_hook() {
                 .location()
                 .map(|l| format!("{}:{}", l.file(), l.line()))
                 .unwrap_or_default();
-            *LAST_PANIC.lock().unwrap_or_else(|e| e.into_inner()) =
+            *GUARD.last_panic.lock().unwrap_or_else(|e| e.into_inner()) =
                 Some(format!("{message} at {place}"));
         }));
     });
@@ -212,7 +231,7 @@ pub mod panic_test {
 mod tests {
     use super::*;
 
-    static TEST_ENGINE: Engine = Engine::new("tests stop", true);
+    const TEST_ENGINE: Engine = Engine::new("tests stop", true, ENGINES - 1);
 
     #[test]
     fn a_panic_returns_the_default_and_stops_the_engine() {

@@ -73,7 +73,7 @@ impl PerfKind {
     pub fn default_period(self) -> u64 {
         match self {
             PerfKind::TaskClock | PerfKind::CpuClock => {
-                crate::options::DEFAULT_INTERVAL.as_nanos() as u64
+                crate::clock::DEFAULT_INTERVAL.as_nanos() as u64
             }
             PerfKind::PageFaults => 1000,
             PerfKind::ContextSwitches | PerfKind::CpuMigrations => 1,

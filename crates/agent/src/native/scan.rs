@@ -8,12 +8,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::cpu_timers::CpuTimers;
 use crate::stopper::Stopper;
 use crate::threads::{gettid, process_tids, ThreadTable};
 
 /// How often the threads and mappings are re-read.
 const RESCAN: Duration = Duration::from_millis(150);
+
+/// Given the process's threads (the agent's left out) at each rescan: arms the
+/// new ones and releases those that ended.
+pub type SyncThreads = Box<dyn Fn(&[u32]) + Send>;
 
 pub struct Scanner {
     stopper: Arc<Stopper>,
@@ -21,7 +24,7 @@ pub struct Scanner {
 }
 
 impl Scanner {
-    pub fn spawn(timers: Arc<CpuTimers>, table: Arc<ThreadTable>) -> std::io::Result<Scanner> {
+    pub fn spawn(sync: SyncThreads, table: Arc<ThreadTable>) -> std::io::Result<Scanner> {
         let stopper = Arc::new(Stopper::default());
         let done = Arc::new(Stopper::default());
         let marked = Arc::new(Stopper::default());
@@ -32,7 +35,7 @@ impl Scanner {
                 table.mark_agent(gettid());
                 m.stop();
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run(&timers, &table, &s)
+                    run(&*sync, &table, &s)
                 }));
                 d.stop();
             })?;
@@ -50,11 +53,11 @@ impl Scanner {
     }
 }
 
-fn run(timers: &CpuTimers, table: &ThreadTable, stopper: &Stopper) {
+fn run(sync: &dyn Fn(&[u32]), table: &ThreadTable, stopper: &Stopper) {
     while !stopper.wait_until(Instant::now() + RESCAN) {
         super::walk::refresh_code_ranges();
         let mut tids = process_tids();
         table.drop_agent(&mut tids);
-        timers.sync(&tids);
+        sync(&tids);
     }
 }

@@ -69,28 +69,49 @@ impl CodeRanges {
     }
 }
 
-/// The table the handler reads; replaced (never freed) when the mappings change.
-static CURRENT: AtomicPtr<CodeRanges> = AtomicPtr::new(std::ptr::null_mut());
-/// The dynamic loader's (loads, unloads) counts when the table was built.
-static LAST: Mutex<Option<(u64, u64)>> = Mutex::new(None);
-/// Whether refreshes build DWARF unwind tables (`cstack=dwarf`).
-static DWARF: AtomicBool = AtomicBool::new(false);
-/// The unwind tables built so far, and what they cost.
-static CFI: Mutex<Option<(cfi::Cache, cfi::BuildStats)>> = Mutex::new(None);
+/// The process's code: what the handler reads, and what builds it.
+struct Code {
+    /// The table the handler reads; replaced (never freed) when the mappings
+    /// change.
+    current: AtomicPtr<CodeRanges>,
+    /// The dynamic loader's (loads, unloads) counts when the table was built.
+    last: Mutex<Option<(u64, u64)>>,
+    /// Whether refreshes build DWARF unwind tables (`cstack=dwarf`).
+    dwarf: AtomicBool,
+    /// The unwind tables built so far, and what they cost.
+    cfi: Mutex<Option<(cfi::Cache, cfi::BuildStats)>>,
+    /// The address range of HotSpot's `JavaCalls::call_helper` in this process,
+    /// (start, end); (0, 0) until found. Every entry from the VM into Java goes
+    /// through it and the call stub it calls, which saves call_helper's frame
+    /// pointer right below the return address.
+    call_helper: [AtomicUsize; 2],
+    /// Set once libjvm's symbols were read for `call_helper`, found or not.
+    call_helper_read: AtomicBool,
+}
+
+static CODE: Code = Code {
+    current: AtomicPtr::new(std::ptr::null_mut()),
+    last: Mutex::new(None),
+    dwarf: AtomicBool::new(false),
+    cfi: Mutex::new(None),
+    call_helper: [AtomicUsize::new(0), AtomicUsize::new(0)],
+    call_helper_read: AtomicBool::new(false),
+};
 
 /// Makes later refreshes build (or stop building) DWARF unwind tables; the
 /// walk follows them wherever they cover the code. Set before the cpu engine
 /// starts.
 pub fn use_dwarf(on: bool) {
-    DWARF.store(on, Ordering::Relaxed);
+    CODE.dwarf.store(on, Ordering::Relaxed);
     // The next refresh rebuilds the table with (or without) unwind rows.
-    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    *CODE.last.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 /// What the unwind tables built so far cost: objects (name, rows, bytes) and
 /// build time.
 pub fn dwarf_stats() -> cfi::BuildStats {
-    CFI.lock()
+    CODE.cfi
+        .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
         .map(|(_, s)| s.clone())
@@ -103,7 +124,7 @@ pub fn dwarf_stats() -> cfi::BuildStats {
 pub fn refresh_code_ranges() {
     crate::safe::note_pid();
     let counts = loader_counts();
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    let mut last = CODE.last.lock().unwrap_or_else(|e| e.into_inner());
     if *last == Some(counts) {
         return;
     }
@@ -111,15 +132,16 @@ pub fn refresh_code_ranges() {
         return;
     };
     let mut table = CodeRanges::parse(&maps);
-    if DWARF.load(Ordering::Relaxed) {
-        let mut cfi = CFI.lock().unwrap_or_else(|e| e.into_inner());
+    if CODE.dwarf.load(Ordering::Relaxed) {
+        let mut cfi = CODE.cfi.lock().unwrap_or_else(|e| e.into_inner());
         let (cache, stats) = cfi.get_or_insert_with(Default::default);
         table.objects = cache.refresh(stats);
     }
     // Leaked: a handler may be reading the previous table (a few KB per change;
     // the unwind rows themselves are built once per object and shared).
     let table: &'static CodeRanges = Box::leak(Box::new(table));
-    CURRENT.store(table as *const _ as *mut _, Ordering::Release);
+    CODE.current
+        .store(table as *const _ as *mut _, Ordering::Release);
     *last = Some(counts);
 }
 
@@ -146,7 +168,7 @@ pub(crate) fn loader_counts() -> (u64, u64) {
 /// The table of library code, once [`refresh_code_ranges`] has run.
 pub fn code_ranges() -> Option<&'static CodeRanges> {
     // SAFETY: only leaked tables are published.
-    unsafe { CURRENT.load(Ordering::Acquire).as_ref() }
+    unsafe { CODE.current.load(Ordering::Acquire).as_ref() }
 }
 
 /// Reads two words at `addr` without faulting; None when not readable.
@@ -253,34 +275,25 @@ impl MixedWalk {
     }
 }
 
-/// The address range of HotSpot's `JavaCalls::call_helper` in this process,
-/// (start, end); (0, 0) until found. Every entry from the VM into Java goes
-/// through it and the call stub it calls, which saves call_helper's frame
-/// pointer right below the return address.
-static CALL_HELPER: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
-
-/// Set once libjvm's symbols were read for [`CALL_HELPER`], found or not.
-static CALL_HELPER_READ: AtomicBool = AtomicBool::new(false);
-
 /// Looks up `JavaCalls::call_helper` in libjvm's symbol table once libjvm is
 /// loaded (off the handler, before sampling starts, as the unwind tables are
 /// built: every sample can have its segments). A libjvm without `.symtab`
 /// leaves it unknown: no segments between Java frames.
 pub(crate) fn find_call_helper() {
-    if CALL_HELPER_READ.load(Ordering::Relaxed) {
+    if CODE.call_helper_read.load(Ordering::Relaxed) {
         return;
     }
     let Some((path, bias)) = loaded_object("libjvm.so") else {
         return;
     };
-    CALL_HELPER_READ.store(true, Ordering::Relaxed);
+    CODE.call_helper_read.store(true, Ordering::Relaxed);
     let Some(symbols) = super::elf::ElfSymbols::load(std::path::Path::new(&path)) else {
         return;
     };
     if let Some((addr, size)) = symbols.find_prefix("_ZN9JavaCalls11call_helperE") {
         let start = bias + addr as usize;
-        CALL_HELPER[0].store(start, Ordering::Relaxed);
-        CALL_HELPER[1].store(start + size as usize, Ordering::Release);
+        CODE.call_helper[0].store(start, Ordering::Relaxed);
+        CODE.call_helper[1].store(start + size as usize, Ordering::Release);
     }
 }
 
@@ -343,11 +356,11 @@ pub unsafe fn walk_mixed(ucontext: *mut std::ffi::c_void, out: &mut [usize]) -> 
     let (top, mut stop) = walk_from(ranges, Regs { pc, sp, fp }, out);
     w.top = top;
     // The end is published last: once it is set, so is the start.
-    let end = CALL_HELPER[1].load(Ordering::Acquire);
+    let end = CODE.call_helper[1].load(Ordering::Acquire);
     if end == 0 {
         return w;
     }
-    let helper = (CALL_HELPER[0].load(Ordering::Relaxed), end);
+    let helper = (CODE.call_helper[0].load(Ordering::Relaxed), end);
     let mut n = top;
     while let Some(java) = stop {
         if w.segments == MAX_SEGMENTS || n == out.len() {

@@ -26,49 +26,65 @@ use crate::tid_slots::TidSlots;
 /// JVMTI_VERSION_21: the first with virtual threads.
 const JVMTI_VERSION_21: u32 = 0x3015_0000;
 
-/// Whether virtual-thread transitions are followed (set up once per process).
-static ENABLED: OnceLock<bool> = OnceLock::new();
+/// What is known of virtual threads, process-wide (the JVMTI callbacks are
+/// handed no state of ours).
+struct VirtualThreads {
+    /// Whether virtual-thread transitions are followed (set up once per
+    /// process).
+    enabled: OnceLock<bool>,
+    /// Set while a recording samples or records events: virtual threads are
+    /// then named for the writer even when no tracing session runs.
+    followed: AtomicBool,
+    /// Which virtual thread each carrier runs now (its Java id), for the signal
+    /// handler. Only the carrier itself writes its slot (the mount callbacks
+    /// run on it) and the handler reads it on that same thread. Java ids above
+    /// 2^32 are not kept: such a thread's samples stay the carrier's.
+    mounts: TidSlots,
+    /// Set while snapshots are taken: the mounted virtual threads are then kept
+    /// as references too (`mounted_refs`), so a snapshot can take their stacks.
+    snapshots: AtomicBool,
+    /// Carrier tid -> (the mounted virtual thread's Java id, a global reference
+    /// to it), while `snapshots` is set. A carrier's own stack shows only
+    /// `Continuation.run` above its pool's frames while a virtual thread runs.
+    mounted_refs: Mutex<Option<HashMap<u32, (i64, usize)>>>,
+    /// Virtual threads seen but not yet named in the recording: Java id -> (its
+    /// name, empty when unset; the Linux id of the carrier it started on).
+    names: Mutex<Option<HashMap<i64, (String, u32)>>>,
+}
 
-/// Set while a recording samples or records events: virtual threads are then
-/// named for the writer even when no tracing session runs.
-static FOLLOWED: AtomicBool = AtomicBool::new(false);
-
-/// Which virtual thread each carrier runs now (its Java id), for the signal
-/// handler. Only the carrier itself writes its slot (the mount callbacks run on
-/// it) and the handler reads it on that same thread. Java ids above 2^32 are not
-/// kept: such a thread's samples stay the carrier's.
-static MOUNTS: TidSlots = TidSlots::new();
+static VIRTUAL: VirtualThreads = VirtualThreads {
+    enabled: OnceLock::new(),
+    followed: AtomicBool::new(false),
+    mounts: TidSlots::new(),
+    snapshots: AtomicBool::new(false),
+    mounted_refs: Mutex::new(None),
+    names: Mutex::new(None),
+};
 
 /// The Java id of the virtual thread mounted on carrier `tid` now, or 0.
 /// Async-signal-safe: one atomic load.
 pub fn mounted_on(tid: u32) -> i64 {
-    i64::from(MOUNTS.get(tid))
+    i64::from(VIRTUAL.mounts.get(tid))
 }
 
 /// Carrier `tid` now runs virtual thread `java_id` (0: none).
 fn set_mounted(tid: u32, java_id: i64) {
     match u32::try_from(java_id) {
-        Ok(id) if id != 0 => MOUNTS.set(tid, id),
-        _ => MOUNTS.clear(tid),
+        Ok(id) if id != 0 => VIRTUAL.mounts.set(tid, id),
+        _ => VIRTUAL.mounts.clear(tid),
     }
 }
 
-/// Set while snapshots are taken: the mounted virtual threads are then kept as
-/// references too ([`MOUNTED_REFS`]), so a snapshot can take their stacks.
-static SNAPSHOTS: AtomicBool = AtomicBool::new(false);
-
-/// Carrier tid -> (the mounted virtual thread's Java id, a global reference to
-/// it), while [`SNAPSHOTS`] is set. A carrier's own stack shows only
-/// `Continuation.run` above its pool's frames while a virtual thread runs.
-static MOUNTED_REFS: Mutex<Option<HashMap<u32, (i64, usize)>>> = Mutex::new(None);
-
 fn mounted_refs() -> std::sync::MutexGuard<'static, Option<HashMap<u32, (i64, usize)>>> {
-    MOUNTED_REFS.lock().unwrap_or_else(|e| e.into_inner())
+    VIRTUAL
+        .mounted_refs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// Snapshots want the mounted virtual threads (`on`), or no more.
 pub fn keep_mounted_refs(on: bool, jni: Jni) {
-    SNAPSHOTS.store(on, Ordering::Relaxed);
+    VIRTUAL.snapshots.store(on, Ordering::Relaxed);
     if !on {
         for (_, r) in mounted_refs().take().unwrap_or_default().into_values() {
             jni.delete_global(r as sys::jobject);
@@ -87,7 +103,7 @@ pub fn mounted_ref(tid: u32, jni: Jni) -> Option<(i64, sys::jthread)> {
 }
 
 fn update_mounted_ref(jni: Jni, tid: u32, mounted: Option<(i64, sys::jthread)>) {
-    if !SNAPSHOTS.load(Ordering::Relaxed) {
+    if !VIRTUAL.snapshots.load(Ordering::Relaxed) {
         return;
     }
     let new = mounted.map(|(id, t)| (id, jni.new_global(t) as usize));
@@ -107,27 +123,23 @@ fn update_mounted_ref(jni: Jni, tid: u32, mounted: Option<(i64, sys::jthread)>) 
 /// Follows virtual threads for a recording's samples and events (`on`), or
 /// stops naming them when it ends; true when the JVM has virtual threads.
 pub fn follow(on: bool) -> bool {
-    FOLLOWED.store(on, Ordering::Relaxed);
+    VIRTUAL.followed.store(on, Ordering::Relaxed);
     !on || enable()
 }
 
 /// True while someone records what virtual threads do.
 fn wanted() -> bool {
-    FOLLOWED.load(Ordering::Relaxed) || probe::session_running()
+    VIRTUAL.followed.load(Ordering::Relaxed) || probe::session_running()
 }
 
-/// Virtual threads seen but not yet named in the recording: Java id -> (its
-/// name, empty when unset; the Linux id of the carrier it started on).
-static NAMES: Mutex<Option<HashMap<i64, (String, u32)>>> = Mutex::new(None);
-
 fn names() -> std::sync::MutexGuard<'static, Option<HashMap<i64, (String, u32)>>> {
-    NAMES.lock().unwrap_or_else(|e| e.into_inner())
+    VIRTUAL.names.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Follows virtual-thread transitions from now on, when the JVM has them; true
 /// when it does. Runs on a Java thread when tracing starts.
 pub fn enable() -> bool {
-    *ENABLED.get_or_init(|| {
+    *VIRTUAL.enabled.get_or_init(|| {
         let Some(vm) = Vm::remembered() else {
             return false;
         };
@@ -173,7 +185,7 @@ fn identify(jvmti: *mut sys::jvmtiEnv, jni: Jni, vthread: sys::jthread, carrier:
 /// The recording's description of virtual thread `java_id` (taken once):
 /// its name, or `virtual-<id>` when it has none, and the carrier it started on
 /// (`carrier` names a Linux thread id).
-pub fn description(java_id: i64, carrier_name: impl Fn(u32) -> Option<String>) -> ThreadInfo {
+pub fn description(java_id: i64, carrier_name: &dyn Fn(u32) -> Option<String>) -> ThreadInfo {
     let (name, carrier) = names()
         .as_mut()
         .and_then(|m| m.remove(&java_id))
