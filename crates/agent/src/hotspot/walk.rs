@@ -396,6 +396,14 @@ impl Walker<'_> {
 
     /// Code in the code cache.
     fn java_code(&mut self, r: Regs) -> Step {
+        // A caller's frame at a return address walked before: its frames come
+        // from the cache without looking the blob up.
+        if !self.top {
+            if let Some(step) = self.remembered(r) {
+                self.blame = Some(Break::Compiled);
+                return step;
+            }
+        }
         let Some(blob) = self.hs.code.find(&self.hs.layout, r.pc) else {
             return match self.use_fallback() {
                 Step::Bottom => Step::Stop(Break::UnknownNmethod),
@@ -425,11 +433,6 @@ impl Walker<'_> {
     /// A compiled Java method, or the compiled wrapper of a native one.
     fn compiled(&mut self, blob: Blob, r: Regs) -> Step {
         let hs = self.hs;
-        if !self.top && blob.kind == BlobKind::Nmethod {
-            if let Some(step) = self.remembered(&blob, r) {
-                return step;
-            }
-        }
         let Some(nm) = Nmethod::read(&hs.layout, &blob) else {
             return Step::Stop(Break::Compiled);
         };
@@ -461,14 +464,15 @@ impl Walker<'_> {
     }
 
     /// A compiled frame whose return address a walk met before: its frames
-    /// and caller from the cache, when the compiled method there is still
-    /// the one remembered (same Method*, same compilation).
-    fn remembered(&mut self, blob: &Blob, r: Regs) -> Option<Step> {
+    /// and caller from the cache, when the compiled method remembered there
+    /// is still there (its blob holds the same Method* and compilation id:
+    /// a blob freed and its space reused holds another id, or other bytes).
+    fn remembered(&mut self, r: Regs) -> Option<Step> {
         let l = &self.hs.layout;
         let hit = self.hs.frames.get(r.pc)?;
-        let same = hit.blob == blob.addr
-            && blob.mem.word(blob.addr.wrapping_add(l.nm_method)) == Some(hit.method)
-            && blob.mem.u32(blob.addr.wrapping_add(l.nm_compile_id)) == Some(hit.compile_id);
+        let mem = Mem::SAFE;
+        let same = mem.word(hit.blob.wrapping_add(l.nm_method)) == Some(hit.method)
+            && mem.u32(hit.blob.wrapping_add(l.nm_compile_id)) == Some(hit.compile_id);
         if !same {
             return None;
         }
