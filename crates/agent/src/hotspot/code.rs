@@ -141,23 +141,34 @@ impl CodeCache {
     /// The start of the code blob holding `pc`, through the segment map of its
     /// heap; None for free space or outside the code cache. Async-signal-safe.
     pub fn find_start(&self, l: &Layout, pc: usize) -> Option<usize> {
-        self.find_block(l, pc, Mem::SAFE).map(|(start, _)| start)
+        self.find_block(l, pc, Mem::SAFE).map(|(start, _, _)| start)
     }
 
-    /// The blob start and the end of its heap's committed part; segment map
-    /// and block headers below that end are read directly.
-    fn find_block(&self, l: &Layout, pc: usize, mem: Mem) -> Option<(usize, usize)> {
+    /// The committed end of heap `i`, read again (the heap grows as code is
+    /// added), or None when it reads as beyond the heap.
+    fn recommitted(&self, i: usize) -> Option<usize> {
+        let heap = &self.heaps[i];
+        let committed = load(heap.committed_high)?;
+        if committed > heap.high {
+            return None;
+        }
+        self.committed[i].fetch_max(committed, Ordering::Relaxed);
+        Some(committed)
+    }
+
+    /// The blob start, the end of its heap's committed part and the heap's
+    /// index; segment map and block headers below that end are read directly.
+    fn find_block(&self, l: &Layout, pc: usize, mem: Mem) -> Option<(usize, usize, usize)> {
         let i = self.heaps[..self.count]
             .iter()
             .position(|h| h.low <= pc && pc < h.high)?;
         let heap = &self.heaps[i];
         let mut committed = self.committed[i].load(Ordering::Relaxed);
         if pc >= committed {
-            committed = load(heap.committed_high)?;
-            if pc >= committed || committed > heap.high {
+            committed = self.recommitted(i)?;
+            if pc >= committed {
                 return None;
             }
-            self.committed[i].fetch_max(committed, Ordering::Relaxed);
         }
         let segments = (committed - heap.low) >> heap.shift;
         let mem = mem.with_blob(heap.segmap, heap.segmap + segments);
@@ -173,7 +184,7 @@ impl CodeCache {
                 if header.u8(block.wrapping_add(l.heap_block_used))? == 0 {
                     return None;
                 }
-                return Some((block.wrapping_add(l.heap_block_size), committed));
+                return Some((block.wrapping_add(l.heap_block_size), committed, i));
             }
             segment = segment.checked_sub(hop as usize)?;
         }
@@ -182,11 +193,15 @@ impl CodeCache {
 
     /// The blob holding `pc` and its kind. Async-signal-safe.
     pub fn find(&self, l: &Layout, pc: usize) -> Option<Blob> {
-        let (addr, committed) = self.find_block(l, pc, Mem::SAFE)?;
+        let (addr, mut committed, heap) = self.find_block(l, pc, Mem::SAFE)?;
         let size = Mem::SAFE
             .with_blob(addr, committed)
             .u32(addr.wrapping_add(l.blob_size))? as usize;
         let end = addr.checked_add(size)?;
+        if end > committed {
+            // A blob the heap grew for since its committed end was read.
+            committed = self.recommitted(heap)?;
+        }
         if pc >= end || end > committed {
             return None;
         }

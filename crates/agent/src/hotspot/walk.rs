@@ -605,14 +605,16 @@ impl Walker<'_> {
 
     /// The caller of a complete compiled frame interrupted where its code
     /// had pushed a word or a few on top (the slow subtype check saves rax
-    /// around `repne scasq`): the frame size from sp, then from up to three
-    /// words above, whichever returns to a call site or a stub.
+    /// around `repne scasq`; string intrinsics copy a short string below the
+    /// frame): the frame size from sp, then from up to MAX_PUSHED_WORDS words
+    /// above, whichever returns to a call site or a stub.
     fn pushed_words_over(&self, blob: Blob, r: Regs) -> Option<Regs> {
+        const MAX_PUSHED_WORDS: usize = 8;
         let first = self.unwind_by_frame_size(blob, r)?;
         if self.is_return_address(first.pc) {
             return Some(first);
         }
-        (1..=3)
+        (1..=MAX_PUSHED_WORDS)
             .filter_map(|words| {
                 let sp = r.sp.wrapping_add(8 * words);
                 self.unwind_by_frame_size(blob, Regs { sp, ..r })
