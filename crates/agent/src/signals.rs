@@ -632,6 +632,7 @@ impl SignalEngine {
                     || sink.symbols.is_native(f.method as usize)
             });
         let sample = Sample {
+            request: 0,
             thread: ThreadId(thread),
             carrier: ThreadId(carrier),
             ticks: h.ticks,

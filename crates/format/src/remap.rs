@@ -309,6 +309,14 @@ impl<'a> Remapper<'a> {
             c.stack = self.stack(c.stack);
             self.to.rec.remote_calls.push(c);
         }
+        for r in &from.requests {
+            let mut r = *r;
+            r.thread = self.thread(r.thread);
+            r.ticks = ticks(r.ticks);
+            r.name = self.string(r.name);
+            r.tags = self.string(r.tags);
+            self.to.rec.requests.push(r);
+        }
     }
 
     /// A virtual thread's carrier is one of the same JVM's threads; none stays none.

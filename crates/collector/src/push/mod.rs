@@ -259,6 +259,7 @@ fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Resul
         for i in 0..s.count {
             let wall = from + ((to - from) as u128 * i as u128 / s.count as u128) as u64;
             w.sample(&Sample {
+                request: 0,
                 thread,
                 carrier: Default::default(),
                 ticks: wall.saturating_sub(start),
