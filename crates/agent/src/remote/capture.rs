@@ -96,6 +96,8 @@ struct Call {
     method: String,
     hash: u64,
     conn: Option<OnConnection>,
+    /// The request a dispatch opened on this thread, 0 for none.
+    request: u32,
 }
 
 #[derive(Default)]
@@ -196,6 +198,7 @@ fn client_invoke(hit: &Hit) {
         method: String::new(),
         hash: 0,
         conn: None,
+        request: 0,
     };
     if ti.notify_frame_pop(thread) {
         STATE.with(|s| s.borrow_mut().clients.push(call));
@@ -294,6 +297,12 @@ fn server_dispatch(hit: &Hit) {
     let call = incoming
         .filter(|_| !class.starts_with("sun.rmi."))
         .map(|mut on| {
+            let opening = super::requests::Opening {
+                kind: jscope_format::RequestKind::Rmi,
+                name: class.clone(),
+                tags: String::new(),
+                traceparent: None,
+            };
             on.object = class;
             Call {
                 start_ns: crate::clock::monotonic_ns(),
@@ -301,6 +310,7 @@ fn server_dispatch(hit: &Hit) {
                 method: String::new(),
                 hash: 0,
                 conn: Some(on),
+                request: super::begin_request(env, thread, opening),
             }
         });
     if ti.notify_frame_pop(thread) {
@@ -334,6 +344,7 @@ fn server_returns(pop: &Pop) {
 
 fn returned(pop: &Pop, server: bool, call: Option<Call>, end: u64) {
     if let Some(call) = call {
+        super::end_request(pop.jni, pop.thread, call.request, pop.by_exception);
         let thread = ThreadKey::of(pop.jni, pop.thread);
         emit(server, call, end, pop.by_exception, thread);
     }

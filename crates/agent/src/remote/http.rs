@@ -15,7 +15,6 @@
 //! The header is an ordinary request header, which a peer without jscope ignores.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::capture::{next_seq, set_breakpoints, Target};
 use super::{push, RawRemote};
@@ -100,6 +99,8 @@ struct Call {
     method: String,
     traceparent: String,
     failed: bool,
+    /// The request it opened on this thread (server calls), 0 for none.
+    request: u32,
 }
 
 #[derive(Default)]
@@ -149,6 +150,7 @@ fn server_handled(pop: &Pop) {
 fn returned(pop: &Pop, server: bool, call: Option<Call>, end: u64) {
     if let Some(mut call) = call {
         call.failed |= pop.by_exception;
+        super::end_request(pop.jni, pop.thread, call.request, call.failed);
         emit(server, call, end, ThreadKey::of(pop.jni, pop.thread));
     }
 }
@@ -222,6 +224,7 @@ fn client_writes(hit: &Hit) {
         method,
         traceparent: traceparent.unwrap_or_default(),
         failed: false,
+        request: 0,
     };
     STATE.with(|s| s.borrow_mut().client = Some(call));
 }
@@ -237,7 +240,7 @@ fn ensure_traceparent(env: Jni, head: sys::jobject) -> Option<String> {
     let value = match existing {
         Some(v) => Some(v),
         None => {
-            let v = new_traceparent(served_trace_id());
+            let v = new_traceparent(served_trace_id(env));
             let val = env.new_string(&v);
             let set = ("setIfNotSet", "(Ljava/lang/String;Ljava/lang/String;)V");
             let ok =
@@ -313,6 +316,12 @@ fn server_handles(hit: &Hit) {
     let call = read_exchange(env, exchange);
     env.delete_local(exchange);
     if ti.notify_frame_pop(thread) {
+        let call = call.map(|mut c| {
+            let name = format!("{} {}", c.method, c.path);
+            let opening = super::http_opening(name, &c.traceparent);
+            c.request = super::begin_request(env, thread, opening);
+            c
+        });
         STATE.with(|s| s.borrow_mut().servers.push(call));
     }
 }
@@ -349,6 +358,7 @@ fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
         method,
         traceparent,
         failed: false,
+        request: 0,
     })
 }
 
@@ -386,16 +396,15 @@ fn server_responds(hit: &Hit) {
     });
 }
 
-/// The trace id of the request this thread is serving, if it carried one.
-pub(super) fn served_trace_id() -> Option<String> {
-    STATE.with(|s| {
-        let s = s.borrow();
-        let call = s.servers.iter().rev().flatten().next()?;
-        trace_id_of(&call.traceparent)
-    })
+/// The trace id of the request this thread is serving, if any.
+pub(super) fn served_trace_id(env: Jni) -> Option<String> {
+    let key = super::served_by(env, None);
+    let (_, trace, _) = super::requests().innermost(&key)?;
+    Some(trace.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// `00-<32 hex trace id>-<16 hex parent id>-<flags>` -> the trace id.
+#[cfg(test)]
 fn trace_id_of(traceparent: &str) -> Option<String> {
     let mut parts = traceparent.split('-');
     let (_, id) = (parts.next()?, parts.next()?);
@@ -406,23 +415,9 @@ fn trace_id_of(traceparent: &str) -> Option<String> {
 /// A version-00 traceparent, sampled, with a random span id (and trace id
 /// unless one is given).
 pub(super) fn new_traceparent(trace_id: Option<String>) -> String {
+    let random = super::requests::random_u64;
     let trace = trace_id.unwrap_or_else(|| format!("{:016x}{:016x}", random(), random()));
     format!("00-{trace}-{:016x}-01", random())
-}
-
-/// A non-zero random u64 (W3C forbids all-zero ids).
-fn random() -> u64 {
-    let mut v = 0u64;
-    // SAFETY: writes at most 8 bytes into v.
-    let n = unsafe { libc::getrandom((&mut v as *mut u64).cast(), 8, 0) };
-    if n != 8 || v == 0 {
-        // Fallback: time mixed with a counter, still unique within the JVM.
-        static N: AtomicUsize = AtomicUsize::new(1);
-        let c = N.fetch_add(1, Ordering::Relaxed) as u64;
-        v = crate::clock::monotonic_ns().rotate_left(17) ^ c.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            | 1;
-    }
-    v
 }
 
 #[cfg(test)]
