@@ -59,13 +59,13 @@ fn samples_carry_the_request_their_thread_served_and_only_while_it_did() {
         let name = |r: &Request| rec.strings[r.name.index()].clone();
         // Every request served, one record each, with the trace id it came with.
         let served: Vec<&Vec<String>> = lines.iter().filter(|l| l[0] == "served").collect();
-        assert_eq!(served.len(), 36, "JDK {}", java.major);
+        assert_eq!(served.len(), 28, "JDK {}", java.major);
         let http: Vec<&Request> = rec
             .requests
             .iter()
             .filter(|r| r.kind == RequestKind::Http)
             .collect();
-        assert_eq!(http.len(), 36, "JDK {}", java.major);
+        assert_eq!(http.len(), 28, "JDK {}", java.major);
         assert!(http.iter().all(|r| name(r) == "GET /work"));
         let chosen: Vec<&&Request> = http
             .iter()

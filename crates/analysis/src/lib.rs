@@ -41,6 +41,7 @@ mod incomplete;
 mod info;
 mod labels;
 mod queue;
+mod requests;
 mod select;
 mod stats;
 mod synthetic;
@@ -64,6 +65,7 @@ pub use queue::{
     erlang_c, replay_queue, replay_queue_bytes, ErlangC, LengthPoint, QueueError, QueueReport,
     QueueSpec, QueueSummary, Request,
 };
+pub use requests::{request_rows, JvmRecording, RequestFilter, RequestRow};
 pub use select::{
     count_mode, parse_state, Mode, Selection, StackCounts, StackSample, ThreadGrouping,
 };

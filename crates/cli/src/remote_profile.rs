@@ -43,7 +43,8 @@ impl<'a> Remote<'a> {
         src: &'a SourceArgs,
         sel: &SelectArgs,
     ) -> Result<Option<Remote<'a>>> {
-        if file.is_some() || sel.group_by.is_some() {
+        // Requests are read from the samples themselves, JVM by JVM.
+        if file.is_some() || sel.group_by.is_some() || sel.by_request() {
             return Ok(None);
         }
         if sel.mode.as_deref().and_then(EventWeight::parse).is_some() {

@@ -47,6 +47,7 @@ impl Query {
             from_s: self.from_ns.map(rel),
             to_s: self.to_ns.map(rel),
             group: Default::default(),
+            requests: Default::default(),
         }
     }
 

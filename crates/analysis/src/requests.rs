@@ -1,0 +1,175 @@
+//! Requests as the unit: which samples belong to slow requests (`--latency`) or
+//! to one request (`--request`), and the list of requests, slowest first.
+//!
+//! A sample names the innermost request its thread served ([`Sample::request`]);
+//! it belongs to every request around that one too (a span inside a servlet
+//! request is part of the request). Requests of several JVMs that share a W3C
+//! trace id are one request: `--request TRACE_ID` keeps the samples of all of
+//! them, and the list shows them as one row.
+
+use std::collections::{HashMap, HashSet};
+
+use jscope_format::{Recording, Request, Sample, SampleMode};
+use serde::Serialize;
+
+/// Which requests' samples to keep.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestFilter {
+    /// Requests (spans, traced entry calls) that lasted at least this long.
+    pub min_latency_ns: Option<u64>,
+    /// One request: its trace id (32 hex digits) or its id in the recording.
+    pub request: Option<String>,
+}
+
+impl RequestFilter {
+    pub fn is_empty(&self) -> bool {
+        self.min_latency_ns.is_none() && self.request.is_none()
+    }
+
+    /// The ids of the requests whose samples are kept: those that pass the
+    /// filter and every request nested in one that does. None: no filter.
+    pub fn allowed(&self, rec: &Recording) -> Option<HashSet<u64>> {
+        if self.is_empty() {
+            return None;
+        }
+        let by_id: HashMap<u64, &Request> = rec.requests.iter().map(|r| (r.id, r)).collect();
+        let passes = |r: &Request| {
+            self.min_latency_ns.is_none_or(|min| r.duration_ns >= min)
+                && self.request.as_deref().is_none_or(|want| names(r, want))
+        };
+        let allowed = rec
+            .requests
+            .iter()
+            .filter(|r| {
+                // The request or one it is nested in (parents end after children).
+                let mut at = Some(*r);
+                let mut hops = 0;
+                while let Some(x) = at {
+                    if passes(x) {
+                        return true;
+                    }
+                    hops += 1;
+                    at = by_id.get(&x.parent).copied().filter(|_| hops < 64);
+                }
+                false
+            })
+            .map(|r| r.id)
+            .collect();
+        Some(allowed)
+    }
+}
+
+/// Whether `want` names request `r`: its trace id, or its id.
+fn names(r: &Request, want: &str) -> bool {
+    let want = want.trim().to_ascii_lowercase();
+    (!want.is_empty() && r.trace_id_hex() == want) || want.parse::<u64>().is_ok_and(|n| n == r.id)
+}
+
+/// One row of `jscope requests`: a request across the JVMs it touched.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestRow {
+    /// What `--request` takes: the trace id, or the id in the recording.
+    pub id: String,
+    pub trace_id: String,
+    /// The entry: the outermost request's name (`GET /path`, a span's name).
+    pub entry: String,
+    pub kind: String,
+    /// JVMs (by pid) whose threads served part of it, the entry's first.
+    pub jvms: Vec<u32>,
+    /// The outermost request's duration.
+    pub duration_ns: u64,
+    /// CPU time of its cpu samples (their weights), in every JVM.
+    pub cpu_ns: u64,
+    /// Samples of every mode taken while it was served.
+    pub samples: u64,
+    /// Requests (server calls, spans) that make it up.
+    pub parts: usize,
+    pub failed: bool,
+}
+
+/// The requests of one JVM's recording: (its pid, the recording).
+pub type JvmRecording<'a> = (u32, &'a Recording);
+
+/// Requests of `jvms`, slowest first: those sharing a trace id are one row.
+pub fn request_rows(jvms: &[JvmRecording<'_>]) -> Vec<RequestRow> {
+    let mut rows: Vec<RequestRow> = Vec::new();
+    let mut by_trace: HashMap<String, usize> = HashMap::new();
+    for (pid, rec) in jvms {
+        let counts = sample_counts(rec);
+        let span_ids: HashSet<u64> = rec.requests.iter().map(|r| r.span_id).collect();
+        for r in &rec.requests {
+            let (samples, cpu_ns) = counts.get(&r.id).copied().unwrap_or_default();
+            let trace = r.trace_id_hex();
+            let outermost = r.parent == 0;
+            let at = match by_trace.get(&trace) {
+                Some(&i) if !trace.is_empty() => i,
+                _ => {
+                    rows.push(RequestRow {
+                        id: if trace.is_empty() {
+                            r.id.to_string()
+                        } else {
+                            trace.clone()
+                        },
+                        trace_id: trace.clone(),
+                        entry: String::new(),
+                        kind: String::new(),
+                        jvms: Vec::new(),
+                        duration_ns: 0,
+                        cpu_ns: 0,
+                        samples: 0,
+                        parts: 0,
+                        failed: false,
+                    });
+                    if !trace.is_empty() {
+                        by_trace.insert(trace.clone(), rows.len() - 1);
+                    }
+                    rows.len() - 1
+                }
+            };
+            let row = &mut rows[at];
+            row.samples += samples;
+            row.cpu_ns += cpu_ns;
+            row.parts += 1;
+            row.failed |= r.failed;
+            // The entry: outermost on its thread, called from no span of this
+            // JVM, and the longest such (the caller's side outlasts its callees).
+            let root = outermost && !span_ids.contains(&r.parent_span_id);
+            if root && r.duration_ns >= row.duration_ns {
+                row.entry = rec.strings.get(r.name.index()).cloned().unwrap_or_default();
+                row.kind = r.kind.name().to_string();
+                row.duration_ns = r.duration_ns;
+                row.jvms.retain(|p| p != pid);
+                row.jvms.insert(0, *pid);
+            } else if !row.jvms.contains(pid) {
+                row.jvms.push(*pid);
+            }
+        }
+    }
+    rows.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.id.cmp(&b.id)));
+    rows
+}
+
+/// Per request id: (samples taken under it, CPU ns of its cpu samples).
+fn sample_counts(rec: &Recording) -> HashMap<u64, (u64, u64)> {
+    let parents: HashMap<u64, u64> = rec.requests.iter().map(|r| (r.id, r.parent)).collect();
+    let mut out: HashMap<u64, (u64, u64)> = HashMap::new();
+    for s in rec.samples.iter().filter(|s| s.request != 0) {
+        let mut at = s.request;
+        for _ in 0..64 {
+            add(&mut out, at, s);
+            match parents.get(&at) {
+                Some(&p) if p != 0 => at = p,
+                _ => break,
+            }
+        }
+    }
+    out
+}
+
+fn add(out: &mut HashMap<u64, (u64, u64)>, id: u64, s: &Sample) {
+    let e = out.entry(id).or_default();
+    e.0 += 1;
+    if s.mode == SampleMode::Cpu {
+        e.1 += s.weight_ns;
+    }
+}
