@@ -486,6 +486,7 @@ fn thread_and_state_filters_count_from_summaries_exactly_what_decoding_counts() 
                     from_s: from.map(rel),
                     to_s: to.map(rel),
                     group: Default::default(),
+                    requests: Default::default(),
                 };
                 let slow = sel.stack_counts(&full);
                 assert_eq!(m, sel.mode_in(&full), "{what}");
