@@ -65,7 +65,9 @@ pub use queue::{
     erlang_c, replay_queue, replay_queue_bytes, ErlangC, LengthPoint, QueueError, QueueReport,
     QueueSpec, QueueSummary, Request,
 };
-pub use requests::{request_rows, JvmRecording, RequestFilter, RequestRow};
+pub use requests::{
+    request_rows, JvmRecording, OutgoingCall, RequestFilter, RequestPart, RequestRow,
+};
 pub use select::{
     count_mode, parse_state, Mode, Selection, StackCounts, StackSample, ThreadGrouping,
 };

@@ -85,6 +85,38 @@ pub struct RequestRow {
     /// Requests (server calls, spans) that make it up.
     pub parts: usize,
     pub failed: bool,
+    /// The requests that make it up, in the order read, each with the calls it
+    /// made and the part it was called from.
+    pub tree: Vec<RequestPart>,
+}
+
+/// One JVM's part of a request: a served call or a span.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestPart {
+    /// The JVM's pid.
+    pub jvm: u32,
+    pub kind: String,
+    pub name: String,
+    pub thread: String,
+    /// W3C span id (16 hex digits), and the caller's ("" for none).
+    pub span_id: String,
+    pub parent_span_id: String,
+    pub duration_ns: u64,
+    /// HTTP calls its thread made while serving it (innermost request only).
+    pub calls: Vec<OutgoingCall>,
+    /// The index in `tree` of the part it was called from (by its caller's
+    /// span id: an outgoing call's, or an enclosing span's), None for the entry.
+    pub parent: Option<usize>,
+}
+
+/// A client call made inside a request: its method, path, and the span id of
+/// the traceparent it carried (what the server it reached names as parent).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutgoingCall {
+    pub method: String,
+    pub path: String,
+    pub span_id: String,
+    pub duration_ns: u64,
 }
 
 /// The requests of one JVM's recording: (its pid, the recording).
@@ -96,6 +128,7 @@ pub fn request_rows(jvms: &[JvmRecording<'_>]) -> Vec<RequestRow> {
     let mut by_trace: HashMap<String, usize> = HashMap::new();
     for (pid, rec) in jvms {
         let counts = sample_counts(rec);
+        let mut calls = outgoing_calls(rec);
         let span_ids: HashSet<u64> = rec.requests.iter().map(|r| r.span_id).collect();
         for r in &rec.requests {
             let (samples, cpu_ns) = counts.get(&r.id).copied().unwrap_or_default();
@@ -119,6 +152,7 @@ pub fn request_rows(jvms: &[JvmRecording<'_>]) -> Vec<RequestRow> {
                         samples: 0,
                         parts: 0,
                         failed: false,
+                        tree: Vec::new(),
                     });
                     if !trace.is_empty() {
                         by_trace.insert(trace.clone(), rows.len() - 1);
@@ -131,6 +165,25 @@ pub fn request_rows(jvms: &[JvmRecording<'_>]) -> Vec<RequestRow> {
             row.cpu_ns += cpu_ns;
             row.parts += 1;
             row.failed |= r.failed;
+            let string = |id: jscope_format::StringId| {
+                rec.strings.get(id.index()).cloned().unwrap_or_default()
+            };
+            let thread = rec
+                .threads
+                .get(&r.thread)
+                .map(|t| t.name.clone())
+                .unwrap_or_default();
+            row.tree.push(RequestPart {
+                jvm: *pid,
+                kind: r.kind.name().to_string(),
+                name: string(r.name),
+                thread,
+                span_id: span_hex(r.span_id),
+                parent_span_id: span_hex(r.parent_span_id),
+                duration_ns: r.duration_ns,
+                calls: calls.remove(&r.id).unwrap_or_default(),
+                parent: None,
+            });
             // The entry: outermost on its thread, called from no span of this
             // JVM, and the longest such (the caller's side outlasts its callees).
             let root = outermost && !span_ids.contains(&r.parent_span_id);
@@ -145,8 +198,74 @@ pub fn request_rows(jvms: &[JvmRecording<'_>]) -> Vec<RequestRow> {
             }
         }
     }
+    for row in &mut rows {
+        link_parts(&mut row.tree);
+    }
     rows.sort_by(|a, b| b.duration_ns.cmp(&a.duration_ns).then(a.id.cmp(&b.id)));
     rows
+}
+
+fn span_hex(id: u64) -> String {
+    if id == 0 {
+        String::new()
+    } else {
+        format!("{id:016x}")
+    }
+}
+
+/// Each part's caller: the part that made the call its parent span id names,
+/// else the part with that span id (a span nested in another).
+fn link_parts(tree: &mut [RequestPart]) {
+    let parents: Vec<Option<usize>> = tree
+        .iter()
+        .map(|p| {
+            let want = &p.parent_span_id;
+            if want.is_empty() {
+                return None;
+            }
+            tree.iter()
+                .position(|q| q.calls.iter().any(|c| &c.span_id == want))
+                .or_else(|| tree.iter().position(|q| &q.span_id == want))
+        })
+        .collect();
+    for (p, parent) in tree.iter_mut().zip(parents) {
+        p.parent = parent;
+    }
+}
+
+/// The HTTP client calls of a recording, by the innermost request open on
+/// their thread when they started.
+fn outgoing_calls(rec: &Recording) -> HashMap<u64, Vec<OutgoingCall>> {
+    let string = |id: jscope_format::StringId| rec.strings.get(id.index()).cloned();
+    let mut out: HashMap<u64, Vec<OutgoingCall>> = HashMap::new();
+    for c in rec.remote_calls.iter().filter(|c| {
+        c.side == jscope_format::RemoteSide::Client && c.request_id != jscope_format::StringId::NONE
+    }) {
+        let Some(traceparent) = string(c.request_id) else {
+            continue;
+        };
+        let inside = rec
+            .requests
+            .iter()
+            .filter(|r| {
+                r.thread == c.thread && r.ticks <= c.ticks && c.ticks <= r.ticks + r.duration_ns
+            })
+            .max_by_key(|r| r.ticks);
+        let Some(r) = inside else {
+            continue;
+        };
+        out.entry(r.id).or_default().push(OutgoingCall {
+            method: string(c.method).unwrap_or_default(),
+            path: string(c.object).unwrap_or_default(),
+            span_id: traceparent
+                .split('-')
+                .nth(2)
+                .unwrap_or_default()
+                .to_string(),
+            duration_ns: c.duration_ns,
+        });
+    }
+    out
 }
 
 /// Per request id: (samples taken under it, CPU ns of its cpu samples).

@@ -37,10 +37,15 @@ struct Requests {
 }
 
 pub fn run(args: &RequestsArgs) -> Result<()> {
-    let loaded = source::load(args.file.as_deref(), &args.source, Window::default())?;
-    let rec = &loaded.rec;
+    // A session's JVMs are read apart: a request lists every JVM it touched.
+    let members = match args.file.as_deref() {
+        Some(path) if source::is_session(path)? => source::session_members(path)?,
+        _ => vec![source::load(args.file.as_deref(), &args.source, Window::default())?.rec],
+    };
+    let jvms: Vec<(u32, &jscope_format::Recording)> =
+        members.iter().map(|r| (r.header.pid, r)).collect();
     let min = args.latency.map_or(0, |d| d.as_nanos() as u64);
-    let mut rows: Vec<RequestRow> = request_rows(&[(rec.header.pid, rec)])
+    let mut rows: Vec<RequestRow> = request_rows(&jvms)
         .into_iter()
         .filter(|r| r.duration_ns >= min)
         .collect();
