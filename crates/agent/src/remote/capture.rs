@@ -124,6 +124,8 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
     caps.set_can_generate_breakpoint_events(1);
     caps.set_can_generate_frame_pop_events(1);
     caps.set_can_access_local_variables(1);
+    // The frameworks' captures break at their methods' return instructions.
+    caps.set_can_get_bytecodes(1);
     if jvmti.add_capabilities(&caps).is_err() {
         return Err(
             "the JVM refused the capabilities remote calls need (breakpoints, frame pops, locals)"
@@ -160,7 +162,7 @@ unsafe extern "C" fn on_class_prepare(
         let jvmti = Jvmti(jvmti);
         let sig = jvmti.class_signature(class).unwrap_or_default();
         if REMOTE.http_on.load(Ordering::Acquire) {
-            http::on_class_prepare(jvmti, &sig, class);
+            super::http_class_prepared(jvmti, &sig, class);
         }
         if REMOTE.rmi_on.load(Ordering::Acquire) {
             set_breakpoints(jvmti, &sig, class, &TARGETS);

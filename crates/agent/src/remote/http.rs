@@ -89,22 +89,25 @@ const TARGETS: [Target; 6] = [
 
 type Endpoint = (String, u32);
 
-struct Call {
-    start_ns: u64,
-    answered_ns: Option<u64>,
-    local: Endpoint,
-    remote: Endpoint,
-    seq: u64,
-    path: String,
-    method: String,
-    traceparent: String,
-    failed: bool,
+/// One HTTP call on this thread (the frameworks' ones too).
+pub(super) struct Call {
+    pub start_ns: u64,
+    pub answered_ns: Option<u64>,
+    pub local: Endpoint,
+    pub remote: Endpoint,
+    pub seq: u64,
+    pub path: String,
+    pub method: String,
+    pub traceparent: String,
+    pub failed: bool,
     /// The request it opened on this thread (server calls), 0 for none.
-    request: u32,
+    pub request: u32,
+    /// Frames on the thread's stack when its method was entered (frameworks).
+    pub depth: i32,
 }
 
 #[derive(Default)]
-struct ThreadState {
+pub(super) struct ThreadState {
     /// The request written last on this thread, waiting for its response.
     client: Option<Call>,
     /// A parseHTTP frame pop is pending for it: a global reference to the
@@ -113,10 +116,14 @@ struct ThreadState {
     parsing: Option<Option<GlobalRef>>,
     /// Open handler frames (None: its exchange could not be read).
     servers: Vec<Option<Call>>,
+    /// Open framework server frames (servlets, Netty handlers), innermost last.
+    pub framework_servers: Vec<Call>,
+    /// Open framework client calls (OkHttp, HttpClient 5), innermost last.
+    pub framework_clients: Vec<Call>,
 }
 
 thread_local! {
-    static STATE: RefCell<ThreadState> = RefCell::new(ThreadState::default());
+    pub(super) static STATE: RefCell<ThreadState> = RefCell::new(ThreadState::default());
 }
 
 /// Sets the breakpoints of a prepared class that is one of the targets.
@@ -147,7 +154,8 @@ fn server_handled(pop: &Pop) {
     returned(pop, true, call, end);
 }
 
-fn returned(pop: &Pop, server: bool, call: Option<Call>, end: u64) {
+/// A call's frame returned at `end`: its request (if any) ends, the call is recorded.
+pub(super) fn returned(pop: &Pop, server: bool, call: Option<Call>, end: u64) {
     if let Some(mut call) = call {
         call.failed |= pop.by_exception;
         super::end_request(pop.jni, pop.thread, call.request, call.failed);
@@ -225,6 +233,7 @@ fn client_writes(hit: &Hit) {
         traceparent: traceparent.unwrap_or_default(),
         failed: false,
         request: 0,
+        depth: 0,
     };
     STATE.with(|s| s.borrow_mut().client = Some(call));
 }
@@ -263,7 +272,7 @@ fn request_method(env: Jni, head: sys::jobject) -> Option<(String, String)> {
     parse_request_line(&text?)
 }
 
-fn parse_request_line(line: &str) -> Option<(String, String)> {
+pub(super) fn parse_request_line(line: &str) -> Option<(String, String)> {
     let mut parts = line.split(' ');
     let method = parts.next()?.to_string();
     let target = parts.next()?;
@@ -359,6 +368,7 @@ fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
         traceparent,
         failed: false,
         request: 0,
+        depth: 0,
     })
 }
 

@@ -20,8 +20,13 @@
 //! and are recorded with it; `com.sun.net.httpserver` handlers read it.
 //! `java.net.http.HttpClient` requests (`send` and `sendAsync`) get one too
 //! (`http_client`).
+//!
+//! Frameworks (`frameworks`): servlets (Jetty, Tomcat: `javax` and `jakarta`)
+//! and Netty's HTTP handlers serve requests; OkHttp 3 and Apache HttpClient 5
+//! calls carry a `traceparent`, all recorded as the JDK's HTTP calls are.
 
 mod capture;
+mod frameworks;
 mod http;
 mod http_client;
 pub mod requests;
@@ -175,6 +180,13 @@ pub(crate) fn served_by(env: Jni, thread: Option<sys::jthread>) -> ThreadKey {
     } else {
         key
     }
+}
+
+/// Sets the HTTP breakpoints of a prepared class (the JDK's own HTTP classes,
+/// then the frameworks') that is one of the targets.
+fn http_class_prepared(jvmti: crate::jvm::Jvmti, sig: &str, class: sys::jclass) {
+    http::on_class_prepare(jvmti, sig, class);
+    frameworks::on_class_prepare(jvmti, sig, class);
 }
 
 /// An HTTP request served, named `name`, with its incoming traceparent (empty: none).
