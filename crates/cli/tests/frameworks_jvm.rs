@@ -17,6 +17,8 @@ use std::time::Duration;
 use jscope_analysis::{RequestFilter, Selection};
 use jscope_format::Recording;
 use jscope_testkit::{javas, temp_dir, tools};
+use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use prost::Message;
 use serde_json::Value;
 use support::{free_port, start_logged, wait_ready};
 
@@ -334,4 +336,59 @@ fn okhttp_jetty_and_netty_requests_link_and_narrow_profiles() {
         seen.iter().all(|&n| n > 0),
         "samples of the heavy requests per JVM: {seen:?}"
     );
+
+    // Exports: the chosen request's samples link to its trace (OTLP's link
+    // table, pprof's labels), decoded with the formats' own types.
+    let otlp = dir.join("front.otlp");
+    let pprof = dir.join("front.pb.gz");
+    let heavy_trace = heavy[0]["trace_id"].as_str().unwrap();
+    for (format, out, id) in [("otlp", &otlp, CHOSEN), ("pprof", &pprof, heavy_trace)] {
+        let out = out.display().to_string();
+        jscope(&[
+            "export",
+            &files[1],
+            "--format",
+            format,
+            "--request",
+            id,
+            "-o",
+            &out,
+        ]);
+    }
+    let req = ExportProfilesServiceRequest::decode(&*std::fs::read(&otlp).unwrap()).unwrap();
+    let dict = req.dictionary.unwrap();
+    let chosen_bytes: Vec<u8> = (0..16)
+        .map(|i| u8::from_str_radix(&CHOSEN[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    let samples: Vec<_> = req
+        .resource_profiles
+        .iter()
+        .flat_map(|r| &r.scope_profiles)
+        .flat_map(|s| &s.profiles)
+        .flat_map(|p| &p.samples)
+        .collect();
+    assert!(!samples.is_empty());
+    for s in samples {
+        let link = &dict.link_table[s.link_index as usize];
+        assert_eq!(link.trace_id, chosen_bytes);
+        assert_eq!(link.span_id.len(), 8);
+    }
+    let mut gz = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(&*std::fs::read(&pprof).unwrap()),
+        &mut gz,
+    )
+    .unwrap();
+    let p = jscope_export::pprof::Profile::decode(&*gz).unwrap();
+    let label = |s: &jscope_export::pprof::Sample, key: &str| {
+        s.label
+            .iter()
+            .find(|l| p.string_table[l.key as usize] == key)
+            .map(|l| p.string_table[l.str as usize].clone())
+    };
+    assert!(!p.sample.is_empty());
+    for s in &p.sample {
+        assert_eq!(label(s, "trace_id").as_deref(), Some(heavy_trace));
+        assert_eq!(label(s, "span_id").map(|v| v.len()), Some(16));
+    }
 }
