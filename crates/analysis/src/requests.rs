@@ -10,14 +10,15 @@
 use std::collections::{HashMap, HashSet};
 
 use jscope_format::{Recording, Request, Sample, SampleMode};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which requests' samples to keep.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestFilter {
     /// Requests (spans, traced entry calls) that lasted at least this long.
     pub min_latency_ns: Option<u64>,
-    /// One request: its trace id (32 hex digits) or its id in the recording.
+    /// One request: its trace id (32 hex digits) or its id in the recording;
+    /// several separated by commas.
     pub request: Option<String>,
 }
 
@@ -59,14 +60,18 @@ impl RequestFilter {
     }
 }
 
-/// Whether `want` names request `r`: its trace id, or its id.
+/// Whether `want` names request `r`: its trace id, or its id (one of several
+/// separated by commas).
 fn names(r: &Request, want: &str) -> bool {
-    let want = want.trim().to_ascii_lowercase();
-    (!want.is_empty() && r.trace_id_hex() == want) || want.parse::<u64>().is_ok_and(|n| n == r.id)
+    let trace = r.trace_id_hex();
+    want.split(',').any(|want| {
+        let want = want.trim().to_ascii_lowercase();
+        (!want.is_empty() && trace == want) || want.parse::<u64>().is_ok_and(|n| n == r.id)
+    })
 }
 
 /// One row of `jscope requests`: a request across the JVMs it touched.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestRow {
     /// What `--request` takes: the trace id, or the id in the recording.
     pub id: String,
@@ -76,6 +81,8 @@ pub struct RequestRow {
     pub kind: String,
     /// JVMs (by pid) whose threads served part of it, the entry's first.
     pub jvms: Vec<u32>,
+    /// When the entry began: epoch ns (its JVM's clock).
+    pub start_ns: u64,
     /// The outermost request's duration.
     pub duration_ns: u64,
     /// CPU time of its cpu samples (their weights), in every JVM.
@@ -91,10 +98,12 @@ pub struct RequestRow {
 }
 
 /// One JVM's part of a request: a served call or a span.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestPart {
     /// The JVM's pid.
     pub jvm: u32,
+    /// Its id in that JVM's recording (what `--request` takes there).
+    pub request: u64,
     pub kind: String,
     pub name: String,
     pub thread: String,
@@ -111,7 +120,7 @@ pub struct RequestPart {
 
 /// A client call made inside a request: its method, path, and the span id of
 /// the traceparent it carried (what the server it reached names as parent).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutgoingCall {
     pub method: String,
     pub path: String,
@@ -147,6 +156,7 @@ pub fn request_rows(jvms: &[JvmRecording<'_>]) -> Vec<RequestRow> {
                         entry: String::new(),
                         kind: String::new(),
                         jvms: Vec::new(),
+                        start_ns: 0,
                         duration_ns: 0,
                         cpu_ns: 0,
                         samples: 0,
@@ -173,8 +183,10 @@ pub fn request_rows(jvms: &[JvmRecording<'_>]) -> Vec<RequestRow> {
                 .get(&r.thread)
                 .map(|t| t.name.clone())
                 .unwrap_or_default();
+            let start_ns = rec.header.start_wall_ns + rec.ticks_to_ns(r.ticks);
             row.tree.push(RequestPart {
                 jvm: *pid,
+                request: r.id,
                 kind: r.kind.name().to_string(),
                 name: string(r.name),
                 thread,
@@ -191,10 +203,14 @@ pub fn request_rows(jvms: &[JvmRecording<'_>]) -> Vec<RequestRow> {
                 row.entry = rec.strings.get(r.name.index()).cloned().unwrap_or_default();
                 row.kind = r.kind.name().to_string();
                 row.duration_ns = r.duration_ns;
+                row.start_ns = start_ns;
                 row.jvms.retain(|p| p != pid);
                 row.jvms.insert(0, *pid);
             } else if !row.jvms.contains(pid) {
                 row.jvms.push(*pid);
+            }
+            if row.start_ns == 0 {
+                row.start_ns = start_ns;
             }
         }
     }

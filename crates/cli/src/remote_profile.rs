@@ -43,8 +43,7 @@ impl<'a> Remote<'a> {
         src: &'a SourceArgs,
         sel: &SelectArgs,
     ) -> Result<Option<Remote<'a>>> {
-        // Requests are read from the samples themselves, JVM by JVM.
-        if file.is_some() || sel.group_by.is_some() || sel.by_request() {
+        if file.is_some() || sel.group_by.is_some() {
             return Ok(None);
         }
         if sel.mode.as_deref().and_then(EventWeight::parse).is_some() {
@@ -72,6 +71,9 @@ impl<'a> Remote<'a> {
                 .collect::<Result<_, _>>()?,
             lines: false,
             annotate: Annotation::None,
+            // Requests are read from the samples themselves, JVM by JVM, where
+            // the data lives.
+            requests: crate::select::selection(sel)?.requests,
         };
         let title = selection.title(&picked);
         Ok(Some(Remote {

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 use jscope_analysis::{request_rows, RequestRow};
-use serde::Serialize;
+use jscope_store::RemoteCollector;
+use serde::{Deserialize, Serialize};
 
 use crate::output::Format;
 use crate::source::{self, SourceArgs, Window};
@@ -29,7 +30,7 @@ pub struct RequestsArgs {
     pub format: Format,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 struct Requests {
     requests: Vec<RequestRow>,
     /// Rows there were before --limit.
@@ -37,6 +38,20 @@ struct Requests {
 }
 
 pub fn run(args: &RequestsArgs) -> Result<()> {
+    // A collector lists its JVMs' requests itself (`/api/requests`).
+    if let (None, Some(url)) = (&args.file, &args.source.collector) {
+        let remote = RemoteCollector::new(url, args.source.token.clone())?;
+        let src = &args.source;
+        let mut query: Vec<(&str, String)> = src.jvm.iter().map(|j| ("jvm", j.clone())).collect();
+        query.extend(src.service.iter().map(|s| ("service", s.clone())));
+        query.extend(src.label.iter().map(|l| ("label", l.clone())));
+        if let Some(d) = args.latency {
+            query.push(("latency_ns", d.as_nanos().to_string()));
+        }
+        query.push(("limit", args.limit.to_string()));
+        let listed: Requests = remote.requests(&query)?;
+        return args.format.print(&listed);
+    }
     // A session's JVMs are read apart: a request lists every JVM it touched.
     let members = match args.file.as_deref() {
         Some(path) if source::is_session(path)? => source::session_members(path)?,

@@ -77,11 +77,6 @@ impl SelectArgs {
         Ok(())
     }
 
-    /// Whether samples are narrowed to requests (which needs every sample read).
-    pub fn by_request(&self) -> bool {
-        self.latency.is_some() || self.request.is_some()
-    }
-
     /// Whether a bound is a wall-clock time (which needs the source's start).
     pub fn has_wall_time(&self) -> bool {
         self.since.is_some()
