@@ -2,10 +2,10 @@
 //! frame pops at their returns, endpoints from the connection's socket.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use super::{http, push, RawRemote, REMOTE};
+use super::points::{next_seq, set_breakpoints, socket_endpoints, Endpoint, Target};
+use super::{push, RawRemote, REMOTE};
 use crate::java_threads::ThreadKey;
 use crate::jvm::breakpoints::{self, Handler, Hit, Pop};
 use crate::jvm::entry::{guarded_in, BREAKPOINTS};
@@ -67,18 +67,6 @@ const TARGETS: [Target; 5] = [
         },
     ),
 ];
-
-type Endpoint = (String, u32);
-
-pub(super) fn next_seq(local: &Endpoint, remote: &Endpoint) -> u64 {
-    let mut m = REMOTE.conn_seq.lock().unwrap_or_else(|e| e.into_inner());
-    let n = m
-        .get_or_insert_with(HashMap::new)
-        .entry((local.clone(), remote.clone()))
-        .or_insert(0);
-    *n += 1;
-    *n
-}
 
 /// A call on a connection, as the `StreamRemoteCall` constructor saw it.
 #[derive(Clone)]
@@ -170,24 +158,6 @@ unsafe extern "C" fn on_class_prepare(
     })
 }
 
-/// A method to break at: (class signature, name, descriptor, its handler).
-pub(super) type Target = (&'static str, &'static str, &'static str, Handler);
-
-/// Sets a breakpoint at the entry of each target method of a prepared class,
-/// routed to the target's handler.
-pub(super) fn set_breakpoints(jvmti: Jvmti, sig: &str, class: sys::jclass, targets: &[Target]) {
-    if !targets.iter().any(|t| t.0 == sig) {
-        return;
-    }
-    for (m, name, desc) in jvmti.methods(class) {
-        for (_, n, d, handler) in targets.iter().filter(|t| t.0 == sig) {
-            if name == *n && desc == *d {
-                breakpoints::set(jvmti, m, 0, *handler);
-            }
-        }
-    }
-}
-
 /// `invoke(Remote obj, Method method, Object[] params, long opnum)`: slots 1-4.
 /// Its arguments are read later, from the `StreamRemoteCall` constructor: at its
 /// first instruction a method whose class exact tracing instrumented has no
@@ -223,7 +193,7 @@ fn short_method(generic: &str) -> String {
 /// The endpoints of a `TCPConnection`'s socket, from this JVM's side.
 fn endpoints(env: Jni, conn: sys::jobject) -> Option<(Endpoint, Endpoint)> {
     let socket = env.object_field(conn, "socket", "Ljava/net/Socket;");
-    let ends = http::socket_endpoints(env, socket);
+    let ends = socket_endpoints(env, socket);
     env.delete_local(socket);
     ends
 }

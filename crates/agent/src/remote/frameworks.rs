@@ -29,15 +29,11 @@
 
 use jscope_bytecode::insn;
 
-use super::capture::next_seq;
-use super::http::{
-    new_traceparent, returned, served_trace_id, socket_address, socket_endpoints, Call, STATE,
-};
+use super::http::{new_traceparent, returned, served_trace_id, Call, STATE};
+use super::points::{next_seq, socket_address, socket_endpoints, Endpoint};
 use crate::jvm::breakpoints::{self, Handler, Hit, Pop};
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
-
-type Endpoint = (String, u32);
 
 const STRING_ARG: &str = "(Ljava/lang/String;)Ljava/lang/String;";
 const ADDRESS: &str = "()Ljava/net/SocketAddress;";

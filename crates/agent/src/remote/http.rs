@@ -16,7 +16,9 @@
 
 use std::cell::RefCell;
 
-use super::capture::{next_seq, set_breakpoints, Target};
+use super::points::{
+    next_seq, set_breakpoints, socket_address, socket_endpoints, Endpoint, Target,
+};
 use super::{push, RawRemote};
 use crate::java_threads::ThreadKey;
 use crate::jvm::breakpoints::{Handler, Hit, Pop};
@@ -87,8 +89,6 @@ const TARGETS: [Target; 6] = [
     ),
 ];
 
-type Endpoint = (String, u32);
-
 /// One HTTP call on this thread (the frameworks' ones too).
 pub(super) struct Call {
     pub start_ns: u64,
@@ -129,7 +129,6 @@ thread_local! {
 /// Sets the breakpoints of a prepared class that is one of the targets.
 pub fn on_class_prepare(jvmti: Jvmti, sig: &str, class: sys::jclass) {
     set_breakpoints(jvmti, sig, class, &TARGETS);
-    super::http_client::on_class_prepare(jvmti, sig, class);
 }
 
 /// `parseHTTP` returned: the client call ends, failed for a status >= 500.
@@ -180,28 +179,6 @@ fn emit(server: bool, call: Call, end_ns: u64, thread: ThreadKey) {
         http: true,
         request_id: call.traceparent,
     });
-}
-
-/// The endpoints of a connected `java.net.Socket`, from this JVM's side.
-pub fn socket_endpoints(env: Jni, socket: sys::jobject) -> Option<(Endpoint, Endpoint)> {
-    if socket.is_null() {
-        return None;
-    }
-    let host = |getter: &str| {
-        let addr = env.call_object(socket, getter, "()Ljava/net/InetAddress;");
-        let h = env.call_string(addr, "getHostAddress");
-        env.delete_local(addr);
-        h
-    };
-    let local = (
-        host("getLocalAddress"),
-        env.call_int(socket, "getLocalPort"),
-    );
-    let remote = (host("getInetAddress"), env.call_int(socket, "getPort"));
-    match (local, remote) {
-        ((Some(lh), Some(lp)), (Some(rh), Some(rp))) => Some(((lh, lp as u32), (rh, rp as u32))),
-        _ => None,
-    }
 }
 
 /// `HttpClient.writeRequests(MessageHeader head, ...)`: `this` is slot 0, the
@@ -375,22 +352,6 @@ fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
 /// An `InetSocketAddress` getter of the exchange as (host address, port).
 fn address(env: Jni, exchange: sys::jobject, getter: &str) -> Option<Endpoint> {
     socket_address(env, exchange, (getter, "()Ljava/net/InetSocketAddress;"))
-}
-
-/// The `InetSocketAddress` a getter of `o` returns (`(name, descriptor)`), as
-/// (host address, port).
-pub(super) fn socket_address(
-    env: Jni,
-    o: sys::jobject,
-    (getter, descriptor): (&str, &str),
-) -> Option<Endpoint> {
-    let sa = env.call_object(o, getter, descriptor);
-    let addr = env.call_object(sa, "getAddress", "()Ljava/net/InetAddress;");
-    let host = env.call_string(addr, "getHostAddress");
-    let port = env.call_int(sa, "getPort");
-    env.delete_local(addr);
-    env.delete_local(sa);
-    Some((host?, port? as u32))
 }
 
 /// `ExchangeImpl.sendResponseHeaders(int rCode, long length)`: the answer starts.

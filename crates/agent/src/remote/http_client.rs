@@ -18,8 +18,8 @@
 
 use std::sync::atomic::Ordering;
 
-use super::capture::{next_seq, set_breakpoints, Target};
-use super::http::{new_traceparent, served_trace_id, socket_address};
+use super::http::{new_traceparent, served_trace_id};
+use super::points::{next_seq, set_breakpoints, socket_address, Endpoint, Target};
 use super::{push, RawRemote, REMOTE};
 use crate::java_threads::ThreadKey;
 use crate::jvm::breakpoints::{Handler, Hit};
@@ -65,8 +65,6 @@ const TARGETS: [Target; 3] = [
 
 /// At most this many requests wait for their responses at once.
 const MAX_PENDING: usize = 4096;
-
-type Endpoint = (String, u32);
 
 /// A request sent, waiting for its response headers.
 pub(super) struct Pending {

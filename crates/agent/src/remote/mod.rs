@@ -29,6 +29,7 @@ mod capture;
 mod frameworks;
 mod http;
 mod http_client;
+mod points;
 pub mod requests;
 mod span;
 
@@ -186,6 +187,7 @@ pub(crate) fn served_by(env: Jni, thread: Option<sys::jthread>) -> ThreadKey {
 /// then the frameworks') that is one of the targets.
 fn http_class_prepared(jvmti: crate::jvm::Jvmti, sig: &str, class: sys::jclass) {
     http::on_class_prepare(jvmti, sig, class);
+    http_client::on_class_prepare(jvmti, sig, class);
     frameworks::on_class_prepare(jvmti, sig, class);
 }
 
