@@ -23,134 +23,79 @@
 //!   sends its headers (`DefaultBHttpClientConnection.sendRequestHeader`).
 //!
 //! Client calls are marked failed only when they throw (their status is not
-//! read). A method left by an exception is noticed at its thread's next
-//! framework call (see `on_hit`): until then its request stays the thread's. Each exchange on a connection counts once on both sides, so the
-//! connection order matches the server's.
-
-use jscope_bytecode::insn;
+//! read). Calls end at breakpoints on their methods' return instructions; a
+//! method left by an exception is noticed at its thread's next framework
+//! call of the same side (see `on_hit` and `points`), and its call then ends,
+//! failed: until then its request stays the thread's. Each exchange on a
+//! connection counts once on both sides, so the connection order matches the
+//! server's.
 
 use super::http::{new_traceparent, returned, served_trace_id, Call, STATE};
-use super::points::{next_seq, socket_address, socket_endpoints, Endpoint};
-use crate::jvm::breakpoints::{self, Handler, Hit, Pop};
+use super::points::{
+    next_seq, set_breakpoints, socket_address, socket_endpoints, At, Endpoint, Frames, Target,
+};
+use crate::jvm::breakpoints::Hit;
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
 
 const STRING_ARG: &str = "(Ljava/lang/String;)Ljava/lang/String;";
 const ADDRESS: &str = "()Ljava/net/SocketAddress;";
 
-/// A method to break at: class signature, name, descriptor, what to run at
-/// its breakpoints, and whether its returns matter (then it breaks at every
-/// return instruction too, `Hit::location` telling them from its entry).
-struct Target {
-    class: &'static str,
-    name: &'static str,
-    descriptor: &'static str,
-    on_hit: fn(&Hit),
-    returns: bool,
-}
-
 const TARGETS: [Target; 8] = [
-    Target {
-        class: "Ljavax/servlet/http/HttpServlet;",
-        name: "service",
-        descriptor: "(Ljavax/servlet/ServletRequest;Ljavax/servlet/ServletResponse;)V",
-        on_hit: servlet,
-        returns: true,
-    },
-    Target {
-        class: "Ljakarta/servlet/http/HttpServlet;",
-        name: "service",
-        descriptor: "(Ljakarta/servlet/ServletRequest;Ljakarta/servlet/ServletResponse;)V",
-        on_hit: servlet,
-        returns: true,
-    },
-    Target {
-        class: "Lio/netty/channel/SimpleChannelInboundHandler;",
-        name: "channelRead",
-        descriptor: "(Lio/netty/channel/ChannelHandlerContext;Ljava/lang/Object;)V",
-        on_hit: netty,
-        returns: true,
-    },
-    Target {
-        class: "Lio/netty/handler/codec/http/HttpObjectEncoder;",
-        name: "encode",
-        descriptor: "(Lio/netty/channel/ChannelHandlerContext;Ljava/lang/Object;Ljava/util/List;)V",
-        on_hit: netty_encodes,
-        returns: false,
-    },
-    Target {
-        class: "Lokhttp3/RealCall;",
-        name: "getResponseWithInterceptorChain",
-        descriptor: "()Lokhttp3/Response;",
-        on_hit: okhttp,
-        returns: true,
-    },
-    Target {
-        class: "Lokhttp3/internal/http/CallServerInterceptor;",
-        name: "intercept",
-        descriptor: "(Lokhttp3/Interceptor$Chain;)Lokhttp3/Response;",
-        on_hit: okhttp_sends,
-        returns: false,
-    },
-    Target {
-        class: "Lorg/apache/hc/client5/http/impl/classic/InternalHttpClient;",
-        name: "doExecute",
-        descriptor: "(Lorg/apache/hc/core5/http/HttpHost;Lorg/apache/hc/core5/http/ClassicHttpRequest;Lorg/apache/hc/core5/http/protocol/HttpContext;)Lorg/apache/hc/client5/http/impl/classic/CloseableHttpResponse;",
-        on_hit: hc5,
-        returns: true,
-    },
-    Target {
-        class: "Lorg/apache/hc/core5/http/impl/io/DefaultBHttpClientConnection;",
-        name: "sendRequestHeader",
-        descriptor: "(Lorg/apache/hc/core5/http/ClassicHttpRequest;)V",
-        on_hit: hc5_sends,
-        returns: false,
-    },
+    Target::entry_and_returns(
+        "Ljavax/servlet/http/HttpServlet;",
+        "service",
+        "(Ljavax/servlet/ServletRequest;Ljavax/servlet/ServletResponse;)V",
+        servlet,
+    ),
+    Target::entry_and_returns(
+        "Ljakarta/servlet/http/HttpServlet;",
+        "service",
+        "(Ljakarta/servlet/ServletRequest;Ljakarta/servlet/ServletResponse;)V",
+        servlet,
+    ),
+    Target::entry_and_returns(
+        "Lio/netty/channel/SimpleChannelInboundHandler;",
+        "channelRead",
+        "(Lio/netty/channel/ChannelHandlerContext;Ljava/lang/Object;)V",
+        netty,
+    ),
+    Target::entry(
+        "Lio/netty/handler/codec/http/HttpObjectEncoder;",
+        "encode",
+        "(Lio/netty/channel/ChannelHandlerContext;Ljava/lang/Object;Ljava/util/List;)V",
+        netty_encodes,
+    ),
+    Target::entry_and_returns(
+        "Lokhttp3/RealCall;",
+        "getResponseWithInterceptorChain",
+        "()Lokhttp3/Response;",
+        okhttp,
+    ),
+    Target::entry(
+        "Lokhttp3/internal/http/CallServerInterceptor;",
+        "intercept",
+        "(Lokhttp3/Interceptor$Chain;)Lokhttp3/Response;",
+        okhttp_sends,
+    ),
+    Target::entry_and_returns(
+        "Lorg/apache/hc/client5/http/impl/classic/InternalHttpClient;",
+        "doExecute",
+        "(Lorg/apache/hc/core5/http/HttpHost;Lorg/apache/hc/core5/http/ClassicHttpRequest;Lorg/apache/hc/core5/http/protocol/HttpContext;)Lorg/apache/hc/client5/http/impl/classic/CloseableHttpResponse;",
+        hc5,
+    ),
+    Target::entry(
+        "Lorg/apache/hc/core5/http/impl/io/DefaultBHttpClientConnection;",
+        "sendRequestHeader",
+        "(Lorg/apache/hc/core5/http/ClassicHttpRequest;)V",
+        hc5_sends,
+    ),
 ];
 
 /// Sets the breakpoints of a prepared class that is one of the targets.
 pub fn on_class_prepare(jvmti: Jvmti, sig: &str, class: sys::jclass) {
-    if !TARGETS.iter().any(|t| t.class == sig) {
-        return;
-    }
-    for (m, name, desc) in jvmti.methods(class) {
-        for t in TARGETS.iter().filter(|t| t.class == sig) {
-            if name != t.name || desc != t.descriptor {
-                continue;
-            }
-            let handler = Handler {
-                on_breakpoint: t.on_hit,
-                on_frame_pop: None,
-            };
-            breakpoints::set(jvmti, m, 0, handler);
-            if t.returns {
-                for at in jvmti
-                    .bytecodes(m)
-                    .map(|c| returns_of(&c))
-                    .unwrap_or_default()
-                {
-                    breakpoints::set(jvmti, m, at, handler);
-                }
-            }
-        }
-    }
+    set_breakpoints(jvmti, sig, class, &TARGETS);
 }
-
-/// The offsets of a method's return instructions (none at 0, its entry).
-fn returns_of(code: &[u8]) -> Vec<i64> {
-    insn::decode(code)
-        .unwrap_or_default()
-        .iter()
-        .filter(|i| (insn::op::IRETURN..=insn::op::RETURN).contains(&i.opcode) && i.offset > 0)
-        .map(|i| i64::from(i.offset))
-        .collect()
-}
-
-// Frame pops would be simpler, but a thread waiting for one runs in the
-// interpreter only (HotSpot): a whole request would. Breakpoints at the
-// returns leave the rest compiled; a method left by an exception is seen at
-// the thread's next entry or return of a deeper frame (by stack depth), and
-// its request then ends, failed.
 
 fn servlet(hit: &Hit) {
     on_server(hit, servlet_serves);
@@ -183,48 +128,25 @@ fn on_client(hit: &Hit, entry: fn(&Hit, i32)) {
     on_hit(hit, Side::Client, entry);
 }
 
-/// At the entry: calls left by an exception end, then `entry` runs with the
-/// stack depth. At a return: the call of this frame ends.
+/// Calls left by an exception end, then: at the entry, `entry` runs with the
+/// stack depth; at a return, the call of this frame ends.
 fn on_hit(hit: &Hit, side: Side, entry: fn(&Hit, i32)) {
-    let Some(depth) = hit.jvmti.frame_count(hit.thread) else {
+    let Some(at) = At::of(hit) else {
         return;
     };
     let now = crate::clock::monotonic_ns();
-    if hit.location == 0 {
-        close_left(hit, side, depth, now);
-        entry(hit, depth);
+    while let Some(call) = with_stack(side, |s| s.take_left(at)) {
+        returned(hit, side == Side::Server, Some(call), true, now);
+    }
+    if at.entry {
+        entry(hit, at.depth);
         return;
     }
-    close_left(hit, side, depth + 1, now);
-    let call = with_stack(side, |s| {
-        let at = s.last().is_some_and(|c| c.depth == depth);
-        at.then(|| s.pop()).flatten()
-    });
-    let pop = Pop {
-        jni: hit.jni,
-        thread: hit.thread,
-        by_exception: false,
-    };
-    returned(&pop, side == Side::Server, call, now);
+    let call = with_stack(side, |s| s.take_returning(at));
+    returned(hit, side == Side::Server, call, false, now);
 }
 
-/// Ends, failed, the calls of `side` whose frames are gone: entered at this
-/// depth or deeper.
-fn close_left(hit: &Hit, side: Side, depth: i32, now: u64) {
-    let pop = Pop {
-        jni: hit.jni,
-        thread: hit.thread,
-        by_exception: true,
-    };
-    while let Some(call) = with_stack(side, |s| {
-        let gone = s.last().is_some_and(|c| c.depth >= depth);
-        gone.then(|| s.pop()).flatten()
-    }) {
-        returned(&pop, side == Side::Server, Some(call), now);
-    }
-}
-
-fn with_stack<R>(side: Side, f: impl FnOnce(&mut Vec<Call>) -> R) -> R {
+fn with_stack<R>(side: Side, f: impl FnOnce(&mut Frames<Call>) -> R) -> R {
     STATE.with(|s| {
         let mut s = s.borrow_mut();
         f(match side {
@@ -247,7 +169,6 @@ fn call(method: String, path: String, traceparent: String) -> Call {
         traceparent,
         failed: false,
         request: 0,
-        depth: 0,
     }
 }
 
@@ -260,8 +181,7 @@ fn serve(hit: &Hit, mut c: Call, ends: Option<(Endpoint, Endpoint)>, depth: i32)
     let name = format!("{} {}", c.method, c.path);
     let opening = super::http_opening(name, &c.traceparent);
     c.request = super::begin_request(hit.jni, hit.thread, opening);
-    c.depth = depth;
-    STATE.with(|s| s.borrow_mut().framework_servers.push(c));
+    STATE.with(|s| s.borrow_mut().framework_servers.push(depth, c));
 }
 
 /// Whether the thread serves a framework request (one nested in it, a
@@ -378,9 +298,8 @@ fn netty_encodes(hit: &Hit) {
 }
 
 /// Pushes a client call entered at `depth`.
-fn calling(mut c: Call, depth: i32) {
-    c.depth = depth;
-    STATE.with(|s| s.borrow_mut().framework_clients.push(c));
+fn calling(c: Call, depth: i32) {
+    STATE.with(|s| s.borrow_mut().framework_clients.push(depth, c));
 }
 
 /// An exchange of the innermost client call goes over a connection: counted,

@@ -12,16 +12,21 @@
 //!   when the response headers start being sent (`ExchangeImpl.sendResponseHeaders`,
 //!   before the client can have them, so the clock bounds hold) or when it returns.
 //!
+//! Returns are breakpoints on the methods' return instructions (`points`): a
+//! `parseHTTP` or `handle` left by an exception ends its call, failed, at the
+//! thread's next breakpoint of this capture (its next request, mostly); until
+//! then a handler's request stays the thread's.
+//!
 //! The header is an ordinary request header, which a peer without jscope ignores.
 
 use std::cell::RefCell;
 
 use super::points::{
-    next_seq, set_breakpoints, socket_address, socket_endpoints, Endpoint, Target,
+    next_seq, set_breakpoints, socket_address, socket_endpoints, At, Endpoint, Frames, Target,
 };
 use super::{push, RawRemote};
 use crate::java_threads::ThreadKey;
-use crate::jvm::breakpoints::{Handler, Hit, Pop};
+use crate::jvm::breakpoints::Hit;
 use crate::jvm::{GlobalRef, Jni, Jvmti};
 use crate::sys;
 
@@ -29,64 +34,40 @@ const HTTP_CLIENT: &str = "Lsun/net/www/http/HttpClient;";
 const LINK_HANDLER: &str = "Lsun/net/httpserver/ServerImpl$Exchange$LinkHandler;";
 const EXCHANGE: &str = "Lsun/net/httpserver/ExchangeImpl;";
 
-/// (class signature, method, descriptor, handler).
-/// `parseHTTP` lost its `ProgressSource` parameter after JDK 17: one of the two
-/// exists.
+/// The methods to break at. `parseHTTP` lost its `ProgressSource` parameter
+/// after JDK 17: one of the two exists.
 const TARGETS: [Target; 6] = [
-    (
+    Target::entry(
         HTTP_CLIENT,
         "writeRequests",
         "(Lsun/net/www/MessageHeader;)V",
-        Handler {
-            on_breakpoint: client_writes,
-            on_frame_pop: None,
-        },
+        client_writes,
     ),
-    (
+    Target::entry(
         HTTP_CLIENT,
         "writeRequests",
         "(Lsun/net/www/MessageHeader;Lsun/net/www/http/PosterOutputStream;)V",
-        Handler {
-            on_breakpoint: client_writes,
-            on_frame_pop: None,
-        },
+        client_writes,
     ),
-    (
+    Target::entry_and_returns(
         HTTP_CLIENT,
         "parseHTTP",
         "(Lsun/net/www/MessageHeader;Lsun/net/ProgressSource;Lsun/net/www/protocol/http/HttpURLConnection;)Z",
-        Handler {
-            on_breakpoint: client_parses,
-            on_frame_pop: Some(client_parsed),
-        },
+        client_parses,
     ),
-    (
+    Target::entry_and_returns(
         HTTP_CLIENT,
         "parseHTTP",
         "(Lsun/net/www/MessageHeader;Lsun/net/www/protocol/http/HttpURLConnection;)Z",
-        Handler {
-            on_breakpoint: client_parses,
-            on_frame_pop: Some(client_parsed),
-        },
+        client_parses,
     ),
-    (
+    Target::entry_and_returns(
         LINK_HANDLER,
         "handle",
         "(Lcom/sun/net/httpserver/HttpExchange;)V",
-        Handler {
-            on_breakpoint: server_handles,
-            on_frame_pop: Some(server_handled),
-        },
+        server_handles,
     ),
-    (
-        EXCHANGE,
-        "sendResponseHeaders",
-        "(IJ)V",
-        Handler {
-            on_breakpoint: server_responds,
-            on_frame_pop: None,
-        },
-    ),
+    Target::entry(EXCHANGE, "sendResponseHeaders", "(IJ)V", server_responds),
 ];
 
 /// One HTTP call on this thread (the frameworks' ones too).
@@ -102,24 +83,22 @@ pub(super) struct Call {
     pub failed: bool,
     /// The request it opened on this thread (server calls), 0 for none.
     pub request: u32,
-    /// Frames on the thread's stack when its method was entered (frameworks).
-    pub depth: i32,
 }
 
 #[derive(Default)]
 pub(super) struct ThreadState {
     /// The request written last on this thread, waiting for its response.
     client: Option<Call>,
-    /// A parseHTTP frame pop is pending for it: a global reference to the
-    /// response headers it fills (None inside when it could not be made), for
-    /// the status at its return.
-    parsing: Option<Option<GlobalRef>>,
+    /// The parseHTTP frame reading its response: a global reference to the
+    /// response headers it fills (None when it could not be made), for the
+    /// status at its return.
+    parsing: Frames<Option<GlobalRef>>,
     /// Open handler frames (None: its exchange could not be read).
-    servers: Vec<Option<Call>>,
+    servers: Frames<Option<Call>>,
     /// Open framework server frames (servlets, Netty handlers), innermost last.
-    pub framework_servers: Vec<Call>,
+    pub framework_servers: Frames<Call>,
     /// Open framework client calls (OkHttp, HttpClient 5), innermost last.
-    pub framework_clients: Vec<Call>,
+    pub framework_clients: Frames<Call>,
 }
 
 thread_local! {
@@ -131,34 +110,34 @@ pub fn on_class_prepare(jvmti: Jvmti, sig: &str, class: sys::jclass) {
     set_breakpoints(jvmti, sig, class, &TARGETS);
 }
 
-/// `parseHTTP` returned: the client call ends, failed for a status >= 500.
-fn client_parsed(pop: &Pop) {
-    let end = crate::clock::monotonic_ns();
-    let (call, responses) = STATE.with(|s| {
+/// Ends, failed, the calls of the JDK's HTTP classes on this thread whose
+/// frames are gone at `at` (left by an exception: see `points`).
+fn close_left(hit: &Hit, at: At, now: u64) {
+    let (client, servers) = STATE.with(|s| {
         let mut s = s.borrow_mut();
-        (s.client.take(), s.parsing.take().flatten())
+        let mut client = None;
+        if s.parsing.take_left(at).is_some() {
+            client = s.client.take();
+        }
+        let mut servers = Vec::new();
+        while let Some(call) = s.servers.take_left(at) {
+            servers.push(call);
+        }
+        (client, servers)
     });
-    let status = responses.and_then(|r| response_status(pop.jni, r.get()));
-    let call = call.map(|mut c| {
-        c.failed = status.is_some_and(|s| s >= 500);
-        c
-    });
-    returned(pop, false, call, end);
+    returned(hit, false, client, true, now);
+    for call in servers {
+        returned(hit, true, call, true, now);
+    }
 }
 
-/// The handler returned: the server call ends (unless its answer ended it).
-fn server_handled(pop: &Pop) {
-    let end = crate::clock::monotonic_ns();
-    let call = STATE.with(|s| s.borrow_mut().servers.pop()).flatten();
-    returned(pop, true, call, end);
-}
-
-/// A call's frame returned at `end`: its request (if any) ends, the call is recorded.
-pub(super) fn returned(pop: &Pop, server: bool, call: Option<Call>, end: u64) {
+/// A call's frame was left at `end` (by an exception when `left`): its
+/// request (if any) ends, the call is recorded.
+pub(super) fn returned(hit: &Hit, server: bool, call: Option<Call>, left: bool, end: u64) {
     if let Some(mut call) = call {
-        call.failed |= pop.by_exception;
-        super::end_request(pop.jni, pop.thread, call.request, call.failed);
-        emit(server, call, end, ThreadKey::of(pop.jni, pop.thread));
+        call.failed |= left;
+        super::end_request(hit.jni, hit.thread, call.request, call.failed);
+        emit(server, call, end, ThreadKey::of(hit.jni, hit.thread));
     }
 }
 
@@ -185,6 +164,9 @@ fn emit(server: bool, call: Call, end_ns: u64, thread: ThreadKey) {
 /// headers slot 1. The headers are printed to the socket right after this.
 fn client_writes(hit: &Hit) {
     let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    if let Some(at) = At::of(hit) {
+        close_left(hit, at, crate::clock::monotonic_ns());
+    }
     let this = ti.local_object(thread, 0, 0);
     let socket = env.object_field(this, "serverSocket", "Ljava/net/Socket;");
     let ends = socket_endpoints(env, socket);
@@ -210,7 +192,6 @@ fn client_writes(hit: &Hit) {
         traceparent: traceparent.unwrap_or_default(),
         failed: false,
         request: 0,
-        depth: 0,
     };
     STATE.with(|s| s.borrow_mut().client = Some(call));
 }
@@ -265,20 +246,44 @@ pub(super) fn parse_request_line(line: &str) -> Option<(String, String)> {
 }
 
 /// `parseHTTP(MessageHeader responses, ...)` reads the response to the request
-/// written last on this thread into `responses` (slot 1).
+/// written last on this thread into `responses` (slot 1). At its return the
+/// client call ends, failed for a status >= 500. A `parseHTTP` that retries the
+/// request inside itself writes it again (the call read is the last written)
+/// and parses it in a nested frame: only the outer one counts.
 fn client_parses(hit: &Hit) {
+    let Some(at) = At::of(hit) else {
+        return;
+    };
+    let now = crate::clock::monotonic_ns();
+    close_left(hit, at, now);
     let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
-    let wanted = STATE.with(|s| {
-        let s = s.borrow();
-        s.client.is_some() && s.parsing.is_none()
-    });
-    if !wanted || !ti.notify_frame_pop(thread) {
+    if at.entry {
+        let wanted = STATE.with(|s| {
+            let s = s.borrow();
+            s.client.is_some() && s.parsing.is_empty()
+        });
+        if wanted {
+            let responses = ti.local_object(thread, 0, 1);
+            let global = env.global_ref(responses);
+            env.delete_local(responses);
+            STATE.with(|s| s.borrow_mut().parsing.push(at.depth, global));
+        }
         return;
     }
-    let responses = ti.local_object(thread, 0, 1);
-    let global = env.global_ref(responses);
-    env.delete_local(responses);
-    STATE.with(|s| s.borrow_mut().parsing = Some(global));
+    let parsed = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let responses = s.parsing.take_returning(at)?;
+        Some((s.client.take(), responses))
+    });
+    let Some((call, responses)) = parsed else {
+        return;
+    };
+    let status = responses.and_then(|r| response_status(env, r.get()));
+    let call = call.map(|mut c| {
+        c.failed = status.is_some_and(|s| s >= 500);
+        c
+    });
+    returned(hit, false, call, false, now);
 }
 
 /// The status code of a parsed response (its first entry's value is the status
@@ -295,21 +300,30 @@ fn parse_status(line: &str) -> Option<u32> {
     line.strip_prefix("HTTP/")?.split(' ').nth(1)?.parse().ok()
 }
 
-/// `LinkHandler.handle(HttpExchange exchange)`: slot 1.
+/// `LinkHandler.handle(HttpExchange exchange)`: slot 1. At its return the
+/// server call ends (unless its answer ended it).
 fn server_handles(hit: &Hit) {
+    let Some(at) = At::of(hit) else {
+        return;
+    };
+    let now = crate::clock::monotonic_ns();
+    close_left(hit, at, now);
     let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    if !at.entry {
+        let call = STATE.with(|s| s.borrow_mut().servers.take_returning(at));
+        returned(hit, true, call.flatten(), false, now);
+        return;
+    }
     let exchange = ti.local_object(thread, 0, 1);
     let call = read_exchange(env, exchange);
     env.delete_local(exchange);
-    if ti.notify_frame_pop(thread) {
-        let call = call.map(|mut c| {
-            let name = format!("{} {}", c.method, c.path);
-            let opening = super::http_opening(name, &c.traceparent);
-            c.request = super::begin_request(env, thread, opening);
-            c
-        });
-        STATE.with(|s| s.borrow_mut().servers.push(call));
-    }
+    let call = call.map(|mut c| {
+        let name = format!("{} {}", c.method, c.path);
+        let opening = super::http_opening(name, &c.traceparent);
+        c.request = super::begin_request(env, thread, opening);
+        c
+    });
+    STATE.with(|s| s.borrow_mut().servers.push(at.depth, call));
 }
 
 fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
@@ -345,7 +359,6 @@ fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
         traceparent,
         failed: false,
         request: 0,
-        depth: 0,
     })
 }
 
@@ -358,6 +371,9 @@ fn address(env: Jni, exchange: sys::jobject, getter: &str) -> Option<Endpoint> {
 fn server_responds(hit: &Hit) {
     let (ti, thread) = (hit.jvmti, hit.thread);
     let now = crate::clock::monotonic_ns();
+    if let Some(at) = At::of(hit) {
+        close_left(hit, at, now);
+    }
     let status = ti.local_int(thread, 0, 1).unwrap_or(0);
     STATE.with(|s| {
         if let Some(Some(call)) = s.borrow_mut().servers.last_mut() {

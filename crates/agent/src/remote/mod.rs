@@ -2,11 +2,15 @@
 //! RemoteCall records so that `jscope merge` can link them across JVMs.
 //!
 //! A second JVMTI environment (its own capabilities and callbacks, so the rest of
-//! the agent is untouched) sets breakpoints at the entry of four JDK methods once
-//! their classes are prepared, and frame-pop notifications for their returns:
+//! the agent is untouched) sets breakpoints at the entry of JDK methods once
+//! their classes are prepared, and at the return instructions of those whose
+//! returns end a call (`points`; never frame pops, which would run the waiting
+//! thread interpreted only):
 //!
 //! - `UnicastRef.invoke(Remote, Method, Object[], long)`: a client call (method
-//!   name, method hash; ends when invoke returns or throws);
+//!   name, method hash; ends when invoke returns, or when the server's
+//!   exception is read; a frame left by another exception ends its call at the
+//!   thread's next RMI breakpoint);
 //! - `StreamRemoteCall(Connection, ObjID, int, long)`: the client's call on a
 //!   connection (endpoints from the connection's socket, object id);
 //! - `StreamRemoteCall(Connection)`: the server's call read from a connection;
