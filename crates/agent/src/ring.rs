@@ -51,6 +51,8 @@ pub struct SampleHeader {
     /// Walked by the VM structure walker: the frames are in stack order,
     /// typed (see `crate::frames`).
     pub vm_walk: bool,
+    /// The request the thread was serving (`crate::remote::requests`), 0 for none.
+    pub request: u32,
 }
 
 /// What a ring's slots carry besides their frames.

@@ -282,6 +282,7 @@ impl SignalShared {
         let depth = self.ring.depth();
         let env = self.vm.get_env(sys::JNI_VERSION_1_6).cast::<sys::JNIEnv>();
         let vthread = crate::trace::vthreads::mounted_on(tid);
+        let request = crate::remote::requests().current(tid);
         if let (Some(walker), false) = (&self.walker, env.is_null()) {
             // SAFETY: the slot has room for depth frames.
             let slot = unsafe { std::slice::from_raw_parts_mut(claim.frames_ptr(), depth) };
@@ -298,6 +299,7 @@ impl SignalShared {
                 state,
                 vthread,
                 vm_walk: true,
+                request,
             });
             return;
         }
@@ -335,6 +337,7 @@ impl SignalShared {
             state,
             vthread,
             vm_walk: false,
+            request,
         };
         claim.publish(header);
     }
@@ -644,6 +647,7 @@ impl SignalEngine {
                     || sink.symbols.is_native(f.method as usize)
             });
         let sample = Sample {
+            request: h.request.into(),
             thread: ThreadId(thread),
             carrier: ThreadId(carrier),
             ticks: h.ticks,

@@ -41,6 +41,7 @@ mod incomplete;
 mod info;
 mod labels;
 mod queue;
+mod requests;
 mod select;
 mod stats;
 mod synthetic;
@@ -63,6 +64,9 @@ pub use labels::{kind_suffix, method_label, source_file, Annotation, NO_STACK};
 pub use queue::{
     erlang_c, replay_queue, replay_queue_bytes, ErlangC, LengthPoint, QueueError, QueueReport,
     QueueSpec, QueueSummary, Request,
+};
+pub use requests::{
+    request_rows, JvmRecording, OutgoingCall, RequestFilter, RequestPart, RequestRow,
 };
 pub use select::{
     count_mode, parse_state, Mode, Selection, StackCounts, StackSample, ThreadGrouping,

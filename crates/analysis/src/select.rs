@@ -113,6 +113,8 @@ pub struct StackSample {
     pub stack: u32,
     /// JVMTI thread state bits; 0 when unknown.
     pub state: u32,
+    /// The request its thread served, 0 for none (snapshots: always 0).
+    pub request: u64,
 }
 
 impl StackSample {
@@ -124,6 +126,7 @@ impl StackSample {
             ticks: s.ticks,
             stack: s.stack.0,
             state: s.state,
+            request: s.request,
         }
     }
 
@@ -135,6 +138,7 @@ impl StackSample {
             ticks: snap.ticks,
             stack: t.stack.0,
             state: t.state,
+            request: 0,
         })
     }
 }
@@ -162,6 +166,8 @@ pub struct Selection {
     pub to_s: Option<f64>,
     /// Whether virtual threads' samples count for them or their carriers.
     pub group: ThreadGrouping,
+    /// Only samples taken while slow requests, or one request, were served.
+    pub requests: crate::RequestFilter,
 }
 
 impl Selection {
@@ -192,6 +198,7 @@ impl Selection {
             .filter(move |_| mode == Some(Mode::Snapshot))
             .flat_map(StackSample::from_snapshot);
         let group = self.group;
+        let allowed = self.requests.allowed(rec);
         signal
             .chain(snapshots)
             .map(move |mut s| {
@@ -201,6 +208,7 @@ impl Selection {
                 s
             })
             .filter(move |s| self.accepts(rec, s))
+            .filter(move |s| allowed.as_ref().is_none_or(|a| a.contains(&s.request)))
     }
 
     /// Selected samples counted per distinct stack, which is all most views need.

@@ -19,6 +19,7 @@ mod output;
 mod queue;
 mod record;
 mod remote_profile;
+mod requests;
 mod select;
 mod serve;
 mod signals;
@@ -65,6 +66,9 @@ pub enum Command {
     Threads(analyze::ThreadsArgs),
     /// Show what a recording holds and how well sampling went.
     Info(analyze::InfoArgs),
+    /// Requests the JVMs served (HTTP and RMI calls, jscope.Span spans), slowest
+    /// first, with the id `--request` takes.
+    Requests(requests::RequestsArgs),
     /// Run a collector: agents stream to it, it stores their data and serves a web UI.
     Serve(serve::CollectorArgs),
     /// Serve the collector's web UI over one recording file, or over a session of
@@ -133,6 +137,7 @@ fn run(mut command: Command) -> anyhow::Result<u8> {
         Command::Callgraph(a) => analyze::callgraph(a).map(|_| 0),
         Command::Threads(a) => analyze::threads(a).map(|_| 0),
         Command::Info(a) => analyze::info(a).map(|_| 0),
+        Command::Requests(a) => requests::run(a).map(|_| 0),
         Command::Serve(a) => serve::run("serve", a).map(|_| 0),
         Command::View(a) => serve::run("view", a).map(|_| 0),
         Command::Tree(a) if a.distributed => distributed::tree(a).map(|_| 0),

@@ -137,6 +137,7 @@ mod tests {
         r.samples = ms
             .iter()
             .map(|m| Sample {
+                request: 0,
                 thread: ThreadId(1),
                 carrier: Default::default(),
                 ticks: 5_000 + m * tps / 1000,

@@ -71,6 +71,9 @@ impl<'a> Remote<'a> {
                 .collect::<Result<_, _>>()?,
             lines: false,
             annotate: Annotation::None,
+            // Requests are read from the samples themselves, JVM by JVM, where
+            // the data lives.
+            requests: crate::select::selection(sel)?.requests,
         };
         let title = selection.title(&picked);
         Ok(Some(Remote {

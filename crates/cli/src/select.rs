@@ -4,9 +4,9 @@
 
 use anyhow::Result;
 use clap::Args;
-use jscope_analysis::{parse_state, Mode, Selection, ThreadMatcher};
+use jscope_analysis::{parse_state, Mode, RequestFilter, Selection, ThreadMatcher};
 
-use crate::duration::{parse_since, parse_time, TimeArg};
+use crate::duration::{parse_duration, parse_since, parse_time, TimeArg};
 
 /// Which samples an analysis looks at.
 #[derive(Debug, Args, Clone, Default)]
@@ -38,6 +38,14 @@ pub struct SelectArgs {
     /// (`virtual`, the default) or for the carrier thread it ran on (`carrier`).
     #[arg(long = "group-by", value_name = "THREADS", value_parser = ["virtual", "carrier"])]
     pub group_by: Option<String>,
+    /// Only samples taken while requests (served HTTP or RMI calls, spans) at
+    /// least this long were served: 50ms, 1s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub latency: Option<std::time::Duration>,
+    /// Only samples of one request, in every JVM it touched: its trace id (as
+    /// `jscope requests` lists it) or its id in the recording.
+    #[arg(long, value_name = "ID")]
+    pub request: Option<String>,
     /// --from as seconds from the start, once resolved (`source::resolve_window`).
     #[arg(skip)]
     pub from: Option<f64>,
@@ -94,6 +102,10 @@ pub fn selection(args: &SelectArgs) -> Result<Selection> {
             .map(str::parse)
             .transpose()?
             .unwrap_or_default(),
+        requests: RequestFilter {
+            min_latency_ns: args.latency.map(|d| d.as_nanos() as u64),
+            request: args.request.clone(),
+        },
     };
     selection.validate()?;
     Ok(selection)

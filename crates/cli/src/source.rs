@@ -209,6 +209,16 @@ fn load_file(path: &Path) -> Result<Loaded> {
 /// A session of `jscope merge`: its JVMs' recordings merged into one, as `--jvm
 /// all` merges a collector's (every JVM's events, traces and remote calls kept).
 fn load_session(path: &Path) -> Result<Loaded> {
+    let recs = session_members(path)?;
+    let title = format!("{} ({} JVMs)", title_of(path), recs.len());
+    Ok(Loaded {
+        rec: crate::merge_rec::merge(recs).unwrap_or_default(),
+        title,
+    })
+}
+
+/// A session's JVMs' recordings, each apart (damage is a warning).
+pub fn session_members(path: &Path) -> Result<Vec<Recording>> {
     let sources = Session::read(path)
         .and_then(|s| s.sources(path))
         .with_context(|| format!("cannot read {}", path.display()))?;
@@ -230,11 +240,7 @@ fn load_session(path: &Path) -> Result<Loaded> {
         }
         recs.push(rec);
     }
-    let title = format!("{} ({} JVMs)", title_of(path), recs.len());
-    Ok(Loaded {
-        rec: crate::merge_rec::merge(recs).unwrap_or_default(),
-        title,
-    })
+    Ok(recs)
 }
 
 /// Whether the file starts with JFR's magic (read from its first bytes only).

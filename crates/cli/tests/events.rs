@@ -106,6 +106,7 @@ fn shop_recording() -> Vec<u8> {
                 _ => (work, ALIVE | RUNNABLE),
             };
             d.raw_sample(&Sample {
+                request: 0,
                 thread: ThreadId(thread),
                 carrier: Default::default(),
                 ticks: t(ms),

@@ -76,6 +76,7 @@ fn mixed_recording() -> PathBuf {
         for _ in 0..n {
             ms += 10;
             b.raw_sample(&Sample {
+                request: 0,
                 thread: ThreadId(thread),
                 carrier: ThreadId(0),
                 ticks: ms * MS,

@@ -47,6 +47,7 @@ fn recording(name: &str, (hot, unknown, broken, empty): (u64, u64, u64, u64)) ->
         for _ in 0..n {
             ticks += MS;
             b.raw_sample(&Sample {
+                request: 0,
                 thread: ThreadId(1),
                 carrier: Default::default(),
                 ticks,

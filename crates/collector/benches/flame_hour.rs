@@ -176,6 +176,7 @@ fn write_jvm(store: &FileStore, pid: u32, start_wall_ns: u64, a: &Args) {
     for (seq, chunk_start) in (0..a.seconds).step_by(CHUNK_SECONDS as usize).enumerate() {
         for i in 0..per_chunk {
             w.sample(&Sample {
+                request: 0,
                 thread: ThreadId(1 + rng.next(THREADS)),
                 carrier: Default::default(),
                 ticks: chunk_start * 1_000_000_000 + i * step,

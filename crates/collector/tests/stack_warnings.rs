@@ -42,6 +42,7 @@ fn recording() -> Vec<u8> {
             _ => StackId::NONE,
         };
         b.raw_sample(&Sample {
+            request: 0,
             thread: ThreadId(1),
             carrier: Default::default(),
             ticks: i * MS,

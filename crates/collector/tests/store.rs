@@ -209,6 +209,7 @@ impl Sparse {
             let i = self.next;
             self.next += 1;
             self.writer.raw_sample(&jscope_format::Sample {
+                request: 0,
                 thread: ThreadId(1),
                 carrier: Default::default(),
                 ticks: self.header.start_ticks + i * 5_000_000_000,
@@ -374,6 +375,7 @@ impl Busy {
             self.next += 1;
             let ticks = self.header.start_ticks + i * 5_000_000_000;
             self.writer.raw_sample(&jscope_format::Sample {
+                request: 0,
                 thread: ThreadId(1 + (i % 5) as u32),
                 carrier: Default::default(),
                 ticks,
@@ -484,6 +486,7 @@ fn thread_and_state_filters_count_from_summaries_exactly_what_decoding_counts() 
                     from_s: from.map(rel),
                     to_s: to.map(rel),
                     group: Default::default(),
+                    requests: Default::default(),
                 };
                 let slow = sel.stack_counts(&full);
                 assert_eq!(m, sel.mode_in(&full), "{what}");

@@ -85,6 +85,7 @@ fn recording(samples: u64) -> Recording {
             current[t] = 1 + ((rng.next() % u64::from(STACKS)) * (rng.next() % 4) / 3) as u32;
         }
         w.sample(&Sample {
+            request: 0,
             thread: ThreadId(t as u32 + 1),
             carrier: Default::default(),
             ticks: (i / u64::from(THREADS)) * 10_000_000,

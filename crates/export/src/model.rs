@@ -215,7 +215,13 @@ pub struct Sample {
     pub weight: u64,
     /// The allocated class (alloc) or the class waited on (lock), when known.
     pub class: Option<String>,
+    /// The request its thread served (cpu and wall samples): W3C trace id and
+    /// span id.
+    pub link: Option<Link>,
 }
+
+/// A sample's request as OTLP links it: (trace id, span id).
+pub type Link = ([u8; 16], u64);
 
 /// One kind of measurement out of a recording, ready to write.
 #[derive(Debug, Clone, Default)]
@@ -408,8 +414,16 @@ impl<'r> Builder<'r> {
             _ => SampleMode::Cpu,
         };
         let rec = self.rec;
+        let allowed = sel.requests.allowed(rec);
+        let links: HashMap<u64, Link> = rec
+            .requests
+            .iter()
+            .map(|r| (r.id, (r.trace_id, r.span_id)))
+            .collect();
         for s in rec.samples.iter().filter(|s| s.mode == want) {
-            if !sel.keeps(rec, s.thread.0, s.state, s.ticks) {
+            if !sel.keeps(rec, s.thread.0, s.state, s.ticks)
+                || !allowed.as_ref().is_none_or(|a| a.contains(&s.request))
+            {
                 continue;
             }
             let weight = if s.weight_ns > 0 {
@@ -418,6 +432,9 @@ impl<'r> Builder<'r> {
                 rec.header.interval_ns
             };
             self.add(s.stack, s.thread.0, Some(s.state), s.ticks, weight, None);
+            if let Some(last) = self.profile.samples.last_mut() {
+                last.link = links.get(&s.request).copied();
+            }
         }
     }
 
@@ -531,6 +548,7 @@ impl<'r> Builder<'r> {
                     time_ns: n.enter_ns,
                     weight: n.self_ns,
                     class: None,
+                    link: None,
                 });
             }
         }
@@ -572,6 +590,7 @@ impl<'r> Builder<'r> {
             time_ns: self.rec.ticks_to_ns(ticks),
             weight,
             class,
+            link: None,
         });
     }
 

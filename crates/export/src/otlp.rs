@@ -65,6 +65,7 @@ struct Dictionary {
     locations: HashMap<Vec<otlp::Line>, i32>,
     stacks: HashMap<Vec<i32>, i32>,
     attributes: HashMap<(i32, String), i32>,
+    links: HashMap<crate::model::Link, i32>,
     /// Mapping index of each native library; Java code uses mapping 0.
     mappings: HashMap<String, i32>,
 }
@@ -85,6 +86,7 @@ impl Dictionary {
             locations: HashMap::new(),
             stacks: HashMap::new(),
             attributes: HashMap::new(),
+            links: HashMap::new(),
             mappings: HashMap::new(),
         };
         d.string("");
@@ -168,6 +170,21 @@ impl Dictionary {
         })
     }
 
+    /// The link table's index of a request (trace id, span id); 0 for none.
+    fn link(&mut self, link: Option<crate::model::Link>) -> i32 {
+        let Some(link) = link else {
+            return 0;
+        };
+        let table = &mut self.dict.link_table;
+        *self.links.entry(link).or_insert_with(|| {
+            table.push(otlp::Link {
+                trace_id: link.0.to_vec(),
+                span_id: link.1.to_be_bytes().to_vec(),
+            });
+            table.len() as i32 - 1
+        })
+    }
+
     fn attribute(&mut self, key: &str, value: &str) -> i32 {
         let key = self.string(key);
         let table = &mut self.dict.attribute_table;
@@ -238,9 +255,10 @@ pub fn request(sources: &[Source], info: &ResourceInfo) -> ExportProfilesService
     }
 }
 
-/// One profile of the source's weight type: a sample per distinct stack and
-/// attribute set (thread name, thread state, class), with every observation's
-/// timestamp and weight.
+/// One profile of the source's weight type: a sample per distinct stack,
+/// attribute set (thread name, thread state, class) and link (the request the
+/// thread served: trace and span id), with every observation's timestamp and
+/// weight.
 fn profile(src: &Source, d: &mut Dictionary) -> otlp::Profile {
     let kind = src.kind();
     let functions = d.functions(src);
@@ -271,7 +289,7 @@ fn profile(src: &Source, d: &mut Dictionary) -> otlp::Profile {
         crate::Kind::NativeMem | crate::Kind::Leak => "native.allocating_function",
         _ => "jvm.lock_class",
     };
-    let mut index: HashMap<(i32, Vec<i32>), usize> = HashMap::new();
+    let mut index: HashMap<(i32, Vec<i32>, i32), usize> = HashMap::new();
     let mut samples: Vec<otlp::Sample> = Vec::new();
     for s in &src.samples {
         let mut attributes = vec![d.attribute("thread.name", &src.thread_name(s.thread))];
@@ -282,12 +300,14 @@ fn profile(src: &Source, d: &mut Dictionary) -> otlp::Profile {
             attributes.push(d.attribute(class_key, class));
         }
         let stack = stacks[s.stack as usize];
+        let link = d.link(s.link);
         let i = *index
-            .entry((stack, attributes))
-            .or_insert_with_key(|(_, a)| {
+            .entry((stack, attributes, link))
+            .or_insert_with_key(|(_, a, _)| {
                 samples.push(otlp::Sample {
                     stack_index: stack,
                     attribute_indices: a.clone(),
+                    link_index: link,
                     ..otlp::Sample::default()
                 });
                 samples.len() - 1

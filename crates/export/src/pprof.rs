@@ -270,8 +270,14 @@ fn period_of(kind: Kind, period_ns: u64) -> i64 {
     }
 }
 
-/// What makes samples one pprof sample: stack, thread, state and class.
-type SampleKey<'a> = (u32, u32, Option<&'a str>, Option<&'a str>);
+/// What makes samples one pprof sample: stack, thread, state, class and request.
+type SampleKey<'a> = (
+    u32,
+    u32,
+    Option<&'a str>,
+    Option<&'a str>,
+    Option<crate::model::Link>,
+);
 
 fn merged_samples(src: &Source, location_ids: &[Vec<u64>], strings: &mut Strings) -> Vec<Sample> {
     let thread_key = strings.get("thread");
@@ -284,7 +290,7 @@ fn merged_samples(src: &Source, location_ids: &[Vec<u64>], strings: &mut Strings
     let mut index: HashMap<SampleKey, usize> = HashMap::new();
     let mut out: Vec<Sample> = Vec::new();
     for s in &src.samples {
-        let key = (s.stack, s.thread, s.state, s.class.as_deref());
+        let key = (s.stack, s.thread, s.state, s.class.as_deref(), s.link);
         let i = *index.entry(key).or_insert_with(|| {
             let mut label = vec![Label {
                 key: thread_key,
@@ -304,6 +310,16 @@ fn merged_samples(src: &Source, location_ids: &[Vec<u64>], strings: &mut Strings
                     str: strings.get(class),
                     ..Label::default()
                 });
+            }
+            if let Some((trace, span)) = s.link {
+                let trace: String = trace.iter().map(|b| format!("{b:02x}")).collect();
+                for (key, value) in [("trace_id", trace), ("span_id", format!("{span:016x}"))] {
+                    label.push(Label {
+                        key: strings.get(key),
+                        str: strings.get(&value),
+                        ..Label::default()
+                    });
+                }
             }
             out.push(Sample {
                 location_id: location_ids[s.stack as usize].clone(),

@@ -78,6 +78,7 @@ fn recording() -> Recording {
         (2, 15, 3, ALIVE | BLOCKED_ON_MONITOR_ENTER),
     ] {
         b.raw_sample(&Sample {
+            request: 0,
             thread: ThreadId(thread),
             carrier: Default::default(),
             ticks: ms * MS,
@@ -584,6 +585,7 @@ fn mixed_recording() -> Recording {
     ]);
     for ms in [0, 10, 20] {
         b.raw_sample(&Sample {
+            request: 0,
             thread: ThreadId(1),
             carrier: ThreadId(0),
             ticks: ms * MS,

@@ -27,6 +27,7 @@ fn encode() -> Vec<u8> {
         x ^= x << 17;
         let thread = 1 + (i % 16) as u32;
         let s = Sample {
+            request: 0,
             thread: ThreadId(thread),
             carrier: Default::default(),
             ticks: i / 16 * 10_000_000 + x % 50_000,

@@ -219,6 +219,8 @@ pub struct Sample {
     pub weight_ns: u64,
     /// JVMTI thread state bits; 0 when unknown.
     pub state: u32,
+    /// The request the thread was serving ([`crate::Request::id`]), 0 for none.
+    pub request: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,7 @@ use crate::ids::{ClassId, MethodId, StackId, StringId, ThreadId};
 use crate::model::*;
 use crate::record::{decode_payload, Record};
 use crate::remote::RemoteCall;
+use crate::request::Request;
 use crate::FormatError;
 
 /// Where and why reading stopped early.
@@ -114,6 +115,8 @@ pub struct Recording {
     pub events: Vec<JvmEvent>,
     /// Remote calls made (client side) and executed (server side).
     pub remote_calls: Vec<RemoteCall>,
+    /// Requests served (samples and events name them by id).
+    pub requests: Vec<Request>,
     /// User event names by id.
     pub user_events: Vec<Option<UserEventDef>>,
     /// The last value seen of each counter.
@@ -239,6 +242,7 @@ impl Recording {
             Record::CallAggregate(a) => self.call_aggregates.push(a),
             Record::Event(e) => self.events.push(e),
             Record::Remote(c) => self.remote_calls.push(c),
+            Record::Request(r) => self.requests.push(r),
             Record::UserEventDef(d) => put(&mut self.user_events, d.id as usize, d),
             Record::Header(_) | Record::Unknown { .. } => self.skipped_records += 1,
         }

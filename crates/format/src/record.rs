@@ -15,6 +15,7 @@ use crate::events::{self, decode_event, JvmEvent, UserEventDef};
 use crate::ids::{MethodId, StackId, StringId, ThreadId};
 use crate::model::*;
 use crate::remote::{self, decode_remote, RemoteCall};
+use crate::request::{self, decode_request, Request};
 use crate::varint::{put_i64, put_str, put_u64, write_i64, write_u64, Cursor, MAX_VARINT};
 use crate::FormatError;
 
@@ -63,6 +64,7 @@ pub enum Record {
     CallAggregate(CallAggregate),
     Event(JvmEvent),
     Remote(RemoteCall),
+    Request(Request),
     UserEventDef(UserEventDef),
     /// A record kind this reader does not know; skipped.
     Unknown {
@@ -337,6 +339,9 @@ pub(crate) fn decode_record_in(
         remote::TAG_CLIENT | remote::TAG_SERVER => {
             Record::Remote(decode_remote(t, c, &mut |th, d| times.absolute(th, d))?)
         }
+        request::TAG_REQUEST => {
+            Record::Request(decode_request(c, &mut |th, d| times.absolute(th, d))?)
+        }
         other => Record::Unknown { tag: other },
     })
 }
@@ -381,12 +386,13 @@ fn decode_sample(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Sample, For
     let mode = SampleMode::from_u8(mode_byte)
         .ok_or_else(|| FormatError::Malformed(format!("unknown sample mode {mode_byte}")))?;
     let (weight_ns, state) = (c.u64()?, c.u32()?);
-    // Trailing, newer: a virtual thread's carrier.
+    // Trailing, newer: a virtual thread's carrier, then the request served.
     let carrier = if c.is_empty() {
         ThreadId::NONE
     } else {
         c.id()?
     };
+    let request = if c.is_empty() { 0 } else { c.u64()? };
     Ok(Sample {
         thread,
         carrier,
@@ -395,6 +401,7 @@ fn decode_sample(c: &mut Cursor, times: &mut DeltaDecoder) -> Result<Sample, For
         mode,
         weight_ns,
         state,
+        request,
     })
 }
 

@@ -251,8 +251,13 @@ impl<'a> Remapper<'a> {
     /// the target recording.
     pub fn remap_into(&mut self, ticks: &dyn Fn(u64) -> u64) {
         let from = self.from;
+        // Request ids are a JVM's own: moved past the target's so that the
+        // requests of several JVMs stay apart in one recording.
+        let base = self.to.rec.requests.iter().map(|r| r.id).max().unwrap_or(0);
+        let request = |id: u64| if id == 0 { 0 } else { id + base };
         for s in &from.samples {
             let mut s = *s;
+            s.request = request(s.request);
             s.thread = self.thread(s.thread);
             s.carrier = self.carrier(s.carrier);
             s.stack = self.stack(s.stack);
@@ -308,6 +313,15 @@ impl<'a> Remapper<'a> {
             }
             c.stack = self.stack(c.stack);
             self.to.rec.remote_calls.push(c);
+        }
+        for r in &from.requests {
+            let mut r = *r;
+            (r.id, r.parent) = (request(r.id), request(r.parent));
+            r.thread = self.thread(r.thread);
+            r.ticks = ticks(r.ticks);
+            r.name = self.string(r.name);
+            r.tags = self.string(r.tags);
+            self.to.rec.requests.push(r);
         }
     }
 

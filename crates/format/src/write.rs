@@ -9,6 +9,7 @@ use crate::record::{
     DeltaEncoder, Record,
 };
 use crate::remote::{encode_remote, RemoteCall};
+use crate::request::Request;
 use crate::summary::SummaryBuilder;
 use crate::varint::{put_i64, put_str, put_u64};
 
@@ -133,9 +134,13 @@ impl ChunkWriter {
         self.body.push(s.mode as u8);
         put_u64(&mut self.body, s.weight_ns);
         put_u64(&mut self.body, s.state.into());
-        // A trailing field: left out for platform threads (their bytes as before).
-        if s.carrier != ThreadId::NONE {
+        // Trailing fields: left out when unset (the bytes as before); a request
+        // needs the carrier before it.
+        if s.carrier != ThreadId::NONE || s.request != 0 {
             put_u64(&mut self.body, s.carrier.into());
+        }
+        if s.request != 0 {
+            put_u64(&mut self.body, s.request);
         }
         self.push(tag::SAMPLE);
         self.summary.saw(s.ticks);
@@ -223,6 +228,13 @@ impl ChunkWriter {
         let dt = self.delta(c.thread, c.ticks);
         let t = encode_remote(&mut self.body, c, dt);
         self.push(t);
+    }
+
+    /// A request served, written when it ended.
+    pub fn request(&mut self, r: &Request) {
+        let dt = self.delta(r.thread, r.ticks);
+        crate::request::encode_request(&mut self.body, r, dt);
+        self.push(crate::request::TAG_REQUEST);
     }
 
     /// Declares a user event's name.

@@ -79,6 +79,7 @@ fn sample_recording() -> Vec<u8> {
     w.stack(StackId(1), &[frame(2, 14), frame(1, 5)]);
     for i in 0..3 {
         let s = Sample {
+            request: 0,
             thread: ThreadId(1),
             carrier: Default::default(),
             ticks: 2_000_000 + i * 10_000_000,
@@ -219,6 +220,7 @@ fn per_thread_deltas_survive_interleaving_and_time_going_backwards() {
     ];
     for (thread, ticks) in times {
         w.sample(&Sample {
+            request: 0,
             thread: ThreadId(thread),
             carrier: Default::default(),
             ticks,
@@ -239,6 +241,7 @@ fn repeated_stacks_compress_well() {
     let mut w = ChunkWriter::new();
     for i in 0..100_000u64 {
         w.sample(&Sample {
+            request: 0,
             thread: ThreadId(1 + (i % 4) as u32),
             carrier: Default::default(),
             ticks: i * 10_000_000,
@@ -347,6 +350,7 @@ fn trace_batches_and_call_aggregates_round_trip() {
     let mut w = ChunkWriter::new();
     w.trace(&batch);
     w.sample(&Sample {
+        request: 0,
         thread: ThreadId(3),
         carrier: Default::default(),
         ticks: 9_500,
@@ -677,6 +681,7 @@ fn native_kernel_and_unknown_frames_are_labelled_by_library() {
 #[test]
 fn virtual_threads_keep_their_carriers_and_platform_threads_their_old_bytes() {
     let sample = |thread, carrier| Sample {
+        request: 0,
         thread: ThreadId(thread),
         carrier: ThreadId(carrier),
         ticks: 1_000,
@@ -718,4 +723,50 @@ fn virtual_threads_keep_their_carriers_and_platform_threads_their_old_bytes() {
     assert_eq!(r.samples, vec![sample(1, 0)]);
     assert_eq!(r.snapshots, vec![snap([0, 0])]);
     assert!(virtual_.len() > platform.len());
+}
+
+#[test]
+fn samples_name_their_request_and_requests_round_trip_with_their_trace_ids() {
+    let sample = |thread, carrier, request| Sample {
+        request,
+        thread: ThreadId(thread),
+        carrier: ThreadId(carrier),
+        ticks: 1_000,
+        stack: StackId(2),
+        mode: SampleMode::Cpu,
+        weight_ns: 10,
+        state: 5,
+    };
+    let request = Request {
+        id: 7,
+        thread: ThreadId(1),
+        ticks: 900,
+        duration_ns: 250_000_000,
+        trace_id: Request::parse_trace_id("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+        span_id: 0x00f0_67aa_0ba9_02b7,
+        parent_span_id: 0x1122_3344_5566_7788,
+        parent: 3,
+        kind: RequestKind::Http,
+        name: StringId(1),
+        tags: StringId(2),
+        failed: true,
+    };
+    let mut w = ChunkWriter::new();
+    w.string(StringId(1), "GET /slow");
+    w.string(StringId(2), "user=ann");
+    let samples = [sample(1, 0, 7), sample(9, 3, 7), sample(1, 0, 0)];
+    for s in &samples {
+        w.sample(s);
+    }
+    w.request(&request);
+    let mut out = encode_file_start(&header());
+    out.extend(w.finish());
+    let r = Recording::from_bytes(&out).unwrap();
+    assert_eq!(r.samples, samples.to_vec());
+    assert_eq!(r.requests, vec![request]);
+    assert_eq!(
+        r.requests[0].trace_id_hex(),
+        "4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    assert_eq!(r.requests[0].end_ticks(), 250_000_900);
 }

@@ -79,6 +79,7 @@ fn recording(finish: fn(&mut ChunkWriter) -> Vec<u8>, samples: bool) -> Vec<u8> 
             w.stack(StackId(1), &[]);
             for s in 0..3 {
                 w.sample(&Sample {
+                    request: 0,
                     thread: ThreadId(1),
                     carrier: Default::default(),
                     ticks: ticks + 100 * s,

@@ -90,6 +90,7 @@ fn recording(samples: u64) -> Recording {
         .map(|i| {
             let wall = i % 4 == 3;
             Sample {
+                request: 0,
                 thread: ThreadId(1 + (i % u64::from(THREADS)) as u32),
                 carrier: ThreadId::NONE,
                 ticks: i * 10_000_000 / u64::from(THREADS),

@@ -399,6 +399,7 @@ impl Builder {
             factor,
         });
         self.rec.samples.push(Sample {
+            request: 0,
             thread,
             carrier: Default::default(),
             ticks,
@@ -427,6 +428,7 @@ impl Builder {
             });
         }
         self.rec.samples.push(Sample {
+            request: 0,
             thread,
             carrier: Default::default(),
             ticks: t,

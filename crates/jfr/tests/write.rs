@@ -181,6 +181,7 @@ fn everything() -> Recording {
     let unknown = m.stack(&[(MethodId::NONE, FrameKind::Unknown), (run, FrameKind::Java)]);
     let runnable = ts::ALIVE | ts::RUNNABLE;
     let sample = |thread, ms, stack, mode, state| Sample {
+        request: 0,
         thread,
         carrier: ThreadId::NONE,
         ticks: Made::at(ms),

@@ -674,6 +674,7 @@ impl Store for FileStore {
             from_s: from_ns.map(rel),
             to_s: to_ns.map(rel),
             group: Default::default(),
+            requests: Default::default(),
         };
         let mut counts = selection.stack_counts(&rec);
         let window = summary::Window {

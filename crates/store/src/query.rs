@@ -8,7 +8,7 @@ use std::thread;
 
 use jscope_analysis::{
     call_graph, collapse, hot_methods, incomplete_stacks, Annotation, CallGraph, CollapseOptions,
-    HotMethods, IncompleteStacks, Mode, Selection, StackCounts, ThreadMatcher,
+    HotMethods, IncompleteStacks, Mode, RequestFilter, Selection, StackCounts, ThreadMatcher,
 };
 use jscope_flame::FlameGraph;
 use jscope_format::{Recording, StateClass};
@@ -33,6 +33,9 @@ pub struct Query {
     pub lines: bool,
     /// How flame graphs' frame names carry their kind.
     pub annotate: Annotation,
+    /// Only samples of slow requests, or of the named ones (read from each
+    /// JVM's samples: no store's summaries know requests).
+    pub requests: RequestFilter,
 }
 
 impl Query {
@@ -47,6 +50,7 @@ impl Query {
             from_s: self.from_ns.map(rel),
             to_s: self.to_ns.map(rel),
             group: Default::default(),
+            requests: self.requests.clone(),
         }
     }
 
@@ -61,8 +65,10 @@ impl Query {
     /// else by reading and selecting.
     fn counted<S: Store + ?Sized>(&self, store: &S, id: &str) -> Result<Counted, StoreError> {
         let filter = self.filter();
-        if let Some(c) = store.stack_counts(id, self.from_ns, self.to_ns, self.mode, &filter)? {
-            return Ok(c);
+        if self.requests.is_empty() {
+            if let Some(c) = store.stack_counts(id, self.from_ns, self.to_ns, self.mode, &filter)? {
+                return Ok(c);
+            }
         }
         let rec = store.read(id, self.from_ns, self.to_ns)?;
         let sel = self.selection(&rec);
@@ -105,14 +111,19 @@ impl Query {
         if self.jvms.is_empty() {
             return Err(StoreError::BadQuery("no jvm selected".into()));
         }
-        // A store that counts across JVMs where the data lives answers in one pass.
-        if let Some((rec, mode, counts)) = store.stack_counts_across(
-            &self.jvms,
-            self.from_ns,
-            self.to_ns,
-            self.mode,
-            &self.filter(),
-        )? {
+        // A store that counts across JVMs where the data lives answers in one pass
+        // (not by request: that needs each sample).
+        let across = match self.requests.is_empty() {
+            true => store.stack_counts_across(
+                &self.jvms,
+                self.from_ns,
+                self.to_ns,
+                self.mode,
+                &self.filter(),
+            )?,
+            false => None,
+        };
+        if let Some((rec, mode, counts)) = across {
             merge(per_jvm(&rec, mode, &counts));
             return Ok(());
         }

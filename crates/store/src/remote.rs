@@ -145,6 +145,15 @@ impl RemoteCollector {
         })
     }
 
+    /// The requests the collector's JVMs served (`/api/requests`), slowest first,
+    /// with these parameters (`jvm`, `service`, `label`, `latency_ns`, `limit`).
+    pub fn requests<T: serde::de::DeserializeOwned>(
+        &self,
+        query: &[(&str, String)],
+    ) -> Result<T, StoreError> {
+        self.json(&path_with("/api/requests", query), "a request list")
+    }
+
     fn json<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
@@ -216,6 +225,12 @@ fn query_params(q: &Query) -> Vec<(&'static str, String)> {
     }
     if let Some(ns) = q.to_ns {
         out.push(("to_ns", ns.to_string()));
+    }
+    if let Some(ns) = q.requests.min_latency_ns {
+        out.push(("latency_ns", ns.to_string()));
+    }
+    if let Some(r) = &q.requests.request {
+        out.push(("request", r.clone()));
     }
     out
 }

@@ -276,6 +276,7 @@ impl RecordingBuilder {
     ) {
         let ticks = self.ticks(at_ms);
         self.chunk.sample(&Sample {
+            request: 0,
             thread: ThreadId(thread),
             carrier: ThreadId(carrier),
             ticks,

@@ -377,7 +377,6 @@ fn empty_class_around(count: u16, pool: &[u8]) -> Vec<u8> {
 /// Where park's breakpoints go.
 const HANDLER: Handler = Handler {
     on_breakpoint: on_park_breakpoint,
-    on_frame_pop: None,
 };
 
 /// A breakpoint of park's: the park starts before `Unsafe.park`, ends after it.

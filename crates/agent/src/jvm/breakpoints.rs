@@ -1,8 +1,10 @@
 //! The breakpoint environment's one dispatch: a registry from a method to the
-//! handler of its breakpoints and frame pops. The captures (RMI, HTTP, the HTTP
-//! client, parks) register their methods as their classes are prepared and never
-//! compare methods themselves; [`install`] points the environment's Breakpoint
-//! and FramePop callbacks at the registry.
+//! handler of its breakpoints. The captures (RMI, HTTP, the HTTP client, the
+//! frameworks, parks) register their methods as their classes are prepared and
+//! never compare methods themselves; [`install`] points the environment's
+//! Breakpoint callback at the registry. No capture asks for frame pops: in
+//! HotSpot a thread waiting for one runs interpreted only, so returns are
+//! breakpoints too.
 //!
 //! HotSpot grants the breakpoint capability to one environment only, so every
 //! capture shares the environment that asked first.
@@ -23,25 +25,16 @@ pub struct Hit {
     pub location: sys::jlocation,
 }
 
-/// A frame pop asked for by a handler, on the thread whose frame returned.
-#[derive(Clone, Copy)]
-pub struct Pop {
-    pub jni: Jni,
-    pub thread: sys::jthread,
-    pub by_exception: bool,
-}
-
-/// What to run for a method's breakpoints and for the frame pops of its frames.
+/// What to run for a method's breakpoints.
 #[derive(Clone, Copy)]
 pub struct Handler {
     pub on_breakpoint: fn(&Hit),
-    pub on_frame_pop: Option<fn(&Pop)>,
 }
 
 /// (method id, handler); a few dozen entries at most, read on every breakpoint.
 static REGISTRY: RwLock<Vec<(usize, Handler)>> = RwLock::new(Vec::new());
 
-/// Routes `method`'s breakpoints (and frame pops) to `handler`; a method
+/// Routes `method`'s breakpoints to `handler`; a method
 /// registered again keeps its first handler.
 pub fn register(method: sys::jmethodID, handler: Handler) {
     let m = method as usize;
@@ -66,10 +59,9 @@ fn handler_of(method: sys::jmethodID) -> Option<Handler> {
     list.iter().find(|(k, _)| *k == m).map(|(_, h)| *h)
 }
 
-/// Points `cb`'s Breakpoint and FramePop callbacks at the registry.
+/// Points `cb`'s Breakpoint callback at the registry.
 pub fn install(cb: &mut sys::jvmtiEventCallbacks) {
     cb.Breakpoint = Some(on_breakpoint);
-    cb.FramePop = Some(on_frame_pop);
 }
 
 unsafe extern "C" fn on_breakpoint(
@@ -92,24 +84,6 @@ unsafe extern "C" fn on_breakpoint(
     })
 }
 
-unsafe extern "C" fn on_frame_pop(
-    _jvmti: *mut sys::jvmtiEnv,
-    jni: *mut sys::JNIEnv,
-    thread: sys::jthread,
-    method: sys::jmethodID,
-    by_exception: sys::jboolean,
-) {
-    guarded_in(&BREAKPOINTS, "frame_pop", (), || {
-        if let Some(on_frame_pop) = handler_of(method).and_then(|h| h.on_frame_pop) {
-            on_frame_pop(&Pop {
-                jni: Jni(jni),
-                thread,
-                by_exception: by_exception != 0,
-            });
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,7 +96,6 @@ mod tests {
     fn second(_: &Hit) {
         CALLED.store(2, std::sync::atomic::Ordering::Relaxed);
     }
-    fn popped(_: &Pop) {}
 
     #[test]
     fn a_method_keeps_its_first_handler_and_unknown_methods_have_none() {
@@ -131,14 +104,12 @@ mod tests {
             method,
             Handler {
                 on_breakpoint: first,
-                on_frame_pop: Some(popped),
             },
         );
         register(
             method,
             Handler {
                 on_breakpoint: second,
-                on_frame_pop: None,
             },
         );
         let h = handler_of(method).expect("registered");
@@ -150,7 +121,6 @@ mod tests {
             location: 0,
         });
         assert_eq!(CALLED.load(std::sync::atomic::Ordering::Relaxed), 1);
-        assert!(h.on_frame_pop.is_some());
         assert!(handler_of(0x5eee_usize as sys::jmethodID).is_none());
         register(std::ptr::null_mut(), h);
         assert!(handler_of(std::ptr::null_mut()).is_none());

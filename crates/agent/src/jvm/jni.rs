@@ -88,6 +88,32 @@ impl Jni {
         self.object_field_by_id(o, id)
     }
 
+    /// Sets an object field of `o` by name and type (a final one too: JNI does
+    /// not check); false when there is no such field.
+    pub fn set_object_field(
+        &self,
+        o: sys::jobject,
+        (name, sig): (&str, &str),
+        value: sys::jobject,
+    ) -> bool {
+        let class = self.object_class(o);
+        if class.is_null() {
+            return false;
+        }
+        let id = self.field_id(class, name, sig);
+        self.delete_local(class);
+        let Ok(set) = function!(self.table(), SetObjectField) else {
+            return false;
+        };
+        if id.is_null() {
+            return false;
+        }
+        // SAFETY: id is an object field of o's class of type `sig`, and the
+        // caller passes a value of that type.
+        unsafe { set(self.0, o, id, value) };
+        !self.clear_exception()
+    }
+
     /// The class of `o` as a local reference (null for null).
     pub fn object_class(&self, o: sys::jobject) -> sys::jclass {
         if o.is_null() {

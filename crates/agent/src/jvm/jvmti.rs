@@ -627,6 +627,15 @@ impl Jvmti {
         Some(v)
     }
 
+    /// How many frames `thread`'s stack holds.
+    pub fn frame_count(&self, thread: sys::jthread) -> Option<i32> {
+        let get = function!(self.table(), GetFrameCount).ok()?;
+        let mut n = 0;
+        // SAFETY: valid env and out-pointer; JVMTI checks the thread.
+        check(unsafe { get(self.0, thread, &mut n) }).ok()?;
+        Some(n)
+    }
+
     /// Asks for a FramePop event when the current frame of `thread` returns.
     pub fn notify_frame_pop(&self, thread: sys::jthread) -> bool {
         let Ok(notify) = function!(self.table(), NotifyFramePop) else {

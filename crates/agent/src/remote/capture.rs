@@ -1,13 +1,17 @@
-//! The JVMTI side of remote-call capture: breakpoints at the RMI methods' entries,
-//! frame pops at their returns, endpoints from the connection's socket.
+//! The JVMTI side of remote-call capture: breakpoints at the RMI methods'
+//! entries and return instructions, endpoints from the connection's socket.
+//! A client call the server answered with an exception ends, failed, when
+//! that exception is read (`exceptionReceivedFromServer`); a frame left by
+//! any other exception ends its call, failed, at the thread's next RMI
+//! breakpoint (`points`).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
-use super::{http, push, RawRemote, REMOTE};
+use super::points::{next_seq, set_breakpoints, socket_endpoints, At, Endpoint, Frames, Target};
+use super::{push, RawRemote, REMOTE};
 use crate::java_threads::ThreadKey;
-use crate::jvm::breakpoints::{self, Handler, Hit, Pop};
+use crate::jvm::breakpoints::{self, Hit};
 use crate::jvm::entry::{guarded_in, BREAKPOINTS};
 use crate::jvm::{Jni, Jvmti, Vm};
 use crate::sys;
@@ -17,68 +21,49 @@ const UNICAST_REF: &str = "Lsun/rmi/server/UnicastRef;";
 const UNICAST_SERVER_REF: &str = "Lsun/rmi/server/UnicastServerRef;";
 
 /// The methods to break at, with their handlers.
-const TARGETS: [Target; 5] = [
-    (
+const TARGETS: [Target; 6] = [
+    Target::entry(
         STREAM_REMOTE_CALL,
         "<init>",
         "(Lsun/rmi/transport/Connection;Ljava/rmi/server/ObjID;IJ)V",
-        Handler {
-            on_breakpoint: client_new_call,
-            on_frame_pop: None,
-        },
+        client_new_call,
     ),
-    (
+    Target::entry(
         STREAM_REMOTE_CALL,
         "<init>",
         "(Lsun/rmi/transport/Connection;)V",
-        Handler {
-            on_breakpoint: server_new_call,
-            on_frame_pop: None,
-        },
+        server_new_call,
     ),
-    (
+    Target::entry_and_returns(
         UNICAST_REF,
         "invoke",
         "(Ljava/rmi/Remote;Ljava/lang/reflect/Method;[Ljava/lang/Object;J)Ljava/lang/Object;",
-        Handler {
-            on_breakpoint: client_invoke,
-            on_frame_pop: Some(client_returns),
-        },
+        client_invoke,
     ),
-    (
+    // The server answered with an exception, which invoke is about to throw:
+    // the client call ends here, failed (no return of invoke will be hit).
+    Target::entry(
+        STREAM_REMOTE_CALL,
+        "exceptionReceivedFromServer",
+        "(Ljava/lang/Exception;)V",
+        client_throws,
+    ),
+    Target::entry_and_returns(
         UNICAST_SERVER_REF,
         "dispatch",
         "(Ljava/rmi/Remote;Ljava/rmi/server/RemoteCall;)V",
-        Handler {
-            on_breakpoint: server_dispatch,
-            on_frame_pop: Some(server_returns),
-        },
+        server_dispatch,
     ),
     // The server's answer is about to be written: its execution ends here, before
     // the client can have it (ending at dispatch's return, after the answer was
     // flushed, would let the client finish first and skew the clock bounds).
-    (
+    Target::entry(
         STREAM_REMOTE_CALL,
         "getResultStream",
         "(Z)Ljava/io/ObjectOutput;",
-        Handler {
-            on_breakpoint: server_answers,
-            on_frame_pop: None,
-        },
+        server_answers,
     ),
 ];
-
-type Endpoint = (String, u32);
-
-pub(super) fn next_seq(local: &Endpoint, remote: &Endpoint) -> u64 {
-    let mut m = REMOTE.conn_seq.lock().unwrap_or_else(|e| e.into_inner());
-    let n = m
-        .get_or_insert_with(HashMap::new)
-        .entry((local.clone(), remote.clone()))
-        .or_insert(0);
-    *n += 1;
-    *n
-}
 
 /// A call on a connection, as the `StreamRemoteCall` constructor saw it.
 #[derive(Clone)]
@@ -96,16 +81,18 @@ struct Call {
     method: String,
     hash: u64,
     conn: Option<OnConnection>,
+    /// The request a dispatch opened on this thread, 0 for none.
+    request: u32,
 }
 
 #[derive(Default)]
 struct ThreadState {
     /// Open `UnicastRef.invoke` frames, innermost last.
-    clients: Vec<Call>,
+    clients: Frames<Call>,
     /// The incoming call read last on this thread, waiting for its dispatch.
     incoming: Option<OnConnection>,
     /// Open `dispatch` frames (None: a JDK-internal call, not recorded).
-    servers: Vec<Option<Call>>,
+    servers: Frames<Option<Call>>,
 }
 
 thread_local! {
@@ -120,11 +107,13 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
     let jvmti = vm.jvmti().ok_or("no JVMTI environment for remote calls")?;
     let mut caps = crate::jvm::no_capabilities();
     caps.set_can_generate_breakpoint_events(1);
-    caps.set_can_generate_frame_pop_events(1);
     caps.set_can_access_local_variables(1);
+    // Calls end at breakpoints on their methods' return instructions (no frame
+    // pops: a thread waiting for one runs interpreted only).
+    caps.set_can_get_bytecodes(1);
     if jvmti.add_capabilities(&caps).is_err() {
         return Err(
-            "the JVM refused the capabilities remote calls need (breakpoints, frame pops, locals)"
+            "the JVM refused the capabilities remote calls need (breakpoints, locals, bytecodes)"
                 .into(),
         );
     }
@@ -134,11 +123,7 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
     if jvmti.set_callbacks(&cb).is_err() {
         return Err("cannot set the remote-call callbacks".into());
     }
-    for event in [
-        sys::JVMTI_EVENT_CLASS_PREPARE,
-        sys::JVMTI_EVENT_BREAKPOINT,
-        sys::JVMTI_EVENT_FRAME_POP,
-    ] {
+    for event in [sys::JVMTI_EVENT_CLASS_PREPARE, sys::JVMTI_EVENT_BREAKPOINT] {
         if jvmti.set_event(true, event).is_err() {
             return Err("cannot enable the remote-call events".into());
         }
@@ -158,7 +143,7 @@ unsafe extern "C" fn on_class_prepare(
         let jvmti = Jvmti(jvmti);
         let sig = jvmti.class_signature(class).unwrap_or_default();
         if REMOTE.http_on.load(Ordering::Acquire) {
-            http::on_class_prepare(jvmti, &sig, class);
+            super::http_class_prepared(jvmti, &sig, class);
         }
         if REMOTE.rmi_on.load(Ordering::Acquire) {
             set_breakpoints(jvmti, &sig, class, &TARGETS);
@@ -166,40 +151,67 @@ unsafe extern "C" fn on_class_prepare(
     })
 }
 
-/// A method to break at: (class signature, name, descriptor, its handler).
-pub(super) type Target = (&'static str, &'static str, &'static str, Handler);
-
-/// Sets a breakpoint at the entry of each target method of a prepared class,
-/// routed to the target's handler.
-pub(super) fn set_breakpoints(jvmti: Jvmti, sig: &str, class: sys::jclass, targets: &[Target]) {
-    if !targets.iter().any(|t| t.0 == sig) {
-        return;
-    }
-    for (m, name, desc) in jvmti.methods(class) {
-        for (_, n, d, handler) in targets.iter().filter(|t| t.0 == sig) {
-            if name == *n && desc == *d {
-                breakpoints::set(jvmti, m, 0, *handler);
-            }
+/// Ends, failed, this thread's calls whose frames are gone at `at` (left by
+/// an exception: see `points`).
+fn close_left(hit: &Hit, at: At, now: u64) {
+    loop {
+        let (client, server) = STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            (s.clients.take_left(at), s.servers.take_left(at))
+        });
+        if client.is_none() && server.is_none() {
+            return;
         }
+        returned(hit, false, client, true, now);
+        returned(hit, true, server.flatten(), true, now);
     }
+}
+
+/// Where the hit is in its thread's stack, after ending the calls left.
+fn at(hit: &Hit) -> Option<(At, u64)> {
+    let at = At::of(hit)?;
+    let now = crate::clock::monotonic_ns();
+    close_left(hit, at, now);
+    Some((at, now))
 }
 
 /// `invoke(Remote obj, Method method, Object[] params, long opnum)`: slots 1-4.
 /// Its arguments are read later, from the `StreamRemoteCall` constructor: at its
 /// first instruction a method whose class exact tracing instrumented has no
-/// local variable table entries yet (JVMTI answers INVALID_SLOT).
+/// local variable table entries yet (JVMTI answers INVALID_SLOT). At its
+/// return the client call ends.
 fn client_invoke(hit: &Hit) {
-    let (ti, thread) = (hit.jvmti, hit.thread);
+    let Some((at, now)) = at(hit) else {
+        return;
+    };
+    if !at.entry {
+        let call = STATE.with(|s| s.borrow_mut().clients.take_returning(at));
+        returned(hit, false, call, false, now);
+        return;
+    }
     let call = Call {
-        start_ns: crate::clock::monotonic_ns(),
+        start_ns: now,
         answered_ns: None,
         method: String::new(),
         hash: 0,
         conn: None,
+        request: 0,
     };
-    if ti.notify_frame_pop(thread) {
-        STATE.with(|s| s.borrow_mut().clients.push(call));
-    }
+    STATE.with(|s| s.borrow_mut().clients.push(at.depth, call));
+}
+
+/// `StreamRemoteCall.exceptionReceivedFromServer(Exception)`, inside the
+/// innermost open invoke: its call ends, failed.
+fn client_throws(hit: &Hit) {
+    let Some((_, now)) = at(hit) else {
+        return;
+    };
+    let call = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let on_wire = s.clients.last_mut().is_some_and(|c| c.conn.is_some());
+        on_wire.then(|| s.clients.pop()).flatten()
+    });
+    returned(hit, false, call, true, now);
 }
 
 /// `public abstract int beacon.Beacon.remoteFoo(int,int) throws ...` -> `remoteFoo(int,int)`.
@@ -218,13 +230,14 @@ fn short_method(generic: &str) -> String {
 /// The endpoints of a `TCPConnection`'s socket, from this JVM's side.
 fn endpoints(env: Jni, conn: sys::jobject) -> Option<(Endpoint, Endpoint)> {
     let socket = env.object_field(conn, "socket", "Ljava/net/Socket;");
-    let ends = http::socket_endpoints(env, socket);
+    let ends = socket_endpoints(env, socket);
     env.delete_local(socket);
     ends
 }
 
 /// `StreamRemoteCall(Connection c, ObjID id, int op, long hash)`: slots 1-4.
 fn client_new_call(hit: &Hit) {
+    at(hit);
     let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
     let conn = ti.local_object(thread, 0, 1);
     let ends = endpoints(env, conn);
@@ -264,6 +277,7 @@ fn client_new_call(hit: &Hit) {
 
 /// `StreamRemoteCall(Connection c)`: a call read from a connection.
 fn server_new_call(hit: &Hit) {
+    at(hit);
     let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
     let conn = ti.local_object(thread, 0, 1);
     let ends = endpoints(env, conn);
@@ -284,9 +298,18 @@ fn server_new_call(hit: &Hit) {
 /// `dispatch(Remote obj, RemoteCall call)`: the JDK's registry and DGC objects
 /// (`sun.rmi.*`) are counted but not recorded; their clients are not either.
 /// When `obj` cannot be read (dispatch itself traced: see `client_invoke`) the
-/// call is recorded with no object name.
+/// call is recorded with no object name. At its return the server call ends
+/// (its answer was written: `server_answers`).
 fn server_dispatch(hit: &Hit) {
+    let Some((at, now)) = at(hit) else {
+        return;
+    };
     let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    if !at.entry {
+        let call = STATE.with(|s| s.borrow_mut().servers.take_returning(at));
+        returned(hit, true, call.flatten(), false, now);
+        return;
+    }
     let obj = ti.local_object(thread, 0, 1);
     let class = env.class_name(obj).unwrap_or_default();
     env.delete_local(obj);
@@ -294,6 +317,12 @@ fn server_dispatch(hit: &Hit) {
     let call = incoming
         .filter(|_| !class.starts_with("sun.rmi."))
         .map(|mut on| {
+            let opening = super::requests::Opening {
+                kind: jscope_format::RequestKind::Rmi,
+                name: class.clone(),
+                tags: String::new(),
+                traceparent: None,
+            };
             on.object = class;
             Call {
                 start_ns: crate::clock::monotonic_ns(),
@@ -301,16 +330,15 @@ fn server_dispatch(hit: &Hit) {
                 method: String::new(),
                 hash: 0,
                 conn: Some(on),
+                request: super::begin_request(env, thread, opening),
             }
         });
-    if ti.notify_frame_pop(thread) {
-        STATE.with(|s| s.borrow_mut().servers.push(call));
-    }
+    STATE.with(|s| s.borrow_mut().servers.push(at.depth, call));
 }
 
 /// The first answer written inside the innermost open dispatch of this thread.
-fn server_answers(_: &Hit) {
-    let now = crate::clock::monotonic_ns();
+fn server_answers(hit: &Hit) {
+    let now = at(hit).map_or_else(crate::clock::monotonic_ns, |(_, now)| now);
     STATE.with(|s| {
         if let Some(Some(call)) = s.borrow_mut().servers.last_mut() {
             call.answered_ns.get_or_insert(now);
@@ -318,24 +346,13 @@ fn server_answers(_: &Hit) {
     });
 }
 
-/// `UnicastRef.invoke` returned: the client call ends.
-fn client_returns(pop: &Pop) {
-    let end = crate::clock::monotonic_ns();
-    let call = STATE.with(|s| s.borrow_mut().clients.pop());
-    returned(pop, false, call, end);
-}
-
-/// `UnicastServerRef.dispatch` returned: the server call ends.
-fn server_returns(pop: &Pop) {
-    let end = crate::clock::monotonic_ns();
-    let call = STATE.with(|s| s.borrow_mut().servers.pop()).flatten();
-    returned(pop, true, call, end);
-}
-
-fn returned(pop: &Pop, server: bool, call: Option<Call>, end: u64) {
+/// A call's frame was left at `end` (by an exception when `left`): its
+/// request (if any) ends, the call is recorded.
+fn returned(hit: &Hit, server: bool, call: Option<Call>, left: bool, end: u64) {
     if let Some(call) = call {
-        let thread = ThreadKey::of(pop.jni, pop.thread);
-        emit(server, call, end, pop.by_exception, thread);
+        super::end_request(hit.jni, hit.thread, call.request, left);
+        let thread = ThreadKey::of(hit.jni, hit.thread);
+        emit(server, call, end, left, thread);
     }
 }
 

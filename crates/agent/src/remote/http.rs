@@ -12,15 +12,21 @@
 //!   when the response headers start being sent (`ExchangeImpl.sendResponseHeaders`,
 //!   before the client can have them, so the clock bounds hold) or when it returns.
 //!
+//! Returns are breakpoints on the methods' return instructions (`points`): a
+//! `parseHTTP` or `handle` left by an exception ends its call, failed, at the
+//! thread's next breakpoint of this capture (its next request, mostly); until
+//! then a handler's request stays the thread's.
+//!
 //! The header is an ordinary request header, which a peer without jscope ignores.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::capture::{next_seq, set_breakpoints, Target};
+use super::points::{
+    next_seq, set_breakpoints, socket_address, socket_endpoints, At, Endpoint, Frames, Target,
+};
 use super::{push, RawRemote};
 use crate::java_threads::ThreadKey;
-use crate::jvm::breakpoints::{Handler, Hit, Pop};
+use crate::jvm::breakpoints::Hit;
 use crate::jvm::{GlobalRef, Jni, Jvmti};
 use crate::sys;
 
@@ -28,128 +34,110 @@ const HTTP_CLIENT: &str = "Lsun/net/www/http/HttpClient;";
 const LINK_HANDLER: &str = "Lsun/net/httpserver/ServerImpl$Exchange$LinkHandler;";
 const EXCHANGE: &str = "Lsun/net/httpserver/ExchangeImpl;";
 
-/// (class signature, method, descriptor, handler).
-/// `parseHTTP` lost its `ProgressSource` parameter after JDK 17: one of the two
-/// exists.
+/// The methods to break at. `parseHTTP` lost its `ProgressSource` parameter
+/// after JDK 17: one of the two exists.
 const TARGETS: [Target; 6] = [
-    (
+    Target::entry(
         HTTP_CLIENT,
         "writeRequests",
         "(Lsun/net/www/MessageHeader;)V",
-        Handler {
-            on_breakpoint: client_writes,
-            on_frame_pop: None,
-        },
+        client_writes,
     ),
-    (
+    Target::entry(
         HTTP_CLIENT,
         "writeRequests",
         "(Lsun/net/www/MessageHeader;Lsun/net/www/http/PosterOutputStream;)V",
-        Handler {
-            on_breakpoint: client_writes,
-            on_frame_pop: None,
-        },
+        client_writes,
     ),
-    (
+    Target::entry_and_returns(
         HTTP_CLIENT,
         "parseHTTP",
         "(Lsun/net/www/MessageHeader;Lsun/net/ProgressSource;Lsun/net/www/protocol/http/HttpURLConnection;)Z",
-        Handler {
-            on_breakpoint: client_parses,
-            on_frame_pop: Some(client_parsed),
-        },
+        client_parses,
     ),
-    (
+    Target::entry_and_returns(
         HTTP_CLIENT,
         "parseHTTP",
         "(Lsun/net/www/MessageHeader;Lsun/net/www/protocol/http/HttpURLConnection;)Z",
-        Handler {
-            on_breakpoint: client_parses,
-            on_frame_pop: Some(client_parsed),
-        },
+        client_parses,
     ),
-    (
+    Target::entry_and_returns(
         LINK_HANDLER,
         "handle",
         "(Lcom/sun/net/httpserver/HttpExchange;)V",
-        Handler {
-            on_breakpoint: server_handles,
-            on_frame_pop: Some(server_handled),
-        },
+        server_handles,
     ),
-    (
-        EXCHANGE,
-        "sendResponseHeaders",
-        "(IJ)V",
-        Handler {
-            on_breakpoint: server_responds,
-            on_frame_pop: None,
-        },
-    ),
+    Target::entry(EXCHANGE, "sendResponseHeaders", "(IJ)V", server_responds),
 ];
 
-type Endpoint = (String, u32);
-
-struct Call {
-    start_ns: u64,
-    answered_ns: Option<u64>,
-    local: Endpoint,
-    remote: Endpoint,
-    seq: u64,
-    path: String,
-    method: String,
-    traceparent: String,
-    failed: bool,
+/// One HTTP call on this thread (the frameworks' ones too).
+pub(super) struct Call {
+    pub start_ns: u64,
+    pub answered_ns: Option<u64>,
+    pub local: Endpoint,
+    pub remote: Endpoint,
+    pub seq: u64,
+    pub path: String,
+    pub method: String,
+    pub traceparent: String,
+    pub failed: bool,
+    /// The request it opened on this thread (server calls), 0 for none.
+    pub request: u32,
 }
 
 #[derive(Default)]
-struct ThreadState {
+pub(super) struct ThreadState {
     /// The request written last on this thread, waiting for its response.
     client: Option<Call>,
-    /// A parseHTTP frame pop is pending for it: a global reference to the
-    /// response headers it fills (None inside when it could not be made), for
-    /// the status at its return.
-    parsing: Option<Option<GlobalRef>>,
+    /// The parseHTTP frame reading its response: a global reference to the
+    /// response headers it fills (None when it could not be made), for the
+    /// status at its return.
+    parsing: Frames<Option<GlobalRef>>,
     /// Open handler frames (None: its exchange could not be read).
-    servers: Vec<Option<Call>>,
+    servers: Frames<Option<Call>>,
+    /// Open framework server frames (servlets, Netty handlers), innermost last.
+    pub framework_servers: Frames<Call>,
+    /// Open framework client calls (OkHttp, HttpClient 5), innermost last.
+    pub framework_clients: Frames<Call>,
 }
 
 thread_local! {
-    static STATE: RefCell<ThreadState> = RefCell::new(ThreadState::default());
+    pub(super) static STATE: RefCell<ThreadState> = RefCell::new(ThreadState::default());
 }
 
 /// Sets the breakpoints of a prepared class that is one of the targets.
 pub fn on_class_prepare(jvmti: Jvmti, sig: &str, class: sys::jclass) {
     set_breakpoints(jvmti, sig, class, &TARGETS);
-    super::http_client::on_class_prepare(jvmti, sig, class);
 }
 
-/// `parseHTTP` returned: the client call ends, failed for a status >= 500.
-fn client_parsed(pop: &Pop) {
-    let end = crate::clock::monotonic_ns();
-    let (call, responses) = STATE.with(|s| {
+/// Ends, failed, the calls of the JDK's HTTP classes on this thread whose
+/// frames are gone at `at` (left by an exception: see `points`).
+fn close_left(hit: &Hit, at: At, now: u64) {
+    let (client, servers) = STATE.with(|s| {
         let mut s = s.borrow_mut();
-        (s.client.take(), s.parsing.take().flatten())
+        let mut client = None;
+        if s.parsing.take_left(at).is_some() {
+            client = s.client.take();
+        }
+        let mut servers = Vec::new();
+        while let Some(call) = s.servers.take_left(at) {
+            servers.push(call);
+        }
+        (client, servers)
     });
-    let status = responses.and_then(|r| response_status(pop.jni, r.get()));
-    let call = call.map(|mut c| {
-        c.failed = status.is_some_and(|s| s >= 500);
-        c
-    });
-    returned(pop, false, call, end);
+    returned(hit, false, client, true, now);
+    for call in servers {
+        returned(hit, true, call, true, now);
+    }
 }
 
-/// The handler returned: the server call ends (unless its answer ended it).
-fn server_handled(pop: &Pop) {
-    let end = crate::clock::monotonic_ns();
-    let call = STATE.with(|s| s.borrow_mut().servers.pop()).flatten();
-    returned(pop, true, call, end);
-}
-
-fn returned(pop: &Pop, server: bool, call: Option<Call>, end: u64) {
+/// A call's frame was left at `end` (by an exception when `left`): its
+/// request (if any) ends, the call is recorded.
+pub(super) fn returned(hit: &Hit, server: bool, call: Option<Call>, left: bool, end: u64) {
     if let Some(mut call) = call {
-        call.failed |= pop.by_exception;
-        emit(server, call, end, ThreadKey::of(pop.jni, pop.thread));
+        call.failed |= left;
+        super::end_request(hit.jni, hit.thread, call.request, call.failed);
+        emit(server, call, end, ThreadKey::of(hit.jni, hit.thread));
     }
 }
 
@@ -172,32 +160,13 @@ fn emit(server: bool, call: Call, end_ns: u64, thread: ThreadKey) {
     });
 }
 
-/// The endpoints of a connected `java.net.Socket`, from this JVM's side.
-pub fn socket_endpoints(env: Jni, socket: sys::jobject) -> Option<(Endpoint, Endpoint)> {
-    if socket.is_null() {
-        return None;
-    }
-    let host = |getter: &str| {
-        let addr = env.call_object(socket, getter, "()Ljava/net/InetAddress;");
-        let h = env.call_string(addr, "getHostAddress");
-        env.delete_local(addr);
-        h
-    };
-    let local = (
-        host("getLocalAddress"),
-        env.call_int(socket, "getLocalPort"),
-    );
-    let remote = (host("getInetAddress"), env.call_int(socket, "getPort"));
-    match (local, remote) {
-        ((Some(lh), Some(lp)), (Some(rh), Some(rp))) => Some(((lh, lp as u32), (rh, rp as u32))),
-        _ => None,
-    }
-}
-
 /// `HttpClient.writeRequests(MessageHeader head, ...)`: `this` is slot 0, the
 /// headers slot 1. The headers are printed to the socket right after this.
 fn client_writes(hit: &Hit) {
     let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    if let Some(at) = At::of(hit) {
+        close_left(hit, at, crate::clock::monotonic_ns());
+    }
     let this = ti.local_object(thread, 0, 0);
     let socket = env.object_field(this, "serverSocket", "Ljava/net/Socket;");
     let ends = socket_endpoints(env, socket);
@@ -222,6 +191,7 @@ fn client_writes(hit: &Hit) {
         method,
         traceparent: traceparent.unwrap_or_default(),
         failed: false,
+        request: 0,
     };
     STATE.with(|s| s.borrow_mut().client = Some(call));
 }
@@ -237,7 +207,7 @@ fn ensure_traceparent(env: Jni, head: sys::jobject) -> Option<String> {
     let value = match existing {
         Some(v) => Some(v),
         None => {
-            let v = new_traceparent(served_trace_id());
+            let v = new_traceparent(served_trace_id(env));
             let val = env.new_string(&v);
             let set = ("setIfNotSet", "(Ljava/lang/String;Ljava/lang/String;)V");
             let ok =
@@ -260,7 +230,7 @@ fn request_method(env: Jni, head: sys::jobject) -> Option<(String, String)> {
     parse_request_line(&text?)
 }
 
-fn parse_request_line(line: &str) -> Option<(String, String)> {
+pub(super) fn parse_request_line(line: &str) -> Option<(String, String)> {
     let mut parts = line.split(' ');
     let method = parts.next()?.to_string();
     let target = parts.next()?;
@@ -276,20 +246,44 @@ fn parse_request_line(line: &str) -> Option<(String, String)> {
 }
 
 /// `parseHTTP(MessageHeader responses, ...)` reads the response to the request
-/// written last on this thread into `responses` (slot 1).
+/// written last on this thread into `responses` (slot 1). At its return the
+/// client call ends, failed for a status >= 500. A `parseHTTP` that retries the
+/// request inside itself writes it again (the call read is the last written)
+/// and parses it in a nested frame: only the outer one counts.
 fn client_parses(hit: &Hit) {
+    let Some(at) = At::of(hit) else {
+        return;
+    };
+    let now = crate::clock::monotonic_ns();
+    close_left(hit, at, now);
     let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
-    let wanted = STATE.with(|s| {
-        let s = s.borrow();
-        s.client.is_some() && s.parsing.is_none()
-    });
-    if !wanted || !ti.notify_frame_pop(thread) {
+    if at.entry {
+        let wanted = STATE.with(|s| {
+            let s = s.borrow();
+            s.client.is_some() && s.parsing.is_empty()
+        });
+        if wanted {
+            let responses = ti.local_object(thread, 0, 1);
+            let global = env.global_ref(responses);
+            env.delete_local(responses);
+            STATE.with(|s| s.borrow_mut().parsing.push(at.depth, global));
+        }
         return;
     }
-    let responses = ti.local_object(thread, 0, 1);
-    let global = env.global_ref(responses);
-    env.delete_local(responses);
-    STATE.with(|s| s.borrow_mut().parsing = Some(global));
+    let parsed = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        let responses = s.parsing.take_returning(at)?;
+        Some((s.client.take(), responses))
+    });
+    let Some((call, responses)) = parsed else {
+        return;
+    };
+    let status = responses.and_then(|r| response_status(env, r.get()));
+    let call = call.map(|mut c| {
+        c.failed = status.is_some_and(|s| s >= 500);
+        c
+    });
+    returned(hit, false, call, false, now);
 }
 
 /// The status code of a parsed response (its first entry's value is the status
@@ -306,15 +300,30 @@ fn parse_status(line: &str) -> Option<u32> {
     line.strip_prefix("HTTP/")?.split(' ').nth(1)?.parse().ok()
 }
 
-/// `LinkHandler.handle(HttpExchange exchange)`: slot 1.
+/// `LinkHandler.handle(HttpExchange exchange)`: slot 1. At its return the
+/// server call ends (unless its answer ended it).
 fn server_handles(hit: &Hit) {
+    let Some(at) = At::of(hit) else {
+        return;
+    };
+    let now = crate::clock::monotonic_ns();
+    close_left(hit, at, now);
     let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    if !at.entry {
+        let call = STATE.with(|s| s.borrow_mut().servers.take_returning(at));
+        returned(hit, true, call.flatten(), false, now);
+        return;
+    }
     let exchange = ti.local_object(thread, 0, 1);
     let call = read_exchange(env, exchange);
     env.delete_local(exchange);
-    if ti.notify_frame_pop(thread) {
-        STATE.with(|s| s.borrow_mut().servers.push(call));
-    }
+    let call = call.map(|mut c| {
+        let name = format!("{} {}", c.method, c.path);
+        let opening = super::http_opening(name, &c.traceparent);
+        c.request = super::begin_request(env, thread, opening);
+        c
+    });
+    STATE.with(|s| s.borrow_mut().servers.push(at.depth, call));
 }
 
 fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
@@ -349,6 +358,7 @@ fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
         method,
         traceparent,
         failed: false,
+        request: 0,
     })
 }
 
@@ -357,26 +367,13 @@ fn address(env: Jni, exchange: sys::jobject, getter: &str) -> Option<Endpoint> {
     socket_address(env, exchange, (getter, "()Ljava/net/InetSocketAddress;"))
 }
 
-/// The `InetSocketAddress` a getter of `o` returns (`(name, descriptor)`), as
-/// (host address, port).
-pub(super) fn socket_address(
-    env: Jni,
-    o: sys::jobject,
-    (getter, descriptor): (&str, &str),
-) -> Option<Endpoint> {
-    let sa = env.call_object(o, getter, descriptor);
-    let addr = env.call_object(sa, "getAddress", "()Ljava/net/InetAddress;");
-    let host = env.call_string(addr, "getHostAddress");
-    let port = env.call_int(sa, "getPort");
-    env.delete_local(addr);
-    env.delete_local(sa);
-    Some((host?, port? as u32))
-}
-
 /// `ExchangeImpl.sendResponseHeaders(int rCode, long length)`: the answer starts.
 fn server_responds(hit: &Hit) {
     let (ti, thread) = (hit.jvmti, hit.thread);
     let now = crate::clock::monotonic_ns();
+    if let Some(at) = At::of(hit) {
+        close_left(hit, at, now);
+    }
     let status = ti.local_int(thread, 0, 1).unwrap_or(0);
     STATE.with(|s| {
         if let Some(Some(call)) = s.borrow_mut().servers.last_mut() {
@@ -386,16 +383,15 @@ fn server_responds(hit: &Hit) {
     });
 }
 
-/// The trace id of the request this thread is serving, if it carried one.
-pub(super) fn served_trace_id() -> Option<String> {
-    STATE.with(|s| {
-        let s = s.borrow();
-        let call = s.servers.iter().rev().flatten().next()?;
-        trace_id_of(&call.traceparent)
-    })
+/// The trace id of the request this thread is serving, if any.
+pub(super) fn served_trace_id(env: Jni) -> Option<String> {
+    let key = super::served_by(env, None);
+    let (_, trace, _) = super::requests().innermost(&key)?;
+    Some(trace.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// `00-<32 hex trace id>-<16 hex parent id>-<flags>` -> the trace id.
+#[cfg(test)]
 fn trace_id_of(traceparent: &str) -> Option<String> {
     let mut parts = traceparent.split('-');
     let (_, id) = (parts.next()?, parts.next()?);
@@ -406,23 +402,9 @@ fn trace_id_of(traceparent: &str) -> Option<String> {
 /// A version-00 traceparent, sampled, with a random span id (and trace id
 /// unless one is given).
 pub(super) fn new_traceparent(trace_id: Option<String>) -> String {
+    let random = super::requests::random_u64;
     let trace = trace_id.unwrap_or_else(|| format!("{:016x}{:016x}", random(), random()));
     format!("00-{trace}-{:016x}-01", random())
-}
-
-/// A non-zero random u64 (W3C forbids all-zero ids).
-fn random() -> u64 {
-    let mut v = 0u64;
-    // SAFETY: writes at most 8 bytes into v.
-    let n = unsafe { libc::getrandom((&mut v as *mut u64).cast(), 8, 0) };
-    if n != 8 || v == 0 {
-        // Fallback: time mixed with a counter, still unique within the JVM.
-        static N: AtomicUsize = AtomicUsize::new(1);
-        let c = N.fetch_add(1, Ordering::Relaxed) as u64;
-        v = crate::clock::monotonic_ns().rotate_left(17) ^ c.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            | 1;
-    }
-    v
 }
 
 #[cfg(test)]

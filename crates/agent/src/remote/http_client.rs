@@ -18,55 +18,44 @@
 
 use std::sync::atomic::Ordering;
 
-use super::capture::{next_seq, set_breakpoints, Target};
-use super::http::{new_traceparent, served_trace_id, socket_address};
+use super::http::{new_traceparent, served_trace_id};
+use super::points::{next_seq, set_breakpoints, socket_address, Endpoint, Target};
 use super::{push, RawRemote, REMOTE};
 use crate::java_threads::ThreadKey;
-use crate::jvm::breakpoints::{Handler, Hit};
+use crate::jvm::breakpoints::Hit;
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
 
 const MULTI_EXCHANGE: &str = "Ljdk/internal/net/http/MultiExchange;";
 const RESPONSE: &str = "Ljdk/internal/net/http/Response;";
 
-const START: Handler = Handler {
-    on_breakpoint: request_starts,
-    on_frame_pop: None,
-};
-const END: Handler = Handler {
-    on_breakpoint: response_arrives,
-    on_frame_pop: None,
-};
-
-/// (class signature, method, descriptor, handler). `MultiExchange` lost its
+/// The constructors to break at (entries only: no thread waits for a return). `MultiExchange` lost its
 /// `AccessControlContext` parameter with the Security Manager (JDK 24); the
 /// request is slot 2 in both. `Response`'s six-argument constructor delegates
 /// to the seven-argument one, so breaking there sees every response once.
 const TARGETS: [Target; 3] = [
-    (
+    Target::entry(
         MULTI_EXCHANGE,
         "<init>",
         "(Ljava/net/http/HttpRequest;Ljdk/internal/net/http/HttpRequestImpl;Ljdk/internal/net/http/HttpClientImpl;Ljava/net/http/HttpResponse$BodyHandler;Ljava/net/http/HttpResponse$PushPromiseHandler;Ljava/security/AccessControlContext;)V",
-        START,
+        request_starts,
     ),
-    (
+    Target::entry(
         MULTI_EXCHANGE,
         "<init>",
         "(Ljava/net/http/HttpRequest;Ljdk/internal/net/http/HttpRequestImpl;Ljdk/internal/net/http/HttpClientImpl;Ljava/net/http/HttpResponse$BodyHandler;Ljava/net/http/HttpResponse$PushPromiseHandler;)V",
-        START,
+        request_starts,
     ),
-    (
+    Target::entry(
         RESPONSE,
         "<init>",
         "(Ljdk/internal/net/http/HttpRequestImpl;Ljdk/internal/net/http/Exchange;Ljava/net/http/HttpHeaders;Ljdk/internal/net/http/HttpConnection;ILjava/net/http/HttpClient$Version;Z)V",
-        END,
+        response_arrives,
     ),
 ];
 
 /// At most this many requests wait for their responses at once.
 const MAX_PENDING: usize = 4096;
-
-type Endpoint = (String, u32);
 
 /// A request sent, waiting for its response headers.
 pub(super) struct Pending {
@@ -148,7 +137,7 @@ fn user_traceparent(env: Jni, request: sys::jobject) -> Option<String> {
 /// Adds a new traceparent (continuing the trace this thread serves, if any)
 /// as a system header; None if the request refused it.
 fn add_traceparent(env: Jni, request: sys::jobject) -> Option<String> {
-    let value = new_traceparent(served_trace_id());
+    let value = new_traceparent(served_trace_id(env));
     let (k, v) = (env.new_string("traceparent"), env.new_string(&value));
     let set = ("setSystemHeader", "(Ljava/lang/String;Ljava/lang/String;)V");
     let ok = !k.is_null()

@@ -2,11 +2,15 @@
 //! RemoteCall records so that `jscope merge` can link them across JVMs.
 //!
 //! A second JVMTI environment (its own capabilities and callbacks, so the rest of
-//! the agent is untouched) sets breakpoints at the entry of four JDK methods once
-//! their classes are prepared, and frame-pop notifications for their returns:
+//! the agent is untouched) sets breakpoints at the entry of JDK methods once
+//! their classes are prepared, and at the return instructions of those whose
+//! returns end a call (`points`; never frame pops, which would run the waiting
+//! thread interpreted only):
 //!
 //! - `UnicastRef.invoke(Remote, Method, Object[], long)`: a client call (method
-//!   name, method hash; ends when invoke returns or throws);
+//!   name, method hash; ends when invoke returns, or when the server's
+//!   exception is read; a frame left by another exception ends its call at the
+//!   thread's next RMI breakpoint);
 //! - `StreamRemoteCall(Connection, ObjID, int, long)`: the client's call on a
 //!   connection (endpoints from the connection's socket, object id);
 //! - `StreamRemoteCall(Connection)`: the server's call read from a connection;
@@ -20,12 +24,23 @@
 //! and are recorded with it; `com.sun.net.httpserver` handlers read it.
 //! `java.net.http.HttpClient` requests (`send` and `sendAsync`) get one too
 //! (`http_client`).
+//!
+//! Frameworks (`frameworks`): servlets (Jetty, Tomcat: `javax` and `jakarta`)
+//! and Netty's HTTP handlers serve requests; OkHttp 3 and Apache HttpClient 5
+//! calls carry a `traceparent`, all recorded as the JDK's HTTP calls are.
 
 mod capture;
+mod frameworks;
 mod http;
 mod http_client;
+mod points;
+pub mod requests;
+mod span;
 
 use crate::java_threads::ThreadKey;
+use crate::jvm::Jni;
+use crate::sys;
+use crate::threads::gettid;
 use jscope_format::{StackId, StringId, ThreadId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -135,6 +150,8 @@ struct RemoteState {
     http_evicted: AtomicU64,
     /// Requests not recorded because the request could not be read.
     http_unreadable: AtomicU64,
+    /// The requests threads serve (samples and events carry their ids).
+    requests: requests::Requests,
 }
 
 type Endpoint = (String, u32);
@@ -147,7 +164,60 @@ static REMOTE: RemoteState = RemoteState {
     http_pending: Mutex::new(VecDeque::new()),
     http_evicted: AtomicU64::new(0),
     http_unreadable: AtomicU64::new(0),
+    requests: requests::Requests::new(),
 };
+
+/// The requests this JVM's threads serve.
+pub fn requests() -> &'static requests::Requests {
+    &REMOTE.requests
+}
+
+/// The thread a request of `thread` (None: the current thread) belongs to: a
+/// virtual thread by its Java id alone, as the writer names them.
+pub(crate) fn served_by(env: Jni, thread: Option<sys::jthread>) -> ThreadKey {
+    let key = match thread {
+        Some(t) => ThreadKey::of(env, t),
+        None => ThreadKey::current(env),
+    };
+    let mounted = crate::trace::vthreads::mounted_on(key.tid);
+    if mounted != 0 && mounted == key.java_id {
+        ThreadKey::new(0, 0, key.java_id)
+    } else {
+        key
+    }
+}
+
+/// Sets the HTTP breakpoints of a prepared class (the JDK's own HTTP classes,
+/// then the frameworks') that is one of the targets.
+fn http_class_prepared(jvmti: crate::jvm::Jvmti, sig: &str, class: sys::jclass) {
+    http::on_class_prepare(jvmti, sig, class);
+    http_client::on_class_prepare(jvmti, sig, class);
+    frameworks::on_class_prepare(jvmti, sig, class);
+}
+
+/// An HTTP request served, named `name`, with its incoming traceparent (empty: none).
+fn http_opening(name: String, traceparent: &str) -> requests::Opening<'_> {
+    requests::Opening {
+        kind: jscope_format::RequestKind::Http,
+        name,
+        tags: String::new(),
+        traceparent: Some(traceparent).filter(|t| !t.is_empty()),
+    }
+}
+
+/// Opens a request on `thread` (the current thread); returns its id.
+fn begin_request(env: Jni, thread: sys::jthread, opening: requests::Opening<'_>) -> u32 {
+    let key = served_by(env, Some(thread));
+    REMOTE.requests.begin(gettid(), key, opening)
+}
+
+/// Ends request `id` (0: none) of `thread` (the current thread).
+fn end_request(env: Jni, thread: sys::jthread, id: u32, failed: bool) {
+    if id != 0 {
+        let key = served_by(env, Some(thread));
+        REMOTE.requests.end(gettid(), key, id, failed);
+    }
+}
 
 fn push(r: RawRemote) {
     if let Ok(mut q) = REMOTE.calls.lock() {
@@ -172,10 +242,13 @@ pub(crate) struct RemoteEngine;
 
 impl Engine for RemoteEngine {
     fn start(&self, _ctx: &StartContext<'_>) -> Result<(), StartError> {
+        span::RECORDING.store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 
-    fn stop(&self, _ctx: &StopContext) {}
+    fn stop(&self, _ctx: &StopContext) {
+        span::RECORDING.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
 
     /// RMI and HTTP calls made and served, under their threads.
     fn drain(&self, sink: &mut Sink) -> Drained {
@@ -216,11 +289,39 @@ impl Engine for RemoteEngine {
             };
             sink.chunk.remote(&call);
         }
+        for r in REMOTE.requests.take() {
+            let Some(thread) = sink.event_thread(r.thread) else {
+                continue;
+            };
+            let name = StringId(sink.string(&r.name));
+            let tags = match r.tags.as_str() {
+                "" => StringId::NONE,
+                t => StringId(sink.string(t)),
+            };
+            sink.chunk.request(&jscope_format::Request {
+                id: r.id.into(),
+                thread: ThreadId(thread),
+                ticks: r.start_ns,
+                duration_ns: r.duration_ns,
+                trace_id: r.trace_id,
+                span_id: r.span_id,
+                parent_span_id: r.parent_span_id,
+                parent: r.parent.into(),
+                kind: r.kind,
+                name,
+                tags,
+                failed: r.failed,
+            });
+        }
         Drained::All
     }
 
     /// `java.net.http.HttpClient` requests not recorded, when there are any.
     fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        let dropped = REMOTE.requests.dropped();
+        if dropped > 0 {
+            out.push(("requests.dropped", dropped));
+        }
         let (evicted, unreadable) = http_client::lost_counts();
         if evicted + unreadable > 0 {
             out.push(("remote.http_client_evicted", evicted));

@@ -223,6 +223,7 @@ fn transition(
         // Kept whether or not anything records now: a recording that starts
         // while this virtual thread runs finds it mounted.
         set_mounted(tid, if mounts { id } else { 0 });
+        crate::remote::requests().mounted(tid, if mounts { id } else { 0 });
         let mounted = (mounts && id != 0).then_some((id, vthread));
         update_mounted_ref(Jni(env), tid, mounted);
         if mounts {

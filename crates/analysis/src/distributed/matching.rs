@@ -59,8 +59,46 @@ pub fn match_calls(members: &[Member]) -> Vec<Match> {
         .into_values()
         .flat_map(|g| pair_group(members, g))
         .collect();
+    out.extend(pair_by_request_id(members, &out));
     out.sort_by_key(|m| (m.client, m.server));
     out
+}
+
+/// Calls left unmatched by their connection (a side that could not read its
+/// endpoints, an address written differently by the two sides) paired by their
+/// in-band request id alone (an HTTP traceparent names one call: its span id is
+/// new for every request).
+fn pair_by_request_id(members: &[Member], matched: &[Match]) -> Vec<Match> {
+    let taken: std::collections::HashSet<CallRef> =
+        matched.iter().flat_map(|m| [m.client, m.server]).collect();
+    let mut servers: HashMap<(ProtocolName, &str), Vec<CallRef>> = HashMap::new();
+    let mut clients = Vec::new();
+    for (jvm, m) in members.iter().enumerate() {
+        for (call, r) in m.remotes.iter().enumerate() {
+            let at = CallRef { jvm, call };
+            let Some(id) = r.request_id.as_deref().filter(|_| !taken.contains(&at)) else {
+                continue;
+            };
+            match r.side {
+                RemoteSideName::Client => clients.push((r.protocol, id, at)),
+                RemoteSideName::Server => servers.entry((r.protocol, id)).or_default().push(at),
+            }
+        }
+    }
+    clients
+        .into_iter()
+        .filter_map(|(protocol, id, client)| {
+            let list = servers.get_mut(&(protocol, id))?;
+            // Exactly one server of another JVM: an id reused by the application
+            // on several calls is no proof of which is which.
+            if list.len() != 1 {
+                return None;
+            }
+            let m = pair_if_compatible(members, client, list[0])?;
+            list.clear();
+            Some(m)
+        })
+        .collect()
 }
 
 fn pair_group(members: &[Member], mut g: Group) -> Vec<Match> {

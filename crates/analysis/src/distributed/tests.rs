@@ -443,6 +443,62 @@ fn two_clients_on_one_host_with_many_threads_get_their_own_server_executions() {
 }
 
 #[test]
+fn calls_without_a_common_connection_pair_by_a_unique_request_id() {
+    // A client that could not read its endpoints, and one whose id two servers
+    // carry: the first pairs by its id, the second stays unmatched.
+    let mut c = Jvm::new(1, "h1", 0);
+    let mut s = Jvm::new(2, "h2", 10 * MINUTE_NS);
+    c.thread(1, "main");
+    c.call(1, "app.Stub.a", 1_000, 6_000);
+    c.remote(Client, 1, 1_010, 5_990, ("", 0), ("", 0), 0, "GET", "tp-a");
+    c.call(1, "app.Stub.b", 10_000, 16_000);
+    c.remote(
+        Client,
+        1,
+        10_010,
+        15_990,
+        ("", 0),
+        ("", 0),
+        0,
+        "GET",
+        "tp-b",
+    );
+    s.thread(5, "handler");
+    s.call(5, "app.Handler.a", 110, 500);
+    s.remote(
+        Server,
+        5,
+        100,
+        600,
+        ("h2", 80),
+        ("h1", 6000),
+        1,
+        "GET",
+        "tp-a",
+    );
+    for (k, from) in [2_000u64, 3_000].into_iter().enumerate() {
+        s.call(5, "app.Handler.b", from + 10, from + 500);
+        s.remote(
+            Server,
+            5,
+            from,
+            from + 600,
+            ("h2", 80),
+            ("h1", 7000 + k as u32),
+            1,
+            "GET",
+            "tp-b",
+        );
+    }
+    let t = DistributedTree::build(vec![c.member("c"), s.member("s")]);
+    assert_eq!(t.links.len(), 1);
+    let l = &t.links[0];
+    assert_eq!(t.remote(l.client).request_id.as_deref(), Some("tp-a"));
+    assert_eq!(t.remote(l.server).request_id.as_deref(), Some("tp-a"));
+    assert_eq!(t.unmatched_clients.len(), 1);
+}
+
+#[test]
 fn matching_survives_a_reused_port_through_order_and_request_ids() {
     // The same client port is used by two connections one after the other; both
     // start at conn_seq 1. With request ids they pair exactly, even when the server

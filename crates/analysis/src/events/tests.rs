@@ -589,6 +589,7 @@ fn without_traces_events_nest_into_sample_intervals() {
     let s2 = b.stack(&[("demo.Worker.idle", 4), ("demo.Worker.run", 10)]);
     for (ms, stack) in [(0, s1), (10, s2), (20, s1)] {
         b.w.sample(&Sample {
+            request: 0,
             thread: ThreadId(2),
             carrier: Default::default(),
             ticks: at_ms(ms),
@@ -647,6 +648,7 @@ fn timeline_lanes_have_sampled_states_event_intervals_and_gc_bars() {
             ALIVE | RUNNABLE
         };
         b.w.sample(&Sample {
+            request: 0,
             thread: ThreadId(2),
             carrier: Default::default(),
             ticks: at_ms(ms),
@@ -802,6 +804,7 @@ fn method_selects_stackless_events_by_their_invocation_or_sampled_stack() {
     let s2 = b.stack(&[("demo.Worker.idle", 4), ("demo.Worker.run", 10)]);
     for (ms, stack) in [(0, s1), (10, s2)] {
         b.w.sample(&Sample {
+            request: 0,
             thread: ThreadId(2),
             carrier: Default::default(),
             ticks: at_ms(ms),

@@ -137,6 +137,7 @@ pub fn synthetic_recording() -> Synthetic {
     for (i, stack) in stacks.into_iter().enumerate() {
         for n in 0..10 {
             b.raw_sample(&Sample {
+                request: 0,
                 thread: ThreadId(1),
                 carrier: Default::default(),
                 ticks: 1_000 + (i as u64 * 10 + n) * 10_000_000,

@@ -15,6 +15,8 @@ const TREE_JS: &str = include_str!("../ui/tree.js");
 const COMPARE_JS: &str = include_str!("../ui/compare.js");
 /// The queue view (a queue replayed from a JVM's trace).
 const QUEUE_JS: &str = include_str!("../ui/queue.js");
+/// The requests view (the latency heatmap, the slowest requests, their trees).
+const REQUESTS_JS: &str = include_str!("../ui/requests.js");
 /// The tag explorer.
 const EXPLORE_JS: &str = include_str!("../ui/explore.js");
 const BROWSE_CSS: &str = include_str!("../ui/browse.css");
@@ -34,6 +36,7 @@ pub fn asset(path: &str) -> Option<Response> {
         "/tree.js" => (JS, TREE_JS),
         "/compare.js" => (JS, COMPARE_JS),
         "/queue.js" => (JS, QUEUE_JS),
+        "/requests.js" => (JS, REQUESTS_JS),
         "/explore.js" => (JS, EXPLORE_JS),
         "/browse.css" => (CSS, BROWSE_CSS),
         _ => return None,

@@ -10,6 +10,7 @@ mod jfr;
 mod native;
 pub mod params;
 mod queue;
+mod requests;
 mod tags;
 pub mod tree;
 
@@ -185,6 +186,7 @@ impl ApiContext {
             ["jvms", id, "queue"] => queue::queue_of(&*self.store, id, req),
             ["diff"] => diff::diff_of(&*self.store, &self.jvm_list(), req),
             ["flame"] => self.flame(req),
+            ["requests"] => requests::requests_of(&*self.store, &self.jvm_list(), req),
             ["jfr"] => jfr::jfr_of(&*self.store, &self.jvm_list(), req),
             ["tags"] => tags::tags(&self.jvm_list(), req),
             ["explore"] => tags::explore(&*self.store, &self.jvm_list(), req),

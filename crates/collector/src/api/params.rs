@@ -4,7 +4,7 @@
 //! nothing else.
 
 use jscope_analysis::events::EventWeight;
-use jscope_analysis::{parse_state, Annotation, Mode};
+use jscope_analysis::{parse_state, Annotation, Mode, RequestFilter};
 use jscope_flame::{render_html, FlameGraph, Options};
 use jscope_format::Recording;
 use jscope_store::distributed::DistributedQuery;
@@ -97,6 +97,15 @@ pub fn describe(q: &Query) -> String {
         let s: Vec<String> = q.states.iter().map(|s| s.to_string()).collect();
         parts.push(format!("states {}", s.join(",")));
     }
+    if let Some(ns) = q.requests.min_latency_ns {
+        parts.push(format!("requests of {:.1} ms or more", ns as f64 / 1e6));
+    }
+    if let Some(r) = &q.requests.request {
+        match r.split(',').count() {
+            1 => parts.push(format!("request {r}")),
+            n => parts.push(format!("{n} requests")),
+        }
+    }
     parts.join(", ")
 }
 
@@ -142,7 +151,8 @@ pub fn parse_moment(req: &Request, name: &str, now_ns: u64) -> Result<Option<u64
 /// `jvm` (repeatable or comma-separated ids; `jvm=all`, pids, `service`, `host`
 /// and `label` are resolved by [`ApiContext::query`]), `from`/`to` (epoch ms, RFC
 /// 3339 or a span ago; `from_ns`/`to_ns` exact), `since` (e.g. 1h30m) or `last`
-/// (e.g. 5m), `mode`, `thread`, `state` (repeatable), `lines`, `annotate`.
+/// (e.g. 5m), `mode`, `thread`, `state` (repeatable), `lines`, `annotate`,
+/// `latency` and `request` (see [`requests`]).
 pub fn parse_query(req: &Request) -> Result<Query, CollectorError> {
     let now = now_ns();
     let mut from_ns = parse_moment(req, "from", now)?;
@@ -175,7 +185,50 @@ pub fn parse_query(req: &Request) -> Result<Query, CollectorError> {
         states,
         lines: matches!(req.param("lines"), Some("1" | "true")),
         annotate: parse_annotation(req)?,
+        requests: requests(req)?,
     })
+}
+
+/// `latency` (requests at least this long: `50ms`, `1.5s`, `200us`; a bare
+/// number is ms; `latency_ns` exact) and `request` (trace ids or recording ids,
+/// repeatable or comma-separated): the samples of those requests only.
+pub fn requests(req: &Request) -> Result<RequestFilter, CollectorError> {
+    let min_latency_ns = match (req.param("latency_ns"), req.param("latency")) {
+        (Some(ns), _) => Some(ns.parse::<u64>().map_err(|_| {
+            CollectorError::BadQuery(format!("latency_ns must be nanoseconds, not {ns:?}"))
+        })?),
+        (None, Some(text)) => Some(latency_ns(text).ok_or_else(|| {
+            CollectorError::BadQuery(format!(
+                "latency must be a duration like 50ms, 1.5s or 200us, not {text:?}"
+            ))
+        })?),
+        (None, None) => None,
+    };
+    let ids = req.params("request");
+    Ok(RequestFilter {
+        min_latency_ns,
+        request: (!ids.is_empty()).then(|| ids.join(",")),
+    })
+}
+
+/// A duration as ns: a number and `ns`, `us`, `ms` (the default), `s` or `m`.
+fn latency_ns(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.parse().ok()?;
+    let per = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "" | "ms" => 1e6,
+        "s" => 1e9,
+        "m" => 60e9,
+        _ => return None,
+    };
+    let ns = value * per;
+    (ns.is_finite() && ns >= 0.0 && ns < u64::MAX as f64).then_some(ns as u64)
 }
 
 /// `annotate=tiers` (async-profiler's suffixes: `_[0]`, `_[1]`, `_[j]`, `_[i]`),

@@ -314,6 +314,7 @@ fn folded(
             to_ns: to,
             weight_ns: interval_ns,
             state: 0,
+            link: None,
         });
     }
     if p.samples.is_empty() {
@@ -422,6 +423,7 @@ fn pprof_body(
             to_ns: to,
             weight_ns: weight,
             state: 0,
+            link: None,
         });
     }
     Ok(p)
@@ -498,6 +500,7 @@ fn from_recording(rec: Recording) -> Pushed {
             to_ns: wall,
             weight_ns: s.weight_ns,
             state: s.state,
+            link: None,
         });
     }
     p.events_of = Some(rec);
@@ -624,6 +627,7 @@ pub fn otlp(req: &Request) -> Result<Vec<(Source, Pushed)>, PushError> {
                         }
                     }
                     let stack = p.stack(&mut index, frames);
+                    let link = link_of(&dict.link_table, sample.link_index);
                     let times = &sample.timestamps_unix_nano;
                     let n = times.len().max(sample.values.len());
                     for i in 0..n {
@@ -646,6 +650,7 @@ pub fn otlp(req: &Request) -> Result<Vec<(Source, Pushed)>, PushError> {
                             to_ns: at,
                             weight_ns: weight,
                             state: 0,
+                            link,
                         });
                     }
                 }
@@ -654,6 +659,18 @@ pub fn otlp(req: &Request) -> Result<Vec<(Source, Pushed)>, PushError> {
         out.push((src, p));
     }
     Ok(out)
+}
+
+/// A sample's link (0: none) as (trace id, span id); None when absent or
+/// malformed.
+fn link_of(
+    table: &[opentelemetry_proto::tonic::profiles::v1development::Link],
+    index: i32,
+) -> Option<([u8; 16], u64)> {
+    let link = table.get(usize::try_from(index).ok().filter(|&i| i > 0)?)?;
+    let trace: [u8; 16] = link.trace_id.as_slice().try_into().ok()?;
+    let span: [u8; 8] = link.span_id.as_slice().try_into().ok()?;
+    (trace != [0; 16]).then_some((trace, u64::from_be_bytes(span)))
 }
 
 /// An empty `ExportProfilesServiceResponse` (everything accepted).
@@ -794,6 +811,29 @@ mod tests {
             };
             let _ = super::otlp(&req);
         }
+    }
+
+    #[test]
+    fn otlp_links_are_read_as_trace_and_span_ids() {
+        use opentelemetry_proto::tonic::profiles::v1development::Link;
+        let trace: Vec<u8> = (1..=16).collect();
+        let table = vec![
+            Link::default(),
+            Link {
+                trace_id: trace.clone(),
+                span_id: vec![0, 0, 0, 0, 0, 0, 1, 2],
+            },
+            Link {
+                trace_id: vec![1, 2],
+                span_id: vec![1; 8],
+            },
+        ];
+        let want: [u8; 16] = trace.try_into().unwrap();
+        assert_eq!(link_of(&table, 1), Some((want, 0x102)));
+        assert_eq!(link_of(&table, 0), None, "index 0 is no link");
+        assert_eq!(link_of(&table, 2), None, "a short trace id");
+        assert_eq!(link_of(&table, 9), None);
+        assert_eq!(link_of(&table, -1), None);
     }
 
     #[test]

@@ -238,12 +238,26 @@ impl Pushes {
     }
 }
 
+/// A linked request of a push: (id, thread, first and last sample ticks).
+type Linked = (u64, jscope_format::ThreadId, u64, u64);
+
+/// A linked request's id, the same in every push of the link (never 0).
+fn request_id((trace, span): ([u8; 16], u64)) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in trace.iter().chain(&span.to_be_bytes()) {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    // 48 bits: merging JVMs shifts ids past each other's without overflow.
+    (h >> 16).max(1)
+}
+
 /// Writes the samples as data chunks (cut at [`CHUNK_BYTES`]) and makes them durable.
 fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Result<(), PushError> {
     let start = st.start_wall_ns();
     let mut w = ChunkWriter::new();
     let mut span: Option<(u64, u64)> = None;
     let mut stacks: HashMap<usize, StackId> = HashMap::new();
+    let mut requests: HashMap<([u8; 16], u64), Linked> = HashMap::new();
     for s in &pushed.samples {
         let stack = match stacks.get(&s.stack) {
             Some(&id) => id,
@@ -258,7 +272,16 @@ fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Resul
         let (from, to) = (s.from_ns.min(s.to_ns), s.to_ns.max(s.from_ns));
         for i in 0..s.count {
             let wall = from + ((to - from) as u128 * i as u128 / s.count as u128) as u64;
+            let ticks = wall.saturating_sub(start);
+            let request = s.link.map_or(0, |link| {
+                let r = requests
+                    .entry(link)
+                    .or_insert((request_id(link), thread, ticks, ticks));
+                (r.2, r.3) = (r.2.min(ticks), r.3.max(ticks));
+                r.0
+            });
             w.sample(&Sample {
+                request,
                 thread,
                 carrier: Default::default(),
                 ticks: wall.saturating_sub(start),
@@ -273,6 +296,22 @@ fn write(store: &dyn Store, id: &str, st: &mut Stream, pushed: &Pushed) -> Resul
                 append(store, id, st, &mut w, span.take())?;
             }
         }
+    }
+    // Each link a request, spanning its samples, so that the collector's
+    // request filters and lists see what the pusher linked.
+    for ((trace_id, span_id), (id, thread, first, last)) in requests {
+        w.request(&jscope_format::Request {
+            id,
+            thread,
+            ticks: first,
+            duration_ns: last - first,
+            trace_id,
+            span_id,
+            kind: jscope_format::RequestKind::Span,
+            name: jscope_format::StringId::NONE,
+            tags: jscope_format::StringId::NONE,
+            ..Default::default()
+        });
     }
     if let Some(rec) = &pushed.events_of {
         let mut ids = PushIds {

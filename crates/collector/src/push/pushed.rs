@@ -118,6 +118,8 @@ pub struct PushedSample {
     pub weight_ns: u64,
     /// JVMTI state bits; 0 when unknown.
     pub state: u32,
+    /// The request the samples were taken in (an OTLP link): trace id, span id.
+    pub link: Option<([u8; 16], u64)>,
 }
 
 /// A parsed push: stacks (top frame first) and their samples.

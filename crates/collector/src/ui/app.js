@@ -540,6 +540,7 @@ async function refresh() {
     if (window.jscopeTree) await window.jscopeTree.refresh(ui.tab, ui.jvm);
     if (window.jscopeCompare) await window.jscopeCompare.refresh(ui.tab, ui.jvm, ui.jvms);
     if (window.jscopeQueue) await window.jscopeQueue.refresh(ui.tab, ui.jvm);
+    if (window.jscopeRequests) await window.jscopeRequests.refresh(ui.tab);
     if (window.jscopeExplore) await window.jscopeExplore.refresh(ui.tab);
   } catch (e) {
     status("error: " + e.message);

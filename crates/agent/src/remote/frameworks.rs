@@ -1,0 +1,428 @@
+//! HTTP calls over the frameworks services run, in the remote-call JVMTI
+//! environment, recorded as the JDK's own HTTP calls are (`http`):
+//!
+//! - servlets (Jetty 9: `javax.servlet`; Tomcat 10: `jakarta.servlet`):
+//!   `HttpServlet.service(ServletRequest, ServletResponse)` serves a request;
+//!   its method, URI, `traceparent` header and endpoints are read from the
+//!   request, a request opens on the thread and ends when `service` returns.
+//!   A servlet called inside another's service (forward, include) is part of
+//!   the outer request.
+//! - Netty 4.1 (`SimpleChannelInboundHandler.channelRead` given an
+//!   `HttpRequest`): the request ends when the handler returns; the server call
+//!   ends when its response is encoded (`HttpObjectEncoder.encode`) if that
+//!   comes first. A handler that answers later, from another thread, ends its
+//!   request at its return: the work done after that is not part of it.
+//! - OkHttp 3 (`RealCall.getResponseWithInterceptorChain`, which both
+//!   `execute` and `enqueue` run): unless the application set a `traceparent`,
+//!   the call's request is replaced by a copy with one (`Request` is
+//!   immutable); endpoints come from the connection the exchange goes over
+//!   (`CallServerInterceptor.intercept`). The call ends when the response
+//!   headers are read (the method returns).
+//! - Apache HttpClient 5 classic (`InternalHttpClient.doExecute`): the
+//!   `traceparent` is set on the request; endpoints from the connection that
+//!   sends its headers (`DefaultBHttpClientConnection.sendRequestHeader`).
+//!
+//! Client calls are marked failed only when they throw (their status is not
+//! read). Calls end at breakpoints on their methods' return instructions; a
+//! method left by an exception is noticed at its thread's next framework
+//! call of the same side (see `on_hit` and `points`), and its call then ends,
+//! failed: until then its request stays the thread's. Each exchange on a
+//! connection counts once on both sides, so the connection order matches the
+//! server's.
+
+use super::http::{new_traceparent, returned, served_trace_id, Call, STATE};
+use super::points::{
+    next_seq, set_breakpoints, socket_address, socket_endpoints, At, Endpoint, Frames, Target,
+};
+use crate::jvm::breakpoints::Hit;
+use crate::jvm::{Jni, Jvmti};
+use crate::sys;
+
+const STRING_ARG: &str = "(Ljava/lang/String;)Ljava/lang/String;";
+const ADDRESS: &str = "()Ljava/net/SocketAddress;";
+
+const TARGETS: [Target; 8] = [
+    Target::entry_and_returns(
+        "Ljavax/servlet/http/HttpServlet;",
+        "service",
+        "(Ljavax/servlet/ServletRequest;Ljavax/servlet/ServletResponse;)V",
+        servlet,
+    ),
+    Target::entry_and_returns(
+        "Ljakarta/servlet/http/HttpServlet;",
+        "service",
+        "(Ljakarta/servlet/ServletRequest;Ljakarta/servlet/ServletResponse;)V",
+        servlet,
+    ),
+    Target::entry_and_returns(
+        "Lio/netty/channel/SimpleChannelInboundHandler;",
+        "channelRead",
+        "(Lio/netty/channel/ChannelHandlerContext;Ljava/lang/Object;)V",
+        netty,
+    ),
+    Target::entry(
+        "Lio/netty/handler/codec/http/HttpObjectEncoder;",
+        "encode",
+        "(Lio/netty/channel/ChannelHandlerContext;Ljava/lang/Object;Ljava/util/List;)V",
+        netty_encodes,
+    ),
+    Target::entry_and_returns(
+        "Lokhttp3/RealCall;",
+        "getResponseWithInterceptorChain",
+        "()Lokhttp3/Response;",
+        okhttp,
+    ),
+    Target::entry(
+        "Lokhttp3/internal/http/CallServerInterceptor;",
+        "intercept",
+        "(Lokhttp3/Interceptor$Chain;)Lokhttp3/Response;",
+        okhttp_sends,
+    ),
+    Target::entry_and_returns(
+        "Lorg/apache/hc/client5/http/impl/classic/InternalHttpClient;",
+        "doExecute",
+        "(Lorg/apache/hc/core5/http/HttpHost;Lorg/apache/hc/core5/http/ClassicHttpRequest;Lorg/apache/hc/core5/http/protocol/HttpContext;)Lorg/apache/hc/client5/http/impl/classic/CloseableHttpResponse;",
+        hc5,
+    ),
+    Target::entry(
+        "Lorg/apache/hc/core5/http/impl/io/DefaultBHttpClientConnection;",
+        "sendRequestHeader",
+        "(Lorg/apache/hc/core5/http/ClassicHttpRequest;)V",
+        hc5_sends,
+    ),
+];
+
+/// Sets the breakpoints of a prepared class that is one of the targets.
+pub fn on_class_prepare(jvmti: Jvmti, sig: &str, class: sys::jclass) {
+    set_breakpoints(jvmti, sig, class, &TARGETS);
+}
+
+fn servlet(hit: &Hit) {
+    on_server(hit, servlet_serves);
+}
+
+fn netty(hit: &Hit) {
+    on_server(hit, netty_reads);
+}
+
+fn okhttp(hit: &Hit) {
+    on_client(hit, okhttp_calls);
+}
+
+fn hc5(hit: &Hit) {
+    on_client(hit, hc5_calls);
+}
+
+/// Which of a thread's framework stacks.
+#[derive(Clone, Copy, PartialEq)]
+enum Side {
+    Server,
+    Client,
+}
+
+fn on_server(hit: &Hit, entry: fn(&Hit, i32)) {
+    on_hit(hit, Side::Server, entry);
+}
+
+fn on_client(hit: &Hit, entry: fn(&Hit, i32)) {
+    on_hit(hit, Side::Client, entry);
+}
+
+/// Calls left by an exception end, then: at the entry, `entry` runs with the
+/// stack depth; at a return, the call of this frame ends.
+fn on_hit(hit: &Hit, side: Side, entry: fn(&Hit, i32)) {
+    let Some(at) = At::of(hit) else {
+        return;
+    };
+    let now = crate::clock::monotonic_ns();
+    while let Some(call) = with_stack(side, |s| s.take_left(at)) {
+        returned(hit, side == Side::Server, Some(call), true, now);
+    }
+    if at.entry {
+        entry(hit, at.depth);
+        return;
+    }
+    let call = with_stack(side, |s| s.take_returning(at));
+    returned(hit, side == Side::Server, call, false, now);
+}
+
+fn with_stack<R>(side: Side, f: impl FnOnce(&mut Frames<Call>) -> R) -> R {
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        f(match side {
+            Side::Server => &mut s.framework_servers,
+            Side::Client => &mut s.framework_clients,
+        })
+    })
+}
+
+/// A new call read from a request: starting now, with no endpoints yet.
+fn call(method: String, path: String, traceparent: String) -> Call {
+    Call {
+        start_ns: crate::clock::monotonic_ns(),
+        answered_ns: None,
+        local: (String::new(), 0),
+        remote: (String::new(), 0),
+        seq: 0,
+        path,
+        method,
+        traceparent,
+        failed: false,
+        request: 0,
+    }
+}
+
+/// Opens the served request of `c` on this thread (entered at `depth`).
+fn serve(hit: &Hit, mut c: Call, ends: Option<(Endpoint, Endpoint)>, depth: i32) {
+    if let Some((local, remote)) = ends {
+        c.seq = next_seq(&local, &remote);
+        (c.local, c.remote) = (local, remote);
+    }
+    let name = format!("{} {}", c.method, c.path);
+    let opening = super::http_opening(name, &c.traceparent);
+    c.request = super::begin_request(hit.jni, hit.thread, opening);
+    STATE.with(|s| s.borrow_mut().framework_servers.push(depth, c));
+}
+
+/// Whether the thread serves a framework request (one nested in it, a
+/// forward or an inner handler, is part of it).
+fn serving() -> bool {
+    STATE.with(|s| !s.borrow().framework_servers.is_empty())
+}
+
+/// `HttpServlet.service(ServletRequest req, ServletResponse res)`: slot 1.
+fn servlet_serves(hit: &Hit, depth: i32) {
+    if serving() {
+        return;
+    }
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let req = ti.local_object(thread, 0, 1);
+    let read = read_servlet_request(env, req);
+    env.delete_local(req);
+    if let Some((c, ends)) = read {
+        serve(hit, c, ends, depth);
+    }
+}
+
+fn read_servlet_request(
+    env: Jni,
+    req: sys::jobject,
+) -> Option<(Call, Option<(Endpoint, Endpoint)>)> {
+    // Only an HttpServletRequest has a method.
+    let method = env.call_string(req, "getMethod")?;
+    let path = env.call_string(req, "getRequestURI").unwrap_or_default();
+    let traceparent = string_call(env, req, "getHeader", "traceparent").unwrap_or_default();
+    let end = |addr: &str, port: &str| -> Option<Endpoint> {
+        let host = env.call_string(req, addr)?;
+        let port = env.call_int(req, port)?;
+        Some((host.trim_matches(['[', ']']).to_string(), port as u32))
+    };
+    let ends = end("getLocalAddr", "getLocalPort").zip(end("getRemoteAddr", "getRemotePort"));
+    Some((call(method, path, traceparent), ends))
+}
+
+/// `o.name(arg)` for a `String name(String)` method, as a Rust string.
+fn string_call(env: Jni, o: sys::jobject, name: &str, arg: &str) -> Option<String> {
+    let key = env.new_string(arg);
+    if key.is_null() {
+        return None;
+    }
+    let value = env.call_object_with(o, (name, STRING_ARG), &[sys::jvalue { l: key }]);
+    let text = env.string_of(value);
+    env.delete_local(value);
+    env.delete_local(key);
+    text
+}
+
+/// `SimpleChannelInboundHandler.channelRead(ChannelHandlerContext ctx, Object
+/// msg)`: slots 1 and 2; only an `HttpRequest` opens a request.
+fn netty_reads(hit: &Hit, depth: i32) {
+    if serving() {
+        return;
+    }
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let msg = ti.local_object(thread, 0, 2);
+    let method = env.call_object(msg, "method", "()Lio/netty/handler/codec/http/HttpMethod;");
+    let read = (!method.is_null()).then(|| {
+        let name = env.call_string(method, "name").unwrap_or_default();
+        let uri = env.call_string(msg, "uri").unwrap_or_default();
+        let path = uri.split('?').next().unwrap_or_default().to_string();
+        let headers = env.call_object(
+            msg,
+            "headers",
+            "()Lio/netty/handler/codec/http/HttpHeaders;",
+        );
+        let traceparent = string_call(env, headers, "get", "traceparent").unwrap_or_default();
+        env.delete_local(headers);
+        call(name, path, traceparent)
+    });
+    env.delete_local(method);
+    env.delete_local(msg);
+    let Some(c) = read else {
+        return;
+    };
+    let ctx = ti.local_object(thread, 0, 1);
+    let channel = env.call_object(ctx, "channel", "()Lio/netty/channel/Channel;");
+    let local = socket_address(env, channel, ("localAddress", ADDRESS));
+    let remote = socket_address(env, channel, ("remoteAddress", ADDRESS));
+    env.delete_local(channel);
+    env.delete_local(ctx);
+    serve(hit, c, local.zip(remote), depth);
+}
+
+/// `HttpObjectEncoder.encode(ctx, Object msg, List out)`: a response (it has a
+/// status) encoded inside a served Netty request is its answer.
+fn netty_encodes(hit: &Hit) {
+    if !serving() {
+        return;
+    }
+    let now = crate::clock::monotonic_ns();
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let msg = ti.local_object(thread, 0, 2);
+    let status = env.call_object(
+        msg,
+        "status",
+        "()Lio/netty/handler/codec/http/HttpResponseStatus;",
+    );
+    let code = env.call_int(status, "code");
+    env.delete_local(status);
+    env.delete_local(msg);
+    if let Some(code) = code {
+        STATE.with(|s| {
+            if let Some(c) = s.borrow_mut().framework_servers.last_mut() {
+                c.answered_ns.get_or_insert(now);
+                c.failed |= code >= 500;
+            }
+        });
+    }
+}
+
+/// Pushes a client call entered at `depth`.
+fn calling(c: Call, depth: i32) {
+    STATE.with(|s| s.borrow_mut().framework_clients.push(depth, c));
+}
+
+/// An exchange of the innermost client call goes over a connection: counted,
+/// and the call's endpoints (its first exchange's) are these.
+fn sends_over(ends: Option<(Endpoint, Endpoint)>) {
+    let Some((local, remote)) = ends else {
+        return;
+    };
+    let seq = next_seq(&local, &remote);
+    STATE.with(|s| {
+        if let Some(c) = s.borrow_mut().framework_clients.last_mut() {
+            if c.seq == 0 {
+                (c.local, c.remote, c.seq) = (local, remote, seq);
+                c.start_ns = crate::clock::monotonic_ns();
+            }
+        }
+    });
+}
+
+/// `RealCall.getResponseWithInterceptorChain()`: `this` (slot 0) holds the
+/// request (`originalRequest`), replaced by a copy with a traceparent unless
+/// it has one.
+fn okhttp_calls(hit: &Hit, depth: i32) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let this = ti.local_object(thread, 0, 0);
+    const FIELD: (&str, &str) = ("originalRequest", "Lokhttp3/Request;");
+    let req = env.object_field(this, FIELD.0, FIELD.1);
+    let method = env.call_string(req, "method");
+    let url = env.call_object(req, "url", "()Lokhttp3/HttpUrl;");
+    let path = env.call_string(url, "encodedPath").unwrap_or_default();
+    env.delete_local(url);
+    let traceparent = match string_call(env, req, "header", "traceparent") {
+        Some(own) => Some(own),
+        None => {
+            let value = new_traceparent(served_trace_id(env));
+            let (k, v) = (env.new_string("traceparent"), env.new_string(&value));
+            let builder = env.call_object(req, "newBuilder", "()Lokhttp3/Request$Builder;");
+            let header = (
+                "header",
+                "(Ljava/lang/String;Ljava/lang/String;)Lokhttp3/Request$Builder;",
+            );
+            let with = env.call_object_with(
+                builder,
+                header,
+                &[sys::jvalue { l: k }, sys::jvalue { l: v }],
+            );
+            let copy = env.call_object(with, "build", "()Lokhttp3/Request;");
+            let set = !copy.is_null() && env.set_object_field(this, FIELD, copy);
+            for o in [copy, with, builder, v, k] {
+                env.delete_local(o);
+            }
+            set.then_some(value)
+        }
+    };
+    env.delete_local(req);
+    env.delete_local(this);
+    if let (Some(method), Some(traceparent)) = (method, traceparent) {
+        calling(call(method, path, traceparent), depth);
+    }
+}
+
+/// `CallServerInterceptor.intercept(Chain chain)`: slot 1; the exchange goes
+/// over `chain.connection().socket()`.
+fn okhttp_sends(hit: &Hit) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let chain = ti.local_object(thread, 0, 1);
+    let conn = env.call_object(chain, "connection", "()Lokhttp3/Connection;");
+    let socket = env.call_object(conn, "socket", "()Ljava/net/Socket;");
+    let ends = socket_endpoints(env, socket);
+    for o in [socket, conn, chain] {
+        env.delete_local(o);
+    }
+    sends_over(ends);
+}
+
+/// `InternalHttpClient.doExecute(HttpHost, ClassicHttpRequest request,
+/// HttpContext)`: slot 2, a mutable request.
+fn hc5_calls(hit: &Hit, depth: i32) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let req = ti.local_object(thread, 0, 2);
+    let read = read_hc5_request(env, req);
+    env.delete_local(req);
+    if let Some(c) = read {
+        calling(c, depth);
+    }
+}
+
+fn read_hc5_request(env: Jni, req: sys::jobject) -> Option<Call> {
+    let method = env.call_string(req, "getMethod")?;
+    let path = env.call_string(req, "getPath").unwrap_or_default();
+    let path = path.split('?').next().unwrap_or_default().to_string();
+    let first = (
+        "getFirstHeader",
+        "(Ljava/lang/String;)Lorg/apache/hc/core5/http/Header;",
+    );
+    let key = env.new_string("traceparent");
+    let header = env.call_object_with(req, first, &[sys::jvalue { l: key }]);
+    let own = env.call_string(header, "getValue");
+    env.delete_local(header);
+    let traceparent = match own {
+        Some(own) => Some(own),
+        None => {
+            let value = new_traceparent(served_trace_id(env));
+            let v = env.new_string(&value);
+            let set = ("setHeader", "(Ljava/lang/String;Ljava/lang/Object;)V");
+            let ok = !key.is_null()
+                && !v.is_null()
+                && env.call_void_with(req, set, &[sys::jvalue { l: key }, sys::jvalue { l: v }]);
+            env.delete_local(v);
+            ok.then_some(value)
+        }
+    };
+    env.delete_local(key);
+    Some(call(method, path, traceparent?))
+}
+
+/// `DefaultBHttpClientConnection.sendRequestHeader(request)`: `this` (slot 0)
+/// is the connection.
+fn hc5_sends(hit: &Hit) {
+    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let conn = ti.local_object(thread, 0, 0);
+    let local = socket_address(env, conn, ("getLocalAddress", ADDRESS));
+    let remote = socket_address(env, conn, ("getRemoteAddress", ADDRESS));
+    env.delete_local(conn);
+    sends_over(local.zip(remote));
+}

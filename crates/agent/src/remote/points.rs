@@ -1,0 +1,222 @@
+//! What every protocol's capture shares: the methods to break at and how
+//! they are set (entries and returns), the calls open on a thread's stack,
+//! the order of calls on a connection, and the endpoints of a socket.
+
+use std::collections::HashMap;
+
+use jscope_bytecode::insn;
+
+use super::REMOTE;
+use crate::jvm::breakpoints::{self, Handler, Hit};
+use crate::jvm::{Jni, Jvmti};
+use crate::sys;
+
+/// (host address, port).
+pub(super) type Endpoint = (String, u32);
+
+/// The number of the next call on the connection between `local` and
+/// `remote` (both sides count alike).
+pub(super) fn next_seq(local: &Endpoint, remote: &Endpoint) -> u64 {
+    let mut m = REMOTE.conn_seq.lock().unwrap_or_else(|e| e.into_inner());
+    let n = m
+        .get_or_insert_with(HashMap::new)
+        .entry((local.clone(), remote.clone()))
+        .or_insert(0);
+    *n += 1;
+    *n
+}
+
+/// A method to break at: class signature, name, descriptor, what to run at
+/// its breakpoints, and whether its returns matter (then it breaks at every
+/// return instruction too, `Hit::location` telling them from its entry, 0).
+pub(super) struct Target {
+    pub class: &'static str,
+    pub name: &'static str,
+    pub descriptor: &'static str,
+    pub on_hit: fn(&Hit),
+    pub returns: bool,
+}
+
+impl Target {
+    /// Breaks at the method's entry only.
+    pub const fn entry(
+        class: &'static str,
+        name: &'static str,
+        descriptor: &'static str,
+        on_hit: fn(&Hit),
+    ) -> Self {
+        Self {
+            class,
+            name,
+            descriptor,
+            on_hit,
+            returns: false,
+        }
+    }
+
+    /// Breaks at the method's entry and at each of its return instructions.
+    pub const fn entry_and_returns(
+        class: &'static str,
+        name: &'static str,
+        descriptor: &'static str,
+        on_hit: fn(&Hit),
+    ) -> Self {
+        Self {
+            returns: true,
+            ..Self::entry(class, name, descriptor, on_hit)
+        }
+    }
+}
+
+// Why returns are breakpoints, not JVMTI frame pops: in HotSpot a thread
+// waiting for a frame pop runs in the interpreter only, so a whole request
+// would. Breakpoints leave everything else compiled. A frame left by an
+// exception hits no return: it is noticed at the thread's next breakpoint of
+// the same capture (see `Frames`), and its call then ends, failed.
+
+/// Sets the breakpoints of each target method of a prepared class (its entry,
+/// and its returns when they matter), routed to the target's `on_hit`.
+pub(super) fn set_breakpoints(jvmti: Jvmti, sig: &str, class: sys::jclass, targets: &[Target]) {
+    if !targets.iter().any(|t| t.class == sig) {
+        return;
+    }
+    for (m, name, desc) in jvmti.methods(class) {
+        for t in targets.iter().filter(|t| t.class == sig) {
+            if name != t.name || desc != t.descriptor {
+                continue;
+            }
+            let handler = Handler {
+                on_breakpoint: t.on_hit,
+            };
+            breakpoints::set(jvmti, m, 0, handler);
+            if t.returns {
+                for at in jvmti
+                    .bytecodes(m)
+                    .map(|c| returns_of(&c))
+                    .unwrap_or_default()
+                {
+                    breakpoints::set(jvmti, m, at, handler);
+                }
+            }
+        }
+    }
+}
+
+/// The offsets of a method's return instructions (none at 0, its entry).
+fn returns_of(code: &[u8]) -> Vec<i64> {
+    insn::decode(code)
+        .unwrap_or_default()
+        .iter()
+        .filter(|i| (insn::op::IRETURN..=insn::op::RETURN).contains(&i.opcode) && i.offset > 0)
+        .map(|i| i64::from(i.offset))
+        .collect()
+}
+
+/// Where a breakpoint fired in its thread's stack: the depth of the frame
+/// that hit it, and whether at the method's entry (else at a return).
+#[derive(Clone, Copy)]
+pub(super) struct At {
+    pub depth: i32,
+    pub entry: bool,
+}
+
+impl At {
+    /// None when the thread's stack cannot be read.
+    pub fn of(hit: &Hit) -> Option<Self> {
+        let depth = hit.jvmti.frame_count(hit.thread)?;
+        Some(Self {
+            depth,
+            entry: hit.location == 0,
+        })
+    }
+
+    /// Frames entered at this depth or deeper are gone: at an entry, the
+    /// frame's own depth; at a return, the frames below it.
+    pub fn gone_from(self) -> i32 {
+        if self.entry {
+            self.depth
+        } else {
+            self.depth + 1
+        }
+    }
+}
+
+/// A thread's open calls of one capture, each with the stack depth of the
+/// frame that made it, innermost last.
+pub(super) struct Frames<T>(Vec<(i32, T)>);
+
+impl<T> Default for Frames<T> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<T> Frames<T> {
+    pub fn push(&mut self, depth: i32, call: T) {
+        self.0.push((depth, call));
+    }
+
+    /// Takes the innermost call whose frame is gone at `at` (left by an
+    /// exception: no return of it was hit); call it until None.
+    pub fn take_left(&mut self, at: At) -> Option<T> {
+        let gone = self.0.last().is_some_and(|(d, _)| *d >= at.gone_from());
+        gone.then(|| self.0.pop().map(|(_, c)| c)).flatten()
+    }
+
+    /// At a return: the call of the returning frame, if it made one.
+    pub fn take_returning(&mut self, at: At) -> Option<T> {
+        let own = !at.entry && self.0.last().is_some_and(|(d, _)| *d == at.depth);
+        own.then(|| self.0.pop().map(|(_, c)| c)).flatten()
+    }
+
+    /// Takes the innermost call, its frame still on the stack.
+    pub fn pop(&mut self) -> Option<T> {
+        self.0.pop().map(|(_, c)| c)
+    }
+
+    pub fn last_mut(&mut self) -> Option<&mut T> {
+        self.0.last_mut().map(|(_, c)| c)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// The endpoints of a connected `java.net.Socket`, from this JVM's side.
+pub(super) fn socket_endpoints(env: Jni, socket: sys::jobject) -> Option<(Endpoint, Endpoint)> {
+    if socket.is_null() {
+        return None;
+    }
+    let host = |getter: &str| {
+        let addr = env.call_object(socket, getter, "()Ljava/net/InetAddress;");
+        let h = env.call_string(addr, "getHostAddress");
+        env.delete_local(addr);
+        h
+    };
+    let local = (
+        host("getLocalAddress"),
+        env.call_int(socket, "getLocalPort"),
+    );
+    let remote = (host("getInetAddress"), env.call_int(socket, "getPort"));
+    match (local, remote) {
+        ((Some(lh), Some(lp)), (Some(rh), Some(rp))) => Some(((lh, lp as u32), (rh, rp as u32))),
+        _ => None,
+    }
+}
+
+/// The `InetSocketAddress` a getter of `o` returns (`(name, descriptor)`), as
+/// (host address, port).
+pub(super) fn socket_address(
+    env: Jni,
+    o: sys::jobject,
+    (getter, descriptor): (&str, &str),
+) -> Option<Endpoint> {
+    let sa = env.call_object(o, getter, descriptor);
+    let addr = env.call_object(sa, "getAddress", "()Ljava/net/InetAddress;");
+    let host = env.call_string(addr, "getHostAddress");
+    let port = env.call_int(sa, "getPort");
+    env.delete_local(addr);
+    env.delete_local(sa);
+    Some((host?, port? as u32))
+}

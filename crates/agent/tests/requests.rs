@@ -1,0 +1,154 @@
+//! Request context on real JVMs: a pooled `com.sun.net.httpserver` serving
+//! requests (`remote=http`) and `jscope.Span`s nested on a thread pool and on
+//! virtual threads that unmount inside them. Every sample that names a request
+//! was taken on the thread serving it, inside its window as the fixture itself
+//! logged it (System.nanoTime is the agent's clock); a chosen `traceparent`
+//! keeps its trace id; nothing sampled after a span ended carries it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use jscope_format::{Recording, Request, RequestKind};
+use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+
+const CHOSEN: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+fn classes() -> PathBuf {
+    compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/request_fixtures"))
+}
+
+/// Runs the fixture under the agent: its recording and its log lines.
+fn run(java: &Java) -> (Recording, Vec<Vec<String>>) {
+    let dir = temp_dir("requests");
+    let file = dir.join("r.jsc");
+    let log = dir.join("out.log");
+    let mut cmd = Command::new(&java.bin);
+    cmd.arg(format!(
+        "-agentpath:{}=remote=http,interval=1ms,quiet,file={}",
+        agent_path().display(),
+        file.display()
+    ))
+    .arg("-cp")
+    .arg(classes())
+    .args(["Served", "12", CHOSEN])
+    .stdout(Stdio::from(std::fs::File::create(&log).unwrap()));
+    let status = Child::spawn(&mut cmd)
+        .wait_timeout(Duration::from_secs(120))
+        .expect("the JVM exits");
+    assert!(status.success(), "JDK {}: {status}", java.major);
+    let lines = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(' ').map(String::from).collect())
+        .collect();
+    (Recording::read_file(&file).unwrap(), lines)
+}
+
+/// A window the fixture logged, in ns: (thread name or "", t0, t1).
+fn window(l: &[String], at: usize) -> (u64, u64) {
+    (l[at].parse().unwrap(), l[at + 1].parse().unwrap())
+}
+
+#[test]
+fn samples_carry_the_request_their_thread_served_and_only_while_it_did() {
+    for java in javas() {
+        let (rec, lines) = run(&java);
+        let by_id: HashMap<u64, &Request> = rec.requests.iter().map(|r| (r.id, r)).collect();
+        let name = |r: &Request| rec.strings[r.name.index()].clone();
+        // Every request served, one record each, with the trace id it came with.
+        let served: Vec<&Vec<String>> = lines.iter().filter(|l| l[0] == "served").collect();
+        assert_eq!(served.len(), 28, "JDK {}", java.major);
+        let http: Vec<&Request> = rec
+            .requests
+            .iter()
+            .filter(|r| r.kind == RequestKind::Http)
+            .collect();
+        assert_eq!(http.len(), 28, "JDK {}", java.major);
+        assert!(http.iter().all(|r| name(r) == "GET /work"));
+        let chosen: Vec<&&Request> = http
+            .iter()
+            .filter(|r| r.trace_id_hex() == "0af7651916cd43dd8448eb211c80319c")
+            .collect();
+        assert_eq!(chosen.len(), 1, "the chosen traceparent's request");
+        assert_eq!(chosen[0].parent_span_id, 0xb7ad_6b71_6920_3331);
+        // The fixture's own windows: by trace id (requests) and by id (spans).
+        let mut windows: HashMap<u64, (u64, u64)> = HashMap::new();
+        for l in &served {
+            let r = http.iter().find(|r| r.trace_id_hex() == l[1]).unwrap();
+            windows.insert(r.id, window(l, 3));
+            if l[5] == "heavy" {
+                assert!(r.duration_ns >= 100_000_000, "{l:?}: {r:?}");
+            }
+        }
+        let spans: Vec<&Vec<String>> = lines.iter().filter(|l| l[0] == "span").collect();
+        let virtual_ = java.major >= 21;
+        assert_eq!(spans.len(), if virtual_ { 24 } else { 12 });
+        for l in &spans {
+            let id: u64 = l[2].parse().unwrap();
+            let r = by_id[&id];
+            assert_eq!((r.kind, name(r)), (RequestKind::Span, l[1].clone()));
+            windows.insert(id, window(l, 3));
+            if l[1].starts_with("inner") {
+                let outer = by_id[&r.parent];
+                assert!(name(outer).starts_with("outer"));
+                assert_eq!(
+                    (outer.trace_id, outer.span_id),
+                    (r.trace_id, r.parent_span_id)
+                );
+                assert_eq!(rec.strings[r.tags.index()], "depth=2");
+            }
+        }
+        // Every sample naming a request: its thread, inside the logged window.
+        let slack = 2_000_000;
+        let mut named = HashMap::<u64, usize>::new();
+        for s in rec.samples.iter().filter(|s| s.request != 0) {
+            let r = by_id[&s.request];
+            let (t0, t1) = windows[&s.request];
+            assert_eq!(s.thread, r.thread, "JDK {}: {s:?} {r:?}", java.major);
+            assert!(
+                s.ticks + slack >= t0 && s.ticks <= t1 + slack,
+                "JDK {}: sample at {} outside {:?} of {}",
+                java.major,
+                s.ticks,
+                (t0, t1),
+                name(r)
+            );
+            *named.entry(s.request).or_default() += 1;
+        }
+        // Heavy requests and spans were sampled under their ids, the virtual
+        // threads' inner spans across their sleep too.
+        let heavy_named = served
+            .iter()
+            .filter(|l| l[5] == "heavy")
+            .filter(|l| {
+                let r = http.iter().find(|r| r.trace_id_hex() == l[1]).unwrap();
+                named.get(&r.id).is_some_and(|n| *n >= 20)
+            })
+            .count();
+        assert!(heavy_named >= 1, "JDK {}: {named:?}", java.major);
+        let spans_named = spans
+            .iter()
+            .filter(|l| named.contains_key(&l[2].parse::<u64>().unwrap()))
+            .count();
+        assert!(
+            spans_named * 4 >= spans.len() * 3,
+            "JDK {}: {spans_named} of {} spans sampled",
+            java.major,
+            spans.len()
+        );
+        // After a span ended, its thread's samples name no request.
+        for l in spans.iter().filter(|l| l[1].starts_with("outer")) {
+            let r = by_id[&l[2].parse::<u64>().unwrap()];
+            let (_, t3) = windows[&r.id];
+            let after: Vec<_> = rec
+                .samples
+                .iter()
+                .filter(|s| s.thread == r.thread && s.ticks > t3 + slack)
+                .filter(|s| s.ticks < t3 + 8_000_000)
+                .collect();
+            assert!(after.iter().all(|s| s.request == 0), "{after:?}");
+        }
+    }
+}
