@@ -8,7 +8,8 @@ use jscope_format::{
     ThreadDef, ThreadId,
 };
 
-use crate::value::{IdMap, Value, View};
+use crate::metadata::IdMap;
+use crate::value::{Value, View};
 
 /// What a chunk's pool keys were turned into; keys are only valid within a chunk.
 #[derive(Default)]

@@ -2,10 +2,9 @@
 //! constant pool references, and the pools they refer to.
 
 use std::cell::Cell;
-use std::collections::HashMap;
 
 use crate::cursor::{Cursor, JString};
-use crate::metadata::{Field, Layout, Metadata, Unit};
+use crate::metadata::{Field, IdMap, Layout, Metadata, Unit};
 use crate::JfrError;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -26,32 +25,6 @@ pub(crate) enum Value {
     },
     Array(Vec<Value>),
 }
-
-/// Hashes an integer key by one multiplication: pool keys and type ids are
-/// trusted-enough small integers, and SipHash was the reader's largest cost.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_i64(&mut self, v: i64) {
-        self.0 = (self.0 ^ v as u64)
-            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            .rotate_left(29);
-    }
-}
-
-/// A map keyed by type id or pool key.
-pub(crate) type IdMap<V> = HashMap<i64, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// Structs nested deeper than this are corrupt metadata, not data.
 const MAX_DEPTH: u32 = 32;

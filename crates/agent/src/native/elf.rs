@@ -84,7 +84,7 @@ impl Symbolizer {
     /// Reads the mappings again (a library loaded or unloaded since).
     pub fn refresh(&mut self) {
         self.last_refresh = Instant::now();
-        self.loader_counts = super::walk::loader_counts();
+        self.loader_counts = loader_counts();
         let Ok(text) = std::fs::read_to_string(&self.maps_path) else {
             return;
         };
@@ -128,7 +128,7 @@ impl Symbolizer {
         let m = match self.mapping(pc) {
             Some(m) => m,
             None => {
-                let loaded = super::walk::loader_counts() != self.loader_counts;
+                let loaded = loader_counts() != self.loader_counts;
                 if !loaded && self.last_refresh.elapsed() < REFRESH_AFTER {
                     return None;
                 }
@@ -720,6 +720,26 @@ fn is_rust_legacy(name: &str) -> bool {
         && body[body.len() - 16..]
             .bytes()
             .all(|c| c.is_ascii_hexdigit())
+}
+
+/// How many objects the dynamic loader has loaded and unloaded so far.
+pub(crate) fn loader_counts() -> (u64, u64) {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut std::ffi::c_void,
+    ) -> libc::c_int {
+        // SAFETY: the loader passes a valid info; data is the caller's pair.
+        unsafe {
+            let info = &*info;
+            *data.cast::<(u64, u64)>() = (info.dlpi_adds, info.dlpi_subs);
+        }
+        1 // the counters are the same in every entry: stop at the first
+    }
+    let mut counts = (0u64, 0u64);
+    // SAFETY: the callback only writes the pair passed as data.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&mut counts as *mut (u64, u64)).cast()) };
+    counts
 }
 
 #[cfg(test)]

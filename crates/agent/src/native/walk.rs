@@ -123,7 +123,7 @@ pub fn dwarf_stats() -> cfi::BuildStats {
 /// Off the handler (the cpu engine's start and its thread scanner call it).
 pub fn refresh_code_ranges() {
     crate::safe::note_pid();
-    let counts = loader_counts();
+    let counts = super::elf::loader_counts();
     let mut last = CODE.last.lock().unwrap_or_else(|e| e.into_inner());
     if *last == Some(counts) {
         return;
@@ -143,26 +143,6 @@ pub fn refresh_code_ranges() {
     CODE.current
         .store(table as *const _ as *mut _, Ordering::Release);
     *last = Some(counts);
-}
-
-/// How many objects the dynamic loader has loaded and unloaded so far.
-pub(crate) fn loader_counts() -> (u64, u64) {
-    unsafe extern "C" fn first(
-        info: *mut libc::dl_phdr_info,
-        _size: libc::size_t,
-        data: *mut std::ffi::c_void,
-    ) -> libc::c_int {
-        // SAFETY: the loader passes a valid info; data is the caller's pair.
-        unsafe {
-            let info = &*info;
-            *data.cast::<(u64, u64)>() = (info.dlpi_adds, info.dlpi_subs);
-        }
-        1 // the counters are the same in every entry: stop at the first
-    }
-    let mut counts = (0u64, 0u64);
-    // SAFETY: the callback only writes the pair passed as data.
-    unsafe { libc::dl_iterate_phdr(Some(first), (&mut counts as *mut (u64, u64)).cast()) };
-    counts
 }
 
 /// The table of library code, once [`refresh_code_ranges`] has run.
