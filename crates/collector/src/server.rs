@@ -59,6 +59,12 @@ pub fn serve_with(
         .as_deref()
         .map(|a| cfg.checked_addr(a))
         .transpose()?;
+    let tls = cfg
+        .tls
+        .as_ref()
+        .map(|files| files.config())
+        .transpose()
+        .map_err(|e| CollectorError::Tls(e.to_string()))?;
     let store: Arc<dyn Store> = match &cfg.store {
         Some(url) => Arc::new(ClickHouseStore::connect(url, cfg.log.clone())?),
         None => Arc::new(FileStore::open(
@@ -77,7 +83,12 @@ pub fn serve_with(
 
     let agent_listener = bind(agents)?;
     let agents_addr = agent_listener.local_addr().ok();
-    let ingest = Arc::new(Ingest::new(cfg.clone(), store.clone(), listeners));
+    let ingest = Arc::new(Ingest::new(
+        cfg.clone(),
+        store.clone(),
+        listeners,
+        tls.clone(),
+    ));
     let stats_source = ingest.clone();
     let api = Arc::new(ApiContext {
         store: store.clone(),
@@ -91,7 +102,13 @@ pub fn serve_with(
     let stopping = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
     let http_addr = match http {
-        Some(addr) => Some(start_http(addr, &api, &stopping, &mut threads)?),
+        Some(addr) => {
+            let transport = crate::http::Transport {
+                tls,
+                log: cfg.log.clone(),
+            };
+            Some(start_http(addr, &api, &stopping, &mut threads, transport)?)
+        }
         None => None,
     };
     let accepting = ingest.clone();
@@ -133,7 +150,11 @@ pub fn view(recording: &Path, http: &str) -> Result<ServerHandle, CollectorError
     });
     let stopping = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
-    let http_addr = Some(start_http(addr, &api, &stopping, &mut threads)?);
+    let transport = crate::http::Transport {
+        tls: None,
+        log: cfg.log.clone(),
+    };
+    let http_addr = Some(start_http(addr, &api, &stopping, &mut threads, transport)?);
     Ok(ServerHandle {
         agents_addr: None,
         http_addr,
@@ -150,6 +171,7 @@ fn start_http(
     api: &Arc<ApiContext>,
     stopping: &Arc<AtomicBool>,
     threads: &mut Vec<JoinHandle<()>>,
+    transport: crate::http::Transport,
 ) -> Result<SocketAddr, CollectorError> {
     let listener = bind(addr)?;
     let local = listener
@@ -160,7 +182,7 @@ fn start_http(
         })?;
     let (handler, stopping) = (api::handler(api.clone()), stopping.clone());
     threads.push(spawn("jscope-http", move || {
-        crate::http::serve(listener, handler, stopping)
+        crate::http::serve(listener, handler, stopping, transport)
     }));
     Ok(local)
 }

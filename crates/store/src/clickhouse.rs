@@ -426,7 +426,7 @@ impl ClickHouseStore {
         let url = ClickHouseUrl::parse(url).map_err(StoreError::ClickHouse)?;
         let db = url.database.clone();
         let flush = url.flush;
-        let client = Client::new(url);
+        let client = Client::new(url).map_err(StoreError::ClickHouse)?;
         for sql in schema(&db) {
             client.query(&sql).map_err(ch)?;
         }

@@ -462,6 +462,7 @@ mod tests {
 }
 
 mod clickhouse;
+pub mod pki;
 pub mod recording;
 pub mod tools;
 pub use clickhouse::{ClickHouse, Server};
