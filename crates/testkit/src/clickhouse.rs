@@ -38,6 +38,8 @@ enum Launch {
 pub struct ClickHouse {
     pub dir: PathBuf,
     pub http_port: u16,
+    /// Its HTTPS port, when started with [`ClickHouse::start_https`].
+    pub https_port: Option<u16>,
     pub server: Server,
     launch: Launch,
     child: Option<Child>,
@@ -84,7 +86,22 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn write_config(dir: &Path, http: u16) {
+/// The `https_port` and `openSSL.server` settings for a certificate and its key.
+fn https_config(port: u16, cert: &Path, key: &Path) -> String {
+    format!(
+        r#"<https_port>{port}</https_port>
+  <openSSL><server>
+    <certificateFile>{}</certificateFile><privateKeyFile>{}</privateKeyFile>
+    <verificationMode>none</verificationMode><loadDefaultCAFile>false</loadDefaultCAFile>
+    <cacheSessions>true</cacheSessions><disableProtocols>sslv2,sslv3</disableProtocols>
+    <preferServerCiphers>true</preferServerCiphers>
+  </server></openSSL>"#,
+        cert.display(),
+        key.display()
+    )
+}
+
+fn write_config(dir: &Path, http: u16, https: &str) {
     let (tcp, inter) = (free_port(), free_port());
     let d = dir.display();
     let config = format!(
@@ -92,6 +109,7 @@ fn write_config(dir: &Path, http: u16) {
 <yandex>
   <logger><level>warning</level><log>{d}/server.log</log><errorlog>{d}/error.log</errorlog></logger>
   <http_port>{http}</http_port>
+  {https}
   <tcp_port>{tcp}</tcp_port>
   <interserver_http_port>{inter}</interserver_http_port>
   <listen_host>127.0.0.1</listen_host>
@@ -147,11 +165,12 @@ impl ClickHouse {
         let dir = temp_dir(name);
         let http_port = free_port();
         if let Launch::Server(_) = launch {
-            write_config(&dir, http_port);
+            write_config(&dir, http_port, "");
         }
         let mut ch = ClickHouse {
             dir,
             http_port,
+            https_port: None,
             server,
             launch,
             child: None,
@@ -166,6 +185,28 @@ impl ClickHouse {
             },
             ch.http_port
         );
+        Some(ch)
+    }
+
+    /// Starts Debian's `clickhouse-server` with HTTPS too, serving `cert` (PEM) with
+    /// its `key`; `None` when it is not installed ([`crate::tools::missing`]).
+    pub fn start_https(name: &str, cert: &Path, key: &Path) -> Option<ClickHouse> {
+        let Some(bin) = binary() else {
+            crate::tools::missing("clickhouse-server", "apt-get install clickhouse-server");
+            return None;
+        };
+        let dir = temp_dir(name);
+        let (http_port, https_port) = (free_port(), free_port());
+        write_config(&dir, http_port, &https_config(https_port, cert, key));
+        let mut ch = ClickHouse {
+            dir,
+            http_port,
+            https_port: Some(https_port),
+            server: Server::Debian,
+            launch: Launch::Server(bin),
+            child: None,
+        };
+        ch.restart();
         Some(ch)
     }
 
