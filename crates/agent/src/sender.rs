@@ -76,6 +76,8 @@ pub struct SenderStats {
     bytes_dropped: AtomicU64,
     reconnects: AtomicU64,
     resyncs: AtomicU64,
+    /// Bytes of chunks held until the collector acknowledges them (a gauge).
+    buffered: AtomicU64,
     /// True while a connection to the collector is open.
     connected: AtomicBool,
 }
@@ -91,6 +93,7 @@ impl SenderStats {
             ("collector.bytes_dropped", get(&self.bytes_dropped)),
             ("collector.reconnects", get(&self.reconnects)),
             ("collector.resyncs", get(&self.resyncs)),
+            ("collector.buffered_bytes", get(&self.buffered)),
         ]
     }
 
@@ -348,6 +351,9 @@ impl Sender {
             }
             self.ask_for_resync_when_room();
             self.pump();
+            self.stats
+                .buffered
+                .store(self.outbox.bytes() as u64, Ordering::Relaxed);
         }
         self.finish(Instant::now() + FINAL_WAIT);
     }

@@ -92,6 +92,8 @@ pub type Handler = Arc<dyn Fn(&Request) -> Response + Send + Sync>;
 pub(crate) struct Transport {
     pub tls: Option<Arc<jscope_tls::ServerConfig>>,
     pub log: Arc<dyn LogSink>,
+    /// Requests answered, by route and status, for `/metrics`.
+    pub counts: Arc<crate::metrics::HttpCounts>,
 }
 
 /// Serves until `stopping` is set and a connection wakes the loop.
@@ -119,7 +121,7 @@ pub(crate) fn serve(
             .name("jscope-http".into())
             .spawn(move || {
                 if let Some(stream) = secure(stream, &transport) {
-                    handle(stream, &handler);
+                    handle(stream, &handler, &transport.counts);
                 }
                 done.fetch_sub(1, Ordering::SeqCst);
             });
@@ -166,9 +168,11 @@ fn secure(tcp: TcpStream, transport: &Transport) -> Option<Stream> {
     }
 }
 
-fn handle(mut stream: Stream, handler: &Handler) {
+fn handle(mut stream: Stream, handler: &Handler, counts: &crate::metrics::HttpCounts) {
+    let mut path = String::new();
     let response = match read_request(&mut stream) {
         Ok(req) if matches!(req.method.as_str(), "GET" | "HEAD" | "POST") => {
+            path.clone_from(&req.path);
             // A handler that panics (a bug) answers 500; the server, and its count of
             // busy connections, carry on.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&req)))
@@ -177,6 +181,7 @@ fn handle(mut stream: Stream, handler: &Handler) {
         Ok(_) => Response::error(405, "only GET and POST"),
         Err(r) => r,
     };
+    counts.count(&path, response.status);
     let _ = respond(&mut stream, &response);
     stream.close_notify();
 }
@@ -331,6 +336,7 @@ mod tests {
         let transport = Transport {
             tls: None,
             log: Arc::new(jscope_store::MemoryLog::default()),
+            counts: Default::default(),
         };
         thread::spawn(move || {
             serve(

@@ -42,6 +42,12 @@ pub struct IngestStats {
     pub samples: AtomicU64,
     /// Refused connections by reason (see [`Failure::reason`]).
     pub refusals: Mutex<std::collections::BTreeMap<&'static str, u64>>,
+    /// How long the store took to make each acknowledged batch durable.
+    pub store_write: crate::histogram::Histogram,
+    /// Store writes (a chunk, or making a batch durable) that failed.
+    pub store_errors: AtomicU64,
+    /// Bytes of chunks handed to the store and not yet durable and acknowledged.
+    pub queued_bytes: AtomicU64,
 }
 
 /// A point-in-time copy of [`IngestStats`].
@@ -283,6 +289,7 @@ impl Ingest {
         let mut session = match self.handshake(&mut reader, peer, conn_id) {
             Ok((conn, entry)) => Session {
                 last_seen: conn.resumed_after,
+                queued: 0,
                 reader,
                 conn,
                 entry,
@@ -334,6 +341,9 @@ impl Ingest {
             }
         };
         self.listeners.disconnect(&session.conn, &why);
+        self.stats
+            .queued_bytes
+            .fetch_sub(std::mem::take(&mut session.queued), Ordering::Relaxed);
         self.release(&session.conn.jvm.id, conn_id);
         let stream = session.reader.get_mut();
         stream.close_notify();
@@ -583,10 +593,15 @@ impl Ingest {
             span_ns: timed_span(&s.conn.jvm, &records),
             received: SystemTime::now(),
         };
-        self.listeners
-            .data(&s.conn, &trace)
-            .map_err(|e| Failure::store(e.to_string()))?;
+        self.listeners.data(&s.conn, &trace).map_err(|e| {
+            self.stats.store_errors.fetch_add(1, Ordering::Relaxed);
+            Failure::store(e.to_string())
+        })?;
         s.last_seen = seq;
+        s.queued += bytes.len() as u64;
+        self.stats
+            .queued_bytes
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         self.count(bytes.len(), &records);
         Ok(())
     }
@@ -607,9 +622,15 @@ impl Ingest {
 
     /// Makes everything seen durable, then acknowledges it.
     fn commit(&self, s: &mut Session) -> Result<(), Failure> {
-        self.listeners
-            .before_ack(&s.conn)
-            .map_err(|e| Failure::store(e.to_string()))?;
+        let started = std::time::Instant::now();
+        self.listeners.before_ack(&s.conn).map_err(|e| {
+            self.stats.store_errors.fetch_add(1, Ordering::Relaxed);
+            Failure::store(e.to_string())
+        })?;
+        self.stats.store_write.observe(started.elapsed());
+        self.stats
+            .queued_bytes
+            .fetch_sub(std::mem::take(&mut s.queued), Ordering::Relaxed);
         self.store_down.store(false, Ordering::Relaxed);
         *s.entry.acked.lock().expect("acked lock") = s.last_seen;
         let w = s.reader.get_mut();
@@ -632,6 +653,8 @@ struct Session {
     entry: Arc<JvmEntry>,
     /// Highest sequence number passed to the plugins.
     last_seen: u64,
+    /// Bytes passed to the plugins since the last acknowledgement.
+    queued: u64,
 }
 
 /// Checks that `bytes` are exactly one intact data chunk and decodes its records.

@@ -90,6 +90,17 @@ pub fn serve_with(
         tls.clone(),
     ));
     let stats_source = ingest.clone();
+    let http_counts = Arc::new(crate::metrics::HttpCounts::default());
+    let metrics = {
+        let (ingest, live, http) = (ingest.clone(), live.clone(), http_counts.clone());
+        move || {
+            crate::metrics::render(&crate::metrics::Sources {
+                ingest: &ingest.stats,
+                live: &live,
+                http: &http,
+            })
+        }
+    };
     let api = Arc::new(ApiContext {
         store: store.clone(),
         live: Some(live),
@@ -98,6 +109,7 @@ pub fn serve_with(
         token: cfg.token.clone(),
         trees: Default::default(),
         pushes: Some(Default::default()),
+        metrics: Some(Arc::new(metrics)),
     });
     let stopping = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
@@ -106,6 +118,7 @@ pub fn serve_with(
             let transport = crate::http::Transport {
                 tls,
                 log: cfg.log.clone(),
+                counts: http_counts,
             };
             Some(start_http(addr, &api, &stopping, &mut threads, transport)?)
         }
@@ -147,12 +160,14 @@ pub fn view(recording: &Path, http: &str) -> Result<ServerHandle, CollectorError
         token: None,
         trees: Default::default(),
         pushes: None,
+        metrics: None,
     });
     let stopping = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
     let transport = crate::http::Transport {
         tls: None,
         log: cfg.log.clone(),
+        counts: Default::default(),
     };
     let http_addr = Some(start_http(addr, &api, &stopping, &mut threads, transport)?);
     Ok(ServerHandle {

@@ -57,6 +57,7 @@ pub fn view_distributed(tree: &FlatTree, http: &str) -> Result<DistributedServer
             let transport = crate::http::Transport {
                 tls: None,
                 log: Arc::new(jscope_store::StderrLog),
+                counts: Default::default(),
             };
             crate::http::serve(listener, handler, stop, transport)
         })
