@@ -33,11 +33,13 @@ for ((i = 0; i < ${#tools[@]}; i += 2)); do
   has "${tools[i]}" || need+=("${tools[i + 1]}")
 done
 # file, then the package that provides it: jemalloc, which the nativemem test
-# preloads; the jars of the real programs the stack walker's soak test runs.
+# preloads; the jars of the real programs the stack walker's soak test runs;
+# ZooKeeper, which coordinates the replicated ClickHouse cluster tests start.
 files=(
   /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 libjemalloc2
   /usr/share/java/xalan2.jar libxalan2-java
   /usr/share/java/h2.jar libh2-java
+  /usr/share/zookeeper/bin/zkServer.sh zookeeper
 )
 for ((i = 0; i < ${#files[@]}; i += 2)); do
   [ -e "${files[i]}" ] || need+=("${files[i + 1]}")

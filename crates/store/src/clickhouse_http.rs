@@ -24,6 +24,9 @@ pub struct ClickHouseUrl {
     pub flush: Duration,
     /// `clickhouse+https://`: what the TLS client trusts and shows.
     pub tls: Option<ClientFiles>,
+    /// `cluster=NAME`: replicated tables on every node of that cluster (its
+    /// `remote_servers` entry) and Distributed tables over them.
+    pub cluster: Option<String>,
 }
 
 impl ClickHouseUrl {
@@ -75,10 +78,17 @@ impl ClickHouseUrl {
             ),
         };
         let mut flush = Duration::from_secs(1);
+        let mut cluster = None;
         for p in params.split('&').filter(|p| !p.is_empty()) {
             match p.split_once('=') {
                 Some(("flush_ms", v)) => {
                     flush = Duration::from_millis(v.parse().map_err(|_| bad("bad flush_ms"))?)
+                }
+                Some(("cluster", v)) => {
+                    if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        return Err(bad("the cluster name must be letters, digits and _"));
+                    }
+                    cluster = Some(v.to_string());
                 }
                 Some((k @ ("ca" | "cert" | "key" | "insecure"), v)) => {
                     let t = tls
@@ -102,6 +112,7 @@ impl ClickHouseUrl {
             password,
             flush,
             tls,
+            cluster,
         })
     }
 }
@@ -149,6 +160,15 @@ impl Client {
         if !self.url.password.is_empty() {
             target.push_str("&password=");
             encode_component(&self.url.password, &mut target);
+        }
+        if self.url.cluster.is_some() {
+            // An insert returns once every shard has it (not when it is queued on the
+            // node it went to), and every request prefers the first live replica of
+            // each shard, so a read sees what an insert just wrote; ON CLUSTER
+            // statements wait for a dead node at most a minute.
+            target.push_str(
+                "&insert_distributed_sync=1&load_balancing=in_order&distributed_ddl_task_timeout=60",
+            );
         }
         if let Some(q) = query_param {
             target.push_str("&query=");
