@@ -2,7 +2,8 @@
 //! 2 shards x 2 replicas of Debian's `clickhouse-server` (18.16) on free loopback
 //! ports. Two collectors, each through another node, take simulated JVMs; each
 //! collector's store sees every JVM whole, and each node holds only its shard's
-//! rows, the same on both replicas.
+//! rows, the same on both replicas. The current engine (26.9, in chdb: no
+//! ZooKeeper there) parses every statement of the cluster's schema.
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::time::Duration;
 use common::*;
 use jscope_store::query::{flame, Query};
 use jscope_store::{ClickHouseStore, MemoryLog, Store};
-use jscope_testkit::{temp_dir, wait_until, Cluster};
+use jscope_testkit::{temp_dir, wait_until, ClickHouse, Cluster, Server};
 
 const ACK: Duration = Duration::from_secs(30);
 
@@ -65,4 +66,20 @@ fn two_collectors_on_a_replicated_cluster_see_every_jvm() {
     assert!(wait_until(Duration::from_secs(20), || local(0) == local(1)
         && local(2) == local(3)));
     assert_eq!(local(0) + local(2), 16, "every chunk on one shard");
+}
+
+#[test]
+fn the_current_engine_parses_the_cluster_schema() {
+    let Some(ch) = ClickHouse::start_on(Server::Current, "cluster-syntax") else {
+        return;
+    };
+    let statements = ClickHouseStore::schema_statements("jscope", Some("fleet"));
+    assert!(statements.len() > 15, "{statements:?}");
+    for sql in statements {
+        let quoted = sql.replace('\\', "\\\\").replace('\'', "\\'");
+        let formatted = ch
+            .query(&format!("SELECT formatQuery('{quoted}')"))
+            .unwrap_or_else(|e| panic!("26.9 does not parse {sql}: {e}"));
+        assert!(formatted.contains("ON CLUSTER fleet"), "{formatted}");
+    }
 }

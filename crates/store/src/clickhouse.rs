@@ -489,6 +489,15 @@ pub struct ClickHouseStore {
 }
 
 impl ClickHouseStore {
+    /// The statements that create the store's database and tables: on one server, or
+    /// (`cluster`) replicated tables on every node and Distributed tables over them.
+    pub fn schema_statements(database: &str, cluster: Option<&str>) -> Vec<String> {
+        match cluster {
+            Some(c) => cluster_schema(database, c),
+            None => schema(database),
+        }
+    }
+
     /// Connects, creating the database and tables when missing.
     pub fn connect(url: &str, log: Arc<dyn LogSink>) -> Result<ClickHouseStore, StoreError> {
         let url = ClickHouseUrl::parse(url).map_err(StoreError::ClickHouse)?;
@@ -496,11 +505,7 @@ impl ClickHouseStore {
         let flush = url.flush;
         let cluster = url.cluster.clone();
         let client = Client::new(url).map_err(StoreError::ClickHouse)?;
-        let statements = match &cluster {
-            Some(c) => cluster_schema(&db, c),
-            None => schema(&db),
-        };
-        for sql in statements {
+        for sql in Self::schema_statements(&db, cluster.as_deref()) {
             client.query(&sql).map_err(ch)?;
         }
         let shared = Arc::new(Shared {
