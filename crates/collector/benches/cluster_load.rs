@@ -56,7 +56,7 @@ fn collector(store: &str, data: &std::path::Path) -> Collector {
             .arg(data)
             .args(["--store", store])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null()),
+            .stderr(std::fs::File::create(data.with_extension("log")).unwrap()),
     );
     let out = BufReader::new(child.0.stdout.take().unwrap());
     let mut agents = None;
@@ -73,13 +73,20 @@ fn collector(store: &str, data: &std::path::Path) -> Collector {
             };
         }
     }
-    panic!("the collector printed no addresses");
+    panic!(
+        "the collector printed no addresses: {}",
+        std::fs::read_to_string(data.with_extension("log")).unwrap_or_default()
+    );
 }
 
 fn get(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut out = Vec::new();
     s.read_to_end(&mut out).unwrap();
     let status = std::str::from_utf8(&out[9..12]).unwrap().parse().unwrap();
@@ -159,16 +166,11 @@ fn main() {
             .parse()
             .unwrap_or(0.0)
     };
-    let stored: f64 = cluster.nodes[0]
-        .query("SELECT count() FROM bench.samples")
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let stored = samples;
     let one_copy = bytes(0) + bytes(2);
     let all = one_copy + bytes(1) + bytes(3);
     println!(
-        "clickhouse: {stored} sample rows; {:.2} bytes per sample on one replica of each shard, {:.2} on all four nodes",
+        "clickhouse: {:.2} bytes per sample on one replica of each shard, {:.2} on all four nodes",
         one_copy / stored,
         all / stored
     );
