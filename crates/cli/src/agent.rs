@@ -409,6 +409,14 @@ mod tests {
             .contains(",collector=127.0.0.1:7000|127.0.0.1:7001,"));
         s.stream_to = Some("a,b".into());
         assert!(agent_options(&s, Path::new("/tmp/x.jsc")).is_err());
+        s.stream_to = Some("tls://127.0.0.1:7000".into());
+        s.tls_ca = Some("/etc/jscope/ca.pem".into());
+        s.tls_cert = Some("/etc/jscope/agent.pem".into());
+        s.tls_key = Some("/etc/jscope/agent-key.pem".into());
+        s.insecure = true;
+        assert!(agent_options(&s, Path::new("/tmp/x.jsc")).unwrap().contains(
+            ",collector=tls://127.0.0.1:7000,tlsca=/etc/jscope/ca.pem,tlscert=/etc/jscope/agent.pem,tlskey=/etc/jscope/agent-key.pem,tlsinsecure,"
+        ));
     }
 
     #[test]

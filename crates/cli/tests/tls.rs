@@ -10,8 +10,9 @@
 //!   attempt, and nothing of theirs stored.
 //! - A certificate replaced on disk is served to the next connection, no restart.
 //! - A capture of the loopback traffic (tcpdump) holds the plaintext agent's token
-//!   (the capture sees the traffic) but neither the TLS agents' token nor their
-//!   method and thread names.
+//!   and header bytes (the capture sees the traffic as sent) but neither the TLS
+//!   agent's token, nor its method and thread names, nor any piece of the chunks it
+//!   sent (byte for byte in its own file).
 //!
 //! Chromium runs with `--ignore-certificate-errors`: it proves only that the UI
 //! renders over HTTPS. Certificate verification is proven by the agents and the CLI,
@@ -178,7 +179,11 @@ impl Capture {
 }
 
 fn contains(hay: &[u8], needle: &str) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle.as_bytes())
+    contains_bytes(hay, needle.as_bytes())
+}
+
+fn contains_bytes(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 fn serve_tls(data: &Path, cert: &CertFiles, extra: &[&str]) -> Served {
@@ -218,9 +223,12 @@ fn agents_stream_over_tls_and_untrusted_or_plaintext_ones_are_refused() {
     let capture = Capture::start(&[agents.port(), served.http.port()], &dir.join("lo.pcap"));
 
     let err = |n: &str| dir.join(format!("{n}.err"));
+    // Both write their own file too: what they send is byte for byte in it.
+    let (ok_file, plain_file) = (dir.join("ok.jsc"), dir.join("plain.jsc"));
     let ok_options = format!(
-        "collector=tls://{agents},tlsca={},token={TOKEN}",
-        path(&good.ca)
+        "collector=tls://{agents},tlsca={},token={TOKEN},file={}",
+        path(&good.ca),
+        path(&ok_file)
     );
     let mut ok = jvm(&java, &ok_options, "alpha", 8000, &err("ok"));
     let wrong_ca = format!(
@@ -228,7 +236,10 @@ fn agents_stream_over_tls_and_untrusted_or_plaintext_ones_are_refused() {
         path(&other.ca)
     );
     let mut wrong = jvm(&java, &wrong_ca, "alpha", 1500, &err("wrong"));
-    let plain = format!("collector={agents},token={PLAIN_TOKEN}");
+    let plain = format!(
+        "collector={agents},token={PLAIN_TOKEN},file={}",
+        path(&plain_file)
+    );
     let mut plaintext = jvm(&java, &plain, "gamma", 1500, &err("plain"));
 
     let ok_pid = ok.id();
@@ -362,6 +373,31 @@ fn agents_stream_over_tls_and_untrusted_or_plaintext_ones_are_refused() {
         for secret in [TOKEN, "alpha", "hot-worker"] {
             assert!(!contains(&bytes, secret), "{secret} in the capture");
         }
+        // The plaintext agent's hello carried its file's start (magic and header
+        // chunk) as it is; none of the TLS agent's chunks, byte for byte in its
+        // file, went over the wire as they are.
+        let plain_start = std::fs::read(&plain_file).unwrap();
+        assert!(
+            contains_bytes(&bytes, &plain_start[..48]),
+            "the plaintext hello's header bytes are in the capture"
+        );
+        let sent = std::fs::read(&ok_file).unwrap();
+        assert!(
+            sent.len() > 10_000,
+            "{} bytes in the TLS agent's file",
+            sent.len()
+        );
+        let windows: Vec<&[u8]> = (256..sent.len() - 32)
+            .step_by(509)
+            .map(|at| &sent[at..at + 32])
+            .collect();
+        let seen = windows.iter().filter(|w| contains_bytes(&bytes, w)).count();
+        assert_eq!(
+            seen,
+            0,
+            "of {} pieces of the TLS agent's chunks",
+            windows.len()
+        );
     }
     assert!(served.interrupt());
 }
