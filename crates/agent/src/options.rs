@@ -63,6 +63,12 @@ pub enum OptionsError {
     BadService(String),
     #[error("option `{0}` only applies with `collector=HOST:PORT`")]
     NeedsCollector(String),
+    #[error("collectors must all be tls://HOST:PORT or all HOST:PORT")]
+    MixedTls,
+    #[error("tlsca, tlscert, tlskey and tlsinsecure only apply with `collector=tls://HOST:PORT`")]
+    NeedsTls,
+    #[error("a client certificate needs both tlscert and tlskey")]
+    HalfClientCert,
     /// A tracing option (crate::trace) with its own message.
     #[error("{0}")]
     Trace(String),
@@ -117,13 +123,27 @@ pub struct CollectorOptions {
     pub labels: Vec<(String, String)>,
     /// Bytes of chunks kept until acknowledged; beyond it chunks are dropped.
     pub buffer: usize,
+    /// `collector=tls://...`: what the TLS client trusts and shows; `None` is plain TCP.
+    pub tls: Option<TlsOptions>,
+}
+
+/// `tlsca=FILE` (else the system's CAs), `tlscert=FILE` and `tlskey=FILE` (a client
+/// certificate), `tlsinsecure` (no check of the collector's certificate).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsOptions {
+    pub ca: Option<String>,
+    pub cert: Option<String>,
+    pub key: Option<String>,
+    pub insecure: bool,
 }
 
 impl CollectorOptions {
     /// The collectors as the option gives them (`HOST:PORT`, or several joined
     /// by `|`), for the header and messages.
     pub fn addr(&self) -> String {
-        self.addrs.join("|")
+        let scheme = if self.tls.is_some() { "tls://" } else { "" };
+        let all: Vec<String> = self.addrs.iter().map(|a| format!("{scheme}{a}")).collect();
+        all.join("|")
     }
 }
 
@@ -242,6 +262,10 @@ impl Options {
                 "file" => options.file = Some(parse_file(need(key, value)?)?),
                 "collector" => link.addrs = Some(parse_collectors(need(key, value)?)?),
                 "token" => link.token = Some(need(key, value)?.to_string()),
+                "tlsca" => link.tls.ca = Some(need(key, value)?.to_string()),
+                "tlscert" => link.tls.cert = Some(need(key, value)?.to_string()),
+                "tlskey" => link.tls.key = Some(need(key, value)?.to_string()),
+                "tlsinsecure" => link.tls.insecure = flag(key, value)?,
                 "labels" => options.labels = parse_labels(need(key, value)?)?,
                 "service" => options.service = parse_service(need(key, value)?)?,
                 "buffer" => link.buffer = Some(parse_size(key, need(key, value)?)?),
@@ -350,6 +374,7 @@ struct LinkOptions {
     addrs: Option<Vec<String>>,
     token: Option<String>,
     buffer: Option<usize>,
+    tls: TlsOptions,
 }
 
 impl LinkOptions {
@@ -358,14 +383,34 @@ impl LinkOptions {
             let stray = [
                 ("token", self.token.is_some()),
                 ("buffer", self.buffer.is_some()),
+                ("tlsca", self.tls.ca.is_some()),
+                ("tlscert", self.tls.cert.is_some()),
+                ("tlskey", self.tls.key.is_some()),
+                ("tlsinsecure", self.tls.insecure),
             ];
             return match stray.iter().find(|(_, given)| *given) {
                 Some((key, _)) => Err(OptionsError::NeedsCollector(key.to_string())),
                 None => Ok(None),
             };
         };
+        let tls_given = self.tls != TlsOptions::default();
+        let with_tls = addrs.iter().filter(|a| a.starts_with("tls://")).count();
+        if with_tls != 0 && with_tls != addrs.len() {
+            return Err(OptionsError::MixedTls);
+        }
+        if with_tls == 0 && tls_given {
+            return Err(OptionsError::NeedsTls);
+        }
+        if self.tls.cert.is_some() != self.tls.key.is_some() {
+            return Err(OptionsError::HalfClientCert);
+        }
+        let addrs = addrs
+            .into_iter()
+            .map(|a| a.trim_start_matches("tls://").to_string())
+            .collect();
         Ok(Some(CollectorOptions {
             addrs,
+            tls: (with_tls != 0).then_some(self.tls),
             token: self.token.unwrap_or_default(),
             labels: labels.to_vec(),
             buffer: self.buffer.unwrap_or(DEFAULT_BUFFER),
@@ -455,7 +500,8 @@ fn parse_collectors(text: &str) -> Result<Vec<String>, OptionsError> {
 /// resolution could block, and the JVM must not wait for it.
 fn parse_collector(text: &str) -> Result<String, OptionsError> {
     let bad = || OptionsError::BadCollector(text.to_string());
-    let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;
+    let addr = text.strip_prefix("tls://").unwrap_or(text);
+    let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
     match port.parse::<u16>() {
         Ok(p) if p != 0 && !host.is_empty() => Ok(text.to_string()),
         _ => Err(bad()),
@@ -552,6 +598,37 @@ mod tests {
         assert_eq!(o.snap_interval, Duration::from_millis(100));
         assert_eq!(o.file_pattern(), Some("jscope-%p.jsc"));
         assert_eq!(o.collector, None);
+    }
+
+    #[test]
+    fn tls_collectors_take_their_files() {
+        let o = Options::parse(
+            "collector=tls://a:7000|tls://[::1]:7001,tlsca=/ca.pem,tlscert=/c.pem,tlskey=/k.pem",
+        )
+        .unwrap();
+        let c = o.collector.unwrap();
+        assert_eq!(c.addrs, ["a:7000", "[::1]:7001"]);
+        assert_eq!(c.addr(), "tls://a:7000|tls://[::1]:7001");
+        let tls = c.tls.unwrap();
+        assert_eq!(tls.ca.as_deref(), Some("/ca.pem"));
+        assert_eq!(tls.key.as_deref(), Some("/k.pem"));
+        assert!(!tls.insecure);
+        let insecure = Options::parse("collector=tls://a:1,tlsinsecure").unwrap();
+        assert!(insecure.collector.unwrap().tls.unwrap().insecure);
+        let plain = Options::parse("collector=a:1").unwrap();
+        assert_eq!(plain.collector.unwrap().tls, None);
+        let err = |s: &str| Options::parse(s).unwrap_err().to_string();
+        assert_eq!(
+            err("collector=tls://a:1|b:2"),
+            "collectors must all be tls://HOST:PORT or all HOST:PORT"
+        );
+        assert!(err("collector=a:1,tlsca=/ca.pem").starts_with("tlsca, tlscert"));
+        assert!(err("tlsca=/ca.pem").contains("only applies with"));
+        assert_eq!(
+            err("collector=tls://a:1,tlscert=/c.pem"),
+            "a client certificate needs both tlscert and tlskey"
+        );
+        assert!(err("collector=tls://a").starts_with("bad collector address"));
     }
 
     #[test]

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use jscope_wire::{ClientConfig, Outbox, Pushed, WireClient, WireError, DEFAULT_MAX_FRAME};
 
-use crate::options::CollectorOptions;
+use crate::options::{CollectorOptions, TlsOptions};
 use crate::stopper::Stopper;
 use crate::threads::{gettid, ThreadTable};
 
@@ -76,6 +76,8 @@ pub struct SenderStats {
     bytes_dropped: AtomicU64,
     reconnects: AtomicU64,
     resyncs: AtomicU64,
+    /// Bytes of chunks held until the collector acknowledges them (a gauge).
+    buffered: AtomicU64,
     /// True while a connection to the collector is open.
     connected: AtomicBool,
 }
@@ -91,6 +93,7 @@ impl SenderStats {
             ("collector.bytes_dropped", get(&self.bytes_dropped)),
             ("collector.reconnects", get(&self.reconnects)),
             ("collector.resyncs", get(&self.resyncs)),
+            ("collector.buffered_bytes", get(&self.buffered)),
         ]
     }
 
@@ -233,6 +236,8 @@ pub struct Sender {
     quiet: bool,
     told_unreachable: bool,
     table: Arc<ThreadTable>,
+    /// The TLS files could not be used: nothing is streamed.
+    tls_error: Option<String>,
 }
 
 /// Creates the link and the (not yet started) sender for one recording.
@@ -252,6 +257,17 @@ pub fn link(
     cfg.labels = options.labels.clone();
     cfg.connect_timeout = CONNECT_TIMEOUT;
     cfg.io_timeout = IO_TIMEOUT;
+    // The files are read here, on the thread starting the recording, never in a
+    // signal handler; a bad one stops streaming with one line (the file, if any,
+    // is still written).
+    let tls_error = match options.tls.as_ref().map(|t| tls_files(t).config()) {
+        Some(Ok(config)) => {
+            cfg.tls = Some(config);
+            None
+        }
+        Some(Err(e)) => Some(e.to_string()),
+        None => None,
+    };
     let writer_end = CollectorLink {
         tx,
         resync: resync.clone(),
@@ -283,8 +299,18 @@ pub fn link(
         quiet,
         told_unreachable: false,
         table,
+        tls_error,
     };
     (writer_end, sender)
+}
+
+fn tls_files(t: &TlsOptions) -> jscope_tls::ClientFiles {
+    jscope_tls::ClientFiles {
+        ca: t.ca.as_ref().map(Into::into),
+        cert: t.cert.as_ref().map(Into::into),
+        key: t.key.as_ref().map(Into::into),
+        insecure: t.insecure,
+    }
 }
 
 impl Sender {
@@ -310,6 +336,10 @@ impl Sender {
     /// Until the writer hangs up: take chunks, talk to the collector. Then deliver
     /// what is left within FINAL_WAIT.
     fn run(mut self) {
+        if let Some(e) = self.tls_error.take() {
+            crate::report(format!("collector TLS: {e}; streaming stopped"));
+            self.give_up();
+        }
         loop {
             match self.rx.recv_timeout(TICK) {
                 Ok(message) => self.take(message),
@@ -321,6 +351,9 @@ impl Sender {
             }
             self.ask_for_resync_when_room();
             self.pump();
+            self.stats
+                .buffered
+                .store(self.outbox.bytes() as u64, Ordering::Relaxed);
         }
         self.finish(Instant::now() + FINAL_WAIT);
     }
@@ -696,6 +729,7 @@ mod tests {
             token: String::new(),
             labels: Vec::new(),
             buffer,
+            tls: None,
         };
         link(&options, Vec::new(), "s".into(), true, Arc::default())
     }

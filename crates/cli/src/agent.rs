@@ -43,6 +43,20 @@ pub struct SamplingArgs {
     /// The collector's token, with --stream-to.
     #[arg(long, value_name = "TOKEN", requires = "stream_to")]
     pub stream_token: Option<String>,
+    /// With --stream-to tls://HOST:PORT: the CA (PEM) that signed the collector's
+    /// certificate; default: the system's CAs.
+    #[arg(long, value_name = "FILE", requires = "stream_to")]
+    pub tls_ca: Option<PathBuf>,
+    /// With --stream-to tls://...: a client certificate (PEM) for a collector that
+    /// wants one (`serve --client-ca`).
+    #[arg(long, value_name = "FILE", requires_all = ["stream_to", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// With --stream-to tls://...: do not check the collector's certificate.
+    #[arg(long, requires = "stream_to")]
+    pub insecure: bool,
     #[command(flatten)]
     pub agent: AgentArgs,
 }
@@ -204,6 +218,12 @@ pub fn agent_options(sampling: &SamplingArgs, file: &Path) -> Result<String> {
     options.extend(keyed("allocrate", &sampling.alloc_rate)?);
     options.extend(keyed("collector", &sampling.stream_to)?);
     options.extend(keyed("token", &sampling.stream_token)?);
+    options.extend(path_option("tlsca", &sampling.tls_ca)?);
+    options.extend(path_option("tlscert", &sampling.tls_cert)?);
+    options.extend(path_option("tlskey", &sampling.tls_key)?);
+    if sampling.insecure {
+        options.push("tlsinsecure".into());
+    }
     options.extend(more_options(&sampling.agent)?);
     options.push(format!("file={file}"));
     Ok(options.join(","))
@@ -345,6 +365,10 @@ mod tests {
             alloc_rate: None,
             stream_to: None,
             stream_token: None,
+            tls_ca: None,
+            tls_cert: None,
+            tls_key: None,
+            insecure: false,
             agent: AgentArgs::default(),
         }
     }
@@ -385,6 +409,14 @@ mod tests {
             .contains(",collector=127.0.0.1:7000|127.0.0.1:7001,"));
         s.stream_to = Some("a,b".into());
         assert!(agent_options(&s, Path::new("/tmp/x.jsc")).is_err());
+        s.stream_to = Some("tls://127.0.0.1:7000".into());
+        s.tls_ca = Some("/etc/jscope/ca.pem".into());
+        s.tls_cert = Some("/etc/jscope/agent.pem".into());
+        s.tls_key = Some("/etc/jscope/agent-key.pem".into());
+        s.insecure = true;
+        assert!(agent_options(&s, Path::new("/tmp/x.jsc")).unwrap().contains(
+            ",collector=tls://127.0.0.1:7000,tlsca=/etc/jscope/ca.pem,tlscert=/etc/jscope/agent.pem,tlskey=/etc/jscope/agent-key.pem,tlsinsecure,"
+        ));
     }
 
     #[test]

@@ -42,6 +42,19 @@ pub struct SourceArgs {
     /// The collector's token (`jscope serve --token`).
     #[arg(long, value_name = "TOKEN", requires = "collector")]
     pub token: Option<String>,
+    /// With an https:// --collector: the CA (PEM) that signed its certificate;
+    /// default: the system's CAs.
+    #[arg(long, value_name = "FILE", requires = "collector")]
+    pub tls_ca: Option<PathBuf>,
+    /// With an https:// --collector that wants one: a client certificate (PEM).
+    #[arg(long, value_name = "FILE", requires_all = ["collector", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// With an https:// --collector: do not check its certificate.
+    #[arg(long, requires = "collector")]
+    pub insecure: bool,
     /// The collector's JVM list once fetched (`source::Collected`): the window's
     /// origin and the command then read the same one.
     #[arg(skip)]
@@ -114,7 +127,14 @@ impl<'a> Collected<'a> {
                 (Box::new(store), dir.display().to_string())
             }
             (None, Some(url)) => {
-                let remote = RemoteCollector::new(url, src.token.clone())?;
+                let remote = RemoteCollector::new(url, src.token.clone())?.with_tls(
+                    jscope_tls::ClientFiles {
+                        ca: src.tls_ca.clone(),
+                        cert: src.tls_cert.clone(),
+                        key: src.tls_key.clone(),
+                        insecure: src.insecure,
+                    },
+                );
                 let base = remote.base();
                 (Box::new(remote), base)
             }

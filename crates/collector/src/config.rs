@@ -37,6 +37,9 @@ pub struct ServerConfig {
     /// ...or this age, so retention can delete old data of long-running JVMs.
     pub segment_age: Duration,
     pub log: Arc<dyn LogSink>,
+    /// TLS on the agent port and the HTTP port (`--tls-cert`, `--tls-key`,
+    /// `--client-ca`); `None` is plaintext.
+    pub tls: Option<jscope_tls::ServerFiles>,
 }
 
 impl Default for ServerConfig {
@@ -55,6 +58,7 @@ impl Default for ServerConfig {
             segment_bytes: 64 << 20,
             segment_age: Duration::from_secs(3600),
             log: Arc::new(StderrLog),
+            tls: None,
         }
     }
 }

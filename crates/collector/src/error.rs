@@ -17,6 +17,8 @@ pub enum CollectorError {
     /// A request's parameters say something the API cannot answer.
     #[error("bad query: {0}")]
     BadQuery(String),
+    #[error("TLS: {0}")]
+    Tls(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -4,6 +4,9 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+
+use jscope_store::LogSink;
+use jscope_tls::Stream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -83,8 +86,23 @@ impl Response {
 
 pub type Handler = Arc<dyn Fn(&Request) -> Response + Send + Sync>;
 
+/// How the server speaks: plain HTTP, or HTTPS with this configuration; and where
+/// refused connections are logged.
+#[derive(Clone)]
+pub(crate) struct Transport {
+    pub tls: Option<Arc<jscope_tls::ServerConfig>>,
+    pub log: Arc<dyn LogSink>,
+    /// Requests answered, by route and status, for `/metrics`.
+    pub counts: Arc<crate::metrics::HttpCounts>,
+}
+
 /// Serves until `stopping` is set and a connection wakes the loop.
-pub(crate) fn serve(listener: TcpListener, handler: Handler, stopping: Arc<AtomicBool>) {
+pub(crate) fn serve(
+    listener: TcpListener,
+    handler: Handler,
+    stopping: Arc<AtomicBool>,
+    transport: Transport,
+) {
     let busy = Arc::new(AtomicUsize::new(0));
     for stream in listener.incoming() {
         if stopping.load(Ordering::SeqCst) {
@@ -92,15 +110,19 @@ pub(crate) fn serve(listener: TcpListener, handler: Handler, stopping: Arc<Atomi
         }
         let Ok(stream) = stream else { continue };
         if busy.load(Ordering::SeqCst) >= MAX_CONCURRENT {
-            let _ = respond(&stream, &Response::error(503, "busy"));
+            if transport.tls.is_none() {
+                let _ = respond(&mut Stream::Plain(stream), &Response::error(503, "busy"));
+            }
             continue;
         }
         busy.fetch_add(1, Ordering::SeqCst);
-        let (handler, done) = (handler.clone(), busy.clone());
+        let (handler, done, transport) = (handler.clone(), busy.clone(), transport.clone());
         let spawned = thread::Builder::new()
             .name("jscope-http".into())
             .spawn(move || {
-                handle(stream, &handler);
+                if let Some(stream) = secure(stream, &transport) {
+                    handle(stream, &handler, &transport.counts);
+                }
                 done.fetch_sub(1, Ordering::SeqCst);
             });
         if spawned.is_err() {
@@ -110,11 +132,47 @@ pub(crate) fn serve(listener: TcpListener, handler: Handler, stopping: Arc<Atomi
     }
 }
 
-fn handle(stream: TcpStream, handler: &Handler) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(30)));
-    let response = match read_request(&stream) {
+/// The connection as the server speaks it: on an HTTPS port a plaintext request is
+/// answered in plaintext with a 400 naming https://, and logged; a failed TLS
+/// handshake is logged. `None` when nothing more is to be done with it.
+fn secure(tcp: TcpStream, transport: &Transport) -> Option<Stream> {
+    let _ = tcp.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = tcp.set_write_timeout(Some(Duration::from_secs(30)));
+    let Some(tls) = &transport.tls else {
+        return Some(Stream::Plain(tcp));
+    };
+    let peer = tcp
+        .peer_addr()
+        .map_or_else(|_| "?".to_string(), |a| a.to_string());
+    match jscope_tls::peek_first(&tcp) {
+        Some(b) if jscope_tls::looks_like_tls(b) => {}
+        Some(_) => {
+            transport.log.line(&format!(
+                "{peer}: refused: plaintext HTTP on the HTTPS port"
+            ));
+            jscope_tls::discard_pending(&tcp);
+            let no = Response::error(400, "this server speaks only HTTPS: use https://");
+            let _ = respond(&mut Stream::Plain(tcp), &no);
+            return None;
+        }
+        None => return None,
+    }
+    match Stream::server(tcp, tls.clone()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            transport
+                .log
+                .line(&format!("{peer}: refused: TLS handshake failed: {e}"));
+            None
+        }
+    }
+}
+
+fn handle(mut stream: Stream, handler: &Handler, counts: &crate::metrics::HttpCounts) {
+    let mut path = String::new();
+    let response = match read_request(&mut stream) {
         Ok(req) if matches!(req.method.as_str(), "GET" | "HEAD" | "POST") => {
+            path.clone_from(&req.path);
             // A handler that panics (a bug) answers 500; the server, and its count of
             // busy connections, carry on.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&req)))
@@ -123,10 +181,12 @@ fn handle(stream: TcpStream, handler: &Handler) {
         Ok(_) => Response::error(405, "only GET and POST"),
         Err(r) => r,
     };
-    let _ = respond(&stream, &response);
+    counts.count(&path, response.status);
+    let _ = respond(&mut stream, &response);
+    stream.close_notify();
 }
 
-fn read_request(stream: &TcpStream) -> Result<Request, Response> {
+fn read_request(stream: &mut Stream) -> Result<Request, Response> {
     let bad = || Response::error(400, "bad request");
     let mut r = BufReader::new(stream.take(MAX_HEAD));
     let mut line = String::new();
@@ -173,8 +233,9 @@ fn read_request(stream: &TcpStream) -> Result<Request, Response> {
     }
     if expect_continue {
         // curl asks before sending a body over 1 KiB; say yes rather than make it wait.
-        let mut w = stream;
+        let w = r.get_mut().get_mut();
         w.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+            .and_then(|_| w.flush())
             .map_err(|_| bad())?;
     }
     // What the head's reader buffered past the head is the body's start.
@@ -236,7 +297,7 @@ fn hex(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)
 }
 
-fn respond(mut stream: &TcpStream, r: &Response) -> std::io::Result<()> {
+fn respond(stream: &mut Stream, r: &Response) -> std::io::Result<()> {
     let reason = match r.status {
         200 => "OK",
         400 => "Bad Request",
@@ -272,7 +333,19 @@ mod tests {
             assert!(req.path != "/panic", "a bug");
             Response::bytes("text/plain", "ok")
         });
-        thread::spawn(move || serve(listener, handler, Arc::new(AtomicBool::new(false))));
+        let transport = Transport {
+            tls: None,
+            log: Arc::new(jscope_store::MemoryLog::default()),
+            counts: Default::default(),
+        };
+        thread::spawn(move || {
+            serve(
+                listener,
+                handler,
+                Arc::new(AtomicBool::new(false)),
+                transport,
+            )
+        });
         let get = |path: &str| {
             let mut s = TcpStream::connect(addr).unwrap();
             write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();

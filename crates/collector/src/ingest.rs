@@ -25,6 +25,7 @@ use crate::ServerConfig;
 use jscope_store::identity::{apply_dictionary, new_dictionary, timed_span};
 use jscope_store::JvmIdentity;
 use jscope_store::Store;
+use jscope_tls::Stream;
 
 const SERVER_NAME: &str = concat!("jscope-collector ", env!("CARGO_PKG_VERSION"));
 
@@ -39,6 +40,14 @@ pub struct IngestStats {
     pub duplicate_chunks: AtomicU64,
     pub bytes: AtomicU64,
     pub samples: AtomicU64,
+    /// Refused connections by reason (see [`Failure::reason`]).
+    pub refusals: Mutex<std::collections::BTreeMap<&'static str, u64>>,
+    /// How long the store took to make each acknowledged batch durable.
+    pub store_write: crate::histogram::Histogram,
+    /// Store writes (a chunk, or making a batch durable) that failed.
+    pub store_errors: AtomicU64,
+    /// Bytes of chunks handed to the store and not yet durable and acknowledged.
+    pub queued_bytes: AtomicU64,
 }
 
 /// A point-in-time copy of [`IngestStats`].
@@ -55,6 +64,25 @@ pub struct StatsSnapshot {
 }
 
 impl IngestStats {
+    /// Counts a refused connection under `reason`.
+    pub(crate) fn refuse(&self, reason: &'static str) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        *self
+            .refusals
+            .lock()
+            .expect("refusals lock")
+            .entry(reason)
+            .or_default() += 1;
+    }
+
+    /// Refused connections by reason: `token`, `version`, `hello`, `busy`, `full`,
+    /// `stopping`, `store`, `plaintext` (on a TLS port), `tls` (a failed TLS
+    /// handshake), `protocol` (not the wire protocol, timeouts), `other`.
+    pub fn refusals(&self) -> Vec<(&'static str, u64)> {
+        let r = self.refusals.lock().expect("refusals lock");
+        r.iter().map(|(k, v)| (*k, *v)).collect()
+    }
+
     pub fn snapshot(&self) -> StatsSnapshot {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         StatsSnapshot {
@@ -78,6 +106,8 @@ struct JvmEntry {
 
 pub(crate) struct Ingest {
     cfg: ServerConfig,
+    /// The agent port speaks TLS with this configuration; `None` is plain TCP.
+    tls: Option<Arc<jscope_tls::ServerConfig>>,
     store: Arc<dyn Store>,
     listeners: Listeners,
     jvms: Mutex<HashMap<String, Arc<JvmEntry>>>,
@@ -116,6 +146,22 @@ impl Failure {
         }
     }
 
+    /// What refusing it is counted as in the collector's metrics.
+    fn reason(&self) -> &'static str {
+        match self.refuse {
+            Some(RefuseCode::BadToken) => "token",
+            Some(RefuseCode::UnsupportedVersion) => "version",
+            Some(RefuseCode::BadHello) => "hello",
+            Some(RefuseCode::Busy) => "busy",
+            Some(RefuseCode::Full) => "full",
+            Some(RefuseCode::ShuttingDown) => "stopping",
+            Some(RefuseCode::StoreUnavailable) => "store",
+            Some(RefuseCode::Other) => "other",
+            None if self.store => "store",
+            None => "protocol",
+        }
+    }
+
     /// The store could not take or make durable what the agent sent.
     fn store(line: impl Into<String>) -> Failure {
         Failure {
@@ -148,8 +194,14 @@ fn same_token(a: &str, b: &str) -> bool {
 }
 
 impl Ingest {
-    pub(crate) fn new(cfg: ServerConfig, store: Arc<dyn Store>, listeners: Listeners) -> Ingest {
+    pub(crate) fn new(
+        cfg: ServerConfig,
+        store: Arc<dyn Store>,
+        listeners: Listeners,
+        tls: Option<Arc<jscope_tls::ServerConfig>>,
+    ) -> Ingest {
         Ingest {
+            tls,
             cfg,
             store,
             listeners,
@@ -195,7 +247,7 @@ impl Ingest {
     fn spawn(self: Arc<Self>, stream: TcpStream) {
         let Ok(peer) = stream.peer_addr() else { return };
         if self.stats.active.load(Ordering::SeqCst) >= self.cfg.max_connections {
-            self.stats.refused.fetch_add(1, Ordering::Relaxed);
+            self.stats.refuse("full");
             let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
             let full = Message::Refuse {
                 code: RefuseCode::Full,
@@ -223,18 +275,36 @@ impl Ingest {
         }
     }
 
-    fn session(&self, stream: TcpStream, peer: SocketAddr) {
+    fn session(&self, tcp: TcpStream, peer: SocketAddr) {
         let conn_id = self.next_conn.fetch_add(1, Ordering::Relaxed);
-        let mut session = match self.handshake(&stream, peer, conn_id) {
+        let stream = match self.secure(tcp) {
             Ok(s) => s,
+            Err((f, reason)) => {
+                self.stats.refuse(reason);
+                self.log(format!("{peer}: refused: {}", f.line));
+                return;
+            }
+        };
+        let mut reader = BufReader::with_capacity(64 << 10, stream);
+        let mut session = match self.handshake(&mut reader, peer, conn_id) {
+            Ok((conn, entry)) => Session {
+                last_seen: conn.resumed_after,
+                queued: 0,
+                reader,
+                conn,
+                entry,
+            },
             Err(f) => {
-                self.stats.refused.fetch_add(1, Ordering::Relaxed);
+                self.stats.refuse(f.reason());
                 if let Some(code) = f.refuse {
                     let no = Message::Refuse {
                         code,
                         message: f.line.clone(),
                     };
-                    let _ = write_message(&mut &stream, &no);
+                    let stream = reader.get_mut();
+                    let _ = write_message(stream, &no);
+                    let _ = stream.flush();
+                    stream.close_notify();
                 }
                 self.log_failure(&f, || format!("{peer}: refused: {}", f.line));
                 return;
@@ -254,7 +324,7 @@ impl Ingest {
             0 => self.log(format!("{peer}: connected {who}")),
             n => self.log(format!("{peer}: connected {who}, resuming after chunk {n}")),
         }
-        let why = match self.stream_chunks(&mut session, &stream) {
+        let why = match self.stream_chunks(&mut session) {
             Ok(()) => {
                 self.log(format!(
                     "{peer}: {who} disconnected after chunk {}",
@@ -271,27 +341,61 @@ impl Ingest {
             }
         };
         self.listeners.disconnect(&session.conn, &why);
+        self.stats
+            .queued_bytes
+            .fetch_sub(std::mem::take(&mut session.queued), Ordering::Relaxed);
         self.release(&session.conn.jvm.id, conn_id);
-        let _ = stream.shutdown(Shutdown::Both);
+        let stream = session.reader.get_mut();
+        stream.close_notify();
+        let _ = stream.tcp().shutdown(Shutdown::Both);
     }
 
+    /// Sets the socket's timeouts and, when the agent port speaks TLS, runs the TLS
+    /// handshake; a plaintext client there is refused before anything of it is read.
+    fn secure(&self, tcp: TcpStream) -> Result<Stream, (Failure, &'static str)> {
+        let io = |e: std::io::Error| (Failure::lost(format!("socket: {e}")), "io");
+        tcp.set_read_timeout(Some(self.cfg.stall_timeout))
+            .map_err(io)?;
+        tcp.set_write_timeout(Some(self.cfg.stall_timeout))
+            .map_err(io)?;
+        tcp.set_nodelay(true).map_err(io)?;
+        let Some(tls) = &self.tls else {
+            return Ok(Stream::Plain(tcp));
+        };
+        match jscope_tls::peek_first(&tcp) {
+            Some(b) if jscope_tls::looks_like_tls(b) => {}
+            Some(_) => {
+                // Said in plaintext, as the client speaks: it learns why, and nothing
+                // of what it sent is read.
+                let no = Message::Refuse {
+                    code: RefuseCode::Other,
+                    message:
+                        "this collector takes only TLS: connect with collector=tls://HOST:PORT"
+                            .into(),
+                };
+                jscope_tls::discard_pending(&tcp);
+                let _ = write_message(&mut &tcp, &no);
+                let _ = tcp.shutdown(Shutdown::Write);
+                return Err((
+                    Failure::lost("plaintext connection on the TLS agent port"),
+                    "plaintext",
+                ));
+            }
+            None => return Err((Failure::lost("closed before the TLS handshake"), "tls")),
+        }
+        Stream::server(tcp, tls.clone())
+            .map_err(|e| (Failure::lost(format!("TLS handshake failed: {e}")), "tls"))
+    }
+
+    /// Preamble, hello, checks and accept: the connection and the JVM's lasting state.
     fn handshake(
         &self,
-        stream: &TcpStream,
+        reader: &mut BufReader<Stream>,
         peer: SocketAddr,
         conn_id: u64,
-    ) -> Result<Session, Failure> {
-        let io = |e: std::io::Error| Failure::lost(format!("socket: {e}"));
-        stream
-            .set_read_timeout(Some(self.cfg.stall_timeout))
-            .map_err(io)?;
-        stream
-            .set_write_timeout(Some(self.cfg.stall_timeout))
-            .map_err(io)?;
-        stream.set_nodelay(true).map_err(io)?;
-        let mut reader = BufReader::with_capacity(64 << 10, stream.try_clone().map_err(io)?);
-        read_preamble(&mut reader).map_err(|e| wire_failure("preamble", e))?;
-        let hello = match read_message(&mut reader, self.cfg.max_frame) {
+    ) -> Result<(Connection, Arc<JvmEntry>), Failure> {
+        read_preamble(reader).map_err(|e| wire_failure("preamble", e))?;
+        let hello = match read_message(reader, self.cfg.max_frame) {
             Ok(Message::Hello(h)) => h,
             Ok(other) => {
                 return Err(Failure::refuse(
@@ -302,7 +406,7 @@ impl Ingest {
             Err(e) => return Err(wire_failure("hello", e)),
         };
         let header = self.check_hello(&hello)?;
-        self.claim(&hello.stream, conn_id, stream)?;
+        self.claim(&hello.stream, conn_id, reader.get_ref().tcp())?;
         let entry = self.jvm_entry(&hello.stream, &header).map_err(|e| {
             self.release(&hello.stream, conn_id);
             Failure::refuse(RefuseCode::StoreUnavailable, e)
@@ -331,18 +435,14 @@ impl Ingest {
             max_frame: self.cfg.max_frame,
             server: SERVER_NAME.into(),
         });
-        if let Err(e) = write_message(&mut &*stream, &accept) {
+        let stream = reader.get_mut();
+        if let Err(e) = write_message(stream, &accept).and_then(|_| Ok(stream.flush()?)) {
             self.listeners
                 .disconnect(&conn, &Disconnect::Lost(e.to_string()));
             self.release(&conn.jvm.id, conn_id);
             return Err(Failure::lost(format!("writing accept: {e}")));
         }
-        Ok(Session {
-            reader,
-            conn,
-            entry,
-            last_seen: acked,
-        })
+        Ok((conn, entry))
     }
 
     fn check_hello(&self, hello: &Hello) -> Result<jscope_format::Header, Failure> {
@@ -441,12 +541,12 @@ impl Ingest {
         Ok(jvms.entry(stream_id.to_string()).or_insert(entry).clone())
     }
 
-    fn stream_chunks(&self, s: &mut Session, stream: &TcpStream) -> Result<(), Failure> {
+    fn stream_chunks(&self, s: &mut Session) -> Result<(), Failure> {
         let mut idle = Duration::ZERO;
         let mut pending = false;
         loop {
             if pending && s.reader.buffer().is_empty() {
-                self.commit(s, stream)?;
+                self.commit(s)?;
                 pending = false;
             }
             match read_message(&mut s.reader, self.cfg.max_frame) {
@@ -455,7 +555,7 @@ impl Ingest {
                     self.chunk(s, seq, &chunk)?;
                     pending = true;
                 }
-                Ok(Message::Bye) => return self.commit(s, stream),
+                Ok(Message::Bye) => return self.commit(s),
                 Ok(other) => {
                     return Err(Failure::lost(format!("unexpected {} frame", other.name())))
                 }
@@ -493,10 +593,15 @@ impl Ingest {
             span_ns: timed_span(&s.conn.jvm, &records),
             received: SystemTime::now(),
         };
-        self.listeners
-            .data(&s.conn, &trace)
-            .map_err(|e| Failure::store(e.to_string()))?;
+        self.listeners.data(&s.conn, &trace).map_err(|e| {
+            self.stats.store_errors.fetch_add(1, Ordering::Relaxed);
+            Failure::store(e.to_string())
+        })?;
         s.last_seen = seq;
+        s.queued += bytes.len() as u64;
+        self.stats
+            .queued_bytes
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         self.count(bytes.len(), &records);
         Ok(())
     }
@@ -516,14 +621,20 @@ impl Ingest {
     }
 
     /// Makes everything seen durable, then acknowledges it.
-    fn commit(&self, s: &mut Session, stream: &TcpStream) -> Result<(), Failure> {
-        self.listeners
-            .before_ack(&s.conn)
-            .map_err(|e| Failure::store(e.to_string()))?;
+    fn commit(&self, s: &mut Session) -> Result<(), Failure> {
+        let started = std::time::Instant::now();
+        self.listeners.before_ack(&s.conn).map_err(|e| {
+            self.stats.store_errors.fetch_add(1, Ordering::Relaxed);
+            Failure::store(e.to_string())
+        })?;
+        self.stats.store_write.observe(started.elapsed());
+        self.stats
+            .queued_bytes
+            .fetch_sub(std::mem::take(&mut s.queued), Ordering::Relaxed);
         self.store_down.store(false, Ordering::Relaxed);
         *s.entry.acked.lock().expect("acked lock") = s.last_seen;
-        let mut w = stream;
-        write_message(&mut w, &Message::Ack { seq: s.last_seen })
+        let w = s.reader.get_mut();
+        write_message(w, &Message::Ack { seq: s.last_seen })
             .and_then(|_| w.flush().map_err(WireError::from))
             .map_err(|e| Failure::lost(format!("writing ack: {e}")))
     }
@@ -537,11 +648,13 @@ impl Ingest {
 }
 
 struct Session {
-    reader: BufReader<TcpStream>,
+    reader: BufReader<Stream>,
     conn: Connection,
     entry: Arc<JvmEntry>,
     /// Highest sequence number passed to the plugins.
     last_seen: u64,
+    /// Bytes passed to the plugins since the last acknowledgement.
+    queued: u64,
 }
 
 /// Checks that `bytes` are exactly one intact data chunk and decodes its records.

@@ -26,11 +26,13 @@ mod config;
 #[path = "ui/distributed.rs"]
 mod distributed_ui;
 mod error;
+pub mod histogram;
 pub mod hot;
 pub mod http;
 pub mod ingest;
 pub mod listener;
 pub mod live;
+pub mod metrics;
 pub mod push;
 mod server;
 

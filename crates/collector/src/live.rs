@@ -119,6 +119,14 @@ impl LiveState {
         f
     }
 
+    /// The latest values of the counters the JVM's agent sends (`walk.failed.*`,
+    /// `samples.dropped`, `collector.buffered_bytes`, ...).
+    pub fn counters_of(&self, id: &str) -> Option<BTreeMap<String, u64>> {
+        let dict = self.get(id)?.lock().expect("jvm lock").dict.clone();
+        let counters = dict.read().expect("dict lock").counters.clone();
+        Some(counters)
+    }
+
     /// The threads of the JVM's latest snapshot, in start order, with their stacks.
     pub fn threads(&self, id: &str) -> Option<ThreadsView> {
         let dict = self.get(id)?.lock().expect("jvm lock").dict.clone();

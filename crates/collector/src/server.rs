@@ -59,6 +59,12 @@ pub fn serve_with(
         .as_deref()
         .map(|a| cfg.checked_addr(a))
         .transpose()?;
+    let tls = cfg
+        .tls
+        .as_ref()
+        .map(|files| files.config())
+        .transpose()
+        .map_err(|e| CollectorError::Tls(e.to_string()))?;
     let store: Arc<dyn Store> = match &cfg.store {
         Some(url) => Arc::new(ClickHouseStore::connect(url, cfg.log.clone())?),
         None => Arc::new(FileStore::open(
@@ -77,8 +83,24 @@ pub fn serve_with(
 
     let agent_listener = bind(agents)?;
     let agents_addr = agent_listener.local_addr().ok();
-    let ingest = Arc::new(Ingest::new(cfg.clone(), store.clone(), listeners));
+    let ingest = Arc::new(Ingest::new(
+        cfg.clone(),
+        store.clone(),
+        listeners,
+        tls.clone(),
+    ));
     let stats_source = ingest.clone();
+    let http_counts = Arc::new(crate::metrics::HttpCounts::default());
+    let metrics = {
+        let (ingest, live, http) = (ingest.clone(), live.clone(), http_counts.clone());
+        move || {
+            crate::metrics::render(&crate::metrics::Sources {
+                ingest: &ingest.stats,
+                live: &live,
+                http: &http,
+            })
+        }
+    };
     let api = Arc::new(ApiContext {
         store: store.clone(),
         live: Some(live),
@@ -87,11 +109,19 @@ pub fn serve_with(
         token: cfg.token.clone(),
         trees: Default::default(),
         pushes: Some(Default::default()),
+        metrics: Some(Arc::new(metrics)),
     });
     let stopping = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
     let http_addr = match http {
-        Some(addr) => Some(start_http(addr, &api, &stopping, &mut threads)?),
+        Some(addr) => {
+            let transport = crate::http::Transport {
+                tls,
+                log: cfg.log.clone(),
+                counts: http_counts,
+            };
+            Some(start_http(addr, &api, &stopping, &mut threads, transport)?)
+        }
         None => None,
     };
     let accepting = ingest.clone();
@@ -130,10 +160,16 @@ pub fn view(recording: &Path, http: &str) -> Result<ServerHandle, CollectorError
         token: None,
         trees: Default::default(),
         pushes: None,
+        metrics: None,
     });
     let stopping = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
-    let http_addr = Some(start_http(addr, &api, &stopping, &mut threads)?);
+    let transport = crate::http::Transport {
+        tls: None,
+        log: cfg.log.clone(),
+        counts: Default::default(),
+    };
+    let http_addr = Some(start_http(addr, &api, &stopping, &mut threads, transport)?);
     Ok(ServerHandle {
         agents_addr: None,
         http_addr,
@@ -150,6 +186,7 @@ fn start_http(
     api: &Arc<ApiContext>,
     stopping: &Arc<AtomicBool>,
     threads: &mut Vec<JoinHandle<()>>,
+    transport: crate::http::Transport,
 ) -> Result<SocketAddr, CollectorError> {
     let listener = bind(addr)?;
     let local = listener
@@ -160,7 +197,7 @@ fn start_http(
         })?;
     let (handler, stopping) = (api::handler(api.clone()), stopping.clone());
     threads.push(spawn("jscope-http", move || {
-        crate::http::serve(listener, handler, stopping)
+        crate::http::serve(listener, handler, stopping, transport)
     }));
     Ok(local)
 }

@@ -196,6 +196,72 @@ fn schema(db: &str) -> Vec<String> {
     ]
 }
 
+/// The tables of a cluster (`?cluster=NAME`): each of [`schema`]'s tables becomes
+/// `NAME_local` on every node (`ON CLUSTER`) with the replicated form of its engine,
+/// its replicas coordinated in ZooKeeper under `/clickhouse/tables/{shard}/DB/NAME`
+/// (the nodes' `shard` and `replica` macros), and a Distributed table of its own name
+/// over them, so every statement of the store reads and writes the whole cluster.
+/// Rows are sharded by JVM (`jvm`, or the stream id's hash) and stacks by their
+/// hash, so one JVM's rows, and one stack, are on one shard. The per-minute view
+/// reads each node's `samples_local` into its `stack_minutes_local`.
+fn cluster_schema(db: &str, cluster: &str) -> Vec<String> {
+    let on = format!("ON CLUSTER {cluster}");
+    let mut out = vec![format!("CREATE DATABASE IF NOT EXISTS {db} {on}")];
+    for sql in schema(db).into_iter().skip(1) {
+        if sql.starts_with("CREATE MATERIALIZED VIEW") {
+            out.push(format!(
+                "CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.stack_minutes_mv {on} \
+                 TO {db}.stack_minutes_local \
+                 AS SELECT {MINUTE_COLUMNS}, toInt64(count()) AS n FROM {db}.samples_local \
+                 GROUP BY day, minute, jvm, mode, state, thread, stack"
+            ));
+            continue;
+        }
+        let prefix = format!("CREATE TABLE IF NOT EXISTS {db}.");
+        let rest = sql.strip_prefix(&prefix).expect("a CREATE TABLE");
+        let (table, rest) = rest.split_once(' ').expect("columns");
+        let path = format!("'/clickhouse/tables/{{shard}}/{db}/{table}', '{{replica}}'");
+        let local = rest
+            .replace(
+                "ENGINE = ReplacingMergeTree(updated)",
+                &format!("ENGINE = ReplicatedReplacingMergeTree({path}, updated)"),
+            )
+            .replace(
+                "ENGINE = ReplacingMergeTree ",
+                &format!("ENGINE = ReplicatedReplacingMergeTree({path}) "),
+            )
+            .replace(
+                "ENGINE = SummingMergeTree(n)",
+                &format!("ENGINE = ReplicatedSummingMergeTree({path}, n)"),
+            )
+            .replace(
+                "ENGINE = MergeTree ",
+                &format!("ENGINE = ReplicatedMergeTree({path}) "),
+            );
+        assert!(local.contains("ENGINE = Replicated"), "{table}: {local}");
+        out.push(format!("{prefix}{table}_local {on} {local}"));
+        let key = match table {
+            "jvms" | "chunks" => "cityHash64(stream)",
+            "stacks" => "hash",
+            _ => "jvm",
+        };
+        out.push(format!(
+            "{prefix}{table} {on} AS {db}.{table}_local \
+             ENGINE = Distributed({cluster}, {db}, {table}_local, {key})"
+        ));
+    }
+    out
+}
+
+/// A table's name for `ALTER` statements, which Distributed tables do not take: its
+/// local tables on every node of the cluster, or the table itself.
+fn alter_target(db: &str, table: &str, cluster: Option<&str>) -> String {
+    match cluster {
+        Some(c) => format!("{db}.{table}_local ON CLUSTER {c}"),
+        None => format!("{db}.{table}"),
+    }
+}
+
 /// One row of a `GROUP BY` answer: `S` string keys and `N` UInt64 aggregates.
 type Grouped<const S: usize, const N: usize> = ([String; S], [u64; N]);
 
@@ -413,6 +479,8 @@ struct Shared {
 pub struct ClickHouseStore {
     shared: Arc<Shared>,
     db: String,
+    /// `?cluster=NAME`: ALTERs go to the local tables on every node.
+    cluster: Option<String>,
     streams: Mutex<HashMap<String, Arc<Mutex<StreamState>>>>,
     /// Frames of stacks read back, by hash.
     frames: Mutex<HashMap<u64, Arc<Vec<u8>>>>,
@@ -421,13 +489,23 @@ pub struct ClickHouseStore {
 }
 
 impl ClickHouseStore {
+    /// The statements that create the store's database and tables: on one server, or
+    /// (`cluster`) replicated tables on every node and Distributed tables over them.
+    pub fn schema_statements(database: &str, cluster: Option<&str>) -> Vec<String> {
+        match cluster {
+            Some(c) => cluster_schema(database, c),
+            None => schema(database),
+        }
+    }
+
     /// Connects, creating the database and tables when missing.
     pub fn connect(url: &str, log: Arc<dyn LogSink>) -> Result<ClickHouseStore, StoreError> {
         let url = ClickHouseUrl::parse(url).map_err(StoreError::ClickHouse)?;
         let db = url.database.clone();
         let flush = url.flush;
-        let client = Client::new(url);
-        for sql in schema(&db) {
+        let cluster = url.cluster.clone();
+        let client = Client::new(url).map_err(StoreError::ClickHouse)?;
+        for sql in Self::schema_statements(&db, cluster.as_deref()) {
             client.query(&sql).map_err(ch)?;
         }
         let shared = Arc::new(Shared {
@@ -452,6 +530,7 @@ impl ClickHouseStore {
         Ok(ClickHouseStore {
             shared,
             db,
+            cluster,
             streams: Mutex::new(HashMap::new()),
             frames: Mutex::new(HashMap::new()),
             headers: Mutex::new(HashMap::new()),
@@ -1274,7 +1353,8 @@ impl Store for ClickHouseStore {
             }
             self.client()
                 .query(&format!(
-                    "ALTER TABLE {db}.{table} DELETE WHERE {this} AND seq > {stored_upto}"
+                    "ALTER TABLE {} DELETE WHERE {this} AND seq > {stored_upto}",
+                    alter_target(db, table, self.cluster.as_deref())
                 ))
                 .map_err(ch)?;
         }
@@ -1790,16 +1870,29 @@ impl Store for ClickHouseStore {
     fn retain(&self, cutoff_ns: u64) -> Result<Retained, StoreError> {
         let out = self.select(&format!(
             "SELECT table, partition, sum(bytes) FROM system.parts WHERE database = {} \
-             AND table IN ('chunks', 'samples', 'stack_minutes', 'events', 'trace_calls', \
-             'remote_calls') AND active GROUP BY table, partition \
+             AND table IN ({}) AND active GROUP BY table, partition \
              HAVING max(max_date) < {}",
             quote(&self.db),
+            [
+                "chunks",
+                "samples",
+                "stack_minutes",
+                "events",
+                "trace_calls",
+                "remote_calls"
+            ]
+            .map(|t| match self.cluster {
+                Some(_) => quote(&format!("{t}_local")),
+                None => quote(t),
+            })
+            .join(", "),
             date_sql(day_of(cutoff_ns))
         ))?;
         let mut c = Cursor::new(&out);
         let mut done = Retained::default();
         while !c.done() {
             let table = c.string().map_err(ch)?;
+            let table = table.strip_suffix("_local").unwrap_or(&table).to_string();
             let partition = c.string().map_err(ch)?;
             let bytes = c.u64().map_err(ch)?;
             if !partition.chars().all(|ch| ch.is_ascii_digit()) {
@@ -1807,8 +1900,8 @@ impl Store for ClickHouseStore {
             }
             self.client()
                 .query(&format!(
-                    "ALTER TABLE {}.{table} DROP PARTITION {partition}",
-                    self.db
+                    "ALTER TABLE {} DROP PARTITION {partition}",
+                    alter_target(&self.db, &table, self.cluster.as_deref())
                 ))
                 .map_err(ch)?;
             done.segments_deleted += 1;

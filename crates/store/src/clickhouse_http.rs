@@ -6,8 +6,13 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use jscope_tls::{ClientFiles, Stream};
+
 /// Where a ClickHouse server is and who to log in as:
-/// `clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE[?flush_ms=N]`.
+/// `clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE[?flush_ms=N]`, or
+/// `clickhouse+https://...` for its HTTPS port, with `ca=FILE` (else the system's
+/// CAs), `cert=FILE&key=FILE` (a client certificate) and `insecure=1` (no check of
+/// the server's certificate).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClickHouseUrl {
     pub host: String,
@@ -17,6 +22,11 @@ pub struct ClickHouseUrl {
     pub password: String,
     /// How long rows wait to be batched with other agents' before an insert.
     pub flush: Duration,
+    /// `clickhouse+https://`: what the TLS client trusts and shows.
+    pub tls: Option<ClientFiles>,
+    /// `cluster=NAME`: replicated tables on every node of that cluster (its
+    /// `remote_servers` entry) and Distributed tables over them.
+    pub cluster: Option<String>,
 }
 
 impl ClickHouseUrl {
@@ -24,11 +34,16 @@ impl ClickHouseUrl {
     /// and `JSCOPE_CLICKHOUSE_PASSWORD` (else `default` and none).
     pub fn parse(text: &str) -> Result<ClickHouseUrl, String> {
         let bad = |why: &str| {
-            format!("bad store {text:?}: {why} (use clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE)")
+            format!("bad store {text:?}: {why} (use clickhouse://[USER[:PASS]@]HOST:PORT/DATABASE or clickhouse+https://...)")
         };
-        let rest = text
-            .strip_prefix("clickhouse://")
-            .ok_or_else(|| bad("not clickhouse://"))?;
+        let (rest, mut tls) = match text.strip_prefix("clickhouse+https://") {
+            Some(rest) => (rest, Some(ClientFiles::default())),
+            None => (
+                text.strip_prefix("clickhouse://")
+                    .ok_or_else(|| bad("not clickhouse://"))?,
+                None,
+            ),
+        };
         let (rest, params) = rest.split_once('?').unwrap_or((rest, ""));
         let (auth, rest) = match rest.rsplit_once('@') {
             Some((a, r)) => (Some(a), r),
@@ -63,10 +78,28 @@ impl ClickHouseUrl {
             ),
         };
         let mut flush = Duration::from_secs(1);
+        let mut cluster = None;
         for p in params.split('&').filter(|p| !p.is_empty()) {
             match p.split_once('=') {
                 Some(("flush_ms", v)) => {
                     flush = Duration::from_millis(v.parse().map_err(|_| bad("bad flush_ms"))?)
+                }
+                Some(("cluster", v)) => {
+                    if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        return Err(bad("the cluster name must be letters, digits and _"));
+                    }
+                    cluster = Some(v.to_string());
+                }
+                Some((k @ ("ca" | "cert" | "key" | "insecure"), v)) => {
+                    let t = tls
+                        .as_mut()
+                        .ok_or_else(|| bad(&format!("{k}= needs clickhouse+https://")))?;
+                    match k {
+                        "ca" => t.ca = Some(v.into()),
+                        "cert" => t.cert = Some(v.into()),
+                        "key" => t.key = Some(v.into()),
+                        _ => t.insecure = matches!(v, "1" | "true" | "yes"),
+                    }
                 }
                 _ => return Err(bad(&format!("unknown parameter {p:?}"))),
             }
@@ -78,14 +111,18 @@ impl ClickHouseUrl {
             user,
             password,
             flush,
+            tls,
+            cluster,
         })
     }
 }
 
-/// Runs statements over HTTP.
+/// Runs statements over HTTP (or HTTPS).
 pub struct Client {
     url: ClickHouseUrl,
     timeout: Duration,
+    /// Built once from `url.tls`.
+    tls: Option<std::sync::Arc<jscope_tls::ClientConfig>>,
 }
 
 fn encode_component(s: &str, out: &mut String) {
@@ -100,11 +137,19 @@ fn encode_component(s: &str, out: &mut String) {
 }
 
 impl Client {
-    pub fn new(url: ClickHouseUrl) -> Client {
-        Client {
+    /// A client for `url`; its TLS files are read here, an error naming the file.
+    pub fn new(url: ClickHouseUrl) -> Result<Client, String> {
+        let tls = url
+            .tls
+            .as_ref()
+            .map(|t| t.config())
+            .transpose()
+            .map_err(|e| format!("ClickHouse TLS: {e}"))?;
+        Ok(Client {
             url,
             timeout: Duration::from_secs(30),
-        }
+            tls,
+        })
     }
 
     /// `sql` runs with `body` as its data (an INSERT's rows), or as the query itself
@@ -116,6 +161,15 @@ impl Client {
             target.push_str("&password=");
             encode_component(&self.url.password, &mut target);
         }
+        if self.url.cluster.is_some() {
+            // An insert returns once every shard has it (not when it is queued on the
+            // node it went to), and every request prefers the first live replica of
+            // each shard, so a read sees what an insert just wrote; ON CLUSTER
+            // statements wait for a dead node at most a minute.
+            target.push_str(
+                "&insert_distributed_sync=1&load_balancing=in_order&distributed_ddl_task_timeout=60",
+            );
+        }
         if let Some(q) = query_param {
             target.push_str("&query=");
             encode_component(q, &mut target);
@@ -126,10 +180,15 @@ impl Client {
             .next()
             .ok_or_else(|| format!("{}: no address", self.url.host))?;
         let io = |e: std::io::Error| format!("{addr}: {e}");
-        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(io)?;
-        stream.set_read_timeout(Some(self.timeout)).map_err(io)?;
-        stream.set_write_timeout(Some(self.timeout)).map_err(io)?;
-        let mut w = std::io::BufWriter::new(&stream);
+        let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(io)?;
+        tcp.set_read_timeout(Some(self.timeout)).map_err(io)?;
+        tcp.set_write_timeout(Some(self.timeout)).map_err(io)?;
+        let mut stream = match &self.tls {
+            None => Stream::Plain(tcp),
+            Some(tls) => Stream::client(tcp, tls.clone(), &self.url.host)
+                .map_err(|e| format!("{addr}: TLS: {e}"))?,
+        };
+        let mut w = std::io::BufWriter::new(&mut stream);
         write!(
             w,
             "POST {target} HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -140,7 +199,7 @@ impl Client {
         w.write_all(body).map_err(io)?;
         w.flush().map_err(io)?;
         drop(w);
-        let mut r = BufReader::new(&stream);
+        let mut r = BufReader::new(&mut stream);
         let mut status = String::new();
         r.read_line(&mut status).map_err(io)?;
         let code: u16 = status

@@ -7,6 +7,8 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+use jscope_tls::{ClientFiles, Stream};
+
 use jscope_analysis::{Annotation, HotMethods, Mode};
 use jscope_flame::FlameGraph;
 use jscope_format::Recording;
@@ -23,6 +25,8 @@ pub struct RemoteCollector {
     /// A path prefix after the authority, without a trailing slash.
     prefix: String,
     token: Option<String>,
+    /// `https://`: what the client trusts (the system's CAs unless told otherwise).
+    tls: Option<ClientFiles>,
 }
 
 fn remote(message: String) -> StoreError {
@@ -31,17 +35,23 @@ fn remote(message: String) -> StoreError {
 
 impl RemoteCollector {
     pub fn new(url: &str, token: Option<String>) -> Result<RemoteCollector, StoreError> {
-        let rest = url.strip_prefix("http://").ok_or_else(|| {
-            remote(format!(
-                "--collector must be an http:// URL, e.g. http://127.0.0.1:7080 (got {url})"
-            ))
-        })?;
+        let (rest, tls) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+            (Some(rest), _) => (rest, None),
+            (_, Some(rest)) => (rest, Some(ClientFiles::default())),
+            _ => {
+                return Err(remote(format!(
+                "--collector must be an http:// or https:// URL, e.g. http://127.0.0.1:7080 (got {url})"
+            )))
+            }
+        };
         let (authority, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if authority.is_empty() {
             return Err(remote(format!("--collector {url} names no host")));
         }
         let authority = if authority.contains(':') {
             authority.to_string()
+        } else if tls.is_some() {
+            format!("{authority}:443")
         } else {
             format!("{authority}:80")
         };
@@ -54,11 +64,22 @@ impl RemoteCollector {
                 format!("/{prefix}")
             },
             token,
+            tls,
         })
     }
 
+    /// For an https:// collector: the CA to trust, a client certificate, or (only on
+    /// an explicit `--insecure`) no check. Ignored for http://.
+    pub fn with_tls(mut self, files: ClientFiles) -> RemoteCollector {
+        if self.tls.is_some() {
+            self.tls = Some(files);
+        }
+        self
+    }
+
     pub fn base(&self) -> String {
-        format!("http://{}{}", self.authority, self.prefix)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.authority, self.prefix)
     }
 
     /// The collector's JVM list (`/api/jvms`).
@@ -174,12 +195,25 @@ impl RemoteCollector {
             .ok()
             .and_then(|mut a| a.next())
             .ok_or_else(|| remote(format!("cannot resolve {}", self.authority)))?;
-        let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).map_err(failed(
+        let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).map_err(failed(
             format!("cannot connect to the collector at {}", self.base()),
         ))?;
         let io = failed(format!("talking to {}", self.base()));
-        s.set_read_timeout(Some(Duration::from_secs(300)))
+        tcp.set_read_timeout(Some(Duration::from_secs(300)))
             .map_err(&io)?;
+        tcp.set_write_timeout(Some(Duration::from_secs(30)))
+            .map_err(&io)?;
+        let mut s = match &self.tls {
+            None => Stream::Plain(tcp),
+            Some(files) => {
+                let config = files.config().map_err(|e| remote(e.to_string()))?;
+                let host = jscope_tls::host_of(&self.authority);
+                Stream::client(tcp, config, host).map_err(failed(format!(
+                    "TLS with the collector at {} failed",
+                    self.base()
+                )))?
+            }
+        };
         let auth = self
             .token
             .as_deref()
@@ -190,6 +224,7 @@ impl RemoteCollector {
             "GET {}{path} HTTP/1.1\r\nHost: {}\r\n{auth}Connection: close\r\n\r\n",
             self.prefix, self.authority
         )
+        .and_then(|_| s.flush())
         .map_err(&io)?;
         let mut answer = Vec::new();
         s.read_to_end(&mut answer)

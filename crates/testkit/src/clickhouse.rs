@@ -38,6 +38,8 @@ enum Launch {
 pub struct ClickHouse {
     pub dir: PathBuf,
     pub http_port: u16,
+    /// Its HTTPS port, when started with [`ClickHouse::start_https`].
+    pub https_port: Option<u16>,
     pub server: Server,
     launch: Launch,
     child: Option<Child>,
@@ -84,14 +86,37 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn write_config(dir: &Path, http: u16) {
-    let (tcp, inter) = (free_port(), free_port());
+/// The `https_port` and `openSSL.server` settings for a certificate and its key.
+fn https_config(port: u16, cert: &Path, key: &Path) -> String {
+    format!(
+        r#"<https_port>{port}</https_port>
+  <openSSL><server>
+    <certificateFile>{}</certificateFile><privateKeyFile>{}</privateKeyFile>
+    <verificationMode>none</verificationMode><loadDefaultCAFile>false</loadDefaultCAFile>
+    <cacheSessions>true</cacheSessions><disableProtocols>sslv2,sslv3</disableProtocols>
+    <preferServerCiphers>true</preferServerCiphers>
+  </server></openSSL>"#,
+        cert.display(),
+        key.display()
+    )
+}
+
+fn write_config(dir: &Path, http: u16, https: &str) {
+    write_config_on(dir, http, free_port(), https);
+}
+
+/// The config with its native `tcp` port given (a cluster's nodes name each other's)
+/// and `extra` settings.
+fn write_config_on(dir: &Path, http: u16, tcp: u16, extra: &str) {
+    let https = extra;
+    let inter = free_port();
     let d = dir.display();
     let config = format!(
         r#"<?xml version="1.0"?>
 <yandex>
   <logger><level>warning</level><log>{d}/server.log</log><errorlog>{d}/error.log</errorlog></logger>
   <http_port>{http}</http_port>
+  {https}
   <tcp_port>{tcp}</tcp_port>
   <interserver_http_port>{inter}</interserver_http_port>
   <listen_host>127.0.0.1</listen_host>
@@ -147,11 +172,12 @@ impl ClickHouse {
         let dir = temp_dir(name);
         let http_port = free_port();
         if let Launch::Server(_) = launch {
-            write_config(&dir, http_port);
+            write_config(&dir, http_port, "");
         }
         let mut ch = ClickHouse {
             dir,
             http_port,
+            https_port: None,
             server,
             launch,
             child: None,
@@ -166,6 +192,28 @@ impl ClickHouse {
             },
             ch.http_port
         );
+        Some(ch)
+    }
+
+    /// Starts Debian's `clickhouse-server` with HTTPS too, serving `cert` (PEM) with
+    /// its `key`; `None` when it is not installed ([`crate::tools::missing`]).
+    pub fn start_https(name: &str, cert: &Path, key: &Path) -> Option<ClickHouse> {
+        let Some(bin) = binary() else {
+            crate::tools::missing("clickhouse-server", "apt-get install clickhouse-server");
+            return None;
+        };
+        let dir = temp_dir(name);
+        let (http_port, https_port) = (free_port(), free_port());
+        write_config(&dir, http_port, &https_config(https_port, cert, key));
+        let mut ch = ClickHouse {
+            dir,
+            http_port,
+            https_port: Some(https_port),
+            server: Server::Debian,
+            launch: Launch::Server(bin),
+            child: None,
+        };
+        ch.restart();
         Some(ch)
     }
 
@@ -279,4 +327,150 @@ macro_rules! on_each_clickhouse {
             }
         }
     )+};
+}
+
+/// ZooKeeper (Debian's `zookeeper`) on a free loopback port, killed when dropped.
+pub struct ZooKeeper {
+    pub port: u16,
+    _child: Child,
+}
+
+const ZK_SERVER: &str = "/usr/share/zookeeper/bin/zkServer.sh";
+
+impl ZooKeeper {
+    /// Starts it, or `None` when it is not installed ([`crate::tools::missing`]).
+    pub fn start(name: &str) -> Option<ZooKeeper> {
+        if !Path::new(ZK_SERVER).is_file() {
+            crate::tools::missing("zookeeper", "apt-get install zookeeper");
+            return None;
+        }
+        let dir = temp_dir(name);
+        let port = free_port();
+        let cfg = dir.join("zoo.cfg");
+        std::fs::write(
+            &cfg,
+            format!(
+                "tickTime=500\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={port}\n\
+                 clientPortAddress=127.0.0.1\nadmin.enableServer=false\n\
+                 4lw.commands.whitelist=ruok\n",
+                dir.join("data").display()
+            ),
+        )
+        .expect("zoo.cfg");
+        let log = std::fs::File::create(dir.join("zookeeper.log")).expect("zk log");
+        let child = Child::spawn(
+            Command::new(ZK_SERVER)
+                .arg("start-foreground")
+                .arg(&cfg)
+                .env("ZOO_LOG_DIR", &dir)
+                .env("ZOO_LOG4J_PROP", "WARN,CONSOLE")
+                .env("JVMFLAGS", "-Xmx256m")
+                .stdin(Stdio::null())
+                .stdout(log.try_clone().expect("log"))
+                .stderr(log),
+        );
+        let ruok = || -> Option<String> {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+            s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+            s.write_all(b"ruok").ok()?;
+            let mut out = String::new();
+            s.read_to_string(&mut out).ok()?;
+            Some(out)
+        };
+        let up = wait_until(Duration::from_secs(60), || {
+            ruok().is_some_and(|a| a == "imok")
+        });
+        assert!(
+            up,
+            "zookeeper did not answer on port {port}: {}",
+            std::fs::read_to_string(dir.join("zookeeper.log")).unwrap_or_default()
+        );
+        Some(ZooKeeper {
+            port,
+            _child: child,
+        })
+    }
+}
+
+/// ZooKeeper and `shards` x `replicas` `clickhouse-server`s (Debian's) on free
+/// loopback ports, forming the cluster `name` (`remote_servers`, with internal
+/// replication, and each node's `shard` and `replica` macros). Node `i` is replica
+/// `i % replicas` of shard `i / replicas`. `None` when ZooKeeper or ClickHouse is not
+/// installed ([`crate::tools::missing`]).
+pub struct Cluster {
+    pub name: String,
+    pub nodes: Vec<ClickHouse>,
+    pub zookeeper: ZooKeeper,
+}
+
+impl Cluster {
+    pub fn start(name: &str, shards: usize, replicas: usize) -> Option<Cluster> {
+        let Some(bin) = binary() else {
+            crate::tools::missing("clickhouse-server", "apt-get install clickhouse-server");
+            return None;
+        };
+        let zookeeper = ZooKeeper::start(&format!("{name}-zk"))?;
+        let n = shards * replicas;
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        let mut servers = String::new();
+        for shard in 0..shards {
+            servers.push_str("<shard><internal_replication>true</internal_replication>");
+            for r in 0..replicas {
+                let tcp = ports[shard * replicas + r].1;
+                servers.push_str(&format!(
+                    "<replica><host>127.0.0.1</host><port>{tcp}</port></replica>"
+                ));
+            }
+            servers.push_str("</shard>");
+        }
+        let dirs: Vec<PathBuf> = (0..n).map(|i| temp_dir(&format!("{name}-{i}"))).collect();
+        for (i, dir) in dirs.iter().enumerate() {
+            let extra = format!(
+                "<interserver_http_host>127.0.0.1</interserver_http_host>\n  \
+                 <zookeeper><node><host>127.0.0.1</host><port>{}</port></node></zookeeper>\n  \
+                 <remote_servers><{name}>{servers}</{name}></remote_servers>\n  \
+                 <macros><shard>{:02}</shard><replica>node{i}</replica></macros>\n  \
+                 <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>",
+                zookeeper.port,
+                i / replicas + 1,
+            );
+            write_config_on(dir, ports[i].0, ports[i].1, &extra);
+        }
+        // Started in parallel: each takes seconds to come up.
+        let nodes = std::thread::scope(|scope| {
+            let started: Vec<_> = dirs
+                .into_iter()
+                .zip(&ports)
+                .map(|(dir, &(http_port, _))| {
+                    let bin = bin.clone();
+                    scope.spawn(move || {
+                        let mut ch = ClickHouse {
+                            dir,
+                            http_port,
+                            https_port: None,
+                            server: Server::Debian,
+                            launch: Launch::Server(bin),
+                            child: None,
+                        };
+                        ch.restart();
+                        ch
+                    })
+                })
+                .collect();
+            started
+                .into_iter()
+                .map(|h| h.join().expect("a node starts"))
+                .collect()
+        });
+        Some(Cluster {
+            name: name.to_string(),
+            nodes,
+            zookeeper,
+        })
+    }
+
+    /// `clickhouse://127.0.0.1:PORT/DATABASE?cluster=NAME` through node `i`.
+    pub fn url(&self, i: usize, database: &str) -> String {
+        format!("{}?cluster={}", self.nodes[i].url(database), self.name)
+    }
 }

@@ -462,7 +462,8 @@ mod tests {
 }
 
 mod clickhouse;
+pub mod pki;
 pub mod recording;
 pub mod tools;
-pub use clickhouse::{ClickHouse, Server};
+pub use clickhouse::{ClickHouse, Cluster, Server, ZooKeeper};
 pub use recording::RecordingBuilder;

@@ -4,9 +4,12 @@
 //! generator): every call is bounded by the configured timeouts, and reading
 //! acknowledgements never blocks unless asked to wait.
 
-use std::io::{BufWriter, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use jscope_tls::Stream;
 
 use crate::message::{is_timeout, write_chunk};
 use crate::{
@@ -30,6 +33,9 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// Bounds every write and the handshake's read.
     pub io_timeout: Duration,
+    /// Speak TLS (`collector=tls://HOST:PORT`), the server's certificate checked for
+    /// the host in `addr`; `None` is plain TCP.
+    pub tls: Option<Arc<jscope_tls::ClientConfig>>,
 }
 
 impl ClientConfig {
@@ -41,14 +47,16 @@ impl ClientConfig {
             labels: Vec::new(),
             connect_timeout: Duration::from_secs(3),
             io_timeout: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
 
 /// One accepted connection to a collector.
 pub struct WireClient {
-    stream: TcpStream,
-    writer: BufWriter<TcpStream>,
+    stream: Stream,
+    /// Frames are encoded here and written to the stream in one call.
+    outbuf: Vec<u8>,
     inbox: Vec<u8>,
     accept: Accept,
     acked: u64,
@@ -64,11 +72,23 @@ impl WireClient {
         header: &[u8],
         next_seq: u64,
     ) -> Result<WireClient, WireError> {
-        let stream = connect_any(&cfg.addr, cfg.connect_timeout)?;
-        stream.set_nodelay(true)?;
-        stream.set_write_timeout(Some(cfg.io_timeout))?;
-        stream.set_read_timeout(Some(cfg.io_timeout))?;
-        let mut writer = BufWriter::new(stream.try_clone()?);
+        let tcp = connect_any(&cfg.addr, cfg.connect_timeout)?;
+        tcp.set_nodelay(true)?;
+        tcp.set_write_timeout(Some(cfg.io_timeout))?;
+        tcp.set_read_timeout(Some(cfg.io_timeout))?;
+        let mut stream = match &cfg.tls {
+            None => Stream::Plain(tcp),
+            Some(tls) => {
+                // The token goes in the hello, so nothing is sent before TLS is up.
+                Stream::client(tcp, tls.clone(), jscope_tls::host_of(&cfg.addr)).map_err(|e| {
+                    WireError::Tls {
+                        addr: cfg.addr.clone(),
+                        why: e.to_string(),
+                    }
+                })?
+            }
+        };
+        let mut writer = Vec::new();
         write_preamble(&mut writer)?;
         let hello = Hello {
             token: cfg.token.clone(),
@@ -78,11 +98,13 @@ impl WireClient {
             header: header.to_vec(),
         };
         write_message(&mut writer, &Message::Hello(hello))?;
-        writer.flush()?;
-        let accept = read_answer(&mut (&stream))?;
+        stream.write_all(&writer)?;
+        stream.flush()?;
+        writer.clear();
+        let accept = read_answer(&mut stream)?;
         Ok(WireClient {
             stream,
-            writer,
+            outbuf: writer,
             inbox: Vec::new(),
             acked: accept.acked,
             accept,
@@ -107,7 +129,7 @@ impl WireClient {
     }
 
     pub fn peer_addr(&self) -> Option<SocketAddr> {
-        self.stream.peer_addr().ok()
+        self.stream.tcp().peer_addr().ok()
     }
 
     /// Sends one framed chunk. Blocks at most the io timeout when the collector reads
@@ -120,17 +142,16 @@ impl WireClient {
                 max: self.accept.max_frame,
             });
         }
-        write_chunk(&mut self.writer, seq, chunk)?;
-        self.writer.flush()?;
-        Ok(())
+        write_chunk(&mut self.outbuf, seq, chunk)?;
+        self.flush_out()
     }
 
     /// Reads whatever acknowledgements have arrived, without blocking, and returns the
     /// highest acknowledged sequence number.
     pub fn poll_acks(&mut self) -> Result<u64, WireError> {
-        self.stream.set_nonblocking(true)?;
+        self.stream.tcp().set_nonblocking(true)?;
         let read = self.fill_inbox();
-        self.stream.set_nonblocking(false)?;
+        self.stream.tcp().set_nonblocking(false)?;
         read?;
         self.drain_inbox()?;
         Ok(self.acked)
@@ -146,7 +167,7 @@ impl WireClient {
             if left.is_zero() {
                 break;
             }
-            self.stream.set_read_timeout(Some(left))?;
+            self.stream.tcp().set_read_timeout(Some(left))?;
             let read = self.fill_inbox();
             read?;
             self.drain_inbox()?;
@@ -156,19 +177,30 @@ impl WireClient {
 
     /// Says goodbye, waits up to `timeout` for the final acknowledgement, and closes.
     pub fn finish(mut self, timeout: Duration) -> Result<u64, WireError> {
-        write_message(&mut self.writer, &Message::Bye)?;
-        self.writer.flush()?;
+        write_message(&mut self.outbuf, &Message::Bye)?;
+        self.flush_out()?;
         let deadline = Instant::now() + timeout;
         while !self.closed {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
-            self.stream.set_read_timeout(Some(left))?;
+            self.stream.tcp().set_read_timeout(Some(left))?;
             self.fill_inbox()?;
             self.drain_inbox()?;
         }
+        self.stream.close_notify();
         Ok(self.acked)
+    }
+
+    /// Writes the encoded frames; on error the connection is unusable.
+    fn flush_out(&mut self) -> Result<(), WireError> {
+        let written = self
+            .stream
+            .write_all(&self.outbuf)
+            .and_then(|_| self.stream.flush());
+        self.outbuf.clear();
+        written.map_err(WireError::from)
     }
 
     /// Appends readable bytes to the inbox; stops at would-block, a timeout or end of stream.

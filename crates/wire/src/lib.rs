@@ -67,6 +67,10 @@ pub enum WireError {
     Refused { code: RefuseCode, message: String },
     #[error("could not connect to {addr}: {why}")]
     Connect { addr: String, why: String },
+    /// The TLS handshake failed: the server's certificate is not trusted, expired or
+    /// for another host, the server wanted a client certificate, or it speaks no TLS.
+    #[error("TLS with {addr} failed: {why}")]
+    Tls { addr: String, why: String },
     /// The peer answered the hello with something that is not this protocol: another
     /// service on that port, such as the collector's own web port.
     #[error("not a jscope collector: it answered {answer}{hint}")]

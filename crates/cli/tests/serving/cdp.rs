@@ -21,6 +21,11 @@ impl Browser {
     /// Starts headless Chromium on a blank page; `None` when it is absent (a failure
     /// in CI).
     pub fn launch(name: &str) -> Option<Browser> {
+        Browser::launch_with(name, &[])
+    }
+
+    /// [`Browser::launch`] with more Chromium flags.
+    pub fn launch_with(name: &str, extra: &[&str]) -> Option<Browser> {
         let bin = jscope_testkit::tools::chromium()?;
         let profile = temp_dir(&format!("chromium-{name}"));
         let mut child = Child::spawn(
@@ -34,6 +39,7 @@ impl Browser {
                     "--remote-allow-origins=*",
                     "--window-size=1400,900",
                 ])
+                .args(extra)
                 .arg(format!("--user-data-dir={}", profile.display()))
                 .arg("about:blank")
                 .stdout(Stdio::null())

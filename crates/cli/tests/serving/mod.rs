@@ -21,6 +21,10 @@ pub struct Served {
     pub http: SocketAddr,
     /// What the child printed so far and prints later, line by line.
     pub lines: mpsc::Receiver<String>,
+    /// What it prints on stderr (its log), line by line; also echoed to the test's.
+    pub log: mpsc::Receiver<String>,
+    /// It serves HTTPS (and TLS to agents).
+    pub tls: bool,
 }
 
 fn addr_after<'a>(line: &'a str, prefix: &str) -> Option<&'a str> {
@@ -33,8 +37,16 @@ pub fn start(jscope: &Path, args: &[&str]) -> Served {
         Command::new(jscope)
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit()),
+            .stderr(Stdio::piped()),
     );
+    let err = child.0.stderr.take().unwrap();
+    let (log_tx, log) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+            let _ = log_tx.send(line);
+        }
+    });
     let out = child.0.stdout.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -51,17 +63,26 @@ pub fn start(jscope: &Path, args: &[&str]) -> Served {
             .unwrap_or_else(|_| panic!("jscope {args:?} printed no UI address"));
         if let Some(rest) = addr_after(&line, "jscope: agents: collector=") {
             let addr = rest.split_whitespace().next().unwrap();
+            let addr = addr.strip_prefix("tls://").unwrap_or(addr);
             agents = Some(addr.parse().unwrap());
         }
-        if let Some(rest) = addr_after(&line, "jscope: UI: http://") {
-            let http = rest.split('/').next().unwrap().parse().unwrap();
-            return Served {
-                child,
-                agents,
-                http,
-                lines: rx,
-            };
-        }
+        let (tls, rest) = match (
+            addr_after(&line, "jscope: UI: http://"),
+            addr_after(&line, "jscope: UI: https://"),
+        ) {
+            (Some(rest), _) => (false, rest),
+            (_, Some(rest)) => (true, rest),
+            _ => continue,
+        };
+        let http = rest.split('/').next().unwrap().parse().unwrap();
+        return Served {
+            child,
+            agents,
+            http,
+            lines: rx,
+            log,
+            tls,
+        };
     }
 }
 
@@ -100,7 +121,13 @@ pub fn serve_on(jscope: &Path, data: &Path, agents: SocketAddr) -> Served {
 
 impl Served {
     pub fn url(&self) -> String {
-        format!("http://{}", self.http)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}", self.http)
+    }
+
+    /// The log lines printed so far.
+    pub fn log_lines(&self) -> Vec<String> {
+        self.log.try_iter().collect()
     }
 
     pub fn get(&self, path: &str) -> (u16, Vec<u8>) {

@@ -43,6 +43,8 @@ pub struct ApiContext {
     pub trees: tree::TreeCache,
     /// Streams of pushed profiles; `None` where pushes are not accepted (`view`).
     pub pushes: Option<crate::push::Pushes>,
+    /// `/metrics` in Prometheus text; `None` where there is no ingest (`view`).
+    pub metrics: Option<Arc<dyn Fn() -> String + Send + Sync>>,
 }
 
 /// A JVM's row with what the live state knows of it: connection, rates, drops.
@@ -116,6 +118,15 @@ impl ApiContext {
         }
         if req.method == "POST" {
             return Response::error(405, "only GET here");
+        }
+        if path == "/metrics" {
+            let Some(metrics) = &self.metrics else {
+                return Response::error(404, "metrics are a collector's (jscope serve)");
+            };
+            if !self.authorised(req) {
+                return Response::error(401, "token required");
+            }
+            return Response::bytes("text/plain; version=0.0.4; charset=utf-8", metrics());
         }
         if !path.starts_with("/api/") {
             return Response::error(404, "no such page");

@@ -61,6 +61,16 @@ struct ServeArgs {
     /// Token agents and HTTP clients must present.
     #[arg(long)]
     token: Option<String>,
+    /// Speak TLS on --agents and HTTPS on --http with this certificate (PEM, chain
+    /// included); read again when the file changes, without a restart.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Refuse agents and HTTP clients without a certificate this CA (PEM) signed.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    client_ca: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -138,6 +148,14 @@ fn serve(args: &ServeArgs) -> Result<()> {
         store: args.store.clone(),
         retention,
         token: args.token.clone().filter(|t| !t.is_empty()),
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(jscope_tls::ServerFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.client_ca.clone(),
+            }),
+            _ => None,
+        },
         ..ServerConfig::default()
     };
     catch_interrupts();
@@ -149,9 +167,18 @@ fn serve(args: &ServeArgs) -> Result<()> {
             Some(url) => format!("data in {}", hide_password(url)),
             None => format!("data in {}", args.data.display()),
         };
-        say(&format!("agents: collector={addr} ({place})"));
+        let scheme = if args.tls_cert.is_some() {
+            "tls://"
+        } else {
+            ""
+        };
+        say(&format!("agents: collector={scheme}{addr} ({place})"));
     }
-    announce_ui(handle.http_addr(), args.token.as_deref());
+    announce_ui(
+        handle.http_addr(),
+        args.token.as_deref(),
+        args.tls_cert.is_some(),
+    );
     wait_for_interrupt();
     handle.shutdown();
     Ok(())
@@ -178,7 +205,7 @@ fn view(args: &ViewArgs) -> Result<()> {
     let handle = jscope_collector::view(file, &args.http)
         .map_err(|e| port_hint(e, &[("--http", &args.http)]))
         .with_context(|| format!("cannot serve {}", args.file.display()))?;
-    announce_ui(handle.http_addr(), None);
+    announce_ui(handle.http_addr(), None, false);
     wait_for_interrupt();
     handle.shutdown();
     Ok(())
@@ -197,7 +224,7 @@ fn view_session(args: &ViewArgs) -> Result<()> {
     catch_interrupts();
     let server = jscope_collector::view_distributed(&rows, &args.http)
         .with_context(|| format!("cannot serve {}", args.file.display()))?;
-    announce_ui(Some(server.http_addr()), None);
+    announce_ui(Some(server.http_addr()), None, false);
     wait_for_interrupt();
     server.shutdown();
     Ok(())
@@ -219,13 +246,14 @@ fn port_hint(e: CollectorError, flags: &[(&str, &String)]) -> anyhow::Error {
     e.into()
 }
 
-fn announce_ui(addr: Option<SocketAddr>, token: Option<&str>) {
+fn announce_ui(addr: Option<SocketAddr>, token: Option<&str>, tls: bool) {
     if let Some(addr) = addr {
         let query = token
             .filter(|t| !t.is_empty())
             .map(|t| format!("?token={t}"))
             .unwrap_or_default();
-        say(&format!("UI: http://{addr}/{query}"));
+        let scheme = if tls { "https" } else { "http" };
+        say(&format!("UI: {scheme}://{addr}/{query}"));
     }
 }
 

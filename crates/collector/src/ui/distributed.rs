@@ -53,7 +53,14 @@ pub fn view_distributed(tree: &FlatTree, http: &str) -> Result<DistributedServer
     let stop = stopping.clone();
     let thread = std::thread::Builder::new()
         .name("jscope-http".into())
-        .spawn(move || crate::http::serve(listener, handler, stop))
+        .spawn(move || {
+            let transport = crate::http::Transport {
+                tls: None,
+                log: Arc::new(jscope_store::StderrLog),
+                counts: Default::default(),
+            };
+            crate::http::serve(listener, handler, stop, transport)
+        })
         .map_err(listen_error)?;
     Ok(DistributedServer {
         addr: local,

@@ -112,6 +112,12 @@ impl SimJvm {
 
     /// Chunk number `n` (from 1): the first also declares the dictionaries.
     pub fn chunk(&mut self) -> Vec<u8> {
+        self.chunk_with_counters(&[])
+    }
+
+    /// [`SimJvm::chunk`] also carrying the agent's own counters, as a real agent
+    /// writes them into every chunk.
+    pub fn chunk_with_counters(&mut self, counters: &[(&str, u64)]) -> Vec<u8> {
         self.chunks_made += 1;
         let mut b = match self.recording.take() {
             Some(b) => b,
@@ -132,6 +138,9 @@ impl SimJvm {
                 interval_ns: TICK_NS,
                 threads,
             });
+        }
+        if !counters.is_empty() {
+            b.counters(counters);
         }
         let chunk = b.take_chunk();
         self.recording = Some(b);
