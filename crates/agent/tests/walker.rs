@@ -470,8 +470,9 @@ fn a_virtual_threads_stack_ends_at_its_continuation() {
             let l = labels(&rec, s.stack);
             assert!(
                 s.carrier.0 != 0 && rec.thread(s.thread).is_some_and(|t| t.java_id != 0),
-                "JDK {}: a virtual thread's sample, its carrier kept: {s:?}",
-                java.major
+                "JDK {}: a virtual thread's sample, its carrier kept: {s:?} on {:?}: {l:?}",
+                java.major,
+                rec.thread(s.thread)
             );
             assert!(
                 !l.iter()
