@@ -280,14 +280,24 @@ fn gc_causes_and_heap_sizes_agree_with_the_jvms_own_log() {
         let xlog = format!("-Xlog:gc:file={}", log.display());
         let jvm = ["-XX:+UseG1GC", "-Xmx256m", "-Xms256m", "-Xmn32m", &xlog];
         let f = record(&java, "gc", "events=gc", &jvm, &["gc", "3", "100"]);
-        let logged = parse_xlog(&std::fs::read_to_string(&log).unwrap());
+        let mut logged = parse_xlog(&std::fs::read_to_string(&log).unwrap());
         let j = jscope_json(&["gc", s(&f), "--pauses", "--format", "json"]);
-        let ours: Vec<&serde_json::Value> = j["pauses"]
+        let mut ours: Vec<&serde_json::Value> = j["pauses"]
             .as_array()
             .unwrap()
             .iter()
             .filter(|p| p["cause"].is_string() && p["concurrent"].is_null())
             .collect();
+        // Paired by cause and heap size, not by order: a young pause and a full
+        // one close together can be listed in either order (their notifications'
+        // start times have milliseconds only).
+        logged.sort_by(|a, b| (&a.cause, a.before_mb).cmp(&(&b.cause, b.before_mb)));
+        ours.sort_by_key(|p| {
+            (
+                p["cause"].as_str().unwrap_or_default().to_string(),
+                p["heap_before"].as_u64().unwrap_or(0),
+            )
+        });
         assert_eq!(
             ours.len(),
             logged.len(),
