@@ -437,7 +437,7 @@ impl Cluster {
             write_config_on(dir, ports[i].0, ports[i].1, &extra);
         }
         // Started in parallel: each takes seconds to come up.
-        let nodes = std::thread::scope(|scope| {
+        let nodes: Vec<ClickHouse> = std::thread::scope(|scope| {
             let started: Vec<_> = dirs
                 .into_iter()
                 .zip(&ports)
@@ -462,6 +462,17 @@ impl Cluster {
                 .map(|h| h.join().expect("a node starts"))
                 .collect()
         });
+        // ClickHouse 18.16 answers queries before its ZooKeeper session is up,
+        // and a distributed DDL statement in that window crashes the server
+        // (a null session in zkutil::ZooKeeper::createImpl): ready means every
+        // node reads ZooKeeper.
+        for node in &nodes {
+            let ready = wait_until(Duration::from_secs(60), || {
+                node.query("SELECT count() FROM system.zookeeper WHERE path = '/'")
+                    .is_ok()
+            });
+            assert!(ready, "a ClickHouse node never reached ZooKeeper");
+        }
         Some(Cluster {
             name: name.to_string(),
             nodes,
