@@ -4,17 +4,17 @@
 //! running from the start. Run on the first JDK `jscope_testkit::javas()` finds: the
 //! failover is the agent's and the collector's, not the JVM's.
 
+mod fleet4;
 mod jvms;
 mod serving;
 mod support;
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use jscope_testkit::{agent_path, javas, temp_dir, wait_until, Child, Java};
+use fleet4::assert_moved_on_one_store;
+use jscope_testkit::{javas, temp_dir, wait_until, Child, Java};
 use jvms::*;
 use serde_json::Value;
 use serving::Served;
@@ -51,15 +51,6 @@ fn stream_to_a(
     );
     let id = row_of(&a, pid).unwrap()["id"].as_str().unwrap().to_string();
     (a, jvm, pid, id)
-}
-
-/// The agent's own counters (its file's `info`): it reconnected, dropped nothing,
-/// and resent no dictionary (the new collector's store had the stream's start).
-fn assert_moved_on_one_store(copy: &Value) {
-    let count = |name| counter(copy, name).unwrap_or(0);
-    assert!(count("collector.reconnects") >= 1, "{copy}");
-    assert_eq!(count("collector.chunks_dropped"), 0, "{copy}");
-    assert_eq!(count("collector.resyncs"), 0, "{copy}");
 }
 
 #[test]
@@ -202,28 +193,6 @@ fn kill_9_of_a_collector_moves_the_agent_to_a_running_one_with_its_own_store() {
     assert!(b.interrupt());
 }
 
-/// `jscope collapsed ARGS --mode cpu` as stack → count.
-fn collapsed(args: &[&str]) -> BTreeMap<String, u64> {
-    let out = jscope(&[&["collapsed"], args, &["--mode", "cpu"]].concat());
-    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
-    parse_collapsed(&stdout(&out))
-}
-
-fn parse_collapsed(text: &str) -> BTreeMap<String, u64> {
-    let mut stacks = BTreeMap::new();
-    for line in text.lines() {
-        let (stack, n) = line.rsplit_once(' ').unwrap();
-        *stacks.entry(stack.to_string()).or_default() += n.parse::<u64>().unwrap();
-    }
-    stacks
-}
-
-fn merge_into(all: &mut BTreeMap<String, u64>, one: &BTreeMap<String, u64>) {
-    for (stack, n) in one {
-        *all.entry(stack.clone()).or_default() += n;
-    }
-}
-
 jscope_testkit::on_each_clickhouse!(
     clickhouse_two_collectors_four_jvms_kill_9_of_one_exactly_once_and_service_flames
 );
@@ -249,124 +218,9 @@ fn clickhouse_two_collectors_four_jvms_kill_9_of_one_exactly_once_and_service_fl
     let store = format!("{}?flush_ms=200", ch.url("jscope"));
     let a = serving::serve(&jscope_bin(), &dir.join("unused-a"), &["--store", &store]);
     let b = serving::serve(&jscope_bin(), &dir.join("unused-b"), &["--store", &store]);
-    let (a_addr, b_addr) = (a.agents.unwrap(), b.agents.unwrap());
-    // (service, zone, hot method)
-    let plan = [
-        ("shop", "a", "alpha"),
-        ("shop", "b", "beta"),
-        ("search", "a", "gamma"),
-        ("search", "b", "alpha"),
-    ];
-    let mut jvms = Vec::new();
-    let mut files = Vec::new();
-    for (i, (service, zone, which)) in plan.iter().enumerate() {
-        let file = dir.join(format!("jvm{i}.jsc"));
-        let options = format!(
-            "mode=cpu+snapshot,service={service},labels=zone:{zone};version:{i},collector={a_addr}|{b_addr},file={}",
-            file.display()
-        );
-        jvms.push(Child::spawn(
-            Command::new(&java.bin)
-                .arg(format!("-agentpath:{}={options}", agent_path().display()))
-                .arg("-cp")
-                .arg(classes())
-                .args(["Hot", which, "10000"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit()),
-        ));
-        files.push(file);
-    }
-    let pids: Vec<u32> = jvms.iter().map(Child::id).collect();
-    assert!(
-        wait_until(Duration::from_secs(30), || pids.iter().all(|&p| {
-            row_of(&a, p).is_some_and(|r| {
-                r["status"] == "connected" && r["last_seq"].as_u64().unwrap_or(0) >= 2
-            })
-        })),
-        "four JVMs stream to A: {:?}",
-        rows(&a)
-    );
-    // B sees them through the shared store while A streams them.
-    assert!(
-        wait_until(Duration::from_secs(10), || pids
-            .iter()
-            .all(|&p| row_of(&b, p).is_some())),
-        "B lists A's JVMs from the store: {:?}",
-        rows(&b)
-    );
-    let ids: Vec<String> = pids
-        .iter()
-        .map(|&p| row_of(&a, p).unwrap()["id"].as_str().unwrap().to_string())
-        .collect();
+    let mut fleet = fleet4::start(&java, &dir, &a, &b);
     a.kill();
-    assert!(
-        wait_until(Duration::from_secs(30), || {
-            pids.iter()
-                .all(|&p| row_of(&b, p).is_some_and(|r| r["status"] == "connected"))
-        }),
-        "all four moved to B: {:?}",
-        rows(&b)
-    );
-    for (i, &pid) in pids.iter().enumerate() {
-        let row = row_of(&b, pid).unwrap();
-        assert_eq!(row["id"], ids[i].as_str(), "the same JVM: {row}");
-        assert_eq!(row["service"], plan[i].0, "{row}");
-        assert_eq!(row["labels"]["zone"], plan[i].1, "{row}");
-    }
-    for jvm in &mut jvms {
-        wait_exit(jvm, &java);
-    }
-    assert!(wait_until(Duration::from_secs(20), || pids
-        .iter()
-        .all(|&p| row_of(&b, p).is_some_and(|r| r["status"] == "gone"))));
-
-    let url = b.url();
-    let mut by_service: BTreeMap<&str, BTreeMap<String, u64>> = BTreeMap::new();
-    for (i, &pid) in pids.iter().enumerate() {
-        let copy = info(&[files[i].to_str().unwrap()]);
-        assert_moved_on_one_store(&copy);
-        let stored_seq = b.json(&format!("/api/jvms/{}", ids[i]))["jvm"]["last_seq"]
-            .as_u64()
-            .unwrap();
-        let acked = counter(&copy, "collector.chunks_acked").unwrap_or(0);
-        assert!(stored_seq >= acked, "jvm {i}: {stored_seq} >= {acked}");
-        // Exactly once: the stored JVM, read back whole, is the agent's own file.
-        let own = collapsed(&[files[i].to_str().unwrap()]);
-        let pid = pid.to_string();
-        let stored = collapsed(&["--collector", &url, "--jvm", &pid]);
-        assert!(own.values().sum::<u64>() > 50, "jvm {i}: {own:?}");
-        assert_eq!(stored, own, "jvm {i} (pid {pid}): stored vs its file");
-        let stored_info = info(&["--collector", &url, "--jvm", &pid]);
-        assert_eq!(holdings(&stored_info), holdings(&copy), "jvm {i}");
-        merge_into(by_service.entry(plan[i].0).or_default(), &stored);
-    }
-    for (service, merged) in &by_service {
-        let jvm_ids: Vec<&str> = (0..plan.len())
-            .filter(|i| plan[*i].0 == *service)
-            .map(|i| ids[i].as_str())
-            .collect();
-        // Counted in ClickHouse over the window.
-        let (status, body) = b.get(&format!(
-            "/api/flame?jvm={}&mode=cpu&last=10m&format=collapsed",
-            jvm_ids.join(",")
-        ));
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-        let in_sql = parse_collapsed(&String::from_utf8(body).unwrap());
-        assert_eq!(
-            &in_sql, merged,
-            "service {service}: SQL vs its JVMs one by one"
-        );
-        // The CLI's selection by service over the same window.
-        let cli = collapsed(&["--collector", &url, "--service", service, "--since", "10m"]);
-        assert_eq!(&cli, merged, "service {service}: --service vs its JVMs");
-    }
-    let zone_a = collapsed(&["--collector", &url, "--label", "zone=a"]);
-    let mut want = collapsed(&["--collector", &url, "--jvm", &pids[0].to_string()]);
-    merge_into(
-        &mut want,
-        &collapsed(&["--collector", &url, "--jvm", &pids[2].to_string()]),
-    );
-    assert_eq!(zone_a, want, "--label zone=a merges JVMs 0 and 2");
+    fleet4::check_moved_to_b(&mut fleet, &b, &java);
     assert!(b.interrupt());
     drop(ch);
 }
