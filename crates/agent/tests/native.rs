@@ -23,25 +23,12 @@ fn classes() -> PathBuf {
     compile_fixtures(&fixtures())
 }
 
-/// The JDK whose `javac` is on PATH (or JAVA_HOME): its include directory has jni.h.
-fn jdk_include() -> PathBuf {
-    let javac = match std::env::var_os("JAVA_HOME") {
-        Some(home) => Path::new(&home).join("bin/javac"),
-        None => std::env::split_paths(&std::env::var_os("PATH").unwrap())
-            .map(|d| d.join("javac"))
-            .find(|p| p.exists())
-            .expect("javac on PATH"),
-    };
-    let real = javac.canonicalize().expect("javac resolves");
-    real.parent().unwrap().parent().unwrap().join("include")
-}
-
 /// libspin.so, built once per test process with frame pointers.
 fn libspin() -> PathBuf {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
         let out = temp_dir("libspin").join("libspin.so");
-        let include = jdk_include();
+        let include = jscope_testkit::jni_include();
         let status = Command::new("cc")
             .args(["-O1", "-fno-omit-frame-pointer", "-shared", "-fPIC"])
             .arg(format!("-I{}", include.display()))
@@ -63,7 +50,7 @@ fn libdeep() -> PathBuf {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
         let out = temp_dir("libdeep").join("libdeep.so");
-        let include = jdk_include();
+        let include = jscope_testkit::jni_include();
         let status = Command::new("cc")
             .args(["-O2", "-fomit-frame-pointer", "-shared", "-fPIC"])
             .arg(format!("-I{}", include.display()))
@@ -594,7 +581,7 @@ fn libbetween() -> PathBuf {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
         let out = temp_dir("libbetween").join("libbetween.so");
-        let include = jdk_include();
+        let include = jscope_testkit::jni_include();
         let status = Command::new("cc")
             .args(["-O2", "-fno-omit-frame-pointer", "-shared", "-fPIC"])
             .arg(format!("-I{}", include.display()))

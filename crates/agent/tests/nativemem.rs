@@ -29,25 +29,12 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nativemem_fixtures")
 }
 
-/// The JDK whose `javac` is on PATH (or JAVA_HOME): its include directory has jni.h.
-fn jdk_include() -> PathBuf {
-    let javac = match std::env::var_os("JAVA_HOME") {
-        Some(home) => Path::new(&home).join("bin/javac"),
-        None => std::env::split_paths(&std::env::var_os("PATH").unwrap())
-            .map(|d| d.join("javac"))
-            .find(|p| p.exists())
-            .expect("javac on PATH"),
-    };
-    let real = javac.canonicalize().expect("javac resolves");
-    real.parent().unwrap().parent().unwrap().join("include")
-}
-
 /// The directory of libnativemem.so, built once per test process.
 fn library_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = temp_dir("libnativemem");
-        let include = jdk_include();
+        let include = jscope_testkit::jni_include();
         let status = Command::new("cc")
             .args(["-O2", "-fomit-frame-pointer", "-shared", "-fPIC"])
             .arg(format!("-I{}", include.display()))

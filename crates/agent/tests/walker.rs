@@ -85,18 +85,7 @@ fn libhot() -> PathBuf {
     static LIB: OnceLock<PathBuf> = OnceLock::new();
     LIB.get_or_init(|| {
         let out = temp_dir("libhot").join("libhot.so");
-        let javac = std::env::split_paths(&std::env::var_os("PATH").unwrap())
-            .map(|d| d.join("javac"))
-            .find(|p| p.exists())
-            .expect("javac on PATH");
-        let include = javac
-            .canonicalize()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .join("include");
+        let include = jscope_testkit::jni_include();
         let status = Command::new("cc")
             .args(["-O2", "-shared", "-fPIC"])
             .arg(format!("-I{}", include.display()))

@@ -23,19 +23,9 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent/tests/nativemem_fixtures")
 }
 
-/// jni.h of the JDK whose javac compiles the fixtures.
-fn jdk_include() -> PathBuf {
-    let javac = std::env::split_paths(&std::env::var_os("PATH").unwrap())
-        .map(|d| d.join("javac"))
-        .find(|p| p.exists())
-        .expect("javac on PATH");
-    let real = javac.canonicalize().unwrap();
-    real.parent().unwrap().parent().unwrap().join("include")
-}
-
 fn library_dir() -> PathBuf {
     let dir = temp_dir("cli-libnativemem");
-    let include = jdk_include();
+    let include = jscope_testkit::jni_include();
     let status = Command::new("cc")
         .args(["-O2", "-shared", "-fPIC"])
         .arg(format!("-I{}", include.display()))

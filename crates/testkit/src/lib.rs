@@ -146,6 +146,22 @@ fn javac() -> PathBuf {
     }
 }
 
+/// The include directory (jni.h, and `linux/` for jni_md.h) of the JDK whose javac
+/// compiles the fixtures, for the JNI libraries tests build with cc.
+pub fn jni_include() -> PathBuf {
+    let javac = javac();
+    let javac = if javac.is_absolute() {
+        javac
+    } else {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|d| d.join("javac"))
+            .find(|p| p.exists())
+            .expect("javac on PATH")
+    };
+    let real = javac.canonicalize().expect("javac resolves");
+    real.parent().unwrap().parent().unwrap().join("include")
+}
+
 /// Compiles every `.java` file under `dir` (for Java 17, with debug info) into a fresh
 /// classes directory and returns it. Each directory is compiled once per test process.
 pub fn compile_fixtures(dir: &Path) -> PathBuf {
