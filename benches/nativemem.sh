@@ -50,8 +50,7 @@ for ((i = 0; i < repeat; i++)); do
   done
 done
 
-stats() { sort -n | awk '{a[NR]=$1} END {m = (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2); printf "%s (%s-%s)", m, a[1], a[NR]}'; }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+. benches/stats.sh
 base=$(awk '$1=="baseline" {print $2}' "$out/times.txt" | median)
 base_cpu=$(awk '$1=="baseline" {print $3}' "$out/times.txt" | median)
 "$java" -version 2>&1 | head -1

@@ -39,7 +39,7 @@ for ((i = 0; i < repeat; i++)); do
   done
 done
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+. benches/stats.sh
 base=$(awk '$1=="baseline" {print $2}' "$out/times.txt" | median)
 "$java" -version 2>&1 | head -1
 printf '%-24s %10s %8s\n' configuration median_ms ratio

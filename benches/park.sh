@@ -31,7 +31,7 @@ declare -A flags=(
 )
 order=(baseline jscope-park-20ms jscope-park-all jfr-park-20ms)
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+. benches/stats.sh
 # run TITLE FIELD ARGS...: every configuration REPEAT times, interleaved; prints
 # the median of the program's FIELD and its ratio to the baseline.
 run() {
