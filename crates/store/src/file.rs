@@ -665,14 +665,13 @@ impl Store for FileStore {
         let Some(mode) = mode.or_else(|| first_mode(&rec, &summarised)) else {
             return Ok(Some((rec, None, StackCounts::default())));
         };
-        let start = rec.header.start_wall_ns as f64;
-        let rel = |ns: u64| (ns as f64 - start) / 1e9;
+        let start = rec.header.start_wall_ns;
         let selection = Selection {
             mode: Some(mode),
             thread: filter.thread.clone(),
             states: filter.states.clone(),
-            from_s: from_ns.map(rel),
-            to_s: to_ns.map(rel),
+            from_s: crate::when::seconds_since(start, from_ns),
+            to_s: crate::when::seconds_since(start, to_ns),
             group: Default::default(),
             requests: Default::default(),
         };

@@ -41,14 +41,13 @@ pub struct Query {
 impl Query {
     /// The samples a query selects of one JVM's recording.
     pub fn selection(&self, rec: &Recording) -> Selection {
-        let start = rec.header.start_wall_ns as f64;
-        let rel = |ns: u64| (ns as f64 - start) / 1e9;
+        let start = rec.header.start_wall_ns;
         Selection {
             mode: self.mode,
             thread: self.thread.as_deref().map(ThreadMatcher::new),
             states: self.states.clone(),
-            from_s: self.from_ns.map(rel),
-            to_s: self.to_ns.map(rel),
+            from_s: crate::when::seconds_since(start, self.from_ns),
+            to_s: crate::when::seconds_since(start, self.to_ns),
             group: Default::default(),
             requests: self.requests.clone(),
         }
