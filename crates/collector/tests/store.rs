@@ -15,6 +15,7 @@ use jscope_format::{decode_payload, split_chunk, Recording, Split};
 use jscope_format::{MethodId, StackId, ThreadId};
 use jscope_format::{StateClass, ThreadDef};
 use jscope_store::identity::{apply_dictionary, new_dictionary};
+use jscope_store::when::seconds_since;
 use jscope_store::{FileStore, JvmIdentity, SampleFilter, Store};
 use jscope_testkit::{temp_dir, RecordingBuilder};
 
@@ -290,11 +291,12 @@ fn summaries_of_closed_segments_count_exactly_what_decoding_counts() {
                 continue;
             };
             let full = store.read(&stream, from, to).unwrap();
-            let rel = |ns: u64| (ns as f64 - start as f64) / 1e9;
+            // Seconds from the start as the store's decode path takes them (integer
+            // ns first: epoch ns as f64 are a few hundred ns apart).
             let sel = Selection {
                 mode,
-                from_s: from.map(rel),
-                to_s: to.map(rel),
+                from_s: seconds_since(start, from),
+                to_s: seconds_since(start, to),
                 ..Selection::default()
             };
             let slow = sel.stack_counts(&full);
@@ -478,13 +480,12 @@ fn thread_and_state_filters_count_from_summaries_exactly_what_decoding_counts() 
                     .stack_counts(&stream, from, to, mode, &filter)
                     .unwrap()
                     .unwrap_or_else(|| panic!("summaries used: {what}"));
-                let rel = |ns: u64| (ns as f64 - start as f64) / 1e9;
                 let sel = Selection {
                     mode,
                     thread: filter.thread.clone(),
                     states: filter.states.clone(),
-                    from_s: from.map(rel),
-                    to_s: to.map(rel),
+                    from_s: seconds_since(start, from),
+                    to_s: seconds_since(start, to),
                     group: Default::default(),
                     requests: Default::default(),
                 };
