@@ -34,11 +34,11 @@ fn exports_read_a_collectors_jvm_and_its_window() {
     let data = temp_dir("cli-export-collector");
     let served = serving::serve(&jscope_bin(), &data, &[]);
     let mut sim = SimJvm::new(5301, "com.acme.Main5301 --port 1");
-    // A start of 128 past an even multiple of 256 ns, where epoch ns as f64 (256 ns
+    // A start 128 ns past an even multiple of 256 ns, where epoch ns as f64 (256 ns
     // apart today) round the start down and the start + 0.5 s up: seconds from the
-    // start taken from the two f64 are 0.500000256, which drops the snapshot at
-    // 0.5 s from the collector's side of the window only (seen once in 512 runs
-    // with the start left to the clock).
+    // start taken from the two f64 are 0.500000256, which dropped the snapshot at
+    // 0.5 s from the collector's side of the window only (one start in 512 when
+    // left to the clock).
     sim.header.start_wall_ns = (sim.header.start_wall_ns & !0x1ff) | 0x80;
     let mut c = sim.connect(served.agents.unwrap(), 1);
     for seq in 1..=4 {
