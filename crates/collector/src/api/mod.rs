@@ -271,7 +271,9 @@ impl ApiContext {
         }
         let at_ns = params::parse_moment(req, "at", now_ns())?;
         let rec = self.store.read(id, None, None)?;
-        let at_s = at_ns.map(|at| (at as f64 - rec.header.start_wall_ns as f64) / 1e9);
+        // Integer ns first: epoch ns as f64 are 256 ns apart. Before the start
+        // stays negative (the nearest snapshot is the first).
+        let at_s = at_ns.map(|at| (at as i128 - rec.header.start_wall_ns as i128) as f64 / 1e9);
         match threads_at(&rec, at_s) {
             Ok(view) => Ok(Response::json(&view)),
             Err(e) => Ok(Response::error(404, &e.to_string())),
