@@ -22,7 +22,7 @@
 use std::cell::RefCell;
 
 use super::points::{
-    next_seq, set_breakpoints, socket_address, socket_endpoints, At, Endpoint, Frames, Target,
+    next_seq, set_breakpoints, socket_address, socket_endpoints, Args, At, Endpoint, Frames, Target,
 };
 use super::{push, RawRemote};
 use crate::java_threads::ThreadKey;
@@ -163,11 +163,12 @@ fn emit(server: bool, call: Call, end_ns: u64, thread: ThreadKey) {
 /// `HttpClient.writeRequests(MessageHeader head, ...)`: `this` is slot 0, the
 /// headers slot 1. The headers are printed to the socket right after this.
 fn client_writes(hit: &Hit) {
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let env = hit.jni;
     if let Some(at) = At::of(hit) {
         close_left(hit, at, crate::clock::monotonic_ns());
     }
-    let this = ti.local_object(thread, 0, 0);
+    let args = Args::of(hit, 0);
+    let this = args.object(0);
     let socket = env.object_field(this, "serverSocket", "Ljava/net/Socket;");
     let ends = socket_endpoints(env, socket);
     env.delete_local(socket);
@@ -175,7 +176,7 @@ fn client_writes(hit: &Hit) {
     let Some((local, remote)) = ends else {
         return;
     };
-    let head = ti.local_object(thread, 0, 1);
+    let head = args.object(1);
     let traceparent = ensure_traceparent(env, head);
     let method = request_method(env, head);
     env.delete_local(head);
@@ -256,14 +257,15 @@ fn client_parses(hit: &Hit) {
     };
     let now = crate::clock::monotonic_ns();
     close_left(hit, at, now);
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let env = hit.jni;
     if at.entry {
         let wanted = STATE.with(|s| {
             let s = s.borrow();
             s.client.is_some() && s.parsing.is_empty()
         });
         if wanted {
-            let responses = ti.local_object(thread, 0, 1);
+            let args = Args::of(hit, 0);
+            let responses = args.object(1);
             let global = env.global_ref(responses);
             env.delete_local(responses);
             STATE.with(|s| s.borrow_mut().parsing.push(at.depth, global));
@@ -308,13 +310,14 @@ fn server_handles(hit: &Hit) {
     };
     let now = crate::clock::monotonic_ns();
     close_left(hit, at, now);
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let (env, thread) = (hit.jni, hit.thread);
     if !at.entry {
         let call = STATE.with(|s| s.borrow_mut().servers.take_returning(at));
         returned(hit, true, call.flatten(), false, now);
         return;
     }
-    let exchange = ti.local_object(thread, 0, 1);
+    let args = Args::of(hit, 0);
+    let exchange = args.object(1);
     let call = read_exchange(env, exchange);
     env.delete_local(exchange);
     let call = call.map(|mut c| {
@@ -369,12 +372,12 @@ fn address(env: Jni, exchange: sys::jobject, getter: &str) -> Option<Endpoint> {
 
 /// `ExchangeImpl.sendResponseHeaders(int rCode, long length)`: the answer starts.
 fn server_responds(hit: &Hit) {
-    let (ti, thread) = (hit.jvmti, hit.thread);
     let now = crate::clock::monotonic_ns();
     if let Some(at) = At::of(hit) {
         close_left(hit, at, now);
     }
-    let status = ti.local_int(thread, 0, 1).unwrap_or(0);
+    let args = Args::of(hit, 0);
+    let status = args.int(1).unwrap_or(0);
     STATE.with(|s| {
         if let Some(Some(call)) = s.borrow_mut().servers.last_mut() {
             call.answered_ns.get_or_insert(now);
