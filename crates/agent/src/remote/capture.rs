@@ -119,6 +119,11 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
                 .into(),
         );
     }
+    // Optional: the HTTP client finds its connection among the monitors its
+    // thread owns (no frame read); without it, from the frame's arguments.
+    let mut owned = crate::jvm::no_capabilities();
+    owned.set_can_get_owned_monitor_info(1);
+    let _ = jvmti.add_capabilities(&owned);
     let mut cb = crate::jvm::no_callbacks();
     cb.ClassPrepare = Some(on_class_prepare);
     breakpoints::install(&mut cb);

@@ -93,8 +93,9 @@ pub(super) struct ThreadState {
     /// response headers it fills (None when it could not be made), for the
     /// status at its return.
     parsing: Frames<Option<GlobalRef>>,
-    /// Open handler frames (None: its exchange could not be read).
-    servers: Frames<Option<Call>>,
+    /// Open handler frames (None: its exchange could not be read), each with
+    /// a global reference to its exchange, for the status at its return.
+    servers: Frames<Option<(Call, Option<GlobalRef>)>>,
     /// Open framework server frames (servlets, Netty handlers), innermost last.
     pub framework_servers: Frames<Call>,
     /// Open framework client calls (OkHttp, HttpClient 5), innermost last.
@@ -120,8 +121,8 @@ fn close_left(hit: &Hit, at: At, now: u64) {
             client = s.client.take();
         }
         let mut servers = Vec::new();
-        while let Some(call) = s.servers.take_left(at) {
-            servers.push(call);
+        while let Some(served) = s.servers.take_left(at) {
+            servers.push(served.map(|(call, _)| call));
         }
         (client, servers)
     });
@@ -167,16 +168,15 @@ fn client_writes(hit: &Hit) {
     if let Some(at) = At::of(hit) {
         close_left(hit, at, crate::clock::monotonic_ns());
     }
-    let args = Args::of(hit, 0);
-    let this = args.object(0);
+    let (this, head) = client_and_headers(hit);
     let socket = env.object_field(this, "serverSocket", "Ljava/net/Socket;");
     let ends = socket_endpoints(env, socket);
     env.delete_local(socket);
     env.delete_local(this);
     let Some((local, remote)) = ends else {
+        env.delete_local(head);
         return;
     };
-    let head = args.object(1);
     let traceparent = ensure_traceparent(env, head);
     let method = request_method(env, head);
     env.delete_local(head);
@@ -195,6 +195,49 @@ fn client_writes(hit: &Hit) {
         request: 0,
     };
     STATE.with(|s| s.borrow_mut().client = Some(call));
+}
+
+/// `writeRequests`' `this` (the `HttpClient`) and its headers (local
+/// references): the connection's `http` and `requests`, when the thread owns
+/// an `HttpURLConnection`'s monitor, else the frame's slots 0 and 1.
+fn client_and_headers(hit: &Hit) -> (sys::jobject, sys::jobject) {
+    let env = hit.jni;
+    let conn = owned_connection(hit);
+    let client = env.object_field(conn, "http", "Lsun/net/www/http/HttpClient;");
+    let head = env.object_field(conn, "requests", "Lsun/net/www/MessageHeader;");
+    env.delete_local(conn);
+    if !client.is_null() && !head.is_null() {
+        return (client, head);
+    }
+    env.delete_local(client);
+    env.delete_local(head);
+    let args = Args::of(hit, 0);
+    (args.object(0), args.object(1))
+}
+
+/// The innermost `HttpURLConnection` whose monitor the thread owns (a local
+/// reference; null when none). Up to JDK 18 its `getInputStream` and
+/// `getOutputStream` are synchronized, and `writeRequests` and `parseHTTP` run
+/// inside them with the connection's own `requests` and `responses`: reading
+/// them there costs neither a safepoint nor a frame walk (later JDKs lock a
+/// `ReentrantLock` instead, and the frame is read).
+fn owned_connection(hit: &Hit) -> sys::jobject {
+    let env = hit.jni;
+    let monitors = hit.jvmti.owned_monitors(hit.thread);
+    if monitors.is_empty() {
+        return std::ptr::null_mut();
+    }
+    let class = env.find_class("sun/net/www/protocol/http/HttpURLConnection");
+    let mut found: sys::jobject = std::ptr::null_mut();
+    for m in monitors {
+        if found.is_null() && env.is_instance_of(m, class) {
+            found = m;
+        } else {
+            env.delete_local(m);
+        }
+    }
+    env.delete_local(class);
+    found
 }
 
 /// The request's own `traceparent`, or a new one (this thread's served trace,
@@ -264,8 +307,12 @@ fn client_parses(hit: &Hit) {
             s.client.is_some() && s.parsing.is_empty()
         });
         if wanted {
-            let args = Args::of(hit, 0);
-            let responses = args.object(1);
+            let conn = owned_connection(hit);
+            let mut responses = env.object_field(conn, "responses", "Lsun/net/www/MessageHeader;");
+            env.delete_local(conn);
+            if responses.is_null() {
+                responses = Args::of(hit, 0).object(1);
+            }
             let global = env.global_ref(responses);
             env.delete_local(responses);
             STATE.with(|s| s.borrow_mut().parsing.push(at.depth, global));
@@ -312,21 +359,26 @@ fn server_handles(hit: &Hit) {
     close_left(hit, at, now);
     let (env, thread) = (hit.jni, hit.thread);
     if !at.entry {
-        let call = STATE.with(|s| s.borrow_mut().servers.take_returning(at));
-        returned(hit, true, call.flatten(), false, now);
+        let served = STATE.with(|s| s.borrow_mut().servers.take_returning(at));
+        let call = served.flatten().map(|(mut call, exchange)| {
+            let status = exchange.and_then(|e| env.call_int(e.get(), "getResponseCode"));
+            call.failed |= status.is_some_and(|s| s >= 500);
+            call
+        });
+        returned(hit, true, call, false, now);
         return;
     }
-    let args = Args::of(hit, 0);
-    let exchange = args.object(1);
+    let exchange = Args::of(hit, 0).object(1);
     let call = read_exchange(env, exchange);
+    let global = env.global_ref(exchange);
     env.delete_local(exchange);
-    let call = call.map(|mut c| {
+    let served = call.map(|mut c| {
         let name = format!("{} {}", c.method, c.path);
         let opening = super::http_opening(name, &c.traceparent);
         c.request = super::begin_request(env, thread, opening);
-        c
+        (c, global)
     });
-    STATE.with(|s| s.borrow_mut().servers.push(at.depth, call));
+    STATE.with(|s| s.borrow_mut().servers.push(at.depth, served));
 }
 
 fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
@@ -370,18 +422,16 @@ fn address(env: Jni, exchange: sys::jobject, getter: &str) -> Option<Endpoint> {
     socket_address(env, exchange, (getter, "()Ljava/net/InetSocketAddress;"))
 }
 
-/// `ExchangeImpl.sendResponseHeaders(int rCode, long length)`: the answer starts.
+/// `ExchangeImpl.sendResponseHeaders(int rCode, long length)`: the answer
+/// starts (its status is read from the exchange when the handler returns).
 fn server_responds(hit: &Hit) {
     let now = crate::clock::monotonic_ns();
     if let Some(at) = At::of(hit) {
         close_left(hit, at, now);
     }
-    let args = Args::of(hit, 0);
-    let status = args.int(1).unwrap_or(0);
     STATE.with(|s| {
-        if let Some(Some(call)) = s.borrow_mut().servers.last_mut() {
+        if let Some(Some((call, _))) = s.borrow_mut().servers.last_mut() {
             call.answered_ns.get_or_insert(now);
-            call.failed |= status >= 500;
         }
     });
 }
