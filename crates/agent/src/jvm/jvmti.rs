@@ -627,24 +627,6 @@ impl Jvmti {
         Some(v)
     }
 
-    /// The monitors `thread` owns (local references), innermost first; empty
-    /// on failure. For the current thread HotSpot reads its own stack: no
-    /// safepoint, and no frame's local variable types are computed.
-    pub fn owned_monitors(&self, thread: sys::jthread) -> Vec<sys::jobject> {
-        let Ok(get) = function!(self.table(), GetOwnedMonitorInfo) else {
-            return Vec::new();
-        };
-        let (mut n, mut list) = (0, null_mut());
-        // SAFETY: valid env and out-pointers; JVMTI checks the thread.
-        if check(unsafe { get(self.0, thread, &mut n, &mut list) }).is_err() || list.is_null() {
-            return Vec::new();
-        }
-        // SAFETY: JVMTI filled `n` entries.
-        let monitors = unsafe { std::slice::from_raw_parts(list, n.max(0) as usize) }.to_vec();
-        self.deallocate(list.cast());
-        monitors
-    }
-
     /// How many frames `thread`'s stack holds.
     pub fn frame_count(&self, thread: sys::jthread) -> Option<i32> {
         let get = function!(self.table(), GetFrameCount).ok()?;

@@ -22,8 +22,8 @@ use std::ptr::null_mut;
 use super::{GlobalRef, Jni};
 use crate::sys;
 
-/// How many frames a walk returns (the breakpoint's frame and its caller's).
-pub const DEPTHS: i64 = 2;
+/// How many frames a walk returns (the breakpoint's frame and its callers').
+pub const DEPTHS: i32 = 4;
 
 /// The live stack walker and what a read of a frame's slots needs.
 pub struct LiveLocals {
@@ -87,23 +87,48 @@ impl LiveLocals {
         })
     }
 
-    /// The local slots of the current thread's frame at `depth` (0: the method
-    /// that hit the breakpoint being handled; below [`DEPTHS`]).
-    pub fn frame(&self, env: Jni, depth: i32) -> Option<Locals<'_>> {
+    /// The current thread's top [`DEPTHS`] frames (the first: the method that
+    /// hit the breakpoint being handled), walked once.
+    pub fn walk(&self, env: Jni) -> Option<Walk<'_>> {
         let arg = sys::jvalue {
             l: self.first_frames.get(),
         };
         let walk = self.walk as sys::jmethodID;
         let frames = env.call_object_id(self.walker.get(), walk, &[arg]);
-        let frame = env.array_element(frames, depth);
-        env.delete_local(frames);
-        let slots = env.call_object_id(frame, self.get_locals as sys::jmethodID, &[]);
+        (!frames.is_null()).then_some(Walk {
+            live: self,
+            env,
+            frames,
+        })
+    }
+}
+
+/// The top frames of one walk (a local reference to their array, deleted on drop).
+pub struct Walk<'a> {
+    live: &'a LiveLocals,
+    env: Jni,
+    frames: sys::jobject,
+}
+
+impl Walk<'_> {
+    /// The local slots of the frame at `depth` (0: the top one), if walked.
+    pub fn frame(&self, depth: i32) -> Option<Locals<'_>> {
+        let env = self.env;
+        let frame = env.array_element(self.frames, depth);
+        let get_locals = self.live.get_locals as sys::jmethodID;
+        let slots = env.call_object_id(frame, get_locals, &[]);
         env.delete_local(frame);
         (!slots.is_null()).then_some(Locals {
-            live: self,
+            live: self.live,
             env,
             slots,
         })
+    }
+}
+
+impl Drop for Walk<'_> {
+    fn drop(&mut self) {
+        self.env.delete_local(self.frames);
     }
 }
 
@@ -141,7 +166,7 @@ fn first_frames_function(env: Jni) -> sys::jobject {
     let depths = env.call_static_object_with(
         long_class,
         ("valueOf", "(J)Ljava/lang/Long;"),
-        &[sys::jvalue { j: DEPTHS }],
+        &[sys::jvalue { j: DEPTHS.into() }],
     );
     let bound = env.object_array(&[depths]);
     let insert = format!("({METHOD_HANDLE}I[Ljava/lang/Object;){METHOD_HANDLE}");

@@ -119,11 +119,6 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
                 .into(),
         );
     }
-    // Optional: the HTTP client finds its connection among the monitors its
-    // thread owns (no frame read); without it, from the frame's arguments.
-    let mut owned = crate::jvm::no_capabilities();
-    owned.set_can_get_owned_monitor_info(1);
-    let _ = jvmti.add_capabilities(&owned);
     let mut cb = crate::jvm::no_callbacks();
     cb.ClassPrepare = Some(on_class_prepare);
     breakpoints::install(&mut cb);
@@ -259,7 +254,7 @@ fn client_new_call(hit: &Hit) {
     env.delete_local(id);
     let hash = args.long(4).unwrap_or(0) as u64;
     // The caller is UnicastRef.invoke (depth 1) for the calls recorded.
-    let m = Args::of(hit, 1).object(2);
+    let m = args.object_at(1, 2);
     let method = short_method(&env.call_string(m, "toGenericString").unwrap_or_default());
     env.delete_local(m);
     STATE.with(|s| {

@@ -89,6 +89,8 @@ pub(super) struct Call {
 pub(super) struct ThreadState {
     /// The request written last on this thread, waiting for its response.
     client: Option<Call>,
+    /// The `HttpURLConnection` that wrote it (when found among the callers).
+    connection: Option<GlobalRef>,
     /// The parseHTTP frame reading its response: a global reference to the
     /// response headers it fills (None when it could not be made), for the
     /// status at its return.
@@ -168,15 +170,24 @@ fn client_writes(hit: &Hit) {
     if let Some(at) = At::of(hit) {
         close_left(hit, at, crate::clock::monotonic_ns());
     }
-    let (this, head) = client_and_headers(hit);
+    let args = Args::of(hit, 0);
+    let this = args.object(0);
     let socket = env.object_field(this, "serverSocket", "Ljava/net/Socket;");
     let ends = socket_endpoints(env, socket);
     env.delete_local(socket);
     env.delete_local(this);
     let Some((local, remote)) = ends else {
-        env.delete_local(head);
         return;
     };
+    let head = args.object(1);
+    // The connection writing (a caller's `this`), whose `responses` parseHTTP
+    // fills: its status is read there with no frame read of its own.
+    let class = env.find_class("sun/net/www/protocol/http/HttpURLConnection");
+    let conn = args.caller_this(class);
+    env.delete_local(class);
+    let connection = env.global_ref(conn);
+    env.delete_local(conn);
+    drop(args);
     let traceparent = ensure_traceparent(env, head);
     let method = request_method(env, head);
     env.delete_local(head);
@@ -194,50 +205,11 @@ fn client_writes(hit: &Hit) {
         failed: false,
         request: 0,
     };
-    STATE.with(|s| s.borrow_mut().client = Some(call));
-}
-
-/// `writeRequests`' `this` (the `HttpClient`) and its headers (local
-/// references): the connection's `http` and `requests`, when the thread owns
-/// an `HttpURLConnection`'s monitor, else the frame's slots 0 and 1.
-fn client_and_headers(hit: &Hit) -> (sys::jobject, sys::jobject) {
-    let env = hit.jni;
-    let conn = owned_connection(hit);
-    let client = env.object_field(conn, "http", "Lsun/net/www/http/HttpClient;");
-    let head = env.object_field(conn, "requests", "Lsun/net/www/MessageHeader;");
-    env.delete_local(conn);
-    if !client.is_null() && !head.is_null() {
-        return (client, head);
-    }
-    env.delete_local(client);
-    env.delete_local(head);
-    let args = Args::of(hit, 0);
-    (args.object(0), args.object(1))
-}
-
-/// The innermost `HttpURLConnection` whose monitor the thread owns (a local
-/// reference; null when none). Up to JDK 18 its `getInputStream` and
-/// `getOutputStream` are synchronized, and `writeRequests` and `parseHTTP` run
-/// inside them with the connection's own `requests` and `responses`: reading
-/// them there costs neither a safepoint nor a frame walk (later JDKs lock a
-/// `ReentrantLock` instead, and the frame is read).
-fn owned_connection(hit: &Hit) -> sys::jobject {
-    let env = hit.jni;
-    let monitors = hit.jvmti.owned_monitors(hit.thread);
-    if monitors.is_empty() {
-        return std::ptr::null_mut();
-    }
-    let class = env.find_class("sun/net/www/protocol/http/HttpURLConnection");
-    let mut found: sys::jobject = std::ptr::null_mut();
-    for m in monitors {
-        if found.is_null() && env.is_instance_of(m, class) {
-            found = m;
-        } else {
-            env.delete_local(m);
-        }
-    }
-    env.delete_local(class);
-    found
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        s.client = Some(call);
+        s.connection = connection;
+    });
 }
 
 /// The request's own `traceparent`, or a new one (this thread's served trace,
@@ -304,12 +276,16 @@ fn client_parses(hit: &Hit) {
     if at.entry {
         let wanted = STATE.with(|s| {
             let s = s.borrow();
-            s.client.is_some() && s.parsing.is_empty()
+            let wanted = s.client.is_some() && s.parsing.is_empty();
+            wanted.then(|| s.connection.as_ref().map(|c| env.new_local(c.get())))
         });
-        if wanted {
-            let conn = owned_connection(hit);
-            let mut responses = env.object_field(conn, "responses", "Lsun/net/www/MessageHeader;");
-            env.delete_local(conn);
+        if let Some(conn) = wanted {
+            let field = ("responses", "Lsun/net/www/MessageHeader;");
+            let mut responses = conn.map_or(std::ptr::null_mut(), |c| {
+                let r = env.object_field(c, field.0, field.1);
+                env.delete_local(c);
+                r
+            });
             if responses.is_null() {
                 responses = Args::of(hit, 0).object(1);
             }

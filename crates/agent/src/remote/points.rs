@@ -3,12 +3,13 @@
 //! the order of calls on a connection, and the endpoints of a socket.
 
 use std::collections::HashMap;
+use std::ptr::null_mut;
 
 use jscope_bytecode::insn;
 
 use super::REMOTE;
 use crate::jvm::breakpoints::{self, Handler, Hit};
-use crate::jvm::locals::{LiveLocals, Locals};
+use crate::jvm::locals::{LiveLocals, Locals, Walk, DEPTHS};
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
 
@@ -121,39 +122,62 @@ fn returns_of(code: &[u8]) -> Vec<i64> {
 pub(super) struct Args<'a> {
     hit: &'a Hit,
     depth: i32,
-    live: Option<Locals<'a>>,
+    walk: Option<Walk<'a>>,
 }
 
 impl<'a> Args<'a> {
     pub fn of(hit: &'a Hit, depth: i32) -> Self {
-        let live = live_locals(hit.jni).and_then(|l| l.frame(hit.jni, depth));
-        Self { hit, depth, live }
+        let walk = live_locals(hit.jni).and_then(|l| l.walk(hit.jni));
+        Self { hit, depth, walk }
     }
 
     /// A reference argument, as a local reference (null when it cannot be read).
     pub fn object(&self, slot: i32) -> sys::jobject {
-        match &self.live {
-            Some(l) => l.object(slot),
-            None => self
-                .hit
-                .jvmti
-                .local_object(self.hit.thread, self.depth, slot),
+        self.object_at(self.depth, slot)
+    }
+
+    /// A reference argument of the frame at `depth` (below [`DEPTHS`]).
+    pub fn object_at(&self, depth: i32, slot: i32) -> sys::jobject {
+        match &self.walk {
+            Some(w) => w.frame(depth).map_or(null_mut(), |l| l.object(slot)),
+            None => self.hit.jvmti.local_object(self.hit.thread, depth, slot),
         }
     }
 
+    fn locals(&self) -> Option<Option<Locals<'_>>> {
+        self.walk.as_ref().map(|w| w.frame(self.depth))
+    }
+
     pub fn int(&self, slot: i32) -> Option<i32> {
-        match &self.live {
-            Some(l) => l.int(slot),
+        match self.locals() {
+            Some(l) => l?.int(slot),
             None => self.hit.jvmti.local_int(self.hit.thread, self.depth, slot),
         }
     }
 
     /// A `long` argument in slots `slot` and `slot + 1`.
     pub fn long(&self, slot: i32) -> Option<i64> {
-        match &self.live {
-            Some(l) => l.long(slot),
+        match self.locals() {
+            Some(l) => l?.long(slot),
             None => self.hit.jvmti.local_long(self.hit.thread, self.depth, slot),
         }
+    }
+
+    /// `this` of the innermost caller (below the frame read) that is an
+    /// instance of `class`, among the frames one walk holds; null when none
+    /// or when the frames are read through JVMTI (a safepoint per frame).
+    pub fn caller_this(&self, class: sys::jclass) -> sys::jobject {
+        if self.walk.is_none() {
+            return null_mut();
+        }
+        for depth in self.depth + 1..DEPTHS {
+            let o = self.object_at(depth, 0);
+            if self.hit.jni.is_instance_of(o, class) {
+                return o;
+            }
+            self.hit.jni.delete_local(o);
+        }
+        null_mut()
     }
 }
 
