@@ -19,21 +19,24 @@ fn classes() -> PathBuf {
     compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/request_fixtures"))
 }
 
-/// Runs the fixture under the agent: its recording and its log lines.
-fn run(java: &Java) -> (Recording, Vec<Vec<String>>) {
+/// Runs the fixture under the agent: its recording, its log lines and the
+/// JVM's safepoint log.
+fn run(java: &Java) -> (Recording, Vec<Vec<String>>, String) {
     let dir = temp_dir("requests");
     let file = dir.join("r.jsc");
     let log = dir.join("out.log");
+    let safepoints = dir.join("safepoints.log");
     let mut cmd = Command::new(&java.bin);
-    cmd.arg(format!(
-        "-agentpath:{}=remote=http,interval=1ms,quiet,file={}",
-        agent_path().display(),
-        file.display()
-    ))
-    .arg("-cp")
-    .arg(classes())
-    .args(["Served", "12", CHOSEN])
-    .stdout(Stdio::from(std::fs::File::create(&log).unwrap()));
+    cmd.arg(format!("-Xlog:safepoint:file={}", safepoints.display()))
+        .arg(format!(
+            "-agentpath:{}=remote=http,interval=1ms,quiet,file={}",
+            agent_path().display(),
+            file.display()
+        ))
+        .arg("-cp")
+        .arg(classes())
+        .args(["Served", "12", CHOSEN])
+        .stdout(Stdio::from(std::fs::File::create(&log).unwrap()));
     let status = Child::spawn(&mut cmd)
         .wait_timeout(Duration::from_secs(120))
         .expect("the JVM exits");
@@ -43,7 +46,8 @@ fn run(java: &Java) -> (Recording, Vec<Vec<String>>) {
         .lines()
         .map(|l| l.split(' ').map(String::from).collect())
         .collect();
-    (Recording::read_file(&file).unwrap(), lines)
+    let safepoints = std::fs::read_to_string(&safepoints).unwrap();
+    (Recording::read_file(&file).unwrap(), lines, safepoints)
 }
 
 /// A window the fixture logged, in ns: (thread name or "", t0, t1).
@@ -54,7 +58,21 @@ fn window(l: &[String], at: usize) -> (u64, u64) {
 #[test]
 fn samples_carry_the_request_their_thread_served_and_only_while_it_did() {
     for java in javas() {
-        let (rec, lines) = run(&java);
+        let (rec, lines, safepoints) = run(&java);
+        // The breakpoints read their methods' arguments without stopping the
+        // JVM: no JVMTI local-variable read, each a safepoint (setting the
+        // breakpoints is one, which shows the log works).
+        assert!(
+            safepoints.contains("\"ChangeBreakpoints\""),
+            "JDK {}: no breakpoint safepoint logged",
+            java.major
+        );
+        let reads = safepoints.matches("\"GetOrSetLocal\"").count();
+        assert_eq!(
+            reads, 0,
+            "JDK {}: {reads} local-variable safepoints",
+            java.major
+        );
         let by_id: HashMap<u64, &Request> = rec.requests.iter().map(|r| (r.id, r)).collect();
         let name = |r: &Request| rec.strings[r.name.index()].clone();
         // Every request served, one record each, with the trace id it came with.

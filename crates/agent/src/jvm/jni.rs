@@ -152,6 +152,115 @@ impl Jni {
         id
     }
 
+    /// An instance method of `class` (an interface's too); null when none (the
+    /// exception cleared).
+    pub fn method_of(&self, class: sys::jclass, name: &str, sig: &str) -> sys::jmethodID {
+        if class.is_null() {
+            return null_mut();
+        }
+        self.method_id(class, name, sig)
+    }
+
+    /// `o.m(args...)` for a method id of `o`'s class returning an object; null on
+    /// any failure (the exception cleared).
+    pub fn call_object_id(
+        &self,
+        o: sys::jobject,
+        m: sys::jmethodID,
+        args: &[sys::jvalue],
+    ) -> sys::jobject {
+        let Ok(call) = function!(self.table(), CallObjectMethodA) else {
+            return null_mut();
+        };
+        if o.is_null() || m.is_null() {
+            return null_mut();
+        }
+        // SAFETY: m is a method of o's class whose parameters match args.
+        let r = unsafe { call(self.0, o, m, args.as_ptr()) };
+        if self.clear_exception() {
+            return null_mut();
+        }
+        r
+    }
+
+    /// `o.m()` for a method id of `o`'s class returning a long.
+    pub fn call_long_id(&self, o: sys::jobject, m: sys::jmethodID) -> Option<i64> {
+        let call = function!(self.table(), CallLongMethodA).ok()?;
+        if o.is_null() || m.is_null() {
+            return None;
+        }
+        // SAFETY: m is a no-argument method of o's class returning a long.
+        let r = unsafe { call(self.0, o, m, null_mut()) };
+        (!self.clear_exception()).then_some(r)
+    }
+
+    /// `o.m()` for a method id of `o`'s class returning an int.
+    pub fn call_int_id(&self, o: sys::jobject, m: sys::jmethodID) -> Option<i32> {
+        let call = function!(self.table(), CallIntMethodA).ok()?;
+        if o.is_null() || m.is_null() {
+            return None;
+        }
+        // SAFETY: m is a no-argument method of o's class returning an int.
+        let r = unsafe { call(self.0, o, m, null_mut()) };
+        (!self.clear_exception()).then_some(r)
+    }
+
+    /// A new `Object[]` of `items` (local references); null on failure.
+    pub fn object_array(&self, items: &[sys::jobject]) -> sys::jobject {
+        let t = self.table();
+        let (Ok(new), Ok(set)) = (
+            function!(t, NewObjectArray),
+            function!(t, SetObjectArrayElement),
+        ) else {
+            return null_mut();
+        };
+        let class = self.find_class("java/lang/Object");
+        if class.is_null() {
+            return null_mut();
+        }
+        // SAFETY: valid env and class; the elements are set below.
+        let array = unsafe { new(self.0, items.len() as sys::jsize, class, null_mut()) };
+        self.delete_local(class);
+        if self.clear_exception() || array.is_null() {
+            return null_mut();
+        }
+        for (i, item) in items.iter().enumerate() {
+            // SAFETY: array is an Object[] of items.len() elements.
+            unsafe { set(self.0, array, i as sys::jsize, *item) };
+        }
+        if self.clear_exception() {
+            self.delete_local(array);
+            return null_mut();
+        }
+        array
+    }
+
+    /// Element `i` of an object array, as a local reference (null when out of
+    /// range, the exception cleared).
+    pub fn array_element(&self, array: sys::jobject, i: i32) -> sys::jobject {
+        let Ok(get) = function!(self.table(), GetObjectArrayElement) else {
+            return null_mut();
+        };
+        if array.is_null() || i < 0 {
+            return null_mut();
+        }
+        // SAFETY: array is an object array; JNI checks the index (an exception).
+        let o = unsafe { get(self.0, array, i) };
+        if self.clear_exception() {
+            return null_mut();
+        }
+        o
+    }
+
+    /// Whether `o` (not null) is an instance of `class`.
+    pub fn is_instance_of(&self, o: sys::jobject, class: sys::jclass) -> bool {
+        let Ok(is) = function!(self.table(), IsInstanceOf) else {
+            return false;
+        };
+        // SAFETY: valid env and live references.
+        !o.is_null() && !class.is_null() && unsafe { is(self.0, o, class) } != 0
+    }
+
     /// `o.name()` for a method returning an object; null on any failure.
     pub fn call_object(&self, o: sys::jobject, name: &str, sig: &str) -> sys::jobject {
         self.call_object_with(o, (name, sig), &[])

@@ -11,7 +11,8 @@
 //!   failure value (None, null, false), never a panic.
 //! - [`thread`]: one way to learn a thread's Java id. [`GlobalRef`]: global
 //!   references that delete themselves. [`breakpoints`]: one registry from a
-//!   method to the handler of its breakpoint. [`entry`]: the panic guard.
+//!   method to the handler of its breakpoint. [`locals`]: a thread's own frame
+//!   locals, read without a safepoint. [`entry`]: the panic guard.
 //!
 //! The raw pointer arguments (jobject, jclass, jmethodID, ...) are JVM handles that
 //! callers received from the JVM; the agent never dereferences them itself, so the
@@ -23,6 +24,7 @@ pub mod breakpoints;
 pub mod entry;
 mod jni;
 mod jvmti;
+pub mod locals;
 pub mod thread;
 
 use std::ffi::{c_char, c_void, CString};

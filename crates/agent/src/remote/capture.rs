@@ -8,7 +8,9 @@
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
-use super::points::{next_seq, set_breakpoints, socket_endpoints, At, Endpoint, Frames, Target};
+use super::points::{
+    next_seq, set_breakpoints, socket_endpoints, Args, At, Endpoint, Frames, Target,
+};
 use super::{push, RawRemote, REMOTE};
 use crate::java_threads::ThreadKey;
 use crate::jvm::breakpoints::{self, Hit};
@@ -238,20 +240,21 @@ fn endpoints(env: Jni, conn: sys::jobject) -> Option<(Endpoint, Endpoint)> {
 /// `StreamRemoteCall(Connection c, ObjID id, int op, long hash)`: slots 1-4.
 fn client_new_call(hit: &Hit) {
     at(hit);
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
-    let conn = ti.local_object(thread, 0, 1);
+    let env = hit.jni;
+    let args = Args::of(hit, 0);
+    let conn = args.object(1);
     let ends = endpoints(env, conn);
     env.delete_local(conn);
     let Some((local, remote)) = ends else {
         return;
     };
     let seq = next_seq(&local, &remote);
-    let id = ti.local_object(thread, 0, 2);
+    let id = args.object(2);
     let object = env.call_string(id, "toString").unwrap_or_default();
     env.delete_local(id);
-    let hash = ti.local_long(thread, 0, 4).unwrap_or(0) as u64;
+    let hash = args.long(4).unwrap_or(0) as u64;
     // The caller is UnicastRef.invoke (depth 1) for the calls recorded.
-    let m = ti.local_object(thread, 1, 2);
+    let m = args.object_at(1, 2);
     let method = short_method(&env.call_string(m, "toGenericString").unwrap_or_default());
     env.delete_local(m);
     STATE.with(|s| {
@@ -278,8 +281,8 @@ fn client_new_call(hit: &Hit) {
 /// `StreamRemoteCall(Connection c)`: a call read from a connection.
 fn server_new_call(hit: &Hit) {
     at(hit);
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
-    let conn = ti.local_object(thread, 0, 1);
+    let env = hit.jni;
+    let conn = Args::of(hit, 0).object(1);
     let ends = endpoints(env, conn);
     env.delete_local(conn);
     let Some((local, remote)) = ends else {
@@ -304,13 +307,13 @@ fn server_dispatch(hit: &Hit) {
     let Some((at, now)) = at(hit) else {
         return;
     };
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let (env, thread) = (hit.jni, hit.thread);
     if !at.entry {
         let call = STATE.with(|s| s.borrow_mut().servers.take_returning(at));
         returned(hit, true, call.flatten(), false, now);
         return;
     }
-    let obj = ti.local_object(thread, 0, 1);
+    let obj = Args::of(hit, 0).object(1);
     let class = env.class_name(obj).unwrap_or_default();
     env.delete_local(obj);
     let incoming = STATE.with(|s| s.borrow_mut().incoming.take());

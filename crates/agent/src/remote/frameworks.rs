@@ -32,7 +32,7 @@
 
 use super::http::{new_traceparent, returned, served_trace_id, Call, STATE};
 use super::points::{
-    next_seq, set_breakpoints, socket_address, socket_endpoints, At, Endpoint, Frames, Target,
+    next_seq, set_breakpoints, socket_address, socket_endpoints, Args, At, Endpoint, Frames, Target,
 };
 use crate::jvm::breakpoints::Hit;
 use crate::jvm::{Jni, Jvmti};
@@ -195,8 +195,9 @@ fn servlet_serves(hit: &Hit, depth: i32) {
     if serving() {
         return;
     }
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
-    let req = ti.local_object(thread, 0, 1);
+    let env = hit.jni;
+    let args = Args::of(hit, 0);
+    let req = args.object(1);
     let read = read_servlet_request(env, req);
     env.delete_local(req);
     if let Some((c, ends)) = read {
@@ -240,8 +241,9 @@ fn netty_reads(hit: &Hit, depth: i32) {
     if serving() {
         return;
     }
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
-    let msg = ti.local_object(thread, 0, 2);
+    let env = hit.jni;
+    let args = Args::of(hit, 0);
+    let msg = args.object(2);
     let method = env.call_object(msg, "method", "()Lio/netty/handler/codec/http/HttpMethod;");
     let read = (!method.is_null()).then(|| {
         let name = env.call_string(method, "name").unwrap_or_default();
@@ -261,7 +263,7 @@ fn netty_reads(hit: &Hit, depth: i32) {
     let Some(c) = read else {
         return;
     };
-    let ctx = ti.local_object(thread, 0, 1);
+    let ctx = args.object(1);
     let channel = env.call_object(ctx, "channel", "()Lio/netty/channel/Channel;");
     let local = socket_address(env, channel, ("localAddress", ADDRESS));
     let remote = socket_address(env, channel, ("remoteAddress", ADDRESS));
@@ -277,8 +279,9 @@ fn netty_encodes(hit: &Hit) {
         return;
     }
     let now = crate::clock::monotonic_ns();
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
-    let msg = ti.local_object(thread, 0, 2);
+    let env = hit.jni;
+    let args = Args::of(hit, 0);
+    let msg = args.object(2);
     let status = env.call_object(
         msg,
         "status",
@@ -323,8 +326,9 @@ fn sends_over(ends: Option<(Endpoint, Endpoint)>) {
 /// request (`originalRequest`), replaced by a copy with a traceparent unless
 /// it has one.
 fn okhttp_calls(hit: &Hit, depth: i32) {
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
-    let this = ti.local_object(thread, 0, 0);
+    let env = hit.jni;
+    let args = Args::of(hit, 0);
+    let this = args.object(0);
     const FIELD: (&str, &str) = ("originalRequest", "Lokhttp3/Request;");
     let req = env.object_field(this, FIELD.0, FIELD.1);
     let method = env.call_string(req, "method");
@@ -364,8 +368,9 @@ fn okhttp_calls(hit: &Hit, depth: i32) {
 /// `CallServerInterceptor.intercept(Chain chain)`: slot 1; the exchange goes
 /// over `chain.connection().socket()`.
 fn okhttp_sends(hit: &Hit) {
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
-    let chain = ti.local_object(thread, 0, 1);
+    let env = hit.jni;
+    let args = Args::of(hit, 0);
+    let chain = args.object(1);
     let conn = env.call_object(chain, "connection", "()Lokhttp3/Connection;");
     let socket = env.call_object(conn, "socket", "()Ljava/net/Socket;");
     let ends = socket_endpoints(env, socket);
@@ -378,8 +383,9 @@ fn okhttp_sends(hit: &Hit) {
 /// `InternalHttpClient.doExecute(HttpHost, ClassicHttpRequest request,
 /// HttpContext)`: slot 2, a mutable request.
 fn hc5_calls(hit: &Hit, depth: i32) {
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
-    let req = ti.local_object(thread, 0, 2);
+    let env = hit.jni;
+    let args = Args::of(hit, 0);
+    let req = args.object(2);
     let read = read_hc5_request(env, req);
     env.delete_local(req);
     if let Some(c) = read {
@@ -419,8 +425,9 @@ fn read_hc5_request(env: Jni, req: sys::jobject) -> Option<Call> {
 /// `DefaultBHttpClientConnection.sendRequestHeader(request)`: `this` (slot 0)
 /// is the connection.
 fn hc5_sends(hit: &Hit) {
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
-    let conn = ti.local_object(thread, 0, 0);
+    let env = hit.jni;
+    let args = Args::of(hit, 0);
+    let conn = args.object(0);
     let local = socket_address(env, conn, ("getLocalAddress", ADDRESS));
     let remote = socket_address(env, conn, ("getRemoteAddress", ADDRESS));
     env.delete_local(conn);

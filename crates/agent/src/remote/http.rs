@@ -22,7 +22,7 @@
 use std::cell::RefCell;
 
 use super::points::{
-    next_seq, set_breakpoints, socket_address, socket_endpoints, At, Endpoint, Frames, Target,
+    next_seq, set_breakpoints, socket_address, socket_endpoints, Args, At, Endpoint, Frames, Target,
 };
 use super::{push, RawRemote};
 use crate::java_threads::ThreadKey;
@@ -89,12 +89,15 @@ pub(super) struct Call {
 pub(super) struct ThreadState {
     /// The request written last on this thread, waiting for its response.
     client: Option<Call>,
+    /// The `HttpURLConnection` that wrote it (when found among the callers).
+    connection: Option<GlobalRef>,
     /// The parseHTTP frame reading its response: a global reference to the
     /// response headers it fills (None when it could not be made), for the
     /// status at its return.
     parsing: Frames<Option<GlobalRef>>,
-    /// Open handler frames (None: its exchange could not be read).
-    servers: Frames<Option<Call>>,
+    /// Open handler frames (None: its exchange could not be read), each with
+    /// a global reference to its exchange, for the status at its return.
+    servers: Frames<Option<(Call, Option<GlobalRef>)>>,
     /// Open framework server frames (servlets, Netty handlers), innermost last.
     pub framework_servers: Frames<Call>,
     /// Open framework client calls (OkHttp, HttpClient 5), innermost last.
@@ -120,8 +123,8 @@ fn close_left(hit: &Hit, at: At, now: u64) {
             client = s.client.take();
         }
         let mut servers = Vec::new();
-        while let Some(call) = s.servers.take_left(at) {
-            servers.push(call);
+        while let Some(served) = s.servers.take_left(at) {
+            servers.push(served.map(|(call, _)| call));
         }
         (client, servers)
     });
@@ -163,11 +166,12 @@ fn emit(server: bool, call: Call, end_ns: u64, thread: ThreadKey) {
 /// `HttpClient.writeRequests(MessageHeader head, ...)`: `this` is slot 0, the
 /// headers slot 1. The headers are printed to the socket right after this.
 fn client_writes(hit: &Hit) {
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let env = hit.jni;
     if let Some(at) = At::of(hit) {
         close_left(hit, at, crate::clock::monotonic_ns());
     }
-    let this = ti.local_object(thread, 0, 0);
+    let args = Args::of(hit, 0);
+    let this = args.object(0);
     let socket = env.object_field(this, "serverSocket", "Ljava/net/Socket;");
     let ends = socket_endpoints(env, socket);
     env.delete_local(socket);
@@ -175,7 +179,15 @@ fn client_writes(hit: &Hit) {
     let Some((local, remote)) = ends else {
         return;
     };
-    let head = ti.local_object(thread, 0, 1);
+    let head = args.object(1);
+    // The connection writing (a caller's `this`), whose `responses` parseHTTP
+    // fills: its status is read there with no frame read of its own.
+    let class = env.find_class("sun/net/www/protocol/http/HttpURLConnection");
+    let conn = args.caller_this(class);
+    env.delete_local(class);
+    let connection = env.global_ref(conn);
+    env.delete_local(conn);
+    drop(args);
     let traceparent = ensure_traceparent(env, head);
     let method = request_method(env, head);
     env.delete_local(head);
@@ -193,7 +205,11 @@ fn client_writes(hit: &Hit) {
         failed: false,
         request: 0,
     };
-    STATE.with(|s| s.borrow_mut().client = Some(call));
+    STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        s.client = Some(call);
+        s.connection = connection;
+    });
 }
 
 /// The request's own `traceparent`, or a new one (this thread's served trace,
@@ -256,14 +272,23 @@ fn client_parses(hit: &Hit) {
     };
     let now = crate::clock::monotonic_ns();
     close_left(hit, at, now);
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let env = hit.jni;
     if at.entry {
         let wanted = STATE.with(|s| {
             let s = s.borrow();
-            s.client.is_some() && s.parsing.is_empty()
+            let wanted = s.client.is_some() && s.parsing.is_empty();
+            wanted.then(|| s.connection.as_ref().map(|c| env.new_local(c.get())))
         });
-        if wanted {
-            let responses = ti.local_object(thread, 0, 1);
+        if let Some(conn) = wanted {
+            let field = ("responses", "Lsun/net/www/MessageHeader;");
+            let mut responses = conn.map_or(std::ptr::null_mut(), |c| {
+                let r = env.object_field(c, field.0, field.1);
+                env.delete_local(c);
+                r
+            });
+            if responses.is_null() {
+                responses = Args::of(hit, 0).object(1);
+            }
             let global = env.global_ref(responses);
             env.delete_local(responses);
             STATE.with(|s| s.borrow_mut().parsing.push(at.depth, global));
@@ -308,22 +333,28 @@ fn server_handles(hit: &Hit) {
     };
     let now = crate::clock::monotonic_ns();
     close_left(hit, at, now);
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let (env, thread) = (hit.jni, hit.thread);
     if !at.entry {
-        let call = STATE.with(|s| s.borrow_mut().servers.take_returning(at));
-        returned(hit, true, call.flatten(), false, now);
+        let served = STATE.with(|s| s.borrow_mut().servers.take_returning(at));
+        let call = served.flatten().map(|(mut call, exchange)| {
+            let status = exchange.and_then(|e| env.call_int(e.get(), "getResponseCode"));
+            call.failed |= status.is_some_and(|s| s >= 500);
+            call
+        });
+        returned(hit, true, call, false, now);
         return;
     }
-    let exchange = ti.local_object(thread, 0, 1);
+    let exchange = Args::of(hit, 0).object(1);
     let call = read_exchange(env, exchange);
+    let global = env.global_ref(exchange);
     env.delete_local(exchange);
-    let call = call.map(|mut c| {
+    let served = call.map(|mut c| {
         let name = format!("{} {}", c.method, c.path);
         let opening = super::http_opening(name, &c.traceparent);
         c.request = super::begin_request(env, thread, opening);
-        c
+        (c, global)
     });
-    STATE.with(|s| s.borrow_mut().servers.push(at.depth, call));
+    STATE.with(|s| s.borrow_mut().servers.push(at.depth, served));
 }
 
 fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
@@ -367,18 +398,16 @@ fn address(env: Jni, exchange: sys::jobject, getter: &str) -> Option<Endpoint> {
     socket_address(env, exchange, (getter, "()Ljava/net/InetSocketAddress;"))
 }
 
-/// `ExchangeImpl.sendResponseHeaders(int rCode, long length)`: the answer starts.
+/// `ExchangeImpl.sendResponseHeaders(int rCode, long length)`: the answer
+/// starts (its status is read from the exchange when the handler returns).
 fn server_responds(hit: &Hit) {
-    let (ti, thread) = (hit.jvmti, hit.thread);
     let now = crate::clock::monotonic_ns();
     if let Some(at) = At::of(hit) {
         close_left(hit, at, now);
     }
-    let status = ti.local_int(thread, 0, 1).unwrap_or(0);
     STATE.with(|s| {
-        if let Some(Some(call)) = s.borrow_mut().servers.last_mut() {
+        if let Some(Some((call, _))) = s.borrow_mut().servers.last_mut() {
             call.answered_ns.get_or_insert(now);
-            call.failed |= status >= 500;
         }
     });
 }

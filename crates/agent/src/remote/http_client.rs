@@ -19,7 +19,7 @@
 use std::sync::atomic::Ordering;
 
 use super::http::{new_traceparent, served_trace_id};
-use super::points::{next_seq, set_breakpoints, socket_address, Endpoint, Target};
+use super::points::{next_seq, set_breakpoints, socket_address, Args, Endpoint, Target};
 use super::{push, RawRemote, REMOTE};
 use crate::java_threads::ThreadKey;
 use crate::jvm::breakpoints::Hit;
@@ -82,9 +82,10 @@ pub fn on_class_prepare(jvmti: Jvmti, sig: &str, class: sys::jclass) {
 
 /// `MultiExchange(HttpRequest user, HttpRequestImpl request, ...)`: slot 2.
 fn request_starts(hit: &Hit) {
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let (env, thread) = (hit.jni, hit.thread);
     let start_ns = crate::clock::monotonic_ns();
-    let request = ti.local_object(thread, 0, 2);
+    let args = Args::of(hit, 0);
+    let request = args.object(2);
     let read = read_request(env, request);
     env.delete_local(request);
     let Some((traceparent, method, path)) = read else {
@@ -171,20 +172,21 @@ fn first_value(env: Jni, headers: sys::jobject, name: &str) -> Option<String> {
 /// `Response(HttpRequestImpl req, Exchange, HttpHeaders, HttpConnection conn,
 /// int status, Version, boolean)`: slots 1, 4 and 5.
 fn response_arrives(hit: &Hit) {
-    let (ti, env, thread) = (hit.jvmti, hit.jni, hit.thread);
+    let env = hit.jni;
     let end_ns = crate::clock::monotonic_ns();
-    let status = ti.local_int(thread, 0, 5).unwrap_or(0);
+    let args = Args::of(hit, 0);
+    let status = args.int(5).unwrap_or(0);
     // An interim `100 Continue` is followed by the real response.
     if status == 100 {
         return;
     }
-    let request = ti.local_object(thread, 0, 1);
+    let request = args.object(1);
     let traceparent = sent_traceparent(env, request);
     env.delete_local(request);
     let Some(pending) = traceparent.and_then(|t| take_pending(&t)) else {
         return; // not a request this capture started (e.g. a proxy's CONNECT)
     };
-    let conn = ti.local_object(thread, 0, 4);
+    let conn = args.object(4);
     let ends = connection_endpoints(env, conn);
     env.delete_local(conn);
     emit(pending, ends, end_ns, status >= 500);
