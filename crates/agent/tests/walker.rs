@@ -64,6 +64,7 @@ fn classes() -> PathBuf {
             "WalkFuzz.java",
             "Rename.java",
             "VirtualSpin.java",
+            "DebugFlag.java",
         ]
         .iter()
         .map(|f| fixtures().join(f))
@@ -403,6 +404,45 @@ fn asgct_stays_available_on_request() {
     assert_eq!(header(&rec, "cstack"), "asgct");
     let threads = by_thread(&rec);
     assert!(threads["loop-vtable"].len() >= 100);
+}
+
+/// The walker has the JIT compilers describe every instruction of compiled
+/// code (DebugNonSafepoints, so a sample between safepoints names its inlined
+/// methods) without the user asking, and leaves the flag alone when the user
+/// turned it off.
+#[test]
+fn the_jit_describes_every_instruction_unless_the_user_said_no() {
+    for java in walker_javas() {
+        let dir = temp_dir(&format!("walker-flag-{}", java.major));
+        let value = |flags: &[&str]| {
+            let out = Command::new(&java.bin)
+                .arg("-XX:+UnlockDiagnosticVMOptions")
+                .args(flags)
+                .arg(format!(
+                    "-agentpath:{}=mode=cpu,quiet,file={}",
+                    agent_path().display(),
+                    dir.join("out.jsc").display()
+                ))
+                .arg("-cp")
+                .arg(classes())
+                .arg("DebugFlag")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        assert_eq!(value(&[]), "true", "JDK {}", java.major);
+        assert_eq!(
+            value(&["-XX:-DebugNonSafepoints"]),
+            "false",
+            "JDK {}",
+            java.major
+        );
+    }
 }
 
 #[test]
