@@ -38,7 +38,7 @@ pub(crate) struct Sink {
     native: NativeNames,
     /// The method id and kind of each native (false) or kernel (true) address
     /// named so far; addresses whose library was not found are left out.
-    native_frames: HashMap<(usize, bool), (u32, FrameKind)>,
+    native_frames: rustc_hash::FxHashMap<(usize, bool), (u32, FrameKind)>,
     /// The stack id of each reason given to [`Sink::unknown_stack`].
     unknown_stacks: HashMap<&'static str, u32>,
     /// The recording's last drain: whatever is buffered goes now.
@@ -71,7 +71,7 @@ impl Sink {
             unmatched_envs: HashMap::new(),
             emitted: HashMap::new(),
             native: NativeNames::default(),
-            native_frames: HashMap::new(),
+            native_frames: Default::default(),
             unknown_stacks: HashMap::new(),
             last_drain: false,
         }
