@@ -507,15 +507,20 @@ const RING_FRAME_BYTES: usize = 8 << 20;
 
 /// Asks the JVM for what the VM structure walker names frames by: the names
 /// of the code it generated (stubs), now and from now on, and debug
-/// information at every instruction of what it compiles from now on (which
-/// JVMTI switches on while compiled methods are listened to), so that a
-/// sample in the middle of compiled code names its inlined methods. What
-/// the JVM refuses only makes frames less precise.
-fn learn_generated_code(jvmti: crate::jvm::Jvmti) {
-    let mut caps = crate::jvm::no_capabilities();
-    caps.set_can_generate_compiled_method_load_events(1);
-    if jvmti.add_capabilities(&caps).is_ok() {
-        let _ = jvmti.set_event(true, sys::JVMTI_EVENT_COMPILED_METHOD_LOAD);
+/// information at every instruction of what it compiles from now on, so that
+/// a sample in the middle of compiled code names its inlined methods. The
+/// flag that asks for the latter is turned on directly; only where it cannot
+/// be is it had by listening to compiled methods (which turns it on too, but
+/// has the JVM describe every compiled method to the agent: JIT-heavy
+/// programs paid about two percent CPU for that). What the JVM refuses only
+/// makes frames less precise.
+fn learn_generated_code(jvmti: crate::jvm::Jvmti, hotspot: &HotSpot) {
+    if !hotspot.debug_every_instruction() {
+        let mut caps = crate::jvm::no_capabilities();
+        caps.set_can_generate_compiled_method_load_events(1);
+        if jvmti.add_capabilities(&caps).is_ok() {
+            let _ = jvmti.set_event(true, sys::JVMTI_EVENT_COMPILED_METHOD_LOAD);
+        }
     }
     if jvmti
         .set_event(true, sys::JVMTI_EVENT_DYNAMIC_CODE_GENERATED)
@@ -686,7 +691,7 @@ impl Engine for SignalEngine {
         let capacity = (RING_FRAME_BYTES / slot_bytes).clamp(256, 8192);
         let ring = SampleRing::new(capacity, depth);
         let walker = self.walker.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let walks_vm = walker.is_some();
+        let hotspot = walker.as_ref().map(|w| w.hotspot.clone());
         let shared = SignalShared::new(
             ctx.vm,
             asgct,
@@ -697,8 +702,8 @@ impl Engine for SignalEngine {
             self.timers.clone(),
         );
         let _ = self.shared.set(publish(Box::new(shared)));
-        if walks_vm {
-            learn_generated_code(ctx.jvmti);
+        if let Some(hotspot) = hotspot {
+            learn_generated_code(ctx.jvmti, &hotspot);
         } else if self.mixed {
             // AsyncGetCallTrace's native segments are found through call_helper.
             native_walk::find_call_helper();

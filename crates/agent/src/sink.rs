@@ -38,7 +38,14 @@ pub(crate) struct Sink {
     native: NativeNames,
     /// The method id and kind of each native (false) or kernel (true) address
     /// named so far; addresses whose library was not found are left out.
-    native_frames: HashMap<(usize, bool), (u32, FrameKind)>,
+    native_frames: rustc_hash::FxHashMap<(usize, bool), (u32, FrameKind)>,
+    /// The stack id of each walked stack (its raw frames) whose every frame
+    /// was named for good: a stack seen again costs one lookup, not one per
+    /// frame.
+    walked_stacks: rustc_hash::FxHashMap<Box<[(i32, usize)]>, u32>,
+    /// Frames held by `walked_stacks`, which starts over past
+    /// [`WALKED_FRAMES`].
+    walked_frames: usize,
     /// The stack id of each reason given to [`Sink::unknown_stack`].
     unknown_stacks: HashMap<&'static str, u32>,
     /// The recording's last drain: whatever is buffered goes now.
@@ -47,6 +54,9 @@ pub(crate) struct Sink {
     /// tracker's names, given by the writer so that the sink sits below it).
     describe_virtual: DescribeVirtual,
 }
+
+/// Frames the cache of walked stacks holds at most (16 bytes each).
+const WALKED_FRAMES: usize = 1 << 21;
 
 /// A virtual thread's description from its Java id and a way to name its
 /// carrier (a Linux thread id).
@@ -71,7 +81,9 @@ impl Sink {
             unmatched_envs: HashMap::new(),
             emitted: HashMap::new(),
             native: NativeNames::default(),
-            native_frames: HashMap::new(),
+            native_frames: Default::default(),
+            walked_stacks: Default::default(),
+            walked_frames: 0,
             unknown_stacks: HashMap::new(),
             last_drain: false,
         }
@@ -127,8 +139,8 @@ impl Sink {
         let mut java = Vec::new();
         for (key, lineno) in frames {
             match lineno {
-                NATIVE_PC | KERNEL_PC => top.push(self.native_frame(key, lineno == KERNEL_PC)),
-                BETWEEN_PC => segment.push(self.native_frame(key, false)),
+                NATIVE_PC | KERNEL_PC => top.push(self.native_frame(key, lineno == KERNEL_PC).0),
+                BETWEEN_PC => segment.push(self.native_frame(key, false).0),
                 SEGMENT_END => segments.push(std::mem::take(&mut segment)),
                 _ => java.push(
                     self.symbols
@@ -181,15 +193,28 @@ impl Sink {
         frames: &[CallFrame],
         name: &mut dyn FnMut(i32, usize) -> String,
     ) -> u32 {
+        let raw: Box<[(i32, usize)]> = frames
+            .iter()
+            .map(|f| (f.lineno, f.method as usize))
+            .collect();
+        if let Some(&id) = self.walked_stacks.get(&raw) {
+            return id;
+        }
         let (jvmti, jni) = (self.jvmti, self.jni);
         let mut resolve =
             move |key: usize| jvmti.method_names(jni, key as crate::sys::jmethodID).ok();
         let mut stack = Vec::with_capacity(frames.len());
+        // Whether every frame is named for good (a library not found yet, or
+        // a method not resolved, may be named later).
+        let mut settled = true;
         for f in frames {
             let value = f.method as usize;
             let frame = match f.lineno {
-                NATIVE_PC => self.native_frame(value, false),
-                KERNEL_PC => self.native_frame(value, true),
+                NATIVE_PC | KERNEL_PC => {
+                    let (frame, found) = self.native_frame(value, f.lineno == KERNEL_PC);
+                    settled &= found;
+                    frame
+                }
                 STUB_PC => self.named_frame(&name(f.lineno, value), FrameKind::Stub),
                 RECEIVER => self.named_frame(&name(f.lineno, value), FrameKind::Class),
                 BREAK => self.named_frame(&name(f.lineno, value), FrameKind::Unknown),
@@ -198,6 +223,7 @@ impl Sink {
                     let mut frame = self
                         .symbols
                         .frame(&mut self.chunk, value, bci, &mut resolve);
+                    settled &= frame.method.0 != 0;
                     if frame.kind == FrameKind::Java {
                         frame.kind = kind.map_or(FrameKind::Java, frame_kind);
                     }
@@ -206,7 +232,16 @@ impl Sink {
             };
             stack.push(frame);
         }
-        self.symbols.stack_of(&mut self.chunk, stack)
+        let id = self.symbols.stack_of(&mut self.chunk, stack);
+        if settled {
+            if self.walked_frames + raw.len() > WALKED_FRAMES {
+                self.walked_stacks.clear();
+                self.walked_frames = 0;
+            }
+            self.walked_frames += raw.len();
+            self.walked_stacks.insert(raw, id);
+        }
+        id
     }
 
     /// A frame named `name` of no library (a stub, a class, a marker).
@@ -221,26 +256,28 @@ impl Sink {
     }
 
     /// The frame of native (or kernel) program counter `pc`, named from the
-    /// libraries' (or the kernel's) symbols.
-    fn native_frame(&mut self, pc: usize, kernel: bool) -> Frame {
+    /// libraries' (or the kernel's) symbols, and whether its library was found
+    /// (if not, a later frame at the same address may be named better).
+    fn native_frame(&mut self, pc: usize, kernel: bool) -> (Frame, bool) {
         let address = (pc, kernel);
-        let (id, kind) = match self.native_frames.get(&address) {
-            Some(&known) => known,
+        let (id, kind, found) = match self.native_frames.get(&address) {
+            Some(&(id, kind)) => (id, kind, true),
             None => {
                 let (n, found) = self.native.name(pc, kernel);
                 let id = self.symbols.native_method(&mut self.chunk, &n.lib, &n.name);
                 if found {
                     self.native_frames.insert(address, (id, n.kind));
                 }
-                (id, n.kind)
+                (id, n.kind, found)
             }
         };
-        Frame {
+        let frame = Frame {
             method: MethodId(id),
             bci: -1,
             line: 0,
             kind,
-        }
+        };
+        (frame, found)
     }
 
     /// A one-frame stack `[reason]` (as async-profiler names such time), for CPU

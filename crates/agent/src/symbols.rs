@@ -4,8 +4,9 @@
 //! that the whole dictionary can be declared again ([`Symbols::declare_all`]) for a
 //! collector that lost a chunk.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use jscope_format::{ChunkWriter, ClassDef, Frame, FrameKind, MethodDef};
 use jscope_format::{ClassId, MethodId, StackId, StringId};

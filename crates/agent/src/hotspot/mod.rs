@@ -61,6 +61,9 @@ pub struct HotSpot {
     ids: IdCache,
     /// The Java frames of compiled methods at return addresses walks met.
     pub frames: FrameCache,
+    /// `DebugNonSafepoints`: debug information at every instruction of
+    /// compiled code, not only at safepoints.
+    debug_non_safepoints: Option<flags::Switch>,
 }
 
 /// Why the walker is not used for a recording.
@@ -106,11 +109,20 @@ impl HotSpot {
             excluded_byte: feature >= 20,
             ids: IdCache::new(),
             frames: FrameCache::new(),
+            debug_non_safepoints: flags::Switch::find(&structs, "DebugNonSafepoints"),
             layout,
             code,
         };
         hs.self_check(jvmti, jni)?;
         Ok(hs)
+    }
+
+    /// Asks the JIT compilers to describe every instruction of what they
+    /// compile from now on, so that a sample in the middle of compiled code
+    /// names its inlined methods, by turning `DebugNonSafepoints` on unless
+    /// the user set it. True when it is on.
+    pub fn debug_every_instruction(&self) -> bool {
+        self.debug_non_safepoints.is_some_and(|f| f.turn_on())
     }
 
     /// Checks the layout against what JVMTI says: the call stub is in the
