@@ -1,6 +1,9 @@
 package fw;
 
 import java.io.IOException;
+import javax.servlet.ServletException;
+import javax.servlet.ServletRequest;
+import javax.servlet.ServletResponse;
 import javax.servlet.http.HttpServlet;
 import javax.servlet.http.HttpServletRequest;
 import javax.servlet.http.HttpServletResponse;
@@ -42,9 +45,21 @@ public final class Front extends HttpServlet {
         server.join();
     }
 
+    /** The logged window holds the whole of service, the agent's request. */
+    @Override
+    public void service(ServletRequest req, ServletResponse res) throws ServletException, IOException {
+        long t0 = System.nanoTime();
+        String trace = Work.traceOf(((HttpServletRequest) req).getHeader("traceparent"));
+        boolean quit = ((HttpServletRequest) req).getRequestURI().startsWith("/quit");
+        super.service(req, res);
+        Work.served(trace, t0, System.nanoTime());
+        if (quit) {
+            Work.exitSoon();
+        }
+    }
+
     @Override
     protected void doGet(HttpServletRequest req, HttpServletResponse res) throws IOException {
-        long t0 = System.nanoTime();
         String trace = Work.traceOf(req.getHeader("traceparent"));
         boolean quit = req.getRequestURI().startsWith("/quit");
         boolean slow = "1".equals(req.getParameter("heavy"));
@@ -54,10 +69,6 @@ public final class Front extends HttpServlet {
                 r -> EntityUtils.toString(r.getEntity()));
         res.setContentType("text/plain");
         res.getWriter().print(trace + " " + v + answer.length());
-        Work.served(trace, t0, System.nanoTime());
-        if (quit) {
-            Work.exitSoon();
-        }
     }
 
     static int heavy() {
