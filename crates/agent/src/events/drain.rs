@@ -310,6 +310,7 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             object,
             owner,
             stack: n.stack(stack),
+            request: Default::default(),
         },
         RawKind::Wait {
             duration_ns,
@@ -325,6 +326,7 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             timeout_ms,
             timed_out,
             stack: n.stack(stack),
+            request: Default::default(),
         },
         RawKind::Park {
             duration_ns,
@@ -336,6 +338,7 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             blocker_class: n.class(blocker),
             timeout_ns,
             stack: n.stack(stack),
+            request: Default::default(),
         },
         RawKind::Alloc {
             class,
@@ -351,6 +354,7 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             object,
             allocated_total,
             weight,
+            request: Default::default(),
         },
         RawKind::ClassLoad { class } => ClassLoad {
             class: n.class(class),

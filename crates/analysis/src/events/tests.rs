@@ -123,6 +123,7 @@ fn contention() -> Recording {
                 object: 77,
                 owner: ThreadId(5 - thread),
                 stack: StackId(inc),
+                request: Default::default(),
             },
         ));
     }
@@ -135,6 +136,7 @@ fn contention() -> Recording {
             object: 77,
             owner: ThreadId(2),
             stack: StackId(other),
+            request: Default::default(),
         },
     ));
     for (ms, timeout_ms, timed_out) in [(60, 100, true), (70, 0, false), (80, 50, false)] {
@@ -148,6 +150,7 @@ fn contention() -> Recording {
                 timeout_ms,
                 timed_out,
                 stack: StackId(wait),
+                request: Default::default(),
             },
         ));
     }
@@ -159,6 +162,7 @@ fn contention() -> Recording {
             blocker_class: ClassId(sync),
             timeout_ns: 0,
             stack: StackId(park),
+            request: Default::default(),
         },
     ));
     b.build(1000)
@@ -334,6 +338,7 @@ fn allocations() -> Recording {
                 object,
                 allocated_total: total,
                 weight: 0,
+                request: Default::default(),
             },
         ));
     }
@@ -538,6 +543,7 @@ fn events_nest_into_traced_invocations() {
                 object: 1,
                 owner: ThreadId(2),
                 stack: StackId(stack),
+                request: Default::default(),
             },
         )
     };
@@ -667,6 +673,7 @@ fn timeline_lanes_have_sampled_states_event_intervals_and_gc_bars() {
             object: 1,
             owner: ThreadId(3),
             stack: StackId(s),
+            request: Default::default(),
         },
     ));
     b.w.event(&JvmEvent::global(at_ms(60), EventKind::gc_pause(2 * MS)));
@@ -837,6 +844,7 @@ fn method_selects_stackless_events_by_their_invocation_or_sampled_stack() {
             object: 9,
             allocated_total: 24,
             weight: 0,
+            request: Default::default(),
         },
     ));
     b.w.event(&JvmEvent::global(
@@ -893,6 +901,7 @@ fn estimated_totals_use_the_weights_or_the_sampling_interval() {
                 object: 0,
                 allocated_total: 0,
                 weight,
+                request: Default::default(),
             },
         ));
     }
@@ -916,6 +925,7 @@ fn estimated_totals_use_the_weights_or_the_sampling_interval() {
             object: 0,
             allocated_total: 24,
             weight: 0,
+            request: Default::default(),
         },
     ));
     let rec = b.build_with(10, &[("events.allocrate", "524288")]);
@@ -956,6 +966,7 @@ fn alloc_and_lock_weights_for_flame_graphs() {
                 object: 1,
                 owner: ThreadId(3),
                 stack: StackId(inc),
+                request: Default::default(),
             },
         ),
         (
@@ -965,6 +976,7 @@ fn alloc_and_lock_weights_for_flame_graphs() {
                 blocker_class: ClassId(sync),
                 timeout_ns: 0,
                 stack: StackId(lock),
+                request: Default::default(),
             },
         ),
         (
@@ -974,6 +986,7 @@ fn alloc_and_lock_weights_for_flame_graphs() {
                 blocker_class: ClassId(cond),
                 timeout_ns: 0,
                 stack: StackId(wait),
+                request: Default::default(),
             },
         ),
         (
@@ -985,6 +998,7 @@ fn alloc_and_lock_weights_for_flame_graphs() {
                 object: 0,
                 allocated_total: 0,
                 weight: 4096,
+                request: Default::default(),
             },
         ),
     ];
@@ -1090,6 +1104,7 @@ fn samples_without_an_object_size_are_not_counted_as_objects() {
                 object: 0,
                 allocated_total: 0,
                 weight,
+                request: Default::default(),
             },
         ));
     }
