@@ -3,14 +3,17 @@
 //! virtual threads that unmount inside them. Every sample that names a request
 //! was taken on the thread serving it, inside its window as the fixture itself
 //! logged it (System.nanoTime is the agent's clock); a chosen `traceparent`
-//! keeps its trace id; nothing sampled after a span ended carries it.
+//! keeps its trace id; nothing sampled after a span ended carries it. The same
+//! holds for the allocations, monitor blocks and parks the threads record: each
+//! request allocates and blocks on a lock, and pooled threads allocate and park
+//! after their requests ended.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use jscope_format::{Recording, Request, RequestKind};
+use jscope_format::{EventKind, Recording, Request, RequestKind};
 use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
 
 const CHOSEN: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
@@ -29,7 +32,8 @@ fn run(java: &Java) -> (Recording, Vec<Vec<String>>, String) {
     let mut cmd = Command::new(&java.bin);
     cmd.arg(format!("-Xlog:safepoint:file={}", safepoints.display()))
         .arg(format!(
-            "-agentpath:{}=remote=http,interval=1ms,quiet,file={}",
+            "-agentpath:{}=remote=http,interval=1ms,events=alloc+monitors+park,allocrate=256k,\
+             parkthreshold=1ms,quiet,file={}",
             agent_path().display(),
             file.display()
         ))
@@ -56,7 +60,7 @@ fn window(l: &[String], at: usize) -> (u64, u64) {
 }
 
 #[test]
-fn samples_carry_the_request_their_thread_served_and_only_while_it_did() {
+fn samples_and_events_carry_the_request_their_thread_served_and_only_while_it_did() {
     for java in javas() {
         let (rec, lines, safepoints) = run(&java);
         // The breakpoints read their methods' arguments without stopping the
@@ -168,5 +172,107 @@ fn samples_carry_the_request_their_thread_served_and_only_while_it_did() {
                 .collect();
             assert!(after.iter().all(|s| s.request == 0), "{after:?}");
         }
+        events_carry_their_request(&rec, &windows, &http, &spans, java.major);
     }
+}
+
+/// Allocations, monitor blocks and parks: one naming a request is its
+/// thread's, inside the request's window; one of a thread inside the window of
+/// a request it served names it; a span's thread allocates after it ended and
+/// names none.
+fn events_carry_their_request(
+    rec: &Recording,
+    windows: &HashMap<u64, (u64, u64)>,
+    http: &[&Request],
+    spans: &[&Vec<String>],
+    major: u32,
+) {
+    let slack = 2_000_000;
+    let by_id: HashMap<u64, &Request> = rec.requests.iter().map(|r| (r.id, r)).collect();
+    let carrying = |e: &&jscope_format::JvmEvent| {
+        matches!(
+            e.kind,
+            EventKind::Alloc { .. } | EventKind::MonitorBlocked { .. } | EventKind::Park { .. }
+        )
+    };
+    let events: Vec<_> = rec.events.iter().filter(carrying).collect();
+    let mut named = HashMap::<(u64, &str), usize>::new();
+    for e in &events {
+        if e.request() == 0 {
+            continue;
+        }
+        let r = by_id[&e.request()];
+        let (t0, t1) = windows[&r.id];
+        assert_eq!(e.thread, r.thread, "JDK {major}: {e:?} {r:?}");
+        assert!(
+            e.ticks + slack >= t0 && e.ticks <= t1 + slack,
+            "JDK {major}: {e:?} outside {:?} of request {}",
+            (t0, t1),
+            r.id
+        );
+        *named.entry((r.id, e.kind.name())).or_default() += 1;
+    }
+    // Inside a served request's window its thread's events all name it.
+    for r in http {
+        let (t0, t1) = windows[&r.id];
+        for e in events.iter().filter(|e| e.thread == r.thread) {
+            if e.ticks >= t0 && e.ticks <= t1 {
+                assert_eq!(e.request(), r.id, "JDK {major}: {e:?} inside {r:?}");
+            }
+        }
+    }
+    let with = |kind: &str| {
+        http.iter()
+            .filter(|r| named.contains_key(&(r.id, kind)))
+            .count()
+    };
+    assert!(
+        with("alloc") * 4 >= http.len() * 3,
+        "JDK {major}: {} of {} requests' allocations named: {named:?}",
+        with("alloc"),
+        http.len()
+    );
+    assert!(
+        with("monitor") * 2 >= http.len(),
+        "JDK {major}: {} of {} requests blocked on the lock: {named:?}",
+        with("monitor"),
+        http.len()
+    );
+    // Pooled threads after their requests: the server's threads park for the
+    // next one, the spans' threads allocate; none of it names a request.
+    let servers: Vec<_> = http.iter().map(|r| r.thread).collect();
+    let idle = events
+        .iter()
+        .filter(|e| servers.contains(&e.thread) && matches!(e.kind, EventKind::Park { .. }))
+        .filter(|e| {
+            !http.iter().any(|r| {
+                r.thread == e.thread
+                    && windows[&r.id].0 <= e.ticks + slack
+                    && e.ticks <= windows[&r.id].1 + slack
+            })
+        })
+        .count();
+    assert!(
+        idle > 0,
+        "JDK {major}: the server's threads parked between requests"
+    );
+    let mut after_spans = 0;
+    for l in spans.iter().filter(|l| l[1].starts_with("outer")) {
+        let r = by_id[&l[2].parse::<u64>().unwrap()];
+        let (_, t3) = windows[&r.id];
+        // Its task allocates 5 ms after the span ended; the pool's next task
+        // begins 10 ms after.
+        let after = |t: u64| t > t3 + slack && t < t3 + 9_000_000;
+        for e in events
+            .iter()
+            .filter(|e| e.thread == r.thread && after(e.ticks))
+        {
+            assert_eq!(e.request(), 0, "JDK {major}: after {r:?}: {e:?}");
+            after_spans += usize::from(matches!(e.kind, EventKind::Alloc { .. }));
+        }
+    }
+    assert!(
+        after_spans > 0,
+        "JDK {major}: the spans' threads allocated after them"
+    );
 }

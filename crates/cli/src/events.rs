@@ -10,7 +10,7 @@ use jscope_analysis::events::{
     age_report, alloc_report, event_tree, gc_report, live_report, lock_report, user_report,
     write_rows, AllocBy, EventFilter, EventType, RowFormat,
 };
-use jscope_analysis::ThreadMatcher;
+use jscope_analysis::{RequestFilter, ThreadMatcher};
 use jscope_format::{EventKind, Recording};
 use serde::Serialize;
 
@@ -37,6 +37,25 @@ pub struct EventSelectArgs {
     /// Only events before this many seconds from the start.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub to: Option<f64>,
+    /// Only events recorded while requests (served HTTP or RMI calls, spans) at
+    /// least this long were served: allocations, monitor blocks, waits and parks
+    /// carry their thread's request, other events none.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_duration)]
+    pub latency: Option<std::time::Duration>,
+    /// Only events of one request: its trace id (as `jscope requests` lists it)
+    /// or its id in the recording (several separated by commas).
+    #[arg(long, value_name = "ID")]
+    pub request: Option<String>,
+}
+
+impl EventSelectArgs {
+    /// `--latency` and `--request` as the analysis library's filter.
+    pub(crate) fn requests(&self) -> RequestFilter {
+        RequestFilter {
+            min_latency_ns: self.latency.map(|d| d.as_nanos() as u64),
+            request: self.request.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -187,6 +206,7 @@ pub(crate) fn filter(sel: &EventSelectArgs, types: Vec<EventType>) -> Result<Eve
         method: sel.method.as_deref().map(ThreadMatcher::new),
         from_s: sel.from,
         to_s: sel.to,
+        requests: sel.requests(),
     };
     f.validate()?;
     Ok(f)

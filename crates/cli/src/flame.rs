@@ -157,6 +157,7 @@ fn event_counts(
         thread: select.thread.as_deref().map(ThreadMatcher::new),
         from_s: select.from,
         to_s: select.to,
+        requests: crate::select::requests(select),
         ..Default::default()
     };
     filter.validate()?;

@@ -102,11 +102,16 @@ pub fn selection(args: &SelectArgs) -> Result<Selection> {
             .map(str::parse)
             .transpose()?
             .unwrap_or_default(),
-        requests: RequestFilter {
-            min_latency_ns: args.latency.map(|d| d.as_nanos() as u64),
-            request: args.request.clone(),
-        },
+        requests: requests(args),
     };
     selection.validate()?;
     Ok(selection)
+}
+
+/// `--latency` and `--request`: which requests' samples (or events) to keep.
+pub fn requests(args: &SelectArgs) -> RequestFilter {
+    RequestFilter {
+        min_latency_ns: args.latency.map(|d| d.as_nanos() as u64),
+        request: args.request.clone(),
+    }
 }

@@ -128,6 +128,7 @@ fn shop_recording() -> Vec<u8> {
                 object: 5,
                 owner: ThreadId(5 - thread),
                 stack: add,
+                request: Default::default(),
             },
         ));
     }
@@ -142,6 +143,7 @@ fn shop_recording() -> Vec<u8> {
                 timeout_ms: if timed_out { 50 } else { 0 },
                 timed_out,
                 stack: wait,
+                request: Default::default(),
             },
         ));
     }
@@ -169,6 +171,7 @@ fn shop_recording() -> Vec<u8> {
                 object: i + 1,
                 allocated_total: total,
                 weight: 0,
+                request: Default::default(),
             },
         ));
         if i % 2 == 0 {

@@ -2,7 +2,9 @@
 //! a pooled `com.sun.net.httpserver` (every 20th request spins 120 ms) and
 //! `jscope.Span`s (the agent's request fixture); the same streamed to `jscope
 //! serve` (its `/api/requests`, `latency` and `request` on its flame graph, the
-//! CLI's `--collector`), and pushed again as OTLP with its links.
+//! CLI's `--collector`), and pushed again as OTLP with its links. Each request
+//! allocates and blocks on a lock: `--mode alloc|lock` and `jscope events`
+//! narrow to a request's own.
 
 mod serving;
 
@@ -14,6 +16,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use jscope_format::{EventKind, JvmEvent, Recording};
 use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, wait_until, Child};
 use serde_json::{json, Value};
 
@@ -53,16 +56,17 @@ fn requests_list_slowest_first_and_narrow_profiles_to_one_or_the_slow_ones() {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent/tests/request_fixtures");
     let dir = temp_dir("requests-cli");
     let file = dir.join("r.jsc");
+    let log = dir.join("out.log");
     let mut cmd = Command::new(&java.bin);
     cmd.arg(format!(
-        "-agentpath:{}=remote=http,interval=1ms,quiet,file={}",
+        "-agentpath:{}=remote=http,interval=1ms,{EVENTS},quiet,file={}",
         agent_path().display(),
         file.display()
     ))
     .arg("-cp")
     .arg(compile_fixtures(&fixtures))
     .args(["Served", "20", &format!("00-{TRACE}-b7ad6b7169203331-01")])
-    .stdout(Stdio::null());
+    .stdout(Stdio::from(std::fs::File::create(&log).unwrap()));
     let status = Child::spawn(&mut cmd)
         .wait_timeout(Duration::from_secs(120))
         .unwrap();
@@ -99,6 +103,72 @@ fn requests_list_slowest_first_and_narrow_profiles_to_one_or_the_slow_ones() {
         after > 2.0 * before,
         "heavy share {before:.2} -> {after:.2}"
     );
+    one_requests_events(f, &std::fs::read_to_string(&log).unwrap());
+}
+
+/// The agent's event options of these tests: every request allocates and
+/// blocks on a lock.
+const EVENTS: &str = "events=alloc+monitors+park,allocrate=256k,parkthreshold=1ms";
+
+/// `--mode alloc|lock` and `jscope events` narrowed to the chosen request: only
+/// what its thread allocated (or blocked on) while it served it, as the
+/// fixture logged (`served TRACE THREAD T0 T1 KIND`, System.nanoTime: the
+/// agent's clock).
+fn one_requests_events(f: &str, log: &str) {
+    let served: Vec<&str> = log
+        .lines()
+        .find(|l| l.starts_with(&format!("served {TRACE} ")))
+        .expect("the chosen request's line")
+        .split(' ')
+        .collect();
+    let (name, t0, t1): (&str, u64, u64) = (
+        served[2],
+        served[3].parse().unwrap(),
+        served[4].parse().unwrap(),
+    );
+    let rec = Recording::read_file(Path::new(f)).unwrap();
+    let thread = rec
+        .threads
+        .values()
+        .find(|t| t.name == name)
+        .expect("the serving thread")
+        .id;
+    let on_thread = |lo: u64, hi: u64| -> Vec<&JvmEvent> {
+        rec.events
+            .iter()
+            .filter(|e| e.thread == thread && e.ticks >= lo && e.ticks <= hi)
+            .filter(|e| matches!(e.kind, EventKind::Alloc { .. }))
+            .collect()
+    };
+    let weights = |lo, hi| -> u64 {
+        on_thread(lo, hi)
+            .iter()
+            .map(|e| e.field("weight").unwrap().as_u64())
+            .sum()
+    };
+    let alloc = jscope(&["collapsed", f, "--mode", "alloc", "--request", TRACE]);
+    let (bytes, handler) = share(&alloc, "Served.lambda$main");
+    assert!(bytes > 0 && bytes == handler, "{alloc}");
+    // Everything allocated inside the window, nothing outside it.
+    let slack = 2_000_000;
+    let (inside, around) = (weights(t0, t1), weights(t0 - slack, t1 + slack));
+    assert!(
+        inside > 0 && inside <= bytes && bytes <= around,
+        "{inside} <= {bytes} <= {around}"
+    );
+    let (all, _) = share(&jscope(&["collapsed", f, "--mode", "alloc"]), "");
+    assert!(bytes < all / 10, "{bytes} of {all}");
+    // Contention of every request (all last 3 ms or more): inside the
+    // handler, mostly its lock (the server's own locks are contended too).
+    let lock = jscope(&["collapsed", f, "--mode", "lock", "--latency", "1ms"]);
+    let (ns, handler) = share(&lock, "Served.lambda$main");
+    let (_, contend) = share(&lock, "Served.contend");
+    assert!(ns > 0 && ns == handler && contend * 10 >= ns * 9, "{lock}");
+    // `jscope events`: the request's allocations and blocks, on its thread.
+    let rows = jscope(&["events", f, "--request", TRACE, "--format", "csv"]);
+    let rows: Vec<&str> = rows.lines().skip(1).collect();
+    assert!(rows.len() >= on_thread(t0, t1).len() && !rows.is_empty());
+    assert!(rows.iter().all(|r| r.contains(name)), "{rows:?}");
 }
 
 /// Sorted collapsed lines.
@@ -134,7 +204,7 @@ fn the_collector_keeps_streamed_and_pushed_requests_and_narrows_flames_by_them()
     let url = served.url();
     let mut cmd = Command::new(&java.bin);
     cmd.arg(format!(
-        "-agentpath:{}=remote=http,interval=1ms,quiet,collector={}",
+        "-agentpath:{}=remote=http,interval=1ms,{EVENTS},quiet,collector={}",
         agent_path().display(),
         served.agents.unwrap()
     ))
@@ -233,6 +303,28 @@ fn the_collector_keeps_streamed_and_pushed_requests_and_narrows_flames_by_them()
     let one = served.json(&format!("/api/flame?jvm={id}&request={TRACE}"));
     let file_one = jscope(&["collapsed", f, "--request", TRACE]);
     assert_eq!(lines(one["collapsed"].as_str().unwrap()), lines(&file_one));
+    // And its allocations, by the API and the collector-backed CLI.
+    let file_alloc = jscope(&["collapsed", f, "--mode", "alloc", "--request", TRACE]);
+    let alloc = served.json(&format!("/api/flame?jvm={id}&mode=alloc&request={TRACE}"));
+    assert!(!file_alloc.is_empty());
+    assert_eq!(
+        lines(alloc["collapsed"].as_str().unwrap()),
+        lines(&file_alloc)
+    );
+    assert_eq!(
+        lines(&jscope(&[
+            "collapsed",
+            "--collector",
+            &url,
+            "--jvm",
+            &id,
+            "--mode",
+            "alloc",
+            "--request",
+            TRACE
+        ])),
+        lines(&file_alloc)
+    );
     let (bad, body) = served.get(&format!("/api/flame?jvm={id}&latency=fast"));
     assert_eq!(bad, 400, "{}", String::from_utf8_lossy(&body));
 
@@ -278,6 +370,100 @@ fn the_collector_keeps_streamed_and_pushed_requests_and_narrows_flames_by_them()
     assert_eq!(traced(&got), traced(&cli));
     let pushed_one = served.json(&format!("/api/flame?jvm={pushed}&request={TRACE}"));
     assert_eq!(pushed_one["samples"], one["samples"]);
+    assert!(served.interrupt());
+}
+
+jscope_testkit::on_each_clickhouse!(requests_streamed_into_clickhouse_list_as_the_agents_file);
+
+/// A JVM serving requests streams to `jscope serve --store clickhouse://...` and
+/// writes its own file: the collector (`/api/requests`, `jscope requests
+/// --collector`) lists the same requests with the same samples as the file, the
+/// events table holds each event's request, and an allocation flame graph of
+/// one request is the file's.
+fn requests_streamed_into_clickhouse_list_as_the_agents_file(server: jscope_testkit::Server) {
+    let Some(ch) = jscope_testkit::ClickHouse::start_on(server, "requests-ch") else {
+        return;
+    };
+    let java = javas().remove(0);
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent/tests/request_fixtures");
+    let dir = temp_dir("requests-ch");
+    let store = format!("{}?flush_ms=200", ch.url("jscope"));
+    let bin = Path::new(env!("CARGO_BIN_EXE_jscope"));
+    let served = serving::serve(bin, &dir.join("unused"), &["--store", &store]);
+    let file = dir.join("own.jsc");
+    let mut cmd = Command::new(&java.bin);
+    cmd.arg(format!(
+        "-agentpath:{}=remote=http,interval=1ms,{EVENTS},quiet,collector={},file={}",
+        agent_path().display(),
+        served.agents.unwrap(),
+        file.display()
+    ))
+    .arg("-cp")
+    .arg(compile_fixtures(&fixtures))
+    .args(["Served", "8", &format!("00-{TRACE}-b7ad6b7169203331-01")])
+    .stdout(Stdio::null());
+    let mut jvm = Child::spawn(&mut cmd);
+    let pid = jvm.id();
+    assert!(jvm
+        .wait_timeout(Duration::from_secs(120))
+        .unwrap()
+        .success());
+    let mut id = String::new();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let jvms = served.json("/api/jvms");
+            let gone = jvms
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|j| j["pid"] == json!(pid) && j["status"] == "gone");
+            if let Some(j) = gone {
+                id = j["id"].as_str().unwrap().to_string();
+            }
+            gone.is_some()
+        }),
+        "the JVM streamed and disconnected"
+    );
+    let f = file.to_str().unwrap();
+    let own: Value = serde_json::from_str(&jscope(&[
+        "requests", f, "--format", "json", "--limit", "1000",
+    ]))
+    .unwrap();
+    let rows = own["requests"].as_array().unwrap();
+    assert!(rows.len() >= 16, "{own}");
+    assert!(rows.iter().any(|r| r["trace_id"] == TRACE));
+    assert!(rows.iter().any(|r| r["samples"].as_u64() > Some(10)));
+    let url = served.url();
+    let remote: Value = serde_json::from_str(&jscope(&[
+        "requests",
+        "--collector",
+        &url,
+        "--jvm",
+        &id,
+        "--format",
+        "json",
+        "--limit",
+        "1000",
+    ]))
+    .unwrap();
+    assert_eq!(remote["requests"], own["requests"]);
+    let api = served.json(&format!("/api/requests?jvm={id}&limit=1000"));
+    assert_eq!(api["requests"], own["requests"]);
+    // The events table: each event's request, as the file has it.
+    let rec = Recording::read_file(&file).unwrap();
+    let named = rec.events.iter().filter(|e| e.request() != 0).count();
+    assert!(named > 0);
+    let counted = ch
+        .query("SELECT count() FROM jscope.events WHERE request != 0")
+        .unwrap();
+    assert_eq!(counted.trim(), named.to_string());
+    let file_alloc = jscope(&["collapsed", f, "--mode", "alloc", "--request", TRACE]);
+    let alloc = served.json(&format!("/api/flame?jvm={id}&mode=alloc&request={TRACE}"));
+    assert!(!file_alloc.is_empty());
+    assert_eq!(
+        lines(alloc["collapsed"].as_str().unwrap()),
+        lines(&file_alloc)
+    );
     assert!(served.interrupt());
 }
 

@@ -69,6 +69,7 @@ fn recording(name: &str, (hot, unknown, broken, empty): (u64, u64, u64, u64)) ->
             stack: hot_stack,
             object: 0,
             allocated_total: 0,
+            request: Default::default(),
         },
     ));
     b.counters_at(

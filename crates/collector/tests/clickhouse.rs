@@ -49,7 +49,43 @@ on_each_clickhouse!(
     a_chunk_staged_when_its_connection_breaks_is_stored_once_after_a_quick_reconnect,
     a_hole_left_by_a_failed_batch_is_resent_and_chunks_the_agent_dropped_are_not_waited_for,
     unknown_users_and_rejected_statements_are_errors_with_clickhouses_message,
+    an_events_table_of_an_older_collector_gets_the_request_column_and_keeps_its_rows,
 );
+
+/// The events table as collectors made it before events carried their request.
+const OLD_EVENTS: &str = "CREATE TABLE old.events (day Date, time_ns UInt64, service String, \
+     stream String, jvm UInt64, labels Nested(key String, value String), seq UInt64, \
+     thread String, kind String, duration_ns UInt64, stack UInt64, weight UInt64, \
+     size UInt64, fields Nested(key String, value String)) \
+     ENGINE = MergeTree PARTITION BY toYYYYMMDD(day) ORDER BY (jvm, kind, time_ns)";
+
+fn an_events_table_of_an_older_collector_gets_the_request_column_and_keeps_its_rows(
+    server: Server,
+) {
+    let Some(ch) = ClickHouse::start_on(server, "ch-upgrade") else {
+        return;
+    };
+    ch.query("CREATE DATABASE old").unwrap();
+    ch.query(OLD_EVENTS).unwrap();
+    ch.query(
+        "INSERT INTO old.events (day, time_ns, jvm, kind, duration_ns) \
+         VALUES (toDate('2026-11-01'), 5, 7, 'monitor', 9)",
+    )
+    .unwrap();
+    let columns = || {
+        ch.query("SELECT name FROM system.columns WHERE database = 'old' AND table = 'events' AND name = 'request'").unwrap()
+    };
+    assert_eq!(columns().trim(), "");
+    drop(store_at(&ch, "old"));
+    assert_eq!(columns().trim(), "request");
+    let rows = ch
+        .query("SELECT kind, duration_ns, request FROM old.events")
+        .unwrap();
+    assert_eq!(rows, "monitor\t9\t0\n", "the old row reads no request");
+    // Connecting again changes nothing.
+    drop(store_at(&ch, "old"));
+    assert_eq!(columns().trim(), "request");
+}
 
 #[test]
 fn the_current_clickhouse_is_the_26_9_engine() {

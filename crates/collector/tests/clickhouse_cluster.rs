@@ -73,8 +73,20 @@ fn the_current_engine_parses_the_cluster_schema() {
     let Some(ch) = ClickHouse::start_on(Server::Current, "cluster-syntax") else {
         return;
     };
-    let statements = ClickHouseStore::schema_statements("jscope", Some("fleet"));
+    let mut statements = ClickHouseStore::schema_statements("jscope", Some("fleet"));
     assert!(statements.len() > 15, "{statements:?}");
+    // The columns added to tables an older collector made, as if every table
+    // lacked them: on the local tables and the Distributed ones.
+    let upgrade =
+        ClickHouseStore::upgrade_statements("jscope", Some("fleet"), &mut |_, _| Ok(true)).unwrap();
+    assert_eq!(
+        upgrade,
+        [
+            "ALTER TABLE jscope.events_local ON CLUSTER fleet ADD COLUMN request UInt64",
+            "ALTER TABLE jscope.events ON CLUSTER fleet ADD COLUMN request UInt64"
+        ]
+    );
+    statements.extend(upgrade);
     for sql in statements {
         let quoted = sql.replace('\\', "\\\\").replace('\'', "\\'");
         let formatted = ch

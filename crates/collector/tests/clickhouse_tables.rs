@@ -218,6 +218,7 @@ impl RichJvm {
                     object: 77,
                     owner: ThreadId(3),
                     stack: StackId(1),
+                    request: Default::default(),
                 },
             ),
             event(
@@ -228,6 +229,7 @@ impl RichJvm {
                     blocker_class: ClassId(2),
                     timeout_ns: 0,
                     stack: StackId(2),
+                    request: Default::default(),
                 },
             ),
             // A wait on a condition: no contention.
@@ -239,6 +241,7 @@ impl RichJvm {
                     blocker_class: ClassId(3),
                     timeout_ns: 0,
                     stack: StackId(1),
+                    request: Default::default(),
                 },
             ),
             event(
@@ -251,6 +254,7 @@ impl RichJvm {
                     object: 0,
                     allocated_total: 0,
                     weight: 0,
+                    request: Default::default(),
                 },
             ),
             event(
@@ -263,6 +267,7 @@ impl RichJvm {
                     object: 0,
                     allocated_total: 0,
                     weight: 4_096,
+                    request: Default::default(),
                 },
             ),
             event(

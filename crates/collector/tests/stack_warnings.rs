@@ -63,6 +63,7 @@ fn recording() -> Vec<u8> {
                 stack: hot,
                 object: 0,
                 allocated_total: 0,
+                request: Default::default(),
             },
         ));
     }

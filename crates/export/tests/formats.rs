@@ -99,6 +99,7 @@ fn recording() -> Recording {
                 stack: stack(1),
                 object: 0,
                 allocated_total: 0,
+                request: Default::default(),
             },
         ));
     }
@@ -111,6 +112,7 @@ fn recording() -> Recording {
             object: 1,
             owner: ThreadId(2),
             stack: stack(2),
+            request: Default::default(),
         },
     ));
     let ev = |kind, method, ms| TraceEvent {

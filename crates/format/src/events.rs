@@ -11,7 +11,7 @@
 //! fields in wire order. The enum, the encoder, the decoder, field access by name and
 //! [`EVENT_KINDS`] are all made from it, so a new kind or field is one table entry.
 
-use crate::ids::{ClassId, IdMap, MethodId, StackId, StringId, ThreadId};
+use crate::ids::{ClassId, IdMap, MethodId, RequestId, StackId, StringId, ThreadId};
 use crate::varint::{put_i64, put_u64, Cursor};
 use crate::FormatError;
 
@@ -195,6 +195,22 @@ impl Wire for UserEventKind {
     }
 }
 
+/// A request id: a number on the wire and to readers of fields by name.
+impl Wire for RequestId {
+    fn put(self, out: &mut Vec<u8>) {
+        put_u64(out, self.0);
+    }
+    fn get(c: &mut Cursor) -> Result<RequestId, FormatError> {
+        c.u64().map(RequestId)
+    }
+    fn value(self) -> FieldValue {
+        FieldValue::U64(self.0)
+    }
+    fn zero() -> RequestId {
+        RequestId::NONE
+    }
+}
+
 macro_rules! id_wire {
     ($($id:ident => $variant:ident),*) => {$(
         impl Wire for $id {
@@ -256,7 +272,8 @@ mapped_by!(
     StackId => stack,
     ThreadId => thread,
     StringId => string,
-    u32 => user_event
+    u32 => user_event,
+    RequestId => request
 );
 
 /// Declares the event kinds: the enum, its tags and names, the encoder and decoder,
@@ -353,18 +370,21 @@ event_kinds! {
     ThreadEnd = 33, "thread_end" {}
     /// A contended `synchronized` entry: blocked from the event's time for
     /// `duration_ns` on an object of class `class` (object = agent-assigned object
-    /// id), held by `owner`.
+    /// id), held by `owner`. `request` is the request the thread was serving
+    /// (0: none), as on the kinds below that have one.
     MonitorBlocked = 34, "monitor" {
-        duration_ns: u64, class: ClassId, object: u64, owner: ThreadId, stack: StackId
+        duration_ns: u64, class: ClassId, object: u64, owner: ThreadId, stack: StackId;
+        request: RequestId
     }
     /// `Object.wait` for `duration_ns`; `timeout_ms` 0 = none.
     MonitorWait = 35, "wait" {
         duration_ns: u64, class: ClassId, object: u64, timeout_ms: u64, timed_out: bool,
-        stack: StackId
+        stack: StackId; request: RequestId
     }
     /// `LockSupport.park`; `blocker_class` 0 when no blocker object.
     Park = 36, "park" {
-        duration_ns: u64, blocker_class: ClassId, timeout_ns: u64, stack: StackId
+        duration_ns: u64, blocker_class: ClassId, timeout_ns: u64, stack: StackId;
+        request: RequestId
     }
     /// A garbage collection (JVMTI GarbageCollectionStart/Finish): a pause.
     /// The trailing fields come from the JVM's GC notification of the same
@@ -387,7 +407,7 @@ event_kinds! {
     /// writer; readers estimate it from `size` and the header's `events.allocrate`).
     Alloc = 38, "alloc" {
         class: ClassId, size: u64, stack: StackId, object: u64, allocated_total: u64;
-        weight: u64
+        weight: u64, request: RequestId
     }
     /// A tracked object was freed (JVMTI ObjectFree).
     ObjectFree = 39, "free" { object: u64, allocated_total: u64 }
@@ -527,6 +547,17 @@ impl EventKind {
     pub fn name(&self) -> &'static str {
         self.info().name
     }
+
+    /// The request the event's thread was serving; none for kinds without one.
+    pub fn request(&self) -> RequestId {
+        match *self {
+            EventKind::MonitorBlocked { request, .. }
+            | EventKind::MonitorWait { request, .. }
+            | EventKind::Park { request, .. }
+            | EventKind::Alloc { request, .. } => request,
+            _ => RequestId::NONE,
+        }
+    }
 }
 
 impl JvmEvent {
@@ -547,6 +578,11 @@ impl JvmEvent {
     /// The field called `name` of the event's kind.
     pub fn field(&self, name: &str) -> Option<FieldValue> {
         self.kind.field(name)
+    }
+
+    /// The request its thread was serving ([`crate::Request::id`]), 0 for none.
+    pub fn request(&self) -> u64 {
+        self.kind.request().0
     }
 
     /// The event on `map`'s thread with its fields' ids mapped; the time is kept.

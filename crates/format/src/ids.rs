@@ -58,6 +58,33 @@ typed_ids! {
     ThreadId;
 }
 
+/// The request an event's thread was serving when it happened
+/// ([`crate::Request::id`]), 0 for none. A JVM's own number, so merging
+/// recordings moves it ([`IdMap::request`]), as it moves a sample's `request`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct RequestId(pub u64);
+
+impl RequestId {
+    /// No request.
+    pub const NONE: RequestId = RequestId(0);
+
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+}
+
+impl From<RequestId> for u64 {
+    fn from(id: RequestId) -> u64 {
+        id.0
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 /// Ids of one recording to another's.
 pub trait IdMap {
     fn string(&mut self, id: StringId) -> StringId;
@@ -67,4 +94,6 @@ pub trait IdMap {
     fn thread(&mut self, id: ThreadId) -> ThreadId;
     /// A user event id (`UserEventDef::id`).
     fn user_event(&mut self, id: u32) -> u32;
+    /// A request id; none stays none.
+    fn request(&mut self, id: RequestId) -> RequestId;
 }

@@ -34,7 +34,7 @@ pub use events::{
     NATIVE_ALIGNED_ALLOC, NATIVE_CALLOC, NATIVE_MALLOC, NATIVE_MUTEX, NATIVE_POSIX_MEMALIGN,
     NATIVE_REALLOC, NATIVE_RWLOCK_READ, NATIVE_RWLOCK_WRITE,
 };
-pub use ids::{ClassId, IdMap, MethodId, StackId, StringId, ThreadId};
+pub use ids::{ClassId, IdMap, MethodId, RequestId, StackId, StringId, ThreadId};
 pub use model::*;
 pub use overview::Overview;
 pub use read::{ChunkReader, Damage, Recording};

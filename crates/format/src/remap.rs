@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 
 use crate::{
-    ClassDef, ClassId, Frame, IdMap, MethodDef, MethodId, Record, Recording, StackId, StringId,
-    ThreadDef, ThreadId, UserEventDef,
+    ClassDef, ClassId, Frame, IdMap, MethodDef, MethodId, Record, Recording, RequestId, StackId,
+    StringId, ThreadDef, ThreadId, UserEventDef,
 };
 
 type MethodKey = (ClassId, StringId, StringId, u32);
@@ -221,15 +221,21 @@ pub struct Remapper<'a> {
     to: &'a mut Interner,
     threads: Threads,
     memo: HashMap<(u8, u32), u32>,
+    /// Request ids are a JVM's own: moved past the target's (as they were when
+    /// the remapper was made) so that the requests of several JVMs stay apart in
+    /// one recording.
+    request_base: u64,
 }
 
 impl<'a> Remapper<'a> {
     pub fn new(from: &'a Recording, to: &'a mut Interner, threads: Threads) -> Remapper<'a> {
+        let request_base = to.rec.requests.iter().map(|r| r.id).max().unwrap_or(0);
         Remapper {
             from,
             to,
             threads,
             memo: HashMap::new(),
+            request_base,
         }
     }
 
@@ -251,13 +257,10 @@ impl<'a> Remapper<'a> {
     /// the target recording.
     pub fn remap_into(&mut self, ticks: &dyn Fn(u64) -> u64) {
         let from = self.from;
-        // Request ids are a JVM's own: moved past the target's so that the
-        // requests of several JVMs stay apart in one recording.
-        let base = self.to.rec.requests.iter().map(|r| r.id).max().unwrap_or(0);
-        let request = |id: u64| if id == 0 { 0 } else { id + base };
+        let request = |m: &mut Self, id: u64| m.request(RequestId(id)).0;
         for s in &from.samples {
             let mut s = *s;
-            s.request = request(s.request);
+            s.request = request(self, s.request);
             s.thread = self.thread(s.thread);
             s.carrier = self.carrier(s.carrier);
             s.stack = self.stack(s.stack);
@@ -316,7 +319,7 @@ impl<'a> Remapper<'a> {
         }
         for r in &from.requests {
             let mut r = *r;
-            (r.id, r.parent) = (request(r.id), request(r.parent));
+            (r.id, r.parent) = (request(self, r.id), request(self, r.parent));
             r.thread = self.thread(r.thread);
             r.ticks = ticks(r.ticks);
             r.name = self.string(r.name);
@@ -394,6 +397,14 @@ impl IdMap for Remapper<'_> {
         }))
     }
 
+    fn request(&mut self, id: RequestId) -> RequestId {
+        if id.is_none() {
+            id
+        } else {
+            RequestId(id.0 + self.request_base)
+        }
+    }
+
     fn user_event(&mut self, id: u32) -> u32 {
         self.memo(USER_EVENT, id, |m| {
             let name = m
@@ -462,6 +473,7 @@ mod tests {
                 object: 9,
                 owner: ThreadId(1),
                 stack: StackId(1),
+                request: Default::default(),
             },
         ));
         r
@@ -490,6 +502,49 @@ mod tests {
         );
         assert_eq!(r.method_label(r.stack(stack)[0].method), "B.work");
         assert_eq!(r.threads.len(), 2, "the JVMs' threads stay apart");
+    }
+
+    #[test]
+    fn events_requests_move_past_the_targets_as_samples_do() {
+        let mut target = rec("A", "run");
+        target.requests = (1..=3)
+            .map(|id| crate::Request {
+                id,
+                ..crate::Request::default()
+            })
+            .collect();
+        let mut other = rec("B", "work");
+        let EventKind::MonitorBlocked { request, .. } = &mut other.events[0].kind else {
+            unreachable!()
+        };
+        *request = RequestId(2);
+        other.events.push(JvmEvent::on(
+            ThreadId(1),
+            6,
+            EventKind::Alloc {
+                class: ClassId(1),
+                size: 16,
+                stack: StackId(1),
+                object: 0,
+                allocated_total: 16,
+                weight: 16,
+                request: RequestId::NONE,
+            },
+        ));
+        other.requests.push(crate::Request {
+            id: 2,
+            ..crate::Request::default()
+        });
+        let mut to = Interner::new(target);
+        Remapper::new(&other, &mut to, Threads::Apart).remap_into(&|t| t);
+        let r = to.into_recording();
+        let requests: Vec<u64> = r.events.iter().map(JvmEvent::request).collect();
+        assert_eq!(
+            requests,
+            [0, 5, 0],
+            "2 moved past the target's 3; none stays none"
+        );
+        assert_eq!(r.requests.last().map(|q| q.id), Some(5));
     }
 
     #[test]

@@ -25,6 +25,7 @@ fn one_of_each() -> Vec<JvmEvent> {
                 object: 300,
                 owner: t4,
                 stack: StackId(12),
+                request: Default::default(),
             },
         ),
         JvmEvent::on(
@@ -37,6 +38,7 @@ fn one_of_each() -> Vec<JvmEvent> {
                 timeout_ms: 50,
                 timed_out: true,
                 stack: StackId(13),
+                request: Default::default(),
             },
         ),
         JvmEvent::on(
@@ -47,6 +49,7 @@ fn one_of_each() -> Vec<JvmEvent> {
                 blocker_class: ClassId(8),
                 timeout_ns: 1_000_000,
                 stack: StackId(14),
+                request: Default::default(),
             },
         ),
         JvmEvent::global(3_000_000, EventKind::gc_pause(2_000_000)),
@@ -60,6 +63,7 @@ fn one_of_each() -> Vec<JvmEvent> {
                 object: 301,
                 allocated_total: 5 << 20,
                 weight: 0,
+                request: Default::default(),
             },
         ),
         JvmEvent::global(
@@ -168,4 +172,51 @@ fn docs_format_md_lists_every_kind_with_its_fields_in_wire_order() {
         let want: Vec<&str> = k.fields.iter().map(|f| f.name).collect();
         assert_eq!(names.split_whitespace().collect::<Vec<_>>(), want, "{row}");
     }
+}
+
+#[test]
+fn events_carry_their_request_after_the_fields_older_files_have() {
+    let request = RequestId(7);
+    let with: Vec<JvmEvent> = one_of_each()
+        .into_iter()
+        .map(|mut e| {
+            match &mut e.kind {
+                EventKind::MonitorBlocked { request: r, .. }
+                | EventKind::MonitorWait { request: r, .. }
+                | EventKind::Park { request: r, .. }
+                | EventKind::Alloc { request: r, .. } => *r = request,
+                _ => {}
+            }
+            e
+        })
+        .collect();
+    let carrying: Vec<&str> = with
+        .iter()
+        .filter(|e| e.request() == 7)
+        .map(|e| e.kind.name())
+        .collect();
+    assert_eq!(carrying, ["monitor", "wait", "park", "alloc"]);
+    let read: Vec<JvmEvent> = decode_payload(&payload_of(&with))
+        .unwrap()
+        .into_iter()
+        .filter_map(|r| match r {
+            Record::Event(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        read, with,
+        "the request reads back; an alloc's weight stays 0"
+    );
+    assert_eq!(read[2].field("request"), Some(FieldValue::U64(7)));
+    // The old bytes (no request) read as none.
+    let old = decode_payload(&payload_of(&one_of_each())).unwrap();
+    assert!(old
+        .iter()
+        .all(|r| !matches!(r, Record::Event(e) if e.request() != 0)));
+    // One byte per request, and the alloc's weight (0) before its request.
+    assert_eq!(
+        payload_of(&with).len(),
+        payload_of(&one_of_each()).len() + 5
+    );
 }

@@ -423,6 +423,7 @@ fn every_jvm_event_kind_round_trips_on_its_timeline() {
                 object: 77,
                 owner: ThreadId(1),
                 stack: StackId(3),
+                request: Default::default(),
             },
         ),
         JvmEvent::on(
@@ -435,6 +436,7 @@ fn every_jvm_event_kind_round_trips_on_its_timeline() {
                 timeout_ms: 50,
                 timed_out: true,
                 stack: StackId(3),
+                request: Default::default(),
             },
         ),
         JvmEvent::on(
@@ -445,6 +447,7 @@ fn every_jvm_event_kind_round_trips_on_its_timeline() {
                 blocker_class: ClassId::NONE,
                 timeout_ns: 0,
                 stack: StackId(2),
+                request: Default::default(),
             },
         ),
         JvmEvent::global(130, EventKind::gc_pause(1_000_000)),
@@ -472,6 +475,7 @@ fn every_jvm_event_kind_round_trips_on_its_timeline() {
                 object: 9,
                 allocated_total: 3 << 20,
                 weight: 0,
+                request: Default::default(),
             },
         ),
         JvmEvent::on(
@@ -484,6 +488,7 @@ fn every_jvm_event_kind_round_trips_on_its_timeline() {
                 object: 0,
                 allocated_total: 3 << 20,
                 weight: 512 << 10,
+                request: Default::default(),
             },
         ),
         JvmEvent::global(

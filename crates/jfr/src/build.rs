@@ -175,6 +175,7 @@ impl Builder {
                     object: v.int(e, "address").unwrap_or(0) as u64,
                     owner: self.names.thread(v, v.raw(e, "previousOwner")),
                     stack: self.names.stack(v, v.raw(e, "stackTrace")),
+                    request: Default::default(),
                 };
                 self.thread_event(v, e, t, kind);
             }
@@ -186,6 +187,7 @@ impl Builder {
                     timeout_ms: v.span_ns(e, "timeout").unwrap_or(0) / 1_000_000,
                     timed_out: v.bool(e, "timedOut"),
                     stack: self.names.stack(v, v.raw(e, "stackTrace")),
+                    request: Default::default(),
                 };
                 self.thread_event(v, e, t, kind);
             }
@@ -195,6 +197,7 @@ impl Builder {
                     blocker_class: self.names.class(v, v.raw(e, "parkedClass")),
                     timeout_ns: v.int(e, "timeout").filter(|&n| n > 0).unwrap_or(0) as u64,
                     stack: self.names.stack(v, v.raw(e, "stackTrace")),
+                    request: Default::default(),
                 };
                 self.thread_event(v, e, t, kind);
             }
@@ -450,6 +453,7 @@ impl Builder {
             stack: self.names.stack(v, v.raw(e, "stackTrace")),
             object: 0,
             allocated_total: 0,
+            request: Default::default(),
         };
         self.thread_event(v, e, t, kind);
     }

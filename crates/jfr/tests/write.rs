@@ -261,6 +261,7 @@ fn everything() -> Recording {
                 object: 77,
                 owner: main,
                 stack: hot,
+                request: Default::default(),
             },
         ),
         JvmEvent::on(
@@ -273,6 +274,7 @@ fn everything() -> Recording {
                 timeout_ms: 100,
                 timed_out: false,
                 stack: hot,
+                request: Default::default(),
             },
         ),
         JvmEvent::on(
@@ -283,6 +285,7 @@ fn everything() -> Recording {
                 blocker_class: cond,
                 timeout_ns: 0,
                 stack: sleeping,
+                request: Default::default(),
             },
         ),
         JvmEvent::on(
@@ -293,6 +296,7 @@ fn everything() -> Recording {
                 blocker_class: ClassId::NONE,
                 timeout_ns: 3_000_000,
                 stack: sleeping,
+                request: Default::default(),
             },
         ),
         JvmEvent::global(
@@ -331,6 +335,7 @@ fn everything() -> Recording {
                 object: 0,
                 allocated_total: 524_288,
                 weight: 524_288,
+                request: Default::default(),
             },
         ),
         JvmEvent::on(

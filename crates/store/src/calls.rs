@@ -268,6 +268,11 @@ pub fn event_stacks(
     what: EventWeight,
 ) -> Result<EventStacks, StoreError> {
     no_jvm(q)?;
+    if !q.requests.is_empty() {
+        // Requests are known to the chunks (their records, nested in each
+        // other), not to the store's event tables.
+        return event_stacks_from_chunks(store, q, what);
+    }
     let thread = q.thread.as_deref().map(ThreadMatcher::new);
     match store.event_stacks_across(&q.jvms, q.from_ns, q.to_ns, what, thread.as_ref())? {
         Some(one) => Ok(vec![one]),
@@ -290,6 +295,7 @@ pub fn event_stacks_from_chunks(
             thread: q.thread.as_deref().map(ThreadMatcher::new),
             from_s: crate::when::seconds_since(start, q.from_ns),
             to_s: crate::when::seconds_since(start, q.to_ns),
+            requests: q.requests.clone(),
             ..EventFilter::default()
         };
         let counts = weighted_stacks(&mut rec, &f, what);

@@ -72,7 +72,7 @@ const CHUNK_COLUMNS: &str = "day, stream, seq, kind, start_ns, end_ns, bytes, ch
 const STACK_COLUMNS: &str = "hash, frames";
 const JVM_COLUMNS: &str = "stream, service, labels.key, labels.value, identity, header, updated";
 const EVENT_COLUMNS: &str = "day, time_ns, service, stream, jvm, labels.key, labels.value, seq, \
-     thread, kind, duration_ns, stack, weight, size, fields.key, fields.value";
+     thread, kind, duration_ns, stack, weight, size, fields.key, fields.value, request";
 const TRACE_COLUMNS: &str = "day, start_ns, service, stream, jvm, labels.key, labels.value, seq, \
      end_ns, duration_ns, self_ns, thread, method, depth, threw, unfinished, untraced, cpu_ns, \
      self_cpu_ns";
@@ -173,7 +173,7 @@ fn schema(db: &str) -> Vec<String> {
             "CREATE TABLE IF NOT EXISTS {db}.events (day Date, time_ns UInt64, service String, \
              stream String, jvm UInt64, labels Nested(key String, value String), seq UInt64, \
              thread String, kind String, duration_ns UInt64, stack UInt64, weight UInt64, \
-             size UInt64, fields Nested(key String, value String)) \
+             size UInt64, fields Nested(key String, value String), request UInt64) \
              ENGINE = MergeTree PARTITION BY toYYYYMMDD(day) ORDER BY (jvm, kind, time_ns)"
         ),
         format!(
@@ -195,6 +195,17 @@ fn schema(db: &str) -> Vec<String> {
         ),
     ]
 }
+
+/// Columns added to a table after it was first created, as (table, column, type):
+/// [`schema`] has them, and a table made before gets them at connect
+/// ([`ClickHouseStore::upgrade_statements`]; 18.16 has no `ADD COLUMN IF NOT
+/// EXISTS`, so the store asks `system.columns` first). Rows stored before read
+/// the column's default (0).
+const ADDED_COLUMNS: [(&str, &str, &str); 1] = [
+    // The request its thread served (0: none), of allocations, monitor blocks,
+    // waits and parks.
+    ("events", "request", "UInt64"),
+];
 
 /// The tables of a cluster (`?cluster=NAME`): each of [`schema`]'s tables becomes
 /// `NAME_local` on every node (`ON CLUSTER`) with the replicated form of its engine,
@@ -498,7 +509,37 @@ impl ClickHouseStore {
         }
     }
 
-    /// Connects, creating the database and tables when missing.
+    /// The statements that add [`ADDED_COLUMNS`] to tables made before them, for
+    /// the tables `lacks(table, column)` says lack them: on one server the table;
+    /// on a cluster its local tables on every node and the Distributed table over
+    /// them (`table_local`, `table`).
+    pub fn upgrade_statements(
+        database: &str,
+        cluster: Option<&str>,
+        lacks: &mut dyn FnMut(&str, &str) -> Result<bool, StoreError>,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        for (table, column, ty) in ADDED_COLUMNS {
+            let tables = match cluster {
+                Some(c) => vec![
+                    (format!("{table}_local"), format!(" ON CLUSTER {c}")),
+                    (table.to_string(), format!(" ON CLUSTER {c}")),
+                ],
+                None => vec![(table.to_string(), String::new())],
+            };
+            for (t, on) in tables {
+                if lacks(&t, column)? {
+                    out.push(format!(
+                        "ALTER TABLE {database}.{t}{on} ADD COLUMN {column} {ty}"
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Connects, creating the database and tables when missing and adding the
+    /// columns that tables made by an older collector lack.
     pub fn connect(url: &str, log: Arc<dyn LogSink>) -> Result<ClickHouseStore, StoreError> {
         let url = ClickHouseUrl::parse(url).map_err(StoreError::ClickHouse)?;
         let db = url.database.clone();
@@ -506,6 +547,21 @@ impl ClickHouseStore {
         let cluster = url.cluster.clone();
         let client = Client::new(url).map_err(StoreError::ClickHouse)?;
         for sql in Self::schema_statements(&db, cluster.as_deref()) {
+            client.query(&sql).map_err(ch)?;
+        }
+        let mut lacks = |table: &str, column: &str| {
+            let n = client
+                .query(&format!(
+                    "SELECT count() FROM system.columns WHERE database = {} AND table = {} \
+                     AND name = {}",
+                    quote(&db),
+                    quote(table),
+                    quote(column)
+                ))
+                .map_err(ch)?;
+            Ok(String::from_utf8_lossy(&n).trim() == "0")
+        };
+        for sql in Self::upgrade_statements(&db, cluster.as_deref(), &mut lacks)? {
             client.query(&sql).map_err(ch)?;
         }
         let shared = Arc::new(Shared {
@@ -1005,7 +1061,8 @@ impl ClickHouseStore {
             .u64(weight)
             .u64(number("size"))
             .strings(fields.iter().map(|(k, _)| *k))
-            .strings(fields.iter().map(|(_, v)| v.as_str()));
+            .strings(fields.iter().map(|(_, v)| v.as_str()))
+            .u64(e.request());
     }
 
     fn remote_row(

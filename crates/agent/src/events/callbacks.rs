@@ -68,6 +68,13 @@ pub(super) fn push(jni: *mut sys::JNIEnv, java_thread: sys::jthread, ticks: u64,
     push_key(ThreadKey::of(Jni(jni), java_thread), ticks, kind);
 }
 
+/// The request the calling thread serves now, 0 for none. Read on the thread
+/// itself, when its event happens: a pooled thread whose request ended reads
+/// none (or the request it serves next), never the finished one.
+pub(super) fn current_request() -> u32 {
+    crate::remote::requests().current(crate::threads::gettid())
+}
+
 /// Queues an event of the thread `thread` names.
 pub(super) fn push_key(thread: ThreadKey, ticks: u64, kind: RawKind) {
     STATE.queues.push(RawEvent {
@@ -169,6 +176,7 @@ unsafe extern "C" fn monitor_contended_entered(
             object: monitor_id(jvmti, object),
             owner,
             stack: jvmti.current_stack(super::depth()),
+            request: current_request(),
         };
         push(jni, thread, since, kind);
     })
@@ -210,6 +218,7 @@ unsafe extern "C" fn monitor_waited(
             timeout_ms,
             timed_out: timed_out != 0,
             stack: jvmti.current_stack(super::depth()),
+            request: current_request(),
         };
         push(jni, thread, since, kind);
     })
@@ -269,6 +278,7 @@ unsafe extern "C" fn sampled_object_alloc(
             object: id,
             allocated_total,
             weight,
+            request: current_request(),
         };
         push(jni, thread, now, kind);
     })

@@ -5,8 +5,8 @@
 use std::sync::atomic::Ordering;
 
 use jscope_format::{
-    ChunkWriter, ClassId, EventKind, JvmEvent, MethodId, StackId, StringId, ThreadId, UserEventDef,
-    UserEventKind,
+    ChunkWriter, ClassId, EventKind, JvmEvent, MethodId, RequestId, StackId, StringId, ThreadId,
+    UserEventDef, UserEventKind,
 };
 
 use super::gcinfo::{self, GcNote};
@@ -303,6 +303,7 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             class,
             object,
             stack,
+            request,
             ..
         } => MonitorBlocked {
             duration_ns,
@@ -310,6 +311,7 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             object,
             owner,
             stack: n.stack(stack),
+            request: RequestId(request.into()),
         },
         RawKind::Wait {
             duration_ns,
@@ -318,6 +320,7 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             timeout_ms,
             timed_out,
             stack,
+            request,
         } => MonitorWait {
             duration_ns,
             class: n.class(class),
@@ -325,17 +328,20 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             timeout_ms,
             timed_out,
             stack: n.stack(stack),
+            request: RequestId(request.into()),
         },
         RawKind::Park {
             duration_ns,
             blocker,
             timeout_ns,
             stack,
+            request,
         } => Park {
             duration_ns,
             blocker_class: n.class(blocker),
             timeout_ns,
             stack: n.stack(stack),
+            request: RequestId(request.into()),
         },
         RawKind::Alloc {
             class,
@@ -344,6 +350,7 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             object,
             allocated_total,
             weight,
+            request,
         } => Alloc {
             class: n.class(class),
             size,
@@ -351,6 +358,7 @@ fn raw_kind(kind: RawKind, owner: ThreadId, n: &mut Names) -> EventKind {
             object,
             allocated_total,
             weight,
+            request: RequestId(request.into()),
         },
         RawKind::ClassLoad { class } => ClassLoad {
             class: n.class(class),

@@ -65,6 +65,10 @@ struct VirtualPark {
     since: u64,
     site: usize,
     timeout_arg: i64,
+    /// The request it served when it parked (its carrier's slot holds the
+    /// virtual thread's while mounted; at the mount that ends the park it may
+    /// not yet).
+    request: u32,
 }
 
 fn virtual_parks() -> std::sync::MutexGuard<'static, Option<HashMap<i64, VirtualPark>>> {
@@ -410,9 +414,15 @@ fn on_park_breakpoint(hit: &Hit) {
             return;
         }
         // Read in its frame only for a park long enough to be recorded.
-        parked(hit.jvmti, hit.jni, hit.thread, site, (since, now), || {
-            timeout_arg(hit.jvmti, site)
-        });
+        let request = callbacks::current_request();
+        parked(
+            hit.jvmti,
+            hit.jni,
+            hit.thread,
+            site,
+            (since, now, request),
+            || timeout_arg(hit.jvmti, site),
+        );
     }
 }
 
@@ -429,6 +439,7 @@ fn virtual_park(hit: &Hit, (index, site): (usize, &Site), now: u64) {
             since: now,
             site: index,
             timeout_arg: timeout_arg(hit.jvmti, site),
+            request: callbacks::current_request(),
         };
         virtual_parks()
             .get_or_insert_with(HashMap::new)
@@ -459,7 +470,9 @@ fn end_virtual_park(jvmti: Jvmti, jni: Jni, vthread: sys::jthread, id: i64, now:
         return;
     };
     if let Some(site) = super::STATE.park.sites.get().and_then(|s| s.get(p.site)) {
-        parked(jvmti, jni, vthread, site, (p.since, now), || p.timeout_arg);
+        parked(jvmti, jni, vthread, site, (p.since, now, p.request), || {
+            p.timeout_arg
+        });
     }
 }
 
@@ -473,14 +486,15 @@ fn timeout_arg(jvmti: Jvmti, site: &Site) -> i64 {
     }
 }
 
-/// A park of this thread ended: queued when long enough, counted otherwise.
-/// `timeout_arg` gives the park's timeout argument, asked only when queued.
+/// A park of this thread, serving `request` (0: none), ended: queued when long
+/// enough, counted otherwise. `timeout_arg` gives the park's timeout argument,
+/// asked only when queued.
 fn parked(
     jvmti: Jvmti,
     jni: Jni,
     thread: sys::jthread,
     site: &Site,
-    (since, end): (u64, u64),
+    (since, end, request): (u64, u64, u32),
     timeout_arg: impl FnOnce() -> i64,
 ) {
     let duration_ns = end.saturating_sub(since);
@@ -500,6 +514,7 @@ fn parked(
         blocker,
         timeout_ns,
         stack: jvmti.current_stack(super::depth()),
+        request,
     };
     if site.virtual_thread {
         // The virtual thread's own, whichever carrier it ended on (the writer

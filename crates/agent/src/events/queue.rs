@@ -22,6 +22,9 @@ pub enum RawKind {
         /// Thread.getId() of the owner when the thread began to block; 0 unknown.
         owner: i64,
         stack: Vec<(usize, i32)>,
+        /// The request the thread served (`crate::remote::requests`), 0 none;
+        /// as in the kinds below.
+        request: u32,
     },
     Wait {
         duration_ns: u64,
@@ -30,6 +33,7 @@ pub enum RawKind {
         timeout_ms: u64,
         timed_out: bool,
         stack: Vec<(usize, i32)>,
+        request: u32,
     },
     /// A LockSupport.park* call that lasted at least the threshold.
     Park {
@@ -38,6 +42,7 @@ pub enum RawKind {
         blocker: Option<String>,
         timeout_ns: u64,
         stack: Vec<(usize, i32)>,
+        request: u32,
     },
     Alloc {
         class: Option<String>,
@@ -47,6 +52,7 @@ pub enum RawKind {
         allocated_total: u64,
         /// The bytes the sample stands for (see `callbacks::sample_weight`).
         weight: u64,
+        request: u32,
     },
     ClassLoad {
         class: Option<String>,

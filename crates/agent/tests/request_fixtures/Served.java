@@ -10,8 +10,10 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Requests served by a pooled com.sun.net.httpserver (every 20th takes a CPU-heavy
- * branch), then spans of jscope.Span nested on a thread pool and, on JDK 21+, on
- * virtual threads that sleep inside them. Logs every request's and span's window:
+ * branch; each allocates 2 MB and blocks on a lock that a thread serving no
+ * request holds most of the time), then spans of jscope.Span nested on a thread
+ * pool and, on JDK 21+, on virtual threads that sleep inside them (and allocate
+ * after they end). Logs every request's and span's window:
  * `served TRACE THREAD T0 T1 heavy|light` and `span NAME ID THREAD T0 T1`, times
  * from System.nanoTime (CLOCK_MONOTONIC, the agent's clock).
  */
@@ -34,6 +36,20 @@ public class Served {
 
     static synchronized void log(String line) { LOG.println(line); }
 
+    static volatile Object kept;
+    /** Held by a thread serving no request, so that requests block on it. */
+    static final Object LOCK = new Object();
+
+    /** 2 MB in 32 KB arrays: several allocation samples at a 256 KB interval. */
+    static void allocate() {
+        for (int i = 0; i < 64; i++) kept = new byte[32 * 1024];
+    }
+
+    /** Blocks on LOCK (its holder lets go every few ms), then holds it briefly. */
+    static void contend() {
+        synchronized (LOCK) { spin(200_000L); }
+    }
+
     static final java.util.concurrent.atomic.AtomicInteger NEXT =
         new java.util.concurrent.atomic.AtomicInteger();
     static final String[] LINES = new String[1000];
@@ -44,11 +60,14 @@ public class Served {
         int perClient = Integer.parseInt(args[0]);
         String chosen = args[1];
         HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 64);
-        server.setExecutor(Executors.newFixedThreadPool(2));
+        ExecutorService serving = Executors.newFixedThreadPool(2);
+        server.setExecutor(serving);
         server.createContext("/work", ex -> {
             long t0 = System.nanoTime();
             String q = ex.getRequestURI().getQuery();
             boolean isHeavy = q != null && q.contains("heavy");
+            allocate();
+            contend();
             if (isHeavy) heavy(); else light();
             String tp = ex.getRequestHeaders().getFirst("traceparent");
             String line = "served " + (tp == null ? "-" : tp.split("-")[1]) + " "
@@ -65,6 +84,18 @@ public class Served {
             ENDS[slot] = System.nanoTime();
         });
         server.start();
+        Thread holder = new Thread(() -> {
+            try {
+                while (true) {
+                    synchronized (LOCK) { Thread.sleep(3); }
+                    Thread.sleep(1);
+                }
+            } catch (InterruptedException e) {
+                // done
+            }
+        }, "holder");
+        holder.setDaemon(true);
+        holder.start();
         int port = server.getAddress().getPort();
         // Warm-up (JIT, class loading), so that only the heavy branch is slow.
         for (int i = 0; i < 200; i++) spin(200_000L);
@@ -84,6 +115,10 @@ public class Served {
         clients.shutdown();
         clients.awaitTermination(5, TimeUnit.MINUTES);
         server.stop(0);
+        // The pooled threads park for the next request until shut down.
+        Thread.sleep(20);
+        serving.shutdown();
+        serving.awaitTermination(1, TimeUnit.MINUTES);
         for (int i = 0; i < NEXT.get(); i++) log(LINES[i] + ENDS[i] + KINDS[i]);
         spans(Executors.newFixedThreadPool(2), 6);
         try {
@@ -125,7 +160,9 @@ public class Served {
                 spin(5_000_000L);
                 jscope.Span.end(outer);
                 long t3 = System.nanoTime();
-                spin(10_000_000L); // after the spans: no request
+                spin(5_000_000L); // after the spans: no request
+                allocate();
+                spin(5_000_000L);
                 log("span outer-" + k + " " + outer + " " + t0 + " " + t3);
                 log("span inner-" + k + " " + inner + " " + t1 + " " + t2);
                 return null;

@@ -227,6 +227,10 @@ pub struct EventFilter {
     pub from_s: Option<f64>,
     /// Seconds since the start of the recording, exclusive.
     pub to_s: Option<f64>,
+    /// Only events their thread recorded while serving slow requests, or the
+    /// named ones (allocations, monitor blocks, waits and parks carry their
+    /// request; other kinds none, so a request filter leaves them out).
+    pub requests: crate::RequestFilter,
 }
 
 impl EventFilter {
@@ -241,6 +245,7 @@ impl EventFilter {
     /// events that last are written when they end).
     pub fn select<'r>(&self, rec: &'r Recording) -> Vec<&'r JvmEvent> {
         let scope = self.method.as_ref().map(|m| MethodScope::new(rec, m));
+        let allowed = self.requests.allowed(rec);
         let mut out: Vec<&JvmEvent> = rec
             .events
             .iter()
@@ -248,6 +253,7 @@ impl EventFilter {
                 self.accepts_type(e)
                     && self.accepts_thread(rec, e.thread.0)
                     && self.accepts_time(rec, e.ticks)
+                    && allowed.as_ref().is_none_or(|a| a.contains(&e.request()))
                     && scope.as_ref().is_none_or(|s| s.contains(e))
             })
             .collect();

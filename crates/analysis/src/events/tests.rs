@@ -3,7 +3,7 @@
 use jscope_format::*;
 
 use super::*;
-use crate::{Annotation, CollapseOptions, ThreadMatcher};
+use crate::{Annotation, CollapseOptions, RequestFilter, ThreadMatcher};
 
 /// 1 tick = 1 µs, so the tick conversion is exercised.
 const TPS: u64 = 1_000_000;
@@ -123,6 +123,7 @@ fn contention() -> Recording {
                 object: 77,
                 owner: ThreadId(5 - thread),
                 stack: StackId(inc),
+                request: Default::default(),
             },
         ));
     }
@@ -135,6 +136,7 @@ fn contention() -> Recording {
             object: 77,
             owner: ThreadId(2),
             stack: StackId(other),
+            request: Default::default(),
         },
     ));
     for (ms, timeout_ms, timed_out) in [(60, 100, true), (70, 0, false), (80, 50, false)] {
@@ -148,6 +150,7 @@ fn contention() -> Recording {
                 timeout_ms,
                 timed_out,
                 stack: StackId(wait),
+                request: Default::default(),
             },
         ));
     }
@@ -159,6 +162,7 @@ fn contention() -> Recording {
             blocker_class: ClassId(sync),
             timeout_ns: 0,
             stack: StackId(park),
+            request: Default::default(),
         },
     ));
     b.build(1000)
@@ -334,6 +338,7 @@ fn allocations() -> Recording {
                 object,
                 allocated_total: total,
                 weight: 0,
+                request: Default::default(),
             },
         ));
     }
@@ -538,6 +543,7 @@ fn events_nest_into_traced_invocations() {
                 object: 1,
                 owner: ThreadId(2),
                 stack: StackId(stack),
+                request: Default::default(),
             },
         )
     };
@@ -667,6 +673,7 @@ fn timeline_lanes_have_sampled_states_event_intervals_and_gc_bars() {
             object: 1,
             owner: ThreadId(3),
             stack: StackId(s),
+            request: Default::default(),
         },
     ));
     b.w.event(&JvmEvent::global(at_ms(60), EventKind::gc_pause(2 * MS)));
@@ -837,6 +844,7 @@ fn method_selects_stackless_events_by_their_invocation_or_sampled_stack() {
             object: 9,
             allocated_total: 24,
             weight: 0,
+            request: Default::default(),
         },
     ));
     b.w.event(&JvmEvent::global(
@@ -893,6 +901,7 @@ fn estimated_totals_use_the_weights_or_the_sampling_interval() {
                 object: 0,
                 allocated_total: 0,
                 weight,
+                request: Default::default(),
             },
         ));
     }
@@ -916,6 +925,7 @@ fn estimated_totals_use_the_weights_or_the_sampling_interval() {
             object: 0,
             allocated_total: 24,
             weight: 0,
+            request: Default::default(),
         },
     ));
     let rec = b.build_with(10, &[("events.allocrate", "524288")]);
@@ -956,6 +966,7 @@ fn alloc_and_lock_weights_for_flame_graphs() {
                 object: 1,
                 owner: ThreadId(3),
                 stack: StackId(inc),
+                request: Default::default(),
             },
         ),
         (
@@ -965,6 +976,7 @@ fn alloc_and_lock_weights_for_flame_graphs() {
                 blocker_class: ClassId(sync),
                 timeout_ns: 0,
                 stack: StackId(lock),
+                request: Default::default(),
             },
         ),
         (
@@ -974,6 +986,7 @@ fn alloc_and_lock_weights_for_flame_graphs() {
                 blocker_class: ClassId(cond),
                 timeout_ns: 0,
                 stack: StackId(wait),
+                request: Default::default(),
             },
         ),
         (
@@ -985,6 +998,7 @@ fn alloc_and_lock_weights_for_flame_graphs() {
                 object: 0,
                 allocated_total: 0,
                 weight: 4096,
+                request: Default::default(),
             },
         ),
     ];
@@ -1090,6 +1104,7 @@ fn samples_without_an_object_size_are_not_counted_as_objects() {
                 object: 0,
                 allocated_total: 0,
                 weight,
+                request: Default::default(),
             },
         ));
     }
@@ -1393,4 +1408,80 @@ fn merged_jvms_repeat_native_sample_ids_and_each_free_stays_its_own_jvms() {
     );
     let all = native_mem_report(&merged, &EventFilter::default(), NativeBy::Caller, false);
     assert_eq!((all.calls, all.freed_bytes), (72, 6 * 1024));
+}
+
+/// Two requests on two workers, one nested span inside the slow one; each
+/// allocates and blocks on a monitor, and a third allocation serves none.
+#[test]
+fn request_filters_narrow_events_as_they_narrow_samples() {
+    let mut b = Builder::new();
+    let counter = b.class("demo.Counter");
+    let fill = b.stack(&[("demo.Gen.fill", 3)]);
+    let inc = b.stack(&[("demo.Counter.increment", 12)]);
+    let alloc = |request: u64, weight| EventKind::Alloc {
+        class: ClassId(counter),
+        size: 16,
+        stack: StackId(fill),
+        object: 0,
+        allocated_total: 0,
+        weight,
+        request: RequestId(request),
+    };
+    let blocked = |request: u64, duration_ns| EventKind::MonitorBlocked {
+        duration_ns,
+        class: ClassId(counter),
+        object: 1,
+        owner: ThreadId(1),
+        stack: StackId(inc),
+        request: RequestId(request),
+    };
+    let events = [
+        (2, alloc(1, 100)),
+        (2, blocked(1, 3 * MS)),
+        (3, alloc(2, 1000)),
+        (3, alloc(3, 10_000)),
+        (3, blocked(3, 5 * MS)),
+        (2, alloc(0, 100_000)),
+    ];
+    for (i, (thread, kind)) in events.into_iter().enumerate() {
+        b.w.event(&JvmEvent::on(ThreadId(thread), at_ms(i as u64), kind));
+    }
+    let request = |id, duration_ns, parent| Request {
+        id,
+        thread: ThreadId(if id == 1 { 2 } else { 3 }),
+        ticks: at_ms(0),
+        duration_ns,
+        parent,
+        ..Request::default()
+    };
+    b.w.request(&request(1, 5 * MS, 0));
+    b.w.request(&request(3, 50 * MS, 2));
+    b.w.request(&request(2, 200 * MS, 0));
+    let mut rec = b.build(10);
+    let by = |requests: RequestFilter| EventFilter {
+        requests,
+        ..EventFilter::default()
+    };
+    let one = |id: &str| {
+        by(RequestFilter {
+            request: Some(id.into()),
+            ..RequestFilter::default()
+        })
+    };
+    let slow = by(RequestFilter {
+        min_latency_ns: Some(100 * MS),
+        ..RequestFilter::default()
+    });
+    let weight = |rec: &mut Recording, f: &EventFilter, what| weighted_stacks(rec, f, what).total;
+    let everything = weight(&mut rec, &EventFilter::default(), EventWeight::Alloc);
+    assert_eq!(everything, 111_100);
+    assert_eq!(weight(&mut rec, &one("1"), EventWeight::Alloc), 100);
+    assert_eq!(weight(&mut rec, &one("1"), EventWeight::Lock), 3 * MS);
+    // Request 2 holds 3 nested in it: its allocations and lock waits count.
+    assert_eq!(weight(&mut rec, &slow, EventWeight::Alloc), 11_000);
+    assert_eq!(weight(&mut rec, &slow, EventWeight::Lock), 5 * MS);
+    assert_eq!(weight(&mut rec, &one("1,3"), EventWeight::Alloc), 10_100);
+    let rows = one("2").rows(&rec);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(one("9").select(&rec).is_empty());
 }

@@ -29,22 +29,29 @@ pub(crate) fn timeline_of(
     Ok(Response::json(&timeline(&rec, from_s, to_s, max)))
 }
 
-fn filter(from_s: Option<f64>, to_s: Option<f64>) -> EventFilter {
-    EventFilter {
+/// The window, and `latency`/`request` as `/api/flame` takes them: the events
+/// of those requests only.
+fn filter(
+    req: &Request,
+    from_s: Option<f64>,
+    to_s: Option<f64>,
+) -> Result<EventFilter, CollectorError> {
+    Ok(EventFilter {
         from_s,
         to_s,
+        requests: super::params::requests(req)?,
         ..EventFilter::default()
-    }
+    })
 }
 
-/// `GET /api/jvms/{id}/locks[?from=MS&to=MS|&last=DURATION]`.
+/// `GET /api/jvms/{id}/locks[?from=MS&to=MS|&last=DURATION][&latency=D][&request=ID]`.
 pub(crate) fn locks_of(
     store: &dyn Store,
     id: &str,
     req: &Request,
 ) -> Result<Response, CollectorError> {
     let (rec, from_s, to_s) = super::params::load(store, id, req)?;
-    let mut body = serde_json::to_value(lock_report(&rec, &filter(from_s, to_s)))
+    let mut body = serde_json::to_value(lock_report(&rec, &filter(req, from_s, to_s)?))
         .map_err(|e| CollectorError::BadQuery(e.to_string()))?;
     body["recorded_events"] = recorded_events(&rec).into();
     Ok(Response::json(&body))
@@ -61,8 +68,8 @@ fn recorded_events(rec: &Recording) -> String {
         .unwrap_or_default()
 }
 
-/// `GET /api/jvms/{id}/alloc[?by=site|stack|class][&from=MS&to=MS]`: the report and
-/// object ages.
+/// `GET /api/jvms/{id}/alloc[?by=site|stack|class][&from=MS&to=MS][&latency=D][&request=ID]`:
+/// the report and object ages.
 pub(crate) fn alloc_of(
     store: &dyn Store,
     id: &str,
@@ -79,7 +86,7 @@ pub(crate) fn alloc_of(
         }
     };
     let (rec, from_s, to_s) = super::params::load(store, id, req)?;
-    let f = filter(from_s, to_s);
+    let f = filter(req, from_s, to_s)?;
     Ok(Response::json(&serde_json::json!({
         "alloc": alloc_report(&rec, &f, by),
         "live": live_report(&rec, &f, by),

@@ -209,12 +209,14 @@ fn events_and_calls(w: &mut ChunkWriter, a: &Args, end: u64, span: u64) {
                 object: e,
                 owner: ThreadId(1),
                 stack,
+                request: Default::default(),
             },
             1 => EventKind::Park {
                 duration_ns: 80_000 + e,
                 blocker_class: ClassId(1),
                 timeout_ns: 0,
                 stack,
+                request: Default::default(),
             },
             2 => EventKind::Alloc {
                 class: ClassId(1),
@@ -223,6 +225,7 @@ fn events_and_calls(w: &mut ChunkWriter, a: &Args, end: u64, span: u64) {
                 object: 0,
                 allocated_total: 0,
                 weight: 524_288,
+                request: Default::default(),
             },
             _ => EventKind::gc_pause(2_000_000),
         };

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use jscope_format::{
     encode_file_start, ChunkWriter, ClassId, Frame, Header, IdMap, Interner, JvmEvent, MethodId,
-    Recording, Sample, StackId, StringId, ThreadId,
+    Recording, RequestId, Sample, StackId, StringId, ThreadId,
 };
 use jscope_store::identity::new_dictionary;
 use jscope_store::when::now_ns;
@@ -123,6 +123,12 @@ impl IdMap for PushIds<'_> {
         self.st
             .dict
             .thread_named(&formats::thread_name(self.rec, id))
+    }
+
+    /// A pushed recording's requests are not kept (its samples carry none
+    /// either): its events' ids would name nothing in the stream.
+    fn request(&mut self, _: RequestId) -> RequestId {
+        RequestId::NONE
     }
 
     fn user_event(&mut self, id: u32) -> u32 {

@@ -202,6 +202,7 @@ impl<'r> EventWriter<'r> {
                 object,
                 owner,
                 stack,
+                ..
             } => {
                 let (class, owner) = (self.pools.class(class), self.pools.thread(owner));
                 self.lasting(id::MONITOR_ENTER, e, duration_ns, thread, stack);
@@ -217,6 +218,7 @@ impl<'r> EventWriter<'r> {
                 timeout_ms,
                 timed_out,
                 stack,
+                ..
             } => {
                 let class = self.pools.class(class);
                 self.lasting(id::MONITOR_WAIT, e, duration_ns, thread, stack);
@@ -232,6 +234,7 @@ impl<'r> EventWriter<'r> {
                 blocker_class,
                 timeout_ns,
                 stack,
+                ..
             } => {
                 let class = self.pools.class(blocker_class);
                 self.lasting(id::THREAD_PARK, e, duration_ns, thread, stack);
