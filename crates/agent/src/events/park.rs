@@ -421,7 +421,7 @@ fn on_park_breakpoint(hit: &Hit) {
             hit.thread,
             site,
             (since, now, request),
-            || timeout_arg(hit.jvmti, site),
+            || timeout_arg(hit.jvmti, hit.jni, site),
         );
     }
 }
@@ -438,7 +438,7 @@ fn virtual_park(hit: &Hit, (index, site): (usize, &Site), now: u64) {
         let park = VirtualPark {
             since: now,
             site: index,
-            timeout_arg: timeout_arg(hit.jvmti, site),
+            timeout_arg: timeout_arg(hit.jvmti, hit.jni, site),
             request: callbacks::current_request(),
         };
         virtual_parks()
@@ -476,12 +476,18 @@ fn end_virtual_park(jvmti: Jvmti, jni: Jni, vthread: sys::jthread, id: i64, now:
     }
 }
 
-/// The park method's timeout argument (0 without one), read in its frame.
-fn timeout_arg(jvmti: Jvmti, site: &Site) -> i64 {
+/// The park method's timeout argument (0 without one), read in its frame:
+/// by the thread walking its own stack, else through JVMTI (whose local
+/// reads are safepoints on JDK 17).
+fn timeout_arg(jvmti: Jvmti, jni: Jni, site: &Site) -> i64 {
     match site.timeout {
         Timeout::None => 0,
         Timeout::Nanos(slot) | Timeout::Until(slot) => {
-            jvmti.local_long(null_mut(), 0, slot).unwrap_or(0)
+            let live = crate::jvm::locals::shared(jni)
+                .and_then(|l| l.walk(jni))
+                .and_then(|w| w.frame(0).and_then(|f| f.long(slot)));
+            live.or_else(|| jvmti.local_long(null_mut(), 0, slot))
+                .unwrap_or(0)
         }
     }
 }

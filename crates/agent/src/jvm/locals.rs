@@ -42,6 +42,23 @@ unsafe impl Send for LiveLocals {}
 // SAFETY: as above; the struct is never changed after it is built.
 unsafe impl Sync for LiveLocals {}
 
+/// The process's live stack walker, built at its first use (None: this JVM
+/// has none). Breakpoint handlers of every kind share it.
+static SHARED: std::sync::OnceLock<Option<LiveLocals>> = std::sync::OnceLock::new();
+
+/// The live stack walker, built on the calling (Java) thread at first use (a
+/// thread that finds it being built by another builds its own rather than
+/// wait: building runs Java code, which must not wait on a thread that may
+/// wait on it).
+pub fn shared(env: Jni) -> Option<&'static LiveLocals> {
+    if let Some(l) = SHARED.get() {
+        return l.as_ref();
+    }
+    let built = LiveLocals::new(env);
+    let _ = SHARED.set(built);
+    SHARED.get().and_then(Option::as_ref)
+}
+
 const METHOD_HANDLE: &str = "Ljava/lang/invoke/MethodHandle;";
 
 impl LiveLocals {

@@ -152,9 +152,6 @@ struct RemoteState {
     http_unreadable: AtomicU64,
     /// The requests threads serve (samples and events carry their ids).
     requests: requests::Requests,
-    /// The live stack walker the breakpoints read their frames' arguments with
-    /// (None: this JVM has none; JVMTI reads them then). Built at the first read.
-    live_locals: std::sync::OnceLock<Option<crate::jvm::locals::LiveLocals>>,
 }
 
 type Endpoint = (String, u32);
@@ -168,7 +165,6 @@ static REMOTE: RemoteState = RemoteState {
     http_evicted: AtomicU64::new(0),
     http_unreadable: AtomicU64::new(0),
     requests: requests::Requests::new(),
-    live_locals: std::sync::OnceLock::new(),
 };
 
 /// The requests this JVM's threads serve.

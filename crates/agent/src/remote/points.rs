@@ -9,7 +9,7 @@ use jscope_bytecode::insn;
 
 use super::REMOTE;
 use crate::jvm::breakpoints::{self, Handler, Hit};
-use crate::jvm::locals::{LiveLocals, Locals, Walk, DEPTHS};
+use crate::jvm::locals::{Locals, Walk, DEPTHS};
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
 
@@ -127,7 +127,7 @@ pub(super) struct Args<'a> {
 
 impl<'a> Args<'a> {
     pub fn of(hit: &'a Hit, depth: i32) -> Self {
-        let walk = live_locals(hit.jni).and_then(|l| l.walk(hit.jni));
+        let walk = crate::jvm::locals::shared(hit.jni).and_then(|l| l.walk(hit.jni));
         Self { hit, depth, walk }
     }
 
@@ -179,19 +179,6 @@ impl<'a> Args<'a> {
         }
         null_mut()
     }
-}
-
-/// The live stack walker, built at the first read (a thread that finds it
-/// being built by another builds its own rather than wait: building runs Java
-/// code, which must not wait on a thread that may wait on it).
-fn live_locals(env: Jni) -> Option<&'static LiveLocals> {
-    let cell = &REMOTE.live_locals;
-    if let Some(l) = cell.get() {
-        return l.as_ref();
-    }
-    let built = LiveLocals::new(env);
-    let _ = cell.set(built);
-    cell.get().and_then(Option::as_ref)
 }
 
 /// Where a breakpoint fired in its thread's stack: the depth of the frame
