@@ -241,21 +241,34 @@ fn events_carry_their_request(
     // Pooled threads after their requests: the server's threads park for the
     // next one, the spans' threads allocate; none of it names a request.
     let servers: Vec<_> = http.iter().map(|r| r.thread).collect();
-    let idle = events
+    // A park is between requests when its middle is in no request's window:
+    // it begins as the handler returns, within the slack of the window's end.
+    let idle: Vec<_> = events
         .iter()
-        .filter(|e| servers.contains(&e.thread) && matches!(e.kind, EventKind::Park { .. }))
-        .filter(|e| {
+        .filter(|e| servers.contains(&e.thread))
+        .filter_map(|e| match e.kind {
+            EventKind::Park { duration_ns, .. } => Some((e, e.ticks + duration_ns / 2)),
+            _ => None,
+        })
+        .filter(|&(e, middle)| {
             !http.iter().any(|r| {
                 r.thread == e.thread
-                    && windows[&r.id].0 <= e.ticks + slack
-                    && e.ticks <= windows[&r.id].1 + slack
+                    && windows[&r.id].0 <= middle + slack
+                    && middle <= windows[&r.id].1 + slack
             })
         })
-        .count();
+        .collect();
     assert!(
-        idle > 0,
+        !idle.is_empty(),
         "JDK {major}: the server's threads parked between requests"
     );
+    for (e, _) in idle {
+        assert_eq!(
+            e.request(),
+            0,
+            "JDK {major}: a park between requests: {e:?}"
+        );
+    }
     let mut after_spans = 0;
     for l in spans.iter().filter(|l| l[1].starts_with("outer")) {
         let r = by_id[&l[2].parse::<u64>().unwrap()];
