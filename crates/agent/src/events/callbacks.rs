@@ -75,6 +75,25 @@ pub(super) fn current_request() -> u32 {
     crate::remote::requests().current(crate::threads::gettid())
 }
 
+/// The request the thread of `key`, the calling thread, serves now (its Linux
+/// id read once for both the event's thread and its request).
+pub(super) fn request_of(key: &ThreadKey) -> u32 {
+    crate::remote::requests().current(key.tid)
+}
+
+/// Queues an event of the calling thread `java_thread`, serving the request
+/// it serves now: `kind` is given that request.
+fn push_serving(
+    jni: *mut sys::JNIEnv,
+    java_thread: sys::jthread,
+    ticks: u64,
+    kind: impl FnOnce(u32) -> RawKind,
+) {
+    let key = ThreadKey::of(Jni(jni), java_thread);
+    let kind = kind(request_of(&key));
+    push_key(key, ticks, kind);
+}
+
 /// Queues an event of the thread `thread` names.
 pub(super) fn push_key(thread: ThreadKey, ticks: u64, kind: RawKind) {
     STATE.queues.push(RawEvent {
@@ -170,15 +189,14 @@ unsafe extern "C" fn monitor_contended_entered(
         }
         let end = clock::monotonic_ns();
         let jvmti = Jvmti(jvmti);
-        let kind = RawKind::Monitor {
+        push_serving(jni, thread, since, |request| RawKind::Monitor {
             duration_ns: end.saturating_sub(since),
             class: jvmti.object_class_signature(Jni(jni), object),
             object: monitor_id(jvmti, object),
             owner,
             stack: jvmti.current_stack(super::depth()),
-            request: current_request(),
-        };
-        push(jni, thread, since, kind);
+            request,
+        });
     })
 }
 
@@ -211,16 +229,15 @@ unsafe extern "C" fn monitor_waited(
         }
         let end = clock::monotonic_ns();
         let jvmti = Jvmti(jvmti);
-        let kind = RawKind::Wait {
+        push_serving(jni, thread, since, |request| RawKind::Wait {
             duration_ns: end.saturating_sub(since),
             class: jvmti.object_class_signature(Jni(jni), object),
             object: monitor_id(jvmti, object),
             timeout_ms,
             timed_out: timed_out != 0,
             stack: jvmti.current_stack(super::depth()),
-            request: current_request(),
-        };
-        push(jni, thread, since, kind);
+            request,
+        });
     })
 }
 
@@ -271,16 +288,15 @@ unsafe extern "C" fn sampled_object_alloc(
                 id = 0;
             }
         }
-        let kind = RawKind::Alloc {
+        push_serving(jni, thread, now, |request| RawKind::Alloc {
             class: jvmti.class_signature(class).ok(),
             size,
             stack: jvmti.current_stack(super::depth()),
             object: id,
             allocated_total,
             weight,
-            request: current_request(),
-        };
-        push(jni, thread, now, kind);
+            request,
+        });
     })
 }
 

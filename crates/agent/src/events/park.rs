@@ -414,13 +414,12 @@ fn on_park_breakpoint(hit: &Hit) {
             return;
         }
         // Read in its frame only for a park long enough to be recorded.
-        let request = callbacks::current_request();
         parked(
             hit.jvmti,
             hit.jni,
             hit.thread,
             site,
-            (since, now, request),
+            (since, now, None),
             || timeout_arg(hit.jvmti, hit.jni, site),
         );
     }
@@ -470,9 +469,14 @@ fn end_virtual_park(jvmti: Jvmti, jni: Jni, vthread: sys::jthread, id: i64, now:
         return;
     };
     if let Some(site) = super::STATE.park.sites.get().and_then(|s| s.get(p.site)) {
-        parked(jvmti, jni, vthread, site, (p.since, now, p.request), || {
-            p.timeout_arg
-        });
+        parked(
+            jvmti,
+            jni,
+            vthread,
+            site,
+            (p.since, now, Some(p.request)),
+            || p.timeout_arg,
+        );
     }
 }
 
@@ -492,15 +496,16 @@ fn timeout_arg(jvmti: Jvmti, jni: Jni, site: &Site) -> i64 {
     }
 }
 
-/// A park of this thread, serving `request` (0: none), ended: queued when long
-/// enough, counted otherwise. `timeout_arg` gives the park's timeout argument,
-/// asked only when queued.
+/// A park of this thread ended: queued when long enough, counted otherwise.
+/// It served `request` (0: none; None: the request the thread serves now,
+/// read only for a park that is queued). `timeout_arg` gives the park's
+/// timeout argument, asked only when queued.
 fn parked(
     jvmti: Jvmti,
     jni: Jni,
     thread: sys::jthread,
     site: &Site,
-    (since, end, request): (u64, u64, u32),
+    (since, end, request): (u64, u64, Option<u32>),
     timeout_arg: impl FnOnce() -> i64,
 ) {
     let duration_ns = end.saturating_sub(since);
@@ -515,21 +520,22 @@ fn parked(
         Timeout::Nanos(_) => timeout_arg().max(0) as u64,
         Timeout::Until(_) => until_timeout(timeout_arg(), duration_ns),
     };
+    let key = if site.virtual_thread {
+        // The virtual thread's own, whichever carrier it ended on (the writer
+        // names a thread known only by its Java id as a virtual thread).
+        let id = crate::jvm::thread::java_id(jni, thread);
+        crate::java_threads::ThreadKey::new(0, 0, id)
+    } else {
+        crate::java_threads::ThreadKey::of(jni, thread)
+    };
     let kind = RawKind::Park {
         duration_ns,
         blocker,
         timeout_ns,
         stack: jvmti.current_stack(super::depth()),
-        request,
+        request: request.unwrap_or_else(|| callbacks::request_of(&key)),
     };
-    if site.virtual_thread {
-        // The virtual thread's own, whichever carrier it ended on (the writer
-        // names a thread known only by its Java id as a virtual thread).
-        let id = crate::jvm::thread::java_id(jni, thread);
-        callbacks::push_key(crate::java_threads::ThreadKey::new(0, 0, id), since, kind);
-    } else {
-        callbacks::push(jni.0, thread, since, kind);
-    }
+    callbacks::push_key(key, since, kind);
 }
 
 /// A `parkUntil` deadline (ms since the epoch) as the timeout it was when the
