@@ -20,7 +20,9 @@ use jscope_testkit::{javas, temp_dir, tools};
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
 use prost::Message;
 use serde_json::Value;
-use support::{free_port, start_logged, wait_ready};
+use support::{
+    collapsed_share as share, free_port, jscope_ok as jscope, rfc3339, start_logged, wait_ready,
+};
 
 const CHOSEN: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
@@ -85,33 +87,6 @@ fn compile(jars: &str) -> PathBuf {
     out
 }
 
-fn jscope(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_jscope"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// (all samples, those under `frame`) of collapsed output.
-fn share(collapsed: &str, frame: &str) -> (u64, u64) {
-    let (mut all, mut with) = (0, 0);
-    for line in collapsed.lines() {
-        let (stack, n) = line.rsplit_once(' ').unwrap();
-        let n: u64 = n.parse().unwrap();
-        all += n;
-        if stack.contains(frame) {
-            with += n;
-        }
-    }
-    (all, with)
-}
-
 /// A fixture's log: trace id -> (thread name, start ns, end ns) it served.
 fn served(log: &Path) -> HashMap<String, Vec<(String, u64, u64)>> {
     let mut out: HashMap<String, Vec<(String, u64, u64)>> = HashMap::new();
@@ -126,29 +101,6 @@ fn served(log: &Path) -> HashMap<String, Vec<(String, u64, u64)>> {
         }
     }
     out
-}
-
-/// Epoch ms as RFC 3339 (UTC), for `--from`.
-fn rfc3339(epoch_ms: u64) -> String {
-    let secs = epoch_ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        epoch_ms % 1000
-    )
 }
 
 #[test]
@@ -276,7 +228,7 @@ fn okhttp_jetty_and_netty_requests_link_and_narrow_profiles() {
         .unwrap()
         .parse()
         .unwrap();
-    let from = rfc3339(measure);
+    let from = rfc3339(measure * 1_000_000);
     let (all, heavy_all) = share(
         &jscope(&["collapsed", &session, "--from", &from]),
         "Front.heavy",

@@ -29,6 +29,31 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Runs `jscope ARGS`, asserts success, and returns its stdout.
+pub fn jscope_ok(args: &[&str]) -> String {
+    let out = jscope(args);
+    assert!(
+        out.status.success(),
+        "jscope {args:?} failed: {}",
+        stderr(&out)
+    );
+    String::from_utf8(out.stdout).expect("jscope prints UTF-8")
+}
+
+/// Samples of collapsed output: (all of them, those whose stack contains `frame`).
+pub fn collapsed_share(collapsed: &str, frame: &str) -> (u64, u64) {
+    let (mut all, mut with) = (0, 0);
+    for line in collapsed.lines() {
+        let (stack, n) = line.rsplit_once(' ').unwrap();
+        let n: u64 = n.parse().unwrap();
+        all += n;
+        if stack.contains(frame) {
+            with += n;
+        }
+    }
+    (all, with)
+}
+
 /// Runs `jscope ARGS`, asserts success and parses stdout as JSON.
 pub fn jscope_json(args: &[&str]) -> serde_json::Value {
     let out = jscope(args);
