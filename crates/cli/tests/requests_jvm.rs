@@ -7,6 +7,7 @@
 //! narrow to a request's own.
 
 mod serving;
+mod support;
 
 use serving::cdp::Browser;
 
@@ -19,36 +20,9 @@ use std::time::Duration;
 use jscope_format::{EventKind, JvmEvent, Recording};
 use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, wait_until, Child};
 use serde_json::{json, Value};
+use support::{collapsed_share as share, jscope_ok as jscope};
 
 const TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
-
-fn jscope(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_jscope"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Samples in collapsed output, all and under a frame containing `frame`.
-fn share(collapsed: &str, frame: &str) -> (u64, u64) {
-    let mut all = 0;
-    let mut with = 0;
-    for line in collapsed.lines() {
-        let (stack, n) = line.rsplit_once(' ').unwrap();
-        let n: u64 = n.parse().unwrap();
-        all += n;
-        if stack.contains(frame) {
-            with += n;
-        }
-    }
-    (all, with)
-}
 
 #[test]
 fn requests_list_slowest_first_and_narrow_profiles_to_one_or_the_slow_ones() {
@@ -194,23 +168,26 @@ fn post_otlp(served: &serving::Served, body: &[u8]) -> u16 {
     std::str::from_utf8(&out[9..12]).unwrap().parse().unwrap()
 }
 
-#[test]
-fn the_collector_keeps_streamed_and_pushed_requests_and_narrows_flames_by_them() {
-    let java = javas().remove(0);
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent/tests/request_fixtures");
-    let dir = temp_dir("requests-collector");
-    let bin = Path::new(env!("CARGO_BIN_EXE_jscope"));
-    let served = serving::serve(bin, &dir.join("data"), &[]);
-    let url = served.url();
+/// Runs the request fixture (`Served PER`) streaming to `served`'s agent port
+/// (and writing `file`, if given) until it exits; its pid, and the id under
+/// which the collector stored it once it shows the JVM gone.
+fn stream_served(
+    java: &jscope_testkit::Java,
+    served: &serving::Served,
+    fixtures: &Path,
+    per: &str,
+    file: Option<&Path>,
+) -> (u32, String) {
+    let file = file.map_or(String::new(), |f| format!(",file={}", f.display()));
     let mut cmd = Command::new(&java.bin);
     cmd.arg(format!(
-        "-agentpath:{}=remote=http,interval=1ms,{EVENTS},quiet,collector={}",
+        "-agentpath:{}=remote=http,interval=1ms,{EVENTS},quiet,collector={}{file}",
         agent_path().display(),
-        served.agents.unwrap()
+        served.agents.unwrap(),
     ))
     .arg("-cp")
-    .arg(compile_fixtures(&fixtures))
-    .args(["Served", "20", &format!("00-{TRACE}-b7ad6b7169203331-01")])
+    .arg(compile_fixtures(fixtures))
+    .args(["Served", per, &format!("00-{TRACE}-b7ad6b7169203331-01")])
     .stdout(Stdio::null());
     let mut jvm = Child::spawn(&mut cmd);
     let pid = jvm.id();
@@ -234,6 +211,18 @@ fn the_collector_keeps_streamed_and_pushed_requests_and_narrows_flames_by_them()
         }),
         "the JVM streamed and disconnected"
     );
+    (pid, id)
+}
+
+#[test]
+fn the_collector_keeps_streamed_and_pushed_requests_and_narrows_flames_by_them() {
+    let java = javas().remove(0);
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../agent/tests/request_fixtures");
+    let dir = temp_dir("requests-collector");
+    let bin = Path::new(env!("CARGO_BIN_EXE_jscope"));
+    let served = serving::serve(bin, &dir.join("data"), &[]);
+    let url = served.url();
+    let (pid, id) = stream_served(&java, &served, &fixtures, "20", None);
     // The stored recording keeps its requests: the API lists what the CLI
     // lists from it, the chosen trace id among them, slowest first.
     let (code, bytes) = served.get(&format!("/api/jvms/{id}/recording"));
@@ -391,39 +380,7 @@ fn requests_streamed_into_clickhouse_list_as_the_agents_file(server: jscope_test
     let bin = Path::new(env!("CARGO_BIN_EXE_jscope"));
     let served = serving::serve(bin, &dir.join("unused"), &["--store", &store]);
     let file = dir.join("own.jsc");
-    let mut cmd = Command::new(&java.bin);
-    cmd.arg(format!(
-        "-agentpath:{}=remote=http,interval=1ms,{EVENTS},quiet,collector={},file={}",
-        agent_path().display(),
-        served.agents.unwrap(),
-        file.display()
-    ))
-    .arg("-cp")
-    .arg(compile_fixtures(&fixtures))
-    .args(["Served", "8", &format!("00-{TRACE}-b7ad6b7169203331-01")])
-    .stdout(Stdio::null());
-    let mut jvm = Child::spawn(&mut cmd);
-    let pid = jvm.id();
-    assert!(jvm
-        .wait_timeout(Duration::from_secs(120))
-        .unwrap()
-        .success());
-    let mut id = String::new();
-    assert!(
-        wait_until(Duration::from_secs(30), || {
-            let jvms = served.json("/api/jvms");
-            let gone = jvms
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|j| j["pid"] == json!(pid) && j["status"] == "gone");
-            if let Some(j) = gone {
-                id = j["id"].as_str().unwrap().to_string();
-            }
-            gone.is_some()
-        }),
-        "the JVM streamed and disconnected"
-    );
+    let (_, id) = stream_served(&java, &served, &fixtures, "8", Some(&file));
     let f = file.to_str().unwrap();
     let own: Value = serde_json::from_str(&jscope(&[
         "requests", f, "--format", "json", "--limit", "1000",
