@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// index (or a negative marker for native frames) and `method` a jmethodID.
 /// The layout matches HotSpot's ASGCT_CallFrame.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CallFrame {
     pub lineno: i32,
     pub method: *mut std::ffi::c_void,

@@ -42,7 +42,7 @@ pub(crate) struct Sink {
     /// The stack id of each walked stack (its raw frames) whose every frame
     /// was named for good: a stack seen again costs one lookup, not one per
     /// frame.
-    walked_stacks: rustc_hash::FxHashMap<Box<[(i32, usize)]>, u32>,
+    walked_stacks: rustc_hash::FxHashMap<Box<[CallFrame]>, u32>,
     /// Frames held by `walked_stacks`, which starts over past
     /// [`WALKED_FRAMES`].
     walked_frames: usize,
@@ -193,11 +193,8 @@ impl Sink {
         frames: &[CallFrame],
         name: &mut dyn FnMut(i32, usize) -> String,
     ) -> u32 {
-        let raw: Box<[(i32, usize)]> = frames
-            .iter()
-            .map(|f| (f.lineno, f.method as usize))
-            .collect();
-        if let Some(&id) = self.walked_stacks.get(&raw) {
+        // Looked up by the frames as they are: a stack seen before allocates nothing.
+        if let Some(&id) = self.walked_stacks.get(frames) {
             return id;
         }
         let (jvmti, jni) = (self.jvmti, self.jni);
@@ -234,12 +231,12 @@ impl Sink {
         }
         let id = self.symbols.stack_of(&mut self.chunk, stack);
         if settled {
-            if self.walked_frames + raw.len() > WALKED_FRAMES {
+            if self.walked_frames + frames.len() > WALKED_FRAMES {
                 self.walked_stacks.clear();
                 self.walked_frames = 0;
             }
-            self.walked_frames += raw.len();
-            self.walked_stacks.insert(raw, id);
+            self.walked_frames += frames.len();
+            self.walked_stacks.insert(frames.into(), id);
         }
         id
     }
