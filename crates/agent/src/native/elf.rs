@@ -314,7 +314,6 @@ const SHT_SYMTAB: u32 = 2;
 const SHT_DYNSYM: u32 = 11;
 const SHT_NOBITS: u32 = 8;
 const SHF_COMPRESSED: u64 = 0x800;
-const STT_OBJECT: u8 = 1;
 const STT_FUNC: u8 = 2;
 const STT_GNU_IFUNC: u8 = 10;
 const NT_GNU_BUILD_ID: u32 = 3;
@@ -349,21 +348,28 @@ impl ElfSymbols {
     /// address in the file and size. One read of the tables for them all.
     pub fn find_all(path: &Path, prefixes: &[&str]) -> Vec<Option<(u64, u64)>> {
         let mut out = vec![None; prefixes.len()];
-        let Some(parsed) = File::open(path)
-            .ok()
-            .and_then(|f| parse_kinds(&Source::File(f), Some(SymbolKinds::All)))
-        else {
+        let Ok(file) = File::open(path) else {
             return out;
         };
-        for s in &parsed.syms {
-            let at = s.name as usize;
-            let Some(name) = parsed.names.get(at..at + s.name_len as usize) else {
-                continue;
-            };
-            for (slot, prefix) in out.iter_mut().zip(prefixes) {
-                if slot.is_none() && name.starts_with(prefix.as_bytes()) {
-                    *slot = Some((s.addr, s.size));
-                }
+        let src = Source::File(file);
+        let Some(sections) = src.read(0, 64).and_then(|eh| read_sections(&src, &eh)) else {
+            return out;
+        };
+        // Names are compared where they lie in the string table: libjvm's
+        // tables hold tens of thousands of symbols, and copying them all to
+        // find four cost more than the rest of the walker's start.
+        for kind in [SHT_SYMTAB, SHT_DYNSYM] {
+            for table in sections.iter().filter(|s| s.kind == kind) {
+                each_symbol(&src, table, &sections, |name, addr, size, kind, _| {
+                    if kind > STT_FUNC && kind != STT_GNU_IFUNC {
+                        return;
+                    }
+                    for (slot, prefix) in out.iter_mut().zip(prefixes) {
+                        if slot.is_none() && name.starts_with(prefix.as_bytes()) {
+                            *slot = Some((addr, size));
+                        }
+                    }
+                });
             }
         }
         out
@@ -503,61 +509,18 @@ fn debug_files(path: &Path, build_id: Option<&[u8]>, root: &Path) -> Vec<PathBuf
     out
 }
 
-/// Parses the headers, the build id and the function symbols of an ELF64 LE file.
+/// Parses the headers, the build id and (`want_symbols`) the function
+/// symbols of an ELF64 LE file.
 fn parse(src: &Source, want_symbols: bool) -> Option<Parsed> {
-    parse_kinds(src, want_symbols.then_some(SymbolKinds::Functions))
-}
-
-/// Which symbols a parse keeps.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum SymbolKinds {
-    Functions,
-    /// Functions, objects (variables) and untyped labels: for looking up a
-    /// name, never for naming addresses.
-    All,
-}
-
-fn parse_kinds(src: &Source, want_symbols: Option<SymbolKinds>) -> Option<Parsed> {
-    let want_symbols_kinds = want_symbols;
-    let want_symbols = want_symbols.is_some();
     let eh = src.read(0, 64)?;
-    if eh.get(0..4)? != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
-        return None;
-    }
+    let sections = read_sections(src, &eh)?;
     let phoff = u64_at(&eh, 0x20)?;
-    let shoff = u64_at(&eh, 0x28)?;
     let phentsize = u16_at(&eh, 0x36)? as u64;
     let mut phnum = u16_at(&eh, 0x38)? as u64;
-    let shentsize = u16_at(&eh, 0x3a)? as u64;
-    let mut shnum = u16_at(&eh, 0x3c)? as u64;
-
-    // Extended numbering: the real counts live in section 0.
-    let mut sections = Vec::new();
-    if shoff != 0 && shentsize >= 64 {
-        if shnum == 0 || phnum == 0xffff {
-            let s0 = src.read(shoff, 64)?;
-            if shnum == 0 {
-                shnum = u64_at(&s0, 32)?;
-            }
-            if phnum == 0xffff {
-                phnum = u32_at(&s0, 44)? as u64;
-            }
-        }
-        if shnum > 1 << 20 {
-            return None;
-        }
-        let table = src.read(shoff, shnum.checked_mul(shentsize)?)?;
-        for i in 0..shnum as usize {
-            let at = i * shentsize as usize;
-            sections.push(Section {
-                kind: u32_at(&table, at + 4)?,
-                flags: u64_at(&table, at + 8)?,
-                offset: u64_at(&table, at + 24)?,
-                size: u64_at(&table, at + 32)?,
-                link: u32_at(&table, at + 40)?,
-                entsize: u64_at(&table, at + 56)?,
-            });
-        }
+    if phnum == 0xffff {
+        // Extended numbering: the real count lives in section 0.
+        let shoff = u64_at(&eh, 0x28)?;
+        phnum = u32_at(&src.read(shoff, 64)?, 44)? as u64;
     }
 
     let mut loads = Vec::new();
@@ -591,7 +554,7 @@ fn parse_kinds(src: &Source, want_symbols: Option<SymbolKinds>) -> Option<Parsed
     if want_symbols {
         for kind in [SHT_SYMTAB, SHT_DYNSYM] {
             for s in sections.iter().filter(|s| s.kind == kind) {
-                read_symbols(src, s, &sections, &mut syms, &mut names, want_symbols_kinds);
+                read_symbols(src, s, &sections, &mut syms, &mut names);
             }
         }
     }
@@ -601,6 +564,41 @@ fn parse_kinds(src: &Source, want_symbols: Option<SymbolKinds>) -> Option<Parsed
         syms,
         names,
     })
+}
+
+/// The section headers of an ELF64 LE file whose first 64 bytes are `eh`
+/// (none when it has no section table).
+fn read_sections(src: &Source, eh: &[u8]) -> Option<Vec<Section>> {
+    if eh.get(0..4)? != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
+        return None;
+    }
+    let shoff = u64_at(eh, 0x28)?;
+    let shentsize = u16_at(eh, 0x3a)? as u64;
+    let mut shnum = u16_at(eh, 0x3c)? as u64;
+    let mut sections = Vec::new();
+    if shoff == 0 || shentsize < 64 {
+        return Some(sections);
+    }
+    if shnum == 0 {
+        // Extended numbering: the real count lives in section 0.
+        shnum = u64_at(&src.read(shoff, 64)?, 32)?;
+    }
+    if shnum > 1 << 20 {
+        return None;
+    }
+    let table = src.read(shoff, shnum.checked_mul(shentsize)?)?;
+    for i in 0..shnum as usize {
+        let at = i * shentsize as usize;
+        sections.push(Section {
+            kind: u32_at(&table, at + 4)?,
+            flags: u64_at(&table, at + 8)?,
+            offset: u64_at(&table, at + 24)?,
+            size: u64_at(&table, at + 32)?,
+            link: u32_at(&table, at + 40)?,
+            entsize: u64_at(&table, at + 56)?,
+        });
+    }
+    Some(sections)
 }
 
 /// The GNU build id among ELF notes.
@@ -629,9 +627,34 @@ fn read_symbols(
     sections: &[Section],
     syms: &mut Vec<Sym>,
     names: &mut Vec<u8>,
-    kinds: Option<SymbolKinds>,
 ) {
-    let all = kinds == Some(SymbolKinds::All);
+    each_symbol(src, table, sections, |name, addr, size, kind, bind| {
+        if kind != STT_FUNC && kind != STT_GNU_IFUNC {
+            return;
+        }
+        if names.len() + name.len() > u32::MAX as usize {
+            return;
+        }
+        syms.push(Sym {
+            addr,
+            size,
+            name: names.len() as u32,
+            name_len: name.len() as u32,
+            bind,
+        });
+        names.extend_from_slice(name);
+    });
+}
+
+/// Calls `f(name, address, size, type, binding)` for each defined, named
+/// symbol of one symbol table section, its name where it lies in the string
+/// table. A table that cannot be read is skipped.
+fn each_symbol(
+    src: &Source,
+    table: &Section,
+    sections: &[Section],
+    mut f: impl FnMut(&[u8], u64, u64, u8, u8),
+) {
     let Some(strtab) = sections.get(table.link as usize) else {
         return;
     };
@@ -649,34 +672,23 @@ fn read_symbols(
     ) else {
         return;
     };
-    let entsize = table.entsize as usize;
-    for e in data.chunks_exact(entsize) {
+    for e in data.chunks_exact(table.entsize as usize) {
         let (Some(name_off), Some(value), Some(size)) = (u32_at(e, 0), u64_at(e, 8), u64_at(e, 16))
         else {
             continue;
         };
         let info = e[4];
         let shndx = u16_at(e, 6).unwrap_or(0);
-        let kind = info & 0xf;
-        let wanted = kind == STT_FUNC || kind == STT_GNU_IFUNC || (all && kind <= STT_OBJECT);
-        if !wanted || value == 0 || shndx == 0 {
+        if value == 0 || shndx == 0 {
             continue;
         }
         let Some(rest) = strings.get(name_off as usize..) else {
             continue;
         };
         let len = rest.iter().position(|&c| c == 0).unwrap_or(rest.len());
-        if len == 0 || names.len() + len > u32::MAX as usize {
-            continue;
+        if len > 0 {
+            f(&rest[..len], value, size, info & 0xf, info >> 4);
         }
-        syms.push(Sym {
-            addr: value,
-            size,
-            name: names.len() as u32,
-            name_len: len as u32,
-            bind: info >> 4,
-        });
-        names.extend_from_slice(&rest[..len]);
     }
 }
 
