@@ -174,14 +174,14 @@ impl CpuEngine {
 }
 
 impl Engine for CpuEngine {
-    /// Arms every thread of the process except the agent's own; unless all
+    /// Arms every thread of the process, the agent's own included; unless all
     /// threads are sampled, threads that turn out not to be Java threads are
     /// disarmed by the signal engine's drain.
     fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
         if let Some(timers) = &self.timers {
             crate::native::walk::refresh_code_ranges();
             let mut tids = process_tids();
-            ctx.table.retain_sampleable(&mut tids);
+            ctx.table.retain_cpu_sampled(&mut tids);
             for tid in tids {
                 let _ = timers.arm(tid);
             }

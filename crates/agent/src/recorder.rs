@@ -139,11 +139,12 @@ impl Hooks {
     /// ThreadStart: runs on the new thread, so its Linux id is ours to read.
     pub fn thread_started(&self, jni: Jni, thread: sys::jthread) {
         let tid = gettid();
-        if self.table.is_agent(tid) {
-            return;
-        }
-        if let Some((java_id, info)) = describe(self.jvmti, jni, self.fields, thread) {
-            self.table.see(java_id, info, Some(tid));
+        // The agent's own threads are not described (they are named by their
+        // Linux name), but their CPU time is sampled.
+        if !self.table.is_agent(tid) {
+            if let Some((java_id, info)) = describe(self.jvmti, jni, self.fields, thread) {
+                self.table.see(java_id, info, Some(tid));
+            }
         }
         if let Some(timers) = &self.timers {
             let _ = timers.arm(tid);

@@ -24,7 +24,6 @@ use crate::hotspot::walk::{self as vm_walk, Context, End};
 use crate::hotspot::HotSpot;
 use crate::java_threads::ThreadKey;
 use crate::jvm::asgct::Asgct;
-use crate::jvm::Vm;
 use crate::native::{perf, walk as native_walk};
 use crate::options::Options;
 use crate::ring::{CallFrame, SampleHeader, SampleRing, ABANDONED};
@@ -118,7 +117,9 @@ pub type WallStates = crate::tid_slots::TidSlots;
 /// State the handler reads; one per recording, leaked so a late signal never
 /// sees freed memory.
 pub struct SignalShared {
-    vm: Vm,
+    /// The handler's way to its thread's JNIEnv (never GetEnv where it can be
+    /// helped: see `jvm::current`).
+    env: crate::jvm::current::EnvOf,
     asgct: Asgct,
     /// The VM structure walker; None: AsyncGetCallTrace walks Java frames.
     walker: Option<VmWalker>,
@@ -147,7 +148,7 @@ pub struct VmWalker {
 
 impl SignalShared {
     pub fn new(
-        vm: Vm,
+        env: crate::jvm::current::EnvOf,
         asgct: Asgct,
         walker: Option<VmWalker>,
         ring: SampleRing,
@@ -160,7 +161,7 @@ impl SignalShared {
             generated: GeneratedCode::default(),
             mixed,
             cpu,
-            vm,
+            env,
             asgct,
             ring,
             counters: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -280,7 +281,7 @@ impl SignalShared {
             return;
         };
         let depth = self.ring.depth();
-        let env = self.vm.get_env(sys::JNI_VERSION_1_6).cast::<sys::JNIEnv>();
+        let env = self.env.get() as *mut sys::JNIEnv;
         let vthread = crate::trace::vthreads::mounted_on(tid);
         let request = crate::remote::requests().current(tid);
         if let (Some(walker), false) = (&self.walker, env.is_null()) {
@@ -615,7 +616,11 @@ impl SignalEngine {
             return;
         }
         d.strikes.clear(h.tid);
-        let Some(mut thread) = sink.event_thread(ThreadKey::new(h.tid, h.env, 0)) else {
+        let thread = match h.mode {
+            1 => Some(sink.cpu_sample_thread(h.tid, h.env)),
+            _ => sink.event_thread(ThreadKey::new(h.tid, h.env, 0)),
+        };
+        let Some(mut thread) = thread else {
             return;
         };
         // A carrier running a virtual thread: the sample is the virtual thread's.
@@ -693,7 +698,7 @@ impl Engine for SignalEngine {
         let walker = self.walker.lock().unwrap_or_else(|e| e.into_inner()).take();
         let hotspot = walker.as_ref().map(|w| w.hotspot.clone());
         let shared = SignalShared::new(
-            ctx.vm,
+            crate::jvm::current::EnvOf::find(ctx.vm, ctx.jvmti, ctx.jni),
             asgct,
             walker,
             ring,
@@ -709,7 +714,13 @@ impl Engine for SignalEngine {
             native_walk::find_call_helper();
         }
         if self.mixed {
-            if let Some(preload) = crate::native::names::Preload::start(ctx.table.clone()) {
+            let timers = self.timers.clone();
+            let arm = Box::new(move |tid| {
+                if let Some(t) = timers {
+                    let _ = t.arm(tid);
+                }
+            });
+            if let Some(preload) = crate::native::names::Preload::start(ctx.table.clone(), arm) {
                 let _ = self.symbols.set(preload);
             }
         }

@@ -336,6 +336,14 @@ impl Sink {
         Some(t)
     }
 
+    /// The recording thread of a cpu sample's platform thread, the agent's own
+    /// included (their CPU time is the process's), its definition written.
+    pub fn cpu_sample_thread(&mut self, tid: u32, env: usize) -> u32 {
+        let t = self.thread_of(tid, env);
+        self.emit_thread(t);
+        t
+    }
+
     /// The recording thread of virtual thread `java_id` (JDK 21+), described and
     /// its definition written at its first sighting.
     pub fn virtual_thread(&mut self, java_id: i64) -> u32 {

@@ -169,9 +169,19 @@ impl ThreadTable {
         self.lock().not_java.insert(tid);
     }
 
-    /// Marks a Linux thread as one of the agent's own; it is never sampled.
+    /// Marks a Linux thread as one of the agent's own: its CPU time is sampled
+    /// (it is the process's, and the profile shows what the profiler costs),
+    /// its wall time and its events are not.
+    /// Called on that thread itself: its name is its Rust thread's, kept here
+    /// because the agent's short-lived threads are often gone before their
+    /// samples are written.
     pub fn mark_agent(&self, tid: u32) {
         self.lock().agent.insert(tid);
+        let name = std::thread::current()
+            .name()
+            .unwrap_or("jscope")
+            .to_string();
+        self.see_anonymous(tid, name);
     }
 
     /// True for threads that must not be signalled: the agent's own and known
@@ -188,6 +198,13 @@ impl ThreadTable {
         tids.retain(|t| !inner.agent.contains(t) && !inner.not_java.contains(t));
     }
 
+    /// Drops known non-Java threads from `tids` under one lock (the agent's
+    /// own stay: their CPU time is sampled).
+    pub fn retain_cpu_sampled(&self, tids: &mut Vec<u32>) {
+        let inner = self.lock();
+        tids.retain(|t| !inner.not_java.contains(t));
+    }
+
     /// Marks a Java thread id as one of the agent's own threads.
     pub fn mark_agent_java(&self, java_id: i64) {
         self.lock().agent_java.insert(java_id);
@@ -199,12 +216,6 @@ impl ThreadTable {
 
     pub fn is_agent(&self, tid: u32) -> bool {
         self.lock().agent.contains(&tid)
-    }
-
-    /// Drops the agent's own threads from `tids`, under one lock.
-    pub fn drop_agent(&self, tids: &mut Vec<u32>) {
-        let inner = self.lock();
-        tids.retain(|t| !inner.agent.contains(t));
     }
 
     /// Forgets the Linux id of a thread that ended, so a reused id is not

@@ -253,20 +253,10 @@ fn feature_version(jvmti: Jvmti) -> u32 {
         .unwrap_or(0)
 }
 
-/// The offset of the JNIEnv in a JavaThread, from this thread's: its
-/// java.lang.Thread's `eetop` holds its JavaThread*.
+/// The offset of the JNIEnv in a JavaThread, from this thread's.
 fn env_offset(jvmti: Jvmti, jni: Jni, env: usize) -> Option<usize> {
-    let thread = jvmti.current_thread()?;
-    let class = jni.find_class("java/lang/Thread");
-    let field = jni.field_id(class, "eetop", "J");
-    jni.delete_local(class);
-    if field.is_null() {
-        return None;
-    }
-    let eetop = jni.long_field(thread, field) as usize;
-    jni.delete_local(thread);
-    let offset = env.checked_sub(eetop)?;
-    (eetop != 0 && offset < 1 << 16).then_some(offset)
+    let eetop = crate::jvm::current::java_thread(jvmti, jni)?;
+    env.checked_sub(eetop).filter(|&o| o < 1 << 16)
 }
 
 /// What the walker takes from libjvm's symbol table (one read of it): the

@@ -602,7 +602,11 @@ impl Engine for InterposeEngine {
         if !self.cpu_mixed {
             crate::native::walk::use_dwarf(self.dwarf);
             // The hooks' stacks have no kernel frames: no kernel symbols.
-            let preload = crate::native::names::Preload::start_with(ctx.table.clone(), false);
+            let preload = crate::native::names::Preload::start_with(
+                ctx.table.clone(),
+                false,
+                Box::new(|_| {}),
+            );
             if let Some(preload) = preload {
                 let _ = self.symbols.set(preload);
             }
@@ -783,7 +787,7 @@ impl InterposeEngine {
             next_id: AtomicU64::new(1),
             in_flight: AtomicUsize::new(0),
             walker: StackWalker {
-                vm: ctx.vm,
+                env: crate::jvm::current::EnvOf::find(ctx.vm, ctx.jvmti, ctx.jni),
                 hotspot,
                 asgct: crate::jvm::asgct::Asgct::find(),
                 interleave: self.interleave,

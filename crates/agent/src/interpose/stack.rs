@@ -16,7 +16,6 @@ use crate::frames::{CallFrame, NATIVE_PC};
 use crate::hotspot::walk::{self as vm_walk, Context};
 use crate::hotspot::HotSpot;
 use crate::jvm::asgct::Asgct;
-use crate::jvm::Vm;
 use crate::native::walk::{self as native_walk, Regs};
 use crate::sys;
 
@@ -25,7 +24,9 @@ const MAX_NATIVE: usize = 128;
 
 /// What walks a hooked call's stack.
 pub(crate) struct StackWalker {
-    pub vm: Vm,
+    /// The hooked thread's JNIEnv, found without GetEnv where it can be
+    /// (see `jvm::current`).
+    pub env: crate::jvm::current::EnvOf,
     pub hotspot: Option<std::sync::Arc<HotSpot>>,
     pub asgct: Option<Asgct>,
     /// Native frames between Java frames too (`cstack=vmx`).
@@ -82,7 +83,7 @@ impl StackWalker {
     #[inline(never)]
     pub fn walk(&self, frames: &mut [CallFrame]) -> Walked {
         let tid = super::per_thread::tid();
-        let env = self.vm.get_env(sys::JNI_VERSION_1_6) as usize;
+        let env = self.env.get();
         let vthread = crate::trace::vthreads::mounted_on(tid);
         let mut walked = Walked {
             tid,

@@ -21,6 +21,7 @@
 
 pub mod asgct;
 pub mod breakpoints;
+pub mod current;
 pub mod entry;
 mod jni;
 mod jvmti;
@@ -160,8 +161,8 @@ impl Vm {
     }
 
     /// The interface `version` for the calling thread, or null when the thread is
-    /// not attached. Async-signal-safe in HotSpot (it reads the current thread from
-    /// thread-local storage), which the signal handler relies on.
+    /// not attached. Not for signal handlers: on a thread that never touched
+    /// libjvm, its thread-local read allocates (see [`current`]).
     pub fn get_env(&self, version: u32) -> *mut c_void {
         let mut env = null_mut();
         let Some(get_env) = self.table().GetEnv else {

@@ -34,9 +34,14 @@ type Loaded = (Symbolizer, Option<KernelSymbols>);
 
 impl Preload {
     /// Starts reading the tables; `None` when no thread could be started (the
-    /// writer then reads them itself, on first use).
-    pub fn start(table: Arc<crate::threads::ThreadTable>) -> Option<Arc<Preload>> {
-        Preload::start_with(table, true)
+    /// writer then reads them itself, on first use). `started` runs first on
+    /// the reading thread, with its Linux id (the cpu engine arms it there:
+    /// the reading is the process's CPU time like any other).
+    pub fn start(
+        table: Arc<crate::threads::ThreadTable>,
+        started: Box<dyn FnOnce(u32) + Send>,
+    ) -> Option<Arc<Preload>> {
+        Preload::start_with(table, true, started)
     }
 
     /// As [`Preload::start`], the kernel's symbols only when `kernel` (stacks
@@ -44,6 +49,7 @@ impl Preload {
     pub fn start_with(
         table: Arc<crate::threads::ThreadTable>,
         kernel: bool,
+        started: Box<dyn FnOnce(u32) + Send>,
     ) -> Option<Arc<Preload>> {
         let preload = Arc::new(Preload {
             slot: Mutex::new(None),
@@ -52,15 +58,16 @@ impl Preload {
         std::thread::Builder::new()
             .name("jscope-symbols".into())
             .spawn(move || {
-                // The agent's own work: never sampled.
-                table.mark_agent(crate::threads::gettid());
+                let tid = crate::threads::gettid();
+                table.mark_agent(tid);
                 // Nothing here may unwind out of the thread unnoticed: a panic
                 // leaves the slot empty and the writer reads on first use.
-                let loaded = std::panic::catch_unwind(|| {
+                let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    started(tid);
                     let mut s = Symbolizer::new();
                     s.preload();
                     (s, kernel.then(KernelSymbols::load).flatten())
-                });
+                }));
                 *filled.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(loaded.ok());
             })
             .ok()?;

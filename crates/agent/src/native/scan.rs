@@ -27,20 +27,14 @@ impl Scanner {
     pub fn spawn(sync: SyncThreads, table: Arc<ThreadTable>) -> std::io::Result<Scanner> {
         let stopper = Arc::new(Stopper::default());
         let done = Arc::new(Stopper::default());
-        let marked = Arc::new(Stopper::default());
-        let (s, d, m) = (stopper.clone(), done.clone(), marked.clone());
+        let (s, d) = (stopper.clone(), done.clone());
         std::thread::Builder::new()
             .name("jscope-threads".into())
             .spawn(move || {
                 table.mark_agent(gettid());
-                m.stop();
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run(&*sync, &table, &s)
-                }));
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&*sync, &s)));
                 d.stop();
             })?;
-        // The scanner must be known as the agent's before it can be armed.
-        marked.wait_until(Instant::now() + Duration::from_secs(2));
         Ok(Scanner { stopper, done })
     }
 
@@ -53,11 +47,10 @@ impl Scanner {
     }
 }
 
-fn run(sync: &dyn Fn(&[u32]), table: &ThreadTable, stopper: &Stopper) {
+fn run(sync: &dyn Fn(&[u32]), stopper: &Stopper) {
     while !stopper.wait_until(Instant::now() + RESCAN) {
         super::walk::refresh_code_ranges();
-        let mut tids = process_tids();
-        table.drop_agent(&mut tids);
-        sync(&tids);
+        // The agent's own threads included: their CPU time is the process's.
+        sync(&process_tids());
     }
 }
