@@ -4,9 +4,10 @@
 //! was taken on the thread serving it, inside its window as the fixture itself
 //! logged it (System.nanoTime is the agent's clock); a chosen `traceparent`
 //! keeps its trace id; nothing sampled after a span ended carries it. The same
-//! holds for the allocations, monitor blocks and parks the threads record: each
-//! request allocates and blocks on a lock, and pooled threads allocate and park
-//! after their requests ended.
+//! holds for the allocations (Java and native), monitor blocks and parks the
+//! threads record: each request allocates (a zlib deflater's native state too)
+//! and blocks on a lock, and pooled threads allocate and park after their
+//! requests ended.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -32,8 +33,8 @@ fn run(java: &Java) -> (Recording, Vec<Vec<String>>, String) {
     let mut cmd = Command::new(&java.bin);
     cmd.arg(format!("-Xlog:safepoint:file={}", safepoints.display()))
         .arg(format!(
-            "-agentpath:{}=remote=http,interval=1ms,events=alloc+monitors+park,allocrate=256k,\
-             parkthreshold=1ms,quiet,file={}",
+            "-agentpath:{}=mode=cpu,remote=http,interval=1ms,events=alloc+monitors+park,allocrate=256k,\
+             parkthreshold=1ms,nativemem=64k,quiet,file={}",
             agent_path().display(),
             file.display()
         ))
@@ -176,7 +177,7 @@ fn samples_and_events_carry_the_request_their_thread_served_and_only_while_it_di
     }
 }
 
-/// Allocations, monitor blocks and parks: one naming a request is its
+/// Allocations (Java and native), monitor blocks and parks: one naming a request is its
 /// thread's, inside the request's window; one of a thread inside the window of
 /// a request it served names it; a span's thread allocates after it ended and
 /// names none.
@@ -192,7 +193,10 @@ fn events_carry_their_request(
     let carrying = |e: &&jscope_format::JvmEvent| {
         matches!(
             e.kind,
-            EventKind::Alloc { .. } | EventKind::MonitorBlocked { .. } | EventKind::Park { .. }
+            EventKind::Alloc { .. }
+                | EventKind::MonitorBlocked { .. }
+                | EventKind::Park { .. }
+                | EventKind::NativeAlloc { .. }
         )
     };
     let events: Vec<_> = rec.events.iter().filter(carrying).collect();
@@ -230,6 +234,12 @@ fn events_carry_their_request(
         with("alloc") * 4 >= http.len() * 3,
         "JDK {major}: {} of {} requests' allocations named: {named:?}",
         with("alloc"),
+        http.len()
+    );
+    assert!(
+        with("native_alloc") * 4 >= http.len() * 3,
+        "JDK {major}: {} of {} requests' native allocations named: {named:?}",
+        with("native_alloc"),
         http.len()
     );
     assert!(

@@ -291,6 +291,7 @@ impl RichJvm {
                     call: NATIVE_MALLOC,
                     id: 2 * k,
                     stack: StackId(3),
+                    request: jscope_format::RequestId::NONE,
                 },
             ),
             event(
@@ -311,6 +312,7 @@ impl RichJvm {
                     call: NATIVE_CALLOC,
                     id: 2 * k + 1,
                     stack: StackId(2),
+                    request: jscope_format::RequestId::NONE,
                 },
             ),
             event(
@@ -322,6 +324,7 @@ impl RichJvm {
                     address: 0x7f00,
                     lock: NATIVE_MUTEX,
                     stack: StackId(1),
+                    request: jscope_format::RequestId::NONE,
                 },
             ),
         ];

@@ -824,6 +824,7 @@ fn native_recording() -> Recording {
             call: NATIVE_MALLOC,
             id,
             stack,
+            request: jscope_format::RequestId::NONE,
         },
     };
     rec.events.push(alloc(2 * MS, 4096, 65_536, 1, work));
@@ -844,6 +845,7 @@ fn native_recording() -> Recording {
             address: 0x7000,
             lock: NATIVE_MUTEX,
             stack: run,
+            request: jscope_format::RequestId::NONE,
         },
     });
     rec

@@ -431,7 +431,8 @@ event_kinds! {
     /// [`EventKind::NativeFree`] repeats it; 0 when its free is not followed (the
     /// agent's table of sampled blocks was full).
     NativeAlloc = 46, "native_alloc" {
-        size: u64, weight: u64, address: u64, call: u64, id: u64, stack: StackId
+        size: u64, weight: u64, address: u64, call: u64, id: u64, stack: StackId;
+        request: RequestId
     }
     /// The block of native allocation `id` was freed (by `free`, or by a
     /// `realloc` that moved or resized it); process-wide (timeline 0).
@@ -441,7 +442,8 @@ event_kinds! {
     /// [`NATIVE_RWLOCK_READ`] or [`NATIVE_RWLOCK_WRITE`]; `weight` is the
     /// blocked time, in ns, the sample stands for.
     NativeLock = 50, "native_lock" {
-        duration_ns: u64, weight: u64, address: u64, lock: u64, stack: StackId
+        duration_ns: u64, weight: u64, address: u64, lock: u64, stack: StackId;
+        request: RequestId
     }
 }
 
@@ -554,7 +556,9 @@ impl EventKind {
             EventKind::MonitorBlocked { request, .. }
             | EventKind::MonitorWait { request, .. }
             | EventKind::Park { request, .. }
-            | EventKind::Alloc { request, .. } => request,
+            | EventKind::Alloc { request, .. }
+            | EventKind::NativeAlloc { request, .. }
+            | EventKind::NativeLock { request, .. } => request,
             _ => RequestId::NONE,
         }
     }
@@ -637,8 +641,14 @@ mod tests {
             address: 0x1000,
             lock: NATIVE_MUTEX,
             stack: StackId(3),
+            request: RequestId(4),
         };
         assert_eq!((lock.name(), lock.tag()), ("native_lock", 50));
+        assert_eq!(
+            lock.request(),
+            RequestId(4),
+            "native waits carry their request"
+        );
         assert!(is_event(46) && is_event(47) && is_event(50));
         assert!(!is_event(48) && !is_event(49), "remote calls are no events");
         let gc = EventKind::gc_pause(5);

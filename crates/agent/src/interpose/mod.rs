@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::{Duration, Instant};
 
-use jscope_format::{EventKind, JvmEvent, StackId, ThreadId};
+use jscope_format::{EventKind, JvmEvent, RequestId, StackId, ThreadId};
 
 use crate::engine::{Drained, Engine, StartContext, StartError, StopContext};
 use crate::frames::CallFrame;
@@ -83,6 +83,8 @@ pub(crate) struct NativeSample {
     /// The allocating function, or the lock function.
     call: u64,
     id: u64,
+    /// The request the thread was serving (0: none).
+    request: u32,
 }
 
 impl RingHeader for NativeSample {
@@ -313,6 +315,7 @@ impl Shared {
             address: address as u64,
             call,
             id,
+            request: crate::remote::requests().current(walked.tid),
         });
         self.wake_writer_now_and_then(n);
     }
@@ -347,6 +350,7 @@ impl Shared {
             address: address as u64,
             call: lock,
             id: 0,
+            request: crate::remote::requests().current(walked.tid),
         });
         self.wake_writer_now_and_then(self.counters[LOCK_SAMPLES].fetch_add(1, Ordering::Relaxed));
     }
@@ -575,6 +579,7 @@ impl InterposeEngine {
                 call: h.call,
                 id: h.id,
                 stack,
+                request: RequestId(u64::from(h.request)),
             },
             _ => EventKind::NativeLock {
                 duration_ns: h.amount,
@@ -582,6 +587,7 @@ impl InterposeEngine {
                 address: h.address,
                 lock: h.call,
                 stack,
+                request: RequestId(u64::from(h.request)),
             },
         };
         sink.chunk

@@ -40,9 +40,17 @@ public class Served {
     /** Held by a thread serving no request, so that requests block on it. */
     static final Object LOCK = new Object();
 
-    /** 2 MB in 32 KB arrays: several allocation samples at a 256 KB interval. */
+    /**
+     * 2 MB in 32 KB arrays: several allocation samples at a 256 KB interval; and
+     * a deflater, whose zlib state is some 256 KB of native memory.
+     */
     static void allocate() {
         for (int i = 0; i < 64; i++) kept = new byte[32 * 1024];
+        java.util.zip.Deflater d = new java.util.zip.Deflater();
+        d.setInput(new byte[1]);
+        d.finish();
+        d.deflate(new byte[64]);
+        d.end();
     }
 
     /** Blocks on LOCK (its holder lets go every few ms), then holds it briefly. */

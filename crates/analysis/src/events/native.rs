@@ -85,6 +85,7 @@ pub fn native_allocations<'r>(
                 call,
                 id,
                 stack,
+                ..
             } => Some(NativeAllocation {
                 event: e,
                 size,
@@ -344,6 +345,7 @@ pub fn native_lock_rows(rec: &Recording, filter: &EventFilter) -> Vec<NativeLock
             address,
             lock,
             stack,
+            ..
         } = e.kind
         else {
             continue;

@@ -1181,6 +1181,7 @@ fn native_memory() -> Recording {
                 call,
                 id,
                 stack: StackId(stack),
+                request: jscope_format::RequestId::NONE,
             },
         ));
         id
@@ -1222,6 +1223,7 @@ fn native_memory() -> Recording {
             call: NATIVE_MALLOC,
             id: 0,
             stack: StackId(103),
+            request: jscope_format::RequestId::NONE,
         },
     ));
     b.build_with(100, &[("nativemem.interval", "0")])
@@ -1338,6 +1340,7 @@ fn native_lock_waits_are_listed_by_lock_beside_monitors() {
                 address: 0x7f00_0040,
                 lock: NATIVE_MUTEX,
                 stack: StackId(100),
+                request: jscope_format::RequestId::NONE,
             },
         ));
     }
@@ -1387,6 +1390,7 @@ fn merged_jvms_repeat_native_sample_ids_and_each_free_stays_its_own_jvms() {
             call: NATIVE_MALLOC,
             id: 1,
             stack: StackId(100),
+            request: jscope_format::RequestId::NONE,
         },
     ));
     b.w.event(&JvmEvent::global(
