@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The stack walker, side by side with async-profiler and JDK Flight Recorder.
 
-  python3 benches/walker.py [--rounds N] [--java JAVA] [--async-profiler LIB] [--only A,B]
+  python3 benches/walker.py [--rounds N] [--java JAVA] [--async-profiler LIB] [--only A,B] [--programs javac,xalan,h2]
 
 Sections (all by default; --only picks some):
   unknown   the walker fixture's hot loops (crates/agent/tests/walker_fixtures) at
@@ -190,8 +190,8 @@ def workloads(classes):
     }
 
 
-def section_overhead(java, classes, ap, rounds):
-    progs = workloads(classes)
+def section_overhead(java, classes, ap, rounds, programs):
+    progs = {p: args for p, args in workloads(classes).items() if p in programs}
     configs = {"none": lambda p: []}
     for cstack in ("vm", "vmx", "asgct"):
         configs[f"jscope {cstack}"] = (lambda c: lambda p: [
@@ -257,6 +257,7 @@ def main():
     ap.add_argument("--java", default="java")
     ap.add_argument("--async-profiler", default=os.environ.get("ASYNC_PROFILER"))
     ap.add_argument("--only", default="unknown,walk,overhead")
+    ap.add_argument("--programs", default="javac,xalan,h2", help="of the overhead section")
     a = ap.parse_args()
     classes = build()
     only = a.only.split(",")
@@ -265,7 +266,7 @@ def main():
     if "walk" in only:
         section_walk(a.java, classes)
     if "overhead" in only:
-        section_overhead(a.java, classes, a.async_profiler, a.rounds)
+        section_overhead(a.java, classes, a.async_profiler, a.rounds, a.programs.split(","))
 
 
 if __name__ == "__main__":
