@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The stack walker, side by side with async-profiler and JDK Flight Recorder.
 
-  python3 benches/walker.py [--rounds N] [--java JAVA] [--async-profiler LIB] [--only A,B] [--programs javac,xalan,h2]
+  python3 benches/walker.py [--rounds N] [--java JAVA] [--async-profiler LIB] [--only A,B]
+      [--programs javac,xalan,h2] [--cstacks vm,vmx,asgct] [--no-jfr]
 
 Sections (all by default; --only picks some):
   unknown   the walker fixture's hot loops (crates/agent/tests/walker_fixtures) at
@@ -190,16 +191,17 @@ def workloads(classes):
     }
 
 
-def section_overhead(java, classes, ap, rounds, programs):
+def section_overhead(java, classes, ap, rounds, programs, cstacks=("vm", "vmx", "asgct"), jfr=True):
     progs = {p: args for p, args in workloads(classes).items() if p in programs}
     configs = {"none": lambda p: []}
-    for cstack in ("vm", "vmx", "asgct"):
+    for cstack in cstacks:
         configs[f"jscope {cstack}"] = (lambda c: lambda p: [
             f"-agentpath:{AGENT}=mode=cpu,interval=10ms,cstack={c},quiet,file={OUT}/{p}-{c}.jsc"])(cstack)
     if ap:
         configs["async-profiler"] = lambda p: [
             f"-agentpath:{ap}=start,event=cpu,interval=10ms,threads,collapsed,file={OUT}/{p}-ap.collapsed"]
-    configs["JFR"] = lambda p: [f"-XX:StartFlightRecording=settings={ROOT}/benches/jfr/jfr-cpu.jfc,filename={OUT}/{p}.jfr"]
+    if jfr:
+        configs["JFR"] = lambda p: [f"-XX:StartFlightRecording=settings={ROOT}/benches/jfr/jfr-cpu.jfc,filename={OUT}/{p}.jfr"]
     print(f"\n### Overhead on real programs at 100 Hz, {java_version(java)}, {rounds} interleaved rounds\n")
     print("| program | profiler | CPU time ratio, median (range) | samples naming no code | coverage |")
     print("|---|---|---|---|---|")
@@ -258,6 +260,8 @@ def main():
     ap.add_argument("--async-profiler", default=os.environ.get("ASYNC_PROFILER"))
     ap.add_argument("--only", default="unknown,walk,overhead")
     ap.add_argument("--programs", default="javac,xalan,h2", help="of the overhead section")
+    ap.add_argument("--cstacks", default="vm,vmx,asgct", help="jscope's walkers in the overhead section")
+    ap.add_argument("--no-jfr", action="store_true", help="leave JFR out of the overhead section")
     a = ap.parse_args()
     classes = build()
     only = a.only.split(",")
@@ -266,7 +270,8 @@ def main():
     if "walk" in only:
         section_walk(a.java, classes)
     if "overhead" in only:
-        section_overhead(a.java, classes, a.async_profiler, a.rounds, a.programs.split(","))
+        section_overhead(a.java, classes, a.async_profiler, a.rounds, a.programs.split(","),
+                         a.cstacks.split(","), not a.no_jfr)
 
 
 if __name__ == "__main__":
