@@ -13,7 +13,7 @@
 //! nothing changes.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{compiler_fence, AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use super::probe::{self, Local};
@@ -222,8 +222,20 @@ fn transition(
         let id = identify(jvmti, Jni(env), vthread, tid);
         // Kept whether or not anything records now: a recording that starts
         // while this virtual thread runs finds it mounted.
-        set_mounted(tid, if mounts { id } else { 0 });
-        crate::remote::requests().mounted(tid, if mounts { id } else { 0 });
+        // The carrier's request slot follows its mount slot in the order that
+        // never shows the carrier (mount slot 0) with the virtual thread's
+        // request to a signal between the two stores: set the mount first,
+        // clear the request first.
+        let requests = crate::remote::requests();
+        if mounts {
+            set_mounted(tid, id);
+            compiler_fence(Ordering::SeqCst);
+            requests.mounted(tid, id);
+        } else {
+            requests.mounted(tid, 0);
+            compiler_fence(Ordering::SeqCst);
+            set_mounted(tid, 0);
+        }
         let mounted = (mounts && id != 0).then_some((id, vthread));
         update_mounted_ref(Jni(env), tid, mounted);
         if mounts {
