@@ -721,17 +721,18 @@ fn demangle_inner(name: &str) -> Option<String> {
     sym.demangle(&options).ok()
 }
 
-/// `_ZN...17h<16 hex>E`: the hash rustc's legacy mangling ends a path with.
+/// `_ZN...17h<16 hex>E`: the hash rustc's legacy mangling ends a path with,
+/// then the end or a `.suffix` (`.llvm.123`); a segment may hold a dot of its
+/// own (`vtable.shim`).
 fn is_rust_legacy(name: &str) -> bool {
-    let name = name.split('.').next().unwrap_or(name);
-    let Some(body) = name.strip_suffix('E') else {
-        return false;
-    };
-    body.len() > 20
-        && body[body.len() - 19..].starts_with("17h")
-        && body[body.len() - 16..]
-            .bytes()
-            .all(|c| c.is_ascii_hexdigit())
+    let b = name.as_bytes();
+    name.match_indices("17h").any(|(i, _)| {
+        let (hash, rest) = (i + 3, i + 19);
+        b.get(hash..rest)
+            .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+            && b.get(rest) == Some(&b'E')
+            && matches!(b.get(rest + 1), None | Some(b'.'))
+    })
 }
 
 /// How many objects the dynamic loader has loaded and unloaded so far.
@@ -1041,6 +1042,15 @@ mod tests {
         assert_eq!(demangle("getpid"), "getpid");
         assert_eq!(demangle("_Z"), "_Z");
         assert_eq!(demangle("_ZN3foo3barEv.cold"), "foo::bar");
+        // A dot inside a segment, and a suffix after the hash.
+        assert_eq!(
+            demangle("_ZN4core3ops8function6FnOnce40call_once$u7b$$u7b$vtable.shim$u7d$$u7d$17h4563ed109a5d8d41E"),
+            "core::ops::function::FnOnce::call_once{{vtable.shim}}"
+        );
+        assert_eq!(
+            demangle("_ZN3std2rt10lang_start17h0123456789abcdefE.llvm.42"),
+            "std::rt::lang_start"
+        );
     }
 
     #[test]
