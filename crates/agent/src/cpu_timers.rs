@@ -174,14 +174,19 @@ impl CpuEngine {
 }
 
 impl Engine for CpuEngine {
-    /// Arms every thread of the process, the agent's own included; unless all
-    /// threads are sampled, threads that turn out not to be Java threads are
-    /// disarmed by the signal engine's drain.
+    /// Arms every thread of the process (the agent's own too with mixed
+    /// stacks); unless all threads are sampled, threads that turn out not to
+    /// be Java threads are disarmed by the signal engine's drain.
     fn start(&self, ctx: &StartContext<'_>) -> Result<(), StartError> {
         if let Some(timers) = &self.timers {
             crate::native::walk::refresh_code_ranges();
             let mut tids = process_tids();
-            ctx.table.retain_cpu_sampled(&mut tids);
+            // With mixed stacks the agent's own threads too; with Java
+            // stacks only, they have none to give.
+            match self.all_threads {
+                true => ctx.table.retain_cpu_sampled(&mut tids),
+                false => ctx.table.retain_sampleable(&mut tids),
+            }
             for tid in tids {
                 let _ = timers.arm(tid);
             }

@@ -133,6 +133,9 @@ pub struct Hooks {
     fields: ThreadFields,
     table: Arc<ThreadTable>,
     timers: Option<Arc<CpuTimers>>,
+    /// Every thread is sampled (mixed stacks), the agent's own too; with Java
+    /// stacks only (`cstack=no`) they are not, having no Java frame.
+    all_threads: bool,
 }
 
 impl Hooks {
@@ -140,11 +143,13 @@ impl Hooks {
     pub fn thread_started(&self, jni: Jni, thread: sys::jthread) {
         let tid = gettid();
         // The agent's own threads are not described (they are named by their
-        // Linux name), but their CPU time is sampled.
-        if !self.table.is_agent(tid) {
-            if let Some((java_id, info)) = describe(self.jvmti, jni, self.fields, thread) {
-                self.table.see(java_id, info, Some(tid));
+        // Linux name), but with mixed stacks their CPU time is sampled.
+        if self.table.is_agent(tid) {
+            if !self.all_threads {
+                return;
             }
+        } else if let Some((java_id, info)) = describe(self.jvmti, jni, self.fields, thread) {
+            self.table.see(java_id, info, Some(tid));
         }
         if let Some(timers) = &self.timers {
             let _ = timers.arm(tid);
@@ -263,6 +268,7 @@ impl Recorder {
             fields,
             table: table.clone(),
             timers: timers.clone(),
+            all_threads: options.cstack.mixed(),
         };
         let engines = engines(&options, hooks, install_hooks, timers, hotspot);
         let mut recorder = Recorder {
