@@ -217,7 +217,9 @@ fn every_hot_loop_names_its_code_on_every_jdk() {
             "Hot",
             &["700", "all"],
         );
-        assert!(stdout.starts_with("done "), "{stdout}");
+        // A line of its own: -Xcheck:jni may warn on stdout first (a JVM started
+        // with SIGHUP ignored, under nohup, finds its handler replaced).
+        assert!(stdout.lines().any(|l| l.starts_with("done ")), "{stdout}");
         assert_eq!(header(&rec, "stack_walker"), "vm", "JDK {}", java.major);
         let threads = by_thread(&rec);
         // Every loop's samples hold its chain (Hot.loopNAME under Hot.run),
@@ -485,7 +487,10 @@ fn a_virtual_threads_stack_ends_at_its_continuation() {
             "VirtualSpin",
             &["1500"],
         );
-        assert!(stdout.starts_with("virtual "), "{stdout}");
+        assert!(
+            stdout.lines().any(|l| l.starts_with("virtual ")),
+            "{stdout}"
+        );
         // A compiler thread compiling spin names it as its task's frame: its
         // samples are not the virtual thread's.
         // (Its name, read from the kernel's 15 bytes, is cut: "C2 CompilerThre".)
