@@ -240,6 +240,18 @@ impl ClickHouse {
     /// Starts the server (again) on the same ports and data, and waits until it answers.
     pub fn restart(&mut self) {
         self.stop();
+        if let Launch::Server(_) = &self.launch {
+            // A replica killed mid-insert can hold a part it wrote but never
+            // registered in ZooKeeper (the insert was not acknowledged, so the
+            // writer sent it again elsewhere). Past a share of such parts the
+            // server refuses to start until told to restore from its replicas,
+            // as an operator tells it after a crash: the flag file does that
+            // (unregistered parts are detached, the rest fetched), and the
+            // server removes it once started.
+            let flags = self.dir.join("data").join("flags");
+            let _ = std::fs::create_dir_all(&flags);
+            let _ = std::fs::write(flags.join("force_restore_data"), b"");
+        }
         let log = std::fs::File::create(self.dir.join("stdout.log")).expect("server log");
         let mut cmd = match &self.launch {
             Launch::Server(binary) => {
