@@ -20,7 +20,6 @@
 //! carrier thread's own idle parks are recorded like any platform thread's.
 
 use std::collections::HashMap;
-use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -31,6 +30,7 @@ use super::queue::RawKind;
 use super::{on, Kinds};
 use crate::clock;
 use crate::jvm::breakpoints::{self, Handler, Hit};
+use crate::jvm::locals::Args;
 use crate::jvm::{Jni, Jvmti, JvmtiError, Vm};
 use crate::sys;
 
@@ -420,7 +420,7 @@ fn on_park_breakpoint(hit: &Hit) {
             hit.thread,
             site,
             (since, now, None),
-            || timeout_arg(hit.jvmti, hit.jni, site),
+            || timeout_arg(hit, site),
         );
     }
 }
@@ -437,7 +437,7 @@ fn virtual_park(hit: &Hit, (index, site): (usize, &Site), now: u64) {
         let park = VirtualPark {
             since: now,
             site: index,
-            timeout_arg: timeout_arg(hit.jvmti, hit.jni, site),
+            timeout_arg: timeout_arg(hit, site),
             request: callbacks::current_request(),
         };
         virtual_parks()
@@ -480,19 +480,13 @@ fn end_virtual_park(jvmti: Jvmti, jni: Jni, vthread: sys::jthread, id: i64, now:
     }
 }
 
-/// The park method's timeout argument (0 without one), read in its frame:
-/// by the thread walking its own stack, else through JVMTI (whose local
-/// reads are safepoints on JDK 17).
-fn timeout_arg(jvmti: Jvmti, jni: Jni, site: &Site) -> i64 {
+/// The park method's timeout argument (0 without one), read in its frame
+/// as the remote breakpoints read theirs ([`Args`]: the thread walking its
+/// own stack, no safepoint).
+fn timeout_arg(hit: &Hit, site: &Site) -> i64 {
     match site.timeout {
         Timeout::None => 0,
-        Timeout::Nanos(slot) | Timeout::Until(slot) => {
-            let live = crate::jvm::locals::shared(jni)
-                .and_then(|l| l.walk(jni))
-                .and_then(|w| w.frame(0).and_then(|f| f.long(slot)));
-            live.or_else(|| jvmti.local_long(null_mut(), 0, slot))
-                .unwrap_or(0)
-        }
+        Timeout::Nanos(slot) | Timeout::Until(slot) => Args::of(hit, 0).long(slot).unwrap_or(0),
     }
 }
 

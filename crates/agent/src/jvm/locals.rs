@@ -8,7 +8,9 @@
 //! `Object[]`: references as themselves, primitives boxed in a `PrimitiveSlot`.
 //! [`LiveLocals`] holds that walker and a `Function` that takes the first
 //! [`DEPTHS`] frames of the walk (`s -> s.limit(DEPTHS).toArray()`, built from
-//! method handles once); a breakpoint handler calls it over JNI. The walk starts
+//! method handles once); a breakpoint handler calls it over JNI, through
+//! [`Args`], which every breakpoint handler (remote calls, parks) reads its
+//! frame's arguments with. The walk starts
 //! at the method that hit the breakpoint: the frames below `StackWalker.walk`
 //! are the JNI call's, which no walk shows.
 //!
@@ -19,6 +21,7 @@
 
 use std::ptr::null_mut;
 
+use super::breakpoints::Hit;
 use super::{GlobalRef, Jni};
 use crate::sys;
 
@@ -274,5 +277,72 @@ impl Locals<'_> {
 impl Drop for Locals<'_> {
     fn drop(&mut self) {
         self.env.delete_local(self.slots);
+    }
+}
+
+/// The arguments (local slots) of the frame at `depth` (0: the frame that hit
+/// the breakpoint, 1: its caller) of the hit's thread. Read by the thread
+/// walking its own stack (`jvm::locals`): JVMTI's own reads stop every thread
+/// at a safepoint on JDK 17, several per request. A JVM without the live stack
+/// walker is read through JVMTI.
+pub struct Args<'a> {
+    hit: &'a Hit,
+    depth: i32,
+    walk: Option<Walk<'a>>,
+}
+
+impl<'a> Args<'a> {
+    pub fn of(hit: &'a Hit, depth: i32) -> Self {
+        let walk = shared(hit.jni).and_then(|l| l.walk(hit.jni));
+        Self { hit, depth, walk }
+    }
+
+    /// A reference argument, as a local reference (null when it cannot be read).
+    pub fn object(&self, slot: i32) -> sys::jobject {
+        self.object_at(self.depth, slot)
+    }
+
+    /// A reference argument of the frame at `depth` (below [`DEPTHS`]).
+    pub fn object_at(&self, depth: i32, slot: i32) -> sys::jobject {
+        match &self.walk {
+            Some(w) => w.frame(depth).map_or(null_mut(), |l| l.object(slot)),
+            None => self.hit.jvmti.local_object(self.hit.thread, depth, slot),
+        }
+    }
+
+    fn locals(&self) -> Option<Option<Locals<'_>>> {
+        self.walk.as_ref().map(|w| w.frame(self.depth))
+    }
+
+    pub fn int(&self, slot: i32) -> Option<i32> {
+        match self.locals() {
+            Some(l) => l?.int(slot),
+            None => self.hit.jvmti.local_int(self.hit.thread, self.depth, slot),
+        }
+    }
+
+    /// A `long` argument in slots `slot` and `slot + 1`.
+    pub fn long(&self, slot: i32) -> Option<i64> {
+        match self.locals() {
+            Some(l) => l?.long(slot),
+            None => self.hit.jvmti.local_long(self.hit.thread, self.depth, slot),
+        }
+    }
+
+    /// `this` of the innermost caller (below the frame read) that is an
+    /// instance of `class`, among the frames one walk holds; null when none
+    /// or when the frames are read through JVMTI (a safepoint per frame).
+    pub fn caller_this(&self, class: sys::jclass) -> sys::jobject {
+        if self.walk.is_none() {
+            return null_mut();
+        }
+        for depth in self.depth + 1..DEPTHS {
+            let o = self.object_at(depth, 0);
+            if self.hit.jni.is_instance_of(o, class) {
+                return o;
+            }
+            self.hit.jni.delete_local(o);
+        }
+        null_mut()
     }
 }
