@@ -62,6 +62,9 @@ pub(crate) struct StartContext<'a> {
     pub jni: Jni,
     pub fields: ThreadFields,
     pub table: &'a std::sync::Arc<ThreadTable>,
+    /// How a signal handler or a native hook finds its thread's JNIEnv,
+    /// found once for the recording's engines.
+    pub env: crate::jvm::current::EnvOf,
 }
 
 /// How a recording stops.

@@ -287,6 +287,7 @@ impl Recorder {
             jni,
             fields,
             table: &table,
+            env: crate::jvm::current::EnvOf::find(vm, jvmti, jni),
         };
         let writer = WriterConfig {
             vm,

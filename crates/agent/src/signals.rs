@@ -698,7 +698,7 @@ impl Engine for SignalEngine {
         let walker = self.walker.lock().unwrap_or_else(|e| e.into_inner()).take();
         let hotspot = walker.as_ref().map(|w| w.hotspot.clone());
         let shared = SignalShared::new(
-            crate::jvm::current::EnvOf::find(ctx.vm, ctx.jvmti, ctx.jni),
+            ctx.env,
             asgct,
             walker,
             ring,

@@ -793,7 +793,7 @@ impl InterposeEngine {
             next_id: AtomicU64::new(1),
             in_flight: AtomicUsize::new(0),
             walker: StackWalker {
-                env: crate::jvm::current::EnvOf::find(ctx.vm, ctx.jvmti, ctx.jni),
+                env: ctx.env,
                 hotspot,
                 asgct: crate::jvm::asgct::Asgct::find(),
                 interleave: self.interleave,
