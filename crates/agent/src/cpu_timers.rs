@@ -183,10 +183,7 @@ impl Engine for CpuEngine {
             let mut tids = process_tids();
             // With mixed stacks the agent's own threads too; with Java
             // stacks only, they have none to give.
-            match self.all_threads {
-                true => ctx.table.retain_cpu_sampled(&mut tids),
-                false => ctx.table.retain_sampleable(&mut tids),
-            }
+            ctx.table.retain_sampleable(&mut tids, self.all_threads);
             for tid in tids {
                 let _ = timers.arm(tid);
             }

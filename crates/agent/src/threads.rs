@@ -192,17 +192,11 @@ impl ThreadTable {
         inner.agent.contains(&tid) || inner.not_java.contains(&tid)
     }
 
-    /// Drops excluded threads from `tids` under one lock.
-    pub fn retain_sampleable(&self, tids: &mut Vec<u32>) {
+    /// Drops known non-Java threads from `tids`, and the agent's own unless
+    /// `agent` (their CPU time is sampled with mixed stacks), under one lock.
+    pub fn retain_sampleable(&self, tids: &mut Vec<u32>, agent: bool) {
         let inner = self.lock();
-        tids.retain(|t| !inner.agent.contains(t) && !inner.not_java.contains(t));
-    }
-
-    /// Drops known non-Java threads from `tids` under one lock (the agent's
-    /// own stay: their CPU time is sampled).
-    pub fn retain_cpu_sampled(&self, tids: &mut Vec<u32>) {
-        let inner = self.lock();
-        tids.retain(|t| !inner.not_java.contains(t));
+        tids.retain(|t| (agent || !inner.agent.contains(t)) && !inner.not_java.contains(t));
     }
 
     /// Marks a Java thread id as one of the agent's own threads.

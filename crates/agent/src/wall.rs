@@ -146,7 +146,7 @@ impl WallSampler {
                 refs.refresh(self.jvmti, jni, self.fields);
                 listed_at = Some(Instant::now());
             }
-            self.table.retain_sampleable(&mut tids);
+            self.table.retain_sampleable(&mut tids, false);
             let weight = sample_weight(self.interval, tids.len(), self.budget);
             self.shared.wall_weight_ns.store(weight, Ordering::Relaxed);
             for tid in robin.next(&tids, self.budget) {
