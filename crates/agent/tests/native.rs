@@ -109,6 +109,11 @@ fn labels(rec: &Recording, stack: StackId) -> Vec<String> {
         .collect()
 }
 
+/// Whether `stack` holds a frame labelled `label`.
+fn has_frame(rec: &Recording, stack: StackId, label: &str) -> bool {
+    labels(rec, stack).iter().any(|l| l == label)
+}
+
 /// Thread name -> cpu samples.
 fn samples_by_thread(rec: &Recording) -> BTreeMap<String, usize> {
     let mut by = BTreeMap::new();
@@ -184,11 +189,7 @@ fn cpu_mode_accounts_for_the_process_with_native_frames_and_vm_threads() {
             .samples
             .iter()
             .map(|s| s.stack)
-            .filter(|st| {
-                labels(&rec, *st)
-                    .iter()
-                    .any(|l| l == "jscope_spin_burn [libspin.so]")
-            })
+            .filter(|&st| has_frame(&rec, st, "jscope_spin_burn [libspin.so]"))
             .collect();
         assert!(
             !native_stacks.is_empty(),
@@ -276,11 +277,7 @@ fn native_threads_sampled_inside_malloc_do_not_hang_the_jvm() {
             .samples
             .iter()
             .filter(|s| s.mode == SampleMode::Cpu)
-            .filter(|s| {
-                labels(&rec, s.stack)
-                    .iter()
-                    .any(|l| l == "jscope_malloc_loop [libspin.so]")
-            })
+            .filter(|s| has_frame(&rec, s.stack, "jscope_malloc_loop [libspin.so]"))
             .count();
         // Each thread is armed when the scanner sees it (a few times a
         // second): well over a hundred of their 2,400 ms are sampled.
@@ -455,11 +452,7 @@ fn context_switch_sampling_shows_the_thread_blocking_on_io() {
         );
         let in_read = reader
             .iter()
-            .filter(|s| {
-                labels(&rec, s.stack)
-                    .iter()
-                    .any(|l| l == "BlockingIo.readAll")
-            })
+            .filter(|s| has_frame(&rec, s.stack, "BlockingIo.readAll"))
             .count();
         assert!(
             in_read * 10 >= reader.len() * 8,
