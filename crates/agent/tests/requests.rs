@@ -177,10 +177,10 @@ fn samples_and_events_carry_the_request_their_thread_served_and_only_while_it_di
     }
 }
 
-/// Allocations (Java and native), monitor blocks and parks: one naming a request is its
-/// thread's, inside the request's window; one of a thread inside the window of
-/// a request it served names it; a span's thread allocates after it ended and
-/// names none.
+/// Allocations (Java and native), monitor blocks and parks: one naming a
+/// request is its thread's, inside the request's window; one of a thread
+/// inside the window of a request it served names it; a span's thread
+/// allocates after it ended and names none.
 fn events_carry_their_request(
     rec: &Recording,
     windows: &HashMap<u64, (u64, u64)>,

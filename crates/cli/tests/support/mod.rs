@@ -56,14 +56,8 @@ pub fn collapsed_share(collapsed: &str, frame: &str) -> (u64, u64) {
 
 /// Runs `jscope ARGS`, asserts success and parses stdout as JSON.
 pub fn jscope_json(args: &[&str]) -> serde_json::Value {
-    let out = jscope(args);
-    assert!(
-        out.status.success(),
-        "jscope {args:?} failed: {}",
-        stderr(&out)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("jscope {args:?}: bad JSON ({e}): {}", stdout(&out)))
+    let out = jscope_ok(args);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("jscope {args:?}: bad JSON ({e}): {out}"))
 }
 
 /// The `samples` and per-method rows of `jscope report ... --format json`.
