@@ -15,7 +15,8 @@ import jdk.jfr.consumer.RecordingFile;
  * prints, for the event types named, how many events there are (`# TYPE N`) and
  * their stacks collapsed (`root;...;leaf N`, events without frames left out), each
  * frame labelled as jscope labels it: `pkg.Class.method` (a lambda's run-specific
- * address dropped), `symbol [library]` for native code, `symbol_[k]` for the kernel.
+ * address dropped), `symbol [library]` for native code (`symbol [vdso]` for the
+ * vDSO), `symbol_[k]` for the kernel.
  * Usage: JfrStacks FILE TYPE [TYPE...]
  */
 public class JfrStacks {
@@ -69,7 +70,12 @@ public class JfrStacks {
             if (cls.isEmpty()) {
                 return name;
             }
-            return cls.equals("[unknown]") ? cls : name + " [" + cls + "]";
+            if (cls.equals("[unknown]")) {
+                return cls;
+            }
+            // A library named in brackets (the kernel's `[vdso]`) keeps its own.
+            boolean bracketed = cls.startsWith("[") && cls.endsWith("]");
+            return bracketed ? name + " " + cls : name + " [" + cls + "]";
         }
         return cls.isEmpty() ? name : withoutLambdaAddress(cls + "." + name);
     }
