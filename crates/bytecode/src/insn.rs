@@ -11,6 +11,13 @@ pub mod op {
     pub const LDC: u8 = 0x12;
     pub const LDC_W: u8 = 0x13;
     pub const LDC2_W: u8 = 0x14;
+    pub const ILOAD: u8 = 0x15;
+    pub const LLOAD: u8 = 0x16;
+    pub const FLOAD: u8 = 0x17;
+    pub const DLOAD: u8 = 0x18;
+    pub const ALOAD: u8 = 0x19;
+    pub const AASTORE: u8 = 0x53;
+    pub const DUP: u8 = 0x59;
     pub const IINC: u8 = 0x84;
     pub const IFEQ: u8 = 0x99;
     pub const IF_ACMPNE: u8 = 0xa6;
@@ -24,6 +31,7 @@ pub mod op {
     pub const INVOKESPECIAL: u8 = 0xb7;
     pub const INVOKESTATIC: u8 = 0xb8;
     pub const NEW: u8 = 0xbb;
+    pub const ANEWARRAY: u8 = 0xbd;
     pub const ATHROW: u8 = 0xbf;
     pub const WIDE: u8 = 0xc4;
     pub const IFNULL: u8 = 0xc6;

@@ -405,6 +405,18 @@ impl<'a> MethodAnalysis<'a> {
         ins: &Insertions,
         catch_all: bool,
     ) -> Result<CodeAttribute, Reason> {
+        self.rewrite_with_stack(pool, ins, catch_all, 2)
+    }
+
+    /// As [`Self::rewrite`], with `min_stack` operand slots at least (what the
+    /// inserted entry code needs on an empty stack).
+    fn rewrite_with_stack(
+        &self,
+        pool: &mut ConstantPool,
+        ins: &Insertions,
+        catch_all: bool,
+        min_stack: u16,
+    ) -> Result<CodeAttribute, Reason> {
         let code_len = self.code.code.len() as u32;
         let layout = Layout::compute(self.insns, code_len, ins);
         let new_code = layout.emit(self.insns, &self.code.code, ins);
@@ -418,7 +430,7 @@ impl<'a> MethodAnalysis<'a> {
             .max_stack
             .checked_add(1)
             .ok_or(Reason::StackTooDeep)?
-            .max(2);
+            .max(min_stack);
         Ok(CodeAttribute {
             max_stack,
             max_locals: self.code.max_locals,
@@ -608,6 +620,180 @@ pub fn prepend_this_call(
     } else {
         None
     })
+}
+
+/// The descriptor of the entry probe [`call_with_arguments`] inserts: the
+/// site's id and the method's local slots at entry.
+pub const ARGUMENTS_PROBE_DESCRIPTOR: &str = "(I[Ljava/lang/Object;)V";
+
+/// Where [`call_with_arguments`] sends a chosen method's entry and returns:
+/// the internal name of a class with two static methods, `enter`
+/// ([`ARGUMENTS_PROBE_DESCRIPTOR`]) and `exit` ([`PROBE_DESCRIPTOR`]).
+pub struct ArgumentProbes<'a> {
+    pub class: &'a str,
+    pub enter: &'a str,
+    pub exit: &'a str,
+}
+
+/// What [`call_with_arguments`] made: the new class bytes and the (name,
+/// descriptor) of each method rewritten.
+pub type CallsInserted = (Vec<u8>, Vec<(String, String)>);
+
+/// A method [`call_with_arguments`] chose to rewrite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallSite {
+    /// Handed to both probes.
+    pub id: i32,
+    /// Whether the exit probe is called before each return too.
+    pub returns: bool,
+}
+
+/// Inserts, at the entry of each method `select(name, descriptor)` picks, a
+/// call to the entry probe with the site's id and an `Object[]` of the
+/// method's local slots as they are at entry: element `k` holds slot `k`'s
+/// value (primitives boxed: `Integer` for int, short, char, byte and boolean,
+/// `Long`, `Float`, `Double`, each in its first slot; the second slot of a long
+/// or double, and a constructor's uninitialised `this`, are null). When the site
+/// asks for returns, the exit probe gets its id before every return
+/// instruction (a method left by an exception calls nothing). Nothing else
+/// changes. Returns the new class bytes and the (name, descriptor) of each
+/// method rewritten; methods that cannot be rewritten safely are left out.
+/// None when no method changed.
+pub fn call_with_arguments(
+    class_bytes: &[u8],
+    select: impl Fn(&str, &str) -> Option<CallSite>,
+    probes: &ArgumentProbes,
+) -> Result<Option<CallsInserted>, ClassError> {
+    let mut class = ClassFile::parse(class_bytes)?;
+    let class_name = class.name()?;
+    let mut done = Vec::new();
+    for index in 0..class.methods.len() {
+        let name = class.pool.utf8(class.methods[index].name_index)?;
+        let descriptor = class.pool.utf8(class.methods[index].descriptor_index)?;
+        let Some(site) = select(&name, &descriptor) else {
+            continue;
+        };
+        let target = MethodTarget {
+            class: &class_name,
+            name: &name,
+            descriptor: &descriptor,
+            index,
+            id: 0,
+        };
+        if call_method(&mut class, &target, site, probes).is_ok() {
+            done.push((name, descriptor));
+        }
+    }
+    if done.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((class.to_bytes()?, done)))
+}
+
+fn call_method(
+    class: &mut ClassFile,
+    m: &MethodTarget,
+    site: CallSite,
+    probes: &ArgumentProbes,
+) -> Result<(), Reason> {
+    let code_at = code_attribute_index(class, m.index).ok_or(Reason::NoCode)?;
+    let code = CodeAttribute::parse(&class.methods[m.index].attributes[code_at].info)
+        .map_err(|_| Reason::MalformedCode)?;
+    let insns = decode(&code.code).map_err(|_| Reason::MalformedCode)?;
+    if insns.iter().any(|i| i.kind == Kind::Subroutine) {
+        return Err(Reason::Subroutines);
+    }
+    let analysis = MethodAnalysis::new(class, m, &code, &insns)?;
+    let pool = &mut class.pool;
+    let full = |_| Reason::ConstantPoolFull;
+    let id = push_int(site.id, pool)?;
+    let mut entry = id.clone();
+    entry.extend(push_int(
+        analysis.initial.iter().map(slots_of).sum::<i32>(),
+        pool,
+    )?);
+    let object = pool.add_class("java/lang/Object").map_err(full)?;
+    entry.push(op::ANEWARRAY);
+    entry.extend_from_slice(&object.to_be_bytes());
+    let mut slot = 0;
+    for t in &analysis.initial {
+        if let Some((load, boxing)) = load_and_box(t) {
+            entry.push(op::DUP);
+            entry.extend(push_int(slot, pool)?);
+            entry.extend(wide_load(load, slot));
+            if let Some((class, descriptor)) = boxing {
+                let valueof = pool
+                    .add_method_ref(class, "valueOf", descriptor)
+                    .map_err(full)?;
+                entry.push(op::INVOKESTATIC);
+                entry.extend_from_slice(&valueof.to_be_bytes());
+            }
+            entry.push(op::AASTORE);
+        }
+        slot += slots_of(t);
+    }
+    let call = |pool: &mut ConstantPool, name: &str, descriptor: &str| {
+        let method = pool
+            .add_method_ref(probes.class, name, descriptor)
+            .map_err(full)?;
+        let [hi, lo] = method.to_be_bytes();
+        Ok::<_, Reason>([op::INVOKESTATIC, hi, lo])
+    };
+    entry.extend(call(pool, probes.enter, ARGUMENTS_PROBE_DESCRIPTOR)?);
+    let mut exit = Vec::new();
+    if site.returns {
+        exit = id;
+        exit.extend(call(pool, probes.exit, PROBE_DESCRIPTOR)?);
+    }
+    let ins = Insertions {
+        entry: &entry,
+        before_return: &exit,
+        tail: &[],
+    };
+    // id, array, array, index, and a long or double: 6 slots.
+    let rewritten = analysis.rewrite_with_stack(pool, &ins, false, 6)?;
+    class.methods[m.index].attributes[code_at].info =
+        rewritten.to_bytes().map_err(|_| Reason::CodeTooLarge)?;
+    Ok(())
+}
+
+fn slots_of(t: &VType) -> i32 {
+    if t.is_wide() {
+        2
+    } else {
+        1
+    }
+}
+
+/// The load opcode of a local of type `t` and the `valueOf` (class,
+/// descriptor) that boxes it; None for what is not passed (an uninitialised
+/// `this`).
+fn load_and_box(t: &VType) -> Option<(u8, Option<(&'static str, &'static str)>)> {
+    Some(match t {
+        VType::Int => (
+            op::ILOAD,
+            Some(("java/lang/Integer", "(I)Ljava/lang/Integer;")),
+        ),
+        VType::Long => (op::LLOAD, Some(("java/lang/Long", "(J)Ljava/lang/Long;"))),
+        VType::Float => (op::FLOAD, Some(("java/lang/Float", "(F)Ljava/lang/Float;"))),
+        VType::Double => (
+            op::DLOAD,
+            Some(("java/lang/Double", "(D)Ljava/lang/Double;")),
+        ),
+        VType::Object(_) | VType::Null => (op::ALOAD, None),
+        VType::Top | VType::UninitThis | VType::Uninit(_) => return None,
+    })
+}
+
+/// `load slot`, with `wide` when the slot does not fit a byte.
+fn wide_load(load: u8, slot: i32) -> Vec<u8> {
+    match u8::try_from(slot) {
+        Ok(s) => vec![load, s],
+        Err(_) => {
+            let [hi, lo] = (slot as u16).to_be_bytes();
+            vec![op::WIDE, load, hi, lo]
+        }
+    }
 }
 
 fn decode_frames(

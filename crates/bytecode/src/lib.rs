@@ -5,6 +5,8 @@
 //! static `(I)V` probe methods at method entry, before every return and in a
 //! catch-all handler, relocating everything that holds a code offset. Methods it
 //! cannot rewrite safely are left unchanged and reported with a [`Reason`].
+//! [`call_with_arguments`] hands a chosen method's arguments to a probe at its
+//! entry (remote-call capture reads requests from them).
 //! Pure Rust: no JVM is needed to use it.
 
 mod bytes;
@@ -23,7 +25,8 @@ pub use class::{Attribute, ClassFile, Member};
 pub use code::{CodeAttribute, ExceptionEntry};
 pub use error::ClassError;
 pub use instrument::{
-    instrument, prepend_this_call, Instrumented, MethodOutcome, Outcome, Probes, Reason,
+    call_with_arguments, instrument, prepend_this_call, ArgumentProbes, CallSite, CallsInserted,
+    Instrumented, MethodOutcome, Outcome, Probes, Reason, ARGUMENTS_PROBE_DESCRIPTOR,
     PROBE_DESCRIPTOR,
 };
 pub use pool::{Constant, ConstantPool};

@@ -15,14 +15,25 @@ use super::entry::{guarded_in, BREAKPOINTS};
 use super::{Jni, Jvmti};
 use crate::sys;
 
-/// A breakpoint that fired, on the thread that hit it.
+/// A method's entry or return reached, on the thread that reached it: a
+/// breakpoint that fired, or a call the remote captures inserted into the
+/// method's code (`remote::calls`).
 #[derive(Clone, Copy)]
 pub struct Hit {
     pub jvmti: Jvmti,
     pub jni: Jni,
     pub thread: sys::jthread,
+    /// Null for an inserted call (its handler is known by its site).
     pub method: sys::jmethodID,
+    /// 0 at the method's entry.
     pub location: sys::jlocation,
+    /// An inserted call's `Object[]` of the method's local slots at its entry
+    /// (see `jscope_bytecode::call_with_arguments`); null at a return and for
+    /// breakpoints.
+    pub args: sys::jobject,
+    /// Reached through an inserted call: its native frame is the thread's top
+    /// frame, above the method's own.
+    pub inserted: bool,
 }
 
 /// What to run for a method's breakpoints.
@@ -79,6 +90,8 @@ unsafe extern "C" fn on_breakpoint(
                 thread,
                 method,
                 location,
+                args: std::ptr::null_mut(),
+                inserted: false,
             });
         }
     })
@@ -119,6 +132,8 @@ mod tests {
             thread: std::ptr::null_mut(),
             method,
             location: 0,
+            args: std::ptr::null_mut(),
+            inserted: false,
         });
         assert_eq!(CALLED.load(std::sync::atomic::Ordering::Relaxed), 1);
         assert!(handler_of(0x5eee_usize as sys::jmethodID).is_none());

@@ -26,7 +26,7 @@ use super::{GlobalRef, Jni};
 use crate::sys;
 
 /// How many frames a walk returns (the breakpoint's frame and its callers').
-pub const DEPTHS: i32 = 4;
+pub const DEPTHS: i32 = 3;
 
 /// The live stack walker and what a read of a frame's slots needs.
 pub struct LiveLocals {
@@ -107,9 +107,10 @@ impl LiveLocals {
         })
     }
 
-    /// The current thread's top [`DEPTHS`] frames (the first: the method that
-    /// hit the breakpoint being handled), walked once.
-    pub fn walk(&self, env: Jni) -> Option<Walk<'_>> {
+    /// The current thread's top [`DEPTHS`] frames, walked once; depth 0 is
+    /// the `top`th (0: the method that hit the breakpoint being handled; 1
+    /// when an inserted call's native frame is above it).
+    pub fn walk(&self, env: Jni, top: i32) -> Option<Walk<'_>> {
         let arg = sys::jvalue {
             l: self.first_frames.get(),
         };
@@ -119,6 +120,7 @@ impl LiveLocals {
             live: self,
             env,
             frames,
+            top,
         })
     }
 }
@@ -128,13 +130,15 @@ pub struct Walk<'a> {
     live: &'a LiveLocals,
     env: Jni,
     frames: sys::jobject,
+    /// The walk's index of depth 0.
+    top: i32,
 }
 
 impl Walk<'_> {
     /// The local slots of the frame at `depth` (0: the top one), if walked.
     pub fn frame(&self, depth: i32) -> Option<Locals<'_>> {
         let env = self.env;
-        let frame = env.array_element(self.frames, depth);
+        let frame = env.array_element(self.frames, depth + self.top);
         let get_locals = self.live.get_locals as sys::jmethodID;
         let slots = env.call_object_id(frame, get_locals, &[]);
         env.delete_local(frame);
@@ -281,10 +285,11 @@ impl Drop for Locals<'_> {
 }
 
 /// The arguments (local slots) of the frame at `depth` (0: the frame that hit
-/// the breakpoint, 1: its caller) of the hit's thread. Read by the thread
-/// walking its own stack (`jvm::locals`): JVMTI's own reads stop every thread
-/// at a safepoint on JDK 17, several per request. A JVM without the live stack
-/// walker is read through JVMTI.
+/// the breakpoint, 1: its caller) of the hit's thread. An inserted call hands
+/// its method's slots over itself (`Hit::args`, depth 0 only). Otherwise they are
+/// read by the thread walking its own stack (`jvm::locals`): JVMTI's own reads
+/// stop every thread at a safepoint on JDK 17, several per request. A JVM
+/// without the live stack walker is read through JVMTI.
 pub struct Args<'a> {
     hit: &'a Hit,
     depth: i32,
@@ -293,8 +298,19 @@ pub struct Args<'a> {
 
 impl<'a> Args<'a> {
     pub fn of(hit: &'a Hit, depth: i32) -> Self {
-        let walk = shared(hit.jni).and_then(|l| l.walk(hit.jni));
+        let walk = if hit.args.is_null() || depth != 0 {
+            let top = i32::from(hit.inserted);
+            shared(hit.jni).and_then(|l| l.walk(hit.jni, top))
+        } else {
+            None
+        };
         Self { hit, depth, walk }
+    }
+
+    /// The passed slot `slot` (None: the slots were not passed).
+    fn passed(&self, slot: i32) -> Option<sys::jobject> {
+        let passed = !self.hit.args.is_null() && self.depth == 0;
+        passed.then(|| self.hit.jni.array_element(self.hit.args, slot))
     }
 
     /// A reference argument, as a local reference (null when it cannot be read).
@@ -304,6 +320,11 @@ impl<'a> Args<'a> {
 
     /// A reference argument of the frame at `depth` (below [`DEPTHS`]).
     pub fn object_at(&self, depth: i32, slot: i32) -> sys::jobject {
+        if depth == self.depth {
+            if let Some(o) = self.passed(slot) {
+                return o;
+            }
+        }
         match &self.walk {
             Some(w) => w.frame(depth).map_or(null_mut(), |l| l.object(slot)),
             None => self.hit.jvmti.local_object(self.hit.thread, depth, slot),
@@ -314,7 +335,22 @@ impl<'a> Args<'a> {
         self.walk.as_ref().map(|w| w.frame(self.depth))
     }
 
+    /// A boxed passed slot's value, read by `getter` (None: not passed).
+    fn unboxed<T>(
+        &self,
+        slot: i32,
+        getter: impl Fn(sys::jobject) -> Option<T>,
+    ) -> Option<Option<T>> {
+        let o = self.passed(slot)?;
+        let v = getter(o);
+        self.hit.jni.delete_local(o);
+        Some(v)
+    }
+
     pub fn int(&self, slot: i32) -> Option<i32> {
+        if let Some(v) = self.unboxed(slot, |o| self.hit.jni.call_int(o, "intValue")) {
+            return v;
+        }
         match self.locals() {
             Some(l) => l?.int(slot),
             None => self.hit.jvmti.local_int(self.hit.thread, self.depth, slot),
@@ -323,26 +359,12 @@ impl<'a> Args<'a> {
 
     /// A `long` argument in slots `slot` and `slot + 1`.
     pub fn long(&self, slot: i32) -> Option<i64> {
+        if let Some(v) = self.unboxed(slot, |o| self.hit.jni.call_long(o, "longValue")) {
+            return v;
+        }
         match self.locals() {
             Some(l) => l?.long(slot),
             None => self.hit.jvmti.local_long(self.hit.thread, self.depth, slot),
         }
-    }
-
-    /// `this` of the innermost caller (below the frame read) that is an
-    /// instance of `class`, among the frames one walk holds; null when none
-    /// or when the frames are read through JVMTI (a safepoint per frame).
-    pub fn caller_this(&self, class: sys::jclass) -> sys::jobject {
-        if self.walk.is_none() {
-            return null_mut();
-        }
-        for depth in self.depth + 1..DEPTHS {
-            let o = self.object_at(depth, 0);
-            if self.hit.jni.is_instance_of(o, class) {
-                return o;
-            }
-            self.hit.jni.delete_local(o);
-        }
-        null_mut()
     }
 }

@@ -113,6 +113,8 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
     // Calls end at breakpoints on their methods' return instructions (no frame
     // pops: a thread waiting for one runs interpreted only).
     caps.set_can_get_bytecodes(1);
+    // HTTP methods get calls inserted as their classes load (`calls`).
+    caps.set_can_generate_all_class_hook_events(1);
     if jvmti.add_capabilities(&caps).is_err() {
         return Err(
             "the JVM refused the capabilities remote calls need (breakpoints, locals, bytecodes)"
@@ -121,11 +123,17 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
     }
     let mut cb = crate::jvm::no_callbacks();
     cb.ClassPrepare = Some(on_class_prepare);
+    cb.ClassFileLoadHook = Some(super::calls::on_class_file_load);
+    cb.VMInit = Some(on_vm_init);
     breakpoints::install(&mut cb);
     if jvmti.set_callbacks(&cb).is_err() {
         return Err("cannot set the remote-call callbacks".into());
     }
-    for event in [sys::JVMTI_EVENT_CLASS_PREPARE, sys::JVMTI_EVENT_BREAKPOINT] {
+    for event in [
+        sys::JVMTI_EVENT_CLASS_PREPARE,
+        sys::JVMTI_EVENT_BREAKPOINT,
+        sys::JVMTI_EVENT_VM_INIT,
+    ] {
         if jvmti.set_event(true, event).is_err() {
             return Err("cannot enable the remote-call events".into());
         }
@@ -133,6 +141,19 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
     // JVMTI grants breakpoints to one environment only: park events use this one.
     crate::events::park::share_env(jvmti);
     Ok(())
+}
+
+/// Inserted calls need the live phase (their probe class is defined then).
+unsafe extern "C" fn on_vm_init(
+    jvmti: *mut sys::jvmtiEnv,
+    jni: *mut sys::JNIEnv,
+    _thread: sys::jthread,
+) {
+    guarded_in(&BREAKPOINTS, "remote_vm_init", (), || {
+        if let Err(e) = super::calls::start(Jvmti(jvmti), Jni(jni)) {
+            crate::report(format!("{e}; HTTP calls are captured by breakpoints"));
+        }
+    })
 }
 
 unsafe extern "C" fn on_class_prepare(

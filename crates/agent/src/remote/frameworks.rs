@@ -41,7 +41,7 @@ use crate::sys;
 const STRING_ARG: &str = "(Ljava/lang/String;)Ljava/lang/String;";
 const ADDRESS: &str = "()Ljava/net/SocketAddress;";
 
-const TARGETS: [Target; 8] = [
+pub(super) const TARGETS: [Target; 8] = [
     Target::entry_and_returns(
         "Ljavax/servlet/http/HttpServlet;",
         "service",

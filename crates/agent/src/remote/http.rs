@@ -36,7 +36,15 @@ const EXCHANGE: &str = "Lsun/net/httpserver/ExchangeImpl;";
 
 /// The methods to break at. `parseHTTP` lost its `ProgressSource` parameter
 /// after JDK 17: one of the two exists.
-const TARGETS: [Target; 6] = [
+pub(super) const TARGETS: [Target; 7] = [
+    // The connection about to write its request (the next `writeRequests` of
+    // its `HttpClient`, on this thread, writes it).
+    Target::entry(
+        "Lsun/net/www/protocol/http/HttpURLConnection;",
+        "writeRequests",
+        "()V",
+        connection_writes,
+    ),
     Target::entry(
         HTTP_CLIENT,
         "writeRequests",
@@ -89,8 +97,10 @@ pub(super) struct Call {
 pub(super) struct ThreadState {
     /// The request written last on this thread, waiting for its response.
     client: Option<Call>,
-    /// The `HttpURLConnection` that wrote it (when found among the callers).
+    /// The `HttpURLConnection` that wrote it.
     connection: Option<GlobalRef>,
+    /// The `HttpURLConnection` whose request is about to be written.
+    writing: Option<GlobalRef>,
     /// The parseHTTP frame reading its response: a global reference to the
     /// response headers it fills (None when it could not be made), for the
     /// status at its return.
@@ -163,6 +173,16 @@ fn emit(server: bool, call: Call, end_ns: u64, thread: ThreadKey) {
     });
 }
 
+/// `HttpURLConnection.writeRequests()`: `this` (slot 0) is the connection
+/// the `HttpClient.writeRequests` it calls next writes for.
+fn connection_writes(hit: &Hit) {
+    let env = hit.jni;
+    let this = Args::of(hit, 0).object(0);
+    let connection = env.global_ref(this);
+    env.delete_local(this);
+    STATE.with(|s| s.borrow_mut().writing = connection);
+}
+
 /// `HttpClient.writeRequests(MessageHeader head, ...)`: `this` is slot 0, the
 /// headers slot 1. The headers are printed to the socket right after this.
 fn client_writes(hit: &Hit) {
@@ -180,14 +200,10 @@ fn client_writes(hit: &Hit) {
         return;
     };
     let head = args.object(1);
-    // The connection writing (a caller's `this`), whose `responses` parseHTTP
-    // fills: its status is read there with no frame read of its own.
-    let class = env.find_class("sun/net/www/protocol/http/HttpURLConnection");
-    let conn = args.caller_this(class);
-    env.delete_local(class);
-    let connection = env.global_ref(conn);
-    env.delete_local(conn);
     drop(args);
+    // The connection writing, whose `responses` parseHTTP fills: its status is
+    // read there with no frame read of its own.
+    let connection = STATE.with(|s| s.borrow_mut().writing.take());
     let traceparent = ensure_traceparent(env, head);
     let method = request_method(env, head);
     env.delete_local(head);

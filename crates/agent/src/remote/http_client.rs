@@ -33,7 +33,7 @@ const RESPONSE: &str = "Ljdk/internal/net/http/Response;";
 /// `AccessControlContext` parameter with the Security Manager (JDK 24); the
 /// request is slot 2 in both. `Response`'s six-argument constructor delegates
 /// to the seven-argument one, so breaking there sees every response once.
-const TARGETS: [Target; 3] = [
+pub(super) const TARGETS: [Target; 3] = [
     Target::entry(
         MULTI_EXCHANGE,
         "<init>",

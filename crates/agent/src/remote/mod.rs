@@ -25,10 +25,15 @@
 //! `java.net.http.HttpClient` requests (`send` and `sendAsync`) get one too
 //! (`http_client`).
 //!
+//! The HTTP methods get calls inserted into their code as their classes load,
+//! not breakpoints (`calls`: a breakpoint and the frame read behind it cost
+//! far more per request).
+//!
 //! Frameworks (`frameworks`): servlets (Jetty, Tomcat: `javax` and `jakarta`)
 //! and Netty's HTTP handlers serve requests; OkHttp 3 and Apache HttpClient 5
 //! calls carry a `traceparent`, all recorded as the JDK's HTTP calls are.
 
+mod calls;
 mod capture;
 mod frameworks;
 mod http;
@@ -152,6 +157,11 @@ struct RemoteState {
     http_unreadable: AtomicU64,
     /// The requests threads serve (samples and events carry their ids).
     requests: requests::Requests,
+    /// Methods given inserted calls, as (class signature, name, descriptor):
+    /// they get no breakpoints (`calls`).
+    inserted: Mutex<Vec<(String, String, String)>>,
+    /// The environment the inserted calls' handlers run in, once they can run.
+    calls_env: std::sync::OnceLock<usize>,
 }
 
 type Endpoint = (String, u32);
@@ -165,6 +175,8 @@ static REMOTE: RemoteState = RemoteState {
     http_evicted: AtomicU64::new(0),
     http_unreadable: AtomicU64::new(0),
     requests: requests::Requests::new(),
+    inserted: Mutex::new(Vec::new()),
+    calls_env: std::sync::OnceLock::new(),
 };
 
 /// The requests this JVM's threads serve.

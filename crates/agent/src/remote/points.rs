@@ -83,7 +83,7 @@ pub(super) fn set_breakpoints(jvmti: Jvmti, sig: &str, class: sys::jclass, targe
     }
     for (m, name, desc) in jvmti.methods(class) {
         for t in targets.iter().filter(|t| t.class == sig) {
-            if name != t.name || desc != t.descriptor {
+            if name != t.name || desc != t.descriptor || inserted(sig, &name, &desc) {
                 continue;
             }
             let handler = Handler {
@@ -101,6 +101,14 @@ pub(super) fn set_breakpoints(jvmti: Jvmti, sig: &str, class: sys::jclass, targe
             }
         }
     }
+}
+
+/// Whether calls inserted into `sig.name desc` stand for its breakpoints
+/// (`calls`).
+fn inserted(sig: &str, name: &str, desc: &str) -> bool {
+    let list = REMOTE.inserted.lock().unwrap_or_else(|e| e.into_inner());
+    list.iter()
+        .any(|(s, n, d)| s == sig && n == name && d == desc)
 }
 
 /// The offsets of a method's return instructions (none at 0, its entry).
@@ -122,9 +130,10 @@ pub(super) struct At {
 }
 
 impl At {
-    /// None when the thread's stack cannot be read.
+    /// None when the thread's stack cannot be read. An inserted call's native
+    /// frame is not counted: depths are the method's own, as at a breakpoint.
     pub fn of(hit: &Hit) -> Option<Self> {
-        let depth = hit.jvmti.frame_count(hit.thread)?;
+        let depth = hit.jvmti.frame_count(hit.thread)? - i32::from(hit.inserted);
         Some(Self {
             depth,
             entry: hit.location == 0,

@@ -46,7 +46,7 @@ pub fn install(jvmti: Jvmti, jni: Jni, probes: &Probes) -> Result<sys::jclass, P
     }
     bind_natives(jni, class, probes)?;
     let global = jni.new_global(class);
-    read_from_all_modules(jvmti, jni, class);
+    crate::jvm::read_by_all_modules(jvmti, jni, class);
     jni.delete_local(class);
     Ok(global)
 }
@@ -75,24 +75,6 @@ fn bind_natives(jni: Jni, class: sys::jclass, probes: &Probes) -> Result<(), Pro
     } else {
         Err(ProbeClassError::Natives(probes.class.clone()))
     }
-}
-
-/// Modules defined later (application layers) are not covered; their classes
-/// fail with IllegalAccessError only if instrumented, which docs/AGENT.md notes.
-fn read_from_all_modules(jvmti: Jvmti, jni: Jni, class: sys::jclass) {
-    let target = jni.module_of(class);
-    if target.is_null() {
-        return; // JDK 8: no modules, nothing to open
-    }
-    let modules = jvmti.all_modules();
-    // GetAllModules hands back one local reference per module at once (68 on a
-    // full JDK 17), above the frame's 32 that -Xcheck:jni warns about.
-    jni.ensure_local_capacity(modules.len() + 64);
-    for module in modules {
-        jvmti.add_module_reads(module, target);
-        jni.delete_local(module);
-    }
-    jni.delete_local(target);
 }
 
 #[cfg(test)]

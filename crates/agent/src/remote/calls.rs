@@ -1,0 +1,203 @@
+//! Calls inserted into the HTTP captures' methods instead of breakpoints.
+//!
+//! A breakpoint costs its thread a trip through the interpreter and JVMTI, and
+//! reading the method's arguments there costs a walk of the thread's own stack
+//! that computes every walked interpreted frame's oop map (about 0.7 ms per
+//! request on the JDK's HTTP client, whose callers are large methods). So, for
+//! the methods of `http`, `http_client` and `frameworks`, the ClassFileLoadHook
+//! of the remote-call environment rewrites the method as its class loads: at
+//! its entry a call to `jscope/Remote.enter(site, slots)` with its local slots
+//! (`jscope_bytecode::call_with_arguments`), and before each of its returns,
+//! when the returns matter, `jscope/Remote.exit(site)`. Both natives run the
+//! site's handler as a breakpoint would (`Hit::inserted`), in the same
+//! environment. A method the rewriter refuses, or whose class loaded before the
+//! probe class existed (before VMInit), gets its breakpoints as before when its
+//! class is prepared. RMI keeps breakpoints: its client call reads its caller's
+//! frame.
+
+use std::ffi::{c_char, c_uchar, c_void};
+use std::ptr::null_mut;
+use std::sync::atomic::Ordering;
+
+use jscope_bytecode::{
+    call_with_arguments, ArgumentProbes, CallSite, ClassFile, ARGUMENTS_PROBE_DESCRIPTOR,
+    PROBE_DESCRIPTOR,
+};
+
+use super::points::Target;
+use super::REMOTE;
+use crate::jvm::breakpoints::Hit;
+use crate::jvm::entry::{guarded_in, BREAKPOINTS};
+use crate::jvm::{self, Jni, Jvmti};
+use crate::sys;
+
+/// The probe class, defined in the bootstrap loader at VMInit.
+const PROBE_CLASS: &str = "jscope/Remote";
+const PROBES: ArgumentProbes = ArgumentProbes {
+    class: PROBE_CLASS,
+    enter: "enter",
+    exit: "exit",
+};
+
+/// The sites: every HTTP target, numbered by group and place in its group.
+fn groups() -> [&'static [Target]; 3] {
+    [
+        &super::http::TARGETS,
+        &super::http_client::TARGETS,
+        &super::frameworks::TARGETS,
+    ]
+}
+
+const PER_GROUP: i32 = 64;
+
+fn target_of(site: i32) -> Option<&'static Target> {
+    let group = usize::try_from(site / PER_GROUP).ok()?;
+    let index = usize::try_from(site % PER_GROUP).ok()?;
+    groups().get(group)?.get(index)
+}
+
+/// Called at JVM start (the remote environment's VMInit): defines the probe
+/// class and turns the ClassFileLoadHook on. Without it (an error), every
+/// target keeps its breakpoints.
+pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
+    if !REMOTE.http_on.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let natives = [
+        (PROBES.enter, ARGUMENTS_PROBE_DESCRIPTOR),
+        (PROBES.exit, PROBE_DESCRIPTOR),
+    ];
+    let bytes = ClassFile::natives_only(PROBE_CLASS, &natives)
+        .map_err(|e| format!("cannot build {PROBE_CLASS}: {e}"))?;
+    let class = jni.define_boot_class(PROBE_CLASS, &bytes);
+    if class.is_null() {
+        return Err(format!("cannot define {PROBE_CLASS}"));
+    }
+    let bound = jni.register_natives(
+        class,
+        &[
+            (
+                PROBES.enter,
+                ARGUMENTS_PROBE_DESCRIPTOR,
+                enter as *mut c_void,
+            ),
+            (PROBES.exit, PROBE_DESCRIPTOR, exit as *mut c_void),
+        ],
+    );
+    if !bound {
+        return Err(format!("cannot bind the natives of {PROBE_CLASS}"));
+    }
+    jvm::read_by_all_modules(jvmti, jni, class);
+    jni.delete_local(class);
+    let _ = REMOTE.calls_env.set(jvmti.0 as usize);
+    jvmti
+        .set_event(true, sys::JVMTI_EVENT_CLASS_FILE_LOAD_HOOK)
+        .map_err(|e| format!("cannot rewrite the HTTP classes: {e}"))
+}
+
+/// The remote environment's ClassFileLoadHook: a class holding HTTP targets
+/// gets its calls.
+///
+/// # Safety
+/// Called by the JVM only, with the pointers the JVMTI specification describes.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe extern "C" fn on_class_file_load(
+    jvmti: *mut sys::jvmtiEnv,
+    _jni: *mut sys::JNIEnv,
+    class_being_redefined: sys::jclass,
+    _loader: sys::jobject,
+    name: *const c_char,
+    _protection_domain: sys::jobject,
+    class_data_len: sys::jint,
+    class_data: *const c_uchar,
+    new_class_data_len: *mut sys::jint,
+    new_class_data: *mut *mut c_uchar,
+) {
+    guarded_in(&BREAKPOINTS, "remote_class_file_load", (), || {
+        if !class_being_redefined.is_null() || name.is_null() || class_data.is_null() {
+            return;
+        }
+        let Some(name) = jvm::c_str(name) else {
+            return;
+        };
+        let Some(new_bytes) = rewrite(&name, jvm::c_bytes(class_data, class_data_len)) else {
+            return;
+        };
+        if let Some(mem) = Jvmti(jvmti).allocate_copy(&new_bytes) {
+            // The JVM frees `mem` itself.
+            jvm::set_out(new_class_data, mem);
+            jvm::set_out(new_class_data_len, new_bytes.len() as sys::jint);
+        }
+    })
+}
+
+/// The class file with its targets' calls, when `internal_name` holds targets
+/// (the methods rewritten are noted, so no breakpoint doubles them).
+fn rewrite(internal_name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+    let is_class = |t: &Target| {
+        t.class.strip_prefix('L').and_then(|c| c.strip_suffix(';')) == Some(internal_name)
+    };
+    let groups = groups();
+    if !groups.iter().any(|g| g.iter().any(is_class)) {
+        return None;
+    }
+    let select = |name: &str, desc: &str| {
+        groups.iter().zip(0..).find_map(|(group, g)| {
+            group.iter().zip(0..).find_map(|(t, i)| {
+                (is_class(t) && t.name == name && t.descriptor == desc).then_some(CallSite {
+                    id: g * PER_GROUP + i,
+                    returns: t.returns,
+                })
+            })
+        })
+    };
+    let (new_bytes, methods) = call_with_arguments(bytes, select, &PROBES).ok()??;
+    let sig = format!("L{internal_name};");
+    let mut list = REMOTE.inserted.lock().unwrap_or_else(|e| e.into_inner());
+    list.extend(methods.into_iter().map(|(n, d)| (sig.clone(), n, d)));
+    Some(new_bytes)
+}
+
+/// `jscope/Remote.enter(int site, Object[] slots)`.
+unsafe extern "C" fn enter(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    site: sys::jint,
+    slots: sys::jobject,
+) {
+    guarded_in(&BREAKPOINTS, "remote_enter", (), || {
+        reached(Jni(env), site, slots)
+    })
+}
+
+/// `jscope/Remote.exit(int site)`, before a return of the site's method.
+unsafe extern "C" fn exit(env: *mut sys::JNIEnv, _class: sys::jclass, site: sys::jint) {
+    guarded_in(&BREAKPOINTS, "remote_exit", (), || {
+        reached(Jni(env), site, null_mut())
+    })
+}
+
+/// Runs the site's handler as its breakpoint would have: at the entry when
+/// `slots` are given, else at a return.
+fn reached(env: Jni, site: i32, slots: sys::jobject) {
+    let (Some(target), Some(&raw)) = (target_of(site), REMOTE.calls_env.get()) else {
+        return;
+    };
+    let jvmti = Jvmti(raw as *mut sys::jvmtiEnv);
+    env.with_local_frame(64, || {
+        let Some(thread) = jvmti.current_thread() else {
+            return;
+        };
+        (target.on_hit)(&Hit {
+            jvmti,
+            jni: env,
+            thread,
+            method: null_mut(),
+            location: if slots.is_null() { 1 } else { 0 },
+            args: slots,
+            inserted: true,
+        });
+    });
+    // Whatever the handler's calls threw must not reach the application.
+    env.clear_exception();
+}
