@@ -210,7 +210,11 @@ fn same_stacks(jdk: &BTreeMap<String, u64>, jscope: &BTreeMap<String, u64>, what
         .filter(|k| jdk.get(*k) != jscope.get(*k))
         .map(|k| format!("{k}: jdk {:?}, jscope {:?}", jdk.get(k), jscope.get(k)))
         .collect();
-    assert!(differ.is_empty(), "{what} stacks differ:\n{}", differ.join("\n"));
+    assert!(
+        differ.is_empty(),
+        "{what} stacks differ:\n{}",
+        differ.join("\n")
+    );
 }
 
 /// The JDK's `jdk.jfr.consumer.RecordingFile`, run by `java`, reading the events of
@@ -300,7 +304,11 @@ fn the_jdks_tools_read_an_export_and_count_what_info_counts() {
             let (cpu, cpu_stacks) =
                 recording_file_stacks(&tool_java, &exported, "jdk.ExecutionSample");
             assert_eq!(cpu, want["jdk.ExecutionSample"], "{what}: RecordingFile");
-            same_stacks(&cpu_stacks, &collapsed(&jsc, &["cpu"]), &format!("{what}: cpu"));
+            same_stacks(
+                &cpu_stacks,
+                &collapsed(&jsc, &["cpu"]),
+                &format!("{what}: cpu"),
+            );
             let (wall, wall_stacks) =
                 recording_file_stacks(&tool_java, &exported, "profiler.WallClockSample");
             assert_eq!(
