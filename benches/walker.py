@@ -231,7 +231,21 @@ def section_overhead(java, classes, ap, rounds, programs, cstacks=("vm", "vmx", 
             else:
                 quality = " | "
             print(f"| {prog} | {name} | {cell} | {quality} |")
+        paired(prog, cpu)
         sys.stdout.flush()
+
+
+def paired(prog, cpu):
+    """jscope against async-profiler round by round (their runs are interleaved):
+    the median (range) of jscope's CPU time over async-profiler's, and in how
+    many rounds jscope's was the lower."""
+    if "async-profiler" not in cpu:
+        return
+    for name in [n for n in cpu if n.startswith("jscope") and not n.endswith(":rec")]:
+        r = [a / b for a, b in zip(cpu[name], cpu["async-profiler"])]
+        lower = sum(1 for x in r if x < 1)
+        print(f"| {prog} | {name} / async-profiler, per round | {statistics.median(r):.3f} "
+              f"({min(r):.3f}-{max(r):.3f}) | lower in {lower} of {len(r)} rounds | |")
 
 
 def jscope_quality(path, cpu_s):

@@ -126,6 +126,19 @@ fn client_and_server_records_carry_the_traceparent_sent_on_the_wire() {
         );
         let (calls, served) = (http(&c, RemoteSide::Client), http(&s, RemoteSide::Server));
         assert_eq!((calls.len(), served.len()), (3, 3), "JDK {j}");
+        // Captured by calls inserted into the methods, no breakpoint: the
+        // server's handle and sendResponseHeaders, the client's
+        // HttpURLConnection.writeRequests, HttpClient's two writeRequests and
+        // parseHTTP (every test JDK has the same four).
+        let how = |r: &Recording| {
+            let n = |k: &str| r.counters.get(k).copied();
+            (
+                n("remote.methods_inserted"),
+                n("remote.methods_breakpointed"),
+            )
+        };
+        assert_eq!(how(&s), (Some(2), Some(0)), "JDK {j}: server");
+        assert_eq!(how(&c), (Some(4), Some(0)), "JDK {j}: client");
         let wire = seen(&slog);
         assert_eq!(wire.len(), 3, "JDK {j}: {wire:?}");
         for (k, (r, x)) in calls.iter().zip(&served).enumerate() {

@@ -162,6 +162,8 @@ struct RemoteState {
     inserted: Mutex<Vec<(String, String, String)>>,
     /// The environment the inserted calls' handlers run in, once they can run.
     calls_env: std::sync::OnceLock<usize>,
+    /// Methods given breakpoints (RMI's, and HTTP methods left without calls).
+    breakpointed: AtomicU64,
 }
 
 type Endpoint = (String, u32);
@@ -177,6 +179,7 @@ static REMOTE: RemoteState = RemoteState {
     requests: requests::Requests::new(),
     inserted: Mutex::new(Vec::new()),
     calls_env: std::sync::OnceLock::new(),
+    breakpointed: AtomicU64::new(0),
 };
 
 /// The requests this JVM's threads serve.
@@ -328,8 +331,20 @@ impl Engine for RemoteEngine {
         Drained::All
     }
 
-    /// `java.net.http.HttpClient` requests not recorded, when there are any.
+    /// How the methods were captured (calls inserted into their code, or
+    /// breakpoints); `java.net.http.HttpClient` requests not recorded, when
+    /// there are any.
     fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
+        let inserted = REMOTE
+            .inserted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len();
+        out.push(("remote.methods_inserted", inserted as u64));
+        let breakpointed = REMOTE
+            .breakpointed
+            .load(std::sync::atomic::Ordering::Relaxed);
+        out.push(("remote.methods_breakpointed", breakpointed));
         let dropped = REMOTE.requests.dropped();
         if dropped > 0 {
             out.push(("requests.dropped", dropped));

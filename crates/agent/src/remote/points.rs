@@ -90,6 +90,9 @@ pub(super) fn set_breakpoints(jvmti: Jvmti, sig: &str, class: sys::jclass, targe
                 on_breakpoint: t.on_hit,
             };
             breakpoints::set(jvmti, m, 0, handler);
+            REMOTE
+                .breakpointed
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if t.returns {
                 for at in jvmti
                     .bytecodes(m)
