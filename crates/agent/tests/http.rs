@@ -265,6 +265,41 @@ fn a_server_error_marks_both_records_failed() {
     }
 }
 
+#[test]
+fn a_handler_left_by_an_exception_ends_its_request_failed() {
+    for java in javas() {
+        let j = java.major;
+        let dir = temp_dir(&format!("http-throw-{j}"));
+        let port = free_port();
+        let sf = dir.join("server.jsc");
+        let (slog, clog) = (dir.join("server.log"), dir.join("client.log"));
+        let so = format!("remote=http,quiet,file={}", sf.display());
+        let args = ["httpchain.Client", &port, "throw,2,3"];
+        exchange(
+            &java,
+            (Some(&so), &["httpchain.Server", "S", &port, "2"], &slog),
+            (None, &args, &clog),
+        );
+        let client = std::fs::read_to_string(&clog).unwrap();
+        assert!(client.starts_with("request throw: error "), "{client}");
+        assert!(
+            client.ends_with("request 2: S(0)\nrequest 3: S(0)\n"),
+            "{client}"
+        );
+        let s = Recording::read_file(&sf).unwrap();
+        let mut served = http(&s, RemoteSide::Server);
+        served.sort_by_key(|r| r.ticks);
+        // The thrown request (sent again by HttpURLConnection on some JDKs)
+        // ends, failed, when the thread serves the next one; the next ones end
+        // at their handler's return.
+        let failed: Vec<bool> = served.iter().map(|r| r.failed).collect();
+        let thrown = served.len() - 2;
+        assert!((1..=2).contains(&thrown), "JDK {j}: {failed:?}");
+        assert_eq!(failed[..thrown], vec![true; thrown][..], "JDK {j}");
+        assert_eq!(failed[thrown..], [false, false], "JDK {j}");
+    }
+}
+
 /// What the server's handler saw, by request id (`served id=N traceparent=T`).
 fn seen_by_id(log: &Path) -> std::collections::HashMap<String, String> {
     std::fs::read_to_string(log)

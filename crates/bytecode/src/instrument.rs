@@ -626,13 +626,14 @@ pub fn prepend_this_call(
 /// site's id and the method's local slots at entry.
 pub const ARGUMENTS_PROBE_DESCRIPTOR: &str = "(I[Ljava/lang/Object;)V";
 
-/// Where [`call_with_arguments`] sends a chosen method's entry and returns:
-/// the internal name of a class with two static methods, `enter`
-/// ([`ARGUMENTS_PROBE_DESCRIPTOR`]) and `exit` ([`PROBE_DESCRIPTOR`]).
+/// Where [`call_with_arguments`] sends a chosen method's entry and exits:
+/// the internal name of a class with three static methods, `enter`
+/// ([`ARGUMENTS_PROBE_DESCRIPTOR`]), `exit` and `thrown` ([`PROBE_DESCRIPTOR`]).
 pub struct ArgumentProbes<'a> {
     pub class: &'a str,
     pub enter: &'a str,
     pub exit: &'a str,
+    pub thrown: &'a str,
 }
 
 /// What [`call_with_arguments`] made: the new class bytes and the (name,
@@ -644,7 +645,8 @@ pub type CallsInserted = (Vec<u8>, Vec<(String, String)>);
 pub struct CallSite {
     /// Handed to both probes.
     pub id: i32,
-    /// Whether the exit probe is called before each return too.
+    /// Whether the exit probe is called before each return too, and the thrown
+    /// probe when an exception leaves the method.
     pub returns: bool,
 }
 
@@ -655,8 +657,10 @@ pub struct CallSite {
 /// `Long`, `Float`, `Double`, each in its first slot; the second slot of a long
 /// or double, and a constructor's uninitialised `this`, are null). When the site
 /// asks for returns, the exit probe gets its id before every return
-/// instruction (a method left by an exception calls nothing). Nothing else
-/// changes. Returns the new class bytes and the (name, descriptor) of each
+/// instruction, and the thrown probe when an exception leaves the method (a
+/// catch-all handler, last in the exception table, that calls it and rethrows;
+/// in a constructor it covers the code after `super()` or `this()`). Nothing
+/// else changes. Returns the new class bytes and the (name, descriptor) of each
 /// method rewritten; methods that cannot be rewritten safely are left out.
 /// None when no method changed.
 pub fn call_with_arguments(
@@ -740,18 +744,21 @@ fn call_method(
         Ok::<_, Reason>([op::INVOKESTATIC, hi, lo])
     };
     entry.extend(call(pool, probes.enter, ARGUMENTS_PROBE_DESCRIPTOR)?);
-    let mut exit = Vec::new();
+    let (mut exit, mut thrown) = (Vec::new(), Vec::new());
     if site.returns {
-        exit = id;
+        exit = id.clone();
         exit.extend(call(pool, probes.exit, PROBE_DESCRIPTOR)?);
+        thrown = id;
+        thrown.extend(call(pool, probes.thrown, PROBE_DESCRIPTOR)?);
+        thrown.push(op::ATHROW);
     }
     let ins = Insertions {
         entry: &entry,
         before_return: &exit,
-        tail: &[],
+        tail: &thrown,
     };
     // id, array, array, index, and a long or double: 6 slots.
-    let rewritten = analysis.rewrite_with_stack(pool, &ins, false, 6)?;
+    let rewritten = analysis.rewrite_with_stack(pool, &ins, site.returns, 6)?;
     class.methods[m.index].attributes[code_at].info =
         rewritten.to_bytes().map_err(|_| Reason::CodeTooLarge)?;
     Ok(())

@@ -1,7 +1,7 @@
 //! `call_with_arguments` on javac-compiled methods of every argument shape, run
 //! under -Xverify:all on every test JDK: the code verifies, gives the results of
 //! the unchanged code, and the probes see each method's slots as they were at its
-//! entry, and its returns.
+//! entry, its returns and the exception that left it.
 
 use std::path::Path;
 
@@ -12,6 +12,7 @@ const PROBES: ArgumentProbes = ArgumentProbes {
     class: "jscope/Remote",
     enter: "enter",
     exit: "exit",
+    thrown: "thrown",
 };
 
 /// Site ids: the constructor 1, `all` 2, `countDown` 3, `fails` 4 (`main` none).
@@ -80,6 +81,7 @@ fn probes_see_every_argument_shape_and_the_code_still_verifies() {
             "enter 3 3:Integer",
             "exit 3",
             "enter 4 no:String",
+            "thrown 4",
             "caught no",
             "results n7 125 0",
         ];

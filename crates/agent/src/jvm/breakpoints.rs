@@ -34,6 +34,9 @@ pub struct Hit {
     /// Reached through an inserted call: its native frame is the thread's top
     /// frame, above the method's own.
     pub inserted: bool,
+    /// The frame's depth as the inserted calls count it (the methods with
+    /// inserted calls open below it on this thread); None: JVMTI counts it.
+    pub depth: Option<i32>,
 }
 
 /// What to run for a method's breakpoints.
@@ -92,6 +95,7 @@ unsafe extern "C" fn on_breakpoint(
                 location,
                 args: std::ptr::null_mut(),
                 inserted: false,
+                depth: None,
             });
         }
     })
@@ -134,6 +138,7 @@ mod tests {
             location: 0,
             args: std::ptr::null_mut(),
             inserted: false,
+            depth: None,
         });
         assert_eq!(CALLED.load(std::sync::atomic::Ordering::Relaxed), 1);
         assert!(handler_of(0x5eee_usize as sys::jmethodID).is_none());

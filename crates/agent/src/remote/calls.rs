@@ -37,10 +37,11 @@ const PROBES: ArgumentProbes = ArgumentProbes {
     class: PROBE_CLASS,
     enter: "enter",
     exit: "exit",
+    thrown: "thrown",
 };
 
 /// The sites: every HTTP target, numbered by group and place in its group.
-fn groups() -> [&'static [Target]; 3] {
+pub(super) fn groups() -> [&'static [Target]; 3] {
     [
         &super::http::TARGETS,
         &super::http_client::TARGETS,
@@ -66,6 +67,7 @@ pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
     let natives = [
         (PROBES.enter, ARGUMENTS_PROBE_DESCRIPTOR),
         (PROBES.exit, PROBE_DESCRIPTOR),
+        (PROBES.thrown, PROBE_DESCRIPTOR),
     ];
     let bytes = ClassFile::natives_only(PROBE_CLASS, &natives)
         .map_err(|e| format!("cannot build {PROBE_CLASS}: {e}"))?;
@@ -82,6 +84,7 @@ pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
                 enter as *mut c_void,
             ),
             (PROBES.exit, PROBE_DESCRIPTOR, exit as *mut c_void),
+            (PROBES.thrown, PROBE_DESCRIPTOR, thrown as *mut c_void),
         ],
     );
     if !bound {
@@ -158,6 +161,17 @@ fn rewrite(internal_name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
     Some(new_bytes)
 }
 
+/// How a method with inserted calls was reached.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reached {
+    /// Its entry, with its local slots.
+    Entry(sys::jobject),
+    /// One of its returns.
+    Exit,
+    /// An exception leaving it.
+    Thrown,
+}
+
 /// `jscope/Remote.enter(int site, Object[] slots)`.
 unsafe extern "C" fn enter(
     env: *mut sys::JNIEnv,
@@ -166,23 +180,60 @@ unsafe extern "C" fn enter(
     slots: sys::jobject,
 ) {
     guarded_in(&BREAKPOINTS, "remote_enter", (), || {
-        reached(Jni(env), site, slots)
+        reached(Jni(env), site, Reached::Entry(slots))
     })
 }
 
 /// `jscope/Remote.exit(int site)`, before a return of the site's method.
 unsafe extern "C" fn exit(env: *mut sys::JNIEnv, _class: sys::jclass, site: sys::jint) {
     guarded_in(&BREAKPOINTS, "remote_exit", (), || {
-        reached(Jni(env), site, null_mut())
+        reached(Jni(env), site, Reached::Exit)
     })
 }
 
-/// Runs the site's handler as its breakpoint would have: at the entry when
-/// `slots` are given, else at a return.
-fn reached(env: Jni, site: i32, slots: sys::jobject) {
+/// `jscope/Remote.thrown(int site)`, as an exception leaves the site's method.
+unsafe extern "C" fn thrown(env: *mut sys::JNIEnv, _class: sys::jclass, site: sys::jint) {
+    guarded_in(&BREAKPOINTS, "remote_thrown", (), || {
+        reached(Jni(env), site, Reached::Thrown)
+    })
+}
+
+/// The depth of the frame reached, counted by the inserted calls: the methods
+/// with returns that matter open below it on this thread (each entry of one
+/// counts, each exit and exception leaving it uncounts).
+fn depth_of(target: &Target, how: Reached) -> i32 {
+    super::http::STATE.with(|s| {
+        let open = &mut s.borrow_mut().inserted_open;
+        match how {
+            Reached::Entry(_) => {
+                let depth = *open;
+                *open += i32::from(target.returns);
+                depth
+            }
+            Reached::Exit | Reached::Thrown => {
+                *open = (*open - 1).max(0);
+                *open
+            }
+        }
+    })
+}
+
+/// Runs the site's handler as its breakpoint would have, at its entry or a
+/// return. An exception leaving the method only uncounts its frame: its call
+/// ends, failed, at the thread's next call or breakpoint of its capture, as
+/// with breakpoints (see `points`).
+fn reached(env: Jni, site: i32, how: Reached) {
     let (Some(target), Some(&raw)) = (target_of(site), REMOTE.calls_env.get()) else {
         return;
     };
+    let depth = depth_of(target, how);
+    let slots = match how {
+        Reached::Entry(slots) => slots,
+        Reached::Exit => null_mut(),
+        Reached::Thrown => return,
+    };
+    // Depths that breakpoints ask JVMTI for do not pair with these.
+    let counted = !REMOTE.http_breakpointed.load(Ordering::Acquire);
     let jvmti = Jvmti(raw as *mut sys::jvmtiEnv);
     env.with_local_frame(64, || {
         let Some(thread) = jvmti.current_thread() else {
@@ -196,6 +247,7 @@ fn reached(env: Jni, site: i32, slots: sys::jobject) {
             location: if slots.is_null() { 1 } else { 0 },
             args: slots,
             inserted: true,
+            depth: counted.then_some(depth),
         });
     });
     // Whatever the handler's calls threw must not reach the application.

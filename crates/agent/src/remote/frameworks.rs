@@ -32,10 +32,10 @@
 
 use super::http::{new_traceparent, returned, served_trace_id, Call, STATE};
 use super::points::{
-    next_seq, set_breakpoints, socket_address, socket_endpoints, Args, At, Endpoint, Frames, Target,
+    next_seq, socket_address, socket_endpoints, Args, At, Endpoint, Frames, Target,
 };
 use crate::jvm::breakpoints::Hit;
-use crate::jvm::{Jni, Jvmti};
+use crate::jvm::Jni;
 use crate::sys;
 
 const STRING_ARG: &str = "(Ljava/lang/String;)Ljava/lang/String;";
@@ -91,11 +91,6 @@ pub(super) const TARGETS: [Target; 8] = [
         hc5_sends,
     ),
 ];
-
-/// Sets the breakpoints of a prepared class that is one of the targets.
-pub fn on_class_prepare(jvmti: Jvmti, sig: &str, class: sys::jclass) {
-    set_breakpoints(jvmti, sig, class, &TARGETS);
-}
 
 fn servlet(hit: &Hit) {
     on_server(hit, servlet_serves);

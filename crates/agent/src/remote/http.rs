@@ -22,12 +22,12 @@
 use std::cell::RefCell;
 
 use super::points::{
-    next_seq, set_breakpoints, socket_address, socket_endpoints, Args, At, Endpoint, Frames, Target,
+    next_seq, socket_address, socket_endpoints, Args, At, Endpoint, Frames, Target,
 };
 use super::{push, RawRemote};
 use crate::java_threads::ThreadKey;
 use crate::jvm::breakpoints::Hit;
-use crate::jvm::{GlobalRef, Jni, Jvmti};
+use crate::jvm::{GlobalRef, Jni};
 use crate::sys;
 
 const HTTP_CLIENT: &str = "Lsun/net/www/http/HttpClient;";
@@ -112,15 +112,13 @@ pub(super) struct ThreadState {
     pub framework_servers: Frames<Call>,
     /// Open framework client calls (OkHttp, HttpClient 5), innermost last.
     pub framework_clients: Frames<Call>,
+    /// Methods with inserted calls (and returns that matter) open on this
+    /// thread: the depth of the next one entered (`calls`).
+    pub inserted_open: i32,
 }
 
 thread_local! {
     pub(super) static STATE: RefCell<ThreadState> = RefCell::new(ThreadState::default());
-}
-
-/// Sets the breakpoints of a prepared class that is one of the targets.
-pub fn on_class_prepare(jvmti: Jvmti, sig: &str, class: sys::jclass) {
-    set_breakpoints(jvmti, sig, class, &TARGETS);
 }
 
 /// Ends, failed, the calls of the JDK's HTTP classes on this thread whose

@@ -19,11 +19,11 @@
 use std::sync::atomic::Ordering;
 
 use super::http::{new_traceparent, served_trace_id};
-use super::points::{next_seq, set_breakpoints, socket_address, Args, Endpoint, Target};
+use super::points::{next_seq, socket_address, Args, Endpoint, Target};
 use super::{push, RawRemote, REMOTE};
 use crate::java_threads::ThreadKey;
 use crate::jvm::breakpoints::Hit;
-use crate::jvm::{Jni, Jvmti};
+use crate::jvm::Jni;
 use crate::sys;
 
 const MULTI_EXCHANGE: &str = "Ljdk/internal/net/http/MultiExchange;";
@@ -73,11 +73,6 @@ pub fn lost_counts() -> (u64, u64) {
         REMOTE.http_evicted.load(Ordering::Relaxed),
         REMOTE.http_unreadable.load(Ordering::Relaxed),
     )
-}
-
-/// Sets the breakpoints of a prepared class that is one of the targets.
-pub fn on_class_prepare(jvmti: Jvmti, sig: &str, class: sys::jclass) {
-    set_breakpoints(jvmti, sig, class, &TARGETS);
 }
 
 /// `MultiExchange(HttpRequest user, HttpRequestImpl request, ...)`: slot 2.

@@ -164,6 +164,8 @@ struct RemoteState {
     calls_env: std::sync::OnceLock<usize>,
     /// Methods given breakpoints (RMI's, and HTTP methods left without calls).
     breakpointed: AtomicU64,
+    /// Whether an HTTP method got breakpoints.
+    http_breakpointed: AtomicBool,
 }
 
 type Endpoint = (String, u32);
@@ -180,6 +182,7 @@ static REMOTE: RemoteState = RemoteState {
     inserted: Mutex::new(Vec::new()),
     calls_env: std::sync::OnceLock::new(),
     breakpointed: AtomicU64::new(0),
+    http_breakpointed: AtomicBool::new(false),
 };
 
 /// The requests this JVM's threads serve.
@@ -203,11 +206,19 @@ pub(crate) fn served_by(env: Jni, thread: Option<sys::jthread>) -> ThreadKey {
 }
 
 /// Sets the HTTP breakpoints of a prepared class (the JDK's own HTTP classes,
-/// then the frameworks') that is one of the targets.
+/// then the frameworks') that is one of the targets, for the methods that have
+/// no inserted calls. Once one has, the inserted calls' own depths no longer
+/// pair calls with breakpoints: they ask JVMTI for depths too.
 fn http_class_prepared(jvmti: crate::jvm::Jvmti, sig: &str, class: sys::jclass) {
-    http::on_class_prepare(jvmti, sig, class);
-    http_client::on_class_prepare(jvmti, sig, class);
-    frameworks::on_class_prepare(jvmti, sig, class);
+    let set: usize = calls::groups()
+        .iter()
+        .map(|targets| points::set_breakpoints(jvmti, sig, class, targets))
+        .sum();
+    if set > 0 {
+        REMOTE
+            .http_breakpointed
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
 }
 
 /// An HTTP request served, named `name`, with its incoming traceparent (empty: none).

@@ -76,11 +76,18 @@ impl Target {
 // the same capture (see `Frames`), and its call then ends, failed.
 
 /// Sets the breakpoints of each target method of a prepared class (its entry,
-/// and its returns when they matter), routed to the target's `on_hit`.
-pub(super) fn set_breakpoints(jvmti: Jvmti, sig: &str, class: sys::jclass, targets: &[Target]) {
+/// and its returns when they matter), routed to the target's `on_hit`, unless
+/// the method has inserted calls. Returns how many methods got breakpoints.
+pub(super) fn set_breakpoints(
+    jvmti: Jvmti,
+    sig: &str,
+    class: sys::jclass,
+    targets: &[Target],
+) -> usize {
     if !targets.iter().any(|t| t.class == sig) {
-        return;
+        return 0;
     }
+    let mut set = 0;
     for (m, name, desc) in jvmti.methods(class) {
         for t in targets.iter().filter(|t| t.class == sig) {
             if name != t.name || desc != t.descriptor || inserted(sig, &name, &desc) {
@@ -93,6 +100,7 @@ pub(super) fn set_breakpoints(jvmti: Jvmti, sig: &str, class: sys::jclass, targe
             REMOTE
                 .breakpointed
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            set += 1;
             if t.returns {
                 for at in jvmti
                     .bytecodes(m)
@@ -104,6 +112,7 @@ pub(super) fn set_breakpoints(jvmti: Jvmti, sig: &str, class: sys::jclass, targe
             }
         }
     }
+    set
 }
 
 /// Whether calls inserted into `sig.name desc` stand for its breakpoints
@@ -133,10 +142,14 @@ pub(super) struct At {
 }
 
 impl At {
-    /// None when the thread's stack cannot be read. An inserted call's native
-    /// frame is not counted: depths are the method's own, as at a breakpoint.
+    /// None when the thread's stack cannot be read. The depth the inserted
+    /// calls counted, else JVMTI's (an inserted call's native frame not
+    /// counted: depths are the method's own, as at a breakpoint).
     pub fn of(hit: &Hit) -> Option<Self> {
-        let depth = hit.jvmti.frame_count(hit.thread)? - i32::from(hit.inserted);
+        let depth = match hit.depth {
+            Some(d) => d,
+            None => hit.jvmti.frame_count(hit.thread)? - i32::from(hit.inserted),
+        };
         Some(Self {
             depth,
             entry: hit.location == 0,

@@ -8,7 +8,8 @@ import java.nio.charset.StandardCharsets;
 
 /** `Client PORT N [TRACEPARENT]`: N requests to /hop, one after the other, each
  * answer printed; with TRACEPARENT, the requests carry that header themselves.
- * N may instead list the request ids (`fail,2`: the server answers `fail` with 503). */
+ * N may instead list the request ids (`fail,2`: the server answers `fail` with 503,
+ * and its handler throws on `throw`). */
 public class Client {
     public static void main(String[] args) throws Exception {
         int port = Integer.parseInt(args[0]);

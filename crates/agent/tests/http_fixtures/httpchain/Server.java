@@ -42,6 +42,12 @@ public class Server {
             String id = ex.getRequestURI().getQuery();
             // What arrived on the wire, for the tests to compare with the records.
             System.out.println("served " + id + " traceparent=" + ex.getRequestHeaders().getFirst("traceparent"));
+            if (id.equals("id=throw")) {
+                // The handler leaves by an exception: the server closes the
+                // connection without an answer (not counted: the client may
+                // send the request again).
+                throw new IllegalStateException("thrown for the test");
+            }
             if (id.equals("id=fail")) {
                 // A server error, for the records' failed flag.
                 ex.sendResponseHeaders(503, -1);

@@ -26,4 +26,8 @@ public class Remote {
     public static void exit(int site) {
         System.out.println("exit " + site);
     }
+
+    public static void thrown(int site) {
+        System.out.println("thrown " + site);
+    }
 }
