@@ -307,6 +307,12 @@ impl<'a> Args<'a> {
         Self { hit, depth, walk }
     }
 
+    /// JVMTI's depth of the frame at `depth`: an inserted call's native frame
+    /// is above it.
+    fn jvmti_depth(&self, depth: i32) -> i32 {
+        depth + i32::from(self.hit.inserted)
+    }
+
     /// The passed slot `slot` (None: the slots were not passed).
     fn passed(&self, slot: i32) -> Option<sys::jobject> {
         let passed = !self.hit.args.is_null() && self.depth == 0;
@@ -327,7 +333,10 @@ impl<'a> Args<'a> {
         }
         match &self.walk {
             Some(w) => w.frame(depth).map_or(null_mut(), |l| l.object(slot)),
-            None => self.hit.jvmti.local_object(self.hit.thread, depth, slot),
+            None => self
+                .hit
+                .jvmti
+                .local_object(self.hit.thread, self.jvmti_depth(depth), slot),
         }
     }
 
@@ -353,7 +362,10 @@ impl<'a> Args<'a> {
         }
         match self.locals() {
             Some(l) => l?.int(slot),
-            None => self.hit.jvmti.local_int(self.hit.thread, self.depth, slot),
+            None => self
+                .hit
+                .jvmti
+                .local_int(self.hit.thread, self.jvmti_depth(self.depth), slot),
         }
     }
 
@@ -364,7 +376,10 @@ impl<'a> Args<'a> {
         }
         match self.locals() {
             Some(l) => l?.long(slot),
-            None => self.hit.jvmti.local_long(self.hit.thread, self.depth, slot),
+            None => self
+                .hit
+                .jvmti
+                .local_long(self.hit.thread, self.jvmti_depth(self.depth), slot),
         }
     }
 }
