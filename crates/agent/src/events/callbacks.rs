@@ -308,7 +308,13 @@ unsafe extern "C" fn object_free(_jvmti: *mut sys::jvmtiEnv, tag: sys::jlong) {
             return;
         }
         let total = STATE.allocated_total.load(Ordering::Relaxed);
-        STATE.queues.frees.push([clock::monotonic_ns(), tag, total]);
+        let frees = &STATE.queues.frees;
+        frees.push([clock::monotonic_ns(), tag, total]);
+        if frees.past_a_quarter() {
+            // A burst: the writer drains while the JVM posts the rest
+            // (lock-free: an atomic flag and a futex wake).
+            crate::thread_ring::wake_consumer();
+        }
     })
 }
 

@@ -87,10 +87,20 @@ pub struct Queues {
     /// Events dropped because `events` was full (since the process started).
     pub dropped: AtomicU64,
     /// Finished collections: (start ticks, duration ns, 0).
-    pub gcs: AtomicRing,
+    pub gcs: AtomicRing<GC_SLOTS>,
     /// Freed tracked objects: (ticks, object id, allocated total).
-    pub frees: AtomicRing,
+    pub frees: AtomicRing<FREE_SLOTS>,
 }
+
+/// Collections waiting for the writer: one each, a few hundred a second at most.
+pub const GC_SLOTS: usize = 1 << 13;
+
+/// Frees waiting for the writer. The JVM posts ObjectFree in bursts, every
+/// tagged object found dead since its last look at once (more than 8,000
+/// within one 50 ms poll of the writer in a run of 400,000 short-lived
+/// allocations sampled every 32 KiB), so the ring is large (1 MiB) and a push
+/// past a quarter of it wakes the writer.
+pub const FREE_SLOTS: usize = 1 << 15;
 
 impl Queues {
     pub const fn new() -> Queues {
@@ -129,22 +139,20 @@ impl Queues {
 /// locks or allocates (Vyukov's sequence-numbered slots): a producer claims a
 /// slot by advancing `head`, fills it and publishes it by bumping its sequence;
 /// the writer reads published slots in order and hands them back.
-pub struct AtomicRing {
-    slots: [Slot; RING_SLOTS],
+pub struct AtomicRing<const N: usize> {
+    slots: [Slot; N],
     head: AtomicUsize,
     tail: AtomicUsize,
     pub dropped: AtomicU64,
 }
-
-pub const RING_SLOTS: usize = 1 << 13;
 
 struct Slot {
     seq: AtomicUsize,
     data: [AtomicU64; 3],
 }
 
-impl AtomicRing {
-    pub const fn new() -> AtomicRing {
+impl<const N: usize> AtomicRing<N> {
+    pub const fn new() -> AtomicRing<N> {
         // Sequences start at 0 and are set to the slot index by `reset` before
         // first use (a const fn cannot loop over the array to do it here).
         #[allow(clippy::declare_interior_mutable_const)]
@@ -153,7 +161,7 @@ impl AtomicRing {
             data: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
         };
         AtomicRing {
-            slots: [SLOT; RING_SLOTS],
+            slots: [SLOT; N],
             head: AtomicUsize::new(0),
             tail: AtomicUsize::new(0),
             dropped: AtomicU64::new(0),
@@ -173,7 +181,7 @@ impl AtomicRing {
     pub fn push(&self, v: [u64; 3]) -> bool {
         let mut pos = self.head.load(Ordering::Relaxed);
         loop {
-            let slot = &self.slots[pos % RING_SLOTS];
+            let slot = &self.slots[pos % N];
             let seq = slot.seq.load(Ordering::Acquire);
             let diff = seq as isize - pos as isize;
             if diff == 0 {
@@ -204,18 +212,28 @@ impl AtomicRing {
     /// Consumer side (the writer only): the oldest published entry.
     pub fn pop(&self) -> Option<[u64; 3]> {
         let pos = self.tail.load(Ordering::Relaxed);
-        let slot = &self.slots[pos % RING_SLOTS];
+        let slot = &self.slots[pos % N];
         if slot.seq.load(Ordering::Acquire) != pos + 1 {
             return None;
         }
         let v = [0, 1, 2].map(|i| slot.data[i].load(Ordering::Relaxed));
-        slot.seq.store(pos + RING_SLOTS, Ordering::Release);
+        slot.seq.store(pos + N, Ordering::Release);
         self.tail.store(pos + 1, Ordering::Relaxed);
         Some(v)
     }
+
+    /// Whether more than a quarter of the slots hold entries (claimed or
+    /// published), as far as two relaxed loads can tell.
+    pub fn past_a_quarter(&self) -> bool {
+        let (head, tail) = (
+            self.head.load(Ordering::Relaxed),
+            self.tail.load(Ordering::Relaxed),
+        );
+        head.saturating_sub(tail) > N / 4
+    }
 }
 
-impl Default for AtomicRing {
+impl<const N: usize> Default for AtomicRing<N> {
     fn default() -> Self {
         let r = AtomicRing::new();
         r.reset();
@@ -230,13 +248,14 @@ mod tests {
 
     #[test]
     fn ring_keeps_order_drops_when_full_and_wraps() {
-        let r = AtomicRing::default();
-        for i in 0..RING_SLOTS as u64 {
+        let r = AtomicRing::<GC_SLOTS>::default();
+        for i in 0..GC_SLOTS as u64 {
+            assert_eq!(r.past_a_quarter(), i > GC_SLOTS as u64 / 4);
             assert!(r.push([i, i + 1, i + 2]));
         }
         assert!(!r.push([0; 3]));
         assert_eq!(r.dropped.load(Ordering::Relaxed), 1);
-        for i in 0..RING_SLOTS as u64 {
+        for i in 0..GC_SLOTS as u64 {
             assert_eq!(r.pop(), Some([i, i + 1, i + 2]));
         }
         assert_eq!(r.pop(), None);
@@ -246,7 +265,7 @@ mod tests {
 
     #[test]
     fn ring_takes_concurrent_producers() {
-        let r = Arc::new(AtomicRing::default());
+        let r = Arc::new(AtomicRing::<GC_SLOTS>::default());
         let producers: Vec<_> = (0..4u64)
             .map(|p| {
                 let r = r.clone();
