@@ -156,13 +156,7 @@ fn instrument_method(
     probes: &Probes,
     refs: &mut Option<ProbeRefs>,
 ) -> Result<(), Reason> {
-    let code_at = code_attribute_index(class, m.index).ok_or(Reason::NoCode)?;
-    let code = CodeAttribute::parse(&class.methods[m.index].attributes[code_at].info)
-        .map_err(|_| Reason::MalformedCode)?;
-    let insns = decode(&code.code).map_err(|_| Reason::MalformedCode)?;
-    if insns.iter().any(|i| i.kind == Kind::Subroutine) {
-        return Err(Reason::Subroutines);
-    }
+    let (code_at, code, insns) = method_code(class, m.index)?;
     let analysis = MethodAnalysis::new(class, m, &code, &insns)?;
     let refs = match refs {
         Some(r) => *r,
@@ -178,6 +172,22 @@ fn instrument_method(
     class.methods[m.index].attributes[code_at].info =
         rewritten.to_bytes().map_err(|_| Reason::CodeTooLarge)?;
     Ok(())
+}
+
+/// A method's Code attribute (its index among the method's attributes, and
+/// parsed) and its instructions, when this crate can rewrite them.
+fn method_code(
+    class: &ClassFile,
+    method: usize,
+) -> Result<(usize, CodeAttribute, Vec<Insn>), Reason> {
+    let code_at = code_attribute_index(class, method).ok_or(Reason::NoCode)?;
+    let code = CodeAttribute::parse(&class.methods[method].attributes[code_at].info)
+        .map_err(|_| Reason::MalformedCode)?;
+    let insns = decode(&code.code).map_err(|_| Reason::MalformedCode)?;
+    if insns.iter().any(|i| i.kind == Kind::Subroutine) {
+        return Err(Reason::Subroutines);
+    }
+    Ok((code_at, code, insns))
 }
 
 fn code_attribute_index(class: &ClassFile, method: usize) -> Option<usize> {
@@ -576,18 +586,9 @@ pub fn prepend_this_call(
         {
             continue;
         }
-        let Some(code_at) = code_attribute_index(&class, index) else {
+        let Ok((code_at, code, insns)) = method_code(&class, index) else {
             continue;
         };
-        let Ok(code) = CodeAttribute::parse(&class.methods[index].attributes[code_at].info) else {
-            continue;
-        };
-        let Ok(insns) = decode(&code.code) else {
-            continue;
-        };
-        if insns.iter().any(|i| i.kind == Kind::Subroutine) {
-            continue;
-        }
         let target = MethodTarget {
             class: &class_name,
             name: &name,
@@ -700,13 +701,7 @@ fn call_method(
     site: CallSite,
     probes: &ArgumentProbes,
 ) -> Result<(), Reason> {
-    let code_at = code_attribute_index(class, m.index).ok_or(Reason::NoCode)?;
-    let code = CodeAttribute::parse(&class.methods[m.index].attributes[code_at].info)
-        .map_err(|_| Reason::MalformedCode)?;
-    let insns = decode(&code.code).map_err(|_| Reason::MalformedCode)?;
-    if insns.iter().any(|i| i.kind == Kind::Subroutine) {
-        return Err(Reason::Subroutines);
-    }
+    let (code_at, code, insns) = method_code(class, m.index)?;
     let analysis = MethodAnalysis::new(class, m, &code, &insns)?;
     let pool = &mut class.pool;
     let full = |_| Reason::ConstantPoolFull;
