@@ -26,6 +26,7 @@ pub mod entry;
 mod jni;
 mod jvmti;
 pub mod locals;
+pub mod native_class;
 pub mod thread;
 
 use std::ffi::{c_char, c_void, CString};
@@ -94,26 +95,6 @@ pub fn no_capabilities() -> sys::jvmtiCapabilities {
 pub fn no_callbacks() -> sys::jvmtiEventCallbacks {
     // SAFETY: the table is a struct of Option<fn>; all zero is all None.
     unsafe { std::mem::zeroed() }
-}
-
-/// Lets every named module read `class`'s module (a class the agent defined in
-/// the bootstrap loader, which instrumented JDK classes call). Modules defined
-/// later (application layers) are not covered; their classes
-/// fail with IllegalAccessError only if instrumented, which docs/AGENT.md notes.
-pub fn read_by_all_modules(jvmti: Jvmti, jni: Jni, class: sys::jclass) {
-    let target = jni.module_of(class);
-    if target.is_null() {
-        return; // JDK 8: no modules, nothing to open
-    }
-    let modules = jvmti.all_modules();
-    // GetAllModules hands back one local reference per module at once (68 on a
-    // full JDK 17), above the frame's 32 that -Xcheck:jni warns about.
-    jni.ensure_local_capacity(modules.len() + 64);
-    for module in modules {
-        jvmti.add_module_reads(module, target);
-        jni.delete_local(module);
-    }
-    jni.delete_local(target);
 }
 
 /// A NUL-terminated string the JVM passed to a callback, or None for null.

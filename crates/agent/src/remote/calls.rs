@@ -20,8 +20,7 @@ use std::ptr::null_mut;
 use std::sync::atomic::Ordering;
 
 use jscope_bytecode::{
-    call_with_arguments, ArgumentProbes, CallSite, ClassFile, ARGUMENTS_PROBE_DESCRIPTOR,
-    PROBE_DESCRIPTOR,
+    call_with_arguments, ArgumentProbes, CallSite, ARGUMENTS_PROBE_DESCRIPTOR, PROBE_DESCRIPTOR,
 };
 
 use super::points::Target;
@@ -65,32 +64,16 @@ pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
         return Ok(());
     }
     let natives = [
-        (PROBES.enter, ARGUMENTS_PROBE_DESCRIPTOR),
-        (PROBES.exit, PROBE_DESCRIPTOR),
-        (PROBES.thrown, PROBE_DESCRIPTOR),
+        (
+            PROBES.enter,
+            ARGUMENTS_PROBE_DESCRIPTOR,
+            enter as *mut c_void,
+        ),
+        (PROBES.exit, PROBE_DESCRIPTOR, exit as *mut c_void),
+        (PROBES.thrown, PROBE_DESCRIPTOR, thrown as *mut c_void),
     ];
-    let bytes = ClassFile::natives_only(PROBE_CLASS, &natives)
-        .map_err(|e| format!("cannot build {PROBE_CLASS}: {e}"))?;
-    let class = jni.define_boot_class(PROBE_CLASS, &bytes);
-    if class.is_null() {
-        return Err(format!("cannot define {PROBE_CLASS}"));
-    }
-    let bound = jni.register_natives(
-        class,
-        &[
-            (
-                PROBES.enter,
-                ARGUMENTS_PROBE_DESCRIPTOR,
-                enter as *mut c_void,
-            ),
-            (PROBES.exit, PROBE_DESCRIPTOR, exit as *mut c_void),
-            (PROBES.thrown, PROBE_DESCRIPTOR, thrown as *mut c_void),
-        ],
-    );
-    if !bound {
-        return Err(format!("cannot bind the natives of {PROBE_CLASS}"));
-    }
-    jvm::read_by_all_modules(jvmti, jni, class);
+    let class =
+        jvm::native_class::define(jvmti, jni, PROBE_CLASS, &natives).map_err(|e| e.to_string())?;
     jni.delete_local(class);
     let _ = REMOTE.calls_env.set(jvmti.0 as usize);
     jvmti

@@ -261,7 +261,7 @@ pub enum TraceError {
     #[error(transparent)]
     Filters(#[from] FilterError),
     #[error(transparent)]
-    ProbeClass(#[from] probe_class::ProbeClassError),
+    ProbeClass(#[from] crate::jvm::native_class::NativeClassError),
     #[error("JVMTI refused tracing: {0}")]
     Jvmti(#[from] crate::jvm::JvmtiError),
     #[error("tracing is not running")]
