@@ -97,6 +97,35 @@ pub fn no_callbacks() -> sys::jvmtiEventCallbacks {
     unsafe { std::mem::zeroed() }
 }
 
+/// A ClassFileLoadHook's work around its own `rewrite`: a named class's
+/// internal name and bytes go in, and the bytes `rewrite` returns replace the
+/// class (copied into JVMTI memory, which the JVM frees). Hidden classes (no
+/// name) and empty class data are left alone.
+#[allow(clippy::too_many_arguments)]
+pub fn replace_class_file(
+    jvmti: Jvmti,
+    name: *const c_char,
+    class_data_len: sys::jint,
+    class_data: *const u8,
+    new_class_data_len: *mut sys::jint,
+    new_class_data: *mut *mut u8,
+    rewrite: impl FnOnce(&str, &[u8]) -> Option<Vec<u8>>,
+) {
+    if name.is_null() || class_data.is_null() || class_data_len <= 0 {
+        return;
+    }
+    let Some(name) = c_str(name) else {
+        return;
+    };
+    let Some(new_bytes) = rewrite(&name, c_bytes(class_data, class_data_len)) else {
+        return;
+    };
+    if let Some(mem) = jvmti.allocate_copy(&new_bytes) {
+        set_out(new_class_data, mem);
+        set_out(new_class_data_len, new_bytes.len() as sys::jint);
+    }
+}
+
 /// A NUL-terminated string the JVM passed to a callback, or None for null.
 pub fn c_str<'a>(s: *const c_char) -> Option<std::borrow::Cow<'a, str>> {
     if s.is_null() {

@@ -100,19 +100,16 @@ pub(super) unsafe extern "C" fn on_class_file_load(
     new_class_data: *mut *mut c_uchar,
 ) {
     guarded_in(&BREAKPOINTS, "remote_class_file_load", (), || {
-        if !class_being_redefined.is_null() || name.is_null() || class_data.is_null() {
-            return;
-        }
-        let Some(name) = jvm::c_str(name) else {
-            return;
-        };
-        let Some(new_bytes) = rewrite(&name, jvm::c_bytes(class_data, class_data_len)) else {
-            return;
-        };
-        if let Some(mem) = Jvmti(jvmti).allocate_copy(&new_bytes) {
-            // The JVM frees `mem` itself.
-            jvm::set_out(new_class_data, mem);
-            jvm::set_out(new_class_data_len, new_bytes.len() as sys::jint);
+        if class_being_redefined.is_null() {
+            jvm::replace_class_file(
+                Jvmti(jvmti),
+                name,
+                class_data_len,
+                class_data,
+                new_class_data_len,
+                new_class_data,
+                rewrite,
+            );
         }
     })
 }

@@ -53,21 +53,16 @@ pub unsafe extern "C" fn on_class_file_load(
         let Some(session) = session() else {
             return;
         };
-        if name.is_null() || class_data.is_null() || class_data_len <= 0 {
-            return; // hidden classes have no name and are never traced
-        }
-        let Some(name) = jvm::c_str(name) else {
-            return;
-        };
-        let bytes = jvm::c_bytes(class_data, class_data_len);
-        let Some(new_bytes) = rewrite(&session, &name, bytes) else {
-            return;
-        };
-        if let Some(mem) = Jvmti(jvmti).allocate_copy(&new_bytes) {
-            // The JVM frees `mem` itself.
-            jvm::set_out(new_class_data, mem);
-            jvm::set_out(new_class_data_len, new_bytes.len() as sys::jint);
-        }
+        // Hidden classes have no name and are never traced.
+        jvm::replace_class_file(
+            Jvmti(jvmti),
+            name,
+            class_data_len,
+            class_data,
+            new_class_data_len,
+            new_class_data,
+            |name, bytes| rewrite(&session, name, bytes),
+        );
     })
 }
 
