@@ -293,18 +293,30 @@ impl Drop for Locals<'_> {
 pub struct Args<'a> {
     hit: &'a Hit,
     depth: i32,
-    walk: Option<Walk<'a>>,
+    from: Source<'a>,
+}
+
+/// Where [`Args`] reads the slots of its frame.
+enum Source<'a> {
+    /// The inserted call's array (`Hit::args`).
+    Passed,
+    /// One walk of the thread's own stack.
+    Walk(Walk<'a>),
+    /// JVMTI's reads.
+    Jvmti,
 }
 
 impl<'a> Args<'a> {
     pub fn of(hit: &'a Hit, depth: i32) -> Self {
-        let walk = if hit.args.is_null() || depth != 0 {
-            let top = i32::from(hit.inserted);
-            shared(hit.jni).and_then(|l| l.walk(hit.jni, top))
+        let from = if !hit.args.is_null() && depth == 0 {
+            Source::Passed
         } else {
-            None
+            let top = i32::from(hit.inserted);
+            shared(hit.jni)
+                .and_then(|l| l.walk(hit.jni, top))
+                .map_or(Source::Jvmti, Source::Walk)
         };
-        Self { hit, depth, walk }
+        Self { hit, depth, from }
     }
 
     /// JVMTI's depth of the frame at `depth`: an inserted call's native frame
@@ -313,73 +325,63 @@ impl<'a> Args<'a> {
         depth + i32::from(self.hit.inserted)
     }
 
-    /// The passed slot `slot` (None: the slots were not passed).
-    fn passed(&self, slot: i32) -> Option<sys::jobject> {
-        let passed = !self.hit.args.is_null() && self.depth == 0;
-        passed.then(|| self.hit.jni.array_element(self.hit.args, slot))
-    }
-
     /// A reference argument, as a local reference (null when it cannot be read).
     pub fn object(&self, slot: i32) -> sys::jobject {
         self.object_at(self.depth, slot)
     }
 
-    /// A reference argument of the frame at `depth` (below [`DEPTHS`]).
+    /// A reference argument of the frame at `depth` (below [`DEPTHS`]; the
+    /// passed array holds only the frame's own).
     pub fn object_at(&self, depth: i32, slot: i32) -> sys::jobject {
-        if depth == self.depth {
-            if let Some(o) = self.passed(slot) {
-                return o;
-            }
-        }
-        match &self.walk {
-            Some(w) => w.frame(depth).map_or(null_mut(), |l| l.object(slot)),
-            None => self
-                .hit
+        let (hit, own) = (self.hit, depth == self.depth);
+        match &self.from {
+            Source::Passed if own => hit.jni.array_element(hit.args, slot),
+            Source::Walk(w) => w.frame(depth).map_or(null_mut(), |l| l.object(slot)),
+            _ => hit
                 .jvmti
-                .local_object(self.hit.thread, self.jvmti_depth(depth), slot),
+                .local_object(hit.thread, self.jvmti_depth(depth), slot),
         }
     }
 
-    fn locals(&self) -> Option<Option<Locals<'_>>> {
-        self.walk.as_ref().map(|w| w.frame(self.depth))
-    }
-
-    /// A boxed passed slot's value, read by `getter` (None: not passed).
-    fn unboxed<T>(
+    /// A primitive argument: unboxed by `boxed` from the passed array, read by
+    /// `walked` from the walk, or by `jvmti` at JVMTI's depth of the frame.
+    fn primitive<T>(
         &self,
         slot: i32,
-        getter: impl Fn(sys::jobject) -> Option<T>,
-    ) -> Option<Option<T>> {
-        let o = self.passed(slot)?;
-        let v = getter(o);
-        self.hit.jni.delete_local(o);
-        Some(v)
+        boxed: impl Fn(sys::jobject) -> Option<T>,
+        walked: impl Fn(&Locals) -> Option<T>,
+        jvmti: impl Fn(i32) -> Option<T>,
+    ) -> Option<T> {
+        match &self.from {
+            Source::Passed => {
+                let o = self.hit.jni.array_element(self.hit.args, slot);
+                let v = boxed(o);
+                self.hit.jni.delete_local(o);
+                v
+            }
+            Source::Walk(w) => walked(&w.frame(self.depth)?),
+            Source::Jvmti => jvmti(self.jvmti_depth(self.depth)),
+        }
     }
 
     pub fn int(&self, slot: i32) -> Option<i32> {
-        if let Some(v) = self.unboxed(slot, |o| self.hit.jni.call_int(o, "intValue")) {
-            return v;
-        }
-        match self.locals() {
-            Some(l) => l?.int(slot),
-            None => self
-                .hit
-                .jvmti
-                .local_int(self.hit.thread, self.jvmti_depth(self.depth), slot),
-        }
+        let (jni, jvmti, thread) = (self.hit.jni, self.hit.jvmti, self.hit.thread);
+        self.primitive(
+            slot,
+            |o| jni.call_int(o, "intValue"),
+            |l| l.int(slot),
+            |depth| jvmti.local_int(thread, depth, slot),
+        )
     }
 
     /// A `long` argument in slots `slot` and `slot + 1`.
     pub fn long(&self, slot: i32) -> Option<i64> {
-        if let Some(v) = self.unboxed(slot, |o| self.hit.jni.call_long(o, "longValue")) {
-            return v;
-        }
-        match self.locals() {
-            Some(l) => l?.long(slot),
-            None => self
-                .hit
-                .jvmti
-                .local_long(self.hit.thread, self.jvmti_depth(self.depth), slot),
-        }
+        let (jni, jvmti, thread) = (self.hit.jni, self.hit.jvmti, self.hit.thread);
+        self.primitive(
+            slot,
+            |o| jni.call_long(o, "longValue"),
+            |l| l.long(slot),
+            |depth| jvmti.local_long(thread, depth, slot),
+        )
     }
 }
