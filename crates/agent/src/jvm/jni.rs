@@ -4,6 +4,7 @@
 use std::ffi::{c_void, CStr, CString};
 use std::ptr::null_mut;
 
+use super::ids::{self, Member};
 use super::{function, Vm};
 use crate::sys;
 
@@ -79,13 +80,18 @@ impl Jni {
 
     /// An object field by name and type, or null (no such field, or null value).
     pub fn object_field(&self, o: sys::jobject, name: &str, sig: &str) -> sys::jobject {
-        let class = self.object_class(o);
-        if class.is_null() {
-            return null_mut();
-        }
-        let id = self.field_id(class, name, sig);
-        self.delete_local(class);
+        let id = self.field_of_object(o, name, sig);
         self.object_field_by_id(o, id)
+    }
+
+    /// The id of field `name` of `o`'s class (cached per class: [`ids`]); null
+    /// when there is none.
+    fn field_of_object(&self, o: sys::jobject, name: &str, sig: &str) -> sys::jfieldID {
+        let class = self.object_class(o);
+        let key = (Member::Field, name, sig);
+        let id = ids::id_of(self, class, key, || self.field_id(class, name, sig).cast());
+        self.delete_local(class);
+        id.cast()
     }
 
     /// Sets an object field of `o` by name and type (a final one too: JNI does
@@ -96,12 +102,7 @@ impl Jni {
         (name, sig): (&str, &str),
         value: sys::jobject,
     ) -> bool {
-        let class = self.object_class(o);
-        if class.is_null() {
-            return false;
-        }
-        let id = self.field_id(class, name, sig);
-        self.delete_local(class);
+        let id = self.field_of_object(o, name, sig);
         let Ok(set) = function!(self.table(), SetObjectField) else {
             return false;
         };
@@ -127,14 +128,13 @@ impl Jni {
     }
 
     /// An instance method of `o`'s class; null when none (the exception cleared).
+    /// Cached per class ([`ids`]): the JVM is asked once per class.
     fn method(&self, o: sys::jobject, name: &str, sig: &str) -> sys::jmethodID {
         let class = self.object_class(o);
-        if class.is_null() {
-            return null_mut();
-        }
-        let id = self.method_id(class, name, sig);
+        let key = (Member::Method, name, sig);
+        let id = ids::id_of(self, class, key, || self.method_id(class, name, sig).cast());
         self.delete_local(class);
-        id
+        id.cast()
     }
 
     fn method_id(&self, class: sys::jclass, name: &str, sig: &str) -> sys::jmethodID {
@@ -568,6 +568,40 @@ impl Jni {
         }
     }
 
+    /// A weak global reference to `object` (null for null or on failure).
+    pub fn new_weak_global(&self, object: sys::jobject) -> sys::jobject {
+        if object.is_null() {
+            return null_mut();
+        }
+        let Ok(new) = function!(self.table(), NewWeakGlobalRef) else {
+            return null_mut();
+        };
+        // SAFETY: object is a live reference of this thread.
+        let weak = unsafe { new(self.0, object) };
+        self.clear_exception();
+        weak
+    }
+
+    pub fn delete_weak_global(&self, weak: sys::jobject) {
+        if weak.is_null() {
+            return;
+        }
+        if let Ok(delete) = function!(self.table(), DeleteWeakGlobalRef) {
+            // SAFETY: weak is a weak global reference made by new_weak_global.
+            unsafe { delete(self.0, weak) };
+        }
+    }
+
+    /// Whether two references (local, global or weak) refer to the same object.
+    pub fn is_same_object(&self, a: sys::jobject, b: sys::jobject) -> bool {
+        let Ok(same) = function!(self.table(), IsSameObject) else {
+            return false;
+        };
+        // SAFETY: valid env and references (a weak one may be cleared: it then
+        // compares equal to null only).
+        unsafe { same(self.0, a, b) != 0 }
+    }
+
     /// A [`GlobalRef`] to `object`; None for null or on failure.
     pub fn global_ref(&self, object: sys::jobject) -> Option<GlobalRef> {
         let global = self.new_global(object);
@@ -676,6 +710,33 @@ impl Jni {
         };
         // SAFETY: valid env and class reference.
         unsafe { get(self.0, class) }
+    }
+}
+
+/// A weak global reference, deleted when dropped (as [`GlobalRef`]): it does
+/// not keep its object alive, and compares equal to null once the object is
+/// collected.
+#[derive(Debug)]
+pub struct WeakRef(sys::jobject);
+
+impl WeakRef {
+    /// A weak reference to `object`; None for null or on failure.
+    pub fn new(jni: Jni, object: sys::jobject) -> Option<WeakRef> {
+        let weak = jni.new_weak_global(object);
+        (!weak.is_null()).then_some(WeakRef(weak))
+    }
+
+    /// Whether `object` is the object referred to (false once it was collected).
+    pub fn is(&self, jni: Jni, object: sys::jobject) -> bool {
+        !object.is_null() && jni.is_same_object(self.0, object)
+    }
+}
+
+impl Drop for WeakRef {
+    fn drop(&mut self) {
+        if let Some(jni) = Vm::remembered().and_then(|vm| vm.jni()) {
+            jni.delete_weak_global(self.0);
+        }
     }
 }
 

@@ -23,6 +23,7 @@ pub mod asgct;
 pub mod breakpoints;
 pub mod current;
 pub mod entry;
+mod ids;
 mod jni;
 mod jvmti;
 pub mod locals;
@@ -32,7 +33,7 @@ pub mod thread;
 use std::ffi::{c_char, c_void, CString};
 use std::ptr::null_mut;
 
-pub use jni::{GlobalRef, Jni};
+pub use jni::{GlobalRef, Jni, WeakRef};
 pub use jvmti::{Jvmti, MethodNames, ThreadInfo};
 
 use crate::sys;

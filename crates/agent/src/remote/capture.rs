@@ -108,16 +108,23 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
     REMOTE.http_on.store(options.http, Ordering::Release);
     let jvmti = vm.jvmti().ok_or("no JVMTI environment for remote calls")?;
     let mut caps = crate::jvm::no_capabilities();
-    caps.set_can_generate_breakpoint_events(1);
-    caps.set_can_access_local_variables(1);
-    // Calls end at breakpoints on their methods' return instructions (no frame
-    // pops: a thread waiting for one runs interpreted only).
     caps.set_can_get_bytecodes(1);
+    // RMI's calls are breakpoints (their arguments read from the frames), and
+    // end at breakpoints on their methods' return instructions (no frame pops:
+    // a thread waiting for one runs interpreted only). HTTP alone takes neither
+    // capability: holding breakpoints or local access turns off the JIT's
+    // escape analysis for every method the JVM compiles.
+    if options.rmi {
+        caps.set_can_generate_breakpoint_events(1);
+        caps.set_can_access_local_variables(1);
+    }
     // HTTP methods get calls inserted as their classes load (`calls`).
-    caps.set_can_generate_all_class_hook_events(1);
+    if options.http {
+        caps.set_can_generate_all_class_hook_events(1);
+    }
     if jvmti.add_capabilities(&caps).is_err() {
         return Err(
-            "the JVM refused the capabilities remote calls need (breakpoints, locals, bytecodes)"
+            "the JVM refused the capabilities remote calls need (breakpoints, locals, class hooks)"
                 .into(),
         );
     }
@@ -129,16 +136,17 @@ pub fn install(vm: Vm, options: &super::RemoteOptions) -> Result<(), String> {
     if jvmti.set_callbacks(&cb).is_err() {
         return Err("cannot set the remote-call callbacks".into());
     }
-    for event in [
-        sys::JVMTI_EVENT_CLASS_PREPARE,
-        sys::JVMTI_EVENT_BREAKPOINT,
-        sys::JVMTI_EVENT_VM_INIT,
-    ] {
+    let mut events = vec![sys::JVMTI_EVENT_CLASS_PREPARE, sys::JVMTI_EVENT_VM_INIT];
+    if options.rmi {
+        events.push(sys::JVMTI_EVENT_BREAKPOINT);
+    }
+    for event in events {
         if jvmti.set_event(true, event).is_err() {
             return Err("cannot enable the remote-call events".into());
         }
     }
-    // JVMTI grants breakpoints to one environment only: park events use this one.
+    // JVMTI grants breakpoints to one environment only: park events use this
+    // one (and add the capability themselves when RMI did not).
     crate::events::park::share_env(jvmti);
     Ok(())
 }

@@ -30,7 +30,7 @@
 //! connection counts once on both sides, so the connection order matches the
 //! server's.
 
-use super::http::{new_traceparent, returned, served_trace_id, Call, STATE};
+use super::http::{endpoints_of, new_traceparent, returned, served_trace_id, Call, STATE};
 use super::points::{
     next_seq, socket_address, socket_endpoints, Args, At, Endpoint, Frames, Target,
 };
@@ -260,11 +260,10 @@ fn netty_reads(hit: &Hit, depth: i32) {
     };
     let ctx = args.object(1);
     let channel = env.call_object(ctx, "channel", "()Lio/netty/channel/Channel;");
-    let local = socket_address(env, channel, ("localAddress", ADDRESS));
-    let remote = socket_address(env, channel, ("remoteAddress", ADDRESS));
+    let ends = endpoints_of(env, channel, || both_addresses(env, channel));
     env.delete_local(channel);
     env.delete_local(ctx);
-    serve(hit, c, local.zip(remote), depth);
+    serve(hit, c, ends, depth);
 }
 
 /// `HttpObjectEncoder.encode(ctx, Object msg, List out)`: a response (it has a
@@ -368,7 +367,7 @@ fn okhttp_sends(hit: &Hit) {
     let chain = args.object(1);
     let conn = env.call_object(chain, "connection", "()Lokhttp3/Connection;");
     let socket = env.call_object(conn, "socket", "()Ljava/net/Socket;");
-    let ends = socket_endpoints(env, socket);
+    let ends = endpoints_of(env, socket, || socket_endpoints(env, socket));
     for o in [socket, conn, chain] {
         env.delete_local(o);
     }
@@ -423,8 +422,17 @@ fn hc5_sends(hit: &Hit) {
     let env = hit.jni;
     let args = Args::of(hit, 0);
     let conn = args.object(0);
-    let local = socket_address(env, conn, ("getLocalAddress", ADDRESS));
-    let remote = socket_address(env, conn, ("getRemoteAddress", ADDRESS));
+    let read = || {
+        let local = socket_address(env, conn, ("getLocalAddress", ADDRESS));
+        local.zip(socket_address(env, conn, ("getRemoteAddress", ADDRESS)))
+    };
+    let ends = endpoints_of(env, conn, read);
     env.delete_local(conn);
-    sends_over(local.zip(remote));
+    sends_over(ends);
+}
+
+/// A Netty channel's (local, remote) addresses.
+fn both_addresses(env: Jni, channel: sys::jobject) -> Option<(Endpoint, Endpoint)> {
+    let local = socket_address(env, channel, ("localAddress", ADDRESS));
+    local.zip(socket_address(env, channel, ("remoteAddress", ADDRESS)))
 }

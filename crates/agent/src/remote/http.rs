@@ -22,7 +22,7 @@
 use std::cell::RefCell;
 
 use super::points::{
-    next_seq, socket_address, socket_endpoints, Args, At, Endpoint, Frames, Target,
+    next_seq, socket_address, socket_endpoints, Args, At, Connections, Endpoint, Frames, Target,
 };
 use super::{push, RawRemote};
 use crate::java_threads::ThreadKey;
@@ -115,10 +115,35 @@ pub(super) struct ThreadState {
     /// Methods with inserted calls (and returns that matter) open on this
     /// thread: the depth of the next one entered (`calls`).
     pub inserted_open: i32,
+    /// The endpoints of the connections this thread used last.
+    connections: Connections,
 }
 
 thread_local! {
     pub(super) static STATE: RefCell<ThreadState> = RefCell::new(ThreadState::default());
+}
+
+/// The endpoints of `connection` (an object that stays with one connection),
+/// read by `read` unless this thread read them last time (null: always read).
+/// `read` may run Java code, so no state is borrowed while it runs.
+pub(super) fn endpoints_of(
+    env: Jni,
+    connection: sys::jobject,
+    read: impl FnOnce() -> Option<(Endpoint, Endpoint)>,
+) -> Option<(Endpoint, Endpoint)> {
+    if connection.is_null() {
+        return read();
+    }
+    if let Some(ends) = STATE.with(|s| s.borrow().connections.find(env, connection)) {
+        return Some(ends);
+    }
+    let ends = read()?;
+    STATE.with(|s| {
+        s.borrow_mut()
+            .connections
+            .add(env, connection, ends.clone())
+    });
+    Some(ends)
 }
 
 /// Ends, failed, the calls of the JDK's HTTP classes on this thread whose
@@ -191,7 +216,7 @@ fn client_writes(hit: &Hit) {
     let args = Args::of(hit, 0);
     let this = args.object(0);
     let socket = env.object_field(this, "serverSocket", "Ljava/net/Socket;");
-    let ends = socket_endpoints(env, socket);
+    let ends = endpoints_of(env, socket, || socket_endpoints(env, socket));
     env.delete_local(socket);
     env.delete_local(this);
     let Some((local, remote)) = ends else {
@@ -372,8 +397,16 @@ fn server_handles(hit: &Hit) {
 }
 
 fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
-    let local = address(env, exchange, "getLocalAddress")?;
-    let remote = address(env, exchange, "getRemoteAddress")?;
+    // The exchange's connection (null if the field is not there: read anyway).
+    let conn = env.object_field(exchange, "connection", "Lsun/net/httpserver/HttpConnection;");
+    let ends = endpoints_of(env, conn, || {
+        Some((
+            address(env, exchange, "getLocalAddress")?,
+            address(env, exchange, "getRemoteAddress")?,
+        ))
+    });
+    env.delete_local(conn);
+    let (local, remote) = ends?;
     let method = env
         .call_string(exchange, "getRequestMethod")
         .unwrap_or_default();

@@ -182,7 +182,7 @@ fn response_arrives(hit: &Hit) {
         return; // not a request this capture started (e.g. a proxy's CONNECT)
     };
     let conn = args.object(4);
-    let ends = connection_endpoints(env, conn);
+    let ends = super::http::endpoints_of(env, conn, || connection_endpoints(env, conn));
     env.delete_local(conn);
     emit(pending, ends, end_ns, status >= 500);
 }

@@ -164,6 +164,8 @@ struct RemoteState {
     calls_env: std::sync::OnceLock<usize>,
     /// Methods given breakpoints (RMI's, and HTTP methods left without calls).
     breakpointed: AtomicU64,
+    /// Target methods left with neither inserted calls nor breakpoints.
+    missed: AtomicU64,
     /// Whether an HTTP method got breakpoints.
     http_breakpointed: AtomicBool,
 }
@@ -182,6 +184,7 @@ static REMOTE: RemoteState = RemoteState {
     inserted: Mutex::new(Vec::new()),
     calls_env: std::sync::OnceLock::new(),
     breakpointed: AtomicU64::new(0),
+    missed: AtomicU64::new(0),
     http_breakpointed: AtomicBool::new(false),
 };
 
@@ -356,6 +359,10 @@ impl Engine for RemoteEngine {
             .breakpointed
             .load(std::sync::atomic::Ordering::Relaxed);
         out.push(("remote.methods_breakpointed", breakpointed));
+        let missed = REMOTE.missed.load(std::sync::atomic::Ordering::Relaxed);
+        if missed > 0 {
+            out.push(("remote.methods_missed", missed));
+        }
         let dropped = REMOTE.requests.dropped();
         if dropped > 0 {
             out.push(("requests.dropped", dropped));

@@ -9,7 +9,7 @@ use jscope_bytecode::insn;
 use super::REMOTE;
 use crate::jvm::breakpoints::{self, Handler, Hit};
 pub(super) use crate::jvm::locals::Args;
-use crate::jvm::{Jni, Jvmti};
+use crate::jvm::{Jni, Jvmti, WeakRef};
 use crate::sys;
 
 /// (host address, port).
@@ -25,6 +25,40 @@ pub(super) fn next_seq(local: &Endpoint, remote: &Endpoint) -> u64 {
         .or_insert(0);
     *n += 1;
     *n
+}
+
+/// The endpoints of the connections a thread used last, each under a weak
+/// reference to the object they were read from (a socket, a channel, a
+/// connection: one that stays with its connection), so that the next request
+/// on a kept-alive connection reads none of them again.
+#[derive(Default)]
+pub(super) struct Connections {
+    /// Oldest first.
+    seen: Vec<(WeakRef, (Endpoint, Endpoint))>,
+}
+
+impl Connections {
+    /// How many connections a thread remembers (a servlet thread calling a
+    /// backend uses two per request).
+    const KEPT: usize = 4;
+
+    pub fn find(&self, env: Jni, connection: sys::jobject) -> Option<(Endpoint, Endpoint)> {
+        self.seen
+            .iter()
+            .rev()
+            .find(|(c, _)| c.is(env, connection))
+            .map(|(_, ends)| ends.clone())
+    }
+
+    pub fn add(&mut self, env: Jni, connection: sys::jobject, ends: (Endpoint, Endpoint)) {
+        let Some(weak) = WeakRef::new(env, connection) else {
+            return;
+        };
+        if self.seen.len() >= Self::KEPT {
+            self.seen.remove(0);
+        }
+        self.seen.push((weak, ends));
+    }
 }
 
 /// A method to break at: class signature, name, descriptor, what to run at
@@ -96,7 +130,10 @@ pub(super) fn set_breakpoints(
             let handler = Handler {
                 on_breakpoint: t.on_hit,
             };
-            breakpoints::set(jvmti, m, 0, handler);
+            if !breakpoints::set(jvmti, m, 0, handler) {
+                missed(sig, &name, &desc);
+                continue;
+            }
             REMOTE
                 .breakpointed
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -113,6 +150,21 @@ pub(super) fn set_breakpoints(
         }
     }
     set
+}
+
+/// A target method with neither inserted calls (its class loaded before they
+/// could be, or the rewriter refused it) nor a breakpoint (the capability is
+/// held only with RMI or park events): its calls are not captured; said once
+/// per method, and counted.
+fn missed(sig: &str, name: &str, desc: &str) {
+    REMOTE
+        .missed
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let class = sig.trim_start_matches('L').trim_end_matches(';');
+    crate::report(format!(
+        "{class}.{name}{desc} is not captured: it has no inserted calls, and breakpoints \
+         are off (remote=rmi or events=park turn them on)"
+    ));
 }
 
 /// Whether calls inserted into `sig.name desc` stand for its breakpoints
