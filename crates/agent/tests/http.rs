@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use jscope_format::StringId;
 use jscope_format::{Recording, RemoteCall, RemoteProtocol, RemoteSide};
-use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir, Child, Java};
+use jscope_testkit::{
+    agent_path, compile_fixtures, compile_fixtures_release, java11, javas, temp_dir, Child, Java,
+};
 
 fn classes() -> PathBuf {
     compile_fixtures(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/http_fixtures"))
@@ -29,12 +31,17 @@ fn free_port() -> String {
 
 /// Starts a JVM, with the agent when `options` is given.
 fn start(java: &Java, options: Option<&str>, args: &[&str], log: &Path) -> Child {
+    start_with(java, options, &classes(), args, log)
+}
+
+/// [`start`] with the classes in `cp`.
+fn start_with(java: &Java, options: Option<&str>, cp: &Path, args: &[&str], log: &Path) -> Child {
     let mut cmd = Command::new(&java.bin);
     if let Some(o) = options {
         cmd.arg(format!("-agentpath:{}={o}", agent_path().display()));
     }
     cmd.arg("-cp")
-        .arg(classes())
+        .arg(cp)
         .args(args)
         .stdout(Stdio::from(std::fs::File::create(log).unwrap()))
         .stderr(Stdio::inherit());
@@ -447,6 +454,59 @@ fn java_net_http_client_keeps_an_application_traceparent_and_a_plain_server_work
                     assert_eq!(recorded, wire, "JDK {j}");
                 }
             }
+        }
+    }
+}
+
+/// The fewest bytes a round of `Escape` allocated with these agent options.
+fn escape_allocates(java: &Java, remote: &str, dir: &Path) -> u64 {
+    let log = dir.join(format!("escape-{remote}-{}.log", java.major));
+    let file = dir.join(format!("escape-{remote}.jsc"));
+    let options = format!("remote={remote},quiet,file={}", file.display());
+    // Compiled for JDK 11 (a runtime without javac), the fixtures run on all.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/http_fixtures");
+    let cp = compile_fixtures_release(&fixtures, 11);
+    let mut c = start_with(java, Some(&options), &cp, &["httpchain.Escape"], &log);
+    finish(java, &mut [(&mut c, remote)]);
+    let text = std::fs::read_to_string(&log).unwrap();
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("JDK {} remote={remote}: {text}", java.major))
+}
+
+/// HTTP is captured by calls inserted into its methods, which need no
+/// breakpoints or local-variable access. Holding either capability makes
+/// HotSpot keep every local alive in compiled code and, before JDK 15, compile
+/// without escape analysis at all. So on every JDK a JVM recorded with
+/// `remote=http` has a loop's non-escaping objects not allocated, while on JDK
+/// 11 RMI's breakpoints cost exactly that (32 MB a round): the fixture tells
+/// the two apart.
+#[test]
+fn http_capture_leaves_the_jits_escape_analysis_on() {
+    let dir = temp_dir("http-escape");
+    let mut all = javas();
+    if !all.iter().any(|j| j.major == 11) {
+        all.splice(0..0, java11());
+    }
+    assert!(
+        all.iter().any(|j| j.major < 15) || std::env::var_os("CI").is_none(),
+        "no JDK 11 to tell the captures apart"
+    );
+    for java in all {
+        let http = escape_allocates(&java, "http", &dir);
+        assert!(
+            http < 1 << 20,
+            "JDK {}: {http} bytes a round with remote=http",
+            java.major
+        );
+        if java.major < 15 {
+            let rmi = escape_allocates(&java, "rmi", &dir);
+            assert!(
+                rmi > 16 << 20,
+                "JDK {}: {rmi} bytes a round with remote=rmi",
+                java.major
+            );
         }
     }
 }

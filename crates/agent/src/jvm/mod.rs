@@ -9,8 +9,9 @@
 //! - One policy for a function the JVM's table lacks: the lookup returns
 //!   [`JvmtiError::Missing`], which a wrapper returns or turns into its usual
 //!   failure value (None, null, false), never a panic.
-//! - [`thread`]: one way to learn a thread's Java id. [`GlobalRef`]: global
-//!   references that delete themselves. [`breakpoints`]: one registry from a
+//! - [`thread`]: one way to learn a thread's Java id. [`GlobalRef`] and
+//!   [`WeakRef`]: global references that delete themselves. `ids`: method and
+//!   field ids looked up by name once per class. [`breakpoints`]: one registry from a
 //!   method to the handler of its breakpoint. [`locals`]: a thread's own frame
 //!   locals, read without a safepoint. [`entry`]: the panic guard.
 //!

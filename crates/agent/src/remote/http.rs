@@ -398,7 +398,11 @@ fn server_handles(hit: &Hit) {
 
 fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
     // The exchange's connection (null if the field is not there: read anyway).
-    let conn = env.object_field(exchange, "connection", "Lsun/net/httpserver/HttpConnection;");
+    let conn = env.object_field(
+        exchange,
+        "connection",
+        "Lsun/net/httpserver/HttpConnection;",
+    );
     let ends = endpoints_of(env, conn, || {
         Some((
             address(env, exchange, "getLocalAddress")?,
