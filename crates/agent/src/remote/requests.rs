@@ -208,23 +208,47 @@ fn random_trace_id() -> [u8; 16] {
     out
 }
 
-/// A non-zero random u64 (W3C forbids all-zero ids).
+/// A non-zero random u64 (W3C forbids all-zero ids): SplitMix64 over a
+/// process-wide counter seeded once from the kernel's random source, so that
+/// each id costs no system call (a request and its calls take three or four).
+/// Ids are unique within the process and unpredictable across processes.
 pub fn random_u64() -> u64 {
-    let mut v = 0u64;
-    // SAFETY: writes at most 8 bytes into v.
-    let n = unsafe { libc::getrandom((&mut v as *mut u64).cast(), 8, 0) };
-    if n != 8 || v == 0 {
-        // Fallback: time mixed with a counter, still unique within the JVM.
-        static N: AtomicU64 = AtomicU64::new(1);
-        let c = N.fetch_add(1, Ordering::Relaxed);
-        v = crate::clock::monotonic_ns().rotate_left(17) ^ c.wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            | 1;
+    const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    if STATE.load(Ordering::Relaxed) == 0 {
+        let mut v = 0u64;
+        // SAFETY: writes at most 8 bytes into v.
+        let n = unsafe { libc::getrandom((&mut v as *mut u64).cast(), 8, 0) };
+        if n != 8 {
+            v = crate::clock::monotonic_ns() ^ u64::from(std::process::id()).rotate_left(32);
+        }
+        // Another thread may have seeded it meanwhile: the first seed stays.
+        let _ = STATE.compare_exchange(0, v | 1, Ordering::Relaxed, Ordering::Relaxed);
     }
-    v
+    let mut z = STATE
+        .fetch_add(GAMMA, Ordering::Relaxed)
+        .wrapping_add(GAMMA);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    match z ^ (z >> 31) {
+        0 => 1,
+        v => v,
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn random_ids_are_distinct_and_never_zero() {
+        let ids: std::collections::HashSet<u64> =
+            (0..100_000).map(|_| super::random_u64()).collect();
+        assert_eq!(ids.len(), 100_000);
+        assert!(!ids.contains(&0));
+        // Consecutive ids share no obvious structure: about half their bits differ.
+        let (a, b) = (super::random_u64(), super::random_u64());
+        assert!((8..=56).contains(&(a ^ b).count_ones()), "{a:x} {b:x}");
+    }
+
     use super::*;
 
     fn opening(name: &str, traceparent: Option<&'static str>) -> Opening<'static> {
