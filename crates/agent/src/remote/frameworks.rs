@@ -213,7 +213,16 @@ fn read_servlet_request(
         let port = env.call_int(req, port)?;
         Some((host.trim_matches(['[', ']']).to_string(), port as u32))
     };
-    let ends = end("getLocalAddr", "getLocalPort").zip(end("getRemoteAddr", "getRemotePort"));
+    // The address getters run code the container itself rarely does (socket
+    // queries, address formatting), mostly interpreted: Jetty's request
+    // belongs to its connection's channel, so there they are asked once per
+    // connection (other containers: every request).
+    const CHANNEL: &str = "()Lorg/eclipse/jetty/server/HttpChannel;";
+    let channel = env.call_object(req, "getHttpChannel", CHANNEL);
+    let ends = endpoints_of(env, channel, || {
+        end("getLocalAddr", "getLocalPort").zip(end("getRemoteAddr", "getRemotePort"))
+    });
+    env.delete_local(channel);
     Some((call(method, path, traceparent), ends))
 }
 
