@@ -253,12 +253,22 @@ fn cpu_mode_finds_the_hot_method() {
         assert_eq!(rec.counters["samples.written"], rec.samples.len() as u64);
         // Every sample has a walked stack: Java frames, or with mixed stacks (the
         // default) native frames alone (compiler and GC threads), or it is CPU
-        // time whose walk failed, kept as `[<reason>]`.
+        // time whose walk failed, kept with a `[<reason>]` marker frame: on top,
+        // or below the native frames found above the break (a thread in
+        // `JavaCalls::call_helper` about to enter Java).
         let native_only = rec.counters.get("walk.native_only").copied().unwrap_or(0);
+        let marker = |label: String| {
+            let reason = label.strip_prefix('[').and_then(|l| l.strip_suffix(']'));
+            reason.is_some_and(|r| rec.counters.contains_key(&format!("walk.failed.{r}")))
+        };
         let unknown = rec
             .samples
             .iter()
-            .filter(|s| top_label(&rec, s.stack.0).starts_with('['))
+            .filter(|s| {
+                rec.stack(s.stack)
+                    .iter()
+                    .any(|f| marker(rec.method_label(f.method)))
+            })
             .count() as u64;
         let failed: u64 = rec
             .counters
