@@ -32,7 +32,7 @@
 
 use super::http::{endpoints_of, new_traceparent, returned, served_trace_id, Call, STATE};
 use super::points::{
-    next_seq, socket_address, socket_endpoints, Args, At, Endpoint, Frames, Target,
+    next_seq, socket_addresses, socket_endpoints, Args, At, Endpoint, Frames, Target,
 };
 use crate::jvm::breakpoints::Hit;
 use crate::jvm::Jni;
@@ -269,7 +269,10 @@ fn netty_reads(hit: &Hit, depth: i32) {
     };
     let ctx = args.object(1);
     let channel = env.call_object(ctx, "channel", "()Lio/netty/channel/Channel;");
-    let ends = endpoints_of(env, channel, || both_addresses(env, channel));
+    let getters = ("localAddress", "remoteAddress");
+    let ends = endpoints_of(env, channel, || {
+        socket_addresses(env, channel, getters, ADDRESS)
+    });
     env.delete_local(channel);
     env.delete_local(ctx);
     serve(hit, c, ends, depth);
@@ -431,17 +434,8 @@ fn hc5_sends(hit: &Hit) {
     let env = hit.jni;
     let args = Args::of(hit, 0);
     let conn = args.object(0);
-    let read = || {
-        let local = socket_address(env, conn, ("getLocalAddress", ADDRESS));
-        local.zip(socket_address(env, conn, ("getRemoteAddress", ADDRESS)))
-    };
-    let ends = endpoints_of(env, conn, read);
+    let getters = ("getLocalAddress", "getRemoteAddress");
+    let ends = endpoints_of(env, conn, || socket_addresses(env, conn, getters, ADDRESS));
     env.delete_local(conn);
     sends_over(ends);
-}
-
-/// A Netty channel's (local, remote) addresses.
-fn both_addresses(env: Jni, channel: sys::jobject) -> Option<(Endpoint, Endpoint)> {
-    let local = socket_address(env, channel, ("localAddress", ADDRESS));
-    local.zip(socket_address(env, channel, ("remoteAddress", ADDRESS)))
 }

@@ -22,7 +22,7 @@
 use std::cell::RefCell;
 
 use super::points::{
-    next_seq, socket_address, socket_endpoints, Args, At, Connections, Endpoint, Frames, Target,
+    next_seq, socket_addresses, socket_endpoints, Args, At, Connections, Endpoint, Frames, Target,
 };
 use super::{push, RawRemote};
 use crate::java_threads::ThreadKey;
@@ -403,11 +403,9 @@ fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
         "connection",
         "Lsun/net/httpserver/HttpConnection;",
     );
+    let getters = ("getLocalAddress", "getRemoteAddress");
     let ends = endpoints_of(env, conn, || {
-        Some((
-            address(env, exchange, "getLocalAddress")?,
-            address(env, exchange, "getRemoteAddress")?,
-        ))
+        socket_addresses(env, exchange, getters, "()Ljava/net/InetSocketAddress;")
     });
     env.delete_local(conn);
     let (local, remote) = ends?;
@@ -442,11 +440,6 @@ fn read_exchange(env: Jni, exchange: sys::jobject) -> Option<Call> {
         failed: false,
         request: 0,
     })
-}
-
-/// An `InetSocketAddress` getter of the exchange as (host address, port).
-fn address(env: Jni, exchange: sys::jobject, getter: &str) -> Option<Endpoint> {
-    socket_address(env, exchange, (getter, "()Ljava/net/InetSocketAddress;"))
 }
 
 /// `ExchangeImpl.sendResponseHeaders(int rCode, long length)`: the answer

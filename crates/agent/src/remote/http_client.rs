@@ -19,7 +19,7 @@
 use std::sync::atomic::Ordering;
 
 use super::http::{new_traceparent, served_trace_id};
-use super::points::{next_seq, socket_address, Args, Endpoint, Target};
+use super::points::{next_seq, socket_addresses, Args, Endpoint, Target};
 use super::{push, RawRemote, REMOTE};
 use crate::java_threads::ThreadKey;
 use crate::jvm::breakpoints::Hit;
@@ -222,15 +222,10 @@ fn take_pending(traceparent: &str) -> Option<Pending> {
 /// (local, remote) of an `HttpConnection`'s `SocketChannel`.
 fn connection_endpoints(env: Jni, conn: sys::jobject) -> Option<(Endpoint, Endpoint)> {
     let channel = env.call_object(conn, "channel", "()Ljava/nio/channels/SocketChannel;");
-    let local = channel_address(env, channel, "getLocalAddress");
-    let remote = channel_address(env, channel, "getRemoteAddress");
+    let getters = ("getLocalAddress", "getRemoteAddress");
+    let ends = socket_addresses(env, channel, getters, "()Ljava/net/SocketAddress;");
     env.delete_local(channel);
-    Some((local?, remote?))
-}
-
-/// A `SocketChannel` address getter as (host address, port).
-fn channel_address(env: Jni, channel: sys::jobject, getter: &str) -> Option<Endpoint> {
-    socket_address(env, channel, (getter, "()Ljava/net/SocketAddress;"))
+    ends
 }
 
 /// Pushes the finished call, on the caller's thread. Without endpoints (the

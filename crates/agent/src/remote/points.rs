@@ -283,9 +283,22 @@ pub(super) fn socket_endpoints(env: Jni, socket: sys::jobject) -> Option<(Endpoi
     }
 }
 
+/// The (local, remote) endpoints two address getters of `o` return (`getters`,
+/// both of type `descriptor`: a `SocketAddress` that is an
+/// `InetSocketAddress`).
+pub(super) fn socket_addresses(
+    env: Jni,
+    o: sys::jobject,
+    (local, remote): (&str, &str),
+    descriptor: &str,
+) -> Option<(Endpoint, Endpoint)> {
+    let local = socket_address(env, o, (local, descriptor))?;
+    Some((local, socket_address(env, o, (remote, descriptor))?))
+}
+
 /// The `InetSocketAddress` a getter of `o` returns (`(name, descriptor)`), as
 /// (host address, port).
-pub(super) fn socket_address(
+fn socket_address(
     env: Jni,
     o: sys::jobject,
     (getter, descriptor): (&str, &str),
