@@ -44,43 +44,11 @@ struct Entry {
 }
 
 /// The process's resolved ids.
-pub(super) struct Ids {
-    entries: Mutex<Vec<Entry>>,
-}
+static IDS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 
-static IDS: Ids = Ids {
-    entries: Mutex::new(Vec::new()),
-};
-
-impl Ids {
-    /// The classes already seen with this member, with their ids.
-    fn candidates(&self, member: Member, name: &str, descriptor: &str) -> Vec<(usize, usize)> {
-        let Ok(entries) = self.entries.lock() else {
-            return Vec::new();
-        };
-        entries
-            .iter()
-            .filter(|e| e.member == member && &*e.name == name && &*e.descriptor == descriptor)
-            .take(PER_NAME)
-            .map(|e| (e.class, e.id))
-            .collect()
-    }
-
-    fn add(&self, entry: Entry) -> bool {
-        let Ok(mut entries) = self.entries.lock() else {
-            return false;
-        };
-        let same = entries
-            .iter()
-            .filter(|e| {
-                e.member == entry.member && e.name == entry.name && e.descriptor == entry.descriptor
-            })
-            .count();
-        if entries.len() >= MAX || same >= PER_NAME {
-            return false;
-        }
-        entries.push(entry);
-        true
+impl Entry {
+    fn is(&self, member: Member, name: &str, descriptor: &str) -> bool {
+        self.member == member && &*self.name == name && &*self.descriptor == descriptor
     }
 }
 
@@ -96,26 +64,39 @@ pub(super) fn id_of(
     if class.is_null() {
         return null_mut();
     }
-    for (seen, id) in IDS.candidates(member, name, descriptor) {
-        if env.is_same_object(class, seen as sys::jobject) {
-            return id as *mut std::ffi::c_void;
+    {
+        // IsSameObject runs no Java code, so nothing re-enters the lock.
+        let entries = IDS.lock().unwrap_or_else(|e| e.into_inner());
+        let seen = entries.iter().filter(|e| e.is(member, name, descriptor));
+        for e in seen {
+            if env.is_same_object(class, e.class as sys::jobject) {
+                return e.id as *mut std::ffi::c_void;
+            }
         }
     }
     // A class without the member is remembered too: asking again would throw
     // (and fill the stack trace of) a NoSuchMethodError each time.
     let id = resolve();
     let weak = env.new_weak_global(class);
-    if !weak.is_null() {
-        let entry = Entry {
+    if weak.is_null() {
+        return id;
+    }
+    let mut entries = IDS.lock().unwrap_or_else(|e| e.into_inner());
+    let same = entries
+        .iter()
+        .filter(|e| e.is(member, name, descriptor))
+        .count();
+    if entries.len() < MAX && same < PER_NAME {
+        entries.push(Entry {
             member,
             name: name.into(),
             descriptor: descriptor.into(),
             class: weak as usize,
             id: id as usize,
-        };
-        if !IDS.add(entry) {
-            env.delete_weak_global(weak);
-        }
+        });
+    } else {
+        drop(entries);
+        env.delete_weak_global(weak);
     }
     id
 }

@@ -80,18 +80,20 @@ impl Jni {
 
     /// An object field by name and type, or null (no such field, or null value).
     pub fn object_field(&self, o: sys::jobject, name: &str, sig: &str) -> sys::jobject {
-        let id = self.field_of_object(o, name, sig);
-        self.object_field_by_id(o, id)
+        let id = self.member_of(o, Member::Field, name, sig);
+        self.object_field_by_id(o, id.cast())
     }
 
-    /// The id of field `name` of `o`'s class (cached per class: [`ids`]); null
-    /// when there is none.
-    fn field_of_object(&self, o: sys::jobject, name: &str, sig: &str) -> sys::jfieldID {
+    /// The id of method or field `name` of `o`'s class, asked of the JVM once
+    /// per class ([`ids`]); null when there is none (the exception cleared).
+    fn member_of(&self, o: sys::jobject, member: Member, name: &str, sig: &str) -> *mut c_void {
         let class = self.object_class(o);
-        let key = (Member::Field, name, sig);
-        let id = ids::id_of(self, class, key, || self.field_id(class, name, sig).cast());
+        let id = ids::id_of(self, class, (member, name, sig), || match member {
+            Member::Method => self.method_id(class, name, sig).cast(),
+            Member::Field => self.field_id(class, name, sig).cast(),
+        });
         self.delete_local(class);
-        id.cast()
+        id
     }
 
     /// Sets an object field of `o` by name and type (a final one too: JNI does
@@ -102,7 +104,7 @@ impl Jni {
         (name, sig): (&str, &str),
         value: sys::jobject,
     ) -> bool {
-        let id = self.field_of_object(o, name, sig);
+        let id: sys::jfieldID = self.member_of(o, Member::Field, name, sig).cast();
         let Ok(set) = function!(self.table(), SetObjectField) else {
             return false;
         };
@@ -128,13 +130,8 @@ impl Jni {
     }
 
     /// An instance method of `o`'s class; null when none (the exception cleared).
-    /// Cached per class ([`ids`]): the JVM is asked once per class.
     fn method(&self, o: sys::jobject, name: &str, sig: &str) -> sys::jmethodID {
-        let class = self.object_class(o);
-        let key = (Member::Method, name, sig);
-        let id = ids::id_of(self, class, key, || self.method_id(class, name, sig).cast());
-        self.delete_local(class);
-        id.cast()
+        self.member_of(o, Member::Method, name, sig).cast()
     }
 
     fn method_id(&self, class: sys::jclass, name: &str, sig: &str) -> sys::jmethodID {
