@@ -50,20 +50,17 @@ cpu() { # cpu ARM OPTIONS: CPU seconds of the three JVMs of one run, and each on
   wait
   cat "$out/$arm"-{client,front,back}.time | awk '{c[NR] = $1 + $2; s += c[NR]} END {printf "%.2f %.2f %.2f %.2f\n", s, c[1], c[2], c[3]}'
 }
-summary() { cut -d' ' -f"${1:-1}" | sort -n | awk '{a[NR]=$1} END {m=(NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2); printf "%.3f %.3f %.3f\n", m, a[1], a[NR]}'; }
+. benches/stats.sh
+col() { cut -d' ' -f"$1" "$2"; } # col FIELD FILE: one column of the per-round lines
 
 : > "$out/on.txt"; : > "$out/off.txt"
 for ((i = 0; i < repeat; i++)); do
   cpu on "remote=http,interval=10ms,quiet" >> "$out/on.txt"
   cpu off "interval=10ms,quiet" >> "$out/off.txt"
 done
-read -r on on_lo on_hi < <(summary < "$out/on.txt")
-read -r off off_lo off_hi < <(summary < "$out/off.txt")
 for jvm in 2:client 3:front 4:back; do
-  read -r a _ < <(summary "${jvm%%:*}" < "$out/on.txt")
-  read -r b _ < <(summary "${jvm%%:*}" < "$out/off.txt")
-  echo "${jvm#*:}: median $a s CPU with remote=http, $b s without"
+  echo "${jvm#*:}: median $(col "${jvm%%:*}" "$out/on.txt" | median) s CPU with remote=http, $(col "${jvm%%:*}" "$out/off.txt" | median) s without"
 done
-echo "remote=http (request context): median ${on} s CPU, range ${on_lo} to ${on_hi}"
-echo "no remote:                     median ${off} s CPU, range ${off_lo} to ${off_hi}"
-awk -v a="$on" -v b="$off" 'BEGIN {printf "ratio of medians: %.4f\n", a / b}'
+echo "remote=http (request context): median (range) $(col 1 "$out/on.txt" | stats) s CPU"
+echo "no remote:                     median (range) $(col 1 "$out/off.txt" | stats) s CPU"
+awk -v a="$(col 1 "$out/on.txt" | median)" -v b="$(col 1 "$out/off.txt" | median)" 'BEGIN {printf "ratio of medians: %.4f\n", a / b}'
