@@ -200,12 +200,10 @@ fn make_env(vm: Vm) -> Result<(), ParkError> {
     let shared = super::STATE.park.shared.load(Ordering::Acquire);
     if shared != 0 {
         // The capture's callback hands park's breakpoints over.
-        let shared = Jvmti(shared as *mut sys::jvmtiEnv);
-        add_capabilities(shared)?;
-        shared
-            .set_event(true, sys::JVMTI_EVENT_BREAKPOINT)
+        let env = Jvmti(shared as *mut sys::jvmtiEnv);
+        add_capabilities(env)?;
+        env.set_event(true, sys::JVMTI_EVENT_BREAKPOINT)
             .map_err(ParkError::Callbacks)?;
-        let shared = shared.0 as usize;
         super::STATE.park.env.store(shared, Ordering::Release);
         return Ok(());
     }

@@ -238,18 +238,17 @@ pub fn random_u64() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn random_ids_are_distinct_and_never_zero() {
-        let ids: std::collections::HashSet<u64> =
-            (0..100_000).map(|_| super::random_u64()).collect();
+        let ids: std::collections::HashSet<u64> = (0..100_000).map(|_| random_u64()).collect();
         assert_eq!(ids.len(), 100_000);
         assert!(!ids.contains(&0));
         // Consecutive ids share no obvious structure: about half their bits differ.
-        let (a, b) = (super::random_u64(), super::random_u64());
+        let (a, b) = (random_u64(), random_u64());
         assert!((8..=56).contains(&(a ^ b).count_ones()), "{a:x} {b:x}");
     }
-
-    use super::*;
 
     fn opening(name: &str, traceparent: Option<&'static str>) -> Opening<'static> {
         Opening {
