@@ -510,3 +510,52 @@ fn http_capture_leaves_the_jits_escape_analysis_on() {
         }
     }
 }
+
+/// The framework helpers' class files the agent embeds
+/// (`crates/agent/java/classes`) are what their sources compile to
+/// (`crates/agent/java/build.sh`, against Debian's framework jars).
+#[test]
+fn framework_helpers_are_compiled_from_their_sources() {
+    let jars = [
+        ("servlet-api.jar", "libjetty9-java"),
+        ("tomcat10-servlet-api.jar", "libtomcat10-java"),
+        ("netty-codec-http.jar", "libnetty-java"),
+        ("okhttp.jar", "libokhttp-java"),
+        ("httpcore5.jar", "libhttpclient5-java"),
+    ];
+    for (jar, package) in jars {
+        let path = Path::new("/usr/share/java").join(jar);
+        if !path.exists() {
+            jscope_testkit::tools::missing(
+                &path.display().to_string(),
+                &format!("apt-get install {package}"),
+            );
+            return;
+        }
+    }
+    let java = Path::new(env!("CARGO_MANIFEST_DIR")).join("java");
+    let out = temp_dir("helpers");
+    let status = Command::new("bash")
+        .arg(java.join("build.sh"))
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success(), "crates/agent/java/build.sh failed");
+    let names = |dir: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let committed = java.join("classes");
+    assert_eq!(names(&out), names(&committed));
+    for name in names(&out) {
+        assert!(
+            std::fs::read(out.join(&name)).unwrap()
+                == std::fs::read(committed.join(&name)).unwrap(),
+            "{name} differs from its source: run bash crates/agent/java/build.sh"
+        );
+    }
+}

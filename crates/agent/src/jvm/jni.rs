@@ -628,16 +628,24 @@ impl Jni {
     /// Defines a class in the bootstrap loader (a null loader); null on failure,
     /// with the exception cleared.
     pub fn define_boot_class(&self, name: &str, bytes: &[u8]) -> sys::jclass {
+        self.define_class(name, null_mut(), bytes)
+    }
+
+    /// Defines a class in `loader` (null: the bootstrap loader); null on
+    /// failure (a class of that name already defined there too), with the
+    /// exception cleared.
+    pub fn define_class(&self, name: &str, loader: sys::jobject, bytes: &[u8]) -> sys::jclass {
         let (Ok(name), Ok(define)) = (CString::new(name), function!(self.table(), DefineClass))
         else {
             return null_mut();
         };
-        // SAFETY: valid env, name and class bytes for the duration of the call.
+        // SAFETY: valid env, name, loader reference (or null) and class bytes
+        // for the duration of the call.
         let class = unsafe {
             define(
                 self.0,
                 name.as_ptr(),
-                null_mut(),
+                loader,
                 bytes.as_ptr().cast(),
                 bytes.len() as sys::jsize,
             )

@@ -536,6 +536,18 @@ impl Jvmti {
         self.take_array(modules, n)
     }
 
+    /// Whether `package` (internal form, `a/b`) of `loader` belongs to a named
+    /// module (None: cannot tell).
+    pub fn in_named_module(&self, loader: sys::jobject, package: &str) -> Option<bool> {
+        let get = function!(self.table(), GetNamedModule).ok()?;
+        let package = std::ffi::CString::new(package).ok()?;
+        let mut module = std::ptr::null_mut();
+        // SAFETY: valid env, loader reference (or null), NUL-terminated name
+        // and out-pointer.
+        check(unsafe { get(self.0, loader, package.as_ptr(), &mut module) }).ok()?;
+        Some(!module.is_null())
+    }
+
     pub fn add_module_reads(&self, module: sys::jobject, to: sys::jobject) -> bool {
         let Ok(add) = function!(self.table(), AddModuleReads) else {
             return false;

@@ -24,7 +24,7 @@ use jscope_bytecode::{
 };
 
 use super::points::Target;
-use super::REMOTE;
+use super::{helpers, REMOTE};
 use crate::jvm::breakpoints::Hit;
 use crate::jvm::entry::{guarded_in, BREAKPOINTS};
 use crate::jvm::{self, Jni, Jvmti};
@@ -63,7 +63,7 @@ pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
     if !REMOTE.http_on.load(Ordering::Acquire) {
         return Ok(());
     }
-    let natives = [
+    let mut natives = vec![
         (
             PROBES.enter,
             ARGUMENTS_PROBE_DESCRIPTOR,
@@ -72,6 +72,7 @@ pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
         (PROBES.exit, PROBE_DESCRIPTOR, exit as *mut c_void),
         (PROBES.thrown, PROBE_DESCRIPTOR, thrown as *mut c_void),
     ];
+    natives.extend(helpers::natives());
     let class =
         jvm::native_class::define(jvmti, jni, PROBE_CLASS, &natives).map_err(|e| e.to_string())?;
     jni.delete_local(class);
@@ -89,9 +90,9 @@ pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe extern "C" fn on_class_file_load(
     jvmti: *mut sys::jvmtiEnv,
-    _jni: *mut sys::JNIEnv,
+    jni: *mut sys::JNIEnv,
     class_being_redefined: sys::jclass,
-    _loader: sys::jobject,
+    loader: sys::jobject,
     name: *const c_char,
     _protection_domain: sys::jobject,
     class_data_len: sys::jint,
@@ -108,15 +109,25 @@ pub(super) unsafe extern "C" fn on_class_file_load(
                 class_data,
                 new_class_data_len,
                 new_class_data,
-                rewrite,
+                |name, bytes| {
+                    rewrite(name, bytes, |helper| {
+                        let package = name.rsplit_once('/').map_or("", |(p, _)| p);
+                        helpers::ready(Jvmti(jvmti), Jni(jni), loader, package, helper)
+                    })
+                },
             );
         }
     })
 }
 
 /// The class file with its targets' calls, when `internal_name` holds targets
-/// (the methods rewritten are noted, so no breakpoint doubles them).
-fn rewrite(internal_name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
+/// (the methods rewritten are noted, so no breakpoint doubles them). The calls
+/// go through the targets' helper when `ready` says the class can call it.
+fn rewrite(
+    internal_name: &str,
+    bytes: &[u8],
+    ready: impl FnOnce(&'static str) -> bool,
+) -> Option<Vec<u8>> {
     let is_class = |t: &Target| {
         t.class.strip_prefix('L').and_then(|c| c.strip_suffix(';')) == Some(internal_name)
     };
@@ -134,7 +145,21 @@ fn rewrite(internal_name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
             })
         })
     };
-    let (new_bytes, methods) = call_with_arguments(bytes, select, &PROBES).ok()??;
+    let helper = groups
+        .iter()
+        .flat_map(|g| g.iter())
+        .filter(|t| is_class(t))
+        .find_map(|t| t.helper);
+    let probes = match helper {
+        Some(class) if ready(class) => ArgumentProbes { class, ..PROBES },
+        _ => PROBES,
+    };
+    let (new_bytes, methods) = call_with_arguments(bytes, select, &probes).ok()??;
+    if probes.class != PROBE_CLASS {
+        REMOTE
+            .helped
+            .fetch_add(methods.len() as u64, Ordering::Relaxed);
+    }
     let sig = format!("L{internal_name};");
     let mut list = REMOTE.inserted.lock().unwrap_or_else(|e| e.into_inner());
     list.extend(methods.into_iter().map(|(n, d)| (sig.clone(), n, d)));
@@ -143,8 +168,8 @@ fn rewrite(internal_name: &str, bytes: &[u8]) -> Option<Vec<u8>> {
 
 /// How a method with inserted calls was reached.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Reached {
-    /// Its entry, with its local slots.
+pub(super) enum Reached {
+    /// Its entry, with its local slots (null: a helper read them).
     Entry(sys::jobject),
     /// One of its returns.
     Exit,
@@ -202,14 +227,14 @@ fn depth_of(target: &Target, how: Reached) -> i32 {
 /// return. An exception leaving the method only uncounts its frame: its call
 /// ends, failed, at the thread's next call or breakpoint of its capture, as
 /// with breakpoints (see `points`).
-fn reached(env: Jni, site: i32, how: Reached) {
+pub(super) fn reached(env: Jni, site: i32, how: Reached) {
     let (Some(target), Some(&raw)) = (target_of(site), REMOTE.calls_env.get()) else {
         return;
     };
     let depth = depth_of(target, how);
-    let slots = match how {
-        Reached::Entry(slots) => slots,
-        Reached::Exit => null_mut(),
+    let (slots, location) = match how {
+        Reached::Entry(slots) => (slots, 0),
+        Reached::Exit => (null_mut(), 1),
         Reached::Thrown => return,
     };
     // Depths that breakpoints ask JVMTI for do not pair with these.
@@ -224,7 +249,7 @@ fn reached(env: Jni, site: i32, how: Reached) {
             jni: env,
             thread,
             method: null_mut(),
-            location: if slots.is_null() { 1 } else { 0 },
+            location,
             args: slots,
             inserted: true,
             depth: counted.then_some(depth),

@@ -30,6 +30,7 @@
 //! connection counts once on both sides, so the connection order matches the
 //! server's.
 
+use super::helpers::{self, Read};
 use super::http::{endpoints_of, new_traceparent, returned, served_trace_id, Call, STATE};
 use super::points::{
     next_seq, socket_addresses, socket_endpoints, Args, At, Endpoint, Frames, Target,
@@ -47,43 +48,50 @@ pub(super) const TARGETS: [Target; 8] = [
         "service",
         "(Ljavax/servlet/ServletRequest;Ljavax/servlet/ServletResponse;)V",
         servlet,
-    ),
+    )
+    .through(helpers::JAVAX_SERVLET),
     Target::entry_and_returns(
         "Ljakarta/servlet/http/HttpServlet;",
         "service",
         "(Ljakarta/servlet/ServletRequest;Ljakarta/servlet/ServletResponse;)V",
         servlet,
-    ),
+    )
+    .through(helpers::JAKARTA_SERVLET),
     Target::entry_and_returns(
         "Lio/netty/channel/SimpleChannelInboundHandler;",
         "channelRead",
         "(Lio/netty/channel/ChannelHandlerContext;Ljava/lang/Object;)V",
         netty,
-    ),
+    )
+    .through(helpers::NETTY_READ),
     Target::entry(
         "Lio/netty/handler/codec/http/HttpObjectEncoder;",
         "encode",
         "(Lio/netty/channel/ChannelHandlerContext;Ljava/lang/Object;Ljava/util/List;)V",
         netty_encodes,
-    ),
+    )
+    .through(helpers::NETTY_ENCODE),
     Target::entry_and_returns(
         "Lokhttp3/RealCall;",
         "getResponseWithInterceptorChain",
         "()Lokhttp3/Response;",
         okhttp,
-    ),
+    )
+    .through(helpers::OKHTTP_CALL),
     Target::entry(
         "Lokhttp3/internal/http/CallServerInterceptor;",
         "intercept",
         "(Lokhttp3/Interceptor$Chain;)Lokhttp3/Response;",
         okhttp_sends,
-    ),
+    )
+    .through(helpers::OKHTTP_SEND),
     Target::entry_and_returns(
         "Lorg/apache/hc/client5/http/impl/classic/InternalHttpClient;",
         "doExecute",
         "(Lorg/apache/hc/core5/http/HttpHost;Lorg/apache/hc/core5/http/ClassicHttpRequest;Lorg/apache/hc/core5/http/protocol/HttpContext;)Lorg/apache/hc/client5/http/impl/classic/CloseableHttpResponse;",
         hc5,
-    ),
+    )
+    .through(helpers::HC5_CALL),
     Target::entry(
         "Lorg/apache/hc/core5/http/impl/io/DefaultBHttpClientConnection;",
         "sendRequestHeader",
@@ -152,7 +160,7 @@ fn with_stack<R>(side: Side, f: impl FnOnce(&mut Frames<Call>) -> R) -> R {
 }
 
 /// A new call read from a request: starting now, with no endpoints yet.
-fn call(method: String, path: String, traceparent: String) -> Call {
+pub(super) fn call(method: String, path: String, traceparent: String) -> Call {
     Call {
         start_ns: crate::clock::monotonic_ns(),
         answered_ns: None,
@@ -187,8 +195,12 @@ fn serving() -> bool {
 
 /// `HttpServlet.service(ServletRequest req, ServletResponse res)`: slot 1.
 fn servlet_serves(hit: &Hit, depth: i32) {
+    let read = helpers::take();
     if serving() {
         return;
+    }
+    if let Some(read) = read {
+        return serve_read(hit, read, depth);
     }
     let env = hit.jni;
     let args = Args::of(hit, 0);
@@ -239,11 +251,22 @@ fn string_call(env: Jni, o: sys::jobject, name: &str, arg: &str) -> Option<Strin
     text
 }
 
+/// A request a helper read opens (`Read::Served`).
+fn serve_read(hit: &Hit, read: Read, depth: i32) {
+    if let Read::Served(c, ends) = read {
+        serve(hit, c, ends, depth);
+    }
+}
+
 /// `SimpleChannelInboundHandler.channelRead(ChannelHandlerContext ctx, Object
 /// msg)`: slots 1 and 2; only an `HttpRequest` opens a request.
 fn netty_reads(hit: &Hit, depth: i32) {
+    let read = helpers::take();
     if serving() {
         return;
+    }
+    if let Some(read) = read {
+        return serve_read(hit, read, depth);
     }
     let env = hit.jni;
     let args = Args::of(hit, 0);
@@ -281,21 +304,28 @@ fn netty_reads(hit: &Hit, depth: i32) {
 /// `HttpObjectEncoder.encode(ctx, Object msg, List out)`: a response (it has a
 /// status) encoded inside a served Netty request is its answer.
 fn netty_encodes(hit: &Hit) {
+    let read = helpers::take();
     if !serving() {
         return;
     }
     let now = crate::clock::monotonic_ns();
-    let env = hit.jni;
-    let args = Args::of(hit, 0);
-    let msg = args.object(2);
-    let status = env.call_object(
-        msg,
-        "status",
-        "()Lio/netty/handler/codec/http/HttpResponseStatus;",
-    );
-    let code = env.call_int(status, "code");
-    env.delete_local(status);
-    env.delete_local(msg);
+    let code = match read {
+        Some(Read::Answered(code)) => Some(code as i32),
+        Some(_) => None,
+        None => {
+            let env = hit.jni;
+            let msg = Args::of(hit, 0).object(2);
+            let status = env.call_object(
+                msg,
+                "status",
+                "()Lio/netty/handler/codec/http/HttpResponseStatus;",
+            );
+            let code = env.call_int(status, "code");
+            env.delete_local(status);
+            env.delete_local(msg);
+            code
+        }
+    };
     if let Some(code) = code {
         STATE.with(|s| {
             if let Some(c) = s.borrow_mut().framework_servers.last_mut() {
@@ -309,6 +339,13 @@ fn netty_encodes(hit: &Hit) {
 /// Pushes a client call entered at `depth`.
 fn calling(c: Call, depth: i32) {
     STATE.with(|s| s.borrow_mut().framework_clients.push(depth, c));
+}
+
+/// A client call a helper read is pushed (`Read::Calling`).
+fn calling_read(read: Read, depth: i32) {
+    if let Read::Calling(c) = read {
+        calling(c, depth);
+    }
 }
 
 /// An exchange of the innermost client call goes over a connection: counted,
@@ -332,6 +369,9 @@ fn sends_over(ends: Option<(Endpoint, Endpoint)>) {
 /// request (`originalRequest`), replaced by a copy with a traceparent unless
 /// it has one.
 fn okhttp_calls(hit: &Hit, depth: i32) {
+    if let Some(read) = helpers::take() {
+        return calling_read(read, depth);
+    }
     let env = hit.jni;
     let args = Args::of(hit, 0);
     let this = args.object(0);
@@ -374,6 +414,12 @@ fn okhttp_calls(hit: &Hit, depth: i32) {
 /// `CallServerInterceptor.intercept(Chain chain)`: slot 1; the exchange goes
 /// over `chain.connection().socket()`.
 fn okhttp_sends(hit: &Hit) {
+    if let Some(read) = helpers::take() {
+        if let Read::Sends(ends) = read {
+            sends_over(ends);
+        }
+        return;
+    }
     let env = hit.jni;
     let args = Args::of(hit, 0);
     let chain = args.object(1);
@@ -389,6 +435,9 @@ fn okhttp_sends(hit: &Hit) {
 /// `InternalHttpClient.doExecute(HttpHost, ClassicHttpRequest request,
 /// HttpContext)`: slot 2, a mutable request.
 fn hc5_calls(hit: &Hit, depth: i32) {
+    if let Some(read) = helpers::take() {
+        return calling_read(read, depth);
+    }
     let env = hit.jni;
     let args = Args::of(hit, 0);
     let req = args.object(2);

@@ -117,6 +117,8 @@ pub(super) struct ThreadState {
     pub inserted_open: i32,
     /// The endpoints of the connections this thread used last.
     connections: Connections,
+    /// What a framework helper read for the handler it runs (`helpers`).
+    pub read: Option<super::helpers::Read>,
 }
 
 thread_local! {
@@ -289,15 +291,19 @@ pub(super) fn parse_request_line(line: &str) -> Option<(String, String)> {
     let mut parts = line.split(' ');
     let method = parts.next()?.to_string();
     let target = parts.next()?;
-    // A proxy request names the whole URL: keep its path.
+    Some((method, path_of(target)))
+}
+
+/// The path of a request target without its query (a proxy request names
+/// the whole URL: its path).
+pub(super) fn path_of(target: &str) -> String {
     let path = match target.find("://") {
         Some(p) => target[p + 3..]
             .find('/')
             .map_or("/", |q| &target[p + 3 + q..]),
         None => target,
     };
-    let path = path.split('?').next().unwrap_or(path).to_string();
-    Some((method, path))
+    path.split('?').next().unwrap_or(path).to_string()
 }
 
 /// `parseHTTP(MessageHeader responses, ...)` reads the response to the request

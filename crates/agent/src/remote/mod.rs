@@ -36,6 +36,7 @@
 mod calls;
 mod capture;
 mod frameworks;
+mod helpers;
 mod http;
 mod http_client;
 mod points;
@@ -166,6 +167,11 @@ struct RemoteState {
     breakpointed: AtomicU64,
     /// Target methods left with neither inserted calls nor breakpoints.
     missed: AtomicU64,
+    /// Methods whose inserted calls go through a Java helper (`helpers`).
+    helped: AtomicU64,
+    /// The helpers defined: (helper, weak global reference to its loader),
+    /// never deleted (one whose loader was unloaded matches none).
+    helpers: Mutex<Vec<(&'static str, usize)>>,
     /// Whether an HTTP method got breakpoints.
     http_breakpointed: AtomicBool,
 }
@@ -185,6 +191,8 @@ static REMOTE: RemoteState = RemoteState {
     calls_env: std::sync::OnceLock::new(),
     breakpointed: AtomicU64::new(0),
     missed: AtomicU64::new(0),
+    helped: AtomicU64::new(0),
+    helpers: Mutex::new(Vec::new()),
     http_breakpointed: AtomicBool::new(false),
 };
 
@@ -345,8 +353,8 @@ impl Engine for RemoteEngine {
         Drained::All
     }
 
-    /// How the methods were captured (calls inserted into their code, or
-    /// breakpoints); `java.net.http.HttpClient` requests not recorded, when
+    /// How the methods were captured (calls inserted into their code, of
+    /// which those through Java helpers, or breakpoints); `java.net.http.HttpClient` requests not recorded, when
     /// there are any.
     fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
         let inserted = REMOTE
@@ -355,6 +363,8 @@ impl Engine for RemoteEngine {
             .unwrap_or_else(|e| e.into_inner())
             .len();
         out.push(("remote.methods_inserted", inserted as u64));
+        let helped = REMOTE.helped.load(std::sync::atomic::Ordering::Relaxed);
+        out.push(("remote.methods_through_helpers", helped));
         let breakpointed = REMOTE
             .breakpointed
             .load(std::sync::atomic::Ordering::Relaxed);

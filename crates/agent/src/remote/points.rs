@@ -70,6 +70,9 @@ pub(super) struct Target {
     pub descriptor: &'static str,
     pub on_hit: fn(&Hit),
     pub returns: bool,
+    /// The Java helper (`helpers`) its inserted calls go through, which reads
+    /// the method's arguments in Java; None: they call `jscope/Remote` itself.
+    pub helper: Option<&'static str>,
 }
 
 impl Target {
@@ -86,6 +89,7 @@ impl Target {
             descriptor,
             on_hit,
             returns: false,
+            helper: None,
         }
     }
 
@@ -99,6 +103,14 @@ impl Target {
         Self {
             returns: true,
             ..Self::entry(class, name, descriptor, on_hit)
+        }
+    }
+
+    /// Its inserted calls go through `helper` (`helpers::HELPERS`).
+    pub const fn through(self, helper: &'static str) -> Self {
+        Self {
+            helper: Some(helper),
+            ..self
         }
     }
 }
