@@ -69,10 +69,15 @@ fn jars() -> Option<String> {
 }
 
 fn compile(jars: &str) -> PathBuf {
+    compile_dirs(jars, &["fw", "jscope"])
+}
+
+/// The fixtures of `dirs` (of `frameworks_fixtures`), compiled against `jars`.
+fn compile_dirs(jars: &str, dirs: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/frameworks_fixtures");
     let out = temp_dir("frameworks-classes");
     let mut sources = Vec::new();
-    for dir in [src.join("fw"), src.join("jscope")] {
+    for dir in dirs.iter().map(|d| src.join(d)) {
         for e in std::fs::read_dir(dir).unwrap() {
             sources.push(e.unwrap().path());
         }
@@ -343,4 +348,165 @@ fn okhttp_jetty_and_netty_requests_link_and_narrow_profiles() {
         assert_eq!(label(s, "trace_id").as_deref(), Some(heavy_trace));
         assert_eq!(label(s, "span_id").map(|v| v.len()), Some(16));
     }
+}
+
+/// Tomcat 10's jars (the embedded server and its jakarta servlet API).
+const TOMCAT_JARS: [&str; 10] = [
+    "tomcat10-catalina.jar",
+    "tomcat10-coyote.jar",
+    "tomcat10-util.jar",
+    "tomcat10-util-scan.jar",
+    "tomcat10-juli.jar",
+    "tomcat10-api.jar",
+    "tomcat10-jni.jar",
+    "tomcat10-servlet-api.jar",
+    "tomcat10-jaspic-api.jar",
+    "tomcat10-annotations-api.jar",
+];
+
+/// An OkHttp client -> a Tomcat 10 servlet (jakarta; HttpClient 5 to its
+/// backend) -> the Netty backend with Netty on the module path. The servlet's
+/// and the clients' calls go through the agent's Java helpers; Netty's classes,
+/// in named (automatic) modules, call the agent directly instead. Both link:
+/// every call matched across the JVMs, one trace id per request, a chosen
+/// traceparent kept.
+#[test]
+fn a_tomcat_servlet_and_a_module_path_netty_link_their_requests() {
+    let Some(jars) = jars() else {
+        return;
+    };
+    let mut tomcat = Vec::new();
+    for jar in TOMCAT_JARS {
+        let path = Path::new("/usr/share/java").join(jar);
+        if !path.exists() {
+            tools::missing(
+                &path.display().to_string(),
+                "apt-get install libtomcat10-java",
+            );
+            return;
+        }
+        tomcat.push(path.display().to_string());
+    }
+    let all = format!("{jars}:{}", tomcat.join(":"));
+    let classes = compile_dirs(&all, &["fw", "jscope", "tomcat"]);
+    let java = javas().remove(0);
+    let dir = temp_dir("frameworks-tomcat");
+    let (front_port, back_port) = (free_port(), free_port());
+    let options = |name: &str| {
+        format!(
+            "remote=http,interval=5ms,quiet,file={}",
+            dir.join(format!("{name}.jsc")).display()
+        )
+    };
+    let (netty, rest): (Vec<&str>, Vec<&str>) = all.split(':').partition(|j| j.contains("/netty-"));
+    let netty = netty.join(":");
+    let back_args = [
+        "--module-path",
+        netty.as_str(),
+        "--add-modules",
+        "ALL-MODULE-PATH",
+        "fw.Backend",
+        back_port.as_str(),
+    ];
+    let mut back = start_logged(&java, &dir, "back", &options("back"), &classes, &back_args);
+    wait_ready(&dir, "back");
+    let cp = format!("{}:{}", classes.display(), rest.join(":"));
+    let base = dir.join("tomcat").display().to_string();
+    let front_args = ["fw.TomcatFront", &front_port, &back_port, &base];
+    let mut front = start_logged(
+        &java,
+        &dir,
+        "front",
+        &options("front"),
+        Path::new(&cp),
+        &front_args,
+    );
+    wait_ready(&dir, "front");
+    let chosen = format!("00-{CHOSEN}-b7ad6b7169203331-01");
+    let client_args = ["fw.Client", front_port.as_str(), "5", "40", chosen.as_str()];
+    let mut client = start_logged(
+        &java,
+        &dir,
+        "client",
+        &options("client"),
+        Path::new(&cp),
+        &client_args,
+    );
+    for (name, child) in [
+        ("client", &mut client),
+        ("front", &mut front),
+        ("back", &mut back),
+    ] {
+        let status = child.wait_timeout(Duration::from_secs(120));
+        assert!(status.is_some_and(|s| s.success()), "{name} failed");
+    }
+    let files: Vec<String> = ["client", "front", "back"]
+        .iter()
+        .map(|n| dir.join(format!("{n}.jsc")).display().to_string())
+        .collect();
+    let recs: Vec<Recording> = files
+        .iter()
+        .map(|f| Recording::from_bytes(&std::fs::read(f).unwrap()).unwrap())
+        .collect();
+    // OkHttp's two methods and the servlet's and HttpClient 5's went through
+    // helpers; Netty's two, in named modules, did not.
+    let helped = |r: &Recording| r.counters["remote.methods_through_helpers"];
+    assert_eq!(helped(&recs[0]), 2);
+    assert!(helped(&recs[1]) >= 2, "{}", helped(&recs[1]));
+    assert_eq!(helped(&recs[2]), 0);
+    assert!(recs[2].counters["remote.methods_inserted"] >= 2);
+
+    // 46 requests (5 warm-up, 40, the quit), each a call on both sides of both hops.
+    let session = dir.join("s.json").display().to_string();
+    let merged = Command::new(env!("CARGO_BIN_EXE_jscope"))
+        .args(["merge", &files[0], &files[1], &files[2], "-o", &session])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&merged.stderr).to_string()
+        + &String::from_utf8_lossy(&merged.stdout);
+    assert!(merged.status.success(), "{said}");
+    assert!(
+        said.contains(
+            "92 remote calls matched, 0 client calls unmatched, 0 server calls unmatched"
+        ),
+        "{said}"
+    );
+    let listed: Value = serde_json::from_str(&jscope(&[
+        "requests", &session, "--format", "json", "--limit", "1000",
+    ]))
+    .unwrap();
+    let rows = listed["requests"].as_array().unwrap();
+    let heavy: Vec<&Value> = rows
+        .iter()
+        .filter(|r| {
+            r["tree"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "GET /api/heavy")
+        })
+        .collect();
+    assert_eq!(heavy.len(), 2, "the 7th and 27th of 40 requests are heavy");
+    for r in &heavy {
+        let tree = r["tree"].as_array().unwrap();
+        let part = |name: &str| tree.iter().position(|p| p["name"] == name).unwrap();
+        let (call, api, b) = (part("call"), part("GET /api/heavy"), part("GET /b"));
+        assert_eq!(tree[api]["parent"], call, "{r}");
+        assert_eq!(tree[b]["parent"], api, "{r}");
+        assert_eq!(
+            tree[api]["calls"][0]["span_id"], tree[b]["parent_span_id"],
+            "{r}"
+        );
+    }
+    let chosen_row = rows
+        .iter()
+        .find(|r| r["id"] == CHOSEN)
+        .expect("the chosen trace");
+    let names: Vec<&str> = chosen_row["tree"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["GET /api/light", "GET /b"]);
 }
