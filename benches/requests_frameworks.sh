@@ -7,8 +7,12 @@
 # captured on both sides, a traceparent goes with it, samples carry the request)
 # against the same agent without `remote` (the client's jscope.Span spans are
 # recorded in both).
-# CPU time (user + sys) of the three JVMs together, the two interleaved, REPEAT
-# rounds; median, range and the ratio of medians.
+# CPU time (user + sys) of the three JVMs together, the two interleaved (which
+# runs first alternates between rounds), REPEAT rounds; median, range and the
+# ratio of medians, for the whole runs and for the measured phase alone (each
+# JVM's process CPU time from its first measured request to the last, as the
+# fixtures print it: start-up and warm-up, whose JIT and class loading vary
+# from run to run, left out).
 #   bash benches/requests_frameworks.sh [REPEAT] [COUNT] [JAVA]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,15 +52,18 @@ cpu() { # cpu ARM OPTIONS: CPU seconds of the three JVMs of one run, and each on
   run front "$1" fw.Front "$front" "$back"; ready "$out/$arm-front.log"
   run client "$1" fw.Client "$front" 40 "$count" "$tp"
   wait
-  cat "$out/$arm"-{client,front,back}.time | awk '{c[NR] = $1 + $2; s += c[NR]} END {printf "%.2f %.2f %.2f %.2f\n", s, c[1], c[2], c[3]}'
+  local phase
+  phase=$(cat "$out/$arm"-{client,front,back}.log | awk '$1 == "cpu" {v[$2] += $3} END {printf "%.3f", (v["end"] - v["start"]) / 1e9}')
+  cat "$out/$arm"-{client,front,back}.time | awk -v p="$phase" '{c[NR] = $1 + $2; s += c[NR]} END {printf "%.2f %.2f %.2f %.2f %s\n", s, c[1], c[2], c[3], p}'
 }
 . benches/stats.sh
 col() { cut -d' ' -f"$1" "$2"; } # col FIELD FILE: one column of the per-round lines
 
 : > "$out/on.txt"; : > "$out/off.txt"
+on() { cpu on "remote=http,interval=10ms,quiet" >> "$out/on.txt"; }
+off() { cpu off "interval=10ms,quiet" >> "$out/off.txt"; }
 for ((i = 0; i < repeat; i++)); do
-  cpu on "remote=http,interval=10ms,quiet" >> "$out/on.txt"
-  cpu off "interval=10ms,quiet" >> "$out/off.txt"
+  if ((i % 2 == 0)); then on; off; else off; on; fi
 done
 for jvm in 2:client 3:front 4:back; do
   echo "${jvm#*:}: median $(col "${jvm%%:*}" "$out/on.txt" | median) s CPU with remote=http, $(col "${jvm%%:*}" "$out/off.txt" | median) s without"
@@ -64,3 +71,6 @@ done
 echo "remote=http (request context): median (range) $(col 1 "$out/on.txt" | stats) s CPU"
 echo "no remote:                     median (range) $(col 1 "$out/off.txt" | stats) s CPU"
 awk -v a="$(col 1 "$out/on.txt" | median)" -v b="$(col 1 "$out/off.txt" | median)" 'BEGIN {printf "ratio of medians: %.4f\n", a / b}'
+echo "measured phase, remote=http: median (range) $(col 5 "$out/on.txt" | stats) s CPU"
+echo "measured phase, no remote:   median (range) $(col 5 "$out/off.txt" | stats) s CPU"
+awk -v a="$(col 5 "$out/on.txt" | median)" -v b="$(col 5 "$out/off.txt" | median)" 'BEGIN {printf "measured phase, ratio of medians: %.4f\n", a / b}'

@@ -63,6 +63,7 @@ pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
     if !REMOTE.http_on.load(Ordering::Acquire) {
         return Ok(());
     }
+    let helped = helpers::natives();
     let mut natives = vec![
         (
             PROBES.enter,
@@ -72,7 +73,7 @@ pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
         (PROBES.exit, PROBE_DESCRIPTOR, exit as *mut c_void),
         (PROBES.thrown, PROBE_DESCRIPTOR, thrown as *mut c_void),
     ];
-    natives.extend(helpers::natives());
+    natives.extend(helped.iter().map(|(n, d, f)| (*n, d.as_str(), *f)));
     let class =
         jvm::native_class::define(jvmti, jni, PROBE_CLASS, &natives).map_err(|e| e.to_string())?;
     jni.delete_local(class);
@@ -185,21 +186,21 @@ unsafe extern "C" fn enter(
     slots: sys::jobject,
 ) {
     guarded_in(&BREAKPOINTS, "remote_enter", (), || {
-        reached(Jni(env), site, Reached::Entry(slots))
+        reached(Jni(env), site, Reached::Entry(slots), None)
     })
 }
 
 /// `jscope/Remote.exit(int site)`, before a return of the site's method.
 unsafe extern "C" fn exit(env: *mut sys::JNIEnv, _class: sys::jclass, site: sys::jint) {
     guarded_in(&BREAKPOINTS, "remote_exit", (), || {
-        reached(Jni(env), site, Reached::Exit)
+        reached(Jni(env), site, Reached::Exit, None)
     })
 }
 
 /// `jscope/Remote.thrown(int site)`, as an exception leaves the site's method.
 unsafe extern "C" fn thrown(env: *mut sys::JNIEnv, _class: sys::jclass, site: sys::jint) {
     guarded_in(&BREAKPOINTS, "remote_thrown", (), || {
-        reached(Jni(env), site, Reached::Thrown)
+        reached(Jni(env), site, Reached::Thrown, None)
     })
 }
 
@@ -227,7 +228,7 @@ fn depth_of(target: &Target, how: Reached) -> i32 {
 /// return. An exception leaving the method only uncounts its frame: its call
 /// ends, failed, at the thread's next call or breakpoint of its capture, as
 /// with breakpoints (see `points`).
-pub(super) fn reached(env: Jni, site: i32, how: Reached) {
+pub(super) fn reached(env: Jni, site: i32, how: Reached, thread: Option<sys::jthread>) {
     let (Some(target), Some(&raw)) = (target_of(site), REMOTE.calls_env.get()) else {
         return;
     };
@@ -241,7 +242,7 @@ pub(super) fn reached(env: Jni, site: i32, how: Reached) {
     let counted = !REMOTE.http_breakpointed.load(Ordering::Acquire);
     let jvmti = Jvmti(raw as *mut sys::jvmtiEnv);
     env.with_local_frame(64, || {
-        let Some(thread) = jvmti.current_thread() else {
+        let Some(thread) = thread.or_else(|| jvmti.current_thread()) else {
             return;
         };
         (target.on_hit)(&Hit {

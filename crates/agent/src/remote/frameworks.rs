@@ -31,7 +31,9 @@
 //! server's.
 
 use super::helpers::{self, Read};
-use super::http::{endpoints_of, new_traceparent, returned, served_trace_id, Call, STATE};
+use super::http::{
+    endpoints_checked, endpoints_of, new_traceparent, returned, served_trace_id, Call, STATE,
+};
 use super::points::{
     next_seq, socket_addresses, socket_endpoints, Args, At, Endpoint, Frames, Target,
 };
@@ -97,7 +99,8 @@ pub(super) const TARGETS: [Target; 8] = [
         "sendRequestHeader",
         "(Lorg/apache/hc/core5/http/ClassicHttpRequest;)V",
         hc5_sends,
-    ),
+    )
+    .through(helpers::HC5_SEND),
 ];
 
 fn servlet(hit: &Hit) {
@@ -200,7 +203,7 @@ fn servlet_serves(hit: &Hit, depth: i32) {
         return;
     }
     if let Some(read) = read {
-        return serve_read(hit, read, depth);
+        return serve_read(hit, read, depth, servlet_endpoints);
     }
     let env = hit.jni;
     let args = Args::of(hit, 0);
@@ -220,22 +223,25 @@ fn read_servlet_request(
     let method = env.call_string(req, "getMethod")?;
     let path = env.call_string(req, "getRequestURI").unwrap_or_default();
     let traceparent = string_call(env, req, "getHeader", "traceparent").unwrap_or_default();
-    let end = |addr: &str, port: &str| -> Option<Endpoint> {
-        let host = env.call_string(req, addr)?;
-        let port = env.call_int(req, port)?;
-        Some((host.trim_matches(['[', ']']).to_string(), port as u32))
-    };
     // The address getters run code the container itself rarely does (socket
     // queries, address formatting), mostly interpreted: Jetty's request
     // belongs to its connection's channel, so there they are asked once per
     // connection (other containers: every request).
     const CHANNEL: &str = "()Lorg/eclipse/jetty/server/HttpChannel;";
     let channel = env.call_object(req, "getHttpChannel", CHANNEL);
-    let ends = endpoints_of(env, channel, || {
-        end("getLocalAddr", "getLocalPort").zip(end("getRemoteAddr", "getRemotePort"))
-    });
+    let ends = endpoints_of(env, channel, || servlet_endpoints(env, req));
     env.delete_local(channel);
     Some((call(method, path, traceparent), ends))
+}
+
+/// A servlet request's (local, remote) endpoints, from its getters.
+fn servlet_endpoints(env: Jni, req: sys::jobject) -> Option<(Endpoint, Endpoint)> {
+    let end = |addr: &str, port: &str| -> Option<Endpoint> {
+        let host = env.call_string(req, addr)?;
+        let port = env.call_int(req, port)?;
+        Some((host.trim_matches(['[', ']']).to_string(), port as u32))
+    };
+    end("getLocalAddr", "getLocalPort").zip(end("getRemoteAddr", "getRemotePort"))
 }
 
 /// `o.name(arg)` for a `String name(String)` method, as a Rust string.
@@ -251,11 +257,24 @@ fn string_call(env: Jni, o: sys::jobject, name: &str, arg: &str) -> Option<Strin
     text
 }
 
-/// A request a helper read opens (`Read::Served`).
-fn serve_read(hit: &Hit, read: Read, depth: i32) {
-    if let Read::Served(c, ends) = read {
+/// A request a helper read opens (`Read::Served`); `endpoints` reads the
+/// endpoints from its connection key when this thread has not.
+fn serve_read(
+    hit: &Hit,
+    read: Read,
+    depth: i32,
+    endpoints: fn(Jni, sys::jobject) -> Option<(Endpoint, Endpoint)>,
+) {
+    if let Read::Served(c, key, ports) = read {
+        let env = hit.jni;
+        let ends = endpoints_checked(env, key, ports, || endpoints(env, key));
         serve(hit, c, ends, depth);
     }
+}
+
+/// A Netty channel's (local, remote) endpoints.
+fn netty_endpoints(env: Jni, channel: sys::jobject) -> Option<(Endpoint, Endpoint)> {
+    socket_addresses(env, channel, ("localAddress", "remoteAddress"), ADDRESS)
 }
 
 /// `SimpleChannelInboundHandler.channelRead(ChannelHandlerContext ctx, Object
@@ -266,7 +285,7 @@ fn netty_reads(hit: &Hit, depth: i32) {
         return;
     }
     if let Some(read) = read {
-        return serve_read(hit, read, depth);
+        return serve_read(hit, read, depth, netty_endpoints);
     }
     let env = hit.jni;
     let args = Args::of(hit, 0);
@@ -292,10 +311,7 @@ fn netty_reads(hit: &Hit, depth: i32) {
     };
     let ctx = args.object(1);
     let channel = env.call_object(ctx, "channel", "()Lio/netty/channel/Channel;");
-    let getters = ("localAddress", "remoteAddress");
-    let ends = endpoints_of(env, channel, || {
-        socket_addresses(env, channel, getters, ADDRESS)
-    });
+    let ends = endpoints_of(env, channel, || netty_endpoints(env, channel));
     env.delete_local(channel);
     env.delete_local(ctx);
     serve(hit, c, ends, depth);
@@ -384,7 +400,7 @@ fn okhttp_calls(hit: &Hit, depth: i32) {
     let traceparent = match string_call(env, req, "header", "traceparent") {
         Some(own) => Some(own),
         None => {
-            let value = new_traceparent(served_trace_id(env));
+            let value = new_traceparent(served_trace_id(env, None));
             let (k, v) = (env.new_string("traceparent"), env.new_string(&value));
             let builder = env.call_object(req, "newBuilder", "()Lokhttp3/Request$Builder;");
             let header = (
@@ -414,13 +430,13 @@ fn okhttp_calls(hit: &Hit, depth: i32) {
 /// `CallServerInterceptor.intercept(Chain chain)`: slot 1; the exchange goes
 /// over `chain.connection().socket()`.
 fn okhttp_sends(hit: &Hit) {
+    let env = hit.jni;
     if let Some(read) = helpers::take() {
-        if let Read::Sends(ends) = read {
-            sends_over(ends);
+        if let Read::Sends(socket) = read {
+            sends_over(endpoints_of(env, socket, || socket_endpoints(env, socket)));
         }
         return;
     }
-    let env = hit.jni;
     let args = Args::of(hit, 0);
     let chain = args.object(1);
     let conn = env.call_object(chain, "connection", "()Lokhttp3/Connection;");
@@ -463,7 +479,7 @@ fn read_hc5_request(env: Jni, req: sys::jobject) -> Option<Call> {
     let traceparent = match own {
         Some(own) => Some(own),
         None => {
-            let value = new_traceparent(served_trace_id(env));
+            let value = new_traceparent(served_trace_id(env, None));
             let v = env.new_string(&value);
             let set = ("setHeader", "(Ljava/lang/String;Ljava/lang/Object;)V");
             let ok = !key.is_null()
@@ -481,10 +497,15 @@ fn read_hc5_request(env: Jni, req: sys::jobject) -> Option<Call> {
 /// is the connection.
 fn hc5_sends(hit: &Hit) {
     let env = hit.jni;
-    let args = Args::of(hit, 0);
-    let conn = args.object(0);
     let getters = ("getLocalAddress", "getRemoteAddress");
-    let ends = endpoints_of(env, conn, || socket_addresses(env, conn, getters, ADDRESS));
-    env.delete_local(conn);
-    sends_over(ends);
+    let read = |conn| endpoints_of(env, conn, || socket_addresses(env, conn, getters, ADDRESS));
+    match helpers::take() {
+        Some(Read::Sends(conn)) => sends_over(read(conn)),
+        Some(_) => {}
+        None => {
+            let conn = Args::of(hit, 0).object(0);
+            sends_over(read(conn));
+            env.delete_local(conn);
+        }
+    }
 }

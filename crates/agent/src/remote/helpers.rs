@@ -9,7 +9,8 @@
 //! here): it calls the request's getters in Java, where the JIT compiles them
 //! with the method (the application calls most of them anyway), and hands the
 //! agent plain values through one native of `jscope/Remote` (`served`,
-//! `calling`, `answered`, `sends`). The native leaves them for the site's
+//! `calling`, `answered`, `sends`, `leave`; each given the current thread, so
+//! the agent need not ask JVMTI for it). The native leaves them for the site's
 //! handler (`take`), which then reads nothing itself. Anything a helper's Java
 //! throws is caught there: the native is told there was nothing to read.
 //!
@@ -22,9 +23,9 @@
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
+use super::calls::Reached;
 use super::frameworks::call;
-use super::http::{endpoints_of, new_traceparent, path_of, served_trace_id, Call, STATE};
-use super::points::{socket_endpoints, Endpoint};
+use super::http::{new_traceparent, path_of, served_trace_id, Call, STATE};
 use super::REMOTE;
 use crate::jvm::entry::{guarded_in, BREAKPOINTS};
 use crate::jvm::{Jni, Jvmti};
@@ -37,9 +38,10 @@ pub(super) const NETTY_ENCODE: &str = "jscope/fw/NettyEncode";
 pub(super) const OKHTTP_CALL: &str = "jscope/fw/OkHttpCall";
 pub(super) const OKHTTP_SEND: &str = "jscope/fw/OkHttpSend";
 pub(super) const HC5_CALL: &str = "jscope/fw/Hc5Call";
+pub(super) const HC5_SEND: &str = "jscope/fw/Hc5Send";
 
 /// Each helper's class file.
-pub(super) const HELPERS: [(&str, &[u8]); 7] = [
+pub(super) const HELPERS: [(&str, &[u8]); 8] = [
     (
         JAVAX_SERVLET,
         include_bytes!("../../java/classes/JavaxServlet.class"),
@@ -65,6 +67,7 @@ pub(super) const HELPERS: [(&str, &[u8]); 7] = [
         include_bytes!("../../java/classes/OkHttpSend.class"),
     ),
     (HC5_CALL, include_bytes!("../../java/classes/Hc5Call.class")),
+    (HC5_SEND, include_bytes!("../../java/classes/Hc5Send.class")),
 ];
 
 /// At most this many (helper, loader) pairs are remembered; past that a
@@ -113,12 +116,17 @@ pub(super) fn ready(
 
 /// What a helper read for its site's handler.
 pub(super) enum Read {
-    /// A served request and its endpoints.
-    Served(Call, Option<(Endpoint, Endpoint)>),
+    /// A served request, the key of its connection (a local reference valid
+    /// while the native that left it runs, which is when its handler takes
+    /// it) and, for a key that may move to another connection, its (local,
+    /// remote) ports.
+    Served(Call, sys::jobject, Option<(u32, u32)>),
     /// A client call (with the traceparent it sends).
     Calling(Call),
-    /// The endpoints of the connection an exchange goes over.
-    Sends(Option<(Endpoint, Endpoint)>),
+    /// The object an exchange goes over (a socket, a connection: one that
+    /// stays with its connection), a local reference valid while the native
+    /// that left it runs, which is when its handler takes it.
+    Sends(sys::jobject),
     /// The status of a response being encoded.
     Answered(u32),
     /// Nothing to open (not an HTTP message, or the helper's Java failed).
@@ -131,50 +139,65 @@ pub(super) fn take() -> Option<Read> {
     STATE.with(|s| s.borrow_mut().read.take())
 }
 
-/// Runs the entry handler of `site` with `read` left for it.
-fn hand(env: Jni, site: i32, read: Read) {
+/// Runs the entry handler of `site` on `thread` (the current one) with
+/// `read` left for it.
+fn hand(env: Jni, thread: sys::jthread, site: i32, read: Read) {
     STATE.with(|s| s.borrow_mut().read = Some(read));
-    super::calls::reached(env, site, super::calls::Reached::Entry(null_mut()));
+    super::calls::reached(env, site, Reached::Entry(null_mut()), Some(thread));
     take();
 }
 
-/// The natives of `jscope/Remote` the helpers call.
-pub(super) fn natives() -> [(&'static str, &'static str, *mut c_void); 6] {
-    [
+const THREAD: &str = "Ljava/lang/Thread;";
+const STRING: &str = "Ljava/lang/String;";
+
+/// The natives of `jscope/Remote` the helpers call, each given the current
+/// thread (`Thread.currentThread()`, which costs compiled Java nothing).
+pub(super) fn natives() -> Vec<(&'static str, String, *mut c_void)> {
+    vec![
         (
             "served",
-            "(ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/String;ILjava/lang/String;I)V",
+            format!("({THREAD}I{STRING}{STRING}{STRING}Ljava/lang/Object;II)V"),
             served as *mut c_void,
         ),
         (
             "calling",
-            "(ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;)V",
+            format!("({THREAD}I{STRING}{STRING}{STRING}){STRING}"),
             calling as *mut c_void,
         ),
-        ("traceparent", "()Ljava/lang/String;", traceparent as *mut c_void),
         (
             "setOkHttpRequest",
-            "(Ljava/lang/Object;Ljava/lang/Object;)Z",
+            "(Ljava/lang/Object;Ljava/lang/Object;)Z".into(),
             set_okhttp_request as *mut c_void,
         ),
-        ("answered", "(II)V", answered as *mut c_void),
-        ("sends", "(ILjava/lang/Object;)V", sends as *mut c_void),
+        (
+            "answered",
+            format!("({THREAD}II)V"),
+            answered as *mut c_void,
+        ),
+        (
+            "sends",
+            format!("({THREAD}ILjava/lang/Object;)V"),
+            sends as *mut c_void,
+        ),
+        ("leave", format!("({THREAD}I)V"), leave as *mut c_void),
     ]
 }
 
-/// `served(site, method, target, traceparent, localAddress, localPort,
-/// remoteAddress, remotePort)`: a server request (no method: none).
+/// `served(thread, site, method, target, traceparent, connection, localPort,
+/// remotePort)`: a server request (no method: none), its connection known by
+/// `connection` and, when the key can move between connections (ports >= 0),
+/// its ports.
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn served(
     env: *mut sys::JNIEnv,
     _class: sys::jclass,
+    thread: sys::jthread,
     site: sys::jint,
     method: sys::jstring,
     target: sys::jstring,
     traceparent: sys::jstring,
-    local: sys::jstring,
+    connection: sys::jobject,
     local_port: sys::jint,
-    remote: sys::jstring,
     remote_port: sys::jint,
 ) {
     guarded_in(&BREAKPOINTS, "remote_served", (), || {
@@ -183,50 +206,46 @@ unsafe extern "C" fn served(
             Some(method) => {
                 let path = path_of(&env.string_of(target).unwrap_or_default());
                 let traceparent = env.string_of(traceparent).unwrap_or_default();
-                let host = |s| {
-                    env.string_of(s)
-                        .map(|h| h.trim_matches(['[', ']']).to_string())
-                };
-                let ends = host(local)
-                    .map(|h| (h, local_port as u32))
-                    .zip(host(remote).map(|h| (h, remote_port as u32)));
-                Read::Served(call(method, path, traceparent), ends)
+                let ports = u32::try_from(local_port)
+                    .ok()
+                    .zip(u32::try_from(remote_port).ok());
+                Read::Served(call(method, path, traceparent), connection, ports)
             }
             None => Read::Nothing,
         };
-        hand(env, site, read);
+        hand(env, thread, site, read);
     })
 }
 
-/// `calling(site, method, target, traceparent)`: a client call sending
-/// `traceparent` (none, or no method: nothing to record).
+/// `calling(thread, site, method, target, traceparent)`: a client call (no
+/// method: none) sending the request's `traceparent`; without one, a new one
+/// (in the trace the thread serves, if any) is returned for the helper to
+/// add to the request (null: nothing to add).
 unsafe extern "C" fn calling(
     env: *mut sys::JNIEnv,
     _class: sys::jclass,
+    thread: sys::jthread,
     site: sys::jint,
     method: sys::jstring,
     target: sys::jstring,
     traceparent: sys::jstring,
-) {
-    guarded_in(&BREAKPOINTS, "remote_calling", (), || {
+) -> sys::jstring {
+    guarded_in(&BREAKPOINTS, "remote_calling", null_mut(), || {
         let env = Jni(env);
-        let read = match (env.string_of(method), env.string_of(traceparent)) {
-            (Some(method), Some(traceparent)) => {
-                let path = path_of(&env.string_of(target).unwrap_or_default());
-                Read::Calling(call(method, path, traceparent))
-            }
-            _ => Read::Nothing,
+        let Some(method) = env.string_of(method) else {
+            hand(env, thread, site, Read::Nothing);
+            return null_mut();
         };
-        hand(env, site, read);
-    })
-}
-
-/// `traceparent()`: a new traceparent for a client call of this thread (in
-/// the trace it serves, if any).
-unsafe extern "C" fn traceparent(env: *mut sys::JNIEnv, _class: sys::jclass) -> sys::jstring {
-    guarded_in(&BREAKPOINTS, "remote_traceparent", null_mut(), || {
-        let env = Jni(env);
-        env.new_string(&new_traceparent(served_trace_id(env)))
+        let path = path_of(&env.string_of(target).unwrap_or_default());
+        let (sent, added) = match env.string_of(traceparent) {
+            Some(own) => (own, None),
+            None => {
+                let new = new_traceparent(served_trace_id(env, Some(thread)));
+                (new.clone(), Some(new))
+            }
+        };
+        hand(env, thread, site, Read::Calling(call(method, path, sent)));
+        added.map_or(null_mut(), |t| env.new_string(&t))
     })
 }
 
@@ -245,32 +264,44 @@ unsafe extern "C" fn set_okhttp_request(
     })
 }
 
-/// `answered(site, status)`: a response with `status` (< 0: not a response)
-/// is encoded.
+/// `answered(thread, site, status)`: a response with `status` (< 0: not a
+/// response) is encoded.
 unsafe extern "C" fn answered(
     env: *mut sys::JNIEnv,
     _class: sys::jclass,
+    thread: sys::jthread,
     site: sys::jint,
     status: sys::jint,
 ) {
     guarded_in(&BREAKPOINTS, "remote_answered", (), || {
         let read = u32::try_from(status).map_or(Read::Nothing, Read::Answered);
-        hand(Jni(env), site, read);
+        hand(Jni(env), thread, site, read);
     })
 }
 
-/// `sends(site, socket)`: an exchange goes over `socket` (its endpoints read
-/// once per connection and thread).
+/// `sends(thread, site, connection)`: an exchange goes over `connection` (its
+/// endpoints read by the site's handler, once per connection and thread).
 unsafe extern "C" fn sends(
     env: *mut sys::JNIEnv,
     _class: sys::jclass,
+    thread: sys::jthread,
     site: sys::jint,
-    socket: sys::jobject,
+    connection: sys::jobject,
 ) {
     guarded_in(&BREAKPOINTS, "remote_sends", (), || {
-        let env = Jni(env);
-        let ends = endpoints_of(env, socket, || socket_endpoints(env, socket));
-        hand(env, site, Read::Sends(ends));
+        hand(Jni(env), thread, site, Read::Sends(connection));
+    })
+}
+
+/// `leave(thread, site)`: a return of the site's method.
+unsafe extern "C" fn leave(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    thread: sys::jthread,
+    site: sys::jint,
+) {
+    guarded_in(&BREAKPOINTS, "remote_leave", (), || {
+        super::calls::reached(Jni(env), site, Reached::Exit, Some(thread));
     })
 }
 

@@ -133,10 +133,23 @@ pub(super) fn endpoints_of(
     connection: sys::jobject,
     read: impl FnOnce() -> Option<(Endpoint, Endpoint)>,
 ) -> Option<(Endpoint, Endpoint)> {
+    endpoints_checked(env, connection, None, read)
+}
+
+/// [`endpoints_of`] for a key that may move to another connection (a
+/// recycled request object): what was read for it counts only with the same
+/// (local, remote) ports, when they are given.
+pub(super) fn endpoints_checked(
+    env: Jni,
+    connection: sys::jobject,
+    ports: Option<(u32, u32)>,
+    read: impl FnOnce() -> Option<(Endpoint, Endpoint)>,
+) -> Option<(Endpoint, Endpoint)> {
     if connection.is_null() {
         return read();
     }
-    if let Some(ends) = STATE.with(|s| s.borrow().connections.find(env, connection)) {
+    let found = STATE.with(|s| s.borrow().connections.find(env, connection));
+    if let Some(ends) = found.filter(|(l, r)| ports.is_none_or(|p| p == (l.1, r.1))) {
         return Some(ends);
     }
     let ends = read()?;
@@ -175,7 +188,8 @@ pub(super) fn returned(hit: &Hit, server: bool, call: Option<Call>, left: bool, 
     if let Some(mut call) = call {
         call.failed |= left;
         super::end_request(hit.jni, hit.thread, call.request, call.failed);
-        emit(server, call, end, ThreadKey::of(hit.jni, hit.thread));
+        let k = ThreadKey::of(hit.jni, hit.thread);
+        emit(server, call, end, k);
     }
 }
 
@@ -264,7 +278,7 @@ fn ensure_traceparent(env: Jni, head: sys::jobject) -> Option<String> {
     let value = match existing {
         Some(v) => Some(v),
         None => {
-            let v = new_traceparent(served_trace_id(env));
+            let v = new_traceparent(served_trace_id(env, None));
             let val = env.new_string(&v);
             let set = ("setIfNotSet", "(Ljava/lang/String;Ljava/lang/String;)V");
             let ok =
@@ -462,11 +476,18 @@ fn server_responds(hit: &Hit) {
     });
 }
 
-/// The trace id of the request this thread is serving, if any.
-pub(super) fn served_trace_id(env: Jni) -> Option<String> {
-    let key = super::served_by(env, None);
+/// The trace id of the request `thread` (None: the current thread, found by
+/// JVMTI) is serving, if any.
+pub(super) fn served_trace_id(env: Jni, thread: Option<sys::jthread>) -> Option<String> {
+    let key = super::served_by(env, thread);
     let (_, trace, _) = super::requests().innermost(&key)?;
-    Some(trace.iter().map(|b| format!("{b:02x}")).collect())
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut id = String::with_capacity(32);
+    for b in trace {
+        id.push(char::from(HEX[usize::from(b >> 4)]));
+        id.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    Some(id)
 }
 
 /// `00-<32 hex trace id>-<16 hex parent id>-<flags>` -> the trace id.

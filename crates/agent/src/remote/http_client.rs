@@ -133,7 +133,7 @@ fn user_traceparent(env: Jni, request: sys::jobject) -> Option<String> {
 /// Adds a new traceparent (continuing the trace this thread serves, if any)
 /// as a system header; None if the request refused it.
 fn add_traceparent(env: Jni, request: sys::jobject) -> Option<String> {
-    let value = new_traceparent(served_trace_id(env));
+    let value = new_traceparent(served_trace_id(env, None));
     let (k, v) = (env.new_string("traceparent"), env.new_string(&value));
     let set = ("setSystemHeader", "(Ljava/lang/String;Ljava/lang/String;)V");
     let ok = !k.is_null()

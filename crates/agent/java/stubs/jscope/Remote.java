@@ -14,16 +14,17 @@ public final class Remote {
 
     public static native void thrown(int site);
 
-    public static native void served(int site, String method, String target, String traceparent,
-            String localAddress, int localPort, String remoteAddress, int remotePort);
+    public static native void served(Thread thread, int site, String method, String target,
+            String traceparent, Object connection, int localPort, int remotePort);
 
-    public static native void calling(int site, String method, String target, String traceparent);
-
-    public static native String traceparent();
+    public static native String calling(Thread thread, int site, String method, String target,
+            String traceparent);
 
     public static native boolean setOkHttpRequest(Object call, Object request);
 
-    public static native void answered(int site, int status);
+    public static native void answered(Thread thread, int site, int status);
 
-    public static native void sends(int site, Object socket);
+    public static native void sends(Thread thread, int site, Object socket);
+
+    public static native void leave(Thread thread, int site);
 }

@@ -48,6 +48,7 @@ public final class Backend {
             FullHttpRequest req = (FullHttpRequest) msg;
             String trace = Work.traceOf(req.headers().get("traceparent"));
             boolean quit = req.uri().startsWith("/quit");
+            Work.markPhase(req.uri());
             super.channelRead(ctx, msg); // releases msg
             Work.served(trace, t0, System.nanoTime());
             if (quit) {

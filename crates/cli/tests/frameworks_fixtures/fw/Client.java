@@ -21,10 +21,12 @@ public final class Client {
             call(client, front + "/warm", null, false);
         }
         System.out.println("measure " + System.currentTimeMillis());
+        Work.cpuMark("start");
         for (int i = 0; i < count; i++) {
             prepare();
             call(client, front + "/api/" + (i % 20 == 7 ? "heavy?heavy=1" : "light"), i == 3 ? args[3] : null, i % 20 == 7);
         }
+        Work.cpuMark("end");
         System.out.println("done " + System.currentTimeMillis());
         call(client, front + "/quit", null, false);
         System.out.flush();

@@ -51,6 +51,7 @@ public final class Front extends HttpServlet {
         long t0 = System.nanoTime();
         String trace = Work.traceOf(((HttpServletRequest) req).getHeader("traceparent"));
         boolean quit = ((HttpServletRequest) req).getRequestURI().startsWith("/quit");
+        Work.markPhase(((HttpServletRequest) req).getRequestURI());
         super.service(req, res);
         Work.served(trace, t0, System.nanoTime());
         if (quit) {
@@ -64,7 +65,8 @@ public final class Front extends HttpServlet {
         boolean quit = req.getRequestURI().startsWith("/quit");
         boolean slow = "1".equals(req.getParameter("heavy"));
         int v = quit ? 0 : slow ? heavy() : light();
-        String path = quit ? "/quit" : slow ? "/b?heavy=1" : "/b";
+        boolean warm = req.getRequestURI().startsWith("/warm");
+        String path = quit ? "/quit" : slow ? "/b?heavy=1" : warm ? "/warm" : "/b";
         String answer = client.execute(new HttpGet(backend + path),
                 r -> EntityUtils.toString(r.getEntity()));
         res.setContentType("text/plain");

@@ -46,6 +46,32 @@ public final class Work {
         System.out.flush();
     }
 
+    /**
+     * `cpu WHAT NS`: the process's CPU time now (every thread's, the JIT's, the
+     * GC's and the agent's too), for the benchmark's measured phase.
+     */
+    public static synchronized void cpuMark(String what) {
+        long ns = ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean())
+                .getProcessCpuTime();
+        System.out.println("cpu " + what + " " + ns);
+        System.out.flush();
+    }
+
+    private static final java.util.concurrent.atomic.AtomicBoolean MEASURING =
+            new java.util.concurrent.atomic.AtomicBoolean();
+
+    /**
+     * Marks the measured phase of a server: from its first request of the
+     * client's measured ones (`/api/...`) to its `/quit`.
+     */
+    public static void markPhase(String uri) {
+        if (uri.startsWith("/quit")) {
+            cpuMark("end");
+        } else if (!uri.startsWith("/warm") && MEASURING.compareAndSet(false, true)) {
+            cpuMark("start");
+        }
+    }
+
     public static void exitSoon() {
         Thread t = new Thread(() -> {
             try {

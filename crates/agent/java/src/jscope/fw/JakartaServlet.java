@@ -8,27 +8,29 @@ public final class JakartaServlet {
     private JakartaServlet() {}
 
     public static void enter(int site, Object[] slots) {
-        String method = null, target = null, traceparent = null, local = null, remote = null;
-        int localPort = 0, remotePort = 0;
+        String method = null, target = null, traceparent = null;
+        int localPort = -1, remotePort = -1;
         try {
             if (slots[1] instanceof HttpServletRequest) {
                 HttpServletRequest r = (HttpServletRequest) slots[1];
                 method = r.getMethod();
                 target = r.getRequestURI();
                 traceparent = r.getHeader("traceparent");
-                local = r.getLocalAddr();
                 localPort = r.getLocalPort();
-                remote = r.getRemoteAddr();
                 remotePort = r.getRemotePort();
             }
         } catch (Throwable t) {
             method = null;
         }
-        Remote.served(site, method, target, traceparent, local, localPort, remote, remotePort);
+        // The request stands for its connection (containers recycle requests,
+        // so the ports tell a reused one on another connection; the agent
+        // asks for the addresses once per connection).
+        Remote.served(Thread.currentThread(), site, method, target, traceparent, slots[1], localPort,
+                remotePort);
     }
 
     public static void exit(int site) {
-        Remote.exit(site);
+        Remote.leave(Thread.currentThread(), site);
     }
 
     public static void thrown(int site) {

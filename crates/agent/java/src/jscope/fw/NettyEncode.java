@@ -16,11 +16,11 @@ public final class NettyEncode {
         } catch (Throwable t) {
             status = -1;
         }
-        Remote.answered(site, status);
+        Remote.answered(Thread.currentThread(), site, status);
     }
 
     public static void exit(int site) {
-        Remote.exit(site);
+        Remote.leave(Thread.currentThread(), site);
     }
 
     public static void thrown(int site) {

@@ -1,10 +1,7 @@
 package jscope.fw;
 
-import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.http.HttpRequest;
-import java.net.InetSocketAddress;
-import java.net.SocketAddress;
 import jscope.Remote;
 
 /**
@@ -15,36 +12,26 @@ public final class NettyRead {
     private NettyRead() {}
 
     public static void enter(int site, Object[] slots) {
-        String method = null, target = null, traceparent = null, local = null, remote = null;
-        int localPort = 0, remotePort = 0;
+        String method = null, target = null, traceparent = null;
+        Object channel = null;
         try {
             if (slots[2] instanceof HttpRequest) {
                 HttpRequest r = (HttpRequest) slots[2];
                 method = r.method().name();
                 target = r.uri();
                 traceparent = r.headers().get("traceparent");
-                Channel channel = ((ChannelHandlerContext) slots[1]).channel();
-                SocketAddress l = channel.localAddress();
-                SocketAddress p = channel.remoteAddress();
-                if (l instanceof InetSocketAddress && p instanceof InetSocketAddress) {
-                    local = host((InetSocketAddress) l);
-                    localPort = ((InetSocketAddress) l).getPort();
-                    remote = host((InetSocketAddress) p);
-                    remotePort = ((InetSocketAddress) p).getPort();
-                }
+                channel = ((ChannelHandlerContext) slots[1]).channel();
             }
         } catch (Throwable t) {
             method = null;
         }
-        Remote.served(site, method, target, traceparent, local, localPort, remote, remotePort);
-    }
-
-    private static String host(InetSocketAddress a) {
-        return a.getAddress() == null ? null : a.getAddress().getHostAddress();
+        // A channel stays with its connection: the agent asks it for the
+        // addresses once per connection.
+        Remote.served(Thread.currentThread(), site, method, target, traceparent, channel, -1, -1);
     }
 
     public static void exit(int site) {
-        Remote.exit(site);
+        Remote.leave(Thread.currentThread(), site);
     }
 
     public static void thrown(int site) {

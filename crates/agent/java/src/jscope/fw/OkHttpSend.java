@@ -17,11 +17,11 @@ public final class OkHttpSend {
         } catch (Throwable t) {
             socket = null;
         }
-        Remote.sends(site, socket);
+        Remote.sends(Thread.currentThread(), site, socket);
     }
 
     public static void exit(int site) {
-        Remote.exit(site);
+        Remote.leave(Thread.currentThread(), site);
     }
 
     public static void thrown(int site) {
