@@ -5,6 +5,7 @@
 //! that is absent skips its test with a note, or fails it under CI=true
 //! (scripts/setup.sh installs them).
 
+mod serving;
 mod support;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,7 @@ use jscope_testkit::{agent_path, compile_fixtures, javas, temp_dir};
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use prost::Message;
+use serving::cdp::Browser;
 use support::*;
 
 /// CpuSplit recorded once (cpu, 5 ms) for every test here, with its report.
@@ -297,7 +299,6 @@ const SPEEDSCOPE: &str = "1.25.0";
 /// The DOM of speedscope's Sandwich view over the profile at `profile`, as headless
 /// Chromium renders it; `None` when Chromium or npm is absent (a failure in CI).
 fn speedscope_dom(profile: &Path) -> Option<String> {
-    let chromium = jscope_testkit::tools::chromium()?;
     let dist = jscope_testkit::tools::speedscope(SPEEDSCOPE)?;
     let root = temp_dir("export-speedscope");
     for entry in std::fs::read_dir(&dist).unwrap() {
@@ -309,24 +310,17 @@ fn speedscope_dom(profile: &Path) -> Option<String> {
     let url = format!(
         "http://127.0.0.1:{port}/index.html#profileURL=http://127.0.0.1:{port}/profile.json&view=sandwich"
     );
-    let out = Command::new(chromium)
-        .args([
-            "--no-sandbox",
-            "--headless",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--window-size=1400,2000",
-            "--virtual-time-budget=15000",
-        ])
-        .arg(format!(
-            "--user-data-dir={}",
-            root.join("chromium").display()
-        ))
-        .arg("--dump-dom")
-        .arg(&url)
-        .output()
-        .expect("run chromium");
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    // Speedscope fills the Sandwich table a few frames after the profile
+    // loads: the DOM is read once a symbol row is there (a one-shot dump taken
+    // at a fixed time missed it on a loaded machine).
+    let mut browser = Browser::launch_with("export-speedscope", &["--window-size=1400,2000"])?;
+    browser.goto(&url);
+    browser.wait_for(
+        "document.documentElement.outerHTML.split('<tr').slice(1).some(r => r.includes('%)<div'))",
+        std::time::Duration::from_secs(60),
+    );
+    let dom = browser.eval("document.documentElement.outerHTML");
+    Some(dom.as_str().unwrap_or_default().to_string())
 }
 
 /// The Sandwich table's symbol rows, by self time (the profile picker's rows carry
