@@ -23,8 +23,11 @@ use jscope_bytecode::{
     call_with_arguments, ArgumentProbes, CallSite, ARGUMENTS_PROBE_DESCRIPTOR, PROBE_DESCRIPTOR,
 };
 
+use super::frameworks::call;
+use super::helpers::{self, Read};
+use super::http::{new_traceparent, path_of, served_trace_id};
 use super::points::Target;
-use super::{helpers, REMOTE};
+use super::REMOTE;
 use crate::jvm::breakpoints::Hit;
 use crate::jvm::entry::{guarded_in, BREAKPOINTS};
 use crate::jvm::{self, Jni, Jvmti};
@@ -63,7 +66,7 @@ pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
     if !REMOTE.http_on.load(Ordering::Acquire) {
         return Ok(());
     }
-    let helped = helpers::natives();
+    let helped = helper_natives();
     let mut natives = vec![
         (
             PROBES.enter,
@@ -258,4 +261,172 @@ pub(super) fn reached(env: Jni, site: i32, how: Reached, thread: Option<sys::jth
     });
     // Whatever the handler's calls threw must not reach the application.
     env.clear_exception();
+}
+
+// The natives the Java helpers (`helpers`) call.
+
+/// Runs the entry handler of `site` on `thread` (the current one) with
+/// `read` left for it.
+fn hand(env: Jni, thread: sys::jthread, site: i32, read: Read) {
+    helpers::leave_for_handler(read);
+    reached(env, site, Reached::Entry(null_mut()), Some(thread));
+    helpers::take();
+}
+
+const THREAD: &str = "Ljava/lang/Thread;";
+const STRING: &str = "Ljava/lang/String;";
+
+/// The natives of `jscope/Remote` the helpers call, each given the current
+/// thread (`Thread.currentThread()`, which costs compiled Java nothing).
+fn helper_natives() -> Vec<(&'static str, String, *mut c_void)> {
+    vec![
+        (
+            "served",
+            format!("({THREAD}I{STRING}{STRING}{STRING}Ljava/lang/Object;II)V"),
+            served as *mut c_void,
+        ),
+        (
+            "calling",
+            format!("({THREAD}I{STRING}{STRING}{STRING}){STRING}"),
+            calling as *mut c_void,
+        ),
+        (
+            "setOkHttpRequest",
+            "(Ljava/lang/Object;Ljava/lang/Object;)Z".into(),
+            set_okhttp_request as *mut c_void,
+        ),
+        (
+            "answered",
+            format!("({THREAD}II)V"),
+            answered as *mut c_void,
+        ),
+        (
+            "sends",
+            format!("({THREAD}ILjava/lang/Object;)V"),
+            sends as *mut c_void,
+        ),
+        ("leave", format!("({THREAD}I)V"), leave as *mut c_void),
+    ]
+}
+
+/// `served(thread, site, method, target, traceparent, connection, localPort,
+/// remotePort)`: a server request (no method: none), its connection known by
+/// `connection` and, when the key can move between connections (ports >= 0),
+/// its ports.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn served(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    thread: sys::jthread,
+    site: sys::jint,
+    method: sys::jstring,
+    target: sys::jstring,
+    traceparent: sys::jstring,
+    connection: sys::jobject,
+    local_port: sys::jint,
+    remote_port: sys::jint,
+) {
+    guarded_in(&BREAKPOINTS, "remote_served", (), || {
+        let env = Jni(env);
+        let read = match env.string_of(method) {
+            Some(method) => {
+                let path = path_of(&env.string_of(target).unwrap_or_default());
+                let traceparent = env.string_of(traceparent).unwrap_or_default();
+                let ports = u32::try_from(local_port)
+                    .ok()
+                    .zip(u32::try_from(remote_port).ok());
+                Read::Served(call(method, path, traceparent), connection, ports)
+            }
+            None => Read::Nothing,
+        };
+        hand(env, thread, site, read);
+    })
+}
+
+/// `calling(thread, site, method, target, traceparent)`: a client call (no
+/// method: none) sending the request's `traceparent`; without one, a new one
+/// (in the trace the thread serves, if any) is returned for the helper to
+/// add to the request (null: nothing to add).
+unsafe extern "C" fn calling(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    thread: sys::jthread,
+    site: sys::jint,
+    method: sys::jstring,
+    target: sys::jstring,
+    traceparent: sys::jstring,
+) -> sys::jstring {
+    guarded_in(&BREAKPOINTS, "remote_calling", null_mut(), || {
+        let env = Jni(env);
+        let Some(method) = env.string_of(method) else {
+            hand(env, thread, site, Read::Nothing);
+            return null_mut();
+        };
+        let path = path_of(&env.string_of(target).unwrap_or_default());
+        let (sent, added) = match env.string_of(traceparent) {
+            Some(own) => (own, None),
+            None => {
+                let new = new_traceparent(served_trace_id(env, Some(thread)));
+                (new.clone(), Some(new))
+            }
+        };
+        hand(env, thread, site, Read::Calling(call(method, path, sent)));
+        added.map_or(null_mut(), |t| env.new_string(&t))
+    })
+}
+
+/// `setOkHttpRequest(call, request)`: `RealCall.originalRequest` (final, so
+/// set through JNI) becomes `request`.
+unsafe extern "C" fn set_okhttp_request(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    call: sys::jobject,
+    request: sys::jobject,
+) -> sys::jboolean {
+    guarded_in(&BREAKPOINTS, "remote_set_request", 0, || {
+        let field = ("originalRequest", "Lokhttp3/Request;");
+        let set = !request.is_null() && Jni(env).set_object_field(call, field, request);
+        sys::jboolean::from(set)
+    })
+}
+
+/// `answered(thread, site, status)`: a response with `status` (< 0: not a
+/// response) is encoded.
+unsafe extern "C" fn answered(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    thread: sys::jthread,
+    site: sys::jint,
+    status: sys::jint,
+) {
+    guarded_in(&BREAKPOINTS, "remote_answered", (), || {
+        let read = u32::try_from(status).map_or(Read::Nothing, Read::Answered);
+        hand(Jni(env), thread, site, read);
+    })
+}
+
+/// `sends(thread, site, connection)`: an exchange goes over `connection` (its
+/// endpoints read by the site's handler, once per connection and thread).
+unsafe extern "C" fn sends(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    thread: sys::jthread,
+    site: sys::jint,
+    connection: sys::jobject,
+) {
+    guarded_in(&BREAKPOINTS, "remote_sends", (), || {
+        hand(Jni(env), thread, site, Read::Sends(connection));
+    })
+}
+
+/// `leave(thread, site)`: a return of the site's method.
+unsafe extern "C" fn leave(
+    env: *mut sys::JNIEnv,
+    _class: sys::jclass,
+    thread: sys::jthread,
+    site: sys::jint,
+) {
+    guarded_in(&BREAKPOINTS, "remote_leave", (), || {
+        reached(Jni(env), site, Reached::Exit, Some(thread));
+    })
 }

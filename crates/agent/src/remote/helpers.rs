@@ -9,9 +9,9 @@
 //! here): it calls the request's getters in Java, where the JIT compiles them
 //! with the method (the application calls most of them anyway), and hands the
 //! agent plain values through one native of `jscope/Remote` (`served`,
-//! `calling`, `answered`, `sends`, `leave`; each given the current thread, so
-//! the agent need not ask JVMTI for it). The native leaves them for the site's
-//! handler (`take`), which then reads nothing itself. Anything a helper's Java
+//! `calling`, `answered`, `sends`, `leave` in `calls`; each given the current
+//! thread, so the agent need not ask JVMTI for it). The native leaves them for
+//! the site's handler (`take`), which then reads nothing itself. Anything a helper's Java
 //! throws is caught there: the native is told there was nothing to read.
 //!
 //! A helper is defined, with JNI's DefineClass, in the loader of the framework
@@ -20,14 +20,10 @@
 //! module, where the helper lives: theirs, and those of a loader the helper
 //! cannot be defined in, call `jscope/Remote.enter` as before.
 
-use std::ffi::c_void;
-use std::ptr::null_mut;
+use std::cell::Cell;
 
-use super::calls::Reached;
-use super::frameworks::call;
-use super::http::{new_traceparent, path_of, served_trace_id, Call, STATE};
+use super::http::Call;
 use super::REMOTE;
-use crate::jvm::entry::{guarded_in, BREAKPOINTS};
 use crate::jvm::{Jni, Jvmti};
 use crate::sys;
 
@@ -133,189 +129,25 @@ pub(super) enum Read {
     Nothing,
 }
 
+thread_local! {
+    /// What a helper read for the handler its native runs on this thread.
+    static READ: Cell<Option<Read>> = const { Cell::new(None) };
+}
+
+/// Leaves `read` for the handler about to run on this thread.
+pub(super) fn leave_for_handler(read: Read) {
+    READ.with(|r| r.set(Some(read)));
+}
+
 /// What the helper read for the handler running now (None: reached without
 /// a helper; the handler reads for itself).
 pub(super) fn take() -> Option<Read> {
-    STATE.with(|s| s.borrow_mut().read.take())
-}
-
-/// Runs the entry handler of `site` on `thread` (the current one) with
-/// `read` left for it.
-fn hand(env: Jni, thread: sys::jthread, site: i32, read: Read) {
-    STATE.with(|s| s.borrow_mut().read = Some(read));
-    super::calls::reached(env, site, Reached::Entry(null_mut()), Some(thread));
-    take();
-}
-
-const THREAD: &str = "Ljava/lang/Thread;";
-const STRING: &str = "Ljava/lang/String;";
-
-/// The natives of `jscope/Remote` the helpers call, each given the current
-/// thread (`Thread.currentThread()`, which costs compiled Java nothing).
-pub(super) fn natives() -> Vec<(&'static str, String, *mut c_void)> {
-    vec![
-        (
-            "served",
-            format!("({THREAD}I{STRING}{STRING}{STRING}Ljava/lang/Object;II)V"),
-            served as *mut c_void,
-        ),
-        (
-            "calling",
-            format!("({THREAD}I{STRING}{STRING}{STRING}){STRING}"),
-            calling as *mut c_void,
-        ),
-        (
-            "setOkHttpRequest",
-            "(Ljava/lang/Object;Ljava/lang/Object;)Z".into(),
-            set_okhttp_request as *mut c_void,
-        ),
-        (
-            "answered",
-            format!("({THREAD}II)V"),
-            answered as *mut c_void,
-        ),
-        (
-            "sends",
-            format!("({THREAD}ILjava/lang/Object;)V"),
-            sends as *mut c_void,
-        ),
-        ("leave", format!("({THREAD}I)V"), leave as *mut c_void),
-    ]
-}
-
-/// `served(thread, site, method, target, traceparent, connection, localPort,
-/// remotePort)`: a server request (no method: none), its connection known by
-/// `connection` and, when the key can move between connections (ports >= 0),
-/// its ports.
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn served(
-    env: *mut sys::JNIEnv,
-    _class: sys::jclass,
-    thread: sys::jthread,
-    site: sys::jint,
-    method: sys::jstring,
-    target: sys::jstring,
-    traceparent: sys::jstring,
-    connection: sys::jobject,
-    local_port: sys::jint,
-    remote_port: sys::jint,
-) {
-    guarded_in(&BREAKPOINTS, "remote_served", (), || {
-        let env = Jni(env);
-        let read = match env.string_of(method) {
-            Some(method) => {
-                let path = path_of(&env.string_of(target).unwrap_or_default());
-                let traceparent = env.string_of(traceparent).unwrap_or_default();
-                let ports = u32::try_from(local_port)
-                    .ok()
-                    .zip(u32::try_from(remote_port).ok());
-                Read::Served(call(method, path, traceparent), connection, ports)
-            }
-            None => Read::Nothing,
-        };
-        hand(env, thread, site, read);
-    })
-}
-
-/// `calling(thread, site, method, target, traceparent)`: a client call (no
-/// method: none) sending the request's `traceparent`; without one, a new one
-/// (in the trace the thread serves, if any) is returned for the helper to
-/// add to the request (null: nothing to add).
-unsafe extern "C" fn calling(
-    env: *mut sys::JNIEnv,
-    _class: sys::jclass,
-    thread: sys::jthread,
-    site: sys::jint,
-    method: sys::jstring,
-    target: sys::jstring,
-    traceparent: sys::jstring,
-) -> sys::jstring {
-    guarded_in(&BREAKPOINTS, "remote_calling", null_mut(), || {
-        let env = Jni(env);
-        let Some(method) = env.string_of(method) else {
-            hand(env, thread, site, Read::Nothing);
-            return null_mut();
-        };
-        let path = path_of(&env.string_of(target).unwrap_or_default());
-        let (sent, added) = match env.string_of(traceparent) {
-            Some(own) => (own, None),
-            None => {
-                let new = new_traceparent(served_trace_id(env, Some(thread)));
-                (new.clone(), Some(new))
-            }
-        };
-        hand(env, thread, site, Read::Calling(call(method, path, sent)));
-        added.map_or(null_mut(), |t| env.new_string(&t))
-    })
-}
-
-/// `setOkHttpRequest(call, request)`: `RealCall.originalRequest` (final, so
-/// set through JNI) becomes `request`.
-unsafe extern "C" fn set_okhttp_request(
-    env: *mut sys::JNIEnv,
-    _class: sys::jclass,
-    call: sys::jobject,
-    request: sys::jobject,
-) -> sys::jboolean {
-    guarded_in(&BREAKPOINTS, "remote_set_request", 0, || {
-        let field = ("originalRequest", "Lokhttp3/Request;");
-        let set = !request.is_null() && Jni(env).set_object_field(call, field, request);
-        sys::jboolean::from(set)
-    })
-}
-
-/// `answered(thread, site, status)`: a response with `status` (< 0: not a
-/// response) is encoded.
-unsafe extern "C" fn answered(
-    env: *mut sys::JNIEnv,
-    _class: sys::jclass,
-    thread: sys::jthread,
-    site: sys::jint,
-    status: sys::jint,
-) {
-    guarded_in(&BREAKPOINTS, "remote_answered", (), || {
-        let read = u32::try_from(status).map_or(Read::Nothing, Read::Answered);
-        hand(Jni(env), thread, site, read);
-    })
-}
-
-/// `sends(thread, site, connection)`: an exchange goes over `connection` (its
-/// endpoints read by the site's handler, once per connection and thread).
-unsafe extern "C" fn sends(
-    env: *mut sys::JNIEnv,
-    _class: sys::jclass,
-    thread: sys::jthread,
-    site: sys::jint,
-    connection: sys::jobject,
-) {
-    guarded_in(&BREAKPOINTS, "remote_sends", (), || {
-        hand(Jni(env), thread, site, Read::Sends(connection));
-    })
-}
-
-/// `leave(thread, site)`: a return of the site's method.
-unsafe extern "C" fn leave(
-    env: *mut sys::JNIEnv,
-    _class: sys::jclass,
-    thread: sys::jthread,
-    site: sys::jint,
-) {
-    guarded_in(&BREAKPOINTS, "remote_leave", (), || {
-        super::calls::reached(Jni(env), site, Reached::Exit, Some(thread));
-    })
+    READ.with(Cell::take)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn request_targets_give_their_paths() {
-        assert_eq!(path_of("/a/b?x=1"), "/a/b");
-        assert_eq!(path_of("http://h:8/p/q?z"), "/p/q");
-        assert_eq!(path_of("http://h:8"), "/");
-        assert_eq!(path_of(""), "");
-    }
 
     #[test]
     fn every_helper_is_a_class_file_of_its_name() {

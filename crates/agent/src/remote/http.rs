@@ -117,8 +117,6 @@ pub(super) struct ThreadState {
     pub inserted_open: i32,
     /// The endpoints of the connections this thread used last.
     connections: Connections,
-    /// What a framework helper read for the handler it runs (`helpers`).
-    pub read: Option<super::helpers::Read>,
 }
 
 thread_local! {
@@ -525,6 +523,14 @@ mod tests {
         assert_eq!(parse_status("HTTP/1.1 503 Service Unavailable"), Some(503));
         assert_eq!(parse_status("HTTP/1.0 200"), Some(200));
         assert_eq!(parse_status("garbage"), None);
+    }
+
+    #[test]
+    fn request_targets_give_their_paths() {
+        assert_eq!(path_of("/a/b?x=1"), "/a/b");
+        assert_eq!(path_of("http://h:8/p/q?z"), "/p/q");
+        assert_eq!(path_of("http://h:8"), "/");
+        assert_eq!(path_of(""), "");
     }
 
     #[test]
