@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Compiles the framework helpers (src/jscope/fw: Java read at the entries of
-# the frameworks' HTTP methods, see src/remote/helpers.rs) into classes/, which
-# the agent embeds. Run it after changing a helper; the agent's `http` tests
+# Compiles the framework readers (src/jscope/fw: Java read at the entries of
+# the frameworks' HTTP methods, see src/remote/readers.rs) into classes/, which
+# the agent embeds. Run it after changing a reader; the agent's `http` tests
 # check that classes/ is what these sources compile to.
 #   bash crates/agent/java/build.sh [OUT_DIR]
 set -euo pipefail
@@ -18,8 +18,11 @@ for jar in servlet-api tomcat10-servlet-api netty-transport netty-codec-http net
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# Tomcat 10's reader is the javax one over jakarta.servlet: made from it here.
+sed -e 's/javax\.servlet/jakarta.servlet/g; s/JavaxServlet/JakartaServlet/g' \
+  "$here"/src/jscope/fw/JavaxServlet.java > "$tmp"/JakartaServlet.java
 javac --release 11 -g:none -nowarn -implicit:none -cp "$jars" -d "$tmp" \
-  "$here"/stubs/jscope/Remote.java "$here"/src/jscope/fw/*.java
+  "$here"/stubs/jscope/Remote.java "$here"/src/jscope/fw/*.java "$tmp"/JakartaServlet.java
 mkdir -p "$out"
 rm -f "$out"/*.class
 cp "$tmp"/jscope/fw/*.class "$out"/

@@ -511,11 +511,11 @@ fn http_capture_leaves_the_jits_escape_analysis_on() {
     }
 }
 
-/// The framework helpers' class files the agent embeds
+/// The framework readers' class files the agent embeds
 /// (`crates/agent/java/classes`) are what their sources compile to
 /// (`crates/agent/java/build.sh`, against Debian's framework jars).
 #[test]
-fn framework_helpers_are_compiled_from_their_sources() {
+fn framework_readers_are_compiled_from_their_sources() {
     let jars = [
         ("servlet-api.jar", "libjetty9-java"),
         ("tomcat10-servlet-api.jar", "libtomcat10-java"),
@@ -534,7 +534,7 @@ fn framework_helpers_are_compiled_from_their_sources() {
         }
     }
     let java = Path::new(env!("CARGO_MANIFEST_DIR")).join("java");
-    let out = temp_dir("helpers");
+    let out = temp_dir("readers");
     let status = Command::new("bash")
         .arg(java.join("build.sh"))
         .arg(&out)

@@ -78,7 +78,18 @@ impl Request {
         if self.trace_id == [0; 16] {
             return String::new();
         }
-        self.trace_id.iter().map(|b| format!("{b:02x}")).collect()
+        Self::format_trace_id(&self.trace_id)
+    }
+
+    /// `id` as 32 lowercase hex digits (the inverse of [`Self::parse_trace_id`]).
+    pub fn format_trace_id(id: &[u8; 16]) -> String {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(32);
+        for b in id {
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        out
     }
 
     /// The trace id of `hex` (32 hex digits), or None.

@@ -24,9 +24,9 @@ use jscope_bytecode::{
 };
 
 use super::frameworks::call;
-use super::helpers::{self, Read};
 use super::http::{new_traceparent, path_of, served_trace_id};
 use super::points::Target;
+use super::readers::{self, Read};
 use super::REMOTE;
 use crate::jvm::breakpoints::Hit;
 use crate::jvm::entry::{guarded_in, BREAKPOINTS};
@@ -66,7 +66,6 @@ pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
     if !REMOTE.http_on.load(Ordering::Acquire) {
         return Ok(());
     }
-    let helped = helper_natives();
     let mut natives = vec![
         (
             PROBES.enter,
@@ -76,7 +75,7 @@ pub(super) fn start(jvmti: Jvmti, jni: Jni) -> Result<(), String> {
         (PROBES.exit, PROBE_DESCRIPTOR, exit as *mut c_void),
         (PROBES.thrown, PROBE_DESCRIPTOR, thrown as *mut c_void),
     ];
-    natives.extend(helped.iter().map(|(n, d, f)| (*n, d.as_str(), *f)));
+    natives.extend(reader_natives());
     let class =
         jvm::native_class::define(jvmti, jni, PROBE_CLASS, &natives).map_err(|e| e.to_string())?;
     jni.delete_local(class);
@@ -114,9 +113,9 @@ pub(super) unsafe extern "C" fn on_class_file_load(
                 new_class_data_len,
                 new_class_data,
                 |name, bytes| {
-                    rewrite(name, bytes, |helper| {
+                    rewrite(name, bytes, |reader| {
                         let package = name.rsplit_once('/').map_or("", |(p, _)| p);
-                        helpers::ready(Jvmti(jvmti), Jni(jni), loader, package, helper)
+                        readers::ready(Jvmti(jvmti), Jni(jni), loader, package, reader)
                     })
                 },
             );
@@ -126,7 +125,7 @@ pub(super) unsafe extern "C" fn on_class_file_load(
 
 /// The class file with its targets' calls, when `internal_name` holds targets
 /// (the methods rewritten are noted, so no breakpoint doubles them). The calls
-/// go through the targets' helper when `ready` says the class can call it.
+/// go through the targets' reader when `ready` says the class can call it.
 fn rewrite(
     internal_name: &str,
     bytes: &[u8],
@@ -149,19 +148,19 @@ fn rewrite(
             })
         })
     };
-    let helper = groups
+    let reader = groups
         .iter()
         .flat_map(|g| g.iter())
         .filter(|t| is_class(t))
-        .find_map(|t| t.helper);
-    let probes = match helper {
+        .find_map(|t| t.reader);
+    let probes = match reader {
         Some(class) if ready(class) => ArgumentProbes { class, ..PROBES },
         _ => PROBES,
     };
     let (new_bytes, methods) = call_with_arguments(bytes, select, &probes).ok()??;
     if probes.class != PROBE_CLASS {
         REMOTE
-            .helped
+            .through_readers
             .fetch_add(methods.len() as u64, Ordering::Relaxed);
     }
     let sig = format!("L{internal_name};");
@@ -173,7 +172,7 @@ fn rewrite(
 /// How a method with inserted calls was reached.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Reached {
-    /// Its entry, with its local slots (null: a helper read them).
+    /// Its entry, with its local slots (null: a reader read them).
     Entry(sys::jobject),
     /// One of its returns.
     Exit,
@@ -263,49 +262,42 @@ pub(super) fn reached(env: Jni, site: i32, how: Reached, thread: Option<sys::jth
     env.clear_exception();
 }
 
-// The natives the Java helpers (`helpers`) call.
+// The natives the Java readers (`readers`) call.
 
 /// Runs the entry handler of `site` on `thread` (the current one) with
 /// `read` left for it.
 fn hand(env: Jni, thread: sys::jthread, site: i32, read: Read) {
-    helpers::leave_for_handler(read);
+    readers::leave_for_handler(read);
     reached(env, site, Reached::Entry(null_mut()), Some(thread));
-    helpers::take();
+    readers::take();
 }
 
-const THREAD: &str = "Ljava/lang/Thread;";
-const STRING: &str = "Ljava/lang/String;";
-
-/// The natives of `jscope/Remote` the helpers call, each given the current
+/// The natives of `jscope/Remote` the readers call, each given the current
 /// thread (`Thread.currentThread()`, which costs compiled Java nothing).
-fn helper_natives() -> Vec<(&'static str, String, *mut c_void)> {
-    vec![
+fn reader_natives() -> [(&'static str, &'static str, *mut c_void); 6] {
+    [
         (
             "served",
-            format!("({THREAD}I{STRING}{STRING}{STRING}Ljava/lang/Object;II)V"),
+            "(Ljava/lang/Thread;ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/Object;II)V",
             served as *mut c_void,
         ),
         (
             "calling",
-            format!("({THREAD}I{STRING}{STRING}{STRING}){STRING}"),
+            "(Ljava/lang/Thread;ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;",
             calling as *mut c_void,
         ),
         (
             "setOkHttpRequest",
-            "(Ljava/lang/Object;Ljava/lang/Object;)Z".into(),
+            "(Ljava/lang/Object;Ljava/lang/Object;)Z",
             set_okhttp_request as *mut c_void,
         ),
-        (
-            "answered",
-            format!("({THREAD}II)V"),
-            answered as *mut c_void,
-        ),
+        ("answered", "(Ljava/lang/Thread;II)V", answered as *mut c_void),
         (
             "sends",
-            format!("({THREAD}ILjava/lang/Object;)V"),
+            "(Ljava/lang/Thread;ILjava/lang/Object;)V",
             sends as *mut c_void,
         ),
-        ("leave", format!("({THREAD}I)V"), leave as *mut c_void),
+        ("leave", "(Ljava/lang/Thread;I)V", leave as *mut c_void),
     ]
 }
 
@@ -345,7 +337,7 @@ unsafe extern "C" fn served(
 
 /// `calling(thread, site, method, target, traceparent)`: a client call (no
 /// method: none) sending the request's `traceparent`; without one, a new one
-/// (in the trace the thread serves, if any) is returned for the helper to
+/// (in the trace the thread serves, if any) is returned for the reader to
 /// add to the request (null: nothing to add).
 unsafe extern "C" fn calling(
     env: *mut sys::JNIEnv,

@@ -30,13 +30,13 @@
 //! connection counts once on both sides, so the connection order matches the
 //! server's.
 
-use super::helpers::{self, Read};
 use super::http::{
     endpoints_checked, endpoints_of, new_traceparent, returned, served_trace_id, Call, STATE,
 };
 use super::points::{
     next_seq, socket_addresses, socket_endpoints, Args, At, Endpoint, Frames, Target,
 };
+use super::readers::{self, Read};
 use crate::jvm::breakpoints::Hit;
 use crate::jvm::Jni;
 use crate::sys;
@@ -51,56 +51,56 @@ pub(super) const TARGETS: [Target; 8] = [
         "(Ljavax/servlet/ServletRequest;Ljavax/servlet/ServletResponse;)V",
         servlet,
     )
-    .through(helpers::JAVAX_SERVLET),
+    .through(readers::JAVAX_SERVLET),
     Target::entry_and_returns(
         "Ljakarta/servlet/http/HttpServlet;",
         "service",
         "(Ljakarta/servlet/ServletRequest;Ljakarta/servlet/ServletResponse;)V",
         servlet,
     )
-    .through(helpers::JAKARTA_SERVLET),
+    .through(readers::JAKARTA_SERVLET),
     Target::entry_and_returns(
         "Lio/netty/channel/SimpleChannelInboundHandler;",
         "channelRead",
         "(Lio/netty/channel/ChannelHandlerContext;Ljava/lang/Object;)V",
         netty,
     )
-    .through(helpers::NETTY_READ),
+    .through(readers::NETTY_READ),
     Target::entry(
         "Lio/netty/handler/codec/http/HttpObjectEncoder;",
         "encode",
         "(Lio/netty/channel/ChannelHandlerContext;Ljava/lang/Object;Ljava/util/List;)V",
         netty_encodes,
     )
-    .through(helpers::NETTY_ENCODE),
+    .through(readers::NETTY_ENCODE),
     Target::entry_and_returns(
         "Lokhttp3/RealCall;",
         "getResponseWithInterceptorChain",
         "()Lokhttp3/Response;",
         okhttp,
     )
-    .through(helpers::OKHTTP_CALL),
+    .through(readers::OKHTTP_CALL),
     Target::entry(
         "Lokhttp3/internal/http/CallServerInterceptor;",
         "intercept",
         "(Lokhttp3/Interceptor$Chain;)Lokhttp3/Response;",
         okhttp_sends,
     )
-    .through(helpers::OKHTTP_SEND),
+    .through(readers::OKHTTP_SEND),
     Target::entry_and_returns(
         "Lorg/apache/hc/client5/http/impl/classic/InternalHttpClient;",
         "doExecute",
         "(Lorg/apache/hc/core5/http/HttpHost;Lorg/apache/hc/core5/http/ClassicHttpRequest;Lorg/apache/hc/core5/http/protocol/HttpContext;)Lorg/apache/hc/client5/http/impl/classic/CloseableHttpResponse;",
         hc5,
     )
-    .through(helpers::HC5_CALL),
+    .through(readers::HC5_CALL),
     Target::entry(
         "Lorg/apache/hc/core5/http/impl/io/DefaultBHttpClientConnection;",
         "sendRequestHeader",
         "(Lorg/apache/hc/core5/http/ClassicHttpRequest;)V",
         hc5_sends,
     )
-    .through(helpers::HC5_SEND),
+    .through(readers::HC5_SEND),
 ];
 
 fn servlet(hit: &Hit) {
@@ -198,7 +198,7 @@ fn serving() -> bool {
 
 /// `HttpServlet.service(ServletRequest req, ServletResponse res)`: slot 1.
 fn servlet_serves(hit: &Hit, depth: i32) {
-    let read = helpers::take();
+    let read = readers::take();
     if serving() {
         return;
     }
@@ -257,7 +257,7 @@ fn string_call(env: Jni, o: sys::jobject, name: &str, arg: &str) -> Option<Strin
     text
 }
 
-/// A request a helper read opens (`Read::Served`); `endpoints` reads the
+/// A request a reader read opens (`Read::Served`); `endpoints` reads the
 /// endpoints from its connection key when this thread has not.
 fn serve_read(
     hit: &Hit,
@@ -280,7 +280,7 @@ fn netty_endpoints(env: Jni, channel: sys::jobject) -> Option<(Endpoint, Endpoin
 /// `SimpleChannelInboundHandler.channelRead(ChannelHandlerContext ctx, Object
 /// msg)`: slots 1 and 2; only an `HttpRequest` opens a request.
 fn netty_reads(hit: &Hit, depth: i32) {
-    let read = helpers::take();
+    let read = readers::take();
     if serving() {
         return;
     }
@@ -320,7 +320,7 @@ fn netty_reads(hit: &Hit, depth: i32) {
 /// `HttpObjectEncoder.encode(ctx, Object msg, List out)`: a response (it has a
 /// status) encoded inside a served Netty request is its answer.
 fn netty_encodes(hit: &Hit) {
-    let read = helpers::take();
+    let read = readers::take();
     if !serving() {
         return;
     }
@@ -357,7 +357,7 @@ fn calling(c: Call, depth: i32) {
     STATE.with(|s| s.borrow_mut().framework_clients.push(depth, c));
 }
 
-/// A client call a helper read is pushed (`Read::Calling`).
+/// A client call a reader read is pushed (`Read::Calling`).
 fn calling_read(read: Read, depth: i32) {
     if let Read::Calling(c) = read {
         calling(c, depth);
@@ -385,7 +385,7 @@ fn sends_over(ends: Option<(Endpoint, Endpoint)>) {
 /// request (`originalRequest`), replaced by a copy with a traceparent unless
 /// it has one.
 fn okhttp_calls(hit: &Hit, depth: i32) {
-    if let Some(read) = helpers::take() {
+    if let Some(read) = readers::take() {
         return calling_read(read, depth);
     }
     let env = hit.jni;
@@ -431,27 +431,26 @@ fn okhttp_calls(hit: &Hit, depth: i32) {
 /// over `chain.connection().socket()`.
 fn okhttp_sends(hit: &Hit) {
     let env = hit.jni;
-    if let Some(read) = helpers::take() {
-        if let Read::Sends(socket) = read {
-            sends_over(endpoints_of(env, socket, || socket_endpoints(env, socket)));
+    let read = |socket| endpoints_of(env, socket, || socket_endpoints(env, socket));
+    match readers::take() {
+        Some(Read::Sends(socket)) => sends_over(read(socket)),
+        Some(_) => {}
+        None => {
+            let chain = Args::of(hit, 0).object(1);
+            let conn = env.call_object(chain, "connection", "()Lokhttp3/Connection;");
+            let socket = env.call_object(conn, "socket", "()Ljava/net/Socket;");
+            sends_over(read(socket));
+            for o in [socket, conn, chain] {
+                env.delete_local(o);
+            }
         }
-        return;
     }
-    let args = Args::of(hit, 0);
-    let chain = args.object(1);
-    let conn = env.call_object(chain, "connection", "()Lokhttp3/Connection;");
-    let socket = env.call_object(conn, "socket", "()Ljava/net/Socket;");
-    let ends = endpoints_of(env, socket, || socket_endpoints(env, socket));
-    for o in [socket, conn, chain] {
-        env.delete_local(o);
-    }
-    sends_over(ends);
 }
 
 /// `InternalHttpClient.doExecute(HttpHost, ClassicHttpRequest request,
 /// HttpContext)`: slot 2, a mutable request.
 fn hc5_calls(hit: &Hit, depth: i32) {
-    if let Some(read) = helpers::take() {
+    if let Some(read) = readers::take() {
         return calling_read(read, depth);
     }
     let env = hit.jni;
@@ -499,7 +498,7 @@ fn hc5_sends(hit: &Hit) {
     let env = hit.jni;
     let getters = ("getLocalAddress", "getRemoteAddress");
     let read = |conn| endpoints_of(env, conn, || socket_addresses(env, conn, getters, ADDRESS));
-    match helpers::take() {
+    match readers::take() {
         Some(Read::Sends(conn)) => sends_over(read(conn)),
         Some(_) => {}
         None => {

@@ -186,8 +186,7 @@ pub(super) fn returned(hit: &Hit, server: bool, call: Option<Call>, left: bool, 
     if let Some(mut call) = call {
         call.failed |= left;
         super::end_request(hit.jni, hit.thread, call.request, call.failed);
-        let k = ThreadKey::of(hit.jni, hit.thread);
-        emit(server, call, end, k);
+        emit(server, call, end, ThreadKey::of(hit.jni, hit.thread));
     }
 }
 
@@ -479,13 +478,7 @@ fn server_responds(hit: &Hit) {
 pub(super) fn served_trace_id(env: Jni, thread: Option<sys::jthread>) -> Option<String> {
     let key = super::served_by(env, thread);
     let (_, trace, _) = super::requests().innermost(&key)?;
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut id = String::with_capacity(32);
-    for b in trace {
-        id.push(char::from(HEX[usize::from(b >> 4)]));
-        id.push(char::from(HEX[usize::from(b & 15)]));
-    }
-    Some(id)
+    Some(jscope_format::Request::format_trace_id(&trace))
 }
 
 /// `00-<32 hex trace id>-<16 hex parent id>-<flags>` -> the trace id.

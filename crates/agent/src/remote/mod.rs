@@ -36,10 +36,10 @@
 mod calls;
 mod capture;
 mod frameworks;
-mod helpers;
 mod http;
 mod http_client;
 mod points;
+mod readers;
 pub mod requests;
 mod span;
 
@@ -167,11 +167,11 @@ struct RemoteState {
     breakpointed: AtomicU64,
     /// Target methods left with neither inserted calls nor breakpoints.
     missed: AtomicU64,
-    /// Methods whose inserted calls go through a Java helper (`helpers`).
-    helped: AtomicU64,
-    /// The helpers defined: (helper, weak global reference to its loader),
+    /// Methods whose inserted calls go through a Java reader (`readers`).
+    through_readers: AtomicU64,
+    /// The readers defined: (reader, weak global reference to its loader),
     /// never deleted (one whose loader was unloaded matches none).
-    helpers: Mutex<Vec<(&'static str, usize)>>,
+    readers: Mutex<Vec<(&'static str, usize)>>,
     /// Whether an HTTP method got breakpoints.
     http_breakpointed: AtomicBool,
 }
@@ -191,8 +191,8 @@ static REMOTE: RemoteState = RemoteState {
     calls_env: std::sync::OnceLock::new(),
     breakpointed: AtomicU64::new(0),
     missed: AtomicU64::new(0),
-    helped: AtomicU64::new(0),
-    helpers: Mutex::new(Vec::new()),
+    through_readers: AtomicU64::new(0),
+    readers: Mutex::new(Vec::new()),
     http_breakpointed: AtomicBool::new(false),
 };
 
@@ -354,7 +354,7 @@ impl Engine for RemoteEngine {
     }
 
     /// How the methods were captured (calls inserted into their code, of
-    /// which those through Java helpers, or breakpoints); `java.net.http.HttpClient` requests not recorded, when
+    /// which those through Java readers, or breakpoints); `java.net.http.HttpClient` requests not recorded, when
     /// there are any.
     fn counters(&self, out: &mut Vec<(&'static str, u64)>) {
         let inserted = REMOTE
@@ -363,8 +363,10 @@ impl Engine for RemoteEngine {
             .unwrap_or_else(|e| e.into_inner())
             .len();
         out.push(("remote.methods_inserted", inserted as u64));
-        let helped = REMOTE.helped.load(std::sync::atomic::Ordering::Relaxed);
-        out.push(("remote.methods_through_helpers", helped));
+        let through = REMOTE
+            .through_readers
+            .load(std::sync::atomic::Ordering::Relaxed);
+        out.push(("remote.methods_through_readers", through));
         let breakpointed = REMOTE
             .breakpointed
             .load(std::sync::atomic::Ordering::Relaxed);

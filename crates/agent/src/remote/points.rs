@@ -70,9 +70,9 @@ pub(super) struct Target {
     pub descriptor: &'static str,
     pub on_hit: fn(&Hit),
     pub returns: bool,
-    /// The Java helper (`helpers`) its inserted calls go through, which reads
+    /// The Java reader (`readers`) its inserted calls go through, which reads
     /// the method's arguments in Java; None: they call `jscope/Remote` itself.
-    pub helper: Option<&'static str>,
+    pub reader: Option<&'static str>,
 }
 
 impl Target {
@@ -89,7 +89,7 @@ impl Target {
             descriptor,
             on_hit,
             returns: false,
-            helper: None,
+            reader: None,
         }
     }
 
@@ -106,10 +106,10 @@ impl Target {
         }
     }
 
-    /// Its inserted calls go through `helper` (`helpers::HELPERS`).
-    pub const fn through(self, helper: &'static str) -> Self {
+    /// Its inserted calls go through `reader` (`readers::READERS`).
+    pub const fn through(self, reader: &'static str) -> Self {
         Self {
-            helper: Some(helper),
+            reader: Some(reader),
             ..self
         }
     }

@@ -1,4 +1,4 @@
-//! Java helpers between the frameworks' HTTP methods and the agent.
+//! Java readers between the frameworks' HTTP methods and the agent.
 //!
 //! A handler that reads a request through JNI calls back into Java for each
 //! getter: a trip through the JVM's call machinery that, once per request, runs
@@ -11,13 +11,14 @@
 //! agent plain values through one native of `jscope/Remote` (`served`,
 //! `calling`, `answered`, `sends`, `leave` in `calls`; each given the current
 //! thread, so the agent need not ask JVMTI for it). The native leaves them for
-//! the site's handler (`take`), which then reads nothing itself. Anything a helper's Java
-//! throws is caught there: the native is told there was nothing to read.
+//! the site's handler (`take`), which then reads nothing itself. Anything a
+//! reader's Java throws is caught there: the native is told there was nothing
+//! to read.
 //!
-//! A helper is defined, with JNI's DefineClass, in the loader of the framework
+//! A reader is defined, with JNI's DefineClass, in the loader of the framework
 //! class that calls it (only there are the framework's types visible), as that
 //! class loads. Classes of a named module cannot read the loader's unnamed
-//! module, where the helper lives: theirs, and those of a loader the helper
+//! module, where the reader lives: theirs, and those of a loader the reader
 //! cannot be defined in, call `jscope/Remote.enter` as before.
 
 use std::cell::Cell;
@@ -36,8 +37,8 @@ pub(super) const OKHTTP_SEND: &str = "jscope/fw/OkHttpSend";
 pub(super) const HC5_CALL: &str = "jscope/fw/Hc5Call";
 pub(super) const HC5_SEND: &str = "jscope/fw/Hc5Send";
 
-/// Each helper's class file.
-pub(super) const HELPERS: [(&str, &[u8]); 8] = [
+/// Each reader's class file.
+pub(super) const READERS: [(&str, &[u8]); 8] = [
     (
         JAVAX_SERVLET,
         include_bytes!("../../java/classes/JavaxServlet.class"),
@@ -66,51 +67,51 @@ pub(super) const HELPERS: [(&str, &[u8]); 8] = [
     (HC5_SEND, include_bytes!("../../java/classes/Hc5Send.class")),
 ];
 
-/// At most this many (helper, loader) pairs are remembered; past that a
-/// helper's definition in a new loader is tried and, failing as a duplicate
+/// At most this many (reader, loader) pairs are remembered; past that a
+/// reader's definition in a new loader is tried and, failing as a duplicate
 /// in a loader that has it, leaves that class on `jscope/Remote`.
 const KEPT: usize = 256;
 
-/// Whether `helper` can be called from a class of `package` (internal form)
+/// Whether `reader` can be called from a class of `package` (internal form)
 /// that `loader` is loading: defined there now if it was not.
 pub(super) fn ready(
     jvmti: Jvmti,
     env: Jni,
     loader: sys::jobject,
     package: &str,
-    helper: &'static str,
+    reader: &'static str,
 ) -> bool {
     if loader.is_null() || jvmti.in_named_module(loader, package) != Some(false) {
         return false;
     }
     let defined = |list: &[(&str, usize)]| {
         list.iter()
-            .any(|&(h, weak)| h == helper && env.is_same_object(weak as sys::jobject, loader))
+            .any(|&(r, weak)| r == reader && env.is_same_object(weak as sys::jobject, loader))
     };
-    if defined(&REMOTE.helpers.lock().unwrap_or_else(|e| e.into_inner())) {
+    if defined(&REMOTE.readers.lock().unwrap_or_else(|e| e.into_inner())) {
         return true;
     }
-    let Some(&(_, bytes)) = HELPERS.iter().find(|(h, _)| *h == helper) else {
+    let Some(&(_, bytes)) = READERS.iter().find(|(r, _)| *r == reader) else {
         return false;
     };
     // Not under the lock: defining takes the loader's own lock, which a thread
     // loading a framework class holds while it waits for ours.
-    let class = env.define_class(helper, loader, bytes);
+    let class = env.define_class(reader, loader, bytes);
     if class.is_null() {
         return false;
     }
     env.delete_local(class);
-    let mut list = REMOTE.helpers.lock().unwrap_or_else(|e| e.into_inner());
+    let mut list = REMOTE.readers.lock().unwrap_or_else(|e| e.into_inner());
     if list.len() < KEPT {
         let weak = env.new_weak_global(loader);
         if !weak.is_null() {
-            list.push((helper, weak as usize));
+            list.push((reader, weak as usize));
         }
     }
     true
 }
 
-/// What a helper read for its site's handler.
+/// What a reader read for its site's handler.
 pub(super) enum Read {
     /// A served request, the key of its connection (a local reference valid
     /// while the native that left it runs, which is when its handler takes
@@ -125,12 +126,12 @@ pub(super) enum Read {
     Sends(sys::jobject),
     /// The status of a response being encoded.
     Answered(u32),
-    /// Nothing to open (not an HTTP message, or the helper's Java failed).
+    /// Nothing to open (not an HTTP message, or the reader's Java failed).
     Nothing,
 }
 
 thread_local! {
-    /// What a helper read for the handler its native runs on this thread.
+    /// What a reader read for the handler its native runs on this thread.
     static READ: Cell<Option<Read>> = const { Cell::new(None) };
 }
 
@@ -139,8 +140,8 @@ pub(super) fn leave_for_handler(read: Read) {
     READ.with(|r| r.set(Some(read)));
 }
 
-/// What the helper read for the handler running now (None: reached without
-/// a helper; the handler reads for itself).
+/// What the reader read for the handler running now (None: reached without
+/// a reader; the handler reads for itself).
 pub(super) fn take() -> Option<Read> {
     READ.with(Cell::take)
 }
@@ -150,8 +151,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_helper_is_a_class_file_of_its_name() {
-        for (name, bytes) in HELPERS {
+    fn every_reader_is_a_class_file_of_its_name() {
+        for (name, bytes) in READERS {
             let class = jscope_bytecode::ClassFile::parse(bytes).unwrap();
             assert_eq!(class.name().unwrap(), name);
         }

@@ -197,7 +197,7 @@ pub fn parse_traceparent(text: &str) -> Option<([u8; 16], u64)> {
 /// trace, with span id `span`.
 #[cfg(test)]
 pub fn traceparent(trace_id: &[u8; 16], span: u64) -> String {
-    let trace: String = trace_id.iter().map(|b| format!("{b:02x}")).collect();
+    let trace = jscope_format::Request::format_trace_id(trace_id);
     format!("00-{trace}-{span:016x}-01")
 }
 

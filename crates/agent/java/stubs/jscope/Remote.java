@@ -3,7 +3,7 @@ package jscope;
 /**
  * Compile-time stand-in for the class of natives the agent defines at run time
  * in the bootstrap loader (`crates/agent/src/remote/calls.rs`): only its
- * signatures matter, the helpers are compiled against them.
+ * signatures matter, the readers are compiled against them.
  */
 public final class Remote {
     private Remote() {}
