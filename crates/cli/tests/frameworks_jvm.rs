@@ -108,6 +108,53 @@ fn served(log: &Path) -> HashMap<String, Vec<(String, u64, u64)>> {
     out
 }
 
+/// `jscope merge` of the three recordings into `session`: what it said.
+fn merge(files: &[String], session: &str) -> String {
+    let merged = Command::new(env!("CARGO_BIN_EXE_jscope"))
+        .args(["merge", &files[0], &files[1], &files[2], "-o", session])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&merged.stderr).to_string()
+        + &String::from_utf8_lossy(&merged.stdout);
+    assert!(merged.status.success(), "{said}");
+    said
+}
+
+/// `jscope requests SESSION --format json`, every request.
+fn requests(session: &str) -> Value {
+    serde_json::from_str(&jscope(&[
+        "requests", session, "--format", "json", "--limit", "1000",
+    ]))
+    .unwrap()
+}
+
+/// The requests that took the servlet's heavy branch.
+fn heavy_rows(rows: &[Value]) -> Vec<&Value> {
+    rows.iter()
+        .filter(|r| {
+            r["tree"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "GET /api/heavy")
+        })
+        .collect()
+}
+
+/// The names of the parts of the request sent with the chosen traceparent.
+fn chosen_names(rows: &[Value]) -> Vec<&str> {
+    let chosen = rows
+        .iter()
+        .find(|r| r["id"] == CHOSEN)
+        .expect("the chosen trace");
+    chosen["tree"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect()
+}
+
 #[test]
 fn okhttp_jetty_and_netty_requests_link_and_narrow_profiles() {
     let Some(jars) = jars() else {
@@ -161,13 +208,7 @@ fn okhttp_jetty_and_netty_requests_link_and_narrow_profiles() {
 
     // Every call links across the JVMs.
     let session = dir.join("s.json").display().to_string();
-    let merged = Command::new(env!("CARGO_BIN_EXE_jscope"))
-        .args(["merge", &files[0], &files[1], &files[2], "-o", &session])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&merged.stderr).to_string()
-        + &String::from_utf8_lossy(&merged.stdout);
-    assert!(merged.status.success(), "{said}");
+    let said = merge(&files, &session);
     assert!(
         said.contains("0 client calls unmatched, 0 server calls unmatched"),
         "{said}"
@@ -175,21 +216,9 @@ fn okhttp_jetty_and_netty_requests_link_and_narrow_profiles() {
 
     // Slow requests: one trace id over the three JVMs, client span -> servlet ->
     // backend, each part called by the one before.
-    let listed: Value = serde_json::from_str(&jscope(&[
-        "requests", &session, "--format", "json", "--limit", "1000",
-    ]))
-    .unwrap();
+    let listed = requests(&session);
     let rows = listed["requests"].as_array().unwrap();
-    let heavy: Vec<&Value> = rows
-        .iter()
-        .filter(|r| {
-            r["tree"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|p| p["name"] == "GET /api/heavy")
-        })
-        .collect();
+    let heavy = heavy_rows(rows);
     assert_eq!(heavy.len(), 10, "every 20th of 200 requests is heavy");
     for r in &heavy {
         assert!(r["duration_ns"].as_u64().unwrap() >= 150_000_000, "{r}");
@@ -213,16 +242,7 @@ fn okhttp_jetty_and_netty_requests_link_and_narrow_profiles() {
         assert_eq!(tree[api]["calls"][0]["span_id"], tree[b]["parent_span_id"]);
     }
     // The chosen traceparent's trace id is the servlet's and the backend's.
-    let chosen_row = rows
-        .iter()
-        .find(|r| r["id"] == CHOSEN)
-        .expect("the chosen trace");
-    let names: Vec<&str> = chosen_row["tree"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["name"].as_str().unwrap())
-        .collect();
+    let names = chosen_names(rows);
     assert_eq!(names, ["GET /api/light", "GET /b"]);
 
     // --latency: the heavy branch's share of the measured phase's cpu samples.
@@ -366,7 +386,7 @@ const TOMCAT_JARS: [&str; 10] = [
 
 /// An OkHttp client -> a Tomcat 10 servlet (jakarta; HttpClient 5 to its
 /// backend) -> the Netty backend with Netty on the module path. The servlet's
-/// and the clients' calls go through the agent's Java helpers; Netty's classes,
+/// and the clients' calls go through the agent's Java readers; Netty's classes,
 /// in named (automatic) modules, call the agent directly instead. Both link:
 /// every call matched across the JVMs, one trace id per request, a chosen
 /// traceparent kept.
@@ -449,43 +469,25 @@ fn a_tomcat_servlet_and_a_module_path_netty_link_their_requests() {
         .map(|f| Recording::from_bytes(&std::fs::read(f).unwrap()).unwrap())
         .collect();
     // OkHttp's two methods and the servlet's and HttpClient 5's went through
-    // helpers; Netty's two, in named modules, did not.
-    let helped = |r: &Recording| r.counters["remote.methods_through_helpers"];
-    assert_eq!(helped(&recs[0]), 2);
-    assert!(helped(&recs[1]) >= 2, "{}", helped(&recs[1]));
-    assert_eq!(helped(&recs[2]), 0);
+    // readers; Netty's two, in named modules, did not.
+    let through = |r: &Recording| r.counters["remote.methods_through_readers"];
+    assert_eq!(through(&recs[0]), 2);
+    assert!(through(&recs[1]) >= 2, "{}", through(&recs[1]));
+    assert_eq!(through(&recs[2]), 0);
     assert!(recs[2].counters["remote.methods_inserted"] >= 2);
 
     // 46 requests (5 warm-up, 40, the quit), each a call on both sides of both hops.
     let session = dir.join("s.json").display().to_string();
-    let merged = Command::new(env!("CARGO_BIN_EXE_jscope"))
-        .args(["merge", &files[0], &files[1], &files[2], "-o", &session])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&merged.stderr).to_string()
-        + &String::from_utf8_lossy(&merged.stdout);
-    assert!(merged.status.success(), "{said}");
+    let said = merge(&files, &session);
     assert!(
         said.contains(
             "92 remote calls matched, 0 client calls unmatched, 0 server calls unmatched"
         ),
         "{said}"
     );
-    let listed: Value = serde_json::from_str(&jscope(&[
-        "requests", &session, "--format", "json", "--limit", "1000",
-    ]))
-    .unwrap();
+    let listed = requests(&session);
     let rows = listed["requests"].as_array().unwrap();
-    let heavy: Vec<&Value> = rows
-        .iter()
-        .filter(|r| {
-            r["tree"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|p| p["name"] == "GET /api/heavy")
-        })
-        .collect();
+    let heavy = heavy_rows(rows);
     assert_eq!(heavy.len(), 2, "the 7th and 27th of 40 requests are heavy");
     for r in &heavy {
         let tree = r["tree"].as_array().unwrap();
@@ -498,15 +500,6 @@ fn a_tomcat_servlet_and_a_module_path_netty_link_their_requests() {
             "{r}"
         );
     }
-    let chosen_row = rows
-        .iter()
-        .find(|r| r["id"] == CHOSEN)
-        .expect("the chosen trace");
-    let names: Vec<&str> = chosen_row["tree"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["name"].as_str().unwrap())
-        .collect();
+    let names = chosen_names(rows);
     assert_eq!(names, ["GET /api/light", "GET /b"]);
 }

@@ -61,16 +61,27 @@ public final class Front extends HttpServlet {
 
     @Override
     protected void doGet(HttpServletRequest req, HttpServletResponse res) throws IOException {
-        String trace = Work.traceOf(req.getHeader("traceparent"));
-        boolean quit = req.getRequestURI().startsWith("/quit");
         boolean slow = "1".equals(req.getParameter("heavy"));
+        String body = answer(client, backend, req.getRequestURI(), slow, req.getHeader("traceparent"));
+        res.setContentType("text/plain");
+        res.getWriter().print(body);
+    }
+
+    /**
+     * A request's work (heavy or light), its call to the backend, and the body
+     * of its answer: the trace id it arrived with. Warm-up requests reach the
+     * backend as `/warm`.
+     */
+    static String answer(CloseableHttpClient client, String backend, String uri, boolean slow,
+            String traceparent) throws IOException {
+        String trace = Work.traceOf(traceparent);
+        boolean quit = uri.startsWith("/quit");
+        boolean warm = uri.startsWith("/warm");
         int v = quit ? 0 : slow ? heavy() : light();
-        boolean warm = req.getRequestURI().startsWith("/warm");
         String path = quit ? "/quit" : slow ? "/b?heavy=1" : warm ? "/warm" : "/b";
         String answer = client.execute(new HttpGet(backend + path),
                 r -> EntityUtils.toString(r.getEntity()));
-        res.setContentType("text/plain");
-        res.getWriter().print(trace + " " + v + answer.length());
+        return trace + " " + v + answer.length();
     }
 
     static int heavy() {

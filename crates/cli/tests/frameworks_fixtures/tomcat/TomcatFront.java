@@ -10,16 +10,13 @@ import java.io.IOException;
 import org.apache.catalina.Context;
 import org.apache.catalina.connector.Connector;
 import org.apache.catalina.startup.Tomcat;
-import org.apache.hc.client5.http.classic.methods.HttpGet;
 import org.apache.hc.client5.http.impl.classic.CloseableHttpClient;
 import org.apache.hc.client5.http.impl.classic.HttpClients;
-import org.apache.hc.core5.http.io.entity.EntityUtils;
 
 /**
  * The Tomcat 10 front (a jakarta.servlet servlet), as Front is on Jetty:
  * `TomcatFront PORT BACKEND_PORT BASE_DIR`. Every request calls the backend
- * over Apache HttpClient 5; `?heavy=1` first spends 150 ms of CPU, the others
- * 8 ms. The body is the trace id the request arrived with.
+ * over Apache HttpClient 5, doing what Front does (`Front.answer`).
  */
 public final class TomcatFront extends HttpServlet {
     private final CloseableHttpClient client = HttpClients.createDefault();
@@ -61,14 +58,9 @@ public final class TomcatFront extends HttpServlet {
 
     @Override
     protected void doGet(HttpServletRequest req, HttpServletResponse res) throws IOException {
-        String trace = Work.traceOf(req.getHeader("traceparent"));
-        boolean quit = req.getRequestURI().startsWith("/quit");
         boolean slow = "1".equals(req.getParameter("heavy"));
-        int v = quit ? 0 : slow ? Front.heavy() : Front.light();
-        String path = quit ? "/quit" : slow ? "/b?heavy=1" : "/b";
-        String answer = client.execute(new HttpGet(backend + path),
-                r -> EntityUtils.toString(r.getEntity()));
+        String body = Front.answer(client, backend, req.getRequestURI(), slow, req.getHeader("traceparent"));
         res.setContentType("text/plain");
-        res.getWriter().print(trace + " " + v + answer.length());
+        res.getWriter().print(body);
     }
 }
