@@ -303,9 +303,11 @@ fn nativelock_measures_the_time_two_threads_wait_for_one_mutex() {
         assert_eq!(mutex.function, "pthread_mutex_lock");
         assert!(
             within(mutex.total_ns as f64, truth, 0.15),
-            "JDK {}: {} ns blocked, the fixture measured {truth}",
+            "JDK {}: {} ns blocked, the fixture measured {truth} (counters {:?}, {} waits)",
             java.major,
-            mutex.total_ns
+            mutex.total_ns,
+            rec.counters,
+            mutex.sites.iter().map(|s| s.count).sum::<u64>()
         );
         assert!(mutex.sites[0]
             .stack
