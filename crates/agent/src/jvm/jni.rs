@@ -449,6 +449,57 @@ impl Jni {
         value
     }
 
+    /// [`Jni::string_of`] without the JVM's copy: a string of up to `SHORT`
+    /// chars is read into a buffer here (two JNI calls, no allocation in the
+    /// JVM), a longer one as `string_of` reads it.
+    pub fn short_string_of(&self, s: sys::jobject) -> Option<String> {
+        const SHORT: usize = 512;
+        if s.is_null() {
+            return None;
+        }
+        let t = self.table();
+        let (length, region) = (
+            function!(t, GetStringLength).ok()?,
+            function!(t, GetStringRegion).ok()?,
+        );
+        // SAFETY: s is a live String reference.
+        let len = unsafe { length(self.0, s) };
+        let n = usize::try_from(len).ok()?;
+        if n > SHORT {
+            return self.string_of(s);
+        }
+        let mut buf = [0u16; SHORT];
+        // SAFETY: [0, len) is within the string (strings do not change) and
+        // buf holds len chars.
+        unsafe { region(self.0, s, 0, len, buf.as_mut_ptr()) };
+        Some(String::from_utf16_lossy(&buf[..n]))
+    }
+
+    /// Writes `bytes` at the start of the Java byte array `array`; false (and
+    /// nothing written) when it is null or shorter.
+    pub fn set_bytes(&self, array: sys::jobject, bytes: &[u8]) -> bool {
+        if array.is_null() {
+            return false;
+        }
+        let t = self.table();
+        let (Ok(length), Ok(set)) = (
+            function!(t, GetArrayLength),
+            function!(t, SetByteArrayRegion),
+        ) else {
+            return false;
+        };
+        let Ok(len) = sys::jsize::try_from(bytes.len()) else {
+            return false;
+        };
+        // SAFETY: array is a live byte[] reference (the caller's argument).
+        if unsafe { length(self.0, array) } < len {
+            return false;
+        }
+        // SAFETY: [0, len) is within the array, and bytes holds len bytes.
+        unsafe { set(self.0, array, 0, len, bytes.as_ptr().cast()) };
+        true
+    }
+
     /// The contents of a java.lang.String reference (modified UTF-8 read as
     /// UTF-8); None for null or when the JVM cannot give them (the exception
     /// cleared).

@@ -243,10 +243,7 @@ pub(super) fn reached(env: Jni, site: i32, how: Reached, thread: Option<sys::jth
     // Depths that breakpoints ask JVMTI for do not pair with these.
     let counted = !REMOTE.http_breakpointed.load(Ordering::Acquire);
     let jvmti = Jvmti(raw as *mut sys::jvmtiEnv);
-    env.with_local_frame(64, || {
-        let Some(thread) = thread.or_else(|| jvmti.current_thread()) else {
-            return;
-        };
+    let run = |thread| {
         (target.on_hit)(&Hit {
             jvmti,
             jni: env,
@@ -256,8 +253,19 @@ pub(super) fn reached(env: Jni, site: i32, how: Reached, thread: Option<sys::jth
             args: slots,
             inserted: true,
             depth: counted.then_some(depth),
-        });
-    });
+        })
+    };
+    match thread {
+        // A reader's native: the handler reads at most a connection's
+        // addresses, in the native's own frame of local references.
+        Some(thread) => run(thread),
+        // The handler reads the slots: a frame of its own for their references.
+        None => env.with_local_frame(64, || {
+            if let Some(thread) = jvmti.current_thread() {
+                run(thread);
+            }
+        }),
+    }
     // Whatever the handler's calls threw must not reach the application.
     env.clear_exception();
 }
@@ -278,12 +286,12 @@ fn reader_natives() -> [(&'static str, &'static str, *mut c_void); 6] {
     [
         (
             "served",
-            "(Ljava/lang/Thread;ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;Ljava/lang/Object;II)V",
+            "(Ljava/lang/Thread;ILjava/lang/String;Ljava/lang/Object;II)V",
             served as *mut c_void,
         ),
         (
             "calling",
-            "(Ljava/lang/Thread;ILjava/lang/String;Ljava/lang/String;Ljava/lang/String;)Ljava/lang/String;",
+            "(Ljava/lang/Thread;ILjava/lang/String;[B)I",
             calling as *mut c_void,
         ),
         (
@@ -291,7 +299,11 @@ fn reader_natives() -> [(&'static str, &'static str, *mut c_void); 6] {
             "(Ljava/lang/Object;Ljava/lang/Object;)Z",
             set_okhttp_request as *mut c_void,
         ),
-        ("answered", "(Ljava/lang/Thread;II)V", answered as *mut c_void),
+        (
+            "answered",
+            "(Ljava/lang/Thread;II)V",
+            answered as *mut c_void,
+        ),
         (
             "sends",
             "(Ljava/lang/Thread;ILjava/lang/Object;)V",
@@ -301,29 +313,35 @@ fn reader_natives() -> [(&'static str, &'static str, *mut c_void); 6] {
     ]
 }
 
-/// `served(thread, site, method, target, traceparent, connection, localPort,
-/// remotePort)`: a server request (no method: none), its connection known by
+/// A reader's request text: its method, target and traceparent (empty: none),
+/// one line each. Read as (method, path, traceparent).
+fn request_lines(env: Jni, request: sys::jstring) -> Option<(String, String, String)> {
+    let text = env.short_string_of(request)?;
+    let mut lines = text.splitn(3, '\n');
+    let method = lines.next()?.to_string();
+    let path = path_of(lines.next()?);
+    let traceparent = lines.next()?.to_string();
+    Some((method, path, traceparent))
+}
+
+/// `served(thread, site, request, connection, localPort, remotePort)`: a
+/// server request (`request_lines`; null: none), its connection known by
 /// `connection` and, when the key can move between connections (ports >= 0),
 /// its ports.
-#[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn served(
     env: *mut sys::JNIEnv,
     _class: sys::jclass,
     thread: sys::jthread,
     site: sys::jint,
-    method: sys::jstring,
-    target: sys::jstring,
-    traceparent: sys::jstring,
+    request: sys::jstring,
     connection: sys::jobject,
     local_port: sys::jint,
     remote_port: sys::jint,
 ) {
     guarded_in(&BREAKPOINTS, "remote_served", (), || {
         let env = Jni(env);
-        let read = match env.string_of(method) {
-            Some(method) => {
-                let path = path_of(&env.string_of(target).unwrap_or_default());
-                let traceparent = env.string_of(traceparent).unwrap_or_default();
+        let read = match request_lines(env, request) {
+            Some((method, path, traceparent)) => {
                 let ports = u32::try_from(local_port)
                     .ok()
                     .zip(u32::try_from(remote_port).ok());
@@ -335,35 +353,35 @@ unsafe extern "C" fn served(
     })
 }
 
-/// `calling(thread, site, method, target, traceparent)`: a client call (no
-/// method: none) sending the request's `traceparent`; without one, a new one
-/// (in the trace the thread serves, if any) is returned for the reader to
-/// add to the request (null: nothing to add).
+/// `calling(thread, site, request, added)`: a client call (`request_lines`;
+/// null: none); a request without a traceparent gets a new one (in the trace
+/// the thread serves, if any), written into `added` for the reader to add to
+/// the request: its length is returned (0: nothing to add).
 unsafe extern "C" fn calling(
     env: *mut sys::JNIEnv,
     _class: sys::jclass,
     thread: sys::jthread,
     site: sys::jint,
-    method: sys::jstring,
-    target: sys::jstring,
-    traceparent: sys::jstring,
-) -> sys::jstring {
-    guarded_in(&BREAKPOINTS, "remote_calling", null_mut(), || {
+    request: sys::jstring,
+    added: sys::jobject,
+) -> sys::jint {
+    guarded_in(&BREAKPOINTS, "remote_calling", 0, || {
         let env = Jni(env);
-        let Some(method) = env.string_of(method) else {
+        let Some((method, path, own)) = request_lines(env, request) else {
             hand(env, thread, site, Read::Nothing);
-            return null_mut();
+            return 0;
         };
-        let path = path_of(&env.string_of(target).unwrap_or_default());
-        let (sent, added) = match env.string_of(traceparent) {
-            Some(own) => (own, None),
-            None => {
-                let new = new_traceparent(served_trace_id(env, Some(thread)));
-                (new.clone(), Some(new))
+        let (sent, written) = if own.is_empty() {
+            let new = new_traceparent(served_trace_id(env, Some(thread)));
+            match env.set_bytes(added, new.as_bytes()) {
+                true => (new.clone(), new.len()),
+                false => (String::new(), 0),
             }
+        } else {
+            (own, 0)
         };
         hand(env, thread, site, Read::Calling(call(method, path, sent)));
-        added.map_or(null_mut(), |t| env.new_string(&t))
+        sys::jint::try_from(written).unwrap_or(0)
     })
 }
 

@@ -117,6 +117,8 @@ pub(super) struct ThreadState {
     pub inserted_open: i32,
     /// The endpoints of the connections this thread used last.
     connections: Connections,
+    /// The thread's Linux id, once asked (`own_tid`).
+    pub tid: Option<u32>,
 }
 
 thread_local! {
@@ -186,7 +188,7 @@ pub(super) fn returned(hit: &Hit, server: bool, call: Option<Call>, left: bool, 
     if let Some(mut call) = call {
         call.failed |= left;
         super::end_request(hit.jni, hit.thread, call.request, call.failed);
-        emit(server, call, end, ThreadKey::of(hit.jni, hit.thread));
+        emit(server, call, end, super::thread_key(hit.jni, hit.thread));
     }
 }
 

@@ -44,6 +44,7 @@ pub mod requests;
 mod span;
 
 use crate::java_threads::ThreadKey;
+use crate::jvm::thread::{current_java_id, java_id};
 use crate::jvm::Jni;
 use crate::sys;
 use crate::threads::gettid;
@@ -201,12 +202,28 @@ pub fn requests() -> &'static requests::Requests {
     &REMOTE.requests
 }
 
+/// The calling thread's Linux id, asked of the kernel once per thread (for
+/// Java threads, not signal handlers: this thread-local may allocate).
+fn own_tid() -> u32 {
+    http::STATE
+        .try_with(|s| match s.try_borrow_mut() {
+            Ok(mut s) => *s.tid.get_or_insert_with(gettid),
+            Err(_) => gettid(),
+        })
+        .unwrap_or_else(|_| gettid())
+}
+
+/// [`ThreadKey::of`] with the thread's Linux id asked once per thread.
+fn thread_key(env: Jni, thread: sys::jthread) -> ThreadKey {
+    ThreadKey::new(own_tid(), env.0 as usize, java_id(env, thread))
+}
+
 /// The thread a request of `thread` (None: the current thread) belongs to: a
 /// virtual thread by its Java id alone, as the writer names them.
 pub(crate) fn served_by(env: Jni, thread: Option<sys::jthread>) -> ThreadKey {
     let key = match thread {
-        Some(t) => ThreadKey::of(env, t),
-        None => ThreadKey::current(env),
+        Some(t) => thread_key(env, t),
+        None => ThreadKey::new(own_tid(), env.0 as usize, current_java_id(env)),
     };
     let mounted = crate::trace::vthreads::mounted_on(key.tid);
     if mounted != 0 && mounted == key.java_id {
@@ -245,14 +262,14 @@ fn http_opening(name: String, traceparent: &str) -> requests::Opening<'_> {
 /// Opens a request on `thread` (the current thread); returns its id.
 fn begin_request(env: Jni, thread: sys::jthread, opening: requests::Opening<'_>) -> u32 {
     let key = served_by(env, Some(thread));
-    REMOTE.requests.begin(gettid(), key, opening)
+    REMOTE.requests.begin(own_tid(), key, opening)
 }
 
 /// Ends request `id` (0: none) of `thread` (the current thread).
 fn end_request(env: Jni, thread: sys::jthread, id: u32, failed: bool) {
     if id != 0 {
         let key = served_by(env, Some(thread));
-        REMOTE.requests.end(gettid(), key, id, failed);
+        REMOTE.requests.end(own_tid(), key, id, failed);
     }
 }
 

@@ -118,30 +118,23 @@ impl Requests {
     /// current request is then the one it was nested in, or none.
     pub fn end(&self, tid: u32, thread: ThreadKey, id: u32, failed: bool) {
         let now = crate::clock::monotonic_ns();
-        let (closed, outer) = {
-            let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(map) = open.as_mut() else {
-                return;
-            };
-            let Some(stack) = map.get_mut(&thread.java_id) else {
-                return;
-            };
-            let Some(at) = stack.iter().rposition(|r| r.id == id) else {
-                return;
-            };
-            let closed: Vec<RawRequest> = stack.drain(at..).collect();
-            let outer = stack.last().map_or(0, |r| r.id);
-            if stack.is_empty() {
-                map.remove(&thread.java_id);
-            }
-            (closed, outer)
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(map) = open.as_mut() else {
+            return;
         };
-        match outer {
+        let Some(stack) = map.get_mut(&thread.java_id) else {
+            return;
+        };
+        let Some(at) = stack.iter().rposition(|r| r.id == id) else {
+            return;
+        };
+        match stack.get(at.wrapping_sub(1)).map_or(0, |r| r.id) {
             0 => self.current.clear(tid),
-            o => self.current.set(tid, o),
+            outer => self.current.set(tid, outer),
         }
+        // Innermost first; the lock order is always open, then ended.
         let mut ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
-        for mut r in closed.into_iter().rev() {
+        for mut r in stack.drain(at..).rev() {
             r.duration_ns = now.saturating_sub(r.start_ns);
             r.failed |= failed && r.id == id;
             if ended.len() < MAX_ENDED {
@@ -149,6 +142,10 @@ impl Requests {
             } else {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
             }
+        }
+        drop(ended);
+        if stack.is_empty() {
+            map.remove(&thread.java_id);
         }
     }
 

@@ -9,11 +9,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use jscope_format::RequestKind;
 
 use super::requests::Opening;
-use super::{served_by, REMOTE};
+use super::{own_tid, served_by, REMOTE};
 use crate::jvm::entry::{guarded_in, BREAKPOINTS};
 use crate::jvm::Jni;
 use crate::sys;
-use crate::threads::gettid;
 
 /// Set while a recording runs: spans open requests only then.
 pub(super) static RECORDING: AtomicBool = AtomicBool::new(false);
@@ -45,7 +44,7 @@ pub extern "C" fn Java_jscope_Span_start0(
             traceparent: None,
         };
         let key = served_by(jni, None);
-        sys::jlong::from(REMOTE.requests.begin(gettid(), key, opening))
+        sys::jlong::from(REMOTE.requests.begin(own_tid(), key, opening))
     })
 }
 
@@ -60,6 +59,6 @@ pub extern "C" fn Java_jscope_Span_end0(
             return;
         };
         let key = served_by(Jni(env), None);
-        REMOTE.requests.end(gettid(), key, id, false);
+        REMOTE.requests.end(own_tid(), key, id, false);
     })
 }

@@ -8,17 +8,19 @@ package jscope;
 public final class Remote {
     private Remote() {}
 
+    /** The length of a traceparent `calling` writes. */
+    public static final int TRACEPARENT = 55;
+
     public static native void enter(int site, Object[] slots);
 
     public static native void exit(int site);
 
     public static native void thrown(int site);
 
-    public static native void served(Thread thread, int site, String method, String target,
-            String traceparent, Object connection, int localPort, int remotePort);
+    public static native void served(Thread thread, int site, String request, Object connection,
+            int localPort, int remotePort);
 
-    public static native String calling(Thread thread, int site, String method, String target,
-            String traceparent);
+    public static native int calling(Thread thread, int site, String request, byte[] added);
 
     public static native boolean setOkHttpRequest(Object call, Object request);
 

@@ -1,5 +1,6 @@
 package jscope.fw;
 
+import java.nio.charset.StandardCharsets;
 import jscope.Remote;
 import org.apache.hc.core5.http.Header;
 import org.apache.hc.core5.http.HttpRequest;
@@ -12,23 +13,25 @@ public final class Hc5Call {
     private Hc5Call() {}
 
     public static void enter(int site, Object[] slots) {
-        String method = null, target = null, traceparent = null;
+        String request = null;
+        byte[] added = null;
         HttpRequest r = null;
         try {
             if (slots[2] instanceof HttpRequest) {
                 r = (HttpRequest) slots[2];
-                method = r.getMethod();
-                target = r.getPath();
                 Header own = r.getFirstHeader("traceparent");
-                traceparent = own == null ? null : own.getValue();
+                String path = r.getPath();
+                request = r.getMethod() + '\n' + (path == null ? "" : path) + '\n'
+                        + (own == null ? "" : own.getValue());
+                added = own == null ? new byte[Remote.TRACEPARENT] : null;
             }
         } catch (Throwable t) {
-            method = null;
+            request = null;
         }
-        String added = Remote.calling(Thread.currentThread(), site, method, target, traceparent);
-        if (added != null) {
+        int n = Remote.calling(Thread.currentThread(), site, request, added);
+        if (n > 0) {
             try {
-                r.setHeader("traceparent", added);
+                r.setHeader("traceparent", new String(added, 0, n, StandardCharsets.ISO_8859_1));
             } catch (Throwable t) {
                 // sent without it
             }

@@ -12,22 +12,22 @@ public final class NettyRead {
     private NettyRead() {}
 
     public static void enter(int site, Object[] slots) {
-        String method = null, target = null, traceparent = null;
+        String request = null;
         Object channel = null;
         try {
             if (slots[2] instanceof HttpRequest) {
                 HttpRequest r = (HttpRequest) slots[2];
-                method = r.method().name();
-                target = r.uri();
-                traceparent = r.headers().get("traceparent");
+                String traceparent = r.headers().get("traceparent");
+                request = r.method().name() + '\n' + r.uri() + '\n'
+                        + (traceparent == null ? "" : traceparent);
                 channel = ((ChannelHandlerContext) slots[1]).channel();
             }
         } catch (Throwable t) {
-            method = null;
+            request = null;
         }
         // A channel stays with its connection: the agent asks it for the
         // addresses once per connection.
-        Remote.served(Thread.currentThread(), site, method, target, traceparent, channel, -1, -1);
+        Remote.served(Thread.currentThread(), site, request, channel, -1, -1);
     }
 
     public static void exit(int site) {

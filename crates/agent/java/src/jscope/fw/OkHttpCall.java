@@ -1,5 +1,7 @@
 package jscope.fw;
 
+import java.lang.reflect.Field;
+import java.nio.charset.StandardCharsets;
 import jscope.Remote;
 import okhttp3.Call;
 import okhttp3.Request;
@@ -12,23 +14,46 @@ import okhttp3.Request;
 public final class OkHttpCall {
     private OkHttpCall() {}
 
+    /** RealCall.originalRequest (final: set by reflection, or else through JNI). */
+    private static final Field ORIGINAL = original();
+
+    private static Field original() {
+        try {
+            Field f = Class.forName("okhttp3.RealCall", false, OkHttpCall.class.getClassLoader())
+                    .getDeclaredField("originalRequest");
+            f.setAccessible(true);
+            return f;
+        } catch (Throwable t) {
+            return null;
+        }
+    }
+
     public static void enter(int site, Object[] slots) {
-        String method = null, target = null, traceparent = null;
+        String request = null;
+        byte[] added = null;
         Call call = null;
         Request r = null;
         try {
             call = (Call) slots[0];
             r = call.request();
-            method = r.method();
-            target = r.url().encodedPath();
-            traceparent = r.header("traceparent");
+            String own = r.header("traceparent");
+            request = r.method() + '\n' + r.url().encodedPath() + '\n' + (own == null ? "" : own);
+            added = own == null ? new byte[Remote.TRACEPARENT] : null;
         } catch (Throwable t) {
-            method = null;
+            request = null;
         }
-        String added = Remote.calling(Thread.currentThread(), site, method, target, traceparent);
-        if (added != null) {
+        int n = Remote.calling(Thread.currentThread(), site, request, added);
+        if (n > 0) {
             try {
-                Remote.setOkHttpRequest(call, r.newBuilder().header("traceparent", added).build());
+                Request copy = r.newBuilder()
+                        .header("traceparent", new String(added, 0, n, StandardCharsets.ISO_8859_1))
+                        .build();
+                Field field = ORIGINAL;
+                if (field != null && field.getDeclaringClass() == call.getClass()) {
+                    field.set(call, copy);
+                } else {
+                    Remote.setOkHttpRequest(call, copy);
+                }
             } catch (Throwable t) {
                 // sent without it
             }
