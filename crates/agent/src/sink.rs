@@ -317,6 +317,12 @@ impl Sink {
         self.symbols.string(&mut self.chunk, text)
     }
 
+    /// The string id of `text`, one of the endless strings requests bring
+    /// (see `Symbols::transient_string`).
+    pub fn transient_string(&mut self, text: &str) -> u32 {
+        self.symbols.transient_string(&mut self.chunk, text)
+    }
+
     /// The recording thread of an event's thread, named by its Java id when
     /// known and its definition written; None for the agent's own threads.
     pub fn event_thread(&mut self, key: ThreadKey) -> Option<u32> {

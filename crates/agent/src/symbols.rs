@@ -2,7 +2,10 @@
 //! from 1, and each new entry's dictionary record goes into the chunk being built
 //! right before the first record that refers to it. Every entry is also kept so
 //! that the whole dictionary can be declared again ([`Symbols::declare_all`]) for a
-//! collector that lost a chunk.
+//! collector that lost a chunk. Except the strings a request brings (its path,
+//! its traceparent, a span's tags: [`Symbols::transient_string`]), which are
+//! endless in number: each is declared in every chunk that refers to it and
+//! forgotten with the chunk, so that they cost the agent no memory over time.
 
 use std::sync::Arc;
 
@@ -32,8 +35,13 @@ pub struct Symbols {
     natives: HashMap<(Arc<str>, String), u32>,
     stacks: HashMap<Vec<(u32, i32, u8)>, u32>,
     unresolved: u64,
-    /// Every entry declared so far, in id order (id = index + 1).
-    string_list: Vec<Arc<str>>,
+    /// The transient strings of the chunk being built (`transient_string`).
+    transient: HashMap<Arc<str>, u32>,
+    /// The last string id given.
+    last_string: u32,
+    /// Every string kept (all but the transient ones), in id order.
+    string_list: Vec<(u32, Arc<str>)>,
+    /// Every other entry declared so far, in id order (id = index + 1).
     class_list: Vec<ClassDef>,
     method_list: Vec<MethodDef>,
     stack_list: Vec<Vec<Frame>>,
@@ -76,12 +84,37 @@ impl Symbols {
         if let Some(&id) = self.strings.get(s) {
             return id;
         }
-        let id = self.string_list.len() as u32 + 1;
+        self.last_string += 1;
+        let id = self.last_string;
         let s: Arc<str> = Arc::from(s);
         self.strings.insert(s.clone(), id);
         out.string(StringId(id), &s);
-        self.string_list.push(s);
+        self.string_list.push((id, s));
         id
+    }
+
+    /// The id of a string that comes with a request, valid in the chunk being
+    /// built only: declared there once, never kept, never declared again (a
+    /// string already kept keeps its id).
+    pub fn transient_string(&mut self, out: &mut ChunkWriter, s: &str) -> u32 {
+        /// At most this many are remembered for one chunk; past that each use
+        /// declares its string.
+        const PER_CHUNK: usize = 4096;
+        if let Some(&id) = self.strings.get(s).or_else(|| self.transient.get(s)) {
+            return id;
+        }
+        self.last_string += 1;
+        let id = self.last_string;
+        out.string(StringId(id), s);
+        if self.transient.len() < PER_CHUNK {
+            self.transient.insert(Arc::from(s), id);
+        }
+        id
+    }
+
+    /// The chunk being built was written: its transient strings are forgotten.
+    pub fn chunk_written(&mut self) {
+        self.transient.clear();
     }
 
     /// Classes are keyed by JVM signature and source file: two loaders' copies of
@@ -219,9 +252,8 @@ impl Symbols {
         let m = self.method_list.get((id as usize).checked_sub(1)?)?;
         let c = self.class_list.get((m.class.0 as usize).checked_sub(1)?)?;
         let string = |s: StringId| -> Option<&str> {
-            self.string_list
-                .get((s.0 as usize).checked_sub(1)?)
-                .map(|s| &**s)
+            let at = self.string_list.binary_search_by_key(&s.0, |e| e.0).ok()?;
+            Some(&self.string_list[at].1)
         };
         Some((string(c.name)?, string(m.name)?))
     }
@@ -294,8 +326,8 @@ impl Symbols {
 
     /// Declares every entry again, each after the entries it refers to.
     pub fn declare_all(&self, out: &mut ChunkCutter) {
-        for (i, s) in self.string_list.iter().enumerate() {
-            out.record(|w| w.string(StringId(i as u32 + 1), s));
+        for (id, s) in &self.string_list {
+            out.record(|w| w.string(StringId(*id), s));
         }
         for c in &self.class_list {
             out.record(|w| w.class(c));
@@ -390,6 +422,51 @@ mod tests {
         );
         assert_eq!(symbols.unresolved(), 1);
         assert!(symbols.is_native(3) && !symbols.is_native(2) && !symbols.is_native(99));
+    }
+
+    #[test]
+    fn transient_strings_live_in_the_chunks_that_use_them_and_are_never_kept() {
+        let (mut symbols, mut out) = (Symbols::default(), ChunkWriter::new());
+        let get = symbols.string(&mut out, "GET");
+        let path = symbols.transient_string(&mut out, "/users/1");
+        assert_eq!(symbols.transient_string(&mut out, "/users/1"), path);
+        assert_eq!(
+            symbols.transient_string(&mut out, "GET"),
+            get,
+            "kept: its id"
+        );
+        let first = read(&mut out);
+        symbols.chunk_written();
+        let again = symbols.transient_string(&mut out, "/users/1");
+        let post = symbols.string(&mut out, "POST");
+        let second = read(&mut out);
+        assert!(
+            get < path && path < again && again < post,
+            "one sequence of ids"
+        );
+        assert_eq!(first.string(StringId(path)), "/users/1");
+        assert_eq!(second.string(StringId(again)), "/users/1");
+        assert_eq!(second.string(StringId(post)), "POST");
+        assert_eq!(
+            second.string(StringId(path)),
+            "",
+            "declared in its own chunk only"
+        );
+        let mut cut = ChunkCutter::new(1 << 20);
+        symbols.declare_all(&mut cut);
+        let mut resent = encode_file_start(&Header::default());
+        resent.extend(cut.finish().concat());
+        let resent = Recording::from_bytes(&resent).unwrap();
+        let named = |id| resent.string(StringId(id)).to_string();
+        assert_eq!([named(get), named(post)], ["GET", "POST"]);
+        assert_eq!(
+            [named(path), named(again)],
+            ["", ""],
+            "transients are not kept"
+        );
+        assert_eq!(symbols.string_list.len(), 2, "GET and POST");
+        symbols.chunk_written();
+        assert!(symbols.transient.is_empty());
     }
 
     #[test]

@@ -185,6 +185,7 @@ impl Writer {
     /// counts it without decompressing); the collector gets the data chunk alone.
     fn write_chunk(&mut self) {
         let (summary, bytes) = self.sink.chunk.finish_parts();
+        self.sink.symbols.chunk_written();
         self.last_flush = Instant::now();
         self.write_file(&summary);
         self.write_file(&bytes);

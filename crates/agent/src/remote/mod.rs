@@ -310,7 +310,13 @@ impl Engine for RemoteEngine {
             let Some(thread) = sink.event_thread(r.thread) else {
                 continue;
             };
-            let mut s = |text: &str| StringId(sink.string(text));
+            // Paths and traceparents are endless: transient (see `Symbols`).
+            let mut s = |text: &str, kept: bool| {
+                StringId(match kept {
+                    true => sink.string(text),
+                    false => sink.transient_string(text),
+                })
+            };
             let call = jscope_format::RemoteCall {
                 side: if r.server {
                     jscope_format::RemoteSide::Server
@@ -325,18 +331,18 @@ impl Engine for RemoteEngine {
                 thread: ThreadId(thread),
                 ticks: r.start_ns,
                 duration_ns: r.duration_ns,
-                local_host: s(&r.local.0),
+                local_host: s(&r.local.0, true),
                 local_port: r.local.1,
-                remote_host: s(&r.remote.0),
+                remote_host: s(&r.remote.0, true),
                 remote_port: r.remote.1,
                 conn_seq: r.conn_seq,
-                object: s(&r.object),
+                object: s(&r.object, false),
                 method_hash: r.method_hash,
-                method: s(&r.method),
+                method: s(&r.method, true),
                 request_id: if r.request_id.is_empty() {
                     StringId::NONE
                 } else {
-                    s(&r.request_id)
+                    s(&r.request_id, false)
                 },
                 stack: StackId::NONE,
                 failed: r.failed,
@@ -347,10 +353,10 @@ impl Engine for RemoteEngine {
             let Some(thread) = sink.event_thread(r.thread) else {
                 continue;
             };
-            let name = StringId(sink.string(&r.name));
+            let name = StringId(sink.transient_string(&r.name));
             let tags = match r.tags.as_str() {
                 "" => StringId::NONE,
-                t => StringId(sink.string(t)),
+                t => StringId(sink.transient_string(t)),
             };
             sink.chunk.request(&jscope_format::Request {
                 id: r.id.into(),
