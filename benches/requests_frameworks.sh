@@ -9,7 +9,8 @@
 # recorded in both).
 # CPU time (user + sys) of the three JVMs together, the two interleaved (which
 # runs first alternates between rounds), REPEAT rounds; median, range and the
-# ratio of medians, for the whole runs and for the measured phase alone (each
+# ratio of medians, and the median of the rounds' own ratios with its 95%
+# interval, for the whole runs and for the measured phase alone (each
 # JVM's process CPU time from its first measured request to the last, as the
 # fixtures print it: start-up and warm-up, whose JIT and class loading vary
 # from run to run, left out).
@@ -74,3 +75,8 @@ awk -v a="$(col 1 "$out/on.txt" | median)" -v b="$(col 1 "$out/off.txt" | median
 echo "measured phase, remote=http: median (range) $(col 5 "$out/on.txt" | stats) s CPU"
 echo "measured phase, no remote:   median (range) $(col 5 "$out/off.txt" | stats) s CPU"
 awk -v a="$(col 5 "$out/on.txt" | median)" -v b="$(col 5 "$out/off.txt" | median)" 'BEGIN {printf "measured phase, ratio of medians: %.4f\n", a / b}'
+# Each round's two runs ran back to back: the ratio within a round leaves out
+# the machine's drift between rounds.
+paired() { paste -d' ' <(col "$1" "$out/on.txt") <(col "$1" "$out/off.txt") | awk '{printf "%.4f\n", $1 / $2}'; }
+echo "per-round ratio, median: $(paired 1 | median_ci)"
+echo "measured phase, per-round ratio, median: $(paired 5 | median_ci)"
