@@ -374,7 +374,10 @@ unsafe extern "C" fn calling(
         let (sent, written) = if own.is_empty() {
             let new = new_traceparent(served_trace_id(env, Some(thread)));
             match env.set_bytes(added, new.as_bytes()) {
-                true => (new.clone(), new.len()),
+                true => {
+                    let written = new.len();
+                    (new, written)
+                }
                 false => (String::new(), 0),
             }
         } else {
