@@ -105,7 +105,7 @@ impl Symbols {
         }
         self.last_string += 1;
         let id = self.last_string;
-        out.string(StringId(id), s);
+        out.transient_string(StringId(id), s);
         if self.transient.len() < PER_CHUNK {
             self.transient.insert(Arc::from(s), id);
         }

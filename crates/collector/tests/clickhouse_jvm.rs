@@ -199,7 +199,8 @@ fn a_traced_http_client_and_server_fill_the_tables_as_their_files_say(
         sql(
             &ch,
             "SELECT count(), countIf(same_id), sum(failed) FROM \
-             (SELECT link, uniqExact(request_id) = 1 AS same_id, max(failed) AS failed \
+             (SELECT link, uniqExact(request_id) = 1 AND any(request_id) != '' AS same_id, \
+                     max(failed) AS failed \
               FROM jscope.remote_calls WHERE protocol = 'http' GROUP BY link \
               HAVING countIf(direction = 'client') = 1 AND countIf(direction = 'server') = 1)"
         ),

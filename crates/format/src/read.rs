@@ -227,7 +227,9 @@ impl Recording {
     /// Adds one record.
     pub fn apply(&mut self, r: Record) {
         match r {
-            Record::String { id, value } => self.put_string(id, value),
+            Record::String { id, value } | Record::TransientString { id, value } => {
+                self.put_string(id, value)
+            }
             Record::Class(c) => put(&mut self.classes, c.id.index(), c),
             Record::Method(m) => put(&mut self.methods, m.id.index(), m),
             Record::Thread(t) => {

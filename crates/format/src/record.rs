@@ -26,6 +26,8 @@ pub(crate) mod tag {
     pub const METHOD: u64 = 4;
     pub const THREAD: u64 = 5;
     pub const STACK: u64 = 6;
+    /// A string valid in its own chunk only (see `Record::TransientString`).
+    pub const TRANSIENT_STRING: u64 = 8;
     pub const SAMPLE: u64 = 16;
     pub const SNAPSHOT: u64 = 17;
     pub const COUNTERS: u64 = 18;
@@ -41,6 +43,13 @@ pub(crate) mod tag {
 pub enum Record {
     Header(Box<Header>),
     String {
+        id: StringId,
+        value: String,
+    },
+    /// A string declared for the records of its own chunk only (a request's
+    /// path or traceparent): read as any string, never kept in a dictionary
+    /// that is declared again (a collector's, a segment's).
+    TransientString {
         id: StringId,
         value: String,
     },
@@ -301,6 +310,10 @@ pub(crate) fn decode_record_in(
     Ok(match t {
         tag::HEADER => Record::Header(Box::new(decode_header(c)?)),
         tag::STRING => Record::String {
+            id: c.id()?,
+            value: c.string()?,
+        },
+        tag::TRANSIENT_STRING => Record::TransientString {
             id: c.id()?,
             value: c.string()?,
         },

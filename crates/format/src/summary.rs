@@ -171,6 +171,7 @@ impl ChunkSummary {
             matches!(
                 t,
                 tag::STRING
+                    | tag::TRANSIENT_STRING
                     | tag::CLASS
                     | tag::METHOD
                     | tag::THREAD

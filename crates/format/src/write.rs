@@ -83,6 +83,13 @@ impl ChunkWriter {
         self.push(tag::STRING);
     }
 
+    /// A string for the records of this chunk only ([`Record::TransientString`]).
+    pub fn transient_string(&mut self, id: StringId, s: &str) {
+        put_u64(&mut self.body, id.into());
+        put_str(&mut self.body, s);
+        self.push(tag::TRANSIENT_STRING);
+    }
+
     pub fn class(&mut self, c: &ClassDef) {
         for v in [c.id.0, c.name.0, c.source_file.0] {
             put_u64(&mut self.body, v.into());
@@ -113,7 +120,8 @@ impl ChunkWriter {
     }
 
     /// A dictionary record (string, class, method, thread, stack, user event name);
-    /// other records are not dictionary entries and are left out.
+    /// other records (a transient string too) are not dictionary entries and are
+    /// left out.
     pub fn dictionary_entry(&mut self, r: &Record) {
         match r {
             Record::String { id, value } => self.string(*id, value),

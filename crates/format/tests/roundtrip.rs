@@ -775,3 +775,36 @@ fn samples_name_their_request_and_requests_round_trip_with_their_trace_ids() {
     );
     assert_eq!(r.requests[0].end_ticks(), 250_000_900);
 }
+
+#[test]
+fn a_transient_string_names_its_chunk_and_is_no_dictionary_entry() {
+    let mut out = encode_file_start(&header());
+    let mut w = ChunkWriter::new();
+    w.string(StringId(1), "GET");
+    w.transient_string(StringId(2), "/users/1");
+    out.extend(w.finish());
+    let rec = Recording::from_bytes(&out).unwrap();
+    assert_eq!(rec.string(StringId(1)), "GET");
+    assert_eq!(rec.string(StringId(2)), "/users/1");
+    assert_eq!(rec.skipped_records, 0);
+
+    let mut dictionary = ChunkWriter::new();
+    let records = [
+        Record::String {
+            id: StringId(1),
+            value: "GET".into(),
+        },
+        Record::TransientString {
+            id: StringId(2),
+            value: "/users/1".into(),
+        },
+    ];
+    records.iter().for_each(|r| dictionary.dictionary_entry(r));
+    let mut again = encode_file_start(&header());
+    again.extend(dictionary.finish());
+    let again = Recording::from_bytes(&again).unwrap();
+    assert_eq!(
+        [again.string(StringId(1)), again.string(StringId(2))],
+        ["GET", ""]
+    );
+}

@@ -51,7 +51,7 @@ use jscope_analysis::{civil_from_days, Mode, StackCounts, ThreadMatcher};
 use jscope_format::thread_state::classify;
 use jscope_format::{
     FieldValue, Frame, FrameKind, Interner, JvmEvent, MethodId, Record, Recording, RemoteCall,
-    RemoteSide, StackId, StateClass, ThreadId, UserEventKind,
+    RemoteSide, StackId, StateClass, StringId, ThreadId, UserEventKind,
 };
 
 use crate::calls::{
@@ -917,6 +917,15 @@ impl ClickHouseStore {
 
         let mut rows = Rows::default();
         let weights = AllocWeights::of(dict);
+        // The chunk's transient strings name its own records only (the
+        // dictionary keeps none: see `apply_dictionary`).
+        let transient: HashMap<StringId, &str> = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::TransientString { id, value } => Some((*id, value.as_str())),
+                _ => None,
+            })
+            .collect();
         for r in records {
             match r {
                 Record::Sample(s) => self.sample_row(
@@ -942,7 +951,13 @@ impl ClickHouseStore {
                     }
                 }
                 Record::Event(e) => self.event_row(st, dict, &mut rows, (seq, weights), e),
-                Record::Remote(c) => self.remote_row(st, dict, &mut rows, seq, c),
+                Record::Remote(c) => {
+                    let name = |id: StringId| match transient.get(&id) {
+                        Some(s) => s,
+                        None => dict.string(id),
+                    };
+                    self.remote_row(st, (dict, &name), &mut rows, seq, c)
+                }
                 Record::Trace(b) => st.trace.batch(dict, b),
                 _ => {}
             }
@@ -1065,18 +1080,20 @@ impl ClickHouseStore {
             .u64(e.request());
     }
 
-    fn remote_row(
+    /// A remote call's row, its strings named by `name` (the dictionary's and
+    /// the chunk's transient ones).
+    fn remote_row<'a>(
         &self,
         st: &mut StreamState,
-        dict: &Recording,
+        (dict, name): (&'a Recording, &dyn Fn(StringId) -> &'a str),
         rows: &mut Rows,
         seq: u64,
         c: &RemoteCall,
     ) {
         let stack = self.stack_hash(st, dict, rows, c.stack);
         let time = st.identity.wall_ns(c.ticks);
-        let local = format!("{}:{}", dict.string(c.local_host), c.local_port);
-        let remote = format!("{}:{}", dict.string(c.remote_host), c.remote_port);
+        let local = format!("{}:{}", name(c.local_host), c.local_port);
+        let remote = format!("{}:{}", name(c.remote_host), c.remote_port);
         let (client, server) = match c.side {
             RemoteSide::Client => (&local, &remote),
             RemoteSide::Server => (&remote, &local),
@@ -1093,14 +1110,14 @@ impl ClickHouseStore {
             .str(dict.thread(c.thread).map_or("", |t| t.name.as_str()))
             .str(side_name(c.side))
             .str(protocol_name(c.protocol))
-            .str(dict.string(c.object))
-            .str(dict.string(c.method))
+            .str(name(c.object))
+            .str(name(c.method))
             .u64(c.method_hash)
             .str(&local)
             .str(&remote)
             .u64(c.conn_seq)
             .str(&link)
-            .str(dict.string(c.request_id))
+            .str(name(c.request_id))
             .u8(u8::from(c.failed))
             .u64(stack);
     }

@@ -199,6 +199,9 @@ fn event_duration_ns(e: &JvmEvent) -> u64 {
 
 /// Adds a chunk's dictionary entries, counters and end to `dict`; events are left out
 /// so that the dictionary stays small however long the JVM runs.
+///
+/// A transient string is not kept: it names records of its own chunk only,
+/// and a prelude declaring it again would grow with every request served.
 pub fn apply_dictionary(dict: &mut Recording, records: &[Record]) {
     for r in records {
         match r {
@@ -227,6 +230,24 @@ pub fn new_dictionary(header: &Header) -> Recording {
 #[cfg(test)]
 mod main_class_tests {
     use super::*;
+
+    #[test]
+    fn a_chunks_transient_strings_stay_out_of_the_dictionary() {
+        use jscope_format::StringId;
+        let mut dict = new_dictionary(&Header::default());
+        let records = [
+            Record::String {
+                id: StringId(1),
+                value: "GET".into(),
+            },
+            Record::TransientString {
+                id: StringId(2),
+                value: "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01".into(),
+            },
+        ];
+        apply_dictionary(&mut dict, &records);
+        assert_eq!(dict.strings, ["", "GET"]);
+    }
 
     #[test]
     fn the_main_class_follows_the_launcher_options() {
