@@ -388,8 +388,9 @@ unsafe extern "C" fn calling(
     })
 }
 
-/// `setOkHttpRequest(call, request)`: `RealCall.originalRequest` (final, so
-/// set through JNI) becomes `request`.
+/// `setOkHttpRequest(call, request)`: `RealCall.originalRequest` (final)
+/// becomes `request`, through JNI, for a reader that could not set it by
+/// reflection.
 unsafe extern "C" fn set_okhttp_request(
     env: *mut sys::JNIEnv,
     _class: sys::jclass,

@@ -382,8 +382,8 @@ fn server_answers(hit: &Hit) {
 /// request (if any) ends, the call is recorded.
 fn returned(hit: &Hit, server: bool, call: Option<Call>, left: bool, end: u64) {
     if let Some(call) = call {
-        super::end_request(hit.jni, hit.thread, call.request, left);
-        let thread = ThreadKey::of(hit.jni, hit.thread);
+        let thread = super::thread_key(hit.jni, hit.thread);
+        super::end_request(thread, call.request, left);
         emit(server, call, end, left, thread);
     }
 }

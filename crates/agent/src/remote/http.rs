@@ -187,8 +187,9 @@ fn close_left(hit: &Hit, at: At, now: u64) {
 pub(super) fn returned(hit: &Hit, server: bool, call: Option<Call>, left: bool, end: u64) {
     if let Some(mut call) = call {
         call.failed |= left;
-        super::end_request(hit.jni, hit.thread, call.request, call.failed);
-        emit(server, call, end, super::thread_key(hit.jni, hit.thread));
+        let thread = super::thread_key(hit.jni, hit.thread);
+        super::end_request(thread, call.request, call.failed);
+        emit(server, call, end, thread);
     }
 }
 

@@ -221,10 +221,14 @@ fn thread_key(env: Jni, thread: sys::jthread) -> ThreadKey {
 /// The thread a request of `thread` (None: the current thread) belongs to: a
 /// virtual thread by its Java id alone, as the writer names them.
 pub(crate) fn served_by(env: Jni, thread: Option<sys::jthread>) -> ThreadKey {
-    let key = match thread {
+    as_served(match thread {
         Some(t) => thread_key(env, t),
         None => ThreadKey::new(own_tid(), env.0 as usize, current_java_id(env)),
-    };
+    })
+}
+
+/// [`served_by`] for the current thread's `key`.
+fn as_served(key: ThreadKey) -> ThreadKey {
     let mounted = crate::trace::vthreads::mounted_on(key.tid);
     if mounted != 0 && mounted == key.java_id {
         ThreadKey::new(0, 0, key.java_id)
@@ -261,15 +265,16 @@ fn http_opening(name: String, traceparent: &str) -> requests::Opening<'_> {
 
 /// Opens a request on `thread` (the current thread); returns its id.
 fn begin_request(env: Jni, thread: sys::jthread, opening: requests::Opening<'_>) -> u32 {
-    let key = served_by(env, Some(thread));
-    REMOTE.requests.begin(own_tid(), key, opening)
+    let key = thread_key(env, thread);
+    REMOTE.requests.begin(key.tid, as_served(key), opening)
 }
 
-/// Ends request `id` (0: none) of `thread` (the current thread).
-fn end_request(env: Jni, thread: sys::jthread, id: u32, failed: bool) {
+/// Ends request `id` (0: none) of the current thread, `thread` its key.
+fn end_request(thread: ThreadKey, id: u32, failed: bool) {
     if id != 0 {
-        let key = served_by(env, Some(thread));
-        REMOTE.requests.end(own_tid(), key, id, failed);
+        REMOTE
+            .requests
+            .end(thread.tid, as_served(thread), id, failed);
     }
 }
 
