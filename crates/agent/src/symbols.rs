@@ -84,8 +84,7 @@ impl Symbols {
         if let Some(&id) = self.strings.get(s) {
             return id;
         }
-        self.last_string += 1;
-        let id = self.last_string;
+        let id = self.next_string_id();
         let s: Arc<str> = Arc::from(s);
         self.strings.insert(s.clone(), id);
         out.string(StringId(id), &s);
@@ -103,13 +102,18 @@ impl Symbols {
         if let Some(&id) = self.strings.get(s).or_else(|| self.transient.get(s)) {
             return id;
         }
-        self.last_string += 1;
-        let id = self.last_string;
+        let id = self.next_string_id();
         out.transient_string(StringId(id), s);
         if self.transient.len() < PER_CHUNK {
             self.transient.insert(Arc::from(s), id);
         }
         id
+    }
+
+    /// Kept and transient strings take their ids from one sequence.
+    fn next_string_id(&mut self) -> u32 {
+        self.last_string += 1;
+        self.last_string
     }
 
     /// The chunk being built was written: its transient strings are forgotten.

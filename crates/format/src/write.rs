@@ -78,16 +78,18 @@ impl ChunkWriter {
     }
 
     pub fn string(&mut self, id: StringId, s: &str) {
-        put_u64(&mut self.body, id.into());
-        put_str(&mut self.body, s);
-        self.push(tag::STRING);
+        self.string_record(tag::STRING, id, s);
     }
 
     /// A string for the records of this chunk only ([`Record::TransientString`]).
     pub fn transient_string(&mut self, id: StringId, s: &str) {
+        self.string_record(tag::TRANSIENT_STRING, id, s);
+    }
+
+    fn string_record(&mut self, tag: u64, id: StringId, s: &str) {
         put_u64(&mut self.body, id.into());
         put_str(&mut self.body, s);
-        self.push(tag::TRANSIENT_STRING);
+        self.push(tag);
     }
 
     pub fn class(&mut self, c: &ClassDef) {

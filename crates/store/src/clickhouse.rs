@@ -926,6 +926,10 @@ impl ClickHouseStore {
                 _ => None,
             })
             .collect();
+        let name = |id: StringId| match transient.get(&id) {
+            Some(s) => s,
+            None => dict.string(id),
+        };
         for r in records {
             match r {
                 Record::Sample(s) => self.sample_row(
@@ -951,13 +955,7 @@ impl ClickHouseStore {
                     }
                 }
                 Record::Event(e) => self.event_row(st, dict, &mut rows, (seq, weights), e),
-                Record::Remote(c) => {
-                    let name = |id: StringId| match transient.get(&id) {
-                        Some(s) => s,
-                        None => dict.string(id),
-                    };
-                    self.remote_row(st, (dict, &name), &mut rows, seq, c)
-                }
+                Record::Remote(c) => self.remote_row(st, (dict, &name), &mut rows, seq, c),
                 Record::Trace(b) => st.trace.batch(dict, b),
                 _ => {}
             }
